@@ -1,0 +1,116 @@
+/* Runs and sweep groups: the in-memory form of the runs CSV (docs/formats.md).
+ *
+ * A run is one measurement of a job at one per-GPU power cap. Runs that share
+ * a `group` name form a sweep group; the group's uncapped run is its run at
+ * the highest cap. Throughput is always stored as a rate where higher is
+ * better (a time per step is inverted on import), in the unit the runset
+ * records; only tokens/s gives absolute token figures, any other unit is
+ * meaningful as a ratio only. */
+#ifndef PFLEX_RUNS_H
+#define PFLEX_RUNS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "pflex/error.h"
+
+enum pflex_arch { PFLEX_ARCH_UNKNOWN = 0, PFLEX_ARCH_DENSE, PFLEX_ARCH_MOE };
+enum pflex_task { PFLEX_TASK_UNKNOWN = 0, PFLEX_TASK_PT, PFLEX_TASK_FT };
+
+/* The unit of pflex_run.tput for a whole runset. */
+enum pflex_tput_unit {
+  PFLEX_TPUT_TOKENS_PER_S = 0, /* tokens/s: absolute */
+  PFLEX_TPUT_SAMPLES_PER_S,    /* relative only */
+  PFLEX_TPUT_STEPS_PER_S,      /* relative only */
+  PFLEX_TPUT_PER_STEP_TIME,    /* 1 / (seconds per step or epoch): relative only */
+};
+
+/* Bits of pflex_run.have: which optional fields were given. */
+enum pflex_run_field {
+  PFLEX_RUN_POWER_SD = 1u << 0,
+  PFLEX_RUN_TPUT_SD = 1u << 1,
+  PFLEX_RUN_SEQ_LEN = 1u << 2,
+  PFLEX_RUN_BATCH = 1u << 3,
+  PFLEX_RUN_EP = 1u << 4,
+  PFLEX_RUN_COMPILE = 1u << 5,
+  PFLEX_RUN_GRAD_CKPT = 1u << 6,
+};
+
+struct pflex_run {
+  char *group;        /* sweep group name (required) */
+  char *gpu;          /* GPU type, e.g. "H200" (required) */
+  int gpus;           /* GPU count of the job (required, > 0) */
+  double cap_w;       /* per-GPU power cap in W; the TDP when uncapped (required) */
+  double power_w;     /* aggregate measured power of all the job's GPUs, W (required) */
+  double tput;        /* throughput in the runset's unit, higher is better (required) */
+  double power_sd;    /* standard deviation of power_w (PFLEX_RUN_POWER_SD) */
+  double tput_sd;     /* standard deviation of tput (PFLEX_RUN_TPUT_SD) */
+  char *model;        /* optional, NULL when absent */
+  char *set;          /* optional: headline, validation, h100, ... */
+  enum pflex_arch arch;
+  enum pflex_task task;
+  int seq_len, batch, ep;
+  bool compile, grad_ckpt;
+  unsigned have;      /* enum pflex_run_field bits */
+  char **extra;       /* runset->nextra values of the other columns, verbatim ("" if empty) */
+  size_t line;        /* line in the source file, 0 if not from a file */
+};
+
+struct pflex_runset {
+  struct pflex_run *runs;
+  size_t n, cap_runs;
+  char **extra_names; /* names of the columns kept verbatim (telemetry, unknown) */
+  size_t nextra;
+  enum pflex_tput_unit unit;
+  char *source;       /* file it was read from, or NULL */
+};
+
+struct pflex_group {
+  const char *name;   /* borrowed from the first run */
+  size_t *runs;       /* indexes into runset->runs, sorted by cap ascending */
+  size_t n;
+  size_t uncapped;    /* index into runset->runs of the run at the highest cap */
+};
+
+void pflex_runset_init(struct pflex_runset *set);
+void pflex_runset_release(struct pflex_runset *set);
+
+/* Registers an extra column name (idempotent) and returns its index in *ret_index. */
+int pflex_runset_add_column(struct pflex_runset *set, const char *name, size_t *ret_index);
+
+/* Appends a deep copy of run (its extra array, if not NULL, has set->nextra entries). */
+int pflex_runset_append(struct pflex_runset *set, const struct pflex_run *run);
+
+/* Sets extra column `name` of run i to value (adding the column if needed). */
+int pflex_runset_set_extra(struct pflex_runset *set, size_t i, const char *name, const char *value);
+
+/* The value of extra column `name` of run i as a finite number: 0, -ENOENT when the
+ * column does not exist, -ENODATA when the cell is empty, -EINVAL when not a number. */
+int pflex_runset_metric(const struct pflex_runset *set, size_t i, const char *name, double *ret);
+
+/* Splits the runs into sweep groups in order of first appearance. The array
+ * and each group's runs array are freed by pflex_groups_free. */
+int pflex_runset_groups(const struct pflex_runset *set, struct pflex_group **ret_groups,
+                        size_t *ret_n);
+void pflex_groups_free(struct pflex_group *groups, size_t n);
+
+/* True when the unit gives absolute tokens/s. */
+bool pflex_tput_unit_absolute(enum pflex_tput_unit unit);
+const char *pflex_tput_unit_name(enum pflex_tput_unit unit);
+const char *pflex_arch_name(enum pflex_arch arch);
+const char *pflex_task_name(enum pflex_task task);
+
+/* Reads and validates a runs CSV (docs/formats.md). All or nothing: on error
+ * *set is left empty and diag names file, line and column. `unit` says what the
+ * throughput column holds when it is not tokens_per_s (see pflex_tput_unit). */
+struct pflex_runs_read_opts {
+  enum pflex_tput_unit unit; /* which throughput column to expect when tokens_per_s is absent */
+  const char *tput_column;   /* explicit throughput column name, or NULL for the default */
+};
+int pflex_runs_read_csv(const char *path, const struct pflex_runs_read_opts *opts,
+                        struct pflex_runset *ret_set, struct pflex_diag *diag);
+
+/* Writes a runset as CSV, atomically (temporary file, fsync, rename). */
+int pflex_runs_write_csv(const struct pflex_runset *set, const char *path);
+
+#endif

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages pflex needs to build, test and draw figures.
+# Idempotent: packages already present are left alone and apt is not touched.
+# Runs as root, or through sudo when it is available.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  libgsl-dev libsqlite3-dev sqlite3 libcsv-dev libjansson-dev
+  libmicrohttpd-dev libcurl4-openssl-dev
+  libplplot-dev plplot-driver-cairo
+  libcmocka-dev valgrind
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present" >&2
+  exit 0
+fi
+
+if [ "$(id -u)" -eq 0 ]; then
+  sudo=()
+elif command -v sudo >/dev/null 2>&1; then
+  sudo=(sudo)
+else
+  echo "error: missing packages (${missing[*]}) and not root; run as root or install sudo" >&2
+  exit 1
+fi
+
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,19 @@
+/* The pflex program's commands: one cmd_<name>.c per command, each exporting
+ * one struct pflex_cmd that main.c lists in its table. */
+#ifndef PFLEX_CLI_COMMANDS_H
+#define PFLEX_CLI_COMMANDS_H
+
+struct pflex_cmd {
+  const char *name;
+  int (*run)(int argc, char **argv); /* argv[0] is the command name; returns the exit status */
+  const char *summary;               /* one line for `pflex help` */
+  const char *usage;                 /* full text for `pflex help <command>` */
+};
+
+/* Exit statuses (docs/cli.md). */
+enum { PFLEX_EXIT_OK = 0, PFLEX_EXIT_FAIL = 1, PFLEX_EXIT_USAGE = 2 };
+
+/* Add each new command here and in main.c's table. */
+extern const struct pflex_cmd pflex_cmd_version;
+
+#endif

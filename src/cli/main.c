@@ -1,0 +1,60 @@
+/* The pflex program: a table of commands, `pflex help [command]`, --version. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/commands.h"
+
+static const struct pflex_cmd *const commands[] = {
+    &pflex_cmd_version,
+};
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+static const struct pflex_cmd *find(const char *name) {
+  for (size_t i = 0; i < NCOMMANDS; i++)
+    if (strcmp(commands[i]->name, name) == 0) return commands[i];
+  return NULL;
+}
+
+static void overview(FILE *out) {
+  fprintf(out, "usage: pflex <command> [options]\n\n"
+               "pflex makes GPU training clusters power-flexible: it measures, predicts and\n"
+               "allocates power by each job's Power Flexibility Index (PFI).\n\ncommands:\n");
+  for (size_t i = 0; i < NCOMMANDS; i++)
+    fprintf(out, "  %-12s %s\n", commands[i]->name, commands[i]->summary);
+  fprintf(out, "\n'pflex help <command>' describes one command.\n");
+}
+
+static int help(int argc, char **argv) {
+  if (argc < 3) {
+    overview(stdout);
+    return PFLEX_EXIT_OK;
+  }
+  const struct pflex_cmd *c = find(argv[2]);
+  if (!c) {
+    fprintf(stderr, "error: unknown command '%s'; see 'pflex help'\n", argv[2]);
+    return PFLEX_EXIT_USAGE;
+  }
+  printf("usage: %s\n", c->usage);
+  return PFLEX_EXIT_OK;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    overview(stderr);
+    return PFLEX_EXIT_USAGE;
+  }
+  if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
+    return help(argc, argv);
+  if (strcmp(argv[1], "--version") == 0) argv[1] = "version";
+  const struct pflex_cmd *c = find(argv[1]);
+  if (!c) {
+    fprintf(stderr, "error: unknown command '%s'; see 'pflex help'\n", argv[1]);
+    return PFLEX_EXIT_USAGE;
+  }
+  for (int i = 2; i < argc; i++)
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      printf("usage: %s\n", c->usage);
+      return PFLEX_EXIT_OK;
+    }
+  return c->run(argc - 1, argv + 1);
+}

@@ -1,0 +1,140 @@
+/* Helpers shared by the commands (see util.h). */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/util.h"
+
+void cli_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("error: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+void cli_warn(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("warning: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+void cli_error_diag(const char *what, const struct pflex_diag *diag, int err) {
+  char buf[1024];
+  pflex_diag_format(diag, buf, sizeof buf);
+  if (diag->message[0])
+    cli_error("%s %s", what, buf);
+  else
+    cli_error("%s %s: %s", what, buf, pflex_strerror(err));
+}
+
+int cli_parse_unit(const char *s, enum pflex_tput_unit *ret) {
+  static const struct {
+    const char *name;
+    enum pflex_tput_unit unit;
+  } units[] = {
+      {"tokens", PFLEX_TPUT_TOKENS_PER_S},   {"samples", PFLEX_TPUT_SAMPLES_PER_S},
+      {"steps", PFLEX_TPUT_STEPS_PER_S},     {"step-time", PFLEX_TPUT_PER_STEP_TIME},
+  };
+  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+    if (strcmp(s, units[i].name) == 0) {
+      *ret = units[i].unit;
+      return 0;
+    }
+  return -EINVAL;
+}
+
+int cli_load_runs(const char *path, const struct pflex_runs_read_opts *opts,
+                  struct pflex_runset *ret_set) {
+  struct pflex_diag diag;
+  pflex_diag_clear(&diag);
+  int err = pflex_runs_read_csv(path, opts, ret_set, &diag);
+  if (err) {
+    cli_error_diag("cannot read", &diag, err);
+    return err;
+  }
+  for (size_t i = 0; i < ret_set->n; i++) {
+    size_t k;
+    for (k = 0; k < ret_set->nextra; k++)
+      if (strcmp(ret_set->extra_names[k], "provenance") == 0) break;
+    if (k < ret_set->nextra && strcmp(ret_set->runs[i].extra[k], "reconstructed") == 0) {
+      fprintf(stderr, "note: '%s' holds reconstructed data (modelled from the paper's published "
+                      "numbers, not measurements); see data/reference/README.md\n", path);
+      break;
+    }
+  }
+  if (!pflex_tput_unit_absolute(ret_set->unit))
+    fprintf(stderr, "note: throughput in '%s' is %s: only ratios are meaningful, tokens/s "
+                    "figures are relative\n", path, pflex_tput_unit_name(ret_set->unit));
+  return 0;
+}
+
+static int parse_number(const char *s, const char *end, double *ret) {
+  char buf[64];
+  size_t len = (size_t)(end - s);
+  if (len == 0 || len >= sizeof buf) return -EINVAL;
+  memcpy(buf, s, len);
+  buf[len] = '\0';
+  char *e;
+  errno = 0;
+  double v = strtod(buf, &e);
+  if (*e || errno || !isfinite(v)) return -EINVAL;
+  *ret = v;
+  return 0;
+}
+
+int cli_parse_list(const char *s, double **ret_values, size_t *ret_n) {
+  double *v = NULL;
+  size_t n = 0, cap = 0;
+  const char *p = s;
+  while (*p) {
+    const char *comma = strchr(p, ',');
+    const char *end = comma ? comma : p + strlen(p);
+    double a, b, step = 1;
+    const char *c1 = memchr(p, ':', (size_t)(end - p));
+    int err;
+    if (c1) {
+      const char *c2 = memchr(c1 + 1, ':', (size_t)(end - c1 - 1));
+      err = parse_number(p, c1, &a);
+      if (!err) err = parse_number(c1 + 1, c2 ? c2 : end, &b);
+      if (!err && c2) err = parse_number(c2 + 1, end, &step);
+      if (!err && (step <= 0 || b < a || (b - a) / step > 1e6)) err = -EINVAL;
+    } else {
+      err = parse_number(p, end, &a);
+      b = a;
+    }
+    if (err) {
+      free(v);
+      return err;
+    }
+    for (double x = a; x <= b + 1e-9 * fabs(step); x += step) {
+      if (n == cap) {
+        cap = cap ? 2 * cap : 16;
+        double *nv = realloc(v, cap * sizeof *nv);
+        if (!nv) {
+          free(v);
+          return -ENOMEM;
+        }
+        v = nv;
+      }
+      v[n++] = x;
+    }
+    p = comma ? comma + 1 : end;
+  }
+  if (n == 0) {
+    free(v);
+    return -EINVAL;
+  }
+  *ret_values = v;
+  *ret_n = n;
+  return 0;
+}
+
+bool cli_progress_enabled(void) { return isatty(STDERR_FILENO); }

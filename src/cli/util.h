@@ -1,0 +1,31 @@
+/* Helpers shared by the commands: error messages and loading inputs. */
+#ifndef PFLEX_CLI_UTIL_H
+#define PFLEX_CLI_UTIL_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "pflex/error.h"
+#include "pflex/runs.h"
+
+/* Prints "error: " + message to stderr (the one place errors are printed). */
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints "error: <what>: <diag>" for a failed read. */
+void cli_error_diag(const char *what, const struct pflex_diag *diag, int err);
+
+/* Parses a throughput unit name (tokens, samples, steps, step-time); -EINVAL if unknown. */
+int cli_parse_unit(const char *s, enum pflex_tput_unit *ret);
+
+/* Loads a runs CSV and prints any error; prints the reconstructed-data notice
+ * when the runs carry set values of the reference reconstruction. 0 or -errno. */
+int cli_load_runs(const char *path, const struct pflex_runs_read_opts *opts,
+                  struct pflex_runset *ret_set);
+
+/* Parses a comma-separated list of numbers with optional a:b:step ranges. */
+int cli_parse_list(const char *s, double **ret_values, size_t *ret_n);
+
+/* True when stderr is a terminal (progress output goes there only then). */
+bool cli_progress_enabled(void);
+
+#endif

@@ -1,0 +1,188 @@
+/* In-memory runsets and sweep groups (include/pflex/runs.h). No I/O here:
+ * reading and writing CSV lives in src/io/runs_csv.c. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pflex/runs.h"
+
+void pflex_runset_init(struct pflex_runset *set) { memset(set, 0, sizeof *set); }
+
+static void run_release(struct pflex_run *r, size_t nextra) {
+  free(r->group);
+  free(r->gpu);
+  free(r->model);
+  free(r->set);
+  if (r->extra)
+    for (size_t k = 0; k < nextra; k++) free(r->extra[k]);
+  free(r->extra);
+}
+
+void pflex_runset_release(struct pflex_runset *set) {
+  if (!set) return;
+  for (size_t i = 0; i < set->n; i++) run_release(&set->runs[i], set->nextra);
+  free(set->runs);
+  for (size_t k = 0; k < set->nextra; k++) free(set->extra_names[k]);
+  free(set->extra_names);
+  free(set->source);
+  pflex_runset_init(set);
+}
+
+static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
+
+int pflex_runset_add_column(struct pflex_runset *set, const char *name, size_t *ret_index) {
+  for (size_t k = 0; k < set->nextra; k++)
+    if (strcmp(set->extra_names[k], name) == 0) {
+      if (ret_index) *ret_index = k;
+      return 0;
+    }
+  char **names = realloc(set->extra_names, (set->nextra + 1) * sizeof *names);
+  if (!names) return -ENOMEM;
+  set->extra_names = names;
+  /* Grow every run's extra array by one empty cell. */
+  for (size_t i = 0; i < set->n; i++) {
+    char **ex = realloc(set->runs[i].extra, (set->nextra + 1) * sizeof *ex);
+    if (!ex) return -ENOMEM;
+    set->runs[i].extra = ex;
+    ex[set->nextra] = strdup("");
+    if (!ex[set->nextra]) return -ENOMEM;
+  }
+  names[set->nextra] = strdup(name);
+  if (!names[set->nextra]) return -ENOMEM;
+  if (ret_index) *ret_index = set->nextra;
+  set->nextra++;
+  return 0;
+}
+
+int pflex_runset_append(struct pflex_runset *set, const struct pflex_run *run) {
+  if (!run->group || !run->gpu) return -EINVAL;
+  if (set->n == set->cap_runs) {
+    size_t cap = set->cap_runs ? 2 * set->cap_runs : 64;
+    struct pflex_run *runs = realloc(set->runs, cap * sizeof *runs);
+    if (!runs) return -ENOMEM;
+    set->runs = runs;
+    set->cap_runs = cap;
+  }
+  struct pflex_run r = *run;
+  r.group = strdup(run->group);
+  r.gpu = strdup(run->gpu);
+  r.model = dup_or_null(run->model);
+  r.set = dup_or_null(run->set);
+  r.extra = set->nextra ? calloc(set->nextra, sizeof *r.extra) : NULL;
+  bool ok = r.group && r.gpu && (!run->model || r.model) && (!run->set || r.set) &&
+            (!set->nextra || r.extra);
+  for (size_t k = 0; ok && k < set->nextra; k++) {
+    r.extra[k] = strdup(run->extra && run->extra[k] ? run->extra[k] : "");
+    ok = r.extra[k] != NULL;
+  }
+  if (!ok) {
+    run_release(&r, set->nextra);
+    return -ENOMEM;
+  }
+  set->runs[set->n++] = r;
+  return 0;
+}
+
+int pflex_runset_set_extra(struct pflex_runset *set, size_t i, const char *name, const char *value) {
+  if (i >= set->n) return -EINVAL;
+  size_t k;
+  int err = pflex_runset_add_column(set, name, &k);
+  if (err) return err;
+  char *v = strdup(value ? value : "");
+  if (!v) return -ENOMEM;
+  free(set->runs[i].extra[k]);
+  set->runs[i].extra[k] = v;
+  return 0;
+}
+
+int pflex_runset_metric(const struct pflex_runset *set, size_t i, const char *name, double *ret) {
+  if (i >= set->n) return -EINVAL;
+  for (size_t k = 0; k < set->nextra; k++) {
+    if (strcmp(set->extra_names[k], name) != 0) continue;
+    const char *s = set->runs[i].extra[k];
+    if (!s || !*s) return -ENODATA;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    while (*end == ' ') end++;
+    if (end == s || *end || errno == ERANGE || !isfinite(v)) return -EINVAL;
+    *ret = v;
+    return 0;
+  }
+  return -ENOENT;
+}
+
+static const struct pflex_runset *sort_set; /* qsort has no context argument */
+static int cmp_cap(const void *a, const void *b) {
+  double ca = sort_set->runs[*(const size_t *)a].cap_w;
+  double cb = sort_set->runs[*(const size_t *)b].cap_w;
+  return (ca > cb) - (ca < cb);
+}
+
+int pflex_runset_groups(const struct pflex_runset *set, struct pflex_group **ret_groups,
+                        size_t *ret_n) {
+  struct pflex_group *g = NULL;
+  size_t ng = 0;
+  size_t *owner = malloc((set->n ? set->n : 1) * sizeof *owner);
+  if (!owner) return -ENOMEM;
+  for (size_t i = 0; i < set->n; i++) {
+    size_t j;
+    for (j = 0; j < ng; j++)
+      if (strcmp(g[j].name, set->runs[i].group) == 0) break;
+    if (j == ng) {
+      struct pflex_group *ng2 = realloc(g, (ng + 1) * sizeof *g);
+      if (!ng2) goto fail;
+      g = ng2;
+      g[ng] = (struct pflex_group){.name = set->runs[i].group};
+      ng++;
+    }
+    owner[i] = j;
+    g[j].n++;
+  }
+  for (size_t j = 0; j < ng; j++) {
+    g[j].runs = malloc(g[j].n * sizeof *g[j].runs);
+    if (!g[j].runs) goto fail;
+    g[j].n = 0;
+  }
+  for (size_t i = 0; i < set->n; i++) g[owner[i]].runs[g[owner[i]].n++] = i;
+  sort_set = set;
+  for (size_t j = 0; j < ng; j++) {
+    qsort(g[j].runs, g[j].n, sizeof *g[j].runs, cmp_cap);
+    g[j].uncapped = g[j].runs[g[j].n - 1];
+  }
+  free(owner);
+  *ret_groups = g;
+  *ret_n = ng;
+  return 0;
+fail:
+  free(owner);
+  pflex_groups_free(g, ng);
+  return -ENOMEM;
+}
+
+void pflex_groups_free(struct pflex_group *groups, size_t n) {
+  if (!groups) return;
+  for (size_t j = 0; j < n; j++) free(groups[j].runs);
+  free(groups);
+}
+
+bool pflex_tput_unit_absolute(enum pflex_tput_unit unit) { return unit == PFLEX_TPUT_TOKENS_PER_S; }
+
+const char *pflex_tput_unit_name(enum pflex_tput_unit unit) {
+  switch (unit) {
+  case PFLEX_TPUT_TOKENS_PER_S: return "tokens/s";
+  case PFLEX_TPUT_SAMPLES_PER_S: return "samples/s";
+  case PFLEX_TPUT_STEPS_PER_S: return "steps/s";
+  case PFLEX_TPUT_PER_STEP_TIME: return "1/(s per step)";
+  }
+  return "unknown";
+}
+
+const char *pflex_arch_name(enum pflex_arch arch) {
+  return arch == PFLEX_ARCH_DENSE ? "dense" : arch == PFLEX_ARCH_MOE ? "moe" : "";
+}
+
+const char *pflex_task_name(enum pflex_task task) {
+  return task == PFLEX_TASK_PT ? "pt" : task == PFLEX_TASK_FT ? "ft" : "";
+}

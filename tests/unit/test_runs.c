@@ -1,0 +1,66 @@
+/* Unit tests of the in-memory runset and grouping (src/core/runs.c). */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "pflex/runs.h"
+
+static struct pflex_run mkrun(const char *group, double cap, double p, double t) {
+  return (struct pflex_run){.group = (char *)group, .gpu = "H200", .gpus = 8,
+                            .cap_w = cap, .power_w = p, .tput = t};
+}
+
+static void test_groups_sorted_by_cap(void **state) {
+  (void)state;
+  struct pflex_runset set;
+  pflex_runset_init(&set);
+  struct pflex_run r[] = {mkrun("a", 700, 5000, 100), mkrun("b", 200, 1500, 40),
+                          mkrun("a", 300, 2300, 70), mkrun("b", 700, 4800, 90),
+                          mkrun("a", 500, 3800, 95)};
+  for (size_t i = 0; i < 5; i++) assert_int_equal(pflex_runset_append(&set, &r[i]), 0);
+  struct pflex_group *g;
+  size_t ng;
+  assert_int_equal(pflex_runset_groups(&set, &g, &ng), 0);
+  assert_int_equal(ng, 2);
+  assert_string_equal(g[0].name, "a");
+  assert_int_equal(g[0].n, 3);
+  assert_int_equal(g[0].runs[0], 2); /* 300 W first */
+  assert_int_equal(g[0].runs[1], 4);
+  assert_int_equal(g[0].uncapped, 0);
+  assert_int_equal(g[1].uncapped, 3);
+  pflex_groups_free(g, ng);
+  pflex_runset_release(&set);
+}
+
+static void test_extra_columns(void **state) {
+  (void)state;
+  struct pflex_runset set;
+  pflex_runset_init(&set);
+  struct pflex_run r = mkrun("a", 700, 5000, 100);
+  assert_int_equal(pflex_runset_append(&set, &r), 0);
+  assert_int_equal(pflex_runset_append(&set, &r), 0);
+  assert_int_equal(pflex_runset_set_extra(&set, 0, "dram_active", "0.42"), 0);
+  assert_int_equal(pflex_runset_set_extra(&set, 1, "dram_active", "abc"), 0);
+  double v = 0;
+  assert_int_equal(pflex_runset_metric(&set, 0, "dram_active", &v), 0);
+  assert_true(v == 0.42);
+  assert_int_equal(pflex_runset_metric(&set, 1, "dram_active", &v), -EINVAL);
+  assert_int_equal(pflex_runset_metric(&set, 0, "sm_active", &v), -ENOENT);
+  assert_int_equal(pflex_runset_set_extra(&set, 0, "sm_active", ""), 0);
+  assert_int_equal(pflex_runset_metric(&set, 1, "sm_active", &v), -ENODATA);
+  assert_int_equal(set.nextra, 2);
+  pflex_runset_release(&set);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_groups_sorted_by_cap),
+      cmocka_unit_test(test_extra_columns),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
