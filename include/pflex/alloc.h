@@ -1,0 +1,111 @@
+/* Power allocation under a cluster power target (paper.md section 6).
+ *
+ * Given jobs (each with a power-throughput curve and bounds) and a target for
+ * their total aggregate power, a strategy decides each job's power; the curve
+ * then gives the per-GPU cap that yields it and the expected throughput.
+ *
+ * Bounds: job i gets power in [lo_i, P_max_i], where lo_i is P_min_i raised, if
+ * the job has a throughput floor, to the least power that meets it. Every
+ * strategy respects these bounds. The proportional strategies (equal, moe-ft,
+ * dram, pfi) take from each job a share of the total cut proportional to its
+ * weight; a share larger than a job's headroom (P_max - lo) is clipped to it
+ * and the rest redistributed over the other jobs, until feasible (water
+ * filling). optimal maximizes the total weighted throughput on the curves it
+ * is given: exact for concave piecewise-linear curves, otherwise within a
+ * reported bound (docs/allocation.md). oracle is optimal on true curves: the
+ * API is the same, the caller passes the true curves.
+ *
+ * The target is never exceeded: the returned powers, summed left to right in
+ * double precision, are <= the target. A target below the sum of the lower
+ * bounds fails with -PFLEX_E_INFEASIBLE and the summary says the deepest
+ * feasible cut. A target at or above the sum of P_max gives every job P_max. */
+#ifndef PFLEX_ALLOC_H
+#define PFLEX_ALLOC_H
+
+#include <stddef.h>
+
+#include "pflex/curve.h"
+#include "pflex/runs.h"
+
+enum pflex_alloc_strategy {
+  PFLEX_ALLOC_EQUAL = 0, /* cut proportional to P_max */
+  PFLEX_ALLOC_MOE_FT,    /* as equal, MoE fine-tuning jobs weighted twice */
+  PFLEX_ALLOC_DRAM,      /* cut proportional to the DRAM copy product */
+  PFLEX_ALLOC_PFI,       /* cut proportional to (P_max / T_max) * PFI (paper Eq. 2) */
+  PFLEX_ALLOC_OPTIMAL,   /* max total weighted throughput on the given curves */
+  PFLEX_ALLOC_ORACLE,    /* optimal; by convention the curves are the true ones */
+  PFLEX_ALLOC_NSTRATEGIES
+};
+
+/* Default per-GPU cap limits (H100/H200, paper.md section 7). */
+#define PFLEX_ALLOC_CAP_MIN_W 200.0
+#define PFLEX_ALLOC_CAP_MAX_W 700.0
+
+struct pflex_alloc_job {
+  const char *name;                /* for messages; may be NULL */
+  const struct pflex_curve *curve; /* needed by optimal/oracle, throughput floors, throughput and
+                                      cap output; may be NULL for the proportional strategies */
+  double p_min, p_max;             /* aggregate W; 0: take from the curve */
+  double t_max;                    /* throughput at P_max; 0: take from the curve */
+  int gpus;                        /* GPU count (> 0) */
+  double cap_min_w, cap_max_w;     /* per-GPU cap limits; 0: PFLEX_ALLOC_CAP_MIN_W / MAX_W */
+  double weight;                   /* weight of its throughput in optimal (> 0, default 1) */
+  double min_tput;                 /* throughput floor; 0: none */
+  double pfi;                      /* (predicted) PFI, used by pfi */
+  double dram_copy;                /* DRAM copy product, used by dram */
+  enum pflex_arch arch;            /* used by moe-ft */
+  enum pflex_task task;            /* used by moe-ft */
+};
+
+/* Sets the defaults: everything 0/NULL/unknown, weight 1, gpus 1. */
+void pflex_alloc_job_init(struct pflex_alloc_job *job);
+
+struct pflex_alloc_opts {
+  /* optimal: points per curve for the piecewise-linear approximation (uniform
+   * on [lo, P_max]; a measured curve's points are always added). 0: 33. A
+   * measured curve with linear interpolation is used exactly, without them. */
+  unsigned knots;
+};
+
+/* What one job gets. */
+struct pflex_alloc_result {
+  double power_w; /* allocated aggregate power */
+  double cap_w;   /* per-GPU cap that yields it (pflex_curve_cap_for_power) */
+  double tput;    /* throughput on the job's curve at power_w; NAN without a curve */
+  double floor_w; /* the job's lower bound lo */
+};
+
+struct pflex_alloc_summary {
+  double target_w;       /* the target asked for */
+  double total_w;        /* sum of allocated power (<= target_w) */
+  double total_tput;     /* sum of throughputs (NAN if a job has no curve) */
+  double weighted_tput;  /* sum of weight * throughput */
+  double min_w;          /* sum of lower bounds: the least total power possible */
+  double max_w;          /* sum of P_max */
+  double deepest_cut;    /* 1 - min_w / max_w: the deepest feasible cut as a fraction */
+  double gap_bound;      /* optimal: upper bound on the weighted throughput lost to
+                            non-concavity of the piecewise-linear curves (0 if concave);
+                            0 for the other strategies */
+};
+
+const char *pflex_alloc_strategy_name(enum pflex_alloc_strategy s);
+/* Parses "equal", "moe-ft", "dram", "pfi", "optimal", "oracle"; -EINVAL otherwise. */
+int pflex_alloc_strategy_parse(const char *name, enum pflex_alloc_strategy *ret);
+
+/* The target in W for a cut (fraction in [0, 1]) of the jobs' total P_max. */
+int pflex_alloc_target_for_cut(const struct pflex_alloc_job *jobs, size_t n, double cut,
+                               double *ret_target_w);
+
+/* Allocates target_w among n jobs with a strategy. results (n entries) is
+ * written only on success; summary (may be NULL) is filled on success and on
+ * -PFLEX_E_INFEASIBLE (then min_w and deepest_cut tell what is feasible).
+ * opts may be NULL. -EINVAL on a job with inconsistent bounds, no curve where
+ * one is needed, or a negative/NaN weight or DRAM feature, a NaN PFI (a
+ * negative predicted PFI counts as 0: that job is cut last); -ENOMEM. A
+ * throughput floor above a job's T_max is -PFLEX_E_INFEASIBLE. */
+int pflex_alloc_run(const struct pflex_alloc_job *jobs, size_t n,
+                    enum pflex_alloc_strategy strategy, double target_w,
+                    const struct pflex_alloc_opts *opts, struct pflex_alloc_result *results,
+                    struct pflex_alloc_summary *summary);
+
+#endif

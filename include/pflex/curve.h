@@ -1,0 +1,159 @@
+/* Power-throughput curves of one job: aggregate GPU power (W) -> throughput.
+ *
+ * Three kinds share one interface (eval, inverse, derivative, bounds):
+ * - measured: monotone interpolation between measured (power, throughput)
+ *   points. Noisy points that are not monotone are first made monotone by
+ *   isotonic regression (pool-adjacent-violators: violating neighbours are
+ *   replaced by their mean), then interpolated with Steffen's method, which is
+ *   monotone and never overshoots the data (linear for two points, or on
+ *   request). P_min is the lowest measured power, P_max the highest.
+ * - parametric: a two-parameter family from the GPU physics of paper.md
+ *   section 8 (see struct pflex_curve_params), fitted to points or built from a
+ *   PFI value, so that a predicted PFI yields a whole curve.
+ * - callback: any monotone function the caller supplies.
+ * Every curve is clamped: below P_min it returns T(P_min) (a job cannot be
+ * pushed lower), above P_max it is flat at T_max. Curves are immutable once
+ * built, so one curve may be evaluated from several threads. */
+#ifndef PFLEX_CURVE_H
+#define PFLEX_CURVE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum pflex_curve_kind { PFLEX_CURVE_MEASURED = 0, PFLEX_CURVE_PARAMETRIC, PFLEX_CURVE_CALLBACK };
+
+/* Interpolation between measured points. */
+enum pflex_curve_interp {
+  PFLEX_INTERP_STEFFEN = 0, /* monotone cubic, no overshoot (default) */
+  PFLEX_INTERP_LINEAR,      /* piecewise linear */
+};
+
+/* One measured point: aggregate power, throughput, and the per-GPU cap it was
+ * measured at (0 when unknown). */
+struct pflex_curve_point {
+  double power_w;
+  double tput;
+  double cap_w;
+};
+
+/* The physical family (paper.md section 8, a modelling hypothesis). With x the
+ * SM clock as a fraction of its maximum (x = 1 uncapped):
+ *   step time      tau(x) = c / x + (1 - c)          (c: compute share)
+ *   throughput     T(x)   = T_max / tau(x)
+ *   voltage        v(x)   = 1 below the knee k, rising linearly to vratio at x = 1
+ *   board power    P(x)   = P_max * (s + (1 - s) * x v(x)^2 / vratio^2)
+ * s is the share of P_max that does not scale with the SM clock: the GPUs'
+ * idle power (gpus * idle_w / P_max). Free parameters: c in (0, 1] and
+ * knee in [0, 1); s and vratio are fixed per GPU type. T(P) is concave. */
+struct pflex_curve_params {
+  double c;         /* compute share of step time, (0, 1] */
+  double knee;      /* clock fraction below which voltage sits at its floor, [0, 1) */
+  double idle_frac; /* s: share of P_max that cannot be shed, [0, 1) */
+  double vratio;    /* voltage at full clock over voltage floor, >= 1 */
+};
+
+/* Default shape constants. H200 idle board power is about 75 W (paper.md
+ * section 7); the voltage ratio and the knee are modelling choices
+ * (docs/allocation.md), not measured facts. */
+#define PFLEX_CURVE_IDLE_W_H200 75.0
+#define PFLEX_CURVE_IDLE_W_H100 79.0
+#define PFLEX_CURVE_DEFAULT_VRATIO 1.4
+#define PFLEX_CURVE_DEFAULT_KNEE 0.6
+
+struct pflex_curve;
+
+/* Callback curve: eval must be non-decreasing on [p_min, p_max]; deriv may be
+ * NULL (then a central difference is used). */
+struct pflex_curve_fn {
+  double (*eval)(void *ctx, double power_w);
+  double (*deriv)(void *ctx, double power_w);
+  void *ctx;
+};
+
+/* Builds a measured curve from n >= 1 points (any order; equal powers are
+ * averaged; non-monotone throughput is repaired by isotonic regression). The
+ * points' caps, if all given, define the power -> cap mapping. -EINVAL on a
+ * non-positive or non-finite power or throughput, -ENOMEM. */
+int pflex_curve_new_measured(const struct pflex_curve_point *points, size_t n,
+                             enum pflex_curve_interp interp, struct pflex_curve **ret_curve);
+
+/* Builds a parametric curve on [p_min, p_max] with throughput t_max at p_max.
+ * -EINVAL when parameters are out of range or p_min > p_max. */
+int pflex_curve_new_parametric(const struct pflex_curve_params *params, double p_min,
+                               double p_max, double t_max, struct pflex_curve **ret_curve);
+
+/* Wraps a caller's function (fn is copied; ctx must outlive the curve). */
+int pflex_curve_new_callback(const struct pflex_curve_fn *fn, double p_min, double p_max,
+                             struct pflex_curve **ret_curve);
+
+/* Frees a curve. Accepts NULL. */
+void pflex_curve_free(struct pflex_curve *curve);
+
+enum pflex_curve_kind pflex_curve_kind(const struct pflex_curve *curve);
+double pflex_curve_p_min(const struct pflex_curve *curve);
+double pflex_curve_p_max(const struct pflex_curve *curve);
+/* Throughput at P_max. */
+double pflex_curve_t_max(const struct pflex_curve *curve);
+
+/* True for a measured curve interpolated linearly (or with fewer than 3
+ * points): then its points describe it exactly. */
+bool pflex_curve_piecewise_linear(const struct pflex_curve *curve);
+
+/* Throughput at aggregate power p (clamped to [P_min, P_max]). */
+double pflex_curve_eval(const struct pflex_curve *curve, double power_w);
+
+/* dT/dP at p; 0 above P_max and below P_min. At a knot the right derivative. */
+double pflex_curve_deriv(const struct pflex_curve *curve, double power_w);
+
+/* The least power in [P_min, P_max] that gives throughput >= tput: P_min when
+ * tput <= T(P_min); -ERANGE when tput > T_max. */
+int pflex_curve_inverse(const struct pflex_curve *curve, double tput, double *ret_power_w);
+
+/* The params of a parametric curve; -EINVAL for other kinds. */
+int pflex_curve_get_params(const struct pflex_curve *curve, struct pflex_curve_params *ret);
+
+/* Measured points after repair (sorted by power, monotone); NULL/0 for other kinds. */
+const struct pflex_curve_point *pflex_curve_points(const struct pflex_curve *curve,
+                                                   size_t *ret_n);
+
+/* Per-GPU cap that yields aggregate power p for a job of `gpus` GPUs whose
+ * caps may be set in [cap_min, cap_max]. A measured curve whose points carry
+ * caps interpolates cap linearly against measured power between its points
+ * (cap_max at P_max, because the top point is the uncapped run); otherwise the
+ * cap is p / gpus, on the grounds that a binding cap is what a GPU draws, and
+ * cap_max at P_max. The result is clamped to [cap_min, cap_max]. */
+double pflex_curve_cap_for_power(const struct pflex_curve *curve, double power_w, int gpus,
+                                 double cap_min, double cap_max);
+
+/* Eq. 1 PFI of the curve on a grid of aggregate powers: the mean of
+ * (1 - p/P_max) / (1 - T(p)/T_max) over grid points below P_max whose
+ * throughput is below T_max. -PFLEX_E_NOPOINTS when no grid point qualifies. */
+int pflex_curve_pfi(const struct pflex_curve *curve, const double *grid_w, size_t n,
+                    double *ret_pfi);
+
+/* Fits c and knee (idle_frac and vratio taken from *params) to measured points
+ * by nonlinear least squares on relative throughput, with P_max and T_max from
+ * the highest-power point and P_min from the lowest. On success *params holds
+ * the fit and *ret_curve (if not NULL) the fitted curve; ret_rmse (if not NULL)
+ * the RMS residual of T/T_max. -PFLEX_E_NOPOINTS with fewer than 3 points. */
+int pflex_curve_fit(const struct pflex_curve_point *points, size_t n,
+                    struct pflex_curve_params *params, double *ret_rmse,
+                    struct pflex_curve **ret_curve);
+
+/* The member of the family whose Eq. 1 PFI on grid_w equals pfi, found by
+ * root finding along a one-parameter path: knee and vratio fixed at
+ * params->knee and params->vratio, c in (0, 1]; a PFI too low even for c = 1
+ * (a fully compute-bound job) lowers vratio towards 1 instead (c = 1), down to
+ * PFI = 1 - idle_frac, the least the family reaches. idle_frac comes from
+ * *params. -ERANGE when pfi is outside what the family reaches on this grid. */
+int pflex_curve_from_pfi(double pfi, double p_min, double p_max, double t_max,
+                         const double *grid_w, size_t n, const struct pflex_curve_params *params,
+                         struct pflex_curve **ret_curve);
+
+/* Default params for a GPU type and job: idle_frac = gpus * idle_w / p_max
+ * (idle_w from the GPU type, H200 when unknown), knee and vratio the defaults,
+ * c = 1. */
+void pflex_curve_params_default(const char *gpu, int gpus, double p_max,
+                                struct pflex_curve_params *ret);
+
+#endif

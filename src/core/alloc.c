@@ -1,0 +1,452 @@
+/* Power allocation strategies (include/pflex/alloc.h): proportional cuts with
+ * clipping and redistribution (water filling), and the optimum of total
+ * weighted throughput by a greedy over the upper concave hulls of the
+ * piecewise-linear curves. Method and guarantees: docs/allocation.md. */
+#include <errno.h>
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_sort.h>
+
+#include "pflex/alloc.h"
+#include "pflex/error.h"
+
+#define DEFAULT_KNOTS 17u
+
+static const char *const names[PFLEX_ALLOC_NSTRATEGIES] = {
+    [PFLEX_ALLOC_EQUAL] = "equal", [PFLEX_ALLOC_MOE_FT] = "moe-ft",
+    [PFLEX_ALLOC_DRAM] = "dram",   [PFLEX_ALLOC_PFI] = "pfi",
+    [PFLEX_ALLOC_OPTIMAL] = "optimal", [PFLEX_ALLOC_ORACLE] = "oracle",
+};
+
+const char *pflex_alloc_strategy_name(enum pflex_alloc_strategy s) {
+  return (unsigned)s < PFLEX_ALLOC_NSTRATEGIES ? names[s] : "unknown";
+}
+
+int pflex_alloc_strategy_parse(const char *name, enum pflex_alloc_strategy *ret) {
+  for (unsigned i = 0; name && i < PFLEX_ALLOC_NSTRATEGIES; i++)
+    if (strcmp(name, names[i]) == 0) {
+      *ret = (enum pflex_alloc_strategy)i;
+      return 0;
+    }
+  return -EINVAL;
+}
+
+void pflex_alloc_job_init(struct pflex_alloc_job *job) {
+  memset(job, 0, sizeof *job);
+  job->weight = 1.0;
+  job->gpus = 1;
+}
+
+/* A job's resolved bounds and data. */
+struct prep {
+  double lo, hi, tmax;
+  double cap_min, cap_max;
+};
+
+static int prepare(const struct pflex_alloc_job *jobs, size_t n, struct prep *pr,
+                   double *ret_min_w, double *ret_max_w, bool *ret_floor_infeasible) {
+  double min_w = 0, max_w = 0;
+  bool infeasible = false;
+  for (size_t i = 0; i < n; i++) {
+    const struct pflex_alloc_job *j = &jobs[i];
+    const struct pflex_curve *c = j->curve;
+    struct prep *p = &pr[i];
+    if (j->gpus <= 0 || !(j->weight >= 0) || !isfinite(j->weight)) return -EINVAL;
+    p->cap_min = j->cap_min_w > 0 ? j->cap_min_w : PFLEX_ALLOC_CAP_MIN_W;
+    p->cap_max = j->cap_max_w > 0 ? j->cap_max_w : PFLEX_ALLOC_CAP_MAX_W;
+    if (j->p_max > 0)
+      p->hi = j->p_max;
+    else if (c)
+      p->hi = pflex_curve_p_max(c);
+    else
+      return -EINVAL;
+    if (j->p_min > 0)
+      p->lo = j->p_min;
+    else if (c)
+      p->lo = pflex_curve_p_min(c);
+    else /* no curve: the least power the GPU caps allow */
+      p->lo = fmin(p->hi, j->gpus * p->cap_min);
+    if (!isfinite(p->hi) || !(p->lo <= p->hi)) return -EINVAL;
+    if (j->t_max > 0)
+      p->tmax = j->t_max;
+    else
+      p->tmax = c ? pflex_curve_eval(c, p->hi) : NAN;
+    if (j->min_tput > 0) {
+      double pf;
+      if (!c) return -EINVAL;
+      int err = pflex_curve_inverse(c, j->min_tput, &pf);
+      if (err == -ERANGE || (err == 0 && pf > p->hi)) {
+        infeasible = true;
+        pf = p->hi;
+      } else if (err) {
+        return err;
+      }
+      if (pf > p->lo) p->lo = pf;
+    } else if (!(j->min_tput >= 0)) {
+      return -EINVAL;
+    }
+    min_w += p->lo;
+    max_w += p->hi;
+  }
+  *ret_min_w = min_w;
+  *ret_max_w = max_w;
+  *ret_floor_infeasible = infeasible;
+  return 0;
+}
+
+/* ---- proportional strategies ------------------------------------------------ */
+
+static int share_weights(const struct pflex_alloc_job *jobs, size_t n, const struct prep *pr,
+                         enum pflex_alloc_strategy s, double *w) {
+  for (size_t i = 0; i < n; i++) {
+    const struct pflex_alloc_job *j = &jobs[i];
+    switch (s) {
+    case PFLEX_ALLOC_EQUAL:
+      w[i] = pr[i].hi;
+      break;
+    case PFLEX_ALLOC_MOE_FT:
+      w[i] = pr[i].hi * (j->arch == PFLEX_ARCH_MOE && j->task == PFLEX_TASK_FT ? 2.0 : 1.0);
+      break;
+    case PFLEX_ALLOC_DRAM:
+      if (!(j->dram_copy >= 0) || !isfinite(j->dram_copy)) return -EINVAL;
+      w[i] = j->dram_copy;
+      break;
+    case PFLEX_ALLOC_PFI:
+      if (isnan(j->pfi) || !(pr[i].tmax > 0) || !isfinite(pr[i].tmax)) return -EINVAL;
+      w[i] = pr[i].hi / pr[i].tmax * (j->pfi > 0 ? fmin(j->pfi, 1e12) : 0.0);
+      break;
+    default:
+      return -EINVAL;
+    }
+  }
+  return 0;
+}
+
+/* Takes `cut` W from the jobs, job i's share proportional to w[i] but at most
+ * its headroom; clipped shares go to the others. Jobs in order of headroom per
+ * weight: a job is clipped exactly when its headroom is below its share at the
+ * current level lambda = remaining cut / remaining weight. */
+static int water_fill(const struct prep *pr, const double *w, size_t n, double cut, double *p) {
+  double *ratio = malloc(n * sizeof *ratio);
+  size_t *idx = malloc(n * sizeof *idx);
+  if (!ratio || !idx) {
+    free(ratio);
+    free(idx);
+    return -ENOMEM;
+  }
+  double wsum = 0;
+  for (size_t i = 0; i < n; i++) {
+    double h = pr[i].hi - pr[i].lo;
+    ratio[i] = w[i] > 0 ? h / w[i] : INFINITY;
+    wsum += w[i];
+    p[i] = pr[i].hi;
+  }
+  gsl_sort_index(idx, ratio, 1, n);
+  double rest = cut, wrest = wsum;
+  size_t k = 0;
+  for (; k < n && rest > 0; k++) {
+    size_t i = idx[k];
+    double h = pr[i].hi - pr[i].lo;
+    if (!(wrest > 0) || !(h <= rest / wrest * w[i])) break;
+    p[i] = pr[i].lo;
+    rest -= h;
+    wrest -= w[i];
+  }
+  if (k < n && rest > 0) {
+    /* Recomputed, not carried, so rounding cannot leave a phantom weight. */
+    double wr = 0, hr = 0;
+    for (size_t m = k; m < n; m++) {
+      wr += w[idx[m]];
+      hr += pr[idx[m]].hi - pr[idx[m]].lo;
+    }
+    for (size_t m = k; m < n; m++) {
+      size_t i = idx[m];
+      double h = pr[i].hi - pr[i].lo;
+      /* All remaining weights zero (e.g. no DRAM activity): cut by headroom. */
+      double share = wr > 0 ? rest * (w[i] / wr) : (hr > 0 ? rest * (h / hr) : 0);
+      p[i] = pr[i].hi - fmin(share, h);
+    }
+  }
+  free(ratio);
+  free(idx);
+  return 0;
+}
+
+/* ---- optimal -------------------------------------------------------------------- */
+
+struct hullpt {
+  double x, y;
+};
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Knots of job i's piecewise-linear approximation on [lo, hi], sorted, unique. */
+static size_t knots_of(const struct pflex_curve *c, double lo, double hi, unsigned k,
+                       double *xs) {
+  size_t n = 0;
+  size_t np;
+  const struct pflex_curve_point *pts = pflex_curve_points(c, &np);
+  bool exact = pflex_curve_piecewise_linear(c);
+  xs[n++] = lo;
+  xs[n++] = hi;
+  if (!exact)
+    for (unsigned m = 1; m + 1 < k; m++) xs[n++] = lo + (hi - lo) * m / (k - 1);
+  for (size_t m = 0; m < np; m++)
+    if (pts[m].power_w > lo && pts[m].power_w < hi) xs[n++] = pts[m].power_w;
+  qsort(xs, n, sizeof *xs, cmp_double);
+  size_t u = 0;
+  for (size_t m = 0; m < n; m++)
+    if (u == 0 || xs[m] > xs[u - 1]) xs[u++] = xs[m];
+  return u;
+}
+
+/* Upper concave hull (monotone chain) of points sorted by x, in place. */
+static size_t upper_hull(struct hullpt *p, size_t n) {
+  size_t h = 0;
+  for (size_t i = 0; i < n; i++) {
+    while (h >= 2) {
+      struct hullpt a = p[h - 2], b = p[h - 1];
+      double cross = (b.x - a.x) * (p[i].y - a.y) - (b.y - a.y) * (p[i].x - a.x);
+      if (cross >= 0)
+        h--; /* b lies on or below the chord a-p[i] */
+      else
+        break;
+    }
+    p[h++] = p[i];
+  }
+  return h;
+}
+
+struct seg {
+  double slope, dp;
+};
+
+/* The slope lambda of the segment at which the cumulative length, in order of
+ * decreasing slope, first reaches budget; -INFINITY when all segments together
+ * are shorter. Expected linear time: 3-way quickselect weighted by length. */
+static double threshold(struct seg *s, size_t n, double budget) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    double a = s[lo].slope, b = s[lo + (hi - lo) / 2].slope, c = s[hi - 1].slope;
+    double pivot = a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));
+    /* Dutch flag: [lo, gt) > pivot, [gt, eq) == pivot, [lt, hi) < pivot. */
+    size_t gt = lo, i = lo, lt = hi;
+    while (i < lt) {
+      if (s[i].slope > pivot) {
+        struct seg t = s[gt];
+        s[gt++] = s[i];
+        s[i++] = t;
+      } else if (s[i].slope < pivot) {
+        struct seg t = s[--lt];
+        s[lt] = s[i];
+        s[i] = t;
+      } else {
+        i++;
+      }
+    }
+    double g = 0, e = 0;
+    for (size_t m = lo; m < gt; m++) g += s[m].dp;
+    for (size_t m = gt; m < lt; m++) e += s[m].dp;
+    if (g >= budget) {
+      hi = gt;
+    } else if (g + e >= budget) {
+      return pivot;
+    } else {
+      budget -= g + e;
+      lo = lt;
+    }
+  }
+  return -INFINITY;
+}
+
+static int optimal(const struct pflex_alloc_job *jobs, size_t n, const struct prep *pr,
+                   double budget, unsigned knots, double *p, double *ret_gap) {
+  size_t cap = 0, ns = 0;
+  struct seg *segs = NULL, *work = NULL;
+  size_t *off = malloc((n + 1) * sizeof *off);
+  size_t maxk = 0;
+  for (size_t i = 0; i < n; i++) {
+    size_t np;
+    if (!jobs[i].curve) {
+      free(off);
+      return -EINVAL;
+    }
+    pflex_curve_points(jobs[i].curve, &np);
+    if (knots + np + 2 > maxk) maxk = knots + np + 2;
+  }
+  double *xs = malloc(maxk * sizeof *xs);
+  struct hullpt *hp = malloc(maxk * sizeof *hp);
+  int err = -ENOMEM;
+  if (!off || !xs || !hp) goto out;
+  for (size_t i = 0; i < n; i++) {
+    off[i] = ns;
+    p[i] = pr[i].lo;
+    if (!(pr[i].hi > pr[i].lo) || !(jobs[i].weight > 0)) continue;
+    size_t nk = knots_of(jobs[i].curve, pr[i].lo, pr[i].hi, knots, xs);
+    for (size_t m = 0; m < nk; m++)
+      hp[m] = (struct hullpt){xs[m], jobs[i].weight * pflex_curve_eval(jobs[i].curve, xs[m])};
+    size_t nh = upper_hull(hp, nk);
+    if (ns + nh > cap) {
+      size_t nc = cap ? 2 * cap : 1024;
+      while (nc < ns + nh) nc *= 2;
+      struct seg *t = realloc(segs, nc * sizeof *t);
+      if (!t) goto out;
+      segs = t;
+      cap = nc;
+    }
+    for (size_t m = 0; m + 1 < nh; m++) {
+      double dp = hp[m + 1].x - hp[m].x, slope = (hp[m + 1].y - hp[m].y) / dp;
+      if (!(slope > 0)) break; /* flat from here: power without gain */
+      segs[ns++] = (struct seg){slope, dp};
+    }
+  }
+  off[n] = ns;
+  work = malloc((ns ? ns : 1) * sizeof *work);
+  if (!work) goto out;
+  memcpy(work, segs, ns * sizeof *work);
+  double lambda = threshold(work, ns, budget);
+  /* Take every segment steeper than lambda; segments at exactly lambda share
+   * what is left in job order, so at most one job ends inside a segment. */
+  double left = budget;
+  for (size_t i = 0; i < n; i++)
+    for (size_t m = off[i]; m < off[i + 1] && segs[m].slope > lambda; m++) {
+      p[i] += segs[m].dp;
+      left -= segs[m].dp;
+    }
+  double gap = 0;
+  for (size_t i = 0; i < n && left > 0; i++)
+    for (size_t m = off[i]; m < off[i + 1] && left > 0; m++) {
+      if (segs[m].slope > lambda) continue;
+      if (segs[m].slope < lambda) break;
+      double take = fmin(segs[m].dp, left);
+      p[i] += take;
+      left -= take;
+      if (take < segs[m].dp) {
+        /* Inside a hull segment: the hull may lie above the curve there. */
+        double start = p[i] - take;
+        double hull = jobs[i].weight * pflex_curve_eval(jobs[i].curve, start) + segs[m].slope * take;
+        double got = jobs[i].weight * pflex_curve_eval(jobs[i].curve, p[i]);
+        if (hull - got > gap) gap = hull - got;
+      }
+    }
+  /* Power no curve turns into throughput still may be used: give it out up to
+   * P_max in job order rather than cut jobs for nothing. */
+  for (size_t i = 0; i < n && left > 0; i++) {
+    double take = fmin(pr[i].hi - p[i], left);
+    if (take > 0) {
+      p[i] += take;
+      left -= take;
+    }
+  }
+  for (size_t i = 0; i < n; i++) p[i] = fmin(fmax(p[i], pr[i].lo), pr[i].hi);
+  *ret_gap = gap;
+  err = 0;
+out:
+  free(off);
+  free(xs);
+  free(hp);
+  free(segs);
+  free(work);
+  return err;
+}
+
+/* ---- common ---------------------------------------------------------------- */
+
+/* Rounding can leave the sum a few ulps over the target: take the excess (and
+ * a margin of a few ulps of the sum) from jobs above their floor. */
+static void enforce_target(double *p, const struct prep *pr, size_t n, double target) {
+  for (int iter = 0; iter < 8; iter++) {
+    double s = 0;
+    for (size_t i = 0; i < n; i++) s += p[i];
+    if (s <= target) return;
+    double excess = (s - target) + 4 * DBL_EPSILON * fabs(s) + DBL_MIN;
+    for (size_t i = 0; i < n && excess > 0; i++) {
+      double d = fmin(p[i] - pr[i].lo, excess);
+      if (d > 0) {
+        p[i] -= d;
+        excess -= d;
+      }
+    }
+  }
+}
+
+int pflex_alloc_target_for_cut(const struct pflex_alloc_job *jobs, size_t n, double cut,
+                               double *ret_target_w) {
+  if (!(cut >= 0 && cut <= 1)) return -EINVAL;
+  double s = 0;
+  for (size_t i = 0; i < n; i++) {
+    double pm = jobs[i].p_max > 0 ? jobs[i].p_max
+                                  : (jobs[i].curve ? pflex_curve_p_max(jobs[i].curve) : NAN);
+    if (!isfinite(pm)) return -EINVAL;
+    s += pm;
+  }
+  *ret_target_w = (1.0 - cut) * s;
+  return 0;
+}
+
+int pflex_alloc_run(const struct pflex_alloc_job *jobs, size_t n,
+                    enum pflex_alloc_strategy strategy, double target_w,
+                    const struct pflex_alloc_opts *opts, struct pflex_alloc_result *results,
+                    struct pflex_alloc_summary *summary) {
+  if ((!jobs && n) || !results || isnan(target_w) || (unsigned)strategy >= PFLEX_ALLOC_NSTRATEGIES)
+    return -EINVAL;
+  unsigned knots = opts && opts->knots ? opts->knots : DEFAULT_KNOTS;
+  if (knots < 2) knots = 2;
+  struct prep *pr = malloc((n ? n : 1) * sizeof *pr);
+  double *p = malloc((n ? n : 1) * sizeof *p), *w = NULL;
+  int err = -ENOMEM;
+  if (!pr || !p) goto out;
+  double min_w, max_w, gap = 0;
+  bool floor_bad;
+  if ((err = prepare(jobs, n, pr, &min_w, &max_w, &floor_bad))) goto out;
+  struct pflex_alloc_summary sum = {.target_w = target_w, .min_w = min_w, .max_w = max_w,
+                                    .deepest_cut = max_w > 0 ? 1.0 - min_w / max_w : 0};
+  if (floor_bad || target_w < min_w) {
+    if (summary) *summary = sum;
+    err = -PFLEX_E_INFEASIBLE;
+    goto out;
+  }
+  if (target_w >= max_w) {
+    for (size_t i = 0; i < n; i++) p[i] = pr[i].hi;
+  } else if (strategy == PFLEX_ALLOC_OPTIMAL || strategy == PFLEX_ALLOC_ORACLE) {
+    if ((err = optimal(jobs, n, pr, target_w - min_w, knots, p, &gap))) goto out;
+  } else {
+    err = -ENOMEM;
+    if (!(w = malloc(n * sizeof *w))) goto out;
+    if ((err = share_weights(jobs, n, pr, strategy, w))) goto out;
+    if ((err = water_fill(pr, w, n, max_w - target_w, p))) goto out;
+  }
+  enforce_target(p, pr, n, target_w);
+  sum.gap_bound = gap;
+  for (size_t i = 0; i < n; i++) {
+    const struct pflex_curve *c = jobs[i].curve;
+    struct pflex_alloc_result *r = &results[i];
+    r->power_w = p[i];
+    r->floor_w = pr[i].lo;
+    if (c) {
+      r->tput = pflex_curve_eval(c, p[i]);
+      r->cap_w = pflex_curve_cap_for_power(c, p[i], jobs[i].gpus, pr[i].cap_min, pr[i].cap_max);
+    } else {
+      r->tput = NAN;
+      r->cap_w = p[i] >= pr[i].hi ? pr[i].cap_max
+                                  : fmin(fmax(p[i] / jobs[i].gpus, pr[i].cap_min), pr[i].cap_max);
+    }
+    sum.total_w += p[i];
+    sum.total_tput += r->tput;
+    sum.weighted_tput += jobs[i].weight * r->tput;
+  }
+  if (summary) *summary = sum;
+  err = 0;
+out:
+  free(pr);
+  free(p);
+  free(w);
+  return err;
+}

@@ -1,0 +1,582 @@
+/* Power-throughput curves (include/pflex/curve.h): measured (isotonic repair +
+ * Steffen interpolation), parametric (paper.md section 8 physics) and
+ * callback curves behind one interface, plus fitting and PFI inversion. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_interp.h>
+#include <gsl/gsl_multifit_nlinear.h>
+#include <gsl/gsl_poly.h>
+#include <gsl/gsl_roots.h>
+#include <gsl/gsl_vector.h>
+
+#include "pflex/curve.h"
+#include "pflex/error.h"
+#include "pflex/pfi.h"
+
+struct pflex_curve {
+  enum pflex_curve_kind kind;
+  double p_min, p_max, t_max;
+  /* measured */
+  size_t n;
+  struct pflex_curve_point *pts; /* repaired, sorted by power */
+  double *xs, *ys;               /* power and throughput arrays for GSL */
+  gsl_interp *interp;            /* NULL when n < 2 */
+  bool have_caps;
+  bool linear; /* interpolated linearly */
+  /* parametric */
+  struct pflex_curve_params par;
+  /* callback */
+  struct pflex_curve_fn fn;
+};
+
+/* ---- parametric family ---------------------------------------------------- */
+
+/* x v(x)^2, the clock-dependent part of dynamic power (v = 1 at the floor). */
+static double dyn(const struct pflex_curve_params *q, double x) {
+  if (x <= q->knee || q->vratio == 1.0) return x;
+  double b = (q->vratio - 1.0) / (1.0 - q->knee), a = 1.0 - b * q->knee;
+  double v = a + b * x;
+  return x * v * v;
+}
+
+static double dyn_deriv(const struct pflex_curve_params *q, double x) {
+  if (x < q->knee || q->vratio == 1.0) return 1.0;
+  double b = (q->vratio - 1.0) / (1.0 - q->knee), a = 1.0 - b * q->knee;
+  double v = a + b * x;
+  return v * v + 2.0 * b * x * v;
+}
+
+/* Relative power P/P_max at clock x. */
+static double par_power_rel(const struct pflex_curve_params *q, double x) {
+  return q->idle_frac + (1.0 - q->idle_frac) * dyn(q, x) / (q->vratio * q->vratio);
+}
+
+/* Relative throughput T/T_max at clock x. */
+static double par_tput_rel(const struct pflex_curve_params *q, double x) {
+  if (x <= 0) return 0;
+  return 1.0 / (q->c / x + 1.0 - q->c);
+}
+
+/* Clock x at relative power prel (inverse of par_power_rel), in [0, 1]. */
+static double par_clock(const struct pflex_curve_params *q, double prel) {
+  double y = (prel - q->idle_frac) / (1.0 - q->idle_frac) * q->vratio * q->vratio;
+  if (y <= 0) return 0;
+  if (y >= dyn(q, 1.0)) return 1.0;
+  if (y <= q->knee || q->vratio == 1.0) return y;
+  /* x (a + b x)^2 = y is a cubic, increasing on [knee, 1] since a + b x >= 1 there. */
+  double b = (q->vratio - 1.0) / (1.0 - q->knee), a = 1.0 - b * q->knee;
+  double r[3];
+  int nr = gsl_poly_solve_cubic(2.0 * a / b, a * a / (b * b), -y / (b * b), &r[0], &r[1], &r[2]);
+  double x = q->knee;
+  for (int i = 0; i < nr; i++)
+    if (r[i] >= q->knee - 1e-9 && r[i] <= 1.0 + 1e-9) x = r[i];
+  /* One Newton step polishes the closed-form root. */
+  double d = dyn_deriv(q, x);
+  if (d > 0) x -= (dyn(q, x) - y) / d;
+  if (x < q->knee) x = q->knee;
+  if (x > 1.0) x = 1.0;
+  return x;
+}
+
+static bool params_valid(const struct pflex_curve_params *q) {
+  return q->c > 0 && q->c <= 1 && q->knee >= 0 && q->knee < 1 && q->idle_frac >= 0 &&
+         q->idle_frac < 1 && q->vratio >= 1 && isfinite(q->vratio);
+}
+
+/* ---- construction --------------------------------------------------------- */
+
+static struct pflex_curve *curve_alloc(enum pflex_curve_kind kind) {
+  struct pflex_curve *c = calloc(1, sizeof *c);
+  if (c) c->kind = kind;
+  return c;
+}
+
+static int cmp_point(const void *a, const void *b) {
+  const struct pflex_curve_point *x = a, *y = b;
+  return (x->power_w > y->power_w) - (x->power_w < y->power_w);
+}
+
+/* Pool-adjacent-violators: the non-decreasing sequence closest to v in least
+ * squares (weights w), in place. Blocks are kept as (start, weight, mean). */
+static int isotonic(double *v, const double *w, size_t n) {
+  double *mean = malloc(n * sizeof *mean), *wt = malloc(n * sizeof *wt);
+  size_t *len = malloc(n * sizeof *len);
+  if (!mean || !wt || !len) {
+    free(mean);
+    free(wt);
+    free(len);
+    return -ENOMEM;
+  }
+  size_t nb = 0;
+  for (size_t i = 0; i < n; i++) {
+    mean[nb] = v[i];
+    wt[nb] = w ? w[i] : 1.0;
+    len[nb] = 1;
+    nb++;
+    while (nb > 1 && mean[nb - 2] > mean[nb - 1]) {
+      double ws = wt[nb - 2] + wt[nb - 1];
+      mean[nb - 2] = (mean[nb - 2] * wt[nb - 2] + mean[nb - 1] * wt[nb - 1]) / ws;
+      wt[nb - 2] = ws;
+      len[nb - 2] += len[nb - 1];
+      nb--;
+    }
+  }
+  size_t k = 0;
+  for (size_t b = 0; b < nb; b++)
+    for (size_t j = 0; j < len[b]; j++) v[k++] = mean[b];
+  free(mean);
+  free(wt);
+  free(len);
+  return 0;
+}
+
+int pflex_curve_new_measured(const struct pflex_curve_point *points, size_t n,
+                             enum pflex_curve_interp interp, struct pflex_curve **ret_curve) {
+  if (!points || n == 0) return -EINVAL;
+  for (size_t i = 0; i < n; i++)
+    if (!(points[i].power_w > 0) || !(points[i].tput > 0) || !isfinite(points[i].power_w) ||
+        !isfinite(points[i].tput) || !(points[i].cap_w >= 0) || !isfinite(points[i].cap_w))
+      return -EINVAL;
+  struct pflex_curve *c = curve_alloc(PFLEX_CURVE_MEASURED);
+  struct pflex_curve_point *p = malloc(n * sizeof *p);
+  double *w = malloc(n * sizeof *w), *tmp = malloc(n * sizeof *tmp);
+  int err = -ENOMEM;
+  if (!c || !p || !w || !tmp) goto fail;
+  memcpy(p, points, n * sizeof *p);
+  qsort(p, n, sizeof *p, cmp_point);
+  /* Equal powers cannot be interpolated between: average them, weighting the
+   * merged point by how many it stands for in the isotonic fit. */
+  size_t m = 0;
+  for (size_t i = 0; i < n;) {
+    size_t j = i;
+    double t = 0, cap = 0;
+    while (j < n && p[j].power_w == p[i].power_w) {
+      t += p[j].tput;
+      cap += p[j].cap_w;
+      j++;
+    }
+    p[m] = (struct pflex_curve_point){p[i].power_w, t / (double)(j - i), cap / (double)(j - i)};
+    w[m] = (double)(j - i);
+    m++;
+    i = j;
+  }
+  for (size_t i = 0; i < m; i++) tmp[i] = p[i].tput;
+  if ((err = isotonic(tmp, w, m))) goto fail;
+  for (size_t i = 0; i < m; i++) p[i].tput = tmp[i];
+  c->have_caps = true;
+  for (size_t i = 0; i < m; i++) {
+    tmp[i] = p[i].cap_w;
+    if (!(p[i].cap_w > 0)) c->have_caps = false;
+  }
+  if (c->have_caps) {
+    if ((err = isotonic(tmp, NULL, m))) goto fail;
+    for (size_t i = 0; i < m; i++) p[i].cap_w = tmp[i];
+  }
+  free(w);
+  free(tmp);
+  w = tmp = NULL;
+  c->pts = p;
+  p = NULL;
+  c->n = m;
+  c->p_min = c->pts[0].power_w;
+  c->p_max = c->pts[m - 1].power_w;
+  c->t_max = c->pts[m - 1].tput;
+  if (m >= 2) {
+    err = -ENOMEM;
+    c->xs = malloc(m * sizeof *c->xs);
+    c->ys = malloc(m * sizeof *c->ys);
+    if (!c->xs || !c->ys) goto fail;
+    for (size_t i = 0; i < m; i++) {
+      c->xs[i] = c->pts[i].power_w;
+      c->ys[i] = c->pts[i].tput;
+    }
+    const gsl_interp_type *type =
+        (interp == PFLEX_INTERP_LINEAR || m < 3) ? gsl_interp_linear : gsl_interp_steffen;
+    c->linear = type == gsl_interp_linear;
+    c->interp = gsl_interp_alloc(type, m);
+    if (!c->interp) goto fail;
+    if (gsl_interp_init(c->interp, c->xs, c->ys, m) != GSL_SUCCESS) {
+      err = -EINVAL;
+      goto fail;
+    }
+  }
+  *ret_curve = c;
+  return 0;
+fail:
+  free(p);
+  free(w);
+  free(tmp);
+  pflex_curve_free(c);
+  return err;
+}
+
+int pflex_curve_new_parametric(const struct pflex_curve_params *params, double p_min,
+                               double p_max, double t_max, struct pflex_curve **ret_curve) {
+  if (!params || !params_valid(params) || !(p_min > 0) || !(p_max >= p_min) || !(t_max > 0) ||
+      !isfinite(p_max) || !isfinite(t_max))
+    return -EINVAL;
+  struct pflex_curve *c = curve_alloc(PFLEX_CURVE_PARAMETRIC);
+  if (!c) return -ENOMEM;
+  c->par = *params;
+  c->p_min = p_min;
+  c->p_max = p_max;
+  c->t_max = t_max;
+  *ret_curve = c;
+  return 0;
+}
+
+int pflex_curve_new_callback(const struct pflex_curve_fn *fn, double p_min, double p_max,
+                             struct pflex_curve **ret_curve) {
+  if (!fn || !fn->eval || !(p_min > 0) || !(p_max >= p_min) || !isfinite(p_max)) return -EINVAL;
+  struct pflex_curve *c = curve_alloc(PFLEX_CURVE_CALLBACK);
+  if (!c) return -ENOMEM;
+  c->fn = *fn;
+  c->p_min = p_min;
+  c->p_max = p_max;
+  c->t_max = fn->eval(fn->ctx, p_max);
+  *ret_curve = c;
+  return 0;
+}
+
+void pflex_curve_free(struct pflex_curve *curve) {
+  if (!curve) return;
+  if (curve->interp) gsl_interp_free(curve->interp);
+  free(curve->xs);
+  free(curve->ys);
+  free(curve->pts);
+  free(curve);
+}
+
+/* ---- evaluation ----------------------------------------------------------- */
+
+enum pflex_curve_kind pflex_curve_kind(const struct pflex_curve *curve) { return curve->kind; }
+double pflex_curve_p_min(const struct pflex_curve *curve) { return curve->p_min; }
+double pflex_curve_p_max(const struct pflex_curve *curve) { return curve->p_max; }
+double pflex_curve_t_max(const struct pflex_curve *curve) { return curve->t_max; }
+
+bool pflex_curve_piecewise_linear(const struct pflex_curve *c) {
+  return c->kind == PFLEX_CURVE_MEASURED && (!c->interp || c->linear);
+}
+
+static double clamp(double v, double lo, double hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+double pflex_curve_eval(const struct pflex_curve *c, double p) {
+  p = clamp(p, c->p_min, c->p_max);
+  switch (c->kind) {
+  case PFLEX_CURVE_MEASURED:
+    if (!c->interp) return c->pts[0].tput;
+    return gsl_interp_eval(c->interp, c->xs, c->ys, p, NULL);
+  case PFLEX_CURVE_PARAMETRIC:
+    return c->t_max * par_tput_rel(&c->par, par_clock(&c->par, p / c->p_max));
+  case PFLEX_CURVE_CALLBACK:
+    return c->fn.eval(c->fn.ctx, p);
+  }
+  return NAN;
+}
+
+double pflex_curve_deriv(const struct pflex_curve *c, double p) {
+  if (p < c->p_min || p >= c->p_max || c->p_max == c->p_min) return 0;
+  switch (c->kind) {
+  case PFLEX_CURVE_MEASURED:
+    if (!c->interp) return 0;
+    return gsl_interp_eval_deriv(c->interp, c->xs, c->ys, p, NULL);
+  case PFLEX_CURVE_PARAMETRIC: {
+    const struct pflex_curve_params *q = &c->par;
+    double x = par_clock(q, p / c->p_max);
+    if (x <= 0) return 0;
+    double tau = q->c / x + 1.0 - q->c;
+    double dt_dx = c->t_max * q->c / (x * x * tau * tau);
+    double dp_dx = c->p_max * (1.0 - q->idle_frac) * dyn_deriv(q, x) / (q->vratio * q->vratio);
+    return dt_dx / dp_dx;
+  }
+  case PFLEX_CURVE_CALLBACK: {
+    if (c->fn.deriv) return c->fn.deriv(c->fn.ctx, p);
+    double h = 1e-6 * (c->p_max - c->p_min);
+    double lo = p - h < c->p_min ? c->p_min : p - h, hi = p + h > c->p_max ? c->p_max : p + h;
+    return (c->fn.eval(c->fn.ctx, hi) - c->fn.eval(c->fn.ctx, lo)) / (hi - lo);
+  }
+  }
+  return NAN;
+}
+
+/* The least p in [lo, hi] with eval(p) >= t, for a non-decreasing curve with
+ * eval(lo) < t <= eval(hi); bisection, to a relative 1e-12 of the range. */
+static double bisect(const struct pflex_curve *c, double t, double lo, double hi) {
+  for (int i = 0; i < 200 && hi - lo > 1e-12 * (c->p_max > 1 ? c->p_max : 1); i++) {
+    double mid = 0.5 * (lo + hi);
+    if (pflex_curve_eval(c, mid) >= t)
+      hi = mid;
+    else
+      lo = mid;
+  }
+  return hi;
+}
+
+int pflex_curve_inverse(const struct pflex_curve *c, double t, double *ret_power_w) {
+  if (isnan(t)) return -EINVAL;
+  double tmax = pflex_curve_eval(c, c->p_max);
+  if (t > tmax * (1 + 1e-12)) return -ERANGE;
+  if (t <= pflex_curve_eval(c, c->p_min)) {
+    *ret_power_w = c->p_min;
+    return 0;
+  }
+  if (t >= tmax) t = tmax;
+  double p;
+  switch (c->kind) {
+  case PFLEX_CURVE_PARAMETRIC: {
+    double tau = c->t_max / t;
+    double x = c->par.c / (tau - 1.0 + c->par.c);
+    p = clamp(c->p_max * par_power_rel(&c->par, x), c->p_min, c->p_max);
+    break;
+  }
+  case PFLEX_CURVE_MEASURED: {
+    /* The first knot reaching t bounds the segment holding the answer. */
+    size_t j = 1;
+    while (j < c->n - 1 && c->ys[j] < t) j++;
+    p = bisect(c, t, c->xs[j - 1], c->xs[j]);
+    break;
+  }
+  default:
+    p = bisect(c, t, c->p_min, c->p_max);
+  }
+  *ret_power_w = p;
+  return 0;
+}
+
+int pflex_curve_get_params(const struct pflex_curve *c, struct pflex_curve_params *ret) {
+  if (c->kind != PFLEX_CURVE_PARAMETRIC) return -EINVAL;
+  *ret = c->par;
+  return 0;
+}
+
+const struct pflex_curve_point *pflex_curve_points(const struct pflex_curve *c, size_t *ret_n) {
+  if (c->kind != PFLEX_CURVE_MEASURED) {
+    if (ret_n) *ret_n = 0;
+    return NULL;
+  }
+  if (ret_n) *ret_n = c->n;
+  return c->pts;
+}
+
+double pflex_curve_cap_for_power(const struct pflex_curve *c, double p, int gpus, double cap_min,
+                                 double cap_max) {
+  double cap;
+  p = clamp(p, c->p_min, c->p_max);
+  if (c->kind == PFLEX_CURVE_MEASURED && c->have_caps) {
+    if (c->n == 1) {
+      cap = c->pts[0].cap_w;
+    } else {
+      size_t j = 1;
+      while (j < c->n - 1 && c->xs[j] < p) j++;
+      double f = (p - c->xs[j - 1]) / (c->xs[j] - c->xs[j - 1]);
+      cap = c->pts[j - 1].cap_w + f * (c->pts[j].cap_w - c->pts[j - 1].cap_w);
+    }
+  } else if (p >= c->p_max) {
+    cap = cap_max;
+  } else {
+    cap = p / (gpus > 0 ? gpus : 1);
+  }
+  return clamp(cap, cap_min, cap_max);
+}
+
+int pflex_curve_pfi(const struct pflex_curve *c, const double *grid, size_t n, double *ret_pfi) {
+  double sum = 0, tmax = pflex_curve_eval(c, c->p_max);
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!(grid[i] < c->p_max)) continue;
+    double v;
+    double t = pflex_curve_eval(c, grid[i]);
+    if (pflex_pfi_index(grid[i], t, c->p_max, tmax, &v) != 0) continue;
+    sum += v;
+    k++;
+  }
+  if (k == 0) return -PFLEX_E_NOPOINTS;
+  *ret_pfi = sum / (double)k;
+  return 0;
+}
+
+void pflex_curve_params_default(const char *gpu, int gpus, double p_max,
+                                struct pflex_curve_params *ret) {
+  double idle = PFLEX_CURVE_IDLE_W_H200;
+  if (gpu && strcmp(gpu, "H100") == 0) idle = PFLEX_CURVE_IDLE_W_H100;
+  double s = p_max > 0 ? (gpus > 0 ? gpus : 1) * idle / p_max : 0;
+  if (s > 0.9) s = 0.9;
+  *ret = (struct pflex_curve_params){
+      .c = 1.0, .knee = PFLEX_CURVE_DEFAULT_KNEE, .idle_frac = s,
+      .vratio = PFLEX_CURVE_DEFAULT_VRATIO};
+}
+
+/* ---- fitting --------------------------------------------------------------- */
+
+struct fit_data {
+  const struct pflex_curve_point *pts;
+  size_t n;
+  double p_max, t_max;
+  struct pflex_curve_params base;
+};
+
+static double logistic(double u) { return 1.0 / (1.0 + exp(-u)); }
+static double logit(double p) { return log(p / (1.0 - p)); }
+
+/* Unconstrained (u, w) -> c in (0, 1), knee in (0, 0.98). */
+static void unpack(const gsl_vector *x, const struct fit_data *d, struct pflex_curve_params *q) {
+  *q = d->base;
+  q->c = logistic(gsl_vector_get(x, 0));
+  q->knee = 0.98 * logistic(gsl_vector_get(x, 1));
+}
+
+static int fit_f(const gsl_vector *x, void *data, gsl_vector *f) {
+  const struct fit_data *d = data;
+  struct pflex_curve_params q;
+  unpack(x, d, &q);
+  for (size_t i = 0; i < d->n; i++) {
+    double prel = d->pts[i].power_w / d->p_max;
+    double model = par_tput_rel(&q, par_clock(&q, prel > 1 ? 1 : prel));
+    gsl_vector_set(f, i, model - d->pts[i].tput / d->t_max);
+  }
+  return GSL_SUCCESS;
+}
+
+int pflex_curve_fit(const struct pflex_curve_point *points, size_t n,
+                    struct pflex_curve_params *params, double *ret_rmse,
+                    struct pflex_curve **ret_curve) {
+  if (!points || !params) return -EINVAL;
+  if (n < 3) return -PFLEX_E_NOPOINTS;
+  struct pflex_curve_params base = *params;
+  base.c = 0.5;
+  base.knee = 0.5;
+  if (!params_valid(&base)) return -EINVAL;
+  struct fit_data d = {.pts = points, .n = n, .base = base};
+  double p_min = INFINITY;
+  for (size_t i = 0; i < n; i++) {
+    if (!(points[i].power_w > 0) || !(points[i].tput > 0)) return -EINVAL;
+    if (points[i].power_w > d.p_max) {
+      d.p_max = points[i].power_w;
+      d.t_max = points[i].tput;
+    }
+    if (points[i].power_w < p_min) p_min = points[i].power_w;
+  }
+  gsl_multifit_nlinear_parameters fp = gsl_multifit_nlinear_default_parameters();
+  gsl_multifit_nlinear_workspace *w =
+      gsl_multifit_nlinear_alloc(gsl_multifit_nlinear_trust, &fp, n, 2);
+  if (!w) return -ENOMEM;
+  gsl_multifit_nlinear_fdf fdf = {.f = fit_f, .df = NULL, .fvv = NULL, .n = n, .p = 2,
+                                  .params = &d};
+  /* Multi-start over a small grid: the knee makes the cost surface piecewise
+   * smooth with shallow local minima. */
+  static const double c0[] = {0.2, 0.5, 0.8, 0.97}, k0[] = {0.2, 0.5, 0.8};
+  double best = INFINITY;
+  struct pflex_curve_params bestq = base;
+  gsl_error_handler_t *old = gsl_set_error_handler_off();
+  for (size_t a = 0; a < sizeof c0 / sizeof c0[0]; a++)
+    for (size_t b = 0; b < sizeof k0 / sizeof k0[0]; b++) {
+      double x0[2] = {logit(c0[a]), logit(k0[b] / 0.98)};
+      gsl_vector_view xv = gsl_vector_view_array(x0, 2);
+      if (gsl_multifit_nlinear_init(&xv.vector, &fdf, w) != GSL_SUCCESS) continue;
+      int info;
+      gsl_multifit_nlinear_driver(200, 1e-10, 1e-10, 1e-12, NULL, NULL, &info, w);
+      gsl_vector *fres = gsl_multifit_nlinear_residual(w);
+      double ss = 0;
+      for (size_t i = 0; i < n; i++) ss += gsl_vector_get(fres, i) * gsl_vector_get(fres, i);
+      if (isfinite(ss) && ss < best) {
+        best = ss;
+        unpack(gsl_multifit_nlinear_position(w), &d, &bestq);
+      }
+    }
+  gsl_set_error_handler(old);
+  gsl_multifit_nlinear_free(w);
+  if (!isfinite(best)) return -PFLEX_E_DATA;
+  if (ret_curve) {
+    int err = pflex_curve_new_parametric(&bestq, p_min, d.p_max, d.t_max, ret_curve);
+    if (err) return err;
+  }
+  *params = bestq;
+  if (ret_rmse) *ret_rmse = sqrt(best / (double)n);
+  return 0;
+}
+
+/* ---- from a PFI -------------------------------------------------------------- */
+
+struct pfi_path {
+  struct pflex_curve_params q;
+  double p_min, p_max;
+  const double *grid;
+  size_t n;
+  double target;
+  int which; /* 0: vary c, 1: vary vratio */
+};
+
+static double path_pfi(double v, void *data) {
+  struct pfi_path *pp = data;
+  struct pflex_curve_params q = pp->q;
+  if (pp->which == 0)
+    q.c = v;
+  else
+    q.vratio = v;
+  double sum = 0;
+  size_t k = 0;
+  for (size_t i = 0; i < pp->n; i++) {
+    if (!(pp->grid[i] < pp->p_max)) continue;
+    /* Clamped like pflex_curve_eval, so that the curve reproduces the PFI. */
+    double prel = clamp(pp->grid[i], pp->p_min, pp->p_max) / pp->p_max;
+    double t = par_tput_rel(&q, par_clock(&q, prel));
+    if (!(t < 1)) continue;
+    sum += (1 - pp->grid[i] / pp->p_max) / (1 - t);
+    k++;
+  }
+  return (k ? sum / (double)k : NAN) - pp->target;
+}
+
+static int solve(struct pfi_path *pp, double lo, double hi, double *ret) {
+  gsl_function F = {.function = path_pfi, .params = pp};
+  gsl_root_fsolver *s = gsl_root_fsolver_alloc(gsl_root_fsolver_brent);
+  if (!s) return -ENOMEM;
+  gsl_error_handler_t *old = gsl_set_error_handler_off();
+  int err = gsl_root_fsolver_set(s, &F, lo, hi) == GSL_SUCCESS ? 0 : -ERANGE;
+  for (int it = 0; !err && it < 200; it++) {
+    if (gsl_root_fsolver_iterate(s) != GSL_SUCCESS) {
+      err = -ERANGE;
+      break;
+    }
+    double a = gsl_root_fsolver_x_lower(s), b = gsl_root_fsolver_x_upper(s);
+    if (gsl_root_test_interval(a, b, 1e-13, 1e-12) == GSL_SUCCESS) break;
+  }
+  gsl_set_error_handler(old);
+  if (!err) *ret = gsl_root_fsolver_root(s);
+  gsl_root_fsolver_free(s);
+  return err;
+}
+
+int pflex_curve_from_pfi(double pfi, double p_min, double p_max, double t_max,
+                         const double *grid, size_t n, const struct pflex_curve_params *params,
+                         struct pflex_curve **ret_curve) {
+  if (!params || !grid || !isfinite(pfi) || !(p_max > 0)) return -EINVAL;
+  if (!(p_min > 0) || !(p_min <= p_max)) return -EINVAL;
+  struct pfi_path pp = {.q = *params, .p_min = p_min, .p_max = p_max, .grid = grid, .n = n, .target = pfi};
+  pp.q.c = 1.0;
+  if (!params_valid(&pp.q)) return -EINVAL;
+  double at_c1 = path_pfi(1.0, &pp);
+  if (isnan(at_c1)) return -PFLEX_E_NOPOINTS;
+  struct pflex_curve_params q = pp.q;
+  int err;
+  if (at_c1 <= 0) {
+    /* PFI reachable by a less compute-bound job: solve for c. As c -> 0 the
+     * throughput stops depending on power and PFI grows without bound. */
+    const double c_lo = 1e-6;
+    if (path_pfi(c_lo, &pp) < 0) return -ERANGE;
+    if (at_c1 == 0) {
+      q.c = 1.0;
+    } else if ((err = solve(&pp, c_lo, 1.0, &q.c))) {
+      return err;
+    }
+  } else {
+    pp.which = 1;
+    if (path_pfi(1.0, &pp) > 0) return -ERANGE;
+    if ((err = solve(&pp, 1.0, params->vratio, &q.vratio))) return err;
+  }
+  return pflex_curve_new_parametric(&q, p_min, p_max, t_max, ret_curve);
+}
