@@ -1,0 +1,422 @@
+/* Unit tests of the allocator (src/core/alloc.c): hand-worked proportional
+ * cuts, optimal against brute force, oracle against every strategy, target,
+ * bounds, floors, weights, infeasibility, determinism. */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <gsl/gsl_rng.h>
+
+#include "pflex/alloc.h"
+#include "pflex/error.h"
+
+#define NEAR(a, b, tol) assert_true(fabs((a) - (b)) <= (tol))
+
+/* A job with a linear measured curve through (lo, t_lo) and (hi, t_hi). */
+static struct pflex_curve *line(double lo, double t_lo, double hi, double t_hi) {
+  struct pflex_curve_point p[] = {{lo, t_lo, 0}, {hi, t_hi, 0}};
+  struct pflex_curve *c = NULL;
+  assert_int_equal(pflex_curve_new_measured(p, 2, PFLEX_INTERP_LINEAR, &c), 0);
+  return c;
+}
+
+static double sum_left_to_right(const struct pflex_alloc_result *r, size_t n) {
+  double s = 0;
+  for (size_t i = 0; i < n; i++) s += r[i].power_w;
+  return s;
+}
+
+/* Two jobs: A P_max 4000, B P_max 2000, floors 1000 each; a 30% cut of 6000 is
+ * target 4200, cut 1800.
+ * equal: shares by P_max 2:1 -> A 1200, B 600 -> 2800, 1400.
+ * B's floor 1800 (headroom 200): B clipped to 1800, A takes 1600 -> 2400.
+ * moe-ft, A MoE FT: weights 8000 : 2000 -> A 1440, B 360 -> 2560, 1640.
+ * dram 0.3 : 0.1 -> A 1350, B 450 -> 2650, 1550.
+ * pfi: weights (4000/100)*1.5 = 60 and (2000/80)*1.2 = 30 -> 1200, 600. */
+static void test_proportional_by_hand(void **state) {
+  (void)state;
+  struct pflex_curve *ca = line(1000, 50, 4000, 100), *cb = line(1000, 40, 2000, 80);
+  struct pflex_alloc_job j[2];
+  pflex_alloc_job_init(&j[0]);
+  pflex_alloc_job_init(&j[1]);
+  j[0].curve = ca;
+  j[1].curve = cb;
+  j[0].gpus = j[1].gpus = 8;
+  j[0].arch = PFLEX_ARCH_MOE;
+  j[0].task = PFLEX_TASK_FT;
+  j[1].arch = PFLEX_ARCH_DENSE;
+  j[1].task = PFLEX_TASK_FT;
+  j[0].dram_copy = 0.3;
+  j[1].dram_copy = 0.1;
+  j[0].pfi = 1.5;
+  j[1].pfi = 1.2;
+  double target;
+  assert_int_equal(pflex_alloc_target_for_cut(j, 2, 0.30, &target), 0);
+  NEAR(target, 4200, 1e-9);
+  struct pflex_alloc_result r[2];
+  struct pflex_alloc_summary s;
+  const struct {
+    enum pflex_alloc_strategy st;
+    double a, b;
+  } cases[] = {{PFLEX_ALLOC_EQUAL, 2800, 1400},
+               {PFLEX_ALLOC_MOE_FT, 2560, 1640},
+               {PFLEX_ALLOC_DRAM, 2650, 1550},
+               {PFLEX_ALLOC_PFI, 2800, 1400}};
+  for (size_t k = 0; k < 4; k++) {
+    assert_int_equal(pflex_alloc_run(j, 2, cases[k].st, target, NULL, r, &s), 0);
+    NEAR(r[0].power_w, cases[k].a, 1e-6);
+    NEAR(r[1].power_w, cases[k].b, 1e-6);
+    assert_true(sum_left_to_right(r, 2) <= target);
+  }
+  /* Throughput on the curve: A at 2800 W: 50 + 50 * 1800/3000 = 80. */
+  assert_int_equal(pflex_alloc_run(j, 2, PFLEX_ALLOC_EQUAL, target, NULL, r, &s), 0);
+  NEAR(r[0].tput, 80, 1e-6);
+  NEAR(s.total_tput, 80 + 40 + 40 * 400 / 1000.0, 1e-6);
+  /* Clipping at B's floor. */
+  j[1].p_min = 1800;
+  assert_int_equal(pflex_alloc_run(j, 2, PFLEX_ALLOC_EQUAL, target, NULL, r, &s), 0);
+  NEAR(r[0].power_w, 2400, 1e-6);
+  NEAR(r[1].power_w, 1800, 1e-6);
+  assert_true(r[1].floor_w == 1800);
+  pflex_curve_free(ca);
+  pflex_curve_free(cb);
+}
+
+/* Target below the floors: 1000 + 1000 = 2000 > 1900 -> infeasible, deepest
+ * feasible cut 1 - 2000/6000 = 2/3. A target above the total gives P_max. */
+static void test_infeasible_and_no_cut(void **state) {
+  (void)state;
+  struct pflex_curve *ca = line(1000, 50, 4000, 100), *cb = line(1000, 40, 2000, 80);
+  struct pflex_alloc_job j[2];
+  pflex_alloc_job_init(&j[0]);
+  pflex_alloc_job_init(&j[1]);
+  j[0].curve = ca;
+  j[1].curve = cb;
+  struct pflex_alloc_result r[2];
+  struct pflex_alloc_summary s;
+  for (int st = 0; st < PFLEX_ALLOC_NSTRATEGIES; st++) {
+    j[0].pfi = j[1].pfi = 1;
+    j[0].dram_copy = j[1].dram_copy = 1;
+    memset(&s, 0, sizeof s);
+    assert_int_equal(pflex_alloc_run(j, 2, st, 1900, NULL, r, &s), -PFLEX_E_INFEASIBLE);
+    NEAR(s.min_w, 2000, 1e-9);
+    NEAR(s.deepest_cut, 2.0 / 3.0, 1e-12);
+    assert_int_equal(pflex_alloc_run(j, 2, st, 2000, NULL, r, &s), 0);
+    NEAR(r[0].power_w, 1000, 1e-9);
+    assert_int_equal(pflex_alloc_run(j, 2, st, 7000, NULL, r, &s), 0);
+    assert_true(r[0].power_w == 4000 && r[1].power_w == 2000);
+  }
+  /* A throughput floor above T_max is infeasible too. */
+  j[1].min_tput = 81;
+  assert_int_equal(pflex_alloc_run(j, 2, PFLEX_ALLOC_OPTIMAL, 5000, NULL, r, &s),
+                   -PFLEX_E_INFEASIBLE);
+  /* Missing data: pfi needs a finite PFI. */
+  j[1].min_tput = 0;
+  j[1].pfi = NAN;
+  assert_int_equal(pflex_alloc_run(j, 2, PFLEX_ALLOC_PFI, 5000, NULL, r, &s), -EINVAL);
+  pflex_curve_free(ca);
+  pflex_curve_free(cb);
+}
+
+/* Weights by hand: two identical linear curves (slope 50/1000 per W), target
+ * 3000 leaves 1000 W above the floors; B with weight 2 takes all of it. */
+static void test_weights(void **state) {
+  (void)state;
+  struct pflex_curve *c = line(1000, 100, 2000, 150);
+  struct pflex_alloc_job j[2];
+  pflex_alloc_job_init(&j[0]);
+  pflex_alloc_job_init(&j[1]);
+  j[0].curve = j[1].curve = c;
+  j[1].weight = 2;
+  struct pflex_alloc_result r[2];
+  struct pflex_alloc_summary s;
+  assert_int_equal(pflex_alloc_run(j, 2, PFLEX_ALLOC_OPTIMAL, 3000, NULL, r, &s), 0);
+  NEAR(r[0].power_w, 1000, 1e-9);
+  NEAR(r[1].power_w, 2000, 1e-9);
+  NEAR(s.weighted_tput, 100 + 2 * 150, 1e-9);
+  NEAR(s.total_tput, 250, 1e-9);
+  assert_true(s.gap_bound <= 1e-12);
+  pflex_curve_free(c);
+}
+
+/* A random concave piecewise-linear measured curve: throughput increments with
+ * decreasing slopes, or (nonconcave) arbitrary positive slopes. */
+static struct pflex_curve *random_curve(gsl_rng *rng, bool concave, bool linear, size_t np) {
+  struct pflex_curve_point p[8];
+  double lo = 800 + 1500 * gsl_rng_uniform(rng), hi = lo + 500 + 4000 * gsl_rng_uniform(rng);
+  double t = 50 + 100 * gsl_rng_uniform(rng), slope = 0.02 + 0.1 * gsl_rng_uniform(rng);
+  for (size_t i = 0; i < np; i++) {
+    double x = lo + (hi - lo) * i / (double)(np - 1);
+    if (i) t += slope * (hi - lo) / (double)(np - 1);
+    p[i] = (struct pflex_curve_point){x, t, 0};
+    slope = concave ? slope * (0.2 + 0.8 * gsl_rng_uniform(rng)) : 0.1 * gsl_rng_uniform(rng);
+  }
+  struct pflex_curve *c = NULL;
+  assert_int_equal(
+      pflex_curve_new_measured(p, np, linear ? PFLEX_INTERP_LINEAR : PFLEX_INTERP_STEFFEN, &c), 0);
+  return c;
+}
+
+static double weighted(const struct pflex_alloc_job *j, const double *p, size_t n) {
+  double s = 0;
+  for (size_t i = 0; i < n; i++) s += j[i].weight * pflex_curve_eval(j[i].curve, p[i]);
+  return s;
+}
+
+/* Exhaustive search over a grid of step `step` W for 3 jobs (the third takes
+ * what is left, since more power never lowers throughput). */
+static double brute3(const struct pflex_alloc_job *j, double target, double step) {
+  double best = -INFINITY;
+  double lo[3], hi[3];
+  for (int i = 0; i < 3; i++) {
+    lo[i] = pflex_curve_p_min(j[i].curve);
+    hi[i] = pflex_curve_p_max(j[i].curve);
+    if (j[i].min_tput > 0) assert_int_equal(pflex_curve_inverse(j[i].curve, j[i].min_tput, &lo[i]), 0);
+  }
+  for (double a = lo[0]; a <= hi[0] + 1e-9; a += step)
+    for (double b = lo[1]; b <= hi[1] + 1e-9; b += step) {
+      double c = fmin(hi[2], target - a - b);
+      if (c < lo[2]) break;
+      double p[3] = {a, b, c};
+      double v = weighted(j, p, 3);
+      if (v > best) best = v;
+    }
+  return best;
+}
+
+/* optimal equals the brute-force optimum within the grid's resolution on
+ * concave piecewise-linear curves (exact method), with weights and a
+ * throughput floor; on non-concave curves it is within its reported bound. */
+static void test_optimal_vs_brute_force(void **state) {
+  (void)state;
+  gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+  gsl_rng_set(rng, 7);
+  for (int trial = 0; trial < 24; trial++) {
+    bool concave = trial % 2 == 0;
+    struct pflex_alloc_job j[3];
+    struct pflex_curve *c[3];
+    double maxslope = 0, sum_lo = 0, sum_hi = 0;
+    for (int i = 0; i < 3; i++) {
+      c[i] = random_curve(rng, concave, true, 6);
+      pflex_alloc_job_init(&j[i]);
+      j[i].curve = c[i];
+      j[i].weight = trial % 4 < 2 ? 1.0 : 0.5 + 2 * gsl_rng_uniform(rng);
+      maxslope = fmax(maxslope, j[i].weight * pflex_curve_deriv(c[i], pflex_curve_p_min(c[i])));
+      sum_lo += pflex_curve_p_min(c[i]);
+      sum_hi += pflex_curve_p_max(c[i]);
+    }
+    if (trial % 3 == 0) /* a floor halfway up job 0's throughput range */
+      j[0].min_tput = 0.5 * (pflex_curve_eval(c[0], 0) + pflex_curve_t_max(c[0]));
+    double target = sum_lo + (sum_hi - sum_lo) * (0.15 + 0.7 * gsl_rng_uniform(rng));
+    struct pflex_alloc_result r[3];
+    struct pflex_alloc_summary s;
+    int err = pflex_alloc_run(j, 3, PFLEX_ALLOC_OPTIMAL, target, NULL, r, &s);
+    if (err == -PFLEX_E_INFEASIBLE) {
+      assert_true(j[0].min_tput > 0);
+      for (int i = 0; i < 3; i++) pflex_curve_free(c[i]);
+      continue;
+    }
+    assert_int_equal(err, 0);
+    double step = 5, brute = brute3(j, target, step);
+    double got = s.weighted_tput;
+    assert_true(sum_left_to_right(r, 3) <= target);
+    if (j[0].min_tput > 0) assert_true(r[0].tput >= j[0].min_tput * (1 - 1e-9));
+    /* Never worse than any grid allocation (minus its own bound), and the grid
+     * comes within a step per job of the optimum. */
+    assert_true(got >= brute - s.gap_bound - 1e-9 * brute);
+    if (concave) {
+      assert_true(s.gap_bound <= 1e-9 * got); /* rounding only */
+      assert_true(got <= brute + 3 * step * maxslope + 1e-9);
+    }
+    for (int i = 0; i < 3; i++) pflex_curve_free(c[i]);
+  }
+  gsl_rng_free(rng);
+}
+
+/* On many random workloads the oracle (optimal on the true curves) gets at
+ * least the true throughput of every other strategy; every result respects
+ * the target and each job's bounds. */
+static void test_oracle_dominates(void **state) {
+  (void)state;
+  gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+  gsl_rng_set(rng, 11);
+  enum { N = 25 };
+  for (int w = 0; w < 150; w++) {
+    struct pflex_alloc_job j[N];
+    struct pflex_curve *c[N];
+    for (int i = 0; i < N; i++) {
+      c[i] = random_curve(rng, true, true, 2 + gsl_rng_uniform_int(rng, 6));
+      pflex_alloc_job_init(&j[i]);
+      j[i].curve = c[i];
+      j[i].gpus = 8;
+      j[i].pfi = 0.8 + 2 * gsl_rng_uniform(rng);
+      j[i].dram_copy = gsl_rng_uniform(rng);
+      j[i].arch = gsl_rng_uniform(rng) < 0.5 ? PFLEX_ARCH_MOE : PFLEX_ARCH_DENSE;
+      j[i].task = gsl_rng_uniform(rng) < 0.5 ? PFLEX_TASK_FT : PFLEX_TASK_PT;
+    }
+    double cut = 0.4 * gsl_rng_uniform(rng), target;
+    assert_int_equal(pflex_alloc_target_for_cut(j, N, cut, &target), 0);
+    struct pflex_alloc_result r[N];
+    struct pflex_alloc_summary s;
+    double oracle = NAN, best_other = -INFINITY;
+    for (int st = 0; st < PFLEX_ALLOC_NSTRATEGIES; st++) {
+      int err = pflex_alloc_run(j, N, st, target, NULL, r, &s);
+      if (err == -PFLEX_E_INFEASIBLE) break;
+      assert_int_equal(err, 0);
+      assert_true(sum_left_to_right(r, N) <= target);
+      for (int i = 0; i < N; i++) {
+        assert_true(r[i].power_w >= pflex_curve_p_min(c[i]));
+        assert_true(r[i].power_w <= pflex_curve_p_max(c[i]));
+        assert_true(r[i].cap_w >= 200 && r[i].cap_w <= 700);
+      }
+      if (st == PFLEX_ALLOC_ORACLE)
+        oracle = s.total_tput;
+      else if (st != PFLEX_ALLOC_OPTIMAL)
+        best_other = fmax(best_other, s.total_tput);
+    }
+    if (!isnan(oracle)) assert_true(oracle >= best_other * (1 - 1e-12));
+    for (int i = 0; i < N; i++) pflex_curve_free(c[i]);
+  }
+  gsl_rng_free(rng);
+}
+
+/* The sum never exceeds the target, for awkward targets and many jobs. */
+static void test_target_never_exceeded(void **state) {
+  (void)state;
+  gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+  gsl_rng_set(rng, 3);
+  enum { N = 400 };
+  struct pflex_alloc_job *j = calloc(N, sizeof *j);
+  struct pflex_curve **c = calloc(N, sizeof *c);
+  struct pflex_alloc_result *r = calloc(N, sizeof *r);
+  for (int i = 0; i < N; i++) {
+    c[i] = random_curve(rng, i % 3 != 0, i % 2 == 0, 6);
+    pflex_alloc_job_init(&j[i]);
+    j[i].curve = c[i];
+    j[i].pfi = 1 + gsl_rng_uniform(rng);
+    j[i].dram_copy = (i % 5) ? gsl_rng_uniform(rng) : 0.0;
+    if (i % 7 == 0) j[i].min_tput = pflex_curve_eval(c[i], pflex_curve_p_max(c[i]) * 0.9);
+  }
+  for (int k = 0; k < 40; k++) {
+    double target;
+    assert_int_equal(pflex_alloc_target_for_cut(j, N, 0.45 * gsl_rng_uniform(rng), &target), 0);
+    target += gsl_rng_uniform(rng) * 1e-7; /* not a round number */
+    for (int st = 0; st < PFLEX_ALLOC_NSTRATEGIES; st++) {
+      struct pflex_alloc_summary s;
+      int err = pflex_alloc_run(j, N, st, target, NULL, r, &s);
+      if (err == -PFLEX_E_INFEASIBLE) {
+        assert_true(target < s.min_w);
+        continue;
+      }
+      assert_int_equal(err, 0);
+      assert_true(sum_left_to_right(r, N) <= target);
+      assert_true(s.total_w <= target);
+      for (int i = 0; i < N; i++) {
+        assert_true(r[i].power_w >= r[i].floor_w && r[i].power_w <= pflex_curve_p_max(c[i]));
+        if (j[i].min_tput > 0) assert_true(r[i].tput >= j[i].min_tput * (1 - 1e-9));
+      }
+      /* Proportional strategies hand out the whole target (to rounding). */
+      if (st != PFLEX_ALLOC_OPTIMAL && st != PFLEX_ALLOC_ORACLE)
+        assert_true(s.total_w >= target * (1 - 1e-9));
+    }
+  }
+  for (int i = 0; i < N; i++) pflex_curve_free(c[i]);
+  free(c);
+  free(j);
+  free(r);
+  gsl_rng_free(rng);
+}
+
+/* Fixed inputs give bit-identical outputs, on smooth (Steffen and
+ * parametric) curves too; there optimal is within its bound of the oracle
+ * computed with a finer discretization. */
+static void test_deterministic(void **state) {
+  (void)state;
+  gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+  gsl_rng_set(rng, 5);
+  enum { N = 60 };
+  struct pflex_alloc_job j[N];
+  struct pflex_curve *c[N];
+  for (int i = 0; i < N; i++) {
+    if (i % 2) {
+      c[i] = random_curve(rng, true, false, 6);
+    } else {
+      struct pflex_curve_params q = {.c = 0.2 + 0.8 * gsl_rng_uniform(rng), .knee = 0.6,
+                                     .idle_frac = 0.12, .vratio = 1.4};
+      assert_int_equal(pflex_curve_new_parametric(&q, 1600, 5000, 1000, &c[i]), 0);
+    }
+    pflex_alloc_job_init(&j[i]);
+    j[i].curve = c[i];
+    j[i].pfi = 1 + gsl_rng_uniform(rng);
+    j[i].dram_copy = gsl_rng_uniform(rng);
+  }
+  double target;
+  assert_int_equal(pflex_alloc_target_for_cut(j, N, 0.3, &target), 0);
+  struct pflex_alloc_result a[N], b[N];
+  struct pflex_alloc_summary sa, sb;
+  for (int st = 0; st < PFLEX_ALLOC_NSTRATEGIES; st++) {
+    assert_int_equal(pflex_alloc_run(j, N, st, target, NULL, a, &sa), 0);
+    assert_int_equal(pflex_alloc_run(j, N, st, target, NULL, b, &sb), 0);
+    assert_memory_equal(a, b, sizeof a);
+  }
+  struct pflex_alloc_opts fine = {.knots = 257};
+  assert_int_equal(pflex_alloc_run(j, N, PFLEX_ALLOC_ORACLE, target, &fine, b, &sb), 0);
+  assert_int_equal(pflex_alloc_run(j, N, PFLEX_ALLOC_EQUAL, target, NULL, a, &sa), 0);
+  assert_true(sb.total_tput >= sa.total_tput);
+  for (int i = 0; i < N; i++) pflex_curve_free(c[i]);
+  gsl_rng_free(rng);
+}
+
+/* Without curves, proportional strategies still work; the cap is p / gpus. */
+static void test_no_curve(void **state) {
+  (void)state;
+  struct pflex_alloc_job j[2];
+  pflex_alloc_job_init(&j[0]);
+  pflex_alloc_job_init(&j[1]);
+  j[0].p_max = 5600;
+  j[0].gpus = 8; /* floor 8 * 200 = 1600 */
+  j[1].p_max = 2800;
+  j[1].gpus = 4;
+  struct pflex_alloc_result r[2];
+  struct pflex_alloc_summary s;
+  /* target 7560 = 90%: cut 840 by P_max 2:1 -> 560, 280 -> 5040 (630/GPU), 2520 (630/GPU). */
+  assert_int_equal(pflex_alloc_run(j, 2, PFLEX_ALLOC_EQUAL, 7560, NULL, r, &s), 0);
+  NEAR(r[0].power_w, 5040, 1e-6);
+  NEAR(r[0].cap_w, 630, 1e-6);
+  NEAR(r[1].cap_w, 630, 1e-6);
+  assert_true(isnan(r[0].tput));
+  assert_int_equal(pflex_alloc_run(j, 2, PFLEX_ALLOC_OPTIMAL, 7560, NULL, r, &s), -EINVAL);
+}
+
+static void test_names(void **state) {
+  (void)state;
+  enum pflex_alloc_strategy s;
+  for (int i = 0; i < PFLEX_ALLOC_NSTRATEGIES; i++) {
+    assert_int_equal(pflex_alloc_strategy_parse(pflex_alloc_strategy_name(i), &s), 0);
+    assert_int_equal(s, i);
+  }
+  assert_int_equal(pflex_alloc_strategy_parse("moe-ft", &s), 0);
+  assert_int_equal(s, PFLEX_ALLOC_MOE_FT);
+  assert_int_equal(pflex_alloc_strategy_parse("best", &s), -EINVAL);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_proportional_by_hand),
+      cmocka_unit_test(test_infeasible_and_no_cut),
+      cmocka_unit_test(test_weights),
+      cmocka_unit_test(test_optimal_vs_brute_force),
+      cmocka_unit_test(test_oracle_dominates),
+      cmocka_unit_test(test_target_never_exceeded),
+      cmocka_unit_test(test_deterministic),
+      cmocka_unit_test(test_no_curve),
+      cmocka_unit_test(test_names),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
