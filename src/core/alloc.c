@@ -266,16 +266,105 @@ static double threshold(struct seg *s, size_t n, double budget) {
   return -INFINITY;
 }
 
+struct cand {
+  double slope, dp;
+  size_t job;
+};
+
+static int cand_desc(const void *a, const void *b) {
+  const struct cand *x = a, *y = b;
+  if (x->slope != y->slope) return x->slope < y->slope ? 1 : -1;
+  return (x->job > y->job) - (x->job < y->job);
+}
+
+static int cand_asc(const void *a, const void *b) { return -cand_desc(a, b); }
+
+static double val(const struct pflex_alloc_job *j, double p) {
+  return j->weight * pflex_curve_eval(j->curve, p);
+}
+
+/* Job pj ended `take` W into hull segment pm, where a non-concave curve lies
+ * below its hull. Two feasible neighbours of the greedy answer are tried and
+ * the best of the three kept: (a) pj back to the segment's start, the freed
+ * power to the other jobs' next segments, steepest first; (b) pj to the
+ * segment's end, the power taken from the other jobs' last segments, flattest
+ * first. The objective is evaluated on the curves themselves, so *ret_better
+ * (>= 0) is a true improvement. */
+static int repair(const struct pflex_alloc_job *jobs, size_t n, const struct seg *segs,
+                  const size_t *off, const size_t *nfull, double *p, size_t pj, size_t pm,
+                  double take, double *ret_better) {
+  struct cand *c = malloc((n ? n : 1) * sizeof *c);
+  double *pa = malloc((n ? n : 1) * sizeof *pa), *pb = malloc((n ? n : 1) * sizeof *pb);
+  if (!c || !pa || !pb) {
+    free(c);
+    free(pa);
+    free(pb);
+    return -ENOMEM;
+  }
+  memcpy(pa, p, n * sizeof *p);
+  memcpy(pb, p, n * sizeof *p);
+  double base = val(&jobs[pj], p[pj]);
+  /* (a) */
+  size_t nc = 0;
+  for (size_t i = 0; i < n; i++) {
+    size_t k = off[i] + nfull[i];
+    if (i != pj && k < off[i + 1]) c[nc++] = (struct cand){segs[k].slope, segs[k].dp, i};
+  }
+  qsort(c, nc, sizeof *c, cand_desc);
+  pa[pj] = p[pj] - take;
+  double da = val(&jobs[pj], pa[pj]) - base, freed = take;
+  for (size_t k = 0; k < nc && freed > 0; k++) {
+    size_t i = c[k].job;
+    double add = fmin(c[k].dp, freed);
+    pa[i] = p[i] + add;
+    freed -= add;
+    da += val(&jobs[i], pa[i]) - val(&jobs[i], p[i]);
+  }
+  /* (b) */
+  nc = 0;
+  for (size_t i = 0; i < n; i++)
+    if (i != pj && nfull[i] > 0) {
+      size_t k = off[i] + nfull[i] - 1;
+      c[nc++] = (struct cand){segs[k].slope, segs[k].dp, i};
+    }
+  qsort(c, nc, sizeof *c, cand_asc);
+  double need = segs[pm].dp - take, db = -INFINITY;
+  pb[pj] = p[pj] + need;
+  double acc = val(&jobs[pj], pb[pj]) - base;
+  for (size_t k = 0; k < nc && need > 0; k++) {
+    size_t i = c[k].job;
+    double rem = fmin(c[k].dp, need);
+    pb[i] = p[i] - rem;
+    need -= rem;
+    acc += val(&jobs[i], pb[i]) - val(&jobs[i], p[i]);
+  }
+  if (!(need > 0)) db = acc;
+  double better = 0;
+  if (da > better && da >= db) {
+    better = da;
+    memcpy(p, pa, n * sizeof *p);
+  } else if (db > better) {
+    better = db;
+    memcpy(p, pb, n * sizeof *p);
+  }
+  free(c);
+  free(pa);
+  free(pb);
+  *ret_better = better;
+  return 0;
+}
+
 static int optimal(const struct pflex_alloc_job *jobs, size_t n, const struct prep *pr,
                    double budget, unsigned knots, double *p, double *ret_gap) {
   size_t cap = 0, ns = 0;
   struct seg *segs = NULL, *work = NULL;
-  size_t *off = malloc((n + 1) * sizeof *off);
+  size_t *off = malloc((n + 1) * sizeof *off), *nfull = malloc((n ? n : 1) * sizeof *nfull);
   size_t maxk = 0;
   for (size_t i = 0; i < n; i++) {
     size_t np;
     if (!jobs[i].curve) {
       free(off);
+      free(nfull);
       return -EINVAL;
     }
     pflex_curve_points(jobs[i].curve, &np);
@@ -284,7 +373,7 @@ static int optimal(const struct pflex_alloc_job *jobs, size_t n, const struct pr
   double *xs = malloc(maxk * sizeof *xs);
   struct hullpt *hp = malloc(maxk * sizeof *hp);
   int err = -ENOMEM;
-  if (!off || !xs || !hp) goto out;
+  if (!off || !nfull || !xs || !hp) goto out;
   for (size_t i = 0; i < n; i++) {
     off[i] = ns;
     p[i] = pr[i].lo;
@@ -315,15 +404,17 @@ static int optimal(const struct pflex_alloc_job *jobs, size_t n, const struct pr
   /* Take every segment steeper than lambda; segments at exactly lambda share
    * what is left in job order, so at most one job ends inside a segment. */
   double left = budget;
-  for (size_t i = 0; i < n; i++)
+  for (size_t i = 0; i < n; i++) {
+    nfull[i] = 0;
     for (size_t m = off[i]; m < off[i + 1] && segs[m].slope > lambda; m++) {
       p[i] += segs[m].dp;
       left -= segs[m].dp;
+      nfull[i]++;
     }
+  }
   double gap = 0;
   for (size_t i = 0; i < n && left > 0; i++)
-    for (size_t m = off[i]; m < off[i + 1] && left > 0; m++) {
-      if (segs[m].slope > lambda) continue;
+    for (size_t m = off[i] + nfull[i]; m < off[i + 1] && left > 0; m++) {
       if (segs[m].slope < lambda) break;
       double take = fmin(segs[m].dp, left);
       p[i] += take;
@@ -331,9 +422,17 @@ static int optimal(const struct pflex_alloc_job *jobs, size_t n, const struct pr
       if (take < segs[m].dp) {
         /* Inside a hull segment: the hull may lie above the curve there. */
         double start = p[i] - take;
-        double hull = jobs[i].weight * pflex_curve_eval(jobs[i].curve, start) + segs[m].slope * take;
-        double got = jobs[i].weight * pflex_curve_eval(jobs[i].curve, p[i]);
-        if (hull - got > gap) gap = hull - got;
+        double w = jobs[i].weight;
+        double hull = w * pflex_curve_eval(jobs[i].curve, start) + segs[m].slope * take;
+        double got = w * pflex_curve_eval(jobs[i].curve, p[i]);
+        if (hull - got > gap) {
+          gap = hull - got;
+          double better;
+          if ((err = repair(jobs, n, segs, off, nfull, p, i, m, take, &better))) goto out;
+          gap = fmax(0.0, gap - better);
+        }
+      } else {
+        nfull[i]++;
       }
     }
   /* Power no curve turns into throughput still may be used: give it out up to
@@ -350,6 +449,7 @@ static int optimal(const struct pflex_alloc_job *jobs, size_t n, const struct pr
   err = 0;
 out:
   free(off);
+  free(nfull);
   free(xs);
   free(hp);
   free(segs);
