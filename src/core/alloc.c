@@ -354,8 +354,11 @@ static int repair(const struct pflex_alloc_job *jobs, size_t n, const struct seg
   return 0;
 }
 
-static int optimal(const struct pflex_alloc_job *jobs, size_t n, const struct prep *pr,
-                   double budget, unsigned knots, double *p, double *ret_gap) {
+/* One greedy pass with job i confined to the window [wlo[i], whi[i]] inside
+ * its bounds; budget is the power above the sum of wlo. */
+static int greedy(const struct pflex_alloc_job *jobs, size_t n, const struct prep *pr,
+                  const double *wlo, const double *whi, double budget, unsigned knots, double *p,
+                  double *ret_gap) {
   size_t cap = 0, ns = 0;
   struct seg *segs = NULL, *work = NULL;
   size_t *off = malloc((n + 1) * sizeof *off), *nfull = malloc((n ? n : 1) * sizeof *nfull);
@@ -376,9 +379,9 @@ static int optimal(const struct pflex_alloc_job *jobs, size_t n, const struct pr
   if (!off || !nfull || !xs || !hp) goto out;
   for (size_t i = 0; i < n; i++) {
     off[i] = ns;
-    p[i] = pr[i].lo;
-    if (!(pr[i].hi > pr[i].lo) || !(jobs[i].weight > 0)) continue;
-    size_t nk = knots_of(jobs[i].curve, pr[i].lo, pr[i].hi, knots, xs);
+    p[i] = wlo[i];
+    if (!(whi[i] > wlo[i]) || !(jobs[i].weight > 0)) continue;
+    size_t nk = knots_of(jobs[i].curve, wlo[i], whi[i], knots, xs);
     for (size_t m = 0; m < nk; m++)
       hp[m] = (struct hullpt){xs[m], jobs[i].weight * pflex_curve_eval(jobs[i].curve, xs[m])};
     size_t nh = upper_hull(hp, nk);
@@ -444,7 +447,7 @@ static int optimal(const struct pflex_alloc_job *jobs, size_t n, const struct pr
       left -= take;
     }
   }
-  for (size_t i = 0; i < n; i++) p[i] = fmin(fmax(p[i], pr[i].lo), pr[i].hi);
+  for (size_t i = 0; i < n; i++) p[i] = fmin(fmax(p[i], wlo[i]), pr[i].hi);
   *ret_gap = gap;
   err = 0;
 out:
@@ -454,6 +457,59 @@ out:
   free(hp);
   free(segs);
   free(work);
+  return err;
+}
+
+static double objective(const struct pflex_alloc_job *jobs, size_t n, const double *p) {
+  double s = 0;
+  for (size_t i = 0; i < n; i++) s += jobs[i].weight * pflex_curve_eval(jobs[i].curve, p[i]);
+  return s;
+}
+
+/* Two passes: the greedy on [lo, P_max] with `knots` points per curve puts
+ * each job at a knot; for concave curves the optimum lies within about one
+ * knot spacing of it, so a second greedy on a window of +-1 spacing around
+ * each job refines the answer to (spacing / knots). The second pass is kept
+ * only if it is better on the curves themselves, so it never hurts; it is
+ * skipped when every curve is piecewise linear (the first pass is exact). */
+static int optimal(const struct pflex_alloc_job *jobs, size_t n, const struct prep *pr,
+                   double target, double min_w, unsigned knots, double *p, double *ret_gap) {
+  double *lo = calloc(n ? n : 1, sizeof *lo), *hi = calloc(n ? n : 1, sizeof *hi),
+         *q = calloc(n ? n : 1, sizeof *q);
+  int err = -ENOMEM;
+  if (!lo || !hi || !q) goto out;
+  bool exact = true;
+  for (size_t i = 0; i < n; i++) {
+    if (!jobs[i].curve) {
+      err = -EINVAL;
+      goto out;
+    }
+    lo[i] = pr[i].lo;
+    hi[i] = pr[i].hi;
+    if (!pflex_curve_piecewise_linear(jobs[i].curve)) exact = false;
+  }
+  double gap;
+  if ((err = greedy(jobs, n, pr, lo, hi, target - min_w, knots, p, &gap))) goto out;
+  if (!exact) {
+    double wsum = 0;
+    for (size_t i = 0; i < n; i++) {
+      double h = (pr[i].hi - pr[i].lo) / (knots - 1);
+      lo[i] = fmax(pr[i].lo, p[i] - h);
+      hi[i] = fmin(pr[i].hi, p[i] + h);
+      wsum += lo[i];
+    }
+    double gap2;
+    if (wsum <= target) {
+      if ((err = greedy(jobs, n, pr, lo, hi, target - wsum, knots, q, &gap2))) goto out;
+      if (objective(jobs, n, q) > objective(jobs, n, p)) memcpy(p, q, n * sizeof *p);
+    }
+  }
+  *ret_gap = gap;
+  err = 0;
+out:
+  free(lo);
+  free(hi);
+  free(q);
   return err;
 }
 
@@ -516,7 +572,7 @@ int pflex_alloc_run(const struct pflex_alloc_job *jobs, size_t n,
   if (target_w >= max_w) {
     for (size_t i = 0; i < n; i++) p[i] = pr[i].hi;
   } else if (strategy == PFLEX_ALLOC_OPTIMAL || strategy == PFLEX_ALLOC_ORACLE) {
-    if ((err = optimal(jobs, n, pr, target_w - min_w, knots, p, &gap))) goto out;
+    if ((err = optimal(jobs, n, pr, target_w, min_w, knots, p, &gap))) goto out;
   } else {
     err = -ENOMEM;
     if (!(w = malloc(n * sizeof *w))) goto out;

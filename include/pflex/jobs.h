@@ -1,0 +1,45 @@
+/* Job sets: the allocator's input with the memory it points to (names,
+ * curves), built from a runs set (each sweep group one job with its measured
+ * curve) or read from a jobs JSON file (docs/allocation.md). */
+#ifndef PFLEX_JOBS_H
+#define PFLEX_JOBS_H
+
+#include <stddef.h>
+
+#include "pflex/alloc.h"
+#include "pflex/error.h"
+#include "pflex/runs.h"
+
+struct pflex_jobset {
+  struct pflex_alloc_job *jobs; /* n jobs; their name and curve point into the fields below */
+  struct pflex_curve **curves;  /* owned, n entries (NULL for a job without a curve) */
+  char **names;                 /* owned, n entries */
+  char **gpu;                   /* owned GPU type per job, n entries */
+  double *pfi_true;             /* PFI (Eq. 1) of a measured curve's own points, NAN if none */
+  size_t n;
+  enum pflex_tput_unit unit;    /* throughput unit of the curves */
+};
+
+void pflex_jobset_init(struct pflex_jobset *set);
+void pflex_jobset_release(struct pflex_jobset *set);
+
+/* One job per sweep group of runs: a measured (Steffen) curve through the
+ * group's (power_w, tput, cap_w) runs; gpus, GPU type, arch and task from the
+ * group; dram_copy = dram_active * mem_copy_util of the uncapped run when
+ * both columns are there (NAN otherwise); pfi = the group's Eq. 1 PFI against
+ * its uncapped run (the true value, for the pfi strategy with perfect
+ * knowledge). Cap limits: [min(200 W, lowest cap), the uncapped cap]. */
+int pflex_jobs_from_runs(const struct pflex_runset *runs, struct pflex_jobset *ret_set,
+                         struct pflex_diag *diag);
+
+/* Reads a jobs JSON file (docs/allocation.md). All or nothing; diag names the
+ * file, the job and the field at fault. */
+int pflex_jobs_read_json(const char *path, struct pflex_jobset *ret_set, struct pflex_diag *diag);
+
+/* The aggregate powers of the paper's cap grid for a job (paper.md section 2):
+ * per-GPU caps 200-600 W by 100 for jobs of up to 8 GPUs, 200, 500, 600 W for
+ * larger ones, times gpus, keeping those below p_max. Returns the count
+ * (at most 5) written to grid_w. */
+size_t pflex_jobs_paper_grid(int gpus, double p_max, double grid_w[5]);
+
+#endif

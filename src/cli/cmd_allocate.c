@@ -1,0 +1,316 @@
+/* `pflex allocate`: splits a cluster power target among jobs with one of the
+ * allocation strategies and prints each job's power, per-GPU cap and expected
+ * throughput (docs/allocation.md). */
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "cli/commands.h"
+#include "cli/util.h"
+#include "pflex/alloc.h"
+#include "pflex/jobs.h"
+
+#define USAGE                                                                              \
+  "pflex allocate JOBS (--cut PCT | --target-w W) [--strategy NAME] [options]\n"           \
+  "  JOBS                a runs CSV (each sweep group is a job with its measured curve)\n"  \
+  "                      or a jobs JSON file (docs/allocation.md)\n"                        \
+  "  --cut PCT           cut PCT percent of the jobs' total uncapped power (0-100)\n"       \
+  "  --target-w W        total power target in W\n"                                         \
+  "  --strategy NAME     equal | moe-ft | dram | pfi | optimal | oracle (default optimal)\n"\
+  "  --knots N           optimal/oracle: points per curve of the piecewise-linear\n"        \
+  "                      approximation (default 17)\n"                                      \
+  "  --unit UNIT         runs CSV throughput column: tokens, samples, steps, step-time\n"   \
+  "  --json              print JSON\n"                                                      \
+  "  --csv               print CSV, one row per job\n"                                      \
+  "  -h, --help          print this help"
+
+static bool looks_like_json(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) return false;
+  int c;
+  while ((c = fgetc(f)) != EOF && isspace(c)) {
+  }
+  fclose(f);
+  return c == '{' || c == '[';
+}
+
+static int load(const char *path, const char *unit, struct pflex_jobset *set) {
+  struct pflex_diag diag;
+  pflex_diag_clear(&diag);
+  int err;
+  if (looks_like_json(path)) {
+    if ((err = pflex_jobs_read_json(path, set, &diag))) cli_error_diag("cannot read", &diag, err);
+    return err;
+  }
+  struct pflex_runs_read_opts opts = {0};
+  if (unit && cli_parse_unit(unit, &opts.unit)) {
+    cli_error("unknown unit '%s' (tokens, samples, steps, step-time)", unit);
+    return -EINVAL;
+  }
+  struct pflex_runset runs;
+  pflex_runset_init(&runs);
+  if ((err = cli_load_runs(path, &opts, &runs))) return err;
+  err = pflex_jobs_from_runs(&runs, set, &diag);
+  if (err) cli_error_diag("cannot use", &diag, err);
+  pflex_runset_release(&runs);
+  return err;
+}
+
+/* The strategies' data needs, checked here so the message can name the job. */
+static int check_needs(const struct pflex_jobset *set, enum pflex_alloc_strategy st) {
+  for (size_t i = 0; i < set->n; i++) {
+    const struct pflex_alloc_job *j = &set->jobs[i];
+    if ((st == PFLEX_ALLOC_OPTIMAL || st == PFLEX_ALLOC_ORACLE) && !j->curve) {
+      cli_error("strategy '%s' needs every job's curve: job '%s' has none (give points, params "
+                "or pfi)", pflex_alloc_strategy_name(st), j->name);
+      return -EINVAL;
+    }
+    if (st == PFLEX_ALLOC_DRAM && isnan(j->dram_copy)) {
+      cli_error("strategy 'dram' needs each job's DRAM copy product: job '%s' has none (a runs "
+                "CSV needs dram_active and mem_copy_util columns; a jobs file dram_copy)",
+                j->name);
+      return -EINVAL;
+    }
+    if (st == PFLEX_ALLOC_PFI && isnan(j->pfi)) {
+      cli_error("strategy 'pfi' needs each job's PFI: job '%s' has none", j->name);
+      return -EINVAL;
+    }
+    if (st == PFLEX_ALLOC_PFI && !(j->t_max > 0) && !j->curve) {
+      cli_error("strategy 'pfi' needs each job's t_max: job '%s' has none", j->name);
+      return -EINVAL;
+    }
+  }
+  return 0;
+}
+
+static double job_pmax(const struct pflex_alloc_job *j) {
+  return j->p_max > 0 ? j->p_max : pflex_curve_p_max(j->curve);
+}
+
+static int print_json(const struct pflex_jobset *set, enum pflex_alloc_strategy st, double cut,
+                      const struct pflex_alloc_result *r, const struct pflex_alloc_summary *s) {
+  json_t *root = json_object(), *arr = json_array();
+  if (!root || !arr) return -ENOMEM;
+  json_object_set_new(root, "strategy", json_string(pflex_alloc_strategy_name(st)));
+  json_object_set_new(root, "unit", json_string(pflex_tput_unit_name(set->unit)));
+  json_object_set_new(root, "relative", json_boolean(!pflex_tput_unit_absolute(set->unit)));
+  json_object_set_new(root, "target_w", json_real(s->target_w));
+  json_object_set_new(root, "cut", json_real(cut));
+  json_object_set_new(root, "uncapped_w", json_real(s->max_w));
+  json_object_set_new(root, "min_w", json_real(s->min_w));
+  json_object_set_new(root, "deepest_cut", json_real(s->deepest_cut));
+  json_object_set_new(root, "total_w", json_real(s->total_w));
+  json_object_set_new(root, "total_tput", isfinite(s->total_tput) ? json_real(s->total_tput)
+                                                                  : json_null());
+  json_object_set_new(root, "weighted_tput",
+                      isfinite(s->weighted_tput) ? json_real(s->weighted_tput) : json_null());
+  json_object_set_new(root, "gap_bound", json_real(s->gap_bound));
+  for (size_t i = 0; i < set->n; i++) {
+    const struct pflex_alloc_job *j = &set->jobs[i];
+    json_t *o = json_object();
+    json_object_set_new(o, "name", json_string(j->name));
+    json_object_set_new(o, "gpus", json_integer(j->gpus));
+    json_object_set_new(o, "power_w", json_real(r[i].power_w));
+    json_object_set_new(o, "cap_w", json_real(r[i].cap_w));
+    json_object_set_new(o, "tput", isfinite(r[i].tput) ? json_real(r[i].tput) : json_null());
+    json_object_set_new(o, "floor_w", json_real(r[i].floor_w));
+    json_object_set_new(o, "p_max_w", json_real(job_pmax(j)));
+    json_object_set_new(o, "weight", json_real(j->weight));
+    json_array_append_new(arr, o);
+  }
+  json_object_set_new(root, "jobs", arr);
+  char *text = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+  json_decref(root);
+  if (!text) return -ENOMEM;
+  puts(text);
+  free(text);
+  return 0;
+}
+
+static void print_csv(const struct pflex_jobset *set, const struct pflex_alloc_result *r) {
+  printf("job,gpus,power_w,cap_w,tput,floor_w,p_max_w\n");
+  for (size_t i = 0; i < set->n; i++) {
+    const struct pflex_alloc_job *j = &set->jobs[i];
+    /* Names are quoted only when they need it (RFC 4180). */
+    if (strpbrk(j->name, ",\"\n")) {
+      putchar('"');
+      for (const char *c = j->name; *c; c++) {
+        if (*c == '"') putchar('"');
+        putchar(*c);
+      }
+      putchar('"');
+    } else {
+      fputs(j->name, stdout);
+    }
+    printf(",%d,%.17g,%.17g,%.17g,%.17g,%.17g\n", j->gpus, r[i].power_w, r[i].cap_w, r[i].tput,
+           r[i].floor_w, job_pmax(j));
+  }
+}
+
+static void print_table(const struct pflex_jobset *set, enum pflex_alloc_strategy st, double cut,
+                        const struct pflex_alloc_result *r, const struct pflex_alloc_summary *s) {
+  const char *unit = pflex_tput_unit_absolute(set->unit) ? "tokens/s" : "relative";
+  printf("strategy %s: target %.0f W = %.1f%% cut of %.0f W uncapped\n",
+         pflex_alloc_strategy_name(st), s->target_w, 100 * cut, s->max_w);
+  size_t w = 4;
+  for (size_t i = 0; i < set->n; i++)
+    if (strlen(set->jobs[i].name) > w) w = strlen(set->jobs[i].name);
+  if (w > 60) w = 60;
+  printf("%-*s %5s %10s %10s %8s %12s %7s\n", (int)w, "job", "gpus", "power_w", "p_max_w",
+         "cap_w", unit, "of_max");
+  for (size_t i = 0; i < set->n; i++) {
+    const struct pflex_alloc_job *j = &set->jobs[i];
+    double tmax = j->curve ? pflex_curve_eval(j->curve, job_pmax(j)) : NAN;
+    printf("%-*.*s %5d %10.1f %10.1f %8.1f %12.1f %6.1f%%\n", (int)w, (int)w, j->name, j->gpus,
+           r[i].power_w, job_pmax(j), r[i].cap_w, r[i].tput, 100 * r[i].tput / tmax);
+  }
+  printf("%-*s %5s %10.1f %10.1f %8s %12.1f\n", (int)w, "total", "", s->total_w, s->max_w, "",
+         s->total_tput);
+  if (s->gap_bound > 0)
+    printf("note: some curves are not concave; the optimum may be up to %.3g (weighted "
+           "throughput) higher than this allocation (docs/allocation.md)\n", s->gap_bound);
+  if (st == PFLEX_ALLOC_ORACLE)
+    printf("note: oracle is optimal on the curves given, taken as the true curves\n");
+}
+
+static int run(int argc, char **argv) {
+  enum { OPT_CUT = 256, OPT_TARGET, OPT_STRATEGY, OPT_KNOTS, OPT_UNIT, OPT_JSON, OPT_CSV };
+  static const struct option longopts[] = {
+      {"cut", required_argument, NULL, OPT_CUT},
+      {"target-w", required_argument, NULL, OPT_TARGET},
+      {"strategy", required_argument, NULL, OPT_STRATEGY},
+      {"knots", required_argument, NULL, OPT_KNOTS},
+      {"unit", required_argument, NULL, OPT_UNIT},
+      {"json", no_argument, NULL, OPT_JSON},
+      {"csv", no_argument, NULL, OPT_CSV},
+      {NULL, 0, NULL, 0}};
+  double cut = NAN, target = NAN;
+  enum pflex_alloc_strategy st = PFLEX_ALLOC_OPTIMAL;
+  struct pflex_alloc_opts opts = {0};
+  const char *unit = NULL;
+  bool json = false, csv = false;
+  int c;
+  char *end;
+  optind = 1;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+    switch (c) {
+    case OPT_CUT:
+      cut = strtod(optarg, &end);
+      if (end == optarg || *end || !(cut >= 0 && cut <= 100)) {
+        cli_error("--cut: '%s' is not a percentage between 0 and 100", optarg);
+        return PFLEX_EXIT_USAGE;
+      }
+      cut /= 100;
+      break;
+    case OPT_TARGET:
+      target = strtod(optarg, &end);
+      if (end == optarg || *end || !(target >= 0) || !isfinite(target)) {
+        cli_error("--target-w: '%s' is not a power in W", optarg);
+        return PFLEX_EXIT_USAGE;
+      }
+      break;
+    case OPT_STRATEGY:
+      if (pflex_alloc_strategy_parse(optarg, &st)) {
+        cli_error("--strategy: unknown strategy '%s' (equal, moe-ft, dram, pfi, optimal, oracle)",
+                  optarg);
+        return PFLEX_EXIT_USAGE;
+      }
+      break;
+    case OPT_KNOTS: {
+      long k = strtol(optarg, &end, 10);
+      if (end == optarg || *end || k < 2 || k > 100000) {
+        cli_error("--knots: '%s' is not a whole number between 2 and 100000", optarg);
+        return PFLEX_EXIT_USAGE;
+      }
+      opts.knots = (unsigned)k;
+      break;
+    }
+    case OPT_UNIT:
+      unit = optarg;
+      break;
+    case OPT_JSON:
+      json = true;
+      break;
+    case OPT_CSV:
+      csv = true;
+      break;
+    default:
+      cli_error("unknown or incomplete option '%s'; see 'pflex help allocate'", argv[optind - 1]);
+      return PFLEX_EXIT_USAGE;
+    }
+  }
+  if (optind != argc - 1) {
+    cli_error("expected one JOBS file; see 'pflex help allocate'");
+    return PFLEX_EXIT_USAGE;
+  }
+  if (isnan(cut) == isnan(target)) {
+    cli_error("give exactly one of --cut and --target-w");
+    return PFLEX_EXIT_USAGE;
+  }
+  if (json && csv) {
+    cli_error("--json and --csv exclude each other");
+    return PFLEX_EXIT_USAGE;
+  }
+  struct pflex_jobset set;
+  pflex_jobset_init(&set);
+  if (load(argv[optind], unit, &set)) return PFLEX_EXIT_FAIL;
+  int status = PFLEX_EXIT_FAIL;
+  struct pflex_alloc_result *r = calloc(set.n ? set.n : 1, sizeof *r);
+  if (!r) {
+    cli_error("out of memory");
+    goto out;
+  }
+  if (set.n == 0) {
+    cli_error("'%s' holds no jobs", argv[optind]);
+    goto out;
+  }
+  if (check_needs(&set, st)) goto out;
+  int err;
+  if (isnan(target)) {
+    if ((err = pflex_alloc_target_for_cut(set.jobs, set.n, cut, &target))) {
+      cli_error("cannot compute the target: %s", pflex_strerror(err));
+      goto out;
+    }
+  }
+  struct pflex_alloc_summary s;
+  err = pflex_alloc_run(set.jobs, set.n, st, target, &opts, r, &s);
+  if (err == -PFLEX_E_INFEASIBLE) {
+    cli_error("target %.1f W is infeasible: the jobs need at least %.1f W (their floors and "
+              "throughput minimums); the deepest feasible cut is %.1f%%", target, s.min_w,
+              100 * s.deepest_cut);
+    goto out;
+  }
+  if (err) {
+    cli_error("cannot allocate: %s", pflex_strerror(err));
+    goto out;
+  }
+  cut = s.max_w > 0 ? 1 - target / s.max_w : 0;
+  if (json) {
+    if (print_json(&set, st, cut, r, &s)) {
+      cli_error("out of memory");
+      goto out;
+    }
+  } else if (csv) {
+    print_csv(&set, r);
+  } else {
+    print_table(&set, st, cut, r, &s);
+  }
+  status = PFLEX_EXIT_OK;
+out:
+  free(r);
+  pflex_jobset_release(&set);
+  return status;
+}
+
+const struct pflex_cmd pflex_cmd_allocate = {
+    .name = "allocate",
+    .run = run,
+    .summary = "split a cluster power target among jobs (per-job power, cap, throughput)",
+    .usage = USAGE};
