@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <gsl/gsl_sort.h>
 
 #include "pflex/alloc.h"
 #include "pflex/error.h"
@@ -127,52 +126,95 @@ static int share_weights(const struct pflex_alloc_job *jobs, size_t n, const str
 }
 
 /* Takes `cut` W from the jobs, job i's share proportional to w[i] but at most
- * its headroom; clipped shares go to the others. Jobs in order of headroom per
- * weight: a job is clipped exactly when its headroom is below its share at the
- * current level lambda = remaining cut / remaining weight. */
+ * its headroom h[i]; clipped shares go to the others (water filling). In order
+ * of headroom per weight, a job is clipped exactly when its ratio is at most
+ * the level lambda = remaining cut / remaining weight left by the jobs before
+ * it; once one is not clipped, no later one is (clipping a job whose ratio is
+ * below the level only raises the level). So the clipped set is a prefix of
+ * that order, found here by a quickselect on the ratio instead of a sort:
+ * expected linear time. */
 static int water_fill(const struct prep *pr, const double *w, size_t n, double cut, double *p) {
-  double *ratio = malloc(n * sizeof *ratio);
-  size_t *idx = malloc(n * sizeof *idx);
-  if (!ratio || !idx) {
-    free(ratio);
+  size_t *idx = malloc((n ? n : 1) * sizeof *idx);
+  double *ratio = malloc((n ? n : 1) * sizeof *ratio);
+  bool *clip = calloc(n ? n : 1, sizeof *clip);
+  if (!idx || !ratio || !clip) {
     free(idx);
+    free(ratio);
+    free(clip);
     return -ENOMEM;
   }
+  size_t m = 0;
   double wsum = 0;
   for (size_t i = 0; i < n; i++) {
-    double h = pr[i].hi - pr[i].lo;
-    ratio[i] = w[i] > 0 ? h / w[i] : INFINITY;
-    wsum += w[i];
     p[i] = pr[i].hi;
+    ratio[i] = w[i] > 0 ? (pr[i].hi - pr[i].lo) / w[i] : INFINITY;
+    if (w[i] > 0) { /* zero-weight jobs are cut only when nothing else is left */
+      idx[m++] = i;
+      wsum += w[i];
+    }
   }
-  gsl_sort_index(idx, ratio, 1, n);
-  double rest = cut, wrest = wsum;
-  size_t k = 0;
-  for (; k < n && rest > 0; k++) {
-    size_t i = idx[k];
-    double h = pr[i].hi - pr[i].lo;
-    if (!(wrest > 0) || !(h <= rest / wrest * w[i])) break;
-    p[i] = pr[i].lo;
-    rest -= h;
-    wrest -= w[i];
+  double hacc = 0, wacc = 0; /* headroom and weight of the jobs known to be clipped */
+  size_t a = 0, b = m;       /* the undecided jobs: idx[a..b) */
+  while (a < b) {
+    double x = ratio[idx[a]], y = ratio[idx[a + (b - a) / 2]], z = ratio[idx[b - 1]];
+    double piv = x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
+    size_t lt = a, i = a, gt = b; /* [a,lt) < piv, [lt,i) == piv, [gt,b) > piv */
+    while (i < gt) {
+      size_t v = idx[i];
+      if (ratio[v] < piv) {
+        idx[i++] = idx[lt];
+        idx[lt++] = v;
+      } else if (ratio[v] > piv) {
+        idx[i] = idx[--gt];
+        idx[gt] = v;
+      } else {
+        i++;
+      }
+    }
+    double hl = 0, wl = 0;
+    for (size_t k = a; k < lt; k++) {
+      hl += pr[idx[k]].hi - pr[idx[k]].lo;
+      wl += w[idx[k]];
+    }
+    double wrest = wsum - wacc - wl;
+    bool clipped = wrest > 0 && piv <= (cut - hacc - hl) / wrest;
+    if (clipped) {
+      /* Every job up to the pivot's ratio is clipped. */
+      for (size_t k = lt; k < gt; k++) {
+        hl += pr[idx[k]].hi - pr[idx[k]].lo;
+        wl += w[idx[k]];
+      }
+      hacc += hl;
+      wacc += wl;
+      for (size_t k = a; k < gt; k++) {
+        p[idx[k]] = pr[idx[k]].lo;
+        clip[idx[k]] = true;
+      }
+      a = gt;
+    } else {
+      b = lt;
+    }
   }
-  if (k < n && rest > 0) {
+  double rest = cut - hacc;
+  if (rest > 0) {
     /* Recomputed, not carried, so rounding cannot leave a phantom weight. */
     double wr = 0, hr = 0;
-    for (size_t m = k; m < n; m++) {
-      wr += w[idx[m]];
-      hr += pr[idx[m]].hi - pr[idx[m]].lo;
-    }
-    for (size_t m = k; m < n; m++) {
-      size_t i = idx[m];
+    for (size_t i = 0; i < n; i++)
+      if (!clip[i]) {
+        wr += w[i];
+        hr += pr[i].hi - pr[i].lo;
+      }
+    for (size_t i = 0; i < n; i++) {
+      if (clip[i]) continue;
       double h = pr[i].hi - pr[i].lo;
       /* All remaining weights zero (e.g. no DRAM activity): cut by headroom. */
       double share = wr > 0 ? rest * (w[i] / wr) : (hr > 0 ? rest * (h / hr) : 0);
       p[i] = pr[i].hi - fmin(share, h);
     }
   }
-  free(ratio);
   free(idx);
+  free(ratio);
+  free(clip);
   return 0;
 }
 

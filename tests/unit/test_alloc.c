@@ -88,6 +88,25 @@ static void test_proportional_by_hand(void **state) {
   pflex_curve_free(cb);
 }
 
+/* A job with no headroom (P_min = P_max = 2000) keeps its power and the cut
+ * falls on the others: equal, 30% of 8000 = 2400 W over A (4000) and C (2000)
+ * by P_max: lambda = 2400 / 6000 = 0.4 -> A 4000 - 1600 = 2400, C 2000 - 800 = 1200. */
+static void test_fixed_job(void **state) {
+  (void)state;
+  struct pflex_alloc_job j[3];
+  for (int i = 0; i < 3; i++) pflex_alloc_job_init(&j[i]);
+  j[0].p_max = 4000;
+  j[0].p_min = 1000;
+  j[1].p_max = j[1].p_min = 2000;
+  j[2].p_max = 2000;
+  j[2].p_min = 1000;
+  struct pflex_alloc_result r[3];
+  assert_int_equal(pflex_alloc_run(j, 3, PFLEX_ALLOC_EQUAL, 5600, NULL, r, NULL), 0);
+  NEAR(r[0].power_w, 2400, 1e-9);
+  NEAR(r[1].power_w, 2000, 1e-9);
+  NEAR(r[2].power_w, 1200, 1e-9);
+}
+
 /* Target below the floors: 1000 + 1000 = 2000 > 1900 -> infeasible, deepest
  * feasible cut 1 - 2000/6000 = 2/3. A target above the total gives P_max. */
 static void test_infeasible_and_no_cut(void **state) {
@@ -409,6 +428,7 @@ static void test_names(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_proportional_by_hand),
+      cmocka_unit_test(test_fixed_job),
       cmocka_unit_test(test_infeasible_and_no_cut),
       cmocka_unit_test(test_weights),
       cmocka_unit_test(test_optimal_vs_brute_force),
