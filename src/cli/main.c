@@ -6,6 +6,8 @@
 
 static const struct pflex_cmd *const commands[] = {
     &pflex_cmd_version,
+    &pflex_cmd_import,
+    &pflex_cmd_export,
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

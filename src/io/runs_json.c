@@ -1,17 +1,15 @@
 /* Runsets to and from JSON with jansson (include/pflex/runs_json.h). */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <jansson.h>
 
+#include "io/csv_table.h" /* pflex__atomic_*: atomic file replacement */
 #include "io/tput_unit_key.h"
 #include "pflex/runs_json.h"
 
@@ -99,63 +97,21 @@ int pflex_runs_to_json(const struct pflex_runset *set, char **ret_json) {
   return 0;
 }
 
-/* Writes the whole buffer to fd, retrying short writes. */
-static int write_all(int fd, const char *buf, size_t len) {
-  while (len) {
-    ssize_t w = write(fd, buf, len);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return -errno;
-    }
-    buf += w;
-    len -= (size_t)w;
-  }
-  return 0;
-}
-
-/* Makes the rename durable: the directory entry lives in the directory. */
-static int fsync_dir_of(const char *path) {
-  char dir[PATH_MAX];
-  const char *slash = strrchr(path, '/');
-  if (!slash) snprintf(dir, sizeof dir, ".");
-  else if (slash == path) snprintf(dir, sizeof dir, "/");
-  else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return -errno;
-  int err = fsync(fd) ? -errno : 0;
-  close(fd);
-  /* Some file systems refuse fsync on directories; the data itself is synced. */
-  return err == -EINVAL ? 0 : err;
-}
-
 int pflex_runs_write_json(const struct pflex_runset *set, const char *path) {
   if (!set || !path || !*path) return -EINVAL;
   char *text;
   int err = pflex_runs_to_json(set, &text);
   if (err) return err;
-  size_t plen = strlen(path);
-  char *tmp = malloc(plen + 16);
-  if (!tmp) {
-    free(text);
-    return -ENOMEM;
+  struct pflex__atomic_file af;
+  err = pflex__atomic_begin(path, &af);
+  if (!err) {
+    if (fputs(text, af.f) == EOF) {
+      pflex__atomic_abort(&af);
+      err = -EIO;
+    } else {
+      err = pflex__atomic_commit(&af);
+    }
   }
-  snprintf(tmp, plen + 16, "%s.tmpXXXXXX", path);
-  int fd = mkstemp(tmp);
-  if (fd < 0) {
-    err = -errno;
-    free(tmp);
-    free(text);
-    return err;
-  }
-  /* mkstemp makes the file private; an export is an ordinary file. */
-  if (fchmod(fd, 0644)) err = -errno;
-  if (!err) err = write_all(fd, text, strlen(text));
-  if (!err && fsync(fd)) err = -errno;
-  if (close(fd) && !err) err = -errno;
-  if (!err && rename(tmp, path)) err = -errno;
-  if (err) unlink(tmp);
-  else err = fsync_dir_of(path);
-  free(tmp);
   free(text);
   return err;
 }

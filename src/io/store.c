@@ -173,9 +173,9 @@ int pflex_store_open(const char *path, unsigned flags, struct pflex_store **ret_
   if (stat(path, &sb) != 0) {
     int e = errno;
     if (e != ENOENT || readonly || !(flags & PFLEX_STORE_CREATE))
-      return pflex_diag_set(diag, -e, path, 0, NULL, "cannot open the store: %s", strerror(e));
+      return pflex_diag_set(diag, -e, path, 0, NULL, "%s", strerror(e));
   } else if (S_ISDIR(sb.st_mode)) {
-    return pflex_diag_set(diag, -EISDIR, path, 0, NULL, "cannot open the store: %s",
+    return pflex_diag_set(diag, -EISDIR, path, 0, NULL, "%s",
                           strerror(EISDIR));
   }
   struct pflex_store *s = calloc(1, sizeof *s);
@@ -190,7 +190,7 @@ int pflex_store_open(const char *path, unsigned flags, struct pflex_store **ret_
   int rc = sqlite3_open_v2(path, &s->db, oflags | SQLITE_OPEN_NOMUTEX, NULL);
   int err = 0, version = 0;
   if (rc != SQLITE_OK) {
-    err = sql_fail(s, rc, diag, "cannot open the store");
+    err = sql_fail(s, rc, diag, "cannot open");
     goto fail;
   }
   sqlite3_extended_result_codes(s->db, 1);
@@ -268,8 +268,7 @@ static const char *config_diff(const struct pflex_run *a, const struct pflex_run
 
 /* Checks one run's numbers; the CSV reader checks them too, but a runset may
  * come from anywhere, and SQLite would silently store a NaN as NULL. */
-static int check_run(const struct pflex_store *s, const struct pflex_run *r,
-                     struct pflex_diag *diag) {
+static int check_run(const char *src, const struct pflex_run *r, struct pflex_diag *diag) {
   const char *bad = NULL;
   if (!r->group || !*r->group) bad = "group";
   else if (!r->gpu || !*r->gpu) bad = "gpu";
@@ -282,7 +281,7 @@ static int check_run(const struct pflex_store *s, const struct pflex_run *r,
   else if ((r->have & PFLEX_RUN_TPUT_SD) && (!isfinite(r->tput_sd) || r->tput_sd < 0))
     bad = "tput_sd";
   if (!bad) return 0;
-  return pflex_diag_set(diag, -PFLEX_E_DATA, s->path, r->line, bad,
+  return pflex_diag_set(diag, -PFLEX_E_DATA, src, r->line, bad,
                         "group '%s': missing, non-finite or out-of-range value",
                         r->group ? r->group : "");
 }
@@ -350,6 +349,7 @@ static void group_row_to_run(sqlite3_stmt *st, struct pflex_run *r) {
 /* Statements of one put_runs call, prepared once and reset per row. */
 struct put_ctx {
   struct pflex_store *s;
+  const char *src; /* file the runs came from (their lines count there), else the store */
   const struct pflex_runset *set;
   struct pflex_diag *diag;
   sqlite3_stmt *find_group, *delete_group, *insert_group, *touch_group, *insert_run,
@@ -399,7 +399,7 @@ static int insert_run(struct put_ctx *c, sqlite3_int64 group_id, size_t i) {
   sqlite3_reset(st);
   sqlite3_clear_bindings(st);
   if (rc == SQLITE_CONSTRAINT_UNIQUE)
-    return pflex_diag_set(c->diag, -EEXIST, c->s->path, r->line, "cap_w",
+    return pflex_diag_set(c->diag, -EEXIST, c->src, r->line, "cap_w",
                           "group '%s' already has a run at cap %g W", r->group, r->cap_w);
   if (rc != SQLITE_DONE) return sql_fail(c->s, rc, c->diag, "cannot store a run");
   sqlite3_int64 run_id = sqlite3_last_insert_rowid(c->s->db);
@@ -421,11 +421,11 @@ static int put_group(struct put_ctx *c, const size_t *idx, size_t n, enum pflex_
   const struct pflex_run *first = &c->set->runs[idx[0]];
   for (size_t j = 0; j < n; j++) {
     const struct pflex_run *r = &c->set->runs[idx[j]];
-    int err = check_run(c->s, r, c->diag);
+    int err = check_run(c->src, r, c->diag);
     if (err) return err;
     const char *field = config_diff(first, r);
     if (field)
-      return pflex_diag_set(c->diag, -PFLEX_E_DATA, c->s->path, r->line, field,
+      return pflex_diag_set(c->diag, -PFLEX_E_DATA, c->src, r->line, field,
                             "group '%s': runs differ in '%s'; a group has one configuration",
                             r->group, field);
   }
@@ -439,7 +439,7 @@ static int put_group(struct put_ctx *c, const size_t *idx, size_t n, enum pflex_
   if (!err && exists) {
     group_id = sqlite3_column_int64(st, GC_ID);
     if (mode == PFLEX_STORE_REJECT_EXISTING) {
-      err = pflex_diag_set(c->diag, -EEXIST, c->s->path, first->line, "group",
+      err = pflex_diag_set(c->diag, -EEXIST, c->src, first->line, "group",
                            "group '%s' is already stored", first->group);
     } else if (mode == PFLEX_STORE_APPEND) {
       struct pflex_run stored;
@@ -450,7 +450,7 @@ static int put_group(struct put_ctx *c, const size_t *idx, size_t n, enum pflex_
                      unit != c->set->unit))
         field = "unit";
       if (field)
-        err = pflex_diag_set(c->diag, -PFLEX_E_DATA, c->s->path, first->line, field,
+        err = pflex_diag_set(c->diag, -PFLEX_E_DATA, c->src, first->line, field,
                              "group '%s': '%s' differs from the stored group's; "
                              "cannot append to it",
                              first->group, field);
@@ -492,7 +492,7 @@ int pflex_store_put_runs(struct pflex_store *store, const struct pflex_runset *s
   if (!store || !set) return -EINVAL;
   if (store->readonly)
     return pflex_diag_set(diag, -EROFS, store->path, 0, NULL, "store opened read-only");
-  struct put_ctx c = {.s = store, .set = set, .diag = diag};
+  struct put_ctx c = {.s = store, .src = set->source ? set->source : store->path, .set = set, .diag = diag};
   struct pflex_store_put_result res = {0};
   struct pflex_group *groups = NULL;
   size_t ngroups = 0;
