@@ -10,6 +10,14 @@
 #include "pflex/error.h"
 #include "pflex/runs.h"
 
+/* The stable text key of a throughput unit, as the runs JSON and the store write
+ * it: "tokens_per_s", "samples_per_s", "steps_per_s" or "per_step_time" (the
+ * inverse of a time per step). Never NULL. */
+const char *pflex_tput_unit_key(enum pflex_tput_unit unit);
+
+/* Parses a key of pflex_tput_unit_key: 0, or -EINVAL when unknown. */
+int pflex_tput_unit_from_key(const char *key, enum pflex_tput_unit *ret_unit);
+
 /* Formats set as a JSON document (indented, ending in a newline) in
  * *ret_json, which the caller frees with free(). */
 int pflex_runs_to_json(const struct pflex_runset *set, char **ret_json);

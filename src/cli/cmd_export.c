@@ -66,7 +66,7 @@ static int list_groups(struct pflex_store *store, bool json) {
     for (size_t i = 0; arr && i < n; i++) {
       json_t *o = json_pack("{s:s, s:s, s:i, s:s, s:I, s:I, s:s?, s:s?, s:s?, s:s?, s:s?, s:s?}",
                             "name", g[i].name, "gpu", g[i].gpu, "gpus", g[i].gpus, "unit",
-                            pflex_tput_unit_name(g[i].unit), "runs", (json_int_t)g[i].runs,
+                            pflex_tput_unit_key(g[i].unit), "runs", (json_int_t)g[i].runs,
                             "samples", (json_int_t)g[i].samples, "model", g[i].model, "arch",
                             g[i].arch ? pflex_arch_name(g[i].arch) : NULL, "task",
                             g[i].task ? pflex_task_name(g[i].task) : NULL, "set", g[i].set,

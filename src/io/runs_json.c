@@ -10,7 +10,6 @@
 #include <jansson.h>
 
 #include "io/csv_table.h" /* pflex__atomic_*: atomic file replacement */
-#include "io/tput_unit_key.h"
 #include "pflex/runs_json.h"
 
 #define FORMAT_NAME "pflex-runs"
@@ -65,7 +64,7 @@ int pflex_runs_to_json(const struct pflex_runset *set, char **ret_json) {
   int err = root && cols && runs ? 0 : -ENOMEM;
   if (!err) err = set_new(root, "format", json_string(FORMAT_NAME));
   if (!err) err = set_new(root, "version", json_integer(FORMAT_VERSION));
-  if (!err) err = set_new(root, "unit", json_string(pflex__tput_unit_key(set->unit)));
+  if (!err) err = set_new(root, "unit", json_string(pflex_tput_unit_key(set->unit)));
   for (size_t k = 0; !err && k < set->nextra; k++)
     err = json_array_append_new(cols, json_string(set->extra_names[k])) ? -ENOMEM : 0;
   for (size_t i = 0; !err && i < set->n; i++)
@@ -304,7 +303,7 @@ int pflex_runs_from_json(const char *text, const char *name, struct pflex_runset
   if (!err && (!json_is_integer(version) || json_integer_value(version) != FORMAT_VERSION))
     err = fail(&rd, -PFLEX_E_DATA, 0, "version", "unsupported version (this pflex reads 1)");
   if (!err) err = get_string(&rd, root, "unit", 0, true, &unit);
-  if (!err && pflex__tput_unit_from_key(unit, &set.unit))
+  if (!err && pflex_tput_unit_from_key(unit, &set.unit))
     err = fail(&rd, -PFLEX_E_DATA, 0, "unit", "unknown unit '%s'", unit);
   if (!err && cols && !json_is_array(cols))
     err = fail(&rd, -PFLEX_E_PARSE, 0, "columns", "not an array");

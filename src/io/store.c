@@ -19,7 +19,7 @@
 #include <sqlite3.h>
 
 #include "io/store_schema.h"
-#include "io/tput_unit_key.h"
+#include "pflex/runs_json.h" /* pflex_tput_unit_key */
 #include "pflex/store.h"
 
 #define BUSY_TIMEOUT_MS 5000
@@ -369,7 +369,7 @@ static int insert_group(struct put_ctx *c, const struct pflex_run *r, sqlite3_in
   sqlite3_bind_text(st, 1, r->group, -1, SQLITE_TRANSIENT);
   sqlite3_bind_text(st, 2, r->gpu, -1, SQLITE_TRANSIENT);
   sqlite3_bind_int(st, 3, r->gpus);
-  sqlite3_bind_text(st, 4, pflex__tput_unit_key(c->set->unit), -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 4, pflex_tput_unit_key(c->set->unit), -1, SQLITE_STATIC);
   bind_text_or_null(st, 5, r->model);
   bind_text_or_null(st, 6, r->arch ? pflex_arch_name(r->arch) : NULL);
   bind_text_or_null(st, 7, r->task ? pflex_task_name(r->task) : NULL);
@@ -446,7 +446,7 @@ static int put_group(struct put_ctx *c, const size_t *idx, size_t n, enum pflex_
       group_row_to_run(st, &stored);
       const char *field = config_diff(&stored, first);
       enum pflex_tput_unit unit;
-      if (!field && (pflex__tput_unit_from_key(col_text(st, GC_UNIT), &unit) ||
+      if (!field && (pflex_tput_unit_from_key(col_text(st, GC_UNIT), &unit) ||
                      unit != c->set->unit))
         field = "unit";
       if (field)
@@ -641,7 +641,7 @@ int pflex_store_get_runs(struct pflex_store *store, const char *const *groups, s
     for (size_t k = 0; k < nids; k++) dup = dup || ids[k] == id;
     if (ngroups && !dup) ids[nids++] = id;
     enum pflex_tput_unit unit = PFLEX_TPUT_TOKENS_PER_S;
-    if (!dup && pflex__tput_unit_from_key(col_text(st, GC_UNIT), &unit))
+    if (!dup && pflex_tput_unit_from_key(col_text(st, GC_UNIT), &unit))
       err = pflex_diag_set(diag, -PFLEX_E_SCHEMA, store->path, 0, "unit",
                            "group '%s' has an unknown unit", col_text(st, GC_NAME));
     if (!err && !dup && have_unit && unit != out.unit)
@@ -729,7 +729,7 @@ int pflex_store_list_groups(struct pflex_store *store, struct pflex_store_group 
     g->name = dup_col(st, GC_NAME, &ok);
     g->gpu = dup_col(st, GC_GPU, &ok);
     g->gpus = sqlite3_column_int(st, GC_GPUS);
-    if (pflex__tput_unit_from_key(col_text(st, GC_UNIT), &g->unit)) g->unit = PFLEX_TPUT_TOKENS_PER_S;
+    if (pflex_tput_unit_from_key(col_text(st, GC_UNIT), &g->unit)) g->unit = PFLEX_TPUT_TOKENS_PER_S;
     g->model = dup_col(st, GC_MODEL, &ok);
     g->arch = arch_from(col_text(st, GC_ARCH));
     g->task = task_from(col_text(st, GC_TASK));

@@ -1,9 +1,9 @@
-/* Stable text keys of the throughput units (see tput_unit_key.h). The keys are
- * part of the store schema and of the runs JSON format: never rename one. */
+/* Stable text keys of the throughput units (declared in pflex/runs_json.h). The
+ * keys are part of the store schema and of the runs JSON format: never rename one. */
 #include <errno.h>
 #include <string.h>
 
-#include "io/tput_unit_key.h"
+#include "pflex/runs_json.h"
 
 static const struct {
   enum pflex_tput_unit unit;
@@ -16,13 +16,13 @@ static const struct {
 };
 #define NKEYS (sizeof unit_keys / sizeof unit_keys[0])
 
-const char *pflex__tput_unit_key(enum pflex_tput_unit unit) {
+const char *pflex_tput_unit_key(enum pflex_tput_unit unit) {
   for (size_t i = 0; i < NKEYS; i++)
     if (unit_keys[i].unit == unit) return unit_keys[i].key;
   return "tokens_per_s";
 }
 
-int pflex__tput_unit_from_key(const char *key, enum pflex_tput_unit *ret_unit) {
+int pflex_tput_unit_from_key(const char *key, enum pflex_tput_unit *ret_unit) {
   if (!key) return -EINVAL;
   for (size_t i = 0; i < NKEYS; i++)
     if (strcmp(unit_keys[i].key, key) == 0) {
