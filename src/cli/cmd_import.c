@@ -95,6 +95,11 @@ static int run(int argc, char **argv) {
     err = cli_load_runs(path, &ropts, &set);
   }
   if (err) return PFLEX_EXIT_FAIL;
+  if (set.n == 0) {
+    cli_error("'%s' holds no runs; nothing to import", path);
+    pflex_runset_release(&set);
+    return PFLEX_EXIT_FAIL;
+  }
 
   fprintf(stderr, "note: using store '%s'\n", db);
   struct pflex_store *store = NULL;
