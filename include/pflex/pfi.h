@@ -113,6 +113,13 @@ int pflex_pfi_classify(const struct pflex_pfi_point *pts, size_t n,
 int pflex_pfi_compute(const struct pflex_pfi_point *pts, size_t n,
                       const struct pflex_pfi_opts *opts, struct pflex_pfi_result *ret);
 
+/* The points of sweep group g of set, in g's order (ascending cap), into a
+ * new array (free() it) of g->n entries. -EINVAL on an empty group, -ENOMEM. */
+struct pflex_runset;
+struct pflex_group;
+int pflex_pfi_group_points(const struct pflex_runset *set, const struct pflex_group *g,
+                           struct pflex_pfi_point **ret_pts);
+
 /* Short stable name of a definition ("ratio", "area", "elasticity"), of an
  * exclusion rule ("noise", "paper") and of a reason ("t-equals-tmax",
  * "within-noise", "not-in-grid", "none"). Never NULL. */

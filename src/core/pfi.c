@@ -19,6 +19,7 @@
 
 #include "pflex/error.h"
 #include "pflex/pfi.h"
+#include "pflex/runs.h"
 
 /* A grid value names a cap when it is within this many watts: caps are set in
  * whole watts, CSVs may carry them as 200 or 200.0. */
@@ -272,6 +273,22 @@ out:
   free(lx);
   free(ly);
   return err;
+}
+
+int pflex_pfi_group_points(const struct pflex_runset *set, const struct pflex_group *g,
+                           struct pflex_pfi_point **ret_pts) {
+  if (!set || !g || g->n == 0 || !ret_pts) return -EINVAL;
+  struct pflex_pfi_point *pts = calloc(g->n, sizeof *pts);
+  if (!pts) return -ENOMEM;
+  for (size_t k = 0; k < g->n; k++) {
+    const struct pflex_run *r = &set->runs[g->runs[k]];
+    pts[k] = (struct pflex_pfi_point){.cap_w = r->cap_w, .power_w = r->power_w, .tput = r->tput,
+                                      .power_sd = r->power_sd, .tput_sd = r->tput_sd};
+    if (r->have & PFLEX_RUN_POWER_SD) pts[k].have |= PFLEX_PFI_HAVE_POWER_SD;
+    if (r->have & PFLEX_RUN_TPUT_SD) pts[k].have |= PFLEX_PFI_HAVE_TPUT_SD;
+  }
+  *ret_pts = pts;
+  return 0;
 }
 
 const char *pflex_pfi_definition_name(enum pflex_pfi_definition d) {
