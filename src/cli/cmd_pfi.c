@@ -46,11 +46,11 @@ static void fmt_ci(char *buf, size_t size, const struct cli_pfi_value *v) {
     snprintf(buf, size, "%.3f-%.3f", v->res.ci_low, v->res.ci_high);
 }
 
-static void grid_text(char *buf, size_t size, const struct cli_pfi_args *a) {
+static void grid_text(char *buf, size_t size, const struct cli_pfi_args *a, const char *sep) {
   size_t o = 0;
   buf[0] = '\0';
   for (size_t i = 0; i < a->ngrid && o < size; i++)
-    o += (size_t)snprintf(buf + o, size - o, "%s%g", i ? "," : "", a->grid[i]);
+    o += (size_t)snprintf(buf + o, size - o, "%s%g", i ? sep : "", a->grid[i]);
 }
 
 static void print_table(const struct row *rows, size_t n, const struct cli_pfi_args *a,
@@ -59,7 +59,7 @@ static void print_table(const struct row *rows, size_t n, const struct cli_pfi_a
   for (size_t i = 0; i < n; i++)
     if ((int)strlen(rows[i].g->name) > w) w = (int)strlen(rows[i].g->name);
   char gt[256];
-  grid_text(gt, sizeof gt, a);
+  grid_text(gt, sizeof gt, a, ",");
   printf("%-*s  %-5s %4s %4s %7s  %-17s", w, "group", "gpu", "gpus", "runs", "PFI", "95% CI");
   if (a->grid) printf("  %9s %8s  %-17s", "grid runs", "grid PFI", "grid 95% CI");
   printf("\n");
@@ -162,7 +162,7 @@ static void print_csv(const struct row *rows, size_t n, const struct cli_pfi_arg
   if (a->grid) printf(",grid,grid_runs,grid_pfi,grid_ci_low,grid_ci_high,grid_excluded");
   printf("\n");
   char gt[256];
-  grid_text(gt, sizeof gt, a);
+  grid_text(gt, sizeof gt, a, ";"); /* ';' like the excluded list: no quoting needed */
   for (size_t i = 0; i < n; i++) {
     const struct row *r = &rows[i];
     csv_field(r->g->name);
@@ -173,8 +173,7 @@ static void print_csv(const struct row *rows, size_t n, const struct cli_pfi_arg
            pflex_pfi_exclude_name(a->opts.exclude));
     csv_value(&r->full);
     if (a->grid) {
-      printf(",");
-      csv_field(gt);
+      printf(",%s", gt);
       csv_value(&r->grid);
     }
     printf("\n");
