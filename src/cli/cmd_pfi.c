@@ -53,6 +53,13 @@ static void grid_text(char *buf, size_t size, const struct cli_pfi_args *a, cons
     o += (size_t)snprintf(buf + o, size - o, "%s%g", i ? sep : "", a->grid[i]);
 }
 
+/* True when grid cap k matches no run of row r (the same 0.5 W tolerance as the core). */
+static bool grid_missing(const struct row *r, const struct cli_pfi_args *a, size_t k) {
+  for (size_t i = 0; i < r->full.n; i++)
+    if (fabs(r->full.runs[i].cap_w - a->grid[k]) <= 0.5) return false;
+  return true;
+}
+
 static void print_table(const struct row *rows, size_t n, const struct cli_pfi_args *a,
                         const struct pflex_runset *set) {
   int w = 5;
@@ -90,17 +97,23 @@ static void print_table(const struct row *rows, size_t n, const struct cli_pfi_a
   bool any = false;
   for (size_t i = 0; i < n; i++) {
     if (rows[i].full.err || (a->grid && rows[i].grid.err)) any = true;
+    for (size_t k = 0; k < a->ngrid; k++)
+      if (grid_missing(&rows[i], a, k)) any = true;
     for (size_t k = 0; k < rows[i].full.n; k++)
       if (rows[i].full.runs[k].role == PFLEX_PFI_EXCLUDED) any = true;
   }
   if (!any) return;
-  printf("\nnote: runs left out:\n");
+  printf("\nnotes (runs left out, grid caps without a run):\n");
   for (size_t i = 0; i < n; i++) {
     cli_pfi_value_notes(stdout, rows[i].g->name, &rows[i].full, &a->opts, "");
     /* On the grid a run is excluded for the same reason as on the full grid;
      * repeat only what the grid adds: a group left with no value. */
     if (a->grid && rows[i].grid.err && !rows[i].full.err)
       cli_pfi_value_notes(stdout, rows[i].g->name, &rows[i].grid, &a->opts, " (grid)");
+    for (size_t k = 0; k < a->ngrid; k++)
+      if (grid_missing(&rows[i], a, k))
+        printf("  %s (grid): no run at %g W: the grid value rests on fewer caps\n",
+               rows[i].g->name, a->grid[k]);
   }
 }
 
@@ -129,6 +142,10 @@ static int print_json(const struct row *rows, size_t n, const struct cli_pfi_arg
       g = json_array();
       for (size_t k = 0; g && k < a->ngrid; k++) json_array_append_new(g, json_real(a->grid[k]));
       e |= cli_pfi_value_json(o, "grid_", &r->grid);
+      json_t *miss = json_array();
+      for (size_t k = 0; miss && k < a->ngrid; k++)
+        if (grid_missing(r, a, k)) json_array_append_new(miss, json_real(a->grid[k]));
+      e |= json_object_set_new(o, "grid_missing", miss);
     }
     e |= json_object_set_new(o, "grid", g);
     e |= json_array_append_new(arr, o);

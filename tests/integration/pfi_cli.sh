@@ -56,6 +56,12 @@ near "$(cget "$csv" curveB pfi)" 2.355263 1e-6 "curveB noise rule"
 [ "$(cget "$csv" curveB excluded)" = "600:within-noise" ] || fail "curveB excluded"
 near "$(cget "$csv" law pfi)" 1.6 1e-9 "law ratio"
 
+# A grid cap that no run has is named, in the table notes and in JSON.
+out=$("$PFLEX" pfi "$tmp/runs.csv" --grid 200,500,650 --draws 0)
+echo "$out" | grep -q 'curveA (grid): no run at 650 W' || fail "grid cap without a run"
+printf '%s' "$("$PFLEX" pfi "$tmp/runs.csv" --grid 200,500,650 --draws 0 --json)" | tr -d ' \n' |
+  grep -q '"grid_missing":\[650.0\]' || fail "JSON grid_missing"
+
 # The paper's rule keeps the non-binding cap: the noise drives the value up.
 csv=$("$PFLEX" pfi "$tmp/runs.csv" --exclude paper --csv --draws 0)
 near "$(cget "$csv" curveB pfi)" 4.377193 1e-6 "curveB paper rule"
