@@ -84,10 +84,13 @@ static void print_table(const struct row *rows, size_t n, const struct cli_pfi_a
     }
     printf("\n");
   }
-  printf("\ndefinition %s; exclusion rule %s", pflex_pfi_definition_name(a->opts.definition),
-         pflex_pfi_exclude_name(a->opts.exclude));
-  if (a->opts.exclude == PFLEX_PFI_EXCLUDE_NOISE && a->opts.definition == PFLEX_PFI_RATIO)
-    printf(" (k = %g)", a->opts.noise_k);
+  printf("\ndefinition %s; ", pflex_pfi_definition_name(a->opts.definition));
+  if (a->opts.definition != PFLEX_PFI_RATIO)
+    printf("every run used (the exclusion rule applies to the ratio definition only)");
+  else if (a->opts.exclude == PFLEX_PFI_EXCLUDE_NOISE)
+    printf("exclusion rule noise (k = %g)", a->opts.noise_k);
+  else
+    printf("exclusion rule paper (T_i == T_max only)");
   if (a->opts.draws)
     printf("; 95%% CI from %zu Monte Carlo draws, seed %lu", a->opts.draws, a->opts.seed);
   printf("; runs counts the uncapped run\n");
