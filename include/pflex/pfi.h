@@ -47,12 +47,12 @@ enum pflex_pfi_exclude {
 struct pflex_pfi_opts {
   enum pflex_pfi_definition definition;
   enum pflex_pfi_exclude exclude;
-  double noise_k;      /* noise rule threshold in standard errors of T_i/T_max (default 2) */
-  double power_cv;     /* relative SE of power when power_sd is absent (default 0.004) */
-  double tput_cv;      /* relative SE of throughput when tput_sd is absent (default 0.005) */
-  size_t draws;        /* Monte Carlo draws for the CI (default 10000); 0 = no CI */
-  unsigned long seed;  /* RNG seed (default 1): same seed, same CI */
-  const double *grid;  /* caps to keep (the uncapped run is always kept), or NULL for all */
+  double noise_k;     /* noise rule threshold in standard errors of T_i/T_max (default 2) */
+  double power_cv;    /* relative SE of power when power_sd is absent (default 0.004) */
+  double tput_cv;     /* relative SE of throughput when tput_sd is absent (default 0.005) */
+  size_t draws;       /* Monte Carlo draws for the CI (default 10000); 0 = no CI */
+  unsigned long seed; /* RNG seed (default 1): same seed, same CI */
+  const double *grid; /* caps to keep (the uncapped run is always kept), or NULL for all */
   size_t ngrid;
 };
 
@@ -75,21 +75,21 @@ struct pflex_pfi_run_result {
   double cap_w;
   enum pflex_pfi_role role;
   enum pflex_pfi_reason reason;
-  double pfi_i;        /* Eq. 1 value when role is USED under the ratio definition, else 0 */
-  bool have_pfi_i;     /* pfi_i is meaningful */
-  double drop;         /* 1 - T_i/T_max (capped runs) */
-  double drop_se;      /* its standard error from the run noise (capped runs) */
+  double pfi_i;    /* Eq. 1 value when role is USED under the ratio definition, else 0 */
+  bool have_pfi_i; /* pfi_i is meaningful */
+  double drop;     /* 1 - T_i/T_max (capped runs) */
+  double drop_se;  /* its standard error from the run noise (capped runs) */
 };
 
 struct pflex_pfi_result {
   enum pflex_pfi_definition definition;
-  double pfi;          /* the point estimate from the measured values */
-  double ci_low;       /* 2.5th percentile of the Monte Carlo draws */
-  double ci_high;      /* 97.5th percentile */
-  bool have_ci;        /* false when opts.draws == 0 */
-  size_t draws_used;   /* draws that gave a finite value */
-  size_t runs_used;    /* runs the value rests on, the uncapped run included */
-  size_t n_excluded;   /* runs with role PFLEX_PFI_EXCLUDED */
+  double pfi;                        /* the point estimate from the measured values */
+  double ci_low;                     /* 2.5th percentile of the Monte Carlo draws */
+  double ci_high;                    /* 97.5th percentile */
+  bool have_ci;                      /* false when opts.draws == 0 */
+  size_t draws_used;                 /* draws that gave a finite value */
+  size_t runs_used;                  /* runs the value rests on, the uncapped run included */
+  size_t n_excluded;                 /* runs with role PFLEX_PFI_EXCLUDED */
   struct pflex_pfi_run_result *runs; /* n entries, input order */
   size_t n;
 };

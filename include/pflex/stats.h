@@ -18,12 +18,12 @@ int pflex_stats_spearman(const double *x, const double *y, size_t n, double *ret
 int pflex_stats_median_mean(const double *x, size_t n, double *ret_median, double *ret_mean);
 
 struct pflex_kruskal {
-  double h;           /* tie-corrected H */
-  double h_raw;       /* H before the tie correction */
-  double tie_factor;  /* C = 1 - sum(t^3 - t) / (N^3 - N) */
-  int df;             /* groups - 1 */
-  double p;           /* upper tail of chi-square(df) at h */
-  size_t n;           /* N, all observations */
+  double h;          /* tie-corrected H */
+  double h_raw;      /* H before the tie correction */
+  double tie_factor; /* C = 1 - sum(t^3 - t) / (N^3 - N) */
+  int df;            /* groups - 1 */
+  double p;          /* upper tail of chi-square(df) at h */
+  size_t n;          /* N, all observations */
 };
 
 /* Kruskal-Wallis test of k >= 2 groups (groups[j] has sizes[j] >= 1 values,
@@ -32,10 +32,10 @@ int pflex_stats_kruskal(const double *const *groups, const size_t *sizes, size_t
                         struct pflex_kruskal *ret);
 
 struct pflex_dunn_pair {
-  size_t a, b;    /* group indexes, a < b */
-  double z;       /* (mean rank of a - mean rank of b) / SE, tie-corrected variance */
-  double p_raw;   /* two-sided normal p */
-  double p_holm;  /* Holm-adjusted over all k(k-1)/2 pairs */
+  size_t a, b;   /* group indexes, a < b */
+  double z;      /* (mean rank of a - mean rank of b) / SE, tie-corrected variance */
+  double p_raw;  /* two-sided normal p */
+  double p_holm; /* Holm-adjusted over all k(k-1)/2 pairs */
 };
 
 /* Dunn's test for every pair of the k groups, ordered (0,1), (0,2), ..., (1,2), ...;

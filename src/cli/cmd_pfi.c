@@ -19,8 +19,8 @@ static const char usage[] =
     "pflex pfi RUNS.csv [options]\n"
     "Prints per sweep group the runs used, the PFI and its 95% CI, and the runs left out.\n"
     "  --grid LIST      also compute on a sub-grid of caps, e.g. 200,500,600,700 (the\n"
-    "                   uncapped run is always kept); shown beside the full-grid value\n" PFI_OPTIONS_USAGE
-    "  --json           JSON array, one object per group\n"
+    "                   uncapped run is always kept); shown beside the full-grid "
+    "value\n" PFI_OPTIONS_USAGE "  --json           JSON array, one object per group\n"
     "  --csv            CSV, one row per group\n"
     "Exit status 1 when a group has no PFI (every capped run excluded).";
 
@@ -115,8 +115,8 @@ static void print_table(const struct row *rows, size_t n, const struct cli_pfi_a
       cli_pfi_value_notes(stdout, rows[i].g->name, &rows[i].grid, &a->opts, " (grid)");
     for (size_t k = 0; k < a->ngrid; k++)
       if (grid_missing(&rows[i], a, k))
-        printf("  %s (grid): no run at %g W: the grid value rests on fewer caps\n",
-               rows[i].g->name, a->grid[k]);
+        printf("  %s (grid): no run at %g W: the grid value rests on fewer caps\n", rows[i].g->name,
+               a->grid[k]);
   }
 }
 
@@ -126,12 +126,11 @@ static int print_json(const struct row *rows, size_t n, const struct cli_pfi_arg
   int e = arr ? 0 : -ENOMEM;
   for (size_t i = 0; !e && i < n; i++) {
     const struct row *r = &rows[i];
-    json_t *o = json_pack("{s:s, s:s, s:i, s:s, s:s, s:s, s:s, s:s}", "group", r->g->name, "gpu",
-                          r->run->gpu, "gpus", r->run->gpus, "arch", pflex_arch_name(r->run->arch),
-                          "task", pflex_task_name(r->run->task), "definition",
-                          pflex_pfi_definition_name(a->opts.definition), "exclude",
-                          pflex_pfi_exclude_name(a->opts.exclude), "unit",
-                          pflex_tput_unit_name(set->unit));
+    json_t *o = json_pack(
+        "{s:s, s:s, s:i, s:s, s:s, s:s, s:s, s:s}", "group", r->g->name, "gpu", r->run->gpu, "gpus",
+        r->run->gpus, "arch", pflex_arch_name(r->run->arch), "task", pflex_task_name(r->run->task),
+        "definition", pflex_pfi_definition_name(a->opts.definition), "exclude",
+        pflex_pfi_exclude_name(a->opts.exclude), "unit", pflex_tput_unit_name(set->unit));
     if (!o) {
       e = -ENOMEM;
       break;
@@ -143,7 +142,8 @@ static int print_json(const struct row *rows, size_t n, const struct cli_pfi_arg
     json_t *g = json_null();
     if (a->grid) {
       g = json_array();
-      for (size_t k = 0; g && k < a->ngrid; k++) json_array_append_new(g, json_real(a->grid[k]));
+      for (size_t k = 0; g && k < a->ngrid; k++)
+        json_array_append_new(g, json_real(a->grid[k]));
       e |= cli_pfi_value_json(o, "grid_", &r->grid);
       json_t *miss = json_array();
       for (size_t k = 0; miss && k < a->ngrid; k++)
@@ -159,7 +159,9 @@ static int print_json(const struct row *rows, size_t n, const struct cli_pfi_arg
   return e;
 }
 
-static void csv_field(const char *s) { csv_fwrite(stdout, s, strlen(s)); }
+static void csv_field(const char *s) {
+  csv_fwrite(stdout, s, strlen(s));
+}
 
 static void csv_value(const struct cli_pfi_value *v) {
   if (v->err)
@@ -172,7 +174,8 @@ static void csv_value(const struct cli_pfi_value *v) {
   putchar(',');
   for (size_t i = 0, first = 1; i < v->n; i++)
     if (v->runs[i].role == PFLEX_PFI_EXCLUDED && v->runs[i].reason != PFLEX_PFI_REASON_GRID) {
-      printf("%s%g:%s", first ? "" : ";", v->runs[i].cap_w, pflex_pfi_reason_name(v->runs[i].reason));
+      printf("%s%g:%s", first ? "" : ";", v->runs[i].cap_w,
+             pflex_pfi_reason_name(v->runs[i].reason));
       first = 0;
     }
 }
@@ -222,7 +225,8 @@ static int run(int argc, char **argv) {
     else if (c == OPT_CSV)
       csv = true;
     else if (c == '?' || c == ':') {
-      cli_error("pfi: unknown option or missing value '%s'; see 'pflex help pfi'", argv[optind - 1]);
+      cli_error("pfi: unknown option or missing value '%s'; see 'pflex help pfi'",
+                argv[optind - 1]);
       goto out;
     } else if (cli_pfi_option(&a, c, optarg) != 0)
       goto out;

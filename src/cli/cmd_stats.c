@@ -21,7 +21,8 @@ static const char usage[] =
     "MoE FT, as the paper's Tables 10 and 11: n, median and mean PFI per cluster, Kruskal-\n"
     "Wallis H (tie-corrected) with its chi-square p, Dunn's z per pair with raw and Holm p.\n"
     "Every group needs arch (dense|moe) and task (pt|ft) columns.\n"
-    "  --grid LIST      compute each PFI on this sub-grid of caps (the uncapped run kept)\n" PFI_OPTIONS_USAGE
+    "  --grid LIST      compute each PFI on this sub-grid of caps (the uncapped run "
+    "kept)\n" PFI_OPTIONS_USAGE
     "  --json           JSON object: pfi (per group), groups, kruskal, dunn";
 
 enum { OPT_JSON = 2000 };
@@ -136,7 +137,7 @@ static int run(int argc, char **argv) {
   int kerr = nk >= 2 ? pflex_stats_kruskal(gv, gn, nk, &kw) : -EINVAL;
   int derr = kerr ? kerr : pflex_stats_dunn(gv, gn, nk, pairs);
   size_t np = nk * (nk - 1) / 2;
-  const char *why_none = nk < 2 ? "fewer than two clusters"
+  const char *why_none = nk < 2        ? "fewer than two clusters"
                          : total <= nk ? "too few groups"
                                        : "every PFI is tied";
 
@@ -157,10 +158,10 @@ static int run(int argc, char **argv) {
                                           (json_int_t)k->n, "median", k->median, "mean", k->mean));
     }
     for (size_t q = 0; !derr && q < np; q++)
-      json_array_append_new(dn, json_pack("{s:s, s:s, s:f, s:f, s:f}", "a",
-                                          cl_name[which[pairs[q].a]], "b",
-                                          cl_name[which[pairs[q].b]], "z", pairs[q].z, "p_raw",
-                                          pairs[q].p_raw, "p_holm", pairs[q].p_holm));
+      json_array_append_new(dn,
+                            json_pack("{s:s, s:s, s:f, s:f, s:f}", "a", cl_name[which[pairs[q].a]],
+                                      "b", cl_name[which[pairs[q].b]], "z", pairs[q].z, "p_raw",
+                                      pairs[q].p_raw, "p_holm", pairs[q].p_holm));
     json_object_set_new(root, "definition",
                         json_string(pflex_pfi_definition_name(a.opts.definition)));
     json_object_set_new(root, "exclude", json_string(pflex_pfi_exclude_name(a.opts.exclude)));
@@ -203,8 +204,8 @@ static int run(int argc, char **argv) {
   if (kerr) {
     printf("\nno Kruskal-Wallis test: %s\n", why_none);
   } else {
-    printf("\nKruskal-Wallis H = %.3f (tie-corrected; %.3f uncorrected), df = %d, p = %.4f\n",
-           kw.h, kw.h_raw, kw.df, kw.p);
+    printf("\nKruskal-Wallis H = %.3f (tie-corrected; %.3f uncorrected), df = %d, p = %.4f\n", kw.h,
+           kw.h_raw, kw.df, kw.p);
     printf("Dunn's test, Holm correction (m = %zu):\n", np);
     printf("%-20s %8s %8s %8s\n", "pair", "z", "p_raw", "p_holm");
     for (size_t q = 0; !derr && q < np; q++) {
@@ -217,8 +218,10 @@ static int run(int argc, char **argv) {
   status = PFLEX_EXIT_OK;
 out:
   json_decref(root);
-  for (size_t i = 0; vals && i < ng; i++) cli_pfi_value_release(&vals[i]);
-  for (int j = 0; j < NCL; j++) free(clusters[j].v);
+  for (size_t i = 0; vals && i < ng; i++)
+    cli_pfi_value_release(&vals[i]);
+  for (int j = 0; j < NCL; j++)
+    free(clusters[j].v);
   free(vals);
   free(cl);
   pflex_groups_free(groups, ng);

@@ -121,8 +121,7 @@ int cli_pfi_value_compute(const struct pflex_runset *set, const struct pflex_gro
     v->n = v->res.n;
   } else if (v->err == -PFLEX_E_NOPOINTS) {
     v->runs = calloc(g->n, sizeof *v->runs);
-    if (v->runs && pflex_pfi_classify(pts, g->n, opts, v->runs) == 0)
-      v->n = g->n;
+    if (v->runs && pflex_pfi_classify(pts, g->n, opts, v->runs) == 0) v->n = g->n;
   }
   free(pts);
   return v->err;
@@ -165,8 +164,8 @@ int cli_pfi_value_json(json_t *obj, const char *prefix, const struct cli_pfi_val
   json_t *per = json_array();
   for (size_t i = 0; per && ok && i < v->n; i++)
     if (v->runs[i].have_pfi_i)
-      e |= json_array_append_new(per, json_pack("{s:f, s:f}", "cap_w", v->runs[i].cap_w, "pfi_i",
-                                                v->runs[i].pfi_i));
+      e |= json_array_append_new(
+          per, json_pack("{s:f, s:f}", "cap_w", v->runs[i].cap_w, "pfi_i", v->runs[i].pfi_i));
   e |= set_key(obj, prefix, "per_cap", per);
   return e ? -ENOMEM : 0;
 }

@@ -25,26 +25,29 @@ enum {
   OPT_UNIT,
 };
 
-#define PFI_LONG_OPTIONS                                                                      \
-  {"grid", required_argument, NULL, OPT_GRID},                                                \
-      {"definition", required_argument, NULL, OPT_DEFINITION},                                \
-      {"draws", required_argument, NULL, OPT_DRAWS}, {"seed", required_argument, NULL, OPT_SEED}, \
-      {"power-cv", required_argument, NULL, OPT_POWER_CV},                                    \
-      {"tput-cv", required_argument, NULL, OPT_TPUT_CV},                                      \
-      {"exclude", required_argument, NULL, OPT_EXCLUDE},                                      \
-      {"noise-k", required_argument, NULL, OPT_NOISE_K},                                      \
-      {"unit", required_argument, NULL, OPT_UNIT}
+/* clang-format off */
+#define PFI_LONG_OPTIONS                                   \
+  {"grid", required_argument, NULL, OPT_GRID},             \
+  {"definition", required_argument, NULL, OPT_DEFINITION}, \
+  {"draws", required_argument, NULL, OPT_DRAWS},           \
+  {"seed", required_argument, NULL, OPT_SEED},             \
+  {"power-cv", required_argument, NULL, OPT_POWER_CV},     \
+  {"tput-cv", required_argument, NULL, OPT_TPUT_CV},       \
+  {"exclude", required_argument, NULL, OPT_EXCLUDE},       \
+  {"noise-k", required_argument, NULL, OPT_NOISE_K},       \
+  {"unit", required_argument, NULL, OPT_UNIT}
+/* clang-format on */
 
 /* The usage lines of the shared options, one per option. */
-#define PFI_OPTIONS_USAGE                                                                      \
-  "  --definition D   ratio (Eq. 1 and 3, default), area, or elasticity (paper Appendix A)\n"  \
-  "  --exclude R      noise (default): drop caps whose throughput drop is within k standard\n" \
-  "                   errors of T_i/T_max; paper: drop only runs with T_i == T_max\n"          \
-  "  --noise-k K      threshold of the noise rule in standard errors (default 2)\n"            \
-  "  --draws N        Monte Carlo draws for the 95% CI (default 10000; 0: no CI)\n"            \
-  "  --seed S         random seed of the Monte Carlo draws (default 1)\n"                      \
-  "  --power-cv X     relative noise of power when power_sd is absent (default 0.004)\n"       \
-  "  --tput-cv X      relative noise of throughput when tokens_sd is absent (default 0.005)\n" \
+#define PFI_OPTIONS_USAGE                                                                          \
+  "  --definition D   ratio (Eq. 1 and 3, default), area, or elasticity (paper Appendix A)\n"      \
+  "  --exclude R      noise (default): drop caps whose throughput drop is within k standard\n"     \
+  "                   errors of T_i/T_max; paper: drop only runs with T_i == T_max\n"              \
+  "  --noise-k K      threshold of the noise rule in standard errors (default 2)\n"                \
+  "  --draws N        Monte Carlo draws for the 95% CI (default 10000; 0: no CI)\n"                \
+  "  --seed S         random seed of the Monte Carlo draws (default 1)\n"                          \
+  "  --power-cv X     relative noise of power when power_sd is absent (default 0.004)\n"           \
+  "  --tput-cv X      relative noise of throughput when tokens_sd is absent (default 0.005)\n"     \
   "  --unit U         throughput column: tokens (default), samples, steps, step-time\n"
 
 struct cli_pfi_args {
@@ -67,8 +70,8 @@ void cli_pfi_reason_text(const struct pflex_pfi_run_result *r, const struct pfle
 
 /* A group's PFI, or why there is none. */
 struct cli_pfi_value {
-  int err;                          /* 0, or the error of pflex_pfi_compute */
-  struct pflex_pfi_result res;      /* valid when err == 0 */
+  int err;                           /* 0, or the error of pflex_pfi_compute */
+  struct pflex_pfi_result res;       /* valid when err == 0 */
   struct pflex_pfi_run_result *runs; /* each run's role: res.runs, or a classification */
   size_t n;
 };

@@ -42,7 +42,9 @@ void pflex_pfi_opts_init(struct pflex_pfi_opts *opts) {
                                   .seed = 1};
 }
 
-void pflex_pfi_result_init(struct pflex_pfi_result *res) { memset(res, 0, sizeof *res); }
+void pflex_pfi_result_init(struct pflex_pfi_result *res) {
+  memset(res, 0, sizeof *res);
+}
 
 void pflex_pfi_result_release(struct pflex_pfi_result *res) {
   if (!res) return;
@@ -58,8 +60,8 @@ static double tput_se(const struct pflex_pfi_point *pt, const struct pflex_pfi_o
   return (pt->have & PFLEX_PFI_HAVE_TPUT_SD) ? pt->tput_sd : o->tput_cv * pt->tput;
 }
 
-static int check_inputs(const struct pflex_pfi_point *pts, size_t n,
-                        const struct pflex_pfi_opts *o, size_t *ret_uncapped) {
+static int check_inputs(const struct pflex_pfi_point *pts, size_t n, const struct pflex_pfi_opts *o,
+                        size_t *ret_uncapped) {
   if (!pts || !o || n < 2) return -EINVAL;
   if (o->definition > PFLEX_PFI_ELASTICITY || o->exclude > PFLEX_PFI_EXCLUDE_PAPER) return -EINVAL;
   if (!(o->noise_k >= 0) || !isfinite(o->noise_k) || !(o->power_cv >= 0) ||
@@ -175,7 +177,8 @@ static double evaluate(enum pflex_pfi_definition def, const double *P, const dou
 static void sort_by_cap(const struct pflex_pfi_point *pts, size_t *ord, size_t n) {
   for (size_t k = 1; k < n; k++) {
     size_t v = ord[k], j = k;
-    for (; j > 0 && pts[ord[j - 1]].cap_w > pts[v].cap_w; j--) ord[j] = ord[j - 1];
+    for (; j > 0 && pts[ord[j - 1]].cap_w > pts[v].cap_w; j--)
+      ord[j] = ord[j - 1];
     ord[j] = v;
   }
 }
@@ -221,8 +224,8 @@ int pflex_pfi_compute(const struct pflex_pfi_point *pts, size_t n,
   if (opts->definition == PFLEX_PFI_RATIO)
     for (size_t k = 0; k + 1 < nord; k++) {
       size_t i = ord[k];
-      runs[i].have_pfi_i = pflex_pfi_index(P[i], T[i], P[ord[nord - 1]], T[ord[nord - 1]],
-                                           &runs[i].pfi_i) == 0;
+      runs[i].have_pfi_i =
+          pflex_pfi_index(P[i], T[i], P[ord[nord - 1]], T[ord[nord - 1]], &runs[i].pfi_i) == 0;
     }
 
   size_t used = 0;
@@ -282,8 +285,11 @@ int pflex_pfi_group_points(const struct pflex_runset *set, const struct pflex_gr
   if (!pts) return -ENOMEM;
   for (size_t k = 0; k < g->n; k++) {
     const struct pflex_run *r = &set->runs[g->runs[k]];
-    pts[k] = (struct pflex_pfi_point){.cap_w = r->cap_w, .power_w = r->power_w, .tput = r->tput,
-                                      .power_sd = r->power_sd, .tput_sd = r->tput_sd};
+    pts[k] = (struct pflex_pfi_point){.cap_w = r->cap_w,
+                                      .power_w = r->power_w,
+                                      .tput = r->tput,
+                                      .power_sd = r->power_sd,
+                                      .tput_sd = r->tput_sd};
     if (r->have & PFLEX_RUN_POWER_SD) pts[k].have |= PFLEX_PFI_HAVE_POWER_SD;
     if (r->have & PFLEX_RUN_TPUT_SD) pts[k].have |= PFLEX_PFI_HAVE_TPUT_SD;
   }

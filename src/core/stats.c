@@ -25,9 +25,11 @@ static int rank_ties(const double *x, size_t n, double *ranks, double *ret_ties)
   double ties = 0;
   for (size_t s = 0; s < n;) {
     size_t e = s + 1;
-    while (e < n && x[idx[e]] == x[idx[s]]) e++;
+    while (e < n && x[idx[e]] == x[idx[s]])
+      e++;
     double avg = (double)(s + 1 + e) / 2.0; /* mean of ranks s+1 .. e */
-    for (size_t k = s; k < e; k++) ranks[idx[k]] = avg;
+    for (size_t k = s; k < e; k++)
+      ranks[idx[k]] = avg;
     double t = (double)(e - s);
     ties += t * t * t - t;
     s = e;
@@ -85,10 +87,12 @@ static int pooled_ranks(const double *const *groups, const size_t *sizes, size_t
   int err = -ENOMEM;
   if (!all || !ranks || !rsum) goto out;
   for (size_t j = 0, o = 0; j < k; j++)
-    for (size_t i = 0; i < sizes[j]; i++) all[o++] = groups[j][i];
+    for (size_t i = 0; i < sizes[j]; i++)
+      all[o++] = groups[j][i];
   if ((err = rank_ties(all, n, ranks, ret_ties))) goto out;
   for (size_t j = 0, o = 0; j < k; j++)
-    for (size_t i = 0; i < sizes[j]; i++) rsum[j] += ranks[o++];
+    for (size_t i = 0; i < sizes[j]; i++)
+      rsum[j] += ranks[o++];
   *ret_rsum = rsum;
   rsum = NULL;
   *ret_n = n;
@@ -108,13 +112,18 @@ int pflex_stats_kruskal(const double *const *groups, const size_t *sizes, size_t
   int err = pooled_ranks(groups, sizes, k, &rsum, &n, &ties);
   if (err) return err;
   double N = (double)n, s = 0;
-  for (size_t j = 0; j < k; j++) s += rsum[j] * rsum[j] / (double)sizes[j];
+  for (size_t j = 0; j < k; j++)
+    s += rsum[j] * rsum[j] / (double)sizes[j];
   free(rsum);
   double h = 12.0 / (N * (N + 1)) * s - 3.0 * (N + 1);
   double c = 1.0 - ties / (N * N * N - N);
   if (!(c > 0)) return -EDOM;
-  *ret = (struct pflex_kruskal){.h = h / c, .h_raw = h, .tie_factor = c, .df = (int)(k - 1),
-                                .p = gsl_cdf_chisq_Q(h / c, (double)(k - 1)), .n = n};
+  *ret = (struct pflex_kruskal){.h = h / c,
+                                .h_raw = h,
+                                .tie_factor = c,
+                                .df = (int)(k - 1),
+                                .p = gsl_cdf_chisq_Q(h / c, (double)(k - 1)),
+                                .n = n};
   return 0;
 }
 
@@ -168,7 +177,8 @@ int pflex_stats_dunn(const double *const *groups, const size_t *sizes, size_t k,
     }
   double *adj = praw; /* Holm may alias its input */
   if ((err = pflex_stats_holm(praw, m, adj))) goto out;
-  for (q = 0; q < m; q++) pairs[q].p_holm = adj[q];
+  for (q = 0; q < m; q++)
+    pairs[q].p_holm = adj[q];
   memcpy(ret_pairs, pairs, m * sizeof *pairs);
   err = 0;
 out:

@@ -14,11 +14,11 @@
 #include "pflex/pfi.h"
 
 /* Debian 12's cmocka 1.1.5 has no double comparison (its float one rounds to float). */
-#define assert_near(a, b, tol)                                                              \
-  do {                                                                                      \
-    double a_ = (a), b_ = (b);                                                              \
-    if (!(fabs(a_ - b_) <= (tol))) fail_msg("%s = %.9g, expected %.9g +/- %g", #a, a_, b_, \
-                                            (double)(tol));                                 \
+#define assert_near(a, b, tol)                                                                     \
+  do {                                                                                             \
+    double a_ = (a), b_ = (b);                                                                     \
+    if (!(fabs(a_ - b_) <= (tol)))                                                                 \
+      fail_msg("%s = %.9g, expected %.9g +/- %g", #a, a_, b_, (double)(tol));                      \
   } while (0)
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -165,7 +165,8 @@ static void test_elasticity(void **state) {
   assert_near(r.pfi, 1.6, 1e-12);
   pflex_pfi_result_release(&r);
 
-  const struct pflex_pfi_point three[] = {pt(200, 1000, 100), pt(400, 1000 * exp(1), 100 * exp(0.4)),
+  const struct pflex_pfi_point three[] = {pt(200, 1000, 100),
+                                          pt(400, 1000 * exp(1), 100 * exp(0.4)),
                                           pt(700, 1000 * exp(2), 100 * exp(0.6))};
   o.definition = PFLEX_PFI_ELASTICITY;
   assert_int_equal(pflex_pfi_compute(three, 3, &o, &r), 0);
@@ -186,9 +187,10 @@ static void test_elasticity(void **state) {
  *   PFI = (1.5526316 + 3.1578947)/2 = 2.3552632 on 3 runs.
  * Paper rule: kept, PFI = (1.5526316 + 3.1578947 + 8.4210526)/3 = 4.3771930:
  *   one run of noise nearly doubles the index. */
-static const struct pflex_pfi_point curve_b[] = {
-    {200, 3600, 1200, 0, 0, 0}, {500, 8000, 1900, 0, 0, 0}, {600, 9300, 1995, 0, 0, 0},
-    {700, 9500, 2000, 0, 0, 0}};
+static const struct pflex_pfi_point curve_b[] = {{200, 3600, 1200, 0, 0, 0},
+                                                 {500, 8000, 1900, 0, 0, 0},
+                                                 {600, 9300, 1995, 0, 0, 0},
+                                                 {700, 9500, 2000, 0, 0, 0}};
 
 static void test_nonbinding_cap(void **state) {
   (void)state;
@@ -280,7 +282,8 @@ static void test_noisy_nonmonotone(void **state) {
 static void test_ci_linear(void **state) {
   (void)state;
   struct pflex_pfi_point two[] = {pt(300, 3000, 800), pt(700, 5000, 1000)};
-  for (size_t i = 0; i < 2; i++) two[i].have = PFLEX_PFI_HAVE_POWER_SD | PFLEX_PFI_HAVE_TPUT_SD;
+  for (size_t i = 0; i < 2; i++)
+    two[i].have = PFLEX_PFI_HAVE_POWER_SD | PFLEX_PFI_HAVE_TPUT_SD;
   two[0].power_sd = 50;
   struct pflex_pfi_opts o;
   pflex_pfi_opts_init(&o);
@@ -327,7 +330,8 @@ static void test_ci_default_cv(void **state) {
   o.power_cv = 0.008;
   o.tput_cv = 0.010;
   assert_int_equal(pflex_pfi_compute(two, 2, &o, &r2), 0);
-  assert_in_range((r2.ci_high - r2.ci_low) * 1000, 2 * 0.2322 * 1000 * 0.9, 2 * 0.2322 * 1000 * 1.15);
+  assert_in_range((r2.ci_high - r2.ci_low) * 1000, 2 * 0.2322 * 1000 * 0.9,
+                  2 * 0.2322 * 1000 * 1.15);
   pflex_pfi_result_release(&r2);
 }
 
@@ -381,18 +385,12 @@ static void test_names(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_eq1_index),
-      cmocka_unit_test(test_ratio_curve_a),
-      cmocka_unit_test(test_subgrid),
-      cmocka_unit_test(test_area),
-      cmocka_unit_test(test_elasticity),
-      cmocka_unit_test(test_nonbinding_cap),
-      cmocka_unit_test(test_noisy_nonmonotone),
-      cmocka_unit_test(test_ci_linear),
-      cmocka_unit_test(test_ci_default_cv),
-      cmocka_unit_test(test_ci_curves),
-      cmocka_unit_test(test_bad_input),
-      cmocka_unit_test(test_names),
+      cmocka_unit_test(test_eq1_index),         cmocka_unit_test(test_ratio_curve_a),
+      cmocka_unit_test(test_subgrid),           cmocka_unit_test(test_area),
+      cmocka_unit_test(test_elasticity),        cmocka_unit_test(test_nonbinding_cap),
+      cmocka_unit_test(test_noisy_nonmonotone), cmocka_unit_test(test_ci_linear),
+      cmocka_unit_test(test_ci_default_cv),     cmocka_unit_test(test_ci_curves),
+      cmocka_unit_test(test_bad_input),         cmocka_unit_test(test_names),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,11 +12,11 @@
 #include "pflex/stats.h"
 
 /* Debian 12's cmocka 1.1.5 has no double comparison (its float one rounds to float). */
-#define assert_near(a, b, tol)                                                              \
-  do {                                                                                      \
-    double a_ = (a), b_ = (b);                                                              \
-    if (!(fabs(a_ - b_) <= (tol))) fail_msg("%s = %.9g, expected %.9g +/- %g", #a, a_, b_, \
-                                            (double)(tol));                                 \
+#define assert_near(a, b, tol)                                                                     \
+  do {                                                                                             \
+    double a_ = (a), b_ = (b);                                                                     \
+    if (!(fabs(a_ - b_) <= (tol)))                                                                 \
+      fail_msg("%s = %.9g, expected %.9g +/- %g", #a, a_, b_, (double)(tol));                      \
   } while (0)
 
 /* Ranks with ties: 10, 20, 20, 30, 20 -> 1, 3, 3, 5, 3 (the three 20s share ranks 2-4). */
@@ -207,10 +207,13 @@ static void test_holm(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_ranks),           cmocka_unit_test(test_spearman),
+      cmocka_unit_test(test_ranks),
+      cmocka_unit_test(test_spearman),
       cmocka_unit_test(test_spearman_paper),
-      cmocka_unit_test(test_kruskal_textbook), cmocka_unit_test(test_kruskal_ties),
-      cmocka_unit_test(test_table10_summary), cmocka_unit_test(test_table10_kruskal_dunn),
+      cmocka_unit_test(test_kruskal_textbook),
+      cmocka_unit_test(test_kruskal_ties),
+      cmocka_unit_test(test_table10_summary),
+      cmocka_unit_test(test_table10_kruskal_dunn),
       cmocka_unit_test(test_holm),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
