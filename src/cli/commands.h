@@ -17,5 +17,7 @@ enum { PFLEX_EXIT_OK = 0, PFLEX_EXIT_FAIL = 1, PFLEX_EXIT_USAGE = 2 };
 extern const struct pflex_cmd pflex_cmd_version;
 extern const struct pflex_cmd pflex_cmd_import;
 extern const struct pflex_cmd pflex_cmd_export;
+extern const struct pflex_cmd pflex_cmd_pfi;
+extern const struct pflex_cmd pflex_cmd_stats;
 
 #endif
