@@ -96,8 +96,7 @@ int pflex_store_list_groups(struct pflex_store *store, struct pflex_store_group 
 void pflex_store_groups_free(struct pflex_store_group *groups, size_t n);
 
 /* The id of the stored run of group at cap_w (exact match): -ENOENT when none. */
-int pflex_store_run_id(struct pflex_store *store, const char *group, double cap_w,
-                       int64_t *ret_id);
+int pflex_store_run_id(struct pflex_store *store, const char *group, double cap_w, int64_t *ret_id);
 
 /* One raw telemetry sample of a run: metric of GPU gpu at time_s seconds. */
 struct pflex_sample {

@@ -195,6 +195,8 @@ out:
   return status;
 }
 
-const struct pflex_cmd pflex_cmd_export = {
-    .name = "export", .run = run, .summary = "write stored runs as a runs CSV or JSON file",
-    .usage = usage};
+const struct pflex_cmd pflex_cmd_export = {.name = "export",
+                                           .run = run,
+                                           .summary =
+                                               "write stored runs as a runs CSV or JSON file",
+                                           .usage = usage};

@@ -31,11 +31,14 @@ static bool ends_with(const char *s, const char *suffix) {
 }
 
 static int run(int argc, char **argv) {
-  static const struct option opts[] = {
-      {"db", required_argument, NULL, 'd'},      {"replace", no_argument, NULL, 'r'},
-      {"append", no_argument, NULL, 'a'},        {"unit", required_argument, NULL, 'u'},
-      {"tput-column", required_argument, NULL, 't'}, {"format", required_argument, NULL, 'f'},
-      {"json", no_argument, NULL, 'j'},          {NULL, 0, NULL, 0}};
+  static const struct option opts[] = {{"db", required_argument, NULL, 'd'},
+                                       {"replace", no_argument, NULL, 'r'},
+                                       {"append", no_argument, NULL, 'a'},
+                                       {"unit", required_argument, NULL, 'u'},
+                                       {"tput-column", required_argument, NULL, 't'},
+                                       {"format", required_argument, NULL, 'f'},
+                                       {"json", no_argument, NULL, 'j'},
+                                       {NULL, 0, NULL, 0}};
   const char *db = getenv("PFLEX_DB");
   if (!db || !*db) db = "pflex.db";
   const char *format = NULL;
@@ -49,8 +52,14 @@ static int run(int argc, char **argv) {
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
     switch (c) {
     case 'd': db = optarg; break;
-    case 'r': mode = PFLEX_STORE_REPLACE_GROUP; nmodes++; break;
-    case 'a': mode = PFLEX_STORE_APPEND; nmodes++; break;
+    case 'r':
+      mode = PFLEX_STORE_REPLACE_GROUP;
+      nmodes++;
+      break;
+    case 'a':
+      mode = PFLEX_STORE_APPEND;
+      nmodes++;
+      break;
     case 'u':
       if (cli_parse_unit(optarg, &ropts.unit)) {
         cli_error("--unit: '%s' is not tokens, samples, steps or step-time", optarg);
@@ -123,9 +132,9 @@ static int run(int argc, char **argv) {
   }
   size_t ngroups = res.groups_new + res.groups_replaced + res.groups_appended;
   if (json) {
-    json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I}", "db", db, "source", path,
-                          "groups", (json_int_t)ngroups, "new", (json_int_t)res.groups_new,
-                          "replaced", (json_int_t)res.groups_replaced, "appended",
+    json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I}", "db", db, "source", path, "groups",
+                          (json_int_t)ngroups, "new", (json_int_t)res.groups_new, "replaced",
+                          (json_int_t)res.groups_replaced, "appended",
                           (json_int_t)res.groups_appended, "runs", (json_int_t)res.runs);
     if (o) {
       json_dumpf(o, stdout, JSON_INDENT(2));
@@ -141,6 +150,7 @@ static int run(int argc, char **argv) {
   return PFLEX_EXIT_OK;
 }
 
-const struct pflex_cmd pflex_cmd_import = {
-    .name = "import", .run = run, .summary = "store a runs CSV or JSON file in the store",
-    .usage = usage};
+const struct pflex_cmd pflex_cmd_import = {.name = "import",
+                                           .run = run,
+                                           .summary = "store a runs CSV or JSON file in the store",
+                                           .usage = usage};

@@ -46,8 +46,8 @@ static json_t *run_to_json(const struct pflex_runset *set, const struct pflex_ru
     json_t *ex = json_object();
     err = set_new(o, "extra", ex);
     for (size_t k = 0; !err && k < set->nextra; k++)
-      err = set_new(ex, set->extra_names[k],
-                    json_string(r->extra && r->extra[k] ? r->extra[k] : ""));
+      err =
+          set_new(ex, set->extra_names[k], json_string(r->extra && r->extra[k] ? r->extra[k] : ""));
   }
   if (err) {
     json_decref(o);
@@ -70,7 +70,8 @@ int pflex_runs_to_json(const struct pflex_runset *set, char **ret_json) {
   for (size_t i = 0; !err && i < set->n; i++)
     err = json_array_append_new(runs, run_to_json(set, &set->runs[i])) ? -ENOMEM : 0;
   if (!err) {
-    err = json_object_set(root, "columns", cols) || json_object_set(root, "runs", runs) ? -ENOMEM : 0;
+    err =
+        json_object_set(root, "columns", cols) || json_object_set(root, "runs", runs) ? -ENOMEM : 0;
   }
   char *text = NULL;
   if (!err) {
@@ -194,8 +195,8 @@ static int get_bool(struct reader *rd, json_t *o, const char *key, size_t run, b
 }
 
 static const char *const run_keys[] = {
-    "group", "gpu",  "gpus", "cap_w",   "power_w", "tput",    "power_sd",  "tput_sd", "model",
-    "arch",  "task", "set",  "seq_len", "batch",   "ep",      "compile",   "grad_ckpt", "extra"};
+    "group", "gpu",  "gpus", "cap_w",   "power_w", "tput", "power_sd", "tput_sd",   "model",
+    "arch",  "task", "set",  "seq_len", "batch",   "ep",   "compile",  "grad_ckpt", "extra"};
 
 static int read_run(struct reader *rd, struct pflex_runset *set, json_t *o, size_t run) {
   if (!json_is_object(o)) return fail(rd, -PFLEX_E_PARSE, run, NULL, "not an object");
@@ -216,8 +217,8 @@ static int read_run(struct reader *rd, struct pflex_runset *set, json_t *o, size
   if (!err) err = get_string(rd, o, "gpu", run, true, &gpu);
   if (!err) err = get_int(rd, o, "gpus", run, &r.gpus, &have);
   if (!err && (!have || r.gpus <= 0))
-    err = fail(rd, -PFLEX_E_DATA, run, "gpus", "%s", have ? "not a positive integer"
-                                                          : "missing required field");
+    err = fail(rd, -PFLEX_E_DATA, run, "gpus", "%s",
+               have ? "not a positive integer" : "missing required field");
   if (!err) err = get_number(rd, o, "cap_w", run, true, &r.cap_w, &have);
   if (!err) err = get_number(rd, o, "power_w", run, true, &r.power_w, &have);
   if (!err) err = get_number(rd, o, "tput", run, true, &r.tput, &have);
@@ -229,15 +230,21 @@ static int read_run(struct reader *rd, struct pflex_runset *set, json_t *o, size
   if (!err) err = get_string(rd, o, "set", run, false, &sname);
   if (!err) err = get_string(rd, o, "arch", run, false, &arch);
   if (!err && arch) {
-    if (strcmp(arch, "dense") == 0) r.arch = PFLEX_ARCH_DENSE;
-    else if (strcmp(arch, "moe") == 0) r.arch = PFLEX_ARCH_MOE;
-    else err = fail(rd, -PFLEX_E_DATA, run, "arch", "'%s' is not dense or moe", arch);
+    if (strcmp(arch, "dense") == 0)
+      r.arch = PFLEX_ARCH_DENSE;
+    else if (strcmp(arch, "moe") == 0)
+      r.arch = PFLEX_ARCH_MOE;
+    else
+      err = fail(rd, -PFLEX_E_DATA, run, "arch", "'%s' is not dense or moe", arch);
   }
   if (!err) err = get_string(rd, o, "task", run, false, &task);
   if (!err && task) {
-    if (strcmp(task, "pt") == 0) r.task = PFLEX_TASK_PT;
-    else if (strcmp(task, "ft") == 0) r.task = PFLEX_TASK_FT;
-    else err = fail(rd, -PFLEX_E_DATA, run, "task", "'%s' is not pt or ft", task);
+    if (strcmp(task, "pt") == 0)
+      r.task = PFLEX_TASK_PT;
+    else if (strcmp(task, "ft") == 0)
+      r.task = PFLEX_TASK_FT;
+    else
+      err = fail(rd, -PFLEX_E_DATA, run, "task", "'%s' is not pt or ft", task);
   }
   if (!err) err = get_int(rd, o, "seq_len", run, &r.seq_len, &have);
   if (!err && have) r.have |= PFLEX_RUN_SEQ_LEN;
@@ -364,7 +371,8 @@ int pflex_runs_read_json(const char *path, struct pflex_runset *ret_set, struct 
   if (!err && len == 0) err = pflex_diag_set(diag, -PFLEX_E_PARSE, path, 0, NULL, "empty file");
   if (err) {
     free(buf);
-    if (diag && !diag->message[0]) pflex_diag_set(diag, err, path, 0, NULL, "%s", pflex_strerror(err));
+    if (diag && !diag->message[0])
+      pflex_diag_set(diag, err, path, 0, NULL, "%s", pflex_strerror(err));
     return err;
   }
   buf[len] = '\0';

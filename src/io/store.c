@@ -25,9 +25,8 @@
 #define BUSY_TIMEOUT_MS 5000
 
 /* The pflex_run.have bits that belong to the group's configuration. */
-#define CONFIG_BITS                                                                    \
-  (PFLEX_RUN_SEQ_LEN | PFLEX_RUN_BATCH | PFLEX_RUN_EP | PFLEX_RUN_COMPILE |            \
-   PFLEX_RUN_GRAD_CKPT)
+#define CONFIG_BITS                                                                                \
+  (PFLEX_RUN_SEQ_LEN | PFLEX_RUN_BATCH | PFLEX_RUN_EP | PFLEX_RUN_COMPILE | PFLEX_RUN_GRAD_CKPT)
 
 struct pflex_store {
   sqlite3 *db;
@@ -42,12 +41,16 @@ int pflex_store_schema_latest(void) {
 /* Maps an SQLite result code to a negative errno or pflex code. */
 static int map_rc(sqlite3 *db, int rc) {
   switch (rc & 0xff) {
-  case SQLITE_OK: case SQLITE_DONE: case SQLITE_ROW: return 0;
+  case SQLITE_OK:
+  case SQLITE_DONE:
+  case SQLITE_ROW: return 0;
   case SQLITE_NOMEM: return -ENOMEM;
-  case SQLITE_BUSY: case SQLITE_LOCKED: return -EBUSY;
+  case SQLITE_BUSY:
+  case SQLITE_LOCKED: return -EBUSY;
   case SQLITE_READONLY: return -EROFS;
   case SQLITE_FULL: return -ENOSPC;
-  case SQLITE_PERM: case SQLITE_AUTH: return -EACCES;
+  case SQLITE_PERM:
+  case SQLITE_AUTH: return -EACCES;
   case SQLITE_NOTADB: return -PFLEX_E_SCHEMA;
   case SQLITE_CONSTRAINT: return -PFLEX_E_DATA;
   case SQLITE_CANTOPEN: {
@@ -175,8 +178,7 @@ int pflex_store_open(const char *path, unsigned flags, struct pflex_store **ret_
     if (e != ENOENT || readonly || !(flags & PFLEX_STORE_CREATE))
       return pflex_diag_set(diag, -e, path, 0, NULL, "%s", strerror(e));
   } else if (S_ISDIR(sb.st_mode)) {
-    return pflex_diag_set(diag, -EISDIR, path, 0, NULL, "%s",
-                          strerror(EISDIR));
+    return pflex_diag_set(diag, -EISDIR, path, 0, NULL, "%s", strerror(EISDIR));
   }
   struct pflex_store *s = calloc(1, sizeof *s);
   if (!s) return -ENOMEM;
@@ -254,8 +256,11 @@ static const char *config_diff(const struct pflex_run *a, const struct pflex_run
   static const struct {
     unsigned bit;
     const char *name;
-  } bits[] = {{PFLEX_RUN_SEQ_LEN, "seq_len"}, {PFLEX_RUN_BATCH, "batch"}, {PFLEX_RUN_EP, "ep"},
-              {PFLEX_RUN_COMPILE, "compile"}, {PFLEX_RUN_GRAD_CKPT, "grad_ckpt"}};
+  } bits[] = {{PFLEX_RUN_SEQ_LEN, "seq_len"},
+              {PFLEX_RUN_BATCH, "batch"},
+              {PFLEX_RUN_EP, "ep"},
+              {PFLEX_RUN_COMPILE, "compile"},
+              {PFLEX_RUN_GRAD_CKPT, "grad_ckpt"}};
   for (size_t i = 0; i < sizeof bits / sizeof bits[0]; i++)
     if ((a->have & bits[i].bit) != (b->have & bits[i].bit)) return bits[i].name;
   if ((a->have & PFLEX_RUN_SEQ_LEN) && a->seq_len != b->seq_len) return "seq_len";
@@ -270,12 +275,18 @@ static const char *config_diff(const struct pflex_run *a, const struct pflex_run
  * come from anywhere, and SQLite would silently store a NaN as NULL. */
 static int check_run(const char *src, const struct pflex_run *r, struct pflex_diag *diag) {
   const char *bad = NULL;
-  if (!r->group || !*r->group) bad = "group";
-  else if (!r->gpu || !*r->gpu) bad = "gpu";
-  else if (r->gpus <= 0) bad = "gpus";
-  else if (!isfinite(r->cap_w) || r->cap_w <= 0) bad = "cap_w";
-  else if (!isfinite(r->power_w) || r->power_w <= 0) bad = "power_w";
-  else if (!isfinite(r->tput) || r->tput <= 0) bad = "tput";
+  if (!r->group || !*r->group)
+    bad = "group";
+  else if (!r->gpu || !*r->gpu)
+    bad = "gpu";
+  else if (r->gpus <= 0)
+    bad = "gpus";
+  else if (!isfinite(r->cap_w) || r->cap_w <= 0)
+    bad = "cap_w";
+  else if (!isfinite(r->power_w) || r->power_w <= 0)
+    bad = "power_w";
+  else if (!isfinite(r->tput) || r->tput <= 0)
+    bad = "tput";
   else if ((r->have & PFLEX_RUN_POWER_SD) && (!isfinite(r->power_sd) || r->power_sd < 0))
     bad = "power_sd";
   else if ((r->have & PFLEX_RUN_TPUT_SD) && (!isfinite(r->tput_sd) || r->tput_sd < 0))
@@ -287,18 +298,24 @@ static int check_run(const char *src, const struct pflex_run *r, struct pflex_di
 }
 
 static void bind_text_or_null(sqlite3_stmt *st, int i, const char *v) {
-  if (v) sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
-  else sqlite3_bind_null(st, i);
+  if (v)
+    sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
+  else
+    sqlite3_bind_null(st, i);
 }
 
 static void bind_int_if(sqlite3_stmt *st, int i, bool have, sqlite3_int64 v) {
-  if (have) sqlite3_bind_int64(st, i, v);
-  else sqlite3_bind_null(st, i);
+  if (have)
+    sqlite3_bind_int64(st, i, v);
+  else
+    sqlite3_bind_null(st, i);
 }
 
 static void bind_double_if(sqlite3_stmt *st, int i, bool have, double v) {
-  if (have) sqlite3_bind_double(st, i, v);
-  else sqlite3_bind_null(st, i);
+  if (have)
+    sqlite3_bind_double(st, i, v);
+  else
+    sqlite3_bind_null(st, i);
 }
 
 static const char *col_text(sqlite3_stmt *st, int i) {
@@ -307,20 +324,41 @@ static const char *col_text(sqlite3_stmt *st, int i) {
 
 /* Fills the configuration fields of r from a groups row selected with GROUP_COLS
  * starting at column 0. Strings borrow from the statement. */
-#define GROUP_COLS                                                                      \
-  "g.name, g.gpu, g.gpus, g.unit, g.model, g.arch, g.task, g.set_name, g.seq_len, g.batch," \
+#define GROUP_COLS                                                                                 \
+  "g.name, g.gpu, g.gpus, g.unit, g.model, g.arch, g.task, g.set_name, g.seq_len, g.batch,"        \
   " g.ep, g.compile, g.grad_ckpt, g.source, g.imported_at, g.id"
-enum { GC_NAME, GC_GPU, GC_GPUS, GC_UNIT, GC_MODEL, GC_ARCH, GC_TASK, GC_SET, GC_SEQ_LEN,
-       GC_BATCH, GC_EP, GC_COMPILE, GC_GRAD_CKPT, GC_SOURCE, GC_IMPORTED_AT, GC_ID, GC_END };
+enum {
+  GC_NAME,
+  GC_GPU,
+  GC_GPUS,
+  GC_UNIT,
+  GC_MODEL,
+  GC_ARCH,
+  GC_TASK,
+  GC_SET,
+  GC_SEQ_LEN,
+  GC_BATCH,
+  GC_EP,
+  GC_COMPILE,
+  GC_GRAD_CKPT,
+  GC_SOURCE,
+  GC_IMPORTED_AT,
+  GC_ID,
+  GC_END
+};
 
 static enum pflex_arch arch_from(const char *s) {
-  return !s ? PFLEX_ARCH_UNKNOWN : strcmp(s, "dense") == 0 ? PFLEX_ARCH_DENSE
-         : strcmp(s, "moe") == 0 ? PFLEX_ARCH_MOE : PFLEX_ARCH_UNKNOWN;
+  return !s                        ? PFLEX_ARCH_UNKNOWN
+         : strcmp(s, "dense") == 0 ? PFLEX_ARCH_DENSE
+         : strcmp(s, "moe") == 0   ? PFLEX_ARCH_MOE
+                                   : PFLEX_ARCH_UNKNOWN;
 }
 
 static enum pflex_task task_from(const char *s) {
-  return !s ? PFLEX_TASK_UNKNOWN : strcmp(s, "pt") == 0 ? PFLEX_TASK_PT
-         : strcmp(s, "ft") == 0 ? PFLEX_TASK_FT : PFLEX_TASK_UNKNOWN;
+  return !s                     ? PFLEX_TASK_UNKNOWN
+         : strcmp(s, "pt") == 0 ? PFLEX_TASK_PT
+         : strcmp(s, "ft") == 0 ? PFLEX_TASK_FT
+                                : PFLEX_TASK_UNKNOWN;
 }
 
 static void group_row_to_run(sqlite3_stmt *st, struct pflex_run *r) {
@@ -335,8 +373,11 @@ static void group_row_to_run(sqlite3_stmt *st, struct pflex_run *r) {
   static const struct {
     int col;
     unsigned bit;
-  } ints[] = {{GC_SEQ_LEN, PFLEX_RUN_SEQ_LEN}, {GC_BATCH, PFLEX_RUN_BATCH}, {GC_EP, PFLEX_RUN_EP},
-              {GC_COMPILE, PFLEX_RUN_COMPILE}, {GC_GRAD_CKPT, PFLEX_RUN_GRAD_CKPT}};
+  } ints[] = {{GC_SEQ_LEN, PFLEX_RUN_SEQ_LEN},
+              {GC_BATCH, PFLEX_RUN_BATCH},
+              {GC_EP, PFLEX_RUN_EP},
+              {GC_COMPILE, PFLEX_RUN_COMPILE},
+              {GC_GRAD_CKPT, PFLEX_RUN_GRAD_CKPT}};
   for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
     if (sqlite3_column_type(st, ints[i].col) != SQLITE_NULL) r->have |= ints[i].bit;
   r->seq_len = sqlite3_column_int(st, GC_SEQ_LEN);
@@ -352,8 +393,7 @@ struct put_ctx {
   const char *src; /* file the runs came from (their lines count there), else the store */
   const struct pflex_runset *set;
   struct pflex_diag *diag;
-  sqlite3_stmt *find_group, *delete_group, *insert_group, *touch_group, *insert_run,
-      *insert_extra;
+  sqlite3_stmt *find_group, *delete_group, *insert_group, *touch_group, *insert_run, *insert_extra;
 };
 
 static int step_done(struct put_ctx *c, sqlite3_stmt *st, const char *what) {
@@ -435,7 +475,8 @@ static int put_group(struct put_ctx *c, const size_t *idx, size_t n, enum pflex_
   sqlite3_int64 group_id = 0;
   int err = 0;
   bool exists = rc == SQLITE_ROW;
-  if (rc != SQLITE_ROW && rc != SQLITE_DONE) err = sql_fail(c->s, rc, c->diag, "cannot look up a group");
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+    err = sql_fail(c->s, rc, c->diag, "cannot look up a group");
   if (!err && exists) {
     group_id = sqlite3_column_int64(st, GC_ID);
     if (mode == PFLEX_STORE_REJECT_EXISTING) {
@@ -446,8 +487,8 @@ static int put_group(struct put_ctx *c, const size_t *idx, size_t n, enum pflex_
       group_row_to_run(st, &stored);
       const char *field = config_diff(&stored, first);
       enum pflex_tput_unit unit;
-      if (!field && (pflex_tput_unit_from_key(col_text(st, GC_UNIT), &unit) ||
-                     unit != c->set->unit))
+      if (!field &&
+          (pflex_tput_unit_from_key(col_text(st, GC_UNIT), &unit) || unit != c->set->unit))
         field = "unit";
       if (field)
         err = pflex_diag_set(c->diag, -PFLEX_E_DATA, c->src, first->line, field,
@@ -492,7 +533,8 @@ int pflex_store_put_runs(struct pflex_store *store, const struct pflex_runset *s
   if (!store || !set) return -EINVAL;
   if (store->readonly)
     return pflex_diag_set(diag, -EROFS, store->path, 0, NULL, "store opened read-only");
-  struct put_ctx c = {.s = store, .src = set->source ? set->source : store->path, .set = set, .diag = diag};
+  struct put_ctx c = {
+      .s = store, .src = set->source ? set->source : store->path, .set = set, .diag = diag};
   struct pflex_store_put_result res = {0};
   struct pflex_group *groups = NULL;
   size_t ngroups = 0;
@@ -523,8 +565,9 @@ int pflex_store_put_runs(struct pflex_store *store, const struct pflex_runset *s
                   " source_line) VALUES (?, ?, ?, ?, ?, ?, ?)",
                   &c.insert_run, diag);
   if (!err)
-    err = prepare(store, "INSERT INTO run_extras (run_id, position, name, value) VALUES (?, ?, ?, ?)",
-                  &c.insert_extra, diag);
+    err =
+        prepare(store, "INSERT INTO run_extras (run_id, position, name, value) VALUES (?, ?, ?, ?)",
+                &c.insert_extra, diag);
   if (!err) err = exec(store, "BEGIN IMMEDIATE", diag, "cannot start a transaction");
   for (size_t g = 0; !err && g < ngroups; g++) {
     /* File order within the group, not the cap order pflex_runset_groups gives. */
@@ -599,7 +642,8 @@ int pflex_store_get_runs(struct pflex_store *store, const char *const *groups, s
   /* One read transaction: a concurrent import cannot tear the result. */
   int err = exec(store, "BEGIN", diag, "cannot start a transaction");
   if (!err) err = prepare(store, "SELECT " GROUP_COLS " FROM groups g ORDER BY g.id", &all, diag);
-  if (!err) err = prepare(store, "SELECT " GROUP_COLS " FROM groups g WHERE g.name = ?", &one, diag);
+  if (!err)
+    err = prepare(store, "SELECT " GROUP_COLS " FROM groups g WHERE g.name = ?", &one, diag);
   if (!err)
     err = prepare(store,
                   "SELECT id, cap_w, power_w, tput, power_sd, tput_sd FROM runs"
@@ -638,7 +682,8 @@ int pflex_store_get_runs(struct pflex_store *store, const char *const *groups, s
     }
     sqlite3_int64 id = sqlite3_column_int64(st, GC_ID);
     bool dup = false;
-    for (size_t k = 0; k < nids; k++) dup = dup || ids[k] == id;
+    for (size_t k = 0; k < nids; k++)
+      dup = dup || ids[k] == id;
     if (ngroups && !dup) ids[nids++] = id;
     enum pflex_tput_unit unit = PFLEX_TPUT_TOKENS_PER_S;
     if (!dup && pflex_tput_unit_from_key(col_text(st, GC_UNIT), &unit))
@@ -729,7 +774,8 @@ int pflex_store_list_groups(struct pflex_store *store, struct pflex_store_group 
     g->name = dup_col(st, GC_NAME, &ok);
     g->gpu = dup_col(st, GC_GPU, &ok);
     g->gpus = sqlite3_column_int(st, GC_GPUS);
-    if (pflex_tput_unit_from_key(col_text(st, GC_UNIT), &g->unit)) g->unit = PFLEX_TPUT_TOKENS_PER_S;
+    if (pflex_tput_unit_from_key(col_text(st, GC_UNIT), &g->unit))
+      g->unit = PFLEX_TPUT_TOKENS_PER_S;
     g->model = dup_col(st, GC_MODEL, &ok);
     g->arch = arch_from(col_text(st, GC_ARCH));
     g->task = task_from(col_text(st, GC_TASK));
@@ -768,8 +814,10 @@ int pflex_store_run_id(struct pflex_store *store, const char *group, double cap_
   sqlite3_bind_text(st, 1, group, -1, SQLITE_TRANSIENT);
   sqlite3_bind_double(st, 2, cap_w);
   int rc = sqlite3_step(st);
-  if (rc == SQLITE_ROW) *ret_id = sqlite3_column_int64(st, 0);
-  else err = rc == SQLITE_DONE ? -ENOENT : map_rc(store->db, rc);
+  if (rc == SQLITE_ROW)
+    *ret_id = sqlite3_column_int64(st, 0);
+  else
+    err = rc == SQLITE_DONE ? -ENOENT : map_rc(store->db, rc);
   sqlite3_finalize(st);
   return err;
 }
@@ -836,12 +884,13 @@ int pflex_store_add_samples(struct pflex_store *store, int64_t run_id,
   struct metric_cache mc = {0};
   int err = exec(store, "BEGIN IMMEDIATE", NULL, NULL);
   if (!err) err = run_exists(store, run_id);
-  if (!err) err = prepare(store, "INSERT OR IGNORE INTO metrics (name) VALUES (?)", &ins_metric, NULL);
+  if (!err)
+    err = prepare(store, "INSERT OR IGNORE INTO metrics (name) VALUES (?)", &ins_metric, NULL);
   if (!err) err = prepare(store, "SELECT id FROM metrics WHERE name = ?", &sel_metric, NULL);
   if (!err)
-    err = prepare(store,
-                  "INSERT INTO samples (run_id, metric_id, gpu, time_s, value) VALUES (?, ?, ?, ?, ?)",
-                  &ins, NULL);
+    err = prepare(
+        store, "INSERT INTO samples (run_id, metric_id, gpu, time_s, value) VALUES (?, ?, ?, ?, ?)",
+        &ins, NULL);
   for (size_t i = 0; !err && i < n; i++) {
     sqlite3_int64 mid = 0;
     err = metric_id(store, &mc, ins_metric, sel_metric, samples[i].metric, &mid);
@@ -865,11 +914,14 @@ int pflex_store_add_samples(struct pflex_store *store, int64_t run_id,
   return err;
 }
 
-void pflex_sample_set_init(struct pflex_sample_set *set) { memset(set, 0, sizeof *set); }
+void pflex_sample_set_init(struct pflex_sample_set *set) {
+  memset(set, 0, sizeof *set);
+}
 
 void pflex_sample_set_release(struct pflex_sample_set *set) {
   if (!set) return;
-  for (size_t i = 0; i < set->nmetrics; i++) free(set->metrics[i]);
+  for (size_t i = 0; i < set->nmetrics; i++)
+    free(set->metrics[i]);
   free(set->metrics);
   free(set->samples);
   pflex_sample_set_init(set);

@@ -15,8 +15,8 @@
 #include "pflex/runs_json.h"
 
 static struct pflex_run mkrun(const char *group, double cap, double p, double t) {
-  return (struct pflex_run){.group = (char *)group, .gpu = "H200", .gpus = 8, .cap_w = cap,
-                            .power_w = p, .tput = t};
+  return (struct pflex_run){
+      .group = (char *)group, .gpu = "H200", .gpus = 8, .cap_w = cap, .power_w = p, .tput = t};
 }
 
 /* Every field in use somewhere; awkward doubles; an extra column empty everywhere. */
@@ -50,7 +50,8 @@ static void assert_same(const struct pflex_runset *x, const struct pflex_runset 
   assert_int_equal(x->n, y->n);
   assert_int_equal(x->unit, y->unit);
   assert_int_equal(x->nextra, y->nextra);
-  for (size_t k = 0; k < x->nextra; k++) assert_string_equal(x->extra_names[k], y->extra_names[k]);
+  for (size_t k = 0; k < x->nextra; k++)
+    assert_string_equal(x->extra_names[k], y->extra_names[k]);
   for (size_t i = 0; i < x->n; i++) {
     const struct pflex_run *a = &x->runs[i], *b = &y->runs[i];
     assert_string_equal(a->group, b->group);
@@ -69,11 +70,16 @@ static void assert_same(const struct pflex_runset *x, const struct pflex_runset 
     if (a->have & PFLEX_RUN_GRAD_CKPT) assert_int_equal(a->grad_ckpt, b->grad_ckpt);
     assert_int_equal(a->arch, b->arch);
     assert_int_equal(a->task, b->task);
-    if (a->model) assert_string_equal(a->model, b->model);
-    else assert_null(b->model);
-    if (a->set) assert_string_equal(a->set, b->set);
-    else assert_null(b->set);
-    for (size_t k = 0; k < x->nextra; k++) assert_string_equal(a->extra[k], b->extra[k]);
+    if (a->model)
+      assert_string_equal(a->model, b->model);
+    else
+      assert_null(b->model);
+    if (a->set)
+      assert_string_equal(a->set, b->set);
+    else
+      assert_null(b->set);
+    for (size_t k = 0; k < x->nextra; k++)
+      assert_string_equal(a->extra[k], b->extra[k]);
   }
 }
 
@@ -180,8 +186,8 @@ static void expect_error(const char *doc, int code, const char *column, const ch
 }
 
 #define HEAD "{\"format\": \"pflex-runs\", \"version\": 1, \"unit\": \"tokens_per_s\", \"runs\": ["
-#define RUN(extra) \
-  "{\"group\": \"g\", \"gpu\": \"H100\", \"gpus\": 8, \"cap_w\": 700, \"power_w\": 5000, " \
+#define RUN(extra)                                                                                 \
+  "{\"group\": \"g\", \"gpu\": \"H100\", \"gpus\": 8, \"cap_w\": 700, \"power_w\": 5000, "         \
   "\"tput\": 10" extra "}"
 
 static void test_errors(void **state) {
@@ -190,8 +196,9 @@ static void test_errors(void **state) {
   expect_error("[]", -PFLEX_E_PARSE, NULL, "not a JSON object");
   expect_error("{\"format\": \"other\", \"version\": 1, \"unit\": \"tokens_per_s\", \"runs\": []}",
                -PFLEX_E_DATA, "format", NULL);
-  expect_error("{\"format\": \"pflex-runs\", \"version\": 2, \"unit\": \"tokens_per_s\", \"runs\": []}",
-               -PFLEX_E_DATA, "version", NULL);
+  expect_error(
+      "{\"format\": \"pflex-runs\", \"version\": 2, \"unit\": \"tokens_per_s\", \"runs\": []}",
+      -PFLEX_E_DATA, "version", NULL);
   expect_error("{\"format\": \"pflex-runs\", \"version\": 1, \"unit\": \"furlongs\", \"runs\": []}",
                -PFLEX_E_DATA, "unit", "furlongs");
   expect_error(HEAD RUN(", \"power_sd\": -1") "]}", -PFLEX_E_DATA, "power_sd", "run 1");

@@ -79,8 +79,12 @@ static struct pflex_store *open_rw(const char *path) {
 
 static struct pflex_run mkrun(const char *group, const char *gpu, int gpus, double cap, double p,
                               double t) {
-  return (struct pflex_run){.group = (char *)group, .gpu = (char *)gpu, .gpus = gpus,
-                            .cap_w = cap, .power_w = p, .tput = t};
+  return (struct pflex_run){.group = (char *)group,
+                            .gpu = (char *)gpu,
+                            .gpus = gpus,
+                            .cap_w = cap,
+                            .power_w = p,
+                            .tput = t};
 }
 
 static void add(struct pflex_runset *set, struct pflex_run r) {
@@ -155,8 +159,9 @@ static void test_fresh_store_gets_latest_schema(void **state) {
   assert_int_equal(raw_count(f->db, "SELECT count(*) FROM schema_version"), 1);
   assert_int_equal(raw_count(f->db, "SELECT max(version) FROM schema_version"), 1);
   /* Every table of schema 1 exists. */
-  assert_int_equal(raw_count(f->db, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND "
-                                    "name IN ('groups', 'runs', 'run_extras', 'metrics', 'samples')"),
+  assert_int_equal(raw_count(f->db,
+                             "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND "
+                             "name IN ('groups', 'runs', 'run_extras', 'metrics', 'samples')"),
                    5);
 }
 
@@ -256,10 +261,14 @@ static void assert_same_run(const struct pflex_runset *xs, size_t i, const struc
   if (x->have & PFLEX_RUN_EP) assert_int_equal(x->ep, y->ep);
   if (x->have & PFLEX_RUN_COMPILE) assert_int_equal(x->compile, y->compile);
   if (x->have & PFLEX_RUN_GRAD_CKPT) assert_int_equal(x->grad_ckpt, y->grad_ckpt);
-  if (x->model) assert_string_equal(x->model, y->model);
-  else assert_null(y->model);
-  if (x->set) assert_string_equal(x->set, y->set);
-  else assert_null(y->set);
+  if (x->model)
+    assert_string_equal(x->model, y->model);
+  else
+    assert_null(y->model);
+  if (x->set)
+    assert_string_equal(x->set, y->set);
+  else
+    assert_null(y->set);
   assert_int_equal(x->arch, y->arch);
   assert_int_equal(x->task, y->task);
   for (size_t k = 0; k < xs->nextra; k++) {
@@ -291,7 +300,8 @@ static void test_put_get_round_trip(void **state) {
   assert_int_equal(got.nextra, 2);
   assert_string_equal(got.extra_names[0], "dram_active");
   assert_string_equal(got.extra_names[1], "note");
-  for (size_t i = 0; i < 4; i++) assert_same_run(&set, i, &got, i);
+  for (size_t i = 0; i < 4; i++)
+    assert_same_run(&set, i, &got, i);
   /* Spelled out for the tricky ones: a missing power_sd stays missing, 1/3 stays 1/3. */
   assert_false(got.runs[1].have & PFLEX_RUN_POWER_SD);
   assert_true(got.runs[0].tput_sd == 0.1);
@@ -543,8 +553,8 @@ static void test_samples(void **state) {
   for (int t = 0; t < 5; t++)
     for (int g = 0; g < 2; g++)
       for (int m = 0; m < 3; m++)
-        smp[n++] = (struct pflex_sample){.time_s = 0.5 * t, .gpu = g, .metric = metrics[m],
-                                         .value = 100.0 * m + 10.0 * g + t};
+        smp[n++] = (struct pflex_sample){
+            .time_s = 0.5 * t, .gpu = g, .metric = metrics[m], .value = 100.0 * m + 10.0 * g + t};
   assert_int_equal(pflex_store_add_samples(s, id, smp, n), 0);
 
   struct pflex_sample_set got;
@@ -565,7 +575,8 @@ static void test_samples(void **state) {
 
   assert_int_equal(pflex_store_get_samples(s, id, "power_w", &got), 0);
   assert_int_equal(got.n, 10);
-  for (size_t i = 0; i < got.n; i++) assert_string_equal(got.samples[i].metric, "power_w");
+  for (size_t i = 0; i < got.n; i++)
+    assert_string_equal(got.samples[i].metric, "power_w");
   pflex_sample_set_release(&got);
 
   /* A bad sample in a batch: none of the batch is stored. */
