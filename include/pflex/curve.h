@@ -150,6 +150,10 @@ int pflex_curve_from_pfi(double pfi, double p_min, double p_max, double t_max,
                          const double *grid_w, size_t n, const struct pflex_curve_params *params,
                          struct pflex_curve **ret_curve);
 
+/* Relative throughput T/T_max of the family at relative power P/P_max (clamped
+ * to [0, 1]); no allocation, for fitting loops. */
+double pflex_curve_family_tput(const struct pflex_curve_params *params, double p_rel);
+
 /* Default params for a GPU type and job: idle_frac = gpus * idle_w / p_max
  * (idle_w from the GPU type, H200 when unknown), knee and vratio the defaults,
  * c = 1. */

@@ -399,6 +399,10 @@ int pflex_curve_pfi(const struct pflex_curve *c, const double *grid, size_t n, d
   return 0;
 }
 
+double pflex_curve_family_tput(const struct pflex_curve_params *q, double p_rel) {
+  return par_tput_rel(q, par_clock(q, clamp(p_rel, 0.0, 1.0)));
+}
+
 void pflex_curve_params_default(const char *gpu, int gpus, double p_max,
                                 struct pflex_curve_params *ret) {
   double idle = PFLEX_CURVE_IDLE_W_H200;

@@ -1,0 +1,124 @@
+/* The allocation study (paper.md section 6; issue 4 items 4-5): synthetic
+ * workloads of jobs sampled from sweep groups, cluster power cuts, every
+ * strategy, throughput measured on the groups' true curves.
+ *
+ * The engine knows nothing of how PFI is predicted: the caller passes, per
+ * prediction mode (in-sample, leave-one-out, ...), one predicted PFI per
+ * group. pfi uses it in Eq. 2; optimal allocates on the curve of the
+ * parametric family with that PFI on the paper's cap grid for the job
+ * (pflex_curve_from_pfi), bounded by the job's known P_min, P_max and T_max.
+ * oracle allocates on the true curves. Every allocation is scored on the true
+ * curves.
+ *
+ * Closed loop (rounds > 0, optimal only): after each allocation every job's
+ * true throughput at its allocated power is observed with Gaussian relative
+ * noise; the job's curve is refitted within the family to all its
+ * observations so far and the uncapped point; the cluster is re-allocated.
+ *
+ * Seeded and deterministic: the workloads depend only on the seed, the
+ * scenario, and the number of workloads and jobs; the measurement noise on a
+ * separate stream. */
+#ifndef PFLEX_STUDY_H
+#define PFLEX_STUDY_H
+
+#include <stddef.h>
+
+#include "pflex/alloc.h"
+#include "pflex/curve.h"
+#include "pflex/runs.h"
+
+/* Acme trace, Seren cluster, GPU jobs of all end states (Hu et al., NSDI 2024;
+ * InternLM/AcmeTrace, CC BY 4.0; numbers from ../shared/data/README.md). */
+#define PFLEX_ACME_PRETRAIN_JOBS 4026
+#define PFLEX_ACME_SFT_JOBS 66971
+
+enum pflex_study_scenario {
+  PFLEX_SCENARIO_RANDOM = 0, /* jobs drawn uniformly, with replacement, from all groups */
+  PFLEX_SCENARIO_PRODUCTION, /* pretraining with probability 4026 / (4026 + 66971), else
+                                fine-tuning; uniformly among the groups of that task */
+  PFLEX_SCENARIO_N
+};
+
+enum pflex_study_pred {
+  PFLEX_PRED_TRUE = 0, /* the groups' own PFI (perfect knowledge) */
+  PFLEX_PRED_IN_SAMPLE,
+  PFLEX_PRED_LOO,
+  PFLEX_PRED_LOCO,
+  PFLEX_PRED_PRIOR,
+  PFLEX_PRED_N
+};
+
+/* One sweep group as the study sees it. */
+struct pflex_study_group {
+  const char *name;
+  const char *gpu;                 /* GPU type (idle power of the family); NULL: H200 */
+  const struct pflex_curve *curve; /* the true curve (measured) */
+  int gpus;
+  enum pflex_arch arch;
+  enum pflex_task task;
+  double dram_copy; /* NAN when unknown: then the dram strategy is skipped */
+};
+
+/* Predicted PFI of every group under one prediction mode. */
+struct pflex_study_predset {
+  enum pflex_study_pred mode;
+  const double *pfi; /* ngroups values */
+};
+
+struct pflex_study_opts {
+  size_t workloads;    /* default 500 */
+  size_t jobs;         /* jobs per workload, default 100 */
+  const double *cuts;  /* cut fractions; NULL: 0, 0.05, ..., 0.40 */
+  size_t ncuts;
+  unsigned scenarios;  /* bit (1 << scenario); default both */
+  unsigned strategies; /* bit (1 << strategy); default all */
+  unsigned rounds;     /* closed-loop rounds after the first allocation, default 0 */
+  double noise;        /* relative SD of an observed throughput, default 0.005 (paper: CV 0.5%) */
+  unsigned long seed;  /* default 1 */
+  unsigned knots;      /* optimizer knots (pflex_alloc_opts), default 33 */
+};
+
+/* Fills the defaults listed above. */
+void pflex_study_opts_init(struct pflex_study_opts *opts);
+
+/* One line of the results: a scenario, strategy, prediction mode, round and
+ * cut, over all workloads for which the cut was feasible. Strategies that use
+ * no prediction (equal, moe-ft, dram, oracle) are reported once, with
+ * prediction PFLEX_PRED_TRUE. */
+struct pflex_study_result {
+  enum pflex_study_scenario scenario;
+  enum pflex_alloc_strategy strategy;
+  enum pflex_study_pred prediction;
+  unsigned round;        /* 0 unless closed loop */
+  double cut;
+  size_t workloads;      /* workloads counted (the cut was feasible) */
+  double tokens_per_s;   /* mean total true throughput per workload */
+  double loss_vs_oracle; /* 1 - sum T / sum T_oracle */
+  double gap_recovered;  /* (sum T - sum T_equal) / (sum T_oracle - sum T_equal); NAN if no gap */
+  double gain_per_job;   /* (sum T - sum T_equal) / (workloads * jobs) */
+  size_t above_oracle;   /* workloads where this strategy beat the oracle by > 1e-9 relative
+                            (the oracle's optimizer is approximate on smooth curves) */
+};
+
+const char *pflex_study_scenario_name(enum pflex_study_scenario s);
+const char *pflex_study_pred_name(enum pflex_study_pred p);
+
+/* Runs the study. *ret_results (free with free()) holds *ret_n results in the
+ * order scenario, cut, strategy, prediction set (in the order given), round.
+ * -PFLEX_E_DATA when the production scenario is asked for and the groups lack
+ * pretraining or fine-tuning groups (a task column); -EINVAL on bad options,
+ * a NaN prediction or a group without a curve; -ENOMEM. */
+int pflex_study_run(const struct pflex_study_group *groups, size_t ngroups,
+                    const struct pflex_study_predset *preds, size_t npreds,
+                    const struct pflex_study_opts *opts, struct pflex_study_result **ret_results,
+                    size_t *ret_n);
+
+/* Refits a family curve to observations: the member along the path of
+ * pflex_curve_from_pfi (c in (0, 1], then vratio down to 1) that best fits,
+ * in least squares on T/T_max, the points (obs_w[k], obs_t[k]); the knee,
+ * idle share and path start come from *base. Writes the params to *ret. */
+int pflex_study_refit(const struct pflex_curve_params *base, double p_max, double t_max,
+                      const double *obs_w, const double *obs_t, size_t nobs,
+                      struct pflex_curve_params *ret);
+
+#endif

@@ -1,0 +1,476 @@
+/* The allocation study engine (include/pflex/study.h): sample workloads from
+ * sweep groups, allocate under each cut with each strategy, score on the true
+ * curves, aggregate; optionally the simulated closed loop. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_min.h>
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+
+#include "pflex/error.h"
+#include "pflex/jobs.h"
+#include "pflex/study.h"
+
+static const double default_cuts[] = {0, 0.05, 0.10, 0.15, 0.20, 0.25, 0.30, 0.35, 0.40};
+
+void pflex_study_opts_init(struct pflex_study_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->workloads = 500;
+  o->jobs = 100;
+  o->cuts = default_cuts;
+  o->ncuts = sizeof default_cuts / sizeof default_cuts[0];
+  o->scenarios = (1u << PFLEX_SCENARIO_N) - 1;
+  o->strategies = (1u << PFLEX_ALLOC_NSTRATEGIES) - 1;
+  o->noise = 0.005;
+  o->seed = 1;
+  o->knots = 33;
+}
+
+const char *pflex_study_scenario_name(enum pflex_study_scenario s) {
+  static const char *const n[] = {"random", "production"};
+  return (unsigned)s < PFLEX_SCENARIO_N ? n[s] : "unknown";
+}
+
+const char *pflex_study_pred_name(enum pflex_study_pred p) {
+  static const char *const n[] = {"true", "in-sample", "loo", "loco", "prior"};
+  return (unsigned)p < PFLEX_PRED_N ? n[p] : "unknown";
+}
+
+/* ---- closed-loop refit ---------------------------------------------------- */
+
+/* The one-parameter path of pflex_curve_from_pfi: u in (0, 1] is c, u in
+ * (1, 2] lowers vratio from its base value to 1 with c = 1. */
+static struct pflex_curve_params on_path(const struct pflex_curve_params *base, double u) {
+  struct pflex_curve_params q = *base;
+  if (u <= 1) {
+    q.c = u;
+  } else {
+    q.c = 1;
+    q.vratio = base->vratio - (u - 1) * (base->vratio - 1);
+    if (q.vratio < 1) q.vratio = 1;
+  }
+  return q;
+}
+
+struct refit {
+  const struct pflex_curve_params *base;
+  double p_max, t_max;
+  const double *w, *t;
+  size_t n;
+};
+
+static double sse(double u, void *data) {
+  const struct refit *r = data;
+  struct pflex_curve_params q = on_path(r->base, u);
+  double s = 0;
+  /* The uncapped point is on every member: T(P_max) = T_max. */
+  for (size_t k = 0; k < r->n; k++) {
+    double e = pflex_curve_family_tput(&q, r->w[k] / r->p_max) - r->t[k] / r->t_max;
+    s += e * e;
+  }
+  return s;
+}
+
+int pflex_study_refit(const struct pflex_curve_params *base, double p_max, double t_max,
+                      const double *obs_w, const double *obs_t, size_t nobs,
+                      struct pflex_curve_params *ret) {
+  if (!base || !(p_max > 0) || !(t_max > 0) || (nobs && (!obs_w || !obs_t))) return -EINVAL;
+  if (nobs == 0) {
+    *ret = *base;
+    return 0;
+  }
+  struct pflex_curve_params b = *base;
+  b.c = 1;
+  struct refit r = {.base = &b, .p_max = p_max, .t_max = t_max, .w = obs_w, .t = obs_t, .n = nobs};
+  /* A coarse scan brackets the minimum; Brent polishes it. The cost is
+   * unimodal along the path for one observation and nearly so for more. */
+  enum { NSCAN = 41 };
+  const double lo = 1e-4, hi = 2.0;
+  double best_u = lo, best = INFINITY, us[NSCAN], fs[NSCAN];
+  size_t bi = 0;
+  for (size_t k = 0; k < NSCAN; k++) {
+    us[k] = lo + (hi - lo) * (double)k / (NSCAN - 1);
+    fs[k] = sse(us[k], &r);
+    if (fs[k] < best) {
+      best = fs[k];
+      best_u = us[k];
+      bi = k;
+    }
+  }
+  if (bi > 0 && bi + 1 < NSCAN && fs[bi] < fs[bi - 1] && fs[bi] < fs[bi + 1]) {
+    gsl_min_fminimizer *m = gsl_min_fminimizer_alloc(gsl_min_fminimizer_brent);
+    if (!m) return -ENOMEM;
+    gsl_function F = {.function = sse, .params = &r};
+    gsl_error_handler_t *old = gsl_set_error_handler_off();
+    if (gsl_min_fminimizer_set_with_values(m, &F, us[bi], fs[bi], us[bi - 1], fs[bi - 1],
+                                           us[bi + 1], fs[bi + 1]) == GSL_SUCCESS) {
+      for (int it = 0; it < 100; it++) {
+        if (gsl_min_fminimizer_iterate(m) != GSL_SUCCESS) break;
+        double a = gsl_min_fminimizer_x_lower(m), z = gsl_min_fminimizer_x_upper(m);
+        if (gsl_min_test_interval(a, z, 1e-10, 0) == GSL_SUCCESS) break;
+      }
+      double u = gsl_min_fminimizer_x_minimum(m), f = gsl_min_fminimizer_f_minimum(m);
+      if (f < best) best_u = u;
+    }
+    gsl_set_error_handler(old);
+    gsl_min_fminimizer_free(m);
+  }
+  *ret = on_path(&b, best_u);
+  return 0;
+}
+
+/* ---- the study --------------------------------------------------------------- */
+
+/* One output line per scenario and cut. */
+struct line {
+  enum pflex_alloc_strategy st;
+  size_t pred; /* index into preds; (size_t)-1 for none */
+  unsigned round;
+};
+
+struct acc {
+  double sum_t;
+  size_t above;
+};
+
+struct study {
+  const struct pflex_study_group *g;
+  size_t ng;
+  const struct pflex_study_predset *preds;
+  size_t np;
+  const struct pflex_study_opts *o;
+  struct pflex_curve **pcurve;       /* np * ng predicted curves */
+  struct pflex_curve_params *pparam; /* np * ng: their params */
+  struct pflex_curve_params *base;   /* ng: family defaults per group */
+  size_t *pt, *ft, npt, nft;         /* groups by task */
+  bool have_dram;
+};
+
+static void study_release(struct study *s) {
+  if (s->pcurve)
+    for (size_t i = 0; i < s->np * s->ng; i++) pflex_curve_free(s->pcurve[i]);
+  free(s->pcurve);
+  free(s->pparam);
+  free(s->base);
+  free(s->pt);
+  free(s->ft);
+}
+
+/* The predicted curve of group gi under a PFI: the family member with that PFI
+ * on the paper's grid; outside the family's range, its nearest end. */
+static int predicted_curve(const struct study *s, size_t gi, double pfi, struct pflex_curve **ret,
+                           struct pflex_curve_params *ret_q) {
+  const struct pflex_study_group *g = &s->g[gi];
+  double p_min = pflex_curve_p_min(g->curve), p_max = pflex_curve_p_max(g->curve);
+  double t_max = pflex_curve_t_max(g->curve), grid[5];
+  size_t n = pflex_jobs_paper_grid(g->gpus, p_max, grid);
+  int err = n ? pflex_curve_from_pfi(pfi, p_min, p_max, t_max, grid, n, &s->base[gi], ret)
+              : -PFLEX_E_NOPOINTS;
+  if (err == 0) return pflex_curve_get_params(*ret, ret_q);
+  if (err != -ERANGE && err != -PFLEX_E_NOPOINTS) return err;
+  struct pflex_curve_params q = s->base[gi];
+  if (err == -PFLEX_E_NOPOINTS) {
+    q.c = 1; /* no grid point below P_max: nothing to match, the default member */
+  } else if (pfi < 1.0) {
+    q.c = 1; /* the least PFI the family reaches */
+    q.vratio = 1;
+  } else {
+    q.c = 1e-4; /* the most */
+  }
+  *ret_q = q;
+  return pflex_curve_new_parametric(&q, p_min, p_max, t_max, ret);
+}
+
+static int study_prepare(struct study *s) {
+  size_t ng = s->ng, np = s->np;
+  size_t npg = np * ng > 0 ? np * ng : 1;
+  s->pcurve = calloc(npg, sizeof *s->pcurve);
+  s->pparam = calloc(npg, sizeof *s->pparam);
+  s->base = calloc(ng ? ng : 1, sizeof *s->base);
+  s->pt = calloc(ng ? ng : 1, sizeof *s->pt);
+  s->ft = calloc(ng ? ng : 1, sizeof *s->ft);
+  if (!s->pcurve || !s->pparam || !s->base || !s->pt || !s->ft) return -ENOMEM;
+  s->have_dram = true;
+  for (size_t i = 0; i < ng; i++) {
+    const struct pflex_study_group *g = &s->g[i];
+    if (!g->curve || g->gpus <= 0) return -EINVAL;
+    pflex_curve_params_default(g->gpu, g->gpus, pflex_curve_p_max(g->curve), &s->base[i]);
+    if (g->task == PFLEX_TASK_PT) s->pt[s->npt++] = i;
+    if (g->task == PFLEX_TASK_FT) s->ft[s->nft++] = i;
+    if (!(g->dram_copy >= 0) || !isfinite(g->dram_copy)) s->have_dram = false;
+  }
+  for (size_t k = 0; k < np; k++)
+    for (size_t i = 0; i < ng; i++) {
+      double v = s->preds[k].pfi[i];
+      if (!isfinite(v)) return -EINVAL;
+      int err = predicted_curve(s, i, v, &s->pcurve[k * ng + i], &s->pparam[k * ng + i]);
+      if (err) return err;
+    }
+  return 0;
+}
+
+/* Sum of true throughput of an allocation. */
+static double true_tput(const struct study *s, const size_t *gi, const struct pflex_alloc_result *r,
+                        size_t n) {
+  double t = 0;
+  for (size_t j = 0; j < n; j++) t += pflex_curve_eval(s->g[gi[j]].curve, r[j].power_w);
+  return t;
+}
+
+/* Workload scratch space. */
+struct work {
+  size_t *gi;
+  struct pflex_alloc_job *jt, *jp; /* on true curves, on predicted/refined curves */
+  struct pflex_alloc_result *r;
+  struct pflex_curve **own;        /* refined curves of this round */
+  double *obs_w, *obs_t;           /* jobs x (rounds) observations */
+  double *tl;                      /* per line: this workload's throughput */
+};
+
+static void work_free(struct work *w, size_t n) {
+  if (w->own)
+    for (size_t j = 0; j < n; j++) pflex_curve_free(w->own[j]);
+  free(w->gi);
+  free(w->jt);
+  free(w->jp);
+  free(w->r);
+  free(w->own);
+  free(w->obs_w);
+  free(w->obs_t);
+  free(w->tl);
+}
+
+/* optimal with prediction set k on one workload and cut, with the closed loop:
+ * writes the true throughput after each round into t[0..rounds]. */
+static int run_optimal(const struct study *s, struct work *w, size_t k, double target,
+                       const struct pflex_alloc_opts *ao, gsl_rng *noise, double *t) {
+  size_t n = s->o->jobs, R = s->o->rounds;
+  for (size_t j = 0; j < n; j++) {
+    w->jp[j] = w->jt[j];
+    w->jp[j].curve = s->pcurve[k * s->ng + w->gi[j]];
+  }
+  struct pflex_alloc_summary sum;
+  int err = pflex_alloc_run(w->jp, n, PFLEX_ALLOC_OPTIMAL, target, ao, w->r, &sum);
+  if (err) return err;
+  t[0] = true_tput(s, w->gi, w->r, n);
+  for (size_t round = 1; round <= R; round++) {
+    for (size_t j = 0; j < n; j++) {
+      const struct pflex_curve *tc = s->g[w->gi[j]].curve;
+      double pw = w->r[j].power_w;
+      w->obs_w[j * R + round - 1] = pw;
+      w->obs_t[j * R + round - 1] =
+          pflex_curve_eval(tc, pw) * (1 + gsl_ran_gaussian(noise, s->o->noise));
+      struct pflex_curve_params q;
+      if ((err = pflex_study_refit(&s->pparam[k * s->ng + w->gi[j]], pflex_curve_p_max(tc),
+                                   pflex_curve_t_max(tc), &w->obs_w[j * R], &w->obs_t[j * R],
+                                   round, &q)))
+        return err;
+      pflex_curve_free(w->own[j]);
+      w->own[j] = NULL;
+      if ((err = pflex_curve_new_parametric(&q, pflex_curve_p_min(tc), pflex_curve_p_max(tc),
+                                            pflex_curve_t_max(tc), &w->own[j])))
+        return err;
+      w->jp[j].curve = w->own[j];
+    }
+    if ((err = pflex_alloc_run(w->jp, n, PFLEX_ALLOC_OPTIMAL, target, ao, w->r, &sum))) return err;
+    t[round] = true_tput(s, w->gi, w->r, n);
+  }
+  return 0;
+}
+
+int pflex_study_run(const struct pflex_study_group *groups, size_t ngroups,
+                    const struct pflex_study_predset *preds, size_t npreds,
+                    const struct pflex_study_opts *opts, struct pflex_study_result **ret_results,
+                    size_t *ret_n) {
+  struct pflex_study_opts def;
+  if (!opts) {
+    pflex_study_opts_init(&def);
+    opts = &def;
+  }
+  if (!groups || ngroups == 0 || (npreds && !preds) || opts->jobs == 0 || opts->workloads == 0 ||
+      !(opts->noise >= 0) || (opts->ncuts && !opts->cuts) || opts->rounds > 100)
+    return -EINVAL;
+  const double *cuts = opts->cuts ? opts->cuts : default_cuts;
+  size_t ncuts = opts->cuts ? opts->ncuts : sizeof default_cuts / sizeof default_cuts[0];
+  for (size_t c = 0; c < ncuts; c++)
+    if (!(cuts[c] >= 0 && cuts[c] <= 1)) return -EINVAL;
+  for (size_t k = 0; k < npreds; k++)
+    if (!preds[k].pfi || (unsigned)preds[k].mode >= PFLEX_PRED_N) return -EINVAL;
+
+  struct study s = {.g = groups, .ng = ngroups, .preds = preds, .np = npreds, .o = opts};
+  struct line *lines = NULL;
+  struct acc *acc = NULL;
+  double *sum_or = NULL, *sum_eq = NULL;
+  size_t *count = NULL;
+  struct pflex_study_result *res = NULL;
+  struct work w = {0};
+  gsl_rng *rng = NULL, *noise = NULL;
+  size_t n = opts->jobs, nlines = 0, nres = 0;
+  int err = study_prepare(&s);
+  if (err) goto out;
+  if ((opts->scenarios & (1u << PFLEX_SCENARIO_PRODUCTION)) && (s.npt == 0 || s.nft == 0)) {
+    err = -PFLEX_E_DATA;
+    goto out;
+  }
+  /* The output lines, in strategy order. */
+  err = -ENOMEM;
+  size_t maxlines = PFLEX_ALLOC_NSTRATEGIES + npreds * (2 + opts->rounds);
+  if (!(lines = calloc(maxlines, sizeof *lines))) goto out;
+  for (int st = 0; st < PFLEX_ALLOC_NSTRATEGIES; st++) {
+    if (!(opts->strategies & (1u << st))) continue;
+    if (st == PFLEX_ALLOC_DRAM && !s.have_dram) continue;
+    if (st == PFLEX_ALLOC_PFI || st == PFLEX_ALLOC_OPTIMAL) {
+      for (size_t k = 0; k < npreds; k++)
+        for (unsigned r = 0; r <= (st == PFLEX_ALLOC_OPTIMAL ? opts->rounds : 0); r++)
+          lines[nlines++] = (struct line){st, k, r};
+    } else {
+      lines[nlines++] = (struct line){st, (size_t)-1, 0};
+    }
+  }
+  size_t ncell = PFLEX_SCENARIO_N * ncuts;
+  acc = calloc(ncell * (nlines ? nlines : 1), sizeof *acc);
+  sum_or = calloc(ncell, sizeof *sum_or);
+  sum_eq = calloc(ncell, sizeof *sum_eq);
+  count = calloc(ncell, sizeof *count);
+  w.gi = calloc(n, sizeof *w.gi);
+  w.jt = calloc(n, sizeof *w.jt);
+  w.jp = calloc(n, sizeof *w.jp);
+  w.r = calloc(n, sizeof *w.r);
+  w.own = calloc(n, sizeof *w.own);
+  w.obs_w = calloc(n * (opts->rounds ? opts->rounds : 1), sizeof *w.obs_w);
+  w.obs_t = calloc(n * (opts->rounds ? opts->rounds : 1), sizeof *w.obs_t);
+  w.tl = calloc((nlines ? nlines : 1) + opts->rounds + 1, sizeof *w.tl);
+  rng = gsl_rng_alloc(gsl_rng_mt19937);
+  noise = gsl_rng_alloc(gsl_rng_mt19937);
+  if (!acc || !sum_or || !sum_eq || !count || !w.gi || !w.jt || !w.jp || !w.r || !w.own ||
+      !w.obs_w || !w.obs_t || !w.tl || !rng || !noise)
+    goto out;
+  struct pflex_alloc_opts ao = {.knots = opts->knots};
+  double *tround = w.tl + nlines; /* rounds + 1 scratch values */
+  for (int sc = 0; sc < PFLEX_SCENARIO_N; sc++) {
+    if (!(opts->scenarios & (1u << sc))) continue;
+    /* Streams per scenario, so that one scenario's results do not depend on
+     * whether the other ran. */
+    gsl_rng_set(rng, opts->seed * 1000003ul + (unsigned long)sc);
+    gsl_rng_set(noise, opts->seed * 7919ul + 104729ul + (unsigned long)sc);
+    const double p_pt =
+        (double)PFLEX_ACME_PRETRAIN_JOBS / (PFLEX_ACME_PRETRAIN_JOBS + PFLEX_ACME_SFT_JOBS);
+    for (size_t wl = 0; wl < opts->workloads; wl++) {
+      for (size_t j = 0; j < n; j++) {
+        size_t gi;
+        if (sc == PFLEX_SCENARIO_RANDOM)
+          gi = gsl_rng_uniform_int(rng, ngroups);
+        else if (gsl_rng_uniform(rng) < p_pt)
+          gi = s.pt[gsl_rng_uniform_int(rng, s.npt)];
+        else
+          gi = s.ft[gsl_rng_uniform_int(rng, s.nft)];
+        const struct pflex_study_group *g = &groups[gi];
+        w.gi[j] = gi;
+        pflex_alloc_job_init(&w.jt[j]);
+        w.jt[j].name = g->name;
+        w.jt[j].curve = g->curve;
+        w.jt[j].gpus = g->gpus;
+        w.jt[j].arch = g->arch;
+        w.jt[j].task = g->task;
+        w.jt[j].dram_copy = s.have_dram ? g->dram_copy : 0;
+        w.jt[j].pfi = 0;
+      }
+      for (size_t c = 0; c < ncuts; c++) {
+        double target;
+        struct pflex_alloc_summary sum;
+        if ((err = pflex_alloc_target_for_cut(w.jt, n, cuts[c], &target))) goto out;
+        err = pflex_alloc_run(w.jt, n, PFLEX_ALLOC_ORACLE, target, &ao, w.r, &sum);
+        if (err == -PFLEX_E_INFEASIBLE) continue; /* this workload cannot take this cut */
+        if (err) goto out;
+        double t_or = sum.total_tput;
+        if ((err = pflex_alloc_run(w.jt, n, PFLEX_ALLOC_EQUAL, target, &ao, w.r, &sum))) goto out;
+        double t_eq = sum.total_tput;
+        for (size_t l = 0; l < nlines; l++) {
+          const struct line *ln = &lines[l];
+          switch (ln->st) {
+          case PFLEX_ALLOC_EQUAL: w.tl[l] = t_eq; break;
+          case PFLEX_ALLOC_ORACLE: w.tl[l] = t_or; break;
+          case PFLEX_ALLOC_MOE_FT:
+          case PFLEX_ALLOC_DRAM:
+            if ((err = pflex_alloc_run(w.jt, n, ln->st, target, &ao, w.r, &sum))) goto out;
+            w.tl[l] = sum.total_tput;
+            break;
+          case PFLEX_ALLOC_PFI:
+            for (size_t j = 0; j < n; j++) w.jt[j].pfi = preds[ln->pred].pfi[w.gi[j]];
+            if ((err = pflex_alloc_run(w.jt, n, PFLEX_ALLOC_PFI, target, &ao, w.r, &sum))) goto out;
+            w.tl[l] = sum.total_tput;
+            break;
+          case PFLEX_ALLOC_OPTIMAL:
+            /* All rounds of one prediction set come from one closed loop. */
+            if (ln->round == 0 &&
+                (err = run_optimal(&s, &w, ln->pred, target, &ao, noise, tround)))
+              goto out;
+            w.tl[l] = tround[ln->round];
+            break;
+          default:
+            break;
+          }
+        }
+        size_t cell = (size_t)sc * ncuts + c;
+        sum_or[cell] += t_or;
+        sum_eq[cell] += t_eq;
+        count[cell]++;
+        for (size_t l = 0; l < nlines; l++) {
+          acc[cell * nlines + l].sum_t += w.tl[l];
+          if (w.tl[l] > t_or * (1 + 1e-9)) acc[cell * nlines + l].above++;
+        }
+      }
+    }
+  }
+  err = -ENOMEM;
+  if (!(res = calloc(ncell * (nlines ? nlines : 1), sizeof *res))) goto out;
+  for (int sc = 0; sc < PFLEX_SCENARIO_N; sc++) {
+    if (!(opts->scenarios & (1u << sc))) continue;
+    for (size_t c = 0; c < ncuts; c++) {
+      size_t cell = (size_t)sc * ncuts + c;
+      for (size_t l = 0; l < nlines; l++) {
+        const struct acc *a = &acc[cell * nlines + l];
+        struct pflex_study_result *r = &res[nres++];
+        size_t cnt = count[cell];
+        double gap = sum_or[cell] - sum_eq[cell];
+        *r = (struct pflex_study_result){
+            .scenario = (enum pflex_study_scenario)sc,
+            .strategy = lines[l].st,
+            .prediction = lines[l].pred == (size_t)-1 ? PFLEX_PRED_TRUE
+                                                      : preds[lines[l].pred].mode,
+            .round = lines[l].round,
+            .cut = cuts[c],
+            .workloads = cnt,
+            .tokens_per_s = cnt ? a->sum_t / (double)cnt : NAN,
+            .loss_vs_oracle = sum_or[cell] > 0 ? 1 - a->sum_t / sum_or[cell] : NAN,
+            /* Relative to the gap's size: no gap at a 0% cut, or where the
+             * oracle and equal agree to rounding. */
+            .gap_recovered = cnt && gap > 1e-12 * sum_or[cell]
+                                 ? (a->sum_t - sum_eq[cell]) / gap : NAN,
+            .gain_per_job = cnt ? (a->sum_t - sum_eq[cell]) / ((double)cnt * (double)n) : NAN,
+            .above_oracle = a->above,
+        };
+      }
+    }
+  }
+  *ret_results = res;
+  *ret_n = nres;
+  res = NULL;
+  err = 0;
+out:
+  free(res);
+  free(lines);
+  free(acc);
+  free(sum_or);
+  free(sum_eq);
+  free(count);
+  work_free(&w, n);
+  gsl_rng_free(rng);
+  gsl_rng_free(noise);
+  study_release(&s);
+  return err;
+}

@@ -1,0 +1,209 @@
+/* Unit tests of the study engine (src/core/study.c) on synthetic groups whose
+ * measured curves are sampled from the parametric family. */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "pflex/error.h"
+#include "pflex/jobs.h"
+#include "pflex/study.h"
+
+#define NG 12
+#define NEAR(a, b, tol) assert_true(fabs((a) - (b)) <= (tol))
+
+struct fixture {
+  struct pflex_study_group g[NG];
+  struct pflex_curve *c[NG];
+  double pfi_true[NG], pfi_bad[NG];
+};
+
+static int setup(void **state) {
+  struct fixture *f = calloc(1, sizeof *f);
+  for (int i = 0; i < NG; i++) {
+    int gpus = i % 4 == 3 ? 16 : 8;
+    double pmax = gpus * (520 + 15 * i), tmax = 1000.0 * gpus * (1 + 0.1 * i);
+    struct pflex_curve_params q;
+    pflex_curve_params_default("H200", gpus, pmax, &q);
+    q.c = 0.25 + 0.07 * i; /* 0.25 .. 1.02 -> clamp */
+    if (q.c > 1) q.c = 1;
+    q.knee = 0.5 + 0.02 * i;
+    struct pflex_curve *par;
+    assert_int_equal(pflex_curve_new_parametric(&q, 200.0 * gpus, pmax, tmax, &par), 0);
+    struct pflex_curve_point pt[6];
+    size_t np = 0;
+    for (int cap = 200; cap <= 600; cap += 100)
+      if (cap * gpus < pmax) pt[np++] = (struct pflex_curve_point){cap * gpus, pflex_curve_eval(par, cap * gpus), cap};
+    pt[np++] = (struct pflex_curve_point){pmax, tmax, 700};
+    pflex_curve_free(par);
+    assert_int_equal(pflex_curve_new_measured(pt, np, PFLEX_INTERP_STEFFEN, &f->c[i]), 0);
+    double grid[5];
+    size_t ng = pflex_jobs_paper_grid(gpus, pmax, grid);
+    assert_int_equal(pflex_curve_pfi(f->c[i], grid, ng, &f->pfi_true[i]), 0);
+    f->pfi_bad[i] = 1.5; /* an uninformative prediction */
+    f->g[i] = (struct pflex_study_group){
+        .name = "g", .gpu = "H200", .curve = f->c[i], .gpus = gpus,
+        .arch = q.c < 0.6 ? PFLEX_ARCH_MOE : PFLEX_ARCH_DENSE,
+        .task = i % 3 == 0 ? PFLEX_TASK_PT : PFLEX_TASK_FT, .dram_copy = 1 - q.c};
+  }
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  struct fixture *f = *state;
+  for (int i = 0; i < NG; i++) pflex_curve_free(f->c[i]);
+  free(f);
+  return 0;
+}
+
+static const double cuts[] = {0, 0.2, 0.3};
+
+static void opts(struct pflex_study_opts *o) {
+  pflex_study_opts_init(o);
+  o->workloads = 30;
+  o->jobs = 20;
+  o->cuts = cuts;
+  o->ncuts = 3;
+  o->rounds = 2;
+}
+
+static const struct pflex_study_result *find(const struct pflex_study_result *r, size_t n, int sc,
+                                             int st, int pred, unsigned round, double cut) {
+  for (size_t i = 0; i < n; i++)
+    if ((int)r[i].scenario == sc && (int)r[i].strategy == st && (int)r[i].prediction == pred &&
+        r[i].round == round && r[i].cut == cut)
+      return &r[i];
+  fail_msg("no result for scenario %d strategy %d pred %d round %u cut %g", sc, st, pred, round, cut);
+  return NULL;
+}
+
+/* The oracle recovers the whole gap and equal none, by definition; the
+ * oracle is at least every strategy on every workload; a 0% cut has no gap. */
+static void test_definitions_and_oracle(void **state) {
+  struct fixture *f = *state;
+  struct pflex_study_predset p[2] = {{PFLEX_PRED_TRUE, f->pfi_true}, {PFLEX_PRED_LOO, f->pfi_bad}};
+  struct pflex_study_opts o;
+  opts(&o);
+  struct pflex_study_result *r;
+  size_t n;
+  assert_int_equal(pflex_study_run(f->g, NG, p, 2, &o, &r, &n), 0);
+  /* lines: equal, moe-ft, dram, pfi x 2, optimal x 2 x 3 rounds, oracle = 12 per cell. */
+  assert_int_equal(n, 2 * 3 * 12);
+  for (size_t i = 0; i < n; i++) {
+    assert_int_equal(r[i].workloads, 30);
+    assert_int_equal(r[i].above_oracle, 0);
+    assert_true(r[i].loss_vs_oracle >= -1e-12);
+    if (r[i].cut == 0) assert_true(isnan(r[i].gap_recovered));
+  }
+  for (int sc = 0; sc < 2; sc++) {
+    const struct pflex_study_result *orc = find(r, n, sc, PFLEX_ALLOC_ORACLE, 0, 0, 0.3);
+    const struct pflex_study_result *eq = find(r, n, sc, PFLEX_ALLOC_EQUAL, 0, 0, 0.3);
+    NEAR(orc->gap_recovered, 1, 1e-12);
+    NEAR(orc->loss_vs_oracle, 0, 1e-12);
+    NEAR(eq->gap_recovered, 0, 1e-12);
+    NEAR(eq->gain_per_job, 0, 1e-9);
+    assert_true(orc->gain_per_job > 0);
+    /* Optimal on curves from the true PFI (the curves are of the family)
+     * recovers most of the gap. */
+    const struct pflex_study_result *opt = find(r, n, sc, PFLEX_ALLOC_OPTIMAL, PFLEX_PRED_TRUE, 0, 0.3);
+    assert_true(opt->gap_recovered > 0.5);
+  }
+  free(r);
+}
+
+/* The closed loop: starting from an uninformative prediction, two rounds of
+ * observation bring optimal close to the oracle. */
+static void test_closed_loop_improves(void **state) {
+  struct fixture *f = *state;
+  struct pflex_study_predset p[1] = {{PFLEX_PRED_PRIOR, f->pfi_bad}};
+  struct pflex_study_opts o;
+  opts(&o);
+  o.strategies = (1u << PFLEX_ALLOC_OPTIMAL) | (1u << PFLEX_ALLOC_EQUAL) | (1u << PFLEX_ALLOC_ORACLE);
+  struct pflex_study_result *r;
+  size_t n;
+  assert_int_equal(pflex_study_run(f->g, NG, p, 1, &o, &r, &n), 0);
+  for (int sc = 0; sc < 2; sc++) {
+    const struct pflex_study_result *r0 = find(r, n, sc, PFLEX_ALLOC_OPTIMAL, PFLEX_PRED_PRIOR, 0, 0.3);
+    const struct pflex_study_result *r2 = find(r, n, sc, PFLEX_ALLOC_OPTIMAL, PFLEX_PRED_PRIOR, 2, 0.3);
+    assert_true(r2->gap_recovered > r0->gap_recovered);
+    assert_true(r2->gap_recovered > 0.9);
+  }
+  free(r);
+}
+
+/* Same seed, same output, bit for bit; another seed, other workloads. */
+static void test_deterministic(void **state) {
+  struct fixture *f = *state;
+  struct pflex_study_predset p[1] = {{PFLEX_PRED_LOO, f->pfi_bad}};
+  struct pflex_study_opts o;
+  opts(&o);
+  struct pflex_study_result *a, *b;
+  size_t na, nb;
+  assert_int_equal(pflex_study_run(f->g, NG, p, 1, &o, &a, &na), 0);
+  assert_int_equal(pflex_study_run(f->g, NG, p, 1, &o, &b, &nb), 0);
+  assert_int_equal(na, nb);
+  assert_memory_equal(a, b, na * sizeof *a);
+  free(b);
+  o.seed = 2;
+  assert_int_equal(pflex_study_run(f->g, NG, p, 1, &o, &b, &nb), 0);
+  assert_true(memcmp(a, b, na * sizeof *a) != 0);
+  free(a);
+  free(b);
+}
+
+/* The production mix needs pretraining and fine-tuning groups. */
+static void test_production_needs_task(void **state) {
+  struct fixture *f = *state;
+  struct pflex_study_group g[NG];
+  memcpy(g, f->g, sizeof g);
+  for (int i = 0; i < NG; i++) g[i].task = PFLEX_TASK_UNKNOWN;
+  struct pflex_study_opts o;
+  opts(&o);
+  struct pflex_study_result *r;
+  size_t n;
+  assert_int_equal(pflex_study_run(g, NG, NULL, 0, &o, &r, &n), -PFLEX_E_DATA);
+  o.scenarios = 1u << PFLEX_SCENARIO_RANDOM;
+  assert_int_equal(pflex_study_run(g, NG, NULL, 0, &o, &r, &n), 0);
+  free(r);
+}
+
+/* Refit: one exact observation of a member of the path pins it down. */
+static void test_refit(void **state) {
+  (void)state;
+  struct pflex_curve_params base;
+  pflex_curve_params_default("H200", 8, 5000, &base);
+  struct pflex_curve_params truth = base;
+  truth.c = 0.4;
+  double pw[2] = {2500, 4000}, t[2];
+  for (int k = 0; k < 2; k++) t[k] = 1000 * pflex_curve_family_tput(&truth, pw[k] / 5000);
+  struct pflex_curve_params q;
+  assert_int_equal(pflex_study_refit(&base, 5000, 1000, pw, t, 1, &q), 0);
+  NEAR(q.c, 0.4, 1e-6);
+  assert_int_equal(pflex_study_refit(&base, 5000, 1000, pw, t, 2, &q), 0);
+  NEAR(q.c, 0.4, 1e-6);
+  /* A more elastic job than c = 1 allows: vratio goes down. */
+  struct pflex_curve_params el = base;
+  el.vratio = 1.1;
+  t[0] = 1000 * pflex_curve_family_tput(&el, pw[0] / 5000);
+  assert_int_equal(pflex_study_refit(&base, 5000, 1000, pw, t, 1, &q), 0);
+  NEAR(q.c, 1, 1e-12);
+  NEAR(q.vratio, 1.1, 1e-5);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_definitions_and_oracle),
+      cmocka_unit_test(test_closed_loop_improves),
+      cmocka_unit_test(test_deterministic),
+      cmocka_unit_test(test_production_needs_task),
+      cmocka_unit_test(test_refit),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
