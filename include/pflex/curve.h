@@ -102,6 +102,13 @@ bool pflex_curve_piecewise_linear(const struct pflex_curve *curve);
 /* Throughput at aggregate power p (clamped to [P_min, P_max]). */
 double pflex_curve_eval(const struct pflex_curve *curve, double power_w);
 
+/* Samples k >= 2 points (power, throughput) of the curve from lo to hi (both
+ * clamped to [P_min, P_max], both included), increasing in power. Parametric
+ * curves are sampled uniformly in SM clock, which needs no root finding per
+ * point; the others uniformly in power. -EINVAL when k < 2 or lo > hi. */
+int pflex_curve_sample(const struct pflex_curve *curve, double lo, double hi, size_t k,
+                       double *ret_p, double *ret_t);
+
 /* dT/dP at p; 0 above P_max and below P_min. At a knot the right derivative. */
 double pflex_curve_deriv(const struct pflex_curve *curve, double power_w);
 

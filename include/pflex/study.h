@@ -13,7 +13,8 @@
  * Closed loop (rounds > 0, optimal only): after each allocation every job's
  * true throughput at its allocated power is observed with Gaussian relative
  * noise; the job's curve is refitted within the family to all its
- * observations so far and the uncapped point; the cluster is re-allocated.
+ * observations so far, with the prediction as a prior (pflex_study_refit);
+ * the cluster is re-allocated on the refitted curves.
  *
  * Seeded and deterministic: the workloads depend only on the seed, the
  * scenario, and the number of workloads and jobs; the measurement noise on a
@@ -74,8 +75,10 @@ struct pflex_study_opts {
   unsigned strategies; /* bit (1 << strategy); default all */
   unsigned rounds;     /* closed-loop rounds after the first allocation, default 0 */
   double noise;        /* relative SD of an observed throughput, default 0.005 (paper: CV 0.5%) */
+  double prior_sd;     /* closed loop: SD of the prediction's position on the family path
+                          (pflex_study_refit), default 0.3 */
   unsigned long seed;  /* default 1 */
-  unsigned knots;      /* optimizer knots (pflex_alloc_opts), default 33 */
+  unsigned knots;      /* optimizer knots (pflex_alloc_opts), default 17 */
 };
 
 /* Fills the defaults listed above. */
@@ -113,11 +116,17 @@ int pflex_study_run(const struct pflex_study_group *groups, size_t ngroups,
                     const struct pflex_study_opts *opts, struct pflex_study_result **ret_results,
                     size_t *ret_n);
 
-/* Refits a family curve to observations: the member along the path of
- * pflex_curve_from_pfi (c in (0, 1], then vratio down to 1) that best fits,
- * in least squares on T/T_max, the points (obs_w[k], obs_t[k]); the knee,
- * idle share and path start come from *base. Writes the params to *ret. */
-int pflex_study_refit(const struct pflex_curve_params *base, double p_max, double t_max,
+/* Refits a family curve to observations (the closed loop's update): the
+ * member along the path of pflex_curve_from_pfi (u in (0, 1] is c; u in
+ * (1, 2] lowers vratio from base->vratio to 1 with c = 1) that maximizes the
+ * posterior of a Gaussian prior on u centred on the predicted curve's
+ * position (SD prior_sd) and Gaussian relative noise `noise` on each observed
+ * throughput obs_t[k] at power obs_w[k]. An observation at P_max says nothing
+ * about the shape (every member passes through the uncapped point), so the
+ * prior then keeps the prediction. base gives the knee, idle share and path
+ * start (c = 1 and the default vratio); pred is the predicted member. */
+int pflex_study_refit(const struct pflex_curve_params *base, const struct pflex_curve_params *pred,
+                      double prior_sd, double noise, double p_max, double t_max,
                       const double *obs_w, const double *obs_t, size_t nobs,
                       struct pflex_curve_params *ret);
 

@@ -224,29 +224,21 @@ struct hullpt {
   double x, y;
 };
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-/* Knots of job i's piecewise-linear approximation on [lo, hi], sorted, unique. */
+/* Knots of job i's piecewise-linear approximation on [lo, hi], sorted, unique:
+ * a uniform grid merged with the curve's measured points (already sorted). */
 static size_t knots_of(const struct pflex_curve *c, double lo, double hi, unsigned k,
                        double *xs) {
-  size_t n = 0;
-  size_t np;
+  size_t np, n = 0, m = 0;
   const struct pflex_curve_point *pts = pflex_curve_points(c, &np);
-  bool exact = pflex_curve_piecewise_linear(c);
-  xs[n++] = lo;
-  xs[n++] = hi;
-  if (!exact)
-    for (unsigned m = 1; m + 1 < k; m++) xs[n++] = lo + (hi - lo) * m / (k - 1);
-  for (size_t m = 0; m < np; m++)
-    if (pts[m].power_w > lo && pts[m].power_w < hi) xs[n++] = pts[m].power_w;
-  qsort(xs, n, sizeof *xs, cmp_double);
-  size_t u = 0;
-  for (size_t m = 0; m < n; m++)
-    if (u == 0 || xs[m] > xs[u - 1]) xs[u++] = xs[m];
-  return u;
+  unsigned ng = pflex_curve_piecewise_linear(c) ? 2 : k; /* exact: the ends only */
+  while (m < np && !(pts[m].power_w > lo)) m++;
+  for (unsigned g = 0; g < ng; g++) {
+    double x = g + 1 == ng ? hi : lo + (hi - lo) * g / (ng - 1);
+    for (; m < np && pts[m].power_w < x; m++)
+      if (n == 0 || pts[m].power_w > xs[n - 1]) xs[n++] = pts[m].power_w;
+    if (n == 0 || x > xs[n - 1]) xs[n++] = x;
+  }
+  return n;
 }
 
 /* Upper concave hull (monotone chain) of points sorted by x, in place. */
@@ -278,10 +270,13 @@ static double threshold(struct seg *s, size_t n, double budget) {
   while (lo < hi) {
     double a = s[lo].slope, b = s[lo + (hi - lo) / 2].slope, c = s[hi - 1].slope;
     double pivot = a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));
-    /* Dutch flag: [lo, gt) > pivot, [gt, eq) == pivot, [lt, hi) < pivot. */
+    /* Dutch flag: [lo, gt) > pivot, [gt, i) == pivot, [lt, hi) < pivot; the
+     * lengths of the first two parts are summed on the way. */
     size_t gt = lo, i = lo, lt = hi;
+    double g = 0, e = 0;
     while (i < lt) {
       if (s[i].slope > pivot) {
+        g += s[i].dp;
         struct seg t = s[gt];
         s[gt++] = s[i];
         s[i++] = t;
@@ -290,12 +285,10 @@ static double threshold(struct seg *s, size_t n, double budget) {
         s[lt] = s[i];
         s[i] = t;
       } else {
+        e += s[i].dp;
         i++;
       }
     }
-    double g = 0, e = 0;
-    for (size_t m = lo; m < gt; m++) g += s[m].dp;
-    for (size_t m = gt; m < lt; m++) e += s[m].dp;
     if (g >= budget) {
       hi = gt;
     } else if (g + e >= budget) {
@@ -415,17 +408,30 @@ static int greedy(const struct pflex_alloc_job *jobs, size_t n, const struct pre
     pflex_curve_points(jobs[i].curve, &np);
     if (knots + np + 2 > maxk) maxk = knots + np + 2;
   }
-  double *xs = malloc(maxk * sizeof *xs);
+  double *xs = malloc(maxk * sizeof *xs), *ys = malloc(maxk * sizeof *ys);
   struct hullpt *hp = malloc(maxk * sizeof *hp);
   int err = -ENOMEM;
-  if (!off || !nfull || !xs || !hp) goto out;
+  if (!off || !nfull || !xs || !ys || !hp) goto out;
   for (size_t i = 0; i < n; i++) {
     off[i] = ns;
     p[i] = wlo[i];
     if (!(whi[i] > wlo[i]) || !(jobs[i].weight > 0)) continue;
-    size_t nk = knots_of(jobs[i].curve, wlo[i], whi[i], knots, xs);
-    for (size_t m = 0; m < nk; m++)
-      hp[m] = (struct hullpt){xs[m], jobs[i].weight * pflex_curve_eval(jobs[i].curve, xs[m])};
+    size_t nk;
+    if (pflex_curve_kind(jobs[i].curve) == PFLEX_CURVE_PARAMETRIC) {
+      /* Knots uniform in clock: exact points of the curve, cheaply. */
+      nk = knots;
+      pflex_curve_sample(jobs[i].curve, wlo[i], whi[i], nk, xs, ys);
+      for (size_t m = 0; m < nk; m++) hp[m] = (struct hullpt){xs[m], jobs[i].weight * ys[m]};
+      /* Rounding in the clock round trip must not unsort the knots. */
+      size_t u = 0;
+      for (size_t m = 0; m < nk; m++)
+        if (u == 0 || hp[m].x > hp[u - 1].x) hp[u++] = hp[m];
+      nk = u;
+    } else {
+      nk = knots_of(jobs[i].curve, wlo[i], whi[i], knots, xs);
+      for (size_t m = 0; m < nk; m++)
+        hp[m] = (struct hullpt){xs[m], jobs[i].weight * pflex_curve_eval(jobs[i].curve, xs[m])};
+    }
     size_t nh = upper_hull(hp, nk);
     if (ns + nh > cap) {
       size_t nc = cap ? 2 * cap : 1024;
@@ -496,6 +502,7 @@ out:
   free(off);
   free(nfull);
   free(xs);
+  free(ys);
   free(hp);
   free(segs);
   free(work);

@@ -278,6 +278,33 @@ double pflex_curve_eval(const struct pflex_curve *c, double p) {
   return NAN;
 }
 
+int pflex_curve_sample(const struct pflex_curve *c, double lo, double hi, size_t k, double *ret_p,
+                       double *ret_t) {
+  if (k < 2 || !(lo <= hi)) return -EINVAL;
+  lo = clamp(lo, c->p_min, c->p_max);
+  hi = clamp(hi, c->p_min, c->p_max);
+  if (c->kind == PFLEX_CURVE_PARAMETRIC) {
+    const struct pflex_curve_params *q = &c->par;
+    double xl = par_clock(q, lo / c->p_max), xh = par_clock(q, hi / c->p_max);
+    for (size_t m = 0; m < k; m++) {
+      double x = xl + (xh - xl) * (double)m / (double)(k - 1);
+      ret_p[m] = clamp(c->p_max * par_power_rel(q, x), lo, hi);
+      ret_t[m] = c->t_max * par_tput_rel(q, x);
+    }
+    /* The ends exactly, whatever rounding did to the clock round trip. */
+    ret_p[0] = lo;
+    ret_p[k - 1] = hi;
+    ret_t[0] = pflex_curve_eval(c, lo);
+    ret_t[k - 1] = pflex_curve_eval(c, hi);
+    return 0;
+  }
+  for (size_t m = 0; m < k; m++) {
+    ret_p[m] = m + 1 == k ? hi : lo + (hi - lo) * (double)m / (double)(k - 1);
+    ret_t[m] = pflex_curve_eval(c, ret_p[m]);
+  }
+  return 0;
+}
+
 double pflex_curve_deriv(const struct pflex_curve *c, double p) {
   if (p < c->p_min || p >= c->p_max || c->p_max == c->p_min) return 0;
   switch (c->kind) {

@@ -26,8 +26,9 @@ void pflex_study_opts_init(struct pflex_study_opts *o) {
   o->scenarios = (1u << PFLEX_SCENARIO_N) - 1;
   o->strategies = (1u << PFLEX_ALLOC_NSTRATEGIES) - 1;
   o->noise = 0.005;
+  o->prior_sd = 0.3;
   o->seed = 1;
-  o->knots = 33;
+  o->knots = 17;
 }
 
 const char *pflex_study_scenario_name(enum pflex_study_scenario s) {
@@ -58,43 +59,58 @@ static struct pflex_curve_params on_path(const struct pflex_curve_params *base, 
 
 struct refit {
   const struct pflex_curve_params *base;
-  double p_max, t_max;
+  double p_max, t_max, u0, prior_sd, noise;
   const double *w, *t;
   size_t n;
 };
 
-static double sse(double u, void *data) {
+/* Negative log posterior (up to a constant): squared standardized residuals. */
+static double cost(double u, void *data) {
   const struct refit *r = data;
   struct pflex_curve_params q = on_path(r->base, u);
-  double s = 0;
-  /* The uncapped point is on every member: T(P_max) = T_max. */
+  double s = (u - r->u0) / r->prior_sd;
+  s *= s;
   for (size_t k = 0; k < r->n; k++) {
-    double e = pflex_curve_family_tput(&q, r->w[k] / r->p_max) - r->t[k] / r->t_max;
+    double e = (pflex_curve_family_tput(&q, r->w[k] / r->p_max) - r->t[k] / r->t_max) / r->noise;
     s += e * e;
   }
   return s;
 }
 
-int pflex_study_refit(const struct pflex_curve_params *base, double p_max, double t_max,
+/* Where a member lies on the path from base (inverse of on_path). */
+static double path_position(const struct pflex_curve_params *base,
+                            const struct pflex_curve_params *q) {
+  if (q->c < 1 || !(base->vratio > 1)) return q->c;
+  double u = 1 + (base->vratio - q->vratio) / (base->vratio - 1);
+  return u < 1 ? 1 : u > 2 ? 2 : u;
+}
+
+int pflex_study_refit(const struct pflex_curve_params *base, const struct pflex_curve_params *pred,
+                      double prior_sd, double noise, double p_max, double t_max,
                       const double *obs_w, const double *obs_t, size_t nobs,
                       struct pflex_curve_params *ret) {
-  if (!base || !(p_max > 0) || !(t_max > 0) || (nobs && (!obs_w || !obs_t))) return -EINVAL;
-  if (nobs == 0) {
-    *ret = *base;
-    return 0;
-  }
+  if (!base || !pred || !(prior_sd > 0) || !(noise >= 0) || !(p_max > 0) || !(t_max > 0) ||
+      (nobs && (!obs_w || !obs_t)))
+    return -EINVAL;
   struct pflex_curve_params b = *base;
   b.c = 1;
-  struct refit r = {.base = &b, .p_max = p_max, .t_max = t_max, .w = obs_w, .t = obs_t, .n = nobs};
-  /* A coarse scan brackets the minimum; Brent polishes it. The cost is
-   * unimodal along the path for one observation and nearly so for more. */
+  b.knee = pred->knee;
+  b.idle_frac = pred->idle_frac;
+  struct refit r = {.base = &b, .p_max = p_max, .t_max = t_max, .u0 = path_position(&b, pred),
+                    .prior_sd = prior_sd, .noise = noise > 1e-6 ? noise : 1e-6,
+                    .w = obs_w, .t = obs_t, .n = nobs};
+  if (nobs == 0) {
+    *ret = on_path(&b, r.u0);
+    return 0;
+  }
+  /* A scan brackets the minimum; Brent polishes it. */
   enum { NSCAN = 41 };
   const double lo = 1e-4, hi = 2.0;
   double best_u = lo, best = INFINITY, us[NSCAN], fs[NSCAN];
   size_t bi = 0;
   for (size_t k = 0; k < NSCAN; k++) {
     us[k] = lo + (hi - lo) * (double)k / (NSCAN - 1);
-    fs[k] = sse(us[k], &r);
+    fs[k] = cost(us[k], &r);
     if (fs[k] < best) {
       best = fs[k];
       best_u = us[k];
@@ -104,7 +120,7 @@ int pflex_study_refit(const struct pflex_curve_params *base, double p_max, doubl
   if (bi > 0 && bi + 1 < NSCAN && fs[bi] < fs[bi - 1] && fs[bi] < fs[bi + 1]) {
     gsl_min_fminimizer *m = gsl_min_fminimizer_alloc(gsl_min_fminimizer_brent);
     if (!m) return -ENOMEM;
-    gsl_function F = {.function = sse, .params = &r};
+    gsl_function F = {.function = cost, .params = &r};
     gsl_error_handler_t *old = gsl_set_error_handler_off();
     if (gsl_min_fminimizer_set_with_values(m, &F, us[bi], fs[bi], us[bi - 1], fs[bi - 1],
                                            us[bi + 1], fs[bi + 1]) == GSL_SUCCESS) {
@@ -265,7 +281,8 @@ static int run_optimal(const struct study *s, struct work *w, size_t k, double t
       w->obs_t[j * R + round - 1] =
           pflex_curve_eval(tc, pw) * (1 + gsl_ran_gaussian(noise, s->o->noise));
       struct pflex_curve_params q;
-      if ((err = pflex_study_refit(&s->pparam[k * s->ng + w->gi[j]], pflex_curve_p_max(tc),
+      if ((err = pflex_study_refit(&s->base[w->gi[j]], &s->pparam[k * s->ng + w->gi[j]],
+                                   s->o->prior_sd, s->o->noise, pflex_curve_p_max(tc),
                                    pflex_curve_t_max(tc), &w->obs_w[j * R], &w->obs_t[j * R],
                                    round, &q)))
         return err;
@@ -292,7 +309,7 @@ int pflex_study_run(const struct pflex_study_group *groups, size_t ngroups,
     opts = &def;
   }
   if (!groups || ngroups == 0 || (npreds && !preds) || opts->jobs == 0 || opts->workloads == 0 ||
-      !(opts->noise >= 0) || (opts->ncuts && !opts->cuts) || opts->rounds > 100)
+      !(opts->noise >= 0) || !(opts->prior_sd > 0) || (opts->ncuts && !opts->cuts) || opts->rounds > 100)
     return -EINVAL;
   const double *cuts = opts->cuts ? opts->cuts : default_cuts;
   size_t ncuts = opts->cuts ? opts->ncuts : sizeof default_cuts / sizeof default_cuts[0];
