@@ -61,6 +61,7 @@ struct refit {
   const struct pflex_curve_params *base;
   double p_max, t_max, u0, prior_sd, noise;
   const double *w, *t;
+  const double *x; /* clock of each observation on the c-part of the path */
   size_t n;
 };
 
@@ -71,7 +72,11 @@ static double cost(double u, void *data) {
   double s = (u - r->u0) / r->prior_sd;
   s *= s;
   for (size_t k = 0; k < r->n; k++) {
-    double e = (pflex_curve_family_tput(&q, r->w[k] / r->p_max) - r->t[k] / r->t_max) / r->noise;
+    /* For u <= 1 only c varies, and the clock at a given power does not
+     * depend on c: T/T_max = 1 / (c/x + 1 - c) without solving for x. */
+    double model = u <= 1 ? (r->x[k] > 0 ? 1.0 / (u / r->x[k] + 1.0 - u) : 0.0)
+                          : pflex_curve_family_tput(&q, r->w[k] / r->p_max);
+    double e = (model - r->t[k] / r->t_max) / r->noise;
     s += e * e;
   }
   return s;
@@ -103,13 +108,19 @@ int pflex_study_refit(const struct pflex_curve_params *base, const struct pflex_
     *ret = on_path(&b, r.u0);
     return 0;
   }
-  /* A scan brackets the minimum; Brent polishes it. */
-  enum { NSCAN = 41 };
-  const double lo = 1e-4, hi = 2.0;
+  double *x = malloc(nobs * sizeof *x);
+  if (!x) return -ENOMEM;
+  /* The clock at each observed power: c = 1 has the same clock as any c. */
+  for (size_t k = 0; k < nobs; k++) x[k] = pflex_curve_family_tput(&b, obs_w[k] / p_max);
+  r.x = x;
+  /* A scan brackets the minimum (dense on the cheap c-part of the path);
+   * Brent polishes it. */
+  enum { NSCAN = 33 };
+  const double lo = 1e-4;
   double best_u = lo, best = INFINITY, us[NSCAN], fs[NSCAN];
   size_t bi = 0;
   for (size_t k = 0; k < NSCAN; k++) {
-    us[k] = lo + (hi - lo) * (double)k / (NSCAN - 1);
+    us[k] = k < 25 ? lo + (1 - lo) * (double)k / 24 : 1 + (double)(k - 24) / 8;
     fs[k] = cost(us[k], &r);
     if (fs[k] < best) {
       best = fs[k];
@@ -119,7 +130,10 @@ int pflex_study_refit(const struct pflex_curve_params *base, const struct pflex_
   }
   if (bi > 0 && bi + 1 < NSCAN && fs[bi] < fs[bi - 1] && fs[bi] < fs[bi + 1]) {
     gsl_min_fminimizer *m = gsl_min_fminimizer_alloc(gsl_min_fminimizer_brent);
-    if (!m) return -ENOMEM;
+    if (!m) {
+      free(x);
+      return -ENOMEM;
+    }
     gsl_function F = {.function = cost, .params = &r};
     gsl_error_handler_t *old = gsl_set_error_handler_off();
     if (gsl_min_fminimizer_set_with_values(m, &F, us[bi], fs[bi], us[bi - 1], fs[bi - 1],
@@ -135,6 +149,7 @@ int pflex_study_refit(const struct pflex_curve_params *base, const struct pflex_
     gsl_set_error_handler(old);
     gsl_min_fminimizer_free(m);
   }
+  free(x);
   *ret = on_path(&b, best_u);
   return 0;
 }
@@ -238,8 +253,74 @@ static double true_tput(const struct study *s, const size_t *gi, const struct pf
 }
 
 /* Workload scratch space. */
+/* A refitted family member times a residual correction: the ratio of each
+ * observed throughput to the member's, interpolated linearly in power between
+ * the observed powers and 1 at P_max, constant below the lowest observation.
+ * The family cannot bend to every real curve; this makes the curve pass
+ * through what was seen (to the measurement noise), where the next allocation
+ * is likely to land. */
+struct corr {
+  struct pflex_curve_params q;
+  double p_max, t_max;
+  size_t n;
+  double *ap, *ar; /* anchors: power, ratio (sorted, merged within 1% of P_max) */
+};
+
+static double corr_eval(void *ctx, double p) {
+  const struct corr *c = ctx;
+  double base = c->t_max * pflex_curve_family_tput(&c->q, p / c->p_max);
+  if (c->n == 0 || p >= c->p_max) return base;
+  double r;
+  if (p <= c->ap[0]) {
+    r = c->ar[0];
+  } else {
+    size_t k = 1;
+    while (k < c->n && c->ap[k] < p) k++;
+    double p1 = k < c->n ? c->ap[k] : c->p_max, r1 = k < c->n ? c->ar[k] : 1.0;
+    r = c->ar[k - 1] + (r1 - c->ar[k - 1]) * (p - c->ap[k - 1]) / (p1 - c->ap[k - 1]);
+  }
+  return base * r;
+}
+
+static int cmp_pair(const void *a, const void *b) {
+  const double *x = a, *y = b;
+  return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+/* Sets the anchors from observations (pairs buffer of 2 * nobs doubles). */
+static void corr_set(struct corr *c, const double *w, const double *t, size_t nobs, double *pairs) {
+  size_t m = 0;
+  for (size_t k = 0; k < nobs; k++) {
+    if (!(w[k] < c->p_max * (1 - 1e-3))) continue; /* at P_max: no shape information */
+    double f = c->t_max * pflex_curve_family_tput(&c->q, w[k] / c->p_max);
+    pairs[2 * m] = w[k];
+    pairs[2 * m + 1] = t[k] / f;
+    m++;
+  }
+  qsort(pairs, m, 2 * sizeof *pairs, cmp_pair);
+  /* Nearby observations are averaged: their difference is noise, and a
+   * steep ratio between them would be an artefact. */
+  c->n = 0;
+  for (size_t k = 0; k < m;) {
+    size_t e = k;
+    double sp = 0, sr = 0;
+    while (e < m && pairs[2 * e] - pairs[2 * k] <= 0.01 * c->p_max) {
+      sp += pairs[2 * e];
+      sr += pairs[2 * e + 1];
+      e++;
+    }
+    c->ap[c->n] = sp / (double)(e - k);
+    c->ar[c->n] = sr / (double)(e - k);
+    c->n++;
+    k = e;
+  }
+}
+
 struct work {
   size_t *gi;
+  struct corr *corr;               /* per job (closed loop) */
+  double *anchors;                 /* jobs x 2 x rounds: corr anchor storage */
+  double *pairs;                   /* 2 x rounds scratch */
   struct pflex_alloc_job *jt, *jp; /* on true curves, on predicted/refined curves */
   struct pflex_alloc_result *r;
   struct pflex_curve **own;        /* refined curves of this round */
@@ -251,6 +332,9 @@ static void work_free(struct work *w, size_t n) {
   if (w->own)
     for (size_t j = 0; j < n; j++) pflex_curve_free(w->own[j]);
   free(w->gi);
+  free(w->corr);
+  free(w->anchors);
+  free(w->pairs);
   free(w->jt);
   free(w->jp);
   free(w->r);
@@ -280,16 +364,20 @@ static int run_optimal(const struct study *s, struct work *w, size_t k, double t
       w->obs_w[j * R + round - 1] = pw;
       w->obs_t[j * R + round - 1] =
           pflex_curve_eval(tc, pw) * (1 + gsl_ran_gaussian(noise, s->o->noise));
-      struct pflex_curve_params q;
+      struct corr *c = &w->corr[j];
+      c->p_max = pflex_curve_p_max(tc);
+      c->t_max = pflex_curve_t_max(tc);
+      c->ap = &w->anchors[2 * j * R];
+      c->ar = c->ap + R;
       if ((err = pflex_study_refit(&s->base[w->gi[j]], &s->pparam[k * s->ng + w->gi[j]],
-                                   s->o->prior_sd, s->o->noise, pflex_curve_p_max(tc),
-                                   pflex_curve_t_max(tc), &w->obs_w[j * R], &w->obs_t[j * R],
-                                   round, &q)))
+                                   s->o->prior_sd, s->o->noise, c->p_max, c->t_max,
+                                   &w->obs_w[j * R], &w->obs_t[j * R], round, &c->q)))
         return err;
+      corr_set(c, &w->obs_w[j * R], &w->obs_t[j * R], round, w->pairs);
       pflex_curve_free(w->own[j]);
       w->own[j] = NULL;
-      if ((err = pflex_curve_new_parametric(&q, pflex_curve_p_min(tc), pflex_curve_p_max(tc),
-                                            pflex_curve_t_max(tc), &w->own[j])))
+      struct pflex_curve_fn fn = {.eval = corr_eval, .ctx = c};
+      if ((err = pflex_curve_new_callback(&fn, pflex_curve_p_min(tc), c->p_max, &w->own[j])))
         return err;
       w->jp[j].curve = w->own[j];
     }
@@ -354,6 +442,9 @@ int pflex_study_run(const struct pflex_study_group *groups, size_t ngroups,
   sum_eq = calloc(ncell, sizeof *sum_eq);
   count = calloc(ncell, sizeof *count);
   w.gi = calloc(n, sizeof *w.gi);
+  w.corr = calloc(n, sizeof *w.corr);
+  w.anchors = calloc(2 * n * (opts->rounds ? opts->rounds : 1), sizeof *w.anchors);
+  w.pairs = calloc(2 * (opts->rounds ? opts->rounds : 1), sizeof *w.pairs);
   w.jt = calloc(n, sizeof *w.jt);
   w.jp = calloc(n, sizeof *w.jp);
   w.r = calloc(n, sizeof *w.r);
@@ -363,7 +454,7 @@ int pflex_study_run(const struct pflex_study_group *groups, size_t ngroups,
   w.tl = calloc((nlines ? nlines : 1) + opts->rounds + 1, sizeof *w.tl);
   rng = gsl_rng_alloc(gsl_rng_mt19937);
   noise = gsl_rng_alloc(gsl_rng_mt19937);
-  if (!acc || !sum_or || !sum_eq || !count || !w.gi || !w.jt || !w.jp || !w.r || !w.own ||
+  if (!acc || !sum_or || !sum_eq || !count || !w.gi || !w.corr || !w.anchors || !w.pairs || !w.jt || !w.jp || !w.r || !w.own ||
       !w.obs_w || !w.obs_t || !w.tl || !rng || !noise)
     goto out;
   struct pflex_alloc_opts ao = {.knots = opts->knots};
