@@ -103,6 +103,13 @@ struct pflex_study_result {
                             (the oracle's optimizer is approximate on smooth curves) */
 };
 
+/* Study groups from a job set (e.g. pflex_jobs_from_runs): one per job with a
+ * curve, pointing into the set (which must outlive them). *ret_groups is freed
+ * with free(). -PFLEX_E_NOPOINTS when no job has a curve. */
+struct pflex_jobset;
+int pflex_study_groups_from_jobs(const struct pflex_jobset *set,
+                                 struct pflex_study_group **ret_groups, size_t *ret_n);
+
 const char *pflex_study_scenario_name(enum pflex_study_scenario s);
 const char *pflex_study_pred_name(enum pflex_study_pred p);
 

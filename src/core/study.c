@@ -41,6 +41,27 @@ const char *pflex_study_pred_name(enum pflex_study_pred p) {
   return (unsigned)p < PFLEX_PRED_N ? n[p] : "unknown";
 }
 
+int pflex_study_groups_from_jobs(const struct pflex_jobset *set,
+                                 struct pflex_study_group **ret_groups, size_t *ret_n) {
+  struct pflex_study_group *g = calloc(set->n ? set->n : 1, sizeof *g);
+  if (!g) return -ENOMEM;
+  size_t n = 0;
+  for (size_t i = 0; i < set->n; i++) {
+    const struct pflex_alloc_job *j = &set->jobs[i];
+    if (!j->curve) continue;
+    g[n++] = (struct pflex_study_group){.name = j->name, .gpu = set->gpu ? set->gpu[i] : NULL,
+                                        .curve = j->curve, .gpus = j->gpus, .arch = j->arch,
+                                        .task = j->task, .dram_copy = j->dram_copy};
+  }
+  if (n == 0) {
+    free(g);
+    return -PFLEX_E_NOPOINTS;
+  }
+  *ret_groups = g;
+  *ret_n = n;
+  return 0;
+}
+
 /* ---- closed-loop refit ---------------------------------------------------- */
 
 /* The one-parameter path of pflex_curve_from_pfi: u in (0, 1] is c, u in

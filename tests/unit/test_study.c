@@ -205,6 +205,34 @@ static void test_refit(void **state) {
   NEAR(q.vratio, 1.1, 1e-4);
 }
 
+/* Groups from a job set carry its curves and metadata over. */
+static void test_groups_from_jobs(void **state) {
+  struct fixture *f = *state;
+  struct pflex_jobset set;
+  pflex_jobset_init(&set);
+  struct pflex_alloc_job jobs[3];
+  struct pflex_curve *curves[3] = {f->c[0], NULL, f->c[2]};
+  char *gpu[3] = {"H200", "H200", "H100"};
+  for (int i = 0; i < 3; i++) {
+    pflex_alloc_job_init(&jobs[i]);
+    jobs[i].curve = curves[i];
+    jobs[i].gpus = 8 * (i + 1);
+    jobs[i].task = PFLEX_TASK_FT;
+  }
+  set.jobs = jobs;
+  set.gpu = gpu;
+  set.n = 3;
+  struct pflex_study_group *g;
+  size_t n;
+  assert_int_equal(pflex_study_groups_from_jobs(&set, &g, &n), 0);
+  assert_int_equal(n, 2); /* the job without a curve is left out */
+  assert_ptr_equal(g[1].curve, f->c[2]);
+  assert_int_equal(g[1].gpus, 24);
+  assert_string_equal(g[1].gpu, "H100");
+  assert_int_equal(g[0].task, PFLEX_TASK_FT);
+  free(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_definitions_and_oracle),
@@ -212,6 +240,7 @@ int main(void) {
       cmocka_unit_test(test_deterministic),
       cmocka_unit_test(test_production_needs_task),
       cmocka_unit_test(test_refit),
+      cmocka_unit_test(test_groups_from_jobs),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
