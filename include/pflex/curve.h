@@ -161,6 +161,11 @@ int pflex_curve_from_pfi(double pfi, double p_min, double p_max, double t_max,
  * to [0, 1]); no allocation, for fitting loops. */
 double pflex_curve_family_tput(const struct pflex_curve_params *params, double p_rel);
 
+/* Relative power P/P_max of the family at SM clock fraction x in [0, 1], and
+ * its inverse: the clock at relative power p_rel. */
+double pflex_curve_family_power(const struct pflex_curve_params *params, double x);
+double pflex_curve_family_clock(const struct pflex_curve_params *params, double p_rel);
+
 /* Default params for a GPU type and job: idle_frac = gpus * idle_w / p_max
  * (idle_w from the GPU type, H200 when unknown), knee and vratio the defaults,
  * c = 1. */

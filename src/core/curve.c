@@ -430,6 +430,14 @@ double pflex_curve_family_tput(const struct pflex_curve_params *q, double p_rel)
   return par_tput_rel(q, par_clock(q, clamp(p_rel, 0.0, 1.0)));
 }
 
+double pflex_curve_family_power(const struct pflex_curve_params *q, double x) {
+  return par_power_rel(q, clamp(x, 0.0, 1.0));
+}
+
+double pflex_curve_family_clock(const struct pflex_curve_params *q, double p_rel) {
+  return par_clock(q, clamp(p_rel, 0.0, 1.0));
+}
+
 void pflex_curve_params_default(const char *gpu, int gpus, double p_max,
                                 struct pflex_curve_params *ret) {
   double idle = PFLEX_CURVE_IDLE_W_H200;

@@ -131,16 +131,16 @@ int pflex_study_refit(const struct pflex_curve_params *base, const struct pflex_
   }
   double *x = malloc(nobs * sizeof *x);
   if (!x) return -ENOMEM;
-  /* The clock at each observed power: c = 1 has the same clock as any c. */
-  for (size_t k = 0; k < nobs; k++) x[k] = pflex_curve_family_tput(&b, obs_w[k] / p_max);
+  /* The clock at each observed power (the same for every c). */
+  for (size_t k = 0; k < nobs; k++) x[k] = pflex_curve_family_clock(&b, obs_w[k] / p_max);
   r.x = x;
   /* A scan brackets the minimum (dense on the cheap c-part of the path);
    * Brent polishes it. */
   enum { NSCAN = 33 };
   const double lo = 1e-4;
   double best_u = lo, best = INFINITY, us[NSCAN], fs[NSCAN];
-  size_t bi = 0;
-  for (size_t k = 0; k < NSCAN; k++) {
+  size_t bi = 0, nscan = 25;
+  for (size_t k = 0; k < nscan; k++) {
     us[k] = k < 25 ? lo + (1 - lo) * (double)k / 24 : 1 + (double)(k - 24) / 8;
     fs[k] = cost(us[k], &r);
     if (fs[k] < best) {
@@ -148,8 +148,10 @@ int pflex_study_refit(const struct pflex_curve_params *base, const struct pflex_
       best_u = us[k];
       bi = k;
     }
+    /* The costlier vratio part of the path only when the data push past c = 1. */
+    if (k == 24 && bi == 24) nscan = NSCAN;
   }
-  if (bi > 0 && bi + 1 < NSCAN && fs[bi] < fs[bi - 1] && fs[bi] < fs[bi + 1]) {
+  if (bi > 0 && bi + 1 < nscan && fs[bi] < fs[bi - 1] && fs[bi] < fs[bi + 1]) {
     gsl_min_fminimizer *m = gsl_min_fminimizer_alloc(gsl_min_fminimizer_brent);
     if (!m) {
       free(x);
@@ -162,7 +164,7 @@ int pflex_study_refit(const struct pflex_curve_params *base, const struct pflex_
       for (int it = 0; it < 100; it++) {
         if (gsl_min_fminimizer_iterate(m) != GSL_SUCCESS) break;
         double a = gsl_min_fminimizer_x_lower(m), z = gsl_min_fminimizer_x_upper(m);
-        if (gsl_min_test_interval(a, z, 1e-10, 0) == GSL_SUCCESS) break;
+        if (gsl_min_test_interval(a, z, 1e-7, 0) == GSL_SUCCESS) break;
       }
       double u = gsl_min_fminimizer_x_minimum(m), f = gsl_min_fminimizer_f_minimum(m);
       if (f < best) best_u = u;
@@ -282,25 +284,53 @@ static double true_tput(const struct study *s, const size_t *gi, const struct pf
  * is likely to land. */
 struct corr {
   struct pflex_curve_params q;
-  double p_max, t_max;
+  double p_min, p_max, t_max;
   size_t n;
   double *ap, *ar; /* anchors: power, ratio (sorted, merged within 1% of P_max) */
+  double *tp, *tt; /* CORR_TABLE samples of the corrected curve, uniform in clock */
 };
+
+#define CORR_TABLE 65
+
+/* The residual ratio at power p. */
+static double corr_ratio(const struct corr *c, double p) {
+  if (c->n == 0 || p >= c->p_max) return 1.0;
+  if (p <= c->ap[0]) return c->ar[0];
+  size_t k = 1;
+  while (k < c->n && c->ap[k] < p) k++;
+  double p1 = k < c->n ? c->ap[k] : c->p_max, r1 = k < c->n ? c->ar[k] : 1.0;
+  return c->ar[k - 1] + (r1 - c->ar[k - 1]) * (p - c->ap[k - 1]) / (p1 - c->ap[k - 1]);
+}
+
+/* Tabulates the corrected curve: CORR_TABLE points uniform in clock from
+ * P_min to P_max, so that evaluating it needs no root finding. */
+static void corr_tabulate(struct corr *c) {
+  double xl = pflex_curve_family_clock(&c->q, c->p_min / c->p_max);
+  for (size_t k = 0; k < CORR_TABLE; k++) {
+    double x = k + 1 == CORR_TABLE ? 1.0 : xl + (1 - xl) * (double)k / (CORR_TABLE - 1);
+    c->tp[k] = k == 0                ? c->p_min
+               : k + 1 == CORR_TABLE ? c->p_max
+                                     : c->p_max * pflex_curve_family_power(&c->q, x);
+    if (k > 0 && c->tp[k] <= c->tp[k - 1]) c->tp[k] = nextafter(c->tp[k - 1], INFINITY);
+    /* Throughput at clock x directly: no root finding. */
+    double base = x > 0 ? c->t_max / (c->q.c / x + 1 - c->q.c) : 0;
+    c->tt[k] = base * corr_ratio(c, c->tp[k]);
+  }
+}
 
 static double corr_eval(void *ctx, double p) {
   const struct corr *c = ctx;
-  double base = c->t_max * pflex_curve_family_tput(&c->q, p / c->p_max);
-  if (c->n == 0 || p >= c->p_max) return base;
-  double r;
-  if (p <= c->ap[0]) {
-    r = c->ar[0];
-  } else {
-    size_t k = 1;
-    while (k < c->n && c->ap[k] < p) k++;
-    double p1 = k < c->n ? c->ap[k] : c->p_max, r1 = k < c->n ? c->ar[k] : 1.0;
-    r = c->ar[k - 1] + (r1 - c->ar[k - 1]) * (p - c->ap[k - 1]) / (p1 - c->ap[k - 1]);
+  if (p <= c->tp[0]) return c->tt[0];
+  if (p >= c->tp[CORR_TABLE - 1]) return c->tt[CORR_TABLE - 1];
+  size_t lo = 0, hi = CORR_TABLE - 1;
+  while (hi - lo > 1) {
+    size_t mid = (lo + hi) / 2;
+    if (c->tp[mid] <= p)
+      lo = mid;
+    else
+      hi = mid;
   }
-  return base * r;
+  return c->tt[lo] + (c->tt[hi] - c->tt[lo]) * (p - c->tp[lo]) / (c->tp[hi] - c->tp[lo]);
 }
 
 static int cmp_pair(const void *a, const void *b) {
@@ -341,6 +371,7 @@ struct work {
   size_t *gi;
   struct corr *corr;               /* per job (closed loop) */
   double *anchors;                 /* jobs x 2 x rounds: corr anchor storage */
+  double *table;                   /* jobs x 2 x CORR_TABLE: corr tables */
   double *pairs;                   /* 2 x rounds scratch */
   struct pflex_alloc_job *jt, *jp; /* on true curves, on predicted/refined curves */
   struct pflex_alloc_result *r;
@@ -355,6 +386,7 @@ static void work_free(struct work *w, size_t n) {
   free(w->gi);
   free(w->corr);
   free(w->anchors);
+  free(w->table);
   free(w->pairs);
   free(w->jt);
   free(w->jp);
@@ -386,8 +418,11 @@ static int run_optimal(const struct study *s, struct work *w, size_t k, double t
       w->obs_t[j * R + round - 1] =
           pflex_curve_eval(tc, pw) * (1 + gsl_ran_gaussian(noise, s->o->noise));
       struct corr *c = &w->corr[j];
+      c->p_min = pflex_curve_p_min(tc);
       c->p_max = pflex_curve_p_max(tc);
       c->t_max = pflex_curve_t_max(tc);
+      c->tp = &w->table[2 * j * CORR_TABLE];
+      c->tt = c->tp + CORR_TABLE;
       c->ap = &w->anchors[2 * j * R];
       c->ar = c->ap + R;
       if ((err = pflex_study_refit(&s->base[w->gi[j]], &s->pparam[k * s->ng + w->gi[j]],
@@ -395,6 +430,7 @@ static int run_optimal(const struct study *s, struct work *w, size_t k, double t
                                    &w->obs_w[j * R], &w->obs_t[j * R], round, &c->q)))
         return err;
       corr_set(c, &w->obs_w[j * R], &w->obs_t[j * R], round, w->pairs);
+      corr_tabulate(c);
       pflex_curve_free(w->own[j]);
       w->own[j] = NULL;
       struct pflex_curve_fn fn = {.eval = corr_eval, .ctx = c};
@@ -465,6 +501,7 @@ int pflex_study_run(const struct pflex_study_group *groups, size_t ngroups,
   w.gi = calloc(n, sizeof *w.gi);
   w.corr = calloc(n, sizeof *w.corr);
   w.anchors = calloc(2 * n * (opts->rounds ? opts->rounds : 1), sizeof *w.anchors);
+  w.table = calloc(2 * n * CORR_TABLE, sizeof *w.table);
   w.pairs = calloc(2 * (opts->rounds ? opts->rounds : 1), sizeof *w.pairs);
   w.jt = calloc(n, sizeof *w.jt);
   w.jp = calloc(n, sizeof *w.jp);
@@ -475,7 +512,7 @@ int pflex_study_run(const struct pflex_study_group *groups, size_t ngroups,
   w.tl = calloc((nlines ? nlines : 1) + opts->rounds + 1, sizeof *w.tl);
   rng = gsl_rng_alloc(gsl_rng_mt19937);
   noise = gsl_rng_alloc(gsl_rng_mt19937);
-  if (!acc || !sum_or || !sum_eq || !count || !w.gi || !w.corr || !w.anchors || !w.pairs || !w.jt || !w.jp || !w.r || !w.own ||
+  if (!acc || !sum_or || !sum_eq || !count || !w.gi || !w.corr || !w.anchors || !w.table || !w.pairs || !w.jt || !w.jp || !w.r || !w.own ||
       !w.obs_w || !w.obs_t || !w.tl || !rng || !noise)
     goto out;
   struct pflex_alloc_opts ao = {.knots = opts->knots};

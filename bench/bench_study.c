@@ -1,0 +1,109 @@
+/* Study engine timings: the default protocol (500 workloads of 100 jobs, cuts
+ * 0-40% by 5%, both scenarios, every strategy) on 25 synthetic groups, with
+ * three prediction sets, open loop and with two closed-loop rounds.
+ *
+ * The groups are synthetic, not data: 6-point measured curves on the paper's
+ * grid sampled from the parametric family (compute share 0.2-1, knee
+ * 0.45-0.75), 8/16/32 GPUs, half pretraining; the "predictions" are the true
+ * PFI plus Gaussian noise (SD 0.1, 0.2, 0.3), standing in for in-sample, LOO
+ * and LOCO predictions. Only the time is meant; the gap figures it prints
+ * describe this synthetic set, not the paper's.
+ *
+ * usage: bench_study [--workloads N] [--rounds R] */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+
+#include "pflex/error.h"
+#include "pflex/jobs.h"
+#include "pflex/study.h"
+
+#define NG 25
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int main(int argc, char **argv) {
+  size_t workloads = 500;
+  unsigned rounds = 2;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--workloads") == 0 && i + 1 < argc)
+      workloads = strtoull(argv[++i], NULL, 10);
+    else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
+      rounds = (unsigned)atoi(argv[++i]);
+    else {
+      fprintf(stderr, "usage: bench_study [--workloads N] [--rounds R]\n");
+      return 2;
+    }
+  }
+  gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+  gsl_rng_set(rng, 1);
+  static const int gpus[] = {8, 16, 32};
+  struct pflex_study_group g[NG];
+  struct pflex_curve *c[NG];
+  double pfi[3][NG];
+  for (int i = 0; i < NG; i++) {
+    int n = gpus[gsl_rng_uniform_int(rng, 3)];
+    double pmax = n * (450 + 250 * gsl_rng_uniform(rng)), tmax = 1000.0 * n;
+    struct pflex_curve_params q;
+    pflex_curve_params_default("H200", n, pmax, &q);
+    q.c = 0.2 + 0.8 * gsl_rng_uniform(rng);
+    q.knee = 0.45 + 0.3 * gsl_rng_uniform(rng);
+    struct pflex_curve *par;
+    if (pflex_curve_new_parametric(&q, 200.0 * n, pmax, tmax, &par)) return 1;
+    struct pflex_curve_point pt[6];
+    size_t np = 0;
+    for (int cap = 200; cap <= 600; cap += 100)
+      if (cap * n < pmax) pt[np++] = (struct pflex_curve_point){cap * n, pflex_curve_eval(par, cap * n), cap};
+    pt[np++] = (struct pflex_curve_point){pmax, tmax, 700};
+    pflex_curve_free(par);
+    if (pflex_curve_new_measured(pt, np, PFLEX_INTERP_STEFFEN, &c[i])) return 1;
+    double grid[5], truth;
+    size_t ng = pflex_jobs_paper_grid(n, pmax, grid);
+    if (pflex_curve_pfi(c[i], grid, ng, &truth)) return 1;
+    for (int k = 0; k < 3; k++) pfi[k][i] = truth + gsl_ran_gaussian(rng, 0.1 * (k + 1));
+    g[i] = (struct pflex_study_group){.name = "g", .gpu = "H200", .curve = c[i], .gpus = n,
+                                      .arch = q.c < 0.6 ? PFLEX_ARCH_MOE : PFLEX_ARCH_DENSE,
+                                      .task = i % 2 ? PFLEX_TASK_FT : PFLEX_TASK_PT,
+                                      .dram_copy = 1 - q.c};
+  }
+  struct pflex_study_predset p[3] = {
+      {PFLEX_PRED_IN_SAMPLE, pfi[0]}, {PFLEX_PRED_LOO, pfi[1]}, {PFLEX_PRED_LOCO, pfi[2]}};
+  printf("study wall time, %zu workloads x 100 jobs, 9 cuts, 2 scenarios, 6 strategies, "
+         "3 prediction sets, 25 synthetic groups\n", workloads);
+  for (unsigned r = 0; r <= rounds; r += rounds ? rounds : 1) {
+    struct pflex_study_opts o;
+    pflex_study_opts_init(&o);
+    o.workloads = workloads;
+    o.rounds = r;
+    struct pflex_study_result *res;
+    size_t nres;
+    double t0 = now();
+    int err = pflex_study_run(g, NG, p, 3, &o, &res, &nres);
+    double dt = now() - t0;
+    if (err) {
+      fprintf(stderr, "bench_study: %s\n", pflex_strerror(err));
+      return 1;
+    }
+    printf("rounds %u: %.2f s (%zu result lines)\n", r, dt, nres);
+    for (size_t i = 0; i < nres; i++)
+      if (res[i].cut == 0.30 && res[i].scenario == PFLEX_SCENARIO_PRODUCTION &&
+          (res[i].strategy == PFLEX_ALLOC_OPTIMAL || res[i].strategy == PFLEX_ALLOC_PFI))
+        printf("  production 30%%: %-7s %-9s round %u gap recovered %.3f\n",
+               pflex_alloc_strategy_name(res[i].strategy), pflex_study_pred_name(res[i].prediction),
+               res[i].round, res[i].gap_recovered);
+    free(res);
+    if (rounds == 0) break;
+  }
+  for (int i = 0; i < NG; i++) pflex_curve_free(c[i]);
+  gsl_rng_free(rng);
+  return 0;
+}
