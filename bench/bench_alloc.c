@@ -69,7 +69,8 @@ static int make(struct workload *w, size_t n, gsl_rng *rng) {
 }
 
 static void release(struct workload *w) {
-  for (size_t i = 0; w->curves && i < w->n; i++) pflex_curve_free(w->curves[i]);
+  for (size_t i = 0; w->curves && i < w->n; i++)
+    pflex_curve_free(w->curves[i]);
   free(w->curves);
   free(w->jobs);
 }
@@ -91,7 +92,8 @@ int main(int argc, char **argv) {
     } else if (strcmp(argv[i], "--knots") == 0 && i + 1 < argc) {
       knots = (unsigned)atoi(argv[++i]);
     } else {
-      fprintf(stderr, "usage: bench_alloc [--sizes N,N,...] [--repeats R] [--seed S] [--knots K]\n");
+      fprintf(stderr,
+              "usage: bench_alloc [--sizes N,N,...] [--repeats R] [--seed S] [--knots K]\n");
       return 2;
     }
   }
@@ -119,7 +121,8 @@ int main(int argc, char **argv) {
         int err = pflex_alloc_run(w.jobs, n, s, target, &opts, r, &sum);
         times[rep] = 1e3 * (now() - a);
         if (err) {
-          fprintf(stderr, "bench_alloc: %s: %s\n", pflex_alloc_strategy_name(s), pflex_strerror(err));
+          fprintf(stderr, "bench_alloc: %s: %s\n", pflex_alloc_strategy_name(s),
+                  pflex_strerror(err));
           return 1;
         }
       }
@@ -132,36 +135,46 @@ int main(int argc, char **argv) {
     release(&w);
   }
   printf("allocator wall time, median ms per call (30%% cut, synthetic measured curves, seed %lu, "
-         "knots %u)\n", seed, knots ? knots : 17);
+         "knots %u)\n",
+         seed, knots ? knots : 17);
   printf("%-8s", "strategy");
-  for (size_t k = 0; k < nsizes; k++) printf(" %12zu", sizes[k]);
+  for (size_t k = 0; k < nsizes; k++)
+    printf(" %12zu", sizes[k]);
   printf("   ratio to equal:");
-  for (size_t k = 0; k < nsizes; k++) printf(" %9zu", sizes[k]);
+  for (size_t k = 0; k < nsizes; k++)
+    printf(" %9zu", sizes[k]);
   printf("\n");
   for (int s = 0; s < PFLEX_ALLOC_NSTRATEGIES; s++) {
     printf("%-8s", pflex_alloc_strategy_name(s));
-    for (size_t k = 0; k < nsizes; k++) printf(" %12.3f", ms[s][k]);
+    for (size_t k = 0; k < nsizes; k++)
+      printf(" %12.3f", ms[s][k]);
     printf("   %15s", "");
-    for (size_t k = 0; k < nsizes; k++) printf(" %9.1f", ms[s][k] / ms[PFLEX_ALLOC_EQUAL][k]);
+    for (size_t k = 0; k < nsizes; k++)
+      printf(" %9.1f", ms[s][k] / ms[PFLEX_ALLOC_EQUAL][k]);
     printf("\n");
   }
   printf("%-8s", "curves");
-  for (size_t k = 0; k < nsizes; k++) printf(" %12.3f", build_ms[k]);
+  for (size_t k = 0; k < nsizes; k++)
+    printf(" %12.3f", build_ms[k]);
   printf("   (building the n measured curves, once)\n");
   printf("per-job time (us/job):\n%-8s", "strategy");
-  for (size_t k = 0; k < nsizes; k++) printf(" %12zu", sizes[k]);
+  for (size_t k = 0; k < nsizes; k++)
+    printf(" %12zu", sizes[k]);
   printf("\n");
   for (int s = 0; s < PFLEX_ALLOC_NSTRATEGIES; s++) {
     printf("%-8s", pflex_alloc_strategy_name(s));
-    for (size_t k = 0; k < nsizes; k++) printf(" %12.3f", 1e3 * ms[s][k] / (double)sizes[k]);
+    for (size_t k = 0; k < nsizes; k++)
+      printf(" %12.3f", 1e3 * ms[s][k] / (double)sizes[k]);
     printf("\n");
   }
   printf("total throughput relative to optimal (same workload):\n%-8s", "strategy");
-  for (size_t k = 0; k < nsizes; k++) printf(" %12zu", sizes[k]);
+  for (size_t k = 0; k < nsizes; k++)
+    printf(" %12zu", sizes[k]);
   printf("\n");
   for (int s = 0; s < PFLEX_ALLOC_NSTRATEGIES; s++) {
     printf("%-8s", pflex_alloc_strategy_name(s));
-    for (size_t k = 0; k < nsizes; k++) printf(" %12.5f", tput[s][k] / tput[PFLEX_ALLOC_OPTIMAL][k]);
+    for (size_t k = 0; k < nsizes; k++)
+      printf(" %12.5f", tput[s][k] / tput[PFLEX_ALLOC_OPTIMAL][k]);
     printf("\n");
   }
   gsl_rng_free(rng);

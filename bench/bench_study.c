@@ -62,15 +62,20 @@ int main(int argc, char **argv) {
     struct pflex_curve_point pt[6];
     size_t np = 0;
     for (int cap = 200; cap <= 600; cap += 100)
-      if (cap * n < pmax) pt[np++] = (struct pflex_curve_point){cap * n, pflex_curve_eval(par, cap * n), cap};
+      if (cap * n < pmax)
+        pt[np++] = (struct pflex_curve_point){cap * n, pflex_curve_eval(par, cap * n), cap};
     pt[np++] = (struct pflex_curve_point){pmax, tmax, 700};
     pflex_curve_free(par);
     if (pflex_curve_new_measured(pt, np, PFLEX_INTERP_STEFFEN, &c[i])) return 1;
     double grid[5], truth;
     size_t ng = pflex_jobs_paper_grid(n, pmax, grid);
     if (pflex_curve_pfi(c[i], grid, ng, &truth)) return 1;
-    for (int k = 0; k < 3; k++) pfi[k][i] = truth + gsl_ran_gaussian(rng, 0.1 * (k + 1));
-    g[i] = (struct pflex_study_group){.name = "g", .gpu = "H200", .curve = c[i], .gpus = n,
+    for (int k = 0; k < 3; k++)
+      pfi[k][i] = truth + gsl_ran_gaussian(rng, 0.1 * (k + 1));
+    g[i] = (struct pflex_study_group){.name = "g",
+                                      .gpu = "H200",
+                                      .curve = c[i],
+                                      .gpus = n,
                                       .arch = q.c < 0.6 ? PFLEX_ARCH_MOE : PFLEX_ARCH_DENSE,
                                       .task = i % 2 ? PFLEX_TASK_FT : PFLEX_TASK_PT,
                                       .dram_copy = 1 - q.c};
@@ -78,7 +83,8 @@ int main(int argc, char **argv) {
   struct pflex_study_predset p[3] = {
       {PFLEX_PRED_IN_SAMPLE, pfi[0]}, {PFLEX_PRED_LOO, pfi[1]}, {PFLEX_PRED_LOCO, pfi[2]}};
   printf("study wall time, %zu workloads x 100 jobs, 9 cuts, 2 scenarios, 6 strategies, "
-         "3 prediction sets, 25 synthetic groups\n", workloads);
+         "3 prediction sets, 25 synthetic groups\n",
+         workloads);
   for (unsigned r = 0; r <= rounds; r += rounds ? rounds : 1) {
     struct pflex_study_opts o;
     pflex_study_opts_init(&o);
@@ -103,7 +109,8 @@ int main(int argc, char **argv) {
     free(res);
     if (rounds == 0) break;
   }
-  for (int i = 0; i < NG; i++) pflex_curve_free(c[i]);
+  for (int i = 0; i < NG; i++)
+    pflex_curve_free(c[i]);
   gsl_rng_free(rng);
   return 0;
 }

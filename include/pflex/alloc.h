@@ -76,16 +76,16 @@ struct pflex_alloc_result {
 };
 
 struct pflex_alloc_summary {
-  double target_w;       /* the target asked for */
-  double total_w;        /* sum of allocated power (<= target_w) */
-  double total_tput;     /* sum of throughputs (NAN if a job has no curve) */
-  double weighted_tput;  /* sum of weight * throughput */
-  double min_w;          /* sum of lower bounds: the least total power possible */
-  double max_w;          /* sum of P_max */
-  double deepest_cut;    /* 1 - min_w / max_w: the deepest feasible cut as a fraction */
-  double gap_bound;      /* optimal: upper bound on the weighted throughput lost to
-                            non-concavity of the piecewise-linear curves (0 if concave);
-                            0 for the other strategies */
+  double target_w;      /* the target asked for */
+  double total_w;       /* sum of allocated power (<= target_w) */
+  double total_tput;    /* sum of throughputs (NAN if a job has no curve) */
+  double weighted_tput; /* sum of weight * throughput */
+  double min_w;         /* sum of lower bounds: the least total power possible */
+  double max_w;         /* sum of P_max */
+  double deepest_cut;   /* 1 - min_w / max_w: the deepest feasible cut as a fraction */
+  double gap_bound;     /* optimal: upper bound on the weighted throughput lost to
+                           non-concavity of the piecewise-linear curves (0 if concave);
+                           0 for the other strategies */
 };
 
 const char *pflex_alloc_strategy_name(enum pflex_alloc_strategy s);

@@ -79,8 +79,8 @@ int pflex_curve_new_measured(const struct pflex_curve_point *points, size_t n,
 
 /* Builds a parametric curve on [p_min, p_max] with throughput t_max at p_max.
  * -EINVAL when parameters are out of range or p_min > p_max. */
-int pflex_curve_new_parametric(const struct pflex_curve_params *params, double p_min,
-                               double p_max, double t_max, struct pflex_curve **ret_curve);
+int pflex_curve_new_parametric(const struct pflex_curve_params *params, double p_min, double p_max,
+                               double t_max, struct pflex_curve **ret_curve);
 
 /* Wraps a caller's function (fn is copied; ctx must outlive the curve). */
 int pflex_curve_new_callback(const struct pflex_curve_fn *fn, double p_min, double p_max,
@@ -120,8 +120,7 @@ int pflex_curve_inverse(const struct pflex_curve *curve, double tput, double *re
 int pflex_curve_get_params(const struct pflex_curve *curve, struct pflex_curve_params *ret);
 
 /* Measured points after repair (sorted by power, monotone); NULL/0 for other kinds. */
-const struct pflex_curve_point *pflex_curve_points(const struct pflex_curve *curve,
-                                                   size_t *ret_n);
+const struct pflex_curve_point *pflex_curve_points(const struct pflex_curve *curve, size_t *ret_n);
 
 /* Per-GPU cap that yields aggregate power p for a job of `gpus` GPUs whose
  * caps may be set in [cap_min, cap_max]. A measured curve whose points carry
@@ -153,8 +152,8 @@ int pflex_curve_fit(const struct pflex_curve_point *points, size_t n,
  * (a fully compute-bound job) lowers vratio towards 1 instead (c = 1), down to
  * PFI = 1 - idle_frac, the least the family reaches. idle_frac comes from
  * *params. -ERANGE when pfi is outside what the family reaches on this grid. */
-int pflex_curve_from_pfi(double pfi, double p_min, double p_max, double t_max,
-                         const double *grid_w, size_t n, const struct pflex_curve_params *params,
+int pflex_curve_from_pfi(double pfi, double p_min, double p_max, double t_max, const double *grid_w,
+                         size_t n, const struct pflex_curve_params *params,
                          struct pflex_curve **ret_curve);
 
 /* Relative throughput T/T_max of the family at relative power P/P_max (clamped

@@ -17,7 +17,7 @@ struct pflex_jobset {
   char **gpu;                   /* owned GPU type per job, n entries */
   double *pfi_true;             /* PFI (Eq. 1) of a measured curve's own points, NAN if none */
   size_t n;
-  enum pflex_tput_unit unit;    /* throughput unit of the curves */
+  enum pflex_tput_unit unit; /* throughput unit of the curves */
 };
 
 void pflex_jobset_init(struct pflex_jobset *set);

@@ -67,9 +67,9 @@ struct pflex_study_predset {
 };
 
 struct pflex_study_opts {
-  size_t workloads;    /* default 500 */
-  size_t jobs;         /* jobs per workload, default 100 */
-  const double *cuts;  /* cut fractions; NULL: 0, 0.05, ..., 0.40 */
+  size_t workloads;   /* default 500 */
+  size_t jobs;        /* jobs per workload, default 100 */
+  const double *cuts; /* cut fractions; NULL: 0, 0.05, ..., 0.40 */
   size_t ncuts;
   unsigned scenarios;  /* bit (1 << scenario); default both */
   unsigned strategies; /* bit (1 << strategy); default all */
@@ -92,7 +92,7 @@ struct pflex_study_result {
   enum pflex_study_scenario scenario;
   enum pflex_alloc_strategy strategy;
   enum pflex_study_pred prediction;
-  unsigned round;        /* 0 unless closed loop */
+  unsigned round; /* 0 unless closed loop */
   double cut;
   size_t workloads;      /* workloads counted (the cut was feasible) */
   double tokens_per_s;   /* mean total true throughput per workload */

@@ -16,18 +16,18 @@
 #include "pflex/alloc.h"
 #include "pflex/jobs.h"
 
-#define USAGE                                                                              \
-  "pflex allocate JOBS (--cut PCT | --target-w W) [--strategy NAME] [options]\n"           \
-  "  JOBS                a runs CSV (each sweep group is a job with its measured curve)\n"  \
-  "                      or a jobs JSON file (docs/allocation.md)\n"                        \
-  "  --cut PCT           cut PCT percent of the jobs' total uncapped power (0-100)\n"       \
-  "  --target-w W        total power target in W\n"                                         \
-  "  --strategy NAME     equal | moe-ft | dram | pfi | optimal | oracle (default optimal)\n"\
-  "  --knots N           optimal/oracle: points per curve of the piecewise-linear\n"        \
-  "                      approximation (default 17)\n"                                      \
-  "  --unit UNIT         runs CSV throughput column: tokens, samples, steps, step-time\n"   \
-  "  --json              print JSON\n"                                                      \
-  "  --csv               print CSV, one row per job\n"                                      \
+#define USAGE                                                                                      \
+  "pflex allocate JOBS (--cut PCT | --target-w W) [--strategy NAME] [options]\n"                   \
+  "  JOBS                a runs CSV (each sweep group is a job with its measured curve)\n"         \
+  "                      or a jobs JSON file (docs/allocation.md)\n"                               \
+  "  --cut PCT           cut PCT percent of the jobs' total uncapped power (0-100)\n"              \
+  "  --target-w W        total power target in W\n"                                                \
+  "  --strategy NAME     equal | moe-ft | dram | pfi | optimal | oracle (default optimal)\n"       \
+  "  --knots N           optimal/oracle: points per curve of the piecewise-linear\n"               \
+  "                      approximation (default 17)\n"                                             \
+  "  --unit UNIT         runs CSV throughput column: tokens, samples, steps, step-time\n"          \
+  "  --json              print JSON\n"                                                             \
+  "  --csv               print CSV, one row per job\n"                                             \
   "  -h, --help          print this help"
 
 static bool looks_like_json(const char *path) {
@@ -68,7 +68,8 @@ static int check_needs(const struct pflex_jobset *set, enum pflex_alloc_strategy
     const struct pflex_alloc_job *j = &set->jobs[i];
     if ((st == PFLEX_ALLOC_OPTIMAL || st == PFLEX_ALLOC_ORACLE) && !j->curve) {
       cli_error("strategy '%s' needs every job's curve: job '%s' has none (give points, params "
-                "or pfi)", pflex_alloc_strategy_name(st), j->name);
+                "or pfi)",
+                pflex_alloc_strategy_name(st), j->name);
       return -EINVAL;
     }
     if (st == PFLEX_ALLOC_DRAM && isnan(j->dram_copy)) {
@@ -106,8 +107,8 @@ static int print_json(const struct pflex_jobset *set, enum pflex_alloc_strategy 
   json_object_set_new(root, "min_w", json_real(s->min_w));
   json_object_set_new(root, "deepest_cut", json_real(s->deepest_cut));
   json_object_set_new(root, "total_w", json_real(s->total_w));
-  json_object_set_new(root, "total_tput", isfinite(s->total_tput) ? json_real(s->total_tput)
-                                                                  : json_null());
+  json_object_set_new(root, "total_tput",
+                      isfinite(s->total_tput) ? json_real(s->total_tput) : json_null());
   json_object_set_new(root, "weighted_tput",
                       isfinite(s->weighted_tput) ? json_real(s->weighted_tput) : json_null());
   json_object_set_new(root, "gap_bound", json_real(s->gap_bound));
@@ -162,8 +163,8 @@ static void print_table(const struct pflex_jobset *set, enum pflex_alloc_strateg
   for (size_t i = 0; i < set->n; i++)
     if (strlen(set->jobs[i].name) > w) w = strlen(set->jobs[i].name);
   if (w > 60) w = 60;
-  printf("%-*s %5s %10s %10s %8s %12s %7s\n", (int)w, "job", "gpus", "power_w", "p_max_w",
-         "cap_w", unit, "of_max");
+  printf("%-*s %5s %10s %10s %8s %12s %7s\n", (int)w, "job", "gpus", "power_w", "p_max_w", "cap_w",
+         unit, "of_max");
   for (size_t i = 0; i < set->n; i++) {
     const struct pflex_alloc_job *j = &set->jobs[i];
     double tmax = j->curve ? pflex_curve_eval(j->curve, job_pmax(j)) : NAN;
@@ -174,22 +175,22 @@ static void print_table(const struct pflex_jobset *set, enum pflex_alloc_strateg
          s->total_tput);
   if (s->gap_bound > 0)
     printf("note: some curves are not concave; the optimum may be up to %.3g (weighted "
-           "throughput) higher than this allocation (docs/allocation.md)\n", s->gap_bound);
+           "throughput) higher than this allocation (docs/allocation.md)\n",
+           s->gap_bound);
   if (st == PFLEX_ALLOC_ORACLE)
     printf("note: oracle is optimal on the curves given, taken as the true curves\n");
 }
 
 static int run(int argc, char **argv) {
   enum { OPT_CUT = 256, OPT_TARGET, OPT_STRATEGY, OPT_KNOTS, OPT_UNIT, OPT_JSON, OPT_CSV };
-  static const struct option longopts[] = {
-      {"cut", required_argument, NULL, OPT_CUT},
-      {"target-w", required_argument, NULL, OPT_TARGET},
-      {"strategy", required_argument, NULL, OPT_STRATEGY},
-      {"knots", required_argument, NULL, OPT_KNOTS},
-      {"unit", required_argument, NULL, OPT_UNIT},
-      {"json", no_argument, NULL, OPT_JSON},
-      {"csv", no_argument, NULL, OPT_CSV},
-      {NULL, 0, NULL, 0}};
+  static const struct option longopts[] = {{"cut", required_argument, NULL, OPT_CUT},
+                                           {"target-w", required_argument, NULL, OPT_TARGET},
+                                           {"strategy", required_argument, NULL, OPT_STRATEGY},
+                                           {"knots", required_argument, NULL, OPT_KNOTS},
+                                           {"unit", required_argument, NULL, OPT_UNIT},
+                                           {"json", no_argument, NULL, OPT_JSON},
+                                           {"csv", no_argument, NULL, OPT_CSV},
+                                           {NULL, 0, NULL, 0}};
   double cut = NAN, target = NAN;
   enum pflex_alloc_strategy st = PFLEX_ALLOC_OPTIMAL;
   struct pflex_alloc_opts opts = {0};
@@ -232,15 +233,9 @@ static int run(int argc, char **argv) {
       opts.knots = (unsigned)k;
       break;
     }
-    case OPT_UNIT:
-      unit = optarg;
-      break;
-    case OPT_JSON:
-      json = true;
-      break;
-    case OPT_CSV:
-      csv = true;
-      break;
+    case OPT_UNIT: unit = optarg; break;
+    case OPT_JSON: json = true; break;
+    case OPT_CSV: csv = true; break;
     default:
       cli_error("unknown or incomplete option '%s'; see 'pflex help allocate'", argv[optind - 1]);
       return PFLEX_EXIT_USAGE;
@@ -283,8 +278,8 @@ static int run(int argc, char **argv) {
   err = pflex_alloc_run(set.jobs, set.n, st, target, &opts, r, &s);
   if (err == -PFLEX_E_INFEASIBLE) {
     cli_error("target %.1f W is infeasible: the jobs need at least %.1f W (their floors and "
-              "throughput minimums); the deepest feasible cut is %.1f%%", target, s.min_w,
-              100 * s.deepest_cut);
+              "throughput minimums); the deepest feasible cut is %.1f%%",
+              target, s.min_w, 100 * s.deepest_cut);
     goto out;
   }
   if (err) {

@@ -9,15 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 #include "pflex/alloc.h"
 #include "pflex/error.h"
 
 #define DEFAULT_KNOTS 17u
 
 static const char *const names[PFLEX_ALLOC_NSTRATEGIES] = {
-    [PFLEX_ALLOC_EQUAL] = "equal", [PFLEX_ALLOC_MOE_FT] = "moe-ft",
-    [PFLEX_ALLOC_DRAM] = "dram",   [PFLEX_ALLOC_PFI] = "pfi",
+    [PFLEX_ALLOC_EQUAL] = "equal",     [PFLEX_ALLOC_MOE_FT] = "moe-ft",
+    [PFLEX_ALLOC_DRAM] = "dram",       [PFLEX_ALLOC_PFI] = "pfi",
     [PFLEX_ALLOC_OPTIMAL] = "optimal", [PFLEX_ALLOC_ORACLE] = "oracle",
 };
 
@@ -46,8 +45,8 @@ struct prep {
   double cap_min, cap_max;
 };
 
-static int prepare(const struct pflex_alloc_job *jobs, size_t n, struct prep *pr,
-                   double *ret_min_w, double *ret_max_w, bool *ret_floor_infeasible) {
+static int prepare(const struct pflex_alloc_job *jobs, size_t n, struct prep *pr, double *ret_min_w,
+                   double *ret_max_w, bool *ret_floor_infeasible) {
   double min_w = 0, max_w = 0;
   bool infeasible = false;
   for (size_t i = 0; i < n; i++) {
@@ -104,9 +103,7 @@ static int share_weights(const struct pflex_alloc_job *jobs, size_t n, const str
   for (size_t i = 0; i < n; i++) {
     const struct pflex_alloc_job *j = &jobs[i];
     switch (s) {
-    case PFLEX_ALLOC_EQUAL:
-      w[i] = pr[i].hi;
-      break;
+    case PFLEX_ALLOC_EQUAL: w[i] = pr[i].hi; break;
     case PFLEX_ALLOC_MOE_FT:
       w[i] = pr[i].hi * (j->arch == PFLEX_ARCH_MOE && j->task == PFLEX_TASK_FT ? 2.0 : 1.0);
       break;
@@ -118,8 +115,7 @@ static int share_weights(const struct pflex_alloc_job *jobs, size_t n, const str
       if (isnan(j->pfi) || !(pr[i].tmax > 0) || !isfinite(pr[i].tmax)) return -EINVAL;
       w[i] = pr[i].hi / pr[i].tmax * (j->pfi > 0 ? fmin(j->pfi, 1e12) : 0.0);
       break;
-    default:
-      return -EINVAL;
+    default: return -EINVAL;
     }
   }
   return 0;
@@ -226,12 +222,12 @@ struct hullpt {
 
 /* Knots of job i's piecewise-linear approximation on [lo, hi], sorted, unique:
  * a uniform grid merged with the curve's measured points (already sorted). */
-static size_t knots_of(const struct pflex_curve *c, double lo, double hi, unsigned k,
-                       double *xs) {
+static size_t knots_of(const struct pflex_curve *c, double lo, double hi, unsigned k, double *xs) {
   size_t np, n = 0, m = 0;
   const struct pflex_curve_point *pts = pflex_curve_points(c, &np);
   unsigned ng = pflex_curve_piecewise_linear(c) ? 2 : k; /* exact: the ends only */
-  while (m < np && !(pts[m].power_w > lo)) m++;
+  while (m < np && !(pts[m].power_w > lo))
+    m++;
   for (unsigned g = 0; g < ng; g++) {
     double x = g + 1 == ng ? hi : lo + (hi - lo) * g / (ng - 1);
     for (; m < np && pts[m].power_w < x; m++)
@@ -312,7 +308,9 @@ static int cand_desc(const void *a, const void *b) {
   return (x->job > y->job) - (x->job < y->job);
 }
 
-static int cand_asc(const void *a, const void *b) { return -cand_desc(a, b); }
+static int cand_asc(const void *a, const void *b) {
+  return -cand_desc(a, b);
+}
 
 static double val(const struct pflex_alloc_job *j, double p) {
   return j->weight * pflex_curve_eval(j->curve, p);
@@ -421,7 +419,8 @@ static int greedy(const struct pflex_alloc_job *jobs, size_t n, const struct pre
       /* Knots uniform in clock: exact points of the curve, cheaply. */
       nk = knots;
       pflex_curve_sample(jobs[i].curve, wlo[i], whi[i], nk, xs, ys);
-      for (size_t m = 0; m < nk; m++) hp[m] = (struct hullpt){xs[m], jobs[i].weight * ys[m]};
+      for (size_t m = 0; m < nk; m++)
+        hp[m] = (struct hullpt){xs[m], jobs[i].weight * ys[m]};
       /* Rounding in the clock round trip must not unsort the knots. */
       size_t u = 0;
       for (size_t m = 0; m < nk; m++)
@@ -435,7 +434,8 @@ static int greedy(const struct pflex_alloc_job *jobs, size_t n, const struct pre
     size_t nh = upper_hull(hp, nk);
     if (ns + nh > cap) {
       size_t nc = cap ? 2 * cap : 1024;
-      while (nc < ns + nh) nc *= 2;
+      while (nc < ns + nh)
+        nc *= 2;
       struct seg *t = realloc(segs, nc * sizeof *t);
       if (!t) goto out;
       segs = t;
@@ -495,7 +495,8 @@ static int greedy(const struct pflex_alloc_job *jobs, size_t n, const struct pre
       left -= take;
     }
   }
-  for (size_t i = 0; i < n; i++) p[i] = fmin(fmax(p[i], wlo[i]), pr[i].hi);
+  for (size_t i = 0; i < n; i++)
+    p[i] = fmin(fmax(p[i], wlo[i]), pr[i].hi);
   *ret_gap = gap;
   err = 0;
 out:
@@ -511,7 +512,8 @@ out:
 
 static double objective(const struct pflex_alloc_job *jobs, size_t n, const double *p) {
   double s = 0;
-  for (size_t i = 0; i < n; i++) s += jobs[i].weight * pflex_curve_eval(jobs[i].curve, p[i]);
+  for (size_t i = 0; i < n; i++)
+    s += jobs[i].weight * pflex_curve_eval(jobs[i].curve, p[i]);
   return s;
 }
 
@@ -569,7 +571,8 @@ out:
 static void enforce_target(double *p, const struct prep *pr, size_t n, double target) {
   for (int iter = 0; iter < 8; iter++) {
     double s = 0;
-    for (size_t i = 0; i < n; i++) s += p[i];
+    for (size_t i = 0; i < n; i++)
+      s += p[i];
     if (s <= target) return;
     double excess = (s - target) + 4 * DBL_EPSILON * fabs(s) + DBL_MIN;
     for (size_t i = 0; i < n && excess > 0; i++) {
@@ -611,7 +614,9 @@ int pflex_alloc_run(const struct pflex_alloc_job *jobs, size_t n,
   double min_w, max_w, gap = 0;
   bool floor_bad;
   if ((err = prepare(jobs, n, pr, &min_w, &max_w, &floor_bad))) goto out;
-  struct pflex_alloc_summary sum = {.target_w = target_w, .min_w = min_w, .max_w = max_w,
+  struct pflex_alloc_summary sum = {.target_w = target_w,
+                                    .min_w = min_w,
+                                    .max_w = max_w,
                                     .deepest_cut = max_w > 0 ? 1.0 - min_w / max_w : 0};
   if (floor_bad || target_w < min_w) {
     if (summary) *summary = sum;
@@ -619,7 +624,8 @@ int pflex_alloc_run(const struct pflex_alloc_job *jobs, size_t n,
     goto out;
   }
   if (target_w >= max_w) {
-    for (size_t i = 0; i < n; i++) p[i] = pr[i].hi;
+    for (size_t i = 0; i < n; i++)
+      p[i] = pr[i].hi;
   } else if (strategy == PFLEX_ALLOC_OPTIMAL || strategy == PFLEX_ALLOC_ORACLE) {
     if ((err = optimal(jobs, n, pr, target_w, min_w, knots, p, &gap))) goto out;
   } else {

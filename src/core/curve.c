@@ -127,7 +127,8 @@ static int isotonic(double *v, const double *w, size_t n) {
   }
   size_t k = 0;
   for (size_t b = 0; b < nb; b++)
-    for (size_t j = 0; j < len[b]; j++) v[k++] = mean[b];
+    for (size_t j = 0; j < len[b]; j++)
+      v[k++] = mean[b];
   free(mean);
   free(wt);
   free(len);
@@ -164,9 +165,11 @@ int pflex_curve_new_measured(const struct pflex_curve_point *points, size_t n,
     m++;
     i = j;
   }
-  for (size_t i = 0; i < m; i++) tmp[i] = p[i].tput;
+  for (size_t i = 0; i < m; i++)
+    tmp[i] = p[i].tput;
   if ((err = isotonic(tmp, w, m))) goto fail;
-  for (size_t i = 0; i < m; i++) p[i].tput = tmp[i];
+  for (size_t i = 0; i < m; i++)
+    p[i].tput = tmp[i];
   c->have_caps = true;
   for (size_t i = 0; i < m; i++) {
     tmp[i] = p[i].cap_w;
@@ -174,7 +177,8 @@ int pflex_curve_new_measured(const struct pflex_curve_point *points, size_t n,
   }
   if (c->have_caps) {
     if ((err = isotonic(tmp, NULL, m))) goto fail;
-    for (size_t i = 0; i < m; i++) p[i].cap_w = tmp[i];
+    for (size_t i = 0; i < m; i++)
+      p[i].cap_w = tmp[i];
   }
   free(w);
   free(tmp);
@@ -214,8 +218,8 @@ fail:
   return err;
 }
 
-int pflex_curve_new_parametric(const struct pflex_curve_params *params, double p_min,
-                               double p_max, double t_max, struct pflex_curve **ret_curve) {
+int pflex_curve_new_parametric(const struct pflex_curve_params *params, double p_min, double p_max,
+                               double t_max, struct pflex_curve **ret_curve) {
   if (!params || !params_valid(params) || !(p_min > 0) || !(p_max >= p_min) || !(t_max > 0) ||
       !isfinite(p_max) || !isfinite(t_max))
     return -EINVAL;
@@ -253,16 +257,26 @@ void pflex_curve_free(struct pflex_curve *curve) {
 
 /* ---- evaluation ----------------------------------------------------------- */
 
-enum pflex_curve_kind pflex_curve_kind(const struct pflex_curve *curve) { return curve->kind; }
-double pflex_curve_p_min(const struct pflex_curve *curve) { return curve->p_min; }
-double pflex_curve_p_max(const struct pflex_curve *curve) { return curve->p_max; }
-double pflex_curve_t_max(const struct pflex_curve *curve) { return curve->t_max; }
+enum pflex_curve_kind pflex_curve_kind(const struct pflex_curve *curve) {
+  return curve->kind;
+}
+double pflex_curve_p_min(const struct pflex_curve *curve) {
+  return curve->p_min;
+}
+double pflex_curve_p_max(const struct pflex_curve *curve) {
+  return curve->p_max;
+}
+double pflex_curve_t_max(const struct pflex_curve *curve) {
+  return curve->t_max;
+}
 
 bool pflex_curve_piecewise_linear(const struct pflex_curve *c) {
   return c->kind == PFLEX_CURVE_MEASURED && (!c->interp || c->linear);
 }
 
-static double clamp(double v, double lo, double hi) { return v < lo ? lo : v > hi ? hi : v; }
+static double clamp(double v, double lo, double hi) {
+  return v < lo ? lo : v > hi ? hi : v;
+}
 
 double pflex_curve_eval(const struct pflex_curve *c, double p) {
   p = clamp(p, c->p_min, c->p_max);
@@ -272,8 +286,7 @@ double pflex_curve_eval(const struct pflex_curve *c, double p) {
     return gsl_interp_eval(c->interp, c->xs, c->ys, p, NULL);
   case PFLEX_CURVE_PARAMETRIC:
     return c->t_max * par_tput_rel(&c->par, par_clock(&c->par, p / c->p_max));
-  case PFLEX_CURVE_CALLBACK:
-    return c->fn.eval(c->fn.ctx, p);
+  case PFLEX_CURVE_CALLBACK: return c->fn.eval(c->fn.ctx, p);
   }
   return NAN;
 }
@@ -363,12 +376,12 @@ int pflex_curve_inverse(const struct pflex_curve *c, double t, double *ret_power
   case PFLEX_CURVE_MEASURED: {
     /* The first knot reaching t bounds the segment holding the answer. */
     size_t j = 1;
-    while (j < c->n - 1 && c->ys[j] < t) j++;
+    while (j < c->n - 1 && c->ys[j] < t)
+      j++;
     p = bisect(c, t, c->xs[j - 1], c->xs[j]);
     break;
   }
-  default:
-    p = bisect(c, t, c->p_min, c->p_max);
+  default: p = bisect(c, t, c->p_min, c->p_max);
   }
   *ret_power_w = p;
   return 0;
@@ -398,7 +411,8 @@ double pflex_curve_cap_for_power(const struct pflex_curve *c, double p, int gpus
       cap = c->pts[0].cap_w;
     } else {
       size_t j = 1;
-      while (j < c->n - 1 && c->xs[j] < p) j++;
+      while (j < c->n - 1 && c->xs[j] < p)
+        j++;
       double f = (p - c->xs[j - 1]) / (c->xs[j] - c->xs[j - 1]);
       cap = c->pts[j - 1].cap_w + f * (c->pts[j].cap_w - c->pts[j - 1].cap_w);
     }
@@ -444,9 +458,10 @@ void pflex_curve_params_default(const char *gpu, int gpus, double p_max,
   if (gpu && strcmp(gpu, "H100") == 0) idle = PFLEX_CURVE_IDLE_W_H100;
   double s = p_max > 0 ? (gpus > 0 ? gpus : 1) * idle / p_max : 0;
   if (s > 0.9) s = 0.9;
-  *ret = (struct pflex_curve_params){
-      .c = 1.0, .knee = PFLEX_CURVE_DEFAULT_KNEE, .idle_frac = s,
-      .vratio = PFLEX_CURVE_DEFAULT_VRATIO};
+  *ret = (struct pflex_curve_params){.c = 1.0,
+                                     .knee = PFLEX_CURVE_DEFAULT_KNEE,
+                                     .idle_frac = s,
+                                     .vratio = PFLEX_CURVE_DEFAULT_VRATIO};
 }
 
 /* ---- fitting --------------------------------------------------------------- */
@@ -458,8 +473,12 @@ struct fit_data {
   struct pflex_curve_params base;
 };
 
-static double logistic(double u) { return 1.0 / (1.0 + exp(-u)); }
-static double logit(double p) { return log(p / (1.0 - p)); }
+static double logistic(double u) {
+  return 1.0 / (1.0 + exp(-u));
+}
+static double logit(double p) {
+  return log(p / (1.0 - p));
+}
 
 /* Unconstrained (u, w) -> c in (0, 1), knee in (0, 0.98). */
 static void unpack(const gsl_vector *x, const struct fit_data *d, struct pflex_curve_params *q) {
@@ -503,8 +522,8 @@ int pflex_curve_fit(const struct pflex_curve_point *points, size_t n,
   gsl_multifit_nlinear_workspace *w =
       gsl_multifit_nlinear_alloc(gsl_multifit_nlinear_trust, &fp, n, 2);
   if (!w) return -ENOMEM;
-  gsl_multifit_nlinear_fdf fdf = {.f = fit_f, .df = NULL, .fvv = NULL, .n = n, .p = 2,
-                                  .params = &d};
+  gsl_multifit_nlinear_fdf fdf = {
+      .f = fit_f, .df = NULL, .fvv = NULL, .n = n, .p = 2, .params = &d};
   /* Multi-start over a small grid: the knee makes the cost surface piecewise
    * smooth with shallow local minima. */
   static const double c0[] = {0.2, 0.5, 0.8, 0.97}, k0[] = {0.2, 0.5, 0.8};
@@ -520,7 +539,8 @@ int pflex_curve_fit(const struct pflex_curve_point *points, size_t n,
       gsl_multifit_nlinear_driver(200, 1e-10, 1e-10, 1e-12, NULL, NULL, &info, w);
       gsl_vector *fres = gsl_multifit_nlinear_residual(w);
       double ss = 0;
-      for (size_t i = 0; i < n; i++) ss += gsl_vector_get(fres, i) * gsl_vector_get(fres, i);
+      for (size_t i = 0; i < n; i++)
+        ss += gsl_vector_get(fres, i) * gsl_vector_get(fres, i);
       if (isfinite(ss) && ss < best) {
         best = ss;
         unpack(gsl_multifit_nlinear_position(w), &d, &bestq);
@@ -590,12 +610,13 @@ static int solve(struct pfi_path *pp, double lo, double hi, double *ret) {
   return err;
 }
 
-int pflex_curve_from_pfi(double pfi, double p_min, double p_max, double t_max,
-                         const double *grid, size_t n, const struct pflex_curve_params *params,
+int pflex_curve_from_pfi(double pfi, double p_min, double p_max, double t_max, const double *grid,
+                         size_t n, const struct pflex_curve_params *params,
                          struct pflex_curve **ret_curve) {
   if (!params || !grid || !isfinite(pfi) || !(p_max > 0)) return -EINVAL;
   if (!(p_min > 0) || !(p_min <= p_max)) return -EINVAL;
-  struct pfi_path pp = {.q = *params, .p_min = p_min, .p_max = p_max, .grid = grid, .n = n, .target = pfi};
+  struct pfi_path pp = {
+      .q = *params, .p_min = p_min, .p_max = p_max, .grid = grid, .n = n, .target = pfi};
   pp.q.c = 1.0;
   if (!params_valid(&pp.q)) return -EINVAL;
   double at_c1 = path_pfi(1.0, &pp);

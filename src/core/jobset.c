@@ -9,7 +9,9 @@
 #include "pflex/jobs.h"
 #include "pflex/pfi.h"
 
-void pflex_jobset_init(struct pflex_jobset *set) { memset(set, 0, sizeof *set); }
+void pflex_jobset_init(struct pflex_jobset *set) {
+  memset(set, 0, sizeof *set);
+}
 
 void pflex_jobset_release(struct pflex_jobset *set) {
   if (!set) return;

@@ -49,9 +49,13 @@ int pflex_study_groups_from_jobs(const struct pflex_jobset *set,
   for (size_t i = 0; i < set->n; i++) {
     const struct pflex_alloc_job *j = &set->jobs[i];
     if (!j->curve) continue;
-    g[n++] = (struct pflex_study_group){.name = j->name, .gpu = set->gpu ? set->gpu[i] : NULL,
-                                        .curve = j->curve, .gpus = j->gpus, .arch = j->arch,
-                                        .task = j->task, .dram_copy = j->dram_copy};
+    g[n++] = (struct pflex_study_group){.name = j->name,
+                                        .gpu = set->gpu ? set->gpu[i] : NULL,
+                                        .curve = j->curve,
+                                        .gpus = j->gpus,
+                                        .arch = j->arch,
+                                        .task = j->task,
+                                        .dram_copy = j->dram_copy};
   }
   if (n == 0) {
     free(g);
@@ -122,9 +126,15 @@ int pflex_study_refit(const struct pflex_curve_params *base, const struct pflex_
   b.c = 1;
   b.knee = pred->knee;
   b.idle_frac = pred->idle_frac;
-  struct refit r = {.base = &b, .p_max = p_max, .t_max = t_max, .u0 = path_position(&b, pred),
-                    .prior_sd = prior_sd, .noise = noise > 1e-6 ? noise : 1e-6,
-                    .w = obs_w, .t = obs_t, .n = nobs};
+  struct refit r = {.base = &b,
+                    .p_max = p_max,
+                    .t_max = t_max,
+                    .u0 = path_position(&b, pred),
+                    .prior_sd = prior_sd,
+                    .noise = noise > 1e-6 ? noise : 1e-6,
+                    .w = obs_w,
+                    .t = obs_t,
+                    .n = nobs};
   if (nobs == 0) {
     *ret = on_path(&b, r.u0);
     return 0;
@@ -132,7 +142,8 @@ int pflex_study_refit(const struct pflex_curve_params *base, const struct pflex_
   double *x = malloc(nobs * sizeof *x);
   if (!x) return -ENOMEM;
   /* The clock at each observed power (the same for every c). */
-  for (size_t k = 0; k < nobs; k++) x[k] = pflex_curve_family_clock(&b, obs_w[k] / p_max);
+  for (size_t k = 0; k < nobs; k++)
+    x[k] = pflex_curve_family_clock(&b, obs_w[k] / p_max);
   r.x = x;
   /* A scan brackets the minimum (dense on the cheap c-part of the path);
    * Brent polishes it. */
@@ -206,7 +217,8 @@ struct study {
 
 static void study_release(struct study *s) {
   if (s->pcurve)
-    for (size_t i = 0; i < s->np * s->ng; i++) pflex_curve_free(s->pcurve[i]);
+    for (size_t i = 0; i < s->np * s->ng; i++)
+      pflex_curve_free(s->pcurve[i]);
   free(s->pcurve);
   free(s->pparam);
   free(s->base);
@@ -271,7 +283,8 @@ static int study_prepare(struct study *s) {
 static double true_tput(const struct study *s, const size_t *gi, const struct pflex_alloc_result *r,
                         size_t n) {
   double t = 0;
-  for (size_t j = 0; j < n; j++) t += pflex_curve_eval(s->g[gi[j]].curve, r[j].power_w);
+  for (size_t j = 0; j < n; j++)
+    t += pflex_curve_eval(s->g[gi[j]].curve, r[j].power_w);
   return t;
 }
 
@@ -297,7 +310,8 @@ static double corr_ratio(const struct corr *c, double p) {
   if (c->n == 0 || p >= c->p_max) return 1.0;
   if (p <= c->ap[0]) return c->ar[0];
   size_t k = 1;
-  while (k < c->n && c->ap[k] < p) k++;
+  while (k < c->n && c->ap[k] < p)
+    k++;
   double p1 = k < c->n ? c->ap[k] : c->p_max, r1 = k < c->n ? c->ar[k] : 1.0;
   return c->ar[k - 1] + (r1 - c->ar[k - 1]) * (p - c->ap[k - 1]) / (p1 - c->ap[k - 1]);
 }
@@ -375,14 +389,15 @@ struct work {
   double *pairs;                   /* 2 x rounds scratch */
   struct pflex_alloc_job *jt, *jp; /* on true curves, on predicted/refined curves */
   struct pflex_alloc_result *r;
-  struct pflex_curve **own;        /* refined curves of this round */
-  double *obs_w, *obs_t;           /* jobs x (rounds) observations */
-  double *tl;                      /* per line: this workload's throughput */
+  struct pflex_curve **own; /* refined curves of this round */
+  double *obs_w, *obs_t;    /* jobs x (rounds) observations */
+  double *tl;               /* per line: this workload's throughput */
 };
 
 static void work_free(struct work *w, size_t n) {
   if (w->own)
-    for (size_t j = 0; j < n; j++) pflex_curve_free(w->own[j]);
+    for (size_t j = 0; j < n; j++)
+      pflex_curve_free(w->own[j]);
   free(w->gi);
   free(w->corr);
   free(w->anchors);
@@ -454,7 +469,8 @@ int pflex_study_run(const struct pflex_study_group *groups, size_t ngroups,
     opts = &def;
   }
   if (!groups || ngroups == 0 || (npreds && !preds) || opts->jobs == 0 || opts->workloads == 0 ||
-      !(opts->noise >= 0) || !(opts->prior_sd > 0) || (opts->ncuts && !opts->cuts) || opts->rounds > 100)
+      !(opts->noise >= 0) || !(opts->prior_sd > 0) || (opts->ncuts && !opts->cuts) ||
+      opts->rounds > 100)
     return -EINVAL;
   const double *cuts = opts->cuts ? opts->cuts : default_cuts;
   size_t ncuts = opts->cuts ? opts->ncuts : sizeof default_cuts / sizeof default_cuts[0];
@@ -512,8 +528,9 @@ int pflex_study_run(const struct pflex_study_group *groups, size_t ngroups,
   w.tl = calloc((nlines ? nlines : 1) + opts->rounds + 1, sizeof *w.tl);
   rng = gsl_rng_alloc(gsl_rng_mt19937);
   noise = gsl_rng_alloc(gsl_rng_mt19937);
-  if (!acc || !sum_or || !sum_eq || !count || !w.gi || !w.corr || !w.anchors || !w.table || !w.pairs || !w.jt || !w.jp || !w.r || !w.own ||
-      !w.obs_w || !w.obs_t || !w.tl || !rng || !noise)
+  if (!acc || !sum_or || !sum_eq || !count || !w.gi || !w.corr || !w.anchors || !w.table ||
+      !w.pairs || !w.jt || !w.jp || !w.r || !w.own || !w.obs_w || !w.obs_t || !w.tl || !rng ||
+      !noise)
     goto out;
   struct pflex_alloc_opts ao = {.knots = opts->knots};
   double *tround = w.tl + nlines; /* rounds + 1 scratch values */
@@ -566,19 +583,18 @@ int pflex_study_run(const struct pflex_study_group *groups, size_t ngroups,
             w.tl[l] = sum.total_tput;
             break;
           case PFLEX_ALLOC_PFI:
-            for (size_t j = 0; j < n; j++) w.jt[j].pfi = preds[ln->pred].pfi[w.gi[j]];
+            for (size_t j = 0; j < n; j++)
+              w.jt[j].pfi = preds[ln->pred].pfi[w.gi[j]];
             if ((err = pflex_alloc_run(w.jt, n, PFLEX_ALLOC_PFI, target, &ao, w.r, &sum))) goto out;
             w.tl[l] = sum.total_tput;
             break;
           case PFLEX_ALLOC_OPTIMAL:
             /* All rounds of one prediction set come from one closed loop. */
-            if (ln->round == 0 &&
-                (err = run_optimal(&s, &w, ln->pred, target, &ao, noise, tround)))
+            if (ln->round == 0 && (err = run_optimal(&s, &w, ln->pred, target, &ao, noise, tround)))
               goto out;
             w.tl[l] = tround[ln->round];
             break;
-          default:
-            break;
+          default: break;
           }
         }
         size_t cell = (size_t)sc * ncuts + c;
@@ -606,8 +622,7 @@ int pflex_study_run(const struct pflex_study_group *groups, size_t ngroups,
         *r = (struct pflex_study_result){
             .scenario = (enum pflex_study_scenario)sc,
             .strategy = lines[l].st,
-            .prediction = lines[l].pred == (size_t)-1 ? PFLEX_PRED_TRUE
-                                                      : preds[lines[l].pred].mode,
+            .prediction = lines[l].pred == (size_t)-1 ? PFLEX_PRED_TRUE : preds[lines[l].pred].mode,
             .round = lines[l].round,
             .cut = cuts[c],
             .workloads = cnt,
@@ -615,8 +630,8 @@ int pflex_study_run(const struct pflex_study_group *groups, size_t ngroups,
             .loss_vs_oracle = sum_or[cell] > 0 ? 1 - a->sum_t / sum_or[cell] : NAN,
             /* Relative to the gap's size: no gap at a 0% cut, or where the
              * oracle and equal agree to rounding. */
-            .gap_recovered = cnt && gap > 1e-12 * sum_or[cell]
-                                 ? (a->sum_t - sum_eq[cell]) / gap : NAN,
+            .gap_recovered =
+                cnt && gap > 1e-12 * sum_or[cell] ? (a->sum_t - sum_eq[cell]) / gap : NAN,
             .gain_per_job = cnt ? (a->sum_t - sum_eq[cell]) / ((double)cnt * (double)n) : NAN,
             .above_oracle = a->above,
         };

@@ -37,8 +37,8 @@ static int number(struct rd *r, json_t *o, const char *field, double min, double
   }
   if (!json_is_number(v)) return bad(r, field, "not a number");
   double x = json_number_value(v);
-  if (!isfinite(x) || x < min) return bad(r, field, min > 0 ? "must be a positive number"
-                                                            : "must not be negative");
+  if (!isfinite(x) || x < min)
+    return bad(r, field, min > 0 ? "must be a positive number" : "must not be negative");
   *ret = x;
   return 0;
 }
@@ -46,7 +46,8 @@ static int number(struct rd *r, json_t *o, const char *field, double min, double
 static int read_points(struct rd *r, json_t *arr, struct pflex_curve **ret) {
   size_t n = json_array_size(arr);
   if (!json_is_array(arr) || n == 0)
-    return bad(r, "points", "must be a non-empty array of [power_w, tput] or [power_w, tput, cap_w]");
+    return bad(r, "points",
+               "must be a non-empty array of [power_w, tput] or [power_w, tput, cap_w]");
   struct pflex_curve_point *p = calloc(n, sizeof *p);
   if (!p) return -ENOMEM;
   for (size_t i = 0; i < n; i++) {
@@ -120,8 +121,8 @@ static int read_job(struct rd *r, json_t *o, struct pflex_jobset *set, size_t i)
     const char *t = json_is_string(task) ? json_string_value(task) : "";
     if (strcasecmp(t, "pt") == 0 || strcasecmp(t, "pretrain") == 0)
       j->task = PFLEX_TASK_PT;
-    else if (strcasecmp(t, "ft") == 0 || strcasecmp(t, "lora") == 0 ||
-             strcasecmp(t, "sft") == 0 || strcasecmp(t, "finetune") == 0)
+    else if (strcasecmp(t, "ft") == 0 || strcasecmp(t, "lora") == 0 || strcasecmp(t, "sft") == 0 ||
+             strcasecmp(t, "finetune") == 0)
       j->task = PFLEX_TASK_FT;
     else
       return bad(r, "task", "must be \"pt\" or \"ft\"");
@@ -145,18 +146,20 @@ static int read_job(struct rd *r, json_t *o, struct pflex_jobset *set, size_t i)
         return err;
       err = pflex_curve_new_parametric(&q, j->p_min, j->p_max, j->t_max, &set->curves[i]);
       if (err == -EINVAL)
-        return bad(r, "params", "out of range (c in (0, 1], knee in [0, 1), idle_frac in [0, 1), "
-                                "vratio >= 1, p_min <= p_max)");
+        return bad(r, "params",
+                   "out of range (c in (0, 1], knee in [0, 1), idle_frac in [0, 1), "
+                   "vratio >= 1, p_min <= p_max)");
       if (err) return err;
     } else {
       double grid[5];
       size_t ng = pflex_jobs_paper_grid(j->gpus, j->p_max, grid);
-      err = pflex_curve_from_pfi(j->pfi, j->p_min, j->p_max, j->t_max, grid, ng, &q,
-                                 &set->curves[i]);
+      err =
+          pflex_curve_from_pfi(j->pfi, j->p_min, j->p_max, j->t_max, grid, ng, &q, &set->curves[i]);
       if (err == -ERANGE || err == -PFLEX_E_NOPOINTS || err == -EINVAL)
-        return bad(r, "pfi", "no curve of the family has this PFI on the paper's cap grid "
-                             "(it must exceed 1 - idle power share, and p_max must exceed "
-                             "200 W per GPU)");
+        return bad(r, "pfi",
+                   "no curve of the family has this PFI on the paper's cap grid "
+                   "(it must exceed 1 - idle power share, and p_max must exceed "
+                   "200 W per GPU)");
       if (err) return err;
     }
   } else if (!have_pmax) {
@@ -179,8 +182,7 @@ static int read_job(struct rd *r, json_t *o, struct pflex_jobset *set, size_t i)
       set->pfi_true[i] = j->pfi;
     }
   }
-  if (j->p_min > 0 && j->p_max > 0 && j->p_min > j->p_max)
-    return bad(r, "p_min", "above p_max");
+  if (j->p_min > 0 && j->p_max > 0 && j->p_min > j->p_max) return bad(r, "p_min", "above p_max");
   return 0;
 }
 

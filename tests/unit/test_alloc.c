@@ -28,7 +28,8 @@ static struct pflex_curve *line(double lo, double t_lo, double hi, double t_hi) 
 
 static double sum_left_to_right(const struct pflex_alloc_result *r, size_t n) {
   double s = 0;
-  for (size_t i = 0; i < n; i++) s += r[i].power_w;
+  for (size_t i = 0; i < n; i++)
+    s += r[i].power_w;
   return s;
 }
 
@@ -94,7 +95,8 @@ static void test_proportional_by_hand(void **state) {
 static void test_fixed_job(void **state) {
   (void)state;
   struct pflex_alloc_job j[3];
-  for (int i = 0; i < 3; i++) pflex_alloc_job_init(&j[i]);
+  for (int i = 0; i < 3; i++)
+    pflex_alloc_job_init(&j[i]);
   j[0].p_max = 4000;
   j[0].p_min = 1000;
   j[1].p_max = j[1].p_min = 2000;
@@ -184,7 +186,8 @@ static struct pflex_curve *random_curve(gsl_rng *rng, bool concave, bool linear,
 
 static double weighted(const struct pflex_alloc_job *j, const double *p, size_t n) {
   double s = 0;
-  for (size_t i = 0; i < n; i++) s += j[i].weight * pflex_curve_eval(j[i].curve, p[i]);
+  for (size_t i = 0; i < n; i++)
+    s += j[i].weight * pflex_curve_eval(j[i].curve, p[i]);
   return s;
 }
 
@@ -196,7 +199,8 @@ static double brute3(const struct pflex_alloc_job *j, double target, double step
   for (int i = 0; i < 3; i++) {
     lo[i] = pflex_curve_p_min(j[i].curve);
     hi[i] = pflex_curve_p_max(j[i].curve);
-    if (j[i].min_tput > 0) assert_int_equal(pflex_curve_inverse(j[i].curve, j[i].min_tput, &lo[i]), 0);
+    if (j[i].min_tput > 0)
+      assert_int_equal(pflex_curve_inverse(j[i].curve, j[i].min_tput, &lo[i]), 0);
   }
   for (double a = lo[0]; a <= hi[0] + 1e-9; a += step)
     for (double b = lo[1]; b <= hi[1] + 1e-9; b += step) {
@@ -238,7 +242,8 @@ static void test_optimal_vs_brute_force(void **state) {
     int err = pflex_alloc_run(j, 3, PFLEX_ALLOC_OPTIMAL, target, NULL, r, &s);
     if (err == -PFLEX_E_INFEASIBLE) {
       assert_true(j[0].min_tput > 0);
-      for (int i = 0; i < 3; i++) pflex_curve_free(c[i]);
+      for (int i = 0; i < 3; i++)
+        pflex_curve_free(c[i]);
       continue;
     }
     assert_int_equal(err, 0);
@@ -253,7 +258,8 @@ static void test_optimal_vs_brute_force(void **state) {
       assert_true(s.gap_bound <= 1e-9 * got); /* rounding only */
       assert_true(got <= brute + 3 * step * maxslope + 1e-9);
     }
-    for (int i = 0; i < 3; i++) pflex_curve_free(c[i]);
+    for (int i = 0; i < 3; i++)
+      pflex_curve_free(c[i]);
   }
   gsl_rng_free(rng);
 }
@@ -300,7 +306,8 @@ static void test_oracle_dominates(void **state) {
         best_other = fmax(best_other, s.total_tput);
     }
     if (!isnan(oracle)) assert_true(oracle >= best_other * (1 - 1e-12));
-    for (int i = 0; i < N; i++) pflex_curve_free(c[i]);
+    for (int i = 0; i < N; i++)
+      pflex_curve_free(c[i]);
   }
   gsl_rng_free(rng);
 }
@@ -345,7 +352,8 @@ static void test_target_never_exceeded(void **state) {
         assert_true(s.total_w >= target * (1 - 1e-9));
     }
   }
-  for (int i = 0; i < N; i++) pflex_curve_free(c[i]);
+  for (int i = 0; i < N; i++)
+    pflex_curve_free(c[i]);
   free(c);
   free(j);
   free(r);
@@ -366,8 +374,8 @@ static void test_deterministic(void **state) {
     if (i % 2) {
       c[i] = random_curve(rng, true, false, 6);
     } else {
-      struct pflex_curve_params q = {.c = 0.2 + 0.8 * gsl_rng_uniform(rng), .knee = 0.6,
-                                     .idle_frac = 0.12, .vratio = 1.4};
+      struct pflex_curve_params q = {
+          .c = 0.2 + 0.8 * gsl_rng_uniform(rng), .knee = 0.6, .idle_frac = 0.12, .vratio = 1.4};
       assert_int_equal(pflex_curve_new_parametric(&q, 1600, 5000, 1000, &c[i]), 0);
     }
     pflex_alloc_job_init(&j[i]);
@@ -388,7 +396,8 @@ static void test_deterministic(void **state) {
   assert_int_equal(pflex_alloc_run(j, N, PFLEX_ALLOC_ORACLE, target, &fine, b, &sb), 0);
   assert_int_equal(pflex_alloc_run(j, N, PFLEX_ALLOC_EQUAL, target, NULL, a, &sa), 0);
   assert_true(sb.total_tput >= sa.total_tput);
-  for (int i = 0; i < N; i++) pflex_curve_free(c[i]);
+  for (int i = 0; i < N; i++)
+    pflex_curve_free(c[i]);
   gsl_rng_free(rng);
 }
 

@@ -38,7 +38,8 @@ static void test_no_overshoot(void **state) {
       prev = t;
     }
   /* Passes through the points. */
-  for (size_t i = 0; i < 5; i++) NEAR(pflex_curve_eval(c, p[i].power_w), p[i].tput, 1e-9);
+  for (size_t i = 0; i < 5; i++)
+    NEAR(pflex_curve_eval(c, p[i].power_w), p[i].tput, 1e-9);
   pflex_curve_free(c);
 }
 
@@ -94,8 +95,8 @@ static void test_monotone_repair(void **state) {
 
 static void test_inverse_and_deriv_measured(void **state) {
   (void)state;
-  struct pflex_curve_point p[] = {{1600, 40, 0}, {2400, 60, 0}, {3200, 75, 0}, {4000, 85, 0},
-                                  {4800, 90, 0}};
+  struct pflex_curve_point p[] = {
+      {1600, 40, 0}, {2400, 60, 0}, {3200, 75, 0}, {4000, 85, 0}, {4800, 90, 0}};
   struct pflex_curve *c = measured(p, 5, PFLEX_INTERP_STEFFEN);
   for (double t = 41; t < 90; t += 3.7) {
     double pw;

@@ -39,7 +39,8 @@ static int setup(void **state) {
     struct pflex_curve_point pt[6];
     size_t np = 0;
     for (int cap = 200; cap <= 600; cap += 100)
-      if (cap * gpus < pmax) pt[np++] = (struct pflex_curve_point){cap * gpus, pflex_curve_eval(par, cap * gpus), cap};
+      if (cap * gpus < pmax)
+        pt[np++] = (struct pflex_curve_point){cap * gpus, pflex_curve_eval(par, cap * gpus), cap};
     pt[np++] = (struct pflex_curve_point){pmax, tmax, 700};
     pflex_curve_free(par);
     assert_int_equal(pflex_curve_new_measured(pt, np, PFLEX_INTERP_STEFFEN, &f->c[i]), 0);
@@ -47,10 +48,13 @@ static int setup(void **state) {
     size_t ng = pflex_jobs_paper_grid(gpus, pmax, grid);
     assert_int_equal(pflex_curve_pfi(f->c[i], grid, ng, &f->pfi_true[i]), 0);
     f->pfi_bad[i] = 1.5; /* an uninformative prediction */
-    f->g[i] = (struct pflex_study_group){
-        .name = "g", .gpu = "H200", .curve = f->c[i], .gpus = gpus,
-        .arch = q.c < 0.6 ? PFLEX_ARCH_MOE : PFLEX_ARCH_DENSE,
-        .task = i % 3 == 0 ? PFLEX_TASK_PT : PFLEX_TASK_FT, .dram_copy = 1 - q.c};
+    f->g[i] = (struct pflex_study_group){.name = "g",
+                                         .gpu = "H200",
+                                         .curve = f->c[i],
+                                         .gpus = gpus,
+                                         .arch = q.c < 0.6 ? PFLEX_ARCH_MOE : PFLEX_ARCH_DENSE,
+                                         .task = i % 3 == 0 ? PFLEX_TASK_PT : PFLEX_TASK_FT,
+                                         .dram_copy = 1 - q.c};
   }
   *state = f;
   return 0;
@@ -58,7 +62,8 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   struct fixture *f = *state;
-  for (int i = 0; i < NG; i++) pflex_curve_free(f->c[i]);
+  for (int i = 0; i < NG; i++)
+    pflex_curve_free(f->c[i]);
   free(f);
   return 0;
 }
@@ -80,7 +85,8 @@ static const struct pflex_study_result *find(const struct pflex_study_result *r,
     if ((int)r[i].scenario == sc && (int)r[i].strategy == st && (int)r[i].prediction == pred &&
         r[i].round == round && r[i].cut == cut)
       return &r[i];
-  fail_msg("no result for scenario %d strategy %d pred %d round %u cut %g", sc, st, pred, round, cut);
+  fail_msg("no result for scenario %d strategy %d pred %d round %u cut %g", sc, st, pred, round,
+           cut);
   return NULL;
 }
 
@@ -112,7 +118,8 @@ static void test_definitions_and_oracle(void **state) {
     assert_true(orc->gain_per_job > 0);
     /* Optimal on curves from the true PFI (the curves are of the family)
      * recovers most of the gap. */
-    const struct pflex_study_result *opt = find(r, n, sc, PFLEX_ALLOC_OPTIMAL, PFLEX_PRED_TRUE, 0, 0.3);
+    const struct pflex_study_result *opt =
+        find(r, n, sc, PFLEX_ALLOC_OPTIMAL, PFLEX_PRED_TRUE, 0, 0.3);
     assert_true(opt->gap_recovered > 0.5);
   }
   free(r);
@@ -125,13 +132,16 @@ static void test_closed_loop_improves(void **state) {
   struct pflex_study_predset p[1] = {{PFLEX_PRED_PRIOR, f->pfi_bad}};
   struct pflex_study_opts o;
   opts(&o);
-  o.strategies = (1u << PFLEX_ALLOC_OPTIMAL) | (1u << PFLEX_ALLOC_EQUAL) | (1u << PFLEX_ALLOC_ORACLE);
+  o.strategies =
+      (1u << PFLEX_ALLOC_OPTIMAL) | (1u << PFLEX_ALLOC_EQUAL) | (1u << PFLEX_ALLOC_ORACLE);
   struct pflex_study_result *r;
   size_t n;
   assert_int_equal(pflex_study_run(f->g, NG, p, 1, &o, &r, &n), 0);
   for (int sc = 0; sc < 2; sc++) {
-    const struct pflex_study_result *r0 = find(r, n, sc, PFLEX_ALLOC_OPTIMAL, PFLEX_PRED_PRIOR, 0, 0.3);
-    const struct pflex_study_result *r2 = find(r, n, sc, PFLEX_ALLOC_OPTIMAL, PFLEX_PRED_PRIOR, 2, 0.3);
+    const struct pflex_study_result *r0 =
+        find(r, n, sc, PFLEX_ALLOC_OPTIMAL, PFLEX_PRED_PRIOR, 0, 0.3);
+    const struct pflex_study_result *r2 =
+        find(r, n, sc, PFLEX_ALLOC_OPTIMAL, PFLEX_PRED_PRIOR, 2, 0.3);
     assert_true(r2->gap_recovered > r0->gap_recovered);
     assert_true(r2->gap_recovered > 0.9);
   }
@@ -163,7 +173,8 @@ static void test_production_needs_task(void **state) {
   struct fixture *f = *state;
   struct pflex_study_group g[NG];
   memcpy(g, f->g, sizeof g);
-  for (int i = 0; i < NG; i++) g[i].task = PFLEX_TASK_UNKNOWN;
+  for (int i = 0; i < NG; i++)
+    g[i].task = PFLEX_TASK_UNKNOWN;
   struct pflex_study_opts o;
   opts(&o);
   struct pflex_study_result *r;
@@ -185,14 +196,16 @@ static void test_refit(void **state) {
   truth.c = 0.4;
   pred.c = 0.7;
   double pw[3] = {2500, 4000, 5000}, t[3];
-  for (int k = 0; k < 3; k++) t[k] = 1000 * pflex_curve_family_tput(&truth, pw[k] / 5000);
+  for (int k = 0; k < 3; k++)
+    t[k] = 1000 * pflex_curve_family_tput(&truth, pw[k] / 5000);
   struct pflex_curve_params q;
   assert_int_equal(pflex_study_refit(&base, &pred, 0.3, 1e-6, 5000, 1000, pw, t, 1, &q), 0);
   NEAR(q.c, 0.4, 1e-4);
   assert_int_equal(pflex_study_refit(&base, &pred, 0.3, 1e-6, 5000, 1000, pw, t, 2, &q), 0);
   NEAR(q.c, 0.4, 1e-4);
   /* Only the uncapped point: nothing learnt, the prediction stays. */
-  assert_int_equal(pflex_study_refit(&base, &pred, 0.3, 0.005, 5000, 1000, pw + 2, t + 2, 1, &q), 0);
+  assert_int_equal(pflex_study_refit(&base, &pred, 0.3, 0.005, 5000, 1000, pw + 2, t + 2, 1, &q),
+                   0);
   NEAR(q.c, 0.7, 1e-6);
   /* No observation: the prediction. */
   assert_int_equal(pflex_study_refit(&base, &pred, 0.3, 0.005, 5000, 1000, pw, t, 0, &q), 0);
