@@ -6,6 +6,8 @@
 
 static const struct pflex_cmd *const commands[] = {
     &pflex_cmd_version,
+    &pflex_cmd_gpus,
+    &pflex_cmd_cap,
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

@@ -1,0 +1,158 @@
+/* `pflex gpus`: lists the GPUs of a backend with their power, limits,
+ * constraints, clocks and utilization (read-only). */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "cli/commands.h"
+#include "cli/gpu_cli.h"
+#include "cli/util.h"
+
+static const char usage[] =
+    "pflex gpus [--backend nvml|sim] [--sim-job SPEC] [--json]\n"
+    "  --backend NAME   GPU backend: nvml (default; env PFLEX_GPU_BACKEND) or sim\n"
+    "  --sim-job SPEC   sim backend: GPUs and job to simulate (see docs/gpu.md)\n"
+    "  --json           one JSON object per GPU in an array; readings the GPU cannot give are "
+    "absent\n"
+    "Shows index, name, UUID, PCI bus id, power, limit (enforced), default limit, settable "
+    "range,\nSM and memory clocks, utilization, memory used and throttle reasons. Changes nothing.";
+
+static void fmt_w(char *buf, size_t size, int ok, unsigned mw) {
+  if (ok) snprintf(buf, size, "%.1f", mw / 1000.0);
+  else snprintf(buf, size, "-");
+}
+
+static void fmt_u(char *buf, size_t size, int ok, unsigned v) {
+  if (ok) snprintf(buf, size, "%u", v);
+  else snprintf(buf, size, "-");
+}
+
+static json_t *reading_json(unsigned i, const struct pflex_gpu_info *info,
+                            const struct pflex_gpu_reading *r) {
+  json_t *o = json_object();
+  json_object_set_new(o, "index", json_integer(i));
+  json_object_set_new(o, "name", json_string(info->name));
+  json_object_set_new(o, "uuid", json_string(info->uuid));
+  if (info->pci_bus_id[0]) json_object_set_new(o, "pci_bus_id", json_string(info->pci_bus_id));
+  unsigned v = r->valid;
+  if (v & PFLEX_GPU_POWER) json_object_set_new(o, "power_w", json_real(r->power_mw / 1000.0));
+  if (v & PFLEX_GPU_ENERGY) json_object_set_new(o, "energy_j", json_real((double)r->energy_mj / 1000.0));
+  if (v & PFLEX_GPU_LIMIT) json_object_set_new(o, "limit_w", json_real(r->limit_mw / 1000.0));
+  if (v & PFLEX_GPU_ENFORCED)
+    json_object_set_new(o, "enforced_limit_w", json_real(r->enforced_limit_mw / 1000.0));
+  if (v & PFLEX_GPU_DEFAULT_LIMIT)
+    json_object_set_new(o, "default_limit_w", json_real(r->default_limit_mw / 1000.0));
+  if (v & PFLEX_GPU_CONSTRAINTS) {
+    json_object_set_new(o, "min_limit_w", json_real(r->min_limit_mw / 1000.0));
+    json_object_set_new(o, "max_limit_w", json_real(r->max_limit_mw / 1000.0));
+  }
+  if (v & PFLEX_GPU_SM_CLOCK) json_object_set_new(o, "sm_clock_mhz", json_integer(r->sm_clock_mhz));
+  if (v & PFLEX_GPU_MEM_CLOCK) json_object_set_new(o, "mem_clock_mhz", json_integer(r->mem_clock_mhz));
+  if (v & PFLEX_GPU_UTIL) {
+    json_object_set_new(o, "gpu_util", json_integer(r->util_gpu_pct));
+    json_object_set_new(o, "mem_util", json_integer(r->util_mem_pct));
+  }
+  if (v & PFLEX_GPU_MEMORY) {
+    json_object_set_new(o, "mem_used_mib", json_real((double)r->mem_used_bytes / 1048576.0));
+    json_object_set_new(o, "mem_total_mib", json_real((double)r->mem_total_bytes / 1048576.0));
+  }
+  if (v & PFLEX_GPU_THROTTLE) {
+    char names[256];
+    pflex_gpu_throttle_names(r->throttle_reasons, names, sizeof names);
+    json_object_set_new(o, "throttle_reasons", json_string(names));
+  }
+  if (v & PFLEX_GPU_TPUT) json_object_set_new(o, "job_tput", json_real(r->tput));
+  return o;
+}
+
+static int run(int argc, char **argv) {
+  static const struct option opts[] = {{"backend", required_argument, NULL, 'b'},
+                                       {"sim-job", required_argument, NULL, 's'},
+                                       {"json", no_argument, NULL, 'j'},
+                                       {NULL, 0, NULL, 0}};
+  const char *backend = NULL, *spec = NULL;
+  int json = 0, c;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    switch (c) {
+    case 'b': backend = optarg; break;
+    case 's': spec = optarg; break;
+    case 'j': json = 1; break;
+    default: fprintf(stderr, "usage: %s\n", usage); return PFLEX_EXIT_USAGE;
+    }
+  }
+  if (optind < argc) {
+    cli_error("unexpected argument '%s'", argv[optind]);
+    return PFLEX_EXIT_USAGE;
+  }
+  struct pflex_gpu *gpu;
+  if (cli_gpu_open(backend, spec, &gpu)) return PFLEX_EXIT_FAIL;
+  unsigned n;
+  int err = pflex_gpu_count(gpu, &n), status = PFLEX_EXIT_OK;
+  if (err) {
+    cli_error("cannot count GPUs: %s", pflex_strerror(err));
+    pflex_gpu_close(gpu);
+    return PFLEX_EXIT_FAIL;
+  }
+  json_t *arr = json ? json_array() : NULL;
+  if (!json && strcmp(pflex_gpu_backend_name(gpu), "sim") == 0)
+    printf("# simulated GPUs (sim backend): modelled readings, not measurements\n");
+  if (!json)
+    printf("%-3s %-24s %-40s %8s %8s %8s %-11s %6s %6s %5s %9s %s\n", "idx", "name", "uuid",
+           "power_W", "limit_W", "default", "range_W", "sm_MHz", "mem_MHz", "util%", "mem_MiB",
+           "throttle");
+  for (unsigned i = 0; i < n; i++) {
+    struct pflex_gpu_info info;
+    struct pflex_gpu_reading r;
+    err = pflex_gpu_info(gpu, i, &info);
+    if (!err) err = pflex_gpu_read(gpu, i, &r);
+    if (err) {
+      cli_gpu_error(gpu, "cannot read", i, err);
+      status = PFLEX_EXIT_FAIL;
+      continue;
+    }
+    if (json) {
+      json_array_append_new(arr, reading_json(i, &info, &r));
+      continue;
+    }
+    char p[16], l[16], d[16], range[32], sm[16], mem[16], u[16], mu[24], th[256];
+    fmt_w(p, sizeof p, r.valid & PFLEX_GPU_POWER, r.power_mw);
+    fmt_w(l, sizeof l, r.valid & PFLEX_GPU_LIMIT, r.limit_mw);
+    fmt_w(d, sizeof d, r.valid & PFLEX_GPU_DEFAULT_LIMIT, r.default_limit_mw);
+    if (r.valid & PFLEX_GPU_CONSTRAINTS)
+      snprintf(range, sizeof range, "%.0f-%.0f", r.min_limit_mw / 1000.0, r.max_limit_mw / 1000.0);
+    else
+      snprintf(range, sizeof range, "-");
+    fmt_u(sm, sizeof sm, r.valid & PFLEX_GPU_SM_CLOCK, r.sm_clock_mhz);
+    fmt_u(mem, sizeof mem, r.valid & PFLEX_GPU_MEM_CLOCK, r.mem_clock_mhz);
+    fmt_u(u, sizeof u, r.valid & PFLEX_GPU_UTIL, r.util_gpu_pct);
+    if (r.valid & PFLEX_GPU_MEMORY)
+      snprintf(mu, sizeof mu, "%.0f", (double)r.mem_used_bytes / 1048576.0);
+    else
+      snprintf(mu, sizeof mu, "-");
+    if (r.valid & PFLEX_GPU_THROTTLE) pflex_gpu_throttle_names(r.throttle_reasons, th, sizeof th);
+    else snprintf(th, sizeof th, "-");
+    if ((r.valid & PFLEX_GPU_ENFORCED) && (r.valid & PFLEX_GPU_LIMIT) &&
+        r.enforced_limit_mw != r.limit_mw)
+      snprintf(l + strlen(l), sizeof l - strlen(l), "*");
+    printf("%-3u %-24s %-40s %8s %8s %8s %-11s %6s %6s %5s %9s %s\n", i, info.name, info.uuid, p, l,
+           d, range, sm, mem, u, mu, th);
+  }
+  if (json) {
+    char *text = json_dumps(arr, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    if (text) puts(text);
+    free(text);
+    json_decref(arr);
+  } else if (n == 0) {
+    printf("(no GPUs)\n");
+  }
+  pflex_gpu_close(gpu);
+  return status;
+}
+
+const struct pflex_cmd pflex_cmd_gpus = {
+    .name = "gpus", .run = run, .summary = "list GPUs: power, limits, clocks, utilization",
+    .usage = usage};
