@@ -133,7 +133,13 @@ int pflex_tput_meter_feed(struct pflex_tput_meter *m, const struct pflex_statsd_
  * followed by ':' or '=' and a number; thousands separators are allowed. */
 extern const char pflex_tput_default_pattern[];
 
+/* Lines matching this (POSIX ERE, case-insensitive) are skipped by default:
+ * evaluation passes print their own, different, speed (torchtitan's
+ * `evaluation: ... tps: N`, Hugging Face's `eval_..._per_second`). */
+extern const char pflex_tput_default_skip[];
+
 struct pflex_tput_regex_opts {
+  const char *skip;    /* lines to ignore: NULL = pflex_tput_default_skip, "" = none */
   const char *pattern; /* NULL = pflex_tput_default_pattern; a user pattern needs one capture
                           group: the number is capture group 1 */
   bool icase;          /* case-insensitive matching of a user pattern (default always is) */
@@ -144,6 +150,8 @@ struct pflex_tput_regex_opts {
 
 struct pflex_tput_regex {
   regex_t re;
+  regex_t skip;
+  bool has_skip;
   int group;            /* capture group of the number */
   bool per_step_time;
   double scale;
@@ -152,14 +160,14 @@ struct pflex_tput_regex {
   size_t matched, bad;  /* lines that gave a value / matched but held no usable number */
 };
 
-/* Compiles the pattern. -EINVAL with a message in errbuf (if not NULL) for a
+/* Compiles the patterns. -EINVAL with a message in errbuf (if not NULL) for a
  * pattern that does not compile or has no capture group. opts may be NULL. */
 int pflex_tput_regex_init(struct pflex_tput_regex *re, const struct pflex_tput_regex_opts *opts,
                           char *errbuf, size_t errsize);
 void pflex_tput_regex_release(struct pflex_tput_regex *re);
 
 /* Extracts the throughput from one line: 0 and *ret_value on a match,
- * -ENOENT when the line does not match, -EINVAL when it matches but the
+ * -ENOENT when the line does not match or matches the skip pattern, -EINVAL when it matches but the
  * captured text is no positive finite number. ANSI colour codes are ignored. */
 int pflex_tput_regex_match(const struct pflex_tput_regex *re, const char *line,
                            double *ret_value);

@@ -24,6 +24,8 @@ const char pflex_tput_default_pattern[] =
     "([0-9][0-9,]*(\\.[0-9]+)?([eE][+-]?[0-9]+)?)";
 #define DEFAULT_GROUP 6
 
+const char pflex_tput_default_skip[] = "(^|[^[:alnum:]])eval";
+
 /* No real log line comes near this; a longer partial line is dropped. */
 #define MAX_LINE (64 * 1024)
 
@@ -48,6 +50,18 @@ int pflex_tput_regex_init(struct pflex_tput_regex *re, const struct pflex_tput_r
     memset(re, 0, sizeof *re);
     return -EINVAL;
   }
+  const char *skip = opts && opts->skip ? opts->skip : pflex_tput_default_skip;
+  if (skip[0]) {
+    rc = regcomp(&re->skip, skip, REG_EXTENDED | REG_ICASE | REG_NOSUB);
+    if (rc != 0) {
+      if (errbuf && errsize) regerror(rc, &re->skip, errbuf, errsize);
+      regfree(&re->skip);
+      regfree(&re->re);
+      memset(re, 0, sizeof *re);
+      return -EINVAL;
+    }
+    re->has_skip = true;
+  }
   re->group = user ? 1 : DEFAULT_GROUP;
   re->per_step_time = opts && opts->per_step_time;
   re->scale = opts && opts->scale > 0 ? opts->scale : 1.0;
@@ -56,7 +70,8 @@ int pflex_tput_regex_init(struct pflex_tput_regex *re, const struct pflex_tput_r
 
 void pflex_tput_regex_release(struct pflex_tput_regex *re) {
   if (!re) return;
-  regfree(&re->re);
+  if (re->group) regfree(&re->re); /* group is 0 only when init failed or never ran */
+  if (re->has_skip) regfree(&re->skip);
   free(re->line);
   memset(re, 0, sizeof *re);
 }
@@ -88,6 +103,7 @@ int pflex_tput_regex_match(const struct pflex_tput_regex *re, const char *line, 
   regmatch_t m[10];
   size_t nm = re->group + 1 <= 10 ? (size_t)re->group + 1 : 10;
   int r = -ENOENT;
+  if (re->has_skip && regexec(&re->skip, clean, 0, NULL, 0) == 0) goto out;
   if (regexec(&re->re, clean, nm, m, 0) != 0 || m[re->group].rm_so < 0) goto out;
   r = -EINVAL;
   char num[64];
