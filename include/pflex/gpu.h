@@ -80,6 +80,8 @@ struct pflex_gpu_ops {
   int (*now)(void *ctx, double *ret_s);
   /* Waits s seconds, or advances a virtual clock by s. */
   int (*sleep)(void *ctx, double s);
+  /* True when now/sleep run on a virtual clock (sleep returns at once). */
+  bool (*virtual_clock)(void *ctx);
   /* Tells a simulated backend that the job was (re)started on the GPUs. */
   int (*job_start)(void *ctx);
   /* Backend-specific text of the last error, or NULL. */
@@ -119,6 +121,8 @@ int pflex_gpu_constraints(struct pflex_gpu *gpu, unsigned index, unsigned *ret_m
                           unsigned *ret_max_mw, unsigned *ret_default_mw);
 int pflex_gpu_now(struct pflex_gpu *gpu, double *ret_s);
 int pflex_gpu_sleep(struct pflex_gpu *gpu, double s);
+/* True when the backend's clock is virtual (a simulation running faster than real time). */
+bool pflex_gpu_virtual_clock(struct pflex_gpu *gpu);
 /* -EOPNOTSUPP on backends without a simulated job (nvml). */
 int pflex_gpu_job_start(struct pflex_gpu *gpu);
 /* The backend's own text for its last error (e.g. NVML's), or NULL. */

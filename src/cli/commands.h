@@ -17,5 +17,6 @@ enum { PFLEX_EXIT_OK = 0, PFLEX_EXIT_FAIL = 1, PFLEX_EXIT_USAGE = 2 };
 extern const struct pflex_cmd pflex_cmd_version;
 extern const struct pflex_cmd pflex_cmd_gpus;
 extern const struct pflex_cmd pflex_cmd_cap;
+extern const struct pflex_cmd pflex_cmd_sweep;
 
 #endif

@@ -8,6 +8,7 @@ static const struct pflex_cmd *const commands[] = {
     &pflex_cmd_version,
     &pflex_cmd_gpus,
     &pflex_cmd_cap,
+    &pflex_cmd_sweep,
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

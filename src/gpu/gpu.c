@@ -88,6 +88,10 @@ int pflex_gpu_now(struct pflex_gpu *gpu, double *ret_s) { return CALL(now, ret_s
 
 int pflex_gpu_sleep(struct pflex_gpu *gpu, double s) { return CALL(sleep, s); }
 
+bool pflex_gpu_virtual_clock(struct pflex_gpu *gpu) {
+  return gpu->ops->virtual_clock ? gpu->ops->virtual_clock(gpu->ctx) : false;
+}
+
 int pflex_gpu_job_start(struct pflex_gpu *gpu) {
   return gpu->ops->job_start ? gpu->ops->job_start(gpu->ctx) : -EOPNOTSUPP;
 }

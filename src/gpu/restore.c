@@ -318,13 +318,16 @@ int pflex_restore_apply(struct pflex_restore *r, struct pflex_gpu *gpu, const un
       keep[nkeep++] = v[i];
       continue;
     }
-    unsigned idx;
+    unsigned idx = 0;
     int e = locate(gpu, v[i].uuid, &idx);
     int selected = 1;
     if (nonly) {
+      /* A GPU that cannot be identified now is judged by its recorded index,
+       * so that a caller restoring "its" GPUs hears about the failure. */
+      unsigned at = e ? v[i].index : idx;
       selected = 0;
-      for (size_t k = 0; !e && k < nonly; k++)
-        if (only[k] == idx) selected = 1;
+      for (size_t k = 0; k < nonly; k++)
+        if (only[k] == at) selected = 1;
     }
     if (!selected) {
       keep[nkeep++] = v[i];
