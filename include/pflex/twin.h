@@ -70,6 +70,7 @@ struct pflex_twin_job {
   double mem_activity;      /* SM switching activity during memory/communication-bound time */
   double dram_util;         /* DRAM bandwidth utilization at f_max, 0..1 */
   double comm_share;        /* share of step time in inter-GPU communication, 0..1 */
+  double mem_clock_bound;   /* r: memory-bound kernels turn clock-bound below r * f_max (0 = never) */
 };
 
 /* Fills the physics fields of job from its configuration for GPU type gpu:
@@ -167,10 +168,11 @@ void pflex_twin_paper_job(const struct pflex_twin_paper_group *g, struct pflex_t
 
 struct pflex_twin_calib {
   double pfi, pfi4;         /* reconstructed PFI on the group's grid and on the 4-cap grid (NAN if n/a) */
-  double compute_share;     /* calibrated parameters */
-  double mem_activity;
+  double compute_share;     /* calibrated parameters (see twin_calibrate.c) */
+  double compute_activity;
+  double mem_clock_bound;
   bool met;                 /* every published target met within tolerance */
-  int nparams;              /* parameters solved for (1 or 2) */
+  int nparams;              /* parameters adjusted (1, 2, or 3 when r was needed) */
 };
 
 /* Tolerances: 6-cap / own grid PFI within 0.01, Table 9 4-cap PFI within 0.03. */
