@@ -214,6 +214,13 @@ struct pflex_twin_check_row {
 int pflex_twin_check(const struct pflex_runset *set, struct pflex_twin_check_row **ret_rows,
                      size_t *ret_n);
 
+/* One-feature least squares of PFI (own grid) on the uncapped run's DRAM copy
+ * product (dram_active x mem_copy_util) over the groups whose set column is
+ * set_name (NULL = all groups): in-sample R^2 and leave-one-out R^2 (as the
+ * paper's Table 3 row i), and the number of groups used. */
+int pflex_twin_dram_fit(const struct pflex_runset *set, const char *set_name, double *ret_r2_in,
+                        double *ret_r2_loo, size_t *ret_n);
+
 /* ---- Population of unseen jobs ---------------------------------------------- */
 
 struct pflex_twin_population_opts {

@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <gsl/gsl_fit.h>
+#include <gsl/gsl_statistics_double.h>
+
 #include "core/twin_internal.h"
 #include "pflex/pfi.h"
 
@@ -29,17 +32,12 @@ uint64_t pflex__twin_run_seed(uint64_t seed, const char *name, double cap_w) {
   return splitmix64(splitmix64(seed ^ h) + (uint64_t)llround(cap_w * 10.0));
 }
 
-static int set_num(struct pflex_runset *set, size_t i, const char *col, const char *fmt, double v) {
+/* Writes metric k of a run: ratios to 4 decimals, percent to 2, bytes and MiB whole. */
+static int set_metric(struct pflex_runset *set, size_t i, size_t k, double v) {
   char buf[64];
-  snprintf(buf, sizeof buf, fmt, v);
-  return pflex_runset_set_extra(set, i, col, buf);
-}
-
-/* Printf format per metric: ratios to 4 decimals, percent to 2, bytes and MiB whole. */
-static const char *metric_fmt(size_t k) {
-  if (k <= PFLEX__M_DRAM_ACTIVE) return "%.4f";
-  if (k == PFLEX__M_MEM_COPY_UTIL) return "%.2f";
-  return "%.0f";
+  int prec = k <= PFLEX__M_DRAM_ACTIVE ? 4 : k == PFLEX__M_MEM_COPY_UTIL ? 2 : 0;
+  snprintf(buf, sizeof buf, "%.*f", prec, v);
+  return pflex_runset_set_extra(set, i, pflex_twin_metric_name(k), buf);
 }
 
 int pflex_twin_sweep(const struct pflex_twin_gpu *gpu, const struct pflex_twin_job *job,
@@ -83,7 +81,7 @@ int pflex_twin_sweep(const struct pflex_twin_gpu *gpu, const struct pflex_twin_j
     size_t at = set->n - 1;
     r = pflex_runset_set_extra(set, at, "provenance", provenance ? provenance : "");
     for (size_t k = 0; r == 0 && k < PFLEX_TWIN_NMETRICS; k++)
-      r = set_num(set, at, pflex_twin_metric_name(k), metric_fmt(k), p.metrics[k]);
+      r = set_metric(set, at, k, p.metrics[k]);
     if (r < 0) return r;
   }
   return 0;
@@ -194,4 +192,63 @@ int pflex_twin_check(const struct pflex_runset *set, struct pflex_twin_check_row
   *ret_rows = rows;
   *ret_n = n;
   return 0;
+}
+
+int pflex_twin_dram_fit(const struct pflex_runset *set, const char *set_name, double *ret_r2_in,
+                        double *ret_r2_loo, size_t *ret_n) {
+  if (!set || !ret_r2_in || !ret_r2_loo) return -EINVAL;
+  struct pflex_group *groups = NULL;
+  size_t ngroups = 0;
+  int r = pflex_runset_groups(set, &groups, &ngroups);
+  if (r < 0) return r;
+  double *x = calloc(ngroups ? ngroups : 1, sizeof *x), *y = calloc(ngroups ? ngroups : 1, sizeof *y);
+  if (!x || !y) {
+    r = -ENOMEM;
+    goto out;
+  }
+  size_t n = 0;
+  for (size_t k = 0; k < ngroups; k++) {
+    const struct pflex_run *top = &set->runs[groups[k].uncapped];
+    if (set_name && (!top->set || strcmp(top->set, set_name) != 0)) continue;
+    double d, m, p;
+    if (pflex_runset_metric(set, groups[k].uncapped, "dram_active", &d) < 0 ||
+        pflex_runset_metric(set, groups[k].uncapped, "mem_copy_util", &m) < 0 ||
+        group_pfi(set, &groups[k], NULL, 0, &p) < 0)
+      continue;
+    x[n] = d * m;
+    y[n] = p;
+    n++;
+  }
+  if (n < 4) {
+    r = -PFLEX_E_NOPOINTS;
+    goto out;
+  }
+  double c0, c1, cov00, cov01, cov11, sumsq;
+  gsl_fit_linear(x, 1, y, 1, n, &c0, &c1, &cov00, &cov01, &cov11, &sumsq);
+  double mean = gsl_stats_mean(y, 1, n), sst = 0, press = 0;
+  for (size_t i = 0; i < n; i++) sst += (y[i] - mean) * (y[i] - mean);
+  /* Leave one out: refit without point i, predict it. */
+  double *xs = malloc(n * sizeof *xs), *ys = malloc(n * sizeof *ys);
+  if (!xs || !ys) {
+    free(xs), free(ys);
+    r = -ENOMEM;
+    goto out;
+  }
+  for (size_t i = 0; i < n; i++) {
+    size_t m = 0;
+    for (size_t j = 0; j < n; j++)
+      if (j != i) xs[m] = x[j], ys[m] = y[j], m++;
+    double a0, a1, v00, v01, v11, ss;
+    gsl_fit_linear(xs, 1, ys, 1, m, &a0, &a1, &v00, &v01, &v11, &ss);
+    double e = y[i] - (a0 + a1 * x[i]);
+    press += e * e;
+  }
+  free(xs), free(ys);
+  *ret_r2_in = 1.0 - sumsq / sst;
+  *ret_r2_loo = 1.0 - press / sst;
+  if (ret_n) *ret_n = n;
+out:
+  free(x), free(y);
+  pflex_groups_free(groups, ngroups);
+  return r;
 }
