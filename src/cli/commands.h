@@ -18,5 +18,6 @@ extern const struct pflex_cmd pflex_cmd_version;
 extern const struct pflex_cmd pflex_cmd_gpus;
 extern const struct pflex_cmd pflex_cmd_cap;
 extern const struct pflex_cmd pflex_cmd_sweep;
+extern const struct pflex_cmd pflex_cmd_twin;
 
 #endif

@@ -9,6 +9,7 @@ static const struct pflex_cmd *const commands[] = {
     &pflex_cmd_gpus,
     &pflex_cmd_cap,
     &pflex_cmd_sweep,
+    &pflex_cmd_twin,
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
