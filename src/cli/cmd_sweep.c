@@ -305,6 +305,11 @@ static int run(int argc, char **argv) {
   struct pflex_sweep_result res;
   err = pflex_sweep_run(gpu, rs, &o, &res);
   if (ui.line_open) fputs("\r\033[K", stderr);
+  int signo = 0;
+  unsigned char b;
+  if (read(sig_pipe[0], &b, 1) == 1) signo = b;
+  if (res.stop_err && res.stop_err != -ECANCELED)
+    cli_error("sweep stopped: %s", res.stop_message);
   /* Restored by now, whatever happened: say so for each GPU. */
   for (size_t i = 0; i < res.nrestored; i++) {
     const struct pflex_restore_result *x = &res.restored[i];
@@ -316,11 +321,6 @@ static int run(int argc, char **argv) {
   if (!res.restore_err && res.nrestored)
     fprintf(stderr, "restored %zu GPU%s to their original limits\n", res.nrestored,
             res.nrestored == 1 ? "" : "s");
-  int signo = 0;
-  unsigned char b;
-  if (read(sig_pipe[0], &b, 1) == 1) signo = b;
-  if (res.stop_err && res.stop_err != -ECANCELED)
-    cli_error("sweep stopped: %s", res.stop_message);
   if (res.runs.n) {
     res.runs.unit = unit;
     print_results(&res, pflex_tput_unit_name(unit));
