@@ -101,7 +101,7 @@ static int run(int argc, char **argv) {
   if (!json && strcmp(pflex_gpu_backend_name(gpu), "sim") == 0)
     printf("# simulated GPUs (sim backend): modelled readings, not measurements\n");
   if (!json)
-    printf("%-3s %-24s %-40s %8s %8s %8s %-11s %6s %6s %5s %9s %s\n", "idx", "name", "uuid",
+    printf("%-3s %-34s %-40s %8s %8s %8s %-11s %6s %6s %5s %9s %s\n", "idx", "name", "uuid",
            "power_W", "limit_W", "default", "range_W", "sm_MHz", "mem_MHz", "util%", "mem_MiB",
            "throttle");
   for (unsigned i = 0; i < n; i++) {
@@ -138,7 +138,7 @@ static int run(int argc, char **argv) {
     if ((r.valid & PFLEX_GPU_ENFORCED) && (r.valid & PFLEX_GPU_LIMIT) &&
         r.enforced_limit_mw != r.limit_mw)
       snprintf(l + strlen(l), sizeof l - strlen(l), "*");
-    printf("%-3u %-24s %-40s %8s %8s %8s %-11s %6s %6s %5s %9s %s\n", i, info.name, info.uuid, p, l,
+    printf("%-3u %-34s %-40s %8s %8s %8s %-11s %6s %6s %5s %9s %s\n", i, info.name, info.uuid, p, l,
            d, range, sm, mem, u, mu, th);
   }
   if (json) {

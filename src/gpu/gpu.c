@@ -10,7 +10,7 @@
 
 static const struct pflex_gpu_ops *const backends[] = {
     &pflex__gpu_nvml_ops,
-    /* SIM */
+    &pflex__gpu_sim_ops,
 };
 #define NBACKENDS (sizeof backends / sizeof backends[0])
 
