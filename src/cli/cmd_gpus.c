@@ -12,13 +12,18 @@
 #include "cli/util.h"
 
 static const char usage[] =
-    "pflex gpus [--backend nvml|sim] [--sim-job SPEC] [--json]\n"
+    "pflex gpus [--backend nvml|sim] [--sim-job SPEC] [--json | --watch S [--hz N] [--gpus LIST]]\n"
     "  --backend NAME   GPU backend: nvml (default; env PFLEX_GPU_BACKEND) or sim\n"
     "  --sim-job SPEC   sim backend: GPUs and job to simulate (see docs/gpu.md)\n"
     "  --json           one JSON object per GPU in an array; readings the GPU cannot give are "
     "absent\n"
+    "  --watch S        sample for S seconds and write a telemetry series CSV to stdout (time_s,\n"
+    "                   gpu, power_w, gpu_util, mem_util, fb_used_mib, sm_clock_mhz, mem_clock_mhz,\n"
+    "                   limit_w, enforced_limit_w, energy_j, throttle); empty cells: not available\n"
+    "  --hz N           samples per second with --watch, 0.1-10 (default 1)\n"
+    "  --gpus LIST      GPUs to watch (default: all)\n"
     "Shows index, name, UUID, PCI bus id, power, limit (enforced), default limit, settable "
-    "range,\nSM and memory clocks, utilization, memory used and throttle reasons. Changes nothing.";
+    "range,\nSM and memory clocks, utilization, memory used and throttle reasons. A '*' after the limit:\nthe enforced limit is lower (an out-of-band limit). Changes nothing.";
 
 static void fmt_w(char *buf, size_t size, int ok, unsigned mw) {
   if (ok) snprintf(buf, size, "%.1f", mw / 1000.0);
@@ -68,19 +73,82 @@ static json_t *reading_json(unsigned i, const struct pflex_gpu_info *info,
   return o;
 }
 
+/* --watch: a telemetry series CSV of the selected GPUs, read-only. */
+static int watch(struct pflex_gpu *gpu, const char *list, double seconds, double hz) {
+  unsigned *idx;
+  size_t n;
+  if (cli_gpu_select(gpu, list, &idx, &n)) return PFLEX_EXIT_FAIL;
+  printf("time_s,gpu,power_w,gpu_util,mem_util,fb_used_mib,sm_clock_mhz,mem_clock_mhz,limit_w,"
+         "enforced_limit_w,energy_j,throttle\n");
+  double t0, now;
+  pflex_gpu_now(gpu, &t0);
+  int status = PFLEX_EXIT_OK;
+  for (double next = t0; status == PFLEX_EXIT_OK; next += 1.0 / hz) {
+    if (next - t0 > seconds + 1e-9) break;
+    pflex_gpu_now(gpu, &now);
+    if (next > now) pflex_gpu_sleep(gpu, next - now);
+    for (size_t k = 0; k < n; k++) {
+      struct pflex_gpu_reading r;
+      int err = pflex_gpu_read(gpu, idx[k], &r);
+      if (err) {
+        cli_gpu_error(gpu, "cannot read", idx[k], err);
+        status = PFLEX_EXIT_FAIL;
+        break;
+      }
+      char c[11][32];
+      memset(c, 0, sizeof c);
+      unsigned v = r.valid;
+      if (v & PFLEX_GPU_POWER) snprintf(c[0], 32, "%.3f", r.power_mw / 1e3);
+      if (v & PFLEX_GPU_UTIL) snprintf(c[1], 32, "%u", r.util_gpu_pct), snprintf(c[2], 32, "%u", r.util_mem_pct);
+      if (v & PFLEX_GPU_MEMORY) snprintf(c[3], 32, "%.1f", (double)r.mem_used_bytes / 1048576.0);
+      if (v & PFLEX_GPU_SM_CLOCK) snprintf(c[4], 32, "%u", r.sm_clock_mhz);
+      if (v & PFLEX_GPU_MEM_CLOCK) snprintf(c[5], 32, "%u", r.mem_clock_mhz);
+      if (v & PFLEX_GPU_LIMIT) snprintf(c[6], 32, "%.3f", r.limit_mw / 1e3);
+      if (v & PFLEX_GPU_ENFORCED) snprintf(c[7], 32, "%.3f", r.enforced_limit_mw / 1e3);
+      if (v & PFLEX_GPU_ENERGY) snprintf(c[8], 32, "%.3f", (double)r.energy_mj / 1e3);
+      if (v & PFLEX_GPU_THROTTLE) snprintf(c[9], 32, "0x%llx", r.throttle_reasons);
+      printf("%.3f,%u,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", r.time_s - t0, idx[k], c[0], c[1], c[2],
+             c[3], c[4], c[5], c[6], c[7], c[8], c[9]);
+    }
+    fflush(stdout);
+  }
+  free(idx);
+  return status;
+}
+
 static int run(int argc, char **argv) {
   static const struct option opts[] = {{"backend", required_argument, NULL, 'b'},
                                        {"sim-job", required_argument, NULL, 's'},
                                        {"json", no_argument, NULL, 'j'},
+                                       {"watch", required_argument, NULL, 'w'},
+                                       {"hz", required_argument, NULL, 'h'},
+                                       {"gpus", required_argument, NULL, 'g'},
                                        {NULL, 0, NULL, 0}};
-  const char *backend = NULL, *spec = NULL;
+  const char *backend = NULL, *spec = NULL, *list = NULL;
+  double watch_s = -1, hz = 1;
   int json = 0, c;
+  char *end;
   optind = 1;
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
     switch (c) {
     case 'b': backend = optarg; break;
     case 's': spec = optarg; break;
     case 'j': json = 1; break;
+    case 'g': list = optarg; break;
+    case 'w':
+      watch_s = strtod(optarg, &end);
+      if (*end || !(watch_s >= 0 && watch_s <= 1e7)) {
+        cli_error("invalid --watch '%s': expected seconds", optarg);
+        return PFLEX_EXIT_USAGE;
+      }
+      break;
+    case 'h':
+      hz = strtod(optarg, &end);
+      if (*end || !(hz >= 0.1 && hz <= 10)) {
+        cli_error("invalid --hz '%s': expected 0.1-10", optarg);
+        return PFLEX_EXIT_USAGE;
+      }
+      break;
     default: fprintf(stderr, "usage: %s\n", usage); return PFLEX_EXIT_USAGE;
     }
   }
@@ -88,8 +156,17 @@ static int run(int argc, char **argv) {
     cli_error("unexpected argument '%s'", argv[optind]);
     return PFLEX_EXIT_USAGE;
   }
+  if (json && watch_s >= 0) {
+    cli_error("--json and --watch exclude each other");
+    return PFLEX_EXIT_USAGE;
+  }
   struct pflex_gpu *gpu;
   if (cli_gpu_open(backend, spec, &gpu)) return PFLEX_EXIT_FAIL;
+  if (watch_s >= 0) {
+    int st = watch(gpu, list, watch_s, hz);
+    pflex_gpu_close(gpu);
+    return st;
+  }
   unsigned n;
   int err = pflex_gpu_count(gpu, &n), status = PFLEX_EXIT_OK;
   if (err) {

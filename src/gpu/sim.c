@@ -48,6 +48,7 @@ struct sim_gpu {
   unsigned limit_mw;
   unsigned long long energy_mj;
   double energy_t; /* time up to which energy is integrated */
+  bool energy_started;
   double last_power_w;
   /* cached twin point for (limit_mw, run) */
   unsigned point_mw;
@@ -326,9 +327,10 @@ static int sim_read(void *ctx, unsigned i, struct pflex_gpu_reading *r) {
   r->util_mem_pct = (unsigned)lround(fmin(100, fmax(0, mem_util)));
   r->mem_used_bytes = (unsigned long long)(fb_mib * 1048576.0);
   /* energy: power held since the previous reading */
-  if (g->energy_t > 0 && now > g->energy_t)
+  if (g->energy_started && now > g->energy_t)
     g->energy_mj += (unsigned long long)llround(g->last_power_w * (now - g->energy_t) * 1000.0);
   g->energy_t = now;
+  g->energy_started = true;
   g->last_power_w = power;
   r->energy_mj = g->energy_mj;
   if (training) {

@@ -28,6 +28,18 @@ assert a["throttle_reasons"] == "sw_power_cap", a
 assert a["pci_bus_id"] == "00000000:10:00.0", a
 PY
 
+# --watch: a telemetry series CSV, read-only; 0.3 s at 10 Hz = samples at 0, 0.1, 0.2, 0.3 s.
+"$PFLEX" gpus --watch 0.3 --hz 10 > "$T/watch.csv"
+python3 - "$T/watch.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert len(rows) == 8, len(rows)
+assert sorted({r["gpu"] for r in rows}) == ["0", "1"], rows
+assert all(float(r["power_w"]) == 650.0 and r["gpu_util"] == "97" and r["limit_w"] == "700.000" for r in rows), rows
+assert all(r["throttle"] == "0x4" for r in rows), rows
+PY
+expect_eq "$(fake_get gpu0.set_count)" "" "--watch changed a limit"
+
 # Optional readings the device does not support are absent, not numbers.
 fake_set gpu1.fail.energy not_supported
 fake_set gpu1.fail.clock not_supported
