@@ -6,6 +6,7 @@
 
 static const struct pflex_cmd *const commands[] = {
     &pflex_cmd_version,
+    &pflex_cmd_aggregate,
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
