@@ -211,9 +211,9 @@ static void test_udp_round_trip(void **state) {
   assert_int_equal(bad, 1);
   assert_string_equal(c.names[2], "step_time");
   assert_float_equal(c.values[0], 4096, 0);
-  /* The receive time lies between sending and reading (1 ms slack for the
-   * microsecond resolution of SO_TIMESTAMP). */
-  for (size_t i = 0; i < c.n; i++) assert_true(c.times[i] >= before - 1e-3 && c.times[i] <= after + 1e-3);
+  /* The receive time is on the CLOCK_REALTIME scale, between sending and
+   * reading (1 s of slack: this checks the clock, not speed). */
+  for (size_t i = 0; i < c.n; i++) assert_true(c.times[i] >= before - 1 && c.times[i] <= after + 1);
   pflex_statsd_close(srv);
 }
 
