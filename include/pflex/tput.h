@@ -40,7 +40,7 @@ struct pflex_statsd_metric {
   double value;       /* as sent (a counter's value is NOT yet divided by the sample rate) */
   double sample_rate; /* |@rate, in (0, 1]; 1 when absent */
   enum pflex_statsd_type type;
-  bool delta;         /* a gauge sent with an explicit sign (+3 / -3): a change, not a value */
+  bool delta; /* a gauge sent with an explicit sign (+3 / -3): a change, not a value */
 };
 
 /* Parses one StatsD line `name:value|type[|@rate][|#tags]` (no newline).
@@ -111,9 +111,9 @@ struct pflex_tput_meter {
   /* state */
   bool started;
   double last_time_s;
-  double pending;        /* counted since last_time_s */
-  double total;          /* every count received (value / sample_rate) */
-  size_t ignored;        /* metrics of the watched name with an unusable value */
+  double pending; /* counted since last_time_s */
+  double total;   /* every count received (value / sample_rate) */
+  size_t ignored; /* metrics of the watched name with an unusable value */
 };
 
 /* name NULL = "tokens"; min_interval_s 0 gives one sample per received counter. */
@@ -152,12 +152,12 @@ struct pflex_tput_regex {
   regex_t re;
   regex_t skip;
   bool has_skip;
-  int group;            /* capture group of the number */
+  int group; /* capture group of the number */
   bool per_step_time;
   double scale;
-  char *line;           /* partial line carried between pflex_tput_regex_feed calls */
+  char *line; /* partial line carried between pflex_tput_regex_feed calls */
   size_t len, cap;
-  size_t matched, bad;  /* lines that gave a value / matched but held no usable number */
+  size_t matched, bad; /* lines that gave a value / matched but held no usable number */
 };
 
 /* Compiles the patterns. -EINVAL with a message in errbuf (if not NULL) for a
@@ -169,8 +169,7 @@ void pflex_tput_regex_release(struct pflex_tput_regex *re);
 /* Extracts the throughput from one line: 0 and *ret_value on a match,
  * -ENOENT when the line does not match or matches the skip pattern, -EINVAL when it matches but the
  * captured text is no positive finite number. ANSI colour codes are ignored. */
-int pflex_tput_regex_match(const struct pflex_tput_regex *re, const char *line,
-                           double *ret_value);
+int pflex_tput_regex_match(const struct pflex_tput_regex *re, const char *line, double *ret_value);
 
 /* Called with each throughput value extracted by pflex_tput_regex_feed. */
 typedef int (*pflex_tput_fn)(double time_s, double value, void *userdata);
@@ -179,7 +178,7 @@ typedef int (*pflex_tput_fn)(double time_s, double value, void *userdata);
  * returned); each complete line is matched and every value passed to fn with
  * time_s. Partial lines are kept for the next call; pass len 0 at end of
  * output to flush the last line. Returns 0, fn's non-zero return, or -ENOMEM. */
-int pflex_tput_regex_feed(struct pflex_tput_regex *re, const char *data, size_t len,
-                          double time_s, pflex_tput_fn fn, void *userdata);
+int pflex_tput_regex_feed(struct pflex_tput_regex *re, const char *data, size_t len, double time_s,
+                          pflex_tput_fn fn, void *userdata);
 
 #endif

@@ -19,28 +19,40 @@
 
 #define USAGE                                                                                      \
   "pflex aggregate SERIES.csv [options]\n"                                                         \
-  "Aggregates one run's telemetry series over its training phase (mean of the top 10%).\n"        \
-  "  --group NAME            sweep group of the run (default: SERIES file name without .csv)\n"   \
+  "Aggregates one run's telemetry series over its training phase (mean of the top 10%).\n"         \
+  "  --group NAME            sweep group of the run (default: SERIES file name without .csv)\n"    \
   "  --gpu-type NAME         GPU type, e.g. H200 (default: unknown)\n"                             \
-  "  --cap W                 per-GPU power cap of the run; the TDP when uncapped (default: the\n" \
+  "  --cap W                 per-GPU power cap of the run; the TDP when uncapped (default: the\n"  \
   "                          series' power_limit_w metric, else required)\n"                       \
-  "  --tput FILE             throughput samples from a separate CSV (time_s + throughput column)\n" \
-  "  --unit U                what the throughput is: tokens (default), samples, steps, step-time\n" \
+  "  --tput FILE             throughput samples from a separate CSV (time_s, throughput)\n"        \
+  "  --unit U                throughput unit: tokens (default), samples, steps, step-time\n"       \
   "  --tput-column NAME      throughput column (default by unit: tokens_per_s, samples_per_s,\n"   \
   "                          steps_per_s, s_per_step)\n"                                           \
-  "  --fb-threshold-gib G    warmup while frame-buffer use < G GiB (default 10)\n"                \
-  "  --util-threshold PCT    training needs mean GPU utilization >= PCT (default 50)\n"           \
-  "  --sustain-s S           ... held for at least S seconds (default 30)\n"                      \
-  "  --top F                 fraction of training samples averaged (default 0.10)\n"              \
-  "  --align-s S             time tolerance for aligning GPUs' samples (default: half the\n"      \
+  "  --fb-threshold-gib G    warmup while frame-buffer use < G GiB (default 10)\n"                 \
+  "  --util-threshold PCT    training needs mean GPU utilization >= PCT (default 50)\n"            \
+  "  --sustain-s S           ... held for at least S seconds (default 30)\n"                       \
+  "  --top F                 fraction of training samples averaged (default 0.10)\n"               \
+  "  --align-s S             time tolerance for aligning GPUs' samples (default: half the\n"       \
   "                          median sampling interval)\n"                                          \
   "  --out FILE              write the run as a runs CSV file (atomic)\n"                          \
   "  --csv                   print the run as a runs CSV row\n"                                    \
   "  --json                  print JSON"
 
 enum {
-  OPT_GROUP = 1000, OPT_GPU_TYPE, OPT_CAP, OPT_TPUT, OPT_UNIT, OPT_TPUT_COLUMN, OPT_FB, OPT_UTIL,
-  OPT_SUSTAIN, OPT_TOP, OPT_ALIGN, OPT_OUT, OPT_CSV, OPT_JSON,
+  OPT_GROUP = 1000,
+  OPT_GPU_TYPE,
+  OPT_CAP,
+  OPT_TPUT,
+  OPT_UNIT,
+  OPT_TPUT_COLUMN,
+  OPT_FB,
+  OPT_UTIL,
+  OPT_SUSTAIN,
+  OPT_TOP,
+  OPT_ALIGN,
+  OPT_OUT,
+  OPT_CSV,
+  OPT_JSON,
 };
 
 static const char *const default_columns[] = {
@@ -140,7 +152,8 @@ static int print_csv(const struct pflex_runset *set) {
     } else {
       char buf[4096];
       size_t n;
-      while ((n = fread(buf, 1, sizeof buf, f)) > 0) fwrite(buf, 1, n, stdout);
+      while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        fwrite(buf, 1, n, stdout);
       fclose(f);
     }
     unlink(path);
@@ -173,16 +186,17 @@ static int print_json(const struct pflex_series_agg *a, const char *group, const
       json_object_set_new(o, "value", json_null());
     }
     json_object_set_new(o, "name", json_string(a->metrics[m].name));
-    json_object_set_new(o, "kind", json_string(a->metrics[m].kind == PFLEX_AGG_SUM ? "sum" : "mean"));
+    json_object_set_new(o, "kind",
+                        json_string(a->metrics[m].kind == PFLEX_AGG_SUM ? "sum" : "mean"));
     json_array_append_new(metrics, o);
   }
-  json_t *root = json_pack(
-      "{s:s,s:s,s:i,s:f,s:f,s:f,s:f,s:f,s:o,s:{s:f,s:f,s:f},s:I,s:o,s:o,s:o}", "group", group,
-      "gpu", gpu_type, "gpus", a->gpus, "cap_w", cap, "power_w", a->power.value, "power_sd",
-      a->power.se, default_columns[unit], tv, sd_columns[unit], tse, "phases", phases, "training",
-      "start_s", a->train_start_s, "end_s", a->train_end_s, "step_s", a->step_s,
-      "incomplete_steps", (json_int_t)a->incomplete_steps, "power", value_json(&a->power), "tput",
-      value_json(&a->tput), "metrics", metrics);
+  json_t *root =
+      json_pack("{s:s,s:s,s:i,s:f,s:f,s:f,s:f,s:f,s:o,s:{s:f,s:f,s:f},s:I,s:o,s:o,s:o}", "group",
+                group, "gpu", gpu_type, "gpus", a->gpus, "cap_w", cap, "power_w", a->power.value,
+                "power_sd", a->power.se, default_columns[unit], tv, sd_columns[unit], tse, "phases",
+                phases, "training", "start_s", a->train_start_s, "end_s", a->train_end_s, "step_s",
+                a->step_s, "incomplete_steps", (json_int_t)a->incomplete_steps, "power",
+                value_json(&a->power), "tput", value_json(&a->tput), "metrics", metrics);
   if (!root) return -ENOMEM;
   char *s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
   json_decref(root);
@@ -196,13 +210,15 @@ static void print_table(const struct pflex_series_agg *a, const char *group, con
                         double cap, enum pflex_tput_unit unit) {
   double tv, tse, tsd;
   tput_out(&a->tput, unit, &tv, &tse);
-  tsd = unit == PFLEX_TPUT_PER_STEP_TIME ? a->tput.sd / (a->tput.value * a->tput.value) : a->tput.sd;
+  tsd =
+      unit == PFLEX_TPUT_PER_STEP_TIME ? a->tput.sd / (a->tput.value * a->tput.value) : a->tput.sd;
   printf("run       %s (%s x %d, cap %g W)\n", group, gpu_type, a->gpus, cap);
   printf("training  %.1f s to %.1f s, samples every %.3g s\n", a->train_start_s, a->train_end_s,
          a->step_s);
-  printf("\n%-22s %14s %12s %12s %6s %7s  %s\n", "metric", "top-mean", "sd", "se", "k", "n", "over GPUs");
-  printf("%-22s %14.6g %12.4g %12.4g %6zu %7zu  %s\n", default_columns[unit], tv, tsd, tse, a->tput.k,
-         a->tput.n, "job");
+  printf("\n%-22s %14s %12s %12s %6s %7s  %s\n", "metric", "top-mean", "sd", "se", "k", "n",
+         "over GPUs");
+  printf("%-22s %14.6g %12.4g %12.4g %6zu %7zu  %s\n", default_columns[unit], tv, tsd, tse,
+         a->tput.k, a->tput.n, "job");
   for (size_t m = 0; m < a->nmetrics; m++) {
     const struct pflex_series_metric_agg *ma = &a->metrics[m];
     if (!ma->agg.valid) {
@@ -321,8 +337,9 @@ static int run(int argc, char **argv) {
     cli_error_diag(what, &d, r);
     goto out;
   }
-  fprintf(stderr, "phases of '%s' (samples/steps): warmup %zu/%zu, startup %zu/%zu, training "
-                  "%zu/%zu, other %zu/%zu; %d GPUs\n",
+  fprintf(stderr,
+          "phases of '%s' (samples/steps): warmup %zu/%zu, startup %zu/%zu, training "
+          "%zu/%zu, other %zu/%zu; %d GPUs\n",
           path, a.phase_samples[PFLEX_PHASE_WARMUP], a.phase_steps[PFLEX_PHASE_WARMUP],
           a.phase_samples[PFLEX_PHASE_STARTUP], a.phase_steps[PFLEX_PHASE_STARTUP],
           a.phase_samples[PFLEX_PHASE_TRAINING], a.phase_steps[PFLEX_PHASE_TRAINING],
@@ -352,7 +369,8 @@ static int run(int argc, char **argv) {
     goto out;
   }
   if (!pflex_tput_unit_absolute(unit))
-    fprintf(stderr, "note: throughput is %s: only ratios are meaningful\n", pflex_tput_unit_name(unit));
+    fprintf(stderr, "note: throughput is %s: only ratios are meaningful\n",
+            pflex_tput_unit_name(unit));
 
   r = make_runset(&a, PFLEX_SERIES_POWER, group, gpu_type, cap, unit, &set);
   if (r < 0) {

@@ -26,14 +26,14 @@ struct reader {
   struct pflex_diag *diag;
   int err;
 
-  size_t row_line;   /* line the current row starts on */
-  char **fields;     /* current row */
+  size_t row_line; /* line the current row starts on */
+  char **fields;   /* current row */
   size_t nfields;
 
   char **header;
   size_t ncols;
   long col_time, col_gpu, col_tput; /* -1 when absent */
-  size_t *metric_of; /* [col] metric index in the series (SIZE_MAX: not a metric) */
+  size_t *metric_of;                /* [col] metric index in the series (SIZE_MAX: not a metric) */
 
   struct pflex_series s;
 };
@@ -41,26 +41,29 @@ struct reader {
 static int fail(struct reader *rd, int err, size_t line, const char *column, const char *msg,
                 const char *detail) {
   if (rd->err) return rd->err;
-  rd->err = pflex_diag_set(rd->diag, err, rd->path, line, column, "%s%s%s", msg,
-                           detail ? ": " : "", detail ? detail : "");
+  rd->err = pflex_diag_set(rd->diag, err, rd->path, line, column, "%s%s%s", msg, detail ? ": " : "",
+                           detail ? detail : "");
   return rd->err;
 }
 
 /* Strict number: the whole cell, finite. Leading/trailing blanks are allowed. */
 static int parse_num(const char *text, double *ret) {
-  while (*text == ' ' || *text == '\t') text++;
+  while (*text == ' ' || *text == '\t')
+    text++;
   if (!*text) return -ENODATA;
   char *end;
   errno = 0;
   double v = strtod(text, &end);
-  while (*end == ' ' || *end == '\t' || *end == '\r') end++;
+  while (*end == ' ' || *end == '\t' || *end == '\r')
+    end++;
   if (end == text || *end || errno == ERANGE || !isfinite(v)) return -EINVAL;
   *ret = v;
   return 0;
 }
 
 static bool blank(const char *text) {
-  while (*text == ' ' || *text == '\t' || *text == '\r') text++;
+  while (*text == ' ' || *text == '\t' || *text == '\r')
+    text++;
   return !*text;
 }
 
@@ -101,8 +104,7 @@ static int add_tput(struct reader *rd, double t, const char *cell) {
   double v;
   int r = parse_num(cell, &v);
   if (r == -ENODATA)
-    return fail(rd, -PFLEX_E_DATA, rd->row_line, col, "empty throughput on a throughput row",
-                NULL);
+    return fail(rd, -PFLEX_E_DATA, rd->row_line, col, "empty throughput on a throughput row", NULL);
   if (r < 0) return fail(rd, -PFLEX_E_PARSE, rd->row_line, col, "not a number", cell);
   if (rd->per_step_time) {
     if (!(v > 0))
@@ -211,8 +213,8 @@ static void reader_init(struct reader *rd, const char *path, enum mode mode,
   rd->path = path;
   rd->mode = mode;
   rd->diag = diag;
-  rd->tput_name = opts && opts->tput_column && opts->tput_column[0] ? opts->tput_column
-                                                                    : PFLEX_SERIES_TPUT;
+  rd->tput_name =
+      opts && opts->tput_column && opts->tput_column[0] ? opts->tput_column : PFLEX_SERIES_TPUT;
   rd->per_step_time = opts && opts->per_step_time;
   pflex_series_init(&rd->s);
   pflex_diag_clear(diag);
@@ -250,7 +252,8 @@ int pflex_series_read_tput_csv(const char *path, const struct pflex_series_read_
     }
   }
   if (r == 0)
-    for (size_t j = 0; j < rd.s.ntput; j++) pflex_series_add_tput(s, rd.s.tput_time_s[j], rd.s.tput[j]);
+    for (size_t j = 0; j < rd.s.ntput; j++)
+      pflex_series_add_tput(s, rd.s.tput_time_s[j], rd.s.tput[j]);
   reader_release(&rd);
   return r;
 }

@@ -29,7 +29,9 @@ const char *pflex_phase_name(enum pflex_phase phase) {
   }
 }
 
-void pflex_series_init(struct pflex_series *s) { memset(s, 0, sizeof *s); }
+void pflex_series_init(struct pflex_series *s) {
+  memset(s, 0, sizeof *s);
+}
 
 void pflex_series_release(struct pflex_series *s) {
   if (!s) return;
@@ -71,7 +73,8 @@ int pflex_series_metric(struct pflex_series *s, const char *name, size_t *ret_in
     free(col);
     return -ENOMEM;
   }
-  for (size_t i = 0; i < s->n; i++) col[i] = NAN;
+  for (size_t i = 0; i < s->n; i++)
+    col[i] = NAN;
   names[s->nmetrics] = copy;
   values[s->nmetrics] = col;
   if (ret_index) *ret_index = s->nmetrics;
@@ -104,7 +107,8 @@ int pflex_series_add_row(struct pflex_series *s, double time_s, int gpu, const d
   if (r < 0) return r;
   s->time_s[s->n] = time_s;
   s->gpu[s->n] = gpu;
-  for (size_t m = 0; m < s->nmetrics; m++) s->values[m][s->n] = values ? values[m] : NAN;
+  for (size_t m = 0; m < s->nmetrics; m++)
+    s->values[m][s->n] = values ? values[m] : NAN;
   s->n++;
   return 0;
 }
@@ -201,18 +205,18 @@ static int cmp_int(const void *a, const void *b) {
 
 /* Everything phase detection and aggregation share. */
 struct steps {
-  size_t n;              /* samples */
-  struct order *ord;     /* samples sorted by time */
-  int *gpus;             /* distinct GPU indexes, ascending */
+  size_t n;          /* samples */
+  struct order *ord; /* samples sorted by time */
+  int *gpus;         /* distinct GPU indexes, ascending */
   size_t ngpus;
-  size_t *gpu_of;        /* [sample] dense GPU index */
-  size_t *step_of;       /* [sample] step */
+  size_t *gpu_of;  /* [sample] dense GPU index */
+  size_t *step_of; /* [sample] step */
   size_t nsteps;
-  double *step_t;        /* [step] time of its first sample */
-  double interval;       /* median sampling interval of one GPU, 0 if unknown */
-  enum pflex_phase *phase; /* [step] */
+  double *step_t;                 /* [step] time of its first sample */
+  double interval;                /* median sampling interval of one GPU, 0 if unknown */
+  enum pflex_phase *phase;        /* [step] */
   size_t train_first, train_last; /* steps; train_first > train_last when none */
-  double longest_high_s; /* longest run of high utilization, for the error message */
+  double longest_high_s;          /* longest run of high utilization, for the error message */
 };
 
 static void steps_release(struct steps *st) {
@@ -258,8 +262,8 @@ static int build_steps(const struct pflex_series *s, const struct pflex_phase_op
   double *last = malloc(s->n * sizeof *last);
   unsigned char *seen = calloc(s->n, 1);
   int r = -ENOMEM;
-  if (!st->ord || !st->gpus || !st->gpu_of || !st->step_of || !st->step_t || !st->phase ||
-      !diffs || !last || !seen)
+  if (!st->ord || !st->gpus || !st->gpu_of || !st->step_of || !st->step_t || !st->phase || !diffs ||
+      !last || !seen)
     goto out;
 
   for (size_t i = 0; i < s->n; i++) {
@@ -272,11 +276,13 @@ static int build_steps(const struct pflex_series *s, const struct pflex_phase_op
   for (size_t i = 0; i < s->n; i++)
     if (ng == 0 || st->gpus[ng - 1] != st->gpus[i]) st->gpus[ng++] = st->gpus[i];
   st->ngpus = ng;
-  for (size_t i = 0; i < s->n; i++) st->gpu_of[i] = gpu_index(st, s->gpu[i]);
+  for (size_t i = 0; i < s->n; i++)
+    st->gpu_of[i] = gpu_index(st, s->gpu[i]);
 
   /* Median interval between consecutive samples of the same GPU. */
   size_t nd = 0;
-  for (size_t g = 0; g < ng; g++) last[g] = NAN;
+  for (size_t g = 0; g < ng; g++)
+    last[g] = NAN;
   for (size_t j = 0; j < s->n; j++) {
     size_t g = st->gpu_of[st->ord[j].i];
     if (!isnan(last[g]) && st->ord[j].t > last[g]) diffs[nd++] = st->ord[j].t - last[g];
@@ -294,7 +300,8 @@ static int build_steps(const struct pflex_series *s, const struct pflex_phase_op
     size_t g = st->gpu_of[st->ord[j].i];
     bool new_step = j > 0 && (seen[g] || st->ord[j].t - st->ord[first_of_step].t > tol);
     if (new_step) {
-      for (size_t k = first_of_step; k < j; k++) seen[st->gpu_of[st->ord[k].i]] = 0;
+      for (size_t k = first_of_step; k < j; k++)
+        seen[st->gpu_of[st->ord[k].i]] = 0;
       step++;
       first_of_step = j;
     }
@@ -335,7 +342,8 @@ static int detect_phases(const struct pflex_series *s, const struct pflex_phase_
     free(util_n);
     return -ENOMEM;
   }
-  for (size_t k = 0; k < ns; k++) fb_min[k] = NAN;
+  for (size_t k = 0; k < ns; k++)
+    fb_min[k] = NAN;
   for (size_t i = 0; i < s->n; i++) {
     size_t k = st->step_of[i];
     double f = s->values[mf][i], u = s->values[mu][i];
@@ -401,8 +409,7 @@ static int prepare(const struct pflex_series *s, const struct pflex_phase_opts *
     pflex_phase_opts_default(&o);
   if (check_opts(&o) < 0)
     return pflex_diag_set(diag, -EINVAL, NULL, 0, NULL, "invalid phase options");
-  if (s->n == 0)
-    return pflex_diag_set(diag, -PFLEX_E_NOPOINTS, NULL, 0, NULL, "no GPU samples");
+  if (s->n == 0) return pflex_diag_set(diag, -PFLEX_E_NOPOINTS, NULL, 0, NULL, "no GPU samples");
   int r = build_steps(s, &o, st);
   if (r < 0) return pflex_diag_set(diag, r, NULL, 0, NULL, "out of memory");
   r = detect_phases(s, &o, st, diag);
@@ -420,7 +427,8 @@ int pflex_series_phases(const struct pflex_series *s, const struct pflex_phase_o
     steps_release(&st);
     return -ENOMEM;
   }
-  for (size_t i = 0; i < s->n; i++) ph[i] = st.phase[st.step_of[i]];
+  for (size_t i = 0; i < s->n; i++)
+    ph[i] = st.phase[st.step_of[i]];
   steps_release(&st);
   *ret_phases = ph;
   return 0;
@@ -428,7 +436,8 @@ int pflex_series_phases(const struct pflex_series *s, const struct pflex_phase_o
 
 void pflex_series_agg_release(struct pflex_series_agg *agg) {
   if (!agg) return;
-  for (size_t m = 0; m < agg->nmetrics; m++) free(agg->metrics[m].name);
+  for (size_t m = 0; m < agg->nmetrics; m++)
+    free(agg->metrics[m].name);
   free(agg->metrics);
   memset(agg, 0, sizeof *agg);
 }
@@ -539,8 +548,10 @@ int pflex_series_aggregate(const struct pflex_series *s, const struct pflex_phas
   agg.step_s = st.interval;
   agg.train_start_s = st.step_t[st.train_first];
   agg.train_end_s = st.step_t[st.train_last];
-  for (size_t i = 0; i < s->n; i++) agg.phase_samples[st.phase[st.step_of[i]]]++;
-  for (size_t k = 0; k < st.nsteps; k++) agg.phase_steps[st.phase[k]]++;
+  for (size_t i = 0; i < s->n; i++)
+    agg.phase_samples[st.phase[st.step_of[i]]]++;
+  for (size_t k = 0; k < st.nsteps; k++)
+    agg.phase_steps[st.phase[k]]++;
 
   agg.metrics = calloc(s->nmetrics ? s->nmetrics : 1, sizeof *agg.metrics);
   if (!agg.metrics) {

@@ -28,8 +28,12 @@
  *  - eval at steps 80..91 (60 s): utilization 30%, 300 W per GPU.
  *  - checkpoint at steps 150..157 (40 s): utilization 0, 150 W per GPU.
  * Neither dip covers a step with j mod 20 in {18, 19}. */
-static bool in_eval(int j) { return j >= 80 && j <= 91; }
-static bool in_ckpt(int j) { return j >= 150 && j <= 157; }
+static bool in_eval(int j) {
+  return j >= 80 && j <= 91;
+}
+static bool in_ckpt(int j) {
+  return j >= 150 && j <= 157;
+}
 
 static double train_power(int g, int j) {
   if (in_eval(j)) return 300;
@@ -209,7 +213,8 @@ static void test_single_gpu_unsorted(void **state) {
    * sustained -> other), 11-12 util 0 -> startup, 13-32 training with power
    * 100..119 W, 33-34 util 0 after training -> other. */
   int order[35];
-  for (int i = 0; i < 35; i++) order[i] = (i * 13) % 35; /* 13 and 35 coprime: a permutation */
+  for (int i = 0; i < 35; i++)
+    order[i] = (i * 13) % 35; /* 13 and 35 coprime: a permutation */
   for (int i = 0; i < 35; i++) {
     int k = order[i];
     double v[3];
@@ -259,7 +264,8 @@ static void test_no_training(void **state) {
   assert_non_null(strstr(d.message, "no training phase"));
   enum pflex_phase *ph;
   assert_int_equal(pflex_series_phases(&s, NULL, &ph, NULL), 0);
-  for (size_t i = 0; i < s.n; i++) assert_int_not_equal(ph[i], PFLEX_PHASE_TRAINING);
+  for (size_t i = 0; i < s.n; i++)
+    assert_int_not_equal(ph[i], PFLEX_PHASE_TRAINING);
   free(ph);
   pflex_series_release(&s);
 
@@ -302,7 +308,8 @@ static void test_incomplete_step(void **state) {
 static void test_top_mean(void **state) {
   (void)state;
   double x[100];
-  for (int i = 0; i < 100; i++) x[i] = (i * 37) % 100; /* a permutation of 0..99 */
+  for (int i = 0; i < 100; i++)
+    x[i] = (i * 37) % 100; /* a permutation of 0..99 */
   struct pflex_agg_value v;
   /* 0.1 * 100 must give 10 samples (90..99, mean 94.5), not 11. */
   assert_int_equal(pflex_top_mean(x, 100, 0.10, &v), 0);
@@ -350,8 +357,8 @@ static const char *write_file(const char *name, const char *text) {
 
 static void test_csv_good(void **state) {
   (void)state;
-  const char *p = write_file("good.csv",
-                             "time_s,gpu,power_w,gpu_util,fb_used_mib,tokens_per_s,dram_active\n"
+  const char *p =
+      write_file("good.csv", "time_s,gpu,power_w,gpu_util,fb_used_mib,tokens_per_s,dram_active\n"
                              "0,0,100,0,500,,\n"
                              "0,1,101,0,500,,0.1\n"
                              "5.5,0,400.5,97,70000,,0.5\n"
@@ -417,8 +424,7 @@ static void test_csv_errors(void **state) {
       {"time_s,gpu,power_w\n0,-1,1\n", -PFLEX_E_PARSE, 2, "gpu", "not a GPU index"},
       {"time_s,gpu,power_w\n0,1.5,1\n", -PFLEX_E_PARSE, 2, "gpu", "not a GPU index"},
       {"time_s,gpu,power_w,power_w\n0,1,1,1\n", -PFLEX_E_PARSE, 1, "power_w", "twice"},
-      {"time_s,gpu,power_w,tokens_per_s\n0,0,1,5\n", -PFLEX_E_DATA, 2, "tokens_per_s",
-       "own rows"},
+      {"time_s,gpu,power_w,tokens_per_s\n0,0,1,5\n", -PFLEX_E_DATA, 2, "tokens_per_s", "own rows"},
       {"time_s,gpu,power_w,tokens_per_s\n0,0,1,\n1,,1,5\n", -PFLEX_E_DATA, 3, "power_w",
        "cannot carry GPU metrics"},
       {"time_s,gpu,power_w,tokens_per_s\n0,0,1,\n1,,,-5\n", -PFLEX_E_DATA, 3, "tokens_per_s",
@@ -440,7 +446,8 @@ static void test_csv_errors(void **state) {
                d.message);
     assert_string_equal(d.file, p);
     unsigned char *b = (unsigned char *)&s;
-    for (size_t k = 0; k < sizeof s; k++) assert_int_equal(b[k], 0x5a);
+    for (size_t k = 0; k < sizeof s; k++)
+      assert_int_equal(b[k], 0x5a);
   }
   struct pflex_series s;
   struct pflex_diag d;

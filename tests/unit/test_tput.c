@@ -57,12 +57,28 @@ static void test_statsd_lines(void **state) {
   assert_int_equal(parse("tokens:100|c\r", &m), 0);
 
   const char *bad[] = {
-      "",             "tokens",          "tokens:",         "tokens:|c",
-      ":5|c",         "tokens:5",        "tokens:5|",       "tokens:5|x",
-      "tokens:5|cc",  "tokens:5|c|@0",   "tokens:5|c|@1.5", "tokens:5|c|@-1",
-      "tokens:nan|c", "tokens:inf|g",    "tokens:0x10|c",   "tok ens:1|c",
-      "tokens:1e|c",  "tokens:5|c|@0.5|@0.5", "tokens:5|c|junk", "tokens:1:2|c",
-      "tokens:5|s",   "tokens:.|c",
+      "",
+      "tokens",
+      "tokens:",
+      "tokens:|c",
+      ":5|c",
+      "tokens:5",
+      "tokens:5|",
+      "tokens:5|x",
+      "tokens:5|cc",
+      "tokens:5|c|@0",
+      "tokens:5|c|@1.5",
+      "tokens:5|c|@-1",
+      "tokens:nan|c",
+      "tokens:inf|g",
+      "tokens:0x10|c",
+      "tok ens:1|c",
+      "tokens:1e|c",
+      "tokens:5|c|@0.5|@0.5",
+      "tokens:5|c|junk",
+      "tokens:1:2|c",
+      "tokens:5|s",
+      "tokens:.|c",
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
     if (parse(bad[i], &m) != -EINVAL) fail_msg("accepted malformed line '%s'", bad[i]);
@@ -213,7 +229,8 @@ static void test_udp_round_trip(void **state) {
   assert_float_equal(c.values[0], 4096, 0);
   /* The receive time is on the CLOCK_REALTIME scale, between sending and
    * reading (1 s of slack: this checks the clock, not speed). */
-  for (size_t i = 0; i < c.n; i++) assert_true(c.times[i] >= before - 1 && c.times[i] <= after + 1);
+  for (size_t i = 0; i < c.n; i++)
+    assert_true(c.times[i] >= before - 1 && c.times[i] <= after + 1);
   pflex_statsd_close(srv);
 }
 
@@ -262,8 +279,14 @@ static void test_unix_round_trip(void **state) {
 
 static void test_bad_addresses(void **state) {
   (void)state;
-  const char *bad[] = {"tcp:127.0.0.1:8125", "udp:127.0.0.1", "udp:127.0.0.1:abc",
-                       "udp:127.0.0.1:70000", "udp::", "unix:", "8125", "udp:[::1:5"};
+  const char *bad[] = {"tcp:127.0.0.1:8125",
+                       "udp:127.0.0.1",
+                       "udp:127.0.0.1:abc",
+                       "udp:127.0.0.1:70000",
+                       "udp::",
+                       "unix:",
+                       "8125",
+                       "udp:[::1:5"};
   struct pflex_statsd_server *srv;
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
     if (pflex_statsd_open(bad[i], &srv) != -EINVAL) fail_msg("accepted address '%s'", bad[i]);
@@ -281,12 +304,13 @@ static void test_regex_default(void **state) {
   assert_int_equal(pflex_tput_regex_init(&re, NULL, NULL, 0), 0);
   double v;
   /* torchtitan (coloured, thousands separator; tps is per GPU there). */
-  assert_int_equal(rx(&re,
-                      "[rank0]:[titan] 2026-11-30 12:00:05,123 - root - INFO - \033[31mstep: 20  "
-                      "\033[32mloss:  7.2345  \033[33mmemory: 61.20GiB(43.82%)  \033[34mtps: 6,135  "
-                      "\033[36mtflops: 355.34  \033[35mmfu: 35.93%\033[39m",
-                      &v),
-                   0);
+  assert_int_equal(
+      rx(&re,
+         "[rank0]:[titan] 2026-11-30 12:00:05,123 - root - INFO - \033[31mstep: 20  "
+         "\033[32mloss:  7.2345  \033[33mmemory: 61.20GiB(43.82%)  \033[34mtps: 6,135  "
+         "\033[36mtflops: 355.34  \033[35mmfu: 35.93%\033[39m",
+         &v),
+      0);
   assert_float_equal(v, 6135, 0);
   /* Hugging Face Trainer summary with include_tokens_per_second=True. */
   assert_int_equal(rx(&re,
@@ -397,11 +421,11 @@ static void test_regex_feed(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_statsd_lines),       cmocka_unit_test(test_statsd_packet),
-      cmocka_unit_test(test_meter_counter),      cmocka_unit_test(test_meter_gauge_timing),
-      cmocka_unit_test(test_udp_round_trip),     cmocka_unit_test(test_unix_round_trip),
-      cmocka_unit_test(test_bad_addresses),      cmocka_unit_test(test_regex_default),
-      cmocka_unit_test(test_regex_user),         cmocka_unit_test(test_regex_feed),
+      cmocka_unit_test(test_statsd_lines),   cmocka_unit_test(test_statsd_packet),
+      cmocka_unit_test(test_meter_counter),  cmocka_unit_test(test_meter_gauge_timing),
+      cmocka_unit_test(test_udp_round_trip), cmocka_unit_test(test_unix_round_trip),
+      cmocka_unit_test(test_bad_addresses),  cmocka_unit_test(test_regex_default),
+      cmocka_unit_test(test_regex_user),     cmocka_unit_test(test_regex_feed),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
