@@ -100,6 +100,9 @@ int pflex_statsd_poll(struct pflex_statsd_server *server, int timeout_ms, pflex_
  *    previous sample divided by the time since it, one sample once at least
  *    min_interval_s has passed (the first counter only starts the clock:
  *    the start of the step it counts is unknown). value / sample_rate is counted.
+ *    Use a window of at least a step (e.g. the sampling interval) when several
+ *    ranks send, or per-step jitter matters: the top 10% of jittery per-step
+ *    rates is biased upward.
  *  - gauge (a rate, `tokens_per_s:51234|g`): the value itself.
  *  - timing (a step time, `step_time:812|ms`): 1000 / value, steps per second
  *    (a relative unit: only ratios are meaningful).
