@@ -147,6 +147,17 @@ void pflex_series_agg_release(struct pflex_series_agg *agg);
 int pflex_series_aggregate(const struct pflex_series *s, const struct pflex_phase_opts *opts,
                            struct pflex_series_agg *ret_agg, struct pflex_diag *diag);
 
+struct pflex_runset;
+
+/* Appends the aggregate to set as one run: group, gpu_type and cap_w from the
+ * caller; gpus, power_w and tput (in set->unit; a time per step stays a rate
+ * here, the runs writer inverts it) from agg; power_sd and tput_sd are the
+ * standard errors of the top-fraction means; every metric other than power
+ * becomes an extra column of that name (empty when not valid).
+ * -EINVAL when agg has no valid positive power or throughput, or cap_w <= 0. */
+int pflex_series_agg_append_run(const struct pflex_series_agg *agg, const char *group,
+                                const char *gpu_type, double cap_w, struct pflex_runset *set);
+
 /* Mean of the top `top` fraction (k = ceil(top * n), at least 1) of x[0..n),
  * with its SD and SE; x is not modified. -PFLEX_E_NOPOINTS when n == 0. */
 int pflex_top_mean(const double *x, size_t n, double top, struct pflex_agg_value *ret);

@@ -90,14 +90,6 @@ static int parse_double(const char *opt, const char *s, double lo, double hi, do
   return 0;
 }
 
-/* Shortest text that reads back to the same double. */
-static void fmt(char *buf, size_t size, double v) {
-  for (int prec = 6; prec <= 17; prec++) {
-    snprintf(buf, size, "%.*g", prec, v);
-    if (strtod(buf, NULL) == v) return;
-  }
-}
-
 static char *default_group(const char *path) {
   const char *base = strrchr(path, '/');
   base = base ? base + 1 : path;
@@ -109,32 +101,6 @@ static char *default_group(const char *path) {
     g[n] = '\0';
   }
   return g;
-}
-
-/* Builds the one-run runset: every metric except power becomes a column. */
-static int make_runset(const struct pflex_series_agg *a, const char *power_name, const char *group,
-                       const char *gpu_type, double cap, enum pflex_tput_unit unit,
-                       struct pflex_runset *set) {
-  pflex_runset_init(set);
-  set->unit = unit;
-  struct pflex_run run = {0};
-  run.group = (char *)group;
-  run.gpu = (char *)gpu_type;
-  run.gpus = a->gpus;
-  run.cap_w = cap;
-  run.power_w = a->power.value;
-  run.tput = a->tput.value;
-  run.power_sd = a->power.se;
-  run.tput_sd = a->tput.se;
-  run.have = PFLEX_RUN_POWER_SD | PFLEX_RUN_TPUT_SD;
-  int r = pflex_runset_append(set, &run);
-  for (size_t m = 0; r == 0 && m < a->nmetrics; m++) {
-    if (strcmp(a->metrics[m].name, power_name) == 0) continue;
-    char num[40] = "";
-    if (a->metrics[m].agg.valid) fmt(num, sizeof num, a->metrics[m].agg.value);
-    r = pflex_runset_set_extra(set, 0, a->metrics[m].name, num);
-  }
-  return r;
 }
 
 static int print_csv(const struct pflex_runset *set) {
@@ -372,7 +338,8 @@ static int run(int argc, char **argv) {
     fprintf(stderr, "note: throughput is %s: only ratios are meaningful\n",
             pflex_tput_unit_name(unit));
 
-  r = make_runset(&a, PFLEX_SERIES_POWER, group, gpu_type, cap, unit, &set);
+  set.unit = unit;
+  r = pflex_series_agg_append_run(&a, group, gpu_type, cap, &set);
   if (r < 0) {
     cli_error("cannot build the run: %s", pflex_strerror(r));
     goto out;

@@ -11,12 +11,14 @@
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
 
+#include "pflex/runs.h"
 #include "pflex/series.h"
 
 const char *pflex_phase_name(enum pflex_phase phase) {
@@ -605,5 +607,39 @@ int pflex_series_aggregate(const struct pflex_series *s, const struct pflex_phas
 fail:
   steps_release(&st);
   pflex_series_agg_release(&agg);
+  return r;
+}
+
+/* Shortest text that reads back to the same double. */
+static void fmt_double(char *buf, size_t size, double v) {
+  for (int prec = 6; prec <= 17; prec++) {
+    snprintf(buf, size, "%.*g", prec, v);
+    if (strtod(buf, NULL) == v) return;
+  }
+}
+
+int pflex_series_agg_append_run(const struct pflex_series_agg *agg, const char *group,
+                                const char *gpu_type, double cap_w, struct pflex_runset *set) {
+  if (!group || !gpu_type || !(cap_w > 0) || !isfinite(cap_w) || !agg->power.valid ||
+      !(agg->power.value > 0) || !agg->tput.valid || !(agg->tput.value > 0))
+    return -EINVAL;
+  struct pflex_run run = {0};
+  run.group = (char *)group;
+  run.gpu = (char *)gpu_type;
+  run.gpus = agg->gpus;
+  run.cap_w = cap_w;
+  run.power_w = agg->power.value;
+  run.tput = agg->tput.value;
+  run.power_sd = agg->power.se;
+  run.tput_sd = agg->tput.se;
+  run.have = PFLEX_RUN_POWER_SD | PFLEX_RUN_TPUT_SD;
+  int r = pflex_runset_append(set, &run);
+  size_t i = set->n - 1;
+  for (size_t m = 0; r == 0 && m < agg->nmetrics; m++) {
+    if (agg->metrics[m].kind == PFLEX_AGG_SUM) continue; /* that is power_w */
+    char num[40] = "";
+    if (agg->metrics[m].agg.valid) fmt_double(num, sizeof num, agg->metrics[m].agg.value);
+    r = pflex_runset_set_extra(set, i, agg->metrics[m].name, num);
+  }
   return r;
 }

@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "pflex/runs.h"
 #include "pflex/series.h"
 
 #define NGPU 8
@@ -131,6 +132,24 @@ static void check_run_aggregate(bool reverse) {
   assert_int_equal(pflex_series_find_metric(&s, "power_w", &m), 0);
   assert_int_equal(a.metrics[m].kind, PFLEX_AGG_SUM);
   assert_float_equal(a.metrics[m].agg.value, 4576.0, 1e-9);
+
+  /* As a run row: power and throughput, their standard errors, the other
+   * metrics as extra columns (power is not repeated as one). */
+  struct pflex_runset set;
+  pflex_runset_init(&set);
+  assert_int_equal(pflex_series_agg_append_run(&a, "g", "H200", 700, &set), 0);
+  assert_int_equal(set.n, 1);
+  assert_int_equal(set.runs[0].gpus, 8);
+  assert_float_equal(set.runs[0].power_w, 4576.0, 1e-9);
+  assert_float_equal(set.runs[0].tput, 10094.5, 1e-9);
+  assert_float_equal(set.runs[0].power_sd, a.power.se, 0);
+  assert_float_equal(set.runs[0].cap_w, 700, 0);
+  double v;
+  assert_int_equal(pflex_runset_metric(&set, 0, "sm_clock", &v), 0);
+  assert_float_equal(v, 1945.0, 1e-9);
+  assert_int_equal(pflex_runset_metric(&set, 0, "power_w", &v), -ENOENT);
+  assert_int_equal(pflex_series_agg_append_run(&a, "g", "H200", 0, &set), -EINVAL);
+  pflex_runset_release(&set);
 
   pflex_series_agg_release(&a);
   pflex_series_release(&s);
