@@ -324,6 +324,38 @@ static void test_incomplete_step(void **state) {
   pflex_series_release(&s);
 }
 
+/* Power is summed per time step BEFORE the top fraction is taken. Two GPUs
+ * in anti-phase: GPU 0 draws 300 + k W, GPU 1 319 - k W at step k (k = 0..19),
+ * so every step sums to 619 W and the aggregate is 619 W. Summing each GPU's
+ * own top 10% (k = 2: (319 + 318) / 2 each) would claim 637 W, a power the
+ * job never drew. */
+static void test_power_sum_per_step(void **state) {
+  (void)state;
+  struct pflex_series s;
+  pflex_series_init(&s);
+  const char *names[] = {"power_w", "gpu_util", "fb_used_mib"};
+  for (int k = 0; k < 20; k++)
+    for (int g = 0; g < 2; g++) {
+      double v[] = {g == 0 ? 300 + k : 319 - k, 90, 30000};
+      assert_int_equal(pflex_series_add_sample(&s, 5.0 * k + 0.003 * g, g, 3, names, v), 0);
+    }
+  struct pflex_series_agg a;
+  assert_int_equal(pflex_series_aggregate(&s, NULL, &a, NULL), 0);
+  assert_float_equal(a.power.value, 619.0, 1e-9);
+  assert_float_equal(a.power.sd, 0.0, 1e-9);
+  pflex_series_agg_release(&a);
+
+  /* GPU 1 is stamped 3 ms after GPU 0. With an alignment tolerance of 1 ms
+   * no step holds both GPUs, and no step has every GPU's power. */
+  struct pflex_phase_opts o;
+  pflex_phase_opts_default(&o);
+  o.align_s = 0.001;
+  struct pflex_diag d;
+  assert_int_equal(pflex_series_aggregate(&s, &o, &a, &d), -PFLEX_E_NOPOINTS);
+  assert_non_null(strstr(d.message, "power reading of every GPU"));
+  pflex_series_release(&s);
+}
+
 static void test_top_mean(void **state) {
   (void)state;
   double x[100];
@@ -483,6 +515,7 @@ int main(void) {
       cmocka_unit_test(test_single_gpu_unsorted),
       cmocka_unit_test(test_no_training),
       cmocka_unit_test(test_incomplete_step),
+      cmocka_unit_test(test_power_sum_per_step),
       cmocka_unit_test_setup_teardown(test_csv_good, setup_dir, teardown_dir),
       cmocka_unit_test_setup_teardown(test_csv_errors, setup_dir, teardown_dir),
   };
