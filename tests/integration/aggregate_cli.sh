@@ -85,6 +85,20 @@ grep -q "^power_w .*sum" "$tmp/table.txt" || fail "table"
 "$PFLEX" aggregate "$tmp/series.csv" --cap 700 --top 1 --csv > "$tmp/all.csv" 2>/dev/null
 near "$(col "$tmp/all.csv" power_w)" 1544.8 || fail "--top 1 power_w $(col "$tmp/all.csv" power_w)"
 
+# Throughput from a separate file as a time per step (--tput, --unit step-time):
+# s_per_step 0.5 + 0.001 i at t = 100 + 10 i. The top 10% of the rates are the 5
+# fastest steps (i = 0..4); the row gets the inverse of their mean rate.
+awk -F, 'BEGIN { OFS = "," } $2 != "" || NR == 1 { NF = 6; print }' "$tmp/series.csv" > "$tmp/gpus.csv"
+awk -v OFS=, 'BEGIN { print "time_s,s_per_step"
+                     for (i = 0; i < 50; i++) print 100 + 10 * i, 0.5 + 0.001 * i }' > "$tmp/steps.csv"
+expect=$(awk 'BEGIN { for (i = 0; i < 5; i++) s += 1 / (0.5 + 0.001 * i); printf "%.12g", 5 / s }')
+"$PFLEX" aggregate "$tmp/gpus.csv" --cap 700 --tput "$tmp/steps.csv" --unit step-time --csv \
+  > "$tmp/steps_row.csv" 2> "$tmp/e0" || { cat "$tmp/e0"; fail "--tput step-time"; }
+near "$(col "$tmp/steps_row.csv" s_per_step)" "$expect" \
+  || fail "s_per_step $(col "$tmp/steps_row.csv" s_per_step) != $expect"
+near "$(col "$tmp/steps_row.csv" power_w)" 1736.8 || fail "power_w with --tput"
+grep -q "only ratios" "$tmp/e0" || fail "relative-unit note"
+
 # Errors: no training phase (exit 1), a bad cell (exit 1, names line and column),
 # a missing cap (exit 2), no argument (exit 2).
 awk -F, 'BEGIN { OFS = "," } NR == 1 || $2 == "" { print; next } { $4 = 0; print }' \
