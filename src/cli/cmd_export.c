@@ -28,30 +28,8 @@ static bool ends_with(const char *s, const char *suffix) {
   return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-/* The runs CSV writer writes files only (atomically); for standard output,
- * write a private temporary file and copy it. */
 static int write_csv_stdout(const struct pflex_runset *set) {
-  const char *dir = getenv("TMPDIR");
-  char tmp[4096];
-  snprintf(tmp, sizeof tmp, "%s/pflex-export-XXXXXX", dir && *dir ? dir : "/tmp");
-  int fd = mkstemp(tmp);
-  if (fd < 0) return -errno;
-  close(fd);
-  int err = pflex_runs_write_csv(set, tmp);
-  FILE *f = err ? NULL : fopen(tmp, "rb");
-  if (!err && !f) err = -errno;
-  if (f) {
-    char buf[65536];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-      if (fwrite(buf, 1, n, stdout) != n) {
-        err = -EIO;
-        break;
-      }
-    if (!err && ferror(f)) err = -EIO;
-    fclose(f);
-  }
-  unlink(tmp);
+  int err = pflex_runs_write_csv_stream(set, stdout);
   if (!err && fflush(stdout)) err = -EIO;
   return err;
 }

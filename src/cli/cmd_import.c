@@ -58,6 +58,7 @@ static int run(int argc, char **argv) {
       break;
     case 'a':
       mode = PFLEX_STORE_APPEND;
+      ropts.partial_groups = true; /* the stored group already has its uncapped run */
       nmodes++;
       break;
     case 'u':

@@ -148,6 +148,17 @@ echo "not a database at all" >junk.db
 expect 1 "$PFLEX" export --db junk.db
 grep -q "not a pflex store" err || fail "junk store message: $(cat err)"
 
+# --- --append from a CSV that holds only new caps of a stored group
+printf 'group,gpu,gpus,cap_w,power_w,tokens_per_s\nap,H200,8,700,5000,100\nap,H200,8,300,2500,70\n' >ap1.csv
+printf 'group,gpu,gpus,cap_w,power_w,tokens_per_s\nap,H200,8,500,4000,92\n' >ap2.csv
+expect 0 "$PFLEX" import ap1.csv --db ap.db
+expect 1 "$PFLEX" import ap2.csv --db ap.db
+grep -q "no uncapped run" err || fail "import of a partial group without --append: $(cat err)"
+expect 0 "$PFLEX" import ap2.csv --db ap.db --append
+expect 0 "$PFLEX" export --db ap.db --group ap
+[ "$(grep -c '^ap,' out)" -eq 3 ] || fail "append: expected 3 runs, got $(cat out)"
+grep -q '^ap,H200,8,500,4000,92$' out || fail "appended run missing: $(cat out)"
+
 # --- usage errors
 expect 2 "$PFLEX" import runs.csv --replace --append
 expect 2 "$PFLEX" import
