@@ -2,7 +2,8 @@
  *
  * Reads a series CSV, finds the training phase and reduces it by the paper's
  * top-10% mean (docs/telemetry.md), and prints the run as a table, as a runs
- * CSV row (--csv, or --out FILE) or as JSON. Phase counts go to stderr. */
+ * CSV row (--csv, or --out FILE, --append to add it to a file) or as JSON.
+ * Phase counts go to stderr. */
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
@@ -35,6 +36,7 @@
   "  --align-s S             time tolerance for aligning GPUs' samples (default: half the\n"       \
   "                          median sampling interval)\n"                                          \
   "  --out FILE              write the run as a runs CSV file (atomic)\n"                          \
+  "  --append                with --out: add the run to the runs already in FILE\n"                \
   "  --csv                   print the run as a runs CSV row\n"                                    \
   "  --json                  print JSON"
 
@@ -51,6 +53,7 @@ enum {
   OPT_TOP,
   OPT_ALIGN,
   OPT_OUT,
+  OPT_APPEND,
   OPT_CSV,
   OPT_JSON,
 };
@@ -101,31 +104,6 @@ static char *default_group(const char *path) {
     g[n] = '\0';
   }
   return g;
-}
-
-static int print_csv(const struct pflex_runset *set) {
-  /* The shared writer writes files atomically; go through a private temporary
-   * directory so that stdout gets exactly the runs CSV format. */
-  char dir[] = "/tmp/pflex-aggregate-XXXXXX";
-  if (!mkdtemp(dir)) return -errno;
-  char path[64];
-  snprintf(path, sizeof path, "%s/run.csv", dir);
-  int r = pflex_runs_write_csv(set, path);
-  if (r == 0) {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-      r = -errno;
-    } else {
-      char buf[4096];
-      size_t n;
-      while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        fwrite(buf, 1, n, stdout);
-      fclose(f);
-    }
-    unlink(path);
-  }
-  rmdir(dir);
-  return r;
 }
 
 static json_t *value_json(const struct pflex_agg_value *v) {
@@ -210,6 +188,7 @@ static int run(int argc, char **argv) {
       {"top", required_argument, NULL, OPT_TOP},
       {"align-s", required_argument, NULL, OPT_ALIGN},
       {"out", required_argument, NULL, OPT_OUT},
+      {"append", no_argument, NULL, OPT_APPEND},
       {"csv", no_argument, NULL, OPT_CSV},
       {"json", no_argument, NULL, OPT_JSON},
       {NULL, 0, NULL, 0},
@@ -217,7 +196,7 @@ static int run(int argc, char **argv) {
   const char *group = NULL, *gpu_type = "unknown", *tput_path = NULL, *tput_column = NULL,
              *out = NULL;
   double cap = NAN;
-  bool csv = false, json = false;
+  bool csv = false, json = false, append = false;
   enum pflex_tput_unit unit = PFLEX_TPUT_TOKENS_PER_S;
   struct pflex_phase_opts po;
   pflex_phase_opts_default(&po);
@@ -258,6 +237,7 @@ static int run(int argc, char **argv) {
       if (parse_double("--align-s", optarg, 0, 1e7, &po.align_s) < 0) return PFLEX_EXIT_USAGE;
       break;
     case OPT_OUT: out = optarg; break;
+    case OPT_APPEND: append = true; break;
     case OPT_CSV: csv = true; break;
     case OPT_JSON: json = true; break;
     default:
@@ -267,6 +247,10 @@ static int run(int argc, char **argv) {
   }
   if (optind != argc - 1) {
     cli_error("aggregate takes exactly one SERIES.csv; see 'pflex help aggregate'");
+    return PFLEX_EXIT_USAGE;
+  }
+  if (append && !out) {
+    cli_error("--append needs --out FILE");
     return PFLEX_EXIT_USAGE;
   }
   if (csv && json) {
@@ -339,6 +323,30 @@ static int run(int argc, char **argv) {
             pflex_tput_unit_name(unit));
 
   set.unit = unit;
+  if (append && access(out, F_OK) == 0) {
+    /* The sweep group may still lack its uncapped run: partial groups are fine. */
+    struct pflex_runs_read_opts rro = {.unit = unit, .partial_groups = true};
+    if ((r = pflex_runs_read_csv(out, &rro, &set, &d)) < 0) {
+      cli_error_diag("cannot read", &d, r);
+      goto out;
+    }
+    if (set.unit != unit) {
+      cli_error("'%s' holds throughput as %s, this run as %s", out, pflex_tput_unit_name(set.unit),
+                pflex_tput_unit_name(unit));
+      goto out;
+    }
+    for (size_t i = 0; i < set.n; i++)
+      if (strcmp(set.runs[i].group, group) == 0 &&
+          (strcmp(set.runs[i].gpu, gpu_type) != 0 || set.runs[i].gpus != a.gpus)) {
+        cli_error("'%s': group '%s' runs on %d x %s (line %zu), this run on %d x %s", out, group,
+                  set.runs[i].gpus, set.runs[i].gpu, set.runs[i].line, a.gpus, gpu_type);
+        goto out;
+      } else if (strcmp(set.runs[i].group, group) == 0 && set.runs[i].cap_w == cap) {
+        cli_error("'%s' already has a run of group '%s' at cap %g W (line %zu)", out, group, cap,
+                  set.runs[i].line);
+        goto out;
+      }
+  }
   r = pflex_series_agg_append_run(&a, group, gpu_type, cap, &set);
   if (r < 0) {
     cli_error("cannot build the run: %s", pflex_strerror(r));
@@ -351,7 +359,7 @@ static int run(int argc, char **argv) {
   if (json)
     r = print_json(&a, group, gpu_type, cap, unit);
   else if (csv)
-    r = print_csv(&set);
+    r = pflex_runs_write_csv_stream(&set, stdout);
   else if (!out)
     print_table(&a, group, gpu_type, cap, unit);
   if (r < 0) {

@@ -68,6 +68,21 @@ grep -q "warmup 40/10, startup 40/10, training 400/100, other 20/5; 4 GPUs" "$tm
 "$PFLEX" aggregate "$tmp/series.csv" --group g1 --gpu-type H200 --cap 700 --out "$tmp/runs.csv" 2>/dev/null
 cmp -s "$tmp/runs.csv" "$tmp/row.csv" || fail "--out differs from --csv"
 
+# --append builds a sweep group's runs file cap by cap (the group may lack its
+# uncapped run until the last one); a cap twice or a different GPU count is refused.
+rm -f "$tmp/sweep.csv"
+"$PFLEX" aggregate "$tmp/series.csv" --group g1 --gpu-type H200 --cap 500 --out "$tmp/sweep.csv" --append 2>/dev/null
+"$PFLEX" aggregate "$tmp/series.csv" --group g1 --gpu-type H200 --cap 700 --out "$tmp/sweep.csv" --append 2>/dev/null
+[ "$(wc -l < "$tmp/sweep.csv")" = 3 ] || fail "--append: $(wc -l < "$tmp/sweep.csv") lines"
+awk -F, 'NR > 1 { print $4 }' "$tmp/sweep.csv" | tr '\n' ' ' | grep -q "^500 700 $" || fail "--append caps"
+set +e
+"$PFLEX" aggregate "$tmp/series.csv" --group g1 --gpu-type H200 --cap 700 --out "$tmp/sweep.csv" --append 2> "$tmp/e4"; rc=$?
+"$PFLEX" aggregate "$tmp/series.csv" --group g1 --gpu-type H100 --cap 600 --out "$tmp/sweep.csv" --append 2> "$tmp/e5"; rc5=$?
+set -e
+[ $rc = 1 ] && grep -q "already has a run of group 'g1' at cap 700 W" "$tmp/e4" || { cat "$tmp/e4"; fail "duplicate cap"; }
+[ $rc5 = 1 ] && grep -q "runs on 4 x H200" "$tmp/e5" || { cat "$tmp/e5"; fail "mixed GPU type"; }
+[ "$(wc -l < "$tmp/sweep.csv")" = 3 ] || fail "a refused --append changed the file"
+
 # --json carries the same numbers.
 "$PFLEX" aggregate "$tmp/series.csv" --cap 700 --json > "$tmp/run.json" 2>/dev/null
 grep -q '"group": "series"' "$tmp/run.json" || fail "default group from the file name"
