@@ -55,7 +55,7 @@ typedef int (*pflex_statsd_fn)(const struct pflex_statsd_metric *metric, double 
 
 /* Parses a packet of newline-separated lines (empty lines and a trailing
  * newline are fine), calling fn for each valid line with time_s. Malformed
- * lines are skipped and counted in *ret_bad (may be NULL). Returns 0 or fn's
+ * lines are skipped and added to *ret_bad (may be NULL; not reset). Returns 0 or fn's
  * non-zero return. */
 int pflex_statsd_parse_packet(const char *buf, size_t len, double time_s, pflex_statsd_fn fn,
                               void *userdata, size_t *ret_bad);
@@ -82,8 +82,9 @@ int pflex_statsd_address(const struct pflex_statsd_server *server, char *buf, si
 
 /* Reads every datagram queued now, without blocking, and parses each with
  * pflex_statsd_parse_packet, time_s being the kernel's receive time
- * (SO_TIMESTAMP) when available, else the time of reading. Counts malformed
- * lines in *ret_bad and datagrams in *ret_packets (either may be NULL).
+ * (SO_TIMESTAMP) when available, else the time of reading. Adds the malformed
+ * lines to *ret_bad and the datagrams to *ret_packets (either may be NULL; the
+ * caller sets them to 0 once, so they can accumulate over a run).
  * Returns 0, fn's non-zero return, or a negative errno. */
 int pflex_statsd_drain(struct pflex_statsd_server *server, pflex_statsd_fn fn, void *userdata,
                        size_t *ret_packets, size_t *ret_bad);
