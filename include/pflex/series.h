@@ -21,10 +21,10 @@
 #include "pflex/error.h"
 
 /* Default metric names (the series CSV column names, docs/telemetry.md). */
-#define PFLEX_SERIES_POWER "power_w"        /* W, per GPU */
-#define PFLEX_SERIES_UTIL "gpu_util"        /* %, 0-100 (DCGM GPU_UTIL, NVML utilization.gpu) */
-#define PFLEX_SERIES_FB "fb_used_mib"       /* frame buffer in use, MiB */
-#define PFLEX_SERIES_TPUT "tokens_per_s"    /* throughput column of the series CSV */
+#define PFLEX_SERIES_POWER "power_w"     /* W, per GPU */
+#define PFLEX_SERIES_UTIL "gpu_util"     /* %, 0-100 (DCGM GPU_UTIL, NVML utilization.gpu) */
+#define PFLEX_SERIES_FB "fb_used_mib"    /* frame buffer in use, MiB */
+#define PFLEX_SERIES_TPUT "tokens_per_s" /* throughput column of the series CSV */
 
 enum pflex_phase {
   PFLEX_PHASE_WARMUP = 0, /* frame-buffer use below the threshold: weights not loaded */
@@ -40,11 +40,11 @@ const char *pflex_phase_name(enum pflex_phase phase);
 /* The samples of one run. Metric values are stored column-wise:
  * values[m][i] is metric m of sample i (NAN when not sampled). */
 struct pflex_series {
-  size_t n, cap;         /* GPU samples */
-  double *time_s;        /* [n] */
-  int *gpu;              /* [n] GPU index (>= 0) */
-  char **metric_names;   /* [nmetrics] */
-  double **values;       /* [nmetrics][cap] */
+  size_t n, cap;       /* GPU samples */
+  double *time_s;      /* [n] */
+  int *gpu;            /* [n] GPU index (>= 0) */
+  char **metric_names; /* [nmetrics] */
+  double **values;     /* [nmetrics][cap] */
   size_t nmetrics;
   size_t ntput, cap_tput; /* throughput samples */
   double *tput_time_s;    /* [ntput] */
@@ -123,16 +123,16 @@ struct pflex_series_metric_agg {
 
 /* The aggregate of one run. */
 struct pflex_series_agg {
-  int gpus;                 /* distinct GPU indexes in the series */
+  int gpus;                     /* distinct GPU indexes in the series */
   struct pflex_agg_value power; /* aggregate power of the job, W (sum over GPUs) */
   struct pflex_agg_value tput;  /* throughput in the training window (valid=false if none) */
   struct pflex_series_metric_agg *metrics; /* every metric, power included, series order */
   size_t nmetrics;
   size_t phase_samples[PFLEX_PHASE_COUNT]; /* GPU samples per phase */
   size_t phase_steps[PFLEX_PHASE_COUNT];   /* time steps per phase */
-  size_t incomplete_steps;  /* training steps lacking a GPU's power, left out of the power sum */
+  size_t incomplete_steps; /* training steps lacking a GPU's power, left out of the power sum */
   double train_start_s, train_end_s; /* training window (throughput samples inside it count) */
-  double step_s;            /* median time-step interval found */
+  double step_s;                     /* median time-step interval found */
 };
 
 void pflex_series_agg_release(struct pflex_series_agg *agg);
@@ -147,14 +147,25 @@ void pflex_series_agg_release(struct pflex_series_agg *agg);
 int pflex_series_aggregate(const struct pflex_series *s, const struct pflex_phase_opts *opts,
                            struct pflex_series_agg *ret_agg, struct pflex_diag *diag);
 
+struct pflex_runset;
+
+/* Appends the aggregate to set as one run: group, gpu_type and cap_w from the
+ * caller; gpus, power_w and tput (in set->unit; a time per step stays a rate
+ * here, the runs writer inverts it) from agg; power_sd and tput_sd are the
+ * standard errors of the top-fraction means; every metric other than power
+ * becomes an extra column of that name (empty when not valid).
+ * -EINVAL when agg has no valid positive power or throughput, or cap_w <= 0. */
+int pflex_series_agg_append_run(const struct pflex_series_agg *agg, const char *group,
+                                const char *gpu_type, double cap_w, struct pflex_runset *set);
+
 /* Mean of the top `top` fraction (k = ceil(top * n), at least 1) of x[0..n),
  * with its SD and SE; x is not modified. -PFLEX_E_NOPOINTS when n == 0. */
 int pflex_top_mean(const double *x, size_t n, double top, struct pflex_agg_value *ret);
 
 /* Reading the series CSV (src/io/series_csv.c, docs/telemetry.md). */
 struct pflex_series_read_opts {
-  const char *tput_column;  /* throughput column, NULL = "tokens_per_s" */
-  bool per_step_time;       /* the throughput column holds a time per step: use 1/value */
+  const char *tput_column; /* throughput column, NULL = "tokens_per_s" */
+  bool per_step_time;      /* the throughput column holds a time per step: use 1/value */
 };
 
 /* Reads a long-format telemetry series CSV: one row per sample per GPU

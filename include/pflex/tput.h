@@ -40,7 +40,7 @@ struct pflex_statsd_metric {
   double value;       /* as sent (a counter's value is NOT yet divided by the sample rate) */
   double sample_rate; /* |@rate, in (0, 1]; 1 when absent */
   enum pflex_statsd_type type;
-  bool delta;         /* a gauge sent with an explicit sign (+3 / -3): a change, not a value */
+  bool delta; /* a gauge sent with an explicit sign (+3 / -3): a change, not a value */
 };
 
 /* Parses one StatsD line `name:value|type[|@rate][|#tags]` (no newline).
@@ -55,7 +55,7 @@ typedef int (*pflex_statsd_fn)(const struct pflex_statsd_metric *metric, double 
 
 /* Parses a packet of newline-separated lines (empty lines and a trailing
  * newline are fine), calling fn for each valid line with time_s. Malformed
- * lines are skipped and counted in *ret_bad (may be NULL). Returns 0 or fn's
+ * lines are skipped and added to *ret_bad (may be NULL; not reset). Returns 0 or fn's
  * non-zero return. */
 int pflex_statsd_parse_packet(const char *buf, size_t len, double time_s, pflex_statsd_fn fn,
                               void *userdata, size_t *ret_bad);
@@ -82,8 +82,9 @@ int pflex_statsd_address(const struct pflex_statsd_server *server, char *buf, si
 
 /* Reads every datagram queued now, without blocking, and parses each with
  * pflex_statsd_parse_packet, time_s being the kernel's receive time
- * (SO_TIMESTAMP) when available, else the time of reading. Counts malformed
- * lines in *ret_bad and datagrams in *ret_packets (either may be NULL).
+ * (SO_TIMESTAMP) when available, else the time of reading. Adds the malformed
+ * lines to *ret_bad and the datagrams to *ret_packets (either may be NULL; the
+ * caller sets them to 0 once, so they can accumulate over a run).
  * Returns 0, fn's non-zero return, or a negative errno. */
 int pflex_statsd_drain(struct pflex_statsd_server *server, pflex_statsd_fn fn, void *userdata,
                        size_t *ret_packets, size_t *ret_bad);
@@ -100,6 +101,9 @@ int pflex_statsd_poll(struct pflex_statsd_server *server, int timeout_ms, pflex_
  *    previous sample divided by the time since it, one sample once at least
  *    min_interval_s has passed (the first counter only starts the clock:
  *    the start of the step it counts is unknown). value / sample_rate is counted.
+ *    Use a window of at least a step (e.g. the sampling interval) when several
+ *    ranks send, or per-step jitter matters: the top 10% of jittery per-step
+ *    rates is biased upward.
  *  - gauge (a rate, `tokens_per_s:51234|g`): the value itself.
  *  - timing (a step time, `step_time:812|ms`): 1000 / value, steps per second
  *    (a relative unit: only ratios are meaningful).
@@ -111,9 +115,9 @@ struct pflex_tput_meter {
   /* state */
   bool started;
   double last_time_s;
-  double pending;        /* counted since last_time_s */
-  double total;          /* every count received (value / sample_rate) */
-  size_t ignored;        /* metrics of the watched name with an unusable value */
+  double pending; /* counted since last_time_s */
+  double total;   /* every count received (value / sample_rate) */
+  size_t ignored; /* metrics of the watched name with an unusable value */
 };
 
 /* name NULL = "tokens"; min_interval_s 0 gives one sample per received counter. */
@@ -152,12 +156,12 @@ struct pflex_tput_regex {
   regex_t re;
   regex_t skip;
   bool has_skip;
-  int group;            /* capture group of the number */
+  int group; /* capture group of the number */
   bool per_step_time;
   double scale;
-  char *line;           /* partial line carried between pflex_tput_regex_feed calls */
+  char *line; /* partial line carried between pflex_tput_regex_feed calls */
   size_t len, cap;
-  size_t matched, bad;  /* lines that gave a value / matched but held no usable number */
+  size_t matched, bad; /* lines that gave a value / matched but held no usable number */
 };
 
 /* Compiles the patterns. -EINVAL with a message in errbuf (if not NULL) for a
@@ -169,8 +173,7 @@ void pflex_tput_regex_release(struct pflex_tput_regex *re);
 /* Extracts the throughput from one line: 0 and *ret_value on a match,
  * -ENOENT when the line does not match or matches the skip pattern, -EINVAL when it matches but the
  * captured text is no positive finite number. ANSI colour codes are ignored. */
-int pflex_tput_regex_match(const struct pflex_tput_regex *re, const char *line,
-                           double *ret_value);
+int pflex_tput_regex_match(const struct pflex_tput_regex *re, const char *line, double *ret_value);
 
 /* Called with each throughput value extracted by pflex_tput_regex_feed. */
 typedef int (*pflex_tput_fn)(double time_s, double value, void *userdata);
@@ -179,7 +182,7 @@ typedef int (*pflex_tput_fn)(double time_s, double value, void *userdata);
  * returned); each complete line is matched and every value passed to fn with
  * time_s. Partial lines are kept for the next call; pass len 0 at end of
  * output to flush the last line. Returns 0, fn's non-zero return, or -ENOMEM. */
-int pflex_tput_regex_feed(struct pflex_tput_regex *re, const char *data, size_t len,
-                          double time_s, pflex_tput_fn fn, void *userdata);
+int pflex_tput_regex_feed(struct pflex_tput_regex *re, const char *data, size_t len, double time_s,
+                          pflex_tput_fn fn, void *userdata);
 
 #endif

@@ -19,5 +19,10 @@ extern const struct pflex_cmd pflex_cmd_gpus;
 extern const struct pflex_cmd pflex_cmd_cap;
 extern const struct pflex_cmd pflex_cmd_sweep;
 extern const struct pflex_cmd pflex_cmd_twin;
+extern const struct pflex_cmd pflex_cmd_import;
+extern const struct pflex_cmd pflex_cmd_export;
+extern const struct pflex_cmd pflex_cmd_pfi;
+extern const struct pflex_cmd pflex_cmd_stats;
+extern const struct pflex_cmd pflex_cmd_aggregate;
 
 #endif

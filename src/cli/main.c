@@ -10,6 +10,11 @@ static const struct pflex_cmd *const commands[] = {
     &pflex_cmd_cap,
     &pflex_cmd_sweep,
     &pflex_cmd_twin,
+    &pflex_cmd_import,
+    &pflex_cmd_export,
+    &pflex_cmd_pfi,
+    &pflex_cmd_stats,
+    &pflex_cmd_aggregate,
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

@@ -3,9 +3,9 @@
  * Long format: a header naming `time_s`, `gpu` and any number of metric
  * columns, then one row per sample per GPU; rows with an empty `gpu` carry
  * the job's throughput in the throughput column (tokens_per_s by default).
- * Files are fed to libcsv one physical line at a time so that every error can
- * name the line it was found on; everything is loaded into a scratch series
- * that replaces the caller's only when the whole file is good. */
+ * The shared reader (io/csv_table.c, libcsv) gives every record with its
+ * line, so errors name file, line and column; everything is loaded into a
+ * scratch series that replaces the caller's only when the whole file is good. */
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
@@ -13,12 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <csv.h>
-
+#include "io/csv_table.h"
 #include "pflex/series.h"
-
-/* No real line comes near this; a longer one is a wrong file, not telemetry. */
-#define MAX_LINE (64 * 1024)
 
 enum mode { MODE_SERIES, MODE_TPUT };
 
@@ -30,82 +26,48 @@ struct reader {
   struct pflex_diag *diag;
   int err;
 
-  size_t line;       /* physical line being fed */
-  size_t row_line;   /* line the current row started on */
-  char **fields;     /* current row */
-  size_t nfields, cap_fields;
+  size_t row_line; /* line the current row starts on */
+  char **fields;   /* current row */
+  size_t nfields;
 
-  bool have_header;
   char **header;
   size_t ncols;
   long col_time, col_gpu, col_tput; /* -1 when absent */
-  size_t *metric_of; /* [col] metric index in the series (SIZE_MAX: not a metric) */
+  size_t *metric_of;                /* [col] metric index in the series (SIZE_MAX: not a metric) */
 
   struct pflex_series s;
-  size_t rows;
 };
 
 static int fail(struct reader *rd, int err, size_t line, const char *column, const char *msg,
                 const char *detail) {
   if (rd->err) return rd->err;
-  rd->err = pflex_diag_set(rd->diag, err, rd->path, line, column, "%s%s%s", msg,
-                           detail ? ": " : "", detail ? detail : "");
+  rd->err = pflex_diag_set(rd->diag, err, rd->path, line, column, "%s%s%s", msg, detail ? ": " : "",
+                           detail ? detail : "");
   return rd->err;
-}
-
-static void on_field(void *data, size_t len, void *ud) {
-  struct reader *rd = ud;
-  if (rd->err) return;
-  if (rd->nfields == 0) rd->row_line = rd->line;
-  if (rd->nfields == rd->cap_fields) {
-    size_t cap = rd->cap_fields ? 2 * rd->cap_fields : 16;
-    char **f = realloc(rd->fields, cap * sizeof *f);
-    if (!f) {
-      fail(rd, -ENOMEM, rd->line, NULL, "out of memory", NULL);
-      return;
-    }
-    rd->fields = f;
-    rd->cap_fields = cap;
-  }
-  char *copy = malloc(len + 1);
-  if (!copy) {
-    fail(rd, -ENOMEM, rd->line, NULL, "out of memory", NULL);
-    return;
-  }
-  if (len) memcpy(copy, data, len);
-  copy[len] = '\0';
-  rd->fields[rd->nfields++] = copy;
-}
-
-static void clear_fields(struct reader *rd) {
-  for (size_t k = 0; k < rd->nfields; k++) free(rd->fields[k]);
-  rd->nfields = 0;
 }
 
 /* Strict number: the whole cell, finite. Leading/trailing blanks are allowed. */
 static int parse_num(const char *text, double *ret) {
-  while (*text == ' ' || *text == '\t') text++;
+  while (*text == ' ' || *text == '\t')
+    text++;
   if (!*text) return -ENODATA;
   char *end;
   errno = 0;
   double v = strtod(text, &end);
-  while (*end == ' ' || *end == '\t' || *end == '\r') end++;
+  while (*end == ' ' || *end == '\t' || *end == '\r')
+    end++;
   if (end == text || *end || errno == ERANGE || !isfinite(v)) return -EINVAL;
   *ret = v;
   return 0;
 }
 
 static bool blank(const char *text) {
-  while (*text == ' ' || *text == '\t' || *text == '\r') text++;
+  while (*text == ' ' || *text == '\t' || *text == '\r')
+    text++;
   return !*text;
 }
 
 static void do_header(struct reader *rd) {
-  rd->ncols = rd->nfields;
-  rd->header = rd->fields;
-  rd->fields = NULL;
-  rd->nfields = rd->cap_fields = 0;
-  rd->have_header = true;
   rd->col_time = rd->col_gpu = rd->col_tput = -1;
   rd->metric_of = malloc(rd->ncols * sizeof *rd->metric_of);
   if (!rd->metric_of) {
@@ -115,15 +77,6 @@ static void do_header(struct reader *rd) {
   for (size_t c = 0; c < rd->ncols; c++) {
     const char *name = rd->header[c];
     rd->metric_of[c] = SIZE_MAX;
-    if (blank(name)) {
-      fail(rd, -PFLEX_E_PARSE, rd->row_line, NULL, "empty column name in the header", NULL);
-      return;
-    }
-    for (size_t d = 0; d < c; d++)
-      if (strcmp(rd->header[d], name) == 0) {
-        fail(rd, -PFLEX_E_PARSE, rd->row_line, name, "column appears twice in the header", NULL);
-        return;
-      }
     if (strcmp(name, "time_s") == 0)
       rd->col_time = (long)c;
     else if (strcmp(name, "gpu") == 0)
@@ -151,8 +104,7 @@ static int add_tput(struct reader *rd, double t, const char *cell) {
   double v;
   int r = parse_num(cell, &v);
   if (r == -ENODATA)
-    return fail(rd, -PFLEX_E_DATA, rd->row_line, col, "empty throughput on a throughput row",
-                NULL);
+    return fail(rd, -PFLEX_E_DATA, rd->row_line, col, "empty throughput on a throughput row", NULL);
   if (r < 0) return fail(rd, -PFLEX_E_PARSE, rd->row_line, col, "not a number", cell);
   if (rd->per_step_time) {
     if (!(v > 0))
@@ -166,13 +118,6 @@ static int add_tput(struct reader *rd, double t, const char *cell) {
 }
 
 static void do_row(struct reader *rd) {
-  if (rd->nfields != rd->ncols) {
-    char detail[64];
-    snprintf(detail, sizeof detail, "%zu fields, the header has %zu", rd->nfields, rd->ncols);
-    fail(rd, -PFLEX_E_PARSE, rd->row_line, NULL, "wrong number of fields", detail);
-    return;
-  }
-  rd->rows++;
   char **f = rd->fields;
   double t;
   int r = parse_num(f[rd->col_time], &t);
@@ -233,65 +178,33 @@ static void do_row(struct reader *rd) {
   }
 }
 
-static void on_row(int term, void *ud) {
-  (void)term;
-  struct reader *rd = ud;
-  if (!rd->err) {
-    if (!rd->have_header)
-      do_header(rd);
-    else
-      do_row(rd);
-  }
-  clear_fields(rd);
-}
-
 static void reader_release(struct reader *rd) {
-  clear_fields(rd);
-  free(rd->fields);
-  if (rd->header)
-    for (size_t c = 0; c < rd->ncols; c++) free(rd->header[c]);
-  free(rd->header);
   free(rd->metric_of);
   pflex_series_release(&rd->s);
 }
 
+/* Loads the file with the shared CSV reader (which checks quoting, line
+ * length, header names and field counts), then interprets it. */
 static int read_file(struct reader *rd) {
-  FILE *fp = fopen(rd->path, "r");
-  if (!fp) {
-    int e = -errno;
-    return fail(rd, e, 0, NULL, strerror(-e), NULL);
+  struct pflex__csv_table t;
+  int r = pflex__csv_read(rd->path, &t, rd->diag);
+  if (r < 0) return rd->err = r;
+  rd->header = t.header.fields;
+  rd->ncols = t.header.n;
+  rd->row_line = t.header.line;
+  do_header(rd);
+  for (size_t i = 0; !rd->err && i < t.nrows; i++) {
+    rd->fields = t.rows[i].fields;
+    rd->nfields = t.rows[i].n;
+    rd->row_line = t.rows[i].line;
+    do_row(rd);
   }
-  struct csv_parser p;
-  if (csv_init(&p, CSV_STRICT | CSV_STRICT_FINI | CSV_APPEND_NULL) != 0) {
-    fclose(fp);
-    return fail(rd, -ENOMEM, 0, NULL, "out of memory", NULL);
-  }
-  char *buf = NULL;
-  size_t bufcap = 0;
-  ssize_t len;
-  while (!rd->err && (len = getline(&buf, &bufcap, fp)) >= 0) {
-    rd->line++;
-    if ((size_t)len > MAX_LINE) {
-      char detail[64];
-      snprintf(detail, sizeof detail, "%zd bytes, at most %d allowed", len, MAX_LINE);
-      fail(rd, -PFLEX_E_PARSE, rd->line, NULL, "line too long", detail);
-      break;
-    }
-    if (csv_parse(&p, buf, (size_t)len, on_field, on_row, rd) != (size_t)len && !rd->err)
-      fail(rd, -PFLEX_E_PARSE, rd->line, NULL, "malformed CSV", csv_strerror(csv_error(&p)));
-  }
-  if (!rd->err && ferror(fp)) fail(rd, -EIO, rd->line, NULL, "read error", NULL);
-  if (!rd->err && csv_fini(&p, on_field, on_row, rd) != 0)
-    fail(rd, -PFLEX_E_PARSE, rd->line, NULL, "malformed CSV", csv_strerror(csv_error(&p)));
-  csv_free(&p);
-  free(buf);
-  fclose(fp);
-  if (rd->err) return rd->err;
-  if (!rd->have_header) return fail(rd, -PFLEX_E_PARSE, 0, NULL, "empty file", NULL);
-  if (rd->rows == 0) return fail(rd, -PFLEX_E_PARSE, 0, NULL, "no data rows after the header", NULL);
-  if (rd->mode == MODE_SERIES && rd->s.n == 0)
-    return fail(rd, -PFLEX_E_DATA, 0, "gpu", "no GPU samples (every row has an empty gpu)", NULL);
-  return 0;
+  if (!rd->err && t.nrows == 0)
+    fail(rd, -PFLEX_E_PARSE, 0, NULL, "no data rows after the header", NULL);
+  if (!rd->err && rd->mode == MODE_SERIES && rd->s.n == 0)
+    fail(rd, -PFLEX_E_DATA, 0, "gpu", "no GPU samples (every row has an empty gpu)", NULL);
+  pflex__csv_release(&t);
+  return rd->err;
 }
 
 static void reader_init(struct reader *rd, const char *path, enum mode mode,
@@ -300,8 +213,8 @@ static void reader_init(struct reader *rd, const char *path, enum mode mode,
   rd->path = path;
   rd->mode = mode;
   rd->diag = diag;
-  rd->tput_name = opts && opts->tput_column && opts->tput_column[0] ? opts->tput_column
-                                                                    : PFLEX_SERIES_TPUT;
+  rd->tput_name =
+      opts && opts->tput_column && opts->tput_column[0] ? opts->tput_column : PFLEX_SERIES_TPUT;
   rd->per_step_time = opts && opts->per_step_time;
   pflex_series_init(&rd->s);
   pflex_diag_clear(diag);
@@ -339,7 +252,8 @@ int pflex_series_read_tput_csv(const char *path, const struct pflex_series_read_
     }
   }
   if (r == 0)
-    for (size_t j = 0; j < rd.s.ntput; j++) pflex_series_add_tput(s, rd.s.tput_time_s[j], rd.s.tput[j]);
+    for (size_t j = 0; j < rd.s.ntput; j++)
+      pflex_series_add_tput(s, rd.s.tput_time_s[j], rd.s.tput[j]);
   reader_release(&rd);
   return r;
 }

@@ -11,12 +11,14 @@
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
 
+#include "pflex/runs.h"
 #include "pflex/series.h"
 
 const char *pflex_phase_name(enum pflex_phase phase) {
@@ -29,7 +31,9 @@ const char *pflex_phase_name(enum pflex_phase phase) {
   }
 }
 
-void pflex_series_init(struct pflex_series *s) { memset(s, 0, sizeof *s); }
+void pflex_series_init(struct pflex_series *s) {
+  memset(s, 0, sizeof *s);
+}
 
 void pflex_series_release(struct pflex_series *s) {
   if (!s) return;
@@ -71,7 +75,8 @@ int pflex_series_metric(struct pflex_series *s, const char *name, size_t *ret_in
     free(col);
     return -ENOMEM;
   }
-  for (size_t i = 0; i < s->n; i++) col[i] = NAN;
+  for (size_t i = 0; i < s->n; i++)
+    col[i] = NAN;
   names[s->nmetrics] = copy;
   values[s->nmetrics] = col;
   if (ret_index) *ret_index = s->nmetrics;
@@ -104,7 +109,8 @@ int pflex_series_add_row(struct pflex_series *s, double time_s, int gpu, const d
   if (r < 0) return r;
   s->time_s[s->n] = time_s;
   s->gpu[s->n] = gpu;
-  for (size_t m = 0; m < s->nmetrics; m++) s->values[m][s->n] = values ? values[m] : NAN;
+  for (size_t m = 0; m < s->nmetrics; m++)
+    s->values[m][s->n] = values ? values[m] : NAN;
   s->n++;
   return 0;
 }
@@ -201,18 +207,18 @@ static int cmp_int(const void *a, const void *b) {
 
 /* Everything phase detection and aggregation share. */
 struct steps {
-  size_t n;              /* samples */
-  struct order *ord;     /* samples sorted by time */
-  int *gpus;             /* distinct GPU indexes, ascending */
+  size_t n;          /* samples */
+  struct order *ord; /* samples sorted by time */
+  int *gpus;         /* distinct GPU indexes, ascending */
   size_t ngpus;
-  size_t *gpu_of;        /* [sample] dense GPU index */
-  size_t *step_of;       /* [sample] step */
+  size_t *gpu_of;  /* [sample] dense GPU index */
+  size_t *step_of; /* [sample] step */
   size_t nsteps;
-  double *step_t;        /* [step] time of its first sample */
-  double interval;       /* median sampling interval of one GPU, 0 if unknown */
-  enum pflex_phase *phase; /* [step] */
+  double *step_t;                 /* [step] time of its first sample */
+  double interval;                /* median sampling interval of one GPU, 0 if unknown */
+  enum pflex_phase *phase;        /* [step] */
   size_t train_first, train_last; /* steps; train_first > train_last when none */
-  double longest_high_s; /* longest run of high utilization, for the error message */
+  double longest_high_s;          /* longest run of high utilization, for the error message */
 };
 
 static void steps_release(struct steps *st) {
@@ -258,8 +264,8 @@ static int build_steps(const struct pflex_series *s, const struct pflex_phase_op
   double *last = malloc(s->n * sizeof *last);
   unsigned char *seen = calloc(s->n, 1);
   int r = -ENOMEM;
-  if (!st->ord || !st->gpus || !st->gpu_of || !st->step_of || !st->step_t || !st->phase ||
-      !diffs || !last || !seen)
+  if (!st->ord || !st->gpus || !st->gpu_of || !st->step_of || !st->step_t || !st->phase || !diffs ||
+      !last || !seen)
     goto out;
 
   for (size_t i = 0; i < s->n; i++) {
@@ -272,11 +278,13 @@ static int build_steps(const struct pflex_series *s, const struct pflex_phase_op
   for (size_t i = 0; i < s->n; i++)
     if (ng == 0 || st->gpus[ng - 1] != st->gpus[i]) st->gpus[ng++] = st->gpus[i];
   st->ngpus = ng;
-  for (size_t i = 0; i < s->n; i++) st->gpu_of[i] = gpu_index(st, s->gpu[i]);
+  for (size_t i = 0; i < s->n; i++)
+    st->gpu_of[i] = gpu_index(st, s->gpu[i]);
 
   /* Median interval between consecutive samples of the same GPU. */
   size_t nd = 0;
-  for (size_t g = 0; g < ng; g++) last[g] = NAN;
+  for (size_t g = 0; g < ng; g++)
+    last[g] = NAN;
   for (size_t j = 0; j < s->n; j++) {
     size_t g = st->gpu_of[st->ord[j].i];
     if (!isnan(last[g]) && st->ord[j].t > last[g]) diffs[nd++] = st->ord[j].t - last[g];
@@ -294,7 +302,8 @@ static int build_steps(const struct pflex_series *s, const struct pflex_phase_op
     size_t g = st->gpu_of[st->ord[j].i];
     bool new_step = j > 0 && (seen[g] || st->ord[j].t - st->ord[first_of_step].t > tol);
     if (new_step) {
-      for (size_t k = first_of_step; k < j; k++) seen[st->gpu_of[st->ord[k].i]] = 0;
+      for (size_t k = first_of_step; k < j; k++)
+        seen[st->gpu_of[st->ord[k].i]] = 0;
       step++;
       first_of_step = j;
     }
@@ -335,7 +344,8 @@ static int detect_phases(const struct pflex_series *s, const struct pflex_phase_
     free(util_n);
     return -ENOMEM;
   }
-  for (size_t k = 0; k < ns; k++) fb_min[k] = NAN;
+  for (size_t k = 0; k < ns; k++)
+    fb_min[k] = NAN;
   for (size_t i = 0; i < s->n; i++) {
     size_t k = st->step_of[i];
     double f = s->values[mf][i], u = s->values[mu][i];
@@ -401,8 +411,7 @@ static int prepare(const struct pflex_series *s, const struct pflex_phase_opts *
     pflex_phase_opts_default(&o);
   if (check_opts(&o) < 0)
     return pflex_diag_set(diag, -EINVAL, NULL, 0, NULL, "invalid phase options");
-  if (s->n == 0)
-    return pflex_diag_set(diag, -PFLEX_E_NOPOINTS, NULL, 0, NULL, "no GPU samples");
+  if (s->n == 0) return pflex_diag_set(diag, -PFLEX_E_NOPOINTS, NULL, 0, NULL, "no GPU samples");
   int r = build_steps(s, &o, st);
   if (r < 0) return pflex_diag_set(diag, r, NULL, 0, NULL, "out of memory");
   r = detect_phases(s, &o, st, diag);
@@ -420,7 +429,8 @@ int pflex_series_phases(const struct pflex_series *s, const struct pflex_phase_o
     steps_release(&st);
     return -ENOMEM;
   }
-  for (size_t i = 0; i < s->n; i++) ph[i] = st.phase[st.step_of[i]];
+  for (size_t i = 0; i < s->n; i++)
+    ph[i] = st.phase[st.step_of[i]];
   steps_release(&st);
   *ret_phases = ph;
   return 0;
@@ -428,7 +438,8 @@ int pflex_series_phases(const struct pflex_series *s, const struct pflex_phase_o
 
 void pflex_series_agg_release(struct pflex_series_agg *agg) {
   if (!agg) return;
-  for (size_t m = 0; m < agg->nmetrics; m++) free(agg->metrics[m].name);
+  for (size_t m = 0; m < agg->nmetrics; m++)
+    free(agg->metrics[m].name);
   free(agg->metrics);
   memset(agg, 0, sizeof *agg);
 }
@@ -539,8 +550,10 @@ int pflex_series_aggregate(const struct pflex_series *s, const struct pflex_phas
   agg.step_s = st.interval;
   agg.train_start_s = st.step_t[st.train_first];
   agg.train_end_s = st.step_t[st.train_last];
-  for (size_t i = 0; i < s->n; i++) agg.phase_samples[st.phase[st.step_of[i]]]++;
-  for (size_t k = 0; k < st.nsteps; k++) agg.phase_steps[st.phase[k]]++;
+  for (size_t i = 0; i < s->n; i++)
+    agg.phase_samples[st.phase[st.step_of[i]]]++;
+  for (size_t k = 0; k < st.nsteps; k++)
+    agg.phase_steps[st.phase[k]]++;
 
   agg.metrics = calloc(s->nmetrics ? s->nmetrics : 1, sizeof *agg.metrics);
   if (!agg.metrics) {
@@ -594,5 +607,39 @@ int pflex_series_aggregate(const struct pflex_series *s, const struct pflex_phas
 fail:
   steps_release(&st);
   pflex_series_agg_release(&agg);
+  return r;
+}
+
+/* Shortest text that reads back to the same double. */
+static void fmt_double(char *buf, size_t size, double v) {
+  for (int prec = 6; prec <= 17; prec++) {
+    snprintf(buf, size, "%.*g", prec, v);
+    if (strtod(buf, NULL) == v) return;
+  }
+}
+
+int pflex_series_agg_append_run(const struct pflex_series_agg *agg, const char *group,
+                                const char *gpu_type, double cap_w, struct pflex_runset *set) {
+  if (!group || !gpu_type || !(cap_w > 0) || !isfinite(cap_w) || !agg->power.valid ||
+      !(agg->power.value > 0) || !agg->tput.valid || !(agg->tput.value > 0))
+    return -EINVAL;
+  struct pflex_run run = {0};
+  run.group = (char *)group;
+  run.gpu = (char *)gpu_type;
+  run.gpus = agg->gpus;
+  run.cap_w = cap_w;
+  run.power_w = agg->power.value;
+  run.tput = agg->tput.value;
+  run.power_sd = agg->power.se;
+  run.tput_sd = agg->tput.se;
+  run.have = PFLEX_RUN_POWER_SD | PFLEX_RUN_TPUT_SD;
+  int r = pflex_runset_append(set, &run);
+  size_t i = set->n - 1;
+  for (size_t m = 0; r == 0 && m < agg->nmetrics; m++) {
+    if (agg->metrics[m].kind == PFLEX_AGG_SUM) continue; /* that is power_w */
+    char num[40] = "";
+    if (agg->metrics[m].agg.valid) fmt_double(num, sizeof num, agg->metrics[m].agg.value);
+    r = pflex_runset_set_extra(set, i, agg->metrics[m].name, num);
+  }
   return r;
 }

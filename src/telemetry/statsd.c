@@ -41,17 +41,20 @@ static int parse_number(const char *s, size_t len, double *ret, bool *ret_signed
   bool sign = s[0] == '+' || s[0] == '-';
   if (sign) i++;
   size_t digits = 0;
-  while (i < len && s[i] >= '0' && s[i] <= '9') i++, digits++;
+  while (i < len && s[i] >= '0' && s[i] <= '9')
+    i++, digits++;
   if (i < len && s[i] == '.') {
     i++;
-    while (i < len && s[i] >= '0' && s[i] <= '9') i++, digits++;
+    while (i < len && s[i] >= '0' && s[i] <= '9')
+      i++, digits++;
   }
   if (!digits) return -EINVAL;
   if (i < len && (s[i] == 'e' || s[i] == 'E')) {
     i++;
     if (i < len && (s[i] == '+' || s[i] == '-')) i++;
     size_t ed = 0;
-    while (i < len && s[i] >= '0' && s[i] <= '9') i++, ed++;
+    while (i < len && s[i] >= '0' && s[i] <= '9')
+      i++, ed++;
     if (!ed) return -EINVAL;
   }
   if (i != len) return -EINVAL;
@@ -65,7 +68,8 @@ static int parse_number(const char *s, size_t len, double *ret, bool *ret_signed
 }
 
 int pflex_statsd_parse_line(const char *line, size_t len, struct pflex_statsd_metric *ret_metric) {
-  while (len && (line[len - 1] == '\r' || line[len - 1] == ' ')) len--;
+  while (len && (line[len - 1] == '\r' || line[len - 1] == ' '))
+    len--;
   const char *colon = memchr(line, ':', len);
   if (!colon || colon == line) return -EINVAL;
   size_t nlen = (size_t)(colon - line);
@@ -258,7 +262,9 @@ void pflex_statsd_close(struct pflex_statsd_server *server) {
   free(server);
 }
 
-int pflex_statsd_fd(const struct pflex_statsd_server *server) { return server->fd; }
+int pflex_statsd_fd(const struct pflex_statsd_server *server) {
+  return server->fd;
+}
 
 int pflex_statsd_address(const struct pflex_statsd_server *server, char *buf, size_t size) {
   int n;

@@ -88,7 +88,8 @@ static char *strip_ansi(const char *s) {
     }
     if (i + 1 < n && s[i + 1] == '[') {
       i += 2;
-      while (i < n && !((unsigned char)s[i] >= 0x40 && (unsigned char)s[i] <= 0x7e)) i++;
+      while (i < n && !((unsigned char)s[i] >= 0x40 && (unsigned char)s[i] <= 0x7e))
+        i++;
     } else if (i + 1 < n) {
       i++;
     }
@@ -140,8 +141,8 @@ static int finish_line(struct pflex_tput_regex *re, double time_s, pflex_tput_fn
   return fn ? fn(time_s, v, ud) : 0;
 }
 
-int pflex_tput_regex_feed(struct pflex_tput_regex *re, const char *data, size_t len,
-                          double time_s, pflex_tput_fn fn, void *userdata) {
+int pflex_tput_regex_feed(struct pflex_tput_regex *re, const char *data, size_t len, double time_s,
+                          pflex_tput_fn fn, void *userdata) {
   if (len == 0) return finish_line(re, time_s, fn, userdata);
   for (size_t i = 0; i < len; i++) {
     char c = data[i];
