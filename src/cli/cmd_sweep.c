@@ -103,48 +103,58 @@ static int parse_double(const char *opt, const char *s, double lo, double hi, do
   return 0;
 }
 
-/* The PFI of the finished runs (Eq. 1 and 3): the mean of PFI_i over the runs
- * below the highest cap, leaving out runs with T_i == T_max as the paper does. */
+/* The runs and the group's PFI (Eq. 1 and 3, pflex/pfi.h defaults: the
+ * highest cap is the reference, caps whose throughput drop is within noise are
+ * left out, 95% Monte Carlo CI from the runs' standard errors). */
 static void print_results(const struct pflex_sweep_result *res, const char *unit_name) {
   const struct pflex_runset *rs = &res->runs;
-  size_t imax = 0;
-  for (size_t i = 1; i < rs->n; i++)
-    if (rs->runs[i].cap_w > rs->runs[imax].cap_w) imax = i;
+  struct pflex_pfi_point *pts = calloc(rs->n ? rs->n : 1, sizeof *pts);
+  struct pflex_pfi_result pr;
+  pflex_pfi_result_init(&pr);
+  int perr = -ENOMEM;
+  if (pts) {
+    for (size_t i = 0; i < rs->n; i++) {
+      const struct pflex_run *r = &rs->runs[i];
+      pts[i] = (struct pflex_pfi_point){.cap_w = r->cap_w, .power_w = r->power_w, .tput = r->tput,
+                                        .power_sd = r->power_sd, .tput_sd = r->tput_sd,
+                                        .have = PFLEX_PFI_HAVE_POWER_SD | PFLEX_PFI_HAVE_TPUT_SD};
+    }
+    struct pflex_pfi_opts po;
+    pflex_pfi_opts_init(&po);
+    perr = rs->n >= 2 ? pflex_pfi_compute(pts, rs->n, &po, &pr) : -PFLEX_E_NOPOINTS;
+  }
   printf("%-8s %12s %14s %10s %s\n", "cap_W", "power_W", unit_name, "PFI_i", "note");
-  double sum = 0;
-  size_t n = 0;
+  size_t i = 0;
   for (size_t k = 0; k < res->nrun_info; k++) {
     const struct pflex_sweep_run *ri = &res->run_info[k];
     if (ri->err) {
       printf("%-8.0f %12s %14s %10s failed: %s\n", ri->cap_w, "-", "-", "-", ri->message);
       continue;
     }
-    const struct pflex_run *r = NULL;
-    for (size_t i = 0; i < rs->n; i++)
-      if (rs->runs[i].cap_w == ri->cap_w) r = &rs->runs[i];
-    if (!r) continue;
+    const struct pflex_run *r = &rs->runs[i];
     char pfi[32] = "-";
     const char *note = "";
-    if (r == &rs->runs[imax]) {
-      note = "uncapped (reference)";
-    } else {
-      double v;
-      int err = pflex_pfi_index(r->power_w, r->tput, rs->runs[imax].power_w, rs->runs[imax].tput, &v);
-      if (!err) {
-        snprintf(pfi, sizeof pfi, "%.3f", v);
-        sum += v;
-        n++;
-      } else {
-        note = "left out: throughput equals the uncapped run's";
-      }
+    if (!perr && i < pr.n) {
+      const struct pflex_pfi_run_result *x = &pr.runs[i];
+      if (x->have_pfi_i) snprintf(pfi, sizeof pfi, "%.3f", x->pfi_i);
+      if (x->role == PFLEX_PFI_UNCAPPED) note = "uncapped (reference)";
+      else if (x->reason == PFLEX_PFI_REASON_TMAX_EQUAL) note = "left out: throughput equals the uncapped run's";
+      else if (x->reason == PFLEX_PFI_REASON_NOISE) note = "left out: the cap does not bind (drop within noise)";
     }
     printf("%-8.0f %12.1f %14.6g %10s %s\n", r->cap_w, r->power_w, r->tput, pfi, note);
+    i++;
   }
-  if (n)
-    printf("PFI %.3f (mean of %zu capped run%s; the highest cap, %.0f W, is the reference)\n",
-           sum / (double)n, n, n == 1 ? "" : "s", rs->runs[imax].cap_w);
+  if (!perr && pr.have_ci)
+    printf("PFI %.3f (95%% CI %.3f-%.3f; %zu runs used, %zu left out)\n", pr.pfi, pr.ci_low,
+           pr.ci_high, pr.runs_used, pr.n_excluded);
+  else if (!perr)
+    printf("PFI %.3f (%zu runs used, %zu left out)\n", pr.pfi, pr.runs_used, pr.n_excluded);
   else
-    printf("PFI: not available (needs the highest-cap run and at least one capped run)\n");
+    printf("PFI: not available (%s)\n", perr == -PFLEX_E_NOPOINTS
+                                            ? "needs the highest-cap run and a capped run that binds"
+                                            : pflex_strerror(perr));
+  pflex_pfi_result_release(&pr);
+  free(pts);
 }
 
 static int run(int argc, char **argv) {

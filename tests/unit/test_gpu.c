@@ -246,27 +246,14 @@ static void test_sim_backend(void **state) {
   assert_non_null(strstr(msg, "unknown key 'color'"));
 }
 
-/* The headline claim of the sim backend: the live sweep code path, run on a
- * simulated twin job with the paper's protocol (6 caps, 30 min runs, 1 Hz,
- * 60 s pauses, phases, eval and checkpoint dips, top-10% aggregation) in
- * virtual time, measures the job's own PFI.
- *
- * Truth: the noise-free PFI of the same calibrated twin job on the same grid.
- * Tolerance, derived from the simulated noise (the PFI CI API of the pfi
- * module is not in main yet): per run the aggregate carries the run-level
- * noise (0.04% power, 0.05% throughput: the paper's within-run SE) and the
- * per-sample jitter (0.5%) averaged over the top-10% samples, k >= 100
- * (0.05% or less). Each ratio P_i/P_max and T_i/T_max then has relative SD
- * s_p = sqrt(2) * sqrt(0.0004^2 + 0.0005^2) and s_t = sqrt(2) * sqrt(0.0005^2 +
- * 0.0005^2); by the delta method sd(PFI_i) = sqrt((a s_p / (1-b))^2 +
- * ((1-a) b s_t / (1-b)^2)^2) with a = P_i/P_max, b = T_i/T_max, and the PFI's
- * SD is at most the mean of those (full correlation). The test allows 4 SD. */
-static void test_sim_sweep_pfi(void **state) {
-  (void)state;
-  const char *group = "Dense PT H200x8 Qwen3-32B no-compile";
-  const double caps[] = {200, 300, 400, 500, 600, 700};
+/* One simulated sweep of `group` with the paper's protocol (6 caps, 30 min
+ * runs, 1 Hz, 60 s pauses, phases, eval and checkpoint dips, top-10%
+ * aggregation) in virtual time; its PFI and 95% CI from the pfi module, with
+ * each run's standard errors as measured by the sweep. */
+static void sim_sweep(const char *group, int seed, const double *caps,
+                      struct pflex_pfi_result *ret_pfi) {
   char spec[256];
-  snprintf(spec, sizeof spec, "group=%s,seed=7", group);
+  snprintf(spec, sizeof spec, "group=%s,seed=%d", group, seed);
   struct pflex_gpu *g;
   char msg[256];
   assert_int_equal(pflex_gpu_open("sim", spec, &g, msg, sizeof msg), 0);
@@ -280,21 +267,59 @@ static void test_sim_sweep_pfi(void **state) {
   assert_int_equal(pflex_sweep_run(g, rs, &o, &res), 0);
   assert_int_equal(res.runs.n, 6);
   assert_int_equal(res.nrestored, 8);
-  unsigned mw;
   for (unsigned i = 0; i < 8; i++) {
+    unsigned mw;
     assert_int_equal(pflex_gpu_get_limit(g, i, &mw), 0);
     assert_int_equal(mw, 700000); /* restored */
   }
-  /* the virtual clock ran the whole protocol: 6 x 1800 s + 5 x 60 s */
-  double now;
+  double now; /* the virtual clock ran the whole protocol: 6 x 1800 s + 5 x 60 s */
   pflex_gpu_now(g, &now);
   assert_true(now >= 6 * 1800 + 5 * 60);
-  const struct pflex_run *top = &res.runs.runs[5];
-  assert_true(top->cap_w == 700);
-  assert_string_equal(top->gpu, "H200");
-  assert_int_equal(top->gpus, 8);
+  struct pflex_pfi_point pts[6];
+  for (size_t i = 0; i < 6; i++) {
+    const struct pflex_run *r = &res.runs.runs[i];
+    assert_true(r->cap_w == caps[i]);
+    assert_string_equal(r->gpu, "H200");
+    assert_int_equal(r->gpus, 8);
+    assert_true(r->have & PFLEX_RUN_POWER_SD);
+    pts[i] = (struct pflex_pfi_point){.cap_w = r->cap_w, .power_w = r->power_w, .tput = r->tput,
+                                      .power_sd = r->power_sd, .tput_sd = r->tput_sd,
+                                      .have = PFLEX_PFI_HAVE_POWER_SD | PFLEX_PFI_HAVE_TPUT_SD};
+  }
+  struct pflex_pfi_opts po;
+  pflex_pfi_opts_init(&po);
+  po.seed = (unsigned long)seed;
+  assert_int_equal(pflex_pfi_compute(pts, 6, &po, ret_pfi), 0);
+  assert_true(ret_pfi->have_ci);
+  pflex_sweep_result_release(&res);
+  pflex_restore_free(rs);
+  pflex_gpu_close(g);
+}
 
-  /* truth: the same calibrated job without noise */
+/* The headline claim of the sim backend: the live sweep code path, run on a
+ * simulated twin job, measures that job's PFI.
+ *
+ * The job's PFI (the truth) is the noise-free PFI of the same calibrated twin
+ * job on the same grid. The sweep's PFI must lie within 4 noise-derived SDs of
+ * it (delta method: the sim's 0.5% per-sample jitter averaged over the top-10%
+ * samples, k >= 100 time steps, gives relative SDs of at most
+ * 1.5 x 0.5% / sqrt(100) = 0.075% per aggregate, the 1.5 being the ratio of the
+ * SD of a top-10% mean of normal samples to the naive SD/sqrt(k); each ratio
+ * P_i/P_max, T_i/T_max has sqrt(2) times that; sd(PFI_i) = sqrt((a s / (1-b))^2
+ * + ((1-a) b s / (1-b)^2)^2) with a = P_i/P_max, b = T_i/T_max; the PFI's SD
+ * is at most the mean of those).
+ *
+ * And the truth must lie within the sweep's 95% CI (pflex_pfi_compute, Monte
+ * Carlo from the runs' standard errors) for the sim's default seed, and for
+ * most of 20 seeds: the standard errors the series module gives (SD of the
+ * top-10% samples / sqrt(k)) understate the sampling error of a top-10% mean
+ * by about 1.5x for normal noise (see the report of issue 5), so the CI's real
+ * coverage is about 85%, not 95%; 12 of 20 keeps a chance failure below 1%
+ * while still catching a CI that is wrong by more than that. */
+static void test_sim_sweep_pfi(void **state) {
+  (void)state;
+  const char *group = "Dense PT H200x8 Qwen3-32B no-compile";
+  const double caps[] = {200, 300, 400, 500, 600, 700};
   const struct pflex_twin_paper_group *pg = pflex_twin_paper_find(group);
   assert_non_null(pg);
   const struct pflex_twin_gpu *type = pflex_twin_gpu_find(pg->gpu);
@@ -303,33 +328,39 @@ static void test_sim_sweep_pfi(void **state) {
   assert_int_equal(pflex_twin_job_derive(type, &job), 0);
   struct pflex_twin_calib calib;
   assert_int_equal(pflex_twin_calibrate(pg, type, &job, PFLEX_TWIN_REFERENCE_SEED, &calib), 0);
-  struct pflex_twin_point ptop, p;
+  struct pflex_twin_point ptop, p[5];
   assert_int_equal(pflex_twin_eval(type, &job, 700, &ptop), 0);
-  double truth = 0, measured = 0, sd = 0;
-  const double sp = sqrt(2) * hypot(0.0004, 0.0005), st = sqrt(2) * hypot(0.0005, 0.0005);
+  double truth = 0, sd = 0;
+  const double s = sqrt(2) * 1.5 * 0.005 / sqrt(100);
   for (size_t i = 0; i < 5; i++) {
-    assert_int_equal(pflex_twin_eval(type, &job, caps[i], &p), 0);
+    assert_int_equal(pflex_twin_eval(type, &job, caps[i], &p[i]), 0);
     double v;
-    assert_int_equal(pflex_pfi_index(p.job_power_w, p.tokens_per_s, ptop.job_power_w,
+    assert_int_equal(pflex_pfi_index(p[i].job_power_w, p[i].tokens_per_s, ptop.job_power_w,
                                      ptop.tokens_per_s, &v), 0);
     truth += v / 5;
-    const struct pflex_run *r = &res.runs.runs[i];
-    assert_true(r->cap_w == caps[i]);
-    assert_int_equal(pflex_pfi_index(r->power_w, r->tput, top->power_w, top->tput, &v), 0);
-    measured += v / 5;
-    double a = r->power_w / top->power_w, b = r->tput / top->tput;
-    sd += sqrt(pow(a * sp / (1 - b), 2) + pow((1 - a) * b * st / pow(1 - b, 2), 2)) / 5;
-    /* aggregate power is the job's (8 GPUs): the twin's job power within 1% */
-    assert_true(fabs(r->power_w / p.job_power_w - 1) < 0.01);
+    double a = p[i].job_power_w / ptop.job_power_w, b = p[i].tokens_per_s / ptop.tokens_per_s;
+    sd += sqrt(pow(a * s / (1 - b), 2) + pow((1 - a) * b * s / pow(1 - b, 2), 2)) / 5;
   }
-  printf("sim sweep PFI %.4f, twin noise-free %.4f, tolerance 4 x %.4f, published %.2f [%.3f, %.3f]\n",
-         measured, truth, sd, pg->pfi, pg->ci_lo, pg->ci_hi);
-  assert_true(fabs(measured - truth) <= 4 * sd);
-  /* and the calibrated twin reproduces the paper's value for this group */
-  assert_true(fabs(truth - pg->pfi) <= PFLEX_TWIN_TOL_PFI + 4 * sd);
-  pflex_sweep_result_release(&res);
-  pflex_restore_free(rs);
-  pflex_gpu_close(g);
+  /* the calibrated twin reproduces the paper's value for this group (Table 6: 1.30) */
+  assert_true(fabs(truth - pg->pfi) <= PFLEX_TWIN_TOL_PFI);
+
+  size_t covered = 0;
+  for (int seed = 1; seed <= 20; seed++) {
+    struct pflex_pfi_result r;
+    sim_sweep(group, seed, caps, &r);
+    assert_true(fabs(r.pfi - truth) <= 4 * sd);
+    bool in = r.ci_low <= truth && truth <= r.ci_high;
+    if (seed == 1) {
+      printf("sim sweep PFI %.4f, 95%% CI [%.4f, %.4f]; twin job %.4f (4 SD = %.4f); "
+             "published %.2f [%.3f, %.3f]\n", r.pfi, r.ci_low, r.ci_high, truth, 4 * sd, pg->pfi,
+             pg->ci_lo, pg->ci_hi);
+      assert_true(in);
+    }
+    covered += in;
+    pflex_pfi_result_release(&r);
+  }
+  printf("the 95%% CI covered the twin job's PFI in %zu of 20 seeded sweeps\n", covered);
+  assert_true(covered >= 12);
 }
 
 /* Cancellation (the CLI's signal self-pipe) stops the sweep and restores. */
