@@ -16,6 +16,7 @@
 #include "cli/gpu_cli.h"
 #include "cli/util.h"
 #include "pflex/pfi.h"
+#include "pflex/store.h"
 #include "pflex/sweep.h"
 
 static const char usage[] =
@@ -39,7 +40,8 @@ static const char usage[] =
     "  --gpu-type NAME      GPU column of the runs (default: from the device name, e.g. H200)\n"
     "  --sustain S          training phase: utilization >= threshold for S seconds (default 30)\n"
     "  --out FILE           runs CSV to write (default runs.csv)\n"
-    "  --db FILE            also write to the store (not available yet in this build)\n"
+    "  --db FILE            also store the runs in this pflex store (SQLite; created if missing;\n"
+    "                       a group already stored is refused: choose another --group)\n"
     "  --state-dir DIR      restore records (env PFLEX_STATE_DIR; default /var/lib/pflex)\n"
     "  --stop-grace S       SIGTERM to SIGKILL wait when stopping the command (default 10)\n"
     "  --quiet              no progress line\n"
@@ -220,10 +222,6 @@ static int run(int argc, char **argv) {
     cli_error("--caps is required");
     return PFLEX_EXIT_USAGE;
   }
-  if (db) {
-    cli_error("--db: the store is not available in this build yet; use --out and import the CSV");
-    return PFLEX_EXIT_USAGE;
-  }
   if (cmd && attach) {
     cli_error("--attach measures a running job: give no COMMAND");
     return PFLEX_EXIT_USAGE;
@@ -338,6 +336,23 @@ static int run(int argc, char **argv) {
     if (werr) cli_error("cannot write '%s': %s", out, pflex_strerror(werr));
     else fprintf(stderr, "wrote %zu run%s to '%s'\n", res.runs.n, res.runs.n == 1 ? "" : "s", out);
     if (werr) err = werr;
+    if (db) {
+      struct pflex_store *st = NULL;
+      struct pflex_diag diag;
+      pflex_diag_clear(&diag);
+      int serr = pflex_store_open(db, PFLEX_STORE_CREATE, &st, &diag);
+      if (!serr) serr = pflex_store_put_runs(st, &res.runs, PFLEX_STORE_REJECT_EXISTING, NULL, &diag);
+      if (serr) {
+        char buf[1024];
+        pflex_diag_format(&diag, buf, sizeof buf);
+        cli_error("cannot store the runs in '%s': %s%s%s (they are in '%s')", db,
+                  pflex_strerror(serr), buf[0] ? ": " : "", buf, out);
+        err = serr;
+      } else {
+        fprintf(stderr, "stored %zu run%s in '%s'\n", res.runs.n, res.runs.n == 1 ? "" : "s", db);
+      }
+      pflex_store_close(st);
+    }
   }
   pflex_sweep_result_release(&res);
   status = err ? PFLEX_EXIT_FAIL : PFLEX_EXIT_OK;

@@ -29,6 +29,20 @@ t = [float(r["tokens_per_s"]) for r in rows]
 assert all(a < b for a, b in zip(p, p[1:])) and all(a < b for a, b in zip(t, t[1:])), (p, t)
 assert all(pw <= 8 * int(r["cap_w"]) * 1.005 for pw, r in zip(p, rows)), p
 PY
+# --db: the runs go to the store too; the same group again is refused.
+"$PFLEX" sweep --backend sim --caps 300,700 --group simdb --out db.csv --db "$T/s.db" --quiet >/dev/null 2>err.txt \
+  || { cat err.txt; fail "sweep --db"; }
+grep -q "stored 2 runs in '$T/s.db'" err.txt || fail "store not reported"
+"$PFLEX" export --db "$T/s.db" --group simdb 2>/dev/null | python3 -c '
+import csv, sys
+rows = list(csv.DictReader(sys.stdin))
+assert [r["cap_w"] for r in rows] == ["300", "700"] and rows[0]["provenance"] == "simulated", rows'
+set +e
+"$PFLEX" sweep --backend sim --caps 300,700 --group simdb --out db2.csv --db "$T/s.db" --quiet >/dev/null 2>err.txt; rc=$?
+set -e
+expect_eq "$rc" 1 "a group already stored"
+grep -q "group 'simdb' is already stored" err.txt || fail "duplicate group message"
+
 # pflex gpus and cap on the sim backend
 "$PFLEX" gpus --backend sim --sim-job gpus=2 | grep -q "simulated" || fail "gpus on sim"
 "$PFLEX" cap set --backend sim --sim-job gpus=2 --gpus 1 --watts 400 | grep -q "GPU 1: power limit 700.0 W -> 400.0 W" || fail "cap set on sim"
