@@ -44,19 +44,19 @@ struct pflex_gpu_info {
 
 /* One sample of one GPU. Only fields whose bit is set in `valid` hold data. */
 struct pflex_gpu_reading {
-  unsigned valid;                 /* enum pflex_gpu_field bits */
-  double time_s;                  /* backend clock (pflex_gpu_now) when sampled */
-  unsigned power_mw;              /* board power, mW (NVML: about a 1 s average) */
-  unsigned long long energy_mj;   /* energy since driver load, mJ */
-  unsigned limit_mw;              /* power management limit, mW */
+  unsigned valid;               /* enum pflex_gpu_field bits */
+  double time_s;                /* backend clock (pflex_gpu_now) when sampled */
+  unsigned power_mw;            /* board power, mW (NVML: about a 1 s average) */
+  unsigned long long energy_mj; /* energy since driver load, mJ */
+  unsigned limit_mw;            /* power management limit, mW */
   unsigned default_limit_mw;
   unsigned min_limit_mw, max_limit_mw; /* settable range, mW */
-  unsigned enforced_limit_mw;     /* includes out-of-band limits */
+  unsigned enforced_limit_mw;          /* includes out-of-band limits */
   unsigned sm_clock_mhz, mem_clock_mhz;
   unsigned util_gpu_pct, util_mem_pct;
   unsigned long long throttle_reasons; /* NVML clocks-event reason bits */
   unsigned long long mem_used_bytes, mem_total_bytes;
-  double tput;                    /* job throughput (sim backend), job unit per second */
+  double tput; /* job throughput (sim backend), job unit per second */
 };
 
 /* A backend. Every function returns 0 or a negative errno; `ctx` is what open
@@ -103,8 +103,8 @@ const struct pflex_gpu_ops *pflex_gpu_backend_find(const char *name);
 /* Opens backend `backend` (NULL: env PFLEX_GPU_BACKEND, else "nvml") with its
  * spec. On failure returns -ENOENT for an unknown backend or the backend's
  * error, and writes a one-line reason into errbuf. Free with pflex_gpu_close. */
-int pflex_gpu_open(const char *backend, const char *spec, struct pflex_gpu **ret_gpu,
-                   char *errbuf, size_t errlen);
+int pflex_gpu_open(const char *backend, const char *spec, struct pflex_gpu **ret_gpu, char *errbuf,
+                   size_t errlen);
 
 /* Closes and frees; accepts NULL. */
 void pflex_gpu_close(struct pflex_gpu *gpu);

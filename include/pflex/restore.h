@@ -63,10 +63,10 @@ int pflex_restore_list(struct pflex_restore *restore, struct pflex_restore_recor
 /* Outcome of restoring one record. */
 struct pflex_restore_result {
   struct pflex_restore_record record;
-  int err;          /* 0: restored and record cleared; else why not (record kept) */
-  unsigned index;   /* index the GPU was found at (valid when found) */
-  int found;        /* the GPU (by UUID) is present on this backend */
-  unsigned was_mw;  /* limit before restoring (valid when err == 0) */
+  int err;         /* 0: restored and record cleared; else why not (record kept) */
+  unsigned index;  /* index the GPU was found at (valid when found) */
+  int found;       /* the GPU (by UUID) is present on this backend */
+  unsigned was_mw; /* limit before restoring (valid when err == 0) */
 };
 
 /* Brings every recorded GPU of this backend back to its original limit,
@@ -74,8 +74,7 @@ struct pflex_restore_result {
  * indexes. Clears the records of GPUs restored successfully and keeps the
  * others. Returns 0 when every selected record was restored, otherwise the
  * first error; *ret_results (freed by the caller) says what happened to each. */
-int pflex_restore_apply(struct pflex_restore *restore, struct pflex_gpu *gpu,
-                        const unsigned *only, size_t nonly,
-                        struct pflex_restore_result **ret_results, size_t *ret_n);
+int pflex_restore_apply(struct pflex_restore *restore, struct pflex_gpu *gpu, const unsigned *only,
+                        size_t nonly, struct pflex_restore_result **ret_results, size_t *ret_n);
 
 #endif

@@ -34,36 +34,36 @@ enum pflex_sweep_stage {
 /* Passed to the progress callback about once per sample tick. */
 struct pflex_sweep_progress {
   enum pflex_sweep_stage stage;
-  size_t run, nruns;   /* 0-based run index and the number of runs */
+  size_t run, nruns; /* 0-based run index and the number of runs */
   double cap_w;
-  double elapsed_s;    /* in the current run or pause */
-  double total_s;      /* its planned length */
-  double power_w;      /* last sample: power summed over the swept GPUs (NAN if none) */
-  double tput;         /* last throughput sample (NAN if none yet) */
+  double elapsed_s; /* in the current run or pause */
+  double total_s;   /* its planned length */
+  double power_w;   /* last sample: power summed over the swept GPUs (NAN if none) */
+  double tput;      /* last throughput sample (NAN if none yet) */
 };
 
 struct pflex_sweep_opts {
-  const unsigned *gpus;     /* GPU indexes of the job */
+  const unsigned *gpus; /* GPU indexes of the job */
   size_t ngpus;
-  const double *caps_w;     /* per-GPU caps in W, run in this order */
+  const double *caps_w; /* per-GPU caps in W, run in this order */
   size_t ncaps;
-  double hz;                /* sampling rate, 1..10 (paper's DCGM: 0.2) */
-  double duration_s;        /* length of each run (paper: 1800) */
-  double pause_s;           /* pause after each run (paper: 60) */
-  char *const *argv;        /* command started fresh for every run, NULL-terminated; NULL
-                               when attached or when the simulated job is used */
-  bool attach;              /* measure a job that is already running */
-  const char *statsd;       /* StatsD address (pflex/tput.h) or NULL */
-  const char *statsd_metric;/* metric name (NULL = "tokens") */
-  bool use_regex;           /* take throughput from the command's output lines */
-  const char *tput_regex;   /* pattern (NULL = pflex_tput_default_pattern) */
-  bool per_step_time;       /* the regex number is a time per step */
+  double hz;                 /* sampling rate, 1..10 (paper's DCGM: 0.2) */
+  double duration_s;         /* length of each run (paper: 1800) */
+  double pause_s;            /* pause after each run (paper: 60) */
+  char *const *argv;         /* command started fresh for every run, NULL-terminated; NULL
+                                when attached or when the simulated job is used */
+  bool attach;               /* measure a job that is already running */
+  const char *statsd;        /* StatsD address (pflex/tput.h) or NULL */
+  const char *statsd_metric; /* metric name (NULL = "tokens") */
+  bool use_regex;            /* take throughput from the command's output lines */
+  const char *tput_regex;    /* pattern (NULL = pflex_tput_default_pattern) */
+  bool per_step_time;        /* the regex number is a time per step */
   const struct pflex_phase_opts *phase; /* NULL = the paper's (pflex_phase_opts_default) */
-  const char *group;        /* group name of the runs (required) */
-  const char *gpu_type;     /* GPU type column (NULL: from the GPU's name, e.g. "H200") */
-  enum pflex_tput_unit unit;/* unit of the throughput collected */
-  int cancel_fd;            /* readable -> stop at once (e.g. a signal self-pipe); -1: none */
-  double stop_grace_s;      /* SIGTERM to SIGKILL wait for the command (0 = 10 s) */
+  const char *group;                    /* group name of the runs (required) */
+  const char *gpu_type;      /* GPU type column (NULL: from the GPU's name, e.g. "H200") */
+  enum pflex_tput_unit unit; /* unit of the throughput collected */
+  int cancel_fd;             /* readable -> stop at once (e.g. a signal self-pipe); -1: none */
+  double stop_grace_s;       /* SIGTERM to SIGKILL wait for the command (0 = 10 s) */
   /* Called about once per tick (may be NULL). */
   void (*progress)(const struct pflex_sweep_progress *p, void *userdata);
   /* Receives the command's output when use_regex captures it (may be NULL). */
@@ -74,21 +74,21 @@ struct pflex_sweep_opts {
 /* What happened to one run. */
 struct pflex_sweep_run {
   double cap_w;
-  int err;                  /* 0: aggregated into the runset; else why not */
-  char message[256];        /* a reason when err != 0 */
+  int err;           /* 0: aggregated into the runset; else why not */
+  char message[256]; /* a reason when err != 0 */
   size_t samples, tput_samples;
-  int child_status;         /* wait status of the command (when one ran), else -1 */
+  int child_status; /* wait status of the command (when one ran), else -1 */
 };
 
 struct pflex_sweep_result {
-  struct pflex_runset runs;          /* one row per successful run */
-  struct pflex_sweep_run *run_info;  /* one per attempted run */
+  struct pflex_runset runs;         /* one row per successful run */
+  struct pflex_sweep_run *run_info; /* one per attempted run */
   size_t nrun_info;
-  int stop_err;                      /* 0, or what ended the sweep early */
+  int stop_err; /* 0, or what ended the sweep early */
   char stop_message[256];
   struct pflex_restore_result *restored; /* the final restore, per GPU */
   size_t nrestored;
-  int restore_err;                   /* 0 when every swept GPU is back at its original limit */
+  int restore_err; /* 0 when every swept GPU is back at its original limit */
 };
 
 void pflex_sweep_result_init(struct pflex_sweep_result *res);

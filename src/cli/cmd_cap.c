@@ -125,8 +125,8 @@ static int cap_set(struct pflex_gpu *gpu, const struct opts *o) {
     goto out;
   }
   for (size_t k = 0; k < n; k++)
-    printf("GPU %u: power limit %.1f W -> %.1f W%s\n", idx[k], old[k] / 1000.0,
-           target[k] / 1000.0, o->dry_run ? " (dry run: not changed)" : "");
+    printf("GPU %u: power limit %.1f W -> %.1f W%s\n", idx[k], old[k] / 1000.0, target[k] / 1000.0,
+           o->dry_run ? " (dry run: not changed)" : "");
   if (o->dry_run) goto out;
   struct pflex_restore *rs;
   if (cli_restore_open(gpu, o->state_dir, &rs)) {
@@ -138,8 +138,8 @@ static int cap_set(struct pflex_gpu *gpu, const struct opts *o) {
     /* Recording first (and separately) tells a failed record from a failed set. */
     int err = pflex_restore_record(rs, gpu, idx[k]);
     if (err) {
-      cli_error("GPU %u: cannot record its original limit in '%s': %s; limit not changed",
-                idx[k], pflex_restore_path(rs), pflex_strerror(err));
+      cli_error("GPU %u: cannot record its original limit in '%s': %s; limit not changed", idx[k],
+                pflex_restore_path(rs), pflex_strerror(err));
       status = PFLEX_EXIT_FAIL;
       continue;
     }
@@ -201,7 +201,8 @@ static int cap_get(struct pflex_gpu *gpu, const struct opts *o) {
       json_t *obj = json_object();
       json_object_set_new(obj, "index", json_integer(idx[k]));
       json_object_set_new(obj, "uuid", json_string(info.uuid));
-      if (r.valid & PFLEX_GPU_LIMIT) json_object_set_new(obj, "limit_w", json_real(r.limit_mw / 1e3));
+      if (r.valid & PFLEX_GPU_LIMIT)
+        json_object_set_new(obj, "limit_w", json_real(r.limit_mw / 1e3));
       if (r.valid & PFLEX_GPU_ENFORCED)
         json_object_set_new(obj, "enforced_limit_w", json_real(r.enforced_limit_mw / 1e3));
       if (r.valid & PFLEX_GPU_DEFAULT_LIMIT)
@@ -260,7 +261,8 @@ static int cap_restore(struct pflex_gpu *gpu, const struct opts *o) {
              x->record.uuid, x->was_mw / 1e3, x->record.original_mw / 1e3);
     } else if (!x->found && x->err == -ENODEV) {
       cli_error("GPU %s (index %u when recorded) is not present; its record (original %.1f W) is "
-                "kept", x->record.uuid, x->record.index, x->record.original_mw / 1e3);
+                "kept",
+                x->record.uuid, x->record.index, x->record.original_mw / 1e3);
       status = PFLEX_EXIT_FAIL;
     } else {
       cli_gpu_error(gpu, "cannot restore the power limit of", x->found ? x->index : x->record.index,
@@ -292,9 +294,10 @@ static int run(int argc, char **argv) {
     fprintf(stderr, "usage: %s\n", usage);
     return PFLEX_EXIT_USAGE;
   }
-  int (*fn)(struct pflex_gpu *, const struct opts *) =
-      strcmp(sub, "set") == 0 ? cap_set : strcmp(sub, "get") == 0 ? cap_get
-                                         : strcmp(sub, "restore") == 0 ? cap_restore : NULL;
+  int (*fn)(struct pflex_gpu *, const struct opts *) = strcmp(sub, "set") == 0       ? cap_set
+                                                       : strcmp(sub, "get") == 0     ? cap_get
+                                                       : strcmp(sub, "restore") == 0 ? cap_restore
+                                                                                     : NULL;
   if (!fn) {
     cli_error("unknown 'cap' subcommand '%s' (set, get, restore)", sub);
     return PFLEX_EXIT_USAGE;
@@ -306,6 +309,5 @@ static int run(int argc, char **argv) {
   return status;
 }
 
-const struct pflex_cmd pflex_cmd_cap = {.name = "cap", .run = run,
-                                        .summary = "set, show and restore GPU power limits",
-                                        .usage = usage};
+const struct pflex_cmd pflex_cmd_cap = {
+    .name = "cap", .run = run, .summary = "set, show and restore GPU power limits", .usage = usage};

@@ -18,21 +18,28 @@ static const char usage[] =
     "  --json           one JSON object per GPU in an array; readings the GPU cannot give are "
     "absent\n"
     "  --watch S        sample for S seconds and write a telemetry series CSV to stdout (time_s,\n"
-    "                   gpu, power_w, gpu_util, mem_util, fb_used_mib, sm_clock_mhz, mem_clock_mhz,\n"
-    "                   limit_w, enforced_limit_w, energy_j, throttle); empty cells: not available\n"
+    "                   gpu, power_w, gpu_util, mem_util, fb_used_mib, sm_clock_mhz, "
+    "mem_clock_mhz,\n"
+    "                   limit_w, enforced_limit_w, energy_j, throttle); empty cells: not "
+    "available\n"
     "  --hz N           samples per second with --watch, 0.1-10 (default 1)\n"
     "  --gpus LIST      GPUs to watch (default: all)\n"
     "Shows index, name, UUID, PCI bus id, power, limit (enforced), default limit, settable "
-    "range,\nSM and memory clocks, utilization, memory used and throttle reasons. A '*' after the limit:\nthe enforced limit is lower (an out-of-band limit). Changes nothing.";
+    "range,\nSM and memory clocks, utilization, memory used and throttle reasons. A '*' after the "
+    "limit:\nthe enforced limit is lower (an out-of-band limit). Changes nothing.";
 
 static void fmt_w(char *buf, size_t size, int ok, unsigned mw) {
-  if (ok) snprintf(buf, size, "%.1f", mw / 1000.0);
-  else snprintf(buf, size, "-");
+  if (ok)
+    snprintf(buf, size, "%.1f", mw / 1000.0);
+  else
+    snprintf(buf, size, "-");
 }
 
 static void fmt_u(char *buf, size_t size, int ok, unsigned v) {
-  if (ok) snprintf(buf, size, "%u", v);
-  else snprintf(buf, size, "-");
+  if (ok)
+    snprintf(buf, size, "%u", v);
+  else
+    snprintf(buf, size, "-");
 }
 
 static json_t *reading_json(unsigned i, const struct pflex_gpu_info *info,
@@ -44,7 +51,8 @@ static json_t *reading_json(unsigned i, const struct pflex_gpu_info *info,
   if (info->pci_bus_id[0]) json_object_set_new(o, "pci_bus_id", json_string(info->pci_bus_id));
   unsigned v = r->valid;
   if (v & PFLEX_GPU_POWER) json_object_set_new(o, "power_w", json_real(r->power_mw / 1000.0));
-  if (v & PFLEX_GPU_ENERGY) json_object_set_new(o, "energy_j", json_real((double)r->energy_mj / 1000.0));
+  if (v & PFLEX_GPU_ENERGY)
+    json_object_set_new(o, "energy_j", json_real((double)r->energy_mj / 1000.0));
   if (v & PFLEX_GPU_LIMIT) json_object_set_new(o, "limit_w", json_real(r->limit_mw / 1000.0));
   if (v & PFLEX_GPU_ENFORCED)
     json_object_set_new(o, "enforced_limit_w", json_real(r->enforced_limit_mw / 1000.0));
@@ -55,7 +63,8 @@ static json_t *reading_json(unsigned i, const struct pflex_gpu_info *info,
     json_object_set_new(o, "max_limit_w", json_real(r->max_limit_mw / 1000.0));
   }
   if (v & PFLEX_GPU_SM_CLOCK) json_object_set_new(o, "sm_clock_mhz", json_integer(r->sm_clock_mhz));
-  if (v & PFLEX_GPU_MEM_CLOCK) json_object_set_new(o, "mem_clock_mhz", json_integer(r->mem_clock_mhz));
+  if (v & PFLEX_GPU_MEM_CLOCK)
+    json_object_set_new(o, "mem_clock_mhz", json_integer(r->mem_clock_mhz));
   if (v & PFLEX_GPU_UTIL) {
     json_object_set_new(o, "gpu_util", json_integer(r->util_gpu_pct));
     json_object_set_new(o, "mem_util", json_integer(r->util_mem_pct));
@@ -99,7 +108,8 @@ static int watch(struct pflex_gpu *gpu, const char *list, double seconds, double
       memset(c, 0, sizeof c);
       unsigned v = r.valid;
       if (v & PFLEX_GPU_POWER) snprintf(c[0], 32, "%.3f", r.power_mw / 1e3);
-      if (v & PFLEX_GPU_UTIL) snprintf(c[1], 32, "%u", r.util_gpu_pct), snprintf(c[2], 32, "%u", r.util_mem_pct);
+      if (v & PFLEX_GPU_UTIL)
+        snprintf(c[1], 32, "%u", r.util_gpu_pct), snprintf(c[2], 32, "%u", r.util_mem_pct);
       if (v & PFLEX_GPU_MEMORY) snprintf(c[3], 32, "%.1f", (double)r.mem_used_bytes / 1048576.0);
       if (v & PFLEX_GPU_SM_CLOCK) snprintf(c[4], 32, "%u", r.sm_clock_mhz);
       if (v & PFLEX_GPU_MEM_CLOCK) snprintf(c[5], 32, "%u", r.mem_clock_mhz);
@@ -210,8 +220,10 @@ static int run(int argc, char **argv) {
       snprintf(mu, sizeof mu, "%.0f", (double)r.mem_used_bytes / 1048576.0);
     else
       snprintf(mu, sizeof mu, "-");
-    if (r.valid & PFLEX_GPU_THROTTLE) pflex_gpu_throttle_names(r.throttle_reasons, th, sizeof th);
-    else snprintf(th, sizeof th, "-");
+    if (r.valid & PFLEX_GPU_THROTTLE)
+      pflex_gpu_throttle_names(r.throttle_reasons, th, sizeof th);
+    else
+      snprintf(th, sizeof th, "-");
     if ((r.valid & PFLEX_GPU_ENFORCED) && (r.valid & PFLEX_GPU_LIMIT) &&
         r.enforced_limit_mw != r.limit_mw)
       snprintf(l + strlen(l), sizeof l - strlen(l), "*");
@@ -230,6 +242,7 @@ static int run(int argc, char **argv) {
   return status;
 }
 
-const struct pflex_cmd pflex_cmd_gpus = {
-    .name = "gpus", .run = run, .summary = "list GPUs: power, limits, clocks, utilization",
-    .usage = usage};
+const struct pflex_cmd pflex_cmd_gpus = {.name = "gpus",
+                                         .run = run,
+                                         .summary = "list GPUs: power, limits, clocks, utilization",
+                                         .usage = usage};

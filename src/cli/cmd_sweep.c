@@ -117,8 +117,11 @@ static void print_results(const struct pflex_sweep_result *res, const char *unit
   if (pts) {
     for (size_t i = 0; i < rs->n; i++) {
       const struct pflex_run *r = &rs->runs[i];
-      pts[i] = (struct pflex_pfi_point){.cap_w = r->cap_w, .power_w = r->power_w, .tput = r->tput,
-                                        .power_sd = r->power_sd, .tput_sd = r->tput_sd,
+      pts[i] = (struct pflex_pfi_point){.cap_w = r->cap_w,
+                                        .power_w = r->power_w,
+                                        .tput = r->tput,
+                                        .power_sd = r->power_sd,
+                                        .tput_sd = r->tput_sd,
                                         .have = PFLEX_PFI_HAVE_POWER_SD | PFLEX_PFI_HAVE_TPUT_SD};
     }
     struct pflex_pfi_opts po;
@@ -139,9 +142,12 @@ static void print_results(const struct pflex_sweep_result *res, const char *unit
     if (!perr && i < pr.n) {
       const struct pflex_pfi_run_result *x = &pr.runs[i];
       if (x->have_pfi_i) snprintf(pfi, sizeof pfi, "%.3f", x->pfi_i);
-      if (x->role == PFLEX_PFI_UNCAPPED) note = "uncapped (reference)";
-      else if (x->reason == PFLEX_PFI_REASON_TMAX_EQUAL) note = "left out: throughput equals the uncapped run's";
-      else if (x->reason == PFLEX_PFI_REASON_NOISE) note = "left out: the cap does not bind (drop within noise)";
+      if (x->role == PFLEX_PFI_UNCAPPED)
+        note = "uncapped (reference)";
+      else if (x->reason == PFLEX_PFI_REASON_TMAX_EQUAL)
+        note = "left out: throughput equals the uncapped run's";
+      else if (x->reason == PFLEX_PFI_REASON_NOISE)
+        note = "left out: the cap does not bind (drop within noise)";
     }
     printf("%-8.0f %12.1f %14.6g %10s %s\n", r->cap_w, r->power_w, r->tput, pfi, note);
     i++;
@@ -152,26 +158,36 @@ static void print_results(const struct pflex_sweep_result *res, const char *unit
   else if (!perr)
     printf("PFI %.3f (%zu runs used, %zu left out)\n", pr.pfi, pr.runs_used, pr.n_excluded);
   else
-    printf("PFI: not available (%s)\n", perr == -PFLEX_E_NOPOINTS
-                                            ? "needs the highest-cap run and a capped run that binds"
-                                            : pflex_strerror(perr));
+    printf("PFI: not available (%s)\n",
+           perr == -PFLEX_E_NOPOINTS ? "needs the highest-cap run and a capped run that binds"
+                                     : pflex_strerror(perr));
   pflex_pfi_result_release(&pr);
   free(pts);
 }
 
 static int run(int argc, char **argv) {
-  static const struct option lopts[] = {
-      {"caps", required_argument, NULL, 'c'},       {"gpus", required_argument, NULL, 'g'},
-      {"backend", required_argument, NULL, 'b'},    {"sim-job", required_argument, NULL, 'S'},
-      {"hz", required_argument, NULL, 'h'},         {"duration", required_argument, NULL, 'd'},
-      {"pause", required_argument, NULL, 'p'},      {"attach", no_argument, NULL, 'a'},
-      {"statsd", required_argument, NULL, 's'},     {"statsd-metric", required_argument, NULL, 'm'},
-      {"tput-regex", required_argument, NULL, 'r'}, {"step-time", no_argument, NULL, 't'},
-      {"tput-unit", required_argument, NULL, 'u'},  {"group", required_argument, NULL, 'G'},
-      {"gpu-type", required_argument, NULL, 'T'},   {"sustain", required_argument, NULL, 'y'},
-      {"out", required_argument, NULL, 'o'},        {"db", required_argument, NULL, 'D'},
-      {"state-dir", required_argument, NULL, 'z'},  {"stop-grace", required_argument, NULL, 'k'},
-      {"quiet", no_argument, NULL, 'q'},            {NULL, 0, NULL, 0}};
+  static const struct option lopts[] = {{"caps", required_argument, NULL, 'c'},
+                                        {"gpus", required_argument, NULL, 'g'},
+                                        {"backend", required_argument, NULL, 'b'},
+                                        {"sim-job", required_argument, NULL, 'S'},
+                                        {"hz", required_argument, NULL, 'h'},
+                                        {"duration", required_argument, NULL, 'd'},
+                                        {"pause", required_argument, NULL, 'p'},
+                                        {"attach", no_argument, NULL, 'a'},
+                                        {"statsd", required_argument, NULL, 's'},
+                                        {"statsd-metric", required_argument, NULL, 'm'},
+                                        {"tput-regex", required_argument, NULL, 'r'},
+                                        {"step-time", no_argument, NULL, 't'},
+                                        {"tput-unit", required_argument, NULL, 'u'},
+                                        {"group", required_argument, NULL, 'G'},
+                                        {"gpu-type", required_argument, NULL, 'T'},
+                                        {"sustain", required_argument, NULL, 'y'},
+                                        {"out", required_argument, NULL, 'o'},
+                                        {"db", required_argument, NULL, 'D'},
+                                        {"state-dir", required_argument, NULL, 'z'},
+                                        {"stop-grace", required_argument, NULL, 'k'},
+                                        {"quiet", no_argument, NULL, 'q'},
+                                        {NULL, 0, NULL, 0}};
   const char *caps_s = NULL, *gpus_s = NULL, *backend = NULL, *spec = NULL, *statsd_s = NULL;
   const char *metric = NULL, *regex = NULL, *group = "sweep", *gpu_type = NULL, *out = "runs.csv";
   const char *db = NULL, *state_dir = NULL;
@@ -235,9 +251,12 @@ static int run(int argc, char **argv) {
   /* udp://HOST:PORT is the usual StatsD URL form; the receiver wants udp:HOST:PORT. */
   char statsd[512] = "";
   if (statsd_s) {
-    if (strncmp(statsd_s, "udp://", 6) == 0) snprintf(statsd, sizeof statsd, "udp:%s", statsd_s + 6);
-    else if (strncmp(statsd_s, "unix://", 7) == 0) snprintf(statsd, sizeof statsd, "unix:%s", statsd_s + 7);
-    else snprintf(statsd, sizeof statsd, "%s", statsd_s);
+    if (strncmp(statsd_s, "udp://", 6) == 0)
+      snprintf(statsd, sizeof statsd, "udp:%s", statsd_s + 6);
+    else if (strncmp(statsd_s, "unix://", 7) == 0)
+      snprintf(statsd, sizeof statsd, "unix:%s", statsd_s + 7);
+    else
+      snprintf(statsd, sizeof statsd, "%s", statsd_s);
   }
 
   struct pflex_gpu *gpu = NULL;
@@ -269,18 +288,36 @@ static int run(int argc, char **argv) {
   pflex_phase_opts_default(&phase);
   if (isfinite(sustain)) phase.sustain_s = sustain;
   struct ui ui = {.progress = !quiet && cli_progress_enabled(), .echo_output = true};
-  struct pflex_sweep_opts o = {
-      .gpus = idx, .ngpus = nidx, .caps_w = caps, .ncaps = ncaps, .hz = hz,
-      .duration_s = duration, .pause_s = pause, .argv = cmd, .attach = attach,
-      .statsd = statsd[0] ? statsd : NULL, .statsd_metric = metric,
-      .use_regex = cmd && (regex || !statsd[0]), .tput_regex = regex, .per_step_time = step_time,
-      .phase = &phase, .group = group, .gpu_type = gpu_type, .unit = unit, .cancel_fd = -1,
-      .stop_grace_s = grace, .progress = on_progress, .output = on_output, .userdata = &ui};
+  struct pflex_sweep_opts o = {.gpus = idx,
+                               .ngpus = nidx,
+                               .caps_w = caps,
+                               .ncaps = ncaps,
+                               .hz = hz,
+                               .duration_s = duration,
+                               .pause_s = pause,
+                               .argv = cmd,
+                               .attach = attach,
+                               .statsd = statsd[0] ? statsd : NULL,
+                               .statsd_metric = metric,
+                               .use_regex = cmd && (regex || !statsd[0]),
+                               .tput_regex = regex,
+                               .per_step_time = step_time,
+                               .phase = &phase,
+                               .group = group,
+                               .gpu_type = gpu_type,
+                               .unit = unit,
+                               .cancel_fd = -1,
+                               .stop_grace_s = grace,
+                               .progress = on_progress,
+                               .output = on_output,
+                               .userdata = &ui};
   char msg[256];
   int err = pflex_sweep_check(gpu, &o, msg, sizeof msg);
   if (err) {
-    if (err == -ERANGE) cli_error("%s; nothing changed", msg);
-    else cli_gpu_error(gpu, "cannot check the caps of", idx[0], err);
+    if (err == -ERANGE)
+      cli_error("%s; nothing changed", msg);
+    else
+      cli_gpu_error(gpu, "cannot check the caps of", idx[0], err);
     goto out;
   }
   if (cli_restore_open(gpu, state_dir, &rs)) goto out;
@@ -304,7 +341,8 @@ static int run(int argc, char **argv) {
 
   fprintf(stderr, "sweep '%s': %zu run%s of %g s on %zu GPU%s (%s backend), caps", group, ncaps,
           ncaps == 1 ? "" : "s", duration, nidx, nidx == 1 ? "" : "s", pflex_gpu_backend_name(gpu));
-  for (size_t i = 0; i < ncaps; i++) fprintf(stderr, "%s%.0f", i ? "," : " ", caps[i]);
+  for (size_t i = 0; i < ncaps; i++)
+    fprintf(stderr, "%s%.0f", i ? "," : " ", caps[i]);
   fprintf(stderr, " W; original limits are recorded%s%s and restored at the end\n",
           pflex_restore_path(rs)[0] ? " in " : " in memory (simulated GPUs)",
           pflex_restore_path(rs));
@@ -316,8 +354,7 @@ static int run(int argc, char **argv) {
   int signo = 0;
   unsigned char b;
   if (read(sig_pipe[0], &b, 1) == 1) signo = b;
-  if (res.stop_err && res.stop_err != -ECANCELED)
-    cli_error("sweep stopped: %s", res.stop_message);
+  if (res.stop_err && res.stop_err != -ECANCELED) cli_error("sweep stopped: %s", res.stop_message);
   /* Restored by now, whatever happened: say so for each GPU. */
   for (size_t i = 0; i < res.nrestored; i++) {
     const struct pflex_restore_result *x = &res.restored[i];
@@ -333,15 +370,18 @@ static int run(int argc, char **argv) {
     res.runs.unit = unit;
     print_results(&res, pflex_tput_unit_name(unit));
     int werr = pflex_runs_write_csv(&res.runs, out);
-    if (werr) cli_error("cannot write '%s': %s", out, pflex_strerror(werr));
-    else fprintf(stderr, "wrote %zu run%s to '%s'\n", res.runs.n, res.runs.n == 1 ? "" : "s", out);
+    if (werr)
+      cli_error("cannot write '%s': %s", out, pflex_strerror(werr));
+    else
+      fprintf(stderr, "wrote %zu run%s to '%s'\n", res.runs.n, res.runs.n == 1 ? "" : "s", out);
     if (werr) err = werr;
     if (db) {
       struct pflex_store *st = NULL;
       struct pflex_diag diag;
       pflex_diag_clear(&diag);
       int serr = pflex_store_open(db, PFLEX_STORE_CREATE, &st, &diag);
-      if (!serr) serr = pflex_store_put_runs(st, &res.runs, PFLEX_STORE_REJECT_EXISTING, NULL, &diag);
+      if (!serr)
+        serr = pflex_store_put_runs(st, &res.runs, PFLEX_STORE_REJECT_EXISTING, NULL, &diag);
       if (serr) {
         char buf[1024];
         pflex_diag_format(&diag, buf, sizeof buf);
@@ -380,5 +420,7 @@ out:
 }
 
 const struct pflex_cmd pflex_cmd_sweep = {
-    .name = "sweep", .run = run,
-    .summary = "live power-cap sweep of a training job: runs CSV and PFI", .usage = usage};
+    .name = "sweep",
+    .run = run,
+    .summary = "live power-cap sweep of a training job: runs CSV and PFI",
+    .usage = usage};

@@ -23,8 +23,9 @@ int cli_restore_open(struct pflex_gpu *gpu, const char *state_dir, struct pflex_
   else
     err = pflex_restore_open(state_dir, ret);
   if (err) {
-    const char *dir = state_dir && *state_dir ? state_dir : env && *env ? env
-                                                                     : PFLEX_RESTORE_DEFAULT_DIR;
+    const char *dir = state_dir && *state_dir ? state_dir
+                      : env && *env           ? env
+                                              : PFLEX_RESTORE_DEFAULT_DIR;
     cli_error("cannot open the restore state directory '%s': %s%s", dir, pflex_strerror(err),
               err == -EACCES || err == -EPERM || err == -EROFS
                   ? " (pflex must record original limits before changing them: run as root, "
@@ -39,22 +40,15 @@ void cli_gpu_error(struct pflex_gpu *gpu, const char *what, unsigned index, int 
   const char *hint = "";
   switch (-err) {
   case EPERM:
-  case EACCES:
-    hint = "; changing power limits needs root or CAP_SYS_ADMIN (try sudo)";
-    break;
+  case EACCES: hint = "; changing power limits needs root or CAP_SYS_ADMIN (try sudo)"; break;
   case ENODEV:
     hint = "; the GPU is lost or gone (fallen off the bus?): check 'nvidia-smi' and dmesg; "
            "a reset or reboot may be needed";
     break;
-  case EOPNOTSUPP:
-    hint = "; this GPU or driver does not support it";
-    break;
-  case ENXIO:
-    hint = "; NVML is not initialised or the driver is not loaded";
-    break;
+  case EOPNOTSUPP: hint = "; this GPU or driver does not support it"; break;
+  case ENXIO: hint = "; NVML is not initialised or the driver is not loaded"; break;
   default:
-    if (err == -PFLEX_E_RESTORE)
-      hint = "; nothing was changed";
+    if (err == -PFLEX_E_RESTORE) hint = "; nothing was changed";
     break;
   }
   if (detail)
@@ -75,7 +69,8 @@ int cli_gpu_select(struct pflex_gpu *gpu, const char *list, unsigned **ret_idx, 
   if (!list) {
     idx = malloc((count ? count : 1) * sizeof *idx);
     if (!idx) return -ENOMEM;
-    for (unsigned i = 0; i < count; i++) idx[i] = i;
+    for (unsigned i = 0; i < count; i++)
+      idx[i] = i;
     n = count;
   } else {
     err = pflex_gpu_parse_indexes(list, &idx, &n);

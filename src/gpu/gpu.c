@@ -25,8 +25,8 @@ const struct pflex_gpu_ops *pflex_gpu_backend_find(const char *name) {
   return NULL;
 }
 
-int pflex_gpu_open(const char *backend, const char *spec, struct pflex_gpu **ret_gpu,
-                   char *errbuf, size_t errlen) {
+int pflex_gpu_open(const char *backend, const char *spec, struct pflex_gpu **ret_gpu, char *errbuf,
+                   size_t errlen) {
   if (errlen) errbuf[0] = '\0';
   if (!backend || !*backend) backend = getenv("PFLEX_GPU_BACKEND");
   if (!backend || !*backend) backend = "nvml";
@@ -53,11 +53,15 @@ void pflex_gpu_close(struct pflex_gpu *gpu) {
   free(gpu);
 }
 
-const char *pflex_gpu_backend_name(const struct pflex_gpu *gpu) { return gpu->ops->name; }
+const char *pflex_gpu_backend_name(const struct pflex_gpu *gpu) {
+  return gpu->ops->name;
+}
 
 #define CALL(fn, ...) (gpu->ops->fn ? gpu->ops->fn(gpu->ctx, __VA_ARGS__) : -EOPNOTSUPP)
 
-int pflex_gpu_count(struct pflex_gpu *gpu, unsigned *ret_n) { return CALL(count, ret_n); }
+int pflex_gpu_count(struct pflex_gpu *gpu, unsigned *ret_n) {
+  return CALL(count, ret_n);
+}
 
 int pflex_gpu_info(struct pflex_gpu *gpu, unsigned index, struct pflex_gpu_info *ret_info) {
   struct pflex_gpu_info info;
@@ -84,9 +88,13 @@ int pflex_gpu_constraints(struct pflex_gpu *gpu, unsigned index, unsigned *ret_m
   return CALL(constraints, index, ret_min_mw, ret_max_mw, ret_default_mw);
 }
 
-int pflex_gpu_now(struct pflex_gpu *gpu, double *ret_s) { return CALL(now, ret_s); }
+int pflex_gpu_now(struct pflex_gpu *gpu, double *ret_s) {
+  return CALL(now, ret_s);
+}
 
-int pflex_gpu_sleep(struct pflex_gpu *gpu, double s) { return CALL(sleep, s); }
+int pflex_gpu_sleep(struct pflex_gpu *gpu, double s) {
+  return CALL(sleep, s);
+}
 
 bool pflex_gpu_virtual_clock(struct pflex_gpu *gpu) {
   return gpu->ops->virtual_clock ? gpu->ops->virtual_clock(gpu->ctx) : false;
@@ -144,7 +152,8 @@ int pflex_gpu_parse_indexes(const char *s, unsigned **ret_idx, size_t *ret_n) {
       return -ENOMEM;
     }
     v = nv;
-    for (unsigned i = a; i <= b; i++) v[n++] = i;
+    for (unsigned i = a; i <= b; i++)
+      v[n++] = i;
     p = comma ? comma + 1 : end;
     if (comma && !*p) {
       free(v);
@@ -180,9 +189,9 @@ void pflex_gpu_throttle_names(unsigned long long reasons, char *buf, size_t size
     unsigned long long bit;
     const char *name;
   } names[] = {
-      {0x1ULL, "gpu_idle"},       {0x2ULL, "app_clocks"},      {0x4ULL, "sw_power_cap"},
-      {0x8ULL, "hw_slowdown"},    {0x10ULL, "sync_boost"},     {0x20ULL, "sw_thermal"},
-      {0x40ULL, "hw_thermal"},    {0x80ULL, "hw_power_brake"}, {0x100ULL, "display_clocks"},
+      {0x1ULL, "gpu_idle"},    {0x2ULL, "app_clocks"},      {0x4ULL, "sw_power_cap"},
+      {0x8ULL, "hw_slowdown"}, {0x10ULL, "sync_boost"},     {0x20ULL, "sw_thermal"},
+      {0x40ULL, "hw_thermal"}, {0x80ULL, "hw_power_brake"}, {0x100ULL, "display_clocks"},
   };
   size_t off = 0;
   if (size) buf[0] = '\0';

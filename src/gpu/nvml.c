@@ -165,7 +165,8 @@ struct sym {
   int required;
 };
 
-#define SYM(field, req, ...) {{__VA_ARGS__}, offsetof(struct nvml, field), req}
+#define SYM(field, req, ...)                                                                       \
+  { {__VA_ARGS__}, offsetof(struct nvml, field), req }
 static const struct sym syms[] = {
     SYM(init, 1, "nvmlInit_v2", "nvmlInit"),
     SYM(shutdown, 1, "nvmlShutdown"),
@@ -201,16 +202,18 @@ static int nvml_open(const char *spec, void **ret_ctx, char *errbuf, size_t errl
     const char *e = dlerror();
     snprintf(errbuf, errlen,
              "cannot load NVML '%s': %s (is the NVIDIA driver installed? PFLEX_NVML_LIB "
-             "names another file)", path, e ? e : "unknown reason");
+             "names another file)",
+             path, e ? e : "unknown reason");
     free(n);
     return -ELIBACC;
   }
   for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
     void *f = NULL;
-    for (size_t k = 0; k < 3 && syms[i].names[k] && !f; k++) f = dlsym(n->dl, syms[i].names[k]);
+    for (size_t k = 0; k < 3 && syms[i].names[k] && !f; k++)
+      f = dlsym(n->dl, syms[i].names[k]);
     if (!f && syms[i].required) {
-      snprintf(errbuf, errlen, "NVML '%s' lacks the required function %s (driver too old?)",
-               path, syms[i].names[0]);
+      snprintf(errbuf, errlen, "NVML '%s' lacks the required function %s (driver too old?)", path,
+               syms[i].names[0]);
       dlclose(n->dl);
       free(n);
       return -ELIBBAD;
@@ -302,15 +305,15 @@ static int nvml_info(void *ctx, unsigned i, struct pflex_gpu_info *info) {
 
 /* An optional reading: success sets the bit; not supported (or any other
  * failure but a lost GPU) leaves it clear; a lost GPU fails the whole read. */
-#define OPTIONAL(fn, bit, what, ...)                                                   \
-  do {                                                                                 \
-    if (n->fn) {                                                                       \
-      nvmlReturn_t r_ = n->fn(d, __VA_ARGS__);                                         \
-      if (r_ == NVML_SUCCESS)                                                          \
-        out->valid |= (bit);                                                           \
-      else if (r_ == NVML_ERROR_GPU_IS_LOST || r_ == NVML_ERROR_UNINITIALIZED)         \
-        return fail(n, what, r_);                                                      \
-    }                                                                                  \
+#define OPTIONAL(fn, bit, what, ...)                                                               \
+  do {                                                                                             \
+    if (n->fn) {                                                                                   \
+      nvmlReturn_t r_ = n->fn(d, __VA_ARGS__);                                                     \
+      if (r_ == NVML_SUCCESS)                                                                      \
+        out->valid |= (bit);                                                                       \
+      else if (r_ == NVML_ERROR_GPU_IS_LOST || r_ == NVML_ERROR_UNINITIALIZED)                     \
+        return fail(n, what, r_);                                                                  \
+    }                                                                                              \
   } while (0)
 
 static int nvml_now(void *ctx, double *ret_s);

@@ -168,8 +168,9 @@ static int store(struct pflex_restore *r, const struct pflex_restore_record *v, 
   json_t *root = json_object(), *arr = json_array();
   json_object_set_new(root, "format", json_string("pflex-restore"));
   json_object_set_new(root, "version", json_integer(1));
-  json_object_set_new(root, "note", json_string("original GPU power limits; 'pflex cap restore' "
-                                                "brings them back"));
+  json_object_set_new(root, "note",
+                      json_string("original GPU power limits; 'pflex cap restore' "
+                                  "brings them back"));
   for (size_t i = 0; i < n; i++) {
     json_t *o = json_object();
     json_object_set_new(o, "backend", json_string(v[i].backend));
@@ -196,8 +197,10 @@ static int store(struct pflex_restore *r, const struct pflex_restore_record *v, 
   size_t len = strlen(text), off = 0;
   while (off < len && !err) {
     ssize_t w = write(fd, text + off, len - off);
-    if (w < 0 && errno != EINTR) err = -errno;
-    else if (w > 0) off += (size_t)w;
+    if (w < 0 && errno != EINTR)
+      err = -errno;
+    else if (w > 0)
+      off += (size_t)w;
   }
   if (!err && write(fd, "\n", 1) != 1) err = -EIO;
   free(text);

@@ -66,12 +66,12 @@ struct sim {
   unsigned n;
   struct sim_gpu g[SIM_MAX_GPUS];
   bool virtual_clock;
-  double vnow;      /* virtual clock */
-  double real0;     /* real clock origin */
+  double vnow;  /* virtual clock */
+  double real0; /* real clock origin */
   bool job_running;
   double job_t0;
-  unsigned runs;    /* job starts so far: seeds the per-run noise */
-  int noise;        /* 0 off, 1 sample jitter, 2 jitter + repeat-to-repeat run offsets */
+  unsigned runs; /* job starts so far: seeds the per-run noise */
+  int noise;     /* 0 off, 1 sample jitter, 2 jitter + repeat-to-repeat run offsets */
   unsigned long long seed;
   gsl_rng *rng;
   double warmup_s, startup_s, eval_s, ckpt_s;
@@ -84,7 +84,9 @@ static double mono(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static double sim_time(struct sim *s) { return s->virtual_clock ? s->vnow : mono() - s->real0; }
+static double sim_time(struct sim *s) {
+  return s->virtual_clock ? s->vnow : mono() - s->real0;
+}
 
 static int parse_num(const char *v, double lo, double hi, double *ret) {
   char *end;
@@ -100,7 +102,8 @@ static int parse_spec(struct sim *s, const char *spec, char *errbuf, size_t errl
   if (!copy) return -ENOMEM;
   int err = 0;
   for (char *kv = strtok_r(copy, ",", &save); kv && !err; kv = strtok_r(NULL, ",", &save)) {
-    while (*kv == ' ') kv++;
+    while (*kv == ' ')
+      kv++;
     if (!*kv) continue;
     char *eq = strchr(kv, '=');
     if (!eq) {
@@ -114,20 +117,31 @@ static int parse_spec(struct sim *s, const char *spec, char *errbuf, size_t errl
     if (strcmp(k, "group") == 0) {
       snprintf(s->group, sizeof s->group, "%s", v);
     } else if (strcmp(k, "gpus") == 0) {
-      if (parse_num(v, 1, SIM_MAX_GPUS, &x) || x != floor(x)) err = -EINVAL;
-      else s->n = (unsigned)x;
+      if (parse_num(v, 1, SIM_MAX_GPUS, &x) || x != floor(x))
+        err = -EINVAL;
+      else
+        s->n = (unsigned)x;
     } else if (strcmp(k, "clock") == 0) {
-      if (strcmp(v, "virtual") == 0) s->virtual_clock = true;
-      else if (strcmp(v, "real") == 0) s->virtual_clock = false;
-      else err = -EINVAL;
+      if (strcmp(v, "virtual") == 0)
+        s->virtual_clock = true;
+      else if (strcmp(v, "real") == 0)
+        s->virtual_clock = false;
+      else
+        err = -EINVAL;
     } else if (strcmp(k, "seed") == 0) {
-      if (parse_num(v, 0, 9e15, &x)) err = -EINVAL;
-      else s->seed = (unsigned long long)x;
+      if (parse_num(v, 0, 9e15, &x))
+        err = -EINVAL;
+      else
+        s->seed = (unsigned long long)x;
     } else if (strcmp(k, "noise") == 0) {
-      if (strcmp(v, "off") == 0) s->noise = 0;
-      else if (strcmp(v, "sample") == 0) s->noise = 1;
-      else if (strcmp(v, "repeat") == 0) s->noise = 2;
-      else err = -EINVAL;
+      if (strcmp(v, "off") == 0)
+        s->noise = 0;
+      else if (strcmp(v, "sample") == 0)
+        s->noise = 1;
+      else if (strcmp(v, "repeat") == 0)
+        s->noise = 2;
+      else
+        err = -EINVAL;
     } else if (strcmp(k, "warmup") == 0) {
       err = parse_num(v, 0, 1e6, &s->warmup_s);
     } else if (strcmp(k, "startup") == 0) {
@@ -139,8 +153,10 @@ static int parse_spec(struct sim *s, const char *spec, char *errbuf, size_t errl
     } else if (strcmp(k, "calibrate") == 0) {
       /* handled by the caller */
     } else {
-      snprintf(errbuf, errlen, "sim spec: unknown key '%s' (group, gpus, clock, seed, noise, "
-               "warmup, startup, eval, ckpt, calibrate)", k);
+      snprintf(errbuf, errlen,
+               "sim spec: unknown key '%s' (group, gpus, clock, seed, noise, "
+               "warmup, startup, eval, ckpt, calibrate)",
+               k);
       err = -EINVAL;
       break;
     }
@@ -199,7 +215,8 @@ static int sim_open(const char *spec, void **ret_ctx, char *errbuf, size_t errle
     return -ENOMEM;
   }
   gsl_rng_set(s->rng, (unsigned long)s->seed);
-  for (unsigned i = 0; i < s->n; i++) s->g[i].limit_mw = (unsigned)lround(s->type->tdp_w * 1000);
+  for (unsigned i = 0; i < s->n; i++)
+    s->g[i].limit_mw = (unsigned)lround(s->type->tdp_w * 1000);
   s->real0 = mono();
   *ret_ctx = s;
   return 0;
@@ -280,8 +297,8 @@ static int sim_read(void *ctx, unsigned i, struct pflex_gpu_reading *r) {
   double now = sim_time(s);
   r->time_s = now;
   r->valid = PFLEX_GPU_POWER | PFLEX_GPU_ENERGY | PFLEX_GPU_LIMIT | PFLEX_GPU_DEFAULT_LIMIT |
-             PFLEX_GPU_CONSTRAINTS | PFLEX_GPU_ENFORCED | PFLEX_GPU_SM_CLOCK |
-             PFLEX_GPU_MEM_CLOCK | PFLEX_GPU_UTIL | PFLEX_GPU_THROTTLE | PFLEX_GPU_MEMORY;
+             PFLEX_GPU_CONSTRAINTS | PFLEX_GPU_ENFORCED | PFLEX_GPU_SM_CLOCK | PFLEX_GPU_MEM_CLOCK |
+             PFLEX_GPU_UTIL | PFLEX_GPU_THROTTLE | PFLEX_GPU_MEMORY;
   r->limit_mw = r->enforced_limit_mw = g->limit_mw;
   r->default_limit_mw = r->max_limit_mw = (unsigned)lround(s->type->tdp_w * 1000);
   r->min_limit_mw = (unsigned)lround(s->type->cap_min_w * 1000);
@@ -397,7 +414,9 @@ static int sim_sleep(void *ctx, double sec) {
   return nanosleep(&ts, NULL) == 0 ? 0 : -errno;
 }
 
-static bool sim_virtual(void *ctx) { return ((struct sim *)ctx)->virtual_clock; }
+static bool sim_virtual(void *ctx) {
+  return ((struct sim *)ctx)->virtual_clock;
+}
 
 static int sim_job_start(void *ctx) {
   struct sim *s = ctx;

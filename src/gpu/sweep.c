@@ -93,13 +93,19 @@ static const char *const metric_names[] = {"power_w",      "gpu_util",      "fb_
 
 static void progress(struct sweep *s, enum pflex_sweep_stage stage, double elapsed, double total) {
   if (!s->o->progress) return;
-  struct pflex_sweep_progress p = {.stage = stage, .run = s->run, .nruns = s->o->ncaps,
-                                   .cap_w = s->cap_w, .elapsed_s = elapsed, .total_s = total,
-                                   .power_w = s->last_power, .tput = s->last_tput};
+  struct pflex_sweep_progress p = {.stage = stage,
+                                   .run = s->run,
+                                   .nruns = s->o->ncaps,
+                                   .cap_w = s->cap_w,
+                                   .elapsed_s = elapsed,
+                                   .total_s = total,
+                                   .power_w = s->last_power,
+                                   .tput = s->last_tput};
   s->o->progress(&p, s->o->userdata);
 }
 
-static int stop(struct sweep *s, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int stop(struct sweep *s, int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static int stop(struct sweep *s, int err, const char *fmt, ...) {
   if (!s->res->stop_err) {
     s->res->stop_err = err;
@@ -251,16 +257,21 @@ static int sample(struct sweep *s) {
                   s->cap_w, pflex_strerror(err), why ? ": " : "", why ? why : "");
     }
     double v[NMETRICS];
-    for (size_t m = 0; m < NMETRICS; m++) v[m] = NAN;
-    if (r.valid & PFLEX_GPU_POWER) v[0] = r.power_mw / 1000.0, sum += v[0];
-    else have_power = false;
+    for (size_t m = 0; m < NMETRICS; m++)
+      v[m] = NAN;
+    if (r.valid & PFLEX_GPU_POWER)
+      v[0] = r.power_mw / 1000.0, sum += v[0];
+    else
+      have_power = false;
     if (r.valid & PFLEX_GPU_UTIL) v[1] = r.util_gpu_pct, v[5] = r.util_mem_pct;
     if (r.valid & PFLEX_GPU_MEMORY) v[2] = (double)r.mem_used_bytes / 1048576.0;
     if (r.valid & PFLEX_GPU_SM_CLOCK) v[3] = r.sm_clock_mhz;
     if (r.valid & PFLEX_GPU_MEM_CLOCK) v[4] = r.mem_clock_mhz;
     double row[NMETRICS + 8];
-    for (size_t m = 0; m < s->series.nmetrics && m < NMETRICS + 8; m++) row[m] = NAN;
-    for (size_t m = 0; m < NMETRICS; m++) row[s->metric_ix[m]] = v[m];
+    for (size_t m = 0; m < s->series.nmetrics && m < NMETRICS + 8; m++)
+      row[m] = NAN;
+    for (size_t m = 0; m < NMETRICS; m++)
+      row[s->metric_ix[m]] = v[m];
     err = pflex_series_add_row(&s->series, s->now, (int)s->o->gpus[k], row);
     if (err) return stop(s, err, "cannot store a sample: %s", pflex_strerror(err));
     /* The simulated job reports its throughput with the readings of its first GPU. */
@@ -288,14 +299,17 @@ static int wait_until(struct sweep *s, double until) {
     nfds_t n = 0;
     if (s->o->cancel_fd >= 0) p[n++] = (struct pollfd){.fd = s->o->cancel_fd, .events = POLLIN};
     int out_ix = -1, sd_ix = -1;
-    if (s->child_out >= 0) out_ix = (int)n, p[n++] = (struct pollfd){.fd = s->child_out, .events = POLLIN};
-    if (s->statsd) sd_ix = (int)n, p[n++] = (struct pollfd){.fd = pflex_statsd_fd(s->statsd), .events = POLLIN};
+    if (s->child_out >= 0)
+      out_ix = (int)n, p[n++] = (struct pollfd){.fd = s->child_out, .events = POLLIN};
+    if (s->statsd)
+      sd_ix = (int)n, p[n++] = (struct pollfd){.fd = pflex_statsd_fd(s->statsd), .events = POLLIN};
     int ms = (int)ceil((until - now) * 1000.0);
     if (s->child > 0 && !s->child_done && s->child_out < 0 && ms > 50) ms = 50; /* notice exits */
     int r = poll(p, n, ms < 1 ? 1 : ms);
     if (r < 0 && errno != EINTR) return stop(s, -errno, "poll failed: %s", strerror(errno));
     pflex_gpu_now(s->gpu, &s->now);
-    if (r > 0 && out_ix >= 0 && (p[out_ix].revents & (POLLIN | POLLHUP))) drain_child_output(s, false);
+    if (r > 0 && out_ix >= 0 && (p[out_ix].revents & (POLLIN | POLLHUP)))
+      drain_child_output(s, false);
     if (r > 0 && sd_ix >= 0 && (p[sd_ix].revents & POLLIN))
       pflex_statsd_drain(s->statsd, on_statsd, s, NULL, NULL);
     reap(s, false);
@@ -319,7 +333,8 @@ static int aggregate(struct sweep *s, struct pflex_sweep_run *info) {
   }
   if (!agg.tput.valid || !(agg.tput.value > 0)) {
     snprintf(info->message, sizeof info->message,
-             "no throughput in the training phase (%zu throughput samples in all)", s->series.ntput);
+             "no throughput in the training phase (%zu throughput samples in all)",
+             s->series.ntput);
     pflex_series_agg_release(&agg);
     return -PFLEX_E_NOPOINTS;
   }
@@ -328,12 +343,19 @@ static int aggregate(struct sweep *s, struct pflex_sweep_run *info) {
     snprintf(type, sizeof type, "%s", s->o->gpu_type);
   } else {
     struct pflex_gpu_info gi;
-    if (pflex_gpu_info(s->gpu, s->o->gpus[0], &gi) == 0) pflex_sweep_gpu_type(gi.name, type, sizeof type);
-    else snprintf(type, sizeof type, "unknown");
+    if (pflex_gpu_info(s->gpu, s->o->gpus[0], &gi) == 0)
+      pflex_sweep_gpu_type(gi.name, type, sizeof type);
+    else
+      snprintf(type, sizeof type, "unknown");
   }
-  struct pflex_run run = {.group = (char *)s->o->group, .gpu = type, .gpus = (int)s->o->ngpus,
-                          .cap_w = s->cap_w, .power_w = agg.power.value, .tput = agg.tput.value,
-                          .power_sd = agg.power.se, .tput_sd = agg.tput.se,
+  struct pflex_run run = {.group = (char *)s->o->group,
+                          .gpu = type,
+                          .gpus = (int)s->o->ngpus,
+                          .cap_w = s->cap_w,
+                          .power_w = agg.power.value,
+                          .tput = agg.tput.value,
+                          .power_sd = agg.power.se,
+                          .tput_sd = agg.tput.se,
                           .have = PFLEX_RUN_POWER_SD | PFLEX_RUN_TPUT_SD};
   err = pflex_runset_append(&s->res->runs, &run);
   size_t i = s->res->runs.n - 1;
@@ -350,7 +372,7 @@ static int aggregate(struct sweep *s, struct pflex_sweep_run *info) {
   if (!err)
     err = pflex_runset_set_extra(&s->res->runs, i, "provenance",
                                  strcmp(pflex_gpu_backend_name(s->gpu), "sim") == 0 ? "simulated"
-                                                                                   : "measured");
+                                                                                    : "measured");
   pflex_series_agg_release(&agg);
   return err;
 }
@@ -393,8 +415,10 @@ static int do_run(struct sweep *s, struct pflex_sweep_run *info) {
     pflex_tput_meter_init(&s->meter, o->statsd_metric, 0);
   }
   int err = 0;
-  if (o->argv) err = start_child(s);
-  else if (!o->attach) err = pflex_gpu_job_start(s->gpu);
+  if (o->argv)
+    err = start_child(s);
+  else if (!o->attach)
+    err = pflex_gpu_job_start(s->gpu);
   if (err) return stop(s, err, "cannot start the job: %s", pflex_strerror(err));
   double t0;
   pflex_gpu_now(s->gpu, &t0);
@@ -441,11 +465,14 @@ static int do_run(struct sweep *s, struct pflex_sweep_run *info) {
 int pflex_sweep_run(struct pflex_gpu *gpu, struct pflex_restore *rs,
                     const struct pflex_sweep_opts *o, struct pflex_sweep_result *res) {
   pflex_sweep_result_init(res);
-  if (!o->ngpus || !o->ncaps || !o->group || !(o->hz >= 1 && o->hz <= 10) ||
-      !(o->duration_s > 0) || !(o->pause_s >= 0) || (o->argv && o->attach) ||
-      (o->use_regex && !o->argv))
+  if (!o->ngpus || !o->ncaps || !o->group || !(o->hz >= 1 && o->hz <= 10) || !(o->duration_s > 0) ||
+      !(o->pause_s >= 0) || (o->argv && o->attach) || (o->use_regex && !o->argv))
     return -EINVAL;
-  struct sweep s = {.gpu = gpu, .rs = rs, .o = o, .res = res, .child_out = -1,
+  struct sweep s = {.gpu = gpu,
+                    .rs = rs,
+                    .o = o,
+                    .res = res,
+                    .child_out = -1,
                     .virtual_clock = pflex_gpu_virtual_clock(gpu)};
   res->run_info = calloc(o->ncaps, sizeof *res->run_info);
   if (!res->run_info) return -ENOMEM;

@@ -91,7 +91,8 @@ struct state {
 };
 
 static void state_free(struct state *s) {
-  for (size_t i = 0; i < s->n; i++) free(s->key[i]), free(s->val[i]);
+  for (size_t i = 0; i < s->n; i++)
+    free(s->key[i]), free(s->val[i]);
   s->n = 0;
 }
 
@@ -110,7 +111,8 @@ static int state_load(struct state *s) {
   while (fgets(line, sizeof line, f) && s->n < MAXKEYS) {
     line[strcspn(line, "\r\n")] = '\0';
     char *p = line;
-    while (*p == ' ' || *p == '\t') p++;
+    while (*p == ' ' || *p == '\t')
+      p++;
     if (!*p || *p == '#') continue;
     char *eq = strchr(p, '=');
     if (!eq) continue;
@@ -228,7 +230,8 @@ EXPORT nvmlReturn_t nvmlInit_v2(void) {
   nvmlReturn_t r = parse_err(state_get(&s, "fail.init"));
   state_free(&s);
   if (r) return r;
-  for (unsigned i = 0; i < MAXGPU; i++) devices[i].index = i;
+  for (unsigned i = 0; i < MAXGPU; i++)
+    devices[i].index = i;
   initialized++;
   return OK;
 }
@@ -282,8 +285,10 @@ static nvmlReturn_t get_string(nvmlDevice_t d, const char *call, const char *fie
   if (r) return r;
   const char *v = gpu_get(&s, i, field);
   if (!v) v = "";
-  if (strlen(v) + 1 > len) r = E_INSUFFICIENT_SIZE;
-  else memcpy(buf, v, strlen(v) + 1);
+  if (strlen(v) + 1 > len)
+    r = E_INSUFFICIENT_SIZE;
+  else
+    memcpy(buf, v, strlen(v) + 1);
   state_free(&s);
   return r;
 }
@@ -326,13 +331,13 @@ static nvmlReturn_t get_num(nvmlDevice_t d, const char *call, const char *field,
   return OK;
 }
 
-#define GET_UINT(fn, call, field)                                \
-  EXPORT nvmlReturn_t fn(nvmlDevice_t d, unsigned int *out) {    \
-    unsigned long long v;                                        \
-    if (!out) return E_INVALID_ARGUMENT;                         \
-    nvmlReturn_t r = get_num(d, call, field, &v);                \
-    if (!r) *out = (unsigned)v;                                  \
-    return r;                                                    \
+#define GET_UINT(fn, call, field)                                                                  \
+  EXPORT nvmlReturn_t fn(nvmlDevice_t d, unsigned int *out) {                                      \
+    unsigned long long v;                                                                          \
+    if (!out) return E_INVALID_ARGUMENT;                                                           \
+    nvmlReturn_t r = get_num(d, call, field, &v);                                                  \
+    if (!r) *out = (unsigned)v;                                                                    \
+    return r;                                                                                      \
   }
 
 GET_UINT(nvmlDeviceGetPowerUsage, "power", "power_mw")
@@ -369,7 +374,8 @@ EXPORT nvmlReturn_t nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice_t d,
   if (!lo || !hi) return E_INVALID_ARGUMENT;
   nvmlReturn_t r = begin(d, "constraints", &s, &i);
   if (r) return r;
-  if (!gpu_get(&s, i, "min_mw") || !gpu_get(&s, i, "max_mw")) r = E_NOT_SUPPORTED;
+  if (!gpu_get(&s, i, "min_mw") || !gpu_get(&s, i, "max_mw"))
+    r = E_NOT_SUPPORTED;
   else {
     *lo = (unsigned)gpu_num(&s, i, "min_mw", 0);
     *hi = (unsigned)gpu_num(&s, i, "max_mw", 0);
@@ -405,7 +411,8 @@ EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t d,
 EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t d, nvmlMemory_v2_t *m) {
   unsigned long long used, total;
   if (!m) return E_INVALID_ARGUMENT;
-  if (m->version != ((unsigned)sizeof(nvmlMemory_v2_t) | (2u << 24))) return 25; /* VERSION_MISMATCH */
+  if (m->version != ((unsigned)sizeof(nvmlMemory_v2_t) | (2u << 24)))
+    return 25; /* VERSION_MISMATCH */
   nvmlReturn_t r = get_num(d, "memory", "mem_used", &used);
   if (!r) r = get_num(d, "memory", "mem_total", &total);
   if (!r) {
@@ -453,9 +460,10 @@ EXPORT nvmlReturn_t nvmlDeviceSetPowerManagementLimit(nvmlDevice_t d, unsigned i
     return E_INVALID_ARGUMENT;
   }
   if (!restore_recorded(uuid ? uuid : "")) {
-    fprintf(stderr, "fake-nvml: VIOLATION: set_limit on GPU %u (%s) to %u mW without a restore "
-                    "record in '%s'\n", i, uuid ? uuid : "?", mw,
-            getenv("FAKE_NVML_RESTORE_CHECK"));
+    fprintf(stderr,
+            "fake-nvml: VIOLATION: set_limit on GPU %u (%s) to %u mW without a restore "
+            "record in '%s'\n",
+            i, uuid ? uuid : "?", mw, getenv("FAKE_NVML_RESTORE_CHECK"));
     snprintf(key, sizeof key, "gpu%u.violation", i);
     state_free(&s);
     state_update(key, "1");

@@ -22,7 +22,8 @@ int rename(const char *from, const char *to) {
     errno = EIO;
     return -1;
   }
-  int (*real)(const char *, const char *) = (int (*)(const char *, const char *))dlsym(RTLD_NEXT, "rename");
+  int (*real)(const char *, const char *) =
+      (int (*)(const char *, const char *))dlsym(RTLD_NEXT, "rename");
   return real(from, to);
 }
 

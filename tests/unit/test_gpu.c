@@ -33,13 +33,14 @@ static void fake_state(const char *extra) {
   FILE *f = fopen(state_path, "w");
   assert_non_null(f);
   for (int i = 0; i < 2; i++)
-    fprintf(f,
-            "gpu%d.name=NVIDIA H100 80GB HBM3\ngpu%d.uuid=GPU-unit-%d\ngpu%d.pci=00000000:2%d:00.0\n"
-            "gpu%d.power_mw=512345\ngpu%d.energy_mj=1000\ngpu%d.limit_mw=700000\n"
-            "gpu%d.default_mw=700000\ngpu%d.min_mw=200000\ngpu%d.max_mw=700000\n"
-            "gpu%d.sm_mhz=1755\ngpu%d.mem_mhz=2619\ngpu%d.util_gpu=88\ngpu%d.util_mem=40\n"
-            "gpu%d.throttle=0\ngpu%d.mem_used=1048576\ngpu%d.mem_total=2097152\n",
-            i, i, i, i, i, i, i, i, i, i, i, i, i, i, i, i, i, i);
+    fprintf(
+        f,
+        "gpu%d.name=NVIDIA H100 80GB HBM3\ngpu%d.uuid=GPU-unit-%d\ngpu%d.pci=00000000:2%d:00.0\n"
+        "gpu%d.power_mw=512345\ngpu%d.energy_mj=1000\ngpu%d.limit_mw=700000\n"
+        "gpu%d.default_mw=700000\ngpu%d.min_mw=200000\ngpu%d.max_mw=700000\n"
+        "gpu%d.sm_mhz=1755\ngpu%d.mem_mhz=2619\ngpu%d.util_gpu=88\ngpu%d.util_mem=40\n"
+        "gpu%d.throttle=0\ngpu%d.mem_used=1048576\ngpu%d.mem_total=2097152\n",
+        i, i, i, i, i, i, i, i, i, i, i, i, i, i, i, i, i, i);
   if (extra) fputs(extra, f);
   fclose(f);
   setenv("FAKE_NVML_STATE", state_path, 1);
@@ -58,7 +59,8 @@ static void test_parse_indexes(void **state) {
   size_t n;
   assert_int_equal(pflex_gpu_parse_indexes("3,0-2,2", &v, &n), 0);
   assert_int_equal(n, 4); /* 0 1 2 3, duplicates removed, sorted */
-  for (unsigned i = 0; i < 4; i++) assert_int_equal(v[i], i);
+  for (unsigned i = 0; i < 4; i++)
+    assert_int_equal(v[i], i);
   free(v);
   assert_int_equal(pflex_gpu_parse_indexes("7", &v, &n), 0);
   assert_int_equal(n, 1);
@@ -209,7 +211,8 @@ static void test_sim_backend(void **state) {
   (void)state;
   struct pflex_gpu *g;
   char msg[256];
-  assert_int_equal(pflex_gpu_open("sim", "gpus=4,noise=off,warmup=10,startup=5", &g, msg, sizeof msg), 0);
+  assert_int_equal(
+      pflex_gpu_open("sim", "gpus=4,noise=off,warmup=10,startup=5", &g, msg, sizeof msg), 0);
   assert_true(pflex_gpu_virtual_clock(g));
   unsigned n;
   assert_int_equal(pflex_gpu_count(g, &n), 0);
@@ -260,8 +263,14 @@ static void sim_sweep(const char *group, int seed, const double *caps,
   struct pflex_restore *rs;
   assert_int_equal(pflex_restore_open_memory(&rs), 0);
   unsigned gpus[8] = {0, 1, 2, 3, 4, 5, 6, 7};
-  struct pflex_sweep_opts o = {.gpus = gpus, .ngpus = 8, .caps_w = caps, .ncaps = 6, .hz = 1,
-                               .duration_s = 1800, .pause_s = 60, .group = "sim-test",
+  struct pflex_sweep_opts o = {.gpus = gpus,
+                               .ngpus = 8,
+                               .caps_w = caps,
+                               .ncaps = 6,
+                               .hz = 1,
+                               .duration_s = 1800,
+                               .pause_s = 60,
+                               .group = "sim-test",
                                .cancel_fd = -1};
   struct pflex_sweep_result res;
   assert_int_equal(pflex_sweep_run(g, rs, &o, &res), 0);
@@ -282,8 +291,11 @@ static void sim_sweep(const char *group, int seed, const double *caps,
     assert_string_equal(r->gpu, "H200");
     assert_int_equal(r->gpus, 8);
     assert_true(r->have & PFLEX_RUN_POWER_SD);
-    pts[i] = (struct pflex_pfi_point){.cap_w = r->cap_w, .power_w = r->power_w, .tput = r->tput,
-                                      .power_sd = r->power_sd, .tput_sd = r->tput_sd,
+    pts[i] = (struct pflex_pfi_point){.cap_w = r->cap_w,
+                                      .power_w = r->power_w,
+                                      .tput = r->tput,
+                                      .power_sd = r->power_sd,
+                                      .tput_sd = r->tput_sd,
                                       .have = PFLEX_PFI_HAVE_POWER_SD | PFLEX_PFI_HAVE_TPUT_SD};
   }
   struct pflex_pfi_opts po;
@@ -336,7 +348,8 @@ static void test_sim_sweep_pfi(void **state) {
     assert_int_equal(pflex_twin_eval(type, &job, caps[i], &p[i]), 0);
     double v;
     assert_int_equal(pflex_pfi_index(p[i].job_power_w, p[i].tokens_per_s, ptop.job_power_w,
-                                     ptop.tokens_per_s, &v), 0);
+                                     ptop.tokens_per_s, &v),
+                     0);
     truth += v / 5;
     double a = p[i].job_power_w / ptop.job_power_w, b = p[i].tokens_per_s / ptop.tokens_per_s;
     sd += sqrt(pow(a * s / (1 - b), 2) + pow((1 - a) * b * s / pow(1 - b, 2), 2)) / 5;
@@ -352,8 +365,8 @@ static void test_sim_sweep_pfi(void **state) {
     bool in = r.ci_low <= truth && truth <= r.ci_high;
     if (seed == 1) {
       printf("sim sweep PFI %.4f, 95%% CI [%.4f, %.4f]; twin job %.4f (4 SD = %.4f); "
-             "published %.2f [%.3f, %.3f]\n", r.pfi, r.ci_low, r.ci_high, truth, 4 * sd, pg->pfi,
-             pg->ci_lo, pg->ci_hi);
+             "published %.2f [%.3f, %.3f]\n",
+             r.pfi, r.ci_low, r.ci_high, truth, 4 * sd, pg->pfi, pg->ci_lo, pg->ci_hi);
       assert_true(in);
     }
     covered += in;
@@ -376,8 +389,15 @@ static void test_sweep_cancel(void **state) {
   assert_int_equal(write(p[1], "x", 1), 1); /* already cancelled */
   const double caps[] = {300, 700};
   unsigned gpus[] = {0, 1};
-  struct pflex_sweep_opts o = {.gpus = gpus, .ngpus = 2, .caps_w = caps, .ncaps = 2, .hz = 1,
-                               .duration_s = 100, .pause_s = 0, .group = "c", .cancel_fd = p[0]};
+  struct pflex_sweep_opts o = {.gpus = gpus,
+                               .ngpus = 2,
+                               .caps_w = caps,
+                               .ncaps = 2,
+                               .hz = 1,
+                               .duration_s = 100,
+                               .pause_s = 0,
+                               .group = "c",
+                               .cancel_fd = p[0]};
   struct pflex_sweep_result res;
   assert_int_equal(pflex_sweep_run(g, rs, &o, &res), -ECANCELED);
   assert_int_equal(res.stop_err, -ECANCELED);

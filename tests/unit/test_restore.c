@@ -127,11 +127,11 @@ static void test_apply(void **state) {
   json_error_t jerr;
   json_t *root = json_load_file(path, 0, &jerr);
   json_t *recs = json_object_get(root, "records");
-  json_array_append_new(recs, json_pack("{s:s,s:s,s:s,s:i,s:i,s:i,s:i}", "backend", "nvml",
-                                        "uuid", "GPU-x", "pci_bus_id", "", "index", 0,
-                                        "original_limit_mw", 700000, "pid", 1, "time", 0));
-  json_array_append_new(recs, json_pack("{s:s,s:s,s:s,s:i,s:i,s:i,s:i}", "backend", "sim",
-                                        "uuid", "SIM-gone", "pci_bus_id", "", "index", 9,
+  json_array_append_new(recs, json_pack("{s:s,s:s,s:s,s:i,s:i,s:i,s:i}", "backend", "nvml", "uuid",
+                                        "GPU-x", "pci_bus_id", "", "index", 0, "original_limit_mw",
+                                        700000, "pid", 1, "time", 0));
+  json_array_append_new(recs, json_pack("{s:s,s:s,s:s,s:i,s:i,s:i,s:i}", "backend", "sim", "uuid",
+                                        "SIM-gone", "pci_bus_id", "", "index", 9,
                                         "original_limit_mw", 700000, "pid", 1, "time", 0));
   assert_int_equal(json_dump_file(root, path, 0), 0);
   json_decref(root);
