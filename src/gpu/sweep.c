@@ -348,23 +348,10 @@ static int aggregate(struct sweep *s, struct pflex_sweep_run *info) {
     else
       snprintf(type, sizeof type, "unknown");
   }
-  struct pflex_run run = {.group = (char *)s->o->group,
-                          .gpu = type,
-                          .gpus = (int)s->o->ngpus,
-                          .cap_w = s->cap_w,
-                          .power_w = agg.power.value,
-                          .tput = agg.tput.value,
-                          .power_sd = agg.power.se,
-                          .tput_sd = agg.tput.se,
-                          .have = PFLEX_RUN_POWER_SD | PFLEX_RUN_TPUT_SD};
-  err = pflex_runset_append(&s->res->runs, &run);
+  /* The same row as `pflex aggregate` makes from a recorded series. */
+  err = pflex_series_agg_append_run(&agg, s->o->group, type, s->cap_w, &s->res->runs);
   size_t i = s->res->runs.n - 1;
   char buf[64];
-  for (size_t m = 0; !err && m < agg.nmetrics; m++) {
-    if (strcmp(agg.metrics[m].name, "power_w") == 0 || !agg.metrics[m].agg.valid) continue;
-    snprintf(buf, sizeof buf, "%.6g", agg.metrics[m].agg.value);
-    err = pflex_runset_set_extra(&s->res->runs, i, agg.metrics[m].name, buf);
-  }
   if (!err) {
     snprintf(buf, sizeof buf, "%zu", agg.phase_steps[PFLEX_PHASE_TRAINING]);
     err = pflex_runset_set_extra(&s->res->runs, i, "train_steps", buf);
@@ -412,13 +399,18 @@ static int do_run(struct sweep *s, struct pflex_sweep_run *info) {
   }
   if (s->statsd) {
     pflex_statsd_drain(s->statsd, discard, NULL, NULL, NULL); /* from the previous run */
-    pflex_tput_meter_init(&s->meter, o->statsd_metric, 0);
+    /* a counter becomes one rate per sampling period, not one per datagram */
+    pflex_tput_meter_init(&s->meter, o->statsd_metric, 1.0 / o->hz);
   }
   int err = 0;
-  if (o->argv)
+  if (o->argv) {
     err = start_child(s);
-  else if (!o->attach)
+  } else if (!o->attach || s->run == 0) {
+    /* A simulated job restarts for every run; attached, it starts once and keeps
+     * running across the caps, like a real job measured with --attach. */
     err = pflex_gpu_job_start(s->gpu);
+    if (err == -EOPNOTSUPP && o->attach) err = 0;
+  }
   if (err) return stop(s, err, "cannot start the job: %s", pflex_strerror(err));
   double t0;
   pflex_gpu_now(s->gpu, &t0);

@@ -66,10 +66,41 @@ for r, want in zip(rows, (1200, 2100)):
 PY
 expect_eq "$(fake_get gpu0.limit_mw)" 700000 "GPU 0 restored after the StatsD sweep"
 
+# --attach: a job already running (started here, not by pflex) that reports
+# over UDP StatsD; pflex only changes caps and measures. Its rate follows the
+# GPU 0 limit it reads from the fake's state: 2 tokens/s per W.
+port=$(python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+cat > attached.py <<'EOS'
+import os, socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+state = os.environ["FAKE_NVML_STATE"]
+while True:
+    lim = [l for l in open(state) if l.startswith("gpu0.limit_mw=")][-1]
+    rate = 2 * int(lim.split("=")[1]) // 1000
+    s.sendto(b"tokens:%d|c" % (rate // 20), ("127.0.0.1", int(sys.argv[1])))
+    time.sleep(0.05)
+EOS
+python3 attached.py $port &
+JOB=$!
+"$PFLEX" sweep --gpus 0 --caps 300,700 --hz 10 --duration 1 --pause 0 --sustain 0.2 --attach \
+  --statsd udp://127.0.0.1:$port --group attached --out runs3.csv --quiet > out3.txt 2> err3.txt \
+  || { kill $JOB; cat err3.txt; fail "attached sweep"; }
+kill -0 $JOB || fail "the attached job was stopped by pflex"
+kill $JOB
+cat out3.txt
+python3 - <<'PY'
+import csv
+rows = list(csv.DictReader(open("runs3.csv")))
+assert len(rows) == 2, rows
+for r, want in zip(rows, (600, 1400)):
+    assert abs(float(r["tokens_per_s"]) / want - 1) < 0.15, (r["cap_w"], r["tokens_per_s"], want)
+PY
+expect_eq "$(fake_get gpu0.limit_mw)" 700000 "GPU 0 restored after the attached sweep"
+
 # Caps outside the range are refused before anything changes.
 set +e
-"$PFLEX" sweep --gpus 0 --caps 100,700 --duration 0.1 --quiet -- true 2> err3.txt; rc=$?
+"$PFLEX" sweep --gpus 0 --caps 100,700 --duration 0.1 --quiet -- true 2> err4.txt; rc=$?
 set -e
 expect_eq "$rc" 1 "out-of-range sweep"
-grep -q "cap 100.0 W is outside the settable range 200.0-700.0 W of GPU 0; nothing changed" err3.txt || fail "range message"
+grep -q "cap 100.0 W is outside the settable range 200.0-700.0 W of GPU 0; nothing changed" err4.txt || fail "range message"
 echo "sweep_fake: ok"
