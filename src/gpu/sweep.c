@@ -466,6 +466,7 @@ int pflex_sweep_run(struct pflex_gpu *gpu, struct pflex_restore *rs,
                     .res = res,
                     .child_out = -1,
                     .virtual_clock = pflex_gpu_virtual_clock(gpu)};
+  s.last_power = s.last_tput = NAN;
   res->run_info = calloc(o->ncaps, sizeof *res->run_info);
   if (!res->run_info) return -ENOMEM;
   int err = 0;
