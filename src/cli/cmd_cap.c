@@ -3,9 +3,11 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -178,7 +180,10 @@ static int cap_get(struct pflex_gpu *gpu, const struct opts *o) {
   struct pflex_restore_record *recs = NULL;
   size_t nrecs = 0;
   const char *env = getenv("PFLEX_STATE_DIR");
-  if ((o->state_dir || (env && *env)) && pflex_restore_open(o->state_dir, &rs) == 0)
+  /* Reading must not create the default directory: look only if it is there. */
+  bool have_dir = o->state_dir || (env && *env) ||
+                  access(PFLEX_RESTORE_DEFAULT_DIR "/" PFLEX_RESTORE_FILE, R_OK) == 0;
+  if (have_dir && pflex_restore_open(o->state_dir, &rs) == 0)
     if (pflex_restore_list(rs, &recs, &nrecs) != 0) recs = NULL, nrecs = 0;
   json_t *arr = o->json ? json_array() : NULL;
   int status = PFLEX_EXIT_OK;
