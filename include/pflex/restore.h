@@ -73,7 +73,9 @@ struct pflex_restore_result {
  * finding it by UUID; with `only` (nonly > 0) just the GPUs at those current
  * indexes. Clears the records of GPUs restored successfully and keeps the
  * others. Returns 0 when every selected record was restored, otherwise the
- * first error; *ret_results (freed by the caller) says what happened to each. */
+ * first error. Unlike most ret_ parameters, *ret_results (freed by the caller)
+ * is set also on error whenever the records could be read, to say what
+ * happened to each; it stays untouched only when reading them failed. */
 int pflex_restore_apply(struct pflex_restore *restore, struct pflex_gpu *gpu, const unsigned *only,
                         size_t nonly, struct pflex_restore_result **ret_results, size_t *ret_n);
 
