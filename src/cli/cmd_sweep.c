@@ -363,6 +363,9 @@ static int run(int argc, char **argv) {
                 x->found ? x->index : x->record.index, x->record.uuid, x->record.original_mw / 1e3,
                 pflex_strerror(x->err));
   }
+  if (res.restore_err && !res.nrestored)
+    cli_error("cannot restore the original limits: %s; run 'pflex cap restore'",
+              pflex_strerror(res.restore_err));
   if (!res.restore_err && res.nrestored)
     fprintf(stderr, "restored %zu GPU%s to their original limits\n", res.nrestored,
             res.nrestored == 1 ? "" : "s");
