@@ -333,6 +333,9 @@ static int run(int argc, char **argv) {
   struct sigaction sa, old_int, old_term, old_hup;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_signal;
+  /* Restart slow calls (flock, write) so a second Ctrl-C cannot break the final
+   * restore; poll() still wakes up, and the self-pipe says why. */
+  sa.sa_flags = SA_RESTART;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
