@@ -37,19 +37,27 @@ int pflex_runset_add_column(struct pflex_runset *set, const char *name, size_t *
       if (ret_index) *ret_index = k;
       return 0;
     }
-  char **names = realloc(set->extra_names, (set->nextra + 1) * sizeof *names);
-  if (!names) return -ENOMEM;
+  char *copy = strdup(name);
+  char **names = copy ? realloc(set->extra_names, (set->nextra + 1) * sizeof *names) : NULL;
+  if (!names) {
+    free(copy);
+    return -ENOMEM;
+  }
   set->extra_names = names;
-  /* Grow every run's extra array by one empty cell. */
+  /* Grow every run's extra array by one empty cell; on failure undo the cells
+   * already added, so the runset stays as it was (release frees nextra cells). */
   for (size_t i = 0; i < set->n; i++) {
     char **ex = realloc(set->runs[i].extra, (set->nextra + 1) * sizeof *ex);
-    if (!ex) return -ENOMEM;
-    set->runs[i].extra = ex;
-    ex[set->nextra] = strdup("");
-    if (!ex[set->nextra]) return -ENOMEM;
+    char *empty = ex ? strdup("") : NULL;
+    if (ex) set->runs[i].extra = ex;
+    if (!empty) {
+      for (size_t j = 0; j < i; j++) free(set->runs[j].extra[set->nextra]);
+      free(copy);
+      return -ENOMEM;
+    }
+    ex[set->nextra] = empty;
   }
-  names[set->nextra] = strdup(name);
-  if (!names[set->nextra]) return -ENOMEM;
+  names[set->nextra] = copy;
   if (ret_index) *ret_index = set->nextra;
   set->nextra++;
   return 0;
@@ -113,11 +121,28 @@ int pflex_runset_metric(const struct pflex_runset *set, size_t i, const char *na
   return -ENOENT;
 }
 
-static const struct pflex_runset *sort_set; /* qsort has no context argument */
-static int cmp_cap(const void *a, const void *b) {
-  double ca = sort_set->runs[*(const size_t *)a].cap_w;
-  double cb = sort_set->runs[*(const size_t *)b].cap_w;
-  return (ca > cb) - (ca < cb);
+/* qsort has no context argument and core keeps no globals: sort (cap, index)
+ * pairs instead of bare indexes. Ties (only possible in unvalidated runsets)
+ * fall back to file order so the result does not depend on the qsort used. */
+struct cap_index {
+  double cap;
+  size_t index;
+};
+
+static int cmp_cap_index(const void *a, const void *b) {
+  const struct cap_index *x = a, *y = b;
+  if (x->cap != y->cap) return (x->cap > y->cap) - (x->cap < y->cap);
+  return (x->index > y->index) - (x->index < y->index);
+}
+
+static int sort_by_cap(const struct pflex_runset *set, size_t *runs, size_t n) {
+  struct cap_index *tmp = malloc(n * sizeof *tmp);
+  if (!tmp) return -ENOMEM;
+  for (size_t k = 0; k < n; k++) tmp[k] = (struct cap_index){set->runs[runs[k]].cap_w, runs[k]};
+  qsort(tmp, n, sizeof *tmp, cmp_cap_index);
+  for (size_t k = 0; k < n; k++) runs[k] = tmp[k].index;
+  free(tmp);
+  return 0;
 }
 
 int pflex_runset_groups(const struct pflex_runset *set, struct pflex_group **ret_groups,
@@ -146,9 +171,8 @@ int pflex_runset_groups(const struct pflex_runset *set, struct pflex_group **ret
     g[j].n = 0;
   }
   for (size_t i = 0; i < set->n; i++) g[owner[i]].runs[g[owner[i]].n++] = i;
-  sort_set = set;
   for (size_t j = 0; j < ng; j++) {
-    qsort(g[j].runs, g[j].n, sizeof *g[j].runs, cmp_cap);
+    if (sort_by_cap(set, g[j].runs, g[j].n)) goto fail;
     g[j].uncapped = g[j].runs[g[j].n - 1];
   }
   free(owner);

@@ -37,6 +37,27 @@ static void test_groups_sorted_by_cap(void **state) {
   pflex_runset_release(&set);
 }
 
+/* Equal caps (possible only in a runset that skipped validation) keep their
+ * order of appearance, whatever qsort does with ties. */
+static void test_groups_ties_keep_order(void **state) {
+  (void)state;
+  struct pflex_runset set;
+  pflex_runset_init(&set);
+  struct pflex_run r[] = {mkrun("a", 500, 3000, 80), mkrun("a", 700, 5000, 100),
+                          mkrun("a", 500, 3100, 81), mkrun("a", 200, 1500, 40),
+                          mkrun("a", 500, 3200, 82)};
+  for (size_t i = 0; i < 5; i++) assert_int_equal(pflex_runset_append(&set, &r[i]), 0);
+  struct pflex_group *g;
+  size_t ng;
+  assert_int_equal(pflex_runset_groups(&set, &g, &ng), 0);
+  assert_int_equal(ng, 1);
+  size_t want[] = {3, 0, 2, 4, 1}; /* 200 W, the three 500 W in file order, 700 W */
+  for (size_t k = 0; k < 5; k++) assert_int_equal(g[0].runs[k], want[k]);
+  assert_int_equal(g[0].uncapped, 1);
+  pflex_groups_free(g, ng);
+  pflex_runset_release(&set);
+}
+
 static void test_extra_columns(void **state) {
   (void)state;
   struct pflex_runset set;
@@ -60,6 +81,7 @@ static void test_extra_columns(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_groups_sorted_by_cap),
+      cmocka_unit_test(test_groups_ties_keep_order),
       cmocka_unit_test(test_extra_columns),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
