@@ -170,6 +170,46 @@ static void test_errors(void **state) {
   free(big);
 }
 
+/* What spreadsheets write: a UTF-8 byte order mark before the header, CRLF
+ * line ends, quoted numbers, spaces around unquoted fields. */
+static void test_spreadsheet_style(void **state) {
+  (void)state;
+  const char *path = write_file("excel.csv", "\xEF\xBB\xBFgroup,gpu,gpus,cap_w,power_w,tokens_per_s\r\n"
+                                             "g, H200 ,\"8\",\"700\",5000 ,\"100.5\"\r\n"
+                                             "g,H200,8,300,2000,80\r\n"
+                                             "\r\n");
+  struct pflex_runset set;
+  struct pflex_diag diag;
+  int rc = pflex_runs_read_csv(path, NULL, &set, &diag);
+  if (rc) fprintf(stderr, "%s\n", diag.message);
+  assert_int_equal(rc, 0);
+  assert_int_equal(set.n, 2);
+  assert_string_equal(set.runs[0].group, "g"); /* not "\xEF\xBB\xBFg..." */
+  assert_string_equal(set.runs[0].gpu, "H200");
+  assert_int_equal(set.runs[0].gpus, 8);
+  assert_true(set.runs[0].power_w == 5000);
+  assert_true(set.runs[0].tput == 100.5);
+  assert_int_equal(set.runs[1].line, 3);
+  assert_int_equal(set.nextra, 0);
+  pflex_runset_release(&set);
+
+  /* A BOM anywhere but at the very start stays part of the data. */
+  expect_error(HEADER "\xEF\xBB\xBFg,H200,8,700,5000,100\ng,H200,8,300,2000,x\n", -PFLEX_E_PARSE, 3,
+               "tokens_per_s", "not a number");
+  /* A trailing comma gives a column without a name: said so. */
+  expect_error("group,gpu,gpus,cap_w,power_w,tokens_per_s,\ng,H200,8,700,5000,100,\n",
+               -PFLEX_E_PARSE, 1, NULL, "trailing comma");
+}
+
+static void test_directory(void **state) {
+  (void)state;
+  struct pflex_runset set;
+  struct pflex_diag diag;
+  assert_int_equal(pflex_runs_read_csv(dir, NULL, &set, &diag), -EISDIR);
+  assert_string_equal(diag.file, dir);
+  assert_non_null(strstr(diag.message, "directory"));
+}
+
 static void test_missing_file(void **state) {
   (void)state;
   struct pflex_runset set;
@@ -197,7 +237,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_reads_valid_file), cmocka_unit_test(test_round_trip),
       cmocka_unit_test(test_step_time_is_inverted), cmocka_unit_test(test_errors),
-      cmocka_unit_test(test_missing_file),
+      cmocka_unit_test(test_missing_file), cmocka_unit_test(test_spreadsheet_style),
+      cmocka_unit_test(test_directory),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
