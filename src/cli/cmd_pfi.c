@@ -268,14 +268,7 @@ static int run(int argc, char **argv) {
   else
     print_table(rows, ng, &a, &set);
   for (size_t i = 0; i < ng; i++)
-    if (rows[i].full.err) {
-      if (rows[i].full.err == -PFLEX_E_NOPOINTS)
-        cli_error("group '%s': no PFI: every capped run was excluded (see the notes; "
-                  "--exclude paper keeps all but T_i == T_max)",
-                  rows[i].g->name);
-      else
-        cli_error("group '%s': no PFI: %s", rows[i].g->name, pflex_strerror(rows[i].full.err));
-    }
+    if (rows[i].full.err) cli_error("group '%s': no PFI: %s", rows[i].g->name, rows[i].full.why);
   status = missing ? PFLEX_EXIT_FAIL : PFLEX_EXIT_OK;
 out:
   for (size_t i = 0; rows && i < ng; i++) {

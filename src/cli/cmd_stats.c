@@ -101,9 +101,7 @@ static int run(int argc, char **argv) {
   for (size_t i = 0; i < ng; i++) {
     if (cli_pfi_value_compute(&set, &groups[i], &a.opts, &vals[i])) {
       char what[256];
-      cli_error("stats: group '%s' has no PFI: %s", groups[i].name,
-                vals[i].err == -PFLEX_E_NOPOINTS ? "every capped run was excluded"
-                                                 : pflex_strerror(vals[i].err));
+      cli_error("stats: group '%s' has no PFI: %s", groups[i].name, vals[i].why);
       for (size_t k = 0; k < vals[i].n; k++)
         if (vals[i].runs[k].role == PFLEX_PFI_EXCLUDED &&
             vals[i].runs[k].reason != PFLEX_PFI_REASON_GRID) {

@@ -109,9 +109,32 @@ void cli_pfi_reason_text(const struct pflex_pfi_run_result *r, const struct pfle
   }
 }
 
+/* Why a computation that failed with v->err left no value, in words. */
+static const char *why_none(const struct cli_pfi_value *v, const struct pflex_pfi_opts *opts) {
+  if (v->err != -PFLEX_E_NOPOINTS) return pflex_strerror(v->err);
+  size_t noise = 0, excluded = 0;
+  for (size_t i = 0; i < v->n; i++)
+    if (v->runs[i].role == PFLEX_PFI_EXCLUDED) {
+      excluded++;
+      noise += v->runs[i].reason == PFLEX_PFI_REASON_NOISE;
+    }
+  if (opts->definition == PFLEX_PFI_ELASTICITY && excluded + 1 < v->n)
+    return "the runs kept have fewer than two distinct powers: no fit";
+  if (noise)
+    return "every capped run was excluded (see the notes; --exclude paper keeps all but "
+           "T_i == T_max)";
+  return "every capped run was excluded (see the notes)";
+}
+
 int cli_pfi_value_compute(const struct pflex_runset *set, const struct pflex_group *g,
                           const struct pflex_pfi_opts *opts, struct cli_pfi_value *v) {
   memset(v, 0, sizeof *v);
+  if (g->n < 2) {
+    /* pflex_pfi_compute would say only -EINVAL. */
+    v->err = -PFLEX_E_NOPOINTS;
+    v->why = "the group has a single run: PFI needs the uncapped run and at least one capped run";
+    return v->err;
+  }
   struct pflex_pfi_point *pts;
   v->err = pflex_pfi_group_points(set, g, &pts);
   if (v->err) return v->err;
@@ -124,6 +147,7 @@ int cli_pfi_value_compute(const struct pflex_runset *set, const struct pflex_gro
     if (v->runs && pflex_pfi_classify(pts, g->n, opts, v->runs) == 0) v->n = g->n;
   }
   free(pts);
+  if (v->err) v->why = why_none(v, opts);
   return v->err;
 }
 
@@ -149,9 +173,7 @@ int cli_pfi_value_json(json_t *obj, const char *prefix, const struct cli_pfi_val
   e |= set_key(obj, prefix, "ci_high", ci ? json_real(v->res.ci_high) : json_null());
   e |= set_key(obj, prefix, "runs", json_integer(ok ? (json_int_t)v->res.runs_used : 0));
   if (!ok)
-    e |= set_key(obj, prefix, "error",
-                 json_string(v->err == -PFLEX_E_NOPOINTS ? "no capped run left after exclusions"
-                                                         : pflex_strerror(v->err)));
+    e |= set_key(obj, prefix, "error", json_string(v->why));
   json_t *ex = json_array();
   for (size_t i = 0; ex && i < v->n; i++) {
     const struct pflex_pfi_run_result *r = &v->runs[i];
@@ -173,12 +195,7 @@ int cli_pfi_value_json(json_t *obj, const char *prefix, const struct cli_pfi_val
 void cli_pfi_value_notes(FILE *out, const char *group, const struct cli_pfi_value *v,
                          const struct pflex_pfi_opts *opts, const char *what) {
   char buf[256];
-  if (v->err && v->err != -PFLEX_E_NOPOINTS) {
-    fprintf(out, "  %s%s: no PFI: %s\n", group, what, pflex_strerror(v->err));
-    return;
-  }
-  if (v->err == -PFLEX_E_NOPOINTS)
-    fprintf(out, "  %s%s: no PFI: no capped run left after the exclusions below\n", group, what);
+  if (v->err) fprintf(out, "  %s%s: no PFI: %s\n", group, what, v->why);
   for (size_t i = 0; i < v->n; i++) {
     const struct pflex_pfi_run_result *r = &v->runs[i];
     if (r->role != PFLEX_PFI_EXCLUDED || r->reason == PFLEX_PFI_REASON_GRID) continue;

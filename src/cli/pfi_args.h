@@ -74,6 +74,7 @@ struct cli_pfi_value {
   struct pflex_pfi_result res;       /* valid when err == 0 */
   struct pflex_pfi_run_result *runs; /* each run's role: res.runs, or a classification */
   size_t n;
+  const char *why;                   /* when err != 0: why there is no value, for humans */
 };
 
 /* Computes group g's PFI under opts into *v (release with cli_pfi_value_release);

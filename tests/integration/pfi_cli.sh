@@ -123,6 +123,17 @@ compact=$(printf '%s' "$json" | tr -d ' \n')
 echo "$compact" | grep -q '"pfi":null' || fail "JSON pfi should be null"
 [ "$(echo "$compact" | grep -o '"reason":"within-noise"' | wc -l)" -eq 2 ] || fail "JSON reasons"
 
+# A group with only its uncapped run: no number, and the reason in words
+# (not a bare "Invalid argument"), on stderr and in JSON.
+printf 'group,gpu,gpus,cap_w,power_w,tokens_per_s\nlone,H200,8,700,5000,1000\n' > "$tmp/lone.csv"
+set +e
+"$PFLEX" pfi "$tmp/lone.csv" --draws 0 > /dev/null 2> "$tmp/err"; rc=$?
+json=$("$PFLEX" pfi "$tmp/lone.csv" --json --draws 0 2> /dev/null)
+set -e
+[ $rc -eq 1 ] || fail "single-run group: exit $rc, expected 1"
+grep -q "group 'lone': no PFI: the group has a single run" "$tmp/err" || fail "single-run error"
+printf '%s' "$json" | grep -q '"error": "the group has a single run' || fail "single-run JSON error"
+
 # Usage errors exit 2; help lists every option.
 for bad in "--definition foo" "--exclude none" "--draws -1" "--grid x" "--bogus"; do
   set +e; "$PFLEX" pfi "$tmp/runs.csv" $bad > /dev/null 2>&1; rc=$?; set -e
