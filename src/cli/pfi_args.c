@@ -17,18 +17,6 @@ void cli_pfi_args_release(struct cli_pfi_args *a) {
   a->grid = NULL;
 }
 
-static int parse_double(const char *opt, const char *arg, double lo, double *ret) {
-  char *end;
-  errno = 0;
-  double v = strtod(arg, &end);
-  if (end == arg || *end || errno || !isfinite(v) || v < lo) {
-    cli_error("%s: '%s' is not a number >= %g", opt, arg, lo);
-    return -EINVAL;
-  }
-  *ret = v;
-  return 0;
-}
-
 static int parse_ulong(const char *opt, const char *arg, unsigned long max, unsigned long *ret) {
   char *end;
   errno = 0;
@@ -74,15 +62,11 @@ int cli_pfi_option(struct cli_pfi_args *a, int c, const char *arg) {
     if (parse_ulong("--seed", arg, 0xffffffffUL, &u)) return -EINVAL;
     a->opts.seed = u;
     return 0;
-  case OPT_POWER_CV: return parse_double("--power-cv", arg, 0, &a->opts.power_cv);
-  case OPT_TPUT_CV: return parse_double("--tput-cv", arg, 0, &a->opts.tput_cv);
-  case OPT_NOISE_K: return parse_double("--noise-k", arg, 0, &a->opts.noise_k);
-  case OPT_UNIT:
-    if (cli_parse_unit(arg, &a->read.unit)) {
-      cli_error("--unit: '%s' is not one of tokens, samples, steps, step-time", arg);
-      return -EINVAL;
-    }
-    return 0;
+  case OPT_POWER_CV: return cli_parse_double("--power-cv", arg, 0, INFINITY, &a->opts.power_cv);
+  case OPT_TPUT_CV: return cli_parse_double("--tput-cv", arg, 0, INFINITY, &a->opts.tput_cv);
+  case OPT_NOISE_K: return cli_parse_double("--noise-k", arg, 0, INFINITY, &a->opts.noise_k);
+  case OPT_UNIT: return cli_parse_unit_option(arg, &a->read.unit);
+  case OPT_TPUT_COLUMN: a->read.tput_column = arg; return 0;
   }
   return 1;
 }

@@ -23,6 +23,7 @@ enum {
   OPT_EXCLUDE,
   OPT_NOISE_K,
   OPT_UNIT,
+  OPT_TPUT_COLUMN,
 };
 
 /* clang-format off */
@@ -35,7 +36,8 @@ enum {
   {"tput-cv", required_argument, NULL, OPT_TPUT_CV},       \
   {"exclude", required_argument, NULL, OPT_EXCLUDE},       \
   {"noise-k", required_argument, NULL, OPT_NOISE_K},       \
-  {"unit", required_argument, NULL, OPT_UNIT}
+  {"unit", required_argument, NULL, OPT_UNIT},             \
+  {"tput-column", required_argument, NULL, OPT_TPUT_COLUMN}
 /* clang-format on */
 
 /* The usage lines of the shared options, one per option. */
@@ -48,7 +50,8 @@ enum {
   "  --seed S         random seed of the Monte Carlo draws (default 1)\n"                          \
   "  --power-cv X     relative noise of power when power_sd is absent (default 0.004)\n"           \
   "  --tput-cv X      relative noise of throughput when tokens_sd is absent (default 0.005)\n"     \
-  "  --unit U         throughput column: tokens (default), samples, steps, step-time\n"
+  "  --unit U         throughput column: tokens (default), samples, steps, step-time\n"        \
+  "  --tput-column C  read the throughput from column C (in the unit --unit names)\n"
 
 struct cli_pfi_args {
   struct pflex_pfi_opts opts; /* opts.grid points into grid */

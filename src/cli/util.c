@@ -51,6 +51,44 @@ int cli_parse_unit(const char *s, enum pflex_tput_unit *ret) {
   return -EINVAL;
 }
 
+int cli_parse_unit_option(const char *arg, enum pflex_tput_unit *ret) {
+  if (cli_parse_unit(arg, ret) == 0) return 0;
+  cli_error("--unit: '%s' is not one of tokens, samples, steps, step-time", arg);
+  return -EINVAL;
+}
+
+int cli_parse_double(const char *opt, const char *arg, double lo, double hi, double *ret) {
+  char *end;
+  errno = 0;
+  double v = strtod(arg, &end);
+  if (end == arg || *end || errno || !isfinite(v) || v < lo || v > hi) {
+    if (isinf(hi))
+      cli_error("%s: '%s' is not a number >= %g", opt, arg, lo);
+    else
+      cli_error("%s: '%s' is not a number from %g to %g", opt, arg, lo, hi);
+    return -EINVAL;
+  }
+  *ret = v;
+  return 0;
+}
+
+int cli_parse_format(const char *arg, const char **ret) {
+  if (strcmp(arg, "csv") == 0) return *ret = "csv", 0;
+  if (strcmp(arg, "json") == 0) return *ret = "json", 0;
+  cli_error("--format: '%s' is not csv or json", arg);
+  return -EINVAL;
+}
+
+bool cli_ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), m = strlen(suffix);
+  return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+const char *cli_default_db(void) {
+  const char *db = getenv("PFLEX_DB");
+  return db && *db ? db : "pflex.db";
+}
+
 int cli_load_runs(const char *path, const struct pflex_runs_read_opts *opts,
                   struct pflex_runset *ret_set) {
   struct pflex_diag diag;

@@ -17,6 +17,22 @@ void cli_error_diag(const char *what, const struct pflex_diag *diag, int err);
 /* Parses a throughput unit name (tokens, samples, steps, step-time); -EINVAL if unknown. */
 int cli_parse_unit(const char *s, enum pflex_tput_unit *ret);
 
+/* The value of --unit: as cli_parse_unit, printing the error itself. */
+int cli_parse_unit_option(const char *arg, enum pflex_tput_unit *ret);
+
+/* The value of option opt as a finite number in [lo, hi] (hi may be INFINITY);
+ * prints the error and returns -EINVAL otherwise. */
+int cli_parse_double(const char *opt, const char *arg, double lo, double hi, double *ret);
+
+/* The value of --format: "csv" or "json" (a static string), printing the error otherwise. */
+int cli_parse_format(const char *arg, const char **ret);
+
+/* True when s ends with suffix. */
+bool cli_ends_with(const char *s, const char *suffix);
+
+/* The store file when --db is not given: $PFLEX_DB if set and not empty, else ./pflex.db. */
+const char *cli_default_db(void);
+
 /* Loads a runs CSV and prints any error; prints the reconstructed-data notice
  * when the runs carry set values of the reference reconstruction. 0 or -errno. */
 int cli_load_runs(const char *path, const struct pflex_runs_read_opts *opts,

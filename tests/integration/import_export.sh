@@ -77,6 +77,10 @@ expect 0 "$PFLEX" import runs.csv
 expect 0 "$PFLEX" export --db a.db --format json --out back.json
 grep -q '"format": "pflex-runs"' back.json || fail "not a runs JSON document"
 expect 0 "$PFLEX" import back.json --db j.db
+# --json is --format json, as in the other commands; contradicting --format is a usage error.
+expect 0 "$PFLEX" export --db a.db --json
+cmp -s out back.json || fail "export --json differs from --format json --out"
+expect 2 "$PFLEX" export --db a.db --json --format csv
 expect 0 "$PFLEX" export --db j.db --out back2.csv
 same_runs runs.csv back2.csv
 

@@ -101,6 +101,10 @@ awk -v l="$lo" -v h="$hi" 'BEGIN { exit !(l < 1.893333 && 1.893333 < h && h - l 
 sed -e 's/tokens_per_s/samples_per_s/' "$tmp/runs.csv" > "$tmp/samples.csv"
 csv=$("$PFLEX" pfi "$tmp/samples.csv" --unit samples --csv --draws 0 2> "$tmp/err")
 near "$(cget "$csv" curveA pfi)" 1.893333 1e-6 "samples/s"
+# A throughput column of any name, as pflex import takes it.
+sed -e 's/tokens_per_s/my_rate/' "$tmp/runs.csv" > "$tmp/named.csv"
+csv=$("$PFLEX" pfi "$tmp/named.csv" --tput-column my_rate --csv --draws 0)
+near "$(cget "$csv" curveA pfi)" 1.893333 1e-6 "--tput-column"
 
 # A group whose every cap is within noise: no number, the reasons, exit 1.
 cat > "$tmp/flat.csv" <<'CSV'
@@ -142,7 +146,7 @@ done
 set +e; "$PFLEX" pfi > /dev/null 2>&1; rc=$?; set -e
 [ $rc -eq 2 ] || fail "no file: exit $rc"
 help=$("$PFLEX" help pfi)
-for o in --grid --definition --draws --seed --power-cv --tput-cv --exclude --noise-k --unit --json --csv; do
+for o in --grid --definition --draws --seed --power-cv --tput-cv --exclude --noise-k --unit --tput-column --json --csv; do
   echo "$help" | grep -q -- "$o" || fail "help lacks $o"
 done
 echo "pfi_cli: ok"
