@@ -10,16 +10,11 @@
 
 #include <cmocka.h>
 
+#include "assert_near.h"
+
 #include "pflex/error.h"
 #include "pflex/pfi.h"
 
-/* Debian 12's cmocka 1.1.5 has no double comparison (its float one rounds to float). */
-#define assert_near(a, b, tol)                                                                     \
-  do {                                                                                             \
-    double a_ = (a), b_ = (b);                                                                     \
-    if (!(fabs(a_ - b_) <= (tol)))                                                                 \
-      fail_msg("%s = %.9g, expected %.9g +/- %g", #a, a_, b_, (double)(tol));                      \
-  } while (0)
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
 static struct pflex_pfi_point pt(double cap, double p, double t) {

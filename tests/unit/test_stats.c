@@ -9,15 +9,10 @@
 
 #include <cmocka.h>
 
+#include "assert_near.h"
+
 #include "pflex/stats.h"
 
-/* Debian 12's cmocka 1.1.5 has no double comparison (its float one rounds to float). */
-#define assert_near(a, b, tol)                                                                     \
-  do {                                                                                             \
-    double a_ = (a), b_ = (b);                                                                     \
-    if (!(fabs(a_ - b_) <= (tol)))                                                                 \
-      fail_msg("%s = %.9g, expected %.9g +/- %g", #a, a_, b_, (double)(tol));                      \
-  } while (0)
 
 /* Ranks with ties: 10, 20, 20, 30, 20 -> 1, 3, 3, 5, 3 (the three 20s share ranks 2-4). */
 static void test_ranks(void **state) {
