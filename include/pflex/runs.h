@@ -95,6 +95,13 @@ int pflex_runset_groups(const struct pflex_runset *set, struct pflex_group **ret
                         size_t *ret_n);
 void pflex_groups_free(struct pflex_group *groups, size_t n);
 
+/* Checks the rules that span runs of a group: one GPU type and count, no cap
+ * twice, and (unless partial) an uncapped run for GPU types with a known TDP.
+ * 0, or a pflex error with diag naming set->source and the run's line (or, for
+ * runs without one, its position "run N"). */
+int pflex_runset_check_groups(const struct pflex_runset *set, bool partial,
+                              struct pflex_diag *diag);
+
 /* True when the unit gives absolute tokens/s. */
 bool pflex_tput_unit_absolute(enum pflex_tput_unit unit);
 const char *pflex_tput_unit_name(enum pflex_tput_unit unit);

@@ -87,6 +87,8 @@ static int run(int argc, char **argv) {
   int err;
   if (strcmp(format, "json") == 0) {
     err = pflex_runs_read_json(path, &set, &diag);
+    /* The same group rules as a CSV (the CSV reader applies them itself). */
+    if (!err) err = pflex_runset_check_groups(&set, mode == PFLEX_STORE_APPEND, &diag);
     if (err) cli_error_diag("cannot read", &diag, err);
   } else {
     err = cli_load_runs(path, &ropts, &set);
@@ -112,7 +114,8 @@ static int run(int argc, char **argv) {
   if (err) {
     cli_error_diag("cannot import", &diag, err);
     fprintf(stderr, "nothing was imported into '%s'%s\n", db,
-            err == -EEXIST && mode == PFLEX_STORE_REJECT_EXISTING
+            err == -EEXIST && mode == PFLEX_STORE_REJECT_EXISTING &&
+                    strcmp(diag.column, "group") == 0 /* not a cap twice in the file */
                 ? "; --replace replaces stored groups, --append adds runs to them"
                 : "");
     pflex_runset_release(&set);

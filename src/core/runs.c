@@ -2,8 +2,10 @@
  * reading and writing CSV lives in src/io/runs_csv.c. */
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "pflex/runs.h"
 
@@ -189,6 +191,73 @@ void pflex_groups_free(struct pflex_group *groups, size_t n) {
   if (!groups) return;
   for (size_t j = 0; j < n; j++) free(groups[j].runs);
   free(groups);
+}
+
+/* Per-GPU default power limits (TDP, W) of the GPU types pflex knows; a run at
+ * or above it is uncapped. For other types the run at the highest cap is taken
+ * as the uncapped one (docs/formats.md). */
+static const struct {
+  const char *gpu;
+  double tdp_w;
+} known_tdp[] = {{"H100", 700}, {"H200", 700}, {"A100", 400}, {"B200", 1000}};
+
+/* Names run r for a message: its line when it came from a file with lines
+ * (CSV), else its 1-based position in the runset (JSON). */
+static size_t run_number(const struct pflex_runset *set, const struct pflex_run *r) {
+  return r->line ? r->line : (size_t)(r - set->runs) + 1;
+}
+
+static int group_fail(const struct pflex_runset *set, const struct pflex_run *r, int err,
+                      const char *column, const char *msg, struct pflex_diag *diag) {
+  if (r->line) return pflex_diag_set(diag, err, set->source, r->line, column, "%s", msg);
+  return pflex_diag_set(diag, err, set->source, 0, column, "run %zu: %s", run_number(set, r), msg);
+}
+
+int pflex_runset_check_groups(const struct pflex_runset *set, bool partial,
+                              struct pflex_diag *diag) {
+  struct pflex_group *g;
+  size_t ng;
+  char msg[200];
+  int err = pflex_runset_groups(set, &g, &ng);
+  if (err) return err;
+  for (size_t j = 0; j < ng && !err; j++) {
+    /* Compare with the group's first run in the file, so the error names the later one. */
+    const struct pflex_run *first = &set->runs[g[j].runs[0]];
+    for (size_t k = 1; k < g[j].n; k++)
+      if (run_number(set, &set->runs[g[j].runs[k]]) < run_number(set, first))
+        first = &set->runs[g[j].runs[k]];
+    for (size_t k = 0; k < g[j].n && !err; k++) {
+      const struct pflex_run *r = &set->runs[g[j].runs[k]];
+      if (strcmp(r->gpu, first->gpu) != 0) {
+        snprintf(msg, sizeof msg, "group '%s' mixes GPU types '%s' and '%s'", r->group,
+                 first->gpu, r->gpu);
+        err = group_fail(set, r, -PFLEX_E_DATA, "gpu", msg, diag);
+      } else if (r->gpus != first->gpus) {
+        snprintf(msg, sizeof msg, "group '%s' mixes GPU counts %d and %d", r->group, first->gpus,
+                 r->gpus);
+        err = group_fail(set, r, -PFLEX_E_DATA, "gpus", msg, diag);
+      } else if (k > 0 && r->cap_w == set->runs[g[j].runs[k - 1]].cap_w) {
+        /* Equal caps sort in file order: prev comes first. */
+        const struct pflex_run *prev = &set->runs[g[j].runs[k - 1]];
+        snprintf(msg, sizeof msg, "group '%s' has cap %g W twice (%s %zu and %zu)", r->group,
+                 r->cap_w, r->line ? "lines" : "runs", run_number(set, prev), run_number(set, r));
+        err = group_fail(set, r, -PFLEX_E_DATA, "cap_w", msg, diag);
+      }
+    }
+    if (err) break;
+    const struct pflex_run *top = &set->runs[g[j].uncapped];
+    for (size_t i = 0; !partial && i < sizeof known_tdp / sizeof *known_tdp; i++)
+      if (strcasecmp(top->gpu, known_tdp[i].gpu) == 0 && top->cap_w < known_tdp[i].tdp_w) {
+        snprintf(msg, sizeof msg,
+                 "group '%s' has no uncapped run: its highest cap is %g W, below the %s's %g W "
+                 "default limit",
+                 top->group, top->cap_w, top->gpu, known_tdp[i].tdp_w);
+        err = group_fail(set, top, -PFLEX_E_NOUNCAPPED, "cap_w", msg, diag);
+        break;
+      }
+  }
+  pflex_groups_free(g, ng);
+  return err;
 }
 
 bool pflex_tput_unit_absolute(enum pflex_tput_unit unit) { return unit == PFLEX_TPUT_TOKENS_PER_S; }

@@ -11,14 +11,6 @@
 #include "io/csv_table.h"
 #include "pflex/runs.h"
 
-/* Per-GPU default power limits (TDP, W) of the GPU types pflex knows; a run at
- * or above it is uncapped. For other types the run at the highest cap is taken
- * as the uncapped one (docs/formats.md). */
-static const struct {
-  const char *gpu;
-  double tdp_w;
-} known_tdp[] = {{"H100", 700}, {"H200", 700}, {"A100", 400}, {"B200", 1000}};
-
 /* Columns pflex interprets; every other column is kept verbatim in extra. */
 static const char *const known_columns[] = {
     "group", "gpu", "gpus", "cap_w", "power_w", "power_sd", "model", "arch", "task",
@@ -169,47 +161,6 @@ static bool tput_column_name(const struct pflex__csv_table *t, size_t col, long 
   return (long)col == tput_col || (long)col == tput_sd;
 }
 
-static int check_groups(const struct ctx *c, const struct pflex_runset *set, bool partial) {
-  struct pflex_group *g;
-  size_t ng;
-  int err = pflex_runset_groups(set, &g, &ng);
-  if (err) return err;
-  for (size_t j = 0; j < ng && !err; j++) {
-    /* Blame the later line in the file, not the lower cap. */
-    const struct pflex_run *first = &set->runs[g[j].runs[0]];
-    for (size_t k = 1; k < g[j].n; k++)
-      if (set->runs[g[j].runs[k]].line < first->line) first = &set->runs[g[j].runs[k]];
-    for (size_t k = 0; k < g[j].n && !err; k++) {
-      const struct pflex_run *r = &set->runs[g[j].runs[k]];
-      if (strcmp(r->gpu, first->gpu) != 0)
-        err = pflex_diag_set(c->diag, -PFLEX_E_DATA, c->path, r->line, "gpu",
-                             "group '%s' mixes GPU types '%s' and '%s'", r->group, first->gpu, r->gpu);
-      else if (r->gpus != first->gpus)
-        err = pflex_diag_set(c->diag, -PFLEX_E_DATA, c->path, r->line, "gpus",
-                             "group '%s' mixes GPU counts %d and %d", r->group, first->gpus, r->gpus);
-      else if (k > 0 && r->cap_w == set->runs[g[j].runs[k - 1]].cap_w) {
-        const struct pflex_run *prev = &set->runs[g[j].runs[k - 1]];
-        const struct pflex_run *later = prev->line > r->line ? prev : r;
-        err = pflex_diag_set(c->diag, -PFLEX_E_DATA, c->path, later->line, "cap_w",
-                             "group '%s' has cap %g W twice (lines %zu and %zu)", r->group, r->cap_w,
-                             prev->line < r->line ? prev->line : r->line, later->line);
-      }
-    }
-    if (err) break;
-    const struct pflex_run *top = &set->runs[g[j].uncapped];
-    for (size_t i = 0; !partial && i < sizeof known_tdp / sizeof *known_tdp; i++)
-      if (strcasecmp(top->gpu, known_tdp[i].gpu) == 0 && top->cap_w < known_tdp[i].tdp_w) {
-        err = pflex_diag_set(c->diag, -PFLEX_E_NOUNCAPPED, c->path, top->line, "cap_w",
-                             "group '%s' has no uncapped run: its highest cap is %g W, below the "
-                             "%s's %g W default limit", top->group, top->cap_w, top->gpu,
-                             known_tdp[i].tdp_w);
-        break;
-      }
-  }
-  pflex_groups_free(g, ng);
-  return err;
-}
-
 int pflex_runs_read_csv(const char *path, const struct pflex_runs_read_opts *opts,
                         struct pflex_runset *ret_set, struct pflex_diag *diag) {
   struct pflex__csv_table t;
@@ -299,11 +250,11 @@ int pflex_runs_read_csv(const char *path, const struct pflex_runs_read_opts *opt
     if (err) break;
   }
   free(extra);
-  if (!err) err = check_groups(&c, &set, opts && opts->partial_groups);
   if (!err) {
     set.source = strdup(path);
     if (!set.source) err = -ENOMEM;
   }
+  if (!err) err = pflex_runset_check_groups(&set, opts && opts->partial_groups, diag);
 out:
   free(extra_col);
   pflex__csv_release(&t);
