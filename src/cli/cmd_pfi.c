@@ -22,7 +22,8 @@ static const char usage[] =
     "                   uncapped run is always kept); shown beside the full-grid "
     "value\n" PFI_OPTIONS_USAGE "  --json           JSON array, one object per group\n"
     "  --csv            CSV, one row per group\n"
-    "Exit status 1 when a group has no PFI (every capped run excluded).";
+    "Exit status 1 when a group has no PFI (a single run, or every capped run excluded;\n"
+    "the other groups are still printed), 2 on a usage error.";
 
 enum { OPT_JSON = 2000, OPT_CSV };
 
