@@ -94,6 +94,7 @@ struct pflex_pfi_result {
   size_t n;
 };
 
+/* Zeroes a result; pflex_pfi_result_release frees its runs (NULL allowed) and zeroes it again. */
 void pflex_pfi_result_init(struct pflex_pfi_result *res);
 void pflex_pfi_result_release(struct pflex_pfi_result *res);
 

@@ -73,6 +73,7 @@ struct pflex_group {
   size_t uncapped;    /* index into runset->runs of the run at the highest cap */
 };
 
+/* Makes set an empty runset; pflex_runset_release frees it (NULL allowed) and leaves it empty. */
 void pflex_runset_init(struct pflex_runset *set);
 void pflex_runset_release(struct pflex_runset *set);
 
@@ -93,6 +94,7 @@ int pflex_runset_metric(const struct pflex_runset *set, size_t i, const char *na
  * and each group's runs array are freed by pflex_groups_free. */
 int pflex_runset_groups(const struct pflex_runset *set, struct pflex_group **ret_groups,
                         size_t *ret_n);
+/* Frees the groups of pflex_runset_groups (NULL allowed). */
 void pflex_groups_free(struct pflex_group *groups, size_t n);
 
 /* Checks the rules that span runs of a group: one GPU type and count, no cap
@@ -104,6 +106,7 @@ int pflex_runset_check_groups(const struct pflex_runset *set, bool partial,
 
 /* True when the unit gives absolute tokens/s. */
 bool pflex_tput_unit_absolute(enum pflex_tput_unit unit);
+/* Display names: "tokens/s", ...; "dense"/"moe" and "pt"/"ft", "" when unknown. Never NULL. */
 const char *pflex_tput_unit_name(enum pflex_tput_unit unit);
 const char *pflex_arch_name(enum pflex_arch arch);
 const char *pflex_task_name(enum pflex_task task);

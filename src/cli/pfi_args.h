@@ -60,6 +60,7 @@ struct cli_pfi_args {
   struct pflex_runs_read_opts read;
 };
 
+/* Sets the defaults of every shared option; cli_pfi_args_release frees the grid. */
 void cli_pfi_args_init(struct cli_pfi_args *a);
 void cli_pfi_args_release(struct cli_pfi_args *a);
 
