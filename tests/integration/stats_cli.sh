@@ -75,7 +75,7 @@ grep -q "group 'moept3' has no arch" "$tmp/err" || fail "missing arch message"
 set +e; "$PFLEX" stats "$tmp/t6.csv" --definition nope > /dev/null 2>&1; rc=$?; set -e
 [ $rc -eq 2 ] || fail "bad definition: exit $rc"
 help=$("$PFLEX" help stats)
-for o in --grid --definition --draws --seed --power-cv --tput-cv --exclude --noise-k --unit --json; do
+for o in --grid --definition --draws --seed --power-cv --tput-cv --exclude --noise-k --unit --tput-column --json; do
   echo "$help" | grep -q -- "$o" || fail "help lacks $o"
 done
 echo "stats_cli: ok"
