@@ -138,6 +138,13 @@ set -e
 grep -q "group 'lone': no PFI: the group has a single run" "$tmp/err" || fail "single-run error"
 printf '%s' "$json" | grep -q '"error": "the group has a single run' || fail "single-run JSON error"
 
+# Output that cannot be written (a full disk) is an error, not a silent exit 0.
+if [ -w /dev/full ]; then
+  set +e; "$PFLEX" pfi "$tmp/runs.csv" --json --draws 0 > /dev/full 2> "$tmp/err"; rc=$?; set -e
+  [ $rc -eq 1 ] || fail "write to a full disk: exit $rc, expected 1"
+  grep -q "cannot write to standard output" "$tmp/err" || fail "full-disk message: $(cat "$tmp/err")"
+fi
+
 # Usage errors exit 2; help lists every option.
 for bad in "--definition foo" "--exclude none" "--draws -1" "--grid x" "--bogus"; do
   set +e; "$PFLEX" pfi "$tmp/runs.csv" $bad > /dev/null 2>&1; rc=$?; set -e
