@@ -8,6 +8,7 @@
  * not silently change which runs the number is made of. */
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,6 +69,7 @@ static int check_inputs(const struct pflex_pfi_point *pts, size_t n, const struc
       !isfinite(o->power_cv) || !(o->tput_cv >= 0) || !isfinite(o->tput_cv))
     return -EINVAL;
   if (o->ngrid && !o->grid) return -EINVAL;
+  if (o->draws > SIZE_MAX / sizeof(double)) return -EINVAL; /* draws * 8 bytes would wrap */
   size_t u = 0;
   for (size_t i = 0; i < n; i++) {
     const struct pflex_pfi_point *p = &pts[i];

@@ -364,6 +364,11 @@ static void test_bad_input(void **state) {
   assert_int_equal(pflex_pfi_compute(two_max, 3, &o, &r), -EINVAL);
   o.noise_k = -1;
   assert_int_equal(pflex_pfi_compute(curve_a, N_OF(curve_a), &o, &r), -EINVAL);
+  /* A draw count whose buffer size (draws * 8 bytes) wraps around to 16 bytes
+   * is refused, not allocated small and overrun. */
+  o = opts_nodraws();
+  o.draws = SIZE_MAX / sizeof(double) + 3;
+  assert_int_equal(pflex_pfi_compute(curve_a, N_OF(curve_a), &o, &r), -EINVAL);
 }
 
 static void test_names(void **state) {
