@@ -213,7 +213,8 @@ static int run(int argc, char **argv) {
         return PFLEX_EXIT_USAGE;
       break;
     case OPT_SUSTAIN:
-      if (cli_parse_double("--sustain-s", optarg, 0, 1e7, &po.sustain_s) < 0) return PFLEX_EXIT_USAGE;
+      if (cli_parse_double("--sustain-s", optarg, 0, 1e7, &po.sustain_s) < 0)
+        return PFLEX_EXIT_USAGE;
       break;
     case OPT_TOP:
       if (cli_parse_double("--top", optarg, 1e-9, 1, &po.top) < 0) return PFLEX_EXIT_USAGE;

@@ -156,8 +156,7 @@ int cli_pfi_value_json(json_t *obj, const char *prefix, const struct cli_pfi_val
   e |= set_key(obj, prefix, "ci_low", ci ? json_real(v->res.ci_low) : json_null());
   e |= set_key(obj, prefix, "ci_high", ci ? json_real(v->res.ci_high) : json_null());
   e |= set_key(obj, prefix, "runs", json_integer(ok ? (json_int_t)v->res.runs_used : 0));
-  if (!ok)
-    e |= set_key(obj, prefix, "error", json_string(v->why));
+  if (!ok) e |= set_key(obj, prefix, "error", json_string(v->why));
   json_t *ex = json_array();
   for (size_t i = 0; ex && i < v->n; i++) {
     const struct pflex_pfi_run_result *r = &v->runs[i];

@@ -50,7 +50,7 @@ enum {
   "  --seed S         random seed of the Monte Carlo draws (default 1)\n"                          \
   "  --power-cv X     relative noise of power when power_sd is absent (default 0.004)\n"           \
   "  --tput-cv X      relative noise of throughput when tokens_sd is absent (default 0.005)\n"     \
-  "  --unit U         throughput column: tokens (default), samples, steps, step-time\n"        \
+  "  --unit U         throughput column: tokens (default), samples, steps, step-time\n"            \
   "  --tput-column C  read the throughput from column C (in the unit --unit names)\n"
 
 struct cli_pfi_args {
@@ -78,7 +78,7 @@ struct cli_pfi_value {
   struct pflex_pfi_result res;       /* valid when err == 0 */
   struct pflex_pfi_run_result *runs; /* each run's role: res.runs, or a classification */
   size_t n;
-  const char *why;                   /* when err != 0: why there is no value, for humans */
+  const char *why; /* when err != 0: why there is no value, for humans */
 };
 
 /* Computes group g's PFI under opts into *v (release with cli_pfi_value_release);

@@ -22,8 +22,9 @@ static void test_diag_format(void **state) {
   (void)state;
   struct pflex_diag d;
   char buf[200];
-  assert_int_equal(pflex_diag_set(&d, -PFLEX_E_PARSE, "runs.csv", 12, "power_w", "'%s' is not a number", "x"),
-                   -PFLEX_E_PARSE);
+  assert_int_equal(
+      pflex_diag_set(&d, -PFLEX_E_PARSE, "runs.csv", 12, "power_w", "'%s' is not a number", "x"),
+      -PFLEX_E_PARSE);
   pflex_diag_format(&d, buf, sizeof buf);
   assert_string_equal(buf, "'runs.csv': line 12, column 'power_w': 'x' is not a number");
   /* Without a line the column follows the file with ": ". */
@@ -48,7 +49,8 @@ static void test_diag_format_truncates(void **state) {
   memset(buf, 'Z', sizeof buf);
   pflex_diag_format(&d, buf, 10);
   assert_string_equal(buf, "'a-rather"); /* 9 characters and the NUL */
-  for (size_t i = 10; i < sizeof buf; i++) assert_int_equal(buf[i], 'Z');
+  for (size_t i = 10; i < sizeof buf; i++)
+    assert_int_equal(buf[i], 'Z');
   buf[0] = 'Z';
   pflex_diag_format(&d, buf, 0); /* size 0: nothing written at all */
   assert_int_equal(buf[0], 'Z');

@@ -13,7 +13,6 @@
 
 #include "pflex/stats.h"
 
-
 /* Ranks with ties: 10, 20, 20, 30, 20 -> 1, 3, 3, 5, 3 (the three 20s share ranks 2-4). */
 static void test_ranks(void **state) {
   (void)state;
