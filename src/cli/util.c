@@ -152,7 +152,10 @@ int cli_parse_list(const char *s, double **ret_values, size_t *ret_n) {
       free(v);
       return err;
     }
-    for (double x = a; x <= b + 1e-9 * fabs(step); x += step) {
+    /* a + i * step, not repeated addition: 0.1 steps must not drift past b. */
+    size_t count = (size_t)floor((b - a) / step + 1e-9) + 1;
+    for (size_t i = 0; i < count; i++) {
+      double x = a + (double)i * step;
       if (n == cap) {
         cap = cap ? 2 * cap : 16;
         double *nv = realloc(v, cap * sizeof *nv);

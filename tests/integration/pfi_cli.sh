@@ -56,6 +56,10 @@ near "$(cget "$csv" curveB pfi)" 2.355263 1e-6 "curveB noise rule"
 [ "$(cget "$csv" curveB excluded)" = "600:within-noise" ] || fail "curveB excluded"
 near "$(cget "$csv" law pfi)" 1.6 1e-9 "law ratio"
 
+# A range A:B:STEP is the list it spells out, ends included.
+[ "$("$PFLEX" pfi "$tmp/runs.csv" --grid 200:600:100 --csv --draws 0)" = \
+  "$("$PFLEX" pfi "$tmp/runs.csv" --grid 200,300,400,500,600 --csv --draws 0)" ] || fail "grid range"
+
 # A grid cap that no run has is named, in the table notes and in JSON.
 out=$("$PFLEX" pfi "$tmp/runs.csv" --grid 200,500,650 --draws 0)
 echo "$out" | grep -q 'curveA (grid): no run at 650 W' || fail "grid cap without a run"
