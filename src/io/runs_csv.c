@@ -118,8 +118,9 @@ static bool is_known(const char *name) {
   return false;
 }
 
-/* Chooses the throughput column: explicit name, else tokens_per_s, else the
- * column of the requested unit, else the only rate column present. */
+/* Chooses the throughput column: an explicit name; else, when a unit other
+ * than tokens/s is asked for, that unit's column (the user said which); else
+ * tokens_per_s; else the only rate column present. */
 static int pick_tput(const struct ctx *c, const struct pflex_runs_read_opts *opts, long *ret_col,
                      long *ret_sd, enum pflex_tput_unit *ret_unit) {
   const struct pflex__csv_table *t = c->t;
@@ -136,23 +137,28 @@ static int pick_tput(const struct ctx *c, const struct pflex_runs_read_opts *opt
     *ret_sd = pflex__csv_column(t, sd);
     return 0;
   }
+  size_t which = 0, nfound = 0;
   long found = -1;
-  size_t nfound = 0, which = 0;
   for (size_t i = 0; i < NTPUT; i++) {
     long col = pflex__csv_column(t, tput_columns[i].column);
-    if (col < 0) continue;
-    if (tput_columns[i].unit == want || tput_columns[i].unit == PFLEX_TPUT_TOKENS_PER_S) {
-      if (found < 0 || tput_columns[i].unit == PFLEX_TPUT_TOKENS_PER_S) found = col, which = i;
+    if (want != PFLEX_TPUT_TOKENS_PER_S && tput_columns[i].unit == want) {
+      if (col < 0)
+        return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, t->header.line,
+                              tput_columns[i].column,
+                              "required column missing from the header (the unit asked for)");
+      found = col, which = i, nfound = 1;
+      break;
     }
-    nfound++;
-    if (nfound == 1 && found < 0) which = i;
+    if (col < 0) continue;
+    if (nfound++ == 0 || tput_columns[i].unit == PFLEX_TPUT_TOKENS_PER_S) found = col, which = i;
   }
-  if (found < 0 && nfound == 1) found = pflex__csv_column(t, tput_columns[which].column);
-  if (found < 0)
+  if (nfound == 0)
     return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, t->header.line, "tokens_per_s",
-                          nfound ? "several throughput columns and none chosen (--unit)"
-                                 : "required column missing from the header (or samples_per_s, "
-                                   "steps_per_s, s_per_step)");
+                          "required column missing from the header (or samples_per_s, "
+                          "steps_per_s, s_per_step)");
+  if (nfound > 1 && tput_columns[which].unit != PFLEX_TPUT_TOKENS_PER_S)
+    return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, t->header.line, NULL,
+                          "several throughput columns and none chosen (--unit)");
   *ret_col = found;
   *ret_unit = tput_columns[which].unit;
   *ret_sd = pflex__csv_column(t, tput_columns[which].sd_column);

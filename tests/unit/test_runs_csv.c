@@ -124,6 +124,38 @@ static void test_step_time_is_inverted(void **state) {
   pflex_runset_release(&set);
 }
 
+/* --unit picks its column even when tokens_per_s is there too (docs/formats.md:
+ * "choose among several rate columns with --unit"); the other rate stays an
+ * extra column. A unit whose column is absent is an error, not a fallback. */
+static void test_unit_chooses_column(void **state) {
+  (void)state;
+  const char *path = write_file("two.csv", "group,gpu,gpus,cap_w,power_w,tokens_per_s,samples_per_s\n"
+                                           "g,H200,8,700,5000,1000,4\ng,H200,8,300,2000,600,3\n");
+  struct pflex_runs_read_opts o = {.unit = PFLEX_TPUT_SAMPLES_PER_S};
+  struct pflex_runset set;
+  struct pflex_diag diag;
+  assert_int_equal(pflex_runs_read_csv(path, &o, &set, &diag), 0);
+  assert_int_equal(set.unit, PFLEX_TPUT_SAMPLES_PER_S);
+  assert_true(set.runs[0].tput == 4 && set.runs[1].tput == 3);
+  assert_int_equal(set.nextra, 1);
+  assert_string_equal(set.extra_names[0], "tokens_per_s");
+  pflex_runset_release(&set);
+  /* The default unit still prefers tokens_per_s. */
+  assert_int_equal(pflex_runs_read_csv(path, NULL, &set, &diag), 0);
+  assert_int_equal(set.unit, PFLEX_TPUT_TOKENS_PER_S);
+  assert_true(set.runs[0].tput == 1000);
+  pflex_runset_release(&set);
+  o.unit = PFLEX_TPUT_STEPS_PER_S;
+  assert_int_equal(pflex_runs_read_csv(path, &o, &set, &diag), -PFLEX_E_PARSE);
+  assert_int_equal(diag.line, 1);
+  assert_string_equal(diag.column, "steps_per_s");
+  /* Two rates and neither tokens nor a unit: ambiguous. */
+  path = write_file("amb.csv", "group,gpu,gpus,cap_w,power_w,samples_per_s,steps_per_s\n"
+                               "g,H200,8,700,5000,4,1\n");
+  assert_int_equal(pflex_runs_read_csv(path, NULL, &set, &diag), -PFLEX_E_PARSE);
+  assert_non_null(strstr(diag.message, "several throughput columns"));
+}
+
 static void test_errors(void **state) {
   (void)state;
   expect_error("", -PFLEX_E_PARSE, 0, NULL, "empty file");
@@ -238,7 +270,7 @@ int main(void) {
       cmocka_unit_test(test_reads_valid_file), cmocka_unit_test(test_round_trip),
       cmocka_unit_test(test_step_time_is_inverted), cmocka_unit_test(test_errors),
       cmocka_unit_test(test_missing_file), cmocka_unit_test(test_spreadsheet_style),
-      cmocka_unit_test(test_directory),
+      cmocka_unit_test(test_directory), cmocka_unit_test(test_unit_chooses_column),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
