@@ -93,7 +93,10 @@ static int run(int argc, char **argv) {
   } else {
     err = cli_load_runs(path, &ropts, &set);
   }
-  if (err) return PFLEX_EXIT_FAIL;
+  if (err) {
+    pflex_runset_release(&set); /* a JSON file read but refused by the group rules */
+    return PFLEX_EXIT_FAIL;
+  }
   if (set.n == 0) {
     cli_error("'%s' holds no runs; nothing to import", path);
     pflex_runset_release(&set);
