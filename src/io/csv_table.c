@@ -137,7 +137,10 @@ int pflex__csv_read(const char *path, struct pflex__csv_table *ret, struct pflex
     }
     if (csv_parse(&p, text, (size_t)len, on_field, on_record, &rd) != (size_t)len) {
       err = pflex_diag_set(diag, -PFLEX_E_PARSE, path, rd.line, NULL, "%s",
-                           csv_strerror(csv_error(&p)));
+                           csv_error(&p) == CSV_EPARSE
+                               ? "malformed quoting: a '\"' inside an unquoted field or text after "
+                                 "a closing quote (quote the whole field, double the quotes in it)"
+                               : csv_strerror(csv_error(&p)));
       goto out;
     }
     if (rd.err) {
@@ -151,8 +154,10 @@ int pflex__csv_read(const char *path, struct pflex__csv_table *ret, struct pflex
     goto out;
   }
   if (csv_fini(&p, on_field, on_record, &rd) != 0) {
-    err = pflex_diag_set(diag, -PFLEX_E_PARSE, path, rd.line, NULL, "%s (unterminated quote?)",
-                         csv_strerror(csv_error(&p)));
+    err = pflex_diag_set(diag, -PFLEX_E_PARSE, path, rd.line, NULL, "%s",
+                         csv_error(&p) == CSV_EPARSE
+                             ? "unterminated quote: a quoted field runs to the end of the file"
+                             : csv_strerror(csv_error(&p)));
     goto out;
   }
   if (rd.err) {

@@ -189,7 +189,8 @@ static void test_errors(void **state) {
                -PFLEX_E_PARSE, 2, "arch", "dense");
   expect_error("group,gpu,gpus,cap_w,power_w,tokens_per_s,gpu\n", -PFLEX_E_PARSE, 1, "gpu",
                "twice");
-  expect_error(HEADER "g,H200,8,700,5000,\"100\n", -PFLEX_E_PARSE, 2, NULL, "quote");
+  expect_error(HEADER "g,H200,8,700,5000,\"100\n", -PFLEX_E_PARSE, 2, NULL, "unterminated quote");
+  expect_error(HEADER "g,H2\"00,8,700,5000,100\n", -PFLEX_E_PARSE, 2, NULL, "malformed quoting");
 
   /* A line far longer than any real one. */
   size_t n = 70000;
