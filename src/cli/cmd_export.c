@@ -22,7 +22,7 @@ static const char usage[] =
     "  --format csv|json  output format (default: json when --out ends in .json, else csv)\n"
     "  --json, --csv      the same as --format json, --format csv\n"
     "  --out FILE         write to FILE atomically (default: standard output)\n"
-    "  --list             list the stored groups instead (a table; JSON with --format json)";
+    "  --list             list the stored groups instead (a table; JSON with --json)";
 
 static int write_csv_stdout(const struct pflex_runset *set) {
   int err = pflex_runs_write_csv_stream(set, stdout);
