@@ -37,6 +37,10 @@ enum pflex_run_field {
   PFLEX_RUN_GRAD_CKPT = 1u << 6,
 };
 
+/* Largest gpus, seq_len, batch or ep a runs file may give (each is >= 1): far
+ * above any real job, and small enough for int arithmetic on it. */
+#define PFLEX_RUN_INT_MAX 1000000
+
 struct pflex_run {
   char *group;        /* sweep group name (required) */
   char *gpu;          /* GPU type, e.g. "H200" (required) */

@@ -63,18 +63,15 @@ static int parse_positive(const struct ctx *c, const struct pflex__csv_record *r
   return 0;
 }
 
-/* Far above any GPU count, sequence length, batch or EP degree; keeps int arithmetic safe. */
-#define PARSE_INT_MAX 1000000
-
 static int parse_int(const struct ctx *c, const struct pflex__csv_record *r, long col, int min,
                      int *ret) {
   const char *s = r->fields[col];
   char *end;
   errno = 0;
   long v = strtol(s, &end, 10);
-  if (!*s || *end || errno || v < min || v > PARSE_INT_MAX)
+  if (!*s || *end || errno || v < min || v > PFLEX_RUN_INT_MAX)
     return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, r->line, c->t->header.fields[col],
-                          "'%s' is not a whole number from %d to %d", s, min, PARSE_INT_MAX);
+                          "'%s' is not a whole number from %d to %d", s, min, PFLEX_RUN_INT_MAX);
   *ret = (int)v;
   return 0;
 }
