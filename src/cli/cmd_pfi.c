@@ -101,19 +101,23 @@ static void print_table(const struct row *rows, size_t n, const struct cli_pfi_a
   bool any = false;
   for (size_t i = 0; i < n; i++) {
     if (rows[i].full.err || (a->grid && rows[i].grid.err)) any = true;
+    if (a->opts.draws &&
+        ((!rows[i].full.err && rows[i].full.res.draws_used < a->opts.draws) ||
+         (a->grid && !rows[i].grid.err && rows[i].grid.res.draws_used < a->opts.draws)))
+      any = true;
     for (size_t k = 0; k < a->ngrid; k++)
       if (grid_missing(&rows[i], a, k)) any = true;
     for (size_t k = 0; k < rows[i].full.n; k++)
       if (rows[i].full.runs[k].role == PFLEX_PFI_EXCLUDED) any = true;
   }
   if (!any) return;
-  printf("\nnotes (runs left out, grid caps without a run):\n");
+  printf("\nnotes (runs left out, grid caps without a run, incomplete CIs):\n");
   for (size_t i = 0; i < n; i++) {
-    cli_pfi_value_notes(stdout, rows[i].g->name, &rows[i].full, &a->opts, "");
+    cli_pfi_value_notes(stdout, rows[i].g->name, &rows[i].full, &a->opts, "", true);
     /* On the grid a run is excluded for the same reason as on the full grid;
-     * repeat only what the grid adds: a group left with no value. */
-    if (a->grid && rows[i].grid.err && !rows[i].full.err)
-      cli_pfi_value_notes(stdout, rows[i].g->name, &rows[i].grid, &a->opts, " (grid)");
+     * repeat only what the grid adds: no value, or a CI on fewer draws. */
+    if (a->grid && !(rows[i].grid.err && rows[i].full.err))
+      cli_pfi_value_notes(stdout, rows[i].g->name, &rows[i].grid, &a->opts, " (grid)", false);
     for (size_t k = 0; k < a->ngrid; k++)
       if (grid_missing(&rows[i], a, k))
         printf("  %s (grid): no run at %g W: the grid value rests on fewer caps\n", rows[i].g->name,

@@ -156,6 +156,7 @@ int cli_pfi_value_json(json_t *obj, const char *prefix, const struct cli_pfi_val
   e |= set_key(obj, prefix, "ci_low", ci ? json_real(v->res.ci_low) : json_null());
   e |= set_key(obj, prefix, "ci_high", ci ? json_real(v->res.ci_high) : json_null());
   e |= set_key(obj, prefix, "runs", json_integer(ok ? (json_int_t)v->res.runs_used : 0));
+  e |= set_key(obj, prefix, "draws_used", json_integer(ok ? (json_int_t)v->res.draws_used : 0));
   if (!ok) e |= set_key(obj, prefix, "error", json_string(v->why));
   json_t *ex = json_array();
   for (size_t i = 0; ex && i < v->n; i++) {
@@ -176,10 +177,16 @@ int cli_pfi_value_json(json_t *obj, const char *prefix, const struct cli_pfi_val
 }
 
 void cli_pfi_value_notes(FILE *out, const char *group, const struct cli_pfi_value *v,
-                         const struct pflex_pfi_opts *opts, const char *what) {
+                         const struct pflex_pfi_opts *opts, const char *what, bool with_excluded) {
   char buf[256];
   if (v->err) fprintf(out, "  %s%s: no PFI: %s\n", group, what, v->why);
-  for (size_t i = 0; i < v->n; i++) {
+  /* Dropped draws bias the interval: say so rather than print it as if complete. */
+  if (!v->err && opts->draws && v->res.draws_used < opts->draws)
+    fprintf(out,
+            "  %s%s: CI from %zu of %zu draws: the others gave a non-positive power or "
+            "throughput or no value\n",
+            group, what, v->res.draws_used, opts->draws);
+  for (size_t i = 0; with_excluded && i < v->n; i++) {
     const struct pflex_pfi_run_result *r = &v->runs[i];
     if (r->role != PFLEX_PFI_EXCLUDED || r->reason == PFLEX_PFI_REASON_GRID) continue;
     cli_pfi_reason_text(r, opts, buf, sizeof buf);

@@ -91,8 +91,10 @@ void cli_pfi_value_release(struct cli_pfi_value *v);
  * drop, drop_se}], grid exclusions left out) on obj with keys prefixed by prefix. */
 int cli_pfi_value_json(json_t *obj, const char *prefix, const struct cli_pfi_value *v);
 
-/* Prints "  GROUP: CAP W: reason" lines for v's excluded runs (grid ones left out). */
+/* Prints note lines for v: why it has no value, a CI resting on fewer draws
+ * than asked for, and (with_excluded) "GROUP: CAP W excluded: reason" per run
+ * left out (grid ones left out). */
 void cli_pfi_value_notes(FILE *out, const char *group, const struct cli_pfi_value *v,
-                         const struct pflex_pfi_opts *opts, const char *what);
+                         const struct pflex_pfi_opts *opts, const char *what, bool with_excluded);
 
 #endif

@@ -142,6 +142,17 @@ set -e
 grep -q "group 'lone': no PFI: the group has a single run" "$tmp/err" || fail "single-run error"
 printf '%s' "$json" | grep -q '"error": "the group has a single run' || fail "single-run JSON error"
 
+# Noise so large that some draws give a negative power: the CI rests on fewer
+# draws than asked for, and the output says so (table note, JSON draws_used).
+printf 'group,gpu,gpus,cap_w,power_w,tokens_per_s,power_sd\nnoisy,H200,8,200,1600,700,900\nnoisy,H200,8,700,4400,1000,\n' > "$tmp/noisy.csv"
+out=$("$PFLEX" pfi "$tmp/noisy.csv" --draws 1000)
+echo "$out" | grep -Eq 'noisy: CI from [0-9]+ of 1000 draws' || fail "no note on dropped draws: $out"
+used=$(jget "$("$PFLEX" pfi "$tmp/noisy.csv" --draws 1000 --json)" draws_used)
+# P(1600 + 900 Z <= 0) = P(Z <= -1.78) = 3.8%: about 38 of 1000 dropped.
+[ "$used" -gt 900 ] && [ "$used" -lt 1000 ] || fail "draws_used $used, expected about 962"
+[ "$(jget "$("$PFLEX" pfi "$tmp/runs.csv" --draws 100 --json)" draws_used)" = 100 ] ||
+  fail "draws_used on clean data"
+
 # Output that cannot be written (a full disk) is an error, not a silent exit 0.
 if [ -w /dev/full ]; then
   set +e; "$PFLEX" pfi "$tmp/runs.csv" --json --draws 0 > /dev/full 2> "$tmp/err"; rc=$?; set -e
