@@ -192,6 +192,8 @@ static int run(int argc, char **argv) {
     else
       printf("-\n");
   }
+  for (size_t i = 0; i < ng; i++) /* only a CI on fewer draws than asked for: no group failed */
+    cli_pfi_value_notes(stdout, groups[i].name, &vals[i], &a.opts, "", false);
   printf("\n(definition %s, exclusion rule %s)\n\n", pflex_pfi_definition_name(a.opts.definition),
          pflex_pfi_exclude_name(a.opts.exclude));
   printf("%-18s %4s %11s %9s\n", "cluster", "n", "median PFI", "mean PFI");
