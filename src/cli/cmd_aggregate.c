@@ -226,9 +226,7 @@ static int run(int argc, char **argv) {
     case OPT_APPEND: append = true; break;
     case OPT_CSV: csv = true; break;
     case OPT_JSON: json = true; break;
-    default:
-      cli_error("unknown or incomplete option '%s'; see 'pflex help aggregate'", argv[optind - 1]);
-      return PFLEX_EXIT_USAGE;
+    default: cli_bad_option("aggregate", argv[optind - 1]); return PFLEX_EXIT_USAGE;
     }
   }
   if (optind != argc - 1) {

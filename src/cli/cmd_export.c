@@ -102,10 +102,7 @@ static int run(int argc, char **argv) {
     }
     case 'o': out = optarg; break;
     case 'l': list = true; break;
-    default:
-      cli_error("export: unknown or incomplete option '%s'; see 'pflex help export'",
-                argv[optind - 1]);
-      goto out;
+    default: cli_bad_option("export", argv[optind - 1]); goto out;
     }
   }
   if (optind != argc) {

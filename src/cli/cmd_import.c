@@ -63,10 +63,7 @@ static int run(int argc, char **argv) {
       if (cli_parse_format(optarg, &format)) return PFLEX_EXIT_USAGE;
       break;
     case 'j': json = true; break;
-    default:
-      cli_error("import: unknown or incomplete option '%s'; see 'pflex help import'",
-                argv[optind - 1]);
-      return PFLEX_EXIT_USAGE;
+    default: cli_bad_option("import", argv[optind - 1]); return PFLEX_EXIT_USAGE;
     }
   }
   if (nmodes > 1) {

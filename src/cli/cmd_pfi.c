@@ -230,8 +230,7 @@ static int run(int argc, char **argv) {
     else if (c == OPT_CSV)
       csv = true;
     else if (c == '?' || c == ':') {
-      cli_error("pfi: unknown option or missing value '%s'; see 'pflex help pfi'",
-                argv[optind - 1]);
+      cli_bad_option("pfi", argv[optind - 1]);
       goto out;
     } else if (cli_pfi_option(&a, c, optarg) != 0)
       goto out;

@@ -78,8 +78,7 @@ static int run(int argc, char **argv) {
     if (c == OPT_JSON)
       json = true;
     else if (c == '?' || c == ':') {
-      cli_error("stats: unknown option or missing value '%s'; see 'pflex help stats'",
-                argv[optind - 1]);
+      cli_bad_option("stats", argv[optind - 1]);
       goto out;
     } else if (cli_pfi_option(&a, c, optarg) != 0)
       goto out;

@@ -11,6 +11,9 @@
 /* Prints "error: " + message to stderr (the one place errors are printed). */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints "error: CMD: unknown option or missing value 'ARG'; see 'pflex help CMD'"
+ * (what getopt_long's '?' and ':' mean). */
+void cli_bad_option(const char *cmd, const char *arg);
 /* Prints "error: <what>: <diag>" for a failed read. */
 void cli_error_diag(const char *what, const struct pflex_diag *diag, int err);
 
