@@ -9,7 +9,9 @@
 
 #include "pflex/runs.h"
 
-void pflex_runset_init(struct pflex_runset *set) { memset(set, 0, sizeof *set); }
+void pflex_runset_init(struct pflex_runset *set) {
+  memset(set, 0, sizeof *set);
+}
 
 static void run_release(struct pflex_run *r, size_t nextra) {
   free(r->group);
@@ -17,21 +19,26 @@ static void run_release(struct pflex_run *r, size_t nextra) {
   free(r->model);
   free(r->set);
   if (r->extra)
-    for (size_t k = 0; k < nextra; k++) free(r->extra[k]);
+    for (size_t k = 0; k < nextra; k++)
+      free(r->extra[k]);
   free(r->extra);
 }
 
 void pflex_runset_release(struct pflex_runset *set) {
   if (!set) return;
-  for (size_t i = 0; i < set->n; i++) run_release(&set->runs[i], set->nextra);
+  for (size_t i = 0; i < set->n; i++)
+    run_release(&set->runs[i], set->nextra);
   free(set->runs);
-  for (size_t k = 0; k < set->nextra; k++) free(set->extra_names[k]);
+  for (size_t k = 0; k < set->nextra; k++)
+    free(set->extra_names[k]);
   free(set->extra_names);
   free(set->source);
   pflex_runset_init(set);
 }
 
-static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
+static char *dup_or_null(const char *s) {
+  return s ? strdup(s) : NULL;
+}
 
 int pflex_runset_add_column(struct pflex_runset *set, const char *name, size_t *ret_index) {
   for (size_t k = 0; k < set->nextra; k++)
@@ -53,7 +60,8 @@ int pflex_runset_add_column(struct pflex_runset *set, const char *name, size_t *
     char *empty = ex ? strdup("") : NULL;
     if (ex) set->runs[i].extra = ex;
     if (!empty) {
-      for (size_t j = 0; j < i; j++) free(set->runs[j].extra[set->nextra]);
+      for (size_t j = 0; j < i; j++)
+        free(set->runs[j].extra[set->nextra]);
       free(copy);
       return -ENOMEM;
     }
@@ -94,7 +102,8 @@ int pflex_runset_append(struct pflex_runset *set, const struct pflex_run *run) {
   return 0;
 }
 
-int pflex_runset_set_extra(struct pflex_runset *set, size_t i, const char *name, const char *value) {
+int pflex_runset_set_extra(struct pflex_runset *set, size_t i, const char *name,
+                           const char *value) {
   if (i >= set->n) return -EINVAL;
   size_t k;
   int err = pflex_runset_add_column(set, name, &k);
@@ -115,7 +124,8 @@ int pflex_runset_metric(const struct pflex_runset *set, size_t i, const char *na
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    while (*end == ' ') end++;
+    while (*end == ' ')
+      end++;
     if (end == s || *end || errno == ERANGE || !isfinite(v)) return -EINVAL;
     *ret = v;
     return 0;
@@ -140,9 +150,11 @@ static int cmp_cap_index(const void *a, const void *b) {
 static int sort_by_cap(const struct pflex_runset *set, size_t *runs, size_t n) {
   struct cap_index *tmp = malloc(n * sizeof *tmp);
   if (!tmp) return -ENOMEM;
-  for (size_t k = 0; k < n; k++) tmp[k] = (struct cap_index){set->runs[runs[k]].cap_w, runs[k]};
+  for (size_t k = 0; k < n; k++)
+    tmp[k] = (struct cap_index){set->runs[runs[k]].cap_w, runs[k]};
   qsort(tmp, n, sizeof *tmp, cmp_cap_index);
-  for (size_t k = 0; k < n; k++) runs[k] = tmp[k].index;
+  for (size_t k = 0; k < n; k++)
+    runs[k] = tmp[k].index;
   free(tmp);
   return 0;
 }
@@ -172,7 +184,8 @@ int pflex_runset_groups(const struct pflex_runset *set, struct pflex_group **ret
     if (!g[j].runs) goto fail;
     g[j].n = 0;
   }
-  for (size_t i = 0; i < set->n; i++) g[owner[i]].runs[g[owner[i]].n++] = i;
+  for (size_t i = 0; i < set->n; i++)
+    g[owner[i]].runs[g[owner[i]].n++] = i;
   for (size_t j = 0; j < ng; j++) {
     if (sort_by_cap(set, g[j].runs, g[j].n)) goto fail;
     g[j].uncapped = g[j].runs[g[j].n - 1];
@@ -189,7 +202,8 @@ fail:
 
 void pflex_groups_free(struct pflex_group *groups, size_t n) {
   if (!groups) return;
-  for (size_t j = 0; j < n; j++) free(groups[j].runs);
+  for (size_t j = 0; j < n; j++)
+    free(groups[j].runs);
   free(groups);
 }
 
@@ -229,8 +243,8 @@ int pflex_runset_check_groups(const struct pflex_runset *set, bool partial,
     for (size_t k = 0; k < g[j].n && !err; k++) {
       const struct pflex_run *r = &set->runs[g[j].runs[k]];
       if (strcmp(r->gpu, first->gpu) != 0) {
-        snprintf(msg, sizeof msg, "group '%s' mixes GPU types '%s' and '%s'", r->group,
-                 first->gpu, r->gpu);
+        snprintf(msg, sizeof msg, "group '%s' mixes GPU types '%s' and '%s'", r->group, first->gpu,
+                 r->gpu);
         err = group_fail(set, r, -PFLEX_E_DATA, "gpu", msg, diag);
       } else if (r->gpus != first->gpus) {
         snprintf(msg, sizeof msg, "group '%s' mixes GPU counts %d and %d", r->group, first->gpus,
@@ -260,7 +274,9 @@ int pflex_runset_check_groups(const struct pflex_runset *set, bool partial,
   return err;
 }
 
-bool pflex_tput_unit_absolute(enum pflex_tput_unit unit) { return unit == PFLEX_TPUT_TOKENS_PER_S; }
+bool pflex_tput_unit_absolute(enum pflex_tput_unit unit) {
+  return unit == PFLEX_TPUT_TOKENS_PER_S;
+}
 
 const char *pflex_tput_unit_name(enum pflex_tput_unit unit) {
   switch (unit) {

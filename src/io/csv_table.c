@@ -15,14 +15,15 @@ struct reader {
   struct pflex__csv_table *t;
   struct pflex__csv_record cur;
   size_t cur_cap;
-  size_t line;        /* physical line being fed */
+  size_t line; /* physical line being fed */
   bool in_record;
   bool header_done;
-  int err;            /* -ENOMEM from a callback */
+  int err; /* -ENOMEM from a callback */
 };
 
 static void record_free(struct pflex__csv_record *r) {
-  for (size_t i = 0; i < r->n; i++) free(r->fields[i]);
+  for (size_t i = 0; i < r->n; i++)
+    free(r->fields[i]);
   free(r->fields);
   r->fields = NULL;
   r->n = 0;
@@ -69,7 +70,8 @@ static void on_record(int c, void *data) {
   } else {
     struct pflex__csv_table *t = rd->t;
     if ((t->nrows & (t->nrows - 1)) == 0) { /* grow at powers of two */
-      struct pflex__csv_record *rows = realloc(t->rows, (t->nrows ? 2 * t->nrows : 1) * sizeof *rows);
+      struct pflex__csv_record *rows =
+          realloc(t->rows, (t->nrows ? 2 * t->nrows : 1) * sizeof *rows);
       if (!rows) {
         rd->err = -ENOMEM;
         record_free(&rd->cur);
@@ -86,7 +88,8 @@ static void on_record(int c, void *data) {
 void pflex__csv_release(struct pflex__csv_table *t) {
   if (!t) return;
   record_free(&t->header);
-  for (size_t i = 0; i < t->nrows; i++) record_free(&t->rows[i]);
+  for (size_t i = 0; i < t->nrows; i++)
+    record_free(&t->rows[i]);
   free(t->rows);
   memset(t, 0, sizeof *t);
 }
@@ -128,7 +131,8 @@ int pflex__csv_read(const char *path, struct pflex__csv_table *ret, struct pflex
     }
     if ((size_t)len > PFLEX_CSV_MAX_LINE) {
       err = pflex_diag_set(diag, -PFLEX_E_PARSE, path, rd.line, NULL,
-                           "line is %zd bytes long, more than the %u allowed", len, PFLEX_CSV_MAX_LINE);
+                           "line is %zd bytes long, more than the %u allowed", len,
+                           PFLEX_CSV_MAX_LINE);
       goto out;
     }
     if (memchr(text, '\0', (size_t)len)) {
@@ -192,7 +196,8 @@ int pflex__csv_read(const char *path, struct pflex__csv_table *ret, struct pflex
     if (t.rows[i].n != t.header.n) {
       err = pflex_diag_set(diag, -PFLEX_E_PARSE, path, t.rows[i].line, NULL,
                            "%zu fields where the header has %zu", t.rows[i].n, t.header.n);
-      for (size_t j = i; j < t.nrows; j++) record_free(&t.rows[j]);
+      for (size_t j = i; j < t.nrows; j++)
+        record_free(&t.rows[j]);
       t.nrows = kept;
       goto out;
     }

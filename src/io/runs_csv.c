@@ -12,9 +12,9 @@
 #include "pflex/runs.h"
 
 /* Columns pflex interprets; every other column is kept verbatim in extra. */
-static const char *const known_columns[] = {
-    "group", "gpu", "gpus", "cap_w", "power_w", "power_sd", "model", "arch", "task",
-    "seq_len", "batch", "ep", "compile", "grad_ckpt", "set"};
+static const char *const known_columns[] = {"group",    "gpu",   "gpus",    "cap_w",     "power_w",
+                                            "power_sd", "model", "arch",    "task",      "seq_len",
+                                            "batch",    "ep",    "compile", "grad_ckpt", "set"};
 
 static const struct {
   enum pflex_tput_unit unit;
@@ -43,7 +43,8 @@ static int parse_double(const struct ctx *c, const struct pflex__csv_record *r, 
   errno = 0;
   double v = strtod(s, &end);
   if (end == s || *end)
-    return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, r->line, name, "'%s' is not a number", s);
+    return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, r->line, name, "'%s' is not a number",
+                          s);
   if (!isfinite(v) || errno == ERANGE)
     return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, r->line, name,
                           "'%s' is not a finite number", s);
@@ -77,7 +78,8 @@ static int parse_int(const struct ctx *c, const struct pflex__csv_record *r, lon
 }
 
 static int parse_bool(const struct ctx *c, const struct pflex__csv_record *r, long col, bool *ret) {
-  static const char *const yes[] = {"1", "true", "yes", "y"}, *const no[] = {"0", "false", "no", "n"};
+  static const char *const yes[] = {"1", "true", "yes", "y"}, *const no[] = {"0", "false", "no",
+                                                                             "n"};
   const char *s = r->fields[col];
   for (size_t i = 0; i < 4; i++) {
     if (strcasecmp(s, yes[i]) == 0) return *ret = true, 0;
@@ -218,8 +220,10 @@ int pflex_runs_read_csv(const char *path, const struct pflex_runs_read_opts *opt
     double v;
     run.group = r->fields[col[0]];
     run.gpu = r->fields[col[1]];
-    if (!*run.group) err = pflex_diag_set(diag, -PFLEX_E_PARSE, path, r->line, "group", "empty");
-    else if (!*run.gpu) err = pflex_diag_set(diag, -PFLEX_E_PARSE, path, r->line, "gpu", "empty");
+    if (!*run.group)
+      err = pflex_diag_set(diag, -PFLEX_E_PARSE, path, r->line, "group", "empty");
+    else if (!*run.gpu)
+      err = pflex_diag_set(diag, -PFLEX_E_PARSE, path, r->line, "gpu", "empty");
     if (!err) err = parse_int(&c, r, col[2], 1, &run.gpus);
     if (!err) err = parse_positive(&c, r, col[3], &run.cap_w);
     if (!err) err = parse_positive(&c, r, col[4], &run.power_w);
@@ -231,7 +235,8 @@ int pflex_runs_read_csv(const char *path, const struct pflex_runs_read_opts *opt
     }
     if (!err && tput_sd >= 0 && *r->fields[tput_sd] && !(err = parse_double(&c, r, tput_sd, &v))) {
       if (v < 0)
-        err = pflex_diag_set(diag, -PFLEX_E_DATA, path, r->line, t.header.fields[tput_sd], "negative");
+        err = pflex_diag_set(diag, -PFLEX_E_DATA, path, r->line, t.header.fields[tput_sd],
+                             "negative");
       /* A time-per-step SD becomes the SD of its inverse to first order. */
       if (set.unit == PFLEX_TPUT_PER_STEP_TIME) v = v * run.tput * run.tput;
       run.tput_sd = v, run.have |= PFLEX_RUN_TPUT_SD;
@@ -239,19 +244,24 @@ int pflex_runs_read_csv(const char *path, const struct pflex_runs_read_opts *opt
     if (!err && col[6] >= 0 && *r->fields[col[6]]) run.model = r->fields[col[6]];
     if (!err && col[7] >= 0 && *r->fields[col[7]]) err = parse_arch(&c, r, col[7], &run.arch);
     if (!err && col[8] >= 0 && *r->fields[col[8]]) err = parse_task(&c, r, col[8], &run.task);
-    if (!err && col[9] >= 0 && *r->fields[col[9]] && !(err = parse_int(&c, r, col[9], 1, &run.seq_len)))
+    if (!err && col[9] >= 0 && *r->fields[col[9]] &&
+        !(err = parse_int(&c, r, col[9], 1, &run.seq_len)))
       run.have |= PFLEX_RUN_SEQ_LEN;
-    if (!err && col[10] >= 0 && *r->fields[col[10]] && !(err = parse_int(&c, r, col[10], 1, &run.batch)))
+    if (!err && col[10] >= 0 && *r->fields[col[10]] &&
+        !(err = parse_int(&c, r, col[10], 1, &run.batch)))
       run.have |= PFLEX_RUN_BATCH;
-    if (!err && col[11] >= 0 && *r->fields[col[11]] && !(err = parse_int(&c, r, col[11], 1, &run.ep)))
+    if (!err && col[11] >= 0 && *r->fields[col[11]] &&
+        !(err = parse_int(&c, r, col[11], 1, &run.ep)))
       run.have |= PFLEX_RUN_EP;
-    if (!err && col[12] >= 0 && *r->fields[col[12]] && !(err = parse_bool(&c, r, col[12], &run.compile)))
+    if (!err && col[12] >= 0 && *r->fields[col[12]] &&
+        !(err = parse_bool(&c, r, col[12], &run.compile)))
       run.have |= PFLEX_RUN_COMPILE;
     if (!err && col[13] >= 0 && *r->fields[col[13]] &&
         !(err = parse_bool(&c, r, col[13], &run.grad_ckpt)))
       run.have |= PFLEX_RUN_GRAD_CKPT;
     if (!err && col[14] >= 0 && *r->fields[col[14]]) run.set = r->fields[col[14]];
-    for (size_t k = 0; !err && k < set.nextra; k++) extra[k] = r->fields[extra_col[k]];
+    for (size_t k = 0; !err && k < set.nextra; k++)
+      extra[k] = r->fields[extra_col[k]];
     if (!err) err = pflex_runset_append(&set, &run);
     if (err) break;
   }
@@ -292,7 +302,8 @@ int pflex_runs_write_csv_stream(const struct pflex_runset *set, FILE *f) {
     any_set |= r->set != NULL;
   }
   size_t u = 0;
-  while (u + 1 < NTPUT && tput_columns[u].unit != set->unit) u++;
+  while (u + 1 < NTPUT && tput_columns[u].unit != set->unit)
+    u++;
 
   int err = 0;
   fprintf(f, "group,gpu,gpus,cap_w,power_w,%s", tput_columns[u].column);
@@ -327,8 +338,10 @@ int pflex_runs_write_csv_stream(const struct pflex_runset *set, FILE *f) {
     fputs(num, f);
 #define OPT_NUM(bit, value)                                                                        \
   if (have & (bit)) {                                                                              \
-    if (r->have & (bit)) fmt_double(num, sizeof num, (value)), fprintf(f, ",%s", num);             \
-    else fputc(',', f);                                                                            \
+    if (r->have & (bit))                                                                           \
+      fmt_double(num, sizeof num, (value)), fprintf(f, ",%s", num);                                \
+    else                                                                                           \
+      fputc(',', f);                                                                               \
   }
     OPT_NUM(PFLEX_RUN_POWER_SD, r->power_sd)
     OPT_NUM(PFLEX_RUN_TPUT_SD,
@@ -339,8 +352,10 @@ int pflex_runs_write_csv_stream(const struct pflex_runset *set, FILE *f) {
     if (any_task) fprintf(f, ",%s", pflex_task_name(r->task));
 #define OPT_INT(bit, value)                                                                        \
   if (have & (bit)) {                                                                              \
-    if (r->have & (bit)) fprintf(f, ",%d", (int)(value));                                          \
-    else fputc(',', f);                                                                            \
+    if (r->have & (bit))                                                                           \
+      fprintf(f, ",%d", (int)(value));                                                             \
+    else                                                                                           \
+      fputc(',', f);                                                                               \
   }
     OPT_INT(PFLEX_RUN_SEQ_LEN, r->seq_len)
     OPT_INT(PFLEX_RUN_BATCH, r->batch)

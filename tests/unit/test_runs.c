@@ -12,8 +12,8 @@
 #include "pflex/runs.h"
 
 static struct pflex_run mkrun(const char *group, double cap, double p, double t) {
-  return (struct pflex_run){.group = (char *)group, .gpu = "H200", .gpus = 8,
-                            .cap_w = cap, .power_w = p, .tput = t};
+  return (struct pflex_run){
+      .group = (char *)group, .gpu = "H200", .gpus = 8, .cap_w = cap, .power_w = p, .tput = t};
 }
 
 static void test_groups_sorted_by_cap(void **state) {
@@ -23,7 +23,8 @@ static void test_groups_sorted_by_cap(void **state) {
   struct pflex_run r[] = {mkrun("a", 700, 5000, 100), mkrun("b", 200, 1500, 40),
                           mkrun("a", 300, 2300, 70), mkrun("b", 700, 4800, 90),
                           mkrun("a", 500, 3800, 95)};
-  for (size_t i = 0; i < 5; i++) assert_int_equal(pflex_runset_append(&set, &r[i]), 0);
+  for (size_t i = 0; i < 5; i++)
+    assert_int_equal(pflex_runset_append(&set, &r[i]), 0);
   struct pflex_group *g;
   size_t ng;
   assert_int_equal(pflex_runset_groups(&set, &g, &ng), 0);
@@ -47,13 +48,15 @@ static void test_groups_ties_keep_order(void **state) {
   struct pflex_run r[] = {mkrun("a", 500, 3000, 80), mkrun("a", 700, 5000, 100),
                           mkrun("a", 500, 3100, 81), mkrun("a", 200, 1500, 40),
                           mkrun("a", 500, 3200, 82)};
-  for (size_t i = 0; i < 5; i++) assert_int_equal(pflex_runset_append(&set, &r[i]), 0);
+  for (size_t i = 0; i < 5; i++)
+    assert_int_equal(pflex_runset_append(&set, &r[i]), 0);
   struct pflex_group *g;
   size_t ng;
   assert_int_equal(pflex_runset_groups(&set, &g, &ng), 0);
   assert_int_equal(ng, 1);
   size_t want[] = {3, 0, 2, 4, 1}; /* 200 W, the three 500 W in file order, 700 W */
-  for (size_t k = 0; k < 5; k++) assert_int_equal(g[0].runs[k], want[k]);
+  for (size_t k = 0; k < 5; k++)
+    assert_int_equal(g[0].runs[k], want[k]);
   assert_int_equal(g[0].uncapped, 1);
   pflex_groups_free(g, ng);
   pflex_runset_release(&set);
@@ -67,7 +70,8 @@ static void test_check_groups(void **state) {
   pflex_runset_init(&set);
   struct pflex_run r[] = {mkrun("a", 700, 5000, 100), mkrun("a", 300, 2300, 70),
                           mkrun("a", 300, 2400, 71)};
-  for (size_t i = 0; i < 3; i++) assert_int_equal(pflex_runset_append(&set, &r[i]), 0);
+  for (size_t i = 0; i < 3; i++)
+    assert_int_equal(pflex_runset_append(&set, &r[i]), 0);
   struct pflex_diag diag;
   assert_int_equal(pflex_runset_check_groups(&set, false, &diag), -PFLEX_E_DATA);
   assert_int_equal(diag.line, 0);
@@ -81,7 +85,8 @@ static void test_check_groups(void **state) {
   struct pflex_run q[] = {mkrun("b", 600, 4000, 90), mkrun("b", 300, 2300, 70)};
   q[0].line = 7;
   q[1].line = 8;
-  for (size_t i = 0; i < 2; i++) assert_int_equal(pflex_runset_append(&set, &q[i]), 0);
+  for (size_t i = 0; i < 2; i++)
+    assert_int_equal(pflex_runset_append(&set, &q[i]), 0);
   assert_int_equal(pflex_runset_check_groups(&set, false, &diag), -PFLEX_E_NOUNCAPPED);
   assert_int_equal(diag.line, 7);
   assert_non_null(strstr(diag.message, "no uncapped run"));
