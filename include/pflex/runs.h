@@ -48,8 +48,9 @@ struct pflex_run {
   double cap_w;       /* per-GPU power cap in W; the TDP when uncapped (required) */
   double power_w;     /* aggregate measured power of all the job's GPUs, W (required) */
   double tput;        /* throughput in the runset's unit, higher is better (required) */
-  double power_sd;    /* standard deviation of power_w (PFLEX_RUN_POWER_SD) */
-  double tput_sd;     /* standard deviation of tput (PFLEX_RUN_TPUT_SD) */
+  double power_sd;    /* noise of power_w as a measurement, the SD the PFI CI draws from:
+                         the SE of a top-10% mean, or the spread of repeats (PFLEX_RUN_POWER_SD) */
+  double tput_sd;     /* the same for tput (PFLEX_RUN_TPUT_SD) */
   char *model;        /* optional, NULL when absent */
   char *set;          /* optional: headline, validation, h100, ... */
   enum pflex_arch arch;
