@@ -78,7 +78,14 @@ void cli_pfi_reason_text(const struct pflex_pfi_run_result *r, const struct pfle
     snprintf(buf, size, "throughput equals the uncapped run's (T_i == T_max): Eq. 1 is undefined");
     break;
   case PFLEX_PFI_REASON_NOISE:
-    if (r->drop <= 0)
+    if (r->drop < -o->noise_k * r->drop_se)
+      /* Faster than uncapped beyond noise: excluded all the same (its PFI_i would be
+       * negative), but the likelier story is a bad uncapped run, so say that. */
+      snprintf(buf, size,
+               "throughput %.2f%% above the uncapped run's, beyond noise (%g x %.2f%%): "
+               "check the uncapped run",
+               -100 * r->drop, o->noise_k, 100 * r->drop_se);
+    else if (r->drop <= 0)
       snprintf(buf, size, "cap does not bind: throughput %.2f%% above the uncapped run's",
                -100 * r->drop);
     else

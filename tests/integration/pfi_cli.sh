@@ -131,6 +131,13 @@ compact=$(printf '%s' "$json" | tr -d ' \n')
 echo "$compact" | grep -q '"pfi":null' || fail "JSON pfi should be null"
 [ "$(echo "$compact" | grep -o '"reason":"within-noise"' | wc -l)" -eq 2 ] || fail "JSON reasons"
 
+# A capped run faster than the uncapped one beyond noise (+10%, SE 0.7%):
+# excluded, with a hint that the uncapped run is the suspect.
+printf 'group,gpu,gpus,cap_w,power_w,tokens_per_s\nfast,H200,8,200,1600,500\nfast,H200,8,500,4000,1100\nfast,H200,8,700,5000,1000\n' > "$tmp/fast.csv"
+out=$("$PFLEX" pfi "$tmp/fast.csv" --draws 0)
+echo "$out" | grep -q 'fast: 500 W excluded: throughput 10.00% above the uncapped run.s, beyond noise' ||
+  fail "faster-than-uncapped note: $out"
+
 # A group with only its uncapped run: no number, and the reason in words
 # (not a bare "Invalid argument"), on stderr and in JSON.
 printf 'group,gpu,gpus,cap_w,power_w,tokens_per_s\nlone,H200,8,700,5000,1000\n' > "$tmp/lone.csv"
