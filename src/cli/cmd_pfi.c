@@ -54,10 +54,10 @@ static void grid_text(char *buf, size_t size, const struct cli_pfi_args *a, cons
     o += (size_t)snprintf(buf + o, size - o, "%s%g", i ? sep : "", a->grid[i]);
 }
 
-/* True when grid cap k matches no run of row r (the same 0.5 W tolerance as the core). */
+/* True when grid cap k matches no run of row r (the core's tolerance). */
 static bool grid_missing(const struct row *r, const struct cli_pfi_args *a, size_t k) {
   for (size_t i = 0; i < r->full.n; i++)
-    if (fabs(r->full.runs[i].cap_w - a->grid[k]) <= 0.5) return false;
+    if (fabs(r->full.runs[i].cap_w - a->grid[k]) <= PFLEX_PFI_GRID_TOLERANCE_W) return false;
   return true;
 }
 

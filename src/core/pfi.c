@@ -22,9 +22,6 @@
 #include "pflex/pfi.h"
 #include "pflex/runs.h"
 
-/* A grid value names a cap when it is within this many watts: caps are set in
- * whole watts, CSVs may carry them as 200 or 200.0. */
-#define GRID_TOLERANCE_W 0.5
 
 int pflex_pfi_index(double p, double t, double p_max, double t_max, double *ret) {
   if (!(p > 0) || !(t > 0) || !(p_max > 0) || !(t_max > 0)) return -EINVAL;
@@ -91,7 +88,7 @@ static int check_inputs(const struct pflex_pfi_point *pts, size_t n, const struc
 static bool in_grid(double cap, const struct pflex_pfi_opts *o) {
   if (!o->grid) return true;
   for (size_t g = 0; g < o->ngrid; g++)
-    if (fabs(o->grid[g] - cap) <= GRID_TOLERANCE_W) return true;
+    if (fabs(o->grid[g] - cap) <= PFLEX_PFI_GRID_TOLERANCE_W) return true;
   return false;
 }
 
