@@ -51,6 +51,7 @@ struct pflex_series {
   double *tput;           /* [ntput], higher is better */
 };
 
+/* Makes s an empty series; pflex_series_release frees it (NULL allowed). */
 void pflex_series_init(struct pflex_series *s);
 void pflex_series_release(struct pflex_series *s);
 
@@ -89,6 +90,7 @@ struct pflex_phase_opts {
   const char *fb_metric;    /* NULL = "fb_used_mib" */
 };
 
+/* Fills opts with the paper's values (10 GiB, 50%, top 10%) and the defaults listed above. */
 void pflex_phase_opts_default(struct pflex_phase_opts *opts);
 
 /* Classifies every sample: (*ret_phases)[i] is the phase of sample i (the
@@ -135,6 +137,7 @@ struct pflex_series_agg {
   double step_s;                     /* median time-step interval found */
 };
 
+/* Frees what pflex_series_aggregate allocated in agg (NULL allowed). */
 void pflex_series_agg_release(struct pflex_series_agg *agg);
 
 /* Detects the phases and aggregates the training phase (docs/telemetry.md):

@@ -74,7 +74,7 @@ rm -f "$tmp/sweep.csv"
 "$PFLEX" aggregate "$tmp/series.csv" --group g1 --gpu-type H200 --cap 500 --out "$tmp/sweep.csv" --append 2>/dev/null
 "$PFLEX" aggregate "$tmp/series.csv" --group g1 --gpu-type H200 --cap 700 --out "$tmp/sweep.csv" --append 2>/dev/null
 [ "$(wc -l < "$tmp/sweep.csv")" = 3 ] || fail "--append: $(wc -l < "$tmp/sweep.csv") lines"
-awk -F, 'NR > 1 { print $4 }' "$tmp/sweep.csv" | tr '\n' ' ' | grep -q "^500 700 $" || fail "--append caps"
+awk -F, 'NR > 1 { print $4 }' "$tmp/sweep.csv" | tr '\n' ' ' | grep "^500 700 $" > /dev/null || fail "--append caps"
 set +e
 "$PFLEX" aggregate "$tmp/series.csv" --group g1 --gpu-type H200 --cap 700 --out "$tmp/sweep.csv" --append 2> "$tmp/e4"; rc=$?
 "$PFLEX" aggregate "$tmp/series.csv" --group g1 --gpu-type H100 --cap 600 --out "$tmp/sweep.csv" --append 2> "$tmp/e5"; rc5=$?
@@ -125,7 +125,7 @@ set -e
 grep -q "no training phase" "$tmp/e1" || { cat "$tmp/e1"; fail "idle message"; }
 
 sed '6s/^5,0,70,/5,0,abc,/' "$tmp/series.csv" > "$tmp/bad.csv"
-sed -n 6p "$tmp/bad.csv" | grep -q abc || fail "test setup: bad cell not written"
+sed -n 6p "$tmp/bad.csv" | grep abc > /dev/null || fail "test setup: bad cell not written"
 set +e
 "$PFLEX" aggregate "$tmp/bad.csv" --cap 700 > /dev/null 2> "$tmp/e2"; rc=$?
 set -e
