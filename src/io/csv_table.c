@@ -1,0 +1,276 @@
+/* CSV files read whole with libcsv, and atomic file replacement (csv_table.h). */
+#include <csv.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io/csv_table.h"
+
+struct reader {
+  struct pflex__csv_table *t;
+  struct pflex__csv_record cur;
+  size_t cur_cap;
+  size_t line;        /* physical line being fed */
+  bool in_record;
+  bool header_done;
+  int err;            /* -ENOMEM from a callback */
+};
+
+static void record_free(struct pflex__csv_record *r) {
+  for (size_t i = 0; i < r->n; i++) free(r->fields[i]);
+  free(r->fields);
+  r->fields = NULL;
+  r->n = 0;
+}
+
+static void on_field(void *s, size_t len, void *data) {
+  struct reader *rd = data;
+  if (rd->err) return;
+  if (!rd->in_record) {
+    rd->in_record = true;
+    rd->cur.line = rd->line;
+  }
+  if (rd->cur.n == rd->cur_cap) {
+    size_t cap = rd->cur_cap ? 2 * rd->cur_cap : 16;
+    char **f = realloc(rd->cur.fields, cap * sizeof *f);
+    if (!f) {
+      rd->err = -ENOMEM;
+      return;
+    }
+    rd->cur.fields = f;
+    rd->cur_cap = cap;
+  }
+  char *v = malloc(len + 1);
+  if (!v) {
+    rd->err = -ENOMEM;
+    return;
+  }
+  if (len) memcpy(v, s, len);
+  v[len] = '\0';
+  rd->cur.fields[rd->cur.n++] = v;
+}
+
+static void on_record(int c, void *data) {
+  struct reader *rd = data;
+  (void)c;
+  if (rd->err) return;
+  if (!rd->in_record) { /* libcsv reports a record for a lone line end: ignore */
+    return;
+  }
+  rd->in_record = false;
+  if (!rd->header_done) {
+    rd->t->header = rd->cur;
+    rd->header_done = true;
+  } else {
+    struct pflex__csv_table *t = rd->t;
+    if ((t->nrows & (t->nrows - 1)) == 0) { /* grow at powers of two */
+      struct pflex__csv_record *rows = realloc(t->rows, (t->nrows ? 2 * t->nrows : 1) * sizeof *rows);
+      if (!rows) {
+        rd->err = -ENOMEM;
+        record_free(&rd->cur);
+        return;
+      }
+      t->rows = rows;
+    }
+    t->rows[t->nrows++] = rd->cur;
+  }
+  rd->cur = (struct pflex__csv_record){0};
+  rd->cur_cap = 0;
+}
+
+void pflex__csv_release(struct pflex__csv_table *t) {
+  if (!t) return;
+  record_free(&t->header);
+  for (size_t i = 0; i < t->nrows; i++) record_free(&t->rows[i]);
+  free(t->rows);
+  memset(t, 0, sizeof *t);
+}
+
+static bool all_blank(const struct pflex__csv_record *r) {
+  for (size_t i = 0; i < r->n; i++)
+    if (r->fields[i][0]) return false;
+  return true;
+}
+
+int pflex__csv_read(const char *path, struct pflex__csv_table *ret, struct pflex_diag *diag) {
+  struct pflex__csv_table t = {0};
+  struct reader rd = {.t = &t};
+  struct csv_parser p;
+  char *line = NULL;
+  size_t cap = 0;
+  int err = 0;
+
+  FILE *f = fopen(path, "r");
+  if (!f) return pflex_diag_set(diag, -errno, path, 0, NULL, "%s", strerror(errno));
+  if (csv_init(&p, CSV_STRICT | CSV_STRICT_FINI | CSV_APPEND_NULL) != 0) {
+    fclose(f);
+    return -ENOMEM;
+  }
+  ssize_t len;
+  while ((len = getline(&line, &cap, f)) >= 0) {
+    rd.line++;
+    if ((size_t)len > PFLEX_CSV_MAX_LINE) {
+      err = pflex_diag_set(diag, -PFLEX_E_PARSE, path, rd.line, NULL,
+                           "line is %zd bytes long, more than the %u allowed", len, PFLEX_CSV_MAX_LINE);
+      goto out;
+    }
+    if (memchr(line, '\0', (size_t)len)) {
+      err = pflex_diag_set(diag, -PFLEX_E_PARSE, path, rd.line, NULL, "NUL byte: not a text file");
+      goto out;
+    }
+    if (csv_parse(&p, line, (size_t)len, on_field, on_record, &rd) != (size_t)len) {
+      err = pflex_diag_set(diag, -PFLEX_E_PARSE, path, rd.line, NULL, "%s",
+                           csv_strerror(csv_error(&p)));
+      goto out;
+    }
+    if (rd.err) {
+      err = rd.err;
+      goto out;
+    }
+  }
+  if (ferror(f)) {
+    err = pflex_diag_set(diag, -EIO, path, rd.line, NULL, "read error");
+    goto out;
+  }
+  if (csv_fini(&p, on_field, on_record, &rd) != 0) {
+    err = pflex_diag_set(diag, -PFLEX_E_PARSE, path, rd.line, NULL, "%s (unterminated quote?)",
+                         csv_strerror(csv_error(&p)));
+    goto out;
+  }
+  if (rd.err) {
+    err = rd.err;
+    goto out;
+  }
+  if (!rd.header_done) {
+    err = pflex_diag_set(diag, -PFLEX_E_PARSE, path, 0, NULL, "empty file: no header line");
+    goto out;
+  }
+  for (size_t i = 0; i < t.header.n; i++) {
+    if (!t.header.fields[i][0]) {
+      err = pflex_diag_set(diag, -PFLEX_E_PARSE, path, t.header.line, NULL,
+                           "header field %zu is empty", i + 1);
+      goto out;
+    }
+    for (size_t j = 0; j < i; j++)
+      if (strcmp(t.header.fields[i], t.header.fields[j]) == 0) {
+        err = pflex_diag_set(diag, -PFLEX_E_PARSE, path, t.header.line, t.header.fields[i],
+                             "column appears twice in the header");
+        goto out;
+      }
+  }
+  /* Drop records that are only empty fields (e.g. ",,,"), check the rest. */
+  size_t kept = 0;
+  for (size_t i = 0; i < t.nrows; i++) {
+    if (all_blank(&t.rows[i])) {
+      record_free(&t.rows[i]);
+      continue;
+    }
+    if (t.rows[i].n != t.header.n) {
+      err = pflex_diag_set(diag, -PFLEX_E_PARSE, path, t.rows[i].line, NULL,
+                           "%zu fields where the header has %zu", t.rows[i].n, t.header.n);
+      for (size_t j = i; j < t.nrows; j++) record_free(&t.rows[j]);
+      t.nrows = kept;
+      goto out;
+    }
+    t.rows[kept++] = t.rows[i];
+  }
+  t.nrows = kept;
+out:
+  record_free(&rd.cur);
+  csv_free(&p);
+  free(line);
+  fclose(f);
+  if (err) {
+    pflex__csv_release(&t);
+    return err;
+  }
+  *ret = t;
+  return 0;
+}
+
+long pflex__csv_column(const struct pflex__csv_table *t, const char *name) {
+  for (size_t i = 0; i < t->header.n; i++)
+    if (strcmp(t->header.fields[i], name) == 0) return (long)i;
+  return -1;
+}
+
+int pflex__csv_put(FILE *f, const char *s, char sep) {
+  size_t len = strlen(s);
+  bool quote = len && (s[0] == ' ' || s[len - 1] == ' ' || s[0] == '\t' || s[len - 1] == '\t');
+  quote = quote || strpbrk(s, ",\"\r\n") != NULL;
+  if (quote ? csv_fwrite(f, s, len) != 0 : fputs(s, f) < 0) return -EIO;
+  if (sep && fputc(sep, f) == EOF) return -EIO;
+  return 0;
+}
+
+int pflex__atomic_begin(const char *path, struct pflex__atomic_file *ret) {
+  struct pflex__atomic_file af = {0};
+  af.path = strdup(path);
+  af.tmp = malloc(strlen(path) + 16);
+  if (!af.path || !af.tmp) {
+    free(af.path);
+    free(af.tmp);
+    return -ENOMEM;
+  }
+  sprintf(af.tmp, "%s.tmp.XXXXXX", path);
+  int fd = mkstemp(af.tmp);
+  if (fd < 0) {
+    int err = -errno;
+    free(af.path);
+    free(af.tmp);
+    return err;
+  }
+  af.f = fdopen(fd, "w");
+  if (!af.f) {
+    int err = -errno;
+    close(fd);
+    unlink(af.tmp);
+    free(af.path);
+    free(af.tmp);
+    return err;
+  }
+  fchmod(fd, 0644);
+  *ret = af;
+  return 0;
+}
+
+static int fsync_dir_of(const char *path) {
+  char *copy = strdup(path);
+  if (!copy) return -ENOMEM;
+  int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY);
+  free(copy);
+  if (fd < 0) return -errno;
+  int err = fsync(fd) ? -errno : 0;
+  close(fd);
+  /* Some file systems cannot fsync a directory; the rename is still atomic. */
+  return err == -EINVAL ? 0 : err;
+}
+
+int pflex__atomic_commit(struct pflex__atomic_file *af) {
+  int err = 0;
+  if (fflush(af->f) != 0 || ferror(af->f)) err = -EIO;
+  if (!err && fsync(fileno(af->f)) != 0) err = -errno;
+  if (fclose(af->f) != 0 && !err) err = -errno;
+  af->f = NULL;
+  if (!err && rename(af->tmp, af->path) != 0) err = -errno;
+  if (err) unlink(af->tmp);
+  if (!err) err = fsync_dir_of(af->path);
+  free(af->path);
+  free(af->tmp);
+  af->path = af->tmp = NULL;
+  return err;
+}
+
+void pflex__atomic_abort(struct pflex__atomic_file *af) {
+  if (!af || !af->tmp) return;
+  if (af->f) fclose(af->f);
+  unlink(af->tmp);
+  free(af->path);
+  free(af->tmp);
+  memset(af, 0, sizeof *af);
+}

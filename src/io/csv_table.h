@@ -1,0 +1,49 @@
+/* Internal: a whole CSV file read into memory with libcsv, each record with the
+ * physical line it starts on, and a minimal-quoting field writer. Shared by the
+ * readers of runs, series and jobs files. */
+#ifndef PFLEX_IO_CSV_TABLE_H
+#define PFLEX_IO_CSV_TABLE_H
+
+#include <stdio.h>
+
+#include "pflex/error.h"
+
+/* No real runs or series record comes near this; a longer line is rejected. */
+#define PFLEX_CSV_MAX_LINE (64u * 1024u)
+
+struct pflex__csv_record {
+  char **fields;
+  size_t n;
+  size_t line; /* physical line the record starts on, 1-based */
+};
+
+struct pflex__csv_table {
+  struct pflex__csv_record header;
+  struct pflex__csv_record *rows;
+  size_t nrows;
+};
+
+/* Reads path (RFC 4180, blank lines skipped). Errors: empty file, a line over
+ * PFLEX_CSV_MAX_LINE, malformed quoting, duplicate or empty header names,
+ * a record whose field count differs from the header's. */
+int pflex__csv_read(const char *path, struct pflex__csv_table *ret, struct pflex_diag *diag);
+void pflex__csv_release(struct pflex__csv_table *t);
+
+/* Index of a header column, or -1. */
+long pflex__csv_column(const struct pflex__csv_table *t, const char *name);
+
+/* Writes one field, quoted only when it must be; then sep unless sep is 0. */
+int pflex__csv_put(FILE *f, const char *s, char sep);
+
+/* Atomic replacement of a file: write to a temporary file beside it, then
+ * commit (flush, fsync, rename, fsync the directory) or abort (unlink). */
+struct pflex__atomic_file {
+  FILE *f;
+  char *path;
+  char *tmp;
+};
+int pflex__atomic_begin(const char *path, struct pflex__atomic_file *ret);
+int pflex__atomic_commit(struct pflex__atomic_file *af);
+void pflex__atomic_abort(struct pflex__atomic_file *af);
+
+#endif
