@@ -6,6 +6,9 @@
 
 static const struct pflex_cmd *const commands[] = {
     &pflex_cmd_version,
+    &pflex_cmd_fit,
+    &pflex_cmd_predict,
+    &pflex_cmd_ablation,
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

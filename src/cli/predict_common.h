@@ -1,0 +1,23 @@
+/* Helpers shared by `pflex fit`, `pflex predict` and `pflex ablation`. */
+#ifndef PFLEX_CLI_PREDICT_COMMON_H
+#define PFLEX_CLI_PREDICT_COMMON_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "pflex/features.h"
+#include "pflex/runs.h"
+
+/* Parses a feature list (expanding `dcgm` over the uncapped runs of the
+ * groups that pass set_filter) and builds the per-group data set. Prints the
+ * error (naming group and feature) and returns it on failure. */
+int pc_dataset(const struct pflex_runset *set, const char *set_filter, const char *spec,
+               bool need_target, struct pflex_dataset *ret);
+
+/* Prints v with 3 decimals in width w, or "-" when it is not finite. */
+void pc_num(FILE *f, int w, double v);
+
+/* Writes s as one CSV field, quoted when it holds a comma, quote or line break. */
+void pc_csv_field(FILE *f, const char *s);
+
+#endif
