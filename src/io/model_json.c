@@ -46,7 +46,7 @@ int pflex_model_to_json(const struct pflex_model *m, char **ret_json) {
       "s:O}, s:{s:o, s:o}}",
       "format", PFLEX_MODEL_FORMAT, "pflex_version", opt_str(m->version), "kind",
       pflex_model_kind_name(m->kind), "target",
-      "pfi: mean of Eq. 1 over the capped runs with T < T_max (paper Eq. 3)", "features", feats,
+      "pfi: mean of Eq. 1 over the capped runs, excluding runs with T == T_max (paper Eq. 3)", "features", feats,
       "intercept", lin ? num(m->lin.intercept) : json_null(), "coefficients",
       lin ? num_array(m->lin.coef, p) : json_array(), "standardization",
       lin ? json_pack("{s:o, s:o, s:o}", "mean", num_array(m->lin.mean, p), "sd",

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 #include <gsl/gsl_linalg.h>
 
+#include "pflex/model_json.h"
 #include "pflex/predict.h"
 
 #define CLOSE(a, b, tol) assert_true(fabs((a) - (b)) <= (tol))
@@ -345,6 +346,52 @@ static void test_model_fit_summary(void **state) {
   pflex_dataset_release(&d);
 }
 
+/* The model file reads back to the same model; a broken one names the field. */
+static void test_model_json_roundtrip(void **state) {
+  (void)state;
+  const enum pflex_arch a[] = {PFLEX_ARCH_DENSE, PFLEX_ARCH_DENSE, PFLEX_ARCH_MOE,
+                               PFLEX_ARCH_MOE};
+  const enum pflex_task t[] = {PFLEX_TASK_PT, PFLEX_TASK_PT, PFLEX_TASK_FT, PFLEX_TASK_FT};
+  struct pflex_dataset d;
+  mkdata(&d, 4, 1, X1, Y1, a, t);
+  struct pflex_fit_opts o = {.kind = PFLEX_MODEL_RIDGE, .lambda = 3};
+  struct pflex_model m, back;
+  assert_int_equal(pflex_model_fit(&d, &o, PFLEX_LOCO_POOLED_DENSE, &m), 0);
+  m.version = strdup("9.9.9");
+  char *text;
+  assert_int_equal(pflex_model_to_json(&m, &text), 0);
+  struct pflex_diag diag;
+  pflex_diag_clear(&diag);
+  assert_int_equal(pflex_model_from_json(text, "m.json", &back, &diag), 0);
+  assert_int_equal(back.kind, PFLEX_MODEL_RIDGE);
+  assert_int_equal(back.feats.n, 1);
+  assert_string_equal(back.feats.names[0], "f0");
+  CLOSE(back.lin.coef[0], 0.7, 1e-12); /* test_ridge_hand */
+  CLOSE(back.lin.intercept, 2.25, 1e-12);
+  CLOSE(back.lin.lambda, 3, 0);
+  assert_false(back.lambda_chosen);
+  assert_int_equal(back.nprior, 2);
+  CLOSE(pflex_model_prior(&back, PFLEX_ARCH_MOE, PFLEX_TASK_FT), 5.5, 1e-15);
+  assert_int_equal(back.loco_scheme, PFLEX_LOCO_POOLED_DENSE);
+  assert_int_equal(back.n, 4);
+  CLOSE(back.groups[3].fitted, m.groups[3].fitted, 0);
+  CLOSE(back.r2_in, m.r2_in, 0);
+  assert_string_equal(back.version, "9.9.9");
+  double x = 10;
+  CLOSE(pflex_model_predict(&back, &x, PFLEX_ARCH_DENSE, PFLEX_TASK_PT), 9.25, 1e-11);
+  pflex_model_release(&back);
+  free(text);
+
+  const char *broken = "{\"format\": 1, \"kind\": \"ols\", \"features\": [\"a\", \"b\"],"
+                       " \"intercept\": 1, \"coefficients\": [1], \"prior\": {\"mean\": 1, \"cells\": []}}";
+  assert_int_equal(pflex_model_from_json(broken, "b.json", &back, &diag), -PFLEX_E_PARSE);
+  assert_string_equal(diag.column, "coefficients");
+  assert_int_equal(pflex_model_from_json("{", "c.json", &back, &diag), -PFLEX_E_PARSE);
+  assert_int_equal(pflex_model_read_json("/nonexistent/m.json", &back, &diag), -ENOENT);
+  pflex_model_release(&m);
+  pflex_dataset_release(&d);
+}
+
 static void test_kind_names(void **state) {
   (void)state;
   enum pflex_model_kind k;
@@ -372,6 +419,7 @@ int main(void) {
       cmocka_unit_test(test_ridge_limits),
       cmocka_unit_test(test_ridge_select_bruteforce),
       cmocka_unit_test(test_model_fit_summary),
+      cmocka_unit_test(test_model_json_roundtrip),
       cmocka_unit_test(test_kind_names),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
