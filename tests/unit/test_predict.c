@@ -73,7 +73,7 @@ static void mkdata(struct pflex_dataset *d, size_t n, size_t p, const double *x,
   d->nruns = calloc(n, sizeof *d->nruns);
   d->uncapped = calloc(n, sizeof *d->uncapped);
   for (size_t i = 0; i < n; i++) {
-    char buf[16];
+    char buf[32];
     snprintf(buf, sizeof buf, "g%zu", i);
     d->groups[i] = strdup(buf);
     d->arch[i] = arch ? arch[i] : PFLEX_ARCH_DENSE;
