@@ -22,6 +22,7 @@
 #include <stddef.h>
 
 #include "pflex/error.h"
+#include "pflex/pfi.h"
 #include "pflex/runs.h"
 
 /* An ordered list of distinct feature names (owned copies). */
@@ -76,13 +77,14 @@ void pflex_dataset_release(struct pflex_dataset *d);
 
 /* Builds one row per sweep group of set, restricted to runs whose `set` value
  * equals set_filter (all runs when NULL); groups left empty are dropped. The
- * target y is the paper's PFI (Eq. 1 and 3): the mean per-cap index over the
- * capped runs, excluding those with T == T_max. Features come from the
- * group's uncapped run. With need_target, a group without a usable capped run
+ * target y is the group's PFI computed by pflex_pfi_compute with the options
+ * pfi (its draws ignored: no CI); pfi NULL means the paper's Eq. 1 and 3: the
+ * mean per-cap index over the capped runs, excluding only those with
+ * T == T_max. Features come from the group's uncapped run. With need_target, a group without a usable capped run
  * fails with -PFLEX_E_NOPOINTS. A missing feature fails with the error of
  * pflex_feature_value and a diag naming the group and the feature. */
 int pflex_dataset_build(const struct pflex_runset *set, const char *set_filter,
-                        const struct pflex_featlist *feats, bool need_target,
-                        struct pflex_dataset *ret, struct pflex_diag *diag);
+                        const struct pflex_featlist *feats, const struct pflex_pfi_opts *pfi,
+                        bool need_target, struct pflex_dataset *ret, struct pflex_diag *diag);
 
 #endif

@@ -115,13 +115,21 @@ struct pflex_model {
   double r2_in;
   enum pflex_loco loco_scheme;
   struct pflex_scores loo, loco;
+  /* How the training targets were computed: pflex_pfi_compute options (no CI;
+   * target.grid points into target_grid, owned). Set with pflex_model_set_target. */
+  struct pflex_pfi_opts target;
+  double *target_grid;
   char *source;     /* runs file, or NULL */
   char *set_filter; /* --set value, or NULL */
   char *version;    /* pflex version that fitted it */
 };
 
+/* Initializes an empty model; its target options are the paper's (ratio,
+ * exclude only T == T_max). */
 void pflex_model_init(struct pflex_model *m);
 void pflex_model_release(struct pflex_model *m);
+/* Records the PFI options the targets were computed with (copies the grid). */
+int pflex_model_set_target(struct pflex_model *m, const struct pflex_pfi_opts *pfi);
 
 /* Fits a model on a data set with targets (all y finite), and fills the
  * training summary: in-sample fit, LOO and LOCO predictions and scores (for

@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "cli/commands.h"
+#include "cli/pfi_args.h"
 #include "cli/predict_common.h"
 #include "cli/util.h"
 #include "pflex/predict.h"
@@ -19,7 +20,7 @@ static const char usage[] =
     "pflex ablation RUNS.csv [options]\n"
     "  --set NAME        use only runs whose set column is NAME (e.g. headline)\n"
     "  --loco SCHEME     clusters for leave-one-cluster-out: arch-task (default) or pooled-dense\n"
-    "  --unit UNIT       throughput column when not tokens_per_s: tokens, samples, steps, step-time\n"
+    PC_PFI_USAGE
     "  --json            JSON output\n"
     "  --csv             CSV output";
 
@@ -47,18 +48,18 @@ struct result {
 };
 
 static int evaluate(const struct pflex_runset *set, const char *filter, const char *spec,
-                    enum pflex_loco loco, struct result *r) {
+                    const struct pflex_pfi_opts *pfi, enum pflex_loco loco, struct result *r) {
   struct pflex_diag diag;
   pflex_diag_clear(&diag);
   struct pflex_featlist none;
   pflex_featlist_init(&none);
   struct pflex_dataset g, d;
   pflex_dataset_init(&d);
-  int err = pflex_dataset_build(set, filter, &none, true, &g, &diag);
+  int err = pflex_dataset_build(set, filter, &none, pfi, true, &g, &diag);
   if (!err && spec) {
     err = pflex_featlist_parse(spec, set, g.uncapped, g.n, &r->feats, &diag);
     pflex_dataset_release(&g);
-    if (!err) err = pflex_dataset_build(set, filter, &r->feats, true, &d, &diag);
+    if (!err) err = pflex_dataset_build(set, filter, &r->feats, pfi, true, &d, &diag);
   } else if (!err) {
     d = g;
   }
@@ -110,12 +111,14 @@ static void csv_scores(const struct pflex_model *m, bool have) {
 static int run(int argc, char **argv) {
   static const struct option opts[] = {
       {"set", required_argument, NULL, 's'}, {"loco", required_argument, NULL, 'c'},
-      {"unit", required_argument, NULL, 'u'}, {"json", no_argument, NULL, 'j'},
-      {"csv", no_argument, NULL, 'v'},       {NULL, 0, NULL, 0}};
+      {"json", no_argument, NULL, 'j'},      {"csv", no_argument, NULL, 'v'},
+      PFI_LONG_OPTIONS,                      {NULL, 0, NULL, 0}};
   const char *filter = NULL;
   enum pflex_loco loco = PFLEX_LOCO_ARCH_TASK;
-  struct pflex_runs_read_opts ro = {0};
+  struct cli_pfi_args pa;
+  cli_pfi_args_init(&pa);
   bool json = false, csv = false;
+  int err;
   int c;
   optind = 1;
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -124,28 +127,34 @@ static int run(int argc, char **argv) {
     case 'c':
       if (pflex_loco_parse(optarg, &loco)) {
         cli_error("unknown --loco '%s' (arch-task or pooled-dense)", optarg);
-        return PFLEX_EXIT_USAGE;
-      }
-      break;
-    case 'u':
-      if (cli_parse_unit(optarg, &ro.unit)) {
-        cli_error("unknown unit '%s'", optarg);
+        cli_pfi_args_release(&pa);
         return PFLEX_EXIT_USAGE;
       }
       break;
     case 'j': json = true; break;
     case 'v': csv = true; break;
-    default: fprintf(stderr, "usage: %s\n", usage); return PFLEX_EXIT_USAGE;
+    default:
+      err = c == '?' ? 1 : pc_pfi_option(&pa, c, optarg);
+      if (err == 1) fprintf(stderr, "usage: %s\n", usage);
+      if (err) {
+        cli_pfi_args_release(&pa);
+        return PFLEX_EXIT_USAGE;
+      }
     }
   }
   if (optind != argc - 1 || (json && csv)) {
     fprintf(stderr, "usage: %s\n", usage);
+    cli_pfi_args_release(&pa);
     return PFLEX_EXIT_USAGE;
   }
+  pa.opts.draws = 0;
   const char *path = argv[optind];
   struct pflex_runset set;
   pflex_runset_init(&set);
-  if (cli_load_runs(path, &ro, &set)) return PFLEX_EXIT_FAIL;
+  if (cli_load_runs(path, &pa.read, &set)) {
+    cli_pfi_args_release(&pa);
+    return PFLEX_EXIT_FAIL;
+  }
 
   /* The groups and their clusters, once, for the header. */
   struct pflex_dataset g;
@@ -153,10 +162,11 @@ static int run(int argc, char **argv) {
   pflex_featlist_init(&none);
   struct pflex_diag diag;
   pflex_diag_clear(&diag);
-  int err = pflex_dataset_build(&set, filter, &none, true, &g, &diag);
+  err = pflex_dataset_build(&set, filter, &none, &pa.opts, true, &g, &diag);
   if (err) {
     cli_error_diag("cannot use", &diag, err);
     pflex_runset_release(&set);
+    cli_pfi_args_release(&pa);
     return PFLEX_EXIT_FAIL;
   }
   const char *cname[8];
@@ -176,7 +186,7 @@ static int run(int argc, char **argv) {
     pflex_featlist_init(&res[s].feats);
     pflex_model_init(&res[s].ols);
     pflex_model_init(&res[s].ridge);
-    if (evaluate(&set, filter, sets[s].spec, loco, &res[s]) == 0)
+    if (evaluate(&set, filter, sets[s].spec, &pa.opts, loco, &res[s]) == 0)
       nok++;
     else if (!json && !csv)
       cli_warn("set (%s) %s: %s", sets[s].id, sets[s].label, res[s].error);
@@ -211,6 +221,12 @@ static int run(int argc, char **argv) {
                              "dcgm_columns", dc, "ridge_lambda",
                              "nested: chosen in each fold by leave-one-out on 1e-3..1e4", "rows",
                              rows);
+    if (root)
+      json_object_set_new(root, "target",
+                          json_pack("{s:s, s:s, s:o}", "definition",
+                                    pflex_pfi_definition_name(pa.opts.definition), "exclude",
+                                    pflex_pfi_exclude_name(pa.opts.exclude), "noise_k",
+                                    json_real(pa.opts.noise_k)));
     char *txt = root ? json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) : NULL;
     json_decref(root);
     if (!txt) {
@@ -240,6 +256,7 @@ static int run(int argc, char **argv) {
   } else {
     printf("PFI predictors on '%s'%s%s: %zu groups; OLS unless noted\n", path,
            filter ? ", set " : "", filter ? filter : "", g.n);
+    pc_target_line(stdout, &pa.opts);
     printf("LOCO clusters (%s):", pflex_loco_name(loco));
     for (size_t k = 0; k < nc; k++) printf(" %s %zu%s", cname[k], ccount[k], k + 1 < nc ? "," : "");
     printf("\nDCGM columns (vi): ");
@@ -288,6 +305,7 @@ static int run(int argc, char **argv) {
   }
   pflex_dataset_release(&g);
   pflex_runset_release(&set);
+  cli_pfi_args_release(&pa);
   return rc;
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "cli/pfi_args.h"
 #include "cli/predict_common.h"
 #include "cli/util.h"
 #include "pflex/model_json.h"
@@ -23,7 +24,7 @@ static const char usage[] =
     "  --lambda L        ridge: use this penalty instead of choosing it\n"
     "  --set NAME        use only runs whose set column is NAME (e.g. headline)\n"
     "  --loco SCHEME     clusters for leave-one-cluster-out: arch-task (default) or pooled-dense\n"
-    "  --unit UNIT       throughput column when not tokens_per_s: tokens, samples, steps, step-time\n"
+    PC_PFI_USAGE
     "  --out FILE        write the model file (JSON) to FILE\n"
     "  --json            print the model file to stdout instead of the summary";
 
@@ -32,6 +33,7 @@ static void print_summary(const struct pflex_model *m, const struct pflex_datase
          m->feats.n, m->feats.n == 1 ? "" : "s", m->n);
   if (m->set_filter) printf(" (set %s)", m->set_filter);
   printf("\n");
+  pc_target_line(stdout, &m->target);
   if (m->kind == PFLEX_MODEL_PRIOR) {
     printf("prior: overall mean PFI %.3f\n", m->prior_mean);
     for (size_t k = 0; k < m->nprior; k++)
@@ -79,14 +81,16 @@ static int run(int argc, char **argv) {
   static const struct option opts[] = {
       {"features", required_argument, NULL, 'f'}, {"model", required_argument, NULL, 'm'},
       {"lambda", required_argument, NULL, 'l'},   {"set", required_argument, NULL, 's'},
-      {"loco", required_argument, NULL, 'c'},     {"unit", required_argument, NULL, 'u'},
-      {"out", required_argument, NULL, 'o'},      {"json", no_argument, NULL, 'j'},
+      {"loco", required_argument, NULL, 'c'},     {"out", required_argument, NULL, 'o'},
+      {"json", no_argument, NULL, 'j'},           PFI_LONG_OPTIONS,
       {NULL, 0, NULL, 0}};
   const char *features = "dram_copy", *set_filter = NULL, *out = NULL;
   struct pflex_fit_opts fo = {.kind = PFLEX_MODEL_OLS, .lambda = -1};
   enum pflex_loco loco = PFLEX_LOCO_ARCH_TASK;
-  struct pflex_runs_read_opts ro = {0};
+  struct cli_pfi_args pa;
+  cli_pfi_args_init(&pa);
   bool json = false, features_given = false;
+  int rc = PFLEX_EXIT_USAGE, err;
   int c;
   optind = 1;
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -95,7 +99,7 @@ static int run(int argc, char **argv) {
     case 'm':
       if (pflex_model_kind_parse(optarg, &fo.kind)) {
         cli_error("unknown model '%s' (ols, ridge or prior)", optarg);
-        return PFLEX_EXIT_USAGE;
+        goto early;
       }
       break;
     case 'l': {
@@ -103,7 +107,7 @@ static int run(int argc, char **argv) {
       fo.lambda = strtod(optarg, &end);
       if (*end || !(fo.lambda >= 0) || !isfinite(fo.lambda)) {
         cli_error("--lambda needs a number >= 0, not '%s'", optarg);
-        return PFLEX_EXIT_USAGE;
+        goto early;
       }
       break;
     }
@@ -111,56 +115,58 @@ static int run(int argc, char **argv) {
     case 'c':
       if (pflex_loco_parse(optarg, &loco)) {
         cli_error("unknown --loco '%s' (arch-task or pooled-dense)", optarg);
-        return PFLEX_EXIT_USAGE;
-      }
-      break;
-    case 'u':
-      if (cli_parse_unit(optarg, &ro.unit)) {
-        cli_error("unknown unit '%s'", optarg);
-        return PFLEX_EXIT_USAGE;
+        goto early;
       }
       break;
     case 'o': out = optarg; break;
     case 'j': json = true; break;
-    default: fprintf(stderr, "usage: %s\n", usage); return PFLEX_EXIT_USAGE;
+    default:
+      err = c == '?' ? 1 : pc_pfi_option(&pa, c, optarg);
+      if (err == 1) fprintf(stderr, "usage: %s\n", usage);
+      if (err) goto early;
     }
   }
   if (optind != argc - 1) {
     fprintf(stderr, "usage: %s\n", usage);
-    return PFLEX_EXIT_USAGE;
+    goto early;
   }
   if (fo.kind == PFLEX_MODEL_PRIOR && features_given) {
     cli_error("a prior model uses no features: drop --features");
-    return PFLEX_EXIT_USAGE;
+    goto early;
   }
   if (fo.kind != PFLEX_MODEL_RIDGE && fo.lambda >= 0) {
     cli_error("--lambda is for --model ridge");
-    return PFLEX_EXIT_USAGE;
+    goto early;
   }
+  pa.opts.draws = 0;
   const char *path = argv[optind];
   struct pflex_runset set;
   pflex_runset_init(&set);
-  if (cli_load_runs(path, &ro, &set)) return PFLEX_EXIT_FAIL;
   struct pflex_dataset d;
   pflex_dataset_init(&d);
   struct pflex_model m;
   pflex_model_init(&m);
-  int rc = PFLEX_EXIT_FAIL, err;
+  rc = PFLEX_EXIT_FAIL;
+  if (cli_load_runs(path, &pa.read, &set)) goto out;
   if (fo.kind == PFLEX_MODEL_PRIOR) {
     struct pflex_featlist none;
     struct pflex_diag diag;
     pflex_diag_clear(&diag);
     pflex_featlist_init(&none);
-    err = pflex_dataset_build(&set, set_filter, &none, true, &d, &diag);
+    err = pflex_dataset_build(&set, set_filter, &none, &pa.opts, true, &d, &diag);
     if (err) cli_error_diag("cannot use", &diag, err);
   } else {
-    err = pc_dataset(&set, set_filter, features, true, &d);
+    err = pc_dataset(&set, set_filter, features, &pa.opts, true, &d);
   }
   if (err) goto out;
   err = pflex_model_fit(&d, &fo, loco, &m);
   if (err) {
     cli_error("cannot fit on '%s': %s%s", path, pflex_strerror(err),
               err == -PFLEX_E_NOPOINTS ? " (at least 3 groups with a PFI are needed)" : "");
+    goto out;
+  }
+  if (pflex_model_set_target(&m, &pa.opts)) {
+    cli_error("out of memory");
     goto out;
   }
   m.source = strdup(path);
@@ -195,6 +201,8 @@ out:
   pflex_model_release(&m);
   pflex_dataset_release(&d);
   pflex_runset_release(&set);
+early:
+  cli_pfi_args_release(&pa);
   return rc;
 }
 

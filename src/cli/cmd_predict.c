@@ -84,7 +84,7 @@ static int run(int argc, char **argv) {
   if (cli_load_runs(path, &ro, &set)) goto out;
   struct pflex_featlist none;
   pflex_featlist_init(&none);
-  err = pflex_dataset_build(&set, set_filter, &none, false, &d, &diag);
+  err = pflex_dataset_build(&set, set_filter, &none, &m.target, false, &d, &diag);
   if (err) {
     cli_error_diag("cannot use", &diag, err);
     goto out;
@@ -174,7 +174,9 @@ static int run(int argc, char **argv) {
   } else {
     printf("model '%s' (%s", model_path, pflex_model_kind_name(m.kind));
     for (size_t j = 0; j < m.feats.n; j++) printf("%s%s", j ? "," : ": ", m.feats.names[j]);
-    printf(")\n%-44s %-9s %4s %9s %9s  %s\n", "group", "cluster", "runs", "predicted", "measured",
+    printf(")\nmeasured ");
+    pc_target_line(stdout, &m.target);
+    printf("%-44s %-9s %4s %9s %9s  %s\n", "group", "cluster", "runs", "predicted", "measured",
            "by");
     for (size_t i = 0; i < d.n; i++) {
       printf("%-44s %-9s %4zu", d.groups[i],

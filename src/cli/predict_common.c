@@ -1,13 +1,15 @@
 /* Helpers shared by the prediction commands (predict_common.h). */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/predict_common.h"
+#include "cli/pfi_args.h"
 #include "cli/util.h"
 
 int pc_dataset(const struct pflex_runset *set, const char *set_filter, const char *spec,
-               bool need_target, struct pflex_dataset *ret) {
+               const struct pflex_pfi_opts *pfi, bool need_target, struct pflex_dataset *ret) {
   struct pflex_diag diag;
   pflex_diag_clear(&diag);
   struct pflex_featlist none, feats;
@@ -15,12 +17,12 @@ int pc_dataset(const struct pflex_runset *set, const char *set_filter, const cha
   pflex_featlist_init(&feats);
   /* First the groups alone, for the uncapped runs `dcgm` looks at. */
   struct pflex_dataset groups;
-  int err = pflex_dataset_build(set, set_filter, &none, need_target, &groups, &diag);
+  int err = pflex_dataset_build(set, set_filter, &none, pfi, need_target, &groups, &diag);
   if (!err) {
     err = pflex_featlist_parse(spec, set, groups.uncapped, groups.n, &feats, &diag);
     pflex_dataset_release(&groups);
   }
-  if (!err) err = pflex_dataset_build(set, set_filter, &feats, need_target, ret, &diag);
+  if (!err) err = pflex_dataset_build(set, set_filter, &feats, pfi, need_target, ret, &diag);
   pflex_featlist_release(&feats);
   if (err) {
     char buf[1024];
@@ -48,4 +50,25 @@ void pc_csv_field(FILE *f, const char *s) {
     fputc(*s, f);
   }
   fputc('"', f);
+}
+
+int pc_pfi_option(struct cli_pfi_args *a, int c, const char *arg) {
+  if (c == OPT_DRAWS || c == OPT_SEED) {
+    cli_error("no confidence interval is drawn here: --draws and --seed do not apply");
+    return -EINVAL;
+  }
+  return cli_pfi_option(a, c, arg);
+}
+
+void pc_target_line(FILE *f, const struct pflex_pfi_opts *o) {
+  fprintf(f, "target: PFI by the %s definition, ", pflex_pfi_definition_name(o->definition));
+  if (o->exclude == PFLEX_PFI_EXCLUDE_PAPER)
+    fprintf(f, "runs with T == T_max left out (the paper's rule)");
+  else
+    fprintf(f, "caps within %g standard errors of T_max left out (noise rule)", o->noise_k);
+  if (o->grid) {
+    fprintf(f, ", on the caps");
+    for (size_t k = 0; k < o->ngrid; k++) fprintf(f, "%s%g", k ? "," : " ", o->grid[k]);
+  }
+  fprintf(f, "\n");
 }

@@ -204,25 +204,28 @@ void pflex_dataset_release(struct pflex_dataset *d) {
   pflex_dataset_init(d);
 }
 
-/* The paper's plain PFI (Eq. 1 and 3) of the runs idx[0..n) sorted by cap,
- * the last being the uncapped one: the mean per-cap index over the capped runs
- * with T != T_max. Kept local until the shared PFI engine offers a group API.
- * -PFLEX_E_NOPOINTS when no capped run is usable. */
-static int plain_pfi(const struct pflex_runset *set, const size_t *idx, size_t n, double *ret) {
-  const struct pflex_run *top = &set->runs[idx[n - 1]];
-  double sum = 0;
-  size_t used = 0;
-  for (size_t k = 0; k + 1 < n; k++) {
-    const struct pflex_run *r = &set->runs[idx[k]];
-    double v;
-    int err = pflex_pfi_index(r->power_w, r->tput, top->power_w, top->tput, &v);
-    if (err == -EDOM) continue;
-    if (err) return err;
-    sum += v;
-    used++;
+/* The PFI of the runs idx[0..n) of group name (sorted by cap, the last the
+ * uncapped one) by the shared PFI engine; no confidence interval is drawn. */
+static int group_pfi(const struct pflex_runset *set, const char *name, size_t *idx, size_t n,
+                     const struct pflex_pfi_opts *pfi, double *ret) {
+  struct pflex_pfi_opts o;
+  if (pfi) {
+    o = *pfi;
+  } else {
+    pflex_pfi_opts_init(&o);
+    o.exclude = PFLEX_PFI_EXCLUDE_PAPER;
   }
-  if (used == 0) return -PFLEX_E_NOPOINTS;
-  *ret = sum / (double)used;
+  o.draws = 0;
+  struct pflex_group g = {.name = name, .runs = idx, .n = n, .uncapped = idx[n - 1]};
+  struct pflex_pfi_point *pts;
+  int err = pflex_pfi_group_points(set, &g, &pts);
+  if (err) return err;
+  struct pflex_pfi_result res;
+  err = pflex_pfi_compute(pts, n, &o, &res);
+  free(pts);
+  if (err) return err;
+  *ret = res.pfi;
+  pflex_pfi_result_release(&res);
   return 0;
 }
 
@@ -231,8 +234,8 @@ static bool set_matches(const struct pflex_run *r, const char *filter) {
 }
 
 int pflex_dataset_build(const struct pflex_runset *set, const char *set_filter,
-                        const struct pflex_featlist *feats, bool need_target,
-                        struct pflex_dataset *ret, struct pflex_diag *diag) {
+                        const struct pflex_featlist *feats, const struct pflex_pfi_opts *pfi,
+                        bool need_target, struct pflex_dataset *ret, struct pflex_diag *diag) {
   struct pflex_group *g = NULL;
   size_t ng = 0;
   struct pflex_dataset d;
@@ -267,12 +270,14 @@ int pflex_dataset_build(const struct pflex_runset *set, const char *set_filter,
     d.nruns[row] = n;
     d.uncapped[row] = top;
     double y = NAN;
-    err = n > 1 ? plain_pfi(set, idx, n, &y) : -PFLEX_E_NOPOINTS;
+    err = n > 1 ? group_pfi(set, g[j].name, idx, n, pfi, &y) : -PFLEX_E_NOPOINTS;
     if (err == -PFLEX_E_NOPOINTS && !need_target) err = 0;
     if (err) {
       pflex_diag_set(diag, err, set->source ? set->source : "", 0, "",
-                     "group '%s': no capped run with throughput below the uncapped run's: "
-                     "PFI undefined", g[j].name);
+                     "group '%s': %s", g[j].name,
+                     err == -PFLEX_E_NOPOINTS
+                         ? "no usable capped run (every one excluded, or none): PFI undefined"
+                         : pflex_strerror(err));
       goto out;
     }
     d.y[row] = y;

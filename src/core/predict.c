@@ -370,6 +370,25 @@ void pflex_model_init(struct pflex_model *m) {
   pflex_linmodel_init(&m->lin);
   m->r2_in = NAN;
   m->loo = m->loco = (struct pflex_scores){NAN, NAN, NAN};
+  pflex_pfi_opts_init(&m->target);
+  m->target.exclude = PFLEX_PFI_EXCLUDE_PAPER;
+  m->target.draws = 0;
+}
+
+int pflex_model_set_target(struct pflex_model *m, const struct pflex_pfi_opts *pfi) {
+  double *grid = NULL;
+  if (pfi->grid && pfi->ngrid) {
+    grid = malloc(pfi->ngrid * sizeof *grid);
+    if (!grid) return -ENOMEM;
+    memcpy(grid, pfi->grid, pfi->ngrid * sizeof *grid);
+  }
+  free(m->target_grid);
+  m->target = *pfi;
+  m->target.draws = 0;
+  m->target.grid = grid;
+  m->target.ngrid = grid ? pfi->ngrid : 0;
+  m->target_grid = grid;
+  return 0;
 }
 
 void pflex_model_release(struct pflex_model *m) {
@@ -382,6 +401,7 @@ void pflex_model_release(struct pflex_model *m) {
       free(m->groups[i].cluster);
     }
   free(m->groups);
+  free(m->target_grid);
   free(m->source);
   free(m->set_filter);
   free(m->version);

@@ -23,6 +23,15 @@ static json_t *scores(const struct pflex_scores *s) {
 
 static json_t *opt_str(const char *s) { return s ? json_string(s) : json_null(); }
 
+/* How the training targets were computed (the PFI engine's options). */
+static json_t *target_json(const struct pflex_pfi_opts *o) {
+  return json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:o}", "quantity", "pfi", "definition",
+                   pflex_pfi_definition_name(o->definition), "exclude",
+                   pflex_pfi_exclude_name(o->exclude), "noise_k", num(o->noise_k), "power_cv",
+                   num(o->power_cv), "tput_cv", num(o->tput_cv), "grid",
+                   o->grid ? num_array(o->grid, o->ngrid) : json_null());
+}
+
 int pflex_model_to_json(const struct pflex_model *m, char **ret_json) {
   json_t *feats = json_array(), *cells = json_array(), *groups = json_array();
   if (!feats || !cells || !groups) goto nomem;
@@ -42,11 +51,10 @@ int pflex_model_to_json(const struct pflex_model *m, char **ret_json) {
   bool lin = m->kind != PFLEX_MODEL_PRIOR;
   size_t p = lin ? m->lin.p : 0;
   json_t *root = json_pack(
-      "{s:i, s:o, s:s, s:s, s:O, s:o, s:o, s:o, s:o, s:o, s:{s:o, s:O}, s:{s:o, s:o, s:I, s:o, "
+      "{s:i, s:o, s:s, s:o, s:O, s:o, s:o, s:o, s:o, s:o, s:{s:o, s:O}, s:{s:o, s:o, s:I, s:o, "
       "s:O}, s:{s:o, s:o}}",
       "format", PFLEX_MODEL_FORMAT, "pflex_version", opt_str(m->version), "kind",
-      pflex_model_kind_name(m->kind), "target",
-      "pfi: mean of Eq. 1 over the capped runs, excluding runs with T == T_max (paper Eq. 3)", "features", feats,
+      pflex_model_kind_name(m->kind), "target", target_json(&m->target), "features", feats,
       "intercept", lin ? num(m->lin.intercept) : json_null(), "coefficients",
       lin ? num_array(m->lin.coef, p) : json_array(), "standardization",
       lin ? json_pack("{s:o, s:o, s:o}", "mean", num_array(m->lin.mean, p), "sd",
@@ -162,6 +170,35 @@ static int read_root(const struct rd *r, json_t *root, struct pflex_model *m) {
   if (!json_is_string(v) || pflex_model_kind_parse(json_string_value(v), &m->kind))
     return bad(r, "kind", "missing, or not ols, ridge or prior");
   m->version = dup_str(json_object_get(root, "pflex_version"));
+  json_t *tg = json_object_get(root, "target");
+  if (json_is_object(tg)) { /* absent: the paper's rule (pflex_model_init) */
+    struct pflex_pfi_opts o = m->target;
+    json_t *d = json_object_get(tg, "definition"), *e = json_object_get(tg, "exclude");
+    if (!json_is_string(d) || pflex_pfi_definition_parse(json_string_value(d), &o.definition))
+      return bad(r, "definition", "missing, or not ratio, area or elasticity");
+    if (!json_is_string(e) || pflex_pfi_exclude_parse(json_string_value(e), &o.exclude))
+      return bad(r, "exclude", "missing, or not noise or paper");
+    int err = get_num(r, tg, "noise_k", false, &o.noise_k);
+    if (!err) err = get_num(r, tg, "power_cv", false, &o.power_cv);
+    if (!err) err = get_num(r, tg, "tput_cv", false, &o.tput_cv);
+    if (err) return err;
+    json_t *g = json_object_get(tg, "grid");
+    double grid[64];
+    o.grid = NULL;
+    o.ngrid = 0;
+    if (json_is_array(g)) {
+      size_t ng = json_array_size(g);
+      if (ng == 0 || ng > 64) return bad(r, "grid", "not a list of 1 to 64 caps");
+      err = get_array(r, tg, "grid", ng, grid);
+      if (err) return err;
+      o.grid = grid;
+      o.ngrid = ng;
+    } else if (g && !json_is_null(g)) {
+      return bad(r, "grid", "not a list of caps");
+    }
+    err = pflex_model_set_target(m, &o);
+    if (err) return err;
+  }
   json_t *feats = json_object_get(root, "features");
   if (!json_is_array(feats)) return bad(r, "features", "missing or not an array");
   for (size_t j = 0; j < json_array_size(feats); j++) {

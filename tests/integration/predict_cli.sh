@@ -59,7 +59,9 @@ jq -e '.format == 1 and .kind == "ols" and .features == ["dram_copy"]
        and (.cv.loo.r2 | type) == "number" and (.cv.loo.rmse | type) == "number"
        and (.cv.loo.rho | type) == "number" and .cv.loco.clusters == "arch-task"
        and (.cv.loco.r2 | type) == "number" and (.training.r2_in | type) == "number"
-       and (.prior.cells | length) == 4 and (.pflex_version | type) == "string"' m.json \
+       and (.prior.cells | length) == 4 and (.pflex_version | type) == "string"
+       and .target.quantity == "pfi" and .target.definition == "ratio"
+       and .target.exclude == "noise" and .target.grid == null' m.json \
   >/dev/null || fail "model file fields"
 # Targets: the design PFI of every group.
 for g in d-pt-a:1.15 d-pt-b:1.25 d-ft-a:1.30 d-ft-b:1.45 m-pt-a:1.40 m-pt-b:1.60 m-ft-a:2.00 m-ft-b:2.40; do
@@ -112,6 +114,17 @@ grep -q "group 'job-x'" err.txt && grep -q "feature 'dram_copy'" err.txt && grep
 jq -e '.predictions[0].prediction == "prior"' prior.json >/dev/null || fail "prior fallback not marked"
 v=$(jq -r '.predictions[0].predicted' prior.json)
 close "$v" 2.2 0.005 || fail "prior fallback value $v"
+
+# The target rule travels with the model.
+"$PFLEX" fit runs.csv --set headline --exclude paper --grid 300,700 --out mp.json > /dev/null
+jq -e '.target.exclude == "paper" and .target.grid == [300, 700]' mp.json >/dev/null || fail "target options"
+"$PFLEX" predict --model mp.json runs.csv | grep -q "the paper's rule), on the caps 300,700" || fail "predict target line"
+# On the 300 W cap alone, v-1 (caps 400 and 700) has no PFI.
+"$PFLEX" predict --model mp.json runs.csv --json | jq -e '(.predictions[] | select(.group == "v-1") | .measured) == null' \
+  >/dev/null || fail "predict measured PFI under the model's grid"
+set +e
+"$PFLEX" fit runs.csv --draws 10 2>/dev/null; [ $? -eq 2 ] || fail "--draws accepted"
+set -e
 
 # --- ridge and prior models ---------------------------------------------------
 "$PFLEX" fit runs.csv --set headline --features dram_copy,meta --model ridge --json > r.json

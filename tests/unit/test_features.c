@@ -112,7 +112,7 @@ static void test_dataset_targets_and_features(void **state) {
   assert_string_equal(f.names[1], "arch_moe");
   assert_string_equal(f.names[3], "log_gpus");
   struct pflex_dataset ds;
-  assert_int_equal(pflex_dataset_build(&s, "headline", &f, true, &ds, &d), 0);
+  assert_int_equal(pflex_dataset_build(&s, "headline", &f, NULL, true, &ds, &d), 0);
   assert_int_equal(ds.n, 2);
   assert_string_equal(ds.groups[0], "a");
   CLOSE(ds.y[0], 2.0, 1e-12);
@@ -126,13 +126,13 @@ static void test_dataset_targets_and_features(void **state) {
   pflex_dataset_release(&ds);
 
   /* Without the filter, c is a group with one run: no PFI (NAN) unless needed. */
-  assert_int_equal(pflex_dataset_build(&s, NULL, &f, false, &ds, &d), 0);
+  assert_int_equal(pflex_dataset_build(&s, NULL, &f, NULL, false, &ds, &d), 0);
   assert_int_equal(ds.n, 3);
   assert_true(isnan(ds.y[2]));
   pflex_dataset_release(&ds);
-  assert_int_equal(pflex_dataset_build(&s, NULL, &f, true, &ds, &d), -PFLEX_E_NOPOINTS);
+  assert_int_equal(pflex_dataset_build(&s, NULL, &f, NULL, true, &ds, &d), -PFLEX_E_NOPOINTS);
   assert_non_null(strstr(d.message, "'c'"));
-  assert_int_equal(pflex_dataset_build(&s, "h100", &f, false, &ds, &d), -PFLEX_E_NOPOINTS);
+  assert_int_equal(pflex_dataset_build(&s, "h100", &f, NULL, false, &ds, &d), -PFLEX_E_NOPOINTS);
   pflex_featlist_release(&f);
   pflex_runset_release(&s);
 }
@@ -148,13 +148,13 @@ static void test_missing_feature(void **state) {
   pflex_diag_clear(&d);
   struct pflex_dataset ds;
   /* a's uncapped run has sm_active, b's is empty. */
-  assert_int_equal(pflex_dataset_build(&s, "headline", &f, true, &ds, &d), -ENODATA);
+  assert_int_equal(pflex_dataset_build(&s, "headline", &f, NULL, true, &ds, &d), -ENODATA);
   assert_non_null(strstr(d.message, "group 'b'"));
   assert_non_null(strstr(d.message, "feature 'sm_active'"));
   assert_string_equal(d.column, "sm_active");
   pflex_featlist_release(&f);
   assert_int_equal(pflex_featlist_add(&f, "nvlink_tx_bytes"), 0);
-  assert_int_equal(pflex_dataset_build(&s, "headline", &f, true, &ds, &d), -ENOENT);
+  assert_int_equal(pflex_dataset_build(&s, "headline", &f, NULL, true, &ds, &d), -ENOENT);
   assert_non_null(strstr(d.message, "group 'a', feature 'nvlink_tx_bytes'"));
   assert_non_null(strstr(d.message, "no such column"));
   pflex_featlist_release(&f);
@@ -183,10 +183,37 @@ static void test_dcgm_expansion(void **state) {
   pflex_runset_release(&s);
 }
 
+/* The target follows the PFI options. Uncapped (5000 W, 100); 600 W (4800, 99.9):
+ * PFI_i = (1 - 0.96)/(1 - 0.999) = 40, a drop of 0.1% that is within noise
+ * (default relative SE 0.5% per throughput); 400 W (3000, 80): (1 - 0.6)/0.2 = 2.
+ * The paper's rule keeps both: (40 + 2)/2 = 21; the noise rule drops 600 W: 2. */
+static void test_dataset_target_rule(void **state) {
+  (void)state;
+  struct pflex_runset s;
+  pflex_runset_init(&s);
+  add(&s, "a", NULL, PFLEX_ARCH_DENSE, PFLEX_TASK_PT, 8, 700, 5000, 100);
+  add(&s, "a", NULL, PFLEX_ARCH_DENSE, PFLEX_TASK_PT, 8, 600, 4800, 99.9);
+  add(&s, "a", NULL, PFLEX_ARCH_DENSE, PFLEX_TASK_PT, 8, 400, 3000, 80);
+  struct pflex_featlist none;
+  pflex_featlist_init(&none);
+  struct pflex_dataset ds;
+  struct pflex_diag d;
+  assert_int_equal(pflex_dataset_build(&s, NULL, &none, NULL, true, &ds, &d), 0);
+  CLOSE(ds.y[0], 21.0, 1e-9);
+  pflex_dataset_release(&ds);
+  struct pflex_pfi_opts o;
+  pflex_pfi_opts_init(&o);
+  assert_int_equal(pflex_dataset_build(&s, NULL, &none, &o, true, &ds, &d), 0);
+  CLOSE(ds.y[0], 2.0, 1e-12);
+  pflex_dataset_release(&ds);
+  pflex_runset_release(&s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_derived),
       cmocka_unit_test(test_dataset_targets_and_features),
+      cmocka_unit_test(test_dataset_target_rule),
       cmocka_unit_test(test_missing_feature),
       cmocka_unit_test(test_dcgm_expansion),
   };

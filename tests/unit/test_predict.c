@@ -358,6 +358,13 @@ static void test_model_json_roundtrip(void **state) {
   struct pflex_model m, back;
   assert_int_equal(pflex_model_fit(&d, &o, PFLEX_LOCO_POOLED_DENSE, &m), 0);
   m.version = strdup("9.9.9");
+  struct pflex_pfi_opts po;
+  pflex_pfi_opts_init(&po);
+  const double caps[] = {200, 700};
+  po.grid = caps;
+  po.ngrid = 2;
+  po.noise_k = 3;
+  assert_int_equal(pflex_model_set_target(&m, &po), 0);
   char *text;
   assert_int_equal(pflex_model_to_json(&m, &text), 0);
   struct pflex_diag diag;
@@ -377,6 +384,11 @@ static void test_model_json_roundtrip(void **state) {
   CLOSE(back.groups[3].fitted, m.groups[3].fitted, 0);
   CLOSE(back.r2_in, m.r2_in, 0);
   assert_string_equal(back.version, "9.9.9");
+  assert_int_equal(back.target.exclude, PFLEX_PFI_EXCLUDE_NOISE);
+  CLOSE(back.target.noise_k, 3, 0);
+  assert_int_equal(back.target.ngrid, 2);
+  CLOSE(back.target.grid[1], 700, 0);
+  assert_int_equal(back.target.draws, 0);
   double x = 10;
   CLOSE(pflex_model_predict(&back, &x, PFLEX_ARCH_DENSE, PFLEX_TASK_PT), 9.25, 1e-11);
   pflex_model_release(&back);
@@ -387,6 +399,13 @@ static void test_model_json_roundtrip(void **state) {
   assert_int_equal(pflex_model_from_json(broken, "b.json", &back, &diag), -PFLEX_E_PARSE);
   assert_string_equal(diag.column, "coefficients");
   assert_int_equal(pflex_model_from_json("{", "c.json", &back, &diag), -PFLEX_E_PARSE);
+  /* A model without a target object means the paper's rule. */
+  const char *old = "{\"format\": 1, \"kind\": \"prior\", \"features\": [],"
+                    " \"prior\": {\"mean\": 1.5, \"cells\": []}}";
+  assert_int_equal(pflex_model_from_json(old, "o.json", &back, &diag), 0);
+  assert_int_equal(back.target.exclude, PFLEX_PFI_EXCLUDE_PAPER);
+  CLOSE(pflex_model_predict(&back, NULL, PFLEX_ARCH_MOE, PFLEX_TASK_FT), 1.5, 0);
+  pflex_model_release(&back);
   assert_int_equal(pflex_model_read_json("/nonexistent/m.json", &back, &diag), -ENOENT);
   pflex_model_release(&m);
   pflex_dataset_release(&d);
