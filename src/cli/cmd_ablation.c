@@ -262,9 +262,8 @@ static int run(int argc, char **argv) {
     printf("\nDCGM columns (vi): ");
     for (size_t j = 0; j < dcgm->n; j++) printf("%s%s", j ? ", " : "", dcgm->names[j]);
     printf("%s\n\n", dcgm->n ? "" : "none");
-    printf("%-28s %3s %7s | %7s %7s %7s | %7s %7s %7s | %9s %9s %9s\n", "", "", "", "LOO", "",
-           "", "LOCO", "", "", "ridge", "ridge", "ridge");
-    printf("%-28s %3s %7s | %7s %7s %7s | %7s %7s %7s | %9s %9s %9s\n", "predictors", "p",
+    printf("%-28s %3s %8s | %-26s | %-26s | %-30s\n", "", "", "", "LOO", "LOCO", "ridge");
+    printf("%-28s %3s %8s | %9s %8s %7s | %9s %8s %7s | %10s %10s %8s\n", "predictors", "p",
            "R2 in", "R2", "RMSE", "rho", "R2", "RMSE", "rho", "LOO R2", "LOCO R2", "lambda");
     for (size_t s = 0; s < NSETS; s++) {
       const struct result *r = &res[s];
@@ -277,20 +276,20 @@ static int run(int argc, char **argv) {
         continue;
       }
       const struct pflex_model *m = &r->ols;
-      pc_num(stdout, 8, m->r2_in);
+      pc_num(stdout, 9, m->r2_in);
       printf(" |");
-      pc_num(stdout, 8, m->loo.r2);
-      pc_num(stdout, 8, m->loo.rmse);
+      pc_num(stdout, 10, m->loo.r2);
+      pc_num(stdout, 9, m->loo.rmse);
       pc_num(stdout, 8, m->loo.rho);
       printf(" |");
-      pc_num(stdout, 8, m->loco.r2);
-      pc_num(stdout, 8, m->loco.rmse);
+      pc_num(stdout, 10, m->loco.r2);
+      pc_num(stdout, 9, m->loco.rmse);
       pc_num(stdout, 8, m->loco.rho);
       printf(" |");
       if (r->have_ridge) {
-        pc_num(stdout, 10, r->ridge.loo.r2);
-        pc_num(stdout, 10, r->ridge.loco.r2);
-        printf(" %9.3g", r->ridge.lin.lambda);
+        pc_num(stdout, 11, r->ridge.loo.r2);
+        pc_num(stdout, 11, r->ridge.loco.r2);
+        printf(" %8.3g", r->ridge.lin.lambda);
       }
       printf("\n");
     }
