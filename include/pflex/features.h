@@ -61,15 +61,15 @@ int pflex_feature_value(const struct pflex_runset *set, size_t i, const char *na
 
 /* The per-group rows a predictor is fitted on or applied to. */
 struct pflex_dataset {
-  size_t n;             /* groups (rows) */
+  size_t n; /* groups (rows) */
   struct pflex_featlist feats;
-  char **groups;        /* group names */
+  char **groups; /* group names */
   enum pflex_arch *arch;
   enum pflex_task *task;
-  double *x;            /* n x feats.n, row-major: features of the group's uncapped run */
-  double *y;            /* the group's PFI; NAN when it has no usable capped run */
-  size_t *nruns;        /* runs in the group (after the set filter) */
-  size_t *uncapped;     /* index into the runset of the group's uncapped run */
+  double *x;        /* n x feats.n, row-major: features of the group's uncapped run */
+  double *y;        /* the group's PFI; NAN when it has no usable capped run */
+  size_t *nruns;    /* runs in the group (after the set filter) */
+  size_t *uncapped; /* index into the runset of the group's uncapped run */
 };
 
 void pflex_dataset_init(struct pflex_dataset *d);
@@ -80,8 +80,8 @@ void pflex_dataset_release(struct pflex_dataset *d);
  * target y is the group's PFI computed by pflex_pfi_compute with the options
  * pfi (its draws ignored: no CI); pfi NULL means the paper's Eq. 1 and 3: the
  * mean per-cap index over the capped runs, excluding only those with
- * T == T_max. Features come from the group's uncapped run. With need_target, a group without a usable capped run
- * fails with -PFLEX_E_NOPOINTS. A missing feature fails with the error of
+ * T == T_max. Features come from the group's uncapped run. With need_target, a group without a
+ * usable capped run fails with -PFLEX_E_NOPOINTS. A missing feature fails with the error of
  * pflex_feature_value and a diag naming the group and the feature. */
 int pflex_dataset_build(const struct pflex_runset *set, const char *set_filter,
                         const struct pflex_featlist *feats, const struct pflex_pfi_opts *pfi,

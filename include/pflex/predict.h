@@ -62,8 +62,8 @@ double pflex_linmodel_predict(const struct pflex_linmodel *m, const double *xrow
 /* Chooses the ridge penalty on the grid minimizing the leave-one-out mean
  * squared error over the n rows (closed form e_i / (1 - h_ii), features
  * standardized once on the n rows); ties go to the larger penalty. */
-int pflex_ridge_select(const double *x, const double *y, size_t n, size_t p,
-                       const double *grid, size_t ngrid, double *ret_lambda, double *ret_mse);
+int pflex_ridge_select(const double *x, const double *y, size_t n, size_t p, const double *grid,
+                       size_t ngrid, double *ret_lambda, double *ret_mse);
 
 /* How LOCO forms clusters: arch x task (4 clusters), or with dense PT and
  * dense FT pooled (3 clusters, as in the paper's Table 10). */
@@ -79,8 +79,7 @@ struct pflex_scores {
   double rmse; /* sqrt(SSE / n) */
   double rho;  /* Spearman (average ranks for ties); NAN when either side is constant */
 };
-int pflex_scores_compute(const double *y, const double *yhat, size_t n,
-                         struct pflex_scores *ret);
+int pflex_scores_compute(const double *y, const double *yhat, size_t n, struct pflex_scores *ret);
 
 /* A fitted PFI model with its names, prior and training summary. */
 struct pflex_model_group {

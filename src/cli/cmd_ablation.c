@@ -19,9 +19,8 @@
 static const char usage[] =
     "pflex ablation RUNS.csv [options]\n"
     "  --set NAME        use only runs whose set column is NAME (e.g. headline)\n"
-    "  --loco SCHEME     clusters for leave-one-cluster-out: arch-task (default) or pooled-dense\n"
-    PC_PFI_USAGE
-    "  --json            JSON output\n"
+    "  --loco SCHEME     clusters for leave-one-cluster-out: arch-task (default) or "
+    "pooled-dense\n" PC_PFI_USAGE "  --json            JSON output\n"
     "  --csv             CSV output";
 
 /* The paper's seven predictor sets (Table 3), then the population prior. */
@@ -84,7 +83,9 @@ static int evaluate(const struct pflex_runset *set, const char *filter, const ch
   return err;
 }
 
-static json_t *jnum(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+static json_t *jnum(double v) {
+  return isfinite(v) ? json_real(v) : json_null();
+}
 
 static json_t *jscores(const struct pflex_scores *s) {
   return json_pack("{s:o, s:o, s:o}", "r2", jnum(s->r2), "rmse", jnum(s->rmse), "rho",
@@ -99,7 +100,7 @@ static json_t *jmodel(const struct pflex_model *m) {
 }
 
 static void csv_scores(const struct pflex_model *m, bool have) {
-  const double v[] = {m->r2_in, m->loo.r2, m->loo.rmse, m->loo.rho,
+  const double v[] = {m->r2_in,   m->loo.r2,    m->loo.rmse, m->loo.rho,
                       m->loco.r2, m->loco.rmse, m->loco.rho};
   for (size_t k = 0; k < 7; k++)
     if (have && isfinite(v[k]))
@@ -109,10 +110,12 @@ static void csv_scores(const struct pflex_model *m, bool have) {
 }
 
 static int run(int argc, char **argv) {
-  static const struct option opts[] = {
-      {"set", required_argument, NULL, 's'}, {"loco", required_argument, NULL, 'c'},
-      {"json", no_argument, NULL, 'j'},      {"csv", no_argument, NULL, 'v'},
-      PFI_LONG_OPTIONS,                      {NULL, 0, NULL, 0}};
+  static const struct option opts[] = {{"set", required_argument, NULL, 's'},
+                                       {"loco", required_argument, NULL, 'c'},
+                                       {"json", no_argument, NULL, 'j'},
+                                       {"csv", no_argument, NULL, 'v'},
+                                       PFI_LONG_OPTIONS,
+                                       {NULL, 0, NULL, 0}};
   const char *filter = NULL;
   enum pflex_loco loco = PFLEX_LOCO_ARCH_TASK;
   struct cli_pfi_args pa;
@@ -198,13 +201,15 @@ static int run(int argc, char **argv) {
   if (json) {
     json_t *rows = json_array(), *cl = json_array(), *dc = json_array();
     for (size_t k = 0; k < nc; k++)
-      json_array_append_new(cl, json_pack("{s:s, s:I}", "name", cname[k], "n",
-                                          (json_int_t)ccount[k]));
-    for (size_t j = 0; j < dcgm->n; j++) json_array_append_new(dc, json_string(dcgm->names[j]));
+      json_array_append_new(cl,
+                            json_pack("{s:s, s:I}", "name", cname[k], "n", (json_int_t)ccount[k]));
+    for (size_t j = 0; j < dcgm->n; j++)
+      json_array_append_new(dc, json_string(dcgm->names[j]));
     for (size_t s = 0; s < NSETS; s++) {
       const struct result *r = &res[s];
       json_t *f = json_array();
-      for (size_t j = 0; j < r->feats.n; j++) json_array_append_new(f, json_string(r->feats.names[j]));
+      for (size_t j = 0; j < r->feats.n; j++)
+        json_array_append_new(f, json_string(r->feats.names[j]));
       json_t *row = json_pack("{s:s, s:s, s:o, s:I}", "id", sets[s].id, "label", sets[s].label,
                               "features", f, "p", (json_int_t)r->p);
       if (r->error[0]) {
@@ -215,12 +220,11 @@ static int run(int argc, char **argv) {
       }
       json_array_append_new(rows, row);
     }
-    json_t *root = json_pack("{s:s, s:o, s:I, s:s, s:o, s:o, s:s, s:o}", "runs", path, "set",
-                             filter ? json_string(filter) : json_null(), "n", (json_int_t)g.n,
-                             "loco_clusters", pflex_loco_name(loco), "clusters", cl,
-                             "dcgm_columns", dc, "ridge_lambda",
-                             "nested: chosen in each fold by leave-one-out on 1e-3..1e4", "rows",
-                             rows);
+    json_t *root =
+        json_pack("{s:s, s:o, s:I, s:s, s:o, s:o, s:s, s:o}", "runs", path, "set",
+                  filter ? json_string(filter) : json_null(), "n", (json_int_t)g.n, "loco_clusters",
+                  pflex_loco_name(loco), "clusters", cl, "dcgm_columns", dc, "ridge_lambda",
+                  "nested: chosen in each fold by leave-one-out on 1e-3..1e4", "rows", rows);
     if (root)
       json_object_set_new(root, "target",
                           json_pack("{s:s, s:s, s:o}", "definition",
@@ -258,9 +262,11 @@ static int run(int argc, char **argv) {
            filter ? ", set " : "", filter ? filter : "", g.n);
     pc_target_line(stdout, &pa.opts);
     printf("LOCO clusters (%s):", pflex_loco_name(loco));
-    for (size_t k = 0; k < nc; k++) printf(" %s %zu%s", cname[k], ccount[k], k + 1 < nc ? "," : "");
+    for (size_t k = 0; k < nc; k++)
+      printf(" %s %zu%s", cname[k], ccount[k], k + 1 < nc ? "," : "");
     printf("\nDCGM columns (vi): ");
-    for (size_t j = 0; j < dcgm->n; j++) printf("%s%s", j ? ", " : "", dcgm->names[j]);
+    for (size_t j = 0; j < dcgm->n; j++)
+      printf("%s%s", j ? ", " : "", dcgm->names[j]);
     printf("%s\n\n", dcgm->n ? "" : "none");
     printf("%-28s %3s %8s | %-26s | %-26s | %-30s\n", "", "", "", "LOO", "LOCO", "ridge");
     printf("%-28s %3s %8s | %9s %8s %7s | %9s %8s %7s | %10s %10s %8s\n", "predictors", "p",

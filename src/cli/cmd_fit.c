@@ -16,16 +16,16 @@
 
 static const char usage[] =
     "pflex fit RUNS.csv [options]\n"
-    "  --features LIST   comma-separated features (default dram_copy): dram_copy, arith_intensity,\n"
+    "  --features LIST   comma-separated features (default dram_copy): dram_copy, "
+    "arith_intensity,\n"
     "                    arch_moe, task_ft, log_gpus, any telemetry column; 'meta' = arch_moe,\n"
     "                    task_ft,log_gpus; 'dcgm' = every numeric telemetry column\n"
     "  --model KIND      ols (default), ridge (lambda by nested leave-one-out), or prior\n"
     "                    (mean PFI per arch x task, for jobs without telemetry)\n"
     "  --lambda L        ridge: use this penalty instead of choosing it\n"
     "  --set NAME        use only runs whose set column is NAME (e.g. headline)\n"
-    "  --loco SCHEME     clusters for leave-one-cluster-out: arch-task (default) or pooled-dense\n"
-    PC_PFI_USAGE
-    "  --out FILE        write the model file (JSON) to FILE\n"
+    "  --loco SCHEME     clusters for leave-one-cluster-out: arch-task (default) or "
+    "pooled-dense\n" PC_PFI_USAGE "  --out FILE        write the model file (JSON) to FILE\n"
     "  --json            print the model file to stdout instead of the summary";
 
 static void print_summary(const struct pflex_model *m, const struct pflex_dataset *d) {
@@ -78,12 +78,15 @@ static void print_summary(const struct pflex_model *m, const struct pflex_datase
 }
 
 static int run(int argc, char **argv) {
-  static const struct option opts[] = {
-      {"features", required_argument, NULL, 'f'}, {"model", required_argument, NULL, 'm'},
-      {"lambda", required_argument, NULL, 'l'},   {"set", required_argument, NULL, 's'},
-      {"loco", required_argument, NULL, 'c'},     {"out", required_argument, NULL, 'o'},
-      {"json", no_argument, NULL, 'j'},           PFI_LONG_OPTIONS,
-      {NULL, 0, NULL, 0}};
+  static const struct option opts[] = {{"features", required_argument, NULL, 'f'},
+                                       {"model", required_argument, NULL, 'm'},
+                                       {"lambda", required_argument, NULL, 'l'},
+                                       {"set", required_argument, NULL, 's'},
+                                       {"loco", required_argument, NULL, 'c'},
+                                       {"out", required_argument, NULL, 'o'},
+                                       {"json", no_argument, NULL, 'j'},
+                                       PFI_LONG_OPTIONS,
+                                       {NULL, 0, NULL, 0}};
   const char *features = "dram_copy", *set_filter = NULL, *out = NULL;
   struct pflex_fit_opts fo = {.kind = PFLEX_MODEL_OLS, .lambda = -1};
   enum pflex_loco loco = PFLEX_LOCO_ARCH_TASK;
@@ -95,7 +98,10 @@ static int run(int argc, char **argv) {
   optind = 1;
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
     switch (c) {
-    case 'f': features = optarg; features_given = true; break;
+    case 'f':
+      features = optarg;
+      features_given = true;
+      break;
     case 'm':
       if (pflex_model_kind_parse(optarg, &fo.kind)) {
         cli_error("unknown model '%s' (ols, ridge or prior)", optarg);

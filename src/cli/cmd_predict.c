@@ -23,7 +23,8 @@ static const char usage[] =
     "  --set NAME        use only runs whose set column is NAME\n"
     "  --prior-fallback  predict a job that lacks a feature with the model's population prior\n"
     "                    (marked 'prior') instead of failing\n"
-    "  --unit UNIT       throughput column when not tokens_per_s: tokens, samples, steps, step-time\n"
+    "  --unit UNIT       throughput column when not tokens_per_s: tokens, samples, steps, "
+    "step-time\n"
     "  --json            JSON output\n"
     "  --csv             CSV output";
 
@@ -32,14 +33,18 @@ struct row {
   bool prior;
 };
 
-static json_t *jnum(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+static json_t *jnum(double v) {
+  return isfinite(v) ? json_real(v) : json_null();
+}
 
 static int run(int argc, char **argv) {
-  static const struct option opts[] = {
-      {"model", required_argument, NULL, 'm'}, {"set", required_argument, NULL, 's'},
-      {"prior-fallback", no_argument, NULL, 'p'}, {"unit", required_argument, NULL, 'u'},
-      {"json", no_argument, NULL, 'j'},        {"csv", no_argument, NULL, 'c'},
-      {NULL, 0, NULL, 0}};
+  static const struct option opts[] = {{"model", required_argument, NULL, 'm'},
+                                       {"set", required_argument, NULL, 's'},
+                                       {"prior-fallback", no_argument, NULL, 'p'},
+                                       {"unit", required_argument, NULL, 'u'},
+                                       {"json", no_argument, NULL, 'j'},
+                                       {"csv", no_argument, NULL, 'c'},
+                                       {NULL, 0, NULL, 0}};
   const char *model_path = NULL, *set_filter = NULL;
   bool fallback = false, json = false, csv = false;
   struct pflex_runs_read_opts ro = {0};
@@ -111,8 +116,8 @@ static int run(int argc, char **argv) {
                   fd.message[0] ? fd.message : pflex_strerror(err));
         goto out;
       }
-      cli_warn("group '%s' lacks feature '%s' (%s): predicted by the population prior",
-               d.groups[i], m.feats.names[j], fd.message[0] ? fd.message : pflex_strerror(err));
+      cli_warn("group '%s' lacks feature '%s' (%s): predicted by the population prior", d.groups[i],
+               m.feats.names[j], fd.message[0] ? fd.message : pflex_strerror(err));
       ok = false;
     }
     rows[i].prior = !ok;
@@ -149,11 +154,10 @@ static int run(int argc, char **argv) {
                          pflex_arch_name(d.arch[i]), "task", pflex_task_name(d.task[i]), "runs",
                          (json_int_t)d.nruns[i], "predicted", jnum(rows[i].pred), "prediction",
                          rows[i].prior ? "prior" : "model", "measured", jnum(rows[i].measured)));
-    json_t *root = json_pack(
-        "{s:s, s:s, s:o, s:s, s:o, s:{s:I, s:o, s:o, s:o}}", "model", model_path, "kind",
-        pflex_model_kind_name(m.kind), "features", fa, "runs", path, "predictions", arr,
-        "scores", "n", (json_int_t)nm, "r2", jnum(sc.r2), "rmse", jnum(sc.rmse), "rho",
-        jnum(sc.rho));
+    json_t *root = json_pack("{s:s, s:s, s:o, s:s, s:o, s:{s:I, s:o, s:o, s:o}}", "model",
+                             model_path, "kind", pflex_model_kind_name(m.kind), "features", fa,
+                             "runs", path, "predictions", arr, "scores", "n", (json_int_t)nm, "r2",
+                             jnum(sc.r2), "rmse", jnum(sc.rmse), "rho", jnum(sc.rho));
     char *s = root ? json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) : NULL;
     json_decref(root);
     if (!s) {
@@ -173,7 +177,8 @@ static int run(int argc, char **argv) {
     }
   } else {
     printf("model '%s' (%s", model_path, pflex_model_kind_name(m.kind));
-    for (size_t j = 0; j < m.feats.n; j++) printf("%s%s", j ? "," : ": ", m.feats.names[j]);
+    for (size_t j = 0; j < m.feats.n; j++)
+      printf("%s%s", j ? "," : ": ", m.feats.names[j]);
     printf(")\nmeasured ");
     pc_target_line(stdout, &m.target);
     printf("%-44s %-9s %4s %9s %9s  %s\n", "group", "cluster", "runs", "predicted", "measured",
@@ -194,8 +199,8 @@ static int run(int argc, char **argv) {
       pc_num(stdout, 0, sc.rho);
       printf("\n");
     }
-    if (nprior) printf("%zu group%s predicted by the population prior\n", nprior,
-                       nprior == 1 ? "" : "s");
+    if (nprior)
+      printf("%zu group%s predicted by the population prior\n", nprior, nprior == 1 ? "" : "s");
   }
   rc = PFLEX_EXIT_OK;
 out:

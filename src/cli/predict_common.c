@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/predict_common.h"
 #include "cli/pfi_args.h"
+#include "cli/predict_common.h"
 #include "cli/util.h"
 
 int pc_dataset(const struct pflex_runset *set, const char *set_filter, const char *spec,
@@ -68,7 +68,8 @@ void pc_target_line(FILE *f, const struct pflex_pfi_opts *o) {
     fprintf(f, "caps within %g standard errors of T_max left out (noise rule)", o->noise_k);
   if (o->grid) {
     fprintf(f, ", on the caps");
-    for (size_t k = 0; k < o->ngrid; k++) fprintf(f, "%s%g", k ? "," : " ", o->grid[k]);
+    for (size_t k = 0; k < o->ngrid; k++)
+      fprintf(f, "%s%g", k ? "," : " ", o->grid[k]);
   }
   fprintf(f, "\n");
 }

@@ -8,11 +8,14 @@
 #include "pflex/features.h"
 #include "pflex/pfi.h"
 
-void pflex_featlist_init(struct pflex_featlist *f) { memset(f, 0, sizeof *f); }
+void pflex_featlist_init(struct pflex_featlist *f) {
+  memset(f, 0, sizeof *f);
+}
 
 void pflex_featlist_release(struct pflex_featlist *f) {
   if (!f) return;
-  for (size_t k = 0; k < f->n; k++) free(f->names[k]);
+  for (size_t k = 0; k < f->n; k++)
+    free(f->names[k]);
   free(f->names);
   pflex_featlist_init(f);
 }
@@ -45,8 +48,8 @@ int pflex_featlist_copy(const struct pflex_featlist *src, struct pflex_featlist 
 
 /* Extra columns that are not GPU telemetry even when numeric. */
 static bool not_telemetry(const char *name) {
-  static const char *const exact[] = {"provenance", "mfu", "tflops", "seed", "run", "run_id",
-                                      "repeat", "rep", "line", "id", "step", "steps"};
+  static const char *const exact[] = {"provenance", "mfu", "tflops", "seed", "run",  "run_id",
+                                      "repeat",     "rep", "line",   "id",   "step", "steps"};
   for (size_t k = 0; k < sizeof exact / sizeof exact[0]; k++)
     if (strcmp(name, exact[k]) == 0) return true;
   size_t len = strlen(name);
@@ -84,8 +87,8 @@ int pflex_featlist_parse(const char *spec, const struct pflex_runset *set, const
     size_t len = comma ? (size_t)(comma - p) : strlen(p);
     char name[128];
     if (len == 0 || len >= sizeof name) {
-      err = pflex_diag_set(diag, -EINVAL, "", 0, "", "empty or overlong feature name in '%s'",
-                           spec);
+      err =
+          pflex_diag_set(diag, -EINVAL, "", 0, "", "empty or overlong feature name in '%s'", spec);
       goto fail;
     }
     memcpy(name, p, len);
@@ -122,10 +125,11 @@ static int util_fraction(const struct pflex_runset *set, size_t i, const char *n
                          struct pflex_diag *diag) {
   double v;
   int err = pflex_runset_metric(set, i, name, &v);
-  if (err) return pflex_diag_set(diag, err, "", set->runs[i].line, name, "%s",
-                                 err == -ENOENT    ? "no such column"
-                                 : err == -ENODATA ? "empty"
-                                                   : "not a number");
+  if (err)
+    return pflex_diag_set(diag, err, "", set->runs[i].line, name, "%s",
+                          err == -ENOENT    ? "no such column"
+                          : err == -ENODATA ? "empty"
+                                            : "not a number");
   if (v < 0 || v > 100)
     return pflex_diag_set(diag, -ERANGE, "", set->runs[i].line, name,
                           "%g is not a utilization (0-1 or 0-100)", v);
@@ -187,13 +191,16 @@ int pflex_feature_value(const struct pflex_runset *set, size_t i, const char *na
   return 0;
 }
 
-void pflex_dataset_init(struct pflex_dataset *d) { memset(d, 0, sizeof *d); }
+void pflex_dataset_init(struct pflex_dataset *d) {
+  memset(d, 0, sizeof *d);
+}
 
 void pflex_dataset_release(struct pflex_dataset *d) {
   if (!d) return;
   pflex_featlist_release(&d->feats);
   if (d->groups)
-    for (size_t j = 0; j < d->n; j++) free(d->groups[j]);
+    for (size_t j = 0; j < d->n; j++)
+      free(d->groups[j]);
   free(d->groups);
   free(d->arch);
   free(d->task);
@@ -273,8 +280,7 @@ int pflex_dataset_build(const struct pflex_runset *set, const char *set_filter,
     err = n > 1 ? group_pfi(set, g[j].name, idx, n, pfi, &y) : -PFLEX_E_NOPOINTS;
     if (err == -PFLEX_E_NOPOINTS && !need_target) err = 0;
     if (err) {
-      pflex_diag_set(diag, err, set->source ? set->source : "", 0, "",
-                     "group '%s': %s", g[j].name,
+      pflex_diag_set(diag, err, set->source ? set->source : "", 0, "", "group '%s': %s", g[j].name,
                      err == -PFLEX_E_NOPOINTS
                          ? "no usable capped run (every one excluded, or none): PFI undefined"
                          : pflex_strerror(err));

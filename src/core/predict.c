@@ -37,7 +37,8 @@ int pflex_model_kind_parse(const char *s, enum pflex_model_kind *ret) {
 }
 
 void pflex_ridge_default_grid(double grid[PFLEX_RIDGE_GRID_N]) {
-  for (int k = 0; k < PFLEX_RIDGE_GRID_N; k++) grid[k] = pow(10.0, -3.0 + k / 4.0);
+  for (int k = 0; k < PFLEX_RIDGE_GRID_N; k++)
+    grid[k] = pow(10.0, -3.0 + k / 4.0);
 }
 
 void pflex_linmodel_init(struct pflex_linmodel *m) {
@@ -82,7 +83,8 @@ static int stdz_make(const double *x, const double *y, size_t n, size_t p, struc
     return -ENOMEM;
   }
   s->ybar = gsl_stats_mean(y, 1, n);
-  for (size_t i = 0; i < n; i++) gsl_vector_set(s->yc, i, y[i] - s->ybar);
+  for (size_t i = 0; i < n; i++)
+    gsl_vector_set(s->yc, i, y[i] - s->ybar);
   for (size_t j = 0; j < p; j++) {
     s->mean[j] = gsl_stats_mean(x + j, p, n);
     double sd = n > 1 ? gsl_stats_sd_m(x + j, p, n, s->mean[j]) : 0;
@@ -129,14 +131,17 @@ static int svd_make(const gsl_matrix *z, struct svd *d) {
 static void svd_ridge(const struct svd *d, const gsl_vector *yc, double lambda, double *b) {
   size_t p = d->v->size1, m = d->u->size1;
   double s0 = gsl_vector_get(d->s, 0);
-  for (size_t j = 0; j < p; j++) b[j] = 0;
+  for (size_t j = 0; j < p; j++)
+    b[j] = 0;
   for (size_t k = 0; k < p; k++) {
     double sk = gsl_vector_get(d->s, k);
     if (!(sk > SV_RTOL * s0)) continue;
     double uty = 0;
-    for (size_t i = 0; i < m; i++) uty += gsl_matrix_get(d->u, i, k) * gsl_vector_get(yc, i);
+    for (size_t i = 0; i < m; i++)
+      uty += gsl_matrix_get(d->u, i, k) * gsl_vector_get(yc, i);
     double f = sk / (sk * sk + lambda) * uty;
-    for (size_t j = 0; j < p; j++) b[j] += gsl_matrix_get(d->v, j, k) * f;
+    for (size_t j = 0; j < p; j++)
+      b[j] += gsl_matrix_get(d->v, j, k) * f;
   }
 }
 
@@ -152,7 +157,8 @@ static double ridge_loo_mse(const struct svd *d, const struct stdz *s, size_t n,
   double sse = 0;
   for (size_t i = 0; i < n; i++) {
     double fit = 0, h = 1.0 / (double)n;
-    for (size_t j = 0; j < p; j++) fit += gsl_matrix_get(s->z, i, j) * b[j];
+    for (size_t j = 0; j < p; j++)
+      fit += gsl_matrix_get(s->z, i, j) * b[j];
     for (size_t k = 0; k < p; k++) {
       double sk = gsl_vector_get(d->s, k);
       if (!(sk > SV_RTOL * s0)) continue;
@@ -171,8 +177,8 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-int pflex_ridge_select(const double *x, const double *y, size_t n, size_t p,
-                       const double *grid, size_t ngrid, double *ret_lambda, double *ret_mse) {
+int pflex_ridge_select(const double *x, const double *y, size_t n, size_t p, const double *grid,
+                       size_t ngrid, double *ret_lambda, double *ret_mse) {
   double dgrid[PFLEX_RIDGE_GRID_N];
   if (!grid) {
     pflex_ridge_default_grid(dgrid);
@@ -253,8 +259,8 @@ int pflex_linmodel_fit(const double *x, const double *y, size_t n, size_t p,
   }
   if (opts->kind == PFLEX_MODEL_RIDGE) {
     m.lambda = opts->lambda;
-    if (opts->lambda < 0) err = pflex_ridge_select(x, y, n, p, opts->grid, opts->ngrid, &m.lambda,
-                                                   &m.inner_mse);
+    if (opts->lambda < 0)
+      err = pflex_ridge_select(x, y, n, p, opts->grid, opts->ngrid, &m.lambda, &m.inner_mse);
     if (!err && p > 0) {
       struct svd d;
       err = svd_make(s.z, &d);
@@ -273,7 +279,8 @@ int pflex_linmodel_fit(const double *x, const double *y, size_t n, size_t p,
       gsl_error_handler_t *old = gsl_set_error_handler_off();
       err = gsl_multifit_linear(s.z, s.yc, c, cov, &chisq, w) ? -PFLEX_E_DATA : 0;
       gsl_set_error_handler(old);
-      for (size_t j = 0; !err && j < p; j++) m.beta_std[j] = gsl_vector_get(c, j);
+      for (size_t j = 0; !err && j < p; j++)
+        m.beta_std[j] = gsl_vector_get(c, j);
     }
     gsl_multifit_linear_free(w);
     gsl_vector_free(c);
@@ -300,7 +307,8 @@ int pflex_linmodel_fit(const double *x, const double *y, size_t n, size_t p,
 
 double pflex_linmodel_predict(const struct pflex_linmodel *m, const double *xrow) {
   double v = m->intercept;
-  for (size_t j = 0; j < m->p; j++) v += m->coef[j] * xrow[j];
+  for (size_t j = 0; j < m->p; j++)
+    v += m->coef[j] * xrow[j];
   return v;
 }
 
@@ -309,9 +317,12 @@ const char *pflex_loco_name(enum pflex_loco scheme) {
 }
 
 int pflex_loco_parse(const char *s, enum pflex_loco *ret) {
-  if (strcmp(s, "arch-task") == 0) *ret = PFLEX_LOCO_ARCH_TASK;
-  else if (strcmp(s, "pooled-dense") == 0) *ret = PFLEX_LOCO_POOLED_DENSE;
-  else return -EINVAL;
+  if (strcmp(s, "arch-task") == 0)
+    *ret = PFLEX_LOCO_ARCH_TASK;
+  else if (strcmp(s, "pooled-dense") == 0)
+    *ret = PFLEX_LOCO_POOLED_DENSE;
+  else
+    return -EINVAL;
   return 0;
 }
 
@@ -322,8 +333,7 @@ const char *pflex_cluster_name(enum pflex_arch arch, enum pflex_task task, enum 
   return task == PFLEX_TASK_PT ? "moe-pt" : "moe-ft";
 }
 
-int pflex_scores_compute(const double *y, const double *yhat, size_t n,
-                         struct pflex_scores *ret) {
+int pflex_scores_compute(const double *y, const double *yhat, size_t n, struct pflex_scores *ret) {
   if (n == 0) return -PFLEX_E_NOPOINTS;
   double ybar = gsl_stats_mean(y, 1, n), sse = 0, sst = 0;
   bool yconst = true, hconst = true;
@@ -334,8 +344,8 @@ int pflex_scores_compute(const double *y, const double *yhat, size_t n,
     yconst = yconst && y[i] == y[0];
     hconst = hconst && yhat[i] == yhat[0];
   }
-  struct pflex_scores s = {.r2 = sst > 0 ? 1.0 - sse / sst : NAN, .rmse = sqrt(sse / (double)n),
-                           .rho = NAN};
+  struct pflex_scores s = {
+      .r2 = sst > 0 ? 1.0 - sse / sst : NAN, .rmse = sqrt(sse / (double)n), .rho = NAN};
   if (!yconst && !hconst && n > 1) {
     double *work = malloc(2 * n * sizeof *work);
     if (!work) return -ENOMEM;
@@ -347,7 +357,8 @@ int pflex_scores_compute(const double *y, const double *yhat, size_t n,
 }
 
 void pflex_folds_loo(size_t n, int *fold) {
-  for (size_t i = 0; i < n; i++) fold[i] = (int)i;
+  for (size_t i = 0; i < n; i++)
+    fold[i] = (int)i;
 }
 
 void pflex_folds_loco(const struct pflex_dataset *d, enum pflex_loco scheme, int *fold) {
@@ -426,7 +437,8 @@ static void prior_fit(const struct pflex_dataset *d, const bool *use, struct pfl
     m->prior[k].n++;
     m->prior[k].mean += d->y[i];
   }
-  for (size_t k = 0; k < m->nprior; k++) m->prior[k].mean /= (double)m->prior[k].n;
+  for (size_t k = 0; k < m->nprior; k++)
+    m->prior[k].mean /= (double)m->prior[k].n;
   m->prior_mean = n ? sum / (double)n : NAN;
 }
 
@@ -470,8 +482,10 @@ int pflex_cv_predict(const struct pflex_dataset *d, const struct pflex_fit_opts 
     } else if (ok) {
       pm.kind = opts->kind;
       int e = pflex_linmodel_fit(xt, yt, nt, p, opts, &pm.lin);
-      if (e == -PFLEX_E_NOPOINTS) ok = false;
-      else if (e) err = e;
+      if (e == -PFLEX_E_NOPOINTS)
+        ok = false;
+      else if (e)
+        err = e;
     }
     for (size_t i = 0; i < n; i++) {
       if (fold[i] != f) continue;

@@ -9,11 +9,14 @@
 #include "io/csv_table.h"
 #include "pflex/model_json.h"
 
-static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+static json_t *num(double v) {
+  return isfinite(v) ? json_real(v) : json_null();
+}
 
 static json_t *num_array(const double *v, size_t n) {
   json_t *a = json_array();
-  for (size_t i = 0; a && i < n; i++) json_array_append_new(a, num(v[i]));
+  for (size_t i = 0; a && i < n; i++)
+    json_array_append_new(a, num(v[i]));
   return a;
 }
 
@@ -21,7 +24,9 @@ static json_t *scores(const struct pflex_scores *s) {
   return json_pack("{s:o, s:o, s:o}", "r2", num(s->r2), "rmse", num(s->rmse), "rho", num(s->rho));
 }
 
-static json_t *opt_str(const char *s) { return s ? json_string(s) : json_null(); }
+static json_t *opt_str(const char *s) {
+  return s ? json_string(s) : json_null();
+}
 
 /* How the training targets were computed (the PFI engine's options). */
 static json_t *target_json(const struct pflex_pfi_opts *o) {
@@ -35,18 +40,19 @@ static json_t *target_json(const struct pflex_pfi_opts *o) {
 int pflex_model_to_json(const struct pflex_model *m, char **ret_json) {
   json_t *feats = json_array(), *cells = json_array(), *groups = json_array();
   if (!feats || !cells || !groups) goto nomem;
-  for (size_t j = 0; j < m->feats.n; j++) json_array_append_new(feats, json_string(m->feats.names[j]));
+  for (size_t j = 0; j < m->feats.n; j++)
+    json_array_append_new(feats, json_string(m->feats.names[j]));
   for (size_t k = 0; k < m->nprior; k++)
-    json_array_append_new(cells, json_pack("{s:s, s:s, s:I, s:o}", "arch",
-                                           pflex_arch_name(m->prior[k].arch), "task",
-                                           pflex_task_name(m->prior[k].task), "n",
-                                           (json_int_t)m->prior[k].n, "mean", num(m->prior[k].mean)));
+    json_array_append_new(
+        cells, json_pack("{s:s, s:s, s:I, s:o}", "arch", pflex_arch_name(m->prior[k].arch), "task",
+                         pflex_task_name(m->prior[k].task), "n", (json_int_t)m->prior[k].n, "mean",
+                         num(m->prior[k].mean)));
   for (size_t i = 0; i < m->n; i++) {
     const struct pflex_model_group *g = &m->groups[i];
-    json_array_append_new(groups, json_pack("{s:s, s:s, s:o, s:o, s:o, s:o}", "group", g->group,
-                                            "cluster", g->cluster, "pfi", num(g->pfi), "fitted",
-                                            num(g->fitted), "loo", num(g->loo), "loco",
-                                            num(g->loco)));
+    json_array_append_new(groups,
+                          json_pack("{s:s, s:s, s:o, s:o, s:o, s:o}", "group", g->group, "cluster",
+                                    g->cluster, "pfi", num(g->pfi), "fitted", num(g->fitted), "loo",
+                                    num(g->loo), "loco", num(g->loco)));
   }
   bool lin = m->kind != PFLEX_MODEL_PRIOR;
   size_t p = lin ? m->lin.p : 0;
@@ -60,8 +66,7 @@ int pflex_model_to_json(const struct pflex_model *m, char **ret_json) {
       lin ? json_pack("{s:o, s:o, s:o}", "mean", num_array(m->lin.mean, p), "sd",
                       num_array(m->lin.sd, p), "coefficients", num_array(m->lin.beta_std, p))
           : json_null(),
-      "lambda", m->kind == PFLEX_MODEL_RIDGE ? num(m->lin.lambda) : json_null(),
-      "lambda_selection",
+      "lambda", m->kind == PFLEX_MODEL_RIDGE ? num(m->lin.lambda) : json_null(), "lambda_selection",
       m->kind != PFLEX_MODEL_RIDGE ? json_null()
       : m->lambda_chosen           ? json_string("nested-loo")
                                    : json_string("fixed"),
@@ -145,19 +150,27 @@ static int get_scores(const struct rd *r, json_t *o, struct pflex_scores *s) {
   return err;
 }
 
-static char *dup_str(json_t *v) { return json_is_string(v) ? strdup(json_string_value(v)) : NULL; }
+static char *dup_str(json_t *v) {
+  return json_is_string(v) ? strdup(json_string_value(v)) : NULL;
+}
 
 static int parse_arch(const char *s, enum pflex_arch *ret) {
-  if (strcmp(s, "dense") == 0) *ret = PFLEX_ARCH_DENSE;
-  else if (strcmp(s, "moe") == 0) *ret = PFLEX_ARCH_MOE;
-  else return -EINVAL;
+  if (strcmp(s, "dense") == 0)
+    *ret = PFLEX_ARCH_DENSE;
+  else if (strcmp(s, "moe") == 0)
+    *ret = PFLEX_ARCH_MOE;
+  else
+    return -EINVAL;
   return 0;
 }
 
 static int parse_task(const char *s, enum pflex_task *ret) {
-  if (strcmp(s, "pt") == 0) *ret = PFLEX_TASK_PT;
-  else if (strcmp(s, "ft") == 0) *ret = PFLEX_TASK_FT;
-  else return -EINVAL;
+  if (strcmp(s, "pt") == 0)
+    *ret = PFLEX_TASK_PT;
+  else if (strcmp(s, "ft") == 0)
+    *ret = PFLEX_TASK_FT;
+  else
+    return -EINVAL;
   return 0;
 }
 
@@ -315,8 +328,8 @@ int pflex_model_from_json(const char *text, const char *file, struct pflex_model
   json_error_t je;
   json_t *root = json_loads(text, 0, &je);
   if (!root)
-    return pflex_diag_set(diag, -PFLEX_E_PARSE, file ? file : "", (size_t)(je.line > 0 ? je.line : 0),
-                          "", "not JSON: %s", je.text);
+    return pflex_diag_set(diag, -PFLEX_E_PARSE, file ? file : "",
+                          (size_t)(je.line > 0 ? je.line : 0), "", "not JSON: %s", je.text);
   int err = from_json(root, file, ret, diag);
   json_decref(root);
   return err;

@@ -15,8 +15,15 @@
 
 static void add(struct pflex_runset *s, const char *group, const char *set, enum pflex_arch a,
                 enum pflex_task t, int gpus, double cap, double p, double tput) {
-  struct pflex_run r = {.group = (char *)group, .gpu = "H200", .gpus = gpus, .cap_w = cap,
-                        .power_w = p, .tput = tput, .arch = a, .task = t, .set = (char *)set};
+  struct pflex_run r = {.group = (char *)group,
+                        .gpu = "H200",
+                        .gpus = gpus,
+                        .cap_w = cap,
+                        .power_w = p,
+                        .tput = tput,
+                        .arch = a,
+                        .task = t,
+                        .set = (char *)set};
   assert_int_equal(pflex_runset_append(s, &r), 0);
 }
 

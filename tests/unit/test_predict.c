@@ -64,7 +64,8 @@ static void mkdata(struct pflex_dataset *d, size_t n, size_t p, const double *x,
   pflex_dataset_init(d);
   d->n = n;
   static const char *const fn[] = {"f0", "f1", "f2", "f3"};
-  for (size_t j = 0; j < p; j++) assert_int_equal(pflex_featlist_add(&d->feats, fn[j]), 0);
+  for (size_t j = 0; j < p; j++)
+    assert_int_equal(pflex_featlist_add(&d->feats, fn[j]), 0);
   d->groups = calloc(n, sizeof *d->groups);
   d->arch = calloc(n, sizeof *d->arch);
   d->task = calloc(n, sizeof *d->task);
@@ -79,7 +80,8 @@ static void mkdata(struct pflex_dataset *d, size_t n, size_t p, const double *x,
     d->arch[i] = arch ? arch[i] : PFLEX_ARCH_DENSE;
     d->task[i] = task ? task[i] : PFLEX_TASK_PT;
     d->y[i] = y[i];
-    for (size_t j = 0; j < p; j++) d->x[i * p + j] = x[i * p + j];
+    for (size_t j = 0; j < p; j++)
+      d->x[i * p + j] = x[i * p + j];
   }
 }
 
@@ -127,12 +129,14 @@ static void test_loo_hat_identity(void **state) {
              *inv = gsl_matrix_alloc(P + 1, P + 1);
   for (size_t i = 0; i < N; i++) {
     gsl_matrix_set(X, i, 0, 1);
-    for (size_t j = 0; j < P; j++) gsl_matrix_set(X, i, j + 1, x[i * P + j]);
+    for (size_t j = 0; j < P; j++)
+      gsl_matrix_set(X, i, j + 1, x[i * P + j]);
   }
   for (size_t a = 0; a <= P; a++)
     for (size_t b = 0; b <= P; b++) {
       double s = 0;
-      for (size_t i = 0; i < N; i++) s += gsl_matrix_get(X, i, a) * gsl_matrix_get(X, i, b);
+      for (size_t i = 0; i < N; i++)
+        s += gsl_matrix_get(X, i, a) * gsl_matrix_get(X, i, b);
       gsl_matrix_set(XtX, a, b, s);
     }
   gsl_permutation *perm = gsl_permutation_alloc(P + 1);
@@ -141,9 +145,11 @@ static void test_loo_hat_identity(void **state) {
   gsl_linalg_LU_invert(XtX, perm, inv);
   double xty[P + 1] = {0}, beta[P + 1] = {0};
   for (size_t a = 0; a <= P; a++)
-    for (size_t i = 0; i < N; i++) xty[a] += gsl_matrix_get(X, i, a) * y[i];
+    for (size_t i = 0; i < N; i++)
+      xty[a] += gsl_matrix_get(X, i, a) * y[i];
   for (size_t a = 0; a <= P; a++)
-    for (size_t b = 0; b <= P; b++) beta[a] += gsl_matrix_get(inv, a, b) * xty[b];
+    for (size_t b = 0; b <= P; b++)
+      beta[a] += gsl_matrix_get(inv, a, b) * xty[b];
   for (size_t i = 0; i < N; i++) {
     double fit = 0, h = 0;
     for (size_t a = 0; a <= P; a++) {
@@ -173,10 +179,12 @@ static void test_loco_assignment(void **state) {
   int fold[6];
   pflex_folds_loco(&d, PFLEX_LOCO_ARCH_TASK, fold);
   const int want4[6] = {0, 1, 2, 0, 3, 1};
-  for (int i = 0; i < 6; i++) assert_int_equal(fold[i], want4[i]);
+  for (int i = 0; i < 6; i++)
+    assert_int_equal(fold[i], want4[i]);
   pflex_folds_loco(&d, PFLEX_LOCO_POOLED_DENSE, fold);
   const int want3[6] = {0, 1, 0, 0, 2, 1};
-  for (int i = 0; i < 6; i++) assert_int_equal(fold[i], want3[i]);
+  for (int i = 0; i < 6; i++)
+    assert_int_equal(fold[i], want3[i]);
   assert_string_equal(pflex_cluster_name(PFLEX_ARCH_MOE, PFLEX_TASK_FT, PFLEX_LOCO_ARCH_TASK),
                       "moe-ft");
   assert_string_equal(pflex_cluster_name(PFLEX_ARCH_DENSE, PFLEX_TASK_FT, PFLEX_LOCO_POOLED_DENSE),
@@ -243,11 +251,14 @@ static void test_ridge_limits(void **state) {
   assert_int_equal(pflex_linmodel_fit(x, y, N, P, &ols, &a), 0);
   assert_int_equal(pflex_linmodel_fit(x, y, N, P, &r0, &b), 0);
   assert_int_equal(pflex_linmodel_fit(x, y, N, P, &rbig, &c), 0);
-  for (int j = 0; j < P; j++) CLOSE(a.coef[j], b.coef[j], 1e-9);
+  for (int j = 0; j < P; j++)
+    CLOSE(a.coef[j], b.coef[j], 1e-9);
   CLOSE(a.intercept, b.intercept, 1e-9);
   double ybar = 0;
-  for (int i = 0; i < N; i++) ybar += y[i] / N;
-  for (int j = 0; j < P; j++) CLOSE(c.coef[j], 0.0, 1e-9);
+  for (int i = 0; i < N; i++)
+    ybar += y[i] / N;
+  for (int j = 0; j < P; j++)
+    CLOSE(c.coef[j], 0.0, 1e-9);
   CLOSE(c.intercept, ybar, 1e-9);
   /* OLS is not trivially the mean here (the test would be vacuous). */
   assert_true(fabs(a.coef[0]) > 0.1);
@@ -267,8 +278,10 @@ static void test_ridge_select_bruteforce(void **state) {
   const double y[N] = {1.0, 0.7, 1.9, 1.2, 2.2, 1.6, 2.5, 2.1};
   const double grid[] = {0.01, 0.1, 1, 3, 10, 100};
   double mean = 0, var = 0;
-  for (int i = 0; i < N; i++) mean += x[i] / N;
-  for (int i = 0; i < N; i++) var += (x[i] - mean) * (x[i] - mean) / (N - 1);
+  for (int i = 0; i < N; i++)
+    mean += x[i] / N;
+  for (int i = 0; i < N; i++)
+    var += (x[i] - mean) * (x[i] - mean) / (N - 1);
   double best = INFINITY, best_l = -1;
   for (size_t k = 0; k < 6; k++) {
     double sse = 0;
@@ -314,8 +327,7 @@ static void test_ridge_select_bruteforce(void **state) {
  * prior: overall mean 4; per cell dense-pt (2, 3) -> 2.5, moe-ft (5, 6) -> 5.5. */
 static void test_model_fit_summary(void **state) {
   (void)state;
-  const enum pflex_arch a[] = {PFLEX_ARCH_DENSE, PFLEX_ARCH_DENSE, PFLEX_ARCH_MOE,
-                               PFLEX_ARCH_MOE};
+  const enum pflex_arch a[] = {PFLEX_ARCH_DENSE, PFLEX_ARCH_DENSE, PFLEX_ARCH_MOE, PFLEX_ARCH_MOE};
   const enum pflex_task t[] = {PFLEX_TASK_PT, PFLEX_TASK_PT, PFLEX_TASK_FT, PFLEX_TASK_FT};
   struct pflex_dataset d;
   mkdata(&d, 4, 1, X1, Y1, a, t);
@@ -349,8 +361,7 @@ static void test_model_fit_summary(void **state) {
 /* The model file reads back to the same model; a broken one names the field. */
 static void test_model_json_roundtrip(void **state) {
   (void)state;
-  const enum pflex_arch a[] = {PFLEX_ARCH_DENSE, PFLEX_ARCH_DENSE, PFLEX_ARCH_MOE,
-                               PFLEX_ARCH_MOE};
+  const enum pflex_arch a[] = {PFLEX_ARCH_DENSE, PFLEX_ARCH_DENSE, PFLEX_ARCH_MOE, PFLEX_ARCH_MOE};
   const enum pflex_task t[] = {PFLEX_TASK_PT, PFLEX_TASK_PT, PFLEX_TASK_FT, PFLEX_TASK_FT};
   struct pflex_dataset d;
   mkdata(&d, 4, 1, X1, Y1, a, t);
@@ -394,8 +405,9 @@ static void test_model_json_roundtrip(void **state) {
   pflex_model_release(&back);
   free(text);
 
-  const char *broken = "{\"format\": 1, \"kind\": \"ols\", \"features\": [\"a\", \"b\"],"
-                       " \"intercept\": 1, \"coefficients\": [1], \"prior\": {\"mean\": 1, \"cells\": []}}";
+  const char *broken =
+      "{\"format\": 1, \"kind\": \"ols\", \"features\": [\"a\", \"b\"],"
+      " \"intercept\": 1, \"coefficients\": [1], \"prior\": {\"mean\": 1, \"cells\": []}}";
   assert_int_equal(pflex_model_from_json(broken, "b.json", &back, &diag), -PFLEX_E_PARSE);
   assert_string_equal(diag.column, "coefficients");
   assert_int_equal(pflex_model_from_json("{", "c.json", &back, &diag), -PFLEX_E_PARSE);
