@@ -141,6 +141,15 @@ int pflex_model_fit(const struct pflex_dataset *d, const struct pflex_fit_opts *
  * arch and task (used by the prior only). */
 double pflex_model_predict(const struct pflex_model *m, const double *xrow, enum pflex_arch arch,
                            enum pflex_task task);
+/* Predicts the job of run i of set (its uncapped run, or a single run of
+ * live telemetry): computes the model's features by name and applies the
+ * model. When a feature is missing: with allow_prior, the prior's value with
+ * *ret_prior = true (diag says which feature was missing); without, the error
+ * of pflex_feature_value with diag naming the feature (message) and column.
+ * A prior model always gives *ret_prior = true. */
+int pflex_model_predict_run(const struct pflex_model *m, const struct pflex_runset *set, size_t i,
+                            bool allow_prior, double *ret, bool *ret_prior,
+                            struct pflex_diag *diag);
 /* The prior's prediction: the arch x task cell mean when that cell was seen in
  * training, else the overall mean. */
 double pflex_model_prior(const struct pflex_model *m, enum pflex_arch arch, enum pflex_task task);

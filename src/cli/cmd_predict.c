@@ -84,7 +84,6 @@ static int run(int argc, char **argv) {
   struct pflex_dataset d;
   pflex_dataset_init(&d);
   struct row *rows = NULL;
-  double *x = NULL;
   int rc = PFLEX_EXIT_FAIL;
   if (cli_load_runs(path, &ro, &set)) goto out;
   struct pflex_featlist none;
@@ -95,35 +94,27 @@ static int run(int argc, char **argv) {
     goto out;
   }
   rows = calloc(d.n, sizeof *rows);
-  x = calloc(m.feats.n ? m.feats.n : 1, sizeof *x);
-  if (!rows || !x) {
+  if (!rows) {
     cli_error("out of memory");
     goto out;
   }
   size_t nprior = 0;
   for (size_t i = 0; i < d.n; i++) {
     rows[i].measured = d.y[i];
-    bool ok = m.kind != PFLEX_MODEL_PRIOR;
-    for (size_t j = 0; ok && j < m.feats.n; j++) {
-      struct pflex_diag fd;
-      pflex_diag_clear(&fd);
-      err = pflex_feature_value(&set, d.uncapped[i], m.feats.names[j], &x[j], &fd);
-      if (!err) continue;
-      if (!fallback) {
-        cli_error("cannot predict group '%s': feature '%s': line %zu, column '%s': %s "
-                  "(--prior-fallback uses the population prior)",
-                  d.groups[i], m.feats.names[j], fd.line, fd.column,
-                  fd.message[0] ? fd.message : pflex_strerror(err));
-        goto out;
-      }
-      cli_warn("group '%s' lacks feature '%s' (%s): predicted by the population prior", d.groups[i],
-               m.feats.names[j], fd.message[0] ? fd.message : pflex_strerror(err));
-      ok = false;
+    struct pflex_diag fd;
+    pflex_diag_clear(&fd);
+    err = pflex_model_predict_run(&m, &set, d.uncapped[i], fallback, &rows[i].pred, &rows[i].prior,
+                                  &fd);
+    if (err) {
+      char buf[1024];
+      pflex_diag_format(&fd, buf, sizeof buf);
+      cli_error("cannot predict group '%s': %s (--prior-fallback uses the population prior)",
+                d.groups[i], buf);
+      goto out;
     }
-    rows[i].prior = !ok;
-    nprior += !ok;
-    rows[i].pred = ok ? pflex_model_predict(&m, x, d.arch[i], d.task[i])
-                      : pflex_model_prior(&m, d.arch[i], d.task[i]);
+    if (rows[i].prior && fd.message[0])
+      cli_warn("group '%s' lacks %s: predicted by the population prior", d.groups[i], fd.message);
+    nprior += rows[i].prior;
   }
   /* Scores over the groups with a measured PFI. */
   size_t nm = 0;
@@ -205,7 +196,6 @@ static int run(int argc, char **argv) {
   rc = PFLEX_EXIT_OK;
 out:
   free(rows);
-  free(x);
   pflex_dataset_release(&d);
   pflex_runset_release(&set);
   pflex_model_release(&m);

@@ -454,6 +454,41 @@ double pflex_model_predict(const struct pflex_model *m, const double *xrow, enum
   return pflex_linmodel_predict(&m->lin, xrow);
 }
 
+int pflex_model_predict_run(const struct pflex_model *m, const struct pflex_runset *set, size_t i,
+                            bool allow_prior, double *ret, bool *ret_prior,
+                            struct pflex_diag *diag) {
+  if (i >= set->n) return -EINVAL;
+  const struct pflex_run *r = &set->runs[i];
+  if (m->kind == PFLEX_MODEL_PRIOR) {
+    *ret = pflex_model_prior(m, r->arch, r->task);
+    *ret_prior = true;
+    return 0;
+  }
+  size_t p = m->feats.n;
+  double *x = malloc((p ? p : 1) * sizeof *x);
+  if (!x) return -ENOMEM;
+  int err = 0;
+  for (size_t j = 0; !err && j < p; j++) {
+    struct pflex_diag fd;
+    pflex_diag_clear(&fd);
+    err = pflex_feature_value(set, i, m->feats.names[j], &x[j], &fd);
+    if (err)
+      pflex_diag_set(diag, err, set->source ? set->source : "", fd.line, fd.column,
+                     "feature '%s': %s", m->feats.names[j],
+                     fd.message[0] ? fd.message : pflex_strerror(err));
+  }
+  if (err && allow_prior) {
+    *ret = pflex_model_prior(m, r->arch, r->task);
+    *ret_prior = true;
+    err = 0;
+  } else if (!err) {
+    *ret = pflex_linmodel_predict(&m->lin, x);
+    *ret_prior = false;
+  }
+  free(x);
+  return err;
+}
+
 int pflex_cv_predict(const struct pflex_dataset *d, const struct pflex_fit_opts *opts,
                      const int *fold, double *ret_yhat) {
   size_t n = d->n, p = d->feats.n;

@@ -423,6 +423,48 @@ static void test_model_json_roundtrip(void **state) {
   pflex_dataset_release(&d);
 }
 
+/* Applying a model to a run of a runset: y = 0.5 + 1.4 f0 (the 1-feature
+ * example); f0 = 2 gives 3.3; a run without f0 gets the prior (cell moe-ft 5.5)
+ * only when allowed. */
+static void test_model_predict_run(void **state) {
+  (void)state;
+  const enum pflex_arch a[] = {PFLEX_ARCH_DENSE, PFLEX_ARCH_DENSE, PFLEX_ARCH_MOE, PFLEX_ARCH_MOE};
+  const enum pflex_task t[] = {PFLEX_TASK_PT, PFLEX_TASK_PT, PFLEX_TASK_FT, PFLEX_TASK_FT};
+  struct pflex_dataset d;
+  mkdata(&d, 4, 1, X1, Y1, a, t);
+  struct pflex_fit_opts o = {.kind = PFLEX_MODEL_OLS};
+  struct pflex_model m;
+  assert_int_equal(pflex_model_fit(&d, &o, PFLEX_LOCO_ARCH_TASK, &m), 0);
+  struct pflex_runset set;
+  pflex_runset_init(&set);
+  struct pflex_run r = {.group = "j",
+                        .gpu = "H200",
+                        .gpus = 8,
+                        .cap_w = 700,
+                        .power_w = 5000,
+                        .tput = 1,
+                        .arch = PFLEX_ARCH_MOE,
+                        .task = PFLEX_TASK_FT};
+  assert_int_equal(pflex_runset_append(&set, &r), 0);
+  assert_int_equal(pflex_runset_append(&set, &r), 0);
+  assert_int_equal(pflex_runset_set_extra(&set, 0, "f0", "2"), 0);
+  double v = 0;
+  bool prior = true;
+  struct pflex_diag diag;
+  pflex_diag_clear(&diag);
+  assert_int_equal(pflex_model_predict_run(&m, &set, 0, false, &v, &prior, &diag), 0);
+  CLOSE(v, 3.3, 1e-12);
+  assert_false(prior);
+  assert_int_equal(pflex_model_predict_run(&m, &set, 1, false, &v, &prior, &diag), -ENODATA);
+  assert_non_null(strstr(diag.message, "feature 'f0'"));
+  assert_int_equal(pflex_model_predict_run(&m, &set, 1, true, &v, &prior, &diag), 0);
+  assert_true(prior);
+  CLOSE(v, 5.5, 1e-15);
+  pflex_runset_release(&set);
+  pflex_model_release(&m);
+  pflex_dataset_release(&d);
+}
+
 static void test_kind_names(void **state) {
   (void)state;
   enum pflex_model_kind k;
@@ -451,6 +493,7 @@ int main(void) {
       cmocka_unit_test(test_ridge_select_bruteforce),
       cmocka_unit_test(test_model_fit_summary),
       cmocka_unit_test(test_model_json_roundtrip),
+      cmocka_unit_test(test_model_predict_run),
       cmocka_unit_test(test_kind_names),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
