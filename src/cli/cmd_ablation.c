@@ -20,7 +20,9 @@ static const char usage[] =
     "pflex ablation RUNS.csv [options]\n"
     "  --set NAME        use only runs whose set column is NAME (e.g. headline)\n"
     "  --loco SCHEME     clusters for leave-one-cluster-out: arch-task (default) or "
-    "pooled-dense\n" PC_PFI_USAGE "  --json            JSON output\n"
+    "pooled-dense\n" PC_PFI_USAGE
+    "  --paper           show the paper's Table 3 values under each row (and in JSON)\n"
+    "  --json            JSON output\n"
     "  --csv             CSV output";
 
 /* The paper's seven predictor sets (Table 3), then the population prior. */
@@ -37,6 +39,19 @@ static const struct {
     {"prior", "prior: arch x task mean", NULL},
 };
 #define NSETS (sizeof sets / sizeof sets[0])
+
+/* The paper's Table 3 (Colangelo et al., arXiv 2609.11542, section 5; restated
+ * in paper.md): p, R2 in, LOO R2/RMSE/rho, LOCO R2/RMSE/rho for sets (i)-(vii),
+ * OLS on the 25 headline H200 groups. Shown with --paper, never used to fit. */
+static const double paper_table3[7][8] = {
+    {1, 0.675, 0.524, 0.241, 0.489, 0.246, 0.303, 0.515},
+    {1, 0.381, 0.238, 0.305, 0.482, -1.652, 0.569, 0.311},
+    {2, 0.676, 0.462, 0.256, 0.435, -0.588, 0.440, 0.357},
+    {3, 0.519, 0.310, 0.290, 0.377, -4.106, 0.789, 0.188},
+    {4, 0.687, 0.350, 0.282, 0.386, -2.391, 0.643, 0.208},
+    {13, 0.885, -0.187, 0.381, 0.323, -18.483, 1.542, 0.077},
+    {16, 0.942, -0.010, 0.351, 0.412, -104, 3.572, -0.508},
+};
 
 struct result {
   char error[1024];
@@ -114,13 +129,14 @@ static int run(int argc, char **argv) {
                                        {"loco", required_argument, NULL, 'c'},
                                        {"json", no_argument, NULL, 'j'},
                                        {"csv", no_argument, NULL, 'v'},
+                                       {"paper", no_argument, NULL, 'p'},
                                        PFI_LONG_OPTIONS,
                                        {NULL, 0, NULL, 0}};
   const char *filter = NULL;
   enum pflex_loco loco = PFLEX_LOCO_ARCH_TASK;
   struct cli_pfi_args pa;
   cli_pfi_args_init(&pa);
-  bool json = false, csv = false;
+  bool json = false, csv = false, paper = false;
   int err;
   int c;
   optind = 1;
@@ -136,6 +152,7 @@ static int run(int argc, char **argv) {
       break;
     case 'j': json = true; break;
     case 'v': csv = true; break;
+    case 'p': paper = true; break;
     default:
       err = c == '?' ? 1 : pc_pfi_option(&pa, c, optarg);
       if (err == 1) fprintf(stderr, "usage: %s\n", usage);
@@ -212,6 +229,13 @@ static int run(int argc, char **argv) {
         json_array_append_new(f, json_string(r->feats.names[j]));
       json_t *row = json_pack("{s:s, s:s, s:o, s:I}", "id", sets[s].id, "label", sets[s].label,
                               "features", f, "p", (json_int_t)r->p);
+      if (paper && s < 7) {
+        const double *t = paper_table3[s];
+        json_object_set_new(row, "paper",
+                            json_pack("{s:i, s:f, s:{s:f, s:f, s:f}, s:{s:f, s:f, s:f}}", "p",
+                                      (int)t[0], "r2_in", t[1], "loo", "r2", t[2], "rmse", t[3],
+                                      "rho", t[4], "loco", "r2", t[5], "rmse", t[6], "rho", t[7]));
+      }
       if (r->error[0]) {
         json_object_set_new(row, "error", json_string(r->error));
       } else {
@@ -298,7 +322,24 @@ static int run(int argc, char **argv) {
         printf(" %8.3g", r->ridge.lin.lambda);
       }
       printf("\n");
+      if (paper && s < 7) {
+        const double *t = paper_table3[s];
+        printf("%-28s %3.0f", "  paper", t[0]);
+        pc_num(stdout, 9, t[1]);
+        printf(" |");
+        pc_num(stdout, 10, t[2]);
+        pc_num(stdout, 9, t[3]);
+        pc_num(stdout, 8, t[4]);
+        printf(" |");
+        pc_num(stdout, 10, t[5]);
+        pc_num(stdout, 9, t[6]);
+        pc_num(stdout, 8, t[7]);
+        printf(" |\n");
+      }
     }
+    if (paper)
+      printf("\npaper: Table 3 of Colangelo et al. (arXiv 2609.11542), OLS on the 25 measured "
+             "headline groups; compare only on that set.");
     printf("\nR2 out of sample = 1 - SSE/SST (SST about the mean of all groups' PFI); rho = "
            "Spearman.\nridge: lambda re-chosen in every fold by inner leave-one-out; the lambda "
            "shown is the one chosen on all groups.\n");

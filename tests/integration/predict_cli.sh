@@ -153,6 +153,9 @@ jq -e --slurpfile m m.json '
 "$PFLEX" ablation runs.csv --set headline --loco pooled-dense --json \
   | jq -e '.clusters == [{"name": "dense", "n": 4}, {"name": "moe-pt", "n": 2}, {"name": "moe-ft", "n": 2}]' \
   >/dev/null || fail "pooled-dense clusters"
+"$PFLEX" ablation runs.csv --set headline --paper --json \
+  | jq -e '.rows[0].paper.loo.r2 == 0.524 and .rows[6].paper.p == 16 and (.rows[7] | has("paper") | not)' \
+  >/dev/null || fail "ablation --paper"
 "$PFLEX" ablation runs.csv --set headline > abl.txt
 grep -q "(vii) all DCGM + metadata" abl.txt || fail "ablation table"
 "$PFLEX" ablation runs.csv --set headline --csv | head -1 | grep -q '^id,label,p,r2_in,loo_r2' || fail "ablation csv"
