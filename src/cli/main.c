@@ -6,6 +6,10 @@
 
 static const struct pflex_cmd *const commands[] = {
     &pflex_cmd_version,
+    &pflex_cmd_gpus,
+    &pflex_cmd_cap,
+    &pflex_cmd_sweep,
+    &pflex_cmd_twin,
     &pflex_cmd_import,
     &pflex_cmd_export,
     &pflex_cmd_pfi,
