@@ -24,5 +24,8 @@ extern const struct pflex_cmd pflex_cmd_export;
 extern const struct pflex_cmd pflex_cmd_pfi;
 extern const struct pflex_cmd pflex_cmd_stats;
 extern const struct pflex_cmd pflex_cmd_aggregate;
+extern const struct pflex_cmd pflex_cmd_fit;
+extern const struct pflex_cmd pflex_cmd_predict;
+extern const struct pflex_cmd pflex_cmd_ablation;
 
 #endif

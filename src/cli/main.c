@@ -16,6 +16,9 @@ static const struct pflex_cmd *const commands[] = {
     &pflex_cmd_pfi,
     &pflex_cmd_stats,
     &pflex_cmd_aggregate,
+    &pflex_cmd_fit,
+    &pflex_cmd_predict,
+    &pflex_cmd_ablation,
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
