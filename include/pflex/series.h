@@ -111,7 +111,7 @@ enum pflex_agg_kind {
 struct pflex_agg_value {
   double value; /* top-fraction mean */
   double sd;    /* standard deviation of the averaged samples (0 when k == 1) */
-  double se;    /* standard error of the mean: sd / sqrt(k) (per GPU, then averaged for MEAN) */
+  double se;    /* standard error of the top-fraction mean, tail threshold noise included (series.c) */
   size_t k;     /* samples averaged (for MEAN: per GPU, summed over GPUs) */
   size_t n;     /* training-phase samples it was chosen from (same convention) */
   bool valid;   /* false when no training-phase sample had this metric */

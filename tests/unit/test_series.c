@@ -104,14 +104,16 @@ static void check_run_aggregate(bool reverse) {
    * 4280 + 8 w_j outside the dips (dips: 2400 and 1200 W). 200 training
    * steps -> top 10% = 20 steps: the 10 steps with w = 38 (4584 W) and the
    * 10 with w = 36 (4568 W). Mean 4576 W. Sample SD: deviations +-8 on 20
-   * values -> sqrt(20 * 64 / 19) = 8.2078; SE = SD / sqrt(20) = 1.8353.
+   * values -> sqrt(20 * 64 / 19) = 8.2078. SE of an upper-tail mean (series.c):
+   * tail threshold q = 4568, p = 20/200 = 0.1,
+   * SE = sqrt((64*20/19 + 0.9 * (4576 - 4568)^2) / 20) = sqrt(124.968 / 20) = 2.49968.
    * (The plain training mean would be far lower: the dips and w = 0..34.) */
   assert_true(a.power.valid);
   assert_near(a.power.value, 4576.0, 1e-9);
   assert_int_equal(a.power.k, 20);
   assert_int_equal(a.power.n, 200);
   assert_near(a.power.sd, sqrt(20.0 * 64.0 / 19.0), 1e-9);
-  assert_near(a.power.se, sqrt(20.0 * 64.0 / 19.0) / sqrt(20.0), 1e-9);
+  assert_near(a.power.se, sqrt((20.0 * 64.0 / 19.0 + 0.9 * 64.0) / 20.0), 1e-9);
   assert_int_equal(a.incomplete_steps, 0);
 
   /* Throughput: the 100 samples inside the window are 10000..10099; top 10
