@@ -1,0 +1,375 @@
+/* `pflex twin`: the GPU + job model, the reconstructed reference set, its
+ * check against the paper, a population of unseen simulated jobs, and the
+ * normalized-curve figure (docs/twin.md). */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/commands.h"
+#include "cli/util.h"
+#include "pflex/plot.h"
+#include "pflex/twin.h"
+
+#define DEFAULT_RUNS "data/reference/runs.csv"
+
+static const char usage[] =
+    "pflex twin <subcommand> [options]\n"
+    "\n"
+    "  pflex twin reference --out DIR [--seed S]\n"
+    "      rebuild the reconstructed reference set (189 runs) into DIR/runs.csv,\n"
+    "      calibrating every published group; deterministic for a seed\n"
+    "      --out DIR      output folder (created if missing)\n"
+    "      --seed S       noise seed (default 20260911, the committed set's)\n"
+    "      --quiet        do not print the calibration table\n"
+    "  pflex twin check [RUNS.csv] [--json | --csv]\n"
+    "      compare a runs file (default " DEFAULT_RUNS ") with every published PFI\n"
+    "      (Tables 6, 7, 8 on each group's grid; Table 9 on the 4-cap grid);\n"
+    "      also prints the LOO R^2 of PFI on the DRAM copy product; exit 1 on any miss\n"
+    "      --json         machine-readable output\n"
+    "      --csv          the comparison table as CSV\n"
+    "  pflex twin population --jobs N [--seed S] [--out FILE]\n"
+    "      draw N new simulated jobs (H100/H200, Acme GPU counts) with 6-cap sweeps\n"
+    "      and telemetry; writes FILE (runs CSV) or prints a summary\n"
+    "      --jobs N       number of jobs (sweep groups)\n"
+    "      --seed S       random seed (default 1)\n"
+    "      --out FILE     runs CSV to write\n"
+    "  pflex twin plot --out FILE [RUNS.csv]\n"
+    "      all normalized curves (P/Pmax vs T/Tmax) by arch x task with the diagonal;\n"
+    "      .svg, .png or .pdf by extension (default runs " DEFAULT_RUNS ")\n"
+    "      --out FILE     figure to write\n"
+    "      --title TEXT   figure title";
+
+static int parse_u64(const char *s, uint64_t *ret) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || end == s || *end || s[0] == '-') return -EINVAL;
+  *ret = (uint64_t)v;
+  return 0;
+}
+
+/* ---- reference ---- */
+
+static int cmd_reference(int argc, char **argv) {
+  static const struct option opts[] = {{"out", required_argument, NULL, 'o'},
+                                       {"seed", required_argument, NULL, 's'},
+                                       {"quiet", no_argument, NULL, 'q'},
+                                       {NULL, 0, NULL, 0}};
+  const char *out = NULL;
+  uint64_t seed = PFLEX_TWIN_REFERENCE_SEED;
+  bool quiet = false;
+  int c;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "o:s:q", opts, NULL)) != -1) {
+    if (c == 'o') out = optarg;
+    else if (c == 's') {
+      if (parse_u64(optarg, &seed) < 0) {
+        cli_error("--seed: '%s' is not a non-negative integer", optarg);
+        return PFLEX_EXIT_USAGE;
+      }
+    } else if (c == 'q') quiet = true;
+    else return PFLEX_EXIT_USAGE;
+  }
+  if (!out || optind != argc) {
+    cli_error("usage: pflex twin reference --out DIR [--seed S]");
+    return PFLEX_EXIT_USAGE;
+  }
+  if (mkdir(out, 0777) < 0 && errno != EEXIST) {
+    cli_error("cannot create '%s': %s", out, strerror(errno));
+    return PFLEX_EXIT_FAIL;
+  }
+  struct pflex_runset set;
+  struct pflex_twin_calib *calib = NULL;
+  int r = pflex_twin_reference_build(seed, &set, &calib);
+  if (r < 0) {
+    cli_error("cannot build the reference set: %s", pflex_strerror(r));
+    return PFLEX_EXIT_FAIL;
+  }
+  char path[4096];
+  snprintf(path, sizeof path, "%s/runs.csv", out);
+  r = pflex_runs_write_csv(&set, path);
+  if (r < 0) {
+    cli_error("cannot write '%s': %s", path, pflex_strerror(r));
+    pflex_runset_release(&set);
+    free(calib);
+    return PFLEX_EXIT_FAIL;
+  }
+  size_t unmet = 0;
+  if (!quiet)
+    printf("%-46s %5s %7s %5s %7s %6s %6s %5s  %s\n", "group", "PFI", "recon", "PFI4", "recon4", "s", "a_c",
+           "r", "met");
+  for (size_t i = 0; i < pflex_twin_paper_count(); i++) {
+    const struct pflex_twin_paper_group *g = pflex_twin_paper_get(i);
+    unmet += !calib[i].met;
+    if (quiet) continue;
+    printf("%-46s %5.2f %7.4f %5.2f %7.4f %6.3f %6.3f %5.2f  %s\n", g->name, g->pfi, calib[i].pfi, g->pfi4,
+           calib[i].pfi4, calib[i].compute_share, calib[i].compute_activity, calib[i].mem_clock_bound,
+           calib[i].met ? "yes" : "NO");
+  }
+  printf("wrote %zu runs to '%s' (reconstructed: modelled, not measured; seed %llu); %zu group(s) "
+         "not fully met\n",
+         set.n, path, (unsigned long long)seed, unmet);
+  pflex_runset_release(&set);
+  free(calib);
+  return PFLEX_EXIT_OK;
+}
+
+/* ---- check ---- */
+
+static int cmd_check(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"json", no_argument, NULL, 'j'}, {"csv", no_argument, NULL, 'c'}, {NULL, 0, NULL, 0}};
+  bool json = false, csv = false;
+  int c;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    if (c == 'j') json = true;
+    else if (c == 'c') csv = true;
+    else return PFLEX_EXIT_USAGE;
+  }
+  if (argc - optind > 1 || (json && csv)) {
+    cli_error("usage: pflex twin check [RUNS.csv] [--json | --csv]");
+    return PFLEX_EXIT_USAGE;
+  }
+  const char *path = optind < argc ? argv[optind] : DEFAULT_RUNS;
+  struct pflex_runset set;
+  if (cli_load_runs(path, NULL, &set) < 0) return PFLEX_EXIT_FAIL;
+  struct pflex_twin_check_row *rows = NULL;
+  size_t n = 0;
+  int r = pflex_twin_check(&set, &rows, &n);
+  if (r < 0) {
+    cli_error("cannot check '%s': %s", path, pflex_strerror(r));
+    pflex_runset_release(&set);
+    return PFLEX_EXIT_FAIL;
+  }
+  double r2_in = NAN, r2_loo = NAN;
+  size_t nfit = 0;
+  int fr = pflex_twin_dram_fit(&set, "headline", &r2_in, &r2_loo, &nfit);
+  size_t bad = 0;
+  for (size_t i = 0; i < n; i++) bad += !rows[i].ok;
+  if (json) {
+    json_t *o = json_object(), *arr = json_array();
+    for (size_t i = 0; i < n; i++) {
+      json_t *row = json_object();
+      json_object_set_new(row, "group", json_string(rows[i].group));
+      json_object_set_new(row, "set", json_string(pflex_twin_set_name(rows[i].set)));
+      json_object_set_new(row, "grid", json_string(rows[i].grid));
+      json_object_set_new(row, "published", json_real(rows[i].published));
+      json_object_set_new(row, "reconstructed",
+                          isfinite(rows[i].reconstructed) ? json_real(rows[i].reconstructed) : json_null());
+      json_object_set_new(row, "diff", isfinite(rows[i].diff) ? json_real(rows[i].diff) : json_null());
+      json_object_set_new(row, "tolerance", json_real(rows[i].tol));
+      json_object_set_new(row, "ok", json_boolean(rows[i].ok));
+      json_array_append_new(arr, row);
+    }
+    json_object_set_new(o, "file", json_string(path));
+    json_object_set_new(o, "rows", arr);
+    json_object_set_new(o, "misses", json_integer((json_int_t)bad));
+    json_t *fit = json_object();
+    json_object_set_new(fit, "feature", json_string("dram_active*mem_copy_util"));
+    json_object_set_new(fit, "groups", json_integer((json_int_t)nfit));
+    json_object_set_new(fit, "r2_in", fr == 0 ? json_real(r2_in) : json_null());
+    json_object_set_new(fit, "r2_loo", fr == 0 ? json_real(r2_loo) : json_null());
+    json_object_set_new(fit, "paper_r2_in", json_real(0.675));
+    json_object_set_new(fit, "paper_r2_loo", json_real(0.524));
+    json_object_set_new(o, "dram_fit", fit);
+    char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+    if (s) puts(s);
+    free(s);
+    json_decref(o);
+  } else if (csv) {
+    printf("group,set,grid,published,reconstructed,diff,tolerance,ok\n");
+    for (size_t i = 0; i < n; i++)
+      printf("%s,%s,%s,%.2f,%.4f,%+.4f,%.2f,%s\n", rows[i].group, pflex_twin_set_name(rows[i].set), rows[i].grid,
+             rows[i].published, rows[i].reconstructed, rows[i].diff, rows[i].tol, rows[i].ok ? "yes" : "no");
+  } else {
+    printf("%-46s %-10s %-5s %9s %13s %8s  %s\n", "group", "set", "grid", "published", "reconstructed", "diff",
+           "ok");
+    for (size_t i = 0; i < n; i++)
+      printf("%-46s %-10s %-5s %9.2f %13.4f %+8.4f  %s\n", rows[i].group, pflex_twin_set_name(rows[i].set),
+             rows[i].grid, rows[i].published, rows[i].reconstructed, rows[i].diff,
+             rows[i].ok ? "ok" : "MISS");
+    printf("\n%zu of %zu comparisons within tolerance (own grid 0.01, 4-cap grid 0.03)\n", n - bad, n);
+    if (fr == 0)
+      printf("PFI ~ DRAM copy product (dram_active x mem_copy_util), %zu headline groups: R^2 in-sample "
+             "%.3f, LOO %.3f (paper Table 3 row i: 0.675, 0.524)\n",
+             nfit, r2_in, r2_loo);
+  }
+  free(rows);
+  pflex_runset_release(&set);
+  return bad ? PFLEX_EXIT_FAIL : PFLEX_EXIT_OK;
+}
+
+/* ---- population ---- */
+
+static int cmd_population(int argc, char **argv) {
+  static const struct option opts[] = {{"jobs", required_argument, NULL, 'n'},
+                                       {"seed", required_argument, NULL, 's'},
+                                       {"out", required_argument, NULL, 'o'},
+                                       {NULL, 0, NULL, 0}};
+  uint64_t jobs = 0, seed = 1;
+  const char *out = NULL;
+  int c;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "n:s:o:", opts, NULL)) != -1) {
+    if (c == 'n' || c == 's') {
+      uint64_t v;
+      if (parse_u64(optarg, &v) < 0) {
+        cli_error("--%s: '%s' is not a non-negative integer", c == 'n' ? "jobs" : "seed", optarg);
+        return PFLEX_EXIT_USAGE;
+      }
+      if (c == 'n') jobs = v;
+      else seed = v;
+    } else if (c == 'o') out = optarg;
+    else return PFLEX_EXIT_USAGE;
+  }
+  if (!jobs || jobs > 100000 || optind != argc) {
+    cli_error("usage: pflex twin population --jobs N (1..100000) [--seed S] [--out FILE]");
+    return PFLEX_EXIT_USAGE;
+  }
+  struct pflex_runset set;
+  struct pflex_twin_population_opts po = {.jobs = (size_t)jobs, .seed = seed};
+  int r = pflex_twin_population(&po, &set);
+  if (r < 0) {
+    cli_error("cannot draw the population: %s", pflex_strerror(r));
+    return PFLEX_EXIT_FAIL;
+  }
+  if (out) {
+    r = pflex_runs_write_csv(&set, out);
+    if (r < 0) {
+      cli_error("cannot write '%s': %s", out, pflex_strerror(r));
+      pflex_runset_release(&set);
+      return PFLEX_EXIT_FAIL;
+    }
+    printf("wrote %llu simulated jobs (%zu runs) to '%s' (simulated by the twin, not measured)\n",
+           (unsigned long long)jobs, set.n, out);
+  } else {
+    struct pflex_group *groups = NULL;
+    size_t ng = 0;
+    if (pflex_runset_groups(&set, &groups, &ng) == 0) {
+      printf("%-48s %6s %10s %12s\n", "group (simulated)", "gpus", "P_max W", "T_max tok/s");
+      for (size_t i = 0; i < ng; i++) {
+        const struct pflex_run *t = &set.runs[groups[i].uncapped];
+        printf("%-48s %6d %10.0f %12.0f\n", groups[i].name, t->gpus, t->power_w, t->tput);
+      }
+      pflex_groups_free(groups, ng);
+    }
+  }
+  pflex_runset_release(&set);
+  return PFLEX_EXIT_OK;
+}
+
+/* ---- plot ---- */
+
+static int cmd_plot(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"out", required_argument, NULL, 'o'}, {"title", required_argument, NULL, 't'}, {NULL, 0, NULL, 0}};
+  const char *out = NULL, *title = NULL;
+  int c;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "o:t:", opts, NULL)) != -1) {
+    if (c == 'o') out = optarg;
+    else if (c == 't') title = optarg;
+    else return PFLEX_EXIT_USAGE;
+  }
+  if (!out || argc - optind > 1) {
+    cli_error("usage: pflex twin plot --out FILE [RUNS.csv]");
+    return PFLEX_EXIT_USAGE;
+  }
+  if (!pflex_plot_device(out)) {
+    cli_error("'%s': unsupported figure type (use .svg, .png or .pdf)", out);
+    return PFLEX_EXIT_USAGE;
+  }
+  const char *path = optind < argc ? argv[optind] : DEFAULT_RUNS;
+  struct pflex_runset set;
+  if (cli_load_runs(path, NULL, &set) < 0) return PFLEX_EXIT_FAIL;
+  struct pflex_group *groups = NULL;
+  size_t ng = 0;
+  int r = pflex_runset_groups(&set, &groups, &ng);
+  if (r < 0) {
+    cli_error("cannot group '%s': %s", path, pflex_strerror(r));
+    pflex_runset_release(&set);
+    return PFLEX_EXIT_FAIL;
+  }
+  /* Panels: arch x task, as the paper's Fig. 3. */
+  static const struct {
+    enum pflex_arch arch;
+    enum pflex_task task;
+    const char *title;
+  } kinds[4] = {{PFLEX_ARCH_DENSE, PFLEX_TASK_PT, "Dense pretraining"},
+                {PFLEX_ARCH_DENSE, PFLEX_TASK_FT, "Dense LoRA fine-tuning"},
+                {PFLEX_ARCH_MOE, PFLEX_TASK_PT, "MoE pretraining"},
+                {PFLEX_ARCH_MOE, PFLEX_TASK_FT, "MoE LoRA fine-tuning"}};
+  struct pflex_plot_series *series = calloc(ng + 4, sizeof *series);
+  double *xs = calloc(set.n + 8, sizeof *xs), *ys = calloc(set.n + 8, sizeof *ys);
+  struct pflex_plot_panel panels[4];
+  static const double diag[2] = {0, 1};
+  int err = series && xs && ys ? 0 : -ENOMEM;
+  size_t ns = 0, np = 0, used = 0;
+  char titles[4][96];
+  for (int k = 0; k < 4 && !err; k++) {
+    size_t first = ns, count = 0;
+    series[ns++] = (struct pflex_plot_series){.label = "P/Pmax = T/Tmax", .x = diag, .y = diag, .n = 2,
+                                              .color = 7, .dash = PFLEX_PLOT_DASHED, .width = 1.0};
+    for (size_t g = 0; g < ng; g++) {
+      const struct pflex_run *top = &set.runs[groups[g].uncapped];
+      if (top->arch != kinds[k].arch || top->task != kinds[k].task) continue;
+      double *x = xs + used, *y = ys + used;
+      for (size_t i = 0; i < groups[g].n; i++) {
+        const struct pflex_run *rr = &set.runs[groups[g].runs[i]];
+        x[i] = rr->power_w / top->power_w;
+        y[i] = rr->tput / top->tput;
+      }
+      used += groups[g].n;
+      series[ns++] = (struct pflex_plot_series){.x = x, .y = y, .n = groups[g].n,
+                                                .style = PFLEX_PLOT_LINE_POINTS, .color = (int)(count % 7),
+                                                .width = 1.2};
+      count++;
+    }
+    snprintf(titles[k], sizeof titles[k], "%s (%zu groups)", kinds[k].title, count);
+    panels[np++] = (struct pflex_plot_panel){.title = titles[k], .xlabel = "P / P#dmax#u",
+                                             .ylabel = "T / T#dmax#u", .xmin = 0.2, .xmax = 1.02,
+                                             .ymin = 0.2, .ymax = 1.02, .series = series + first,
+                                             .nseries = ns - first, .legend = true, .grid = true};
+  }
+  if (!err) {
+    struct pflex_plot fig = {.title = title ? title : "Normalized power-throughput curves (reconstructed / "
+                                                      "simulated by the twin, not measured)",
+                             .cols = 2, .rows = 2, .panels = panels, .npanels = np,
+                             .width_px = 1200, .height_px = 1000};
+    err = pflex_plot_render(&fig, out);
+  }
+  free(series), free(xs), free(ys);
+  pflex_groups_free(groups, ng);
+  pflex_runset_release(&set);
+  if (err < 0) {
+    cli_error("cannot draw '%s': %s", out, pflex_strerror(err));
+    return PFLEX_EXIT_FAIL;
+  }
+  printf("wrote '%s'\n", out);
+  return PFLEX_EXIT_OK;
+}
+
+static int run(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: %s\n", usage);
+    return PFLEX_EXIT_USAGE;
+  }
+  const char *sub = argv[1];
+  if (strcmp(sub, "reference") == 0) return cmd_reference(argc - 1, argv + 1);
+  if (strcmp(sub, "check") == 0) return cmd_check(argc - 1, argv + 1);
+  if (strcmp(sub, "population") == 0) return cmd_population(argc - 1, argv + 1);
+  if (strcmp(sub, "plot") == 0) return cmd_plot(argc - 1, argv + 1);
+  cli_error("unknown twin subcommand '%s'; see 'pflex help twin'", sub);
+  return PFLEX_EXIT_USAGE;
+}
+
+const struct pflex_cmd pflex_cmd_twin = {.name = "twin",
+                                         .run = run,
+                                         .summary = "GPU + job model: reference set, check, population, plot",
+                                         .usage = usage};

@@ -1,0 +1,265 @@
+/* Per-group calibration of the twin to the paper's PFIs (include/pflex/twin.h).
+ *
+ * Free parameters, all physical:
+ *  - compute_share s: share of uncapped step time that scales with 1/f_sm;
+ *  - compute_activity a_c: SM switching activity in clock-bound work, which
+ *    sets the job's natural draw and so where on the DVFS curve (above or
+ *    below the voltage knee) the cap grid lands;
+ *  - mem_clock_bound r (only where s and a_c cannot meet both targets): the
+ *    clock below which memory-bound kernels turn clock-bound (roofline).
+ * Groups with one published PFI solve s alone (Brent), a_c at its class value.
+ * Groups with two (the 16 headline 8-GPU groups: Table 6 and Table 9) solve
+ * (s, a_c) with GSL's hybrid multiroot solver from the best point of a grid
+ * scan, trying r = 0 first. The PFIs are computed on the noisy points exactly
+ * as written to the reference set (noise drawn first from fixed seeds), so the
+ * published values hold on the data as written. When no (s, a_c, r) meets
+ * both targets, the group's own-grid PFI is still met exactly and the miss on
+ * the 4-cap grid is reported (met = false), never hidden. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_multiroots.h>
+#include <gsl/gsl_roots.h>
+#include <gsl/gsl_vector.h>
+
+#include "core/twin_internal.h"
+#include "pflex/pfi.h"
+
+static const double grid4[] = {200, 500, 600, 700};
+
+/* Runs the noisy sweep's PFI on caps (the last one uncapped). */
+int pflex__twin_sweep_pfi(const struct pflex_twin_gpu *gpu, const struct pflex_twin_job *job,
+                          const char *group, const double *caps, size_t ncaps, uint64_t seed,
+                          double *ret) {
+  if (ncaps < 2) return -EINVAL;
+  struct pflex_twin_noise noise;
+  pflex__twin_reference_noise(&noise);
+  struct pflex_twin_point top;
+  int r = pflex_twin_eval_noisy(gpu, job, caps[ncaps - 1], &noise,
+                                pflex__twin_run_seed(seed, group, caps[ncaps - 1]), &top);
+  if (r < 0) return r;
+  double sum = 0;
+  size_t n = 0;
+  for (size_t i = 0; i + 1 < ncaps; i++) {
+    struct pflex_twin_point p;
+    r = pflex_twin_eval_noisy(gpu, job, caps[i], &noise, pflex__twin_run_seed(seed, group, caps[i]), &p);
+    if (r < 0) return r;
+    double v;
+    if (pflex_pfi_index(p.job_power_w, p.tokens_per_s, top.job_power_w, top.tokens_per_s, &v) < 0)
+      continue;
+    sum += v;
+    n++;
+  }
+  if (!n) return -PFLEX_E_NOPOINTS;
+  *ret = sum / (double)n;
+  return 0;
+}
+
+struct ctx {
+  const struct pflex_twin_paper_group *g;
+  const struct pflex_twin_gpu *gpu;
+  struct pflex_twin_job job;
+  uint64_t seed;
+};
+
+/* Residuals (own-grid PFI - target, 4-cap PFI - target) at the ctx job. */
+static int residuals(struct ctx *c, double *r6, double *r4) {
+  double p;
+  int e = pflex__twin_sweep_pfi(c->gpu, &c->job, c->g->name, c->g->caps, (size_t)c->g->ncaps, c->seed, &p);
+  if (e < 0) return e;
+  *r6 = p - c->g->pfi;
+  if (r4) {
+    e = pflex__twin_sweep_pfi(c->gpu, &c->job, c->g->name, grid4, 4, c->seed, &p);
+    if (e < 0) return e;
+    *r4 = p - c->g->pfi4;
+  }
+  return 0;
+}
+
+/* The highest capped cap must bind clearly, or its PFI_i is a ratio of noise. */
+static bool binds(const struct ctx *c) {
+  double top = c->g->caps[c->g->ncaps - 2];
+  return pflex_twin_natural_power(c->gpu, &c->job) > 1.05 * top;
+}
+
+#define S_LO 0.05
+#define S_HI 1.0
+#define A_LO 0.35
+#define A_HI 1.8
+
+static double squash(double u, double lo, double hi) { return lo + (hi - lo) / (1.0 + exp(-u)); }
+static double unsquash(double x, double lo, double hi) {
+  double t = (x - lo) / (hi - lo);
+  t = fmin(fmax(t, 1e-6), 1 - 1e-6);
+  return log(t / (1 - t));
+}
+
+static int multi_f(const gsl_vector *x, void *p, gsl_vector *f) {
+  struct ctx *c = p;
+  c->job.compute_share = squash(gsl_vector_get(x, 0), S_LO, S_HI);
+  c->job.compute_activity = squash(gsl_vector_get(x, 1), A_LO, A_HI);
+  double r6, r4;
+  if (residuals(c, &r6, &r4) < 0) return GSL_EDOM;
+  /* Scale so both residuals count by their tolerance. */
+  gsl_vector_set(f, 0, r6 / PFLEX_TWIN_TOL_PFI);
+  gsl_vector_set(f, 1, r4 / PFLEX_TWIN_TOL_PFI4);
+  return GSL_SUCCESS;
+}
+
+static double err2(struct ctx *c) {
+  double r6, r4;
+  if (!binds(c) || residuals(c, &r6, &r4) < 0) return INFINITY;
+  return fmax(fabs(r6) / PFLEX_TWIN_TOL_PFI, fabs(r4) / PFLEX_TWIN_TOL_PFI4);
+}
+
+/* Solves (s, a_c) at the ctx's r; leaves the best found in c->job, returns its error. */
+static double solve2(struct ctx *c) {
+  double best = INFINITY, bs = 0.8, ba = 1.0;
+  for (int i = 0; i < 32; i++)
+    for (int j = 0; j < 32; j++) {
+      c->job.compute_share = S_LO + (S_HI - S_LO) * (i + 0.5) / 32.0;
+      c->job.compute_activity = A_LO + (A_HI - A_LO) * (j + 0.5) / 32.0;
+      double e = err2(c);
+      if (e < best) best = e, bs = c->job.compute_share, ba = c->job.compute_activity;
+    }
+  c->job.compute_share = bs;
+  c->job.compute_activity = ba;
+  if (!isfinite(best)) return best;
+  gsl_multiroot_function fn = {multi_f, 2, c};
+  gsl_vector *x = gsl_vector_alloc(2);
+  gsl_multiroot_fsolver *s = gsl_multiroot_fsolver_alloc(gsl_multiroot_fsolver_hybrids, 2);
+  if (!x || !s) {
+    gsl_vector_free(x);
+    gsl_multiroot_fsolver_free(s);
+    return best;
+  }
+  gsl_vector_set(x, 0, unsquash(bs, S_LO, S_HI));
+  gsl_vector_set(x, 1, unsquash(ba, A_LO, A_HI));
+  gsl_error_handler_t *old = gsl_set_error_handler_off();
+  if (gsl_multiroot_fsolver_set(s, &fn, x) == GSL_SUCCESS) {
+    for (int it = 0; it < 100; it++) {
+      if (gsl_multiroot_fsolver_iterate(s) != GSL_SUCCESS) break;
+      if (gsl_multiroot_test_residual(s->f, 0.05) == GSL_SUCCESS) break;
+    }
+    c->job.compute_share = squash(gsl_vector_get(s->x, 0), S_LO, S_HI);
+    c->job.compute_activity = squash(gsl_vector_get(s->x, 1), A_LO, A_HI);
+    double e = err2(c);
+    if (e < best) {
+      best = e;
+      bs = c->job.compute_share;
+      ba = c->job.compute_activity;
+    }
+  }
+  gsl_set_error_handler(old);
+  gsl_multiroot_fsolver_free(s);
+  gsl_vector_free(x);
+  c->job.compute_share = bs;
+  c->job.compute_activity = ba;
+  return best;
+}
+
+static double f1(double s, void *p) {
+  struct ctx *c = p;
+  c->job.compute_share = s;
+  double r6;
+  if (residuals(c, &r6, NULL) < 0) return NAN;
+  return r6;
+}
+
+/* Solves s for the own-grid PFI alone (Brent), in the bracket nearest s0 found
+ * by a scan (PFI need not be monotone in s); 0 when bracketed and solved. */
+static int solve1(struct ctx *c, double s0) {
+  enum { NS = 48 };
+  double xs[NS + 1], fs[NS + 1];
+  for (int i = 0; i <= NS; i++) {
+    xs[i] = S_LO + (S_HI - S_LO) * i / NS;
+    fs[i] = f1(xs[i], c);
+  }
+  double lo = NAN, hi = NAN, bestd = INFINITY;
+  for (int i = 0; i < NS; i++) {
+    /* A sign change through a pole (|residual| large) is not a root. */
+    if (!isfinite(fs[i]) || !isfinite(fs[i + 1]) || fs[i] * fs[i + 1] > 0) continue;
+    if (fabs(fs[i]) > 2.0 || fabs(fs[i + 1]) > 2.0) continue;
+    double d = fabs(0.5 * (xs[i] + xs[i + 1]) - s0);
+    if (d < bestd) bestd = d, lo = xs[i], hi = xs[i + 1];
+  }
+  if (!isfinite(bestd)) return -ERANGE;
+  gsl_function fn = {f1, c};
+  gsl_root_fsolver *s = gsl_root_fsolver_alloc(gsl_root_fsolver_brent);
+  if (!s) return -ENOMEM;
+  gsl_error_handler_t *old = gsl_set_error_handler_off();
+  gsl_root_fsolver_set(s, &fn, lo, hi);
+  int status = GSL_CONTINUE;
+  for (int it = 0; it < 100 && status == GSL_CONTINUE; it++) {
+    if (gsl_root_fsolver_iterate(s) != GSL_SUCCESS) break;
+    status = gsl_root_test_interval(gsl_root_fsolver_x_lower(s), gsl_root_fsolver_x_upper(s), 1e-9, 0);
+  }
+  double root = gsl_root_fsolver_root(s);
+  gsl_set_error_handler(old);
+  gsl_root_fsolver_free(s);
+  c->job.compute_share = root;
+  return status == GSL_SUCCESS ? 0 : -ERANGE;
+}
+
+int pflex_twin_calibrate(const struct pflex_twin_paper_group *g, const struct pflex_twin_gpu *gpu,
+                         struct pflex_twin_job *job, uint64_t seed, struct pflex_twin_calib *ret) {
+  if (!g || !gpu || !job || !ret) return -EINVAL;
+  struct ctx c = {.g = g, .gpu = gpu, .job = *job, .seed = seed};
+  struct pflex_twin_calib out = {.pfi = NAN, .pfi4 = NAN};
+  bool two = !isnan(g->pfi4);
+  out.nparams = two ? 2 : 1;
+  if (two) {
+    static const double rs[] = {0.0, 0.3, 0.5, 0.7, 0.8, 0.9, 1.0};
+    double best = INFINITY;
+    struct pflex_twin_job bestjob = c.job;
+    for (size_t k = 0; k < sizeof rs / sizeof rs[0] && best > 1.0; k++) {
+      c.job.mem_clock_bound = rs[k];
+      double e = solve2(&c);
+      if (e < best) best = e, bestjob = c.job;
+    }
+    c.job = bestjob;
+    if (c.job.mem_clock_bound > 0) out.nparams = 3;
+    if (best > 1.0) {
+      /* Both cannot be met: keep this shape, meet the own-grid PFI exactly. */
+      struct pflex_twin_job keep = c.job;
+      if (solve1(&c, keep.compute_share) < 0) c.job = keep;
+    }
+  } else {
+    /* One target: s alone; widen to a_c, then r, only if s cannot bracket it. */
+    /* a_c steps away from its class value, both ways, until s can be solved. */
+    static const double dacs[] = {0, 0.1, -0.1, 0.2, -0.2, 0.3, -0.3, 0.45, -0.45, 0.6, 0.8};
+    static const double rs[] = {0.0, 0.5, 0.9};
+    int e = -ERANGE;
+    double ac0 = c.job.compute_activity, s0 = c.job.compute_share;
+    for (size_t k = 0; e < 0 && k < sizeof rs / sizeof rs[0]; k++)
+      for (size_t j = 0; e < 0 && j < sizeof dacs / sizeof dacs[0]; j++) {
+        c.job.mem_clock_bound = rs[k];
+        c.job.compute_activity = ac0 + dacs[j];
+        if (c.job.compute_activity < A_LO || c.job.compute_activity > A_HI) continue;
+        e = solve1(&c, s0);
+        if (e == 0 && !binds(&c)) e = -ERANGE;
+        if (e == 0 && (j > 0 || k > 0)) out.nparams = k > 0 ? 3 : 2;
+      }
+    if (e < 0) {
+      c.job.compute_activity = ac0;
+      c.job.mem_clock_bound = 0;
+      c.job.compute_share = s0;
+    }
+  }
+  double r6, r4 = NAN;
+  int e = residuals(&c, &r6, two ? &r4 : NULL);
+  if (e < 0) return e;
+  out.pfi = g->pfi + r6;
+  if (two) out.pfi4 = g->pfi4 + r4;
+  out.compute_share = c.job.compute_share;
+  out.compute_activity = c.job.compute_activity;
+  out.mem_clock_bound = c.job.mem_clock_bound;
+  /* Published values have two decimals; "met" is judged on the rounded target. */
+  out.met = fabs(r6) <= PFLEX_TWIN_TOL_PFI && (!two || fabs(r4) <= PFLEX_TWIN_TOL_PFI4);
+  *job = c.job;
+  *ret = out;
+  return 0;
+}

@@ -1,0 +1,201 @@
+/* Figures with PLplot (include/pflex/plot.h). Each render uses a fresh PLplot
+ * stream and ends it, so renders do not share state. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <plplot.h>
+
+#include "pflex/plot.h"
+
+/* A colour-blind-friendly palette (Okabe-Ito, then Tol's muted), 0..255. */
+static const int palette[][3] = {
+    {0, 114, 178},  {213, 94, 0},   {0, 158, 115},  {204, 121, 167}, {230, 159, 0},  {86, 180, 233},
+    {117, 112, 179}, {102, 102, 102}, {170, 68, 153}, {136, 34, 85},   {68, 170, 153}, {153, 153, 51},
+};
+#define NPAL (int)(sizeof palette / sizeof palette[0])
+
+const char *pflex_plot_device(const char *path) {
+  const char *dot = path ? strrchr(path, '.') : NULL;
+  if (!dot) return NULL;
+  if (strcasecmp(dot, ".svg") == 0) return "svgcairo";
+  if (strcasecmp(dot, ".png") == 0) return "pngcairo";
+  if (strcasecmp(dot, ".pdf") == 0) return "pdfcairo";
+  return NULL;
+}
+
+static void data_range(const struct pflex_plot_panel *p, double *xmin, double *xmax, double *ymin,
+                       double *ymax) {
+  double lo[2] = {INFINITY, INFINITY}, hi[2] = {-INFINITY, -INFINITY};
+  for (size_t s = 0; s < p->nseries; s++)
+    for (size_t i = 0; i < p->series[s].n; i++) {
+      double x = p->series[s].x[i], y = p->series[s].y[i];
+      if (!isfinite(x) || !isfinite(y)) continue;
+      lo[0] = fmin(lo[0], x), hi[0] = fmax(hi[0], x);
+      lo[1] = fmin(lo[1], y), hi[1] = fmax(hi[1], y);
+    }
+  for (int k = 0; k < 2; k++) {
+    if (!isfinite(lo[k])) lo[k] = 0, hi[k] = 1;
+    if (hi[k] <= lo[k]) lo[k] -= 0.5, hi[k] += 0.5;
+    double pad = 0.04 * (hi[k] - lo[k]);
+    lo[k] -= pad, hi[k] += pad;
+  }
+  *xmin = isnan(p->xmin) ? lo[0] : p->xmin;
+  *xmax = isnan(p->xmax) ? hi[0] : p->xmax;
+  *ymin = isnan(p->ymin) ? lo[1] : p->ymin;
+  *ymax = isnan(p->ymax) ? hi[1] : p->ymax;
+}
+
+static void set_color(int c) {
+  int k = ((c % NPAL) + NPAL) % NPAL;
+  plscol0(15, palette[k][0], palette[k][1], palette[k][2]);
+  plcol0(15);
+}
+
+static void set_dash(enum pflex_plot_dash d) {
+  static PLINT mark_dash[] = {1500}, space_dash[] = {1000};
+  static PLINT mark_dot[] = {300}, space_dot[] = {700};
+  if (d == PFLEX_PLOT_DASHED) plstyl(1, mark_dash, space_dash);
+  else if (d == PFLEX_PLOT_DOTTED) plstyl(1, mark_dot, space_dot);
+  else plstyl(0, NULL, NULL);
+}
+
+static int draw_series(const struct pflex_plot_series *s, int color) {
+  PLFLT *x = malloc((s->n ? s->n : 1) * sizeof *x), *y = malloc((s->n ? s->n : 1) * sizeof *y);
+  if (!x || !y) {
+    free(x), free(y);
+    return -ENOMEM;
+  }
+  PLINT n = 0;
+  for (size_t i = 0; i < s->n; i++)
+    if (isfinite(s->x[i]) && isfinite(s->y[i])) x[n] = s->x[i], y[n] = s->y[i], n++;
+  set_color(color);
+  plwidth(s->width > 0 ? s->width : 1.5);
+  enum pflex_plot_style st = s->style ? s->style : PFLEX_PLOT_LINE;
+  if ((st & PFLEX_PLOT_LINE) && n > 1) {
+    set_dash(s->dash);
+    plline(n, x, y);
+    set_dash(PFLEX_PLOT_SOLID);
+  }
+  if ((st & PFLEX_PLOT_POINTS) && n > 0) {
+    plssym(0, 0.8);
+    plpoin(n, x, y, 17);
+  }
+  free(x), free(y);
+  return 0;
+}
+
+static int draw_legend(const struct pflex_plot_panel *p, const int *colors) {
+  PLINT n = 0;
+  for (size_t s = 0; s < p->nseries; s++) n += p->series[s].label != NULL;
+  if (!n) return 0;
+  PLINT *opt = calloc(n, sizeof *opt), *tcol = calloc(n, sizeof *tcol), *lcol = calloc(n, sizeof *lcol),
+        *lsty = calloc(n, sizeof *lsty), *scol = calloc(n, sizeof *scol), *snum = calloc(n, sizeof *snum);
+  PLFLT *lwid = calloc(n, sizeof *lwid), *sscale = calloc(n, sizeof *sscale);
+  const char **text = calloc(n, sizeof *text), **sym = calloc(n, sizeof *sym);
+  int err = 0;
+  if (!opt || !tcol || !lcol || !lsty || !scol || !snum || !lwid || !sscale || !text || !sym) {
+    err = -ENOMEM;
+    goto out;
+  }
+  /* Legend colours use cmap0 entries 1..12 set to the palette. */
+  PLINT k = 0;
+  for (size_t s = 0; s < p->nseries; s++) {
+    if (!p->series[s].label) continue;
+    int c = ((colors[s] % NPAL) + NPAL) % NPAL;
+    plscol0(1 + c % 14, palette[c][0], palette[c][1], palette[c][2]);
+    enum pflex_plot_style st = p->series[s].style ? p->series[s].style : PFLEX_PLOT_LINE;
+    opt[k] = ((st & PFLEX_PLOT_LINE) ? PL_LEGEND_LINE : 0) | ((st & PFLEX_PLOT_POINTS) ? PL_LEGEND_SYMBOL : 0);
+    tcol[k] = 1 + c % 14;
+    lcol[k] = 1 + c % 14;
+    scol[k] = 1 + c % 14;
+    lsty[k] = 1;
+    lwid[k] = 1.5;
+    snum[k] = 1;
+    sscale[k] = 0.8;
+    sym[k] = "#(728)";
+    text[k] = p->series[s].label;
+    k++;
+  }
+  PLFLT w, h;
+  plcol0(15);
+  plscol0(15, 0, 0, 0);
+  pllegend(&w, &h, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX, PL_POSITION_INSIDE | PL_POSITION_TOP |
+           PL_POSITION_LEFT, 0.02, 0.02, 0.1, 0, 0, 1, 0, 0, n, opt, 0.8, 0.8, 1.8, 0.0, tcol,
+           (const char *const *)text, NULL, NULL, NULL, NULL, lcol, lsty, lwid, scol, sscale, snum,
+           (const char *const *)sym);
+out:
+  free(opt), free(tcol), free(lcol), free(lsty), free(scol), free(snum), free(lwid), free(sscale);
+  free(text), free(sym);
+  return err;
+}
+
+int pflex_plot_render(const struct pflex_plot *plot, const char *path) {
+  const char *dev = pflex_plot_device(path);
+  if (!plot || !dev || !plot->npanels || !plot->panels) return -EINVAL;
+  int cols = plot->cols > 0 ? plot->cols : (int)plot->npanels;
+  int rows = plot->rows > 0 ? plot->rows : ((int)plot->npanels + cols - 1) / cols;
+  if ((size_t)cols * (size_t)rows < plot->npanels) return -EINVAL;
+  int w = plot->width_px > 0 ? plot->width_px : 640 * cols;
+  int h = plot->height_px > 0 ? plot->height_px : 480 * rows + (plot->title ? 40 : 0);
+  /* Check that the file can be created before PLplot (which exits on failure). */
+  FILE *probe = fopen(path, "wb");
+  if (!probe) return -EIO;
+  fclose(probe);
+
+  PLINT old;
+  plgstrm(&old);
+  PLINT strm;
+  plmkstrm(&strm);
+  plsdev(dev);
+  plsfnam(path);
+  char geom[64];
+  snprintf(geom, sizeof geom, "%dx%d", w, h);
+  plsetopt("geometry", geom);
+  plscolbg(255, 255, 255);
+  plinit();
+  plssub(1, 1);
+  pladv(0);
+  int err = 0;
+  double top = plot->title ? 0.94 : 0.99;
+  for (size_t i = 0; i < plot->npanels && !err; i++) {
+    const struct pflex_plot_panel *p = &plot->panels[i];
+    int c = (int)i % cols, r = (int)i / cols;
+    double x0 = (double)c / cols, x1 = (double)(c + 1) / cols;
+    double y1 = top - top * r / rows, y0 = top - top * (r + 1) / rows;
+    plvpor(x0 + 0.09 / cols * 1.0 + 0.02, x1 - 0.02, y0 + 0.08 / rows * 1.0 + 0.04, y1 - 0.05);
+    double xmin, xmax, ymin, ymax;
+    data_range(p, &xmin, &xmax, &ymin, &ymax);
+    plwind(xmin, xmax, ymin, ymax);
+    plscol0(15, 0, 0, 0);
+    plcol0(15);
+    plwidth(1.0);
+    plschr(0, 0.8);
+    plbox(p->grid ? "bcgnst" : "bcnst", 0, 0, p->grid ? "bcgnstv" : "bcnstv", 0, 0);
+    pllab(p->xlabel ? p->xlabel : "", p->ylabel ? p->ylabel : "", p->title ? p->title : "");
+    int *colors = calloc(p->nseries ? p->nseries : 1, sizeof *colors);
+    if (!colors) {
+      err = -ENOMEM;
+      break;
+    }
+    int next = 0;
+    for (size_t s = 0; s < p->nseries; s++) colors[s] = p->series[s].color >= 0 ? p->series[s].color : next++;
+    for (size_t s = 0; s < p->nseries && !err; s++) err = draw_series(&p->series[s], colors[s]);
+    if (!err && p->legend) err = draw_legend(p, colors);
+    free(colors);
+  }
+  if (!err && plot->title) {
+    plvpor(0, 1, top, 1);
+    plwind(0, 1, 0, 1);
+    plscol0(15, 0, 0, 0);
+    plcol0(15);
+    plschr(0, 1.1);
+    plptex(0.5, 0.4, 1, 0, 0.5, plot->title);
+  }
+  plend1();
+  plsstrm(old);
+  return err;
+}
