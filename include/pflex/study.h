@@ -33,6 +33,13 @@
 #define PFLEX_ACME_PRETRAIN_JOBS 4026
 #define PFLEX_ACME_SFT_JOBS 66971
 
+/* Relative tolerance of "the oracle is at least every strategy": the oracle's
+ * optimizer is exact for concave piecewise-linear curves only; on the
+ * reference set's measured (Steffen, slightly non-concave) curves other
+ * strategies were seen to beat it by at most 5e-6 of the total, in 4 of
+ * 9,000 workload-cuts. */
+#define PFLEX_STUDY_ORACLE_TOL 1e-5
+
 enum pflex_study_scenario {
   PFLEX_SCENARIO_RANDOM = 0, /* jobs drawn uniformly, with replacement, from all groups */
   PFLEX_SCENARIO_PRODUCTION, /* pretraining with probability 4026 / (4026 + 66971), else
@@ -99,8 +106,8 @@ struct pflex_study_result {
   double loss_vs_oracle; /* 1 - sum T / sum T_oracle */
   double gap_recovered;  /* (sum T - sum T_equal) / (sum T_oracle - sum T_equal); NAN if no gap */
   double gain_per_job;   /* (sum T - sum T_equal) / (workloads * jobs) */
-  size_t above_oracle;   /* workloads where this strategy beat the oracle by > 1e-9 relative
-                            (the oracle's optimizer is approximate on smooth curves) */
+  size_t above_oracle;   /* workloads where this strategy beat the oracle by more than
+                            PFLEX_STUDY_ORACLE_TOL (relative) */
 };
 
 /* Study groups from a job set (e.g. pflex_jobs_from_runs): one per job with a

@@ -603,7 +603,7 @@ int pflex_study_run(const struct pflex_study_group *groups, size_t ngroups,
         count[cell]++;
         for (size_t l = 0; l < nlines; l++) {
           acc[cell * nlines + l].sum_t += w.tl[l];
-          if (w.tl[l] > t_or * (1 + 1e-9)) acc[cell * nlines + l].above++;
+          if (w.tl[l] > t_or * (1 + PFLEX_STUDY_ORACLE_TOL)) acc[cell * nlines + l].above++;
         }
       }
     }
