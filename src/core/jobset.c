@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pflex/features.h"
 #include "pflex/jobs.h"
 #include "pflex/pfi.h"
 
@@ -95,12 +96,10 @@ int pflex_jobs_from_runs(const struct pflex_runset *runs, struct pflex_jobset *r
     j->task = top->task;
     j->cap_min_w = fmin(200.0, lowest_cap);
     j->cap_max_w = top->cap_w;
-    double dram, copy;
-    if (pflex_runset_metric(runs, g[k].uncapped, "dram_active", &dram) == 0 &&
-        pflex_runset_metric(runs, g[k].uncapped, "mem_copy_util", &copy) == 0)
-      j->dram_copy = dram * copy;
-    else
-      j->dram_copy = NAN;
+    /* The predictor's definition (features.h): utilizations as fractions. */
+    double dram;
+    j->dram_copy =
+        pflex_feature_value(runs, g[k].uncapped, "dram_copy", &dram, NULL) == 0 ? dram : NAN;
     /* Eq. 1 against the uncapped run, as the paper computes it. */
     double sum = 0;
     size_t np = 0;
