@@ -26,9 +26,10 @@ void pflex_jobset_release(struct pflex_jobset *set);
 /* One job per sweep group of runs: a measured (Steffen) curve through the
  * group's (power_w, tput, cap_w) runs; gpus, GPU type, arch and task from the
  * group; dram_copy = the DRAM copy product of the uncapped run (feature
- * `dram_copy` of features.h) when its columns are there (NAN otherwise); pfi = the group's Eq. 1
- * PFI against its uncapped run (the true value, for the pfi strategy with perfect knowledge). Cap
- * limits: [min(200 W, lowest cap), the uncapped cap]. */
+ * `dram_copy` of features.h) when its columns are there (NAN otherwise);
+ * pfi = the group's Eq. 1 PFI against its uncapped run (the true value, for
+ * the pfi strategy with perfect knowledge). Cap limits: [min(200 W, lowest
+ * cap), the uncapped cap]. */
 int pflex_jobs_from_runs(const struct pflex_runset *runs, struct pflex_jobset *ret_set,
                          struct pflex_diag *diag);
 
