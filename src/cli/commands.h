@@ -28,5 +28,6 @@ extern const struct pflex_cmd pflex_cmd_fit;
 extern const struct pflex_cmd pflex_cmd_predict;
 extern const struct pflex_cmd pflex_cmd_ablation;
 extern const struct pflex_cmd pflex_cmd_allocate;
+extern const struct pflex_cmd pflex_cmd_study;
 
 #endif

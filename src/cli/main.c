@@ -20,6 +20,7 @@ static const struct pflex_cmd *const commands[] = {
     &pflex_cmd_predict,
     &pflex_cmd_ablation,
     &pflex_cmd_allocate,
+    &pflex_cmd_study,
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
