@@ -15,6 +15,7 @@
 #include "cli/util.h"
 #include "pflex/features.h"
 #include "pflex/jobs.h"
+#include "pflex/plot.h"
 #include "pflex/predict.h"
 #include "pflex/study.h"
 
@@ -37,6 +38,9 @@
   "  --model KIND       ols (default) or ridge\n"                                                  \
   "  --loco SCHEME      arch-task (default) or pooled-dense\n"                                     \
   "  --unit UNIT        throughput column: tokens, samples, steps, step-time\n"                    \
+  "  --out DIR          also write the figures there: fig8.svg/.png (throughput relative to\n"     \
+  "                     oracle by cut, per strategy and scenario) and fig4.svg/.png (PFI by\n"     \
+  "                     group: measured and predicted)\n"                                          \
   "  --json             print JSON with every number\n"                                            \
   "  -h, --help         print this help"
 
@@ -251,6 +255,136 @@ static void print_tables(const struct pflex_study_result *r, size_t n, const dou
   }
 }
 
+/* Fig. 8: throughput relative to the oracle by cut; one panel per scenario,
+ * one line per strategy and prediction (open loop). */
+static int fig8(const struct pflex_study_result *r, size_t n, const double *cuts, size_t ncuts,
+                unsigned scenarios, const char *path) {
+  struct pflex_plot_panel panels[PFLEX_SCENARIO_N];
+  struct pflex_plot_series *series = calloc(n, sizeof *series);
+  double *xs = calloc(n * ncuts, sizeof *xs), *ys = calloc(n * ncuts, sizeof *ys);
+  char(*labels)[48] = calloc(n, sizeof *labels);
+  int err = -ENOMEM;
+  if (!series || !xs || !ys || !labels) goto out;
+  size_t np = 0, ns = 0;
+  for (int sc = 0; sc < PFLEX_SCENARIO_N; sc++) {
+    if (!(scenarios & (1u << sc))) continue;
+    size_t first = ns;
+    for (size_t i = 0; i < n; i++) {
+      if ((int)r[i].scenario != sc || r[i].round || fabs(r[i].cut - cuts[0]) > 1e-9) continue;
+      struct pflex_plot_series *se = &series[ns];
+      if (r[i].strategy == PFLEX_ALLOC_PFI || r[i].strategy == PFLEX_ALLOC_OPTIMAL)
+        snprintf(labels[ns], sizeof labels[ns], "%s %s", pflex_alloc_strategy_name(r[i].strategy),
+                 pflex_study_pred_name(r[i].prediction));
+      else
+        snprintf(labels[ns], sizeof labels[ns], "%s", pflex_alloc_strategy_name(r[i].strategy));
+      for (size_t c = 0; c < ncuts; c++) {
+        const struct pflex_study_result *x =
+            find(r, n, sc, r[i].strategy, r[i].prediction, 0, cuts[c]);
+        xs[ns * ncuts + c] = 100 * cuts[c];
+        ys[ns * ncuts + c] = x ? 1 - x->loss_vs_oracle : NAN;
+      }
+      *se = (struct pflex_plot_series){.label = labels[ns],
+                                       .x = &xs[ns * ncuts],
+                                       .y = &ys[ns * ncuts],
+                                       .n = ncuts,
+                                       .style = PFLEX_PLOT_LINE_POINTS,
+                                       .color = -1,
+                                       .dash = r[i].prediction == PFLEX_PRED_TRUE ||
+                                                       r[i].strategy == PFLEX_ALLOC_EQUAL
+                                                   ? PFLEX_PLOT_SOLID
+                                                   : PFLEX_PLOT_DASHED};
+      ns++;
+    }
+    panels[np++] = (struct pflex_plot_panel){.title = pflex_study_scenario_name(sc),
+                                             .xlabel = "cluster power cut (%)",
+                                             .ylabel = "throughput / oracle (from 0.8)",
+                                             .xmin = NAN,
+                                             .xmax = NAN,
+                                             .ymin = 0.8,
+                                             .ymax = 1.005,
+                                             .series = &series[first],
+                                             .nseries = ns - first,
+                                             .legend = true,
+                                             .grid = true};
+  }
+  struct pflex_plot fig = {
+      .panels = panels, .npanels = np, .width_px = 900 * (int)np, .height_px = 800};
+  err = pflex_plot_render(&fig, path);
+out:
+  free(series);
+  free(xs);
+  free(ys);
+  free(labels);
+  return err;
+}
+
+/* Fig. 4: PFI by group, measured and predicted. */
+static int fig4(const struct pflex_jobset *js, const struct preds *pr, const char *path) {
+  size_t n = js->n;
+  double *x = calloc(n ? n : 1, sizeof *x);
+  if (!x) return -ENOMEM;
+  for (size_t i = 0; i < n; i++)
+    x[i] = (double)(i + 1);
+  struct pflex_plot_series se[4];
+  size_t ns = 0;
+  se[ns++] = (struct pflex_plot_series){.label = "measured",
+                                        .x = x,
+                                        .y = js->pfi_true,
+                                        .n = n,
+                                        .style = PFLEX_PLOT_POINTS,
+                                        .color = -1};
+  if (pr->in) {
+    se[ns++] = (struct pflex_plot_series){
+        .label = "in-sample", .x = x, .y = pr->in, .n = n, .style = PFLEX_PLOT_POINTS, .color = -1};
+    se[ns++] = (struct pflex_plot_series){
+        .label = "loo", .x = x, .y = pr->loo, .n = n, .style = PFLEX_PLOT_POINTS, .color = -1};
+    se[ns++] = (struct pflex_plot_series){
+        .label = "loco", .x = x, .y = pr->loco, .n = n, .style = PFLEX_PLOT_POINTS, .color = -1};
+  } else {
+    se[ns++] = (struct pflex_plot_series){.label = "prior (loo)",
+                                          .x = x,
+                                          .y = pr->prior,
+                                          .n = n,
+                                          .style = PFLEX_PLOT_POINTS,
+                                          .color = -1};
+  }
+  struct pflex_plot_panel panel = {.title = "PFI by sweep group (groups in file order)",
+                                   .xlabel = "group",
+                                   .ylabel = "PFI",
+                                   .xmin = 0,
+                                   .xmax = (double)n + 1,
+                                   .ymin = NAN,
+                                   .ymax = NAN,
+                                   .series = se,
+                                   .nseries = ns,
+                                   .legend = true,
+                                   .grid = true};
+  struct pflex_plot fig = {.panels = &panel, .npanels = 1};
+  int err = pflex_plot_render(&fig, path);
+  free(x);
+  return err;
+}
+
+static int figures(const char *dir, const struct pflex_study_result *r, size_t n,
+                   const double *cuts, size_t ncuts, unsigned scenarios,
+                   const struct pflex_jobset *js, const struct preds *pr) {
+  static const char *const ext[] = {"svg", "png"};
+  char path[4096];
+  for (size_t e = 0; e < 2; e++) {
+    snprintf(path, sizeof path, "%s/fig8.%s", dir, ext[e]);
+    int err = fig8(r, n, cuts, ncuts, scenarios, path);
+    if (!err) {
+      snprintf(path, sizeof path, "%s/fig4.%s", dir, ext[e]);
+      err = fig4(js, pr, path);
+    }
+    if (err) {
+      cli_error("cannot write '%s': %s", path, pflex_strerror(err));
+      return err;
+    }
+  }
+  return 0;
+}
+
 static json_t *num(double v) {
   return isfinite(v) ? json_real(v) : json_null();
 }
@@ -270,7 +404,8 @@ static int run(int argc, char **argv) {
     O_MODEL,
     O_LOCO,
     O_UNIT,
-    O_JSON
+    O_JSON,
+    O_OUT
   };
   static const struct option longopts[] = {{"set", required_argument, NULL, O_SET},
                                            {"scenarios", required_argument, NULL, O_SCEN},
@@ -286,10 +421,11 @@ static int run(int argc, char **argv) {
                                            {"loco", required_argument, NULL, O_LOCO},
                                            {"unit", required_argument, NULL, O_UNIT},
                                            {"json", no_argument, NULL, O_JSON},
+                                           {"out", required_argument, NULL, O_OUT},
                                            {NULL, 0, NULL, 0}};
   struct pflex_study_opts so;
   pflex_study_opts_init(&so);
-  const char *set_name = NULL, *features = "dram_copy", *unit = NULL;
+  const char *set_name = NULL, *features = "dram_copy", *unit = NULL, *outdir = NULL;
   enum pflex_model_kind kind = PFLEX_MODEL_OLS;
   enum pflex_loco loco = PFLEX_LOCO_ARCH_TASK;
   double *cuts = NULL;
@@ -365,6 +501,7 @@ static int run(int argc, char **argv) {
       break;
     case O_UNIT: unit = optarg; break;
     case O_JSON: json = true; break;
+    case O_OUT: outdir = optarg; break;
     default:
       cli_error("unknown or incomplete option '%s'; see 'pflex help study'", argv[optind - 1]);
       goto out;
@@ -543,6 +680,7 @@ static int run(int argc, char **argv) {
              "total: the optimizer is exact only for concave curves (docs/allocation.md)\n",
              above, PFLEX_STUDY_ORACLE_TOL);
   }
+  if (outdir && figures(outdir, res, nres, cl, ncl, so.scenarios, &js, &pr)) goto done;
   status = PFLEX_EXIT_OK;
 done:
   free(res);
