@@ -53,6 +53,7 @@ enum pflex_study_pred {
   PFLEX_PRED_LOO,
   PFLEX_PRED_LOCO,
   PFLEX_PRED_PRIOR,
+  PFLEX_PRED_UNSEEN, /* a model fitted on other data (e.g. the reference set) never saw the job */
   PFLEX_PRED_N
 };
 

@@ -37,6 +37,8 @@
   "  --features LIST    predictor features (default dram_copy, the paper's model (i))\n"           \
   "  --model KIND       ols (default) or ridge\n"                                                  \
   "  --loco SCHEME      arch-task (default) or pooled-dense\n"                                     \
+  "  --train RUNS       fit the model on this runs file instead (its headline set when it has\n"   \
+  "                     one) and predict every job of RUNS, unseen in fitting ('unseen')\n"        \
   "  --unit UNIT        throughput column: tokens, samples, steps, step-time\n"                    \
   "  --out DIR          also write the figures there: fig8.svg/.png (throughput relative to\n"     \
   "                     oracle by cut, per strategy and scenario) and fig4.svg/.png (PFI by\n"     \
@@ -101,6 +103,8 @@ static int parse_strategy(const char *s, unsigned *ret) {
 struct preds {
   double *in, *loo, *loco; /* NULL when the model could not be fitted (prior instead) */
   double *prior;           /* LOO predictions of the population prior, when in is NULL */
+  double *unseen;          /* --train: predictions of a model fitted on other runs */
+  size_t unseen_prior;     /* of those, jobs that lacked a feature: the prior's value */
   size_t replaced;         /* LOCO predictions not computable, replaced by the prior */
   struct pflex_model model;
   bool fitted;
@@ -193,7 +197,73 @@ static int predictions(const struct pflex_runset *runs, const char *set_filter, 
   return 0;
 }
 
+/* --train: the model is fitted on the groups of another runs file (its
+ * headline set when it has one) and predicts every job of the study from its
+ * uncapped run; a job whose run lacks a feature gets the prior's value. */
+static int predictions_unseen(const char *train_path, const struct pflex_runs_read_opts *ro,
+                              const char *spec, enum pflex_model_kind kind, enum pflex_loco loco,
+                              const struct pflex_runset *runs, const struct pflex_jobset *js,
+                              struct preds *p) {
+  struct pflex_runset train;
+  pflex_runset_init(&train);
+  struct pflex_diag diag;
+  pflex_diag_clear(&diag);
+  struct pflex_featlist none, feats;
+  pflex_featlist_init(&none);
+  pflex_featlist_init(&feats);
+  struct pflex_dataset groups, d;
+  pflex_dataset_init(&groups);
+  pflex_dataset_init(&d);
+  struct pflex_group *g = NULL;
+  size_t ng = 0;
+  int err = cli_load_runs(train_path, ro, &train);
+  if (err) return err;
+  const char *filter = NULL;
+  for (size_t i = 0; i < train.n; i++)
+    if (train.runs[i].set && strcmp(train.runs[i].set, "headline") == 0) filter = "headline";
+  err = pflex_dataset_build(&train, filter, &none, NULL, true, &groups, &diag);
+  if (!err) err = pflex_featlist_parse(spec, &train, groups.uncapped, groups.n, &feats, &diag);
+  if (!err) err = pflex_dataset_build(&train, filter, &feats, NULL, true, &d, &diag);
+  if (err) {
+    cli_error_diag("cannot build the training data set from", &diag, err);
+    goto out;
+  }
+  struct pflex_fit_opts fo = {.kind = kind, .lambda = -1};
+  pflex_model_init(&p->model);
+  p->fitted = true;
+  if ((err = pflex_model_fit(&d, &fo, loco, &p->model))) {
+    cli_error("cannot fit the PFI model on '%s': %s", train_path, pflex_strerror(err));
+    goto out;
+  }
+  err = -ENOMEM;
+  if (!(p->unseen = calloc(js->n ? js->n : 1, sizeof *p->unseen))) goto out;
+  if ((err = pflex_runset_groups(runs, &g, &ng))) goto out;
+  for (size_t i = 0; i < js->n; i++) {
+    size_t k;
+    for (k = 0; k < ng; k++)
+      if (strcmp(g[k].name, js->names[i]) == 0) break;
+    bool was_prior = false;
+    err = k < ng ? pflex_model_predict_run(&p->model, runs, g[k].uncapped, true, &p->unseen[i],
+                                           &was_prior, &diag)
+                 : -ENOENT;
+    if (err) {
+      cli_error("cannot predict group '%s': %s", js->names[i], pflex_strerror(err));
+      goto out;
+    }
+    if (was_prior) p->unseen_prior++;
+  }
+  err = 0;
+out:
+  pflex_groups_free(g, ng);
+  pflex_featlist_release(&feats);
+  pflex_dataset_release(&groups);
+  pflex_dataset_release(&d);
+  pflex_runset_release(&train);
+  return err;
+}
+
 static void preds_release(struct preds *p) {
+  free(p->unseen);
   free(p->in);
   free(p->loo);
   free(p->loco);
@@ -333,7 +403,14 @@ static int fig4(const struct pflex_jobset *js, const struct preds *pr, const cha
                                         .n = n,
                                         .style = PFLEX_PLOT_POINTS,
                                         .color = -1};
-  if (pr->in) {
+  if (pr->unseen) {
+    se[ns++] = (struct pflex_plot_series){.label = "unseen",
+                                          .x = x,
+                                          .y = pr->unseen,
+                                          .n = n,
+                                          .style = PFLEX_PLOT_POINTS,
+                                          .color = -1};
+  } else if (pr->in) {
     se[ns++] = (struct pflex_plot_series){
         .label = "in-sample", .x = x, .y = pr->in, .n = n, .style = PFLEX_PLOT_POINTS, .color = -1};
     se[ns++] = (struct pflex_plot_series){
@@ -405,7 +482,8 @@ static int run(int argc, char **argv) {
     O_LOCO,
     O_UNIT,
     O_JSON,
-    O_OUT
+    O_OUT,
+    O_TRAIN
   };
   static const struct option longopts[] = {{"set", required_argument, NULL, O_SET},
                                            {"scenarios", required_argument, NULL, O_SCEN},
@@ -422,10 +500,11 @@ static int run(int argc, char **argv) {
                                            {"unit", required_argument, NULL, O_UNIT},
                                            {"json", no_argument, NULL, O_JSON},
                                            {"out", required_argument, NULL, O_OUT},
+                                           {"train", required_argument, NULL, O_TRAIN},
                                            {NULL, 0, NULL, 0}};
   struct pflex_study_opts so;
   pflex_study_opts_init(&so);
-  const char *set_name = NULL, *features = "dram_copy", *unit = NULL, *outdir = NULL;
+  const char *set_name = NULL, *features = "dram_copy", *unit = NULL, *outdir = NULL, *train = NULL;
   enum pflex_model_kind kind = PFLEX_MODEL_OLS;
   enum pflex_loco loco = PFLEX_LOCO_ARCH_TASK;
   double *cuts = NULL;
@@ -502,6 +581,7 @@ static int run(int argc, char **argv) {
     case O_UNIT: unit = optarg; break;
     case O_JSON: json = true; break;
     case O_OUT: outdir = optarg; break;
+    case O_TRAIN: train = optarg; break;
     default:
       cli_error("unknown or incomplete option '%s'; see 'pflex help study'", argv[optind - 1]);
       goto out;
@@ -548,7 +628,14 @@ static int run(int argc, char **argv) {
     cli_error_diag("cannot use", &diag, err);
     goto done;
   }
-  if (predictions(&runs, NULL, features, kind, loco, &js, &pr)) goto done;
+  if (train ? predictions_unseen(train, &ro, features, kind, loco, &runs, &js, &pr)
+            : predictions(&runs, NULL, features, kind, loco, &js, &pr))
+    goto done;
+  if (pr.unseen_prior)
+    fprintf(stderr,
+            "note: %zu jobs lack a feature's telemetry: their prediction is the model's "
+            "population prior\n",
+            pr.unseen_prior);
   if ((err = pflex_study_groups_from_jobs(&js, &groups, &ng))) {
     cli_error("'%s' holds no sweep group with a curve", path);
     goto done;
@@ -561,7 +648,9 @@ static int run(int argc, char **argv) {
   struct pflex_study_predset ps[4];
   size_t nps = 0;
   ps[nps++] = (struct pflex_study_predset){PFLEX_PRED_TRUE, js.pfi_true};
-  if (pr.in) {
+  if (pr.unseen) {
+    ps[nps++] = (struct pflex_study_predset){PFLEX_PRED_UNSEEN, pr.unseen};
+  } else if (pr.in) {
     ps[nps++] = (struct pflex_study_predset){PFLEX_PRED_IN_SAMPLE, pr.in};
     ps[nps++] = (struct pflex_study_predset){PFLEX_PRED_LOO, pr.loo};
     ps[nps++] = (struct pflex_study_predset){PFLEX_PRED_LOCO, pr.loco};
@@ -588,12 +677,17 @@ static int run(int argc, char **argv) {
   size_t ncl = so.ncuts;
   bool relative = !pflex_tput_unit_absolute(runs.unit);
   /* The paper's headline: pfi with in-sample predictions, production, 30%. */
-  const struct pflex_study_result *hp =
-      find(res, nres, PFLEX_SCENARIO_PRODUCTION, PFLEX_ALLOC_PFI,
-           pr.in ? PFLEX_PRED_IN_SAMPLE : PFLEX_PRED_PRIOR, 0, 0.30);
+  const struct pflex_study_result *hp = find(res, nres, PFLEX_SCENARIO_PRODUCTION, PFLEX_ALLOC_PFI,
+                                             pr.unseen ? PFLEX_PRED_UNSEEN
+                                             : pr.in   ? PFLEX_PRED_IN_SAMPLE
+                                                       : PFLEX_PRED_PRIOR,
+                                             0, 0.30);
   const struct pflex_study_result *ho =
       find(res, nres, PFLEX_SCENARIO_PRODUCTION, PFLEX_ALLOC_OPTIMAL,
-           pr.in ? PFLEX_PRED_LOO : PFLEX_PRED_PRIOR, 0, 0.30);
+           pr.unseen ? PFLEX_PRED_UNSEEN
+           : pr.in   ? PFLEX_PRED_LOO
+                     : PFLEX_PRED_PRIOR,
+           0, 0.30);
   if (json) {
     json_t *root = json_object(), *arr = json_array(), *pa = json_array();
     json_object_set_new(root, "runs", json_string(path));
@@ -605,13 +699,16 @@ static int run(int argc, char **argv) {
     json_object_set_new(root, "jobs", json_integer((json_int_t)so.jobs));
     json_object_set_new(root, "rounds", json_integer(so.rounds));
     json_object_set_new(root, "seed", json_integer((json_int_t)so.seed));
-    json_object_set_new(root, "features", json_string(pr.in ? features : "prior"));
+    json_object_set_new(root, "features", json_string(pr.in || pr.unseen ? features : "prior"));
+    json_object_set_new(root, "train", train ? json_string(train) : json_null());
     json_object_set_new(root, "model", json_string(pflex_model_kind_name(pr.model.kind)));
     for (size_t i = 0; i < js.n; i++) {
       json_t *o = json_object();
       json_object_set_new(o, "group", json_string(js.names[i]));
       json_object_set_new(o, "pfi", num(js.pfi_true[i]));
-      if (pr.in) {
+      if (pr.unseen) {
+        json_object_set_new(o, "unseen", num(pr.unseen[i]));
+      } else if (pr.in) {
         json_object_set_new(o, "in_sample", num(pr.in[i]));
         json_object_set_new(o, "loo", num(pr.loo[i]));
         json_object_set_new(o, "loco", num(pr.loco[i]));
@@ -658,9 +755,14 @@ static int run(int argc, char **argv) {
     printf("allocation study: %zu groups of '%s'%s%s, %zu workloads x %zu jobs, seed %lu%s\n", ng,
            path, set_name ? ", set " : "", set_name ? set_name : "", so.workloads, so.jobs, so.seed,
            relative ? "; throughput in relative units" : "");
-    printf("predictions: %s\n",
-           pr.in ? "section-5 model on the features given: in-sample, loo, loco; true = measured"
-                 : "population prior (no telemetry), leave-one-out; true = measured");
+    if (pr.unseen)
+      printf("predictions: section-5 model fitted on '%s', never on these jobs (unseen); true = "
+             "measured\n",
+             train);
+    else
+      printf("predictions: %s\n",
+             pr.in ? "section-5 model on the features given: in-sample, loo, loco; true = measured"
+                   : "population prior (no telemetry), leave-one-out; true = measured");
     print_tables(res, nres, cl, ncl, so.scenarios, relative);
     if (hp)
       printf("\nheadline (production mix, 30%% cut): pfi with %s predictions recovers %.0f%% of "

@@ -37,7 +37,7 @@ const char *pflex_study_scenario_name(enum pflex_study_scenario s) {
 }
 
 const char *pflex_study_pred_name(enum pflex_study_pred p) {
-  static const char *const n[] = {"true", "in-sample", "loo", "loco", "prior"};
+  static const char *const n[] = {"true", "in-sample", "loo", "loco", "prior", "unseen"};
   return (unsigned)p < PFLEX_PRED_N ? n[p] : "unknown";
 }
 

@@ -63,6 +63,19 @@ EOF
 grep -q "fall back to the population prior" "$tmp/err" || fail "no prior note"
 python3 -c "import json,sys; d=json.load(open('$tmp/p.json')); assert 'prior' in {r['prediction'] for r in d['results']}" ||
   fail "no prior predictions"
+# Jobs never seen in fitting: a twin population, the model fitted on the reference set.
+"$PFLEX" twin population --jobs 30 --seed 3 --out "$tmp/pop.csv" >/dev/null 2>&1 || fail "twin population"
+"$PFLEX" study "$tmp/pop.csv" --train "$ref" --workloads 5 --jobs 20 --cuts 30 --json \
+  >"$tmp/u.json" 2>"$tmp/err" || fail "study --train failed: $(cat "$tmp/err")"
+python3 - "$tmp/u.json" "$ref" <<'EOF' || fail "study --train JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["train"] == sys.argv[2] and d["groups"] == 30
+preds = {r["prediction"] for r in d["results"]}
+assert preds == {"true", "unseen"}, preds
+assert all("unseen" in p for p in d["predictions"])
+EOF
+
 set +e
 "$PFLEX" study "$tmp/notask.csv" --workloads 5 --jobs 10 --cuts 30 >/dev/null 2>"$tmp/err"
 [ $? -eq 1 ] || fail "production without task: want exit 1"
