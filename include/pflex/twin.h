@@ -151,6 +151,7 @@ struct pflex_twin_paper_group {
   double pfi;               /* published PFI on the group's own grid */
   double ci_lo, ci_hi;      /* published 95% CI (Table 6), NAN when not published */
   double pfi4;              /* Table 9: PFI on the 200/500/600/700 grid, NAN when not published */
+  const char *unmet4;       /* why the twin cannot meet pfi4 (a documented known miss), or NULL */
 };
 
 /* Number of groups the paper publishes (25 headline + 4 validation + 6 H100). */
@@ -206,6 +207,7 @@ struct pflex_twin_check_row {
   enum pflex_twin_set set;
   double published, reconstructed, diff, tol;
   bool ok;
+  const char *known;        /* ok is false but this miss is documented (the reason), or NULL */
 };
 
 /* Compares a runset with every published PFI (Tables 6, 7, 8 and 9). A group

@@ -186,6 +186,7 @@ int pflex_twin_check(const struct pflex_runset *set, struct pflex_twin_check_row
       row->diff = row->reconstructed - row->published;
       /* A tiny slack for the decimal representation of the tolerance. */
       row->ok = isfinite(row->diff) && fabs(row->diff) <= row->tol + 1e-9;
+      if (!row->ok && pass == 1 && g->unmet4) row->known = g->unmet4;
     }
   }
   pflex_groups_free(groups, ngroups);

@@ -166,15 +166,22 @@ int pflex_plot_render(const struct pflex_plot *plot, const char *path) {
     int c = (int)i % cols, r = (int)i / cols;
     double x0 = (double)c / cols, x1 = (double)(c + 1) / cols;
     double y1 = top - top * r / rows, y0 = top - top * (r + 1) / rows;
-    plvpor(x0 + 0.09 / cols * 1.0 + 0.02, x1 - 0.02, y0 + 0.08 / rows * 1.0 + 0.04, y1 - 0.05);
+    /* Room for the y label on the left, the x label below and the title above. */
+    plvpor(x0 + 0.17 / cols, x1 - 0.04 / cols, y0 + 0.16 / rows, y1 - 0.09 / rows);
     double xmin, xmax, ymin, ymax;
     data_range(p, &xmin, &xmax, &ymin, &ymax);
     plwind(xmin, xmax, ymin, ymax);
+    plwidth(0.5);
+    plschr(0, 0.7);
+    if (p->grid) {
+      plscol0(15, 215, 215, 215);
+      plcol0(15);
+      plbox("g", 0, 0, "g", 0, 0);
+    }
     plscol0(15, 0, 0, 0);
     plcol0(15);
     plwidth(1.0);
-    plschr(0, 0.8);
-    plbox(p->grid ? "bcgnst" : "bcnst", 0, 0, p->grid ? "bcgnstv" : "bcnstv", 0, 0);
+    plbox("bcnst", 0, 0, "bcnstv", 0, 0);
     pllab(p->xlabel ? p->xlabel : "", p->ylabel ? p->ylabel : "", p->title ? p->title : "");
     int *colors = calloc(p->nseries ? p->nseries : 1, sizeof *colors);
     if (!colors) {
@@ -192,8 +199,8 @@ int pflex_plot_render(const struct pflex_plot *plot, const char *path) {
     plwind(0, 1, 0, 1);
     plscol0(15, 0, 0, 0);
     plcol0(15);
-    plschr(0, 1.1);
-    plptex(0.5, 0.4, 1, 0, 0.5, plot->title);
+    plschr(0, 0.9);
+    plptex(0.5, 0.35, 1, 0, 0.5, plot->title);
   }
   plend1();
   plsstrm(old);
