@@ -1,6 +1,6 @@
 /* Tests of the twin: the physics of a GPU under a cap (issue 3's list), the
  * paper table, calibration on the committed reference set, determinism, the
- * population and the plot wrapper. */
+ * and the population. */
 #include <errno.h>
 #include <math.h>
 #include <setjmp.h>
@@ -14,7 +14,6 @@
 
 #include <cmocka.h>
 
-#include "pflex/plot.h"
 #include "pflex/twin.h"
 
 static const double caps[] = {200, 250, 300, 350, 400, 450, 500, 550, 600, 650, 700};
@@ -288,31 +287,6 @@ static void test_population(void **state) {
   pflex_runset_release(&b);
 }
 
-static void test_plot(void **state) {
-  (void)state;
-  char path[] = "/tmp/pflex-test-plot-XXXXXX.svg";
-  int fd = mkstemps(path, 4);
-  assert_true(fd >= 0);
-  close(fd);
-  double x[] = {0, 0.5, 1}, y[] = {0, 0.7, 1};
-  struct pflex_plot_series s[] = {{.label = "curve", .x = x, .y = y, .n = 3, .style = PFLEX_PLOT_LINE_POINTS, .color = -1}};
-  struct pflex_plot_panel p = {.title = "t", .xlabel = "x", .ylabel = "y", .xmin = NAN, .xmax = NAN,
-                               .ymin = 0, .ymax = 1, .series = s, .nseries = 1, .legend = true};
-  struct pflex_plot fig = {.panels = &p, .npanels = 1};
-  assert_int_equal(pflex_plot_render(&fig, path), 0);
-  FILE *f = fopen(path, "rb");
-  assert_non_null(f);
-  char head[256] = {0};
-  size_t got = fread(head, 1, sizeof head - 1, f);
-  fclose(f);
-  assert_true(got > 0);
-  assert_non_null(strstr(head, "<svg") ? strstr(head, "<svg") : strstr(head, "<?xml"));
-  unlink(path);
-  assert_string_equal(pflex_plot_device("a.PNG"), "pngcairo");
-  assert_null(pflex_plot_device("a.jpg"));
-  assert_int_equal(pflex_plot_render(&fig, "/tmp/x.jpg"), -EINVAL);
-}
-
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gpu_table),
@@ -326,7 +300,6 @@ int main(void) {
       cmocka_unit_test(test_committed_set_checks),
       cmocka_unit_test(test_reference_deterministic),
       cmocka_unit_test(test_population),
-      cmocka_unit_test(test_plot),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
