@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "pflex/error.h"
 
@@ -106,11 +107,15 @@ const char *pflex_task_name(enum pflex_task task);
 struct pflex_runs_read_opts {
   enum pflex_tput_unit unit; /* which throughput column to expect when tokens_per_s is absent */
   const char *tput_column;   /* explicit throughput column name, or NULL for the default */
+  bool partial_groups;       /* allow groups without their uncapped run (runs added to stored groups) */
 };
 int pflex_runs_read_csv(const char *path, const struct pflex_runs_read_opts *opts,
                         struct pflex_runset *ret_set, struct pflex_diag *diag);
 
 /* Writes a runset as CSV, atomically (temporary file, fsync, rename). */
 int pflex_runs_write_csv(const struct pflex_runset *set, const char *path);
+
+/* Writes a runset as CSV to an open stream (e.g. stdout); -EIO on a write error. */
+int pflex_runs_write_csv_stream(const struct pflex_runset *set, FILE *f);
 
 #endif

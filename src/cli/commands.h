@@ -15,6 +15,10 @@ enum { PFLEX_EXIT_OK = 0, PFLEX_EXIT_FAIL = 1, PFLEX_EXIT_USAGE = 2 };
 
 /* Add each new command here and in main.c's table. */
 extern const struct pflex_cmd pflex_cmd_version;
+extern const struct pflex_cmd pflex_cmd_import;
+extern const struct pflex_cmd pflex_cmd_export;
+extern const struct pflex_cmd pflex_cmd_pfi;
+extern const struct pflex_cmd pflex_cmd_stats;
 extern const struct pflex_cmd pflex_cmd_twin;
 
 #endif

@@ -169,7 +169,7 @@ static bool tput_column_name(const struct pflex__csv_table *t, size_t col, long 
   return (long)col == tput_col || (long)col == tput_sd;
 }
 
-static int check_groups(const struct ctx *c, const struct pflex_runset *set) {
+static int check_groups(const struct ctx *c, const struct pflex_runset *set, bool partial) {
   struct pflex_group *g;
   size_t ng;
   int err = pflex_runset_groups(set, &g, &ng);
@@ -197,7 +197,7 @@ static int check_groups(const struct ctx *c, const struct pflex_runset *set) {
     }
     if (err) break;
     const struct pflex_run *top = &set->runs[g[j].uncapped];
-    for (size_t i = 0; i < sizeof known_tdp / sizeof *known_tdp; i++)
+    for (size_t i = 0; !partial && i < sizeof known_tdp / sizeof *known_tdp; i++)
       if (strcasecmp(top->gpu, known_tdp[i].gpu) == 0 && top->cap_w < known_tdp[i].tdp_w) {
         err = pflex_diag_set(c->diag, -PFLEX_E_NOUNCAPPED, c->path, top->line, "cap_w",
                              "group '%s' has no uncapped run: its highest cap is %g W, below the "
@@ -299,7 +299,7 @@ int pflex_runs_read_csv(const char *path, const struct pflex_runs_read_opts *opt
     if (err) break;
   }
   free(extra);
-  if (!err) err = check_groups(&c, &set);
+  if (!err) err = check_groups(&c, &set, opts && opts->partial_groups);
   if (!err) {
     set.source = strdup(path);
     if (!set.source) err = -ENOMEM;
@@ -323,7 +323,7 @@ static void fmt_double(char *buf, size_t size, double v) {
   }
 }
 
-int pflex_runs_write_csv(const struct pflex_runset *set, const char *path) {
+int pflex_runs_write_csv_stream(const struct pflex_runset *set, FILE *f) {
   unsigned have = 0;
   bool any_model = false, any_arch = false, any_task = false, any_set = false;
   for (size_t i = 0; i < set->n; i++) {
@@ -337,10 +337,7 @@ int pflex_runs_write_csv(const struct pflex_runset *set, const char *path) {
   size_t u = 0;
   while (u + 1 < NTPUT && tput_columns[u].unit != set->unit) u++;
 
-  struct pflex__atomic_file af;
-  int err = pflex__atomic_begin(path, &af);
-  if (err) return err;
-  FILE *f = af.f;
+  int err = 0;
   fprintf(f, "group,gpu,gpus,cap_w,power_w,%s", tput_columns[u].column);
   if (have & PFLEX_RUN_POWER_SD) fputs(",power_sd", f);
   if (have & PFLEX_RUN_TPUT_SD) fprintf(f, ",%s", tput_columns[u].sd_column);
@@ -401,6 +398,15 @@ int pflex_runs_write_csv(const struct pflex_runset *set, const char *path) {
     }
     fputc('\n', f);
   }
+  if (!err && ferror(f)) err = -EIO;
+  return err;
+}
+
+int pflex_runs_write_csv(const struct pflex_runset *set, const char *path) {
+  struct pflex__atomic_file af;
+  int err = pflex__atomic_begin(path, &af);
+  if (err) return err;
+  err = pflex_runs_write_csv_stream(set, af.f);
   if (err) {
     pflex__atomic_abort(&af);
     return err;

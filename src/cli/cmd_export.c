@@ -1,0 +1,180 @@
+/* `pflex export`: writes stored runs as a runs CSV or runs JSON, to a file
+ * (atomically) or to standard output; `--list` lists the stored groups. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cli/commands.h"
+#include "cli/util.h"
+#include "pflex/runs_json.h"
+#include "pflex/store.h"
+
+static const char usage[] =
+    "pflex export [options]\n"
+    "Writes stored runs as a runs CSV or JSON (docs/store.md).\n"
+    "  --db FILE          store to read (default: $PFLEX_DB, else ./pflex.db); must exist\n"
+    "  --group NAME       export only group NAME; repeat for several (default: every group)\n"
+    "  --format csv|json  output format (default: json when --out ends in .json, else csv)\n"
+    "  --out FILE         write to FILE atomically (default: standard output)\n"
+    "  --list             list the stored groups instead (a table; JSON with --format json)";
+
+static bool ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), m = strlen(suffix);
+  return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+static int write_csv_stdout(const struct pflex_runset *set) {
+  int err = pflex_runs_write_csv_stream(set, stdout);
+  if (!err && fflush(stdout)) err = -EIO;
+  return err;
+}
+
+static int list_groups(struct pflex_store *store, bool json) {
+  struct pflex_store_group *g;
+  size_t n;
+  int err = pflex_store_list_groups(store, &g, &n);
+  if (err) return err;
+  if (json) {
+    json_t *arr = json_array();
+    for (size_t i = 0; arr && i < n; i++) {
+      json_t *o = json_pack("{s:s, s:s, s:i, s:s, s:I, s:I, s:s?, s:s?, s:s?, s:s?, s:s?, s:s?}",
+                            "name", g[i].name, "gpu", g[i].gpu, "gpus", g[i].gpus, "unit",
+                            pflex_tput_unit_key(g[i].unit), "runs", (json_int_t)g[i].runs,
+                            "samples", (json_int_t)g[i].samples, "model", g[i].model, "arch",
+                            g[i].arch ? pflex_arch_name(g[i].arch) : NULL, "task",
+                            g[i].task ? pflex_task_name(g[i].task) : NULL, "set", g[i].set,
+                            "source", g[i].source, "imported_at", g[i].imported_at);
+      if (!o || json_array_append_new(arr, o)) err = -ENOMEM;
+    }
+    if (!arr) err = -ENOMEM;
+    if (!err) {
+      json_dumpf(arr, stdout, JSON_INDENT(2));
+      fputc('\n', stdout);
+    }
+    json_decref(arr);
+  } else {
+    printf("%-32s %-6s %4s %-14s %5s %8s  %-20s %s\n", "group", "gpu", "gpus", "unit", "runs",
+           "samples", "imported (UTC)", "source");
+    for (size_t i = 0; i < n; i++)
+      printf("%-32s %-6s %4d %-14s %5zu %8zu  %-20s %s\n", g[i].name, g[i].gpu, g[i].gpus,
+             pflex_tput_unit_name(g[i].unit), g[i].runs, g[i].samples, g[i].imported_at,
+             g[i].source ? g[i].source : "-");
+  }
+  pflex_store_groups_free(g, n);
+  return err;
+}
+
+static int run(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"db", required_argument, NULL, 'd'},     {"group", required_argument, NULL, 'g'},
+      {"format", required_argument, NULL, 'f'}, {"out", required_argument, NULL, 'o'},
+      {"list", no_argument, NULL, 'l'},         {NULL, 0, NULL, 0}};
+  const char *db = getenv("PFLEX_DB");
+  if (!db || !*db) db = "pflex.db";
+  const char *format = NULL, *out = NULL;
+  bool list = false;
+  const char **groups = calloc((size_t)argc, sizeof *groups);
+  size_t ngroups = 0;
+  if (!groups) {
+    cli_error("out of memory");
+    return PFLEX_EXIT_FAIL;
+  }
+  int status = PFLEX_EXIT_USAGE;
+  int c;
+  opterr = 0;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    switch (c) {
+    case 'd': db = optarg; break;
+    case 'g': groups[ngroups++] = optarg; break;
+    case 'f':
+      if (strcmp(optarg, "csv") && strcmp(optarg, "json")) {
+        cli_error("--format: '%s' is not csv or json", optarg);
+        goto out;
+      }
+      format = optarg;
+      break;
+    case 'o': out = optarg; break;
+    case 'l': list = true; break;
+    default:
+      cli_error("export: unknown or incomplete option '%s'; see 'pflex help export'",
+                argv[optind - 1]);
+      goto out;
+    }
+  }
+  if (optind != argc) {
+    cli_error("export: unexpected argument '%s'; see 'pflex help export'", argv[optind]);
+    goto out;
+  }
+  if (!format) format = out && ends_with(out, ".json") ? "json" : "csv";
+  bool json = strcmp(format, "json") == 0;
+
+  status = PFLEX_EXIT_FAIL;
+  fprintf(stderr, "note: using store '%s'\n", db);
+  struct pflex_diag diag;
+  pflex_diag_clear(&diag);
+  struct pflex_store *store = NULL;
+  int err = pflex_store_open(db, PFLEX_STORE_READONLY, &store, &diag);
+  if (err) {
+    cli_error_diag("cannot open store", &diag, err);
+    goto out;
+  }
+  if (list) {
+    err = list_groups(store, json);
+    if (err) cli_error("cannot list the groups of '%s': %s", db, pflex_strerror(err));
+    pflex_store_close(store);
+    if (!err) status = PFLEX_EXIT_OK;
+    goto out;
+  }
+  struct pflex_runset set;
+  pflex_runset_init(&set);
+  err = pflex_store_get_runs(store, groups, ngroups, &set, &diag);
+  pflex_store_close(store);
+  if (err) {
+    cli_error_diag("cannot export from", &diag, err);
+    goto out;
+  }
+  if (set.n == 0) {
+    cli_error("store '%s' holds no runs", db);
+    pflex_runset_release(&set);
+    goto out;
+  }
+  if (json && !out) {
+    char *text;
+    err = pflex_runs_to_json(&set, &text);
+    if (!err) {
+      if (fputs(text, stdout) == EOF || fflush(stdout)) err = -EIO;
+      free(text);
+    }
+  } else if (json) {
+    err = pflex_runs_write_json(&set, out);
+  } else if (out) {
+    err = pflex_runs_write_csv(&set, out);
+  } else {
+    err = write_csv_stdout(&set);
+  }
+  if (err) {
+    cli_error("cannot write '%s': %s", out ? out : "standard output", pflex_strerror(err));
+  } else {
+    if (!pflex_tput_unit_absolute(set.unit))
+      fprintf(stderr, "note: throughput is %s: only ratios are meaningful\n",
+              pflex_tput_unit_name(set.unit));
+    if (out) fprintf(stderr, "wrote %zu runs to '%s'\n", set.n, out);
+    status = PFLEX_EXIT_OK;
+  }
+  pflex_runset_release(&set);
+out:
+  free(groups);
+  return status;
+}
+
+const struct pflex_cmd pflex_cmd_export = {.name = "export",
+                                           .run = run,
+                                           .summary =
+                                               "write stored runs as a runs CSV or JSON file",
+                                           .usage = usage};

@@ -1,0 +1,296 @@
+/* `pflex pfi RUNS.csv`: the Power Flexibility Index of every sweep group, with
+ * its Monte Carlo 95% CI, the runs it rests on, the runs left out and why,
+ * and optionally the value on a sub-grid of caps (docs/pfi.md). */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <csv.h>
+#include <gsl/gsl_errno.h>
+#include <jansson.h>
+
+#include "cli/commands.h"
+#include "cli/pfi_args.h"
+#include "cli/util.h"
+
+static const char usage[] =
+    "pflex pfi RUNS.csv [options]\n"
+    "Prints per sweep group the runs used, the PFI and its 95% CI, and the runs left out.\n"
+    "  --grid LIST      also compute on a sub-grid of caps, e.g. 200,500,600,700 (the\n"
+    "                   uncapped run is always kept); shown beside the full-grid "
+    "value\n" PFI_OPTIONS_USAGE "  --json           JSON array, one object per group\n"
+    "  --csv            CSV, one row per group\n"
+    "Exit status 1 when a group has no PFI (every capped run excluded).";
+
+enum { OPT_JSON = 2000, OPT_CSV };
+
+struct row {
+  const struct pflex_group *g;
+  const struct pflex_run *run; /* the uncapped run: gpu, gpus, arch, task */
+  struct cli_pfi_value full, grid;
+};
+
+static void fmt_value(char *buf, size_t size, const struct cli_pfi_value *v) {
+  if (v->err)
+    snprintf(buf, size, "-");
+  else
+    snprintf(buf, size, "%.3f", fabs(v->res.pfi) < 5e-4 ? 0.0 : v->res.pfi); /* no "-0.000" */
+}
+
+static void fmt_ci(char *buf, size_t size, const struct cli_pfi_value *v) {
+  if (v->err || !v->res.have_ci)
+    snprintf(buf, size, "-");
+  else
+    snprintf(buf, size, "%.3f-%.3f", v->res.ci_low, v->res.ci_high);
+}
+
+static void grid_text(char *buf, size_t size, const struct cli_pfi_args *a, const char *sep) {
+  size_t o = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < a->ngrid && o < size; i++)
+    o += (size_t)snprintf(buf + o, size - o, "%s%g", i ? sep : "", a->grid[i]);
+}
+
+/* True when grid cap k matches no run of row r (the same 0.5 W tolerance as the core). */
+static bool grid_missing(const struct row *r, const struct cli_pfi_args *a, size_t k) {
+  for (size_t i = 0; i < r->full.n; i++)
+    if (fabs(r->full.runs[i].cap_w - a->grid[k]) <= 0.5) return false;
+  return true;
+}
+
+static void print_table(const struct row *rows, size_t n, const struct cli_pfi_args *a,
+                        const struct pflex_runset *set) {
+  int w = 5;
+  for (size_t i = 0; i < n; i++)
+    if ((int)strlen(rows[i].g->name) > w) w = (int)strlen(rows[i].g->name);
+  char gt[256];
+  grid_text(gt, sizeof gt, a, ",");
+  printf("%-*s  %-5s %4s %4s %7s  %-17s", w, "group", "gpu", "gpus", "runs", "PFI", "95% CI");
+  if (a->grid) printf("  %9s %8s  %-17s", "grid runs", "grid PFI", "grid 95% CI");
+  printf("\n");
+  for (size_t i = 0; i < n; i++) {
+    const struct row *r = &rows[i];
+    char v[32], ci[48];
+    fmt_value(v, sizeof v, &r->full);
+    fmt_ci(ci, sizeof ci, &r->full);
+    printf("%-*s  %-5s %4d %4zu %7s  %-17s", w, r->g->name, r->run->gpu, r->run->gpus,
+           r->full.err ? (size_t)0 : r->full.res.runs_used, v, ci);
+    if (a->grid) {
+      fmt_value(v, sizeof v, &r->grid);
+      fmt_ci(ci, sizeof ci, &r->grid);
+      printf("  %9zu %8s  %-17s", r->grid.err ? (size_t)0 : r->grid.res.runs_used, v, ci);
+    }
+    printf("\n");
+  }
+  printf("\ndefinition %s; ", pflex_pfi_definition_name(a->opts.definition));
+  if (a->opts.definition != PFLEX_PFI_RATIO)
+    printf("every run used (the exclusion rule applies to the ratio definition only)");
+  else if (a->opts.exclude == PFLEX_PFI_EXCLUDE_NOISE)
+    printf("exclusion rule noise (k = %g)", a->opts.noise_k);
+  else
+    printf("exclusion rule paper (T_i == T_max only)");
+  if (a->opts.draws)
+    printf("; 95%% CI from %zu Monte Carlo draws, seed %lu", a->opts.draws, a->opts.seed);
+  printf("; runs counts the uncapped run\n");
+  if (a->grid) printf("grid: caps %s W and the uncapped run\n", gt);
+  if (!pflex_tput_unit_absolute(set->unit))
+    printf("throughput unit %s: PFI uses ratios only\n", pflex_tput_unit_name(set->unit));
+  bool any = false;
+  for (size_t i = 0; i < n; i++) {
+    if (rows[i].full.err || (a->grid && rows[i].grid.err)) any = true;
+    for (size_t k = 0; k < a->ngrid; k++)
+      if (grid_missing(&rows[i], a, k)) any = true;
+    for (size_t k = 0; k < rows[i].full.n; k++)
+      if (rows[i].full.runs[k].role == PFLEX_PFI_EXCLUDED) any = true;
+  }
+  if (!any) return;
+  printf("\nnotes (runs left out, grid caps without a run):\n");
+  for (size_t i = 0; i < n; i++) {
+    cli_pfi_value_notes(stdout, rows[i].g->name, &rows[i].full, &a->opts, "");
+    /* On the grid a run is excluded for the same reason as on the full grid;
+     * repeat only what the grid adds: a group left with no value. */
+    if (a->grid && rows[i].grid.err && !rows[i].full.err)
+      cli_pfi_value_notes(stdout, rows[i].g->name, &rows[i].grid, &a->opts, " (grid)");
+    for (size_t k = 0; k < a->ngrid; k++)
+      if (grid_missing(&rows[i], a, k))
+        printf("  %s (grid): no run at %g W: the grid value rests on fewer caps\n", rows[i].g->name,
+               a->grid[k]);
+  }
+}
+
+static int print_json(const struct row *rows, size_t n, const struct cli_pfi_args *a,
+                      const struct pflex_runset *set) {
+  json_t *arr = json_array();
+  int e = arr ? 0 : -ENOMEM;
+  for (size_t i = 0; !e && i < n; i++) {
+    const struct row *r = &rows[i];
+    json_t *o = json_pack(
+        "{s:s, s:s, s:i, s:s, s:s, s:s, s:s, s:s}", "group", r->g->name, "gpu", r->run->gpu, "gpus",
+        r->run->gpus, "arch", pflex_arch_name(r->run->arch), "task", pflex_task_name(r->run->task),
+        "definition", pflex_pfi_definition_name(a->opts.definition), "exclude",
+        pflex_pfi_exclude_name(a->opts.exclude), "unit", pflex_tput_unit_name(set->unit));
+    if (!o) {
+      e = -ENOMEM;
+      break;
+    }
+    e |= json_object_set_new(o, "noise_k", json_real(a->opts.noise_k));
+    e |= json_object_set_new(o, "draws", json_integer((json_int_t)a->opts.draws));
+    e |= json_object_set_new(o, "seed", json_integer((json_int_t)a->opts.seed));
+    e |= cli_pfi_value_json(o, "", &r->full);
+    json_t *g = json_null();
+    if (a->grid) {
+      g = json_array();
+      for (size_t k = 0; g && k < a->ngrid; k++)
+        json_array_append_new(g, json_real(a->grid[k]));
+      e |= cli_pfi_value_json(o, "grid_", &r->grid);
+      json_t *miss = json_array();
+      for (size_t k = 0; miss && k < a->ngrid; k++)
+        if (grid_missing(r, a, k)) json_array_append_new(miss, json_real(a->grid[k]));
+      e |= json_object_set_new(o, "grid_missing", miss);
+    }
+    e |= json_object_set_new(o, "grid", g);
+    e |= json_array_append_new(arr, o);
+  }
+  if (!e) e = json_dumpf(arr, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) ? -EIO : 0;
+  if (!e) putchar('\n');
+  json_decref(arr);
+  return e;
+}
+
+static void csv_field(const char *s) {
+  csv_fwrite(stdout, s, strlen(s));
+}
+
+static void csv_value(const struct cli_pfi_value *v) {
+  if (v->err)
+    printf(",%d,,,", 0);
+  else if (v->res.have_ci)
+    printf(",%zu,%.10g,%.10g,%.10g", v->res.runs_used, v->res.pfi, v->res.ci_low, v->res.ci_high);
+  else
+    printf(",%zu,%.10g,,", v->res.runs_used, v->res.pfi);
+  /* Excluded runs as "CAP:reason" separated by ';' (grid exclusions left out). */
+  putchar(',');
+  for (size_t i = 0, first = 1; i < v->n; i++)
+    if (v->runs[i].role == PFLEX_PFI_EXCLUDED && v->runs[i].reason != PFLEX_PFI_REASON_GRID) {
+      printf("%s%g:%s", first ? "" : ";", v->runs[i].cap_w,
+             pflex_pfi_reason_name(v->runs[i].reason));
+      first = 0;
+    }
+}
+
+static void print_csv(const struct row *rows, size_t n, const struct cli_pfi_args *a) {
+  printf("group,gpu,gpus,arch,task,definition,exclude,runs,pfi,ci_low,ci_high,excluded");
+  if (a->grid) printf(",grid,grid_runs,grid_pfi,grid_ci_low,grid_ci_high,grid_excluded");
+  printf("\n");
+  char gt[256];
+  grid_text(gt, sizeof gt, a, ";"); /* ';' like the excluded list: no quoting needed */
+  for (size_t i = 0; i < n; i++) {
+    const struct row *r = &rows[i];
+    csv_field(r->g->name);
+    putchar(',');
+    csv_field(r->run->gpu);
+    printf(",%d,%s,%s,%s,%s", r->run->gpus, pflex_arch_name(r->run->arch),
+           pflex_task_name(r->run->task), pflex_pfi_definition_name(a->opts.definition),
+           pflex_pfi_exclude_name(a->opts.exclude));
+    csv_value(&r->full);
+    if (a->grid) {
+      printf(",%s", gt);
+      csv_value(&r->grid);
+    }
+    printf("\n");
+  }
+}
+
+static int run(int argc, char **argv) {
+  static const struct option longopts[] = {PFI_LONG_OPTIONS,
+                                           {"json", no_argument, NULL, OPT_JSON},
+                                           {"csv", no_argument, NULL, OPT_CSV},
+                                           {NULL, 0, NULL, 0}};
+  struct cli_pfi_args a;
+  cli_pfi_args_init(&a);
+  bool json = false, csv = false;
+  int c, status = PFLEX_EXIT_USAGE;
+  struct pflex_runset set;
+  struct pflex_group *groups = NULL;
+  size_t ng = 0;
+  struct row *rows = NULL;
+  pflex_runset_init(&set);
+  optind = 1;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+    if (c == OPT_JSON)
+      json = true;
+    else if (c == OPT_CSV)
+      csv = true;
+    else if (c == '?' || c == ':') {
+      cli_error("pfi: unknown option or missing value '%s'; see 'pflex help pfi'",
+                argv[optind - 1]);
+      goto out;
+    } else if (cli_pfi_option(&a, c, optarg) != 0)
+      goto out;
+  }
+  if (optind != argc - 1 || (json && csv)) {
+    cli_error("pfi: %s; see 'pflex help pfi'",
+              json && csv ? "--json and --csv exclude each other" : "expected one RUNS.csv");
+    goto out;
+  }
+  gsl_set_error_handler_off(); /* GSL errors come back as return codes, never abort */
+
+  status = PFLEX_EXIT_FAIL;
+  if (cli_load_runs(argv[optind], &a.read, &set)) goto out;
+  if (pflex_runset_groups(&set, &groups, &ng) || !(rows = calloc(ng ? ng : 1, sizeof *rows))) {
+    cli_error("pfi: out of memory");
+    goto out;
+  }
+  bool missing = false;
+  struct pflex_pfi_opts full = a.opts;
+  full.grid = NULL;
+  full.ngrid = 0;
+  for (size_t i = 0; i < ng; i++) {
+    rows[i].g = &groups[i];
+    rows[i].run = &set.runs[groups[i].uncapped];
+    if (cli_pfi_value_compute(&set, &groups[i], &full, &rows[i].full)) missing = true;
+    if (a.grid) cli_pfi_value_compute(&set, &groups[i], &a.opts, &rows[i].grid);
+    if (rows[i].full.err == -ENOMEM || rows[i].grid.err == -ENOMEM) {
+      cli_error("pfi: out of memory");
+      goto out;
+    }
+  }
+  if (json) {
+    if (print_json(rows, ng, &a, &set)) {
+      cli_error("pfi: cannot write JSON");
+      goto out;
+    }
+  } else if (csv)
+    print_csv(rows, ng, &a);
+  else
+    print_table(rows, ng, &a, &set);
+  for (size_t i = 0; i < ng; i++)
+    if (rows[i].full.err) {
+      if (rows[i].full.err == -PFLEX_E_NOPOINTS)
+        cli_error("group '%s': no PFI: every capped run was excluded (see the notes; "
+                  "--exclude paper keeps all but T_i == T_max)",
+                  rows[i].g->name);
+      else
+        cli_error("group '%s': no PFI: %s", rows[i].g->name, pflex_strerror(rows[i].full.err));
+    }
+  status = missing ? PFLEX_EXIT_FAIL : PFLEX_EXIT_OK;
+out:
+  for (size_t i = 0; rows && i < ng; i++) {
+    cli_pfi_value_release(&rows[i].full);
+    cli_pfi_value_release(&rows[i].grid);
+  }
+  free(rows);
+  pflex_groups_free(groups, ng);
+  pflex_runset_release(&set);
+  cli_pfi_args_release(&a);
+  return status;
+}
+
+const struct pflex_cmd pflex_cmd_pfi = {
+    .name = "pfi",
+    .run = run,
+    .summary = "Power Flexibility Index of each sweep group, with 95% CI",
+    .usage = usage};

@@ -1,0 +1,386 @@
+/* Runsets to and from JSON with jansson (include/pflex/runs_json.h). */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "io/csv_table.h" /* pflex__atomic_*: atomic file replacement */
+#include "pflex/runs_json.h"
+
+#define FORMAT_NAME "pflex-runs"
+#define FORMAT_VERSION 1
+
+/* ---- writing ---- */
+
+static int set_new(json_t *obj, const char *key, json_t *value) {
+  return value && json_object_set_new(obj, key, value) == 0 ? 0 : -ENOMEM;
+}
+
+static json_t *run_to_json(const struct pflex_runset *set, const struct pflex_run *r) {
+  json_t *o = json_object();
+  if (!o) return NULL;
+  int err = set_new(o, "group", json_string(r->group));
+  if (!err) err = set_new(o, "gpu", json_string(r->gpu));
+  if (!err) err = set_new(o, "gpus", json_integer(r->gpus));
+  if (!err) err = set_new(o, "cap_w", json_real(r->cap_w));
+  if (!err) err = set_new(o, "power_w", json_real(r->power_w));
+  if (!err) err = set_new(o, "tput", json_real(r->tput));
+  if (!err && (r->have & PFLEX_RUN_POWER_SD)) err = set_new(o, "power_sd", json_real(r->power_sd));
+  if (!err && (r->have & PFLEX_RUN_TPUT_SD)) err = set_new(o, "tput_sd", json_real(r->tput_sd));
+  if (!err && r->model) err = set_new(o, "model", json_string(r->model));
+  if (!err && r->arch) err = set_new(o, "arch", json_string(pflex_arch_name(r->arch)));
+  if (!err && r->task) err = set_new(o, "task", json_string(pflex_task_name(r->task)));
+  if (!err && r->set) err = set_new(o, "set", json_string(r->set));
+  if (!err && (r->have & PFLEX_RUN_SEQ_LEN)) err = set_new(o, "seq_len", json_integer(r->seq_len));
+  if (!err && (r->have & PFLEX_RUN_BATCH)) err = set_new(o, "batch", json_integer(r->batch));
+  if (!err && (r->have & PFLEX_RUN_EP)) err = set_new(o, "ep", json_integer(r->ep));
+  if (!err && (r->have & PFLEX_RUN_COMPILE)) err = set_new(o, "compile", json_boolean(r->compile));
+  if (!err && (r->have & PFLEX_RUN_GRAD_CKPT))
+    err = set_new(o, "grad_ckpt", json_boolean(r->grad_ckpt));
+  if (!err && set->nextra) {
+    json_t *ex = json_object();
+    err = set_new(o, "extra", ex);
+    for (size_t k = 0; !err && k < set->nextra; k++)
+      err =
+          set_new(ex, set->extra_names[k], json_string(r->extra && r->extra[k] ? r->extra[k] : ""));
+  }
+  if (err) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}
+
+int pflex_runs_to_json(const struct pflex_runset *set, char **ret_json) {
+  if (!set || !ret_json) return -EINVAL;
+  json_t *root = json_object();
+  json_t *cols = json_array();
+  json_t *runs = json_array();
+  int err = root && cols && runs ? 0 : -ENOMEM;
+  if (!err) err = set_new(root, "format", json_string(FORMAT_NAME));
+  if (!err) err = set_new(root, "version", json_integer(FORMAT_VERSION));
+  if (!err) err = set_new(root, "unit", json_string(pflex_tput_unit_key(set->unit)));
+  for (size_t k = 0; !err && k < set->nextra; k++)
+    err = json_array_append_new(cols, json_string(set->extra_names[k])) ? -ENOMEM : 0;
+  for (size_t i = 0; !err && i < set->n; i++)
+    err = json_array_append_new(runs, run_to_json(set, &set->runs[i])) ? -ENOMEM : 0;
+  if (!err) {
+    err =
+        json_object_set(root, "columns", cols) || json_object_set(root, "runs", runs) ? -ENOMEM : 0;
+  }
+  char *text = NULL;
+  if (!err) {
+    /* 17 significant digits: every double reads back as itself. */
+    text = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+    if (!text) err = -ENOMEM;
+  }
+  json_decref(cols);
+  json_decref(runs);
+  json_decref(root);
+  if (err) return err;
+  size_t len = strlen(text);
+  char *out = malloc(len + 2);
+  if (!out) {
+    free(text);
+    return -ENOMEM;
+  }
+  memcpy(out, text, len);
+  out[len] = '\n';
+  out[len + 1] = '\0';
+  free(text);
+  *ret_json = out;
+  return 0;
+}
+
+int pflex_runs_write_json(const struct pflex_runset *set, const char *path) {
+  if (!set || !path || !*path) return -EINVAL;
+  char *text;
+  int err = pflex_runs_to_json(set, &text);
+  if (err) return err;
+  struct pflex__atomic_file af;
+  err = pflex__atomic_begin(path, &af);
+  if (!err) {
+    if (fputs(text, af.f) == EOF) {
+      pflex__atomic_abort(&af);
+      err = -EIO;
+    } else {
+      err = pflex__atomic_commit(&af);
+    }
+  }
+  free(text);
+  return err;
+}
+
+/* ---- reading ---- */
+
+struct reader {
+  const char *name;
+  struct pflex_diag *diag;
+};
+
+static int fail(struct reader *rd, int err, size_t run, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static int fail(struct reader *rd, int err, size_t run, const char *field, const char *fmt, ...) {
+  char msg[200];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (run) return pflex_diag_set(rd->diag, err, rd->name, 0, field, "run %zu: %s", run, msg);
+  return pflex_diag_set(rd->diag, err, rd->name, 0, field, "%s", msg);
+}
+
+static int get_string(struct reader *rd, json_t *o, const char *key, size_t run, bool required,
+                      const char **ret) {
+  json_t *v = json_object_get(o, key);
+  if (!v) {
+    if (required) return fail(rd, -PFLEX_E_DATA, run, key, "missing required field");
+    *ret = NULL;
+    return 0;
+  }
+  if (!json_is_string(v)) return fail(rd, -PFLEX_E_PARSE, run, key, "not a string");
+  *ret = json_string_value(v);
+  if (required && !**ret) return fail(rd, -PFLEX_E_DATA, run, key, "empty");
+  return 0;
+}
+
+/* A finite number; required ones must be > 0, optional ones >= 0. */
+static int get_number(struct reader *rd, json_t *o, const char *key, size_t run, bool required,
+                      double *ret, bool *ret_have) {
+  json_t *v = json_object_get(o, key);
+  if (!v) {
+    if (required) return fail(rd, -PFLEX_E_DATA, run, key, "missing required field");
+    *ret_have = false;
+    return 0;
+  }
+  if (!json_is_number(v)) return fail(rd, -PFLEX_E_PARSE, run, key, "not a number");
+  double x = json_number_value(v);
+  if (!isfinite(x) || (required ? x <= 0 : x < 0))
+    return fail(rd, -PFLEX_E_DATA, run, key, "%s", required ? "not a positive number" : "negative");
+  *ret = x;
+  *ret_have = true;
+  return 0;
+}
+
+static int get_int(struct reader *rd, json_t *o, const char *key, size_t run, int *ret,
+                   bool *ret_have) {
+  json_t *v = json_object_get(o, key);
+  if (!v) {
+    *ret_have = false;
+    return 0;
+  }
+  if (!json_is_integer(v) || json_integer_value(v) < INT_MIN || json_integer_value(v) > INT_MAX)
+    return fail(rd, -PFLEX_E_PARSE, run, key, "not an integer");
+  *ret = (int)json_integer_value(v);
+  *ret_have = true;
+  return 0;
+}
+
+static int get_bool(struct reader *rd, json_t *o, const char *key, size_t run, bool *ret,
+                    bool *ret_have) {
+  json_t *v = json_object_get(o, key);
+  if (!v) {
+    *ret_have = false;
+    return 0;
+  }
+  if (!json_is_boolean(v)) return fail(rd, -PFLEX_E_PARSE, run, key, "not true or false");
+  *ret = json_is_true(v);
+  *ret_have = true;
+  return 0;
+}
+
+static const char *const run_keys[] = {
+    "group", "gpu",  "gpus", "cap_w",   "power_w", "tput", "power_sd", "tput_sd",   "model",
+    "arch",  "task", "set",  "seq_len", "batch",   "ep",   "compile",  "grad_ckpt", "extra"};
+
+static int read_run(struct reader *rd, struct pflex_runset *set, json_t *o, size_t run) {
+  if (!json_is_object(o)) return fail(rd, -PFLEX_E_PARSE, run, NULL, "not an object");
+  const char *key;
+  json_t *val;
+  json_object_foreach(o, key, val) {
+    bool known = false;
+    for (size_t i = 0; i < sizeof run_keys / sizeof run_keys[0]; i++)
+      known = known || strcmp(run_keys[i], key) == 0;
+    if (!known)
+      return fail(rd, -PFLEX_E_DATA, run, key,
+                  "unknown field (other columns belong under \"extra\")");
+  }
+  struct pflex_run r = {0};
+  const char *group, *gpu, *model, *arch, *task, *sname;
+  bool have = false;
+  int err = get_string(rd, o, "group", run, true, &group);
+  if (!err) err = get_string(rd, o, "gpu", run, true, &gpu);
+  if (!err) err = get_int(rd, o, "gpus", run, &r.gpus, &have);
+  if (!err && (!have || r.gpus <= 0))
+    err = fail(rd, -PFLEX_E_DATA, run, "gpus", "%s",
+               have ? "not a positive integer" : "missing required field");
+  if (!err) err = get_number(rd, o, "cap_w", run, true, &r.cap_w, &have);
+  if (!err) err = get_number(rd, o, "power_w", run, true, &r.power_w, &have);
+  if (!err) err = get_number(rd, o, "tput", run, true, &r.tput, &have);
+  if (!err) err = get_number(rd, o, "power_sd", run, false, &r.power_sd, &have);
+  if (!err && have) r.have |= PFLEX_RUN_POWER_SD;
+  if (!err) err = get_number(rd, o, "tput_sd", run, false, &r.tput_sd, &have);
+  if (!err && have) r.have |= PFLEX_RUN_TPUT_SD;
+  if (!err) err = get_string(rd, o, "model", run, false, &model);
+  if (!err) err = get_string(rd, o, "set", run, false, &sname);
+  if (!err) err = get_string(rd, o, "arch", run, false, &arch);
+  if (!err && arch) {
+    if (strcmp(arch, "dense") == 0)
+      r.arch = PFLEX_ARCH_DENSE;
+    else if (strcmp(arch, "moe") == 0)
+      r.arch = PFLEX_ARCH_MOE;
+    else
+      err = fail(rd, -PFLEX_E_DATA, run, "arch", "'%s' is not dense or moe", arch);
+  }
+  if (!err) err = get_string(rd, o, "task", run, false, &task);
+  if (!err && task) {
+    if (strcmp(task, "pt") == 0)
+      r.task = PFLEX_TASK_PT;
+    else if (strcmp(task, "ft") == 0)
+      r.task = PFLEX_TASK_FT;
+    else
+      err = fail(rd, -PFLEX_E_DATA, run, "task", "'%s' is not pt or ft", task);
+  }
+  if (!err) err = get_int(rd, o, "seq_len", run, &r.seq_len, &have);
+  if (!err && have) r.have |= PFLEX_RUN_SEQ_LEN;
+  if (!err) err = get_int(rd, o, "batch", run, &r.batch, &have);
+  if (!err && have) r.have |= PFLEX_RUN_BATCH;
+  if (!err) err = get_int(rd, o, "ep", run, &r.ep, &have);
+  if (!err && have) r.have |= PFLEX_RUN_EP;
+  if (!err) err = get_bool(rd, o, "compile", run, &r.compile, &have);
+  if (!err && have) r.have |= PFLEX_RUN_COMPILE;
+  if (!err) err = get_bool(rd, o, "grad_ckpt", run, &r.grad_ckpt, &have);
+  if (!err && have) r.have |= PFLEX_RUN_GRAD_CKPT;
+  json_t *extra = json_object_get(o, "extra");
+  if (!err && extra && !json_is_object(extra))
+    err = fail(rd, -PFLEX_E_PARSE, run, "extra", "not an object");
+  if (err) return err;
+  r.group = (char *)group;
+  r.gpu = (char *)gpu;
+  r.model = (char *)model;
+  r.set = (char *)sname;
+  err = pflex_runset_append(set, &r);
+  if (err || !extra) return err;
+  json_object_foreach(extra, key, val) {
+    char num[40];
+    const char *s;
+    if (json_is_string(val)) {
+      s = json_string_value(val);
+    } else if (json_is_integer(val)) {
+      snprintf(num, sizeof num, "%lld", (long long)json_integer_value(val));
+      s = num;
+    } else if (json_is_real(val)) {
+      snprintf(num, sizeof num, "%.17g", json_real_value(val));
+      s = num;
+    } else {
+      return fail(rd, -PFLEX_E_PARSE, run, key, "extra column value is not a string or number");
+    }
+    err = pflex_runset_set_extra(set, set->n - 1, key, s);
+    if (err) return err;
+  }
+  return 0;
+}
+
+int pflex_runs_from_json(const char *text, const char *name, struct pflex_runset *ret_set,
+                         struct pflex_diag *diag) {
+  pflex_diag_clear(diag);
+  if (!text || !ret_set) return -EINVAL;
+  struct reader rd = {.name = name, .diag = diag};
+  json_error_t jerr;
+  json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+  if (!root)
+    return pflex_diag_set(diag, -PFLEX_E_PARSE, name, jerr.line > 0 ? (size_t)jerr.line : 0, NULL,
+                          "%s", jerr.text);
+  struct pflex_runset set;
+  pflex_runset_init(&set);
+  const char *format = NULL, *unit = NULL;
+  json_t *version = json_object_get(root, "version");
+  json_t *cols = json_object_get(root, "columns");
+  json_t *runs = json_object_get(root, "runs");
+  int err = 0;
+  if (!json_is_object(root)) err = fail(&rd, -PFLEX_E_PARSE, 0, NULL, "not a JSON object");
+  if (!err) err = get_string(&rd, root, "format", 0, true, &format);
+  if (!err && strcmp(format, FORMAT_NAME) != 0)
+    err = fail(&rd, -PFLEX_E_DATA, 0, "format", "'%s' is not " FORMAT_NAME, format);
+  if (!err && (!json_is_integer(version) || json_integer_value(version) != FORMAT_VERSION))
+    err = fail(&rd, -PFLEX_E_DATA, 0, "version", "unsupported version (this pflex reads 1)");
+  if (!err) err = get_string(&rd, root, "unit", 0, true, &unit);
+  if (!err && pflex_tput_unit_from_key(unit, &set.unit))
+    err = fail(&rd, -PFLEX_E_DATA, 0, "unit", "unknown unit '%s'", unit);
+  if (!err && cols && !json_is_array(cols))
+    err = fail(&rd, -PFLEX_E_PARSE, 0, "columns", "not an array");
+  if (!err && !json_is_array(runs))
+    err = fail(&rd, -PFLEX_E_PARSE, 0, "runs", "missing or not an array");
+  /* Columns first, so that their order survives even when some are empty everywhere. */
+  for (size_t k = 0; !err && k < json_array_size(cols); k++) {
+    json_t *c = json_array_get(cols, k);
+    if (!json_is_string(c) || !*json_string_value(c))
+      err = fail(&rd, -PFLEX_E_PARSE, 0, "columns", "a column name is not a non-empty string");
+    else
+      err = pflex_runset_add_column(&set, json_string_value(c), NULL);
+  }
+  for (size_t i = 0; !err && i < json_array_size(runs); i++)
+    err = read_run(&rd, &set, json_array_get(runs, i), i + 1);
+  if (!err && name) {
+    set.source = strdup(name);
+    if (!set.source) err = -ENOMEM;
+  }
+  json_decref(root);
+  if (err) {
+    pflex_runset_release(&set);
+    return err;
+  }
+  *ret_set = set;
+  return 0;
+}
+
+int pflex_runs_read_json(const char *path, struct pflex_runset *ret_set, struct pflex_diag *diag) {
+  pflex_diag_clear(diag);
+  if (!path || !ret_set) return -EINVAL;
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    int e = errno;
+    return pflex_diag_set(diag, -e, path, 0, NULL, "%s", strerror(e));
+  }
+  char *buf = NULL;
+  size_t len = 0, cap = 0;
+  int err = 0;
+  for (;;) {
+    if (cap - len < 65536) {
+      cap = cap ? 2 * cap : 65536;
+      char *nb = realloc(buf, cap + 1);
+      if (!nb) {
+        err = -ENOMEM;
+        break;
+      }
+      buf = nb;
+    }
+    size_t got = fread(buf + len, 1, cap - len, f);
+    len += got;
+    if (got == 0) {
+      if (ferror(f)) err = -EIO;
+      break;
+    }
+  }
+  fclose(f);
+  if (!err && len == 0) err = pflex_diag_set(diag, -PFLEX_E_PARSE, path, 0, NULL, "empty file");
+  if (err) {
+    free(buf);
+    if (diag && !diag->message[0])
+      pflex_diag_set(diag, err, path, 0, NULL, "%s", pflex_strerror(err));
+    return err;
+  }
+  buf[len] = '\0';
+  if (memchr(buf, '\0', len)) {
+    free(buf);
+    return pflex_diag_set(diag, -PFLEX_E_PARSE, path, 0, NULL, "not a text file (NUL byte)");
+  }
+  err = pflex_runs_from_json(buf, path, ret_set, diag);
+  free(buf);
+  return err;
+}

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# Integration test of `pflex pfi`: values, exclusions, grid, definitions, the
+# JSON/CSV fields and exit statuses, on small runs CSVs written here. Expected
+# values are worked out by hand in tests/unit/test_pfi.c (same curves):
+#   curveA (6 caps): ratio 1.893333, grid 200/500/600/700 1.911111, area 0.1386
+#   curveB (4 caps, 600 W does not bind): noise rule 2.355263 on 3 runs, paper rule 4.377193
+#   law (T = sqrt(P)/10): ratio 1.6, elasticity 0.5
+# Uses only bash, grep, awk, tr (no python, no jq: a clean Debian 12 has neither).
+set -euo pipefail
+: "${PFLEX:?PFLEX must name the pflex program}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+near() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }' ||
+  fail "$4: got '$1', expected $2 +/- $3"; }
+# jget JSON KEY [N]: the N-th (default 1st) value of "KEY" in compact JSON.
+jget() { printf '%s' "$1" | tr -d ' \n' | grep -o "\"$2\":[^,}]*" | sed -n "${3:-1}p" | cut -d: -f2-; }
+# cget CSV GROUP COLUMN: a field of the --csv output by column name.
+cget() { printf '%s\n' "$1" | awk -F, -v g="\"$2\"" -v c="$3" '
+  NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next } $1 == g { print $(col[c]) }'; }
+
+cat > "$tmp/runs.csv" <<'CSV'
+group,gpu,gpus,cap_w,power_w,tokens_per_s,arch,task
+curveA,H200,8,700,5000,1000,dense,pt
+curveA,H200,8,200,1600,550,dense,pt
+curveA,H200,8,300,2400,700,dense,pt
+curveA,H200,8,500,4000,910,dense,pt
+curveA,H200,8,400,3200,820,dense,pt
+curveA,H200,8,600,4600,960,dense,pt
+curveB,H200,16,200,3600,1200,moe,ft
+curveB,H200,16,500,8000,1900,moe,ft
+curveB,H200,16,600,9300,1995,moe,ft
+curveB,H200,16,700,9500,2000,moe,ft
+law,H200,4,400,400,2,dense,ft
+law,H200,4,500,900,3,dense,ft
+law,H200,4,600,1600,4,dense,ft
+law,H200,4,700,2500,5,dense,ft
+CSV
+
+# Human table: values, runs used, and the note on the excluded run.
+out=$("$PFLEX" pfi "$tmp/runs.csv" --draws 500)
+echo "$out"
+echo "$out" | grep -Eq '^curveA +H200 +8 +6 +1\.893 ' || fail "curveA row"
+echo "$out" | grep -Eq '^curveB +H200 +16 +3 +2\.355 ' || fail "curveB row (600 W excluded)"
+echo "$out" | grep -Eq '^law +H200 +4 +4 +1\.600 ' || fail "law row"
+echo "$out" | grep -q 'curveB: 600 W excluded: cap does not bind: throughput 0.25% below' ||
+  fail "note on the non-binding cap"
+
+# CSV: full precision, the grid beside the full value, excluded runs.
+csv=$("$PFLEX" pfi "$tmp/runs.csv" --grid 200,500,600,700 --csv --draws 0)
+echo "$csv"
+near "$(cget "$csv" curveA pfi)" 1.893333 1e-6 "curveA ratio"
+near "$(cget "$csv" curveA grid_pfi)" 1.911111 1e-6 "curveA grid"
+near "$(cget "$csv" curveB pfi)" 2.355263 1e-6 "curveB noise rule"
+[ "$(cget "$csv" curveB runs)" = 3 ] || fail "curveB runs"
+[ "$(cget "$csv" curveB excluded)" = "600:within-noise" ] || fail "curveB excluded"
+near "$(cget "$csv" law pfi)" 1.6 1e-9 "law ratio"
+
+# A grid cap that no run has is named, in the table notes and in JSON.
+out=$("$PFLEX" pfi "$tmp/runs.csv" --grid 200,500,650 --draws 0)
+echo "$out" | grep -q 'curveA (grid): no run at 650 W' || fail "grid cap without a run"
+printf '%s' "$("$PFLEX" pfi "$tmp/runs.csv" --grid 200,500,650 --draws 0 --json)" | tr -d ' \n' |
+  grep -q '"grid_missing":\[650.0\]' || fail "JSON grid_missing"
+
+# The paper's rule keeps the non-binding cap: the noise drives the value up.
+csv=$("$PFLEX" pfi "$tmp/runs.csv" --exclude paper --csv --draws 0)
+near "$(cget "$csv" curveB pfi)" 4.377193 1e-6 "curveB paper rule"
+[ "$(cget "$csv" curveB runs)" = 4 ] || fail "curveB runs, paper rule"
+# With k = 0.3 the drop of 0.25% exceeds 0.3 x 0.705% = 0.21%: kept as well.
+csv=$("$PFLEX" pfi "$tmp/runs.csv" --noise-k 0.3 --csv --draws 0)
+near "$(cget "$csv" curveB pfi)" 4.377193 1e-6 "curveB k=0.3"
+
+# The other definitions.
+csv=$("$PFLEX" pfi "$tmp/runs.csv" --definition area --csv --draws 0)
+near "$(cget "$csv" curveA pfi)" 0.1386 1e-9 "curveA area"
+csv=$("$PFLEX" pfi "$tmp/runs.csv" --definition elasticity --csv --draws 0)
+near "$(cget "$csv" law pfi)" 0.5 1e-9 "law elasticity"
+
+# JSON: the required fields, the excluded list with reasons, the grid.
+json=$("$PFLEX" pfi "$tmp/runs.csv" --json --grid 200,500,600,700 --draws 1000 --seed 3)
+for key in group runs pfi ci_low ci_high excluded gpu gpus arch task definition grid grid_pfi; do
+  printf '%s' "$json" | grep -q "\"$key\":" || fail "JSON lacks '$key'"
+done
+compact=$(printf '%s' "$json" | tr -d ' \n')
+echo "$compact" | grep -q '"group":"curveB","gpu":"H200","gpus":16,"arch":"moe","task":"ft"' ||
+  fail "JSON curveB identity"
+echo "$compact" | grep -q '"excluded":\[{"cap_w":600.0,"reason":"within-noise"' ||
+  fail "JSON curveB excluded run"
+echo "$compact" | grep -q '"grid":\[200.0,500.0,600.0,700.0\]' || fail "JSON grid"
+near "$(jget "$json" pfi 1)" 1.893333 1e-6 "JSON curveA pfi"
+lo=$(jget "$json" ci_low 1) hi=$(jget "$json" ci_high 1)
+awk -v l="$lo" -v h="$hi" 'BEGIN { exit !(l < 1.893333 && 1.893333 < h && h - l < 1) }' ||
+  fail "curveA CI [$lo, $hi] should hold 1.893333"
+# Same seed, same output; another seed, another CI.
+[ "$("$PFLEX" pfi "$tmp/runs.csv" --json --grid 200,500,600,700 --draws 1000 --seed 3)" = "$json" ] ||
+  fail "not reproducible"
+[ "$(jget "$("$PFLEX" pfi "$tmp/runs.csv" --json --draws 1000 --seed 4)" ci_low 1)" != "$lo" ] ||
+  fail "seed has no effect"
+
+# Another throughput unit: the same ratios, the same PFI, and the note says so.
+sed -e 's/tokens_per_s/samples_per_s/' "$tmp/runs.csv" > "$tmp/samples.csv"
+csv=$("$PFLEX" pfi "$tmp/samples.csv" --unit samples --csv --draws 0 2> "$tmp/err")
+near "$(cget "$csv" curveA pfi)" 1.893333 1e-6 "samples/s"
+
+# A group whose every cap is within noise: no number, the reasons, exit 1.
+cat > "$tmp/flat.csv" <<'CSV'
+group,gpu,gpus,cap_w,power_w,tokens_per_s
+flat,H200,8,500,4000,998
+flat,H200,8,600,4500,1001
+flat,H200,8,700,5000,1000
+CSV
+set +e
+out=$("$PFLEX" pfi "$tmp/flat.csv" --draws 100 2> "$tmp/err"); rc=$?
+json=$("$PFLEX" pfi "$tmp/flat.csv" --json --draws 100 2> /dev/null)
+set -e
+echo "$out"; cat "$tmp/err"
+[ $rc -eq 1 ] || fail "all-excluded group: exit $rc, expected 1"
+grep -q "group 'flat': no PFI: every capped run was excluded" "$tmp/err" || fail "all-excluded error"
+echo "$out" | grep -Eq '^flat +H200 +8 +0 +- ' || fail "all-excluded row shows a number"
+echo "$out" | grep -q 'flat: 600 W excluded: cap does not bind: throughput 0.10% above' ||
+  fail "all-excluded reasons"
+compact=$(printf '%s' "$json" | tr -d ' \n')
+echo "$compact" | grep -q '"pfi":null' || fail "JSON pfi should be null"
+[ "$(echo "$compact" | grep -o '"reason":"within-noise"' | wc -l)" -eq 2 ] || fail "JSON reasons"
+
+# Usage errors exit 2; help lists every option.
+for bad in "--definition foo" "--exclude none" "--draws -1" "--grid x" "--bogus"; do
+  set +e; "$PFLEX" pfi "$tmp/runs.csv" $bad > /dev/null 2>&1; rc=$?; set -e
+  [ $rc -eq 2 ] || fail "'$bad' exit $rc, expected 2"
+done
+set +e; "$PFLEX" pfi > /dev/null 2>&1; rc=$?; set -e
+[ $rc -eq 2 ] || fail "no file: exit $rc"
+help=$("$PFLEX" help pfi)
+for o in --grid --definition --draws --seed --power-cv --tput-cv --exclude --noise-k --unit --json --csv; do
+  echo "$help" | grep -q -- "$o" || fail "help lacks $o"
+done
+echo "pfi_cli: ok"
