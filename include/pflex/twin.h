@@ -68,7 +68,10 @@ struct pflex_twin_job {
   double compute_share;     /* share of step time at f_max that scales with 1/f_sm, (0,1] */
   double compute_activity;  /* SM switching activity during compute-bound time, relative */
   double mem_activity;      /* SM switching activity during memory/communication-bound time */
-  double dram_util;         /* DRAM bandwidth utilization at f_max, 0..1 */
+  double dram_util;         /* DRAM bandwidth utilization at f_max, 0..1 (follows compute_share:
+                               recomputed by pflex_twin_job_refresh) */
+  double dram_mix;          /* DRAM intensity of the memory-bound phases relative to the class
+                               value (kernel mix; 1 = typical; 0 is read as 1) */
   double comm_share;        /* share of step time in inter-GPU communication, 0..1 */
   double mem_clock_bound;   /* r: memory-bound kernels turn clock-bound below r * f_max (0 = never) */
 };
@@ -77,6 +80,10 @@ struct pflex_twin_job {
  * FLOPs per token, class MFU, compute-bound share, activities, DRAM use.
  * -EINVAL on an incomplete configuration (no params, gpus < 1, unknown arch/task). */
 int pflex_twin_job_derive(const struct pflex_twin_gpu *gpu, struct pflex_twin_job *job);
+
+/* Recomputes the fields that follow from compute_share, comm_share and
+ * dram_mix (the DRAM utilization); call after changing them. */
+void pflex_twin_job_refresh(struct pflex_twin_job *job);
 
 /* Training FLOPs per token of the job (6 N_active for pretraining, 4 N_active
  * for LoRA fine-tuning, +2 N_active with gradient checkpointing). */

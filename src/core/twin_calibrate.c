@@ -9,8 +9,9 @@
  *    clock below which memory-bound kernels turn clock-bound (roofline).
  * Groups with one published PFI solve s alone (Brent), a_c at its class value.
  * Groups with two (the 16 headline 8-GPU groups: Table 6 and Table 9) solve
- * (s, a_c) with GSL's hybrid multiroot solver from the best point of a grid
- * scan, trying r = 0 first. The PFIs are computed on the noisy points exactly
+ * (s, a_c) by nested 1-D root finding (GSL Brent): s meets the own-grid PFI
+ * for each a_c, and a_c moves along that curve until the 4-cap PFI is met,
+ * taking the root nearest the class values; r = 0 is tried first. The PFIs are computed on the noisy points exactly
  * as written to the reference set (noise drawn first from fixed seeds), so the
  * published values hold on the data as written. When no (s, a_c, r) meets
  * both targets, the group's own-grid PFI is still met exactly and the miss on
@@ -21,9 +22,7 @@
 #include <string.h>
 
 #include <gsl/gsl_errno.h>
-#include <gsl/gsl_multiroots.h>
 #include <gsl/gsl_roots.h>
-#include <gsl/gsl_vector.h>
 
 #include "core/twin_internal.h"
 #include "pflex/pfi.h"
@@ -68,6 +67,8 @@ struct ctx {
 /* Residuals (own-grid PFI - target, 4-cap PFI - target) at the ctx job. */
 static int residuals(struct ctx *c, double *r6, double *r4) {
   double p;
+  /* DRAM use (and so memory power and telemetry) follows the boundness. */
+  pflex_twin_job_refresh(&c->job);
   int e = pflex__twin_sweep_pfi(c->gpu, &c->job, c->g->name, c->g->caps, (size_t)c->g->ncaps, c->seed, &p);
   if (e < 0) return e;
   *r6 = p - c->g->pfi;
@@ -80,8 +81,9 @@ static int residuals(struct ctx *c, double *r6, double *r4) {
 }
 
 /* The highest capped cap must bind clearly, or its PFI_i is a ratio of noise. */
-static bool binds(const struct ctx *c) {
+static bool binds(struct ctx *c) {
   double top = c->g->caps[c->g->ncaps - 2];
+  pflex_twin_job_refresh(&c->job);
   return pflex_twin_natural_power(c->gpu, &c->job) > 1.05 * top;
 }
 
@@ -90,75 +92,10 @@ static bool binds(const struct ctx *c) {
 #define A_LO 0.35
 #define A_HI 1.8
 
-static double squash(double u, double lo, double hi) { return lo + (hi - lo) / (1.0 + exp(-u)); }
-static double unsquash(double x, double lo, double hi) {
-  double t = (x - lo) / (hi - lo);
-  t = fmin(fmax(t, 1e-6), 1 - 1e-6);
-  return log(t / (1 - t));
-}
-
-static int multi_f(const gsl_vector *x, void *p, gsl_vector *f) {
-  struct ctx *c = p;
-  c->job.compute_share = squash(gsl_vector_get(x, 0), S_LO, S_HI);
-  c->job.compute_activity = squash(gsl_vector_get(x, 1), A_LO, A_HI);
-  double r6, r4;
-  if (residuals(c, &r6, &r4) < 0) return GSL_EDOM;
-  /* Scale so both residuals count by their tolerance. */
-  gsl_vector_set(f, 0, r6 / PFLEX_TWIN_TOL_PFI);
-  gsl_vector_set(f, 1, r4 / PFLEX_TWIN_TOL_PFI4);
-  return GSL_SUCCESS;
-}
-
 static double err2(struct ctx *c) {
   double r6, r4;
   if (!binds(c) || residuals(c, &r6, &r4) < 0) return INFINITY;
   return fmax(fabs(r6) / PFLEX_TWIN_TOL_PFI, fabs(r4) / PFLEX_TWIN_TOL_PFI4);
-}
-
-/* Solves (s, a_c) at the ctx's r; leaves the best found in c->job, returns its error. */
-static double solve2(struct ctx *c) {
-  double best = INFINITY, bs = 0.8, ba = 1.0;
-  for (int i = 0; i < 32; i++)
-    for (int j = 0; j < 32; j++) {
-      c->job.compute_share = S_LO + (S_HI - S_LO) * (i + 0.5) / 32.0;
-      c->job.compute_activity = A_LO + (A_HI - A_LO) * (j + 0.5) / 32.0;
-      double e = err2(c);
-      if (e < best) best = e, bs = c->job.compute_share, ba = c->job.compute_activity;
-    }
-  c->job.compute_share = bs;
-  c->job.compute_activity = ba;
-  if (!isfinite(best)) return best;
-  gsl_multiroot_function fn = {multi_f, 2, c};
-  gsl_vector *x = gsl_vector_alloc(2);
-  gsl_multiroot_fsolver *s = gsl_multiroot_fsolver_alloc(gsl_multiroot_fsolver_hybrids, 2);
-  if (!x || !s) {
-    gsl_vector_free(x);
-    gsl_multiroot_fsolver_free(s);
-    return best;
-  }
-  gsl_vector_set(x, 0, unsquash(bs, S_LO, S_HI));
-  gsl_vector_set(x, 1, unsquash(ba, A_LO, A_HI));
-  gsl_error_handler_t *old = gsl_set_error_handler_off();
-  if (gsl_multiroot_fsolver_set(s, &fn, x) == GSL_SUCCESS) {
-    for (int it = 0; it < 100; it++) {
-      if (gsl_multiroot_fsolver_iterate(s) != GSL_SUCCESS) break;
-      if (gsl_multiroot_test_residual(s->f, 0.05) == GSL_SUCCESS) break;
-    }
-    c->job.compute_share = squash(gsl_vector_get(s->x, 0), S_LO, S_HI);
-    c->job.compute_activity = squash(gsl_vector_get(s->x, 1), A_LO, A_HI);
-    double e = err2(c);
-    if (e < best) {
-      best = e;
-      bs = c->job.compute_share;
-      ba = c->job.compute_activity;
-    }
-  }
-  gsl_set_error_handler(old);
-  gsl_multiroot_fsolver_free(s);
-  gsl_vector_free(x);
-  c->job.compute_share = bs;
-  c->job.compute_activity = ba;
-  return best;
 }
 
 static double f1(double s, void *p) {
@@ -204,6 +141,63 @@ static int solve1(struct ctx *c, double s0) {
   return status == GSL_SUCCESS ? 0 : -ERANGE;
 }
 
+struct outer {
+  struct ctx *c;
+  double s0;
+};
+
+/* Residual of the 4-cap PFI on the own-grid contour: s solved for a_c = a. */
+static double g4(double a, void *p) {
+  struct outer *o = p;
+  o->c->job.compute_activity = a;
+  if (solve1(o->c, o->s0) < 0 || !binds(o->c)) return NAN;
+  double r6, r4;
+  if (residuals(o->c, &r6, &r4) < 0) return NAN;
+  return r4;
+}
+
+/* Nested 1-D root finding: along the curve of (s, a_c) that meets the
+ * own-grid PFI, find the a_c where the 4-cap PFI is met too, taking the root
+ * nearest the class value of a_c (and s nearest its class value on the
+ * curve). Leaves the result, or the closest miss, in c->job; returns the
+ * error in tolerances, max(|r6| / 0.01, |r4| / 0.03). */
+static double solve2(struct ctx *c) {
+  enum { NA = 36 };
+  struct outer o = {c, c->job.compute_share};
+  double a0 = c->job.compute_activity;
+  double as[NA + 1], rs[NA + 1];
+  for (int i = 0; i <= NA; i++) {
+    as[i] = A_LO + (A_HI - A_LO) * i / NA;
+    rs[i] = g4(as[i], &o);
+  }
+  double lo = NAN, hi = NAN, bestd = INFINITY, bestmiss = INFINITY, amiss = a0;
+  for (int i = 0; i <= NA; i++) {
+    if (isfinite(rs[i]) && fabs(rs[i]) < bestmiss) bestmiss = fabs(rs[i]), amiss = as[i];
+    if (i == NA || !isfinite(rs[i]) || !isfinite(rs[i + 1]) || rs[i] * rs[i + 1] > 0) continue;
+    double d = fabs(0.5 * (as[i] + as[i + 1]) - a0);
+    if (d < bestd) bestd = d, lo = as[i], hi = as[i + 1];
+  }
+  double a = amiss;
+  if (isfinite(bestd)) {
+    gsl_function fn = {g4, &o};
+    gsl_root_fsolver *s = gsl_root_fsolver_alloc(gsl_root_fsolver_brent);
+    if (s) {
+      gsl_error_handler_t *old = gsl_set_error_handler_off();
+      gsl_root_fsolver_set(s, &fn, lo, hi);
+      int status = GSL_CONTINUE;
+      for (int it = 0; it < 60 && status == GSL_CONTINUE; it++) {
+        if (gsl_root_fsolver_iterate(s) != GSL_SUCCESS) break;
+        status = gsl_root_test_interval(gsl_root_fsolver_x_lower(s), gsl_root_fsolver_x_upper(s), 1e-7, 0);
+      }
+      a = gsl_root_fsolver_root(s);
+      gsl_set_error_handler(old);
+      gsl_root_fsolver_free(s);
+    }
+  }
+  if (!isfinite(g4(a, &o))) return INFINITY;
+  return err2(c);
+}
+
 int pflex_twin_calibrate(const struct pflex_twin_paper_group *g, const struct pflex_twin_gpu *gpu,
                          struct pflex_twin_job *job, uint64_t seed, struct pflex_twin_calib *ret) {
   if (!g || !gpu || !job || !ret) return -EINVAL;
@@ -212,11 +206,14 @@ int pflex_twin_calibrate(const struct pflex_twin_paper_group *g, const struct pf
   bool two = !isnan(g->pfi4);
   out.nparams = two ? 2 : 1;
   if (two) {
-    static const double rs[] = {0.0, 0.3, 0.5, 0.7, 0.8, 0.9, 1.0};
+    static const double rs[] = {0.0, 0.3, 0.5, 0.7};
     double best = INFINITY;
     struct pflex_twin_job bestjob = c.job;
+    double s0 = c.job.compute_share, ac0 = c.job.compute_activity;
     for (size_t k = 0; k < sizeof rs / sizeof rs[0] && best > 1.0; k++) {
       c.job.mem_clock_bound = rs[k];
+      c.job.compute_share = s0;
+      c.job.compute_activity = ac0;
       double e = solve2(&c);
       if (e < best) best = e, bestjob = c.job;
     }
@@ -250,7 +247,7 @@ int pflex_twin_calibrate(const struct pflex_twin_paper_group *g, const struct pf
     }
   }
   double r6, r4 = NAN;
-  int e = residuals(&c, &r6, two ? &r4 : NULL);
+  int e = residuals(&c, &r6, two ? &r4 : NULL); /* also refreshes the job */
   if (e < 0) return e;
   out.pfi = g->pfi + r6;
   if (two) out.pfi4 = g->pfi4 + r4;

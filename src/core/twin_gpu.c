@@ -92,7 +92,7 @@ static double voltage(const struct pflex_twin_gpu *gpu, double f) {
 double pflex__twin_step_rel(const struct pflex_twin_gpu *gpu, const struct pflex_twin_job *job,
                             double f) {
   double s = job->compute_share;
-  double k = job->comm_share;
+  double k = pflex__twin_comm(job);
   /* Roofline: a memory-bound kernel of arithmetic intensity r times the ridge
    * point becomes clock-bound once f < r f_max. */
   double mem = (1.0 - s - k) * fmax(1.0, job->mem_clock_bound * gpu->f_max_mhz / f);

@@ -7,6 +7,8 @@
 /* Relative step time at SM clock f: compute share scales with f_max/f, the rest does not. */
 double pflex__twin_step_rel(const struct pflex_twin_gpu *gpu, const struct pflex_twin_job *job,
                             double f_mhz);
+/* The job's communication share of step time, at most 60% of what is not compute-bound. */
+double pflex__twin_comm(const struct pflex_twin_job *job);
 /* Per-GPU board power at SM clock f (no limit applied). */
 double pflex__twin_power_at(const struct pflex_twin_gpu *gpu, const struct pflex_twin_job *job,
                             double f_mhz);

@@ -73,7 +73,7 @@ int pflex_twin_job_derive(const struct pflex_twin_gpu *gpu, struct pflex_twin_jo
   double mem_time = (1.0 - s) * (4800.0 / gpu->mem_bw_gbs);
   s = s / (s + mem_time);
   job->compute_share = clamp(s, 0.05, 0.98);
-  job->comm_share = clamp(comm, 0.0, 0.6 * (1.0 - job->compute_share));
+  job->comm_share = comm;
 
   /* SM switching activity: tensor-core GEMMs at 1 (dense) or a little less
    * (small expert GEMMs); memory- and network-bound phases keep SMs partly busy. */
@@ -81,11 +81,23 @@ int pflex_twin_job_derive(const struct pflex_twin_gpu *gpu, struct pflex_twin_jo
   job->mem_activity = 0.3;
   job->mem_clock_bound = 0.0;
 
-  /* DRAM bandwidth in use at f_max: light in GEMMs, heavy in memory-bound phases. */
-  double mem_share = 1.0 - job->compute_share - job->comm_share;
-  job->dram_util = clamp(0.16 * job->compute_share + 0.78 * mem_share + 0.10 * job->comm_share,
-                         0.02, 0.95);
+  pflex_twin_job_refresh(job);
   return 0;
+}
+
+void pflex_twin_job_refresh(struct pflex_twin_job *job) {
+  /* DRAM bandwidth in use at f_max: light in GEMMs (about 16%), heavy in
+   * memory-bound phases (about 78%, scaled by the job's kernel mix), some
+   * during NCCL transfers (10%). */
+  double mix = job->dram_mix > 0 ? job->dram_mix : 1.0;
+  double comm = pflex__twin_comm(job);
+  double mem_share = fmax(1.0 - job->compute_share - comm, 0.0);
+  job->dram_util = clamp(0.16 * job->compute_share + 0.78 * mix * mem_share + 0.10 * comm, 0.02, 0.95);
+}
+
+double pflex__twin_comm(const struct pflex_twin_job *job) {
+  /* Communication cannot take more than most of what is not compute-bound. */
+  return clamp(job->comm_share, 0.0, 0.6 * (1.0 - job->compute_share));
 }
 
 /* Rough hidden size and depth from the active parameter count (N ~ 12 L h^2,
@@ -101,14 +113,14 @@ double pflex__twin_util(const struct pflex_twin_gpu *gpu, const struct pflex_twi
                         double f) {
   double tau = pflex__twin_step_rel(gpu, job, f);
   /* Exposed communication leaves the graphics engine idle part of the time. */
-  return clamp(0.985 - 0.5 * job->comm_share / tau, 0.0, 1.0);
+  return clamp(0.985 - 0.5 * pflex__twin_comm(job) / tau, 0.0, 1.0);
 }
 
 void pflex__twin_metrics(const struct pflex_twin_gpu *gpu, const struct pflex_twin_job *job,
                          double f, double m[PFLEX_TWIN_NMETRICS]) {
   double tau = pflex__twin_step_rel(gpu, job, f);
   double c = job->compute_share * gpu->f_max_mhz / f / tau; /* clock-bound time share */
-  double k = job->comm_share / tau;                        /* network-bound share */
+  double k = pflex__twin_comm(job) / tau;                  /* network-bound share */
   double mm = fmax(1.0 - c - k, 0.0);                      /* memory-bound share */
   double gr = pflex__twin_util(gpu, job, f);
   m[PFLEX__M_GR_ENGINE] = gr;

@@ -123,9 +123,8 @@ int pflex_twin_population(const struct pflex_twin_population_opts *opts,
     job.compute_share = clampd(job.compute_share + gsl_ran_gaussian(rng, 0.12), 0.15, 1.0);
     job.compute_activity = clampd(job.compute_activity + gsl_ran_gaussian(rng, 0.2), 0.5, 1.8);
     job.mem_clock_bound = gsl_rng_uniform(rng) < 0.3 ? gsl_ran_flat(rng, 0.3, 0.9) : 0.0;
-    double mem_share = 1.0 - job.compute_share - job.comm_share;
-    if (mem_share < 0) job.comm_share = fmax(0.0, 1.0 - job.compute_share), mem_share = 0;
-    job.dram_util = clampd(0.16 * job.compute_share + 0.78 * mem_share + 0.10 * job.comm_share, 0.02, 0.95);
+    job.dram_mix = gsl_ran_lognormal(rng, 0.0, 0.15);
+    pflex_twin_job_refresh(&job);
     /* As in every published group, the highest capped run (600 W) must bind:
      * raise the activity of a job that would not draw 5% above it. */
     while (pflex_twin_natural_power(gpu, &job) < 1.05 * 600 && job.compute_activity < 1.8)

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include <gsl/gsl_fit.h>
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
 #include <gsl/gsl_statistics_double.h>
 
 #include "core/twin_internal.h"
@@ -106,7 +108,21 @@ int pflex_twin_reference_build(uint64_t seed, struct pflex_runset *ret_set,
     struct pflex_twin_job job;
     pflex_twin_paper_job(g, &job);
     r = pflex_twin_job_derive(gpu, &job);
-    if (r == 0) r = pflex_twin_calibrate(g, gpu, &job, seed, &calib[i]);
+    if (r < 0) break;
+    /* The job's kernel mix: how DRAM-intensive its memory-bound phases are,
+     * drawn once per group from the same spread as population jobs (not
+     * tuned: it only moves telemetry and memory power, and calibration runs
+     * after it). */
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    if (!rng) {
+      r = -ENOMEM;
+      break;
+    }
+    gsl_rng_set(rng, (unsigned long)pflex__twin_run_seed(seed, g->name, 0));
+    job.dram_mix = gsl_ran_lognormal(rng, 0.0, 0.15);
+    gsl_rng_free(rng);
+    pflex_twin_job_refresh(&job);
+    r = pflex_twin_calibrate(g, gpu, &job, seed, &calib[i]);
     if (r == 0)
       r = pflex_twin_sweep(gpu, &job, g->name, pflex_twin_set_name(g->set), "reconstructed", g->caps,
                            (size_t)g->ncaps, seed, &set);

