@@ -200,6 +200,13 @@ int pflex_twin_sweep(const struct pflex_twin_gpu *gpu, const struct pflex_twin_j
                      const char *group, const char *set_name, const char *provenance,
                      const double *caps, size_t ncaps, uint64_t seed, struct pflex_runset *set);
 
+/* The calibrated job of the published group called name, as the reference set
+ * built with seed uses it (e.g. for the simulated GPU backend to run a paper
+ * job): its GPU type in *ret_gpu, the job in *ret_job, the calibration in
+ * *ret_calib (may be NULL). -ENOENT for an unknown group. */
+int pflex_twin_reference_job(const char *name, uint64_t seed, const struct pflex_twin_gpu **ret_gpu,
+                             struct pflex_twin_job *ret_job, struct pflex_twin_calib *ret_calib);
+
 /* The seed the reference set is built with. */
 #define PFLEX_TWIN_REFERENCE_SEED 20260911u
 

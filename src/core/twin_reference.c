@@ -89,6 +89,41 @@ int pflex_twin_sweep(const struct pflex_twin_gpu *gpu, const struct pflex_twin_j
   return 0;
 }
 
+static int reference_job(const struct pflex_twin_paper_group *g, uint64_t seed,
+                         const struct pflex_twin_gpu **ret_gpu, struct pflex_twin_job *ret_job,
+                         struct pflex_twin_calib *ret_calib) {
+  const struct pflex_twin_gpu *gpu = pflex_twin_gpu_find(g->gpu);
+  if (!gpu) return -ENODEV;
+  struct pflex_twin_job job;
+  pflex_twin_paper_job(g, &job);
+  int r = pflex_twin_job_derive(gpu, &job);
+  if (r < 0) return r;
+  /* The job's kernel mix: how DRAM-intensive its memory-bound phases are,
+   * drawn once per group from the same spread as population jobs (not tuned:
+   * it only moves telemetry and memory power, and calibration runs after it). */
+  gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+  if (!rng) return -ENOMEM;
+  gsl_rng_set(rng, (unsigned long)pflex__twin_run_seed(seed, g->name, 0));
+  job.dram_mix = gsl_ran_lognormal(rng, 0.0, 0.15);
+  gsl_rng_free(rng);
+  pflex_twin_job_refresh(&job);
+  struct pflex_twin_calib calib;
+  r = pflex_twin_calibrate(g, gpu, &job, seed, &calib);
+  if (r < 0) return r;
+  *ret_gpu = gpu;
+  *ret_job = job;
+  if (ret_calib) *ret_calib = calib;
+  return 0;
+}
+
+int pflex_twin_reference_job(const char *name, uint64_t seed, const struct pflex_twin_gpu **ret_gpu,
+                             struct pflex_twin_job *ret_job, struct pflex_twin_calib *ret_calib) {
+  if (!name || !ret_gpu || !ret_job) return -EINVAL;
+  const struct pflex_twin_paper_group *g = pflex_twin_paper_find(name);
+  if (!g) return -ENOENT;
+  return reference_job(g, seed, ret_gpu, ret_job, ret_calib);
+}
+
 int pflex_twin_reference_build(uint64_t seed, struct pflex_runset *ret_set,
                                struct pflex_twin_calib **ret_calib) {
   if (!ret_set) return -EINVAL;
@@ -100,29 +135,9 @@ int pflex_twin_reference_build(uint64_t seed, struct pflex_runset *ret_set,
   int r = 0;
   for (size_t i = 0; r == 0 && i < n; i++) {
     const struct pflex_twin_paper_group *g = pflex_twin_paper_get(i);
-    const struct pflex_twin_gpu *gpu = pflex_twin_gpu_find(g->gpu);
-    if (!gpu) {
-      r = -ENODEV;
-      break;
-    }
+    const struct pflex_twin_gpu *gpu;
     struct pflex_twin_job job;
-    pflex_twin_paper_job(g, &job);
-    r = pflex_twin_job_derive(gpu, &job);
-    if (r < 0) break;
-    /* The job's kernel mix: how DRAM-intensive its memory-bound phases are,
-     * drawn once per group from the same spread as population jobs (not
-     * tuned: it only moves telemetry and memory power, and calibration runs
-     * after it). */
-    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
-    if (!rng) {
-      r = -ENOMEM;
-      break;
-    }
-    gsl_rng_set(rng, (unsigned long)pflex__twin_run_seed(seed, g->name, 0));
-    job.dram_mix = gsl_ran_lognormal(rng, 0.0, 0.15);
-    gsl_rng_free(rng);
-    pflex_twin_job_refresh(&job);
-    r = pflex_twin_calibrate(g, gpu, &job, seed, &calib[i]);
+    r = reference_job(g, seed, &gpu, &job, &calib[i]);
     if (r == 0)
       r = pflex_twin_sweep(gpu, &job, g->name, pflex_twin_set_name(g->set), "reconstructed", g->caps,
                            (size_t)g->ncaps, seed, &set);

@@ -268,6 +268,29 @@ static void test_reference_deterministic(void **state) {
   pflex_runset_release(&b);
 }
 
+/* A reference job run through the public API reproduces its group's PFI. */
+static void test_reference_job(void **state) {
+  (void)state;
+  const struct pflex_twin_gpu *gpu;
+  struct pflex_twin_job job;
+  struct pflex_twin_calib c;
+  assert_int_equal(pflex_twin_reference_job("nope", 1, &gpu, &job, &c), -ENOENT);
+  const char *name = "MoE FT H200x8 Qwen3-30B-A3B";
+  assert_int_equal(pflex_twin_reference_job(name, PFLEX_TWIN_REFERENCE_SEED, &gpu, &job, &c), 0);
+  assert_string_equal(gpu->name, "H200");
+  assert_true(c.met);
+  /* noise-free Eq. 1 over 200..600 W against 700 W: within noise of 2.00 */
+  static const double cs[] = {200, 300, 400, 500, 600};
+  struct pflex_twin_point top, p;
+  assert_int_equal(pflex_twin_eval(gpu, &job, 700, &top), 0);
+  double sum = 0;
+  for (int i = 0; i < 5; i++) {
+    assert_int_equal(pflex_twin_eval(gpu, &job, cs[i], &p), 0);
+    sum += (1 - p.power_w / top.power_w) / (1 - p.tokens_per_s / top.tokens_per_s);
+  }
+  assert_float_equal(sum / 5, 2.00, 0.05);
+}
+
 static void test_population(void **state) {
   (void)state;
   struct pflex_twin_population_opts o = {.jobs = 20, .seed = 7};
@@ -299,6 +322,7 @@ int main(void) {
       cmocka_unit_test(test_paper_table),
       cmocka_unit_test(test_committed_set_checks),
       cmocka_unit_test(test_reference_deterministic),
+      cmocka_unit_test(test_reference_job),
       cmocka_unit_test(test_population),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
