@@ -74,6 +74,8 @@ struct pflex_twin_job {
                                value (kernel mix; 1 = typical; 0 is read as 1) */
   double comm_share;        /* share of step time in inter-GPU communication, 0..1 */
   double mem_clock_bound;   /* r: memory-bound kernels turn clock-bound below r * f_max (0 = never) */
+  double phase_split;       /* share of the memory/network-bound time in phases long enough for the
+                               power limiter to hold at their own clock (0 = all interleaved) */
 };
 
 /* Fills the physics fields of job from its configuration for GPU type gpu:

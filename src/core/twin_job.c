@@ -109,26 +109,25 @@ static void shape(const struct pflex_twin_job *job, double *hidden, double *laye
   *layers = fmax(n / (12.0 * h * h), 1.0);
 }
 
-double pflex__twin_util(const struct pflex_twin_gpu *gpu, const struct pflex_twin_job *job,
-                        double f) {
-  double tau = pflex__twin_step_rel(gpu, job, f);
+double pflex__twin_util(const struct pflex_twin_job *job, const struct pflex__twin_state *st) {
+  (void)job;
   /* Exposed communication leaves the graphics engine idle part of the time. */
-  return clamp(0.985 - 0.5 * pflex__twin_comm(job) / tau, 0.0, 1.0);
+  return clamp(0.985 - 0.5 * st->t_comm / st->tau, 0.0, 1.0);
 }
 
 void pflex__twin_metrics(const struct pflex_twin_gpu *gpu, const struct pflex_twin_job *job,
-                         double f, double m[PFLEX_TWIN_NMETRICS]) {
-  double tau = pflex__twin_step_rel(gpu, job, f);
-  double c = job->compute_share * gpu->f_max_mhz / f / tau; /* clock-bound time share */
-  double k = pflex__twin_comm(job) / tau;                  /* network-bound share */
+                         const struct pflex__twin_state *st, double m[PFLEX_TWIN_NMETRICS]) {
+  double tau = st->tau;
+  double c = st->t_comp / tau;                              /* clock-bound time share */
+  double k = st->t_comm / tau;                              /* network-bound share */
   double mm = fmax(1.0 - c - k, 0.0);                      /* memory-bound share */
-  double gr = pflex__twin_util(gpu, job, f);
+  double gr = pflex__twin_util(job, st);
   m[PFLEX__M_GR_ENGINE] = gr;
   m[PFLEX__M_SM_ACTIVE] = clamp(gr * (0.93 * c + 0.72 * mm + 0.35 * k), 0, 1);
   /* Memory-bound kernels keep more warps resident to hide latency. */
   m[PFLEX__M_SM_OCCUPANCY] = clamp(0.24 * c + 0.46 * mm + 0.15 * k, 0, 1);
   /* Achieved FLOPs over the peak at the current clock. */
-  m[PFLEX__M_PIPE_TENSOR] = clamp(job->mfu * gpu->f_max_mhz / f / tau, 0, 0.95);
+  m[PFLEX__M_PIPE_TENSOR] = clamp(job->mfu * c / job->compute_share, 0, 0.95);
   m[PFLEX__M_PIPE_FP16] = clamp(0.03 + 0.10 * mm, 0, 1);
   m[PFLEX__M_PIPE_FP32] = clamp(0.02 + 0.02 * c + 0.07 * mm, 0, 1);
   double dram = clamp(job->dram_util / tau, 0, 1);
