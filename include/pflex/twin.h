@@ -32,7 +32,7 @@ struct pflex_twin_gpu {
   double cap_min_w;         /* lowest settable limit */
   double idle_w;            /* board power with the GPU idle at its base clock */
   double f_max_mhz;         /* maximum SM clock */
-  double f_min_mhz;         /* lowest SM clock the DVFS governor uses */
+  double f_min_mhz;         /* lowest SM clock the DVFS governor uses (below it: duty-cycling) */
   double f_knee_mhz;        /* voltage knee: below it the core voltage sits at its floor */
   double v_floor;           /* core voltage below the knee, relative to the voltage at f_max */
   double sm_dyn_w;          /* SM dynamic power at f_max, full voltage, activity 1 */
@@ -74,8 +74,8 @@ struct pflex_twin_job {
                                value (kernel mix; 1 = typical; 0 is read as 1) */
   double comm_share;        /* share of step time in inter-GPU communication, 0..1 */
   double mem_clock_bound;   /* r: memory-bound kernels turn clock-bound below r * f_max (0 = never) */
-  double phase_split;       /* share of the memory/network-bound time in phases long enough for the
-                               power limiter to hold at their own clock (0 = all interleaved) */
+  double phase_split;       /* share of the network-bound time in exposed collectives long enough for
+                               the power limiter to hold at their own clock (0 = all interleaved) */
 };
 
 /* Fills the physics fields of job from its configuration for GPU type gpu:
@@ -105,7 +105,7 @@ struct pflex_twin_point {
   double cap_w;             /* per-GPU limit asked for */
   double power_w;           /* per-GPU board power */
   double job_power_w;       /* power of all the job's GPUs */
-  double sm_clock_mhz;      /* settled SM clock */
+  double sm_clock_mhz;      /* settled SM clock (time average; effective clock when duty-cycled) */
   double mem_clock_mhz;     /* memory clock */
   double util;              /* GPU utilization (graphics engine active), 0..1 */
   double tokens_per_s;      /* job throughput */
@@ -181,6 +181,7 @@ struct pflex_twin_calib {
   double compute_share;     /* calibrated parameters (see twin_calibrate.c) */
   double compute_activity;
   double mem_clock_bound;
+  double phase_split;
   bool met;                 /* every published target met within tolerance */
   int nparams;              /* parameters adjusted (1, 2, or 3 when r was needed) */
 };

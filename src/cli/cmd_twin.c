@@ -102,15 +102,15 @@ static int cmd_reference(int argc, char **argv) {
   }
   size_t unmet = 0;
   if (!quiet)
-    printf("%-46s %5s %7s %5s %7s %6s %6s %5s  %s\n", "group", "PFI", "recon", "PFI4", "recon4", "s", "a_c",
-           "r", "met");
+    printf("%-46s %5s %7s %5s %7s %6s %6s %5s %5s  %s\n", "group", "PFI", "recon", "PFI4", "recon4", "s",
+           "a_c", "r", "phi", "met");
   for (size_t i = 0; i < pflex_twin_paper_count(); i++) {
     const struct pflex_twin_paper_group *g = pflex_twin_paper_get(i);
     unmet += !calib[i].met;
     if (quiet) continue;
-    printf("%-46s %5.2f %7.4f %5.2f %7.4f %6.3f %6.3f %5.2f  %s\n", g->name, g->pfi, calib[i].pfi, g->pfi4,
-           calib[i].pfi4, calib[i].compute_share, calib[i].compute_activity, calib[i].mem_clock_bound,
-           calib[i].met ? "yes" : "NO");
+    printf("%-46s %5.2f %7.4f %5.2f %7.4f %6.3f %6.3f %5.2f %5.2f  %s\n", g->name, g->pfi, calib[i].pfi,
+           g->pfi4, calib[i].pfi4, calib[i].compute_share, calib[i].compute_activity, calib[i].mem_clock_bound,
+           calib[i].phase_split, calib[i].met ? "yes" : "NO");
   }
   printf("wrote %zu runs to '%s' (reconstructed: modelled, not measured; seed %llu); %zu group(s) "
          "not fully met\n",

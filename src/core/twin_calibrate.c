@@ -206,19 +206,26 @@ int pflex_twin_calibrate(const struct pflex_twin_paper_group *g, const struct pf
   bool two = !isnan(g->pfi4);
   out.nparams = two ? 2 : 1;
   if (two) {
+    /* A third mechanism only when (s, a_c) alone cannot: first the roofline
+     * crossover r; then exposed collectives that the limiter sees apart
+     * (phase_split 1), with their share of step time k. */
     static const double rs[] = {0.0, 0.3, 0.5, 0.7};
+    static const double ks[] = {0.15, 0.3, 0.45, 0.6};
     double best = INFINITY;
     struct pflex_twin_job bestjob = c.job;
     double s0 = c.job.compute_share, ac0 = c.job.compute_activity;
-    for (size_t k = 0; k < sizeof rs / sizeof rs[0] && best > 1.0; k++) {
-      c.job.mem_clock_bound = rs[k];
+    for (size_t k = 0; k < sizeof rs / sizeof rs[0] + sizeof ks / sizeof ks[0] && best > 1.0; k++) {
+      bool split = k >= sizeof rs / sizeof rs[0];
+      c.job.mem_clock_bound = split ? 0.0 : rs[k];
+      c.job.phase_split = split ? 1.0 : 0.0;
+      if (split) c.job.phase_split = ks[k - sizeof rs / sizeof rs[0]] / 0.6;
       c.job.compute_share = s0;
       c.job.compute_activity = ac0;
       double e = solve2(&c);
       if (e < best) best = e, bestjob = c.job;
     }
     c.job = bestjob;
-    if (c.job.mem_clock_bound > 0) out.nparams = 3;
+    if (c.job.mem_clock_bound > 0 || c.job.phase_split > 0) out.nparams = 3;
     if (best > 1.0) {
       /* Both cannot be met: keep this shape, meet the own-grid PFI exactly. */
       struct pflex_twin_job keep = c.job;
@@ -254,6 +261,7 @@ int pflex_twin_calibrate(const struct pflex_twin_paper_group *g, const struct pf
   out.compute_share = c.job.compute_share;
   out.compute_activity = c.job.compute_activity;
   out.mem_clock_bound = c.job.mem_clock_bound;
+  out.phase_split = c.job.phase_split;
   /* Published values have two decimals; "met" is judged on the rounded target. */
   out.met = fabs(r6) <= PFLEX_TWIN_TOL_PFI && (!two || fabs(r4) <= PFLEX_TWIN_TOL_PFI4);
   *job = c.job;

@@ -111,7 +111,7 @@ static double bytes_b(const struct pflex_twin_job *job) {
   if (!(phi > 0)) return 0.0;
   double mix = job->dram_mix > 0 ? job->dram_mix : 1.0;
   double m = fmax(1.0 - job->compute_share - pflex__twin_comm(job), 0.0);
-  return fmin(phi * (0.78 * mix * m + 0.10 * pflex__twin_comm(job)), job->dram_util);
+  return fmin(phi * (PFLEX__TWIN_DRAM_LONG * mix * m + 0.10 * pflex__twin_comm(job)), job->dram_util);
 }
 
 /* Block A: compute-bound work with the memory/network work interleaved with it
@@ -141,7 +141,7 @@ static double block_b(const struct pflex_twin_gpu *gpu, const struct pflex_twin_
   if (!(t > 0)) return gpu->idle_w;
   double v = voltage(gpu, f);
   return gpu->idle_w + gpu->mem_dyn_w * bytes_b(job) / t +
-         gpu->sm_dyn_w * job->mem_activity * (f / gpu->f_max_mhz) * v * v;
+         gpu->sm_dyn_w * PFLEX__TWIN_ACT_LONG * (f / gpu->f_max_mhz) * v * v;
 }
 
 struct settle_params {
@@ -167,15 +167,19 @@ static int settle(const struct settle_params *sp, double *ret_f) {
     *ret_f = gpu->f_max_mhz;
     return 0;
   }
-  if (block_power(sp, gpu->f_min_mhz) >= sp->cap) {
-    /* The limit cannot be honoured even at the lowest clock: the GPU runs there. */
-    *ret_f = gpu->f_min_mhz;
+  /* Below its lowest clock the GPU still meets a limit by duty-cycling the
+   * clock (hardware slowdown): an effective clock down to f_min / 8, with power
+   * linear in it as below the knee. */
+  double lo = gpu->f_min_mhz / 8.0;
+  if (block_power(sp, lo) >= sp->cap) {
+    /* The limit cannot be honoured at all: the GPU runs at the floor. */
+    *ret_f = lo;
     return 0;
   }
   gsl_function fn = {settle_fn, (void *)sp};
   gsl_root_fsolver *s = gsl_root_fsolver_alloc(gsl_root_fsolver_brent);
   if (!s) return -ENOMEM;
-  gsl_root_fsolver_set(s, &fn, gpu->f_min_mhz, gpu->f_max_mhz);
+  gsl_root_fsolver_set(s, &fn, lo, gpu->f_max_mhz);
   int status = GSL_CONTINUE;
   for (int it = 0; it < 200 && status == GSL_CONTINUE; it++) {
     if (gsl_root_fsolver_iterate(s) != GSL_SUCCESS) break;
@@ -198,14 +202,14 @@ int pflex__twin_state(const struct pflex_twin_gpu *gpu, const struct pflex_twin_
   double pw_a = block_a(gpu, job, st.f_a, &st.t_a, &st.t_comp);
   /* At a settled clock the block's power equals the target up to the solver
    * tolerance; use the target then, so power never exceeds it by rounding. */
-  if (st.f_a < gpu->f_max_mhz && st.f_a > gpu->f_min_mhz) pw_a = fmin(pw_a, target);
+  if (st.f_a < gpu->f_max_mhz && st.f_a > gpu->f_min_mhz / 8.0) pw_a = fmin(pw_a, target);
   double pw_b = gpu->idle_w;
   st.f_b = gpu->f_max_mhz;
   if (job->phase_split > 0) {
     r = settle(&pb, &st.f_b);
     if (r < 0) return r;
     pw_b = block_b(gpu, job, st.f_b, &st.t_b);
-    if (st.f_b < gpu->f_max_mhz && st.f_b > gpu->f_min_mhz) pw_b = fmin(pw_b, target);
+    if (st.f_b < gpu->f_max_mhz && st.f_b > gpu->f_min_mhz / 8.0) pw_b = fmin(pw_b, target);
   }
   st.tau = st.t_a + st.t_b;
   st.t_comm = pflex__twin_comm(job) * (st.t_a + st.t_b > 0 ? 1.0 : 0.0);

@@ -19,6 +19,13 @@ struct pflex__twin_state {
 };
 int pflex__twin_state(const struct pflex_twin_gpu *gpu, const struct pflex_twin_job *job, double target,
                       struct pflex__twin_state *ret);
+/* DRAM bandwidth in use during long (latency-bound) memory phases, relative
+ * to peak, against 0.78 in streaming memory-bound phases. */
+#define PFLEX__TWIN_DRAM_LONG 0.3
+/* SM switching activity during those phases: many small kernels keep the SMs
+ * partly busy (between mem_activity's 0.3 and full GEMM activity). */
+#define PFLEX__TWIN_ACT_LONG 0.45
+
 /* The job's communication share of step time, at most 60% of what is not compute-bound. */
 double pflex__twin_comm(const struct pflex_twin_job *job);
 /* Fills the noise-free telemetry of job in state st. */

@@ -92,12 +92,17 @@ void pflex_twin_job_refresh(struct pflex_twin_job *job) {
   double mix = job->dram_mix > 0 ? job->dram_mix : 1.0;
   double comm = pflex__twin_comm(job);
   double mem_share = fmax(1.0 - job->compute_share - comm, 0.0);
-  job->dram_util = clamp(0.16 * job->compute_share + 0.78 * mix * mem_share + 0.10 * comm, 0.02, 0.95);
+  /* Long memory-bound phases (phase_split) are latency-bound passes (routing,
+   * token gather/scatter, small unfused kernels) that use a fraction of the
+   * bandwidth of streaming phases. */
+  double phi = clamp(job->phase_split, 0.0, 1.0);
+  double mem_bw = 0.78 * (1.0 - phi) + PFLEX__TWIN_DRAM_LONG * phi;
+  job->dram_util = clamp(0.16 * job->compute_share + mem_bw * mix * mem_share + 0.10 * comm, 0.02, 0.95);
 }
 
 double pflex__twin_comm(const struct pflex_twin_job *job) {
   /* Communication cannot take more than most of what is not compute-bound. */
-  return clamp(job->comm_share, 0.0, 0.6 * (1.0 - job->compute_share));
+  return clamp(job->comm_share, 0.0, 0.9 * (1.0 - job->compute_share));
 }
 
 /* Rough hidden size and depth from the active parameter count (N ~ 12 L h^2,

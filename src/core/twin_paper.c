@@ -43,10 +43,6 @@
    .seq_len = seq, .batch = bs, .ep = e, .compile = comp, .grad_ckpt = ckpt, grid, .pfi = p,           \
    .ci_lo = lo, .ci_hi = hi, .pfi4 = p4}
 #define GRID(n, ...) .ncaps = n, .caps = __VA_ARGS__
-/* Why two MoE PT EP1 groups miss Table 9 in the twin (see data/reference/README.md). */
-#define FLAT4                                                                                          \
-  "needs a 4-cap PFI only 0.04-0.05 above the 6-cap one; with its DVFS knee the twin's flattest "       \
-  "curve at this PFI gives +0.09 to +0.11"
 
 static const struct pflex_twin_paper_group rows[] = {
     /* Table 6 (and Table 9 for the 8-GPU groups). */
@@ -89,20 +85,18 @@ static const struct pflex_twin_paper_group rows[] = {
     {.name = "MoE PT H200x8 gpt-oss-20b EP1 no-compile", .table = "Tables 6 and 9", .set = HL, .gpu = "H200",
      .gpus = 8, GPTOSS, .arch = M, .task = PT, .seq_len = 4096, .batch = 2, .ep = 1, .compile = false,
      .grad_ckpt = true, CAPS6, .pfi = 1.24, .ci_lo = 1.209, .ci_hi = 1.268, .pfi4 = 1.16,
-     /* (5 x 1.24 - 3 x 1.16) / 2 = 1.36: PFI_i at 300/400 W above the mean at 200/500/600 W.
-      * A convex DVFS power curve (voltage knee) makes gentle cuts the cheapest, so the
-      * twin's PFI_i never peaks mid-grid; its best 4-cap value is about 1.37. */
-     .unmet4 = "needs PFI_i higher at 300/400 W than at 200/500/600 W, which the twin's convex "
-               "DVFS curve cannot produce"},
+     /* (5 x 1.24 - 3 x 1.16) / 2 = 1.36: PFI_i at 300/400 W above the mean at
+      * 200/500/600 W; the twin needs long memory phases (phase_split) for it. */
+    },
     {.name = "MoE PT H200x8 gpt-oss-20b EP1 compile", .table = "Tables 6 and 9", .set = HL, .gpu = "H200",
      .gpus = 8, GPTOSS, .arch = M, .task = PT, .seq_len = 4096, .batch = 2, .ep = 1, .compile = true,
      .grad_ckpt = true, CAPS6, .pfi = 1.35, .ci_lo = 1.335, .ci_hi = 1.358, .pfi4 = 1.40,
      /* Table 9 is only 0.05 above Table 6: a nearly flat PFI_i profile (mean 1.28
       * at 300/400 W, 1.40 at 200/500/600 W). */
-     .unmet4 = FLAT4},
+    },
     {.name = "MoE PT H200x8 Qwen3-30B-A3B EP1", .table = "Tables 6 and 9", .set = HL, .gpu = "H200", .gpus = 8,
      QWEN30, .arch = M, .task = PT, .seq_len = 4096, .batch = 2, .ep = 1, .compile = false, .grad_ckpt = true,
-     CAPS6, .pfi = 1.36, .ci_lo = 1.349, .ci_hi = 1.370, .pfi4 = 1.40, .unmet4 = FLAT4},
+     CAPS6, .pfi = 1.36, .ci_lo = 1.349, .ci_hi = 1.370, .pfi4 = 1.40},
     G("MoE PT H200x8 gpt-oss-20b EP8 compile", "Tables 6 and 9", HL, "H200", 8, GPTOSS, M, PT, 4096, 2, 8, true,
       true, CAPS6, 1.43, 1.407, 1.454, 1.57),
     G("MoE PT H200x8 gpt-oss-20b EP4 compile", "Tables 6 and 9", HL, "H200", 8, GPTOSS, M, PT, 4096, 2, 4, true,

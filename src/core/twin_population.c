@@ -124,6 +124,11 @@ int pflex_twin_population(const struct pflex_twin_population_opts *opts,
     job.compute_activity = clampd(job.compute_activity + gsl_ran_gaussian(rng, 0.2), 0.5, 1.8);
     job.mem_clock_bound = gsl_rng_uniform(rng) < 0.3 ? gsl_ran_flat(rng, 0.3, 0.9) : 0.0;
     job.dram_mix = gsl_ran_lognormal(rng, 0.0, 0.15);
+    /* Long latency-bound memory phases (seen apart by the limiter): common in
+     * MoE without expert parallelism (as in the three calibrated EP1 groups),
+     * occasional elsewhere. */
+    double p_split = job.arch == PFLEX_ARCH_MOE && job.ep == 1 ? 0.5 : 0.1;
+    job.phase_split = gsl_rng_uniform(rng) < p_split ? gsl_ran_flat(rng, 0.25, 1.0) : 0.0;
     pflex_twin_job_refresh(&job);
     /* As in every published group, the highest capped run (600 W) must bind:
      * raise the activity of a job that would not draw 5% above it. */

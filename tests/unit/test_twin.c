@@ -72,13 +72,20 @@ static void test_monotone_and_bounded(void **state) {
   const char *gpus[] = {"H100", "H200", "A100"};
   for (size_t gi = 0; gi < 3; gi++) {
     const struct pflex_twin_gpu *gpu = pflex_twin_gpu_find(gpus[gi]);
-    struct pflex_twin_job jobs[4] = {
+    struct pflex_twin_job jobs[6] = {
         make_job(gpus[gi], PFLEX_ARCH_DENSE, PFLEX_TASK_PT, 70, 70),
         make_job(gpus[gi], PFLEX_ARCH_DENSE, PFLEX_TASK_FT, 8, 8),
         make_job(gpus[gi], PFLEX_ARCH_MOE, PFLEX_TASK_PT, 21, 3.6),
         make_job(gpus[gi], PFLEX_ARCH_MOE, PFLEX_TASK_FT, 30, 3),
+        make_job(gpus[gi], PFLEX_ARCH_MOE, PFLEX_TASK_PT, 21, 3.6),
+        make_job(gpus[gi], PFLEX_ARCH_DENSE, PFLEX_TASK_PT, 32, 32),
     };
-    for (size_t k = 0; k < 4; k++) {
+    /* long memory phases seen apart by the limiter, and a roofline crossover */
+    jobs[4].compute_share = 0.25, jobs[4].compute_activity = 1.8, jobs[4].phase_split = 0.75;
+    pflex_twin_job_refresh(&jobs[4]);
+    jobs[5].mem_clock_bound = 0.7, jobs[5].phase_split = 0.5;
+    pflex_twin_job_refresh(&jobs[5]);
+    for (size_t k = 0; k < 6; k++) {
       struct pflex_twin_point prev = {0};
       for (size_t i = 0; i < NCAPS; i++) {
         double cap = caps[i] * gpu->tdp_w / 700.0;
@@ -225,15 +232,14 @@ static void test_committed_set_checks(void **state) {
   size_t n;
   assert_int_equal(pflex_twin_check(&set, &rows, &n), 0);
   assert_int_equal(n, 35 + 16);
-  size_t bad = 0;
-  for (size_t i = 0; i < n; i++)
-    if (!rows[i].ok) {
-      bad++;
-      assert_non_null(rows[i].known);
-    } else {
-      assert_true(fabs(rows[i].reconstructed - rows[i].published) <= rows[i].tol + 1e-9);
-    }
-  assert_true(bad <= 3); /* the documented known misses (data/reference/README.md) */
+  for (size_t i = 0; i < n; i++) {
+    /* every published value within 0.01 (own grid) or 0.03 (Table 9) */
+    assert_true(rows[i].ok);
+    assert_true(fabs(rows[i].reconstructed - rows[i].published) <= rows[i].tol + 1e-9);
+  }
+  /* measured power never above cap x GPUs beyond noise (SE 0.04%: allow 5 SE) */
+  for (size_t i = 0; i < set.n; i++)
+    assert_true(set.runs[i].power_w <= set.runs[i].cap_w * set.runs[i].gpus * (1 + 5 * 0.0004));
   /* provenance column on every run */
   for (size_t i = 0; i < set.n; i++) {
     size_t k;
@@ -304,7 +310,7 @@ static void test_population(void **state) {
     /* no paper model is reused */
     assert_null(pflex_twin_paper_find(a.runs[i].group));
     assert_true(strcmp(a.runs[i].gpu, "H100") == 0 || strcmp(a.runs[i].gpu, "H200") == 0);
-    assert_true(a.runs[i].power_w <= a.runs[i].cap_w * a.runs[i].gpus * 1.01);
+    assert_true(a.runs[i].power_w <= a.runs[i].cap_w * a.runs[i].gpus * (1 + 5 * 0.0004));
   }
   pflex_runset_release(&a);
   pflex_runset_release(&b);
