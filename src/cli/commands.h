@@ -19,6 +19,7 @@ extern const struct pflex_cmd pflex_cmd_import;
 extern const struct pflex_cmd pflex_cmd_export;
 extern const struct pflex_cmd pflex_cmd_pfi;
 extern const struct pflex_cmd pflex_cmd_stats;
+extern const struct pflex_cmd pflex_cmd_aggregate;
 extern const struct pflex_cmd pflex_cmd_twin;
 
 #endif

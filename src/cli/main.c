@@ -10,6 +10,7 @@ static const struct pflex_cmd *const commands[] = {
     &pflex_cmd_export,
     &pflex_cmd_pfi,
     &pflex_cmd_stats,
+    &pflex_cmd_aggregate,
     &pflex_cmd_twin,
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
