@@ -11,8 +11,8 @@
  * Groups with two (the 16 headline 8-GPU groups: Table 6 and Table 9) solve
  * (s, a_c) by nested 1-D root finding (GSL Brent): s meets the own-grid PFI
  * for each a_c, and a_c moves along that curve until the 4-cap PFI is met,
- * taking the root nearest the class values; r = 0 is tried first. The PFIs are computed on the noisy points exactly
- * as written to the reference set (noise drawn first from fixed seeds), so the
+ * taking the root nearest the class values; r = 0 is tried first. The PFIs are computed on the
+ * noisy points exactly as written to the reference set (noise drawn first from fixed seeds), so the
  * published values hold on the data as written. When no (s, a_c, r) meets
  * both targets, the group's own-grid PFI is still met exactly and the miss on
  * the 4-cap grid is reported (met = false), never hidden. */
@@ -44,7 +44,8 @@ int pflex__twin_sweep_pfi(const struct pflex_twin_gpu *gpu, const struct pflex_t
   size_t n = 0;
   for (size_t i = 0; i + 1 < ncaps; i++) {
     struct pflex_twin_point p;
-    r = pflex_twin_eval_noisy(gpu, job, caps[i], &noise, pflex__twin_run_seed(seed, group, caps[i]), &p);
+    r = pflex_twin_eval_noisy(gpu, job, caps[i], &noise, pflex__twin_run_seed(seed, group, caps[i]),
+                              &p);
     if (r < 0) return r;
     double v;
     if (pflex_pfi_index(p.job_power_w, p.tokens_per_s, top.job_power_w, top.tokens_per_s, &v) < 0)
@@ -69,7 +70,8 @@ static int residuals(struct ctx *c, double *r6, double *r4) {
   double p;
   /* DRAM use (and so memory power and telemetry) follows the boundness. */
   pflex_twin_job_refresh(&c->job);
-  int e = pflex__twin_sweep_pfi(c->gpu, &c->job, c->g->name, c->g->caps, (size_t)c->g->ncaps, c->seed, &p);
+  int e = pflex__twin_sweep_pfi(c->gpu, &c->job, c->g->name, c->g->caps, (size_t)c->g->ncaps,
+                                c->seed, &p);
   if (e < 0) return e;
   *r6 = p - c->g->pfi;
   if (r4) {
@@ -132,7 +134,8 @@ static int solve1(struct ctx *c, double s0) {
   int status = GSL_CONTINUE;
   for (int it = 0; it < 100 && status == GSL_CONTINUE; it++) {
     if (gsl_root_fsolver_iterate(s) != GSL_SUCCESS) break;
-    status = gsl_root_test_interval(gsl_root_fsolver_x_lower(s), gsl_root_fsolver_x_upper(s), 1e-9, 0);
+    status =
+        gsl_root_test_interval(gsl_root_fsolver_x_lower(s), gsl_root_fsolver_x_upper(s), 1e-9, 0);
   }
   double root = gsl_root_fsolver_root(s);
   gsl_set_error_handler(old);
@@ -187,7 +190,8 @@ static double solve2(struct ctx *c) {
       int status = GSL_CONTINUE;
       for (int it = 0; it < 60 && status == GSL_CONTINUE; it++) {
         if (gsl_root_fsolver_iterate(s) != GSL_SUCCESS) break;
-        status = gsl_root_test_interval(gsl_root_fsolver_x_lower(s), gsl_root_fsolver_x_upper(s), 1e-7, 0);
+        status = gsl_root_test_interval(gsl_root_fsolver_x_lower(s), gsl_root_fsolver_x_upper(s),
+                                        1e-7, 0);
       }
       a = gsl_root_fsolver_root(s);
       gsl_set_error_handler(old);

@@ -51,26 +51,58 @@
 static const struct pflex_twin_gpu gpu_table[] = {
     {.name = "H100",
      .long_name = "NVIDIA H100 SXM 80GB",
-     .tdp_w = 700, .cap_min_w = 200, .idle_w = 80,
-     .f_max_mhz = 1980, .f_min_mhz = 210, .f_knee_mhz = 1380, .v_floor = 0.825,
-     .sm_dyn_w = 1000, .mem_clock_mhz = 2619, .mem_dyn_w = 95, .mem_bw_gbs = 3350,
-     .peak_tflops = 989, .hbm_gib = 80, .nvlink_gbs = 450},
+     .tdp_w = 700,
+     .cap_min_w = 200,
+     .idle_w = 80,
+     .f_max_mhz = 1980,
+     .f_min_mhz = 210,
+     .f_knee_mhz = 1380,
+     .v_floor = 0.825,
+     .sm_dyn_w = 1000,
+     .mem_clock_mhz = 2619,
+     .mem_dyn_w = 95,
+     .mem_bw_gbs = 3350,
+     .peak_tflops = 989,
+     .hbm_gib = 80,
+     .nvlink_gbs = 450},
     {.name = "H200",
      .long_name = "NVIDIA H200 SXM 141GB",
-     .tdp_w = 700, .cap_min_w = 200, .idle_w = 75,
-     .f_max_mhz = 1980, .f_min_mhz = 210, .f_knee_mhz = 1380, .v_floor = 0.825,
-     .sm_dyn_w = 1000, .mem_clock_mhz = 3201, .mem_dyn_w = 135, .mem_bw_gbs = 4800,
-     .peak_tflops = 989, .hbm_gib = 141, .nvlink_gbs = 450},
+     .tdp_w = 700,
+     .cap_min_w = 200,
+     .idle_w = 75,
+     .f_max_mhz = 1980,
+     .f_min_mhz = 210,
+     .f_knee_mhz = 1380,
+     .v_floor = 0.825,
+     .sm_dyn_w = 1000,
+     .mem_clock_mhz = 3201,
+     .mem_dyn_w = 135,
+     .mem_bw_gbs = 4800,
+     .peak_tflops = 989,
+     .hbm_gib = 141,
+     .nvlink_gbs = 450},
     {.name = "A100",
      .long_name = "NVIDIA A100 SXM 80GB",
-     .tdp_w = 400, .cap_min_w = 100, .idle_w = 55,
-     .f_max_mhz = 1410, .f_min_mhz = 210, .f_knee_mhz = 1000, .v_floor = 0.825,
-     .sm_dyn_w = 500, .mem_clock_mhz = 1593, .mem_dyn_w = 60, .mem_bw_gbs = 2039,
-     .peak_tflops = 312, .hbm_gib = 80, .nvlink_gbs = 300},
+     .tdp_w = 400,
+     .cap_min_w = 100,
+     .idle_w = 55,
+     .f_max_mhz = 1410,
+     .f_min_mhz = 210,
+     .f_knee_mhz = 1000,
+     .v_floor = 0.825,
+     .sm_dyn_w = 500,
+     .mem_clock_mhz = 1593,
+     .mem_dyn_w = 60,
+     .mem_bw_gbs = 2039,
+     .peak_tflops = 312,
+     .hbm_gib = 80,
+     .nvlink_gbs = 300},
 };
 #define NGPUS (sizeof gpu_table / sizeof gpu_table[0])
 
-size_t pflex_twin_gpu_count(void) { return NGPUS; }
+size_t pflex_twin_gpu_count(void) {
+  return NGPUS;
+}
 
 const struct pflex_twin_gpu *pflex_twin_gpu_get(size_t i) {
   return i < NGPUS ? &gpu_table[i] : NULL;
@@ -93,13 +125,15 @@ const struct pflex_twin_gpu *pflex_twin_gpu_find(const char *name) {
 /* Core voltage relative to the voltage at f_max. */
 static double voltage(const struct pflex_twin_gpu *gpu, double f) {
   if (f <= gpu->f_knee_mhz) return gpu->v_floor;
-  return gpu->v_floor + (1.0 - gpu->v_floor) * (f - gpu->f_knee_mhz) / (gpu->f_max_mhz - gpu->f_knee_mhz);
+  return gpu->v_floor +
+         (1.0 - gpu->v_floor) * (f - gpu->f_knee_mhz) / (gpu->f_max_mhz - gpu->f_knee_mhz);
 }
 
 /* Memory- and network-bound time at clock f, before the split into blocks:
  * a memory-bound kernel of arithmetic intensity r times the ridge point
  * becomes clock-bound once f < r f_max (roofline). */
-static double mem_time(const struct pflex_twin_gpu *gpu, const struct pflex_twin_job *job, double f) {
+static double mem_time(const struct pflex_twin_gpu *gpu, const struct pflex_twin_job *job,
+                       double f) {
   double m = fmax(1.0 - job->compute_share - pflex__twin_comm(job), 0.0);
   return m * fmax(1.0, job->mem_clock_bound * gpu->f_max_mhz / f);
 }
@@ -111,7 +145,8 @@ static double bytes_b(const struct pflex_twin_job *job) {
   if (!(phi > 0)) return 0.0;
   double mix = job->dram_mix > 0 ? job->dram_mix : 1.0;
   double m = fmax(1.0 - job->compute_share - pflex__twin_comm(job), 0.0);
-  return fmin(phi * (PFLEX__TWIN_DRAM_LONG * mix * m + 0.10 * pflex__twin_comm(job)), job->dram_util);
+  return fmin(phi * (PFLEX__TWIN_DRAM_LONG * mix * m + 0.10 * pflex__twin_comm(job)),
+              job->dram_util);
 }
 
 /* Block A: compute-bound work with the memory/network work interleaved with it
@@ -183,8 +218,8 @@ static int settle(const struct settle_params *sp, double *ret_f) {
   int status = GSL_CONTINUE;
   for (int it = 0; it < 200 && status == GSL_CONTINUE; it++) {
     if (gsl_root_fsolver_iterate(s) != GSL_SUCCESS) break;
-    status = gsl_root_test_interval(gsl_root_fsolver_x_lower(s), gsl_root_fsolver_x_upper(s),
-                                    1e-10, 1e-13);
+    status = gsl_root_test_interval(gsl_root_fsolver_x_lower(s), gsl_root_fsolver_x_upper(s), 1e-10,
+                                    1e-13);
   }
   double f = gsl_root_fsolver_root(s);
   gsl_root_fsolver_free(s);
@@ -193,8 +228,8 @@ static int settle(const struct settle_params *sp, double *ret_f) {
   return 0;
 }
 
-int pflex__twin_state(const struct pflex_twin_gpu *gpu, const struct pflex_twin_job *job, double target,
-                      struct pflex__twin_state *ret) {
+int pflex__twin_state(const struct pflex_twin_gpu *gpu, const struct pflex_twin_job *job,
+                      double target, struct pflex__twin_state *ret) {
   struct pflex__twin_state st = {0};
   struct settle_params pa = {gpu, job, target, false}, pb = {gpu, job, target, true};
   int r = settle(&pa, &st.f_a);
@@ -220,7 +255,8 @@ int pflex__twin_state(const struct pflex_twin_gpu *gpu, const struct pflex_twin_
   return 0;
 }
 
-double pflex_twin_natural_power(const struct pflex_twin_gpu *gpu, const struct pflex_twin_job *job) {
+double pflex_twin_natural_power(const struct pflex_twin_gpu *gpu,
+                                const struct pflex_twin_job *job) {
   struct pflex__twin_state st;
   if (pflex__twin_state(gpu, job, INFINITY, &st) < 0) return NAN;
   return st.power;
@@ -284,9 +320,12 @@ int pflex_twin_eval_noisy(const struct pflex_twin_gpu *gpu, const struct pflex_t
     double z = gsl_ran_gaussian_ziggurat(rng, 1.0);
     double v = pt.metrics[k] * (1.0 + noise->metric_cv * z);
     /* Ratios stay ratios; percentages stay percentages. */
-    if (k <= PFLEX__M_DRAM_ACTIVE || k == PFLEX__M_GR_ENGINE) v = fmin(fmax(v, 0.0), 1.0);
-    else if (k == PFLEX__M_MEM_COPY_UTIL) v = fmin(fmax(v, 0.0), 100.0);
-    else v = fmax(v, 0.0);
+    if (k <= PFLEX__M_DRAM_ACTIVE || k == PFLEX__M_GR_ENGINE)
+      v = fmin(fmax(v, 0.0), 1.0);
+    else if (k == PFLEX__M_MEM_COPY_UTIL)
+      v = fmin(fmax(v, 0.0), 100.0);
+    else
+      v = fmax(v, 0.0);
     pt.metrics[k] = v;
   }
   gsl_rng_free(rng);

@@ -8,17 +8,17 @@
  * clocks and relative times of block A (compute with interleaved memory work)
  * and block B (long memory/network phases), step time relative to f_max. */
 struct pflex__twin_state {
-  double f_a, f_b;          /* SM clocks of the two blocks */
-  double t_a, t_b;          /* their times, relative to the step at f_max */
-  double t_comp;            /* clock-bound compute time (part of t_a) */
-  double t_comm;            /* network-bound time */
-  double tau;               /* step time relative to f_max */
-  double power;             /* time-averaged per-GPU power */
-  double sm_clock;          /* time-averaged SM clock */
-  bool limited;             /* a clock is below f_max */
+  double f_a, f_b; /* SM clocks of the two blocks */
+  double t_a, t_b; /* their times, relative to the step at f_max */
+  double t_comp;   /* clock-bound compute time (part of t_a) */
+  double t_comm;   /* network-bound time */
+  double tau;      /* step time relative to f_max */
+  double power;    /* time-averaged per-GPU power */
+  double sm_clock; /* time-averaged SM clock */
+  bool limited;    /* a clock is below f_max */
 };
-int pflex__twin_state(const struct pflex_twin_gpu *gpu, const struct pflex_twin_job *job, double target,
-                      struct pflex__twin_state *ret);
+int pflex__twin_state(const struct pflex_twin_gpu *gpu, const struct pflex_twin_job *job,
+                      double target, struct pflex__twin_state *ret);
 /* DRAM bandwidth in use during long (latency-bound) memory phases, relative
  * to peak, against 0.78 in streaming memory-bound phases. */
 #define PFLEX__TWIN_DRAM_LONG 0.3

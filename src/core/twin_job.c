@@ -13,10 +13,9 @@
 #include "core/twin_internal.h"
 
 static const char *const metric_names[PFLEX_TWIN_NMETRICS] = {
-    "gr_engine_active", "sm_active",       "sm_occupancy",    "pipe_tensor_active",
-    "pipe_fp16_active", "pipe_fp32_active", "dram_active",    "mem_copy_util",
-    "nvlink_tx_bytes",  "nvlink_rx_bytes",  "pcie_tx_bytes",  "pcie_rx_bytes",
-    "fb_used",
+    "gr_engine_active", "sm_active",     "sm_occupancy",  "pipe_tensor_active", "pipe_fp16_active",
+    "pipe_fp32_active", "dram_active",   "mem_copy_util", "nvlink_tx_bytes",    "nvlink_rx_bytes",
+    "pcie_tx_bytes",    "pcie_rx_bytes", "fb_used",
 };
 
 const char *pflex_twin_metric_name(size_t i) {
@@ -37,7 +36,9 @@ double pflex_twin_job_t_peak(const struct pflex_twin_gpu *gpu, const struct pfle
   return job->mfu * gpu->peak_tflops * 1e12 * job->gpus / pflex_twin_job_flops_per_token(job);
 }
 
-static double clamp(double x, double lo, double hi) { return fmin(fmax(x, lo), hi); }
+static double clamp(double x, double lo, double hi) {
+  return fmin(fmax(x, lo), hi);
+}
 
 int pflex_twin_job_derive(const struct pflex_twin_gpu *gpu, struct pflex_twin_job *job) {
   if (!gpu || !job || job->gpus < 1 || !(job->params_b > 0) ||
@@ -62,11 +63,11 @@ int pflex_twin_job_derive(const struct pflex_twin_gpu *gpu, struct pflex_twin_jo
    * rest waits on HBM (elementwise, norms, routing, optimizer) or the network. */
   static const double share_class[2][2] = {{0.86, 0.72}, {0.62, 0.40}};
   double s = share_class[moe][ft];
-  if (job->compile) s += 0.04;                       /* fused elementwise kernels */
-  s += 0.02 * log2((double)job->seq_len / 4096.0);   /* attention grows with length */
-  s += 0.015 * log2((double)job->batch / 8.0);       /* bigger GEMMs */
+  if (job->compile) s += 0.04;                     /* fused elementwise kernels */
+  s += 0.02 * log2((double)job->seq_len / 4096.0); /* attention grows with length */
+  s += 0.015 * log2((double)job->batch / 8.0);     /* bigger GEMMs */
   double comm = 0.04;
-  if (job->gpus > 8) comm += 0.05 * log2(job->gpus / 8.0); /* inter-node RoCE */
+  if (job->gpus > 8) comm += 0.05 * log2(job->gpus / 8.0);      /* inter-node RoCE */
   if (moe && job->ep > 1) comm += 0.03 * log2((double)job->ep); /* all-to-all */
   s -= comm * 0.5;
   /* H100 has 30% less HBM bandwidth than H200: memory-bound time is longer. */
@@ -97,7 +98,8 @@ void pflex_twin_job_refresh(struct pflex_twin_job *job) {
    * bandwidth of streaming phases. */
   double phi = clamp(job->phase_split, 0.0, 1.0);
   double mem_bw = 0.78 * (1.0 - phi) + PFLEX__TWIN_DRAM_LONG * phi;
-  job->dram_util = clamp(0.16 * job->compute_share + mem_bw * mix * mem_share + 0.10 * comm, 0.02, 0.95);
+  job->dram_util =
+      clamp(0.16 * job->compute_share + mem_bw * mix * mem_share + 0.10 * comm, 0.02, 0.95);
 }
 
 double pflex__twin_comm(const struct pflex_twin_job *job) {
@@ -123,9 +125,9 @@ double pflex__twin_util(const struct pflex_twin_job *job, const struct pflex__tw
 void pflex__twin_metrics(const struct pflex_twin_gpu *gpu, const struct pflex_twin_job *job,
                          const struct pflex__twin_state *st, double m[PFLEX_TWIN_NMETRICS]) {
   double tau = st->tau;
-  double c = st->t_comp / tau;                              /* clock-bound time share */
-  double k = st->t_comm / tau;                              /* network-bound share */
-  double mm = fmax(1.0 - c - k, 0.0);                      /* memory-bound share */
+  double c = st->t_comp / tau;        /* clock-bound time share */
+  double k = st->t_comm / tau;        /* network-bound share */
+  double mm = fmax(1.0 - c - k, 0.0); /* memory-bound share */
   double gr = pflex__twin_util(job, st);
   m[PFLEX__M_GR_ENGINE] = gr;
   m[PFLEX__M_SM_ACTIVE] = clamp(gr * (0.93 * c + 0.72 * mm + 0.35 * k), 0, 1);

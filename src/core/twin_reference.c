@@ -30,7 +30,8 @@ static uint64_t splitmix64(uint64_t x) {
 
 uint64_t pflex__twin_run_seed(uint64_t seed, const char *name, double cap_w) {
   uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a of the group name */
-  for (const unsigned char *p = (const unsigned char *)name; p && *p; p++) h = (h ^ *p) * 0x100000001b3ull;
+  for (const unsigned char *p = (const unsigned char *)name; p && *p; p++)
+    h = (h ^ *p) * 0x100000001b3ull;
   return splitmix64(splitmix64(seed ^ h) + (uint64_t)llround(cap_w * 10.0));
 }
 
@@ -54,7 +55,8 @@ int pflex_twin_sweep(const struct pflex_twin_gpu *gpu, const struct pflex_twin_j
   if (r < 0) return r;
   for (size_t i = 0; i < ncaps; i++) {
     struct pflex_twin_point p;
-    r = pflex_twin_eval_noisy(gpu, job, caps[i], &noise, pflex__twin_run_seed(seed, group, caps[i]), &p);
+    r = pflex_twin_eval_noisy(gpu, job, caps[i], &noise, pflex__twin_run_seed(seed, group, caps[i]),
+                              &p);
     if (r < 0) return r;
     struct pflex_run run = {0};
     run.group = (char *)group;
@@ -139,8 +141,8 @@ int pflex_twin_reference_build(uint64_t seed, struct pflex_runset *ret_set,
     struct pflex_twin_job job;
     r = reference_job(g, seed, &gpu, &job, &calib[i]);
     if (r == 0)
-      r = pflex_twin_sweep(gpu, &job, g->name, pflex_twin_set_name(g->set), "reconstructed", g->caps,
-                           (size_t)g->ncaps, seed, &set);
+      r = pflex_twin_sweep(gpu, &job, g->name, pflex_twin_set_name(g->set), "reconstructed",
+                           g->caps, (size_t)g->ncaps, seed, &set);
   }
   if (r < 0) {
     pflex_runset_release(&set);
@@ -148,19 +150,22 @@ int pflex_twin_reference_build(uint64_t seed, struct pflex_runset *ret_set,
     return r;
   }
   *ret_set = set;
-  if (ret_calib) *ret_calib = calib;
-  else free(calib);
+  if (ret_calib)
+    *ret_calib = calib;
+  else
+    free(calib);
   return 0;
 }
 
 /* PFI of one group's runs, restricted to caps in grid (NULL = all runs). */
-static int group_pfi(const struct pflex_runset *set, const struct pflex_group *grp, const double *grid,
-                     size_t ngrid, double *ret) {
+static int group_pfi(const struct pflex_runset *set, const struct pflex_group *grp,
+                     const double *grid, size_t ngrid, double *ret) {
   size_t idx[64], n = 0;
   for (size_t k = 0; k < grp->n && n < 64; k++) {
     const struct pflex_run *r = &set->runs[grp->runs[k]];
     bool in = !grid;
-    for (size_t j = 0; grid && j < ngrid; j++) in |= fabs(r->cap_w - grid[j]) < 0.5;
+    for (size_t j = 0; grid && j < ngrid; j++)
+      in |= fabs(r->cap_w - grid[j]) < 0.5;
     if (in) idx[n++] = grp->runs[k];
   }
   if (n < 2) return -PFLEX_E_NOPOINTS;
@@ -233,7 +238,8 @@ int pflex_twin_dram_fit(const struct pflex_runset *set, const char *set_name, do
   size_t ngroups = 0;
   int r = pflex_runset_groups(set, &groups, &ngroups);
   if (r < 0) return r;
-  double *x = calloc(ngroups ? ngroups : 1, sizeof *x), *y = calloc(ngroups ? ngroups : 1, sizeof *y);
+  double *x = calloc(ngroups ? ngroups : 1, sizeof *x),
+         *y = calloc(ngroups ? ngroups : 1, sizeof *y);
   if (!x || !y) {
     r = -ENOMEM;
     goto out;
@@ -258,7 +264,8 @@ int pflex_twin_dram_fit(const struct pflex_runset *set, const char *set_name, do
   double c0, c1, cov00, cov01, cov11, sumsq;
   gsl_fit_linear(x, 1, y, 1, n, &c0, &c1, &cov00, &cov01, &cov11, &sumsq);
   double mean = gsl_stats_mean(y, 1, n), sst = 0, press = 0;
-  for (size_t i = 0; i < n; i++) sst += (y[i] - mean) * (y[i] - mean);
+  for (size_t i = 0; i < n; i++)
+    sst += (y[i] - mean) * (y[i] - mean);
   /* Leave one out: refit without point i, predict it. */
   double *xs = malloc(n * sizeof *xs), *ys = malloc(n * sizeof *ys);
   if (!xs || !ys) {

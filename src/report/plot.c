@@ -13,8 +13,9 @@
 
 /* A colour-blind-friendly palette (Okabe-Ito, then Tol's muted), 0..255. */
 static const int palette[][3] = {
-    {0, 114, 178},  {213, 94, 0},   {0, 158, 115},  {204, 121, 167}, {230, 159, 0},  {86, 180, 233},
-    {117, 112, 179}, {102, 102, 102}, {170, 68, 153}, {136, 34, 85},   {68, 170, 153}, {153, 153, 51},
+    {0, 114, 178},  {213, 94, 0},   {0, 158, 115},   {204, 121, 167},
+    {230, 159, 0},  {86, 180, 233}, {117, 112, 179}, {102, 102, 102},
+    {170, 68, 153}, {136, 34, 85},  {68, 170, 153},  {153, 153, 51},
 };
 #define NPAL (int)(sizeof palette / sizeof palette[0])
 
@@ -58,9 +59,12 @@ static void set_color(int c) {
 static void set_dash(enum pflex_plot_dash d) {
   static PLINT mark_dash[] = {1500}, space_dash[] = {1000};
   static PLINT mark_dot[] = {300}, space_dot[] = {700};
-  if (d == PFLEX_PLOT_DASHED) plstyl(1, mark_dash, space_dash);
-  else if (d == PFLEX_PLOT_DOTTED) plstyl(1, mark_dot, space_dot);
-  else plstyl(0, NULL, NULL);
+  if (d == PFLEX_PLOT_DASHED)
+    plstyl(1, mark_dash, space_dash);
+  else if (d == PFLEX_PLOT_DOTTED)
+    plstyl(1, mark_dot, space_dot);
+  else
+    plstyl(0, NULL, NULL);
 }
 
 static int draw_series(const struct pflex_plot_series *s, int color) {
@@ -90,10 +94,12 @@ static int draw_series(const struct pflex_plot_series *s, int color) {
 
 static int draw_legend(const struct pflex_plot_panel *p, const int *colors) {
   PLINT n = 0;
-  for (size_t s = 0; s < p->nseries; s++) n += p->series[s].label != NULL;
+  for (size_t s = 0; s < p->nseries; s++)
+    n += p->series[s].label != NULL;
   if (!n) return 0;
-  PLINT *opt = calloc(n, sizeof *opt), *tcol = calloc(n, sizeof *tcol), *lcol = calloc(n, sizeof *lcol),
-        *lsty = calloc(n, sizeof *lsty), *scol = calloc(n, sizeof *scol), *snum = calloc(n, sizeof *snum);
+  PLINT *opt = calloc(n, sizeof *opt), *tcol = calloc(n, sizeof *tcol),
+        *lcol = calloc(n, sizeof *lcol), *lsty = calloc(n, sizeof *lsty),
+        *scol = calloc(n, sizeof *scol), *snum = calloc(n, sizeof *snum);
   PLFLT *lwid = calloc(n, sizeof *lwid), *sscale = calloc(n, sizeof *sscale);
   const char **text = calloc(n, sizeof *text), **sym = calloc(n, sizeof *sym);
   int err = 0;
@@ -108,7 +114,8 @@ static int draw_legend(const struct pflex_plot_panel *p, const int *colors) {
     int c = ((colors[s] % NPAL) + NPAL) % NPAL;
     plscol0(1 + c % 14, palette[c][0], palette[c][1], palette[c][2]);
     enum pflex_plot_style st = p->series[s].style ? p->series[s].style : PFLEX_PLOT_LINE;
-    opt[k] = ((st & PFLEX_PLOT_LINE) ? PL_LEGEND_LINE : 0) | ((st & PFLEX_PLOT_POINTS) ? PL_LEGEND_SYMBOL : 0);
+    opt[k] = ((st & PFLEX_PLOT_LINE) ? PL_LEGEND_LINE : 0) |
+             ((st & PFLEX_PLOT_POINTS) ? PL_LEGEND_SYMBOL : 0);
     tcol[k] = 1 + c % 14;
     lcol[k] = 1 + c % 14;
     scol[k] = 1 + c % 14;
@@ -123,10 +130,10 @@ static int draw_legend(const struct pflex_plot_panel *p, const int *colors) {
   PLFLT w, h;
   plcol0(15);
   plscol0(15, 0, 0, 0);
-  pllegend(&w, &h, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX, PL_POSITION_INSIDE | PL_POSITION_TOP |
-           PL_POSITION_LEFT, 0.02, 0.02, 0.1, 0, 0, 1, 0, 0, n, opt, 0.8, 0.8, 1.8, 0.0, tcol,
-           (const char *const *)text, NULL, NULL, NULL, NULL, lcol, lsty, lwid, scol, sscale, snum,
-           (const char *const *)sym);
+  pllegend(&w, &h, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX,
+           PL_POSITION_INSIDE | PL_POSITION_TOP | PL_POSITION_LEFT, 0.02, 0.02, 0.1, 0, 0, 1, 0, 0,
+           n, opt, 0.8, 0.8, 1.8, 0.0, tcol, (const char *const *)text, NULL, NULL, NULL, NULL,
+           lcol, lsty, lwid, scol, sscale, snum, (const char *const *)sym);
 out:
   free(opt), free(tcol), free(lcol), free(lsty), free(scol), free(snum), free(lwid), free(sscale);
   free(text), free(sym);
@@ -189,8 +196,10 @@ int pflex_plot_render(const struct pflex_plot *plot, const char *path) {
       break;
     }
     int next = 0;
-    for (size_t s = 0; s < p->nseries; s++) colors[s] = p->series[s].color >= 0 ? p->series[s].color : next++;
-    for (size_t s = 0; s < p->nseries && !err; s++) err = draw_series(&p->series[s], colors[s]);
+    for (size_t s = 0; s < p->nseries; s++)
+      colors[s] = p->series[s].color >= 0 ? p->series[s].color : next++;
+    for (size_t s = 0; s < p->nseries && !err; s++)
+      err = draw_series(&p->series[s], colors[s]);
     if (!err && p->legend) err = draw_legend(p, colors);
     free(colors);
   }

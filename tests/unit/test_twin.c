@@ -216,7 +216,8 @@ static void test_paper_table(void **state) {
   assert_int_equal(runs[PFLEX_TWIN_H100], 34);
   assert_int_equal(with4, 16);
   /* Table 10: medians of the three clusters from the compiled PFIs */
-  const struct pflex_twin_paper_group *g = pflex_twin_paper_find("MoE FT H200x8 gpt-oss-20b seq4096 bs8");
+  const struct pflex_twin_paper_group *g =
+      pflex_twin_paper_find("MoE FT H200x8 gpt-oss-20b seq4096 bs8");
   assert_float_equal(g->pfi, 2.67, 1e-12);
   assert_float_equal(g->pfi4, 3.32, 1e-12);
 }
@@ -226,7 +227,8 @@ static void test_committed_set_checks(void **state) {
   (void)state;
   struct pflex_runset set;
   struct pflex_diag d;
-  assert_int_equal(pflex_runs_read_csv(PFLEX_SOURCE_DIR "/data/reference/runs.csv", NULL, &set, &d), 0);
+  assert_int_equal(pflex_runs_read_csv(PFLEX_SOURCE_DIR "/data/reference/runs.csv", NULL, &set, &d),
+                   0);
   assert_int_equal(set.n, 189);
   struct pflex_twin_check_row *rows;
   size_t n;
@@ -263,7 +265,8 @@ static void test_reference_deterministic(void **state) {
   struct pflex_runset a, b;
   struct pflex_diag d;
   assert_int_equal(pflex_twin_reference_build(PFLEX_TWIN_REFERENCE_SEED, &a, NULL), 0);
-  assert_int_equal(pflex_runs_read_csv(PFLEX_SOURCE_DIR "/data/reference/runs.csv", NULL, &b, &d), 0);
+  assert_int_equal(pflex_runs_read_csv(PFLEX_SOURCE_DIR "/data/reference/runs.csv", NULL, &b, &d),
+                   0);
   assert_int_equal(a.n, b.n);
   for (size_t i = 0; i < a.n; i++) {
     assert_string_equal(a.runs[i].group, b.runs[i].group);
