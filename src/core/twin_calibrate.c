@@ -5,17 +5,20 @@
  *  - compute_activity a_c: SM switching activity in clock-bound work, which
  *    sets the job's natural draw and so where on the DVFS curve (above or
  *    below the voltage knee) the cap grid lands;
- *  - mem_clock_bound r (only where s and a_c cannot meet both targets): the
- *    clock below which memory-bound kernels turn clock-bound (roofline).
+ *  - only where s and a_c cannot meet both targets, one more: first
+ *    mem_clock_bound r (memory-bound kernels turn clock-bound below r f_max,
+ *    roofline), then phase_split (long latency-bound memory phases that the
+ *    power limiter holds at their own clock).
  * Groups with one published PFI solve s alone (Brent), a_c at its class value.
  * Groups with two (the 16 headline 8-GPU groups: Table 6 and Table 9) solve
  * (s, a_c) by nested 1-D root finding (GSL Brent): s meets the own-grid PFI
  * for each a_c, and a_c moves along that curve until the 4-cap PFI is met,
- * taking the root nearest the class values; r = 0 is tried first. The PFIs are computed on the
- * noisy points exactly as written to the reference set (noise drawn first from fixed seeds), so the
- * published values hold on the data as written. When no (s, a_c, r) meets
- * both targets, the group's own-grid PFI is still met exactly and the miss on
- * the 4-cap grid is reported (met = false), never hidden. */
+ * taking the root nearest the class values. The PFIs are computed on the
+ * noisy points exactly as written to the reference set (noise drawn first
+ * from fixed seeds), so the published values hold on the data as written.
+ * When nothing meets both targets, the group's own-grid PFI is still met
+ * exactly and the miss on the 4-cap grid is reported (met = false), never
+ * hidden. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
