@@ -32,27 +32,66 @@
 
 static const double grid4[] = {200, 500, 600, 700};
 
-/* Runs the noisy sweep's PFI on caps (the last one uncapped). */
-int pflex__twin_sweep_pfi(const struct pflex_twin_gpu *gpu, const struct pflex_twin_job *job,
-                          const char *group, const double *caps, size_t ncaps, uint64_t seed,
-                          double *ret) {
-  if (ncaps < 2) return -EINVAL;
+#define MAXCAPS 8
+
+struct ctx {
+  const struct pflex_twin_paper_group *g;
+  const struct pflex_twin_gpu *gpu;
+  struct pflex_twin_job job;
+  uint64_t seed;
+  /* The noise of each run, drawn once (the runs of the 4-cap grid are runs
+   * of the group's own grid where it has them). */
+  double caps[MAXCAPS], zp[MAXCAPS], zt[MAXCAPS];
+  size_t ncaps;
+};
+
+/* Index of the run at cap in the ctx's runs, adding it (and its noise) if new. */
+static int run_index(struct ctx *c, double cap, size_t *ret) {
+  for (size_t i = 0; i < c->ncaps; i++)
+    if (c->caps[i] == cap) {
+      *ret = i;
+      return 0;
+    }
+  if (c->ncaps == MAXCAPS) return -ERANGE;
+  size_t i = c->ncaps;
+  int r = pflex__twin_noise_z(pflex__twin_run_seed(c->seed, c->g->name, cap), &c->zp[i], &c->zt[i]);
+  if (r < 0) return r;
+  c->caps[i] = cap;
+  c->ncaps++;
+  *ret = i;
+  return 0;
+}
+
+/* PFI (Eq. 1, mean over capped runs) of the noisy sweep over caps (ascending,
+ * last = uncapped), with each run's power and throughput exactly as
+ * pflex_twin_eval_noisy writes them; pts caches the runs' points by index. */
+static int sweep_pfi(struct ctx *c, const double *caps, size_t ncaps, double (*pts)[2], bool *have,
+                     double *ret) {
   struct pflex_twin_noise noise;
   pflex__twin_reference_noise(&noise);
-  struct pflex_twin_point top;
-  int r = pflex_twin_eval_noisy(gpu, job, caps[ncaps - 1], &noise,
-                                pflex__twin_run_seed(seed, group, caps[ncaps - 1]), &top);
-  if (r < 0) return r;
+  double pw[MAXCAPS], tp[MAXCAPS];
+  if (ncaps < 2 || ncaps > MAXCAPS) return -EINVAL;
+  for (size_t k = 0; k < ncaps; k++) {
+    size_t i;
+    int r = run_index(c, caps[k], &i);
+    if (r < 0) return r;
+    if (!have[i]) {
+      double p, t;
+      r = pflex__twin_power_tput(c->gpu, &c->job, caps[k], &p, &t);
+      if (r < 0) return r;
+      p *= 1.0 + noise.power_cv * c->zp[i];
+      pts[i][0] = p * c->job.gpus;
+      pts[i][1] = t * (1.0 + noise.tput_cv * c->zt[i]);
+      have[i] = true;
+    }
+    pw[k] = pts[i][0];
+    tp[k] = pts[i][1];
+  }
   double sum = 0;
   size_t n = 0;
-  for (size_t i = 0; i + 1 < ncaps; i++) {
-    struct pflex_twin_point p;
-    r = pflex_twin_eval_noisy(gpu, job, caps[i], &noise, pflex__twin_run_seed(seed, group, caps[i]),
-                              &p);
-    if (r < 0) return r;
+  for (size_t k = 0; k + 1 < ncaps; k++) {
     double v;
-    if (pflex_pfi_index(p.job_power_w, p.tokens_per_s, top.job_power_w, top.tokens_per_s, &v) < 0)
-      continue;
+    if (pflex_pfi_index(pw[k], tp[k], pw[ncaps - 1], tp[ncaps - 1], &v) < 0) continue;
     sum += v;
     n++;
   }
@@ -61,24 +100,18 @@ int pflex__twin_sweep_pfi(const struct pflex_twin_gpu *gpu, const struct pflex_t
   return 0;
 }
 
-struct ctx {
-  const struct pflex_twin_paper_group *g;
-  const struct pflex_twin_gpu *gpu;
-  struct pflex_twin_job job;
-  uint64_t seed;
-};
-
 /* Residuals (own-grid PFI - target, 4-cap PFI - target) at the ctx job. */
 static int residuals(struct ctx *c, double *r6, double *r4) {
   double p;
+  double pts[MAXCAPS][2];
+  bool have[MAXCAPS] = {false};
   /* DRAM use (and so memory power and telemetry) follows the boundness. */
   pflex_twin_job_refresh(&c->job);
-  int e = pflex__twin_sweep_pfi(c->gpu, &c->job, c->g->name, c->g->caps, (size_t)c->g->ncaps,
-                                c->seed, &p);
+  int e = sweep_pfi(c, c->g->caps, (size_t)c->g->ncaps, pts, have, &p);
   if (e < 0) return e;
   *r6 = p - c->g->pfi;
   if (r4) {
-    e = pflex__twin_sweep_pfi(c->gpu, &c->job, c->g->name, grid4, 4, c->seed, &p);
+    e = sweep_pfi(c, grid4, 4, pts, have, &p);
     if (e < 0) return e;
     *r4 = p - c->g->pfi4;
   }

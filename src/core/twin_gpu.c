@@ -290,6 +290,30 @@ int pflex_twin_eval(const struct pflex_twin_gpu *gpu, const struct pflex_twin_jo
   return 0;
 }
 
+int pflex__twin_power_tput(const struct pflex_twin_gpu *gpu, const struct pflex_twin_job *job,
+                           double cap_w, double *ret_power, double *ret_tput) {
+  if (!gpu || !job || !isfinite(cap_w) || !job_valid(job)) return -EINVAL;
+  double cap = fmin(fmax(cap_w, gpu->cap_min_w), gpu->tdp_w);
+  double target = cap * (1.0 - 0.02 * cap / gpu->tdp_w);
+  struct pflex__twin_state st;
+  int r = pflex__twin_state(gpu, job, target, &st);
+  if (r < 0) return r;
+  *ret_power = st.power;
+  *ret_tput = pflex_twin_job_t_peak(gpu, job) / st.tau;
+  return 0;
+}
+
+int pflex__twin_noise_z(uint64_t seed, double *ret_zp, double *ret_zt) {
+  gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+  if (!rng) return -ENOMEM;
+  gsl_rng_set(rng, (unsigned long)seed);
+  /* The same draws, in the same order, as pflex_twin_eval_noisy. */
+  *ret_zp = gsl_ran_gaussian_ziggurat(rng, 1.0);
+  *ret_zt = gsl_ran_gaussian_ziggurat(rng, 1.0);
+  gsl_rng_free(rng);
+  return 0;
+}
+
 void pflex_twin_noise_default(struct pflex_twin_noise *noise) {
   noise->power_cv = 0.004;
   noise->tput_cv = 0.005;

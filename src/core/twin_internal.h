@@ -51,11 +51,13 @@ enum {
   PFLEX__M_FB_USED,
 };
 
-/* PFI (Eq. 1, mean over capped runs) of the noisy sweep of job over caps
- * (ascending, last = uncapped), each run's noise drawn from its own seed. */
-int pflex__twin_sweep_pfi(const struct pflex_twin_gpu *gpu, const struct pflex_twin_job *job,
-                          const char *group, const double *caps, size_t ncaps, uint64_t seed,
-                          double *ret);
+/* Per-GPU power and job throughput of pflex_twin_eval, without telemetry (fast path). */
+int pflex__twin_power_tput(const struct pflex_twin_gpu *gpu, const struct pflex_twin_job *job,
+                           double cap_w, double *ret_power, double *ret_tput);
+
+/* The standard normal draws pflex_twin_eval_noisy applies to power and
+ * throughput for seed. */
+int pflex__twin_noise_z(uint64_t seed, double *ret_zp, double *ret_zt);
 
 /* Seed of the run of group `name` at cap_w, derived from the set seed: the same
  * run gets the same noise whichever grid it is part of. */

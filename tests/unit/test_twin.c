@@ -319,6 +319,34 @@ static void test_population(void **state) {
   pflex_runset_release(&b);
 }
 
+/* The job mix follows the Acme numbers: pretraining 4,026 of 70,997 training
+ * jobs (5.7%), pretraining on at least 40 GPUs, fine-tuning mostly on <= 16. */
+static void test_population_mix(void **state) {
+  (void)state;
+  struct pflex_twin_population_opts o = {.jobs = 1000, .seed = 11};
+  struct pflex_runset set;
+  assert_int_equal(pflex_twin_population(&o, &set), 0);
+  size_t pt = 0, ft_small = 0, ft = 0, h100 = 0;
+  for (size_t i = 0; i < set.n; i += 6) {
+    const struct pflex_run *r = &set.runs[i];
+    h100 += strcmp(r->gpu, "H100") == 0;
+    if (r->task == PFLEX_TASK_PT) {
+      pt++;
+      assert_true(r->gpus >= 40 && r->gpus <= 1024);
+    } else {
+      ft++;
+      ft_small += r->gpus <= 16;
+    }
+  }
+  /* binomial(1000, 0.0567): mean 56.7, SD 7.3; +-4 SD */
+  assert_true(pt >= 27 && pt <= 87);
+  /* 66,026 of 66,971 fine-tuning jobs use <= 16 GPUs (98.6%) */
+  assert_true(ft_small >= (size_t)(0.96 * ft));
+  /* H100 or H200 with equal odds: SD 15.8 */
+  assert_true(h100 >= 430 && h100 <= 570);
+  pflex_runset_release(&set);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gpu_table),
@@ -333,6 +361,7 @@ int main(void) {
       cmocka_unit_test(test_reference_deterministic),
       cmocka_unit_test(test_reference_job),
       cmocka_unit_test(test_population),
+      cmocka_unit_test(test_population_mix),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
