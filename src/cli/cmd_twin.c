@@ -10,6 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <gsl/gsl_errno.h>
+
 #include "cli/commands.h"
 #include "cli/util.h"
 #include "pflex/plot.h"
@@ -20,12 +22,14 @@
 static const char usage[] =
     "pflex twin <subcommand> [options]\n"
     "\n"
-    "  pflex twin reference --out DIR [--seed S]\n"
+    "  pflex twin reference --out DIR [--seed S] [--quiet | --json]\n"
     "      rebuild the reconstructed reference set (189 runs) into DIR/runs.csv,\n"
     "      calibrating every published group; deterministic for a seed\n"
     "      --out DIR      output folder (created if missing)\n"
     "      --seed S       noise seed (default 20260911, the committed set's)\n"
     "      --quiet        do not print the calibration table\n"
+    "      --json         print the calibration (published and reconstructed PFIs,\n"
+    "                     parameters) as JSON instead of a table\n"
     "  pflex twin check [RUNS.csv] [--strict] [--json | --csv]\n"
     "      compare a runs file (default " DEFAULT_RUNS ") with every published PFI\n"
     "      (Tables 6, 7, 8 on each group's grid; Table 9 on the 4-cap grid);\n"
@@ -60,10 +64,11 @@ static int cmd_reference(int argc, char **argv) {
   static const struct option opts[] = {{"out", required_argument, NULL, 'o'},
                                        {"seed", required_argument, NULL, 's'},
                                        {"quiet", no_argument, NULL, 'q'},
+                                       {"json", no_argument, NULL, 'j'},
                                        {NULL, 0, NULL, 0}};
   const char *out = NULL;
   uint64_t seed = PFLEX_TWIN_REFERENCE_SEED;
-  bool quiet = false;
+  bool quiet = false, json = false;
   int c;
   optind = 1;
   while ((c = getopt_long(argc, argv, "o:s:q", opts, NULL)) != -1) {
@@ -76,11 +81,13 @@ static int cmd_reference(int argc, char **argv) {
       }
     } else if (c == 'q')
       quiet = true;
+    else if (c == 'j')
+      json = true;
     else
       return PFLEX_EXIT_USAGE;
   }
-  if (!out || optind != argc) {
-    cli_error("usage: pflex twin reference --out DIR [--seed S]");
+  if (!out || optind != argc || (quiet && json)) {
+    cli_error("usage: pflex twin reference --out DIR [--seed S] [--quiet | --json]");
     return PFLEX_EXIT_USAGE;
   }
   if (mkdir(out, 0777) < 0 && errno != EEXIST) {
@@ -104,6 +111,42 @@ static int cmd_reference(int argc, char **argv) {
     return PFLEX_EXIT_FAIL;
   }
   size_t unmet = 0;
+  if (json) {
+    json_t *o = json_object(), *arr = json_array();
+    for (size_t i = 0; i < pflex_twin_paper_count(); i++) {
+      const struct pflex_twin_paper_group *g = pflex_twin_paper_get(i);
+      const struct pflex_twin_calib *k = &calib[i];
+      unmet += !k->met;
+      json_t *row = json_object();
+      json_object_set_new(row, "group", json_string(g->name));
+      json_object_set_new(row, "set", json_string(pflex_twin_set_name(g->set)));
+      json_object_set_new(row, "source", json_string(g->table));
+      json_object_set_new(row, "pfi_published", json_real(g->pfi));
+      json_object_set_new(row, "pfi_reconstructed", json_real(k->pfi));
+      json_object_set_new(row, "pfi4_published", isnan(g->pfi4) ? json_null() : json_real(g->pfi4));
+      json_object_set_new(row, "pfi4_reconstructed",
+                          isnan(k->pfi4) ? json_null() : json_real(k->pfi4));
+      json_object_set_new(row, "compute_share", json_real(k->compute_share));
+      json_object_set_new(row, "compute_activity", json_real(k->compute_activity));
+      json_object_set_new(row, "mem_clock_bound", json_real(k->mem_clock_bound));
+      json_object_set_new(row, "phase_split", json_real(k->phase_split));
+      json_object_set_new(row, "met", json_boolean(k->met));
+      json_array_append_new(arr, row);
+    }
+    json_object_set_new(o, "file", json_string(path));
+    json_object_set_new(o, "runs", json_integer((json_int_t)set.n));
+    json_object_set_new(o, "seed", json_integer((json_int_t)seed));
+    json_object_set_new(o, "provenance", json_string("reconstructed"));
+    json_object_set_new(o, "groups", arr);
+    json_object_set_new(o, "unmet", json_integer((json_int_t)unmet));
+    char *txt = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+    if (txt) puts(txt);
+    free(txt);
+    json_decref(o);
+    pflex_runset_release(&set);
+    free(calib);
+    return PFLEX_EXIT_OK;
+  }
   if (!quiet)
     printf("%-46s %5s %7s %5s %7s %6s %6s %5s %5s  %s\n", "group", "PFI", "recon", "PFI4", "recon4",
            "s", "a_c", "r", "phi", "met");
@@ -416,6 +459,7 @@ static int cmd_plot(int argc, char **argv) {
 }
 
 static int run(int argc, char **argv) {
+  gsl_set_error_handler_off(); /* GSL errors come back as return codes, never abort */
   if (argc < 2) {
     fprintf(stderr, "usage: %s\n", usage);
     return PFLEX_EXIT_USAGE;
