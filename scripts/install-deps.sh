@@ -10,6 +10,7 @@ packages=(
   libmicrohttpd-dev libcurl4-openssl-dev
   libplplot-dev plplot-driver-cairo
   libcmocka-dev valgrind
+  jq
 )
 
 missing=()

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds pflex with warnings as errors, and runs every
-# test: the whole CTest suite, then the unit tests again under ASan+UBSan and
-# under valgrind. Exits non-zero on the first failure. Used by .ci/run.
+# test: the whole CTest suite, then all of it again under ASan+UBSan (the
+# integration tests run the sanitized pflex program) and the unit tests under
+# valgrind. Exits non-zero on the first failure. Used by .ci/run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -15,11 +16,11 @@ cmake --build build -j"$jobs"
 echo "== tests"
 ctest --test-dir build --output-on-failure -j"$jobs"
 
-echo "== unit tests under AddressSanitizer + UndefinedBehaviorSanitizer"
+echo "== all tests under AddressSanitizer + UndefinedBehaviorSanitizer"
 cmake -S . -B build-asan -DPFLEX_SANITIZE=ON -DPFLEX_WERROR=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j"$jobs" -L unit
+  ctest --test-dir build-asan --output-on-failure -j"$jobs"
 
 echo "== unit tests under valgrind"
 fails=0

@@ -44,6 +44,10 @@ enum pflex_pfi_exclude {
   PFLEX_PFI_EXCLUDE_PAPER,     /* the paper's rule: drop only T_i == T_max */
 };
 
+/* A grid value names a cap when it is within this many watts: caps are set in
+ * whole watts, CSVs may carry them as 200 or 200.0. */
+#define PFLEX_PFI_GRID_TOLERANCE_W 0.5
+
 struct pflex_pfi_opts {
   enum pflex_pfi_definition definition;
   enum pflex_pfi_exclude exclude;
@@ -94,6 +98,7 @@ struct pflex_pfi_result {
   size_t n;
 };
 
+/* Zeroes a result; pflex_pfi_result_release frees its runs (NULL allowed) and zeroes it again. */
 void pflex_pfi_result_init(struct pflex_pfi_result *res);
 void pflex_pfi_result_release(struct pflex_pfi_result *res);
 

@@ -37,6 +37,10 @@ enum pflex_run_field {
   PFLEX_RUN_GRAD_CKPT = 1u << 6,
 };
 
+/* Largest gpus, seq_len, batch or ep a runs file may give (each is >= 1): far
+ * above any real job, and small enough for int arithmetic on it. */
+#define PFLEX_RUN_INT_MAX 1000000
+
 struct pflex_run {
   char *group;        /* sweep group name (required) */
   char *gpu;          /* GPU type, e.g. "H200" (required) */
@@ -44,8 +48,9 @@ struct pflex_run {
   double cap_w;       /* per-GPU power cap in W; the TDP when uncapped (required) */
   double power_w;     /* aggregate measured power of all the job's GPUs, W (required) */
   double tput;        /* throughput in the runset's unit, higher is better (required) */
-  double power_sd;    /* standard deviation of power_w (PFLEX_RUN_POWER_SD) */
-  double tput_sd;     /* standard deviation of tput (PFLEX_RUN_TPUT_SD) */
+  double power_sd;    /* noise of power_w as a measurement, the SD the PFI CI draws from:
+                         the SE of a top-10% mean, or the spread of repeats (PFLEX_RUN_POWER_SD) */
+  double tput_sd;     /* the same for tput (PFLEX_RUN_TPUT_SD) */
   char *model;        /* optional, NULL when absent */
   char *set;          /* optional: headline, validation, h100, ... */
   enum pflex_arch arch;
@@ -73,6 +78,7 @@ struct pflex_group {
   size_t uncapped;    /* index into runset->runs of the run at the highest cap */
 };
 
+/* Makes set an empty runset; pflex_runset_release frees it (NULL allowed) and leaves it empty. */
 void pflex_runset_init(struct pflex_runset *set);
 void pflex_runset_release(struct pflex_runset *set);
 
@@ -93,10 +99,19 @@ int pflex_runset_metric(const struct pflex_runset *set, size_t i, const char *na
  * and each group's runs array are freed by pflex_groups_free. */
 int pflex_runset_groups(const struct pflex_runset *set, struct pflex_group **ret_groups,
                         size_t *ret_n);
+/* Frees the groups of pflex_runset_groups (NULL allowed). */
 void pflex_groups_free(struct pflex_group *groups, size_t n);
+
+/* Checks the rules that span runs of a group: one GPU type and count, no cap
+ * twice, and (unless partial) an uncapped run for GPU types with a known TDP.
+ * 0, or a pflex error with diag naming set->source and the run's line (or, for
+ * runs without one, its position "run N"). */
+int pflex_runset_check_groups(const struct pflex_runset *set, bool partial,
+                              struct pflex_diag *diag);
 
 /* True when the unit gives absolute tokens/s. */
 bool pflex_tput_unit_absolute(enum pflex_tput_unit unit);
+/* Display names: "tokens/s", ...; "dense"/"moe" and "pt"/"ft", "" when unknown. Never NULL. */
 const char *pflex_tput_unit_name(enum pflex_tput_unit unit);
 const char *pflex_arch_name(enum pflex_arch arch);
 const char *pflex_task_name(enum pflex_task task);

@@ -51,6 +51,7 @@ struct pflex_series {
   double *tput;           /* [ntput], higher is better */
 };
 
+/* Makes s an empty series; pflex_series_release frees it (NULL allowed). */
 void pflex_series_init(struct pflex_series *s);
 void pflex_series_release(struct pflex_series *s);
 
@@ -89,6 +90,7 @@ struct pflex_phase_opts {
   const char *fb_metric;    /* NULL = "fb_used_mib" */
 };
 
+/* Fills opts with the paper's values (10 GiB, 50%, top 10%) and the defaults listed above. */
 void pflex_phase_opts_default(struct pflex_phase_opts *opts);
 
 /* Classifies every sample: (*ret_phases)[i] is the phase of sample i (the
@@ -109,7 +111,7 @@ enum pflex_agg_kind {
 struct pflex_agg_value {
   double value; /* top-fraction mean */
   double sd;    /* standard deviation of the averaged samples (0 when k == 1) */
-  double se;    /* standard error of the mean: sd / sqrt(k) (per GPU, then averaged for MEAN) */
+  double se;    /* standard error of the top-fraction mean, tail threshold noise included (series.c) */
   size_t k;     /* samples averaged (for MEAN: per GPU, summed over GPUs) */
   size_t n;     /* training-phase samples it was chosen from (same convention) */
   bool valid;   /* false when no training-phase sample had this metric */
@@ -135,6 +137,7 @@ struct pflex_series_agg {
   double step_s;                     /* median time-step interval found */
 };
 
+/* Frees what pflex_series_aggregate allocated in agg (NULL allowed). */
 void pflex_series_agg_release(struct pflex_series_agg *agg);
 
 /* Detects the phases and aggregates the training phase (docs/telemetry.md):

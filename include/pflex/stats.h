@@ -14,7 +14,8 @@ int pflex_stats_ranks(const double *x, size_t n, double *ret_ranks);
  * -EINVAL on n < 2 or non-finite input, -EDOM when either side is constant. */
 int pflex_stats_spearman(const double *x, const double *y, size_t n, double *ret_rho);
 
-/* Median (mean of the two middle values for even n) and mean; -EINVAL on n == 0. */
+/* Median (mean of the two middle values for even n) and mean; -EINVAL on n == 0
+ * or a non-finite value. */
 int pflex_stats_median_mean(const double *x, size_t n, double *ret_median, double *ret_mean);
 
 struct pflex_kruskal {
@@ -43,7 +44,8 @@ struct pflex_dunn_pair {
 int pflex_stats_dunn(const double *const *groups, const size_t *sizes, size_t k,
                      struct pflex_dunn_pair *ret_pairs);
 
-/* Holm's step-down adjustment of m p-values into ret_adj (m entries; may alias p). */
+/* Holm's step-down adjustment of m p-values into ret_adj (m entries; may alias p).
+ * -EINVAL on m == 0 or a value outside [0, 1] (NaN included). */
 int pflex_stats_holm(const double *p, size_t m, double *ret_adj);
 
 #endif

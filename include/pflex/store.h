@@ -120,6 +120,7 @@ struct pflex_sample_set {
   size_t nmetrics;
 };
 
+/* Makes set an empty sample set; pflex_sample_set_release frees it (NULL allowed). */
 void pflex_sample_set_init(struct pflex_sample_set *set);
 void pflex_sample_set_release(struct pflex_sample_set *set);
 

@@ -81,18 +81,6 @@ static void tput_out(const struct pflex_agg_value *t, enum pflex_tput_unit unit,
   *ret_se = inv ? t->se / (t->value * t->value) : t->se;
 }
 
-static int parse_double(const char *opt, const char *s, double lo, double hi, double *ret) {
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (end == s || *end || errno || !isfinite(v) || v < lo || v > hi) {
-    cli_error("%s: '%s' is not a number in [%g, %g]", opt, s, lo, hi);
-    return -EINVAL;
-  }
-  *ret = v;
-  return 0;
-}
-
 static char *default_group(const char *path) {
   const char *base = strrchr(path, '/');
   base = base ? base + 1 : path;
@@ -209,40 +197,36 @@ static int run(int argc, char **argv) {
     case OPT_GROUP: group = optarg; break;
     case OPT_GPU_TYPE: gpu_type = optarg; break;
     case OPT_CAP:
-      if (parse_double("--cap", optarg, 1, 1e5, &cap) < 0) return PFLEX_EXIT_USAGE;
+      if (cli_parse_double("--cap", optarg, 1, 1e5, &cap) < 0) return PFLEX_EXIT_USAGE;
       break;
     case OPT_TPUT: tput_path = optarg; break;
     case OPT_UNIT:
-      if (cli_parse_unit(optarg, &unit) < 0) {
-        cli_error("--unit: '%s' is not one of tokens, samples, steps, step-time", optarg);
-        return PFLEX_EXIT_USAGE;
-      }
+      if (cli_parse_unit_option(optarg, &unit) < 0) return PFLEX_EXIT_USAGE;
       break;
     case OPT_TPUT_COLUMN: tput_column = optarg; break;
     case OPT_FB:
-      if (parse_double("--fb-threshold-gib", optarg, 0, 1e6, &v) < 0) return PFLEX_EXIT_USAGE;
+      if (cli_parse_double("--fb-threshold-gib", optarg, 0, 1e6, &v) < 0) return PFLEX_EXIT_USAGE;
       po.fb_threshold_mib = v * 1024.0;
       break;
     case OPT_UTIL:
-      if (parse_double("--util-threshold", optarg, 1e-9, 100, &po.util_threshold) < 0)
+      if (cli_parse_double("--util-threshold", optarg, 1e-9, 100, &po.util_threshold) < 0)
         return PFLEX_EXIT_USAGE;
       break;
     case OPT_SUSTAIN:
-      if (parse_double("--sustain-s", optarg, 0, 1e7, &po.sustain_s) < 0) return PFLEX_EXIT_USAGE;
+      if (cli_parse_double("--sustain-s", optarg, 0, 1e7, &po.sustain_s) < 0)
+        return PFLEX_EXIT_USAGE;
       break;
     case OPT_TOP:
-      if (parse_double("--top", optarg, 1e-9, 1, &po.top) < 0) return PFLEX_EXIT_USAGE;
+      if (cli_parse_double("--top", optarg, 1e-9, 1, &po.top) < 0) return PFLEX_EXIT_USAGE;
       break;
     case OPT_ALIGN:
-      if (parse_double("--align-s", optarg, 0, 1e7, &po.align_s) < 0) return PFLEX_EXIT_USAGE;
+      if (cli_parse_double("--align-s", optarg, 0, 1e7, &po.align_s) < 0) return PFLEX_EXIT_USAGE;
       break;
     case OPT_OUT: out = optarg; break;
     case OPT_APPEND: append = true; break;
     case OPT_CSV: csv = true; break;
     case OPT_JSON: json = true; break;
-    default:
-      cli_error("unknown or incomplete option '%s'; see 'pflex help aggregate'", argv[optind - 1]);
-      return PFLEX_EXIT_USAGE;
+    default: cli_bad_option("aggregate", argv[optind - 1]); return PFLEX_EXIT_USAGE;
     }
   }
   if (optind != argc - 1) {

@@ -20,13 +20,9 @@ static const char usage[] =
     "  --db FILE          store to read (default: $PFLEX_DB, else ./pflex.db); must exist\n"
     "  --group NAME       export only group NAME; repeat for several (default: every group)\n"
     "  --format csv|json  output format (default: json when --out ends in .json, else csv)\n"
+    "  --json, --csv      the same as --format json, --format csv\n"
     "  --out FILE         write to FILE atomically (default: standard output)\n"
-    "  --list             list the stored groups instead (a table; JSON with --format json)";
-
-static bool ends_with(const char *s, const char *suffix) {
-  size_t n = strlen(s), m = strlen(suffix);
-  return n >= m && strcmp(s + n - m, suffix) == 0;
-}
+    "  --list             list the stored groups instead (a table; JSON with --json)";
 
 static int write_csv_stdout(const struct pflex_runset *set) {
   int err = pflex_runs_write_csv_stream(set, stdout);
@@ -73,9 +69,9 @@ static int run(int argc, char **argv) {
   static const struct option opts[] = {
       {"db", required_argument, NULL, 'd'},     {"group", required_argument, NULL, 'g'},
       {"format", required_argument, NULL, 'f'}, {"out", required_argument, NULL, 'o'},
-      {"list", no_argument, NULL, 'l'},         {NULL, 0, NULL, 0}};
-  const char *db = getenv("PFLEX_DB");
-  if (!db || !*db) db = "pflex.db";
+      {"list", no_argument, NULL, 'l'},         {"json", no_argument, NULL, 'j'},
+      {"csv", no_argument, NULL, 'c'},          {NULL, 0, NULL, 0}};
+  const char *db = cli_default_db();
   const char *format = NULL, *out = NULL;
   bool list = false;
   const char **groups = calloc((size_t)argc, sizeof *groups);
@@ -93,25 +89,27 @@ static int run(int argc, char **argv) {
     case 'd': db = optarg; break;
     case 'g': groups[ngroups++] = optarg; break;
     case 'f':
-      if (strcmp(optarg, "csv") && strcmp(optarg, "json")) {
-        cli_error("--format: '%s' is not csv or json", optarg);
+    case 'j':
+    case 'c': {
+      const char *f = c == 'j' ? "json" : "csv";
+      if (c == 'f' && cli_parse_format(optarg, &f)) goto out;
+      if (format && strcmp(format, f)) {
+        cli_error("export: --json, --csv and --format name different formats");
         goto out;
       }
-      format = optarg;
+      format = f;
       break;
+    }
     case 'o': out = optarg; break;
     case 'l': list = true; break;
-    default:
-      cli_error("export: unknown or incomplete option '%s'; see 'pflex help export'",
-                argv[optind - 1]);
-      goto out;
+    default: cli_bad_option("export", argv[optind - 1]); goto out;
     }
   }
   if (optind != argc) {
     cli_error("export: unexpected argument '%s'; see 'pflex help export'", argv[optind]);
     goto out;
   }
-  if (!format) format = out && ends_with(out, ".json") ? "json" : "csv";
+  if (!format) format = out && cli_ends_with(out, ".json") ? "json" : "csv";
   bool json = strcmp(format, "json") == 0;
 
   status = PFLEX_EXIT_FAIL;

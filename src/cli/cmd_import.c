@@ -25,11 +25,6 @@ static const char usage[] =
     "  --json             print the summary as JSON\n"
     "Without --replace or --append, a group that is already stored fails the import.";
 
-static bool ends_with(const char *s, const char *suffix) {
-  size_t n = strlen(s), m = strlen(suffix);
-  return n >= m && strcmp(s + n - m, suffix) == 0;
-}
-
 static int run(int argc, char **argv) {
   static const struct option opts[] = {{"db", required_argument, NULL, 'd'},
                                        {"replace", no_argument, NULL, 'r'},
@@ -39,8 +34,7 @@ static int run(int argc, char **argv) {
                                        {"format", required_argument, NULL, 'f'},
                                        {"json", no_argument, NULL, 'j'},
                                        {NULL, 0, NULL, 0}};
-  const char *db = getenv("PFLEX_DB");
-  if (!db || !*db) db = "pflex.db";
+  const char *db = cli_default_db();
   const char *format = NULL;
   bool json = false;
   int nmodes = 0;
@@ -62,24 +56,14 @@ static int run(int argc, char **argv) {
       nmodes++;
       break;
     case 'u':
-      if (cli_parse_unit(optarg, &ropts.unit)) {
-        cli_error("--unit: '%s' is not tokens, samples, steps or step-time", optarg);
-        return PFLEX_EXIT_USAGE;
-      }
+      if (cli_parse_unit_option(optarg, &ropts.unit)) return PFLEX_EXIT_USAGE;
       break;
     case 't': ropts.tput_column = optarg; break;
     case 'f':
-      if (strcmp(optarg, "csv") && strcmp(optarg, "json")) {
-        cli_error("--format: '%s' is not csv or json", optarg);
-        return PFLEX_EXIT_USAGE;
-      }
-      format = optarg;
+      if (cli_parse_format(optarg, &format)) return PFLEX_EXIT_USAGE;
       break;
     case 'j': json = true; break;
-    default:
-      cli_error("import: unknown or incomplete option '%s'; see 'pflex help import'",
-                argv[optind - 1]);
-      return PFLEX_EXIT_USAGE;
+    default: cli_bad_option("import", argv[optind - 1]); return PFLEX_EXIT_USAGE;
     }
   }
   if (nmodes > 1) {
@@ -91,7 +75,7 @@ static int run(int argc, char **argv) {
     return PFLEX_EXIT_USAGE;
   }
   const char *path = argv[optind];
-  if (!format) format = ends_with(path, ".json") ? "json" : "csv";
+  if (!format) format = cli_ends_with(path, ".json") ? "json" : "csv";
 
   struct pflex_runset set;
   pflex_runset_init(&set);
@@ -100,11 +84,16 @@ static int run(int argc, char **argv) {
   int err;
   if (strcmp(format, "json") == 0) {
     err = pflex_runs_read_json(path, &set, &diag);
+    /* The same group rules as a CSV (the CSV reader applies them itself). */
+    if (!err) err = pflex_runset_check_groups(&set, mode == PFLEX_STORE_APPEND, &diag);
     if (err) cli_error_diag("cannot read", &diag, err);
   } else {
     err = cli_load_runs(path, &ropts, &set);
   }
-  if (err) return PFLEX_EXIT_FAIL;
+  if (err) {
+    pflex_runset_release(&set); /* a JSON file read but refused by the group rules */
+    return PFLEX_EXIT_FAIL;
+  }
   if (set.n == 0) {
     cli_error("'%s' holds no runs; nothing to import", path);
     pflex_runset_release(&set);
@@ -125,7 +114,8 @@ static int run(int argc, char **argv) {
   if (err) {
     cli_error_diag("cannot import", &diag, err);
     fprintf(stderr, "nothing was imported into '%s'%s\n", db,
-            err == -EEXIST && mode == PFLEX_STORE_REJECT_EXISTING
+            err == -EEXIST && mode == PFLEX_STORE_REJECT_EXISTING &&
+                    strcmp(diag.column, "group") == 0 /* not a cap twice in the file */
                 ? "; --replace replaces stored groups, --append adds runs to them"
                 : "");
     pflex_runset_release(&set);

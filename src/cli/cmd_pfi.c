@@ -22,7 +22,8 @@ static const char usage[] =
     "                   uncapped run is always kept); shown beside the full-grid "
     "value\n" PFI_OPTIONS_USAGE "  --json           JSON array, one object per group\n"
     "  --csv            CSV, one row per group\n"
-    "Exit status 1 when a group has no PFI (every capped run excluded).";
+    "Exit status 1 when a group has no PFI (a single run, or every capped run excluded;\n"
+    "the other groups are still printed), 2 on a usage error.";
 
 enum { OPT_JSON = 2000, OPT_CSV };
 
@@ -53,10 +54,10 @@ static void grid_text(char *buf, size_t size, const struct cli_pfi_args *a, cons
     o += (size_t)snprintf(buf + o, size - o, "%s%g", i ? sep : "", a->grid[i]);
 }
 
-/* True when grid cap k matches no run of row r (the same 0.5 W tolerance as the core). */
+/* True when grid cap k matches no run of row r (the core's tolerance). */
 static bool grid_missing(const struct row *r, const struct cli_pfi_args *a, size_t k) {
   for (size_t i = 0; i < r->full.n; i++)
-    if (fabs(r->full.runs[i].cap_w - a->grid[k]) <= 0.5) return false;
+    if (fabs(r->full.runs[i].cap_w - a->grid[k]) <= PFLEX_PFI_GRID_TOLERANCE_W) return false;
   return true;
 }
 
@@ -100,19 +101,23 @@ static void print_table(const struct row *rows, size_t n, const struct cli_pfi_a
   bool any = false;
   for (size_t i = 0; i < n; i++) {
     if (rows[i].full.err || (a->grid && rows[i].grid.err)) any = true;
+    if (a->opts.draws &&
+        ((!rows[i].full.err && rows[i].full.res.draws_used < a->opts.draws) ||
+         (a->grid && !rows[i].grid.err && rows[i].grid.res.draws_used < a->opts.draws)))
+      any = true;
     for (size_t k = 0; k < a->ngrid; k++)
       if (grid_missing(&rows[i], a, k)) any = true;
     for (size_t k = 0; k < rows[i].full.n; k++)
       if (rows[i].full.runs[k].role == PFLEX_PFI_EXCLUDED) any = true;
   }
   if (!any) return;
-  printf("\nnotes (runs left out, grid caps without a run):\n");
+  printf("\nnotes (runs left out, grid caps without a run, incomplete CIs):\n");
   for (size_t i = 0; i < n; i++) {
-    cli_pfi_value_notes(stdout, rows[i].g->name, &rows[i].full, &a->opts, "");
+    cli_pfi_value_notes(stdout, rows[i].g->name, &rows[i].full, &a->opts, "", true);
     /* On the grid a run is excluded for the same reason as on the full grid;
-     * repeat only what the grid adds: a group left with no value. */
-    if (a->grid && rows[i].grid.err && !rows[i].full.err)
-      cli_pfi_value_notes(stdout, rows[i].g->name, &rows[i].grid, &a->opts, " (grid)");
+     * repeat only what the grid adds: no value, or a CI on fewer draws. */
+    if (a->grid && !(rows[i].grid.err && rows[i].full.err))
+      cli_pfi_value_notes(stdout, rows[i].g->name, &rows[i].grid, &a->opts, " (grid)", false);
     for (size_t k = 0; k < a->ngrid; k++)
       if (grid_missing(&rows[i], a, k))
         printf("  %s (grid): no run at %g W: the grid value rests on fewer caps\n", rows[i].g->name,
@@ -225,8 +230,7 @@ static int run(int argc, char **argv) {
     else if (c == OPT_CSV)
       csv = true;
     else if (c == '?' || c == ':') {
-      cli_error("pfi: unknown option or missing value '%s'; see 'pflex help pfi'",
-                argv[optind - 1]);
+      cli_bad_option("pfi", argv[optind - 1]);
       goto out;
     } else if (cli_pfi_option(&a, c, optarg) != 0)
       goto out;
@@ -268,14 +272,7 @@ static int run(int argc, char **argv) {
   else
     print_table(rows, ng, &a, &set);
   for (size_t i = 0; i < ng; i++)
-    if (rows[i].full.err) {
-      if (rows[i].full.err == -PFLEX_E_NOPOINTS)
-        cli_error("group '%s': no PFI: every capped run was excluded (see the notes; "
-                  "--exclude paper keeps all but T_i == T_max)",
-                  rows[i].g->name);
-      else
-        cli_error("group '%s': no PFI: %s", rows[i].g->name, pflex_strerror(rows[i].full.err));
-    }
+    if (rows[i].full.err) cli_error("group '%s': no PFI: %s", rows[i].g->name, rows[i].full.why);
   status = missing ? PFLEX_EXIT_FAIL : PFLEX_EXIT_OK;
 out:
   for (size_t i = 0; rows && i < ng; i++) {

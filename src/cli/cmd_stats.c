@@ -78,8 +78,7 @@ static int run(int argc, char **argv) {
     if (c == OPT_JSON)
       json = true;
     else if (c == '?' || c == ':') {
-      cli_error("stats: unknown option or missing value '%s'; see 'pflex help stats'",
-                argv[optind - 1]);
+      cli_bad_option("stats", argv[optind - 1]);
       goto out;
     } else if (cli_pfi_option(&a, c, optarg) != 0)
       goto out;
@@ -101,9 +100,7 @@ static int run(int argc, char **argv) {
   for (size_t i = 0; i < ng; i++) {
     if (cli_pfi_value_compute(&set, &groups[i], &a.opts, &vals[i])) {
       char what[256];
-      cli_error("stats: group '%s' has no PFI: %s", groups[i].name,
-                vals[i].err == -PFLEX_E_NOPOINTS ? "every capped run was excluded"
-                                                 : pflex_strerror(vals[i].err));
+      cli_error("stats: group '%s' has no PFI: %s", groups[i].name, vals[i].why);
       for (size_t k = 0; k < vals[i].n; k++)
         if (vals[i].runs[k].role == PFLEX_PFI_EXCLUDED &&
             vals[i].runs[k].reason != PFLEX_PFI_REASON_GRID) {
@@ -194,6 +191,8 @@ static int run(int argc, char **argv) {
     else
       printf("-\n");
   }
+  for (size_t i = 0; i < ng; i++) /* only a CI on fewer draws than asked for: no group failed */
+    cli_pfi_value_notes(stdout, groups[i].name, &vals[i], &a.opts, "", false);
   printf("\n(definition %s, exclusion rule %s)\n\n", pflex_pfi_definition_name(a.opts.definition),
          pflex_pfi_exclude_name(a.opts.exclude));
   printf("%-18s %4s %11s %9s\n", "cluster", "n", "median PFI", "mean PFI");

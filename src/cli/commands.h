@@ -15,11 +15,17 @@ enum { PFLEX_EXIT_OK = 0, PFLEX_EXIT_FAIL = 1, PFLEX_EXIT_USAGE = 2 };
 
 /* Add each new command here and in main.c's table. */
 extern const struct pflex_cmd pflex_cmd_version;
+extern const struct pflex_cmd pflex_cmd_gpus;
+extern const struct pflex_cmd pflex_cmd_cap;
+extern const struct pflex_cmd pflex_cmd_sweep;
+extern const struct pflex_cmd pflex_cmd_twin;
 extern const struct pflex_cmd pflex_cmd_import;
 extern const struct pflex_cmd pflex_cmd_export;
 extern const struct pflex_cmd pflex_cmd_pfi;
 extern const struct pflex_cmd pflex_cmd_stats;
 extern const struct pflex_cmd pflex_cmd_aggregate;
-extern const struct pflex_cmd pflex_cmd_twin;
+extern const struct pflex_cmd pflex_cmd_fit;
+extern const struct pflex_cmd pflex_cmd_predict;
+extern const struct pflex_cmd pflex_cmd_ablation;
 
 #endif

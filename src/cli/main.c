@@ -1,4 +1,5 @@
 /* The pflex program: a table of commands, `pflex help [command]`, --version. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -6,12 +7,18 @@
 
 static const struct pflex_cmd *const commands[] = {
     &pflex_cmd_version,
+    &pflex_cmd_gpus,
+    &pflex_cmd_cap,
+    &pflex_cmd_sweep,
+    &pflex_cmd_twin,
     &pflex_cmd_import,
     &pflex_cmd_export,
     &pflex_cmd_pfi,
     &pflex_cmd_stats,
     &pflex_cmd_aggregate,
-    &pflex_cmd_twin,
+    &pflex_cmd_fit,
+    &pflex_cmd_predict,
+    &pflex_cmd_ablation,
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
@@ -30,10 +37,22 @@ static void overview(FILE *out) {
   fprintf(out, "\n'pflex help <command>' describes one command.\n");
 }
 
+/* Output to a full disk or a closed pipe fails only when stdio flushes: check
+ * once here for every command, so that a truncated table or JSON never exits 0. */
+static int finish(int status) {
+  errno = 0;
+  if (fflush(stdout) != 0 || ferror(stdout)) {
+    fprintf(stderr, "error: cannot write to standard output: %s\n",
+            errno ? strerror(errno) : "write error");
+    return status == PFLEX_EXIT_OK ? PFLEX_EXIT_FAIL : status;
+  }
+  return status;
+}
+
 static int help(int argc, char **argv) {
   if (argc < 3) {
     overview(stdout);
-    return PFLEX_EXIT_OK;
+    return finish(PFLEX_EXIT_OK);
   }
   const struct pflex_cmd *c = find(argv[2]);
   if (!c) {
@@ -41,7 +60,7 @@ static int help(int argc, char **argv) {
     return PFLEX_EXIT_USAGE;
   }
   printf("usage: %s\n", c->usage);
-  return PFLEX_EXIT_OK;
+  return finish(PFLEX_EXIT_OK);
 }
 
 int main(int argc, char **argv) {
@@ -62,5 +81,5 @@ int main(int argc, char **argv) {
       printf("usage: %s\n", c->usage);
       return PFLEX_EXIT_OK;
     }
-  return c->run(argc - 1, argv + 1);
+  return finish(c->run(argc - 1, argv + 1));
 }

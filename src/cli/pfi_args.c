@@ -17,18 +17,6 @@ void cli_pfi_args_release(struct cli_pfi_args *a) {
   a->grid = NULL;
 }
 
-static int parse_double(const char *opt, const char *arg, double lo, double *ret) {
-  char *end;
-  errno = 0;
-  double v = strtod(arg, &end);
-  if (end == arg || *end || errno || !isfinite(v) || v < lo) {
-    cli_error("%s: '%s' is not a number >= %g", opt, arg, lo);
-    return -EINVAL;
-  }
-  *ret = v;
-  return 0;
-}
-
 static int parse_ulong(const char *opt, const char *arg, unsigned long max, unsigned long *ret) {
   char *end;
   errno = 0;
@@ -74,15 +62,11 @@ int cli_pfi_option(struct cli_pfi_args *a, int c, const char *arg) {
     if (parse_ulong("--seed", arg, 0xffffffffUL, &u)) return -EINVAL;
     a->opts.seed = u;
     return 0;
-  case OPT_POWER_CV: return parse_double("--power-cv", arg, 0, &a->opts.power_cv);
-  case OPT_TPUT_CV: return parse_double("--tput-cv", arg, 0, &a->opts.tput_cv);
-  case OPT_NOISE_K: return parse_double("--noise-k", arg, 0, &a->opts.noise_k);
-  case OPT_UNIT:
-    if (cli_parse_unit(arg, &a->read.unit)) {
-      cli_error("--unit: '%s' is not one of tokens, samples, steps, step-time", arg);
-      return -EINVAL;
-    }
-    return 0;
+  case OPT_POWER_CV: return cli_parse_double("--power-cv", arg, 0, INFINITY, &a->opts.power_cv);
+  case OPT_TPUT_CV: return cli_parse_double("--tput-cv", arg, 0, INFINITY, &a->opts.tput_cv);
+  case OPT_NOISE_K: return cli_parse_double("--noise-k", arg, 0, INFINITY, &a->opts.noise_k);
+  case OPT_UNIT: return cli_parse_unit_option(arg, &a->read.unit);
+  case OPT_TPUT_COLUMN: a->read.tput_column = arg; return 0;
   }
   return 1;
 }
@@ -94,7 +78,14 @@ void cli_pfi_reason_text(const struct pflex_pfi_run_result *r, const struct pfle
     snprintf(buf, size, "throughput equals the uncapped run's (T_i == T_max): Eq. 1 is undefined");
     break;
   case PFLEX_PFI_REASON_NOISE:
-    if (r->drop <= 0)
+    if (r->drop < -o->noise_k * r->drop_se)
+      /* Faster than uncapped beyond noise: excluded all the same (its PFI_i would be
+       * negative), but the likelier story is a bad uncapped run, so say that. */
+      snprintf(buf, size,
+               "throughput %.2f%% above the uncapped run's, beyond noise (%g x %.2f%%): "
+               "check the uncapped run",
+               -100 * r->drop, o->noise_k, 100 * r->drop_se);
+    else if (r->drop <= 0)
       snprintf(buf, size, "cap does not bind: throughput %.2f%% above the uncapped run's",
                -100 * r->drop);
     else
@@ -109,9 +100,32 @@ void cli_pfi_reason_text(const struct pflex_pfi_run_result *r, const struct pfle
   }
 }
 
+/* Why a computation that failed with v->err left no value, in words. */
+static const char *why_none(const struct cli_pfi_value *v, const struct pflex_pfi_opts *opts) {
+  if (v->err != -PFLEX_E_NOPOINTS) return pflex_strerror(v->err);
+  size_t noise = 0, excluded = 0;
+  for (size_t i = 0; i < v->n; i++)
+    if (v->runs[i].role == PFLEX_PFI_EXCLUDED) {
+      excluded++;
+      noise += v->runs[i].reason == PFLEX_PFI_REASON_NOISE;
+    }
+  if (opts->definition == PFLEX_PFI_ELASTICITY && excluded + 1 < v->n)
+    return "the runs kept have fewer than two distinct powers: no fit";
+  if (noise)
+    return "every capped run was excluded (see the notes; --exclude paper keeps all but "
+           "T_i == T_max)";
+  return "every capped run was excluded (see the notes)";
+}
+
 int cli_pfi_value_compute(const struct pflex_runset *set, const struct pflex_group *g,
                           const struct pflex_pfi_opts *opts, struct cli_pfi_value *v) {
   memset(v, 0, sizeof *v);
+  if (g->n < 2) {
+    /* pflex_pfi_compute would say only -EINVAL. */
+    v->err = -PFLEX_E_NOPOINTS;
+    v->why = "the group has a single run: PFI needs the uncapped run and at least one capped run";
+    return v->err;
+  }
   struct pflex_pfi_point *pts;
   v->err = pflex_pfi_group_points(set, g, &pts);
   if (v->err) return v->err;
@@ -124,6 +138,7 @@ int cli_pfi_value_compute(const struct pflex_runset *set, const struct pflex_gro
     if (v->runs && pflex_pfi_classify(pts, g->n, opts, v->runs) == 0) v->n = g->n;
   }
   free(pts);
+  if (v->err) v->why = why_none(v, opts);
   return v->err;
 }
 
@@ -148,10 +163,8 @@ int cli_pfi_value_json(json_t *obj, const char *prefix, const struct cli_pfi_val
   e |= set_key(obj, prefix, "ci_low", ci ? json_real(v->res.ci_low) : json_null());
   e |= set_key(obj, prefix, "ci_high", ci ? json_real(v->res.ci_high) : json_null());
   e |= set_key(obj, prefix, "runs", json_integer(ok ? (json_int_t)v->res.runs_used : 0));
-  if (!ok)
-    e |= set_key(obj, prefix, "error",
-                 json_string(v->err == -PFLEX_E_NOPOINTS ? "no capped run left after exclusions"
-                                                         : pflex_strerror(v->err)));
+  e |= set_key(obj, prefix, "draws_used", json_integer(ok ? (json_int_t)v->res.draws_used : 0));
+  if (!ok) e |= set_key(obj, prefix, "error", json_string(v->why));
   json_t *ex = json_array();
   for (size_t i = 0; ex && i < v->n; i++) {
     const struct pflex_pfi_run_result *r = &v->runs[i];
@@ -171,15 +184,16 @@ int cli_pfi_value_json(json_t *obj, const char *prefix, const struct cli_pfi_val
 }
 
 void cli_pfi_value_notes(FILE *out, const char *group, const struct cli_pfi_value *v,
-                         const struct pflex_pfi_opts *opts, const char *what) {
+                         const struct pflex_pfi_opts *opts, const char *what, bool with_excluded) {
   char buf[256];
-  if (v->err && v->err != -PFLEX_E_NOPOINTS) {
-    fprintf(out, "  %s%s: no PFI: %s\n", group, what, pflex_strerror(v->err));
-    return;
-  }
-  if (v->err == -PFLEX_E_NOPOINTS)
-    fprintf(out, "  %s%s: no PFI: no capped run left after the exclusions below\n", group, what);
-  for (size_t i = 0; i < v->n; i++) {
+  if (v->err) fprintf(out, "  %s%s: no PFI: %s\n", group, what, v->why);
+  /* Dropped draws bias the interval: say so rather than print it as if complete. */
+  if (!v->err && opts->draws && v->res.draws_used < opts->draws)
+    fprintf(out,
+            "  %s%s: CI from %zu of %zu draws: the others gave a non-positive power or "
+            "throughput or no value\n",
+            group, what, v->res.draws_used, opts->draws);
+  for (size_t i = 0; with_excluded && i < v->n; i++) {
     const struct pflex_pfi_run_result *r = &v->runs[i];
     if (r->role != PFLEX_PFI_EXCLUDED || r->reason == PFLEX_PFI_REASON_GRID) continue;
     cli_pfi_reason_text(r, opts, buf, sizeof buf);

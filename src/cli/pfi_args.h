@@ -23,6 +23,7 @@ enum {
   OPT_EXCLUDE,
   OPT_NOISE_K,
   OPT_UNIT,
+  OPT_TPUT_COLUMN,
 };
 
 /* clang-format off */
@@ -35,7 +36,8 @@ enum {
   {"tput-cv", required_argument, NULL, OPT_TPUT_CV},       \
   {"exclude", required_argument, NULL, OPT_EXCLUDE},       \
   {"noise-k", required_argument, NULL, OPT_NOISE_K},       \
-  {"unit", required_argument, NULL, OPT_UNIT}
+  {"unit", required_argument, NULL, OPT_UNIT},             \
+  {"tput-column", required_argument, NULL, OPT_TPUT_COLUMN}
 /* clang-format on */
 
 /* The usage lines of the shared options, one per option. */
@@ -48,7 +50,8 @@ enum {
   "  --seed S         random seed of the Monte Carlo draws (default 1)\n"                          \
   "  --power-cv X     relative noise of power when power_sd is absent (default 0.004)\n"           \
   "  --tput-cv X      relative noise of throughput when tokens_sd is absent (default 0.005)\n"     \
-  "  --unit U         throughput column: tokens (default), samples, steps, step-time\n"
+  "  --unit U         throughput column: tokens (default), samples, steps, step-time\n"            \
+  "  --tput-column C  read the throughput from column C (in the unit --unit names)\n"
 
 struct cli_pfi_args {
   struct pflex_pfi_opts opts; /* opts.grid points into grid */
@@ -57,6 +60,7 @@ struct cli_pfi_args {
   struct pflex_runs_read_opts read;
 };
 
+/* Sets the defaults of every shared option; cli_pfi_args_release frees the grid. */
 void cli_pfi_args_init(struct cli_pfi_args *a);
 void cli_pfi_args_release(struct cli_pfi_args *a);
 
@@ -74,6 +78,7 @@ struct cli_pfi_value {
   struct pflex_pfi_result res;       /* valid when err == 0 */
   struct pflex_pfi_run_result *runs; /* each run's role: res.runs, or a classification */
   size_t n;
+  const char *why; /* when err != 0: why there is no value, for humans */
 };
 
 /* Computes group g's PFI under opts into *v (release with cli_pfi_value_release);
@@ -86,8 +91,10 @@ void cli_pfi_value_release(struct cli_pfi_value *v);
  * drop, drop_se}], grid exclusions left out) on obj with keys prefixed by prefix. */
 int cli_pfi_value_json(json_t *obj, const char *prefix, const struct cli_pfi_value *v);
 
-/* Prints "  GROUP: CAP W: reason" lines for v's excluded runs (grid ones left out). */
+/* Prints note lines for v: why it has no value, a CI resting on fewer draws
+ * than asked for, and (with_excluded) "GROUP: CAP W excluded: reason" per run
+ * left out (grid ones left out). */
 void cli_pfi_value_notes(FILE *out, const char *group, const struct cli_pfi_value *v,
-                         const struct pflex_pfi_opts *opts, const char *what);
+                         const struct pflex_pfi_opts *opts, const char *what, bool with_excluded);
 
 #endif

@@ -26,6 +26,10 @@ void cli_warn(const char *fmt, ...) {
   va_end(ap);
 }
 
+void cli_bad_option(const char *cmd, const char *arg) {
+  cli_error("%s: unknown option or missing value '%s'; see 'pflex help %s'", cmd, arg, cmd);
+}
+
 void cli_error_diag(const char *what, const struct pflex_diag *diag, int err) {
   char buf[1024];
   pflex_diag_format(diag, buf, sizeof buf);
@@ -40,8 +44,10 @@ int cli_parse_unit(const char *s, enum pflex_tput_unit *ret) {
     const char *name;
     enum pflex_tput_unit unit;
   } units[] = {
-      {"tokens", PFLEX_TPUT_TOKENS_PER_S},   {"samples", PFLEX_TPUT_SAMPLES_PER_S},
-      {"steps", PFLEX_TPUT_STEPS_PER_S},     {"step-time", PFLEX_TPUT_PER_STEP_TIME},
+      {"tokens", PFLEX_TPUT_TOKENS_PER_S},
+      {"samples", PFLEX_TPUT_SAMPLES_PER_S},
+      {"steps", PFLEX_TPUT_STEPS_PER_S},
+      {"step-time", PFLEX_TPUT_PER_STEP_TIME},
   };
   for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
     if (strcmp(s, units[i].name) == 0) {
@@ -49,6 +55,44 @@ int cli_parse_unit(const char *s, enum pflex_tput_unit *ret) {
       return 0;
     }
   return -EINVAL;
+}
+
+int cli_parse_unit_option(const char *arg, enum pflex_tput_unit *ret) {
+  if (cli_parse_unit(arg, ret) == 0) return 0;
+  cli_error("--unit: '%s' is not one of tokens, samples, steps, step-time", arg);
+  return -EINVAL;
+}
+
+int cli_parse_double(const char *opt, const char *arg, double lo, double hi, double *ret) {
+  char *end;
+  errno = 0;
+  double v = strtod(arg, &end);
+  if (end == arg || *end || errno || !isfinite(v) || v < lo || v > hi) {
+    if (isinf(hi))
+      cli_error("%s: '%s' is not a number >= %g", opt, arg, lo);
+    else
+      cli_error("%s: '%s' is not a number from %g to %g", opt, arg, lo, hi);
+    return -EINVAL;
+  }
+  *ret = v;
+  return 0;
+}
+
+int cli_parse_format(const char *arg, const char **ret) {
+  if (strcmp(arg, "csv") == 0) return *ret = "csv", 0;
+  if (strcmp(arg, "json") == 0) return *ret = "json", 0;
+  cli_error("--format: '%s' is not csv or json", arg);
+  return -EINVAL;
+}
+
+bool cli_ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), m = strlen(suffix);
+  return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+const char *cli_default_db(void) {
+  const char *db = getenv("PFLEX_DB");
+  return db && *db ? db : "pflex.db";
 }
 
 int cli_load_runs(const char *path, const struct pflex_runs_read_opts *opts,
@@ -65,14 +109,18 @@ int cli_load_runs(const char *path, const struct pflex_runs_read_opts *opts,
     for (k = 0; k < ret_set->nextra; k++)
       if (strcmp(ret_set->extra_names[k], "provenance") == 0) break;
     if (k < ret_set->nextra && strcmp(ret_set->runs[i].extra[k], "reconstructed") == 0) {
-      fprintf(stderr, "note: '%s' holds reconstructed data (modelled from the paper's published "
-                      "numbers, not measurements); see data/reference/README.md\n", path);
+      fprintf(stderr,
+              "note: '%s' holds reconstructed data (modelled from the paper's published "
+              "numbers, not measurements); see data/reference/README.md\n",
+              path);
       break;
     }
   }
   if (!pflex_tput_unit_absolute(ret_set->unit))
-    fprintf(stderr, "note: throughput in '%s' is %s: only ratios are meaningful, tokens/s "
-                    "figures are relative\n", path, pflex_tput_unit_name(ret_set->unit));
+    fprintf(stderr,
+            "note: throughput in '%s' is %s: only ratios are meaningful, tokens/s "
+            "figures are relative\n",
+            path, pflex_tput_unit_name(ret_set->unit));
   return 0;
 }
 
@@ -114,7 +162,10 @@ int cli_parse_list(const char *s, double **ret_values, size_t *ret_n) {
       free(v);
       return err;
     }
-    for (double x = a; x <= b + 1e-9 * fabs(step); x += step) {
+    /* a + i * step, not repeated addition: 0.1 steps must not drift past b. */
+    size_t count = (size_t)floor((b - a) / step + 1e-9) + 1;
+    for (size_t i = 0; i < count; i++) {
+      double x = a + (double)i * step;
       if (n == cap) {
         cap = cap ? 2 * cap : 16;
         double *nv = realloc(v, cap * sizeof *nv);
@@ -137,4 +188,6 @@ int cli_parse_list(const char *s, double **ret_values, size_t *ret_n) {
   return 0;
 }
 
-bool cli_progress_enabled(void) { return isatty(STDERR_FILENO); }
+bool cli_progress_enabled(void) {
+  return isatty(STDERR_FILENO);
+}

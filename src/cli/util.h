@@ -11,11 +11,30 @@
 /* Prints "error: " + message to stderr (the one place errors are printed). */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints "error: CMD: unknown option or missing value 'ARG'; see 'pflex help CMD'"
+ * (what getopt_long's '?' and ':' mean). */
+void cli_bad_option(const char *cmd, const char *arg);
 /* Prints "error: <what>: <diag>" for a failed read. */
 void cli_error_diag(const char *what, const struct pflex_diag *diag, int err);
 
 /* Parses a throughput unit name (tokens, samples, steps, step-time); -EINVAL if unknown. */
 int cli_parse_unit(const char *s, enum pflex_tput_unit *ret);
+
+/* The value of --unit: as cli_parse_unit, printing the error itself. */
+int cli_parse_unit_option(const char *arg, enum pflex_tput_unit *ret);
+
+/* The value of option opt as a finite number in [lo, hi] (hi may be INFINITY);
+ * prints the error and returns -EINVAL otherwise. */
+int cli_parse_double(const char *opt, const char *arg, double lo, double hi, double *ret);
+
+/* The value of --format: "csv" or "json" (a static string), printing the error otherwise. */
+int cli_parse_format(const char *arg, const char **ret);
+
+/* True when s ends with suffix. */
+bool cli_ends_with(const char *s, const char *suffix);
+
+/* The store file when --db is not given: $PFLEX_DB if set and not empty, else ./pflex.db. */
+const char *cli_default_db(void);
 
 /* Loads a runs CSV and prints any error; prints the reconstructed-data notice
  * when the runs carry set values of the reference reconstruction. 0 or -errno. */

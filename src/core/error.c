@@ -50,15 +50,18 @@ int pflex_diag_set(struct pflex_diag *diag, int err, const char *file, size_t li
 
 void pflex_diag_format(const struct pflex_diag *diag, char *buf, size_t size) {
   size_t off = 0;
-  buf[0] = '\0';
-#define PFLEX_APPEND(...)                                                        \
-  do {                                                                           \
-    int n_ = snprintf(buf + off, off < size ? size - off : 0, __VA_ARGS__);      \
-    if (n_ > 0) off += (size_t)n_;                                               \
+  if (size) buf[0] = '\0';
+#define PFLEX_APPEND(...)                                                                          \
+  do {                                                                                             \
+    /* Past the end, only count: buf + off itself would be out of bounds. */                       \
+    int n_ = off < size ? snprintf(buf + off, size - off, __VA_ARGS__)                             \
+                        : snprintf(NULL, 0, __VA_ARGS__);                                          \
+    if (n_ > 0) off += (size_t)n_;                                                                 \
   } while (0)
   if (diag->file[0]) PFLEX_APPEND("'%s'", diag->file);
   if (diag->line) PFLEX_APPEND("%sline %zu", off ? ": " : "", diag->line);
-  if (diag->column[0]) PFLEX_APPEND("%scolumn '%s'", off ? (diag->line ? ", " : ": ") : "", diag->column);
+  if (diag->column[0])
+    PFLEX_APPEND("%scolumn '%s'", off ? (diag->line ? ", " : ": ") : "", diag->column);
   PFLEX_APPEND("%s%s", off ? ": " : "", diag->message[0] ? diag->message : "error");
 #undef PFLEX_APPEND
 }

@@ -8,6 +8,7 @@
  * not silently change which runs the number is made of. */
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,9 +22,6 @@
 #include "pflex/pfi.h"
 #include "pflex/runs.h"
 
-/* A grid value names a cap when it is within this many watts: caps are set in
- * whole watts, CSVs may carry them as 200 or 200.0. */
-#define GRID_TOLERANCE_W 0.5
 
 int pflex_pfi_index(double p, double t, double p_max, double t_max, double *ret) {
   if (!(p > 0) || !(t > 0) || !(p_max > 0) || !(t_max > 0)) return -EINVAL;
@@ -68,6 +66,7 @@ static int check_inputs(const struct pflex_pfi_point *pts, size_t n, const struc
       !isfinite(o->power_cv) || !(o->tput_cv >= 0) || !isfinite(o->tput_cv))
     return -EINVAL;
   if (o->ngrid && !o->grid) return -EINVAL;
+  if (o->draws > SIZE_MAX / sizeof(double)) return -EINVAL; /* draws * 8 bytes would wrap */
   size_t u = 0;
   for (size_t i = 0; i < n; i++) {
     const struct pflex_pfi_point *p = &pts[i];
@@ -89,7 +88,7 @@ static int check_inputs(const struct pflex_pfi_point *pts, size_t n, const struc
 static bool in_grid(double cap, const struct pflex_pfi_opts *o) {
   if (!o->grid) return true;
   for (size_t g = 0; g < o->ngrid; g++)
-    if (fabs(o->grid[g] - cap) <= GRID_TOLERANCE_W) return true;
+    if (fabs(o->grid[g] - cap) <= PFLEX_PFI_GRID_TOLERANCE_W) return true;
   return false;
 }
 

@@ -2,12 +2,16 @@
  * reading and writing CSV lives in src/io/runs_csv.c. */
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "pflex/runs.h"
 
-void pflex_runset_init(struct pflex_runset *set) { memset(set, 0, sizeof *set); }
+void pflex_runset_init(struct pflex_runset *set) {
+  memset(set, 0, sizeof *set);
+}
 
 static void run_release(struct pflex_run *r, size_t nextra) {
   free(r->group);
@@ -15,21 +19,26 @@ static void run_release(struct pflex_run *r, size_t nextra) {
   free(r->model);
   free(r->set);
   if (r->extra)
-    for (size_t k = 0; k < nextra; k++) free(r->extra[k]);
+    for (size_t k = 0; k < nextra; k++)
+      free(r->extra[k]);
   free(r->extra);
 }
 
 void pflex_runset_release(struct pflex_runset *set) {
   if (!set) return;
-  for (size_t i = 0; i < set->n; i++) run_release(&set->runs[i], set->nextra);
+  for (size_t i = 0; i < set->n; i++)
+    run_release(&set->runs[i], set->nextra);
   free(set->runs);
-  for (size_t k = 0; k < set->nextra; k++) free(set->extra_names[k]);
+  for (size_t k = 0; k < set->nextra; k++)
+    free(set->extra_names[k]);
   free(set->extra_names);
   free(set->source);
   pflex_runset_init(set);
 }
 
-static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
+static char *dup_or_null(const char *s) {
+  return s ? strdup(s) : NULL;
+}
 
 int pflex_runset_add_column(struct pflex_runset *set, const char *name, size_t *ret_index) {
   for (size_t k = 0; k < set->nextra; k++)
@@ -37,19 +46,28 @@ int pflex_runset_add_column(struct pflex_runset *set, const char *name, size_t *
       if (ret_index) *ret_index = k;
       return 0;
     }
-  char **names = realloc(set->extra_names, (set->nextra + 1) * sizeof *names);
-  if (!names) return -ENOMEM;
+  char *copy = strdup(name);
+  char **names = copy ? realloc(set->extra_names, (set->nextra + 1) * sizeof *names) : NULL;
+  if (!names) {
+    free(copy);
+    return -ENOMEM;
+  }
   set->extra_names = names;
-  /* Grow every run's extra array by one empty cell. */
+  /* Grow every run's extra array by one empty cell; on failure undo the cells
+   * already added, so the runset stays as it was (release frees nextra cells). */
   for (size_t i = 0; i < set->n; i++) {
     char **ex = realloc(set->runs[i].extra, (set->nextra + 1) * sizeof *ex);
-    if (!ex) return -ENOMEM;
-    set->runs[i].extra = ex;
-    ex[set->nextra] = strdup("");
-    if (!ex[set->nextra]) return -ENOMEM;
+    char *empty = ex ? strdup("") : NULL;
+    if (ex) set->runs[i].extra = ex;
+    if (!empty) {
+      for (size_t j = 0; j < i; j++)
+        free(set->runs[j].extra[set->nextra]);
+      free(copy);
+      return -ENOMEM;
+    }
+    ex[set->nextra] = empty;
   }
-  names[set->nextra] = strdup(name);
-  if (!names[set->nextra]) return -ENOMEM;
+  names[set->nextra] = copy;
   if (ret_index) *ret_index = set->nextra;
   set->nextra++;
   return 0;
@@ -84,7 +102,8 @@ int pflex_runset_append(struct pflex_runset *set, const struct pflex_run *run) {
   return 0;
 }
 
-int pflex_runset_set_extra(struct pflex_runset *set, size_t i, const char *name, const char *value) {
+int pflex_runset_set_extra(struct pflex_runset *set, size_t i, const char *name,
+                           const char *value) {
   if (i >= set->n) return -EINVAL;
   size_t k;
   int err = pflex_runset_add_column(set, name, &k);
@@ -105,7 +124,8 @@ int pflex_runset_metric(const struct pflex_runset *set, size_t i, const char *na
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    while (*end == ' ') end++;
+    while (*end == ' ')
+      end++;
     if (end == s || *end || errno == ERANGE || !isfinite(v)) return -EINVAL;
     *ret = v;
     return 0;
@@ -113,11 +133,30 @@ int pflex_runset_metric(const struct pflex_runset *set, size_t i, const char *na
   return -ENOENT;
 }
 
-static const struct pflex_runset *sort_set; /* qsort has no context argument */
-static int cmp_cap(const void *a, const void *b) {
-  double ca = sort_set->runs[*(const size_t *)a].cap_w;
-  double cb = sort_set->runs[*(const size_t *)b].cap_w;
-  return (ca > cb) - (ca < cb);
+/* qsort has no context argument and core keeps no globals: sort (cap, index)
+ * pairs instead of bare indexes. Ties (only possible in unvalidated runsets)
+ * fall back to file order so the result does not depend on the qsort used. */
+struct cap_index {
+  double cap;
+  size_t index;
+};
+
+static int cmp_cap_index(const void *a, const void *b) {
+  const struct cap_index *x = a, *y = b;
+  if (x->cap != y->cap) return (x->cap > y->cap) - (x->cap < y->cap);
+  return (x->index > y->index) - (x->index < y->index);
+}
+
+static int sort_by_cap(const struct pflex_runset *set, size_t *runs, size_t n) {
+  struct cap_index *tmp = malloc(n * sizeof *tmp);
+  if (!tmp) return -ENOMEM;
+  for (size_t k = 0; k < n; k++)
+    tmp[k] = (struct cap_index){set->runs[runs[k]].cap_w, runs[k]};
+  qsort(tmp, n, sizeof *tmp, cmp_cap_index);
+  for (size_t k = 0; k < n; k++)
+    runs[k] = tmp[k].index;
+  free(tmp);
+  return 0;
 }
 
 int pflex_runset_groups(const struct pflex_runset *set, struct pflex_group **ret_groups,
@@ -145,10 +184,10 @@ int pflex_runset_groups(const struct pflex_runset *set, struct pflex_group **ret
     if (!g[j].runs) goto fail;
     g[j].n = 0;
   }
-  for (size_t i = 0; i < set->n; i++) g[owner[i]].runs[g[owner[i]].n++] = i;
-  sort_set = set;
+  for (size_t i = 0; i < set->n; i++)
+    g[owner[i]].runs[g[owner[i]].n++] = i;
   for (size_t j = 0; j < ng; j++) {
-    qsort(g[j].runs, g[j].n, sizeof *g[j].runs, cmp_cap);
+    if (sort_by_cap(set, g[j].runs, g[j].n)) goto fail;
     g[j].uncapped = g[j].runs[g[j].n - 1];
   }
   free(owner);
@@ -163,11 +202,81 @@ fail:
 
 void pflex_groups_free(struct pflex_group *groups, size_t n) {
   if (!groups) return;
-  for (size_t j = 0; j < n; j++) free(groups[j].runs);
+  for (size_t j = 0; j < n; j++)
+    free(groups[j].runs);
   free(groups);
 }
 
-bool pflex_tput_unit_absolute(enum pflex_tput_unit unit) { return unit == PFLEX_TPUT_TOKENS_PER_S; }
+/* Per-GPU default power limits (TDP, W) of the GPU types pflex knows; a run at
+ * or above it is uncapped. For other types the run at the highest cap is taken
+ * as the uncapped one (docs/formats.md). */
+static const struct {
+  const char *gpu;
+  double tdp_w;
+} known_tdp[] = {{"H100", 700}, {"H200", 700}, {"A100", 400}, {"B200", 1000}};
+
+/* Names run r for a message: its line when it came from a file with lines
+ * (CSV), else its 1-based position in the runset (JSON). */
+static size_t run_number(const struct pflex_runset *set, const struct pflex_run *r) {
+  return r->line ? r->line : (size_t)(r - set->runs) + 1;
+}
+
+static int group_fail(const struct pflex_runset *set, const struct pflex_run *r, int err,
+                      const char *column, const char *msg, struct pflex_diag *diag) {
+  if (r->line) return pflex_diag_set(diag, err, set->source, r->line, column, "%s", msg);
+  return pflex_diag_set(diag, err, set->source, 0, column, "run %zu: %s", run_number(set, r), msg);
+}
+
+int pflex_runset_check_groups(const struct pflex_runset *set, bool partial,
+                              struct pflex_diag *diag) {
+  struct pflex_group *g;
+  size_t ng;
+  char msg[200];
+  int err = pflex_runset_groups(set, &g, &ng);
+  if (err) return err;
+  for (size_t j = 0; j < ng && !err; j++) {
+    /* Compare with the group's first run in the file, so the error names the later one. */
+    const struct pflex_run *first = &set->runs[g[j].runs[0]];
+    for (size_t k = 1; k < g[j].n; k++)
+      if (run_number(set, &set->runs[g[j].runs[k]]) < run_number(set, first))
+        first = &set->runs[g[j].runs[k]];
+    for (size_t k = 0; k < g[j].n && !err; k++) {
+      const struct pflex_run *r = &set->runs[g[j].runs[k]];
+      if (strcmp(r->gpu, first->gpu) != 0) {
+        snprintf(msg, sizeof msg, "group '%s' mixes GPU types '%s' and '%s'", r->group, first->gpu,
+                 r->gpu);
+        err = group_fail(set, r, -PFLEX_E_DATA, "gpu", msg, diag);
+      } else if (r->gpus != first->gpus) {
+        snprintf(msg, sizeof msg, "group '%s' mixes GPU counts %d and %d", r->group, first->gpus,
+                 r->gpus);
+        err = group_fail(set, r, -PFLEX_E_DATA, "gpus", msg, diag);
+      } else if (k > 0 && r->cap_w == set->runs[g[j].runs[k - 1]].cap_w) {
+        /* Equal caps sort in file order: prev comes first. */
+        const struct pflex_run *prev = &set->runs[g[j].runs[k - 1]];
+        snprintf(msg, sizeof msg, "group '%s' has cap %g W twice (%s %zu and %zu)", r->group,
+                 r->cap_w, r->line ? "lines" : "runs", run_number(set, prev), run_number(set, r));
+        err = group_fail(set, r, -PFLEX_E_DATA, "cap_w", msg, diag);
+      }
+    }
+    if (err) break;
+    const struct pflex_run *top = &set->runs[g[j].uncapped];
+    for (size_t i = 0; !partial && i < sizeof known_tdp / sizeof *known_tdp; i++)
+      if (strcasecmp(top->gpu, known_tdp[i].gpu) == 0 && top->cap_w < known_tdp[i].tdp_w) {
+        snprintf(msg, sizeof msg,
+                 "group '%s' has no uncapped run: its highest cap is %g W, below the %s's %g W "
+                 "default limit",
+                 top->group, top->cap_w, top->gpu, known_tdp[i].tdp_w);
+        err = group_fail(set, top, -PFLEX_E_NOUNCAPPED, "cap_w", msg, diag);
+        break;
+      }
+  }
+  pflex_groups_free(g, ng);
+  return err;
+}
+
+bool pflex_tput_unit_absolute(enum pflex_tput_unit unit) {
+  return unit == PFLEX_TPUT_TOKENS_PER_S;
+}
 
 const char *pflex_tput_unit_name(enum pflex_tput_unit unit) {
   switch (unit) {

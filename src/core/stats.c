@@ -61,6 +61,9 @@ out:
 
 int pflex_stats_median_mean(const double *x, size_t n, double *ret_median, double *ret_mean) {
   if (!x || n == 0) return -EINVAL;
+  /* gsl_sort leaves NaN wherever it happens to fall: the median would be arbitrary. */
+  for (size_t i = 0; i < n; i++)
+    if (!isfinite(x[i])) return -EINVAL;
   double *c = malloc(n * sizeof *c);
   if (!c) return -ENOMEM;
   memcpy(c, x, n * sizeof *c);
@@ -129,6 +132,8 @@ int pflex_stats_kruskal(const double *const *groups, const size_t *sizes, size_t
 
 int pflex_stats_holm(const double *p, size_t m, double *ret_adj) {
   if (!p || !ret_adj || m == 0) return -EINVAL;
+  for (size_t j = 0; j < m; j++)
+    if (!(p[j] >= 0 && p[j] <= 1)) return -EINVAL; /* NaN too */
   size_t *idx = malloc(m * sizeof *idx);
   double *adj = malloc(m * sizeof *adj);
   if (!idx || !adj) {

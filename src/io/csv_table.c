@@ -15,14 +15,15 @@ struct reader {
   struct pflex__csv_table *t;
   struct pflex__csv_record cur;
   size_t cur_cap;
-  size_t line;        /* physical line being fed */
+  size_t line; /* physical line being fed */
   bool in_record;
   bool header_done;
-  int err;            /* -ENOMEM from a callback */
+  int err; /* -ENOMEM from a callback */
 };
 
 static void record_free(struct pflex__csv_record *r) {
-  for (size_t i = 0; i < r->n; i++) free(r->fields[i]);
+  for (size_t i = 0; i < r->n; i++)
+    free(r->fields[i]);
   free(r->fields);
   r->fields = NULL;
   r->n = 0;
@@ -69,7 +70,8 @@ static void on_record(int c, void *data) {
   } else {
     struct pflex__csv_table *t = rd->t;
     if ((t->nrows & (t->nrows - 1)) == 0) { /* grow at powers of two */
-      struct pflex__csv_record *rows = realloc(t->rows, (t->nrows ? 2 * t->nrows : 1) * sizeof *rows);
+      struct pflex__csv_record *rows =
+          realloc(t->rows, (t->nrows ? 2 * t->nrows : 1) * sizeof *rows);
       if (!rows) {
         rd->err = -ENOMEM;
         record_free(&rd->cur);
@@ -86,7 +88,8 @@ static void on_record(int c, void *data) {
 void pflex__csv_release(struct pflex__csv_table *t) {
   if (!t) return;
   record_free(&t->header);
-  for (size_t i = 0; i < t->nrows; i++) record_free(&t->rows[i]);
+  for (size_t i = 0; i < t->nrows; i++)
+    record_free(&t->rows[i]);
   free(t->rows);
   memset(t, 0, sizeof *t);
 }
@@ -107,25 +110,41 @@ int pflex__csv_read(const char *path, struct pflex__csv_table *ret, struct pflex
 
   FILE *f = fopen(path, "r");
   if (!f) return pflex_diag_set(diag, -errno, path, 0, NULL, "%s", strerror(errno));
+  /* fopen accepts a directory on Linux; the first read would fail with a bare EISDIR. */
+  struct stat st;
+  if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+    fclose(f);
+    return pflex_diag_set(diag, -EISDIR, path, 0, NULL, "is a directory, not a CSV file");
+  }
   if (csv_init(&p, CSV_STRICT | CSV_STRICT_FINI | CSV_APPEND_NULL) != 0) {
     fclose(f);
     return -ENOMEM;
   }
   ssize_t len;
-  while ((len = getline(&line, &cap, f)) >= 0) {
+  while ((errno = 0, len = getline(&line, &cap, f)) >= 0) {
     rd.line++;
+    char *text = line;
+    /* A UTF-8 byte order mark (Excel's "CSV UTF-8") is not part of the first column's name. */
+    if (rd.line == 1 && len >= 3 && memcmp(line, "\xEF\xBB\xBF", 3) == 0) {
+      text += 3;
+      len -= 3;
+    }
     if ((size_t)len > PFLEX_CSV_MAX_LINE) {
       err = pflex_diag_set(diag, -PFLEX_E_PARSE, path, rd.line, NULL,
-                           "line is %zd bytes long, more than the %u allowed", len, PFLEX_CSV_MAX_LINE);
+                           "line is %zd bytes long, more than the %u allowed", len,
+                           PFLEX_CSV_MAX_LINE);
       goto out;
     }
-    if (memchr(line, '\0', (size_t)len)) {
+    if (memchr(text, '\0', (size_t)len)) {
       err = pflex_diag_set(diag, -PFLEX_E_PARSE, path, rd.line, NULL, "NUL byte: not a text file");
       goto out;
     }
-    if (csv_parse(&p, line, (size_t)len, on_field, on_record, &rd) != (size_t)len) {
+    if (csv_parse(&p, text, (size_t)len, on_field, on_record, &rd) != (size_t)len) {
       err = pflex_diag_set(diag, -PFLEX_E_PARSE, path, rd.line, NULL, "%s",
-                           csv_strerror(csv_error(&p)));
+                           csv_error(&p) == CSV_EPARSE
+                               ? "malformed quoting: a '\"' inside an unquoted field or text after "
+                                 "a closing quote (quote the whole field, double the quotes in it)"
+                               : csv_strerror(csv_error(&p)));
       goto out;
     }
     if (rd.err) {
@@ -134,12 +153,15 @@ int pflex__csv_read(const char *path, struct pflex__csv_table *ret, struct pflex
     }
   }
   if (ferror(f)) {
-    err = pflex_diag_set(diag, -EIO, path, rd.line, NULL, "read error");
+    int e = errno ? errno : EIO;
+    err = pflex_diag_set(diag, -e, path, rd.line, NULL, "read error: %s", strerror(e));
     goto out;
   }
   if (csv_fini(&p, on_field, on_record, &rd) != 0) {
-    err = pflex_diag_set(diag, -PFLEX_E_PARSE, path, rd.line, NULL, "%s (unterminated quote?)",
-                         csv_strerror(csv_error(&p)));
+    err = pflex_diag_set(diag, -PFLEX_E_PARSE, path, rd.line, NULL, "%s",
+                         csv_error(&p) == CSV_EPARSE
+                             ? "unterminated quote: a quoted field runs to the end of the file"
+                             : csv_strerror(csv_error(&p)));
     goto out;
   }
   if (rd.err) {
@@ -153,7 +175,8 @@ int pflex__csv_read(const char *path, struct pflex__csv_table *ret, struct pflex
   for (size_t i = 0; i < t.header.n; i++) {
     if (!t.header.fields[i][0]) {
       err = pflex_diag_set(diag, -PFLEX_E_PARSE, path, t.header.line, NULL,
-                           "header field %zu is empty", i + 1);
+                           "header field %zu has no name%s", i + 1,
+                           i + 1 == t.header.n ? " (a trailing comma?)" : "");
       goto out;
     }
     for (size_t j = 0; j < i; j++)
@@ -173,7 +196,8 @@ int pflex__csv_read(const char *path, struct pflex__csv_table *ret, struct pflex
     if (t.rows[i].n != t.header.n) {
       err = pflex_diag_set(diag, -PFLEX_E_PARSE, path, t.rows[i].line, NULL,
                            "%zu fields where the header has %zu", t.rows[i].n, t.header.n);
-      for (size_t j = i; j < t.nrows; j++) record_free(&t.rows[j]);
+      for (size_t j = i; j < t.nrows; j++)
+        record_free(&t.rows[j]);
       t.nrows = kept;
       goto out;
     }

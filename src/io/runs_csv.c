@@ -11,18 +11,10 @@
 #include "io/csv_table.h"
 #include "pflex/runs.h"
 
-/* Per-GPU default power limits (TDP, W) of the GPU types pflex knows; a run at
- * or above it is uncapped. For other types the run at the highest cap is taken
- * as the uncapped one (docs/formats.md). */
-static const struct {
-  const char *gpu;
-  double tdp_w;
-} known_tdp[] = {{"H100", 700}, {"H200", 700}, {"A100", 400}, {"B200", 1000}};
-
 /* Columns pflex interprets; every other column is kept verbatim in extra. */
-static const char *const known_columns[] = {
-    "group", "gpu", "gpus", "cap_w", "power_w", "power_sd", "model", "arch", "task",
-    "seq_len", "batch", "ep", "compile", "grad_ckpt", "set"};
+static const char *const known_columns[] = {"group",    "gpu",   "gpus",    "cap_w",     "power_w",
+                                            "power_sd", "model", "arch",    "task",      "seq_len",
+                                            "batch",    "ep",    "compile", "grad_ckpt", "set"};
 
 static const struct {
   enum pflex_tput_unit unit;
@@ -51,7 +43,8 @@ static int parse_double(const struct ctx *c, const struct pflex__csv_record *r, 
   errno = 0;
   double v = strtod(s, &end);
   if (end == s || *end)
-    return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, r->line, name, "'%s' is not a number", s);
+    return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, r->line, name, "'%s' is not a number",
+                          s);
   if (!isfinite(v) || errno == ERANGE)
     return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, r->line, name,
                           "'%s' is not a finite number", s);
@@ -77,15 +70,16 @@ static int parse_int(const struct ctx *c, const struct pflex__csv_record *r, lon
   char *end;
   errno = 0;
   long v = strtol(s, &end, 10);
-  if (!*s || *end || errno || v < min || v > 1000000)
+  if (!*s || *end || errno || v < min || v > PFLEX_RUN_INT_MAX)
     return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, r->line, c->t->header.fields[col],
-                          "'%s' is not a whole number >= %d", s, min);
+                          "'%s' is not a whole number from %d to %d", s, min, PFLEX_RUN_INT_MAX);
   *ret = (int)v;
   return 0;
 }
 
 static int parse_bool(const struct ctx *c, const struct pflex__csv_record *r, long col, bool *ret) {
-  static const char *const yes[] = {"1", "true", "yes", "y"}, *const no[] = {"0", "false", "no", "n"};
+  static const char *const yes[] = {"1", "true", "yes", "y"}, *const no[] = {"0", "false", "no",
+                                                                             "n"};
   const char *s = r->fields[col];
   for (size_t i = 0; i < 4; i++) {
     if (strcasecmp(s, yes[i]) == 0) return *ret = true, 0;
@@ -123,8 +117,9 @@ static bool is_known(const char *name) {
   return false;
 }
 
-/* Chooses the throughput column: explicit name, else tokens_per_s, else the
- * column of the requested unit, else the only rate column present. */
+/* Chooses the throughput column: an explicit name; else, when a unit other
+ * than tokens/s is asked for, that unit's column (the user said which); else
+ * tokens_per_s; else the only rate column present. */
 static int pick_tput(const struct ctx *c, const struct pflex_runs_read_opts *opts, long *ret_col,
                      long *ret_sd, enum pflex_tput_unit *ret_unit) {
   const struct pflex__csv_table *t = c->t;
@@ -141,23 +136,28 @@ static int pick_tput(const struct ctx *c, const struct pflex_runs_read_opts *opt
     *ret_sd = pflex__csv_column(t, sd);
     return 0;
   }
+  size_t which = 0, nfound = 0;
   long found = -1;
-  size_t nfound = 0, which = 0;
   for (size_t i = 0; i < NTPUT; i++) {
     long col = pflex__csv_column(t, tput_columns[i].column);
-    if (col < 0) continue;
-    if (tput_columns[i].unit == want || tput_columns[i].unit == PFLEX_TPUT_TOKENS_PER_S) {
-      if (found < 0 || tput_columns[i].unit == PFLEX_TPUT_TOKENS_PER_S) found = col, which = i;
+    if (want != PFLEX_TPUT_TOKENS_PER_S && tput_columns[i].unit == want) {
+      if (col < 0)
+        return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, t->header.line,
+                              tput_columns[i].column,
+                              "required column missing from the header (the unit asked for)");
+      found = col, which = i, nfound = 1;
+      break;
     }
-    nfound++;
-    if (nfound == 1 && found < 0) which = i;
+    if (col < 0) continue;
+    if (nfound++ == 0 || tput_columns[i].unit == PFLEX_TPUT_TOKENS_PER_S) found = col, which = i;
   }
-  if (found < 0 && nfound == 1) found = pflex__csv_column(t, tput_columns[which].column);
-  if (found < 0)
+  if (nfound == 0)
     return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, t->header.line, "tokens_per_s",
-                          nfound ? "several throughput columns and none chosen (--unit)"
-                                 : "required column missing from the header (or samples_per_s, "
-                                   "steps_per_s, s_per_step)");
+                          "required column missing from the header (or samples_per_s, "
+                          "steps_per_s, s_per_step)");
+  if (nfound > 1 && tput_columns[which].unit != PFLEX_TPUT_TOKENS_PER_S)
+    return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, t->header.line, NULL,
+                          "several throughput columns and none chosen (--unit)");
   *ret_col = found;
   *ret_unit = tput_columns[which].unit;
   *ret_sd = pflex__csv_column(t, tput_columns[which].sd_column);
@@ -167,47 +167,6 @@ static int pick_tput(const struct ctx *c, const struct pflex_runs_read_opts *opt
 static bool tput_column_name(const struct pflex__csv_table *t, size_t col, long tput_col,
                              long tput_sd) {
   return (long)col == tput_col || (long)col == tput_sd;
-}
-
-static int check_groups(const struct ctx *c, const struct pflex_runset *set, bool partial) {
-  struct pflex_group *g;
-  size_t ng;
-  int err = pflex_runset_groups(set, &g, &ng);
-  if (err) return err;
-  for (size_t j = 0; j < ng && !err; j++) {
-    /* Blame the later line in the file, not the lower cap. */
-    const struct pflex_run *first = &set->runs[g[j].runs[0]];
-    for (size_t k = 1; k < g[j].n; k++)
-      if (set->runs[g[j].runs[k]].line < first->line) first = &set->runs[g[j].runs[k]];
-    for (size_t k = 0; k < g[j].n && !err; k++) {
-      const struct pflex_run *r = &set->runs[g[j].runs[k]];
-      if (strcmp(r->gpu, first->gpu) != 0)
-        err = pflex_diag_set(c->diag, -PFLEX_E_DATA, c->path, r->line, "gpu",
-                             "group '%s' mixes GPU types '%s' and '%s'", r->group, first->gpu, r->gpu);
-      else if (r->gpus != first->gpus)
-        err = pflex_diag_set(c->diag, -PFLEX_E_DATA, c->path, r->line, "gpus",
-                             "group '%s' mixes GPU counts %d and %d", r->group, first->gpus, r->gpus);
-      else if (k > 0 && r->cap_w == set->runs[g[j].runs[k - 1]].cap_w) {
-        const struct pflex_run *prev = &set->runs[g[j].runs[k - 1]];
-        const struct pflex_run *later = prev->line > r->line ? prev : r;
-        err = pflex_diag_set(c->diag, -PFLEX_E_DATA, c->path, later->line, "cap_w",
-                             "group '%s' has cap %g W twice (lines %zu and %zu)", r->group, r->cap_w,
-                             prev->line < r->line ? prev->line : r->line, later->line);
-      }
-    }
-    if (err) break;
-    const struct pflex_run *top = &set->runs[g[j].uncapped];
-    for (size_t i = 0; !partial && i < sizeof known_tdp / sizeof *known_tdp; i++)
-      if (strcasecmp(top->gpu, known_tdp[i].gpu) == 0 && top->cap_w < known_tdp[i].tdp_w) {
-        err = pflex_diag_set(c->diag, -PFLEX_E_NOUNCAPPED, c->path, top->line, "cap_w",
-                             "group '%s' has no uncapped run: its highest cap is %g W, below the "
-                             "%s's %g W default limit", top->group, top->cap_w, top->gpu,
-                             known_tdp[i].tdp_w);
-        break;
-      }
-  }
-  pflex_groups_free(g, ng);
-  return err;
 }
 
 int pflex_runs_read_csv(const char *path, const struct pflex_runs_read_opts *opts,
@@ -261,8 +220,10 @@ int pflex_runs_read_csv(const char *path, const struct pflex_runs_read_opts *opt
     double v;
     run.group = r->fields[col[0]];
     run.gpu = r->fields[col[1]];
-    if (!*run.group) err = pflex_diag_set(diag, -PFLEX_E_PARSE, path, r->line, "group", "empty");
-    else if (!*run.gpu) err = pflex_diag_set(diag, -PFLEX_E_PARSE, path, r->line, "gpu", "empty");
+    if (!*run.group)
+      err = pflex_diag_set(diag, -PFLEX_E_PARSE, path, r->line, "group", "empty");
+    else if (!*run.gpu)
+      err = pflex_diag_set(diag, -PFLEX_E_PARSE, path, r->line, "gpu", "empty");
     if (!err) err = parse_int(&c, r, col[2], 1, &run.gpus);
     if (!err) err = parse_positive(&c, r, col[3], &run.cap_w);
     if (!err) err = parse_positive(&c, r, col[4], &run.power_w);
@@ -274,7 +235,8 @@ int pflex_runs_read_csv(const char *path, const struct pflex_runs_read_opts *opt
     }
     if (!err && tput_sd >= 0 && *r->fields[tput_sd] && !(err = parse_double(&c, r, tput_sd, &v))) {
       if (v < 0)
-        err = pflex_diag_set(diag, -PFLEX_E_DATA, path, r->line, t.header.fields[tput_sd], "negative");
+        err = pflex_diag_set(diag, -PFLEX_E_DATA, path, r->line, t.header.fields[tput_sd],
+                             "negative");
       /* A time-per-step SD becomes the SD of its inverse to first order. */
       if (set.unit == PFLEX_TPUT_PER_STEP_TIME) v = v * run.tput * run.tput;
       run.tput_sd = v, run.have |= PFLEX_RUN_TPUT_SD;
@@ -282,28 +244,33 @@ int pflex_runs_read_csv(const char *path, const struct pflex_runs_read_opts *opt
     if (!err && col[6] >= 0 && *r->fields[col[6]]) run.model = r->fields[col[6]];
     if (!err && col[7] >= 0 && *r->fields[col[7]]) err = parse_arch(&c, r, col[7], &run.arch);
     if (!err && col[8] >= 0 && *r->fields[col[8]]) err = parse_task(&c, r, col[8], &run.task);
-    if (!err && col[9] >= 0 && *r->fields[col[9]] && !(err = parse_int(&c, r, col[9], 1, &run.seq_len)))
+    if (!err && col[9] >= 0 && *r->fields[col[9]] &&
+        !(err = parse_int(&c, r, col[9], 1, &run.seq_len)))
       run.have |= PFLEX_RUN_SEQ_LEN;
-    if (!err && col[10] >= 0 && *r->fields[col[10]] && !(err = parse_int(&c, r, col[10], 1, &run.batch)))
+    if (!err && col[10] >= 0 && *r->fields[col[10]] &&
+        !(err = parse_int(&c, r, col[10], 1, &run.batch)))
       run.have |= PFLEX_RUN_BATCH;
-    if (!err && col[11] >= 0 && *r->fields[col[11]] && !(err = parse_int(&c, r, col[11], 1, &run.ep)))
+    if (!err && col[11] >= 0 && *r->fields[col[11]] &&
+        !(err = parse_int(&c, r, col[11], 1, &run.ep)))
       run.have |= PFLEX_RUN_EP;
-    if (!err && col[12] >= 0 && *r->fields[col[12]] && !(err = parse_bool(&c, r, col[12], &run.compile)))
+    if (!err && col[12] >= 0 && *r->fields[col[12]] &&
+        !(err = parse_bool(&c, r, col[12], &run.compile)))
       run.have |= PFLEX_RUN_COMPILE;
     if (!err && col[13] >= 0 && *r->fields[col[13]] &&
         !(err = parse_bool(&c, r, col[13], &run.grad_ckpt)))
       run.have |= PFLEX_RUN_GRAD_CKPT;
     if (!err && col[14] >= 0 && *r->fields[col[14]]) run.set = r->fields[col[14]];
-    for (size_t k = 0; !err && k < set.nextra; k++) extra[k] = r->fields[extra_col[k]];
+    for (size_t k = 0; !err && k < set.nextra; k++)
+      extra[k] = r->fields[extra_col[k]];
     if (!err) err = pflex_runset_append(&set, &run);
     if (err) break;
   }
   free(extra);
-  if (!err) err = check_groups(&c, &set, opts && opts->partial_groups);
   if (!err) {
     set.source = strdup(path);
     if (!set.source) err = -ENOMEM;
   }
+  if (!err) err = pflex_runset_check_groups(&set, opts && opts->partial_groups, diag);
 out:
   free(extra_col);
   pflex__csv_release(&t);
@@ -335,7 +302,8 @@ int pflex_runs_write_csv_stream(const struct pflex_runset *set, FILE *f) {
     any_set |= r->set != NULL;
   }
   size_t u = 0;
-  while (u + 1 < NTPUT && tput_columns[u].unit != set->unit) u++;
+  while (u + 1 < NTPUT && tput_columns[u].unit != set->unit)
+    u++;
 
   int err = 0;
   fprintf(f, "group,gpu,gpus,cap_w,power_w,%s", tput_columns[u].column);
@@ -370,8 +338,10 @@ int pflex_runs_write_csv_stream(const struct pflex_runset *set, FILE *f) {
     fputs(num, f);
 #define OPT_NUM(bit, value)                                                                        \
   if (have & (bit)) {                                                                              \
-    if (r->have & (bit)) fmt_double(num, sizeof num, (value)), fprintf(f, ",%s", num);             \
-    else fputc(',', f);                                                                            \
+    if (r->have & (bit))                                                                           \
+      fmt_double(num, sizeof num, (value)), fprintf(f, ",%s", num);                                \
+    else                                                                                           \
+      fputc(',', f);                                                                               \
   }
     OPT_NUM(PFLEX_RUN_POWER_SD, r->power_sd)
     OPT_NUM(PFLEX_RUN_TPUT_SD,
@@ -382,8 +352,10 @@ int pflex_runs_write_csv_stream(const struct pflex_runset *set, FILE *f) {
     if (any_task) fprintf(f, ",%s", pflex_task_name(r->task));
 #define OPT_INT(bit, value)                                                                        \
   if (have & (bit)) {                                                                              \
-    if (r->have & (bit)) fprintf(f, ",%d", (int)(value));                                          \
-    else fputc(',', f);                                                                            \
+    if (r->have & (bit))                                                                           \
+      fprintf(f, ",%d", (int)(value));                                                             \
+    else                                                                                           \
+      fputc(',', f);                                                                               \
   }
     OPT_INT(PFLEX_RUN_SEQ_LEN, r->seq_len)
     OPT_INT(PFLEX_RUN_BATCH, r->batch)

@@ -174,8 +174,12 @@ static int get_int(struct reader *rd, json_t *o, const char *key, size_t run, in
     *ret_have = false;
     return 0;
   }
-  if (!json_is_integer(v) || json_integer_value(v) < INT_MIN || json_integer_value(v) > INT_MAX)
+  if (!json_is_integer(v))
     return fail(rd, -PFLEX_E_PARSE, run, key, "not an integer");
+  /* The range of the CSV reader, so that every JSON import can be exported as CSV and read back. */
+  if (json_integer_value(v) < 1 || json_integer_value(v) > PFLEX_RUN_INT_MAX)
+    return fail(rd, -PFLEX_E_DATA, run, key, "%lld is not a whole number from 1 to %d",
+                (long long)json_integer_value(v), PFLEX_RUN_INT_MAX);
   *ret = (int)json_integer_value(v);
   *ret_have = true;
   return 0;
@@ -216,9 +220,7 @@ static int read_run(struct reader *rd, struct pflex_runset *set, json_t *o, size
   int err = get_string(rd, o, "group", run, true, &group);
   if (!err) err = get_string(rd, o, "gpu", run, true, &gpu);
   if (!err) err = get_int(rd, o, "gpus", run, &r.gpus, &have);
-  if (!err && (!have || r.gpus <= 0))
-    err = fail(rd, -PFLEX_E_DATA, run, "gpus", "%s",
-               have ? "not a positive integer" : "missing required field");
+  if (!err && !have) err = fail(rd, -PFLEX_E_DATA, run, "gpus", "missing required field");
   if (!err) err = get_number(rd, o, "cap_w", run, true, &r.cap_w, &have);
   if (!err) err = get_number(rd, o, "power_w", run, true, &r.power_w, &have);
   if (!err) err = get_number(rd, o, "tput", run, true, &r.tput, &have);

@@ -175,7 +175,14 @@ int pflex_top_mean(const double *x, size_t n, double top, struct pflex_agg_value
   struct pflex_agg_value v = {0};
   v.value = gsl_stats_mean(hi, 1, k);
   v.sd = k > 1 ? gsl_stats_sd_m(hi, 1, k, v.value) : 0.0;
-  v.se = v.sd / sqrt((double)k);
+  /* The top-k mean is an upper-tail mean (an expected shortfall): its standard
+   * error must also carry the noise of where the tail starts. Asymptotically
+   * Var = [Var(X | X >= q) + (1 - p)(mean - q)^2] / k with p = k / n and q the
+   * tail's threshold (Chen 2008, "Nonparametric estimation of expected
+   * shortfall", J. Financial Econometrics 6(1)). sd / sqrt(k) alone
+   * understates it by about 1.5x for normal noise at p = 0.1. */
+  double p = (double)k / (double)n, q = hi[0];
+  v.se = sqrt((v.sd * v.sd + (1.0 - p) * (v.value - q) * (v.value - q)) / (double)k);
   v.k = k;
   v.n = n;
   v.valid = true;

@@ -77,6 +77,10 @@ expect 0 "$PFLEX" import runs.csv
 expect 0 "$PFLEX" export --db a.db --format json --out back.json
 grep -q '"format": "pflex-runs"' back.json || fail "not a runs JSON document"
 expect 0 "$PFLEX" import back.json --db j.db
+# --json is --format json, as in the other commands; contradicting --format is a usage error.
+expect 0 "$PFLEX" export --db a.db --json
+cmp -s out back.json || fail "export --json differs from --format json --out"
+expect 2 "$PFLEX" export --db a.db --json --format csv
 expect 0 "$PFLEX" export --db j.db --out back2.csv
 same_runs runs.csv back2.csv
 
@@ -123,9 +127,7 @@ EOF
 expect 1 "$PFLEX" import append.csv --db a.db --append
 grep -q "already has a run at cap 700" err || fail "duplicate cap message: $(cat err)"
 [ "$(dump a.db)" = "$before" ] || fail "a failed append changed the store"
-# (A successful --append to a stored group is covered by the unit tests: the runs
-# CSV reader requires every group of a file to hold its uncapped run, which the
-# stored group already has.)
+# (A successful --append of new caps to a stored group: further below.)
 
 # --replace succeeds and replaces mix-ft
 expect 0 "$PFLEX" import conflict.csv --db a.db --replace
@@ -158,6 +160,20 @@ expect 0 "$PFLEX" import ap2.csv --db ap.db --append
 expect 0 "$PFLEX" export --db ap.db --group ap
 [ "$(grep -c '^ap,' out)" -eq 3 ] || fail "append: expected 3 runs, got $(cat out)"
 grep -q '^ap,H200,8,500,4000,92$' out || fail "appended run missing: $(cat out)"
+
+# --- a JSON file obeys the CSV's group rules: an uncapped run (unless --append),
+# no cap twice (not a conflict with the store: no --replace hint)
+expect 0 "$PFLEX" export --db ap.db --group ap --json
+cp out ap.json
+sed -e 's/"cap_w": 700.0/"cap_w": 600.0/' ap.json >nounc.json
+expect 1 "$PFLEX" import nounc.json --db j2.db
+grep -q "cannot read 'nounc.json': column 'cap_w': run [0-9]: group 'ap' has no uncapped run" err ||
+  fail "JSON without an uncapped run: $(cat err)"
+[ ! -e j2.db ] || fail "a refused JSON import created the store"
+sed -e 's/"cap_w": 500.0/"cap_w": 300.0/' ap.json >twice.json
+expect 1 "$PFLEX" import twice.json --db j2.db
+grep -q "has cap 300 W twice (runs [0-9] and [0-9])" err || fail "JSON cap twice: $(cat err)"
+! grep -q -- "--replace" err || fail "cap twice in a file is not a store conflict: $(cat err)"
 
 # --- usage errors
 expect 2 "$PFLEX" import runs.csv --replace --append

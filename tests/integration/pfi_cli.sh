@@ -11,6 +11,10 @@ set -euo pipefail
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# has GREP-ARGS: grep that reads all its input. `... | grep -q` exits at the
+# first match, the writer may then die of SIGPIPE, and pipefail turns a match
+# into a failure (seen under load).
+has() { grep "$@" > /dev/null; }
 near() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }' ||
   fail "$4: got '$1', expected $2 +/- $3"; }
 # jget JSON KEY [N]: the N-th (default 1st) value of "KEY" in compact JSON.
@@ -40,10 +44,10 @@ CSV
 # Human table: values, runs used, and the note on the excluded run.
 out=$("$PFLEX" pfi "$tmp/runs.csv" --draws 500)
 echo "$out"
-echo "$out" | grep -Eq '^curveA +H200 +8 +6 +1\.893 ' || fail "curveA row"
-echo "$out" | grep -Eq '^curveB +H200 +16 +3 +2\.355 ' || fail "curveB row (600 W excluded)"
-echo "$out" | grep -Eq '^law +H200 +4 +4 +1\.600 ' || fail "law row"
-echo "$out" | grep -q 'curveB: 600 W excluded: cap does not bind: throughput 0.25% below' ||
+echo "$out" | has -E '^curveA +H200 +8 +6 +1\.893 ' || fail "curveA row"
+echo "$out" | has -E '^curveB +H200 +16 +3 +2\.355 ' || fail "curveB row (600 W excluded)"
+echo "$out" | has -E '^law +H200 +4 +4 +1\.600 ' || fail "law row"
+echo "$out" | has 'curveB: 600 W excluded: cap does not bind: throughput 0.25% below' ||
   fail "note on the non-binding cap"
 
 # CSV: full precision, the grid beside the full value, excluded runs.
@@ -56,11 +60,15 @@ near "$(cget "$csv" curveB pfi)" 2.355263 1e-6 "curveB noise rule"
 [ "$(cget "$csv" curveB excluded)" = "600:within-noise" ] || fail "curveB excluded"
 near "$(cget "$csv" law pfi)" 1.6 1e-9 "law ratio"
 
+# A range A:B:STEP is the list it spells out, ends included.
+[ "$("$PFLEX" pfi "$tmp/runs.csv" --grid 200:600:100 --csv --draws 0)" = \
+  "$("$PFLEX" pfi "$tmp/runs.csv" --grid 200,300,400,500,600 --csv --draws 0)" ] || fail "grid range"
+
 # A grid cap that no run has is named, in the table notes and in JSON.
 out=$("$PFLEX" pfi "$tmp/runs.csv" --grid 200,500,650 --draws 0)
-echo "$out" | grep -q 'curveA (grid): no run at 650 W' || fail "grid cap without a run"
+echo "$out" | has 'curveA (grid): no run at 650 W' || fail "grid cap without a run"
 printf '%s' "$("$PFLEX" pfi "$tmp/runs.csv" --grid 200,500,650 --draws 0 --json)" | tr -d ' \n' |
-  grep -q '"grid_missing":\[650.0\]' || fail "JSON grid_missing"
+  has '"grid_missing":\[650.0\]' || fail "JSON grid_missing"
 
 # The paper's rule keeps the non-binding cap: the noise drives the value up.
 csv=$("$PFLEX" pfi "$tmp/runs.csv" --exclude paper --csv --draws 0)
@@ -79,14 +87,14 @@ near "$(cget "$csv" law pfi)" 0.5 1e-9 "law elasticity"
 # JSON: the required fields, the excluded list with reasons, the grid.
 json=$("$PFLEX" pfi "$tmp/runs.csv" --json --grid 200,500,600,700 --draws 1000 --seed 3)
 for key in group runs pfi ci_low ci_high excluded gpu gpus arch task definition grid grid_pfi; do
-  printf '%s' "$json" | grep -q "\"$key\":" || fail "JSON lacks '$key'"
+  printf '%s' "$json" | has "\"$key\":" || fail "JSON lacks '$key'"
 done
 compact=$(printf '%s' "$json" | tr -d ' \n')
-echo "$compact" | grep -q '"group":"curveB","gpu":"H200","gpus":16,"arch":"moe","task":"ft"' ||
+echo "$compact" | has '"group":"curveB","gpu":"H200","gpus":16,"arch":"moe","task":"ft"' ||
   fail "JSON curveB identity"
-echo "$compact" | grep -q '"excluded":\[{"cap_w":600.0,"reason":"within-noise"' ||
+echo "$compact" | has '"excluded":\[{"cap_w":600.0,"reason":"within-noise"' ||
   fail "JSON curveB excluded run"
-echo "$compact" | grep -q '"grid":\[200.0,500.0,600.0,700.0\]' || fail "JSON grid"
+echo "$compact" | has '"grid":\[200.0,500.0,600.0,700.0\]' || fail "JSON grid"
 near "$(jget "$json" pfi 1)" 1.893333 1e-6 "JSON curveA pfi"
 lo=$(jget "$json" ci_low 1) hi=$(jget "$json" ci_high 1)
 awk -v l="$lo" -v h="$hi" 'BEGIN { exit !(l < 1.893333 && 1.893333 < h && h - l < 1) }' ||
@@ -101,6 +109,10 @@ awk -v l="$lo" -v h="$hi" 'BEGIN { exit !(l < 1.893333 && 1.893333 < h && h - l 
 sed -e 's/tokens_per_s/samples_per_s/' "$tmp/runs.csv" > "$tmp/samples.csv"
 csv=$("$PFLEX" pfi "$tmp/samples.csv" --unit samples --csv --draws 0 2> "$tmp/err")
 near "$(cget "$csv" curveA pfi)" 1.893333 1e-6 "samples/s"
+# A throughput column of any name, as pflex import takes it.
+sed -e 's/tokens_per_s/my_rate/' "$tmp/runs.csv" > "$tmp/named.csv"
+csv=$("$PFLEX" pfi "$tmp/named.csv" --tput-column my_rate --csv --draws 0)
+near "$(cget "$csv" curveA pfi)" 1.893333 1e-6 "--tput-column"
 
 # A group whose every cap is within noise: no number, the reasons, exit 1.
 cat > "$tmp/flat.csv" <<'CSV'
@@ -116,12 +128,48 @@ set -e
 echo "$out"; cat "$tmp/err"
 [ $rc -eq 1 ] || fail "all-excluded group: exit $rc, expected 1"
 grep -q "group 'flat': no PFI: every capped run was excluded" "$tmp/err" || fail "all-excluded error"
-echo "$out" | grep -Eq '^flat +H200 +8 +0 +- ' || fail "all-excluded row shows a number"
-echo "$out" | grep -q 'flat: 600 W excluded: cap does not bind: throughput 0.10% above' ||
+echo "$out" | has -E '^flat +H200 +8 +0 +- ' || fail "all-excluded row shows a number"
+echo "$out" | has 'flat: 600 W excluded: cap does not bind: throughput 0.10% above' ||
   fail "all-excluded reasons"
 compact=$(printf '%s' "$json" | tr -d ' \n')
-echo "$compact" | grep -q '"pfi":null' || fail "JSON pfi should be null"
+echo "$compact" | has '"pfi":null' || fail "JSON pfi should be null"
 [ "$(echo "$compact" | grep -o '"reason":"within-noise"' | wc -l)" -eq 2 ] || fail "JSON reasons"
+
+# A capped run faster than the uncapped one beyond noise (+10%, SE 0.7%):
+# excluded, with a hint that the uncapped run is the suspect.
+printf 'group,gpu,gpus,cap_w,power_w,tokens_per_s\nfast,H200,8,200,1600,500\nfast,H200,8,500,4000,1100\nfast,H200,8,700,5000,1000\n' > "$tmp/fast.csv"
+out=$("$PFLEX" pfi "$tmp/fast.csv" --draws 0)
+echo "$out" | has 'fast: 500 W excluded: throughput 10.00% above the uncapped run.s, beyond noise' ||
+  fail "faster-than-uncapped note: $out"
+
+# A group with only its uncapped run: no number, and the reason in words
+# (not a bare "Invalid argument"), on stderr and in JSON.
+printf 'group,gpu,gpus,cap_w,power_w,tokens_per_s\nlone,H200,8,700,5000,1000\n' > "$tmp/lone.csv"
+set +e
+"$PFLEX" pfi "$tmp/lone.csv" --draws 0 > /dev/null 2> "$tmp/err"; rc=$?
+json=$("$PFLEX" pfi "$tmp/lone.csv" --json --draws 0 2> /dev/null)
+set -e
+[ $rc -eq 1 ] || fail "single-run group: exit $rc, expected 1"
+grep -q "group 'lone': no PFI: the group has a single run" "$tmp/err" || fail "single-run error"
+printf '%s' "$json" | has '"error": "the group has a single run' || fail "single-run JSON error"
+
+# Noise so large that some draws give a negative power: the CI rests on fewer
+# draws than asked for, and the output says so (table note, JSON draws_used).
+printf 'group,gpu,gpus,cap_w,power_w,tokens_per_s,power_sd\nnoisy,H200,8,200,1600,700,900\nnoisy,H200,8,700,4400,1000,\n' > "$tmp/noisy.csv"
+out=$("$PFLEX" pfi "$tmp/noisy.csv" --draws 1000)
+echo "$out" | has -E 'noisy: CI from [0-9]+ of 1000 draws' || fail "no note on dropped draws: $out"
+used=$(jget "$("$PFLEX" pfi "$tmp/noisy.csv" --draws 1000 --json)" draws_used)
+# P(1600 + 900 Z <= 0) = P(Z <= -1.78) = 3.8%: about 38 of 1000 dropped.
+[ "$used" -gt 900 ] && [ "$used" -lt 1000 ] || fail "draws_used $used, expected about 962"
+[ "$(jget "$("$PFLEX" pfi "$tmp/runs.csv" --draws 100 --json)" draws_used)" = 100 ] ||
+  fail "draws_used on clean data"
+
+# Output that cannot be written (a full disk) is an error, not a silent exit 0.
+if [ -w /dev/full ]; then
+  set +e; "$PFLEX" pfi "$tmp/runs.csv" --json --draws 0 > /dev/full 2> "$tmp/err"; rc=$?; set -e
+  [ $rc -eq 1 ] || fail "write to a full disk: exit $rc, expected 1"
+  grep -q "cannot write to standard output" "$tmp/err" || fail "full-disk message: $(cat "$tmp/err")"
+fi
 
 # Usage errors exit 2; help lists every option.
 for bad in "--definition foo" "--exclude none" "--draws -1" "--grid x" "--bogus"; do
@@ -131,7 +179,7 @@ done
 set +e; "$PFLEX" pfi > /dev/null 2>&1; rc=$?; set -e
 [ $rc -eq 2 ] || fail "no file: exit $rc"
 help=$("$PFLEX" help pfi)
-for o in --grid --definition --draws --seed --power-cv --tput-cv --exclude --noise-k --unit --json --csv; do
-  echo "$help" | grep -q -- "$o" || fail "help lacks $o"
+for o in --grid --definition --draws --seed --power-cv --tput-cv --exclude --noise-k --unit --tput-column --json --csv; do
+  echo "$help" | has -- "$o" || fail "help lacks $o"
 done
 echo "pfi_cli: ok"

@@ -12,6 +12,10 @@ set -euo pipefail
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# has GREP-ARGS: grep that reads all its input. `... | grep -q` exits at the
+# first match, the writer may then die of SIGPIPE, and pipefail turns a match
+# into a failure (seen under load).
+has() { grep "$@" > /dev/null; }
 near() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }' ||
   fail "$4: got '$1', expected $2 +/- $3"; }
 jget() { printf '%s' "$1" | tr -d ' \n' | grep -o "\"$2\":[^,}]*" | sed -n "${3:-1}p" | cut -d: -f2-; }
@@ -34,24 +38,24 @@ jget() { printf '%s' "$1" | tr -d ' \n' | grep -o "\"$2\":[^,}]*" | sed -n "${3:
 
 out=$("$PFLEX" stats "$tmp/t6.csv" --draws 200)
 echo "$out"
-echo "$out" | grep -Eq '^Dense \(PT \+ FT\) +14 +1\.270 +1\.301' || fail "dense row"
-echo "$out" | grep -Eq '^MoE pretraining +7 +1\.430 +1\.417' || fail "MoE PT row"
-echo "$out" | grep -Eq '^MoE fine-tuning +4 +2\.100 +2\.165' || fail "MoE FT row"
-echo "$out" | grep -q 'Kruskal-Wallis H = 12.485 (tie-corrected; 12.470 uncorrected), df = 2, p = 0.0019' ||
+echo "$out" | has -E '^Dense \(PT \+ FT\) +14 +1\.270 +1\.301' || fail "dense row"
+echo "$out" | has -E '^MoE pretraining +7 +1\.430 +1\.417' || fail "MoE PT row"
+echo "$out" | has -E '^MoE fine-tuning +4 +2\.100 +2\.165' || fail "MoE FT row"
+echo "$out" | has 'Kruskal-Wallis H = 12.485 (tie-corrected; 12.470 uncorrected), df = 2, p = 0.0019' ||
   fail "Kruskal-Wallis line"
-echo "$out" | grep -Eq '^dense vs moe-ft +-3\.451 +0\.0006 +0\.0017' || fail "Dunn dense vs MoE FT"
+echo "$out" | has -E '^dense vs moe-ft +-3\.451 +0\.0006 +0\.0017' || fail "Dunn dense vs MoE FT"
 
 json=$("$PFLEX" stats "$tmp/t6.csv" --json --draws 0)
 compact=$(printf '%s' "$json" | tr -d ' \n')
-echo "$compact" | grep -q '"groups":\[{"name":"dense","n":14,"median":1.27,' || fail "JSON dense group"
-echo "$compact" | grep -q '{"name":"moe-pt","n":7,"median":1.43,' || fail "JSON MoE PT group"
-echo "$compact" | grep -q '{"name":"moe-ft","n":4,"median":2.1,"mean":2.165}' || fail "JSON MoE FT group"
+echo "$compact" | has '"groups":\[{"name":"dense","n":14,"median":1.27,' || fail "JSON dense group"
+echo "$compact" | has '{"name":"moe-pt","n":7,"median":1.43,' || fail "JSON MoE PT group"
+echo "$compact" | has '{"name":"moe-ft","n":4,"median":2.1,"mean":2.165}' || fail "JSON MoE FT group"
 kw=$(echo "$compact" | grep -o '"kruskal":{[^}]*}')
 near "$(jget "$kw" h)" 12.484845 1e-5 "H"
 near "$(jget "$kw" p)" 0.001945 1e-6 "p"
 [ "$(jget "$kw" df)" = 2 ] || fail "df"
 dunn=$(echo "$compact" | grep -o '"dunn":\[.*\]')
-echo "$dunn" | grep -q '{"a":"dense","b":"moe-pt","z":' || fail "Dunn pair order"
+echo "$dunn" | has '{"a":"dense","b":"moe-pt","z":' || fail "Dunn pair order"
 near "$(jget "$dunn" z 1)" -1.667735 1e-5 "z dense-MoE PT"
 near "$(jget "$dunn" z 2)" -3.451353 1e-5 "z dense-MoE FT"
 near "$(jget "$dunn" z 3)" -1.890162 1e-5 "z MoE PT-MoE FT"
@@ -60,7 +64,7 @@ near "$(jget "$dunn" p_holm 1)" 0.117472 1e-6 "p_holm dense-MoE PT"
 near "$(jget "$dunn" p_holm 2)" 0.001673 1e-6 "p_holm dense-MoE FT"
 near "$(jget "$dunn" p_holm 3)" 0.117472 1e-6 "p_holm MoE PT-MoE FT"
 # Each group's PFI is listed with its cluster.
-echo "$compact" | grep -q '"group":"moeft4","gpu":"H200","gpus":8,"arch":"moe","task":"ft","cluster":"moe-ft"' ||
+echo "$compact" | has '"group":"moeft4","gpu":"H200","gpus":8,"arch":"moe","task":"ft","cluster":"moe-ft"' ||
   fail "JSON per-group PFI"
 near "$(echo "$compact" | grep -o '"group":"moeft4"[^]]*' | grep -o '"pfi":[^,]*' | cut -d: -f2)" 2.67 1e-9 "moeft4 PFI"
 
@@ -75,7 +79,7 @@ grep -q "group 'moept3' has no arch" "$tmp/err" || fail "missing arch message"
 set +e; "$PFLEX" stats "$tmp/t6.csv" --definition nope > /dev/null 2>&1; rc=$?; set -e
 [ $rc -eq 2 ] || fail "bad definition: exit $rc"
 help=$("$PFLEX" help stats)
-for o in --grid --definition --draws --seed --power-cv --tput-cv --exclude --noise-k --unit --json; do
-  echo "$help" | grep -q -- "$o" || fail "help lacks $o"
+for o in --grid --definition --draws --seed --power-cv --tput-cv --exclude --noise-k --unit --tput-column --json; do
+  echo "$help" | has -- "$o" || fail "help lacks $o"
 done
 echo "stats_cli: ok"

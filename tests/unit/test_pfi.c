@@ -10,16 +10,11 @@
 
 #include <cmocka.h>
 
+#include "assert_near.h"
+
 #include "pflex/error.h"
 #include "pflex/pfi.h"
 
-/* Debian 12's cmocka 1.1.5 has no double comparison (its float one rounds to float). */
-#define assert_near(a, b, tol)                                                                     \
-  do {                                                                                             \
-    double a_ = (a), b_ = (b);                                                                     \
-    if (!(fabs(a_ - b_) <= (tol)))                                                                 \
-      fail_msg("%s = %.9g, expected %.9g +/- %g", #a, a_, b_, (double)(tol));                      \
-  } while (0)
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
 static struct pflex_pfi_point pt(double cap, double p, double t) {
@@ -368,6 +363,11 @@ static void test_bad_input(void **state) {
                                             pt(700, 4900, 990)};
   assert_int_equal(pflex_pfi_compute(two_max, 3, &o, &r), -EINVAL);
   o.noise_k = -1;
+  assert_int_equal(pflex_pfi_compute(curve_a, N_OF(curve_a), &o, &r), -EINVAL);
+  /* A draw count whose buffer size (draws * 8 bytes) wraps around to 16 bytes
+   * is refused, not allocated small and overrun. */
+  o = opts_nodraws();
+  o.draws = SIZE_MAX / sizeof(double) + 3;
   assert_int_equal(pflex_pfi_compute(curve_a, N_OF(curve_a), &o, &r), -EINVAL);
 }
 

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -11,8 +12,8 @@
 #include "pflex/runs.h"
 
 static struct pflex_run mkrun(const char *group, double cap, double p, double t) {
-  return (struct pflex_run){.group = (char *)group, .gpu = "H200", .gpus = 8,
-                            .cap_w = cap, .power_w = p, .tput = t};
+  return (struct pflex_run){
+      .group = (char *)group, .gpu = "H200", .gpus = 8, .cap_w = cap, .power_w = p, .tput = t};
 }
 
 static void test_groups_sorted_by_cap(void **state) {
@@ -22,7 +23,8 @@ static void test_groups_sorted_by_cap(void **state) {
   struct pflex_run r[] = {mkrun("a", 700, 5000, 100), mkrun("b", 200, 1500, 40),
                           mkrun("a", 300, 2300, 70), mkrun("b", 700, 4800, 90),
                           mkrun("a", 500, 3800, 95)};
-  for (size_t i = 0; i < 5; i++) assert_int_equal(pflex_runset_append(&set, &r[i]), 0);
+  for (size_t i = 0; i < 5; i++)
+    assert_int_equal(pflex_runset_append(&set, &r[i]), 0);
   struct pflex_group *g;
   size_t ng;
   assert_int_equal(pflex_runset_groups(&set, &g, &ng), 0);
@@ -34,6 +36,72 @@ static void test_groups_sorted_by_cap(void **state) {
   assert_int_equal(g[0].uncapped, 0);
   assert_int_equal(g[1].uncapped, 3);
   pflex_groups_free(g, ng);
+  pflex_runset_release(&set);
+}
+
+/* Equal caps (possible only in a runset that skipped validation) keep their
+ * order of appearance, whatever qsort does with ties. */
+static void test_groups_ties_keep_order(void **state) {
+  (void)state;
+  struct pflex_runset set;
+  pflex_runset_init(&set);
+  struct pflex_run r[] = {mkrun("a", 500, 3000, 80), mkrun("a", 700, 5000, 100),
+                          mkrun("a", 500, 3100, 81), mkrun("a", 200, 1500, 40),
+                          mkrun("a", 500, 3200, 82)};
+  for (size_t i = 0; i < 5; i++)
+    assert_int_equal(pflex_runset_append(&set, &r[i]), 0);
+  struct pflex_group *g;
+  size_t ng;
+  assert_int_equal(pflex_runset_groups(&set, &g, &ng), 0);
+  assert_int_equal(ng, 1);
+  size_t want[] = {3, 0, 2, 4, 1}; /* 200 W, the three 500 W in file order, 700 W */
+  for (size_t k = 0; k < 5; k++)
+    assert_int_equal(g[0].runs[k], want[k]);
+  assert_int_equal(g[0].uncapped, 1);
+  pflex_groups_free(g, ng);
+  pflex_runset_release(&set);
+}
+
+/* Group rules on runs without lines (as from JSON): the diagnostic names the
+ * run by position. Runs: 1 a/700, 2 a/300, 3 a/300 -> cap twice, runs 2 and 3. */
+static void test_check_groups(void **state) {
+  (void)state;
+  struct pflex_runset set;
+  pflex_runset_init(&set);
+  struct pflex_run r[] = {mkrun("a", 700, 5000, 100), mkrun("a", 300, 2300, 70),
+                          mkrun("a", 300, 2400, 71)};
+  for (size_t i = 0; i < 3; i++)
+    assert_int_equal(pflex_runset_append(&set, &r[i]), 0);
+  struct pflex_diag diag;
+  assert_int_equal(pflex_runset_check_groups(&set, false, &diag), -PFLEX_E_DATA);
+  assert_int_equal(diag.line, 0);
+  assert_string_equal(diag.column, "cap_w");
+  assert_string_equal(diag.message, "run 3: group 'a' has cap 300 W twice (runs 2 and 3)");
+  pflex_runset_release(&set);
+
+  /* H200 whose highest cap is 600 W: no uncapped run, unless partial. With
+   * lines (CSV), the line is named instead. */
+  pflex_runset_init(&set);
+  struct pflex_run q[] = {mkrun("b", 600, 4000, 90), mkrun("b", 300, 2300, 70)};
+  q[0].line = 7;
+  q[1].line = 8;
+  for (size_t i = 0; i < 2; i++)
+    assert_int_equal(pflex_runset_append(&set, &q[i]), 0);
+  assert_int_equal(pflex_runset_check_groups(&set, false, &diag), -PFLEX_E_NOUNCAPPED);
+  assert_int_equal(diag.line, 7);
+  assert_non_null(strstr(diag.message, "no uncapped run"));
+  assert_int_equal(pflex_runset_check_groups(&set, true, &diag), 0);
+  /* A GPU type without a known TDP: the highest cap is the uncapped run. */
+  free(set.runs[0].gpu);
+  free(set.runs[1].gpu);
+  set.runs[0].gpu = strdup("X9");
+  set.runs[1].gpu = strdup("X9");
+  assert_int_equal(pflex_runset_check_groups(&set, false, &diag), 0);
+  /* Mixed GPU counts name the later run. */
+  set.runs[1].gpus = 16;
+  assert_int_equal(pflex_runset_check_groups(&set, false, &diag), -PFLEX_E_DATA);
+  assert_int_equal(diag.line, 8);
+  assert_string_equal(diag.column, "gpus");
   pflex_runset_release(&set);
 }
 
@@ -60,6 +128,8 @@ static void test_extra_columns(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_groups_sorted_by_cap),
+      cmocka_unit_test(test_groups_ties_keep_order),
+      cmocka_unit_test(test_check_groups),
       cmocka_unit_test(test_extra_columns),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -42,7 +42,8 @@ static void expect_error(const char *text, int err, size_t line, const char *col
   assert_int_equal(rc, err);
   assert_int_equal(set.n, 12345);
   assert_string_equal(diag.file, path);
-  if (diag.line != line) fprintf(stderr, "line %zu (%s) for:\n%.200s\n", diag.line, diag.message, text);
+  if (diag.line != line)
+    fprintf(stderr, "line %zu (%s) for:\n%.200s\n", diag.line, diag.message, text);
   assert_int_equal(diag.line, line);
   assert_string_equal(diag.column, column ? column : "");
   if (needle && !strstr(diag.message, needle)) fprintf(stderr, "message: %s\n", diag.message);
@@ -79,11 +80,12 @@ static void test_reads_valid_file(void **state) {
 
 static void test_round_trip(void **state) {
   (void)state;
-  const char *text = "group,gpu,gpus,cap_w,power_w,tokens_per_s,power_sd,tokens_sd,model,arch,task,"
-                     "seq_len,batch,ep,compile,grad_ckpt,set,dram_active\n"
-                     "\"a,b\",H200,8,700,5123.456789012345,9876.5,20.5,49.25,Qwen3-32B,dense,pt,"
-                     "4096,8,1,1,0,headline,0.3\n"
-                     "\"a,b\",H200,8,200,1500,3000.125,,,Qwen3-32B,dense,pt,4096,8,1,1,0,headline,\n";
+  const char *text =
+      "group,gpu,gpus,cap_w,power_w,tokens_per_s,power_sd,tokens_sd,model,arch,task,"
+      "seq_len,batch,ep,compile,grad_ckpt,set,dram_active\n"
+      "\"a,b\",H200,8,700,5123.456789012345,9876.5,20.5,49.25,Qwen3-32B,dense,pt,"
+      "4096,8,1,1,0,headline,0.3\n"
+      "\"a,b\",H200,8,200,1500,3000.125,,,Qwen3-32B,dense,pt,4096,8,1,1,0,headline,\n";
   const char *in = write_file("in.csv", text);
   struct pflex_runset a, b;
   assert_int_equal(pflex_runs_read_csv(in, NULL, &a, NULL), 0);
@@ -124,16 +126,49 @@ static void test_step_time_is_inverted(void **state) {
   pflex_runset_release(&set);
 }
 
+/* --unit picks its column even when tokens_per_s is there too (docs/formats.md:
+ * "choose among several rate columns with --unit"); the other rate stays an
+ * extra column. A unit whose column is absent is an error, not a fallback. */
+static void test_unit_chooses_column(void **state) {
+  (void)state;
+  const char *path =
+      write_file("two.csv", "group,gpu,gpus,cap_w,power_w,tokens_per_s,samples_per_s\n"
+                            "g,H200,8,700,5000,1000,4\ng,H200,8,300,2000,600,3\n");
+  struct pflex_runs_read_opts o = {.unit = PFLEX_TPUT_SAMPLES_PER_S};
+  struct pflex_runset set;
+  struct pflex_diag diag;
+  assert_int_equal(pflex_runs_read_csv(path, &o, &set, &diag), 0);
+  assert_int_equal(set.unit, PFLEX_TPUT_SAMPLES_PER_S);
+  assert_true(set.runs[0].tput == 4 && set.runs[1].tput == 3);
+  assert_int_equal(set.nextra, 1);
+  assert_string_equal(set.extra_names[0], "tokens_per_s");
+  pflex_runset_release(&set);
+  /* The default unit still prefers tokens_per_s. */
+  assert_int_equal(pflex_runs_read_csv(path, NULL, &set, &diag), 0);
+  assert_int_equal(set.unit, PFLEX_TPUT_TOKENS_PER_S);
+  assert_true(set.runs[0].tput == 1000);
+  pflex_runset_release(&set);
+  o.unit = PFLEX_TPUT_STEPS_PER_S;
+  assert_int_equal(pflex_runs_read_csv(path, &o, &set, &diag), -PFLEX_E_PARSE);
+  assert_int_equal(diag.line, 1);
+  assert_string_equal(diag.column, "steps_per_s");
+  /* Two rates and neither tokens nor a unit: ambiguous. */
+  path = write_file("amb.csv", "group,gpu,gpus,cap_w,power_w,samples_per_s,steps_per_s\n"
+                               "g,H200,8,700,5000,4,1\n");
+  assert_int_equal(pflex_runs_read_csv(path, NULL, &set, &diag), -PFLEX_E_PARSE);
+  assert_non_null(strstr(diag.message, "several throughput columns"));
+}
+
 static void test_errors(void **state) {
   (void)state;
   expect_error("", -PFLEX_E_PARSE, 0, NULL, "empty file");
   expect_error(HEADER, -PFLEX_E_PARSE, 1, NULL, "header only");
-  expect_error("group,gpu,gpus,cap_w,tokens_per_s\ng,H200,8,700,5\n", -PFLEX_E_PARSE, 1,
-               "power_w", "missing");
-  expect_error("group,gpu,gpus,cap_w,power_w\ng,H200,8,700,5\n", -PFLEX_E_PARSE, 1,
-               "tokens_per_s", "missing");
-  expect_error(HEADER "g,H200,8,700,5000,100\ng,H200,8,300,abc,80\n", -PFLEX_E_PARSE, 3,
-               "power_w", "not a number");
+  expect_error("group,gpu,gpus,cap_w,tokens_per_s\ng,H200,8,700,5\n", -PFLEX_E_PARSE, 1, "power_w",
+               "missing");
+  expect_error("group,gpu,gpus,cap_w,power_w\ng,H200,8,700,5\n", -PFLEX_E_PARSE, 1, "tokens_per_s",
+               "missing");
+  expect_error(HEADER "g,H200,8,700,5000,100\ng,H200,8,300,abc,80\n", -PFLEX_E_PARSE, 3, "power_w",
+               "not a number");
   expect_error(HEADER "g,H200,8,700,5000,100\ng,H200,8,300,2000,nan\n", -PFLEX_E_PARSE, 3,
                "tokens_per_s", "finite");
   expect_error(HEADER "g,H200,8,700,inf,100\n", -PFLEX_E_PARSE, 2, "power_w", "finite");
@@ -157,7 +192,8 @@ static void test_errors(void **state) {
                -PFLEX_E_PARSE, 2, "arch", "dense");
   expect_error("group,gpu,gpus,cap_w,power_w,tokens_per_s,gpu\n", -PFLEX_E_PARSE, 1, "gpu",
                "twice");
-  expect_error(HEADER "g,H200,8,700,5000,\"100\n", -PFLEX_E_PARSE, 2, NULL, "quote");
+  expect_error(HEADER "g,H200,8,700,5000,\"100\n", -PFLEX_E_PARSE, 2, NULL, "unterminated quote");
+  expect_error(HEADER "g,H2\"00,8,700,5000,100\n", -PFLEX_E_PARSE, 2, NULL, "malformed quoting");
 
   /* A line far longer than any real one. */
   size_t n = 70000;
@@ -168,6 +204,47 @@ static void test_errors(void **state) {
   strcpy(big + len + n, "\n");
   expect_error(big, -PFLEX_E_PARSE, 3, NULL, "allowed");
   free(big);
+}
+
+/* What spreadsheets write: a UTF-8 byte order mark before the header, CRLF
+ * line ends, quoted numbers, spaces around unquoted fields. */
+static void test_spreadsheet_style(void **state) {
+  (void)state;
+  const char *path =
+      write_file("excel.csv", "\xEF\xBB\xBFgroup,gpu,gpus,cap_w,power_w,tokens_per_s\r\n"
+                              "g, H200 ,\"8\",\"700\",5000 ,\"100.5\"\r\n"
+                              "g,H200,8,300,2000,80\r\n"
+                              "\r\n");
+  struct pflex_runset set;
+  struct pflex_diag diag;
+  int rc = pflex_runs_read_csv(path, NULL, &set, &diag);
+  if (rc) fprintf(stderr, "%s\n", diag.message);
+  assert_int_equal(rc, 0);
+  assert_int_equal(set.n, 2);
+  assert_string_equal(set.runs[0].group, "g"); /* not "\xEF\xBB\xBFg..." */
+  assert_string_equal(set.runs[0].gpu, "H200");
+  assert_int_equal(set.runs[0].gpus, 8);
+  assert_true(set.runs[0].power_w == 5000);
+  assert_true(set.runs[0].tput == 100.5);
+  assert_int_equal(set.runs[1].line, 3);
+  assert_int_equal(set.nextra, 0);
+  pflex_runset_release(&set);
+
+  /* A BOM anywhere but at the very start stays part of the data. */
+  expect_error(HEADER "\xEF\xBB\xBFg,H200,8,700,5000,100\ng,H200,8,300,2000,x\n", -PFLEX_E_PARSE, 3,
+               "tokens_per_s", "not a number");
+  /* A trailing comma gives a column without a name: said so. */
+  expect_error("group,gpu,gpus,cap_w,power_w,tokens_per_s,\ng,H200,8,700,5000,100,\n",
+               -PFLEX_E_PARSE, 1, NULL, "trailing comma");
+}
+
+static void test_directory(void **state) {
+  (void)state;
+  struct pflex_runset set;
+  struct pflex_diag diag;
+  assert_int_equal(pflex_runs_read_csv(dir, NULL, &set, &diag), -EISDIR);
+  assert_string_equal(diag.file, dir);
+  assert_non_null(strstr(diag.message, "directory"));
 }
 
 static void test_missing_file(void **state) {
@@ -195,9 +272,14 @@ static int teardown(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_reads_valid_file), cmocka_unit_test(test_round_trip),
-      cmocka_unit_test(test_step_time_is_inverted), cmocka_unit_test(test_errors),
+      cmocka_unit_test(test_reads_valid_file),
+      cmocka_unit_test(test_round_trip),
+      cmocka_unit_test(test_step_time_is_inverted),
+      cmocka_unit_test(test_errors),
       cmocka_unit_test(test_missing_file),
+      cmocka_unit_test(test_spreadsheet_style),
+      cmocka_unit_test(test_directory),
+      cmocka_unit_test(test_unit_chooses_column),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -215,6 +215,14 @@ static void test_errors(void **state) {
   expect_error(HEAD RUN(", \"compile\": 1") "]}", -PFLEX_E_PARSE, "compile", NULL);
   expect_error(HEAD RUN(", \"extra\": {\"x\": [1]}") "]}", -PFLEX_E_PARSE, "x", NULL);
   expect_error(HEAD RUN(", \"model\": 7") "]}", -PFLEX_E_PARSE, "model", NULL);
+  /* Whole numbers in the CSV reader's range 1..PFLEX_RUN_INT_MAX, so that a JSON
+   * import always exports to a CSV that reads back. */
+  expect_error(HEAD "{\"group\": \"g\", \"gpu\": \"H100\", \"gpus\": 0, \"cap_w\": 700, "
+                    "\"power_w\": 5000, \"tput\": 10}]}",
+               -PFLEX_E_DATA, "gpus", "run 1: 0 is not a whole number from 1 to 1000000");
+  expect_error(HEAD RUN(", \"seq_len\": 0") "]}", -PFLEX_E_DATA, "seq_len", "from 1 to");
+  expect_error(HEAD RUN(", \"ep\": 2000000") "]}", -PFLEX_E_DATA, "ep", "from 1 to");
+  expect_error(HEAD RUN(", \"batch\": -4") "]}", -PFLEX_E_DATA, "batch", "from 1 to");
 }
 
 int main(void) {

@@ -13,6 +13,8 @@
 
 #include <cmocka.h>
 
+#include "assert_near.h"
+
 #include "pflex/runs.h"
 #include "pflex/series.h"
 
@@ -85,7 +87,7 @@ static void check_run_aggregate(bool reverse) {
   struct pflex_diag d;
   assert_int_equal(pflex_series_aggregate(&s, NULL, &a, &d), 0);
   assert_int_equal(a.gpus, 8);
-  assert_float_equal(a.step_s, 5.0, 1e-9);
+  assert_near(a.step_s, 5.0, 1e-9);
 
   /* Phases, counted in steps: 12 warmup, 12 startup, 200 training (dips
    * included: they lie between sustained runs), 6 teardown = other. */
@@ -95,21 +97,23 @@ static void check_run_aggregate(bool reverse) {
   assert_int_equal(a.phase_steps[PFLEX_PHASE_OTHER], 6);
   assert_int_equal(a.phase_samples[PFLEX_PHASE_TRAINING], 1600);
   assert_int_equal(a.phase_samples[PFLEX_PHASE_WARMUP], 96);
-  assert_float_equal(a.train_start_s, 120.0, 1e-9);
-  assert_float_equal(a.train_end_s, 120.0 + 199 * 5.0, 1e-9);
+  assert_near(a.train_start_s, 120.0, 1e-9);
+  assert_near(a.train_end_s, 120.0 + 199 * 5.0, 1e-9);
 
   /* Power: per step the sum over 8 GPUs is 8*500 + 10*(0+...+7) + 8 w_j =
    * 4280 + 8 w_j outside the dips (dips: 2400 and 1200 W). 200 training
    * steps -> top 10% = 20 steps: the 10 steps with w = 38 (4584 W) and the
    * 10 with w = 36 (4568 W). Mean 4576 W. Sample SD: deviations +-8 on 20
-   * values -> sqrt(20 * 64 / 19) = 8.2078; SE = SD / sqrt(20) = 1.8353.
+   * values -> sqrt(20 * 64 / 19) = 8.2078. SE of an upper-tail mean (series.c):
+   * tail threshold q = 4568, p = 20/200 = 0.1,
+   * SE = sqrt((64*20/19 + 0.9 * (4576 - 4568)^2) / 20) = sqrt(124.968 / 20) = 2.49968.
    * (The plain training mean would be far lower: the dips and w = 0..34.) */
   assert_true(a.power.valid);
-  assert_float_equal(a.power.value, 4576.0, 1e-9);
+  assert_near(a.power.value, 4576.0, 1e-9);
   assert_int_equal(a.power.k, 20);
   assert_int_equal(a.power.n, 200);
-  assert_float_equal(a.power.sd, sqrt(20.0 * 64.0 / 19.0), 1e-9);
-  assert_float_equal(a.power.se, sqrt(20.0 * 64.0 / 19.0) / sqrt(20.0), 1e-9);
+  assert_near(a.power.sd, sqrt(20.0 * 64.0 / 19.0), 1e-9);
+  assert_near(a.power.se, sqrt((20.0 * 64.0 / 19.0 + 0.9 * 64.0) / 20.0), 1e-9);
   assert_int_equal(a.incomplete_steps, 0);
 
   /* Throughput: the 100 samples inside the window are 10000..10099; top 10
@@ -117,7 +121,7 @@ static void check_run_aggregate(bool reverse) {
   assert_true(a.tput.valid);
   assert_int_equal(a.tput.n, 100);
   assert_int_equal(a.tput.k, 10);
-  assert_float_equal(a.tput.value, 10094.5, 1e-9);
+  assert_near(a.tput.value, 10094.5, 1e-9);
 
   /* Other metrics: top 10% per GPU, mean over GPUs. sm_clock is 1980 - 10 g
    * on GPU g during training: mean over g = 1980 - 35 = 1945. gpu_util is 95
@@ -126,12 +130,12 @@ static void check_run_aggregate(bool reverse) {
   assert_int_equal(pflex_series_find_metric(&s, "sm_clock", &m), 0);
   assert_string_equal(a.metrics[m].name, "sm_clock");
   assert_int_equal(a.metrics[m].kind, PFLEX_AGG_MEAN);
-  assert_float_equal(a.metrics[m].agg.value, 1945.0, 1e-9);
+  assert_near(a.metrics[m].agg.value, 1945.0, 1e-9);
   assert_int_equal(pflex_series_find_metric(&s, "gpu_util", &m), 0);
-  assert_float_equal(a.metrics[m].agg.value, 95.0, 1e-9);
+  assert_near(a.metrics[m].agg.value, 95.0, 1e-9);
   assert_int_equal(pflex_series_find_metric(&s, "power_w", &m), 0);
   assert_int_equal(a.metrics[m].kind, PFLEX_AGG_SUM);
-  assert_float_equal(a.metrics[m].agg.value, 4576.0, 1e-9);
+  assert_near(a.metrics[m].agg.value, 4576.0, 1e-9);
 
   /* As a run row: power and throughput, their standard errors, the other
    * metrics as extra columns (power is not repeated as one). */
@@ -140,13 +144,13 @@ static void check_run_aggregate(bool reverse) {
   assert_int_equal(pflex_series_agg_append_run(&a, "g", "H200", 700, &set), 0);
   assert_int_equal(set.n, 1);
   assert_int_equal(set.runs[0].gpus, 8);
-  assert_float_equal(set.runs[0].power_w, 4576.0, 1e-9);
-  assert_float_equal(set.runs[0].tput, 10094.5, 1e-9);
-  assert_float_equal(set.runs[0].power_sd, a.power.se, 0);
-  assert_float_equal(set.runs[0].cap_w, 700, 0);
+  assert_near(set.runs[0].power_w, 4576.0, 1e-9);
+  assert_near(set.runs[0].tput, 10094.5, 1e-9);
+  assert_near(set.runs[0].power_sd, a.power.se, 0);
+  assert_near(set.runs[0].cap_w, 700, 0);
   double v;
   assert_int_equal(pflex_runset_metric(&set, 0, "sm_clock", &v), 0);
-  assert_float_equal(v, 1945.0, 1e-9);
+  assert_near(v, 1945.0, 1e-9);
   assert_int_equal(pflex_runset_metric(&set, 0, "power_w", &v), -ENOENT);
   assert_int_equal(pflex_series_agg_append_run(&a, "g", "H200", 0, &set), -EINVAL);
   pflex_runset_release(&set);
@@ -193,9 +197,9 @@ static void test_phase_options(void **state) {
   build_run(&s, false);
   struct pflex_phase_opts o;
   pflex_phase_opts_default(&o);
-  assert_float_equal(o.fb_threshold_mib, 10240.0, 0);
-  assert_float_equal(o.util_threshold, 50.0, 0);
-  assert_float_equal(o.top, 0.10, 0);
+  assert_near(o.fb_threshold_mib, 10240.0, 0);
+  assert_near(o.util_threshold, 50.0, 0);
+  assert_near(o.top, 0.10, 0);
   o.fb_threshold_mib = 65000;
   struct pflex_series_agg a;
   assert_int_equal(pflex_series_aggregate(&s, &o, &a, NULL), 0);
@@ -211,7 +215,7 @@ static void test_phase_options(void **state) {
   pflex_phase_opts_default(&o);
   o.top = 1.0;
   assert_int_equal(pflex_series_aggregate(&s, &o, &a, NULL), 0);
-  assert_float_equal(a.power.value, 4182.08, 1e-9);
+  assert_near(a.power.value, 4182.08, 1e-9);
   pflex_series_agg_release(&a);
   o.top = 0;
   assert_int_equal(pflex_series_aggregate(&s, &o, &a, NULL), -EINVAL);
@@ -251,7 +255,7 @@ static void test_single_gpu_unsorted(void **state) {
   assert_int_equal(a.phase_steps[PFLEX_PHASE_OTHER], 5);
   /* 20 training samples 100..119: k = 2, mean (119 + 118) / 2 = 118.5. */
   assert_int_equal(a.power.k, 2);
-  assert_float_equal(a.power.value, 118.5, 1e-9);
+  assert_near(a.power.value, 118.5, 1e-9);
   assert_false(a.tput.valid); /* no throughput samples given */
   pflex_series_agg_release(&a);
 
@@ -319,7 +323,7 @@ static void test_incomplete_step(void **state) {
   /* 19 complete steps, sums 2 (300 + k), k != 7; top 10%: k = ceil(1.9) = 2:
    * k = 19 and 18 -> (638 + 636) / 2 = 637. */
   assert_int_equal(a.power.k, 2);
-  assert_float_equal(a.power.value, 637.0, 1e-9);
+  assert_near(a.power.value, 637.0, 1e-9);
   pflex_series_agg_release(&a);
   pflex_series_release(&s);
 }
@@ -341,8 +345,8 @@ static void test_power_sum_per_step(void **state) {
     }
   struct pflex_series_agg a;
   assert_int_equal(pflex_series_aggregate(&s, NULL, &a, NULL), 0);
-  assert_float_equal(a.power.value, 619.0, 1e-9);
-  assert_float_equal(a.power.sd, 0.0, 1e-9);
+  assert_near(a.power.value, 619.0, 1e-9);
+  assert_near(a.power.sd, 0.0, 1e-9);
   pflex_series_agg_release(&a);
 
   /* GPU 1 is stamped 3 ms after GPU 0. With an alignment tolerance of 1 ms
@@ -365,16 +369,16 @@ static void test_top_mean(void **state) {
   /* 0.1 * 100 must give 10 samples (90..99, mean 94.5), not 11. */
   assert_int_equal(pflex_top_mean(x, 100, 0.10, &v), 0);
   assert_int_equal(v.k, 10);
-  assert_float_equal(v.value, 94.5, 1e-12);
+  assert_near(v.value, 94.5, 1e-12);
   /* 0.25 of 10 -> ceil(2.5) = 3 samples. x[0..9] = 0,37,74,11,48,85,22,59,96,33
    * -> top 3: 96, 85, 74, mean 85. */
   assert_int_equal(pflex_top_mean(x, 10, 0.25, &v), 0);
   assert_int_equal(v.k, 3);
-  assert_float_equal(v.value, 85.0, 1e-12);
-  assert_float_equal(v.sd, 11.0, 1e-12); /* deviations 11, 0, -11: sqrt(242/2) = 11 */
+  assert_near(v.value, 85.0, 1e-12);
+  assert_near(v.sd, 11.0, 1e-12); /* deviations 11, 0, -11: sqrt(242/2) = 11 */
   assert_int_equal(pflex_top_mean(x, 1, 0.10, &v), 0);
   assert_int_equal(v.k, 1);
-  assert_float_equal(v.sd, 0.0, 0);
+  assert_near(v.sd, 0.0, 0);
   assert_int_equal(pflex_top_mean(x, 0, 0.10, &v), -PFLEX_E_NOPOINTS);
   assert_int_equal(pflex_top_mean(x, 5, 1.5, &v), -EINVAL);
 }
@@ -421,18 +425,18 @@ static void test_csv_good(void **state) {
   assert_int_equal(pflex_series_read_csv(p, NULL, &s, &d), 0);
   assert_int_equal(s.n, 5);
   assert_int_equal(s.ntput, 1);
-  assert_float_equal(s.tput[0], 12345.5, 0);
-  assert_float_equal(s.tput_time_s[0], 6, 0);
+  assert_near(s.tput[0], 12345.5, 0);
+  assert_near(s.tput_time_s[0], 6, 0);
   assert_int_equal(s.nmetrics, 4); /* power_w gpu_util fb_used_mib dram_active */
   size_t m;
   assert_int_equal(pflex_series_find_metric(&s, "dram_active", &m), 0);
   assert_true(isnan(s.values[m][0]));
-  assert_float_equal(s.values[m][2], 0.5, 0);
+  assert_near(s.values[m][2], 0.5, 0);
   assert_int_equal(pflex_series_find_metric(&s, "power_w", &m), 0);
-  assert_float_equal(s.values[m][2], 400.5, 0);
-  assert_float_equal(s.values[m][4], 100, 0);
+  assert_near(s.values[m][2], 400.5, 0);
+  assert_near(s.values[m][4], 100, 0);
   assert_int_equal(s.gpu[4], 1);
-  assert_float_equal(s.time_s[4], 7, 0);
+  assert_near(s.time_s[4], 7, 0);
   assert_int_equal(pflex_series_find_metric(&s, "tokens_per_s", NULL), -ENOENT);
   pflex_series_release(&s);
 
@@ -442,8 +446,8 @@ static void test_csv_good(void **state) {
   struct pflex_series_read_opts ro = {.tput_column = "step_time_s", .per_step_time = true};
   assert_int_equal(pflex_series_read_tput_csv(p, &ro, &s, &d), 0);
   assert_int_equal(s.ntput, 2);
-  assert_float_equal(s.tput[0], 2.0, 0);
-  assert_float_equal(s.tput[1], 4.0, 0);
+  assert_near(s.tput[0], 2.0, 0);
+  assert_near(s.tput[1], 4.0, 0);
   pflex_series_release(&s);
 }
 

@@ -9,15 +9,9 @@
 
 #include <cmocka.h>
 
-#include "pflex/stats.h"
+#include "assert_near.h"
 
-/* Debian 12's cmocka 1.1.5 has no double comparison (its float one rounds to float). */
-#define assert_near(a, b, tol)                                                                     \
-  do {                                                                                             \
-    double a_ = (a), b_ = (b);                                                                     \
-    if (!(fabs(a_ - b_) <= (tol)))                                                                 \
-      fail_msg("%s = %.9g, expected %.9g +/- %g", #a, a_, b_, (double)(tol));                      \
-  } while (0)
+#include "pflex/stats.h"
 
 /* Ranks with ties: 10, 20, 20, 30, 20 -> 1, 3, 3, 5, 3 (the three 20s share ranks 2-4). */
 static void test_ranks(void **state) {
@@ -205,6 +199,51 @@ static void test_holm(void **state) {
   assert_near(q[1], 1.0, 0);
 }
 
+/* Edge cases: even and odd n, one value, and every rejected input leaving
+ * the outputs untouched (ret_* are written only on success). */
+static void test_edges(void **state) {
+  (void)state;
+  const double even[] = {4, 1, 3, 2}, one[] = {1.7};
+  double med = -1, mean = -1;
+  assert_int_equal(pflex_stats_median_mean(even, 4, &med, &mean), 0);
+  assert_near(med, 2.5, 0); /* (2 + 3) / 2 */
+  assert_near(mean, 2.5, 0);
+  assert_int_equal(pflex_stats_median_mean(one, 1, &med, &mean), 0);
+  assert_near(med, 1.7, 0);
+  assert_near(mean, 1.7, 0);
+  const double with_nan[] = {1, NAN, 3};
+  med = mean = -1;
+  assert_int_equal(pflex_stats_median_mean(with_nan, 3, &med, &mean), -EINVAL);
+  assert_int_equal(pflex_stats_median_mean(one, 0, &med, &mean), -EINVAL);
+  assert_near(med, -1, 0);
+  assert_near(mean, -1, 0);
+
+  double p[] = {0.2, NAN}, adj[2] = {-1, -1};
+  assert_int_equal(pflex_stats_holm(p, 2, adj), -EINVAL);
+  double q[] = {0.2, 1.5};
+  assert_int_equal(pflex_stats_holm(q, 2, adj), -EINVAL);
+  assert_near(adj[0], -1, 0);
+
+  /* Kruskal-Wallis: a group of one value is fine; an empty group, N <= k and a
+   * non-finite value are not. {1} vs {2, 3}: ranks 1 | 2, 3; R = 1, 5;
+   * H = 12 / (3 * 4) * (1 + 25 / 2) - 3 * 4 = 13.5 - 12 = 1.5, no ties. */
+  const double a[] = {1}, b[] = {2, 3}, c[] = {INFINITY, 2};
+  const double *g[] = {a, b}, *gbad[] = {a, c};
+  size_t n[] = {1, 2}, n0[] = {0, 2}, n11[] = {1, 1};
+  struct pflex_kruskal kw = {.h = -1};
+  assert_int_equal(pflex_stats_kruskal(g, n, 2, &kw), 0);
+  assert_near(kw.h, 1.5, 1e-12);
+  assert_int_equal(kw.df, 1);
+  kw.h = -1;
+  assert_int_equal(pflex_stats_kruskal(g, n0, 2, &kw), -EINVAL);
+  assert_int_equal(pflex_stats_kruskal(g, n11, 2, &kw), -EINVAL);
+  assert_int_equal(pflex_stats_kruskal(gbad, n, 2, &kw), -EINVAL);
+  assert_near(kw.h, -1, 0);
+  struct pflex_dunn_pair d = {.z = -7};
+  assert_int_equal(pflex_stats_dunn(gbad, n, 2, &d), -EINVAL);
+  assert_near(d.z, -7, 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ranks),
@@ -215,6 +254,7 @@ int main(void) {
       cmocka_unit_test(test_table10_summary),
       cmocka_unit_test(test_table10_kruskal_dunn),
       cmocka_unit_test(test_holm),
+      cmocka_unit_test(test_edges),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

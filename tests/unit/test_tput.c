@@ -20,6 +20,8 @@
 
 #include <cmocka.h>
 
+#include "assert_near.h"
+
 #include "pflex/tput.h"
 
 static int parse(const char *line, struct pflex_statsd_metric *m) {
@@ -31,9 +33,9 @@ static void test_statsd_lines(void **state) {
   struct pflex_statsd_metric m;
   assert_int_equal(parse("tokens:8192|c", &m), 0);
   assert_string_equal(m.name, "tokens");
-  assert_float_equal(m.value, 8192, 0);
+  assert_near(m.value, 8192, 0);
   assert_int_equal(m.type, PFLEX_STATSD_COUNTER);
-  assert_float_equal(m.sample_rate, 1.0, 0);
+  assert_near(m.sample_rate, 1.0, 0);
 
   assert_int_equal(parse("train.tokens_per_s:51234.5|g", &m), 0);
   assert_string_equal(m.name, "train.tokens_per_s");
@@ -41,19 +43,19 @@ static void test_statsd_lines(void **state) {
   assert_false(m.delta);
   assert_int_equal(parse("queue:-3|g", &m), 0);
   assert_true(m.delta);
-  assert_float_equal(m.value, -3, 0);
+  assert_near(m.value, -3, 0);
 
   assert_int_equal(parse("step_time:812.5|ms", &m), 0);
   assert_int_equal(m.type, PFLEX_STATSD_TIMING);
-  assert_float_equal(m.value, 812.5, 0);
+  assert_near(m.value, 812.5, 0);
   assert_int_equal(parse("step_time:1e3|h", &m), 0);
   assert_int_equal(m.type, PFLEX_STATSD_HISTOGRAM);
-  assert_float_equal(m.value, 1000, 0);
+  assert_near(m.value, 1000, 0);
 
   assert_int_equal(parse("tokens:100|c|@0.1", &m), 0);
-  assert_float_equal(m.sample_rate, 0.1, 0);
+  assert_near(m.sample_rate, 0.1, 0);
   assert_int_equal(parse("tokens:100|c|#job:llama,rank:0|@0.5", &m), 0); /* DogStatsD tags */
-  assert_float_equal(m.sample_rate, 0.5, 0);
+  assert_near(m.sample_rate, 0.5, 0);
   assert_int_equal(parse("tokens:100|c\r", &m), 0);
 
   const char *bad[] = {
@@ -117,7 +119,7 @@ static void test_statsd_packet(void **state) {
   assert_string_equal(c.names[0], "tokens");
   assert_string_equal(c.names[1], "loss");
   assert_string_equal(c.names[2], "step_time");
-  assert_float_equal(c.times[2], 42.0, 0);
+  assert_near(c.times[2], 42.0, 0);
 }
 
 static void test_meter_counter(void **state) {
@@ -132,13 +134,13 @@ static void test_meter_counter(void **state) {
   assert_int_equal(pflex_tput_meter_feed(&mt, &m, 10.0, &t, &v), -EAGAIN);
   /* 1000 tokens in 0.5 s -> 2000 tokens/s, each step. */
   assert_int_equal(pflex_tput_meter_feed(&mt, &m, 10.5, &t, &v), 0);
-  assert_float_equal(t, 10.5, 0);
-  assert_float_equal(v, 2000, 1e-9);
+  assert_near(t, 10.5, 0);
+  assert_near(v, 2000, 1e-9);
   /* Sampled at 0.5: 500 counts for 1000 tokens; 1000 in 0.25 s -> 4000/s. */
   assert_int_equal(parse("tokens:500|c|@0.5", &m), 0);
   assert_int_equal(pflex_tput_meter_feed(&mt, &m, 10.75, &t, &v), 0);
-  assert_float_equal(v, 4000, 1e-9);
-  assert_float_equal(mt.total, 3000, 1e-9);
+  assert_near(v, 4000, 1e-9);
+  assert_near(mt.total, 3000, 1e-9);
   struct pflex_statsd_metric other;
   assert_int_equal(parse("loss:1|g", &other), 0);
   assert_int_equal(pflex_tput_meter_feed(&mt, &other, 11, &t, &v), -ENOENT);
@@ -154,8 +156,8 @@ static void test_meter_counter(void **state) {
     int r = pflex_tput_meter_feed(&mt, &m, 0.5 * i, &t, &v);
     if (r == 0) {
       samples++;
-      assert_float_equal(v, 2000, 1e-9);
-      assert_float_equal(t, samples * 1.0, 1e-12);
+      assert_near(v, 2000, 1e-9);
+      assert_near(t, samples * 1.0, 1e-12);
     } else {
       assert_int_equal(r, -EAGAIN);
     }
@@ -172,14 +174,14 @@ static void test_meter_gauge_timing(void **state) {
   mt.scale = 8; /* per-GPU gauge of an 8-GPU job */
   assert_int_equal(parse("tps:6135|g", &m), 0);
   assert_int_equal(pflex_tput_meter_feed(&mt, &m, 1, &t, &v), 0);
-  assert_float_equal(v, 49080, 1e-9);
+  assert_near(v, 49080, 1e-9);
   assert_int_equal(parse("tps:+5|g", &m), 0);
   assert_int_equal(pflex_tput_meter_feed(&mt, &m, 1, &t, &v), -EINVAL);
 
   pflex_tput_meter_init(&mt, "step_time", 0);
   assert_int_equal(parse("step_time:800|ms", &m), 0);
   assert_int_equal(pflex_tput_meter_feed(&mt, &m, 2, &t, &v), 0);
-  assert_float_equal(v, 1.25, 1e-12); /* 1000 / 800 ms = 1.25 steps/s */
+  assert_near(v, 1.25, 1e-12); /* 1000 / 800 ms = 1.25 steps/s */
   assert_int_equal(parse("step_time:0|ms", &m), 0);
   assert_int_equal(pflex_tput_meter_feed(&mt, &m, 2, &t, &v), -EINVAL);
 }
@@ -226,7 +228,7 @@ static void test_udp_round_trip(void **state) {
   assert_int_equal(c.n, 3);
   assert_int_equal(bad, 1);
   assert_string_equal(c.names[2], "step_time");
-  assert_float_equal(c.values[0], 4096, 0);
+  assert_near(c.values[0], 4096, 0);
   /* The receive time is on the CLOCK_REALTIME scale, between sending and
    * reading (1 s of slack: this checks the clock, not speed). */
   for (size_t i = 0; i < c.n; i++)
@@ -270,7 +272,7 @@ static void test_unix_round_trip(void **state) {
   assert_int_equal(packets, 3);
   assert_int_equal(c.n, 3);
   assert_int_equal(bad, 0);
-  assert_float_equal(c.values[2], 2048, 0);
+  assert_near(c.values[2], 2048, 0);
   pflex_statsd_close(srv);
   struct stat st;
   assert_int_equal(stat(path, &st), -1); /* the socket file is removed */
@@ -311,7 +313,7 @@ static void test_regex_default(void **state) {
          "\033[36mtflops: 355.34  \033[35mmfu: 35.93%\033[39m",
          &v),
       0);
-  assert_float_equal(v, 6135, 0);
+  assert_near(v, 6135, 0);
   /* Hugging Face Trainer summary with include_tokens_per_second=True. */
   assert_int_equal(rx(&re,
                       "{'train_runtime': 1805.3, 'train_samples_per_second': 17.7, "
@@ -319,16 +321,16 @@ static void test_regex_default(void **state) {
                       "'train_loss': 1.93, 'epoch': 1.0}",
                       &v),
                    0);
-  assert_float_equal(v, 72450.5, 1e-9);
+  assert_near(v, 72450.5, 1e-9);
   /* A custom per-step line and JSON. */
   assert_int_equal(rx(&re, "step 120 | loss 2.31 | tokens/s=51234 | lr 3.0e-04", &v), 0);
-  assert_float_equal(v, 51234, 0);
+  assert_near(v, 51234, 0);
   assert_int_equal(rx(&re, "{\"step\": 7, \"tokens_per_sec\": 1.25e5, \"loss\": 3.2}", &v), 0);
-  assert_float_equal(v, 125000, 0);
+  assert_near(v, 125000, 0);
   assert_int_equal(rx(&re, "it 40: Tokens per second: 98,765.4", &v), 0);
-  assert_float_equal(v, 98765.4, 1e-9);
+  assert_near(v, 98765.4, 1e-9);
   assert_int_equal(rx(&re, "tok/s: 4100", &v), 0);
-  assert_float_equal(v, 4100, 0);
+  assert_near(v, 4100, 0);
 
   /* Lines that must not give a throughput. Megatron prints no tokens/s
    * (TFLOP/s must not be taken for it); torchtitan's evaluation line is skipped. */
@@ -353,7 +355,7 @@ static void test_regex_default(void **state) {
   struct pflex_tput_regex_opts o = {.skip = ""};
   assert_int_equal(pflex_tput_regex_init(&re, &o, NULL, 0), 0);
   assert_int_equal(rx(&re, no[1], &v), 0);
-  assert_float_equal(v, 20000, 0);
+  assert_near(v, 20000, 0);
   pflex_tput_regex_release(&re);
 }
 
@@ -373,7 +375,7 @@ static void test_regex_user(void **state) {
                       "3.0E-04 |",
                       &v),
                    0);
-  assert_float_equal(v, 0.625, 1e-12); /* 1000 / 1600 */
+  assert_near(v, 0.625, 1e-12); /* 1000 / 1600 */
   pflex_tput_regex_release(&re);
 
   o = (struct pflex_tput_regex_opts){.pattern = "no group here"};
@@ -411,10 +413,10 @@ static void test_regex_feed(void **state) {
   assert_int_equal(vs.n, 3);
   assert_int_equal(pflex_tput_regex_feed(&re, NULL, 0, 1.0, keep, &vs), 0);
   assert_int_equal(vs.n, 4);
-  assert_float_equal(vs.v[0], 100, 0);
-  assert_float_equal(vs.v[1], 300, 0);
-  assert_float_equal(vs.v[2], 400, 0);
-  assert_float_equal(vs.v[3], 500, 0);
+  assert_near(vs.v[0], 100, 0);
+  assert_near(vs.v[1], 300, 0);
+  assert_near(vs.v[2], 400, 0);
+  assert_near(vs.v[3], 500, 0);
   assert_int_equal(re.matched, 4);
   pflex_tput_regex_release(&re);
 }

@@ -1,0 +1,363 @@
+/* `pflex ablation`: the form of the paper's Table 3 on any runs file: the
+ * seven predictor sets fitted by least squares (and ridge), scored in sample,
+ * by leave-one-out and by leave-one-cluster-out (docs/prediction.md). */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "cli/commands.h"
+#include "cli/pfi_args.h"
+#include "cli/predict_common.h"
+#include "cli/util.h"
+#include "pflex/predict.h"
+
+static const char usage[] =
+    "pflex ablation RUNS.csv [options]\n"
+    "  --set NAME        use only runs whose set column is NAME (e.g. headline)\n"
+    "  --loco SCHEME     clusters for leave-one-cluster-out: arch-task (default) or "
+    "pooled-dense\n" PC_PFI_USAGE
+    "  --paper           show the paper's Table 3 values under each row (and in JSON)\n"
+    "  --json            JSON output\n"
+    "  --csv             CSV output";
+
+/* The paper's seven predictor sets (Table 3), then the population prior. */
+static const struct {
+  const char *id, *label, *spec;
+} sets[] = {
+    {"i", "DRAM copy product", "dram_copy"},
+    {"ii", "arithmetic intensity", "arith_intensity"},
+    {"iii", "(i)+(ii)", "dram_copy,arith_intensity"},
+    {"iv", "job metadata", "meta"},
+    {"v", "(i)+(iv)", "dram_copy,meta"},
+    {"vi", "all DCGM metrics", "dcgm"},
+    {"vii", "all DCGM + metadata", "dcgm,meta"},
+    {"prior", "prior: arch x task mean", NULL},
+};
+#define NSETS (sizeof sets / sizeof sets[0])
+
+/* The paper's Table 3 (Colangelo et al., arXiv 2609.11542, section 5; restated
+ * in paper.md): p, R2 in, LOO R2/RMSE/rho, LOCO R2/RMSE/rho for sets (i)-(vii),
+ * OLS on the 25 headline H200 groups. Shown with --paper, never used to fit. */
+static const double paper_table3[7][8] = {
+    {1, 0.675, 0.524, 0.241, 0.489, 0.246, 0.303, 0.515},
+    {1, 0.381, 0.238, 0.305, 0.482, -1.652, 0.569, 0.311},
+    {2, 0.676, 0.462, 0.256, 0.435, -0.588, 0.440, 0.357},
+    {3, 0.519, 0.310, 0.290, 0.377, -4.106, 0.789, 0.188},
+    {4, 0.687, 0.350, 0.282, 0.386, -2.391, 0.643, 0.208},
+    {13, 0.885, -0.187, 0.381, 0.323, -18.483, 1.542, 0.077},
+    {16, 0.942, -0.010, 0.351, 0.412, -104, 3.572, -0.508},
+};
+
+struct result {
+  char error[1024];
+  size_t p;
+  struct pflex_featlist feats;
+  struct pflex_model ols, ridge;
+  bool have_ridge;
+};
+
+static int evaluate(const struct pflex_runset *set, const char *filter, const char *spec,
+                    const struct pflex_pfi_opts *pfi, enum pflex_loco loco, struct result *r) {
+  struct pflex_diag diag;
+  pflex_diag_clear(&diag);
+  struct pflex_featlist none;
+  pflex_featlist_init(&none);
+  struct pflex_dataset g, d;
+  pflex_dataset_init(&d);
+  int err = pflex_dataset_build(set, filter, &none, pfi, true, &g, &diag);
+  if (!err && spec) {
+    err = pflex_featlist_parse(spec, set, g.uncapped, g.n, &r->feats, &diag);
+    pflex_dataset_release(&g);
+    if (!err) err = pflex_dataset_build(set, filter, &r->feats, pfi, true, &d, &diag);
+  } else if (!err) {
+    d = g;
+  }
+  if (!err) {
+    r->p = d.feats.n;
+    struct pflex_fit_opts o = {.kind = spec ? PFLEX_MODEL_OLS : PFLEX_MODEL_PRIOR, .lambda = -1};
+    err = pflex_model_fit(&d, &o, loco, &r->ols);
+    if (!err && spec) {
+      o.kind = PFLEX_MODEL_RIDGE;
+      err = pflex_model_fit(&d, &o, loco, &r->ridge);
+      r->have_ridge = !err;
+    }
+    if (err) pflex_diag_set(&diag, err, "", 0, "", "cannot fit: %s", pflex_strerror(err));
+  }
+  pflex_dataset_release(&d);
+  if (err) {
+    if (diag.message[0])
+      pflex_diag_format(&diag, r->error, sizeof r->error);
+    else
+      snprintf(r->error, sizeof r->error, "%s", pflex_strerror(err));
+  }
+  return err;
+}
+
+static json_t *jnum(double v) {
+  return isfinite(v) ? json_real(v) : json_null();
+}
+
+static json_t *jscores(const struct pflex_scores *s) {
+  return json_pack("{s:o, s:o, s:o}", "r2", jnum(s->r2), "rmse", jnum(s->rmse), "rho",
+                   jnum(s->rho));
+}
+
+static json_t *jmodel(const struct pflex_model *m) {
+  json_t *o = json_pack("{s:s, s:o, s:o, s:o}", "model", pflex_model_kind_name(m->kind), "r2_in",
+                        jnum(m->r2_in), "loo", jscores(&m->loo), "loco", jscores(&m->loco));
+  if (o && m->kind == PFLEX_MODEL_RIDGE) json_object_set_new(o, "lambda", jnum(m->lin.lambda));
+  return o;
+}
+
+static void csv_scores(const struct pflex_model *m, bool have) {
+  const double v[] = {m->r2_in,   m->loo.r2,    m->loo.rmse, m->loo.rho,
+                      m->loco.r2, m->loco.rmse, m->loco.rho};
+  for (size_t k = 0; k < 7; k++)
+    if (have && isfinite(v[k]))
+      printf(",%.17g", v[k]);
+    else
+      printf(",");
+}
+
+static int run(int argc, char **argv) {
+  static const struct option opts[] = {{"set", required_argument, NULL, 's'},
+                                       {"loco", required_argument, NULL, 'c'},
+                                       {"json", no_argument, NULL, 'j'},
+                                       {"csv", no_argument, NULL, 'v'},
+                                       {"paper", no_argument, NULL, 'p'},
+                                       PFI_LONG_OPTIONS,
+                                       {NULL, 0, NULL, 0}};
+  const char *filter = NULL;
+  enum pflex_loco loco = PFLEX_LOCO_ARCH_TASK;
+  struct cli_pfi_args pa;
+  cli_pfi_args_init(&pa);
+  bool json = false, csv = false, paper = false;
+  int err;
+  int c;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    switch (c) {
+    case 's': filter = optarg; break;
+    case 'c':
+      if (pflex_loco_parse(optarg, &loco)) {
+        cli_error("unknown --loco '%s' (arch-task or pooled-dense)", optarg);
+        cli_pfi_args_release(&pa);
+        return PFLEX_EXIT_USAGE;
+      }
+      break;
+    case 'j': json = true; break;
+    case 'v': csv = true; break;
+    case 'p': paper = true; break;
+    default:
+      err = c == '?' ? 1 : pc_pfi_option(&pa, c, optarg);
+      if (err == 1) fprintf(stderr, "usage: %s\n", usage);
+      if (err) {
+        cli_pfi_args_release(&pa);
+        return PFLEX_EXIT_USAGE;
+      }
+    }
+  }
+  if (optind != argc - 1 || (json && csv)) {
+    fprintf(stderr, "usage: %s\n", usage);
+    cli_pfi_args_release(&pa);
+    return PFLEX_EXIT_USAGE;
+  }
+  pa.opts.draws = 0;
+  const char *path = argv[optind];
+  struct pflex_runset set;
+  pflex_runset_init(&set);
+  if (cli_load_runs(path, &pa.read, &set)) {
+    cli_pfi_args_release(&pa);
+    return PFLEX_EXIT_FAIL;
+  }
+
+  /* The groups and their clusters, once, for the header. */
+  struct pflex_dataset g;
+  struct pflex_featlist none;
+  pflex_featlist_init(&none);
+  struct pflex_diag diag;
+  pflex_diag_clear(&diag);
+  err = pflex_dataset_build(&set, filter, &none, &pa.opts, true, &g, &diag);
+  if (err) {
+    cli_error_diag("cannot use", &diag, err);
+    pflex_runset_release(&set);
+    cli_pfi_args_release(&pa);
+    return PFLEX_EXIT_FAIL;
+  }
+  const char *cname[8];
+  size_t ccount[8] = {0}, nc = 0;
+  for (size_t i = 0; i < g.n; i++) {
+    const char *cn = pflex_cluster_name(g.arch[i], g.task[i], loco);
+    size_t k;
+    for (k = 0; k < nc; k++)
+      if (strcmp(cname[k], cn) == 0) break;
+    if (k == nc) cname[nc++] = cn;
+    ccount[k]++;
+  }
+  struct result res[NSETS];
+  size_t nok = 0;
+  for (size_t s = 0; s < NSETS; s++) {
+    memset(&res[s], 0, sizeof res[s]);
+    pflex_featlist_init(&res[s].feats);
+    pflex_model_init(&res[s].ols);
+    pflex_model_init(&res[s].ridge);
+    if (evaluate(&set, filter, sets[s].spec, &pa.opts, loco, &res[s]) == 0)
+      nok++;
+    else if (!json && !csv)
+      cli_warn("set (%s) %s: %s", sets[s].id, sets[s].label, res[s].error);
+  }
+  /* The DCGM columns that set (vi) used. */
+  const struct pflex_featlist *dcgm = &res[5].feats;
+
+  int rc = nok ? PFLEX_EXIT_OK : PFLEX_EXIT_FAIL;
+  if (json) {
+    json_t *rows = json_array(), *cl = json_array(), *dc = json_array();
+    for (size_t k = 0; k < nc; k++)
+      json_array_append_new(cl,
+                            json_pack("{s:s, s:I}", "name", cname[k], "n", (json_int_t)ccount[k]));
+    for (size_t j = 0; j < dcgm->n; j++)
+      json_array_append_new(dc, json_string(dcgm->names[j]));
+    for (size_t s = 0; s < NSETS; s++) {
+      const struct result *r = &res[s];
+      json_t *f = json_array();
+      for (size_t j = 0; j < r->feats.n; j++)
+        json_array_append_new(f, json_string(r->feats.names[j]));
+      json_t *row = json_pack("{s:s, s:s, s:o, s:I}", "id", sets[s].id, "label", sets[s].label,
+                              "features", f, "p", (json_int_t)r->p);
+      if (paper && s < 7) {
+        const double *t = paper_table3[s];
+        json_object_set_new(row, "paper",
+                            json_pack("{s:i, s:f, s:{s:f, s:f, s:f}, s:{s:f, s:f, s:f}}", "p",
+                                      (int)t[0], "r2_in", t[1], "loo", "r2", t[2], "rmse", t[3],
+                                      "rho", t[4], "loco", "r2", t[5], "rmse", t[6], "rho", t[7]));
+      }
+      if (r->error[0]) {
+        json_object_set_new(row, "error", json_string(r->error));
+      } else {
+        json_object_set_new(row, sets[s].spec ? "ols" : "prior", jmodel(&r->ols));
+        if (r->have_ridge) json_object_set_new(row, "ridge", jmodel(&r->ridge));
+      }
+      json_array_append_new(rows, row);
+    }
+    json_t *root =
+        json_pack("{s:s, s:o, s:I, s:s, s:o, s:o, s:s, s:o}", "runs", path, "set",
+                  filter ? json_string(filter) : json_null(), "n", (json_int_t)g.n, "loco_clusters",
+                  pflex_loco_name(loco), "clusters", cl, "dcgm_columns", dc, "ridge_lambda",
+                  "nested: chosen in each fold by leave-one-out on 1e-3..1e4", "rows", rows);
+    if (root)
+      json_object_set_new(root, "target",
+                          json_pack("{s:s, s:s, s:o}", "definition",
+                                    pflex_pfi_definition_name(pa.opts.definition), "exclude",
+                                    pflex_pfi_exclude_name(pa.opts.exclude), "noise_k",
+                                    json_real(pa.opts.noise_k)));
+    char *txt = root ? json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) : NULL;
+    json_decref(root);
+    if (!txt) {
+      cli_error("out of memory");
+      rc = PFLEX_EXIT_FAIL;
+    } else {
+      printf("%s\n", txt);
+      free(txt);
+    }
+  } else if (csv) {
+    printf("id,label,p,r2_in,loo_r2,loo_rmse,loo_rho,loco_r2,loco_rmse,loco_rho,"
+           "ridge_r2_in,ridge_loo_r2,ridge_loo_rmse,ridge_loo_rho,ridge_loco_r2,ridge_loco_rmse,"
+           "ridge_loco_rho,ridge_lambda,error\n");
+    for (size_t s = 0; s < NSETS; s++) {
+      const struct result *r = &res[s];
+      printf("%s,", sets[s].id);
+      pc_csv_field(stdout, sets[s].label);
+      printf(",%zu", r->p);
+      csv_scores(&r->ols, !r->error[0]);
+      csv_scores(&r->ridge, r->have_ridge);
+      printf(",");
+      if (r->have_ridge) printf("%.17g", r->ridge.lin.lambda);
+      printf(",");
+      pc_csv_field(stdout, r->error);
+      printf("\n");
+    }
+  } else {
+    printf("PFI predictors on '%s'%s%s: %zu groups; OLS unless noted\n", path,
+           filter ? ", set " : "", filter ? filter : "", g.n);
+    pc_target_line(stdout, &pa.opts);
+    printf("LOCO clusters (%s):", pflex_loco_name(loco));
+    for (size_t k = 0; k < nc; k++)
+      printf(" %s %zu%s", cname[k], ccount[k], k + 1 < nc ? "," : "");
+    printf("\nDCGM columns (vi): ");
+    for (size_t j = 0; j < dcgm->n; j++)
+      printf("%s%s", j ? ", " : "", dcgm->names[j]);
+    printf("%s\n\n", dcgm->n ? "" : "none");
+    printf("%-28s %3s %8s | %-26s | %-26s | %-30s\n", "", "", "", "LOO", "LOCO", "ridge");
+    printf("%-28s %3s %8s | %9s %8s %7s | %9s %8s %7s | %10s %10s %8s\n", "predictors", "p",
+           "R2 in", "R2", "RMSE", "rho", "R2", "RMSE", "rho", "LOO R2", "LOCO R2", "lambda");
+    for (size_t s = 0; s < NSETS; s++) {
+      const struct result *r = &res[s];
+      char label[64];
+      snprintf(label, sizeof label, "(%s) %s", sets[s].id, sets[s].label);
+      if (!sets[s].spec) snprintf(label, sizeof label, "%s", sets[s].label);
+      printf("%-28s %3zu", label, r->p);
+      if (r->error[0]) {
+        printf("  error (see above)\n");
+        continue;
+      }
+      const struct pflex_model *m = &r->ols;
+      pc_num(stdout, 9, m->r2_in);
+      printf(" |");
+      pc_num(stdout, 10, m->loo.r2);
+      pc_num(stdout, 9, m->loo.rmse);
+      pc_num(stdout, 8, m->loo.rho);
+      printf(" |");
+      pc_num(stdout, 10, m->loco.r2);
+      pc_num(stdout, 9, m->loco.rmse);
+      pc_num(stdout, 8, m->loco.rho);
+      printf(" |");
+      if (r->have_ridge) {
+        pc_num(stdout, 11, r->ridge.loo.r2);
+        pc_num(stdout, 11, r->ridge.loco.r2);
+        printf(" %8.3g", r->ridge.lin.lambda);
+      }
+      printf("\n");
+      if (paper && s < 7) {
+        const double *t = paper_table3[s];
+        printf("%-28s %3.0f", "  paper", t[0]);
+        pc_num(stdout, 9, t[1]);
+        printf(" |");
+        pc_num(stdout, 10, t[2]);
+        pc_num(stdout, 9, t[3]);
+        pc_num(stdout, 8, t[4]);
+        printf(" |");
+        pc_num(stdout, 10, t[5]);
+        pc_num(stdout, 9, t[6]);
+        pc_num(stdout, 8, t[7]);
+        printf(" |\n");
+      }
+    }
+    if (paper)
+      printf("\npaper: Table 3 of Colangelo et al. (arXiv 2609.11542), OLS on the 25 measured "
+             "headline groups; compare only on that set.");
+    printf("\nR2 out of sample = 1 - SSE/SST (SST about the mean of all groups' PFI); rho = "
+           "Spearman.\nridge: lambda re-chosen in every fold by inner leave-one-out; the lambda "
+           "shown is the one chosen on all groups.\n");
+  }
+  for (size_t s = 0; s < NSETS; s++) {
+    pflex_featlist_release(&res[s].feats);
+    pflex_model_release(&res[s].ols);
+    pflex_model_release(&res[s].ridge);
+  }
+  pflex_dataset_release(&g);
+  pflex_runset_release(&set);
+  cli_pfi_args_release(&pa);
+  return rc;
+}
+
+const struct pflex_cmd pflex_cmd_ablation = {
+    .name = "ablation",
+    .run = run,
+    .summary = "compare the paper's seven PFI predictor sets (Table 3) on a runs file",
+    .usage = usage,
+};

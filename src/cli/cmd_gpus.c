@@ -1,0 +1,248 @@
+/* `pflex gpus`: lists the GPUs of a backend with their power, limits,
+ * constraints, clocks and utilization (read-only). */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "cli/commands.h"
+#include "cli/gpu_cli.h"
+#include "cli/util.h"
+
+static const char usage[] =
+    "pflex gpus [--backend nvml|sim] [--sim-job SPEC] [--json | --watch S [--hz N] [--gpus LIST]]\n"
+    "  --backend NAME   GPU backend: nvml (default; env PFLEX_GPU_BACKEND) or sim\n"
+    "  --sim-job SPEC   sim backend: GPUs and job to simulate (see docs/gpu.md)\n"
+    "  --json           one JSON object per GPU in an array; readings the GPU cannot give are "
+    "absent\n"
+    "  --watch S        sample for S seconds and write a telemetry series CSV to stdout (time_s,\n"
+    "                   gpu, power_w, gpu_util, mem_util, fb_used_mib, sm_clock_mhz, "
+    "mem_clock_mhz,\n"
+    "                   limit_w, enforced_limit_w, energy_j, throttle); empty cells: not "
+    "available\n"
+    "  --hz N           samples per second with --watch, 0.1-10 (default 1)\n"
+    "  --gpus LIST      GPUs to watch (default: all)\n"
+    "Shows index, name, UUID, PCI bus id, power, limit (enforced), default limit, settable "
+    "range,\nSM and memory clocks, utilization, memory used and throttle reasons. A '*' after the "
+    "limit:\nthe enforced limit is lower (an out-of-band limit). Changes nothing.";
+
+static void fmt_w(char *buf, size_t size, int ok, unsigned mw) {
+  if (ok)
+    snprintf(buf, size, "%.1f", mw / 1000.0);
+  else
+    snprintf(buf, size, "-");
+}
+
+static void fmt_u(char *buf, size_t size, int ok, unsigned v) {
+  if (ok)
+    snprintf(buf, size, "%u", v);
+  else
+    snprintf(buf, size, "-");
+}
+
+static json_t *reading_json(unsigned i, const struct pflex_gpu_info *info,
+                            const struct pflex_gpu_reading *r) {
+  json_t *o = json_object();
+  json_object_set_new(o, "index", json_integer(i));
+  json_object_set_new(o, "name", json_string(info->name));
+  json_object_set_new(o, "uuid", json_string(info->uuid));
+  if (info->pci_bus_id[0]) json_object_set_new(o, "pci_bus_id", json_string(info->pci_bus_id));
+  unsigned v = r->valid;
+  if (v & PFLEX_GPU_POWER) json_object_set_new(o, "power_w", json_real(r->power_mw / 1000.0));
+  if (v & PFLEX_GPU_ENERGY)
+    json_object_set_new(o, "energy_j", json_real((double)r->energy_mj / 1000.0));
+  if (v & PFLEX_GPU_LIMIT) json_object_set_new(o, "limit_w", json_real(r->limit_mw / 1000.0));
+  if (v & PFLEX_GPU_ENFORCED)
+    json_object_set_new(o, "enforced_limit_w", json_real(r->enforced_limit_mw / 1000.0));
+  if (v & PFLEX_GPU_DEFAULT_LIMIT)
+    json_object_set_new(o, "default_limit_w", json_real(r->default_limit_mw / 1000.0));
+  if (v & PFLEX_GPU_CONSTRAINTS) {
+    json_object_set_new(o, "min_limit_w", json_real(r->min_limit_mw / 1000.0));
+    json_object_set_new(o, "max_limit_w", json_real(r->max_limit_mw / 1000.0));
+  }
+  if (v & PFLEX_GPU_SM_CLOCK) json_object_set_new(o, "sm_clock_mhz", json_integer(r->sm_clock_mhz));
+  if (v & PFLEX_GPU_MEM_CLOCK)
+    json_object_set_new(o, "mem_clock_mhz", json_integer(r->mem_clock_mhz));
+  if (v & PFLEX_GPU_UTIL) {
+    json_object_set_new(o, "gpu_util", json_integer(r->util_gpu_pct));
+    json_object_set_new(o, "mem_util", json_integer(r->util_mem_pct));
+  }
+  if (v & PFLEX_GPU_MEMORY) {
+    json_object_set_new(o, "mem_used_mib", json_real((double)r->mem_used_bytes / 1048576.0));
+    json_object_set_new(o, "mem_total_mib", json_real((double)r->mem_total_bytes / 1048576.0));
+  }
+  if (v & PFLEX_GPU_THROTTLE) {
+    char names[256];
+    pflex_gpu_throttle_names(r->throttle_reasons, names, sizeof names);
+    json_object_set_new(o, "throttle_reasons", json_string(names));
+  }
+  if (v & PFLEX_GPU_TPUT) json_object_set_new(o, "job_tput", json_real(r->tput));
+  return o;
+}
+
+/* --watch: a telemetry series CSV of the selected GPUs, read-only. */
+static int watch(struct pflex_gpu *gpu, const char *list, double seconds, double hz) {
+  unsigned *idx;
+  size_t n;
+  if (cli_gpu_select(gpu, list, &idx, &n)) return PFLEX_EXIT_FAIL;
+  printf("time_s,gpu,power_w,gpu_util,mem_util,fb_used_mib,sm_clock_mhz,mem_clock_mhz,limit_w,"
+         "enforced_limit_w,energy_j,throttle\n");
+  double t0, now;
+  pflex_gpu_now(gpu, &t0);
+  int status = PFLEX_EXIT_OK;
+  for (double next = t0; status == PFLEX_EXIT_OK; next += 1.0 / hz) {
+    if (next - t0 > seconds + 1e-9) break;
+    pflex_gpu_now(gpu, &now);
+    if (next > now) pflex_gpu_sleep(gpu, next - now);
+    for (size_t k = 0; k < n; k++) {
+      struct pflex_gpu_reading r;
+      int err = pflex_gpu_read(gpu, idx[k], &r);
+      if (err) {
+        cli_gpu_error(gpu, "cannot read", idx[k], err);
+        status = PFLEX_EXIT_FAIL;
+        break;
+      }
+      char c[11][32];
+      memset(c, 0, sizeof c);
+      unsigned v = r.valid;
+      if (v & PFLEX_GPU_POWER) snprintf(c[0], 32, "%.3f", r.power_mw / 1e3);
+      if (v & PFLEX_GPU_UTIL)
+        snprintf(c[1], 32, "%u", r.util_gpu_pct), snprintf(c[2], 32, "%u", r.util_mem_pct);
+      if (v & PFLEX_GPU_MEMORY) snprintf(c[3], 32, "%.1f", (double)r.mem_used_bytes / 1048576.0);
+      if (v & PFLEX_GPU_SM_CLOCK) snprintf(c[4], 32, "%u", r.sm_clock_mhz);
+      if (v & PFLEX_GPU_MEM_CLOCK) snprintf(c[5], 32, "%u", r.mem_clock_mhz);
+      if (v & PFLEX_GPU_LIMIT) snprintf(c[6], 32, "%.3f", r.limit_mw / 1e3);
+      if (v & PFLEX_GPU_ENFORCED) snprintf(c[7], 32, "%.3f", r.enforced_limit_mw / 1e3);
+      if (v & PFLEX_GPU_ENERGY) snprintf(c[8], 32, "%.3f", (double)r.energy_mj / 1e3);
+      if (v & PFLEX_GPU_THROTTLE) snprintf(c[9], 32, "0x%llx", r.throttle_reasons);
+      printf("%.3f,%u,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", r.time_s - t0, idx[k], c[0], c[1], c[2],
+             c[3], c[4], c[5], c[6], c[7], c[8], c[9]);
+    }
+    fflush(stdout);
+  }
+  free(idx);
+  return status;
+}
+
+static int run(int argc, char **argv) {
+  static const struct option opts[] = {{"backend", required_argument, NULL, 'b'},
+                                       {"sim-job", required_argument, NULL, 's'},
+                                       {"json", no_argument, NULL, 'j'},
+                                       {"watch", required_argument, NULL, 'w'},
+                                       {"hz", required_argument, NULL, 'h'},
+                                       {"gpus", required_argument, NULL, 'g'},
+                                       {NULL, 0, NULL, 0}};
+  const char *backend = NULL, *spec = NULL, *list = NULL;
+  double watch_s = -1, hz = 1;
+  int json = 0, c;
+  char *end;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    switch (c) {
+    case 'b': backend = optarg; break;
+    case 's': spec = optarg; break;
+    case 'j': json = 1; break;
+    case 'g': list = optarg; break;
+    case 'w':
+      watch_s = strtod(optarg, &end);
+      if (*end || !(watch_s >= 0 && watch_s <= 1e7)) {
+        cli_error("invalid --watch '%s': expected seconds", optarg);
+        return PFLEX_EXIT_USAGE;
+      }
+      break;
+    case 'h':
+      hz = strtod(optarg, &end);
+      if (*end || !(hz >= 0.1 && hz <= 10)) {
+        cli_error("invalid --hz '%s': expected 0.1-10", optarg);
+        return PFLEX_EXIT_USAGE;
+      }
+      break;
+    default: fprintf(stderr, "usage: %s\n", usage); return PFLEX_EXIT_USAGE;
+    }
+  }
+  if (optind < argc) {
+    cli_error("unexpected argument '%s'", argv[optind]);
+    return PFLEX_EXIT_USAGE;
+  }
+  if (json && watch_s >= 0) {
+    cli_error("--json and --watch exclude each other");
+    return PFLEX_EXIT_USAGE;
+  }
+  struct pflex_gpu *gpu;
+  if (cli_gpu_open(backend, spec, &gpu)) return PFLEX_EXIT_FAIL;
+  if (watch_s >= 0) {
+    int st = watch(gpu, list, watch_s, hz);
+    pflex_gpu_close(gpu);
+    return st;
+  }
+  unsigned n;
+  int err = pflex_gpu_count(gpu, &n), status = PFLEX_EXIT_OK;
+  if (err) {
+    cli_error("cannot count GPUs: %s", pflex_strerror(err));
+    pflex_gpu_close(gpu);
+    return PFLEX_EXIT_FAIL;
+  }
+  json_t *arr = json ? json_array() : NULL;
+  if (!json && strcmp(pflex_gpu_backend_name(gpu), "sim") == 0)
+    printf("# simulated GPUs (sim backend): modelled readings, not measurements\n");
+  if (!json)
+    printf("%-3s %-34s %-40s %8s %8s %8s %-11s %6s %6s %5s %9s %s\n", "idx", "name", "uuid",
+           "power_W", "limit_W", "default", "range_W", "sm_MHz", "mem_MHz", "util%", "mem_MiB",
+           "throttle");
+  for (unsigned i = 0; i < n; i++) {
+    struct pflex_gpu_info info;
+    struct pflex_gpu_reading r;
+    err = pflex_gpu_info(gpu, i, &info);
+    if (!err) err = pflex_gpu_read(gpu, i, &r);
+    if (err) {
+      cli_gpu_error(gpu, "cannot read", i, err);
+      status = PFLEX_EXIT_FAIL;
+      continue;
+    }
+    if (json) {
+      json_array_append_new(arr, reading_json(i, &info, &r));
+      continue;
+    }
+    char p[16], l[16], d[16], range[32], sm[16], mem[16], u[16], mu[24], th[256];
+    fmt_w(p, sizeof p, r.valid & PFLEX_GPU_POWER, r.power_mw);
+    fmt_w(l, sizeof l, r.valid & PFLEX_GPU_LIMIT, r.limit_mw);
+    fmt_w(d, sizeof d, r.valid & PFLEX_GPU_DEFAULT_LIMIT, r.default_limit_mw);
+    if (r.valid & PFLEX_GPU_CONSTRAINTS)
+      snprintf(range, sizeof range, "%.0f-%.0f", r.min_limit_mw / 1000.0, r.max_limit_mw / 1000.0);
+    else
+      snprintf(range, sizeof range, "-");
+    fmt_u(sm, sizeof sm, r.valid & PFLEX_GPU_SM_CLOCK, r.sm_clock_mhz);
+    fmt_u(mem, sizeof mem, r.valid & PFLEX_GPU_MEM_CLOCK, r.mem_clock_mhz);
+    fmt_u(u, sizeof u, r.valid & PFLEX_GPU_UTIL, r.util_gpu_pct);
+    if (r.valid & PFLEX_GPU_MEMORY)
+      snprintf(mu, sizeof mu, "%.0f", (double)r.mem_used_bytes / 1048576.0);
+    else
+      snprintf(mu, sizeof mu, "-");
+    if (r.valid & PFLEX_GPU_THROTTLE)
+      pflex_gpu_throttle_names(r.throttle_reasons, th, sizeof th);
+    else
+      snprintf(th, sizeof th, "-");
+    if ((r.valid & PFLEX_GPU_ENFORCED) && (r.valid & PFLEX_GPU_LIMIT) &&
+        r.enforced_limit_mw != r.limit_mw)
+      snprintf(l + strlen(l), sizeof l - strlen(l), "*");
+    printf("%-3u %-34s %-40s %8s %8s %8s %-11s %6s %6s %5s %9s %s\n", i, info.name, info.uuid, p, l,
+           d, range, sm, mem, u, mu, th);
+  }
+  if (json) {
+    char *text = json_dumps(arr, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    if (text) puts(text);
+    free(text);
+    json_decref(arr);
+  } else if (n == 0) {
+    printf("(no GPUs)\n");
+  }
+  pflex_gpu_close(gpu);
+  return status;
+}
+
+const struct pflex_cmd pflex_cmd_gpus = {.name = "gpus",
+                                         .run = run,
+                                         .summary = "list GPUs: power, limits, clocks, utilization",
+                                         .usage = usage};

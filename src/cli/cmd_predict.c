@@ -1,0 +1,210 @@
+/* `pflex predict`: applies a model file to the uncapped run of every sweep
+ * group of a runs file (a file of one run per job is live telemetry: each job
+ * is a group of one) and prints the predicted PFI, with the measured PFI
+ * beside it where the group has capped runs (docs/prediction.md). */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "cli/commands.h"
+#include "cli/predict_common.h"
+#include "cli/util.h"
+#include "pflex/model_json.h"
+#include "pflex/predict.h"
+
+static const char usage[] =
+    "pflex predict --model MODEL.json RUNS.csv [options]\n"
+    "  --model FILE      the model file written by 'pflex fit' (required)\n"
+    "  --set NAME        use only runs whose set column is NAME\n"
+    "  --prior-fallback  predict a job that lacks a feature with the model's population prior\n"
+    "                    (marked 'prior') instead of failing\n"
+    "  --unit UNIT       throughput column when not tokens_per_s: tokens, samples, steps, "
+    "step-time\n"
+    "  --json            JSON output\n"
+    "  --csv             CSV output";
+
+struct row {
+  double pred, measured;
+  bool prior;
+};
+
+static json_t *jnum(double v) {
+  return isfinite(v) ? json_real(v) : json_null();
+}
+
+static int run(int argc, char **argv) {
+  static const struct option opts[] = {{"model", required_argument, NULL, 'm'},
+                                       {"set", required_argument, NULL, 's'},
+                                       {"prior-fallback", no_argument, NULL, 'p'},
+                                       {"unit", required_argument, NULL, 'u'},
+                                       {"json", no_argument, NULL, 'j'},
+                                       {"csv", no_argument, NULL, 'c'},
+                                       {NULL, 0, NULL, 0}};
+  const char *model_path = NULL, *set_filter = NULL;
+  bool fallback = false, json = false, csv = false;
+  struct pflex_runs_read_opts ro = {0};
+  int c;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    switch (c) {
+    case 'm': model_path = optarg; break;
+    case 's': set_filter = optarg; break;
+    case 'p': fallback = true; break;
+    case 'u':
+      if (cli_parse_unit(optarg, &ro.unit)) {
+        cli_error("unknown unit '%s'", optarg);
+        return PFLEX_EXIT_USAGE;
+      }
+      break;
+    case 'j': json = true; break;
+    case 'c': csv = true; break;
+    default: fprintf(stderr, "usage: %s\n", usage); return PFLEX_EXIT_USAGE;
+    }
+  }
+  if (!model_path || optind != argc - 1 || (json && csv)) {
+    fprintf(stderr, "usage: %s\n", usage);
+    return PFLEX_EXIT_USAGE;
+  }
+  const char *path = argv[optind];
+  struct pflex_model m;
+  struct pflex_diag diag;
+  pflex_diag_clear(&diag);
+  int err = pflex_model_read_json(model_path, &m, &diag);
+  if (err) {
+    cli_error_diag("cannot read model", &diag, err);
+    return PFLEX_EXIT_FAIL;
+  }
+  struct pflex_runset set;
+  pflex_runset_init(&set);
+  struct pflex_dataset d;
+  pflex_dataset_init(&d);
+  struct row *rows = NULL;
+  int rc = PFLEX_EXIT_FAIL;
+  if (cli_load_runs(path, &ro, &set)) goto out;
+  struct pflex_featlist none;
+  pflex_featlist_init(&none);
+  err = pflex_dataset_build(&set, set_filter, &none, &m.target, false, &d, &diag);
+  if (err) {
+    cli_error_diag("cannot use", &diag, err);
+    goto out;
+  }
+  rows = calloc(d.n, sizeof *rows);
+  if (!rows) {
+    cli_error("out of memory");
+    goto out;
+  }
+  size_t nprior = 0;
+  for (size_t i = 0; i < d.n; i++) {
+    rows[i].measured = d.y[i];
+    struct pflex_diag fd;
+    pflex_diag_clear(&fd);
+    err = pflex_model_predict_run(&m, &set, d.uncapped[i], fallback, &rows[i].pred, &rows[i].prior,
+                                  &fd);
+    if (err) {
+      char buf[1024];
+      pflex_diag_format(&fd, buf, sizeof buf);
+      cli_error("cannot predict group '%s': %s (--prior-fallback uses the population prior)",
+                d.groups[i], buf);
+      goto out;
+    }
+    if (rows[i].prior && fd.message[0])
+      cli_warn("group '%s' lacks %s: predicted by the population prior", d.groups[i], fd.message);
+    nprior += rows[i].prior;
+  }
+  /* Scores over the groups with a measured PFI. */
+  size_t nm = 0;
+  double *ym = malloc((d.n ? d.n : 1) * sizeof *ym), *pm = malloc((d.n ? d.n : 1) * sizeof *pm);
+  if (!ym || !pm) {
+    free(ym);
+    free(pm);
+    cli_error("out of memory");
+    goto out;
+  }
+  for (size_t i = 0; i < d.n; i++)
+    if (isfinite(rows[i].measured)) {
+      ym[nm] = rows[i].measured;
+      pm[nm++] = rows[i].pred;
+    }
+  struct pflex_scores sc = {NAN, NAN, NAN};
+  if (nm >= 2) pflex_scores_compute(ym, pm, nm, &sc);
+  free(ym);
+  free(pm);
+
+  if (json) {
+    json_t *arr = json_array(), *fa = json_array();
+    for (size_t j = 0; fa && j < m.feats.n; j++)
+      json_array_append_new(fa, json_string(m.feats.names[j]));
+    for (size_t i = 0; arr && i < d.n; i++)
+      json_array_append_new(
+          arr, json_pack("{s:s, s:s, s:s, s:I, s:o, s:s, s:o}", "group", d.groups[i], "arch",
+                         pflex_arch_name(d.arch[i]), "task", pflex_task_name(d.task[i]), "runs",
+                         (json_int_t)d.nruns[i], "predicted", jnum(rows[i].pred), "prediction",
+                         rows[i].prior ? "prior" : "model", "measured", jnum(rows[i].measured)));
+    json_t *root = json_pack("{s:s, s:s, s:o, s:s, s:o, s:{s:I, s:o, s:o, s:o}}", "model",
+                             model_path, "kind", pflex_model_kind_name(m.kind), "features", fa,
+                             "runs", path, "predictions", arr, "scores", "n", (json_int_t)nm, "r2",
+                             jnum(sc.r2), "rmse", jnum(sc.rmse), "rho", jnum(sc.rho));
+    char *s = root ? json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) : NULL;
+    json_decref(root);
+    if (!s) {
+      cli_error("out of memory");
+      goto out;
+    }
+    printf("%s\n", s);
+    free(s);
+  } else if (csv) {
+    printf("group,arch,task,runs,predicted,prediction,measured\n");
+    for (size_t i = 0; i < d.n; i++) {
+      pc_csv_field(stdout, d.groups[i]);
+      printf(",%s,%s,%zu,%.17g,%s,", pflex_arch_name(d.arch[i]), pflex_task_name(d.task[i]),
+             d.nruns[i], rows[i].pred, rows[i].prior ? "prior" : "model");
+      if (isfinite(rows[i].measured)) printf("%.17g", rows[i].measured);
+      printf("\n");
+    }
+  } else {
+    printf("model '%s' (%s", model_path, pflex_model_kind_name(m.kind));
+    for (size_t j = 0; j < m.feats.n; j++)
+      printf("%s%s", j ? "," : ": ", m.feats.names[j]);
+    printf(")\nmeasured ");
+    pc_target_line(stdout, &m.target);
+    printf("%-44s %-9s %4s %9s %9s  %s\n", "group", "cluster", "runs", "predicted", "measured",
+           "by");
+    for (size_t i = 0; i < d.n; i++) {
+      printf("%-44s %-9s %4zu", d.groups[i],
+             pflex_cluster_name(d.arch[i], d.task[i], PFLEX_LOCO_ARCH_TASK), d.nruns[i]);
+      pc_num(stdout, 10, rows[i].pred);
+      pc_num(stdout, 10, rows[i].measured);
+      printf("  %s\n", rows[i].prior ? "prior" : "model");
+    }
+    if (nm >= 2) {
+      printf("\nagainst the measured PFI (%zu groups): R^2 ", nm);
+      pc_num(stdout, 0, sc.r2);
+      printf("  RMSE ");
+      pc_num(stdout, 0, sc.rmse);
+      printf("  rho ");
+      pc_num(stdout, 0, sc.rho);
+      printf("\n");
+    }
+    if (nprior)
+      printf("%zu group%s predicted by the population prior\n", nprior, nprior == 1 ? "" : "s");
+  }
+  rc = PFLEX_EXIT_OK;
+out:
+  free(rows);
+  pflex_dataset_release(&d);
+  pflex_runset_release(&set);
+  pflex_model_release(&m);
+  return rc;
+}
+
+const struct pflex_cmd pflex_cmd_predict = {
+    .name = "predict",
+    .run = run,
+    .summary = "predict the PFI of jobs from their uncapped telemetry with a model file",
+    .usage = usage,
+};

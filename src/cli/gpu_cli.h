@@ -1,0 +1,24 @@
+/* Helpers shared by the commands that touch GPUs (gpus, cap, sweep): opening
+ * a backend and the restore store, and explaining GPU errors to a person. */
+#ifndef PFLEX_CLI_GPU_CLI_H
+#define PFLEX_CLI_GPU_CLI_H
+
+#include "pflex/gpu.h"
+#include "pflex/restore.h"
+
+/* Opens the backend (NULL: env PFLEX_GPU_BACKEND, else nvml) and prints why not. */
+int cli_gpu_open(const char *backend, const char *spec, struct pflex_gpu **ret_gpu);
+
+/* Opens the restore store for gpu: the state directory (--state-dir, env
+ * PFLEX_STATE_DIR, /var/lib/pflex); for the sim backend with neither given, a
+ * memory store (simulated GPUs vanish with the process). Prints why not. */
+int cli_restore_open(struct pflex_gpu *gpu, const char *state_dir, struct pflex_restore **ret);
+
+/* Prints "error: <what> GPU <index>: <reason>" with a hint of what is needed
+ * (root or CAP_SYS_ADMIN for -EPERM, a lost GPU for -ENODEV, ...). */
+void cli_gpu_error(struct pflex_gpu *gpu, const char *what, unsigned index, int err);
+
+/* Resolves --gpus (NULL = all) against the backend's count; prints errors. */
+int cli_gpu_select(struct pflex_gpu *gpu, const char *list, unsigned **ret_idx, size_t *ret_n);
+
+#endif

@@ -1,0 +1,450 @@
+/* The sim backend: simulated GPUs of a twin GPU type running one simulated
+ * training job (include/pflex/twin.h), so sweeps, caps and the commands run
+ * end to end without hardware. Everything it reports is modelled, not measured.
+ *
+ * Spec (--sim-job or pflex_gpu_open's spec): comma-separated key=value:
+ *   group=NAME   a published sweep group of the twin (default
+ *                "Dense PT H200x8 Qwen3-32B no-compile"); its job is calibrated
+ *                to the group's published PFI unless calibrate=0
+ *   gpus=N       simulated GPUs (default: the group's GPU count); the job spans all
+ *   clock=virtual|real   virtual (default): time advances only by sleep calls,
+ *                so a 30-minute run takes milliseconds; real: wall-clock time
+ *   seed=N       noise seed (default 1)
+ *   noise=sample|repeat|off  sample (default): 0.5% Gaussian jitter on every
+ *                power and throughput sample around the twin's noise-free point,
+ *                which gives top-10% aggregates with standard errors of the order
+ *                of the paper's within-run ones (0.04% power, 0.05% throughput);
+ *                repeat: in addition, each run's point is offset by the paper's
+ *                repeat-to-repeat CVs (0.4% power, 0.5% throughput); off: none
+ *   warmup=S startup=S   seconds of the warmup (weights loading) and startup
+ *                phases after each job start (default 60 and 30)
+ *   eval=S ckpt=S        an eval at 10 min and a checkpoint at 20 min of each run,
+ *                lasting S seconds (default 60 and 45; 0 = none), as in the paper
+ *
+ * Timeline of a job start: warmup (frame buffer below 10 GiB, idle power),
+ * startup (weights loaded, utilization 0), training (the twin's settled point
+ * under the GPU's limit; throughput reported), with the eval and checkpoint
+ * dips inside training (no throughput reported there). Synchronous training
+ * runs at the pace of the slowest GPU: the job's throughput is the twin's at
+ * the lowest limit among the simulated GPUs. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+
+#include "gpu/backends.h"
+#include "pflex/gpu.h"
+#include "pflex/twin.h"
+
+#define SIM_DEFAULT_GROUP "Dense PT H200x8 Qwen3-32B no-compile"
+#define SIM_MAX_GPUS 64
+#define SIM_JITTER 0.005
+
+struct sim_gpu {
+  unsigned limit_mw;
+  unsigned long long energy_mj;
+  double energy_t; /* time up to which energy is integrated */
+  bool energy_started;
+  double last_power_w;
+  /* cached twin point for (limit_mw, run) */
+  unsigned point_mw;
+  unsigned point_run;
+  bool point_ok;
+  struct pflex_twin_point point;
+};
+
+struct sim {
+  const struct pflex_twin_gpu *type;
+  struct pflex_twin_job job;
+  char group[128];
+  unsigned n;
+  struct sim_gpu g[SIM_MAX_GPUS];
+  bool virtual_clock;
+  double vnow;  /* virtual clock */
+  double real0; /* real clock origin */
+  bool job_running;
+  double job_t0;
+  unsigned runs; /* job starts so far: seeds the per-run noise */
+  int noise;     /* 0 off, 1 sample jitter, 2 jitter + repeat-to-repeat run offsets */
+  unsigned long long seed;
+  gsl_rng *rng;
+  double warmup_s, startup_s, eval_s, ckpt_s;
+  char err[256];
+};
+
+static double mono(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double sim_time(struct sim *s) {
+  return s->virtual_clock ? s->vnow : mono() - s->real0;
+}
+
+static int parse_num(const char *v, double lo, double hi, double *ret) {
+  char *end;
+  double x = strtod(v, &end);
+  if (end == v || *end || !isfinite(x) || x < lo || x > hi) return -EINVAL;
+  *ret = x;
+  return 0;
+}
+
+static int parse_spec(struct sim *s, const char *spec, char *errbuf, size_t errlen) {
+  if (!spec) return 0;
+  char *copy = strdup(spec), *save = NULL;
+  if (!copy) return -ENOMEM;
+  int err = 0;
+  for (char *kv = strtok_r(copy, ",", &save); kv && !err; kv = strtok_r(NULL, ",", &save)) {
+    while (*kv == ' ')
+      kv++;
+    if (!*kv) continue;
+    char *eq = strchr(kv, '=');
+    if (!eq) {
+      snprintf(errbuf, errlen, "sim spec: '%s' is not key=value", kv);
+      err = -EINVAL;
+      break;
+    }
+    *eq = '\0';
+    const char *k = kv, *v = eq + 1;
+    double x;
+    if (strcmp(k, "group") == 0) {
+      snprintf(s->group, sizeof s->group, "%s", v);
+    } else if (strcmp(k, "gpus") == 0) {
+      if (parse_num(v, 1, SIM_MAX_GPUS, &x) || x != floor(x))
+        err = -EINVAL;
+      else
+        s->n = (unsigned)x;
+    } else if (strcmp(k, "clock") == 0) {
+      if (strcmp(v, "virtual") == 0)
+        s->virtual_clock = true;
+      else if (strcmp(v, "real") == 0)
+        s->virtual_clock = false;
+      else
+        err = -EINVAL;
+    } else if (strcmp(k, "seed") == 0) {
+      if (parse_num(v, 0, 9e15, &x))
+        err = -EINVAL;
+      else
+        s->seed = (unsigned long long)x;
+    } else if (strcmp(k, "noise") == 0) {
+      if (strcmp(v, "off") == 0)
+        s->noise = 0;
+      else if (strcmp(v, "sample") == 0)
+        s->noise = 1;
+      else if (strcmp(v, "repeat") == 0)
+        s->noise = 2;
+      else
+        err = -EINVAL;
+    } else if (strcmp(k, "warmup") == 0) {
+      err = parse_num(v, 0, 1e6, &s->warmup_s);
+    } else if (strcmp(k, "startup") == 0) {
+      err = parse_num(v, 0, 1e6, &s->startup_s);
+    } else if (strcmp(k, "eval") == 0) {
+      err = parse_num(v, 0, 500, &s->eval_s);
+    } else if (strcmp(k, "ckpt") == 0) {
+      err = parse_num(v, 0, 500, &s->ckpt_s);
+    } else if (strcmp(k, "calibrate") == 0) {
+      /* handled by the caller */
+    } else {
+      snprintf(errbuf, errlen,
+               "sim spec: unknown key '%s' (group, gpus, clock, seed, noise, "
+               "warmup, startup, eval, ckpt, calibrate)",
+               k);
+      err = -EINVAL;
+      break;
+    }
+    if (err && !errbuf[0]) snprintf(errbuf, errlen, "sim spec: bad value '%s' for '%s'", v, k);
+  }
+  free(copy);
+  return err;
+}
+
+static int sim_open(const char *spec, void **ret_ctx, char *errbuf, size_t errlen) {
+  struct sim *s = calloc(1, sizeof *s);
+  if (!s) return -ENOMEM;
+  snprintf(s->group, sizeof s->group, "%s", SIM_DEFAULT_GROUP);
+  s->virtual_clock = true;
+  s->noise = 1;
+  s->seed = 1;
+  s->warmup_s = 60;
+  s->startup_s = 30;
+  s->eval_s = 60;
+  s->ckpt_s = 45;
+  if (errlen) errbuf[0] = '\0';
+  int err = parse_spec(s, spec, errbuf, errlen);
+  if (err) {
+    free(s);
+    return err;
+  }
+  const struct pflex_twin_paper_group *g = pflex_twin_paper_find(s->group);
+  if (!g) {
+    snprintf(errbuf, errlen, "sim: no twin group '%s' (see 'pflex twin check' for the names)",
+             s->group);
+    free(s);
+    return -ENOENT;
+  }
+  s->type = pflex_twin_gpu_find(g->gpu);
+  if (!s->type) {
+    snprintf(errbuf, errlen, "sim: the twin has no GPU type '%s'", g->gpu);
+    free(s);
+    return -ENOENT;
+  }
+  pflex_twin_paper_job(g, &s->job);
+  err = pflex_twin_job_derive(s->type, &s->job);
+  bool calibrate = !(spec && strstr(spec, "calibrate=0"));
+  if (!err && calibrate) {
+    struct pflex_twin_calib c;
+    err = pflex_twin_calibrate(g, s->type, &s->job, PFLEX_TWIN_REFERENCE_SEED, &c);
+  }
+  if (err) {
+    snprintf(errbuf, errlen, "sim: cannot model the job of '%s': error %d", s->group, err);
+    free(s);
+    return err;
+  }
+  if (!s->n) s->n = g->gpus > SIM_MAX_GPUS ? SIM_MAX_GPUS : (unsigned)g->gpus;
+  s->rng = gsl_rng_alloc(gsl_rng_mt19937);
+  if (!s->rng) {
+    free(s);
+    return -ENOMEM;
+  }
+  gsl_rng_set(s->rng, (unsigned long)s->seed);
+  for (unsigned i = 0; i < s->n; i++)
+    s->g[i].limit_mw = (unsigned)lround(s->type->tdp_w * 1000);
+  s->real0 = mono();
+  *ret_ctx = s;
+  return 0;
+}
+
+static void sim_close(void *ctx) {
+  struct sim *s = ctx;
+  if (!s) return;
+  gsl_rng_free(s->rng);
+  free(s);
+}
+
+static int check(struct sim *s, unsigned i) {
+  if (i >= s->n) {
+    snprintf(s->err, sizeof s->err, "no simulated GPU %u (there are %u)", i, s->n);
+    return -ENODEV;
+  }
+  return 0;
+}
+
+static int sim_count(void *ctx, unsigned *ret_n) {
+  *ret_n = ((struct sim *)ctx)->n;
+  return 0;
+}
+
+static int sim_info(void *ctx, unsigned i, struct pflex_gpu_info *info) {
+  struct sim *s = ctx;
+  int err = check(s, i);
+  if (err) return err;
+  snprintf(info->name, sizeof info->name, "%s (simulated)", s->type->long_name);
+  snprintf(info->uuid, sizeof info->uuid, "SIM-%s-%llu-%02u", s->type->name, s->seed, i);
+  snprintf(info->pci_bus_id, sizeof info->pci_bus_id, "00000000:%02X:00.0", 0x10 + i);
+  return 0;
+}
+
+static unsigned long long mix(unsigned long long x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+/* The settled point at limit mw for the current run (cached). */
+static int point_at(struct sim *s, struct sim_gpu *g, unsigned mw, struct pflex_twin_point *ret) {
+  if (!(g->point_ok && g->point_mw == mw && g->point_run == s->runs)) {
+    struct pflex_twin_point p;
+    int err;
+    if (s->noise < 2) {
+      err = pflex_twin_eval(s->type, &s->job, mw / 1000.0, &p);
+    } else {
+      struct pflex_twin_noise nz;
+      pflex_twin_noise_default(&nz); /* the paper's repeat-to-repeat CVs */
+      unsigned long long seed = mix(s->seed ^ mix((unsigned long long)s->runs * 1000003ull + mw));
+      err = pflex_twin_eval_noisy(s->type, &s->job, mw / 1000.0, &nz, seed, &p);
+    }
+    if (err) {
+      snprintf(s->err, sizeof s->err, "the twin cannot settle at %.1f W", mw / 1000.0);
+      return err;
+    }
+    g->point = p;
+    g->point_mw = mw;
+    g->point_run = s->runs;
+    g->point_ok = true;
+  }
+  *ret = g->point;
+  return 0;
+}
+
+static double jitter(struct sim *s) {
+  return s->noise ? 1.0 + gsl_ran_gaussian(s->rng, SIM_JITTER) : 1.0;
+}
+
+static int sim_read(void *ctx, unsigned i, struct pflex_gpu_reading *r) {
+  struct sim *s = ctx;
+  int err = check(s, i);
+  if (err) return err;
+  struct sim_gpu *g = &s->g[i];
+  double now = sim_time(s);
+  r->time_s = now;
+  r->valid = PFLEX_GPU_POWER | PFLEX_GPU_ENERGY | PFLEX_GPU_LIMIT | PFLEX_GPU_DEFAULT_LIMIT |
+             PFLEX_GPU_CONSTRAINTS | PFLEX_GPU_ENFORCED | PFLEX_GPU_SM_CLOCK | PFLEX_GPU_MEM_CLOCK |
+             PFLEX_GPU_UTIL | PFLEX_GPU_THROTTLE | PFLEX_GPU_MEMORY;
+  r->limit_mw = r->enforced_limit_mw = g->limit_mw;
+  r->default_limit_mw = r->max_limit_mw = (unsigned)lround(s->type->tdp_w * 1000);
+  r->min_limit_mw = (unsigned)lround(s->type->cap_min_w * 1000);
+  r->mem_clock_mhz = (unsigned)lround(s->type->mem_clock_mhz);
+  r->mem_total_bytes = (unsigned long long)(s->type->hbm_gib * 1073741824.0);
+
+  double power = s->type->idle_w, util = 0, mem_util = 0, fb_mib = 512, sm = s->type->f_max_mhz;
+  bool training = false;
+  if (s->job_running) {
+    double t = now - s->job_t0, tt = t - s->warmup_s - s->startup_s;
+    struct pflex_twin_point p;
+    err = point_at(s, g, g->limit_mw, &p);
+    if (err) return err;
+    if (t < s->warmup_s) {
+      fb_mib = 512 + 4096 * (t / (s->warmup_s > 0 ? s->warmup_s : 1)); /* below 10 GiB */
+    } else if (tt < 0) {
+      fb_mib = p.metrics[PFLEX_TWIN_NMETRICS - 1];
+      power = s->type->idle_w * 1.1;
+    } else {
+      fb_mib = p.metrics[PFLEX_TWIN_NMETRICS - 1];
+      double run_t = fmod(tt, 1800.0); /* the paper's 30-minute run, repeating */
+      bool in_eval = s->eval_s > 0 && run_t >= 600 && run_t < 600 + s->eval_s;
+      bool in_ckpt = s->ckpt_s > 0 && run_t >= 1200 && run_t < 1200 + s->ckpt_s;
+      sm = p.sm_clock_mhz;
+      if (in_eval) {
+        power = s->type->idle_w + 0.5 * (p.power_w - s->type->idle_w);
+        util = 35;
+      } else if (in_ckpt) {
+        power = s->type->idle_w * 1.05;
+        util = 0;
+      } else {
+        power = p.power_w;
+        util = 100.0 * p.util;
+        mem_util = 100.0 * p.metrics[6]; /* dram_active */
+        training = true;
+        if (p.limited) r->throttle_reasons = 0x4; /* sw_power_cap */
+      }
+    }
+  }
+  power *= jitter(s);
+  r->power_mw = (unsigned)lround(power * 1000);
+  r->sm_clock_mhz = (unsigned)lround(sm);
+  r->util_gpu_pct = (unsigned)lround(fmin(100, fmax(0, util)));
+  r->util_mem_pct = (unsigned)lround(fmin(100, fmax(0, mem_util)));
+  r->mem_used_bytes = (unsigned long long)(fb_mib * 1048576.0);
+  /* energy: power held since the previous reading */
+  if (g->energy_started && now > g->energy_t)
+    g->energy_mj += (unsigned long long)llround(g->last_power_w * (now - g->energy_t) * 1000.0);
+  g->energy_t = now;
+  g->energy_started = true;
+  g->last_power_w = power;
+  r->energy_mj = g->energy_mj;
+  if (training) {
+    /* synchronous training: the slowest GPU (lowest limit) sets the pace */
+    unsigned low = 0;
+    for (unsigned k = 1; k < s->n; k++)
+      if (s->g[k].limit_mw < s->g[low].limit_mw) low = k;
+    struct pflex_twin_point p;
+    err = point_at(s, &s->g[low], s->g[low].limit_mw, &p);
+    if (err) return err;
+    r->tput = p.tokens_per_s * jitter(s);
+    r->valid |= PFLEX_GPU_TPUT;
+  }
+  return 0;
+}
+
+static int sim_get_limit(void *ctx, unsigned i, unsigned *ret_mw) {
+  struct sim *s = ctx;
+  int err = check(s, i);
+  if (err) return err;
+  *ret_mw = s->g[i].limit_mw;
+  return 0;
+}
+
+static int sim_set_limit(void *ctx, unsigned i, unsigned mw) {
+  struct sim *s = ctx;
+  int err = check(s, i);
+  if (err) return err;
+  /* Like the driver: a limit outside the range is refused. */
+  if (mw < lround(s->type->cap_min_w * 1000) || mw > lround(s->type->tdp_w * 1000)) {
+    snprintf(s->err, sizeof s->err, "%.1f W is outside %.0f-%.0f W", mw / 1000.0,
+             s->type->cap_min_w, s->type->tdp_w);
+    return -EINVAL;
+  }
+  s->g[i].limit_mw = mw;
+  return 0;
+}
+
+static int sim_constraints(void *ctx, unsigned i, unsigned *ret_min, unsigned *ret_max,
+                           unsigned *ret_default) {
+  struct sim *s = ctx;
+  int err = check(s, i);
+  if (err) return err;
+  *ret_min = (unsigned)lround(s->type->cap_min_w * 1000);
+  *ret_max = (unsigned)lround(s->type->tdp_w * 1000);
+  if (ret_default) *ret_default = *ret_max;
+  return 0;
+}
+
+static int sim_now(void *ctx, double *ret_s) {
+  *ret_s = sim_time(ctx);
+  return 0;
+}
+
+static int sim_sleep(void *ctx, double sec) {
+  struct sim *s = ctx;
+  if (!(sec > 0)) return 0;
+  if (s->virtual_clock) {
+    s->vnow += sec;
+    return 0;
+  }
+  struct timespec ts = {.tv_sec = (time_t)sec, .tv_nsec = (long)((sec - floor(sec)) * 1e9)};
+  return nanosleep(&ts, NULL) == 0 ? 0 : -errno;
+}
+
+static bool sim_virtual(void *ctx) {
+  return ((struct sim *)ctx)->virtual_clock;
+}
+
+static int sim_job_start(void *ctx) {
+  struct sim *s = ctx;
+  s->job_running = true;
+  s->job_t0 = sim_time(s);
+  s->runs++;
+  return 0;
+}
+
+static const char *sim_last_error(void *ctx) {
+  struct sim *s = ctx;
+  return s->err[0] ? s->err : NULL;
+}
+
+const struct pflex_gpu_ops pflex__gpu_sim_ops = {
+    .name = "sim",
+    .summary = "simulated GPUs of the twin running a simulated job (modelled, not measured)",
+    .open = sim_open,
+    .close = sim_close,
+    .count = sim_count,
+    .info = sim_info,
+    .read = sim_read,
+    .get_limit = sim_get_limit,
+    .set_limit = sim_set_limit,
+    .constraints = sim_constraints,
+    .now = sim_now,
+    .sleep = sim_sleep,
+    .virtual_clock = sim_virtual,
+    .job_start = sim_job_start,
+    .last_error = sim_last_error,
+};

@@ -1,0 +1,481 @@
+/* A fake libnvidia-ml.so.1 for tests: the NVML C ABI of the entry points
+ * pflex uses, backed by a text state file named by env FAKE_NVML_STATE.
+ *
+ * The state file holds one `key=value` per line (`#` starts a comment):
+ *
+ *   gpu0.name=NVIDIA H200          gpu0.uuid=GPU-...        gpu0.pci=00000000:18:00.0
+ *   gpu0.power_mw=650000           gpu0.energy_mj=1000000
+ *   gpu0.limit_mw=700000           gpu0.default_mw=700000
+ *   gpu0.min_mw=200000             gpu0.max_mw=700000       gpu0.enforced_mw=... (default: limit)
+ *   gpu0.sm_mhz=1980  gpu0.mem_mhz=3201  gpu0.util_gpu=97  gpu0.util_mem=60
+ *   gpu0.throttle=0   gpu0.mem_used=...  gpu0.mem_total=...
+ *
+ * A GPU exists when its `uuid` key does; the count is the highest such index + 1.
+ * Reported power is min(power_mw, limit_mw), so a cap shows in the readings.
+ *
+ * Error injection (values: no_permission, not_supported, gpu_lost,
+ * invalid_argument, uninitialized, unknown):
+ *   fail.init=E                 nvmlInit fails
+ *   gpuN.fail=E                 every call on GPU N fails
+ *   gpuN.fail.CALL=E            one call fails; CALL is one of handle, name, uuid, pci,
+ *                               power, energy, limit, default_limit, constraints,
+ *                               enforced, clock, util, reasons, memory, set_limit
+ *   gpuN.lost_after=K           after K calls on GPU N (counted per process), every
+ *                               call on it returns GPU_IS_LOST
+ *
+ * nvmlDeviceSetPowerManagementLimit checks the range like the driver
+ * (INVALID_ARGUMENT outside [min, max]), then writes gpuN.limit_mw back to the
+ * state file (atomically, under flock) and increments gpuN.set_count.
+ *
+ * Restore-before-change check: when env FAKE_NVML_RESTORE_CHECK names a file,
+ * every set call first reads it and requires the GPU's UUID to appear in it;
+ * otherwise the call fails, prints "fake-nvml: VIOLATION ..." to stderr and
+ * records gpuN.violation=1 in the state file, so a test can prove that no
+ * limit changed before its restore record was on disk.
+ *
+ * Only the older name nvmlDeviceGetCurrentClocksThrottleReasons is exported
+ * (not ...ClocksEventReasons), to exercise the loader's fallback. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+typedef int nvmlReturn_t;
+typedef struct nvmlDevice_st *nvmlDevice_t;
+
+#define EXPORT __attribute__((visibility("default")))
+
+enum {
+  OK = 0,
+  E_UNINITIALIZED = 1,
+  E_INVALID_ARGUMENT = 2,
+  E_NOT_SUPPORTED = 3,
+  E_NO_PERMISSION = 4,
+  E_INSUFFICIENT_SIZE = 7,
+  E_GPU_IS_LOST = 15,
+  E_UNKNOWN = 999,
+};
+
+typedef struct {
+  char busIdLegacy[16];
+  unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
+  char busId[32];
+} nvmlPciInfo_t;
+typedef struct {
+  unsigned int gpu, memory;
+} nvmlUtilization_t;
+typedef struct {
+  unsigned long long total, free, used;
+} nvmlMemory_t;
+typedef struct {
+  unsigned int version;
+  unsigned long long total, reserved, free, used;
+} nvmlMemory_v2_t;
+
+#define MAXGPU 64
+struct nvmlDevice_st {
+  unsigned index;
+};
+static struct nvmlDevice_st devices[MAXGPU];
+static unsigned calls[MAXGPU];
+static int initialized;
+
+/* ---- state file ---- */
+#define MAXKEYS 1024
+struct state {
+  char *key[MAXKEYS], *val[MAXKEYS];
+  size_t n;
+};
+
+static void state_free(struct state *s) {
+  for (size_t i = 0; i < s->n; i++)
+    free(s->key[i]), free(s->val[i]);
+  s->n = 0;
+}
+
+static const char *state_path(void) {
+  const char *p = getenv("FAKE_NVML_STATE");
+  return p && *p ? p : NULL;
+}
+
+static int state_load(struct state *s) {
+  s->n = 0;
+  const char *path = state_path();
+  if (!path) return -1;
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  char line[1024];
+  while (fgets(line, sizeof line, f) && s->n < MAXKEYS) {
+    line[strcspn(line, "\r\n")] = '\0';
+    char *p = line;
+    while (*p == ' ' || *p == '\t')
+      p++;
+    if (!*p || *p == '#') continue;
+    char *eq = strchr(p, '=');
+    if (!eq) continue;
+    *eq = '\0';
+    s->key[s->n] = strdup(p);
+    s->val[s->n] = strdup(eq + 1);
+    s->n++;
+  }
+  fclose(f);
+  return 0;
+}
+
+static const char *state_get(const struct state *s, const char *key) {
+  for (size_t i = s->n; i-- > 0;)
+    if (strcmp(s->key[i], key) == 0) return s->val[i];
+  return NULL;
+}
+
+static const char *gpu_get(const struct state *s, unsigned i, const char *field) {
+  char key[128];
+  snprintf(key, sizeof key, "gpu%u.%s", i, field);
+  return state_get(s, key);
+}
+
+static unsigned long long gpu_num(const struct state *s, unsigned i, const char *field,
+                                  unsigned long long dflt) {
+  const char *v = gpu_get(s, i, field);
+  return v ? strtoull(v, NULL, 10) : dflt;
+}
+
+static unsigned gpu_count(const struct state *s) {
+  unsigned n = 0;
+  for (unsigned i = 0; i < MAXGPU; i++)
+    if (gpu_get(s, i, "uuid")) n = i + 1;
+  return n;
+}
+
+static nvmlReturn_t parse_err(const char *v) {
+  if (!v || !*v || strcmp(v, "none") == 0) return OK;
+  if (strcmp(v, "no_permission") == 0) return E_NO_PERMISSION;
+  if (strcmp(v, "not_supported") == 0) return E_NOT_SUPPORTED;
+  if (strcmp(v, "gpu_lost") == 0) return E_GPU_IS_LOST;
+  if (strcmp(v, "invalid_argument") == 0) return E_INVALID_ARGUMENT;
+  if (strcmp(v, "uninitialized") == 0) return E_UNINITIALIZED;
+  return E_UNKNOWN;
+}
+
+/* Rewrites the state file with key=value replaced or appended. */
+static int state_update(const char *key, const char *value) {
+  const char *path = state_path();
+  if (!path) return -1;
+  int lock = open(path, O_RDONLY);
+  if (lock < 0) return -1;
+  flock(lock, LOCK_EX);
+  char tmp[4096];
+  snprintf(tmp, sizeof tmp, "%s.fake-tmp.%d", path, (int)getpid());
+  FILE *in = fopen(path, "r"), *out = fopen(tmp, "w");
+  int found = 0;
+  if (in && out) {
+    char line[1024];
+    size_t klen = strlen(key);
+    while (fgets(line, sizeof line, in)) {
+      if (strncmp(line, key, klen) == 0 && line[klen] == '=') {
+        fprintf(out, "%s=%s\n", key, value);
+        found = 1;
+      } else {
+        fputs(line, out);
+        if (!strchr(line, '\n')) fputc('\n', out);
+      }
+    }
+    if (!found) fprintf(out, "%s=%s\n", key, value);
+  }
+  int rc = -1;
+  if (in) fclose(in);
+  if (out) {
+    if (fflush(out) == 0 && fsync(fileno(out)) == 0) rc = 0;
+    fclose(out);
+  }
+  if (rc == 0) rc = rename(tmp, path);
+  if (rc) unlink(tmp);
+  flock(lock, LOCK_UN);
+  close(lock);
+  return rc;
+}
+
+/* Common prologue of every per-GPU call: initialised, valid handle, injected
+ * failures. Loads the state into *s (freed by the caller on OK). */
+static nvmlReturn_t begin(nvmlDevice_t d, const char *call, struct state *s, unsigned *ret_i) {
+  if (!initialized) return E_UNINITIALIZED;
+  if (!d || d < devices || d >= devices + MAXGPU) return E_INVALID_ARGUMENT;
+  unsigned i = d->index;
+  if (state_load(s) != 0) return E_UNKNOWN;
+  nvmlReturn_t r = OK;
+  if (i >= gpu_count(s)) r = E_INVALID_ARGUMENT;
+  unsigned long long lost_after = gpu_num(s, i, "lost_after", 0);
+  calls[i]++;
+  if (!r && gpu_get(s, i, "lost_after") && calls[i] > lost_after) r = E_GPU_IS_LOST;
+  if (!r) r = parse_err(gpu_get(s, i, "fail"));
+  if (!r) {
+    char f[64];
+    snprintf(f, sizeof f, "fail.%s", call);
+    r = parse_err(gpu_get(s, i, f));
+  }
+  if (r) {
+    state_free(s);
+    return r;
+  }
+  *ret_i = i;
+  return OK;
+}
+
+EXPORT nvmlReturn_t nvmlInit_v2(void) {
+  struct state s;
+  if (state_load(&s) != 0) return E_UNKNOWN; /* like a driver that is not loaded */
+  nvmlReturn_t r = parse_err(state_get(&s, "fail.init"));
+  state_free(&s);
+  if (r) return r;
+  for (unsigned i = 0; i < MAXGPU; i++)
+    devices[i].index = i;
+  initialized++;
+  return OK;
+}
+
+EXPORT nvmlReturn_t nvmlShutdown(void) {
+  if (!initialized) return E_UNINITIALIZED;
+  initialized--;
+  return OK;
+}
+
+EXPORT const char *nvmlErrorString(nvmlReturn_t r) {
+  switch (r) {
+  case OK: return "Success";
+  case E_UNINITIALIZED: return "Uninitialized";
+  case E_INVALID_ARGUMENT: return "Invalid Argument";
+  case E_NOT_SUPPORTED: return "Not Supported";
+  case E_NO_PERMISSION: return "Insufficient Permissions";
+  case E_GPU_IS_LOST: return "GPU is lost";
+  default: return "Unknown Error";
+  }
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *n) {
+  if (!initialized) return E_UNINITIALIZED;
+  if (!n) return E_INVALID_ARGUMENT;
+  struct state s;
+  if (state_load(&s) != 0) return E_UNKNOWN;
+  *n = gpu_count(&s);
+  state_free(&s);
+  return OK;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int i, nvmlDevice_t *d) {
+  if (!initialized) return E_UNINITIALIZED;
+  if (!d || i >= MAXGPU) return E_INVALID_ARGUMENT;
+  struct state s;
+  unsigned idx;
+  nvmlReturn_t r = begin(&devices[i], "handle", &s, &idx);
+  if (r) return r;
+  state_free(&s);
+  *d = &devices[i];
+  return OK;
+}
+
+static nvmlReturn_t get_string(nvmlDevice_t d, const char *call, const char *field, char *buf,
+                               unsigned len) {
+  struct state s;
+  unsigned i;
+  if (!buf) return E_INVALID_ARGUMENT;
+  nvmlReturn_t r = begin(d, call, &s, &i);
+  if (r) return r;
+  const char *v = gpu_get(&s, i, field);
+  if (!v) v = "";
+  if (strlen(v) + 1 > len)
+    r = E_INSUFFICIENT_SIZE;
+  else
+    memcpy(buf, v, strlen(v) + 1);
+  state_free(&s);
+  return r;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char *name, unsigned int len) {
+  return get_string(d, "name", "name", name, len);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char *uuid, unsigned int len) {
+  return get_string(d, "uuid", "uuid", uuid, len);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t d, nvmlPciInfo_t *pci) {
+  if (!pci) return E_INVALID_ARGUMENT;
+  memset(pci, 0, sizeof *pci);
+  return get_string(d, "pci", "pci", pci->busId, sizeof pci->busId);
+}
+
+/* One unsigned field of the state, optionally transformed. */
+static nvmlReturn_t get_num(nvmlDevice_t d, const char *call, const char *field,
+                            unsigned long long *ret) {
+  struct state s;
+  unsigned i;
+  if (!ret) return E_INVALID_ARGUMENT;
+  nvmlReturn_t r = begin(d, call, &s, &i);
+  if (r) return r;
+  if (!gpu_get(&s, i, field)) {
+    state_free(&s);
+    return E_NOT_SUPPORTED;
+  }
+  unsigned long long v = gpu_num(&s, i, field, 0);
+  if (strcmp(field, "power_mw") == 0) {
+    unsigned long long lim = gpu_num(&s, i, "limit_mw", v);
+    if (v > lim) v = lim;
+  } else if (strcmp(field, "enforced_mw") == 0) {
+    v = gpu_num(&s, i, "limit_mw", 0);
+  }
+  state_free(&s);
+  *ret = v;
+  return OK;
+}
+
+#define GET_UINT(fn, call, field)                                                                  \
+  EXPORT nvmlReturn_t fn(nvmlDevice_t d, unsigned int *out) {                                      \
+    unsigned long long v;                                                                          \
+    if (!out) return E_INVALID_ARGUMENT;                                                           \
+    nvmlReturn_t r = get_num(d, call, field, &v);                                                  \
+    if (!r) *out = (unsigned)v;                                                                    \
+    return r;                                                                                      \
+  }
+
+GET_UINT(nvmlDeviceGetPowerUsage, "power", "power_mw")
+GET_UINT(nvmlDeviceGetPowerManagementLimit, "limit", "limit_mw")
+GET_UINT(nvmlDeviceGetPowerManagementDefaultLimit, "default_limit", "default_mw")
+
+EXPORT nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t d, unsigned int *out) {
+  unsigned long long v;
+  if (!out) return E_INVALID_ARGUMENT;
+  /* enforced follows the limit unless the state pins it (an out-of-band limit). */
+  nvmlReturn_t r = get_num(d, "enforced", "limit_mw", &v);
+  if (r) return r;
+  struct state s;
+  unsigned i;
+  if (begin(d, "enforced", &s, &i) == OK) {
+    if (gpu_get(&s, i, "enforced_mw")) {
+      unsigned long long e = gpu_num(&s, i, "enforced_mw", v);
+      if (e < v) v = e;
+    }
+    state_free(&s);
+  }
+  *out = (unsigned)v;
+  return OK;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d, unsigned long long *e) {
+  return get_num(d, "energy", "energy_mj", e);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice_t d, unsigned int *lo,
+                                                                 unsigned int *hi) {
+  struct state s;
+  unsigned i;
+  if (!lo || !hi) return E_INVALID_ARGUMENT;
+  nvmlReturn_t r = begin(d, "constraints", &s, &i);
+  if (r) return r;
+  if (!gpu_get(&s, i, "min_mw") || !gpu_get(&s, i, "max_mw"))
+    r = E_NOT_SUPPORTED;
+  else {
+    *lo = (unsigned)gpu_num(&s, i, "min_mw", 0);
+    *hi = (unsigned)gpu_num(&s, i, "max_mw", 0);
+  }
+  state_free(&s);
+  return r;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t d, int type, unsigned int *clock) {
+  unsigned long long v;
+  if (!clock) return E_INVALID_ARGUMENT;
+  const char *field = type == 1 ? "sm_mhz" : type == 2 ? "mem_mhz" : NULL;
+  if (!field) return E_INVALID_ARGUMENT;
+  nvmlReturn_t r = get_num(d, "clock", field, &v);
+  if (!r) *clock = (unsigned)v;
+  return r;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t *u) {
+  unsigned long long g, m;
+  if (!u) return E_INVALID_ARGUMENT;
+  nvmlReturn_t r = get_num(d, "util", "util_gpu", &g);
+  if (!r) r = get_num(d, "util", "util_mem", &m);
+  if (!r) u->gpu = (unsigned)g, u->memory = (unsigned)m;
+  return r;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t d,
+                                                              unsigned long long *reasons) {
+  return get_num(d, "reasons", "throttle", reasons);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t d, nvmlMemory_v2_t *m) {
+  unsigned long long used, total;
+  if (!m) return E_INVALID_ARGUMENT;
+  if (m->version != ((unsigned)sizeof(nvmlMemory_v2_t) | (2u << 24)))
+    return 25; /* VERSION_MISMATCH */
+  nvmlReturn_t r = get_num(d, "memory", "mem_used", &used);
+  if (!r) r = get_num(d, "memory", "mem_total", &total);
+  if (!r) {
+    m->used = used;
+    m->total = total;
+    m->reserved = 0;
+    m->free = total > used ? total - used : 0;
+  }
+  return r;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m) {
+  nvmlMemory_v2_t m2 = {.version = (unsigned)sizeof(nvmlMemory_v2_t) | (2u << 24)};
+  if (!m) return E_INVALID_ARGUMENT;
+  nvmlReturn_t r = nvmlDeviceGetMemoryInfo_v2(d, &m2);
+  if (!r) m->total = m2.total, m->used = m2.used, m->free = m2.free;
+  return r;
+}
+
+/* True when the restore file (if one is being checked) lists this UUID. */
+static int restore_recorded(const char *uuid) {
+  const char *path = getenv("FAKE_NVML_RESTORE_CHECK");
+  if (!path || !*path) return 1;
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  char buf[65536];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = '\0';
+  fclose(f);
+  char quoted[128];
+  snprintf(quoted, sizeof quoted, "\"%s\"", uuid);
+  return strstr(buf, quoted) != NULL;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceSetPowerManagementLimit(nvmlDevice_t d, unsigned int mw) {
+  struct state s;
+  unsigned i;
+  nvmlReturn_t r = begin(d, "set_limit", &s, &i);
+  if (r) return r;
+  unsigned long long lo = gpu_num(&s, i, "min_mw", 0), hi = gpu_num(&s, i, "max_mw", ~0ULL);
+  const char *uuid = gpu_get(&s, i, "uuid");
+  char key[64], val[64];
+  if (mw < lo || mw > hi) {
+    state_free(&s);
+    return E_INVALID_ARGUMENT;
+  }
+  if (!restore_recorded(uuid ? uuid : "")) {
+    fprintf(stderr,
+            "fake-nvml: VIOLATION: set_limit on GPU %u (%s) to %u mW without a restore "
+            "record in '%s'\n",
+            i, uuid ? uuid : "?", mw, getenv("FAKE_NVML_RESTORE_CHECK"));
+    snprintf(key, sizeof key, "gpu%u.violation", i);
+    state_free(&s);
+    state_update(key, "1");
+    return E_UNKNOWN;
+  }
+  unsigned long long count = gpu_num(&s, i, "set_count", 0) + 1;
+  state_free(&s);
+  snprintf(key, sizeof key, "gpu%u.limit_mw", i);
+  snprintf(val, sizeof val, "%u", mw);
+  if (state_update(key, val) != 0) return E_UNKNOWN;
+  snprintf(key, sizeof key, "gpu%u.set_count", i);
+  snprintf(val, sizeof val, "%llu", count);
+  state_update(key, val);
+  return OK;
+}

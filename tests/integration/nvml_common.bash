@@ -1,0 +1,50 @@
+# Shared helpers of the nvml_*.sh and sweep_*.sh integration tests (sourced;
+# the .bash suffix keeps it out of the test glob).
+# Sets up a temporary directory with a fake NVML state of N GPUs and points
+# pflex at the fake libnvidia-ml.so.1.
+set -euo pipefail
+
+: "${PFLEX:?PFLEX must name the pflex program}"
+: "${PFLEX_BINARY_DIR:?}"
+FAKE_LIB="$PFLEX_BINARY_DIR/tests/fake-nvml/libnvidia-ml.so.1"
+[ -f "$FAKE_LIB" ] || { echo "missing $FAKE_LIB (build the fake-nvml target)"; exit 1; }
+
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+export PFLEX_NVML_LIB="$FAKE_LIB"
+export FAKE_NVML_STATE="$T/fake.state"
+export PFLEX_STATE_DIR="$T/state"
+export PFLEX_GPU_BACKEND=nvml
+
+# fake_state N: N H200-like GPUs at their default 700 W limit, range 200-700 W.
+fake_state() {
+  local n=$1 i
+  : > "$FAKE_NVML_STATE"
+  for ((i = 0; i < n; i++)); do
+    cat >> "$FAKE_NVML_STATE" <<EOS
+gpu$i.name=NVIDIA H200
+gpu$i.uuid=GPU-fake-0000-0000-0000-00000000000$i
+gpu$i.pci=00000000:1$i:00.0
+gpu$i.power_mw=650000
+gpu$i.energy_mj=123456789
+gpu$i.limit_mw=700000
+gpu$i.default_mw=700000
+gpu$i.min_mw=200000
+gpu$i.max_mw=700000
+gpu$i.sm_mhz=1980
+gpu$i.mem_mhz=3201
+gpu$i.util_gpu=97
+gpu$i.util_mem=61
+gpu$i.throttle=4
+gpu$i.mem_used=85899345920
+gpu$i.mem_total=150323855360
+EOS
+  done
+}
+
+# fake_get KEY: the value of KEY in the fake's state (last one wins, as in the fake).
+fake_get() { grep "^$1=" "$FAKE_NVML_STATE" | tail -n1 | cut -d= -f2-; }
+fake_set() { echo "$1=$2" >> "$FAKE_NVML_STATE"; }
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+expect_eq() { [ "$1" = "$2" ] || fail "$3: expected '$2', got '$1'"; }

@@ -1,0 +1,29 @@
+# Permission denied (not root, no CAP_SYS_ADMIN): the error says what is needed
+# and the limit stays; lost GPUs are reported as such.
+source "$(dirname "$0")/nvml_common.bash"
+fake_state 2
+fake_set gpu0.fail.set_limit no_permission
+
+set +e
+msg=$("$PFLEX" cap set --gpus 0 --watts 400 2>&1); rc=$?
+set -e
+echo "$msg"
+expect_eq "$rc" 1 "exit status without permission"
+echo "$msg" | grep -q "error: cannot set the power limit of GPU 0: Operation not permitted" || fail "permission error"
+echo "$msg" | grep -q "root or CAP_SYS_ADMIN" || fail "permission hint"
+expect_eq "$(fake_get gpu0.limit_mw)" 700000 "limit unchanged"
+
+# The restore record written before the refused set is harmless: restore sees
+# the GPU already at its original limit and clears the record.
+"$PFLEX" cap restore | grep -q "GPU 0 .*700.0 W -> 700.0 W (original), record cleared" || fail "restore after refusal"
+
+# A GPU that fell off the bus.
+fake_set gpu1.fail gpu_lost
+set +e
+msg=$("$PFLEX" gpus 2>&1); rc=$?
+set -e
+echo "$msg"
+expect_eq "$rc" 1 "exit status with a lost GPU"
+echo "$msg" | grep -q "^0 .*GPU-fake-0000-0000-0000-000000000000" || fail "GPU 0 still listed"
+echo "$msg" | grep -q "error: cannot read GPU 1: No such device .*GPU is lost.*fallen off the bus" || fail "lost-GPU message"
+echo "nvml_permission: ok"
