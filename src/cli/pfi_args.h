@@ -25,6 +25,7 @@ enum {
   OPT_UNIT,
   OPT_TPUT_COLUMN,
   OPT_NOISE,
+  OPT_SET,
 };
 
 /* clang-format off */
@@ -39,7 +40,8 @@ enum {
   {"noise-k", required_argument, NULL, OPT_NOISE_K},       \
   {"unit", required_argument, NULL, OPT_UNIT},             \
   {"tput-column", required_argument, NULL, OPT_TPUT_COLUMN}, \
-  {"noise", required_argument, NULL, OPT_NOISE}
+  {"noise", required_argument, NULL, OPT_NOISE}, \
+  {"set", required_argument, NULL, OPT_SET}
 /* clang-format on */
 
 /* The usage lines of the shared options, one per option. */
@@ -55,6 +57,7 @@ enum {
   "  --power-cv X     relative noise of power when power_sd is absent (default 0.004, the\n"      \
   "                   paper's repeat CV)\n"                                                       \
   "  --tput-cv X      relative noise of throughput when tokens_sd is absent (default 0.005)\n"     \
+  "  --set NAME       only runs whose set column is NAME (e.g. headline)\n"                       \
   "  --unit U         throughput column: tokens (default), samples, steps, step-time\n"            \
   "  --tput-column C  read the throughput from column C (in the unit --unit names)\n"
 
