@@ -53,6 +53,8 @@ struct pflex_pfi_opts {
   enum pflex_pfi_exclude exclude;
   double noise_k;     /* noise rule threshold in standard errors of T_i/T_max (default 2) */
   double power_cv;    /* relative SE of power when power_sd is absent (default 0.004) */
+  bool ignore_sd;     /* use the CVs for every run, not the runs' power_sd/tput_sd columns:
+                         repeat-to-repeat noise instead of within-run noise (default false) */
   double tput_cv;     /* relative SE of throughput when tput_sd is absent (default 0.005) */
   size_t draws;       /* Monte Carlo draws for the CI (default 10000); 0 = no CI */
   unsigned long seed; /* RNG seed (default 1): same seed, same CI */

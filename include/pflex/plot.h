@@ -12,21 +12,21 @@
 #include <stddef.h>
 
 enum pflex_plot_style {
-  PFLEX_PLOT_LINE = 1,          /* connected line */
-  PFLEX_PLOT_POINTS = 2,        /* markers only */
-  PFLEX_PLOT_LINE_POINTS = 3,   /* both */
+  PFLEX_PLOT_LINE = 1,        /* connected line */
+  PFLEX_PLOT_POINTS = 2,      /* markers only */
+  PFLEX_PLOT_LINE_POINTS = 3, /* both */
 };
 
 enum pflex_plot_dash { PFLEX_PLOT_SOLID = 0, PFLEX_PLOT_DASHED, PFLEX_PLOT_DOTTED };
 
 struct pflex_plot_series {
-  const char *label;            /* legend text, NULL = not in the legend */
-  const double *x, *y;          /* n points; non-finite points are skipped */
+  const char *label;   /* legend text, NULL = not in the legend */
+  const double *x, *y; /* n points; non-finite points are skipped */
   size_t n;
-  enum pflex_plot_style style;  /* 0 = PFLEX_PLOT_LINE */
-  int color;                    /* index into the palette (0..11), -1 = next automatic colour */
+  enum pflex_plot_style style; /* 0 = PFLEX_PLOT_LINE */
+  int color;                   /* index into the palette (0..11), -1 = next automatic colour */
   enum pflex_plot_dash dash;
-  double width;                 /* line width, 0 = default */
+  double width; /* line width, 0 = default */
 };
 
 struct pflex_plot_panel {
@@ -35,16 +35,16 @@ struct pflex_plot_panel {
   double xmin, xmax, ymin, ymax; /* axis ranges; a NAN bound is taken from the data */
   const struct pflex_plot_series *series;
   size_t nseries;
-  bool legend;                  /* draw a legend of the labelled series */
-  bool grid;                    /* draw grid lines */
+  bool legend; /* draw a legend of the labelled series */
+  bool grid;   /* draw grid lines */
 };
 
 struct pflex_plot {
-  const char *title;            /* figure title above the panels, NULL = none */
-  int cols, rows;               /* panel grid; 0 = one row of all panels */
+  const char *title; /* figure title above the panels, NULL = none */
+  int cols, rows;    /* panel grid; 0 = one row of all panels */
   const struct pflex_plot_panel *panels;
   size_t npanels;
-  int width_px, height_px;      /* page size; 0 = 640 x 480 per panel */
+  int width_px, height_px; /* page size; 0 = 640 x 480 per panel */
 };
 
 /* The PLplot device for a file name by its extension ("svgcairo", "pngcairo",

@@ -123,6 +123,7 @@ struct pflex_runs_read_opts {
   enum pflex_tput_unit unit; /* which throughput column to expect when tokens_per_s is absent */
   const char *tput_column;   /* explicit throughput column name, or NULL for the default */
   bool partial_groups;       /* allow groups without their uncapped run (runs added to stored groups) */
+  const char *set_filter;    /* keep only runs whose `set` column equals this (NULL: all runs) */
 };
 int pflex_runs_read_csv(const char *path, const struct pflex_runs_read_opts *opts,
                         struct pflex_runset *ret_set, struct pflex_diag *diag);

@@ -26,22 +26,22 @@
 /* ---- GPU types ------------------------------------------------------------ */
 
 struct pflex_twin_gpu {
-  const char *name;         /* short name used in runs CSVs: "H100", "H200", "A100" */
-  const char *long_name;    /* "NVIDIA H200 SXM 141GB" */
-  double tdp_w;             /* default (and maximum) power limit */
-  double cap_min_w;         /* lowest settable limit */
-  double idle_w;            /* board power with the GPU idle at its base clock */
-  double f_max_mhz;         /* maximum SM clock */
-  double f_min_mhz;         /* lowest SM clock the DVFS governor uses */
-  double f_knee_mhz;        /* voltage knee: below it the core voltage sits at its floor */
-  double v_floor;           /* core voltage below the knee, relative to the voltage at f_max */
-  double sm_dyn_w;          /* SM dynamic power at f_max, full voltage, activity 1 */
-  double mem_clock_mhz;     /* memory clock (not changed by power capping) */
-  double mem_dyn_w;         /* HBM and memory-system power at full DRAM bandwidth */
-  double mem_bw_gbs;        /* peak DRAM bandwidth, GB/s */
-  double peak_tflops;       /* dense BF16 tensor peak at f_max, TFLOPS */
-  double hbm_gib;           /* frame-buffer size, GiB */
-  double nvlink_gbs;        /* NVLink bandwidth per direction, GB/s */
+  const char *name;      /* short name used in runs CSVs: "H100", "H200", "A100" */
+  const char *long_name; /* "NVIDIA H200 SXM 141GB" */
+  double tdp_w;          /* default (and maximum) power limit */
+  double cap_min_w;      /* lowest settable limit */
+  double idle_w;         /* board power with the GPU idle at its base clock */
+  double f_max_mhz;      /* maximum SM clock */
+  double f_min_mhz;      /* lowest SM clock the DVFS governor uses (below it: duty-cycling) */
+  double f_knee_mhz;     /* voltage knee: below it the core voltage sits at its floor */
+  double v_floor;        /* core voltage below the knee, relative to the voltage at f_max */
+  double sm_dyn_w;       /* SM dynamic power at f_max, full voltage, activity 1 */
+  double mem_clock_mhz;  /* memory clock (not changed by power capping) */
+  double mem_dyn_w;      /* HBM and memory-system power at full DRAM bandwidth */
+  double mem_bw_gbs;     /* peak DRAM bandwidth, GB/s */
+  double peak_tflops;    /* dense BF16 tensor peak at f_max, TFLOPS */
+  double hbm_gib;        /* frame-buffer size, GiB */
+  double nvlink_gbs;     /* NVLink bandwidth per direction, GB/s */
 };
 
 /* Number of GPU types in the table. */
@@ -54,29 +54,38 @@ const struct pflex_twin_gpu *pflex_twin_gpu_find(const char *name);
 /* ---- Jobs ----------------------------------------------------------------- */
 
 struct pflex_twin_job {
-  char model[64];           /* model name, e.g. "Qwen3-32B" */
-  enum pflex_arch arch;     /* dense or MoE */
-  enum pflex_task task;     /* pretraining or LoRA fine-tuning */
-  double params_b;          /* total parameters, billions */
-  double active_b;          /* active parameters per token, billions (= params_b for dense) */
+  char model[64];       /* model name, e.g. "Qwen3-32B" */
+  enum pflex_arch arch; /* dense or MoE */
+  enum pflex_task task; /* pretraining or LoRA fine-tuning */
+  double params_b;      /* total parameters, billions */
+  double active_b;      /* active parameters per token, billions (= params_b for dense) */
   int gpus, seq_len, batch, ep;
   bool compile, grad_ckpt;
 
   /* Physics. pflex_twin_job_derive fills these from the configuration above;
    * calibration (reference set) may then adjust compute_share and mem_activity. */
-  double mfu;               /* model FLOPs utilization of the uncapped job at f_max */
-  double compute_share;     /* share of step time at f_max that scales with 1/f_sm, (0,1] */
-  double compute_activity;  /* SM switching activity during compute-bound time, relative */
-  double mem_activity;      /* SM switching activity during memory/communication-bound time */
-  double dram_util;         /* DRAM bandwidth utilization at f_max, 0..1 */
-  double comm_share;        /* share of step time in inter-GPU communication, 0..1 */
-  double mem_clock_bound;   /* r: memory-bound kernels turn clock-bound below r * f_max (0 = never) */
+  double mfu;              /* model FLOPs utilization of the uncapped job at f_max */
+  double compute_share;    /* share of step time at f_max that scales with 1/f_sm, (0,1] */
+  double compute_activity; /* SM switching activity during compute-bound time, relative */
+  double mem_activity;     /* SM switching activity during memory/communication-bound time */
+  double dram_util;        /* DRAM bandwidth utilization at f_max, 0..1 (follows compute_share:
+                              recomputed by pflex_twin_job_refresh) */
+  double dram_mix;         /* DRAM intensity of the memory-bound phases relative to the class
+                              value (kernel mix; 1 = typical; 0 is read as 1) */
+  double comm_share;       /* share of step time in inter-GPU communication, 0..1 */
+  double mem_clock_bound; /* r: memory-bound kernels turn clock-bound below r * f_max (0 = never) */
+  double phase_split;     /* share of the network-bound time in exposed collectives long enough for
+                             the power limiter to hold at their own clock (0 = all interleaved) */
 };
 
 /* Fills the physics fields of job from its configuration for GPU type gpu:
  * FLOPs per token, class MFU, compute-bound share, activities, DRAM use.
  * -EINVAL on an incomplete configuration (no params, gpus < 1, unknown arch/task). */
 int pflex_twin_job_derive(const struct pflex_twin_gpu *gpu, struct pflex_twin_job *job);
+
+/* Recomputes the fields that follow from compute_share, comm_share and
+ * dram_mix (the DRAM utilization); call after changing them. */
+void pflex_twin_job_refresh(struct pflex_twin_job *job);
 
 /* Training FLOPs per token of the job (6 N_active for pretraining, 4 N_active
  * for LoRA fine-tuning, +2 N_active with gradient checkpointing). */
@@ -93,22 +102,22 @@ double pflex_twin_job_t_peak(const struct pflex_twin_gpu *gpu, const struct pfle
 const char *pflex_twin_metric_name(size_t i);
 
 struct pflex_twin_point {
-  double cap_w;             /* per-GPU limit asked for */
-  double power_w;           /* per-GPU board power */
-  double job_power_w;       /* power of all the job's GPUs */
-  double sm_clock_mhz;      /* settled SM clock */
-  double mem_clock_mhz;     /* memory clock */
-  double util;              /* GPU utilization (graphics engine active), 0..1 */
-  double tokens_per_s;      /* job throughput */
+  double cap_w;         /* per-GPU limit asked for */
+  double power_w;       /* per-GPU board power */
+  double job_power_w;   /* power of all the job's GPUs */
+  double sm_clock_mhz;  /* settled SM clock (time average; effective clock when duty-cycled) */
+  double mem_clock_mhz; /* memory clock */
+  double util;          /* GPU utilization (graphics engine active), 0..1 */
+  double tokens_per_s;  /* job throughput */
   double metrics[PFLEX_TWIN_NMETRICS]; /* in the order of pflex_twin_metric_name */
-  bool limited;             /* true when the cap binds (clock below what the job would run at) */
+  bool limited; /* true when the cap binds (clock below what the job would run at) */
 };
 
 /* Noise of a measured aggregate: coefficients of variation. */
 struct pflex_twin_noise {
-  double power_cv;          /* relative SD of a power reading */
-  double tput_cv;           /* relative SD of a throughput reading */
-  double metric_cv;         /* relative SD of a telemetry reading */
+  double power_cv;  /* relative SD of a power reading */
+  double tput_cv;   /* relative SD of a throughput reading */
+  double metric_cv; /* relative SD of a telemetry reading */
 };
 
 /* The paper's repeat-to-repeat CVs (0.4% power, 0.5% throughput) and 3% on telemetry. */
@@ -135,10 +144,10 @@ double pflex_twin_natural_power(const struct pflex_twin_gpu *gpu, const struct p
 enum pflex_twin_set { PFLEX_TWIN_HEADLINE = 0, PFLEX_TWIN_VALIDATION, PFLEX_TWIN_H100 };
 
 struct pflex_twin_paper_group {
-  const char *name;         /* unique, CSV-safe group name */
-  const char *table;        /* where the numbers come from, e.g. "Table 6" */
+  const char *name;  /* unique, CSV-safe group name */
+  const char *table; /* where the numbers come from, e.g. "Table 6" */
   enum pflex_twin_set set;
-  const char *gpu;          /* "H200" or "H100" */
+  const char *gpu; /* "H200" or "H100" */
   int gpus;
   const char *model;
   enum pflex_arch arch;
@@ -146,11 +155,12 @@ struct pflex_twin_paper_group {
   double params_b, active_b;
   int seq_len, batch, ep;
   bool compile, grad_ckpt;
-  int ncaps;                /* caps in the group's grid (runs in the group) */
-  double caps[6];           /* per-GPU caps, ascending, last is the uncapped 700 W run */
-  double pfi;               /* published PFI on the group's own grid */
-  double ci_lo, ci_hi;      /* published 95% CI (Table 6), NAN when not published */
-  double pfi4;              /* Table 9: PFI on the 200/500/600/700 grid, NAN when not published */
+  int ncaps;           /* caps in the group's grid (runs in the group) */
+  double caps[6];      /* per-GPU caps, ascending, last is the uncapped 700 W run */
+  double pfi;          /* published PFI on the group's own grid */
+  double ci_lo, ci_hi; /* published 95% CI (Table 6), NAN when not published */
+  double pfi4;         /* Table 9: PFI on the 200/500/600/700 grid, NAN when not published */
+  const char *unmet4;  /* why the twin cannot meet pfi4 (a documented known miss), or NULL */
 };
 
 /* Number of groups the paper publishes (25 headline + 4 validation + 6 H100). */
@@ -167,12 +177,13 @@ void pflex_twin_paper_job(const struct pflex_twin_paper_group *g, struct pflex_t
 /* ---- Calibration, reference set, check ------------------------------------ */
 
 struct pflex_twin_calib {
-  double pfi, pfi4;         /* reconstructed PFI on the group's grid and on the 4-cap grid (NAN if n/a) */
-  double compute_share;     /* calibrated parameters (see twin_calibrate.c) */
+  double pfi, pfi4; /* reconstructed PFI on the group's grid and on the 4-cap grid (NAN if n/a) */
+  double compute_share; /* calibrated parameters (see twin_calibrate.c) */
   double compute_activity;
   double mem_clock_bound;
-  bool met;                 /* every published target met within tolerance */
-  int nparams;              /* parameters adjusted (1, 2, or 3 when r was needed) */
+  double phase_split;
+  bool met;    /* every published target met within tolerance */
+  int nparams; /* parameters adjusted (1, 2, or 3 when r was needed) */
 };
 
 /* Tolerances: 6-cap / own grid PFI within 0.01, Table 9 4-cap PFI within 0.03. */
@@ -192,6 +203,13 @@ int pflex_twin_sweep(const struct pflex_twin_gpu *gpu, const struct pflex_twin_j
                      const char *group, const char *set_name, const char *provenance,
                      const double *caps, size_t ncaps, uint64_t seed, struct pflex_runset *set);
 
+/* The calibrated job of the published group called name, as the reference set
+ * built with seed uses it (e.g. for the simulated GPU backend to run a paper
+ * job): its GPU type in *ret_gpu, the job in *ret_job, the calibration in
+ * *ret_calib (may be NULL). -ENOENT for an unknown group. */
+int pflex_twin_reference_job(const char *name, uint64_t seed, const struct pflex_twin_gpu **ret_gpu,
+                             struct pflex_twin_job *ret_job, struct pflex_twin_calib *ret_calib);
+
 /* The seed the reference set is built with. */
 #define PFLEX_TWIN_REFERENCE_SEED 20260911u
 
@@ -201,11 +219,12 @@ int pflex_twin_reference_build(uint64_t seed, struct pflex_runset *ret_set,
                                struct pflex_twin_calib **ret_calib);
 
 struct pflex_twin_check_row {
-  const char *group;        /* borrowed from the paper table */
-  const char *grid;         /* "own" (the group's grid) or "4-cap" (Table 9) */
+  const char *group; /* borrowed from the paper table */
+  const char *grid;  /* "own" (the group's grid) or "4-cap" (Table 9) */
   enum pflex_twin_set set;
   double published, reconstructed, diff, tol;
   bool ok;
+  const char *known; /* ok is false but this miss is documented (the reason), or NULL */
 };
 
 /* Compares a runset with every published PFI (Tables 6, 7, 8 and 9). A group
@@ -224,7 +243,7 @@ int pflex_twin_dram_fit(const struct pflex_runset *set, const char *set_name, do
 /* ---- Population of unseen jobs ---------------------------------------------- */
 
 struct pflex_twin_population_opts {
-  size_t jobs;              /* number of jobs (sweep groups) to draw */
+  size_t jobs; /* number of jobs (sweep groups) to draw */
   uint64_t seed;
 };
 

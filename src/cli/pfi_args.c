@@ -67,6 +67,15 @@ int cli_pfi_option(struct cli_pfi_args *a, int c, const char *arg) {
   case OPT_NOISE_K: return cli_parse_double("--noise-k", arg, 0, INFINITY, &a->opts.noise_k);
   case OPT_UNIT: return cli_parse_unit_option(arg, &a->read.unit);
   case OPT_TPUT_COLUMN: a->read.tput_column = arg; return 0;
+  case OPT_SET: a->read.set_filter = arg; return 0;
+  case OPT_NOISE:
+    if (strcmp(arg, "run") == 0) a->opts.ignore_sd = false;
+    else if (strcmp(arg, "repeat") == 0) a->opts.ignore_sd = true;
+    else {
+      cli_error("--noise: '%s' is not 'run' or 'repeat'", arg);
+      return -EINVAL;
+    }
+    return 0;
   }
   return 1;
 }

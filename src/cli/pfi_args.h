@@ -24,6 +24,8 @@ enum {
   OPT_NOISE_K,
   OPT_UNIT,
   OPT_TPUT_COLUMN,
+  OPT_NOISE,
+  OPT_SET,
 };
 
 /* clang-format off */
@@ -37,7 +39,9 @@ enum {
   {"exclude", required_argument, NULL, OPT_EXCLUDE},       \
   {"noise-k", required_argument, NULL, OPT_NOISE_K},       \
   {"unit", required_argument, NULL, OPT_UNIT},             \
-  {"tput-column", required_argument, NULL, OPT_TPUT_COLUMN}
+  {"tput-column", required_argument, NULL, OPT_TPUT_COLUMN}, \
+  {"noise", required_argument, NULL, OPT_NOISE}, \
+  {"set", required_argument, NULL, OPT_SET}
 /* clang-format on */
 
 /* The usage lines of the shared options, one per option. */
@@ -48,8 +52,12 @@ enum {
   "  --noise-k K      threshold of the noise rule in standard errors (default 2)\n"                \
   "  --draws N        Monte Carlo draws for the 95% CI (default 10000; 0: no CI)\n"                \
   "  --seed S         random seed of the Monte Carlo draws (default 1)\n"                          \
-  "  --power-cv X     relative noise of power when power_sd is absent (default 0.004)\n"           \
+  "  --noise N        run (default): each run's power_sd/tokens_sd when given (its within-run\n"   \
+  "                   error), else the CVs; repeat: the CVs for every run (run-to-run noise)\n"    \
+  "  --power-cv X     relative noise of power when power_sd is absent (default 0.004, the\n"      \
+  "                   paper's repeat CV)\n"                                                       \
   "  --tput-cv X      relative noise of throughput when tokens_sd is absent (default 0.005)\n"     \
+  "  --set NAME       only runs whose set column is NAME (e.g. headline)\n"                       \
   "  --unit U         throughput column: tokens (default), samples, steps, step-time\n"            \
   "  --tput-column C  read the throughput from column C (in the unit --unit names)\n"
 

@@ -51,11 +51,11 @@ void pflex_pfi_result_release(struct pflex_pfi_result *res) {
 }
 
 static double power_se(const struct pflex_pfi_point *pt, const struct pflex_pfi_opts *o) {
-  return (pt->have & PFLEX_PFI_HAVE_POWER_SD) ? pt->power_sd : o->power_cv * pt->power_w;
+  return (pt->have & PFLEX_PFI_HAVE_POWER_SD) && !o->ignore_sd ? pt->power_sd : o->power_cv * pt->power_w;
 }
 
 static double tput_se(const struct pflex_pfi_point *pt, const struct pflex_pfi_opts *o) {
-  return (pt->have & PFLEX_PFI_HAVE_TPUT_SD) ? pt->tput_sd : o->tput_cv * pt->tput;
+  return (pt->have & PFLEX_PFI_HAVE_TPUT_SD) && !o->ignore_sd ? pt->tput_sd : o->tput_cv * pt->tput;
 }
 
 static int check_inputs(const struct pflex_pfi_point *pts, size_t n, const struct pflex_pfi_opts *o,

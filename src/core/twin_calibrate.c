@@ -5,51 +5,93 @@
  *  - compute_activity a_c: SM switching activity in clock-bound work, which
  *    sets the job's natural draw and so where on the DVFS curve (above or
  *    below the voltage knee) the cap grid lands;
- *  - mem_clock_bound r (only where s and a_c cannot meet both targets): the
- *    clock below which memory-bound kernels turn clock-bound (roofline).
+ *  - only where s and a_c cannot meet both targets, one more: first
+ *    mem_clock_bound r (memory-bound kernels turn clock-bound below r f_max,
+ *    roofline), then phase_split (long latency-bound memory phases that the
+ *    power limiter holds at their own clock).
  * Groups with one published PFI solve s alone (Brent), a_c at its class value.
  * Groups with two (the 16 headline 8-GPU groups: Table 6 and Table 9) solve
- * (s, a_c) with GSL's hybrid multiroot solver from the best point of a grid
- * scan, trying r = 0 first. The PFIs are computed on the noisy points exactly
- * as written to the reference set (noise drawn first from fixed seeds), so the
- * published values hold on the data as written. When no (s, a_c, r) meets
- * both targets, the group's own-grid PFI is still met exactly and the miss on
- * the 4-cap grid is reported (met = false), never hidden. */
+ * (s, a_c) by nested 1-D root finding (GSL Brent): s meets the own-grid PFI
+ * for each a_c, and a_c moves along that curve until the 4-cap PFI is met,
+ * taking the root nearest the class values. The PFIs are computed on the
+ * noisy points exactly as written to the reference set (noise drawn first
+ * from fixed seeds), so the published values hold on the data as written.
+ * When nothing meets both targets, the group's own-grid PFI is still met
+ * exactly and the miss on the 4-cap grid is reported (met = false), never
+ * hidden. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <gsl/gsl_errno.h>
-#include <gsl/gsl_multiroots.h>
 #include <gsl/gsl_roots.h>
-#include <gsl/gsl_vector.h>
 
 #include "core/twin_internal.h"
 #include "pflex/pfi.h"
 
 static const double grid4[] = {200, 500, 600, 700};
 
-/* Runs the noisy sweep's PFI on caps (the last one uncapped). */
-int pflex__twin_sweep_pfi(const struct pflex_twin_gpu *gpu, const struct pflex_twin_job *job,
-                          const char *group, const double *caps, size_t ncaps, uint64_t seed,
-                          double *ret) {
-  if (ncaps < 2) return -EINVAL;
+#define MAXCAPS 8
+
+struct ctx {
+  const struct pflex_twin_paper_group *g;
+  const struct pflex_twin_gpu *gpu;
+  struct pflex_twin_job job;
+  uint64_t seed;
+  /* The noise of each run, drawn once (the runs of the 4-cap grid are runs
+   * of the group's own grid where it has them). */
+  double caps[MAXCAPS], zp[MAXCAPS], zt[MAXCAPS];
+  size_t ncaps;
+};
+
+/* Index of the run at cap in the ctx's runs, adding it (and its noise) if new. */
+static int run_index(struct ctx *c, double cap, size_t *ret) {
+  for (size_t i = 0; i < c->ncaps; i++)
+    if (c->caps[i] == cap) {
+      *ret = i;
+      return 0;
+    }
+  if (c->ncaps == MAXCAPS) return -ERANGE;
+  size_t i = c->ncaps;
+  int r = pflex__twin_noise_z(pflex__twin_run_seed(c->seed, c->g->name, cap), &c->zp[i], &c->zt[i]);
+  if (r < 0) return r;
+  c->caps[i] = cap;
+  c->ncaps++;
+  *ret = i;
+  return 0;
+}
+
+/* PFI (Eq. 1, mean over capped runs) of the noisy sweep over caps (ascending,
+ * last = uncapped), with each run's power and throughput exactly as
+ * pflex_twin_eval_noisy writes them; pts caches the runs' points by index. */
+static int sweep_pfi(struct ctx *c, const double *caps, size_t ncaps, double (*pts)[2], bool *have,
+                     double *ret) {
   struct pflex_twin_noise noise;
   pflex__twin_reference_noise(&noise);
-  struct pflex_twin_point top;
-  int r = pflex_twin_eval_noisy(gpu, job, caps[ncaps - 1], &noise,
-                                pflex__twin_run_seed(seed, group, caps[ncaps - 1]), &top);
-  if (r < 0) return r;
+  double pw[MAXCAPS], tp[MAXCAPS];
+  if (ncaps < 2 || ncaps > MAXCAPS) return -EINVAL;
+  for (size_t k = 0; k < ncaps; k++) {
+    size_t i;
+    int r = run_index(c, caps[k], &i);
+    if (r < 0) return r;
+    if (!have[i]) {
+      double p, t;
+      r = pflex__twin_power_tput(c->gpu, &c->job, caps[k], &p, &t);
+      if (r < 0) return r;
+      p *= 1.0 + noise.power_cv * c->zp[i];
+      pts[i][0] = p * c->job.gpus;
+      pts[i][1] = t * (1.0 + noise.tput_cv * c->zt[i]);
+      have[i] = true;
+    }
+    pw[k] = pts[i][0];
+    tp[k] = pts[i][1];
+  }
   double sum = 0;
   size_t n = 0;
-  for (size_t i = 0; i + 1 < ncaps; i++) {
-    struct pflex_twin_point p;
-    r = pflex_twin_eval_noisy(gpu, job, caps[i], &noise, pflex__twin_run_seed(seed, group, caps[i]), &p);
-    if (r < 0) return r;
+  for (size_t k = 0; k + 1 < ncaps; k++) {
     double v;
-    if (pflex_pfi_index(p.job_power_w, p.tokens_per_s, top.job_power_w, top.tokens_per_s, &v) < 0)
-      continue;
+    if (pflex_pfi_index(pw[k], tp[k], pw[ncaps - 1], tp[ncaps - 1], &v) < 0) continue;
     sum += v;
     n++;
   }
@@ -58,21 +100,18 @@ int pflex__twin_sweep_pfi(const struct pflex_twin_gpu *gpu, const struct pflex_t
   return 0;
 }
 
-struct ctx {
-  const struct pflex_twin_paper_group *g;
-  const struct pflex_twin_gpu *gpu;
-  struct pflex_twin_job job;
-  uint64_t seed;
-};
-
 /* Residuals (own-grid PFI - target, 4-cap PFI - target) at the ctx job. */
 static int residuals(struct ctx *c, double *r6, double *r4) {
   double p;
-  int e = pflex__twin_sweep_pfi(c->gpu, &c->job, c->g->name, c->g->caps, (size_t)c->g->ncaps, c->seed, &p);
+  double pts[MAXCAPS][2];
+  bool have[MAXCAPS] = {false};
+  /* DRAM use (and so memory power and telemetry) follows the boundness. */
+  pflex_twin_job_refresh(&c->job);
+  int e = sweep_pfi(c, c->g->caps, (size_t)c->g->ncaps, pts, have, &p);
   if (e < 0) return e;
   *r6 = p - c->g->pfi;
   if (r4) {
-    e = pflex__twin_sweep_pfi(c->gpu, &c->job, c->g->name, grid4, 4, c->seed, &p);
+    e = sweep_pfi(c, grid4, 4, pts, have, &p);
     if (e < 0) return e;
     *r4 = p - c->g->pfi4;
   }
@@ -80,8 +119,9 @@ static int residuals(struct ctx *c, double *r6, double *r4) {
 }
 
 /* The highest capped cap must bind clearly, or its PFI_i is a ratio of noise. */
-static bool binds(const struct ctx *c) {
+static bool binds(struct ctx *c) {
   double top = c->g->caps[c->g->ncaps - 2];
+  pflex_twin_job_refresh(&c->job);
   return pflex_twin_natural_power(c->gpu, &c->job) > 1.05 * top;
 }
 
@@ -90,75 +130,10 @@ static bool binds(const struct ctx *c) {
 #define A_LO 0.35
 #define A_HI 1.8
 
-static double squash(double u, double lo, double hi) { return lo + (hi - lo) / (1.0 + exp(-u)); }
-static double unsquash(double x, double lo, double hi) {
-  double t = (x - lo) / (hi - lo);
-  t = fmin(fmax(t, 1e-6), 1 - 1e-6);
-  return log(t / (1 - t));
-}
-
-static int multi_f(const gsl_vector *x, void *p, gsl_vector *f) {
-  struct ctx *c = p;
-  c->job.compute_share = squash(gsl_vector_get(x, 0), S_LO, S_HI);
-  c->job.compute_activity = squash(gsl_vector_get(x, 1), A_LO, A_HI);
-  double r6, r4;
-  if (residuals(c, &r6, &r4) < 0) return GSL_EDOM;
-  /* Scale so both residuals count by their tolerance. */
-  gsl_vector_set(f, 0, r6 / PFLEX_TWIN_TOL_PFI);
-  gsl_vector_set(f, 1, r4 / PFLEX_TWIN_TOL_PFI4);
-  return GSL_SUCCESS;
-}
-
 static double err2(struct ctx *c) {
   double r6, r4;
   if (!binds(c) || residuals(c, &r6, &r4) < 0) return INFINITY;
   return fmax(fabs(r6) / PFLEX_TWIN_TOL_PFI, fabs(r4) / PFLEX_TWIN_TOL_PFI4);
-}
-
-/* Solves (s, a_c) at the ctx's r; leaves the best found in c->job, returns its error. */
-static double solve2(struct ctx *c) {
-  double best = INFINITY, bs = 0.8, ba = 1.0;
-  for (int i = 0; i < 32; i++)
-    for (int j = 0; j < 32; j++) {
-      c->job.compute_share = S_LO + (S_HI - S_LO) * (i + 0.5) / 32.0;
-      c->job.compute_activity = A_LO + (A_HI - A_LO) * (j + 0.5) / 32.0;
-      double e = err2(c);
-      if (e < best) best = e, bs = c->job.compute_share, ba = c->job.compute_activity;
-    }
-  c->job.compute_share = bs;
-  c->job.compute_activity = ba;
-  if (!isfinite(best)) return best;
-  gsl_multiroot_function fn = {multi_f, 2, c};
-  gsl_vector *x = gsl_vector_alloc(2);
-  gsl_multiroot_fsolver *s = gsl_multiroot_fsolver_alloc(gsl_multiroot_fsolver_hybrids, 2);
-  if (!x || !s) {
-    gsl_vector_free(x);
-    gsl_multiroot_fsolver_free(s);
-    return best;
-  }
-  gsl_vector_set(x, 0, unsquash(bs, S_LO, S_HI));
-  gsl_vector_set(x, 1, unsquash(ba, A_LO, A_HI));
-  gsl_error_handler_t *old = gsl_set_error_handler_off();
-  if (gsl_multiroot_fsolver_set(s, &fn, x) == GSL_SUCCESS) {
-    for (int it = 0; it < 100; it++) {
-      if (gsl_multiroot_fsolver_iterate(s) != GSL_SUCCESS) break;
-      if (gsl_multiroot_test_residual(s->f, 0.05) == GSL_SUCCESS) break;
-    }
-    c->job.compute_share = squash(gsl_vector_get(s->x, 0), S_LO, S_HI);
-    c->job.compute_activity = squash(gsl_vector_get(s->x, 1), A_LO, A_HI);
-    double e = err2(c);
-    if (e < best) {
-      best = e;
-      bs = c->job.compute_share;
-      ba = c->job.compute_activity;
-    }
-  }
-  gsl_set_error_handler(old);
-  gsl_multiroot_fsolver_free(s);
-  gsl_vector_free(x);
-  c->job.compute_share = bs;
-  c->job.compute_activity = ba;
-  return best;
 }
 
 static double f1(double s, void *p) {
@@ -195,13 +170,72 @@ static int solve1(struct ctx *c, double s0) {
   int status = GSL_CONTINUE;
   for (int it = 0; it < 100 && status == GSL_CONTINUE; it++) {
     if (gsl_root_fsolver_iterate(s) != GSL_SUCCESS) break;
-    status = gsl_root_test_interval(gsl_root_fsolver_x_lower(s), gsl_root_fsolver_x_upper(s), 1e-9, 0);
+    status =
+        gsl_root_test_interval(gsl_root_fsolver_x_lower(s), gsl_root_fsolver_x_upper(s), 1e-9, 0);
   }
   double root = gsl_root_fsolver_root(s);
   gsl_set_error_handler(old);
   gsl_root_fsolver_free(s);
   c->job.compute_share = root;
   return status == GSL_SUCCESS ? 0 : -ERANGE;
+}
+
+struct outer {
+  struct ctx *c;
+  double s0;
+};
+
+/* Residual of the 4-cap PFI on the own-grid contour: s solved for a_c = a. */
+static double g4(double a, void *p) {
+  struct outer *o = p;
+  o->c->job.compute_activity = a;
+  if (solve1(o->c, o->s0) < 0 || !binds(o->c)) return NAN;
+  double r6, r4;
+  if (residuals(o->c, &r6, &r4) < 0) return NAN;
+  return r4;
+}
+
+/* Nested 1-D root finding: along the curve of (s, a_c) that meets the
+ * own-grid PFI, find the a_c where the 4-cap PFI is met too, taking the root
+ * nearest the class value of a_c (and s nearest its class value on the
+ * curve). Leaves the result, or the closest miss, in c->job; returns the
+ * error in tolerances, max(|r6| / 0.01, |r4| / 0.03). */
+static double solve2(struct ctx *c) {
+  enum { NA = 36 };
+  struct outer o = {c, c->job.compute_share};
+  double a0 = c->job.compute_activity;
+  double as[NA + 1], rs[NA + 1];
+  for (int i = 0; i <= NA; i++) {
+    as[i] = A_LO + (A_HI - A_LO) * i / NA;
+    rs[i] = g4(as[i], &o);
+  }
+  double lo = NAN, hi = NAN, bestd = INFINITY, bestmiss = INFINITY, amiss = a0;
+  for (int i = 0; i <= NA; i++) {
+    if (isfinite(rs[i]) && fabs(rs[i]) < bestmiss) bestmiss = fabs(rs[i]), amiss = as[i];
+    if (i == NA || !isfinite(rs[i]) || !isfinite(rs[i + 1]) || rs[i] * rs[i + 1] > 0) continue;
+    double d = fabs(0.5 * (as[i] + as[i + 1]) - a0);
+    if (d < bestd) bestd = d, lo = as[i], hi = as[i + 1];
+  }
+  double a = amiss;
+  if (isfinite(bestd)) {
+    gsl_function fn = {g4, &o};
+    gsl_root_fsolver *s = gsl_root_fsolver_alloc(gsl_root_fsolver_brent);
+    if (s) {
+      gsl_error_handler_t *old = gsl_set_error_handler_off();
+      gsl_root_fsolver_set(s, &fn, lo, hi);
+      int status = GSL_CONTINUE;
+      for (int it = 0; it < 60 && status == GSL_CONTINUE; it++) {
+        if (gsl_root_fsolver_iterate(s) != GSL_SUCCESS) break;
+        status = gsl_root_test_interval(gsl_root_fsolver_x_lower(s), gsl_root_fsolver_x_upper(s),
+                                        1e-7, 0);
+      }
+      a = gsl_root_fsolver_root(s);
+      gsl_set_error_handler(old);
+      gsl_root_fsolver_free(s);
+    }
+  }
+  if (!isfinite(g4(a, &o))) return INFINITY;
+  return err2(c);
 }
 
 int pflex_twin_calibrate(const struct pflex_twin_paper_group *g, const struct pflex_twin_gpu *gpu,
@@ -212,16 +246,26 @@ int pflex_twin_calibrate(const struct pflex_twin_paper_group *g, const struct pf
   bool two = !isnan(g->pfi4);
   out.nparams = two ? 2 : 1;
   if (two) {
-    static const double rs[] = {0.0, 0.3, 0.5, 0.7, 0.8, 0.9, 1.0};
+    /* A third mechanism only when (s, a_c) alone cannot: first the roofline
+     * crossover r; then exposed collectives that the limiter sees apart
+     * (phase_split 1), with their share of step time k. */
+    static const double rs[] = {0.0, 0.3, 0.5, 0.7};
+    static const double ks[] = {0.15, 0.3, 0.45, 0.6};
     double best = INFINITY;
     struct pflex_twin_job bestjob = c.job;
-    for (size_t k = 0; k < sizeof rs / sizeof rs[0] && best > 1.0; k++) {
-      c.job.mem_clock_bound = rs[k];
+    double s0 = c.job.compute_share, ac0 = c.job.compute_activity;
+    for (size_t k = 0; k < sizeof rs / sizeof rs[0] + sizeof ks / sizeof ks[0] && best > 1.0; k++) {
+      bool split = k >= sizeof rs / sizeof rs[0];
+      c.job.mem_clock_bound = split ? 0.0 : rs[k];
+      c.job.phase_split = split ? 1.0 : 0.0;
+      if (split) c.job.phase_split = ks[k - sizeof rs / sizeof rs[0]] / 0.6;
+      c.job.compute_share = s0;
+      c.job.compute_activity = ac0;
       double e = solve2(&c);
       if (e < best) best = e, bestjob = c.job;
     }
     c.job = bestjob;
-    if (c.job.mem_clock_bound > 0) out.nparams = 3;
+    if (c.job.mem_clock_bound > 0 || c.job.phase_split > 0) out.nparams = 3;
     if (best > 1.0) {
       /* Both cannot be met: keep this shape, meet the own-grid PFI exactly. */
       struct pflex_twin_job keep = c.job;
@@ -250,13 +294,14 @@ int pflex_twin_calibrate(const struct pflex_twin_paper_group *g, const struct pf
     }
   }
   double r6, r4 = NAN;
-  int e = residuals(&c, &r6, two ? &r4 : NULL);
+  int e = residuals(&c, &r6, two ? &r4 : NULL); /* also refreshes the job */
   if (e < 0) return e;
   out.pfi = g->pfi + r6;
   if (two) out.pfi4 = g->pfi4 + r4;
   out.compute_share = c.job.compute_share;
   out.compute_activity = c.job.compute_activity;
   out.mem_clock_bound = c.job.mem_clock_bound;
+  out.phase_split = c.job.phase_split;
   /* Published values have two decimals; "met" is judged on the rounded target. */
   out.met = fabs(r6) <= PFLEX_TWIN_TOL_PFI && (!two || fabs(r4) <= PFLEX_TWIN_TOL_PFI4);
   *job = c.job;

@@ -8,6 +8,13 @@
  * f* with P(f*) = limit (found with GSL's Brent solver); the memory clock is
  * never changed (paper.md section 4).
  *
+ * The limiter averages power over a short window. Work interleaved finely
+ * (kernels of one layer) is seen as one load, block A; memory- or
+ * network-bound phases long enough to be seen apart (job->phase_split of
+ * that work: long all-to-alls, optimizer steps, unfused elementwise passes)
+ * form block B, which settles at its own, higher clock. Measured power is the
+ * time average of the two.
+ *
  * Sources of the numbers (paper.md section 7 unless said otherwise):
  *  - settable limit 200-700 W, TDP 700 W, max SM clock 1980 MHz, memory clock
  *    2619 MHz (H100) and 3201 MHz (H200); idle about 72-86 W (H100), 75 W (H200).
@@ -44,26 +51,58 @@
 static const struct pflex_twin_gpu gpu_table[] = {
     {.name = "H100",
      .long_name = "NVIDIA H100 SXM 80GB",
-     .tdp_w = 700, .cap_min_w = 200, .idle_w = 80,
-     .f_max_mhz = 1980, .f_min_mhz = 210, .f_knee_mhz = 1380, .v_floor = 0.825,
-     .sm_dyn_w = 1000, .mem_clock_mhz = 2619, .mem_dyn_w = 95, .mem_bw_gbs = 3350,
-     .peak_tflops = 989, .hbm_gib = 80, .nvlink_gbs = 450},
+     .tdp_w = 700,
+     .cap_min_w = 200,
+     .idle_w = 80,
+     .f_max_mhz = 1980,
+     .f_min_mhz = 210,
+     .f_knee_mhz = 1380,
+     .v_floor = 0.825,
+     .sm_dyn_w = 1000,
+     .mem_clock_mhz = 2619,
+     .mem_dyn_w = 95,
+     .mem_bw_gbs = 3350,
+     .peak_tflops = 989,
+     .hbm_gib = 80,
+     .nvlink_gbs = 450},
     {.name = "H200",
      .long_name = "NVIDIA H200 SXM 141GB",
-     .tdp_w = 700, .cap_min_w = 200, .idle_w = 75,
-     .f_max_mhz = 1980, .f_min_mhz = 210, .f_knee_mhz = 1380, .v_floor = 0.825,
-     .sm_dyn_w = 1000, .mem_clock_mhz = 3201, .mem_dyn_w = 135, .mem_bw_gbs = 4800,
-     .peak_tflops = 989, .hbm_gib = 141, .nvlink_gbs = 450},
+     .tdp_w = 700,
+     .cap_min_w = 200,
+     .idle_w = 75,
+     .f_max_mhz = 1980,
+     .f_min_mhz = 210,
+     .f_knee_mhz = 1380,
+     .v_floor = 0.825,
+     .sm_dyn_w = 1000,
+     .mem_clock_mhz = 3201,
+     .mem_dyn_w = 135,
+     .mem_bw_gbs = 4800,
+     .peak_tflops = 989,
+     .hbm_gib = 141,
+     .nvlink_gbs = 450},
     {.name = "A100",
      .long_name = "NVIDIA A100 SXM 80GB",
-     .tdp_w = 400, .cap_min_w = 100, .idle_w = 55,
-     .f_max_mhz = 1410, .f_min_mhz = 210, .f_knee_mhz = 1000, .v_floor = 0.825,
-     .sm_dyn_w = 500, .mem_clock_mhz = 1593, .mem_dyn_w = 60, .mem_bw_gbs = 2039,
-     .peak_tflops = 312, .hbm_gib = 80, .nvlink_gbs = 300},
+     .tdp_w = 400,
+     .cap_min_w = 100,
+     .idle_w = 55,
+     .f_max_mhz = 1410,
+     .f_min_mhz = 210,
+     .f_knee_mhz = 1000,
+     .v_floor = 0.825,
+     .sm_dyn_w = 500,
+     .mem_clock_mhz = 1593,
+     .mem_dyn_w = 60,
+     .mem_bw_gbs = 2039,
+     .peak_tflops = 312,
+     .hbm_gib = 80,
+     .nvlink_gbs = 300},
 };
 #define NGPUS (sizeof gpu_table / sizeof gpu_table[0])
 
-size_t pflex_twin_gpu_count(void) { return NGPUS; }
+size_t pflex_twin_gpu_count(void) {
+  return NGPUS;
+}
 
 const struct pflex_twin_gpu *pflex_twin_gpu_get(size_t i) {
   return i < NGPUS ? &gpu_table[i] : NULL;
@@ -86,69 +125,101 @@ const struct pflex_twin_gpu *pflex_twin_gpu_find(const char *name) {
 /* Core voltage relative to the voltage at f_max. */
 static double voltage(const struct pflex_twin_gpu *gpu, double f) {
   if (f <= gpu->f_knee_mhz) return gpu->v_floor;
-  return gpu->v_floor + (1.0 - gpu->v_floor) * (f - gpu->f_knee_mhz) / (gpu->f_max_mhz - gpu->f_knee_mhz);
+  return gpu->v_floor +
+         (1.0 - gpu->v_floor) * (f - gpu->f_knee_mhz) / (gpu->f_max_mhz - gpu->f_knee_mhz);
 }
 
-double pflex__twin_step_rel(const struct pflex_twin_gpu *gpu, const struct pflex_twin_job *job,
-                            double f) {
-  double s = job->compute_share;
-  double k = job->comm_share;
-  /* Roofline: a memory-bound kernel of arithmetic intensity r times the ridge
-   * point becomes clock-bound once f < r f_max. */
-  double mem = (1.0 - s - k) * fmax(1.0, job->mem_clock_bound * gpu->f_max_mhz / f);
-  return s * gpu->f_max_mhz / f + mem + k;
+/* Memory- and network-bound time at clock f, before the split into blocks:
+ * a memory-bound kernel of arithmetic intensity r times the ridge point
+ * becomes clock-bound once f < r f_max (roofline). */
+static double mem_time(const struct pflex_twin_gpu *gpu, const struct pflex_twin_job *job,
+                       double f) {
+  double m = fmax(1.0 - job->compute_share - pflex__twin_comm(job), 0.0);
+  return m * fmax(1.0, job->mem_clock_bound * gpu->f_max_mhz / f);
 }
 
-double pflex__twin_power_at(const struct pflex_twin_gpu *gpu, const struct pflex_twin_job *job,
-                            double f) {
-  double tau = pflex__twin_step_rel(gpu, job, f);
-  /* Share of wall time in clock-bound work: SMs switch at compute_activity there,
-   * at mem_activity while waiting on memory or the network. */
-  double c = job->compute_share * gpu->f_max_mhz / f / tau;
-  double act = job->compute_activity * c + job->mem_activity * (1.0 - c);
+/* DRAM traffic of block B (long memory/network phases), in units of the
+ * whole step's traffic at full bandwidth; block A carries the rest. */
+static double bytes_b(const struct pflex_twin_job *job) {
+  double phi = job->phase_split;
+  if (!(phi > 0)) return 0.0;
+  double mix = job->dram_mix > 0 ? job->dram_mix : 1.0;
+  double m = fmax(1.0 - job->compute_share - pflex__twin_comm(job), 0.0);
+  return fmin(phi * (PFLEX__TWIN_DRAM_LONG * mix * m + 0.10 * pflex__twin_comm(job)),
+              job->dram_util);
+}
+
+/* Block A: compute-bound work with the memory/network work interleaved with it
+ * (too short for the limiter to see apart). Its time and power at clock f. */
+static double block_a(const struct pflex_twin_gpu *gpu, const struct pflex_twin_job *job, double f,
+                      double *ret_time, double *ret_tcomp) {
+  double phi = fmin(fmax(job->phase_split, 0.0), 1.0);
+  double tc = job->compute_share * gpu->f_max_mhz / f;
+  double other = (1.0 - phi) * (mem_time(gpu, job, f) + pflex__twin_comm(job));
+  double t = tc + other;
+  double act = (job->compute_activity * tc + job->mem_activity * other) / t;
   double v = voltage(gpu, f);
-  /* Bytes per step are fixed, so DRAM bandwidth in use falls with the step rate. */
-  double dram = job->dram_util / tau;
+  /* Bytes per step are fixed, so the DRAM bandwidth in use falls as time stretches. */
+  double dram = (job->dram_util - bytes_b(job)) / t;
+  if (ret_time) *ret_time = t;
+  if (ret_tcomp) *ret_tcomp = tc;
   return gpu->idle_w + gpu->mem_dyn_w * dram + gpu->sm_dyn_w * act * (f / gpu->f_max_mhz) * v * v;
 }
 
-double pflex_twin_natural_power(const struct pflex_twin_gpu *gpu, const struct pflex_twin_job *job) {
-  return pflex__twin_power_at(gpu, job, gpu->f_max_mhz);
+/* Block B: memory/network phases long enough for the limiter to hold them at
+ * their own clock (phase_split of that work). Time 0 when there is none. */
+static double block_b(const struct pflex_twin_gpu *gpu, const struct pflex_twin_job *job, double f,
+                      double *ret_time) {
+  double phi = fmin(fmax(job->phase_split, 0.0), 1.0);
+  double t = phi * (mem_time(gpu, job, f) + pflex__twin_comm(job));
+  if (ret_time) *ret_time = t;
+  if (!(t > 0)) return gpu->idle_w;
+  double v = voltage(gpu, f);
+  return gpu->idle_w + gpu->mem_dyn_w * bytes_b(job) / t +
+         gpu->sm_dyn_w * PFLEX__TWIN_ACT_LONG * (f / gpu->f_max_mhz) * v * v;
 }
 
 struct settle_params {
   const struct pflex_twin_gpu *gpu;
   const struct pflex_twin_job *job;
   double cap;
+  bool b;
 };
+
+static double block_power(const struct settle_params *sp, double f) {
+  return sp->b ? block_b(sp->gpu, sp->job, f, NULL) : block_a(sp->gpu, sp->job, f, NULL, NULL);
+}
 
 static double settle_fn(double f, void *p) {
   const struct settle_params *sp = p;
-  return pflex__twin_power_at(sp->gpu, sp->job, f) - sp->cap;
+  return block_power(sp, f) - sp->cap;
 }
 
-/* The SM clock the governor settles at under cap (per GPU). */
-static int settle(const struct pflex_twin_gpu *gpu, const struct pflex_twin_job *job, double cap,
-                  double *ret_f) {
-  if (pflex__twin_power_at(gpu, job, gpu->f_max_mhz) <= cap) {
+/* The SM clock the governor settles at under cap for one block (per GPU). */
+static int settle(const struct settle_params *sp, double *ret_f) {
+  const struct pflex_twin_gpu *gpu = sp->gpu;
+  if (block_power(sp, gpu->f_max_mhz) <= sp->cap) {
     *ret_f = gpu->f_max_mhz;
     return 0;
   }
-  if (pflex__twin_power_at(gpu, job, gpu->f_min_mhz) >= cap) {
-    /* The limit cannot be honoured even at the lowest clock: the GPU runs there. */
-    *ret_f = gpu->f_min_mhz;
+  /* Below its lowest clock the GPU still meets a limit by duty-cycling the
+   * clock (hardware slowdown): an effective clock down to f_min / 8, with power
+   * linear in it as below the knee. */
+  double lo = gpu->f_min_mhz / 8.0;
+  if (block_power(sp, lo) >= sp->cap) {
+    /* The limit cannot be honoured at all: the GPU runs at the floor. */
+    *ret_f = lo;
     return 0;
   }
-  struct settle_params sp = {gpu, job, cap};
-  gsl_function fn = {settle_fn, &sp};
+  gsl_function fn = {settle_fn, (void *)sp};
   gsl_root_fsolver *s = gsl_root_fsolver_alloc(gsl_root_fsolver_brent);
   if (!s) return -ENOMEM;
-  gsl_root_fsolver_set(s, &fn, gpu->f_min_mhz, gpu->f_max_mhz);
+  gsl_root_fsolver_set(s, &fn, lo, gpu->f_max_mhz);
   int status = GSL_CONTINUE;
   for (int it = 0; it < 200 && status == GSL_CONTINUE; it++) {
     if (gsl_root_fsolver_iterate(s) != GSL_SUCCESS) break;
-    status = gsl_root_test_interval(gsl_root_fsolver_x_lower(s), gsl_root_fsolver_x_upper(s),
-                                    1e-10, 1e-13);
+    status = gsl_root_test_interval(gsl_root_fsolver_x_lower(s), gsl_root_fsolver_x_upper(s), 1e-10,
+                                    1e-13);
   }
   double f = gsl_root_fsolver_root(s);
   gsl_root_fsolver_free(s);
@@ -157,10 +228,44 @@ static int settle(const struct pflex_twin_gpu *gpu, const struct pflex_twin_job 
   return 0;
 }
 
+int pflex__twin_state(const struct pflex_twin_gpu *gpu, const struct pflex_twin_job *job,
+                      double target, struct pflex__twin_state *ret) {
+  struct pflex__twin_state st = {0};
+  struct settle_params pa = {gpu, job, target, false}, pb = {gpu, job, target, true};
+  int r = settle(&pa, &st.f_a);
+  if (r < 0) return r;
+  double pw_a = block_a(gpu, job, st.f_a, &st.t_a, &st.t_comp);
+  /* At a settled clock the block's power equals the target up to the solver
+   * tolerance; use the target then, so power never exceeds it by rounding. */
+  if (st.f_a < gpu->f_max_mhz && st.f_a > gpu->f_min_mhz / 8.0) pw_a = fmin(pw_a, target);
+  double pw_b = gpu->idle_w;
+  st.f_b = gpu->f_max_mhz;
+  if (job->phase_split > 0) {
+    r = settle(&pb, &st.f_b);
+    if (r < 0) return r;
+    pw_b = block_b(gpu, job, st.f_b, &st.t_b);
+    if (st.f_b < gpu->f_max_mhz && st.f_b > gpu->f_min_mhz / 8.0) pw_b = fmin(pw_b, target);
+  }
+  st.tau = st.t_a + st.t_b;
+  st.t_comm = pflex__twin_comm(job) * (st.t_a + st.t_b > 0 ? 1.0 : 0.0);
+  st.power = (pw_a * st.t_a + pw_b * st.t_b) / st.tau;
+  st.sm_clock = (st.f_a * st.t_a + st.f_b * st.t_b) / st.tau;
+  st.limited = st.f_a < gpu->f_max_mhz || (st.t_b > 0 && st.f_b < gpu->f_max_mhz);
+  *ret = st;
+  return 0;
+}
+
+double pflex_twin_natural_power(const struct pflex_twin_gpu *gpu,
+                                const struct pflex_twin_job *job) {
+  struct pflex__twin_state st;
+  if (pflex__twin_state(gpu, job, INFINITY, &st) < 0) return NAN;
+  return st.power;
+}
+
 static bool job_valid(const struct pflex_twin_job *job) {
   return job->gpus >= 1 && job->compute_share > 0 && job->compute_share <= 1 &&
          job->compute_activity >= 0 && job->mem_activity >= 0 && job->dram_util >= 0 &&
-         job->mfu > 0 && job->active_b > 0;
+         job->mfu > 0 && job->active_b > 0 && job->phase_split >= 0 && job->phase_split <= 1;
 }
 
 int pflex_twin_eval(const struct pflex_twin_gpu *gpu, const struct pflex_twin_job *job,
@@ -168,23 +273,44 @@ int pflex_twin_eval(const struct pflex_twin_gpu *gpu, const struct pflex_twin_jo
   if (!gpu || !job || !ret || !isfinite(cap_w) || !job_valid(job)) return -EINVAL;
   double cap = fmin(fmax(cap_w, gpu->cap_min_w), gpu->tdp_w);
   double target = cap * (1.0 - 0.02 * cap / gpu->tdp_w);
-  double f;
-  int r = settle(gpu, job, target, &f);
+  struct pflex__twin_state st;
+  int r = pflex__twin_state(gpu, job, target, &st);
   if (r < 0) return r;
   struct pflex_twin_point pt = {0};
   pt.cap_w = cap_w;
-  /* At the settled clock the power equals the cap up to the solver tolerance;
-   * use the cap itself then, so that power never exceeds it by rounding. */
-  pt.limited = f < gpu->f_max_mhz;
-  double p = pflex__twin_power_at(gpu, job, f);
-  pt.power_w = pt.limited && f > gpu->f_min_mhz ? fmin(p, target) : p;
+  pt.limited = st.limited;
+  pt.power_w = st.power;
   pt.job_power_w = pt.power_w * job->gpus;
-  pt.sm_clock_mhz = f;
+  pt.sm_clock_mhz = st.sm_clock;
   pt.mem_clock_mhz = gpu->mem_clock_mhz;
-  pt.tokens_per_s = pflex_twin_job_t_peak(gpu, job) / pflex__twin_step_rel(gpu, job, f);
-  pt.util = pflex__twin_util(gpu, job, f);
-  pflex__twin_metrics(gpu, job, f, pt.metrics);
+  pt.tokens_per_s = pflex_twin_job_t_peak(gpu, job) / st.tau;
+  pt.util = pflex__twin_util(job, &st);
+  pflex__twin_metrics(gpu, job, &st, pt.metrics);
   *ret = pt;
+  return 0;
+}
+
+int pflex__twin_power_tput(const struct pflex_twin_gpu *gpu, const struct pflex_twin_job *job,
+                           double cap_w, double *ret_power, double *ret_tput) {
+  if (!gpu || !job || !isfinite(cap_w) || !job_valid(job)) return -EINVAL;
+  double cap = fmin(fmax(cap_w, gpu->cap_min_w), gpu->tdp_w);
+  double target = cap * (1.0 - 0.02 * cap / gpu->tdp_w);
+  struct pflex__twin_state st;
+  int r = pflex__twin_state(gpu, job, target, &st);
+  if (r < 0) return r;
+  *ret_power = st.power;
+  *ret_tput = pflex_twin_job_t_peak(gpu, job) / st.tau;
+  return 0;
+}
+
+int pflex__twin_noise_z(uint64_t seed, double *ret_zp, double *ret_zt) {
+  gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+  if (!rng) return -ENOMEM;
+  gsl_rng_set(rng, (unsigned long)seed);
+  /* The same draws, in the same order, as pflex_twin_eval_noisy. */
+  *ret_zp = gsl_ran_gaussian_ziggurat(rng, 1.0);
+  *ret_zt = gsl_ran_gaussian_ziggurat(rng, 1.0);
+  gsl_rng_free(rng);
   return 0;
 }
 
@@ -218,9 +344,14 @@ int pflex_twin_eval_noisy(const struct pflex_twin_gpu *gpu, const struct pflex_t
     double z = gsl_ran_gaussian_ziggurat(rng, 1.0);
     double v = pt.metrics[k] * (1.0 + noise->metric_cv * z);
     /* Ratios stay ratios; percentages stay percentages. */
-    if (k <= PFLEX__M_DRAM_ACTIVE || k == PFLEX__M_GR_ENGINE) v = fmin(fmax(v, 0.0), 1.0);
-    else if (k == PFLEX__M_MEM_COPY_UTIL) v = fmin(fmax(v, 0.0), 100.0);
-    else v = fmax(v, 0.0);
+    if (k <= PFLEX__M_DRAM_ACTIVE)
+      v = fmin(fmax(v, 0.0), 1.0);
+    else if (k == PFLEX__M_MEM_COPY_UTIL)
+      v = fmin(fmax(v, 0.0), 100.0);
+    else if (k == PFLEX__M_FB_USED)
+      v = fmin(fmax(v, 0.0), gpu->hbm_gib * 1024.0); /* cannot exceed the memory */
+    else
+      v = fmax(v, 0.0);
     pt.metrics[k] = v;
   }
   gsl_rng_free(rng);

@@ -13,10 +13,9 @@
 #include "core/twin_internal.h"
 
 static const char *const metric_names[PFLEX_TWIN_NMETRICS] = {
-    "gr_engine_active", "sm_active",       "sm_occupancy",    "pipe_tensor_active",
-    "pipe_fp16_active", "pipe_fp32_active", "dram_active",    "mem_copy_util",
-    "nvlink_tx_bytes",  "nvlink_rx_bytes",  "pcie_tx_bytes",  "pcie_rx_bytes",
-    "fb_used",
+    "gr_engine_active", "sm_active",     "sm_occupancy",  "pipe_tensor_active", "pipe_fp16_active",
+    "pipe_fp32_active", "dram_active",   "mem_copy_util", "nvlink_tx_bytes",    "nvlink_rx_bytes",
+    "pcie_tx_bytes",    "pcie_rx_bytes", "fb_used",
 };
 
 const char *pflex_twin_metric_name(size_t i) {
@@ -37,7 +36,9 @@ double pflex_twin_job_t_peak(const struct pflex_twin_gpu *gpu, const struct pfle
   return job->mfu * gpu->peak_tflops * 1e12 * job->gpus / pflex_twin_job_flops_per_token(job);
 }
 
-static double clamp(double x, double lo, double hi) { return fmin(fmax(x, lo), hi); }
+static double clamp(double x, double lo, double hi) {
+  return fmin(fmax(x, lo), hi);
+}
 
 int pflex_twin_job_derive(const struct pflex_twin_gpu *gpu, struct pflex_twin_job *job) {
   if (!gpu || !job || job->gpus < 1 || !(job->params_b > 0) ||
@@ -62,18 +63,18 @@ int pflex_twin_job_derive(const struct pflex_twin_gpu *gpu, struct pflex_twin_jo
    * rest waits on HBM (elementwise, norms, routing, optimizer) or the network. */
   static const double share_class[2][2] = {{0.86, 0.72}, {0.62, 0.40}};
   double s = share_class[moe][ft];
-  if (job->compile) s += 0.04;                       /* fused elementwise kernels */
-  s += 0.02 * log2((double)job->seq_len / 4096.0);   /* attention grows with length */
-  s += 0.015 * log2((double)job->batch / 8.0);       /* bigger GEMMs */
+  if (job->compile) s += 0.04;                     /* fused elementwise kernels */
+  s += 0.02 * log2((double)job->seq_len / 4096.0); /* attention grows with length */
+  s += 0.015 * log2((double)job->batch / 8.0);     /* bigger GEMMs */
   double comm = 0.04;
-  if (job->gpus > 8) comm += 0.05 * log2(job->gpus / 8.0); /* inter-node RoCE */
+  if (job->gpus > 8) comm += 0.05 * log2(job->gpus / 8.0);      /* inter-node RoCE */
   if (moe && job->ep > 1) comm += 0.03 * log2((double)job->ep); /* all-to-all */
   s -= comm * 0.5;
   /* H100 has 30% less HBM bandwidth than H200: memory-bound time is longer. */
   double mem_time = (1.0 - s) * (4800.0 / gpu->mem_bw_gbs);
   s = s / (s + mem_time);
   job->compute_share = clamp(s, 0.05, 0.98);
-  job->comm_share = clamp(comm, 0.0, 0.6 * (1.0 - job->compute_share));
+  job->comm_share = comm;
 
   /* SM switching activity: tensor-core GEMMs at 1 (dense) or a little less
    * (small expert GEMMs); memory- and network-bound phases keep SMs partly busy. */
@@ -81,11 +82,29 @@ int pflex_twin_job_derive(const struct pflex_twin_gpu *gpu, struct pflex_twin_jo
   job->mem_activity = 0.3;
   job->mem_clock_bound = 0.0;
 
-  /* DRAM bandwidth in use at f_max: light in GEMMs, heavy in memory-bound phases. */
-  double mem_share = 1.0 - job->compute_share - job->comm_share;
-  job->dram_util = clamp(0.16 * job->compute_share + 0.78 * mem_share + 0.10 * job->comm_share,
-                         0.02, 0.95);
+  pflex_twin_job_refresh(job);
   return 0;
+}
+
+void pflex_twin_job_refresh(struct pflex_twin_job *job) {
+  /* DRAM bandwidth in use at f_max: light in GEMMs (about 16%), heavy in
+   * memory-bound phases (about 78%, scaled by the job's kernel mix), some
+   * during NCCL transfers (10%). */
+  double mix = job->dram_mix > 0 ? job->dram_mix : 1.0;
+  double comm = pflex__twin_comm(job);
+  double mem_share = fmax(1.0 - job->compute_share - comm, 0.0);
+  /* Long memory-bound phases (phase_split) are latency-bound passes (routing,
+   * token gather/scatter, small unfused kernels) that use a fraction of the
+   * bandwidth of streaming phases. */
+  double phi = clamp(job->phase_split, 0.0, 1.0);
+  double mem_bw = 0.78 * (1.0 - phi) + PFLEX__TWIN_DRAM_LONG * phi;
+  job->dram_util =
+      clamp(0.16 * job->compute_share + mem_bw * mix * mem_share + 0.10 * comm, 0.02, 0.95);
+}
+
+double pflex__twin_comm(const struct pflex_twin_job *job) {
+  /* Communication cannot take more than most of what is not compute-bound. */
+  return clamp(job->comm_share, 0.0, 0.9 * (1.0 - job->compute_share));
 }
 
 /* Rough hidden size and depth from the active parameter count (N ~ 12 L h^2,
@@ -97,26 +116,25 @@ static void shape(const struct pflex_twin_job *job, double *hidden, double *laye
   *layers = fmax(n / (12.0 * h * h), 1.0);
 }
 
-double pflex__twin_util(const struct pflex_twin_gpu *gpu, const struct pflex_twin_job *job,
-                        double f) {
-  double tau = pflex__twin_step_rel(gpu, job, f);
+double pflex__twin_util(const struct pflex_twin_job *job, const struct pflex__twin_state *st) {
+  (void)job;
   /* Exposed communication leaves the graphics engine idle part of the time. */
-  return clamp(0.985 - 0.5 * job->comm_share / tau, 0.0, 1.0);
+  return clamp(0.985 - 0.5 * st->t_comm / st->tau, 0.0, 1.0);
 }
 
 void pflex__twin_metrics(const struct pflex_twin_gpu *gpu, const struct pflex_twin_job *job,
-                         double f, double m[PFLEX_TWIN_NMETRICS]) {
-  double tau = pflex__twin_step_rel(gpu, job, f);
-  double c = job->compute_share * gpu->f_max_mhz / f / tau; /* clock-bound time share */
-  double k = job->comm_share / tau;                        /* network-bound share */
-  double mm = fmax(1.0 - c - k, 0.0);                      /* memory-bound share */
-  double gr = pflex__twin_util(gpu, job, f);
+                         const struct pflex__twin_state *st, double m[PFLEX_TWIN_NMETRICS]) {
+  double tau = st->tau;
+  double c = st->t_comp / tau;        /* clock-bound time share */
+  double k = st->t_comm / tau;        /* network-bound share */
+  double mm = fmax(1.0 - c - k, 0.0); /* memory-bound share */
+  double gr = pflex__twin_util(job, st);
   m[PFLEX__M_GR_ENGINE] = gr;
   m[PFLEX__M_SM_ACTIVE] = clamp(gr * (0.93 * c + 0.72 * mm + 0.35 * k), 0, 1);
   /* Memory-bound kernels keep more warps resident to hide latency. */
   m[PFLEX__M_SM_OCCUPANCY] = clamp(0.24 * c + 0.46 * mm + 0.15 * k, 0, 1);
   /* Achieved FLOPs over the peak at the current clock. */
-  m[PFLEX__M_PIPE_TENSOR] = clamp(job->mfu * gpu->f_max_mhz / f / tau, 0, 0.95);
+  m[PFLEX__M_PIPE_TENSOR] = clamp(job->mfu * c / job->compute_share, 0, 0.95);
   m[PFLEX__M_PIPE_FP16] = clamp(0.03 + 0.10 * mm, 0, 1);
   m[PFLEX__M_PIPE_FP32] = clamp(0.02 + 0.02 * c + 0.07 * mm, 0, 1);
   double dram = clamp(job->dram_util / tau, 0, 1);

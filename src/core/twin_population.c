@@ -33,13 +33,14 @@ struct bucket {
 };
 
 static const struct bucket pt_counts[] = {
-    {40, 96}, {48, 200}, {56, 71}, {64, 1427}, {72, 166}, {128, 509}, {136, 72}, {256, 549},
-    {264, 174}, {512, 264}, {640, 10}, {720, 4}, {768, 256}, {896, 3}, {920, 1}, {928, 15},
-    {960, 43}, {968, 7}, {1024, 159},
+    {40, 96},   {48, 200},  {56, 71},   {64, 1427}, {72, 166},   {128, 509}, {136, 72},
+    {256, 549}, {264, 174}, {512, 264}, {640, 10},  {720, 4},    {768, 256}, {896, 3},
+    {920, 1},   {928, 15},  {960, 43},  {968, 7},   {1024, 159},
 };
 static const struct bucket ft_counts[] = {
     {1, 0.15 * 66026}, {2, 0.15 * 66026}, {4, 0.15 * 66026}, {8, 0.45 * 66026}, {16, 0.10 * 66026},
-    {24, 1}, {32, 725}, {56, 2}, {64, 120}, {128, 58}, {192, 30}, {256, 5}, {512, 4},
+    {24, 1},           {32, 725},         {56, 2},           {64, 120},         {128, 58},
+    {192, 30},         {256, 5},          {512, 4},
 };
 
 struct model {
@@ -50,20 +51,29 @@ struct model {
 
 /* Public model families and sizes not in the paper's data set. */
 static const struct model catalogue[] = {
-    {"Llama-3.2-1B", PFLEX_ARCH_DENSE, 1.2, 1.2},      {"Llama-3.2-3B", PFLEX_ARCH_DENSE, 3.2, 3.2},
-    {"Qwen2.5-7B", PFLEX_ARCH_DENSE, 7.6, 7.6},        {"Llama-3.1-8B", PFLEX_ARCH_DENSE, 8.0, 8.0},
-    {"Qwen3-14B", PFLEX_ARCH_DENSE, 14.8, 14.8},       {"Gemma-2-27B", PFLEX_ARCH_DENSE, 27.2, 27.2},
-    {"Qwen2.5-72B", PFLEX_ARCH_DENSE, 72.7, 72.7},     {"Mistral-Large-123B", PFLEX_ARCH_DENSE, 123, 123},
-    {"Llama-3.1-405B", PFLEX_ARCH_DENSE, 405, 405},    {"OLMoE-1B-7B", PFLEX_ARCH_MOE, 6.9, 1.3},
-    {"Mixtral-8x7B", PFLEX_ARCH_MOE, 46.7, 12.9},      {"Qwen2-57B-A14B", PFLEX_ARCH_MOE, 57.4, 14.2},
-    {"gpt-oss-120b", PFLEX_ARCH_MOE, 117, 5.1},        {"Mixtral-8x22B", PFLEX_ARCH_MOE, 141, 39},
-    {"Qwen3-235B-A22B", PFLEX_ARCH_MOE, 235, 22},      {"DeepSeek-V3", PFLEX_ARCH_MOE, 671, 37},
+    {"Llama-3.2-1B", PFLEX_ARCH_DENSE, 1.2, 1.2},
+    {"Llama-3.2-3B", PFLEX_ARCH_DENSE, 3.2, 3.2},
+    {"Qwen2.5-7B", PFLEX_ARCH_DENSE, 7.6, 7.6},
+    {"Llama-3.1-8B", PFLEX_ARCH_DENSE, 8.0, 8.0},
+    {"Qwen3-14B", PFLEX_ARCH_DENSE, 14.8, 14.8},
+    {"Gemma-2-27B", PFLEX_ARCH_DENSE, 27.2, 27.2},
+    {"Qwen2.5-72B", PFLEX_ARCH_DENSE, 72.7, 72.7},
+    {"Mistral-Large-123B", PFLEX_ARCH_DENSE, 123, 123},
+    {"Llama-3.1-405B", PFLEX_ARCH_DENSE, 405, 405},
+    {"OLMoE-1B-7B", PFLEX_ARCH_MOE, 6.9, 1.3},
+    {"Mixtral-8x7B", PFLEX_ARCH_MOE, 46.7, 12.9},
+    {"Qwen2-57B-A14B", PFLEX_ARCH_MOE, 57.4, 14.2},
+    {"gpt-oss-120b", PFLEX_ARCH_MOE, 117, 5.1},
+    {"Mixtral-8x22B", PFLEX_ARCH_MOE, 141, 39},
+    {"Qwen3-235B-A22B", PFLEX_ARCH_MOE, 235, 22},
+    {"DeepSeek-V3", PFLEX_ARCH_MOE, 671, 37},
 };
 #define NCAT (sizeof catalogue / sizeof catalogue[0])
 
 static int draw_count(gsl_rng *rng, const struct bucket *b, size_t n) {
   double w[32];
-  for (size_t i = 0; i < n; i++) w[i] = b[i].jobs;
+  for (size_t i = 0; i < n; i++)
+    w[i] = b[i].jobs;
   gsl_ran_discrete_t *d = gsl_ran_discrete_preproc(n, w);
   if (!d) return -ENOMEM;
   size_t k = gsl_ran_discrete(rng, d);
@@ -71,7 +81,9 @@ static int draw_count(gsl_rng *rng, const struct bucket *b, size_t n) {
   return b[k].gpus;
 }
 
-static double clampd(double x, double lo, double hi) { return fmin(fmax(x, lo), hi); }
+static double clampd(double x, double lo, double hi) {
+  return fmin(fmax(x, lo), hi);
+}
 
 int pflex_twin_population(const struct pflex_twin_population_opts *opts,
                           struct pflex_runset *ret_set) {
@@ -86,7 +98,8 @@ int pflex_twin_population(const struct pflex_twin_population_opts *opts,
   int r = 0;
   double pt_share = 4026.0 / (4026.0 + 66971.0);
   for (size_t j = 0; r == 0 && j < opts->jobs; j++) {
-    const struct pflex_twin_gpu *gpu = pflex_twin_gpu_find(gsl_rng_uniform(rng) < 0.5 ? "H100" : "H200");
+    const struct pflex_twin_gpu *gpu =
+        pflex_twin_gpu_find(gsl_rng_uniform(rng) < 0.5 ? "H100" : "H200");
     struct pflex_twin_job job = {0};
     job.task = gsl_rng_uniform(rng) < pt_share ? PFLEX_TASK_PT : PFLEX_TASK_FT;
     job.gpus = job.task == PFLEX_TASK_PT
@@ -111,7 +124,8 @@ int pflex_twin_population(const struct pflex_twin_population_opts *opts,
     job.active_b = m->active_b;
     job.seq_len = seqs[gsl_rng_uniform_int(rng, 3)];
     job.batch = batches[gsl_rng_uniform_int(rng, 5)];
-    job.ep = job.arch == PFLEX_ARCH_MOE && job.task == PFLEX_TASK_PT && job.gpus >= 8 && gsl_rng_uniform(rng) < 0.5
+    job.ep = job.arch == PFLEX_ARCH_MOE && job.task == PFLEX_TASK_PT && job.gpus >= 8 &&
+                     gsl_rng_uniform(rng) < 0.5
                  ? 8
                  : 1;
     job.compile = gsl_rng_uniform(rng) < 0.5;
@@ -123,16 +137,21 @@ int pflex_twin_population(const struct pflex_twin_population_opts *opts,
     job.compute_share = clampd(job.compute_share + gsl_ran_gaussian(rng, 0.12), 0.15, 1.0);
     job.compute_activity = clampd(job.compute_activity + gsl_ran_gaussian(rng, 0.2), 0.5, 1.8);
     job.mem_clock_bound = gsl_rng_uniform(rng) < 0.3 ? gsl_ran_flat(rng, 0.3, 0.9) : 0.0;
-    double mem_share = 1.0 - job.compute_share - job.comm_share;
-    if (mem_share < 0) job.comm_share = fmax(0.0, 1.0 - job.compute_share), mem_share = 0;
-    job.dram_util = clampd(0.16 * job.compute_share + 0.78 * mem_share + 0.10 * job.comm_share, 0.02, 0.95);
+    job.dram_mix = gsl_ran_lognormal(rng, 0.0, 0.15);
+    /* Long latency-bound memory phases (seen apart by the limiter): common in
+     * MoE without expert parallelism (as in the three calibrated EP1 groups),
+     * occasional elsewhere. */
+    double p_split = job.arch == PFLEX_ARCH_MOE && job.ep == 1 ? 0.5 : 0.1;
+    job.phase_split = gsl_rng_uniform(rng) < p_split ? gsl_ran_flat(rng, 0.25, 1.0) : 0.0;
+    pflex_twin_job_refresh(&job);
     /* As in every published group, the highest capped run (600 W) must bind:
      * raise the activity of a job that would not draw 5% above it. */
     while (pflex_twin_natural_power(gpu, &job) < 1.05 * 600 && job.compute_activity < 1.8)
       job.compute_activity += 0.05;
     char name[128];
-    snprintf(name, sizeof name, "sim-%04zu %s %s %sx%d %s", j + 1, job.arch == PFLEX_ARCH_MOE ? "MoE" : "Dense",
-             job.task == PFLEX_TASK_PT ? "PT" : "FT", gpu->name, job.gpus, job.model);
+    snprintf(name, sizeof name, "sim-%04zu %s %s %sx%d %s", j + 1,
+             job.arch == PFLEX_ARCH_MOE ? "MoE" : "Dense", job.task == PFLEX_TASK_PT ? "PT" : "FT",
+             gpu->name, job.gpus, job.model);
     r = pflex_twin_sweep(gpu, &job, name, "population", "simulated", caps, 6, opts->seed, &set);
   }
   gsl_rng_free(rng);

@@ -262,6 +262,8 @@ int pflex_runs_read_csv(const char *path, const struct pflex_runs_read_opts *opt
     if (!err && col[14] >= 0 && *r->fields[col[14]]) run.set = r->fields[col[14]];
     for (size_t k = 0; !err && k < set.nextra; k++)
       extra[k] = r->fields[extra_col[k]];
+    if (!err && opts && opts->set_filter && !(run.set && strcmp(run.set, opts->set_filter) == 0))
+      continue; /* every row is still validated, only matching ones are kept */
     if (!err) err = pflex_runset_append(&set, &run);
     if (err) break;
   }
@@ -270,6 +272,9 @@ int pflex_runs_read_csv(const char *path, const struct pflex_runs_read_opts *opt
     set.source = strdup(path);
     if (!set.source) err = -ENOMEM;
   }
+  if (!err && set.n == 0)
+    err = pflex_diag_set(diag, -PFLEX_E_DATA, path, 0, "set", "no run has set '%s'",
+                         opts->set_filter);
   if (!err) err = pflex_runset_check_groups(&set, opts && opts->partial_groups, diag);
 out:
   free(extra_col);

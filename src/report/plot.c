@@ -13,8 +13,9 @@
 
 /* A colour-blind-friendly palette (Okabe-Ito, then Tol's muted), 0..255. */
 static const int palette[][3] = {
-    {0, 114, 178},  {213, 94, 0},   {0, 158, 115},  {204, 121, 167}, {230, 159, 0},  {86, 180, 233},
-    {117, 112, 179}, {102, 102, 102}, {170, 68, 153}, {136, 34, 85},   {68, 170, 153}, {153, 153, 51},
+    {0, 114, 178},  {213, 94, 0},   {0, 158, 115},   {204, 121, 167},
+    {230, 159, 0},  {86, 180, 233}, {117, 112, 179}, {102, 102, 102},
+    {170, 68, 153}, {136, 34, 85},  {68, 170, 153},  {153, 153, 51},
 };
 #define NPAL (int)(sizeof palette / sizeof palette[0])
 
@@ -58,9 +59,12 @@ static void set_color(int c) {
 static void set_dash(enum pflex_plot_dash d) {
   static PLINT mark_dash[] = {1500}, space_dash[] = {1000};
   static PLINT mark_dot[] = {300}, space_dot[] = {700};
-  if (d == PFLEX_PLOT_DASHED) plstyl(1, mark_dash, space_dash);
-  else if (d == PFLEX_PLOT_DOTTED) plstyl(1, mark_dot, space_dot);
-  else plstyl(0, NULL, NULL);
+  if (d == PFLEX_PLOT_DASHED)
+    plstyl(1, mark_dash, space_dash);
+  else if (d == PFLEX_PLOT_DOTTED)
+    plstyl(1, mark_dot, space_dot);
+  else
+    plstyl(0, NULL, NULL);
 }
 
 static int draw_series(const struct pflex_plot_series *s, int color) {
@@ -90,10 +94,12 @@ static int draw_series(const struct pflex_plot_series *s, int color) {
 
 static int draw_legend(const struct pflex_plot_panel *p, const int *colors) {
   PLINT n = 0;
-  for (size_t s = 0; s < p->nseries; s++) n += p->series[s].label != NULL;
+  for (size_t s = 0; s < p->nseries; s++)
+    n += p->series[s].label != NULL;
   if (!n) return 0;
-  PLINT *opt = calloc(n, sizeof *opt), *tcol = calloc(n, sizeof *tcol), *lcol = calloc(n, sizeof *lcol),
-        *lsty = calloc(n, sizeof *lsty), *scol = calloc(n, sizeof *scol), *snum = calloc(n, sizeof *snum);
+  PLINT *opt = calloc(n, sizeof *opt), *tcol = calloc(n, sizeof *tcol),
+        *lcol = calloc(n, sizeof *lcol), *lsty = calloc(n, sizeof *lsty),
+        *scol = calloc(n, sizeof *scol), *snum = calloc(n, sizeof *snum);
   PLFLT *lwid = calloc(n, sizeof *lwid), *sscale = calloc(n, sizeof *sscale);
   const char **text = calloc(n, sizeof *text), **sym = calloc(n, sizeof *sym);
   int err = 0;
@@ -108,7 +114,8 @@ static int draw_legend(const struct pflex_plot_panel *p, const int *colors) {
     int c = ((colors[s] % NPAL) + NPAL) % NPAL;
     plscol0(1 + c % 14, palette[c][0], palette[c][1], palette[c][2]);
     enum pflex_plot_style st = p->series[s].style ? p->series[s].style : PFLEX_PLOT_LINE;
-    opt[k] = ((st & PFLEX_PLOT_LINE) ? PL_LEGEND_LINE : 0) | ((st & PFLEX_PLOT_POINTS) ? PL_LEGEND_SYMBOL : 0);
+    opt[k] = ((st & PFLEX_PLOT_LINE) ? PL_LEGEND_LINE : 0) |
+             ((st & PFLEX_PLOT_POINTS) ? PL_LEGEND_SYMBOL : 0);
     tcol[k] = 1 + c % 14;
     lcol[k] = 1 + c % 14;
     scol[k] = 1 + c % 14;
@@ -123,10 +130,10 @@ static int draw_legend(const struct pflex_plot_panel *p, const int *colors) {
   PLFLT w, h;
   plcol0(15);
   plscol0(15, 0, 0, 0);
-  pllegend(&w, &h, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX, PL_POSITION_INSIDE | PL_POSITION_TOP |
-           PL_POSITION_LEFT, 0.02, 0.02, 0.1, 0, 0, 1, 0, 0, n, opt, 0.8, 0.8, 1.8, 0.0, tcol,
-           (const char *const *)text, NULL, NULL, NULL, NULL, lcol, lsty, lwid, scol, sscale, snum,
-           (const char *const *)sym);
+  pllegend(&w, &h, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX,
+           PL_POSITION_INSIDE | PL_POSITION_TOP | PL_POSITION_LEFT, 0.02, 0.02, 0.1, 0, 0, 1, 0, 0,
+           n, opt, 0.8, 0.8, 1.8, 0.0, tcol, (const char *const *)text, NULL, NULL, NULL, NULL,
+           lcol, lsty, lwid, scol, sscale, snum, (const char *const *)sym);
 out:
   free(opt), free(tcol), free(lcol), free(lsty), free(scol), free(snum), free(lwid), free(sscale);
   free(text), free(sym);
@@ -166,15 +173,22 @@ int pflex_plot_render(const struct pflex_plot *plot, const char *path) {
     int c = (int)i % cols, r = (int)i / cols;
     double x0 = (double)c / cols, x1 = (double)(c + 1) / cols;
     double y1 = top - top * r / rows, y0 = top - top * (r + 1) / rows;
-    plvpor(x0 + 0.09 / cols * 1.0 + 0.02, x1 - 0.02, y0 + 0.08 / rows * 1.0 + 0.04, y1 - 0.05);
+    /* Room for the y label on the left, the x label below and the title above. */
+    plvpor(x0 + 0.17 / cols, x1 - 0.04 / cols, y0 + 0.16 / rows, y1 - 0.09 / rows);
     double xmin, xmax, ymin, ymax;
     data_range(p, &xmin, &xmax, &ymin, &ymax);
     plwind(xmin, xmax, ymin, ymax);
+    plwidth(0.5);
+    plschr(0, 0.7);
+    if (p->grid) {
+      plscol0(15, 215, 215, 215);
+      plcol0(15);
+      plbox("g", 0, 0, "g", 0, 0);
+    }
     plscol0(15, 0, 0, 0);
     plcol0(15);
     plwidth(1.0);
-    plschr(0, 0.8);
-    plbox(p->grid ? "bcgnst" : "bcnst", 0, 0, p->grid ? "bcgnstv" : "bcnstv", 0, 0);
+    plbox("bcnst", 0, 0, "bcnstv", 0, 0);
     pllab(p->xlabel ? p->xlabel : "", p->ylabel ? p->ylabel : "", p->title ? p->title : "");
     int *colors = calloc(p->nseries ? p->nseries : 1, sizeof *colors);
     if (!colors) {
@@ -182,8 +196,10 @@ int pflex_plot_render(const struct pflex_plot *plot, const char *path) {
       break;
     }
     int next = 0;
-    for (size_t s = 0; s < p->nseries; s++) colors[s] = p->series[s].color >= 0 ? p->series[s].color : next++;
-    for (size_t s = 0; s < p->nseries && !err; s++) err = draw_series(&p->series[s], colors[s]);
+    for (size_t s = 0; s < p->nseries; s++)
+      colors[s] = p->series[s].color >= 0 ? p->series[s].color : next++;
+    for (size_t s = 0; s < p->nseries && !err; s++)
+      err = draw_series(&p->series[s], colors[s]);
     if (!err && p->legend) err = draw_legend(p, colors);
     free(colors);
   }
@@ -192,8 +208,8 @@ int pflex_plot_render(const struct pflex_plot *plot, const char *path) {
     plwind(0, 1, 0, 1);
     plscol0(15, 0, 0, 0);
     plcol0(15);
-    plschr(0, 1.1);
-    plptex(0.5, 0.4, 1, 0, 0.5, plot->title);
+    plschr(0, 0.9);
+    plptex(0.5, 0.35, 1, 0, 0.5, plot->title);
   }
   plend1();
   plsstrm(old);

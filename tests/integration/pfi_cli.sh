@@ -171,15 +171,32 @@ if [ -w /dev/full ]; then
   grep -q "cannot write to standard output" "$tmp/err" || fail "full-disk message: $(cat "$tmp/err")"
 fi
 
+# --set keeps only runs of that set; --noise repeat ignores the runs' tiny SDs.
+printf 'group,gpu,gpus,cap_w,power_w,tokens_per_s,power_sd,tokens_sd,set\n%s\n%s\n%s\n%s\n' \
+  'h,H200,8,300,3000,800,0.012,0.004,headline' 'h,H200,8,700,5000,1000,0.02,0.005,headline' \
+  'v,H200,8,300,2000,500,,,validation' 'v,H200,8,700,5000,1000,,,validation' > "$tmp/sets.csv"
+out=$("$PFLEX" pfi "$tmp/sets.csv" --set headline --csv --draws 0)
+echo "$out" | has '^"h",' || fail "--set headline lost group h: $out"
+echo "$out" | has '^"v",' && fail "--set headline kept group v: $out"
+set +e; "$PFLEX" pfi "$tmp/sets.csv" --set nope > /dev/null 2> "$tmp/err"; rc=$?; set -e
+[ $rc -eq 1 ] && grep -q "no run has set 'nope'" "$tmp/err" || fail "--set nope: exit $rc, $(cat "$tmp/err")"
+# Group h: PFI = (1 - 0.6) / (1 - 0.8) = 2. Its SDs are 1e-5 relative (a CI of
+# width ~0.0002); the default-CV interval of this curve is [1.8898, 2.1220]
+# (tests/unit/test_pfi.c), so repeat noise gives a low end under 1.95.
+lo_run=$(jget "$("$PFLEX" pfi "$tmp/sets.csv" --set headline --json)" ci_low)
+lo_rep=$(jget "$("$PFLEX" pfi "$tmp/sets.csv" --set headline --json --noise repeat)" ci_low)
+awk -v a="$lo_run" -v b="$lo_rep" 'BEGIN { exit !(a > 1.999 && b < 1.95 && b > 1.85) }' ||
+  fail "--noise: ci_low run $lo_run, repeat $lo_rep"
+
 # Usage errors exit 2; help lists every option.
-for bad in "--definition foo" "--exclude none" "--draws -1" "--grid x" "--bogus"; do
+for bad in "--definition foo" "--noise x" "--exclude none" "--draws -1" "--grid x" "--bogus"; do
   set +e; "$PFLEX" pfi "$tmp/runs.csv" $bad > /dev/null 2>&1; rc=$?; set -e
   [ $rc -eq 2 ] || fail "'$bad' exit $rc, expected 2"
 done
 set +e; "$PFLEX" pfi > /dev/null 2>&1; rc=$?; set -e
 [ $rc -eq 2 ] || fail "no file: exit $rc"
 help=$("$PFLEX" help pfi)
-for o in --grid --definition --draws --seed --power-cv --tput-cv --exclude --noise-k --unit --tput-column --json --csv; do
+for o in --grid --definition --draws --seed --power-cv --tput-cv --exclude --noise-k --unit --tput-column --noise --set --json --csv; do
   echo "$help" | has -- "$o" || fail "help lacks $o"
 done
 echo "pfi_cli: ok"

@@ -330,6 +330,31 @@ static void test_ci_default_cv(void **state) {
   pflex_pfi_result_release(&r2);
 }
 
+/* ignore_sd (--noise repeat): runs that carry tiny standard errors get the CVs
+ * instead, so the interval is the default-CV one worked out above,
+ * [1.8898, 2.1220]; with their own SEs (0.1% of the default CVs) it is ~1000x
+ * narrower. */
+static void test_ci_ignore_sd(void **state) {
+  (void)state;
+  struct pflex_pfi_point two[] = {pt(300, 3000, 800), pt(700, 5000, 1000)};
+  for (size_t i = 0; i < 2; i++) {
+    two[i].power_sd = two[i].power_w * 0.000004;
+    two[i].tput_sd = two[i].tput * 0.000005;
+    two[i].have = PFLEX_PFI_HAVE_POWER_SD | PFLEX_PFI_HAVE_TPUT_SD;
+  }
+  struct pflex_pfi_opts o;
+  pflex_pfi_opts_init(&o);
+  struct pflex_pfi_result r;
+  assert_int_equal(pflex_pfi_compute(two, 2, &o, &r), 0);
+  assert_true(r.ci_high - r.ci_low < 0.001);
+  pflex_pfi_result_release(&r);
+  o.ignore_sd = true;
+  assert_int_equal(pflex_pfi_compute(two, 2, &o, &r), 0);
+  assert_near(r.ci_low, 1.8898, 0.006);
+  assert_near(r.ci_high, 2.1220, 0.006);
+  pflex_pfi_result_release(&r);
+}
+
 /* CI of the sub-grid value and of the curve: the interval holds the estimate,
  * and the noise rule's exclusions stay fixed across draws (curve B keeps 3 runs). */
 static void test_ci_curves(void **state) {
@@ -389,7 +414,7 @@ int main(void) {
       cmocka_unit_test(test_subgrid),           cmocka_unit_test(test_area),
       cmocka_unit_test(test_elasticity),        cmocka_unit_test(test_nonbinding_cap),
       cmocka_unit_test(test_noisy_nonmonotone), cmocka_unit_test(test_ci_linear),
-      cmocka_unit_test(test_ci_default_cv),     cmocka_unit_test(test_ci_curves),
+      cmocka_unit_test(test_ci_default_cv), cmocka_unit_test(test_ci_ignore_sd),     cmocka_unit_test(test_ci_curves),
       cmocka_unit_test(test_bad_input),         cmocka_unit_test(test_names),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
