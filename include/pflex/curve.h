@@ -156,6 +156,27 @@ int pflex_curve_from_pfi(double pfi, double p_min, double p_max, double t_max, c
                          size_t n, const struct pflex_curve_params *params,
                          struct pflex_curve **ret_curve);
 
+/* A curve with a given Eq. 1 PFI whose shape is learned from other jobs'
+ * curves (templates), not from the family: each template j, read in relative
+ * units (power / its P_max, throughput / its T_max; linearly extrapolated
+ * below its P_min), has a throughput deficit d_j(p) = 1 - T_j/T_max_j and a
+ * PFI pi_j on this job's grid (in relative power). The deficits are averaged
+ * with Gaussian weights exp(-(pi_j - pfi)^2 / (2 bandwidth^2)) and the average
+ * is scaled by the one factor that gives it Eq. 1 PFI pfi on grid_w: the
+ * per-cap PFI_i profile along the curve is then that of the templates of
+ * similar PFI (paper.md section 8: PFI_i is not constant along a curve). The
+ * result is a measured (Steffen) curve through PFLEX_CURVE_TEMPLATE_POINTS
+ * points from p_min to p_max, with throughput t_max at p_max; it reproduces
+ * pfi to rounding unless its throughput had to be floored at 1e-3 t_max.
+ * -EINVAL on bad input (pfi <= 0, no template), -PFLEX_E_NOPOINTS when no grid
+ * point lies below p_max, -ERANGE when no template falls below T_max on the
+ * grid. */
+#define PFLEX_CURVE_TEMPLATE_POINTS 33
+int pflex_curve_from_pfi_templates(double pfi, double p_min, double p_max, double t_max,
+                                   const double *grid_w, size_t n,
+                                   const struct pflex_curve *const *templates, size_t ntemplates,
+                                   double bandwidth, struct pflex_curve **ret_curve);
+
 /* Relative throughput T/T_max of the family at relative power P/P_max (clamped
  * to [0, 1]); no allocation, for fitting loops. */
 double pflex_curve_family_tput(const struct pflex_curve_params *params, double p_rel);

@@ -4,9 +4,12 @@
  *
  * The engine knows nothing of how PFI is predicted: the caller passes, per
  * prediction mode (in-sample, leave-one-out, ...), one predicted PFI per
- * group. pfi uses it in Eq. 2; optimal allocates on the curve of the
- * parametric family with that PFI on the paper's cap grid for the job
- * (pflex_curve_from_pfi), bounded by the job's known P_min, P_max and T_max.
+ * group. pfi uses it in Eq. 2; optimal allocates on a curve with that PFI on
+ * the paper's cap grid for the job, bounded by the job's known P_min, P_max
+ * and T_max: by default shaped by the other groups' curves of similar PFI
+ * (pflex_curve_from_pfi_templates, the templates restricted to the
+ * prediction's cross-validation fold), or the parametric family's member
+ * (pflex_curve_from_pfi).
  * oracle allocates on the true curves. Every allocation is scored on the true
  * curves.
  *
@@ -72,6 +75,21 @@ struct pflex_study_group {
 struct pflex_study_predset {
   enum pflex_study_pred mode;
   const double *pfi; /* ngroups values */
+  /* Shape PFLEX_STUDY_SHAPE_DATA: which curves may shape group i's predicted
+   * curve. With templates (e.g. another runs file's groups, for jobs never
+   * seen in fitting): those. Else with fold: the groups j with fold[j] !=
+   * fold[i] (the same folds as the PFI model's cross-validation, so that a
+   * held-out job's shape never comes from its own curve). Else every group
+   * (in sample). */
+  const int *fold;
+  const struct pflex_curve *const *templates;
+  size_t ntemplates;
+};
+
+/* How optimal turns a predicted PFI into a curve. */
+enum pflex_study_shape {
+  PFLEX_STUDY_SHAPE_DATA = 0, /* pflex_curve_from_pfi_templates on the fold's curves (default) */
+  PFLEX_STUDY_SHAPE_FAMILY,   /* pflex_curve_from_pfi: the physical family's one-parameter path */
 };
 
 struct pflex_study_opts {
@@ -87,6 +105,9 @@ struct pflex_study_opts {
                           (pflex_study_refit), default 0.3 */
   unsigned long seed;  /* default 1 */
   unsigned knots;      /* optimizer knots (pflex_alloc_opts), default 17 */
+  enum pflex_study_shape shape; /* default PFLEX_STUDY_SHAPE_DATA */
+  double bandwidth;             /* data shape: PFI kernel width, default 0.25 (about the
+                                   paper's LOO RMSE of model (i), 0.241) */
 };
 
 /* Fills the defaults listed above. */

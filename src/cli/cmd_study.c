@@ -37,6 +37,10 @@
   "  --features LIST    predictor features (default dram_copy, the paper's model (i))\n"           \
   "  --model KIND       ols (default) or ridge\n"                                                  \
   "  --loco SCHEME      arch-task (default) or pooled-dense\n"                                     \
+  "  --shape KIND       how optimal turns a PFI into a curve: data (default: the shape of other\n"   \
+  "                     groups' curves of similar PFI, from the prediction's own CV fold) or\n"   \
+  "                     family (the parametric family's member with that PFI)\n"                 \
+  "  --bandwidth X      data shape: PFI kernel width (default 0.25)\n"                            \
   "  --train RUNS       fit the model on this runs file instead (its headline set when it has\n"   \
   "                     one) and predict every job of RUNS, unseen in fitting ('unseen')\n"        \
   "  --unit UNIT        throughput column: tokens, samples, steps, step-time\n"                    \
@@ -108,6 +112,10 @@ struct preds {
   size_t replaced;         /* LOCO predictions not computable, replaced by the prior */
   struct pflex_model model;
   bool fitted;
+  struct pflex_jobset train; /* --train: the training file's groups, whose curves shape the
+                                unseen jobs' predicted curves */
+  const struct pflex_curve **train_curves;
+  size_t ntrain;
 };
 
 static int predictions(const struct pflex_runset *runs, const char *set_filter, const char *spec,
@@ -235,7 +243,19 @@ static int predictions_unseen(const char *train_path, const struct pflex_runs_re
     cli_error("cannot fit the PFI model on '%s': %s", train_path, pflex_strerror(err));
     goto out;
   }
+  /* The training groups' measured curves shape the unseen jobs' curves. */
+  struct pflex_runset tr;
+  if ((err = filter_set(&train, filter, &tr))) goto out;
+  err = pflex_jobs_from_runs(&tr, &p->train, &diag);
+  pflex_runset_release(&tr);
+  if (err) {
+    cli_error_diag("cannot use the training runs", &diag, err);
+    goto out;
+  }
   err = -ENOMEM;
+  if (!(p->train_curves = calloc(p->train.n ? p->train.n : 1, sizeof *p->train_curves))) goto out;
+  for (size_t i = 0; i < p->train.n; i++)
+    if (p->train.curves[i]) p->train_curves[p->ntrain++] = p->train.curves[i];
   if (!(p->unseen = calloc(js->n ? js->n : 1, sizeof *p->unseen))) goto out;
   if ((err = pflex_runset_groups(runs, &g, &ng))) goto out;
   for (size_t i = 0; i < js->n; i++) {
@@ -263,6 +283,8 @@ out:
 }
 
 static void preds_release(struct preds *p) {
+  free(p->train_curves);
+  pflex_jobset_release(&p->train);
   free(p->unseen);
   free(p->in);
   free(p->loo);
@@ -483,7 +505,9 @@ static int run(int argc, char **argv) {
     O_UNIT,
     O_JSON,
     O_OUT,
-    O_TRAIN
+    O_TRAIN,
+    O_SHAPE,
+    O_BW
   };
   static const struct option longopts[] = {{"set", required_argument, NULL, O_SET},
                                            {"scenarios", required_argument, NULL, O_SCEN},
@@ -501,6 +525,8 @@ static int run(int argc, char **argv) {
                                            {"json", no_argument, NULL, O_JSON},
                                            {"out", required_argument, NULL, O_OUT},
                                            {"train", required_argument, NULL, O_TRAIN},
+                                           {"shape", required_argument, NULL, O_SHAPE},
+                                           {"bandwidth", required_argument, NULL, O_BW},
                                            {NULL, 0, NULL, 0}};
   struct pflex_study_opts so;
   pflex_study_opts_init(&so);
@@ -582,6 +608,23 @@ static int run(int argc, char **argv) {
     case O_JSON: json = true; break;
     case O_OUT: outdir = optarg; break;
     case O_TRAIN: train = optarg; break;
+    case O_SHAPE:
+      if (strcmp(optarg, "data") == 0)
+        so.shape = PFLEX_STUDY_SHAPE_DATA;
+      else if (strcmp(optarg, "family") == 0)
+        so.shape = PFLEX_STUDY_SHAPE_FAMILY;
+      else {
+        cli_error("--shape: '%s' is not data or family", optarg);
+        goto out;
+      }
+      break;
+    case O_BW:
+      so.bandwidth = strtod(optarg, &end);
+      if (end == optarg || *end || !(so.bandwidth > 0) || !isfinite(so.bandwidth)) {
+        cli_error("--bandwidth: '%s' is not a positive number", optarg);
+        goto out;
+      }
+      break;
     default:
       cli_error("unknown or incomplete option '%s'; see 'pflex help study'", argv[optind - 1]);
       goto out;
@@ -611,6 +654,7 @@ static int run(int argc, char **argv) {
   struct pflex_study_group *groups = NULL;
   struct pflex_study_result *res = NULL;
   size_t ng = 0, nres = 0;
+  int *loo_fold = NULL, *loco_fold = NULL;
   struct pflex_diag diag;
   pflex_diag_clear(&diag);
   int err;
@@ -645,17 +689,45 @@ static int run(int argc, char **argv) {
       cli_error("group '%s' has no PFI (no capped run below its throughput)", js.names[i]);
       goto done;
     }
+  /* Folds for the data shape, the same as the PFI model's: a job's curve is
+   * shaped by the curves of groups its prediction was fitted on (LOO: every
+   * other group; LOCO: the other clusters). `true` (the PFI known, the shape
+   * not) uses the LOO folds; in-sample every group. */
+  if (!(loo_fold = calloc(ng, sizeof *loo_fold)) || !(loco_fold = calloc(ng, sizeof *loco_fold))) {
+    cli_error("out of memory");
+    goto done;
+  }
+  for (size_t i = 0; i < ng; i++) {
+    loo_fold[i] = (int)i;
+    const char *ci = pflex_cluster_name(groups[i].arch, groups[i].task, loco);
+    loco_fold[i] = (int)i;
+    for (size_t j = 0; j < i; j++)
+      if (strcmp(ci, pflex_cluster_name(groups[j].arch, groups[j].task, loco)) == 0) {
+        loco_fold[i] = loco_fold[j];
+        break;
+      }
+  }
   struct pflex_study_predset ps[4];
   size_t nps = 0;
-  ps[nps++] = (struct pflex_study_predset){PFLEX_PRED_TRUE, js.pfi_true};
+  ps[nps++] = (struct pflex_study_predset){.mode = PFLEX_PRED_TRUE,
+                                           .pfi = js.pfi_true,
+                                           .fold = pr.unseen ? NULL : loo_fold,
+                                           .templates = pr.unseen ? pr.train_curves : NULL,
+                                           .ntemplates = pr.ntrain};
   if (pr.unseen) {
-    ps[nps++] = (struct pflex_study_predset){PFLEX_PRED_UNSEEN, pr.unseen};
+    ps[nps++] = (struct pflex_study_predset){.mode = PFLEX_PRED_UNSEEN,
+                                             .pfi = pr.unseen,
+                                             .templates = pr.train_curves,
+                                             .ntemplates = pr.ntrain};
   } else if (pr.in) {
-    ps[nps++] = (struct pflex_study_predset){PFLEX_PRED_IN_SAMPLE, pr.in};
-    ps[nps++] = (struct pflex_study_predset){PFLEX_PRED_LOO, pr.loo};
-    ps[nps++] = (struct pflex_study_predset){PFLEX_PRED_LOCO, pr.loco};
+    ps[nps++] = (struct pflex_study_predset){.mode = PFLEX_PRED_IN_SAMPLE, .pfi = pr.in};
+    ps[nps++] =
+        (struct pflex_study_predset){.mode = PFLEX_PRED_LOO, .pfi = pr.loo, .fold = loo_fold};
+    ps[nps++] =
+        (struct pflex_study_predset){.mode = PFLEX_PRED_LOCO, .pfi = pr.loco, .fold = loco_fold};
   } else {
-    ps[nps++] = (struct pflex_study_predset){PFLEX_PRED_PRIOR, pr.prior};
+    ps[nps++] =
+        (struct pflex_study_predset){.mode = PFLEX_PRED_PRIOR, .pfi = pr.prior, .fold = loo_fold};
   }
   if (pr.replaced)
     fprintf(stderr,
@@ -785,6 +857,8 @@ static int run(int argc, char **argv) {
   if (outdir && figures(outdir, res, nres, cl, ncl, so.scenarios, &js, &pr)) goto done;
   status = PFLEX_EXIT_OK;
 done:
+  free(loo_fold);
+  free(loco_fold);
   free(res);
   free(groups);
   preds_release(&pr);

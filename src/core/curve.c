@@ -144,7 +144,7 @@ int pflex_curve_new_measured(const struct pflex_curve_point *points, size_t n,
       return -EINVAL;
   struct pflex_curve *c = curve_alloc(PFLEX_CURVE_MEASURED);
   struct pflex_curve_point *p = malloc(n * sizeof *p);
-  double *w = malloc(n * sizeof *w), *tmp = malloc(n * sizeof *tmp);
+  double *w = calloc(n, sizeof *w), *tmp = calloc(n, sizeof *tmp);
   int err = -ENOMEM;
   if (!c || !p || !w || !tmp) goto fail;
   memcpy(p, points, n * sizeof *p);
@@ -639,4 +639,113 @@ int pflex_curve_from_pfi(double pfi, double p_min, double p_max, double t_max, c
     if ((err = solve(&pp, 1.0, params->vratio, &q.vratio))) return err;
   }
   return pflex_curve_new_parametric(&q, p_min, p_max, t_max, ret_curve);
+}
+
+/* ---- from a PFI, shaped by other jobs' curves ---------------------------------- */
+
+/* Relative throughput of template c at relative power p (power / its P_max):
+ * below its P_min, extended linearly with the secant over the next 5% of
+ * P_max (a job capped lower keeps losing throughput at about the same rate),
+ * floored at 0. */
+static double tmpl_rel(const struct pflex_curve *c, double p) {
+  double pm = c->p_min / c->p_max;
+  if (p >= pm) return pflex_curve_eval(c, p * c->p_max) / c->t_max;
+  double h = 0.05, r0 = pflex_curve_eval(c, c->p_min) / c->t_max;
+  double r1 = pflex_curve_eval(c, (pm + h) * c->p_max) / c->t_max;
+  double v = r0 - (r1 - r0) / h * (pm - p);
+  return v > 0 ? v : 0;
+}
+
+int pflex_curve_from_pfi_templates(double pfi, double p_min, double p_max, double t_max,
+                                   const double *grid, size_t n,
+                                   const struct pflex_curve *const *tmpl, size_t nt,
+                                   double bandwidth, struct pflex_curve **ret_curve) {
+  enum { K = PFLEX_CURVE_TEMPLATE_POINTS };
+  if (!grid || !tmpl || nt == 0 || !(pfi > 0) || !isfinite(pfi) || !(p_min > 0) ||
+      !(p_max >= p_min) || !isfinite(p_max) || !(t_max > 0) || !isfinite(t_max) ||
+      !(bandwidth > 0))
+    return -EINVAL;
+  /* The grid in relative power as Eq. 1 sees it: power from the grid,
+   * throughput at the grid point clamped to [P_min, P_max]. */
+  double gp[16], ge[16];
+  size_t ng = 0;
+  for (size_t i = 0; i < n && ng < 16; i++) {
+    if (!(grid[i] < p_max)) continue;
+    gp[ng] = grid[i] / p_max;
+    ge[ng] = clamp(grid[i], p_min, p_max) / p_max;
+    ng++;
+  }
+  if (ng == 0) return -PFLEX_E_NOPOINTS;
+  double *dist = malloc(nt * sizeof *dist), *w = malloc(nt * sizeof *w);
+  if (!dist || !w) {
+    free(dist);
+    free(w);
+    return -ENOMEM;
+  }
+  double dmin = INFINITY;
+  for (size_t j = 0; j < nt; j++) {
+    if (!tmpl[j] || !(tmpl[j]->t_max > 0) || !(tmpl[j]->p_max > 0)) {
+      free(dist);
+      free(w);
+      return -EINVAL;
+    }
+    double s = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < ng; i++) {
+      double d = 1 - tmpl_rel(tmpl[j], ge[i]);
+      if (!(d > 0)) continue;
+      s += (1 - gp[i]) / d;
+      k++;
+    }
+    dist[j] = k ? (s / (double)k - pfi) / bandwidth : INFINITY;
+    if (fabs(dist[j]) < dmin) dmin = fabs(dist[j]);
+  }
+  if (!isfinite(dmin)) {
+    free(dist);
+    free(w);
+    return -ERANGE;
+  }
+  /* Weights relative to the nearest template, so that they cannot all
+   * underflow however far the PFI lies from every template. */
+  double wsum = 0;
+  for (size_t j = 0; j < nt; j++) {
+    w[j] = isfinite(dist[j]) ? exp(-0.5 * (dist[j] * dist[j] - dmin * dmin)) : 0;
+    wsum += w[j];
+  }
+  /* The averaged deficit at the grid and at the curve's points. */
+  double pts_p[K], def[K];
+  for (size_t m = 0; m < K; m++) {
+    pts_p[m] = m + 1 == K ? 1.0 : (p_min + (p_max - p_min) * (double)m / (K - 1)) / p_max;
+    def[m] = 0;
+  }
+  double gdef[16] = {0};
+  for (size_t j = 0; j < nt; j++) {
+    if (w[j] == 0) continue;
+    double f = w[j] / wsum;
+    for (size_t m = 0; m < K; m++)
+      def[m] += f * (1 - tmpl_rel(tmpl[j], pts_p[m]));
+    for (size_t i = 0; i < ng; i++)
+      gdef[i] += f * (1 - tmpl_rel(tmpl[j], ge[i]));
+  }
+  free(dist);
+  free(w);
+  /* Scaling the deficit by lambda divides every PFI_i by lambda. */
+  double s = 0;
+  size_t k = 0;
+  for (size_t i = 0; i < ng; i++)
+    if (gdef[i] > 0) {
+      s += (1 - gp[i]) / gdef[i];
+      k++;
+    }
+  if (k == 0) return -ERANGE;
+  double lambda = s / (double)k / pfi;
+  struct pflex_curve_point pts[K];
+  for (size_t m = 0; m < K; m++) {
+    double t = 1 - lambda * (def[m] > 0 ? def[m] : 0);
+    if (t < 1e-3) t = 1e-3;
+    pts[m] = (struct pflex_curve_point){pts_p[m] * p_max, t * t_max, 0};
+  }
+  pts[K - 1].power_w = p_max;
+  pts[K - 1].tput = t_max;
+  return pflex_curve_new_measured(pts, p_max > p_min ? K : 1, PFLEX_INTERP_STEFFEN, ret_curve);
 }

@@ -29,6 +29,8 @@ void pflex_study_opts_init(struct pflex_study_opts *o) {
   o->prior_sd = 0.3;
   o->seed = 1;
   o->knots = 17;
+  o->shape = PFLEX_STUDY_SHAPE_DATA;
+  o->bandwidth = 0.25;
 }
 
 const char *pflex_study_scenario_name(enum pflex_study_scenario s) {
@@ -251,6 +253,36 @@ static int predicted_curve(const struct study *s, size_t gi, double pfi, struct 
   return pflex_curve_new_parametric(&q, p_min, p_max, t_max, ret);
 }
 
+/* The predicted curve of group gi under prediction set k, shaped by the
+ * curves the set's fold allows (pflex_study_predset). */
+static int predicted_curve_data(const struct study *s, size_t k, size_t gi, double pfi,
+                                const struct pflex_curve **tmpl, struct pflex_curve **ret) {
+  const struct pflex_study_predset *ps = &s->preds[k];
+  const struct pflex_study_group *g = &s->g[gi];
+  double p_min = pflex_curve_p_min(g->curve), p_max = pflex_curve_p_max(g->curve);
+  double t_max = pflex_curve_t_max(g->curve), grid[5];
+  size_t nt = 0;
+  if (ps->templates) {
+    for (size_t j = 0; j < ps->ntemplates; j++)
+      tmpl[nt++] = ps->templates[j];
+  } else {
+    for (size_t j = 0; j < s->ng; j++)
+      if (!ps->fold || ps->fold[j] != ps->fold[gi]) tmpl[nt++] = s->g[j].curve;
+  }
+  if (nt == 0) return -EINVAL; /* every group in one fold: nothing to learn a shape from */
+  size_t n = pflex_jobs_paper_grid(g->gpus, p_max, grid);
+  /* A PFI the model predicts at or below 0 says "cut last": the least
+   * elastic shape the templates give. */
+  double v = pfi > 0.05 ? pfi : 0.05;
+  int err = n ? pflex_curve_from_pfi_templates(v, p_min, p_max, t_max, grid, n, tmpl, nt,
+                                               s->o->bandwidth, ret)
+              : -PFLEX_E_NOPOINTS;
+  if (err != -PFLEX_E_NOPOINTS) return err;
+  /* No grid point below P_max: nothing to match; the family's default member. */
+  struct pflex_curve_params q = s->base[gi];
+  return pflex_curve_new_parametric(&q, p_min, p_max, t_max, ret);
+}
+
 static int study_prepare(struct study *s) {
   size_t ng = s->ng, np = s->np;
   size_t npg = np * ng > 0 ? np * ng : 1;
@@ -269,14 +301,23 @@ static int study_prepare(struct study *s) {
     if (g->task == PFLEX_TASK_FT) s->ft[s->nft++] = i;
     if (!(g->dram_copy >= 0) || !isfinite(g->dram_copy)) s->have_dram = false;
   }
+  size_t maxt = ng;
   for (size_t k = 0; k < np; k++)
-    for (size_t i = 0; i < ng; i++) {
+    if (s->preds[k].templates && s->preds[k].ntemplates > maxt) maxt = s->preds[k].ntemplates;
+  const struct pflex_curve **tmpl = calloc(maxt ? maxt : 1, sizeof *tmpl);
+  if (!tmpl) return -ENOMEM;
+  int err = 0;
+  for (size_t k = 0; k < np && !err; k++)
+    for (size_t i = 0; i < ng && !err; i++) {
       double v = s->preds[k].pfi[i];
-      if (!isfinite(v)) return -EINVAL;
-      int err = predicted_curve(s, i, v, &s->pcurve[k * ng + i], &s->pparam[k * ng + i]);
-      if (err) return err;
+      if (!isfinite(v)) err = -EINVAL;
+      else if (s->o->shape == PFLEX_STUDY_SHAPE_FAMILY)
+        err = predicted_curve(s, i, v, &s->pcurve[k * ng + i], &s->pparam[k * ng + i]);
+      else
+        err = predicted_curve_data(s, k, i, v, tmpl, &s->pcurve[k * ng + i]);
     }
-  return 0;
+  free(tmpl);
+  return err;
 }
 
 /* Sum of true throughput of an allocation. */
@@ -296,7 +337,9 @@ static double true_tput(const struct study *s, const size_t *gi, const struct pf
  * through what was seen (to the measurement noise), where the next allocation
  * is likely to land. */
 struct corr {
-  struct pflex_curve_params q;
+  struct pflex_curve_params q;       /* family shape: the refitted member */
+  const struct pflex_curve *prior;   /* data shape: the predicted curve ... */
+  double mu;                         /* ... with its deficit 1 - T/T_max scaled by mu */
   double p_min, p_max, t_max;
   size_t n;
   double *ap, *ar; /* anchors: power, ratio (sorted, merged within 1% of P_max) */
@@ -316,9 +359,26 @@ static double corr_ratio(const struct corr *c, double p) {
   return c->ar[k - 1] + (r1 - c->ar[k - 1]) * (p - c->ap[k - 1]) / (p1 - c->ap[k - 1]);
 }
 
-/* Tabulates the corrected curve: CORR_TABLE points uniform in clock from
- * P_min to P_max, so that evaluating it needs no root finding. */
+/* Throughput of the refitted curve before the residual correction. */
+static double corr_base(const struct corr *c, double p) {
+  if (!c->prior) return c->t_max * pflex_curve_family_tput(&c->q, p / c->p_max);
+  double t = c->t_max * (1 - c->mu * (1 - pflex_curve_eval(c->prior, p) / c->t_max));
+  return t > 1e-3 * c->t_max ? t : 1e-3 * c->t_max;
+}
+
+/* Tabulates the corrected curve: CORR_TABLE points from P_min to P_max
+ * (uniform in clock for the family, which needs no root finding; uniform in
+ * power otherwise), so that evaluating it is a table lookup. */
 static void corr_tabulate(struct corr *c) {
+  if (c->prior) {
+    for (size_t k = 0; k < CORR_TABLE; k++) {
+      c->tp[k] = k + 1 == CORR_TABLE ? c->p_max
+                                     : c->p_min + (c->p_max - c->p_min) * (double)k / (CORR_TABLE - 1);
+      if (k > 0 && c->tp[k] <= c->tp[k - 1]) c->tp[k] = nextafter(c->tp[k - 1], INFINITY);
+      c->tt[k] = corr_base(c, c->tp[k]) * corr_ratio(c, c->tp[k]);
+    }
+    return;
+  }
   double xl = pflex_curve_family_clock(&c->q, c->p_min / c->p_max);
   for (size_t k = 0; k < CORR_TABLE; k++) {
     double x = k + 1 == CORR_TABLE ? 1.0 : xl + (1 - xl) * (double)k / (CORR_TABLE - 1);
@@ -357,7 +417,7 @@ static void corr_set(struct corr *c, const double *w, const double *t, size_t no
   size_t m = 0;
   for (size_t k = 0; k < nobs; k++) {
     if (!(w[k] < c->p_max * (1 - 1e-3))) continue; /* at P_max: no shape information */
-    double f = c->t_max * pflex_curve_family_tput(&c->q, w[k] / c->p_max);
+    double f = corr_base(c, w[k]);
     pairs[2 * m] = w[k];
     pairs[2 * m + 1] = t[k] / f;
     m++;
@@ -412,6 +472,24 @@ static void work_free(struct work *w, size_t n) {
   free(w->tl);
 }
 
+/* The data-shape refit: the predicted curve's deficit d(p) = 1 - T(p)/T_max
+ * scaled by the mu that maximizes the posterior of a Gaussian prior mu ~
+ * N(1, prior_sd^2) and observations t_k = T_max (1 - mu d(p_k)) with relative
+ * noise `noise`. The model is linear in mu, so the maximum is closed-form. An
+ * observation at P_max (d = 0) carries no weight. */
+static double refit_scale(const struct pflex_curve *prior, double prior_sd, double noise,
+                          const double *w, const double *t, size_t nobs) {
+  double tmax = pflex_curve_t_max(prior), sn = noise > 1e-6 ? noise : 1e-6;
+  double a = 1 / (prior_sd * prior_sd), b = a;
+  for (size_t k = 0; k < nobs; k++) {
+    double d = 1 - pflex_curve_eval(prior, w[k]) / tmax, y = t[k] / tmax;
+    a += d * d / (sn * sn);
+    b += d * (1 - y) / (sn * sn);
+  }
+  double mu = b / a;
+  return mu > 0 ? mu : 0;
+}
+
 /* optimal with prediction set k on one workload and cut, with the closed loop:
  * writes the true throughput after each round into t[0..rounds]. */
 static int run_optimal(const struct study *s, struct work *w, size_t k, double target,
@@ -440,10 +518,17 @@ static int run_optimal(const struct study *s, struct work *w, size_t k, double t
       c->tt = c->tp + CORR_TABLE;
       c->ap = &w->anchors[2 * j * R];
       c->ar = c->ap + R;
-      if ((err = pflex_study_refit(&s->base[w->gi[j]], &s->pparam[k * s->ng + w->gi[j]],
-                                   s->o->prior_sd, s->o->noise, c->p_max, c->t_max,
-                                   &w->obs_w[j * R], &w->obs_t[j * R], round, &c->q)))
-        return err;
+      if (s->o->shape == PFLEX_STUDY_SHAPE_DATA) {
+        c->prior = s->pcurve[k * s->ng + w->gi[j]];
+        c->mu = refit_scale(c->prior, s->o->prior_sd, s->o->noise, &w->obs_w[j * R],
+                            &w->obs_t[j * R], round);
+      } else {
+        c->prior = NULL;
+        if ((err = pflex_study_refit(&s->base[w->gi[j]], &s->pparam[k * s->ng + w->gi[j]],
+                                     s->o->prior_sd, s->o->noise, c->p_max, c->t_max,
+                                     &w->obs_w[j * R], &w->obs_t[j * R], round, &c->q)))
+          return err;
+      }
       corr_set(c, &w->obs_w[j * R], &w->obs_t[j * R], round, w->pairs);
       corr_tabulate(c);
       pflex_curve_free(w->own[j]);

@@ -94,7 +94,7 @@ static const struct pflex_study_result *find(const struct pflex_study_result *r,
  * oracle is at least every strategy on every workload; a 0% cut has no gap. */
 static void test_definitions_and_oracle(void **state) {
   struct fixture *f = *state;
-  struct pflex_study_predset p[2] = {{PFLEX_PRED_TRUE, f->pfi_true}, {PFLEX_PRED_LOO, f->pfi_bad}};
+  struct pflex_study_predset p[2] = {{.mode = PFLEX_PRED_TRUE, .pfi = f->pfi_true}, {.mode = PFLEX_PRED_LOO, .pfi = f->pfi_bad}};
   struct pflex_study_opts o;
   opts(&o);
   struct pflex_study_result *r;
@@ -129,7 +129,7 @@ static void test_definitions_and_oracle(void **state) {
  * observation bring optimal close to the oracle. */
 static void test_closed_loop_improves(void **state) {
   struct fixture *f = *state;
-  struct pflex_study_predset p[1] = {{PFLEX_PRED_PRIOR, f->pfi_bad}};
+  struct pflex_study_predset p[1] = {{.mode = PFLEX_PRED_PRIOR, .pfi = f->pfi_bad}};
   struct pflex_study_opts o;
   opts(&o);
   o.strategies =
@@ -151,7 +151,7 @@ static void test_closed_loop_improves(void **state) {
 /* Same seed, same output, bit for bit; another seed, other workloads. */
 static void test_deterministic(void **state) {
   struct fixture *f = *state;
-  struct pflex_study_predset p[1] = {{PFLEX_PRED_LOO, f->pfi_bad}};
+  struct pflex_study_predset p[1] = {{.mode = PFLEX_PRED_LOO, .pfi = f->pfi_bad}};
   struct pflex_study_opts o;
   opts(&o);
   struct pflex_study_result *a, *b;
