@@ -81,7 +81,9 @@ int main(int argc, char **argv) {
                                       .dram_copy = 1 - q.c};
   }
   struct pflex_study_predset p[3] = {
-      {PFLEX_PRED_IN_SAMPLE, pfi[0]}, {PFLEX_PRED_LOO, pfi[1]}, {PFLEX_PRED_LOCO, pfi[2]}};
+      {.mode = PFLEX_PRED_IN_SAMPLE, .pfi = pfi[0]},
+      {.mode = PFLEX_PRED_LOO, .pfi = pfi[1]},
+      {.mode = PFLEX_PRED_LOCO, .pfi = pfi[2]}};
   printf("study wall time, %zu workloads x 100 jobs, 9 cuts, 2 scenarios, 6 strategies, "
          "3 prediction sets, 25 synthetic groups\n",
          workloads);

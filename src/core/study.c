@@ -192,6 +192,17 @@ int pflex_study_refit(const struct pflex_curve_params *base, const struct pflex_
 
 /* ---- the study --------------------------------------------------------------- */
 
+/* The closed loop of the data shape re-estimates a job's PFI from what it
+ * observed (below): its candidate curves are the same templates' curves at
+ * NPFI PFI values, log-spaced from PFI_LO to PFI_HI. */
+#define NPFI 48
+#define PFI_LO 0.6
+#define PFI_HI 6.0
+
+static double pfi_at(double u) {
+  return PFI_LO * pow(PFI_HI / PFI_LO, u / (NPFI - 1));
+}
+
 /* One output line per scenario and cut. */
 struct line {
   enum pflex_alloc_strategy st;
@@ -212,6 +223,8 @@ struct study {
   const struct pflex_study_opts *o;
   struct pflex_curve **pcurve;       /* np * ng predicted curves */
   struct pflex_curve_params *pparam; /* np * ng: their params */
+  struct pflex_curve **pgrid;        /* data shape, closed loop: np * ng * NPFI curves, the
+                                        same templates at the PFI values pfi_grid[] */
   struct pflex_curve_params *base;   /* ng: family defaults per group */
   size_t *pt, *ft, npt, nft;         /* groups by task */
   bool have_dram;
@@ -223,6 +236,10 @@ static void study_release(struct study *s) {
       pflex_curve_free(s->pcurve[i]);
   free(s->pcurve);
   free(s->pparam);
+  if (s->pgrid)
+    for (size_t i = 0; i < s->np * s->ng * NPFI; i++)
+      pflex_curve_free(s->pgrid[i]);
+  free(s->pgrid);
   free(s->base);
   free(s->pt);
   free(s->ft);
@@ -316,6 +333,14 @@ static int study_prepare(struct study *s) {
       else
         err = predicted_curve_data(s, k, i, v, tmpl, &s->pcurve[k * ng + i]);
     }
+  if (!err && s->o->rounds && s->o->shape == PFLEX_STUDY_SHAPE_DATA) {
+    if (!(s->pgrid = calloc(np * ng * NPFI, sizeof *s->pgrid))) err = -ENOMEM;
+    for (size_t k = 0; k < np && !err; k++)
+      for (size_t i = 0; i < ng && !err; i++)
+        for (size_t m = 0; m < NPFI && !err; m++)
+          err = predicted_curve_data(s, k, i, pfi_at((double)m), tmpl,
+                                     &s->pgrid[(k * ng + i) * NPFI + m]);
+  }
   free(tmpl);
   return err;
 }
@@ -338,8 +363,9 @@ static double true_tput(const struct study *s, const size_t *gi, const struct pf
  * is likely to land. */
 struct corr {
   struct pflex_curve_params q;       /* family shape: the refitted member */
-  const struct pflex_curve *prior;   /* data shape: the predicted curve ... */
-  double mu;                         /* ... with its deficit 1 - T/T_max scaled by mu */
+  const struct pflex_curve *prior, *prior2; /* data shape (knot_eval): the curve re-predicted */
+  double blend;                             /* from the observations, (1 - blend) prior +
+                                               blend prior2 */
   double p_min, p_max, t_max;
   size_t n;
   double *ap, *ar; /* anchors: power, ratio (sorted, merged within 1% of P_max) */
@@ -361,24 +387,12 @@ static double corr_ratio(const struct corr *c, double p) {
 
 /* Throughput of the refitted curve before the residual correction. */
 static double corr_base(const struct corr *c, double p) {
-  if (!c->prior) return c->t_max * pflex_curve_family_tput(&c->q, p / c->p_max);
-  double t = c->t_max * (1 - c->mu * (1 - pflex_curve_eval(c->prior, p) / c->t_max));
-  return t > 1e-3 * c->t_max ? t : 1e-3 * c->t_max;
+  return c->t_max * pflex_curve_family_tput(&c->q, p / c->p_max);
 }
 
-/* Tabulates the corrected curve: CORR_TABLE points from P_min to P_max
- * (uniform in clock for the family, which needs no root finding; uniform in
- * power otherwise), so that evaluating it is a table lookup. */
+/* Tabulates the corrected curve: CORR_TABLE points uniform in clock from
+ * P_min to P_max, so that evaluating it needs no root finding. */
 static void corr_tabulate(struct corr *c) {
-  if (c->prior) {
-    for (size_t k = 0; k < CORR_TABLE; k++) {
-      c->tp[k] = k + 1 == CORR_TABLE ? c->p_max
-                                     : c->p_min + (c->p_max - c->p_min) * (double)k / (CORR_TABLE - 1);
-      if (k > 0 && c->tp[k] <= c->tp[k - 1]) c->tp[k] = nextafter(c->tp[k - 1], INFINITY);
-      c->tt[k] = corr_base(c, c->tp[k]) * corr_ratio(c, c->tp[k]);
-    }
-    return;
-  }
   double xl = pflex_curve_family_clock(&c->q, c->p_min / c->p_max);
   for (size_t k = 0; k < CORR_TABLE; k++) {
     double x = k + 1 == CORR_TABLE ? 1.0 : xl + (1 - xl) * (double)k / (CORR_TABLE - 1);
@@ -452,6 +466,7 @@ struct work {
   struct pflex_curve **own; /* refined curves of this round */
   double *obs_w, *obs_t;    /* jobs x (rounds) observations */
   double *tl;               /* per line: this workload's throughput */
+  double *gtab;             /* jobs x rounds x NPFI: candidate curves at the observations */
 };
 
 static void work_free(struct work *w, size_t n) {
@@ -470,24 +485,145 @@ static void work_free(struct work *w, size_t n) {
   free(w->obs_w);
   free(w->obs_t);
   free(w->tl);
+  free(w->gtab);
 }
 
-/* The data-shape refit: the predicted curve's deficit d(p) = 1 - T(p)/T_max
- * scaled by the mu that maximizes the posterior of a Gaussian prior mu ~
- * N(1, prior_sd^2) and observations t_k = T_max (1 - mu d(p_k)) with relative
- * noise `noise`. The model is linear in mu, so the maximum is closed-form. An
- * observation at P_max (d = 0) carries no weight. */
-static double refit_scale(const struct pflex_curve *prior, double prior_sd, double noise,
-                          const double *w, const double *t, size_t nobs) {
-  double tmax = pflex_curve_t_max(prior), sn = noise > 1e-6 ? noise : 1e-6;
-  double a = 1 / (prior_sd * prior_sd), b = a;
+/* The data shape's update: every observation becomes an exact knot of a
+ * monotone curve that follows the predicted curve's shape between knots.
+ * Observations within KNOT_MERGE of P_max of each other are averaged (their
+ * difference is mostly noise, and a slope between them would be noise over a
+ * short distance); knots are made non-decreasing by isotonic regression and
+ * capped at T_max; (P_max, T_max) is the last knot. Between two knots the
+ * predicted curve is mapped affinely onto the segment between them; below the
+ * lowest knot it is shifted to pass through it (the predicted slopes kept),
+ * floored at 1e-3 T_max. */
+#define KNOT_MERGE 0.05
+
+static void knot_set(struct corr *c, const double *w, const double *t, size_t nobs,
+                     double *pairs) {
+  size_t m = 0;
   for (size_t k = 0; k < nobs; k++) {
-    double d = 1 - pflex_curve_eval(prior, w[k]) / tmax, y = t[k] / tmax;
-    a += d * d / (sn * sn);
-    b += d * (1 - y) / (sn * sn);
+    if (!(w[k] < c->p_max * (1 - 1e-3))) continue; /* at P_max: nothing new */
+    pairs[2 * m] = w[k];
+    pairs[2 * m + 1] = t[k];
+    m++;
   }
-  double mu = b / a;
-  return mu > 0 ? mu : 0;
+  qsort(pairs, m, 2 * sizeof *pairs, cmp_pair);
+  c->n = 0;
+  for (size_t k = 0; k < m;) {
+    size_t e = k;
+    double sp = 0, st = 0;
+    while (e < m && pairs[2 * e] - pairs[2 * k] <= KNOT_MERGE * c->p_max) {
+      sp += pairs[2 * e];
+      st += pairs[2 * e + 1];
+      e++;
+    }
+    c->ap[c->n] = sp / (double)(e - k);
+    c->ar[c->n] = fmin(st / (double)(e - k), c->t_max);
+    c->n++;
+    k = e;
+  }
+  /* Pool adjacent violators (equal weights): noisy knots made monotone. */
+  for (size_t k = 1; k < c->n; k++)
+    if (c->ar[k] < c->ar[k - 1]) {
+      size_t b = k;
+      double sum = c->ar[k], cnt = 1;
+      while (b > 0 && sum / cnt < c->ar[b - 1]) {
+        b--;
+        sum += c->ar[b];
+        cnt++;
+      }
+      for (size_t i = b; i <= k; i++)
+        c->ar[i] = sum / cnt;
+    }
+}
+
+static double prior_eval(const struct corr *c, double p) {
+  double t = pflex_curve_eval(c->prior, p);
+  return c->blend > 0 ? t + c->blend * (pflex_curve_eval(c->prior2, p) - t) : t;
+}
+
+static double knot_eval(void *ctx, double p) {
+  const struct corr *c = ctx;
+  if (p >= c->p_max) return c->t_max;
+  if (c->n == 0) return prior_eval(c, p);
+  if (p <= c->ap[0]) {
+    double t = prior_eval(c, p) + c->ar[0] - prior_eval(c, c->ap[0]);
+    return t > 1e-3 * c->t_max ? t : 1e-3 * c->t_max;
+  }
+  size_t k = 1;
+  while (k < c->n && c->ap[k] < p)
+    k++;
+  double p0 = c->ap[k - 1], t0 = c->ar[k - 1];
+  double p1 = k < c->n ? c->ap[k] : c->p_max, t1 = k < c->n ? c->ar[k] : c->t_max;
+  double q0 = prior_eval(c, p0), q1 = prior_eval(c, p1);
+  if (q1 - q0 > 1e-12 * c->t_max) return t0 + (t1 - t0) * (prior_eval(c, p) - q0) / (q1 - q0);
+  return t0 + (t1 - t0) * (p - p0) / (p1 - p0);
+}
+
+/* Negative log posterior of the job's PFI at grid position u (fractional:
+ * its curve the blend of the two neighbouring grid curves): Gaussian prior
+ * on the PFI around the prediction (SD prior_sd), Gaussian relative noise on
+ * each observed throughput. */
+struct pfi_post {
+  struct pflex_curve *const *grid; /* NPFI curves */
+  double pfi0, sd, noise;
+  const double *tab; /* n x NPFI: grid curve m at observation k, tab[k * NPFI + m] */
+  const double *t;
+  size_t n;
+};
+
+static double post_cost(const struct pfi_post *q, double u) {
+  size_t m = (size_t)u;
+  if (m >= NPFI - 1) m = NPFI - 2;
+  double a = u - (double)m, z = (pfi_at(u) - q->pfi0) / q->sd, s = z * z;
+  for (size_t k = 0; k < q->n; k++) {
+    const double *row = &q->tab[k * NPFI];
+    double t = row[m] + a * (row[m + 1] - row[m]);
+    double e = (t - q->t[k]) / (q->noise * q->t[k]);
+    s += e * e;
+  }
+  return s;
+}
+
+/* The posterior mode of the PFI on the grid: a scan, then golden-section
+ * search between the best point's neighbours. Sets c->prior, prior2, blend. */
+static void repredict(struct corr *c, const struct pfi_post *q) {
+  size_t best = 0;
+  double fb = INFINITY;
+  for (size_t m = 0; m < NPFI; m++) {
+    double f = post_cost(q, (double)m);
+    if (f < fb) {
+      fb = f;
+      best = m;
+    }
+  }
+  double lo = best > 0 ? (double)best - 1 : 0, hi = best + 1 < NPFI ? (double)best + 1 : NPFI - 1;
+  const double g = 0.6180339887498949;
+  double x1 = hi - g * (hi - lo), x2 = lo + g * (hi - lo);
+  double f1 = post_cost(q, x1), f2 = post_cost(q, x2);
+  for (int it = 0; it < 30; it++) {
+    if (f1 < f2) {
+      hi = x2;
+      x2 = x1;
+      f2 = f1;
+      x1 = hi - g * (hi - lo);
+      f1 = post_cost(q, x1);
+    } else {
+      lo = x1;
+      x1 = x2;
+      f1 = f2;
+      x2 = lo + g * (hi - lo);
+      f2 = post_cost(q, x2);
+    }
+  }
+  double u = f1 < f2 ? x1 : x2;
+  if (fb <= (f1 < f2 ? f1 : f2)) u = (double)best;
+  size_t m = (size_t)u;
+  if (m >= NPFI - 1) m = NPFI - 2;
+  c->prior = q->grid[m];
+  c->prior2 = q->grid[m + 1];
+  c->blend = u - (double)m;
 }
 
 /* optimal with prediction set k on one workload and cut, with the closed loop:
@@ -518,22 +654,32 @@ static int run_optimal(const struct study *s, struct work *w, size_t k, double t
       c->tt = c->tp + CORR_TABLE;
       c->ap = &w->anchors[2 * j * R];
       c->ar = c->ap + R;
+      struct pflex_curve_fn fn = {.eval = corr_eval, .ctx = c};
       if (s->o->shape == PFLEX_STUDY_SHAPE_DATA) {
-        c->prior = s->pcurve[k * s->ng + w->gi[j]];
-        c->mu = refit_scale(c->prior, s->o->prior_sd, s->o->noise, &w->obs_w[j * R],
-                            &w->obs_t[j * R], round);
+        struct pfi_post q = {.grid = &s->pgrid[(k * s->ng + w->gi[j]) * NPFI],
+                             .pfi0 = s->preds[k].pfi[w->gi[j]],
+                             .sd = s->o->prior_sd,
+                             .noise = s->o->noise > 1e-4 ? s->o->noise : 1e-4,
+                             .tab = &w->gtab[j * R * NPFI],
+                             .t = &w->obs_t[j * R],
+                             .n = round};
+        /* The candidate curves at the new observation, once. */
+        for (size_t m = 0; m < NPFI; m++)
+          w->gtab[(j * R + round - 1) * NPFI + m] = pflex_curve_eval(q.grid[m], pw);
+        repredict(c, &q);
+        knot_set(c, &w->obs_w[j * R], &w->obs_t[j * R], round, w->pairs);
+        fn.eval = knot_eval;
       } else {
         c->prior = NULL;
         if ((err = pflex_study_refit(&s->base[w->gi[j]], &s->pparam[k * s->ng + w->gi[j]],
                                      s->o->prior_sd, s->o->noise, c->p_max, c->t_max,
                                      &w->obs_w[j * R], &w->obs_t[j * R], round, &c->q)))
           return err;
+        corr_set(c, &w->obs_w[j * R], &w->obs_t[j * R], round, w->pairs);
+        corr_tabulate(c);
       }
-      corr_set(c, &w->obs_w[j * R], &w->obs_t[j * R], round, w->pairs);
-      corr_tabulate(c);
       pflex_curve_free(w->own[j]);
       w->own[j] = NULL;
-      struct pflex_curve_fn fn = {.eval = corr_eval, .ctx = c};
       if ((err = pflex_curve_new_callback(&fn, pflex_curve_p_min(tc), c->p_max, &w->own[j])))
         return err;
       w->jp[j].curve = w->own[j];
@@ -611,10 +757,11 @@ int pflex_study_run(const struct pflex_study_group *groups, size_t ngroups,
   w.obs_w = calloc(n * (opts->rounds ? opts->rounds : 1), sizeof *w.obs_w);
   w.obs_t = calloc(n * (opts->rounds ? opts->rounds : 1), sizeof *w.obs_t);
   w.tl = calloc((nlines ? nlines : 1) + opts->rounds + 1, sizeof *w.tl);
+  w.gtab = calloc(n * (opts->rounds ? opts->rounds : 1) * NPFI, sizeof *w.gtab);
   rng = gsl_rng_alloc(gsl_rng_mt19937);
   noise = gsl_rng_alloc(gsl_rng_mt19937);
   if (!acc || !sum_or || !sum_eq || !count || !w.gi || !w.corr || !w.anchors || !w.table ||
-      !w.pairs || !w.jt || !w.jp || !w.r || !w.own || !w.obs_w || !w.obs_t || !w.tl || !rng ||
+      !w.pairs || !w.jt || !w.jp || !w.r || !w.own || !w.obs_w || !w.obs_t || !w.tl || !w.gtab || !rng ||
       !noise)
     goto out;
   struct pflex_alloc_opts ao = {.knots = opts->knots};
