@@ -171,7 +171,7 @@ int pflex_curve_from_pfi(double pfi, double p_min, double p_max, double t_max, c
  * -EINVAL on bad input (pfi <= 0, no template), -PFLEX_E_NOPOINTS when no grid
  * point lies below p_max, -ERANGE when no template falls below T_max on the
  * grid. */
-#define PFLEX_CURVE_TEMPLATE_POINTS 33
+#define PFLEX_CURVE_TEMPLATE_POINTS 17
 int pflex_curve_from_pfi_templates(double pfi, double p_min, double p_max, double t_max,
                                    const double *grid_w, size_t n,
                                    const struct pflex_curve *const *templates, size_t ntemplates,

@@ -200,7 +200,8 @@ int pflex_study_refit(const struct pflex_curve_params *base, const struct pflex_
 #define PFI_HI 6.0
 
 static double pfi_at(double u) {
-  return PFI_LO * pow(PFI_HI / PFI_LO, u / (NPFI - 1));
+  /* exp, not pow: this runs in the closed loop's inner search. */
+  return PFI_LO * exp(u * (2.302585092994046 / (NPFI - 1))); /* ln(PFI_HI / PFI_LO) = ln 10 */
 }
 
 /* One output line per scenario and cut. */
@@ -602,7 +603,7 @@ static void repredict(struct corr *c, const struct pfi_post *q) {
   const double g = 0.6180339887498949;
   double x1 = hi - g * (hi - lo), x2 = lo + g * (hi - lo);
   double f1 = post_cost(q, x1), f2 = post_cost(q, x2);
-  for (int it = 0; it < 30; it++) {
+  for (int it = 0; it < 20; it++) { /* bracket 2 -> 2 * 0.618^20, about 1e-4 of a step */
     if (f1 < f2) {
       hi = x2;
       x2 = x1;
