@@ -166,8 +166,9 @@ int pflex_curve_from_pfi(double pfi, double p_min, double p_max, double t_max, c
  * per-cap PFI_i profile along the curve is then that of the templates of
  * similar PFI (paper.md section 8: PFI_i is not constant along a curve). The
  * result is a measured (Steffen) curve through PFLEX_CURVE_TEMPLATE_POINTS
- * points from p_min to p_max, with throughput t_max at p_max; it reproduces
- * pfi to rounding unless its throughput had to be floored at 1e-3 t_max.
+ * points uniform in power from p_min to p_max plus the grid points between
+ * them, with throughput t_max at p_max; it reproduces pfi to rounding unless
+ * its throughput had to be floored at 1e-3 t_max.
  * -EINVAL on bad input (pfi <= 0, no template), -PFLEX_E_NOPOINTS when no grid
  * point lies below p_max, -ERANGE when no template falls below T_max on the
  * grid. */

@@ -643,6 +643,11 @@ int pflex_curve_from_pfi(double pfi, double p_min, double p_max, double t_max, c
 
 /* ---- from a PFI, shaped by other jobs' curves ---------------------------------- */
 
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
 /* Relative throughput of template c at relative power p (power / its P_max):
  * below its P_min, extended linearly with the secant over the next 5% of
  * P_max (a job capped lower keeps losing throughput at about the same rate),
@@ -712,17 +717,23 @@ int pflex_curve_from_pfi_templates(double pfi, double p_min, double p_max, doubl
     w[j] = isfinite(dist[j]) ? exp(-0.5 * (dist[j] * dist[j] - dmin * dmin)) : 0;
     wsum += w[j];
   }
-  /* The averaged deficit at the grid and at the curve's points. */
-  double pts_p[K], def[K];
-  for (size_t m = 0; m < K; m++) {
-    pts_p[m] = m + 1 == K ? 1.0 : (p_min + (p_max - p_min) * (double)m / (K - 1)) / p_max;
+  /* The curve's points: K uniform in power from P_min to P_max, plus the grid
+   * points inside, so that the curve holds the averaged deficit exactly where
+   * Eq. 1 reads it. */
+  double pts_p[K + 16], def[K + 16];
+  size_t np = 0;
+  for (size_t m = 0; m < K; m++)
+    pts_p[np++] = m + 1 == K ? 1.0 : (p_min + (p_max - p_min) * (double)m / (K - 1)) / p_max;
+  for (size_t i = 0; i < ng; i++)
+    if (ge[i] > p_min / p_max && ge[i] < 1) pts_p[np++] = ge[i];
+  qsort(pts_p, np, sizeof *pts_p, cmp_double);
+  for (size_t m = 0; m < np; m++)
     def[m] = 0;
-  }
   double gdef[16] = {0};
   for (size_t j = 0; j < nt; j++) {
     if (w[j] == 0) continue;
     double f = w[j] / wsum;
-    for (size_t m = 0; m < K; m++)
+    for (size_t m = 0; m < np; m++)
       def[m] += f * (1 - tmpl_rel(tmpl[j], pts_p[m]));
     for (size_t i = 0; i < ng; i++)
       gdef[i] += f * (1 - tmpl_rel(tmpl[j], ge[i]));
@@ -739,13 +750,13 @@ int pflex_curve_from_pfi_templates(double pfi, double p_min, double p_max, doubl
     }
   if (k == 0) return -ERANGE;
   double lambda = s / (double)k / pfi;
-  struct pflex_curve_point pts[K];
-  for (size_t m = 0; m < K; m++) {
+  struct pflex_curve_point pts[K + 16];
+  for (size_t m = 0; m < np; m++) {
     double t = 1 - lambda * (def[m] > 0 ? def[m] : 0);
     if (t < 1e-3) t = 1e-3;
     pts[m] = (struct pflex_curve_point){pts_p[m] * p_max, t * t_max, 0};
   }
-  pts[K - 1].power_w = p_max;
-  pts[K - 1].tput = t_max;
-  return pflex_curve_new_measured(pts, p_max > p_min ? K : 1, PFLEX_INTERP_STEFFEN, ret_curve);
+  pts[np - 1].power_w = p_max;
+  pts[np - 1].tput = t_max;
+  return pflex_curve_new_measured(pts, p_max > p_min ? np : 1, PFLEX_INTERP_STEFFEN, ret_curve);
 }

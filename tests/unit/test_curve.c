@@ -219,6 +219,60 @@ static void test_from_pfi(void **state) {
   assert_null(c);
 }
 
+/* A PFI shaped by template curves (all linear interpolation, worked by hand in
+ * relative units, P_max 4000 W and T_max 100):
+ * A through (1000, 25), (4000, 100): r(p) = p, deficit 1 - p, PFI 1 on any grid.
+ * B through (1000, 40), (2000, 80), (4000, 100): deficit 0.6, 0.2, 0 at
+ * p = 0.25, 0.5, 1; on the grid {2000, 3000} W (p = 0.5, 0.75: deficits 0.2,
+ * 0.1) PFI_i = 0.5 / 0.2 = 0.25 / 0.1 = 2.5. */
+static void test_from_pfi_templates(void **state) {
+  (void)state;
+  struct pflex_curve_point pa[] = {{1000, 25, 0}, {4000, 100, 0}};
+  struct pflex_curve_point pb[] = {{1000, 40, 0}, {2000, 80, 0}, {4000, 100, 0}};
+  struct pflex_curve *a = measured(pa, 2, PFLEX_INTERP_LINEAR);
+  struct pflex_curve *b = measured(pb, 3, PFLEX_INTERP_LINEAR);
+  const struct pflex_curve *only_a[] = {a}, *both[] = {a, b};
+  const double grid[] = {2000, 3000};
+  struct pflex_curve *c = NULL;
+  double v;
+  /* A alone, PFI 2: the deficit halves, T = 100 (0.5 + 0.5 p): 75 at 2000 W,
+   * 87.5 at 3000 W; below A's P_min (p = 0.125) A is extended along its
+   * slope (r = 0.125), so T(500 W) = 100 (1 - 0.5 * 0.875) = 56.25. */
+  assert_int_equal(pflex_curve_from_pfi_templates(2.0, 500, 4000, 100, grid, 2, only_a, 1, 0.25, &c),
+                   0);
+  NEAR(pflex_curve_eval(c, 2000), 75, 1e-9);
+  NEAR(pflex_curve_eval(c, 3000), 87.5, 1e-9);
+  NEAR(pflex_curve_eval(c, 500), 56.25, 1e-9);
+  NEAR(pflex_curve_eval(c, 4000), 100, 1e-12);
+  assert_int_equal(pflex_curve_pfi(c, grid, 2, &v), 0);
+  NEAR(v, 2.0, 1e-12);
+  pflex_curve_free(c);
+  /* Narrow kernel, PFI 2.5: only B counts, unscaled: 80 at 2000 W, 90 at 3000 W. */
+  assert_int_equal(pflex_curve_from_pfi_templates(2.5, 1000, 4000, 100, grid, 2, both, 2, 0.01, &c),
+                   0);
+  NEAR(pflex_curve_eval(c, 2000), 80, 1e-9);
+  NEAR(pflex_curve_eval(c, 3000), 90, 1e-9);
+  pflex_curve_free(c);
+  /* Wide kernel: equal weights; deficits (0.5 + 0.2) / 2 = 0.35 and
+   * (0.25 + 0.1) / 2 = 0.175, PFI 0.5 / 0.35 = 1 / 0.7; for PFI 2 the scale is
+   * 0.5 / 0.7: T = 100 (1 - 0.25) = 75 at 2000 W, 100 (1 - 0.125) = 87.5 at 3000 W. */
+  assert_int_equal(pflex_curve_from_pfi_templates(2.0, 1000, 4000, 100, grid, 2, both, 2, 1e6, &c),
+                   0);
+  NEAR(pflex_curve_eval(c, 2000), 75, 1e-9);
+  NEAR(pflex_curve_eval(c, 3000), 87.5, 1e-9);
+  for (double p = 1000; p < 4000; p += 50)
+    assert_true(pflex_curve_eval(c, p + 50) >= pflex_curve_eval(c, p));
+  pflex_curve_free(c);
+  assert_int_equal(pflex_curve_from_pfi_templates(0, 1000, 4000, 100, grid, 2, both, 2, 1, &c),
+                   -EINVAL);
+  assert_int_equal(pflex_curve_from_pfi_templates(2, 1000, 4000, 100, grid, 2, both, 0, 1, &c),
+                   -EINVAL);
+  assert_int_equal(pflex_curve_from_pfi_templates(2, 1000, 4000, 100, grid + 1, 0, both, 2, 1, &c),
+                   -PFLEX_E_NOPOINTS);
+  pflex_curve_free(a);
+  pflex_curve_free(b);
+}
+
 /* Eq. 1 by hand on a linear curve through (0, 0) and (4000, 100) with an idle
  * part: points (2000, 60), (4000, 100): PFI_1 = (1 - 0.5) / (1 - 0.6) = 1.25. */
 static void test_pfi_on_grid(void **state) {
@@ -281,6 +335,7 @@ int main(void) {
       cmocka_unit_test(test_parametric_values),
       cmocka_unit_test(test_fit_recovers),
       cmocka_unit_test(test_from_pfi),
+      cmocka_unit_test(test_from_pfi_templates),
       cmocka_unit_test(test_pfi_on_grid),
       cmocka_unit_test(test_cap_mapping),
       cmocka_unit_test(test_callback),

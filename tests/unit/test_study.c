@@ -148,6 +148,35 @@ static void test_closed_loop_improves(void **state) {
   free(r);
 }
 
+/* The data shape learns a held-out group's curve only from other folds: with
+ * every group in one fold there is nothing to learn from (-EINVAL); with
+ * leave-one-out folds and the true PFI, optimal still recovers most of the
+ * gap; the family shape runs too. */
+static void test_shape_folds(void **state) {
+  struct fixture *f = *state;
+  int one[NG] = {0}, loo[NG];
+  for (int i = 0; i < NG; i++)
+    loo[i] = i;
+  struct pflex_study_predset p[1] = {{.mode = PFLEX_PRED_TRUE, .pfi = f->pfi_true, .fold = one}};
+  struct pflex_study_opts o;
+  opts(&o);
+  o.rounds = 0;
+  o.scenarios = 1u << PFLEX_SCENARIO_RANDOM;
+  o.strategies =
+      (1u << PFLEX_ALLOC_OPTIMAL) | (1u << PFLEX_ALLOC_EQUAL) | (1u << PFLEX_ALLOC_ORACLE);
+  struct pflex_study_result *r;
+  size_t n;
+  assert_int_equal(pflex_study_run(f->g, NG, p, 1, &o, &r, &n), -EINVAL);
+  p[0].fold = loo;
+  assert_int_equal(pflex_study_run(f->g, NG, p, 1, &o, &r, &n), 0);
+  assert_true(find(r, n, 0, PFLEX_ALLOC_OPTIMAL, PFLEX_PRED_TRUE, 0, 0.3)->gap_recovered > 0.8);
+  free(r);
+  o.shape = PFLEX_STUDY_SHAPE_FAMILY;
+  assert_int_equal(pflex_study_run(f->g, NG, p, 1, &o, &r, &n), 0);
+  assert_true(find(r, n, 0, PFLEX_ALLOC_OPTIMAL, PFLEX_PRED_TRUE, 0, 0.3)->gap_recovered > 0.5);
+  free(r);
+}
+
 /* Same seed, same output, bit for bit; another seed, other workloads. */
 static void test_deterministic(void **state) {
   struct fixture *f = *state;
@@ -251,6 +280,7 @@ int main(void) {
       cmocka_unit_test(test_definitions_and_oracle),
       cmocka_unit_test(test_closed_loop_improves),
       cmocka_unit_test(test_deterministic),
+      cmocka_unit_test(test_shape_folds),
       cmocka_unit_test(test_production_needs_task),
       cmocka_unit_test(test_refit),
       cmocka_unit_test(test_groups_from_jobs),
