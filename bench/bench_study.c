@@ -50,6 +50,9 @@ int main(int argc, char **argv) {
   struct pflex_study_group g[NG];
   struct pflex_curve *c[NG];
   double pfi[3][NG];
+  int loo[NG]; /* data shape: a group's curve never shapes its own prediction */
+  for (int i = 0; i < NG; i++)
+    loo[i] = i;
   for (int i = 0; i < NG; i++) {
     int n = gpus[gsl_rng_uniform_int(rng, 3)];
     double pmax = n * (450 + 250 * gsl_rng_uniform(rng)), tmax = 1000.0 * n;
@@ -82,16 +85,20 @@ int main(int argc, char **argv) {
   }
   struct pflex_study_predset p[3] = {
       {.mode = PFLEX_PRED_IN_SAMPLE, .pfi = pfi[0]},
-      {.mode = PFLEX_PRED_LOO, .pfi = pfi[1]},
-      {.mode = PFLEX_PRED_LOCO, .pfi = pfi[2]}};
+      {.mode = PFLEX_PRED_LOO, .pfi = pfi[1], .fold = loo},
+      {.mode = PFLEX_PRED_LOCO, .pfi = pfi[2], .fold = loo}};
   printf("study wall time, %zu workloads x 100 jobs, 9 cuts, 2 scenarios, 6 strategies, "
          "3 prediction sets, 25 synthetic groups\n",
          workloads);
-  for (unsigned r = 0; r <= rounds; r += rounds ? rounds : 1) {
+  static const char *const shape_name[] = {"data", "family"};
+  double secs[2][2] = {{0}};
+  for (unsigned r = 0; r <= rounds; r += rounds ? rounds : 1)
+  for (int sh = 0; sh < 2; sh++) {
     struct pflex_study_opts o;
     pflex_study_opts_init(&o);
     o.workloads = workloads;
     o.rounds = r;
+    o.shape = sh ? PFLEX_STUDY_SHAPE_FAMILY : PFLEX_STUDY_SHAPE_DATA;
     struct pflex_study_result *res;
     size_t nres;
     double t0 = now();
@@ -101,7 +108,8 @@ int main(int argc, char **argv) {
       fprintf(stderr, "bench_study: %s\n", pflex_strerror(err));
       return 1;
     }
-    printf("rounds %u: %.2f s (%zu result lines)\n", r, dt, nres);
+    secs[r ? 1 : 0][sh] = dt;
+    printf("rounds %u, shape %-6s: %.2f s (%zu result lines)\n", r, shape_name[sh], dt, nres);
     for (size_t i = 0; i < nres; i++)
       if (res[i].cut == 0.30 && res[i].scenario == PFLEX_SCENARIO_PRODUCTION &&
           (res[i].strategy == PFLEX_ALLOC_OPTIMAL || res[i].strategy == PFLEX_ALLOC_PFI))
@@ -109,8 +117,10 @@ int main(int argc, char **argv) {
                pflex_alloc_strategy_name(res[i].strategy), pflex_study_pred_name(res[i].prediction),
                res[i].round, res[i].gap_recovered);
     free(res);
-    if (rounds == 0) break;
   }
+  printf("time ratio data / family shape: open loop %.2f", secs[0][0] / secs[0][1]);
+  if (rounds) printf(", %u rounds %.2f", rounds, secs[1][0] / secs[1][1]);
+  printf("\n");
   for (int i = 0; i < NG; i++)
     pflex_curve_free(c[i]);
   gsl_rng_free(rng);

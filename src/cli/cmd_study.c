@@ -711,7 +711,7 @@ static int run(int argc, char **argv) {
   size_t nps = 0;
   ps[nps++] = (struct pflex_study_predset){.mode = PFLEX_PRED_TRUE,
                                            .pfi = js.pfi_true,
-                                           .fold = pr.unseen ? NULL : (getenv("S2HACK") ? loco_fold : loo_fold),
+                                           .fold = pr.unseen ? NULL : loo_fold,
                                            .templates = pr.unseen ? pr.train_curves : NULL,
                                            .ntemplates = pr.ntrain};
   if (pr.unseen) {

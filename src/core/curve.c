@@ -720,13 +720,15 @@ int pflex_curve_from_pfi_templates(double pfi, double p_min, double p_max, doubl
   /* The curve's points: K uniform in power from P_min to P_max, plus the grid
    * points inside, so that the curve holds the averaged deficit exactly where
    * Eq. 1 reads it. */
-  double pts_p[K + 16], def[K + 16];
+  double pts_w[K + 16], def[K + 16];
   size_t np = 0;
+  /* In watts by the same formula as the optimizer's uniform knots
+   * (alloc.c), so that the two coincide and it need not sample both. */
   for (size_t m = 0; m < K; m++)
-    pts_p[np++] = m + 1 == K ? 1.0 : (p_min + (p_max - p_min) * (double)m / (K - 1)) / p_max;
-  for (size_t i = 0; i < ng; i++)
-    if (ge[i] > p_min / p_max && ge[i] < 1) pts_p[np++] = ge[i];
-  qsort(pts_p, np, sizeof *pts_p, cmp_double);
+    pts_w[np++] = m + 1 == K ? p_max : p_min + (p_max - p_min) * (double)m / (K - 1);
+  for (size_t i = 0; i < n; i++)
+    if (grid[i] > p_min && grid[i] < p_max) pts_w[np++] = grid[i];
+  qsort(pts_w, np, sizeof *pts_w, cmp_double);
   for (size_t m = 0; m < np; m++)
     def[m] = 0;
   double gdef[16] = {0};
@@ -734,7 +736,7 @@ int pflex_curve_from_pfi_templates(double pfi, double p_min, double p_max, doubl
     if (w[j] == 0) continue;
     double f = w[j] / wsum;
     for (size_t m = 0; m < np; m++)
-      def[m] += f * (1 - tmpl_rel(tmpl[j], pts_p[m]));
+      def[m] += f * (1 - tmpl_rel(tmpl[j], pts_w[m] / p_max));
     for (size_t i = 0; i < ng; i++)
       gdef[i] += f * (1 - tmpl_rel(tmpl[j], ge[i]));
   }
@@ -754,7 +756,7 @@ int pflex_curve_from_pfi_templates(double pfi, double p_min, double p_max, doubl
   for (size_t m = 0; m < np; m++) {
     double t = 1 - lambda * (def[m] > 0 ? def[m] : 0);
     if (t < 1e-3) t = 1e-3;
-    pts[m] = (struct pflex_curve_point){pts_p[m] * p_max, t * t_max, 0};
+    pts[m] = (struct pflex_curve_point){pts_w[m], t * t_max, 0};
   }
   pts[np - 1].power_w = p_max;
   pts[np - 1].tput = t_max;

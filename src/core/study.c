@@ -367,6 +367,7 @@ struct corr {
   const struct pflex_curve *prior, *prior2; /* data shape (knot_eval): the curve re-predicted */
   double blend;                             /* from the observations, (1 - blend) prior +
                                                blend prior2 */
+  double aq[101];                           /* that curve at the knots ap[] (rounds <= 100) */
   double p_min, p_max, t_max;
   size_t n;
   double *ap, *ar; /* anchors: power, ratio (sorted, merged within 1% of P_max) */
@@ -544,12 +545,19 @@ static double prior_eval(const struct corr *c, double p) {
   return c->blend > 0 ? t + c->blend * (pflex_curve_eval(c->prior2, p) - t) : t;
 }
 
+/* The re-predicted curve at the knots and at P_max, once per round. */
+static void knot_cache(struct corr *c) {
+  for (size_t k = 0; k < c->n; k++)
+    c->aq[k] = prior_eval(c, c->ap[k]);
+  c->aq[c->n] = prior_eval(c, c->p_max);
+}
+
 static double knot_eval(void *ctx, double p) {
   const struct corr *c = ctx;
   if (p >= c->p_max) return c->t_max;
   if (c->n == 0) return prior_eval(c, p);
   if (p <= c->ap[0]) {
-    double t = prior_eval(c, p) + c->ar[0] - prior_eval(c, c->ap[0]);
+    double t = prior_eval(c, p) + c->ar[0] - c->aq[0];
     return t > 1e-3 * c->t_max ? t : 1e-3 * c->t_max;
   }
   size_t k = 1;
@@ -557,7 +565,7 @@ static double knot_eval(void *ctx, double p) {
     k++;
   double p0 = c->ap[k - 1], t0 = c->ar[k - 1];
   double p1 = k < c->n ? c->ap[k] : c->p_max, t1 = k < c->n ? c->ar[k] : c->t_max;
-  double q0 = prior_eval(c, p0), q1 = prior_eval(c, p1);
+  double q0 = c->aq[k - 1], q1 = c->aq[k];
   if (q1 - q0 > 1e-12 * c->t_max) return t0 + (t1 - t0) * (prior_eval(c, p) - q0) / (q1 - q0);
   return t0 + (t1 - t0) * (p - p0) / (p1 - p0);
 }
@@ -669,6 +677,7 @@ static int run_optimal(const struct study *s, struct work *w, size_t k, double t
           w->gtab[(j * R + round - 1) * NPFI + m] = pflex_curve_eval(q.grid[m], pw);
         repredict(c, &q);
         knot_set(c, &w->obs_w[j * R], &w->obs_t[j * R], round, w->pairs);
+        knot_cache(c);
         fn.eval = knot_eval;
       } else {
         c->prior = NULL;

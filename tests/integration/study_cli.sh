@@ -84,4 +84,12 @@ grep -q "needs pretraining and fine-tuning groups" "$tmp/err" || fail "no task m
 [ $? -eq 0 ] || fail "random without task should work"
 "$PFLEX" study --workloads 0 >/dev/null 2>&1; [ $? -eq 2 ] || fail "--workloads 0: want exit 2"
 "$PFLEX" study --strategies best >/dev/null 2>&1; [ $? -eq 2 ] || fail "bad strategy: want exit 2"
+"$PFLEX" study --shape round >/dev/null 2>&1; [ $? -eq 2 ] || fail "bad shape: want exit 2"
+"$PFLEX" study --bandwidth 0 >/dev/null 2>&1; [ $? -eq 2 ] || fail "bandwidth 0: want exit 2"
+set -e
+# The family shape (the former default) runs and differs from the data shape.
+"$PFLEX" study "$ref" --workloads 5 --jobs 20 --cuts 30 --shape family --json >"$tmp/f.json" 2>/dev/null ||
+  fail "--shape family failed"
+"$PFLEX" study "$ref" --workloads 5 --jobs 20 --cuts 30 --json >"$tmp/d.json" 2>/dev/null
+cmp -s "$tmp/f.json" "$tmp/d.json" && fail "--shape family gives the data shape's output"
 echo ok
