@@ -408,12 +408,43 @@ static int greedy(const struct pflex_alloc_job *jobs, size_t n, const struct pre
   }
   double *xs = malloc(maxk * sizeof *xs), *ys = malloc(maxk * sizeof *ys);
   struct hullpt *hp = malloc(maxk * sizeof *hp);
+  /* Jobs often share a curve (a workload of many jobs of a few types): the
+   * last job seen with each curve, by an open-addressing hash on the
+   * pointer, so that a job with the same curve, bounds and weight copies its
+   * segments instead of sampling the curve again (same values, bit for bit). */
+  size_t nhash = 16;
+  while (nhash < 2 * n)
+    nhash *= 2;
+  size_t *hash = malloc(nhash * sizeof *hash);
   int err = -ENOMEM;
-  if (!off || !nfull || !xs || !ys || !hp) goto out;
+  if (!off || !nfull || !xs || !ys || !hp || !hash) goto out;
+  for (size_t h = 0; h < nhash; h++)
+    hash[h] = SIZE_MAX;
   for (size_t i = 0; i < n; i++) {
     off[i] = ns;
     p[i] = wlo[i];
     if (!(whi[i] > wlo[i]) || !(jobs[i].weight > 0)) continue;
+    size_t h = (size_t)(((uintptr_t)jobs[i].curve >> 4) * 0x9E3779B97F4A7C15ull) & (nhash - 1);
+    while (hash[h] != SIZE_MAX && jobs[hash[h]].curve != jobs[i].curve)
+      h = (h + 1) & (nhash - 1);
+    size_t j = hash[h];
+    hash[h] = i;
+    if (j != SIZE_MAX && wlo[j] == wlo[i] && whi[j] == whi[i] &&
+        jobs[j].weight == jobs[i].weight) {
+      size_t len = off[j + 1] - off[j];
+      if (ns + len > cap) {
+        size_t nc = cap ? 2 * cap : 1024;
+        while (nc < ns + len)
+          nc *= 2;
+        struct seg *t = realloc(segs, nc * sizeof *t);
+        if (!t) goto out;
+        segs = t;
+        cap = nc;
+      }
+      memcpy(&segs[ns], &segs[off[j]], len * sizeof *segs);
+      ns += len;
+      continue;
+    }
     size_t nk;
     if (pflex_curve_kind(jobs[i].curve) == PFLEX_CURVE_PARAMETRIC) {
       /* Knots uniform in clock: exact points of the curve, cheaply. */
@@ -500,6 +531,7 @@ static int greedy(const struct pflex_alloc_job *jobs, size_t n, const struct pre
   *ret_gap = gap;
   err = 0;
 out:
+  free(hash);
   free(off);
   free(nfull);
   free(xs);
