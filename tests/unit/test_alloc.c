@@ -401,6 +401,50 @@ static void test_deterministic(void **state) {
   gsl_rng_free(rng);
 }
 
+/* Jobs sharing one curve object give the same allocation, bit for bit, as
+ * jobs each holding its own copy of that curve (the optimizer shares the
+ * hull of jobs with the same curve, bounds and weight; it must not change the
+ * answer), also with mixed weights and a throughput floor that set some
+ * sharing jobs apart. */
+static void test_shared_curves(void **state) {
+  (void)state;
+  gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+  gsl_rng_set(rng, 11);
+  enum { K = 4, N = 40 };
+  struct pflex_curve *proto[K], *own[N];
+  for (int k = 0; k < K; k++)
+    proto[k] = random_curve(rng, k % 2 == 0, false, 6);
+  struct pflex_alloc_job shared[N], copied[N];
+  for (int i = 0; i < N; i++) {
+    const struct pflex_curve *pc = proto[i % K];
+    size_t np;
+    const struct pflex_curve_point *pts = pflex_curve_points(pc, &np);
+    assert_int_equal(pflex_curve_new_measured(pts, np, PFLEX_INTERP_STEFFEN, &own[i]), 0);
+    pflex_alloc_job_init(&shared[i]);
+    shared[i].curve = pc;
+    if (i % 7 == 0) shared[i].weight = 2;
+    if (i % 11 == 0) shared[i].min_tput = pflex_curve_eval(pc, pflex_curve_p_max(pc) * 0.9);
+    copied[i] = shared[i];
+    copied[i].curve = own[i];
+  }
+  double target;
+  assert_int_equal(pflex_alloc_target_for_cut(shared, N, 0.3, &target), 0);
+  struct pflex_alloc_result a[N], b[N];
+  struct pflex_alloc_summary sa, sb;
+  assert_int_equal(pflex_alloc_run(shared, N, PFLEX_ALLOC_OPTIMAL, target, NULL, a, &sa), 0);
+  assert_int_equal(pflex_alloc_run(copied, N, PFLEX_ALLOC_OPTIMAL, target, NULL, b, &sb), 0);
+  for (int i = 0; i < N; i++) {
+    assert_true(a[i].power_w == b[i].power_w);
+    assert_true(a[i].tput == b[i].tput);
+  }
+  assert_true(sa.total_tput == sb.total_tput);
+  for (int i = 0; i < N; i++)
+    pflex_curve_free(own[i]);
+  for (int k = 0; k < K; k++)
+    pflex_curve_free(proto[k]);
+  gsl_rng_free(rng);
+}
+
 /* Without curves, proportional strategies still work; the cap is p / gpus. */
 static void test_no_curve(void **state) {
   (void)state;
@@ -444,6 +488,7 @@ int main(void) {
       cmocka_unit_test(test_oracle_dominates),
       cmocka_unit_test(test_target_never_exceeded),
       cmocka_unit_test(test_deterministic),
+      cmocka_unit_test(test_shared_curves),
       cmocka_unit_test(test_no_curve),
       cmocka_unit_test(test_names),
   };
