@@ -1,6 +1,8 @@
 /* Study engine timings: the default protocol (500 workloads of 100 jobs, cuts
  * 0-40% by 5%, both scenarios, every strategy) on 25 synthetic groups, with
- * three prediction sets, open loop and with two closed-loop rounds.
+ * three prediction sets, open loop and with two closed-loop rounds, for both
+ * curve shapes (data, the default, with leave-one-out folds; family), with
+ * their time ratio.
  *
  * The groups are synthetic, not data: 6-point measured curves on the paper's
  * grid sampled from the parametric family (compute share 0.2-1, knee
