@@ -15,9 +15,13 @@
  *
  * Closed loop (rounds > 0, optimal only): after each allocation every job's
  * true throughput at its allocated power is observed with Gaussian relative
- * noise; the job's curve is refitted within the family to all its
- * observations so far, with the prediction as a prior (pflex_study_refit);
- * the cluster is re-allocated on the refitted curves.
+ * noise; the job's curve is updated from all its observations so far and the
+ * cluster re-allocated. Data shape: the job's PFI is re-estimated (posterior
+ * mode, the prediction as a Gaussian prior) over the same templates' curves,
+ * and every observation becomes an exact knot of a monotone curve following
+ * that shape. Family shape: the curve is refitted within the family, with
+ * the prediction as a prior (pflex_study_refit), times a residual correction
+ * through the observations.
  *
  * Seeded and deterministic: the workloads depend only on the seed, the
  * scenario, and the number of workloads and jobs; the measurement noise on a
@@ -101,8 +105,9 @@ struct pflex_study_opts {
   unsigned strategies; /* bit (1 << strategy); default all */
   unsigned rounds;     /* closed-loop rounds after the first allocation, default 0 */
   double noise;        /* relative SD of an observed throughput, default 0.005 (paper: CV 0.5%) */
-  double prior_sd;     /* closed loop: SD of the prediction's position on the family path
-                          (pflex_study_refit), default 0.3 */
+  double prior_sd;     /* closed loop: SD of the prior around the prediction, default 0.3: in
+                          PFI units (data shape), or of the position on the family path
+                          (family shape, pflex_study_refit) */
   unsigned long seed;  /* default 1 */
   unsigned knots;      /* optimizer knots (pflex_alloc_opts), default 17 */
   enum pflex_study_shape shape; /* default PFLEX_STUDY_SHAPE_DATA */
