@@ -9,13 +9,13 @@ msg=$("$PFLEX" cap set --gpus 0 --watts 400 2>&1); rc=$?
 set -e
 echo "$msg"
 expect_eq "$rc" 1 "exit status without permission"
-echo "$msg" | grep -q "error: cannot set the power limit of GPU 0: Operation not permitted" || fail "permission error"
-echo "$msg" | grep -q "root or CAP_SYS_ADMIN" || fail "permission hint"
+echo "$msg" | grep >/dev/null "error: cannot set the power limit of GPU 0: Operation not permitted" || fail "permission error"
+echo "$msg" | grep >/dev/null "root or CAP_SYS_ADMIN" || fail "permission hint"
 expect_eq "$(fake_get gpu0.limit_mw)" 700000 "limit unchanged"
 
 # The restore record written before the refused set is harmless: restore sees
 # the GPU already at its original limit and clears the record.
-"$PFLEX" cap restore | grep -q "GPU 0 .*700.0 W -> 700.0 W (original), record cleared" || fail "restore after refusal"
+"$PFLEX" cap restore | grep >/dev/null "GPU 0 .*700.0 W -> 700.0 W (original), record cleared" || fail "restore after refusal"
 
 # A GPU that fell off the bus.
 fake_set gpu1.fail gpu_lost
@@ -24,6 +24,6 @@ msg=$("$PFLEX" gpus 2>&1); rc=$?
 set -e
 echo "$msg"
 expect_eq "$rc" 1 "exit status with a lost GPU"
-echo "$msg" | grep -q "^0 .*GPU-fake-0000-0000-0000-000000000000" || fail "GPU 0 still listed"
-echo "$msg" | grep -q "error: cannot read GPU 1: No such device .*GPU is lost.*fallen off the bus" || fail "lost-GPU message"
+echo "$msg" | grep >/dev/null "^0 .*GPU-fake-0000-0000-0000-000000000000" || fail "GPU 0 still listed"
+echo "$msg" | grep >/dev/null "error: cannot read GPU 1: No such device .*GPU is lost.*fallen off the bus" || fail "lost-GPU message"
 echo "nvml_permission: ok"

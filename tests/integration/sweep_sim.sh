@@ -13,8 +13,8 @@ start=$(date +%s)
 end=$(date +%s)
 cat out.txt
 [ $((end - start)) -le 20 ] || fail "a virtual-time sweep took $((end - start)) s"
-grep -q "note: sim backend: simulated GPUs and job, modelled readings" err.txt || fail "simulation not said"
-grep -q "restored 8 GPUs to their original limits" err.txt || fail "restore"
+grep >/dev/null "note: sim backend: simulated GPUs and job, modelled readings" err.txt || fail "simulation not said"
+grep >/dev/null "restored 8 GPUs to their original limits" err.txt || fail "restore"
 pfi=$(sed -n 's/^PFI \([0-9.]*\) .*/\1/p' out.txt)
 python3 - "$pfi" <<'PY'
 import csv, sys
@@ -32,7 +32,7 @@ PY
 # --db: the runs go to the store too; the same group again is refused.
 "$PFLEX" sweep --backend sim --caps 300,700 --group simdb --out db.csv --db "$T/s.db" --quiet >/dev/null 2>err.txt \
   || { cat err.txt; fail "sweep --db"; }
-grep -q "stored 2 runs in '$T/s.db'" err.txt || fail "store not reported"
+grep >/dev/null "stored 2 runs in '$T/s.db'" err.txt || fail "store not reported"
 "$PFLEX" export --db "$T/s.db" --group simdb 2>/dev/null | python3 -c '
 import csv, sys
 rows = list(csv.DictReader(sys.stdin))
@@ -41,11 +41,11 @@ set +e
 "$PFLEX" sweep --backend sim --caps 300,700 --group simdb --out db2.csv --db "$T/s.db" --quiet >/dev/null 2>err.txt; rc=$?
 set -e
 expect_eq "$rc" 1 "a group already stored"
-grep -q "group 'simdb' is already stored" err.txt || fail "duplicate group message"
+grep >/dev/null "group 'simdb' is already stored" err.txt || fail "duplicate group message"
 
 # pflex gpus and cap on the sim backend
-"$PFLEX" gpus --backend sim --sim-job gpus=2 | grep -q "simulated" || fail "gpus on sim"
-"$PFLEX" cap set --backend sim --sim-job gpus=2 --gpus 1 --watts 400 | grep -q "GPU 1: power limit 700.0 W -> 400.0 W" || fail "cap set on sim"
+"$PFLEX" gpus --backend sim --sim-job gpus=2 | grep >/dev/null "simulated" || fail "gpus on sim"
+"$PFLEX" cap set --backend sim --sim-job gpus=2 --gpus 1 --watts 400 | grep >/dev/null "GPU 1: power limit 700.0 W -> 400.0 W" || fail "cap set on sim"
 # a virtual clock cannot run a real command
 set +e
 "$PFLEX" sweep --backend sim --caps 300,700 -- true 2>/dev/null; rc=$?
