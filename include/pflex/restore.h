@@ -51,8 +51,10 @@ const char *pflex_restore_path(const struct pflex_restore *restore);
  * limit if there is none yet (an existing record keeps the older original). */
 int pflex_restore_record(struct pflex_restore *restore, struct pflex_gpu *gpu, unsigned index);
 
-/* Records (pflex_restore_record) and, only if that succeeded, sets the limit.
- * Returns the record's error (the limit untouched) or the backend's error. */
+/* Records (pflex_restore_record) and, only if that succeeded, sets the limit,
+ * holding restore.lock throughout so that no concurrent restore can clear the
+ * record in between. Returns the record's error (the limit untouched) or the
+ * backend's error. */
 int pflex_restore_set_limit(struct pflex_restore *restore, struct pflex_gpu *gpu, unsigned index,
                             unsigned mw);
 

@@ -221,18 +221,16 @@ static long find_record(const struct pflex_restore_record *v, size_t n, const ch
   return -1;
 }
 
-int pflex_restore_record(struct pflex_restore *r, struct pflex_gpu *gpu, unsigned index) {
+/* Records GPU `index` unless it already has a record; the caller holds the lock. */
+static int record_locked(struct pflex_restore *r, struct pflex_gpu *gpu, unsigned index) {
   struct pflex_gpu_info info;
   int err = pflex_gpu_info(gpu, index, &info);
   if (err) return err;
   if (!info.uuid[0]) return -PFLEX_E_RESTORE; /* cannot find it again without an identity */
-  int lock;
-  err = lock_open(r, &lock);
-  if (err) return err;
   struct pflex_restore_record *v = NULL;
   size_t n = 0;
   err = load(r, &v, &n);
-  if (err) goto out;
+  if (err) return err;
   const char *backend = pflex_gpu_backend_name(gpu);
   if (find_record(v, n, backend, info.uuid) >= 0) goto out; /* the older original wins */
   unsigned mw;
@@ -255,15 +253,30 @@ int pflex_restore_record(struct pflex_restore *r, struct pflex_gpu *gpu, unsigne
   err = store(r, v, n + 1);
 out:
   free(v);
+  return err;
+}
+
+int pflex_restore_record(struct pflex_restore *r, struct pflex_gpu *gpu, unsigned index) {
+  int lock;
+  int err = lock_open(r, &lock);
+  if (err) return err;
+  err = record_locked(r, gpu, index);
   lock_close(lock);
   return err;
 }
 
 int pflex_restore_set_limit(struct pflex_restore *r, struct pflex_gpu *gpu, unsigned index,
                             unsigned mw) {
-  int err = pflex_restore_record(r, gpu, index);
+  /* The lock is held from the record to the change: otherwise a concurrent
+   * 'pflex cap restore' could clear the record between the two, and the
+   * change would be left without one. */
+  int lock;
+  int err = lock_open(r, &lock);
   if (err) return err;
-  return pflex__gpu_set_limit_unrecorded(gpu, index, mw);
+  err = record_locked(r, gpu, index);
+  if (!err) err = pflex__gpu_set_limit_unrecorded(gpu, index, mw);
+  lock_close(lock);
+  return err;
 }
 
 int pflex_restore_list(struct pflex_restore *r, struct pflex_restore_record **ret_records,
