@@ -126,15 +126,20 @@ static int cap_set(struct pflex_gpu *gpu, const struct opts *o) {
     status = PFLEX_EXIT_FAIL;
     goto out;
   }
-  for (size_t k = 0; k < n; k++)
-    printf("GPU %u: power limit %.1f W -> %.1f W%s\n", idx[k], old[k] / 1000.0, target[k] / 1000.0,
-           o->dry_run ? " (dry run: not changed)" : "");
-  if (o->dry_run) goto out;
+  if (o->dry_run) {
+    for (size_t k = 0; k < n; k++)
+      printf("GPU %u: power limit %.1f W -> %.1f W (dry run: not changed)\n", idx[k],
+             old[k] / 1000.0, target[k] / 1000.0);
+    goto out;
+  }
   struct pflex_restore *rs;
   if (cli_restore_open(gpu, o->state_dir, &rs)) {
     status = PFLEX_EXIT_FAIL;
     goto out;
   }
+  /* All or nothing: when one GPU cannot be set (GPU 3 of 0-7 fails after 0-2
+   * were changed), the GPUs changed by this command go back to the limits they
+   * had before it, so the node is never left half at the new limit. */
   size_t done = 0;
   for (size_t k = 0; k < n; k++) {
     /* Recording first (and separately) tells a failed record from a failed set. */
@@ -143,19 +148,38 @@ static int cap_set(struct pflex_gpu *gpu, const struct opts *o) {
       cli_error("GPU %u: cannot record its original limit in '%s': %s; limit not changed", idx[k],
                 pflex_restore_path(rs), pflex_strerror(err));
       status = PFLEX_EXIT_FAIL;
-      continue;
+      break;
     }
     err = pflex_restore_set_limit(rs, gpu, idx[k], target[k]);
     if (err) {
       cli_gpu_error(gpu, "cannot set the power limit of", idx[k], err);
       status = PFLEX_EXIT_FAIL;
-      continue;
+      break;
     }
+    printf("GPU %u: power limit %.1f W -> %.1f W\n", idx[k], old[k] / 1000.0, target[k] / 1000.0);
     done++;
   }
-  if (done && pflex_restore_path(rs)[0])
+  if (status != PFLEX_EXIT_OK) {
+    int left = 0;
+    for (size_t k = 0; k < done; k++) {
+      int err = pflex_restore_set_limit(rs, gpu, idx[k], old[k]);
+      if (err) {
+        cli_gpu_error(gpu, "cannot roll back the power limit of", idx[k], err);
+        left = 1;
+      } else {
+        printf("GPU %u: rolled back to %.1f W\n", idx[k], old[k] / 1000.0);
+      }
+    }
+    if (left)
+      fprintf(stderr, "some GPUs keep the new limit: 'pflex cap restore' brings them back to "
+                      "their recorded originals\n");
+    else
+      fprintf(stderr, "GPU %u failed: no limit was changed (GPUs set before it were rolled back)\n",
+              idx[done]);
+  } else if (pflex_restore_path(rs)[0]) {
     printf("original limits recorded in '%s'; 'pflex cap restore' brings them back\n",
            pflex_restore_path(rs));
+  }
   pflex_restore_free(rs);
 out:
   free(idx);
