@@ -341,6 +341,13 @@ static int run(int argc, char **argv) {
   sigaction(SIGTERM, &sa, &old_term);
   sigaction(SIGHUP, &sa, &old_hup);
   o.cancel_fd = sig_pipe[0];
+  /* A closed stdout or stderr (pflex sweep ... | head) must not kill pflex
+   * with the GPUs at a cap: writes fail with EPIPE instead. */
+  struct sigaction ign, old_pipe;
+  memset(&ign, 0, sizeof ign);
+  ign.sa_handler = SIG_IGN;
+  sigemptyset(&ign.sa_mask);
+  sigaction(SIGPIPE, &ign, &old_pipe);
 
   fprintf(stderr, "sweep '%s': %zu run%s of %g s on %zu GPU%s (%s backend), caps", group, ncaps,
           ncaps == 1 ? "" : "s", duration, nidx, nidx == 1 ? "" : "s", pflex_gpu_backend_name(gpu));
@@ -405,6 +412,7 @@ static int run(int argc, char **argv) {
   sigaction(SIGINT, &old_int, NULL);
   sigaction(SIGTERM, &old_term, NULL);
   sigaction(SIGHUP, &old_hup, NULL);
+  sigaction(SIGPIPE, &old_pipe, NULL);
   if (signo) {
     fprintf(stderr, "stopped by signal %d (%s)\n", signo, strsignal(signo));
     pflex_restore_free(rs);
