@@ -25,7 +25,20 @@ echo "$out" | grep >/dev/null "LOO" || fail "check output lacks the DRAM fit"
 # A tampered set must fail: scale the uncapped throughput of one group.
 awk -F, 'BEGIN{OFS=","} NR>1 && $1=="Dense PT H200x8 Qwen3-32B compile" && $4==700 {$6=$6*1.05} {print}' \
   "$PFLEX_SOURCE_DIR/data/reference/runs.csv" >"$tmp/bad.csv"
-if "$PFLEX" twin check "$tmp/bad.csv" >/dev/null 2>&1; then fail "check passed a tampered set"; fi
+set +e
+"$PFLEX" twin check "$tmp/bad.csv" >/dev/null 2>&1; rc=$?
+set -e
+[ "$rc" -eq 1 ] || fail "check on a tampered set: expected exit 1, got $rc"
+# One value of one run changed by 3% (throughput at 400 W) moves that group's
+# PFI by about 0.02, past the 0.01 tolerance: exit 1 and the group named as a miss.
+awk -F, 'BEGIN{OFS=","} NR>1 && $1=="Dense PT H200x8 Qwen3-32B compile" && $4==400 {$6=$6*1.03} {print}' \
+  "$PFLEX_SOURCE_DIR/data/reference/runs.csv" >"$tmp/bad1.csv"
+set +e
+out=$("$PFLEX" twin check "$tmp/bad1.csv" 2>/dev/null); rc=$?
+set -e
+[ "$rc" -eq 1 ] || fail "check on one corrupted value: expected exit 1, got $rc"
+echo "$out" | grep >/dev/null "^Dense PT H200x8 Qwen3-32B compile .* own .*MISS" || fail "the miss is not named"
+[ "$(echo "$out" | grep -c MISS)" -eq 1 ] || fail "exactly one miss expected"
 "$PFLEX" twin check --strict "$PFLEX_SOURCE_DIR/data/reference/runs.csv" >/dev/null 2>&1 || fail "--strict"
 
 "$PFLEX" twin population --jobs 5 --seed 3 --out "$tmp/p1.csv" >/dev/null
