@@ -331,8 +331,20 @@ static int run(int argc, char **argv) {
     cli_error("unknown 'cap' subcommand '%s' (set, get, restore)", sub);
     return PFLEX_EXIT_USAGE;
   }
+  /* Usage errors before opening the backend, so they are not hidden behind a
+   * missing driver. */
+  if (fn == cap_set && !o.have_watts) {
+    cli_error("'cap set' needs --watts");
+    fprintf(stderr, "usage: %s\n", usage);
+    return PFLEX_EXIT_USAGE;
+  }
+  if (fn != cap_set && (o.have_watts || o.clamp || o.dry_run)) {
+    cli_error("--watts, --clamp and --dry-run belong to 'cap set'");
+    return PFLEX_EXIT_USAGE;
+  }
   struct pflex_gpu *gpu;
-  if (cli_gpu_open(o.backend, o.spec, &gpu)) return PFLEX_EXIT_FAIL;
+  int oerr = cli_gpu_open(o.backend, o.spec, &gpu);
+  if (oerr) return oerr == -ENOENT ? PFLEX_EXIT_USAGE : PFLEX_EXIT_FAIL;
   int status = fn(gpu, &o);
   pflex_gpu_close(gpu);
   return status;

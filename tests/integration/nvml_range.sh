@@ -33,4 +33,15 @@ set +e
 "$PFLEX" cap set --gpus 5 --watts 300 2>/dev/null; rc=$?
 set -e
 expect_eq "$rc" 1 "unknown GPU index"
+
+# Usage errors come before the backend is opened (no driver needed to hear them).
+set +e
+msg=$(PFLEX_NVML_LIB=/nonexistent "$PFLEX" cap set --gpus 0 2>&1); rc=$?
+set -e
+expect_eq "$rc" 2 "cap set without --watts"
+echo "$msg" | grep >/dev/null "'cap set' needs --watts" || fail "missing --watts not said"
+set +e
+"$PFLEX" cap get --backend nosuch >/dev/null 2>&1; rc=$?
+set -e
+expect_eq "$rc" 2 "unknown backend"
 echo "nvml_range: ok"
