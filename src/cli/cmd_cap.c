@@ -18,7 +18,7 @@
 static const char usage[] =
     "pflex cap set --watts W [--gpus LIST] [--clamp] [--dry-run] [options]\n"
     "       pflex cap get [--gpus LIST] [--json] [options]\n"
-    "       pflex cap restore [--gpus LIST] [options]\n"
+    "       pflex cap restore [--gpus LIST] [--force] [options]\n"
     "  set              set the power limit of each selected GPU to W watts; the original limit\n"
     "                   is written durably to the restore file first\n"
     "  get              show limits, enforced limits, defaults, ranges and recorded originals\n"
@@ -28,6 +28,8 @@ static const char usage[] =
     "  --clamp          a limit outside a GPU's range is set to the nearest end of the range\n"
     "                   (default: refuse, and change nothing)\n"
     "  --dry-run        say what would change, change nothing (set)\n"
+    "  --force          restore also GPUs whose limit someone else changed after pflex set it\n"
+    "                   (default: leave those as they are and keep their records) (restore)\n"
     "  --json           machine-readable output (get)\n"
     "  --backend NAME   nvml (default; env PFLEX_GPU_BACKEND) or sim\n"
     "  --sim-job SPEC   sim backend: GPUs and job to simulate (docs/gpu.md)\n"
@@ -38,7 +40,7 @@ static const char usage[] =
 struct opts {
   const char *backend, *spec, *state_dir, *gpus;
   double watts;
-  int have_watts, clamp, dry_run, json;
+  int have_watts, clamp, dry_run, json, force;
 };
 
 static int parse(int argc, char **argv, struct opts *o) {
@@ -50,6 +52,7 @@ static int parse(int argc, char **argv, struct opts *o) {
                                         {"clamp", no_argument, NULL, 'c'},
                                         {"dry-run", no_argument, NULL, 'n'},
                                         {"json", no_argument, NULL, 'j'},
+                                        {"force", no_argument, NULL, 'f'},
                                         {NULL, 0, NULL, 0}};
   memset(o, 0, sizeof *o);
   optind = 1;
@@ -73,6 +76,7 @@ static int parse(int argc, char **argv, struct opts *o) {
     case 'c': o->clamp = 1; break;
     case 'n': o->dry_run = 1; break;
     case 'j': o->json = 1; break;
+    case 'f': o->force = 1; break;
     default: return -EINVAL;
     }
   }
@@ -276,7 +280,8 @@ static int cap_restore(struct pflex_gpu *gpu, const struct opts *o) {
   }
   struct pflex_restore_result *res = NULL;
   size_t nres = 0;
-  int err = pflex_restore_apply(rs, gpu, idx, n, &res, &nres);
+  int err =
+      pflex_restore_apply(rs, gpu, idx, n, o->force ? PFLEX_RESTORE_FORCE : 0, &res, &nres);
   int status = PFLEX_EXIT_OK;
   if (err && !res) {
     cli_error("cannot read the restore records in '%s': %s", pflex_restore_path(rs),
@@ -288,6 +293,13 @@ static int cap_restore(struct pflex_gpu *gpu, const struct opts *o) {
     if (!x->err) {
       printf("GPU %u (%s): power limit %.1f W -> %.1f W (original), record cleared\n", x->index,
              x->record.uuid, x->was_mw / 1e3, x->record.original_mw / 1e3);
+    } else if (x->changed) {
+      cli_error("GPU %u (%s): its limit is %.1f W, neither the original %.1f W nor the %.1f W "
+                "pflex set: someone changed it since; left as it is, record kept ('pflex cap "
+                "restore --force' sets %.1f W anyway)",
+                x->index, x->record.uuid, x->was_mw / 1e3, x->record.original_mw / 1e3,
+                x->record.set_mw / 1e3, x->record.original_mw / 1e3);
+      status = PFLEX_EXIT_FAIL;
     } else if (!x->found && x->err == -ENODEV) {
       cli_error("GPU %s (index %u when recorded) is not present; its record (original %.1f W) is "
                 "kept",
@@ -340,6 +352,10 @@ static int run(int argc, char **argv) {
   }
   if (fn != cap_set && (o.have_watts || o.clamp || o.dry_run)) {
     cli_error("--watts, --clamp and --dry-run belong to 'cap set'");
+    return PFLEX_EXIT_USAGE;
+  }
+  if (fn != cap_restore && o.force) {
+    cli_error("--force belongs to 'cap restore'");
     return PFLEX_EXIT_USAGE;
   }
   struct pflex_gpu *gpu;

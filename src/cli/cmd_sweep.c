@@ -368,7 +368,12 @@ static int run(int argc, char **argv) {
   /* Restored by now, whatever happened: say so for each GPU. */
   for (size_t i = 0; i < res.nrestored; i++) {
     const struct pflex_restore_result *x = &res.restored[i];
-    if (x->err)
+    if (x->changed)
+      cli_error("GPU %u (%s) was left at %.1f W: someone changed its limit during the sweep "
+                "(pflex had set %.1f W); 'pflex cap restore --force' sets its original %.1f W",
+                x->index, x->record.uuid, x->was_mw / 1e3, x->record.set_mw / 1e3,
+                x->record.original_mw / 1e3);
+    else if (x->err)
       cli_error("GPU %u (%s) could not be restored to %.1f W: %s; run 'pflex cap restore'",
                 x->found ? x->index : x->record.index, x->record.uuid, x->record.original_mw / 1e3,
                 pflex_strerror(x->err));

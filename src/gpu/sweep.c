@@ -538,7 +538,7 @@ int pflex_sweep_run(struct pflex_gpu *gpu, struct pflex_restore *rs,
   /* Every exit path ends here: bring the swept GPUs back. */
   progress(&s, PFLEX_SWEEP_RESTORING, 0, 0);
   res->restore_err =
-      pflex_restore_apply(rs, gpu, o->gpus, o->ngpus, &res->restored, &res->nrestored);
+      pflex_restore_apply(rs, gpu, o->gpus, o->ngpus, 0, &res->restored, &res->nrestored);
   if (err) return err;
   return res->restore_err;
 }

@@ -42,4 +42,17 @@ fake_set gpu2.limit_mw 400000
 "$PFLEX" cap restore | grep >/dev/null "GPU 2 (GPU-fake-0000-0000-0000-000000000000): power limit 400.0 W -> 700.0 W" \
   || fail "restore by UUID"
 expect_eq "$(fake_get gpu2.limit_mw)" 700000 "GPU found by UUID restored"
+# A limit someone else changed after pflex set it is left alone, unless --force.
+"$PFLEX" cap set --gpus 1 --watts 450 >/dev/null
+fake_set gpu1.limit_mw 350000
+set +e
+msg=$("$PFLEX" cap restore 2>&1); rc=$?
+set -e
+echo "$msg"
+expect_eq "$rc" 1 "restore over an operator's change"
+echo "$msg" | grep >/dev/null "GPU 1 .*its limit is 350.0 W, neither the original 700.0 W nor the 450.0 W pflex set" \
+  || fail "operator's change not explained"
+expect_eq "$(fake_get gpu1.limit_mw)" 350000 "operator's limit kept"
+"$PFLEX" cap restore --force | grep >/dev/null "GPU 1 .*350.0 W -> 700.0 W" || fail "restore --force"
+expect_eq "$(fake_get gpu1.limit_mw)" 700000 "GPU 1 after --force"
 echo "nvml_set: ok"
