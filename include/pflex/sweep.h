@@ -91,6 +91,7 @@ struct pflex_sweep_result {
   int restore_err; /* 0 when every swept GPU is back at its original limit */
 };
 
+/* Empties a result; release frees what a sweep put in it (and accepts an empty one). */
 void pflex_sweep_result_init(struct pflex_sweep_result *res);
 void pflex_sweep_result_release(struct pflex_sweep_result *res);
 
