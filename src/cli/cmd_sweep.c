@@ -1,6 +1,6 @@
 /* `pflex sweep`: a live power-cap sweep of one job on one node (the paper's
  * protocol), writing runs CSV and printing the PFI. Limits are restored on
- * every exit path; SIGINT/SIGTERM/SIGHUP reach the engine through a self-pipe
+ * every exit path; SIGINT/SIGTERM/SIGHUP/SIGQUIT reach the engine through a self-pipe
  * and are re-raised once the limits are back. */
 #include <errno.h>
 #include <fcntl.h>
@@ -330,7 +330,7 @@ static int run(int argc, char **argv) {
     fcntl(sig_pipe[i], F_SETFD, FD_CLOEXEC);
     fcntl(sig_pipe[i], F_SETFL, O_NONBLOCK);
   }
-  struct sigaction sa, old_int, old_term, old_hup;
+  struct sigaction sa, old_int, old_term, old_hup, old_quit;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_signal;
   /* Restart slow calls (flock, write) so a second Ctrl-C cannot break the final
@@ -340,6 +340,7 @@ static int run(int argc, char **argv) {
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
   sigaction(SIGHUP, &sa, &old_hup);
+  sigaction(SIGQUIT, &sa, &old_quit); /* Ctrl-\ would otherwise dump core with the GPUs capped */
   o.cancel_fd = sig_pipe[0];
   /* A closed stdout or stderr (pflex sweep ... | head) must not kill pflex
    * with the GPUs at a cap: writes fail with EPIPE instead. */
@@ -417,6 +418,7 @@ static int run(int argc, char **argv) {
   sigaction(SIGINT, &old_int, NULL);
   sigaction(SIGTERM, &old_term, NULL);
   sigaction(SIGHUP, &old_hup, NULL);
+  sigaction(SIGQUIT, &old_quit, NULL);
   sigaction(SIGPIPE, &old_pipe, NULL);
   if (signo) {
     fprintf(stderr, "stopped by signal %d (%s)\n", signo, strsignal(signo));
