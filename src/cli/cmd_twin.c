@@ -17,7 +17,7 @@
 #include "pflex/plot.h"
 #include "pflex/twin.h"
 
-#define DEFAULT_RUNS "data/reference/runs.csv"
+#define DEFAULT_RUNS "the built-in reference set"
 
 static const char usage[] =
     "pflex twin <subcommand> [options]\n"
@@ -190,7 +190,7 @@ static int cmd_check(int argc, char **argv) {
     cli_error("usage: pflex twin check [RUNS.csv] [--json | --csv]");
     return PFLEX_EXIT_USAGE;
   }
-  const char *path = optind < argc ? argv[optind] : DEFAULT_RUNS;
+  const char *path = optind < argc ? argv[optind] : cli_reference_runs();
   struct pflex_runset set;
   if (cli_load_runs(path, NULL, &set) < 0) return PFLEX_EXIT_FAIL;
   struct pflex_twin_check_row *rows = NULL;
@@ -368,7 +368,7 @@ static int cmd_plot(int argc, char **argv) {
     cli_error("'%s': unsupported figure type (use .svg, .png or .pdf)", out);
     return PFLEX_EXIT_USAGE;
   }
-  const char *path = optind < argc ? argv[optind] : DEFAULT_RUNS;
+  const char *path = optind < argc ? argv[optind] : cli_reference_runs();
   struct pflex_runset set;
   if (cli_load_runs(path, NULL, &set) < 0) return PFLEX_EXIT_FAIL;
   struct pflex_group *groups = NULL;

@@ -191,3 +191,17 @@ int cli_parse_list(const char *s, double **ret_values, size_t *ret_n) {
 bool cli_progress_enabled(void) {
   return isatty(STDERR_FILENO);
 }
+
+const char *cli_reference_runs(void) {
+  static char path[4096];
+  const char *dir = getenv("PFLEX_DATA_DIR");
+  if (dir && *dir) {
+    snprintf(path, sizeof path, "%s/reference/runs.csv", dir);
+    return path;
+  }
+  static const char *const candidates[] = {PFLEX_DATADIR "/reference/runs.csv",
+                                           PFLEX_SOURCE_DATADIR "/reference/runs.csv"};
+  for (size_t i = 0; i < sizeof candidates / sizeof *candidates; i++)
+    if (access(candidates[i], R_OK) == 0) return candidates[i];
+  return "data/reference/runs.csv";
+}
