@@ -242,6 +242,10 @@ static int run(int argc, char **argv) {
     cli_error("--attach measures a running job: give no COMMAND");
     return PFLEX_EXIT_USAGE;
   }
+  if ((regex || step_time) && !cmd) {
+    cli_error("--tput-regex and --step-time read the output of a COMMAND given after '--'");
+    return PFLEX_EXIT_USAGE;
+  }
   double *caps;
   size_t ncaps;
   if (cli_parse_list(caps_s, &caps, &ncaps)) {
@@ -264,7 +268,11 @@ static int run(int argc, char **argv) {
   unsigned *idx = NULL;
   size_t nidx = 0;
   int status = PFLEX_EXIT_FAIL;
-  if (cli_gpu_open(backend, spec, &gpu)) goto out;
+  int oerr = cli_gpu_open(backend, spec, &gpu);
+  if (oerr) {
+    if (oerr == -ENOENT) status = PFLEX_EXIT_USAGE;
+    goto out;
+  }
   bool sim = strcmp(pflex_gpu_backend_name(gpu), "sim") == 0;
   if (!cmd && !attach && !sim) {
     cli_error("give the training COMMAND after '--', or --attach to a running job");

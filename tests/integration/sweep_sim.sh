@@ -54,4 +54,9 @@ set +e
 "$PFLEX" sweep --backend sim --caps 300,700 -- true 2>/dev/null; rc=$?
 set -e
 expect_eq "$rc" 2 "virtual clock with a command"
+# a throughput regex needs a command whose output it reads
+set +e
+"$PFLEX" sweep --backend sim --caps 300,700 --tput-regex 'tok=([0-9]+)' 2>/dev/null; rc=$?
+set -e
+expect_eq "$rc" 2 "--tput-regex without a command"
 echo "sweep_sim: ok"
