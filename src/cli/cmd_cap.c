@@ -149,8 +149,12 @@ static int cap_set(struct pflex_gpu *gpu, const struct opts *o) {
     /* Recording first (and separately) tells a failed record from a failed set. */
     int err = pflex_restore_record(rs, gpu, idx[k]);
     if (err) {
-      cli_error("GPU %u: cannot record its original limit in '%s': %s; limit not changed", idx[k],
-                pflex_restore_path(rs), pflex_strerror(err));
+      cli_error("GPU %u: cannot record its original limit in '%s': %s; limit not changed%s",
+                idx[k], pflex_restore_path(rs), pflex_strerror(err),
+                err == -EACCES || err == -EPERM || err == -EROFS
+                    ? " (changing limits needs root or CAP_SYS_ADMIN, and a writable state "
+                      "directory: --state-dir)"
+                    : "");
       status = PFLEX_EXIT_FAIL;
       break;
     }
@@ -177,7 +181,7 @@ static int cap_set(struct pflex_gpu *gpu, const struct opts *o) {
     if (left)
       fprintf(stderr, "some GPUs keep the new limit: 'pflex cap restore' brings them back to "
                       "their recorded originals\n");
-    else
+    else if (done)
       fprintf(stderr, "GPU %u failed: no limit was changed (GPUs set before it were rolled back)\n",
               idx[done]);
   } else if (pflex_restore_path(rs)[0]) {

@@ -71,6 +71,11 @@ static int lock_open(struct pflex_restore *r, int *ret_fd) {
     return 0;
   }
   int fd = open(r->lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  /* A user who may not write the state directory may still read the records
+   * (pflex cap get as non-root): flock needs no write access. Writing then
+   * fails on the temporary file, as it should. */
+  if (fd < 0 && (errno == EACCES || errno == EROFS || errno == EPERM))
+    fd = open(r->lock_path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return -errno;
   if (flock(fd, LOCK_EX) != 0) {
     int err = -errno;
