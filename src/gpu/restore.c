@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <libgen.h>
 
 #include "pflex/error.h"
 #include "pflex/gpu.h"
@@ -30,11 +31,28 @@ struct pflex_restore {
   size_t nmem;
 };
 
+static int fsync_dir(const char *dir) {
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return -errno;
+  int err = fsync(fd) == 0 ? 0 : -errno;
+  close(fd);
+  return err;
+}
+
 int pflex_restore_open(const char *state_dir, struct pflex_restore **ret_restore) {
   if (!state_dir || !*state_dir) state_dir = getenv("PFLEX_STATE_DIR");
   if (!state_dir || !*state_dir) state_dir = PFLEX_RESTORE_DEFAULT_DIR;
   if (strlen(state_dir) >= 4000) return -ENAMETOOLONG;
-  if (mkdir(state_dir, 0755) != 0 && errno != EEXIST) return -errno;
+  if (mkdir(state_dir, 0755) == 0) {
+    /* A new directory's own entry must be durable too, or a crash could lose
+     * the directory with the first record in it. */
+    char parent[4096];
+    snprintf(parent, sizeof parent, "%s", state_dir);
+    int err = fsync_dir(dirname(parent));
+    if (err) return err;
+  } else if (errno != EEXIST) {
+    return -errno;
+  }
   struct stat st;
   if (stat(state_dir, &st) != 0) return -errno;
   if (!S_ISDIR(st.st_mode)) return -ENOTDIR;
@@ -159,13 +177,6 @@ static int load(struct pflex_restore *r, struct pflex_restore_record **ret, size
   return 0;
 }
 
-static int fsync_dir(const char *dir) {
-  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return -errno;
-  int err = fsync(fd) == 0 ? 0 : -errno;
-  close(fd);
-  return err;
-}
 
 /* Writes the records durably: temporary file, fsync, rename, directory fsync. */
 static int store(struct pflex_restore *r, const struct pflex_restore_record *v, size_t n) {

@@ -67,6 +67,7 @@ if ldd "$PFLEX" | grep >/dev/null libasan; then
 else
   for fault in fsync rename; do
     rm -rf "$T/s3"
+    mkdir "$T/s3"   # an existing directory: the fault hits the record's own write
     set +e
     msg=$(PFLEX_STATE_DIR="$T/s3" PFLEX_FAULT=$fault LD_PRELOAD="$SHIM" "$PFLEX" cap set --gpus 0,1 --watts 400 2>&1); rc=$?
     set -e
@@ -80,6 +81,15 @@ else
     [ -e "$T/s3/restore.json" ] && fail "restore.json exists although its write failed ($fault)"
     ls "$T/s3" | grep >/dev/null 'tmp' && fail "temporary file left behind ($fault)"
   done
+  # A new state directory whose entry cannot be made durable (fsync of its
+  # parent fails): nothing is recorded and nothing changes.
+  rm -rf "$T/s3"
+  set +e
+  msg=$(PFLEX_STATE_DIR="$T/s3" PFLEX_FAULT=fsync LD_PRELOAD="$SHIM" "$PFLEX" cap set --gpus 0 --watts 400 2>&1); rc=$?
+  set -e
+  expect_eq "$rc" 1 "set with a new state directory that cannot be made durable"
+  echo "$msg" | grep >/dev/null "cannot open the restore state directory .*Input/output error" || fail "new dir: $msg"
+  [ -z "$(fake_get gpu0.set_count)" ] || fail "set called although the state directory is not durable"
   # Control: the same shim with no fault lets the set through.
   FAKE_NVML_RESTORE_CHECK="$T/s3/restore.json" PFLEX_STATE_DIR="$T/s3" LD_PRELOAD="$SHIM" "$PFLEX" cap set --gpus 0 --watts 400 >/dev/null
   expect_eq "$(fake_get gpu0.limit_mw)" 400000 "control without fault"
