@@ -87,7 +87,10 @@ static int cmd_reference(int argc, char **argv) {
       return PFLEX_EXIT_USAGE;
   }
   if (!out || optind != argc || (quiet && json)) {
-    cli_error("usage: pflex twin reference --out DIR [--seed S] [--quiet | --json]");
+    cli_error("%s; usage: pflex twin reference --out DIR [--seed S] [--quiet | --json]",
+              !out ? "'twin reference' needs --out DIR"
+              : optind != argc ? "unexpected argument"
+                               : "--quiet and --json exclude each other");
     return PFLEX_EXIT_USAGE;
   }
   if (mkdir(out, 0777) < 0 && errno != EEXIST) {
@@ -187,7 +190,8 @@ static int cmd_check(int argc, char **argv) {
       return PFLEX_EXIT_USAGE;
   }
   if (argc - optind > 1 || (json && csv)) {
-    cli_error("usage: pflex twin check [RUNS.csv] [--json | --csv]");
+    cli_error("%s; usage: pflex twin check [RUNS.csv] [--strict] [--json | --csv]",
+              json && csv ? "--json and --csv exclude each other" : "one runs file at most");
     return PFLEX_EXIT_USAGE;
   }
   const char *path = optind < argc ? argv[optind] : cli_reference_runs();
@@ -308,7 +312,8 @@ static int cmd_population(int argc, char **argv) {
       return PFLEX_EXIT_USAGE;
   }
   if (!jobs || jobs > 100000 || optind != argc) {
-    cli_error("usage: pflex twin population --jobs N (1..100000) [--seed S] [--out FILE]");
+    cli_error("%s; usage: pflex twin population --jobs N (1..100000) [--seed S] [--out FILE]",
+              optind != argc ? "unexpected argument" : "--jobs N with N from 1 to 100000 is needed");
     return PFLEX_EXIT_USAGE;
   }
   struct pflex_runset set;
@@ -361,7 +366,8 @@ static int cmd_plot(int argc, char **argv) {
       return PFLEX_EXIT_USAGE;
   }
   if (!out || argc - optind > 1) {
-    cli_error("usage: pflex twin plot --out FILE [RUNS.csv]");
+    cli_error("%s; usage: pflex twin plot --out FILE [--title T] [RUNS.csv]",
+              !out ? "'twin plot' needs --out FILE (.svg, .png or .pdf)" : "one runs file at most");
     return PFLEX_EXIT_USAGE;
   }
   if (!pflex_plot_device(out)) {
