@@ -22,7 +22,13 @@
 #include "pflex/gpu.h"
 #include "pflex/restore.h"
 
+/* How long a change waits for another pflex process's restore lock before
+ * giving up with -PFLEX_E_LOCKED; PFLEX_LOCK_TIMEOUT_S overrides (tests). A
+ * holder keeps it only while it records and sets limits: milliseconds. */
+#define LOCK_TIMEOUT_S 30.0
+
 struct pflex_restore {
+  double lock_timeout_s;
   char dir[4096];
   char path[4200];
   char lock_path[4200];
@@ -59,6 +65,13 @@ int pflex_restore_open(const char *state_dir, struct pflex_restore **ret_restore
   struct pflex_restore *r = calloc(1, sizeof *r);
   if (!r) return -ENOMEM;
   snprintf(r->dir, sizeof r->dir, "%s", state_dir);
+  r->lock_timeout_s = LOCK_TIMEOUT_S;
+  const char *t = getenv("PFLEX_LOCK_TIMEOUT_S");
+  if (t && *t) {
+    char *end;
+    double v = strtod(t, &end);
+    if (!*end && v >= 0 && v <= 86400) r->lock_timeout_s = v;
+  }
   snprintf(r->path, sizeof r->path, "%s/%s", state_dir, PFLEX_RESTORE_FILE);
   snprintf(r->lock_path, sizeof r->lock_path, "%s/restore.lock", state_dir);
   *ret_restore = r;
@@ -95,10 +108,21 @@ static int lock_open(struct pflex_restore *r, int *ret_fd) {
   if (fd < 0 && (errno == EACCES || errno == EROFS || errno == EPERM))
     fd = open(r->lock_path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return -errno;
-  if (flock(fd, LOCK_EX) != 0) {
+  /* Wait for a holder in 20 ms steps, but not forever: a hung pflex must not
+   * block 'pflex cap restore' without a word. */
+  double waited = 0;
+  while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     int err = -errno;
-    close(fd);
-    return err;
+    if (err != -EWOULDBLOCK && err != -EINTR) {
+      close(fd);
+      return err;
+    }
+    if (waited >= r->lock_timeout_s) {
+      close(fd);
+      return -PFLEX_E_LOCKED;
+    }
+    nanosleep(&(struct timespec){.tv_nsec = 20 * 1000 * 1000}, NULL);
+    waited += 0.02;
   }
   *ret_fd = fd;
   return 0;
