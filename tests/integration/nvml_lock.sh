@@ -8,9 +8,10 @@ command -v flock >/dev/null || fail "flock (util-linux) is missing: run scripts/
 mkdir -p "$PFLEX_STATE_DIR"
 touch "$PFLEX_STATE_DIR/restore.lock"
 # The holder keeps the lock until the file 'release' appears.
-( flock 9 && while [ ! -e release ]; do sleep 0.05; done ) 9>"$PFLEX_STATE_DIR/restore.lock" &
+( flock 9 && touch locked && while [ ! -e release ]; do sleep 0.05; done ) 9>"$PFLEX_STATE_DIR/restore.lock" &
 holder=$!
-sleep 0.3
+for _ in $(seq 200); do [ -e locked ] && break; sleep 0.05; done
+[ -e locked ] || fail "the lock holder did not start"
 start=$(date +%s.%N)
 set +e
 PFLEX_LOCK_TIMEOUT_S=1 "$PFLEX" cap set --gpus 0 --watts 450 >out.txt 2>err.txt
