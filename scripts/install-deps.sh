@@ -10,7 +10,8 @@ packages=(
   libmicrohttpd-dev libcurl4-openssl-dev
   libplplot-dev plplot-driver-cairo
   libcmocka-dev valgrind
-  jq
+  # used by the integration tests only: JSON checks, the restore-lock test
+  jq python3 util-linux
 )
 
 missing=()

@@ -21,6 +21,7 @@ enum pflex_errcode {
   PFLEX_E_RESTORE,                  /* a restore record could not be made durable */
   PFLEX_E_INFEASIBLE,               /* a target below what the bounds allow */
   PFLEX_E_NVML,                     /* an NVML failure with no errno equivalent */
+  PFLEX_E_LOCKED,                   /* another pflex process holds the lock, past the wait limit */
 };
 
 /* Human-readable description of a (negative) pflex or errno code; never NULL. */

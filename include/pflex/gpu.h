@@ -112,14 +112,20 @@ void pflex_gpu_close(struct pflex_gpu *gpu);
 /* Name of the open backend. */
 const char *pflex_gpu_backend_name(const struct pflex_gpu *gpu);
 
+/* Number of GPUs the backend sees; indexes run from 0 to *ret_n - 1. */
 int pflex_gpu_count(struct pflex_gpu *gpu, unsigned *ret_n);
+/* Name, UUID and PCI bus id of GPU `index` (-ENODEV for a lost or missing GPU). */
 int pflex_gpu_info(struct pflex_gpu *gpu, unsigned index, struct pflex_gpu_info *ret_info);
 /* Reads everything the backend offers; fields it cannot give are left invalid. */
 int pflex_gpu_read(struct pflex_gpu *gpu, unsigned index, struct pflex_gpu_reading *ret_reading);
+/* The power limit now in effect on GPU `index`, in mW. */
 int pflex_gpu_get_limit(struct pflex_gpu *gpu, unsigned index, unsigned *ret_mw);
+/* The settable limit range of GPU `index` and (ret_default_mw non-NULL) its default, in mW. */
 int pflex_gpu_constraints(struct pflex_gpu *gpu, unsigned index, unsigned *ret_min_mw,
                           unsigned *ret_max_mw, unsigned *ret_default_mw);
+/* The backend's monotonic clock in seconds (virtual on a simulated clock). */
 int pflex_gpu_now(struct pflex_gpu *gpu, double *ret_s);
+/* Waits s seconds, or advances a virtual clock by s; may return early on a signal. */
 int pflex_gpu_sleep(struct pflex_gpu *gpu, double s);
 /* True when the backend's clock is virtual (a simulation running faster than real time). */
 bool pflex_gpu_virtual_clock(struct pflex_gpu *gpu);

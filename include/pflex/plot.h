@@ -29,6 +29,15 @@ struct pflex_plot_series {
   double width; /* line width, 0 = default */
 };
 
+/* Where a panel's legend goes. OUTSIDE_RIGHT narrows the panel to make room. */
+enum pflex_plot_legend_pos {
+  PFLEX_PLOT_LEGEND_TOP_LEFT = 0,
+  PFLEX_PLOT_LEGEND_TOP_RIGHT,
+  PFLEX_PLOT_LEGEND_BOTTOM_LEFT,
+  PFLEX_PLOT_LEGEND_BOTTOM_RIGHT,
+  PFLEX_PLOT_LEGEND_OUTSIDE_RIGHT,
+};
+
 struct pflex_plot_panel {
   const char *title;
   const char *xlabel, *ylabel;
@@ -36,6 +45,7 @@ struct pflex_plot_panel {
   const struct pflex_plot_series *series;
   size_t nseries;
   bool legend; /* draw a legend of the labelled series */
+  enum pflex_plot_legend_pos legend_pos; /* default top left, inside */
   bool grid;   /* draw grid lines */
 };
 

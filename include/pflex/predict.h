@@ -79,6 +79,8 @@ struct pflex_scores {
   double rmse; /* sqrt(SSE / n) */
   double rho;  /* Spearman (average ranks for ties); NAN when either side is constant */
 };
+/* R^2, RMSE and Spearman rho of predictions yhat of y: -PFLEX_E_NOPOINTS when
+ * n is 0, -EINVAL on a non-finite value. */
 int pflex_scores_compute(const double *y, const double *yhat, size_t n, struct pflex_scores *ret);
 
 /* A fitted PFI model with its names, prior and training summary. */

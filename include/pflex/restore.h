@@ -28,6 +28,8 @@ struct pflex_restore_record {
   char pci_bus_id[32];
   unsigned index;       /* index when recorded; GPUs are found again by UUID */
   unsigned original_mw; /* limit before pflex first changed it */
+  unsigned set_mw;      /* the limit pflex last set (noted before setting it); 0: unknown */
+  unsigned prev_set_mw; /* the one pflex set before that (0: none), still pflex's own */
   long long pid;        /* process that recorded it */
   long long time;       /* seconds since the epoch when recorded */
 };
@@ -51,8 +53,10 @@ const char *pflex_restore_path(const struct pflex_restore *restore);
  * limit if there is none yet (an existing record keeps the older original). */
 int pflex_restore_record(struct pflex_restore *restore, struct pflex_gpu *gpu, unsigned index);
 
-/* Records (pflex_restore_record) and, only if that succeeded, sets the limit.
- * Returns the record's error (the limit untouched) or the backend's error. */
+/* Records (pflex_restore_record) and, only if that succeeded, sets the limit,
+ * holding restore.lock throughout so that no concurrent restore can clear the
+ * record in between. Returns the record's error (the limit untouched) or the
+ * backend's error. */
 int pflex_restore_set_limit(struct pflex_restore *restore, struct pflex_gpu *gpu, unsigned index,
                             unsigned mw);
 
@@ -66,17 +70,24 @@ struct pflex_restore_result {
   int err;         /* 0: restored and record cleared; else why not (record kept) */
   unsigned index;  /* index the GPU was found at (valid when found) */
   int found;       /* the GPU (by UUID) is present on this backend */
-  unsigned was_mw; /* limit before restoring (valid when err == 0) */
+  unsigned was_mw; /* limit found before restoring (valid when found) */
+  int changed;     /* err is -EBUSY: the limit was changed by someone else since pflex set it */
 };
+
+/* Flags of pflex_restore_apply. */
+enum { PFLEX_RESTORE_FORCE = 1u << 0 };
 
 /* Brings every recorded GPU of this backend back to its original limit,
  * finding it by UUID; with `only` (nonly > 0) just the GPUs at those current
- * indexes. Clears the records of GPUs restored successfully and keeps the
+ * indexes. A GPU whose limit is now neither its original nor one of the two
+ * limits pflex last set was changed by someone else since: it is left as it is (err
+ * -EBUSY, `changed` set, record kept) unless flags has PFLEX_RESTORE_FORCE. Clears the records of GPUs restored successfully and keeps the
  * others. Returns 0 when every selected record was restored, otherwise the
  * first error. Unlike most ret_ parameters, *ret_results (freed by the caller)
  * is set also on error whenever the records could be read, to say what
  * happened to each; it stays untouched only when reading them failed. */
 int pflex_restore_apply(struct pflex_restore *restore, struct pflex_gpu *gpu, const unsigned *only,
-                        size_t nonly, struct pflex_restore_result **ret_results, size_t *ret_n);
+                        size_t nonly, unsigned flags, struct pflex_restore_result **ret_results,
+                        size_t *ret_n);
 
 #endif

@@ -91,6 +91,7 @@ struct pflex_sweep_result {
   int restore_err; /* 0 when every swept GPU is back at its original limit */
 };
 
+/* Empties a result; release frees what a sweep put in it (and accepts an empty one). */
 void pflex_sweep_result_init(struct pflex_sweep_result *res);
 void pflex_sweep_result_release(struct pflex_sweep_result *res);
 
@@ -102,7 +103,9 @@ int pflex_sweep_check(struct pflex_gpu *gpu, const struct pflex_sweep_opts *opts
 /* Runs the sweep. `res` (initialized here, released by the caller) is filled
  * whatever happens. Returns 0 when every run was attempted and the limits
  * were restored; -ECANCELED when cancel_fd fired; -ECHILD when the command
- * died of a signal or failed; a GPU error (-ENODEV for a lost GPU, -EPERM ...)
+ * died of a signal or failed; -EBUSY, changing nothing, when a selected GPU
+ * already has a restore record (its final restore would undo that older
+ * change); a GPU error (-ENODEV for a lost GPU, -EPERM ...)
  * when one ended the sweep; or the restore error. -EINVAL for bad options. */
 int pflex_sweep_run(struct pflex_gpu *gpu, struct pflex_restore *restore,
                     const struct pflex_sweep_opts *opts, struct pflex_sweep_result *res);

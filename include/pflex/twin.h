@@ -124,8 +124,8 @@ struct pflex_twin_noise {
 void pflex_twin_noise_default(struct pflex_twin_noise *noise);
 
 /* The noise-free operating point of job on GPU type gpu with per-GPU cap cap_w
- * (clamped to [cap_min_w, tdp_w]; a cap above the job's natural draw changes
- * nothing). -EINVAL on bad arguments, -ERANGE if the clock cannot be settled. */
+ * (clamped to [cap_min_w, tdp_w]; a cap above natural draw / 0.98 changes
+ * nothing, except slightly for jobs with long memory phases: docs/twin.md). -EINVAL on bad arguments, -ERANGE if the clock cannot be settled. */
 int pflex_twin_eval(const struct pflex_twin_gpu *gpu, const struct pflex_twin_job *job,
                     double cap_w, struct pflex_twin_point *ret);
 

@@ -18,7 +18,7 @@
 static const char usage[] =
     "pflex cap set --watts W [--gpus LIST] [--clamp] [--dry-run] [options]\n"
     "       pflex cap get [--gpus LIST] [--json] [options]\n"
-    "       pflex cap restore [--gpus LIST] [options]\n"
+    "       pflex cap restore [--gpus LIST] [--force] [options]\n"
     "  set              set the power limit of each selected GPU to W watts; the original limit\n"
     "                   is written durably to the restore file first\n"
     "  get              show limits, enforced limits, defaults, ranges and recorded originals\n"
@@ -28,6 +28,8 @@ static const char usage[] =
     "  --clamp          a limit outside a GPU's range is set to the nearest end of the range\n"
     "                   (default: refuse, and change nothing)\n"
     "  --dry-run        say what would change, change nothing (set)\n"
+    "  --force          restore also GPUs whose limit someone else changed after pflex set it\n"
+    "                   (default: leave those as they are and keep their records) (restore)\n"
     "  --json           machine-readable output (get)\n"
     "  --backend NAME   nvml (default; env PFLEX_GPU_BACKEND) or sim\n"
     "  --sim-job SPEC   sim backend: GPUs and job to simulate (docs/gpu.md)\n"
@@ -38,7 +40,7 @@ static const char usage[] =
 struct opts {
   const char *backend, *spec, *state_dir, *gpus;
   double watts;
-  int have_watts, clamp, dry_run, json;
+  int have_watts, clamp, dry_run, json, force;
 };
 
 static int parse(int argc, char **argv, struct opts *o) {
@@ -50,6 +52,7 @@ static int parse(int argc, char **argv, struct opts *o) {
                                         {"clamp", no_argument, NULL, 'c'},
                                         {"dry-run", no_argument, NULL, 'n'},
                                         {"json", no_argument, NULL, 'j'},
+                                        {"force", no_argument, NULL, 'f'},
                                         {NULL, 0, NULL, 0}};
   memset(o, 0, sizeof *o);
   optind = 1;
@@ -73,6 +76,7 @@ static int parse(int argc, char **argv, struct opts *o) {
     case 'c': o->clamp = 1; break;
     case 'n': o->dry_run = 1; break;
     case 'j': o->json = 1; break;
+    case 'f': o->force = 1; break;
     default: return -EINVAL;
     }
   }
@@ -126,36 +130,64 @@ static int cap_set(struct pflex_gpu *gpu, const struct opts *o) {
     status = PFLEX_EXIT_FAIL;
     goto out;
   }
-  for (size_t k = 0; k < n; k++)
-    printf("GPU %u: power limit %.1f W -> %.1f W%s\n", idx[k], old[k] / 1000.0, target[k] / 1000.0,
-           o->dry_run ? " (dry run: not changed)" : "");
-  if (o->dry_run) goto out;
+  if (o->dry_run) {
+    for (size_t k = 0; k < n; k++)
+      printf("GPU %u: power limit %.1f W -> %.1f W (dry run: not changed)\n", idx[k],
+             old[k] / 1000.0, target[k] / 1000.0);
+    goto out;
+  }
   struct pflex_restore *rs;
   if (cli_restore_open(gpu, o->state_dir, &rs)) {
     status = PFLEX_EXIT_FAIL;
     goto out;
   }
+  /* All or nothing: when one GPU cannot be set (GPU 3 of 0-7 fails after 0-2
+   * were changed), the GPUs changed by this command go back to the limits they
+   * had before it, so the node is never left half at the new limit. */
   size_t done = 0;
   for (size_t k = 0; k < n; k++) {
     /* Recording first (and separately) tells a failed record from a failed set. */
     int err = pflex_restore_record(rs, gpu, idx[k]);
     if (err) {
-      cli_error("GPU %u: cannot record its original limit in '%s': %s; limit not changed", idx[k],
-                pflex_restore_path(rs), pflex_strerror(err));
+      cli_error("GPU %u: cannot record its original limit in '%s': %s; limit not changed%s",
+                idx[k], pflex_restore_path(rs), pflex_strerror(err),
+                err == -EACCES || err == -EPERM || err == -EROFS
+                    ? " (changing limits needs root or CAP_SYS_ADMIN, and a writable state "
+                      "directory: --state-dir)"
+                    : "");
       status = PFLEX_EXIT_FAIL;
-      continue;
+      break;
     }
     err = pflex_restore_set_limit(rs, gpu, idx[k], target[k]);
     if (err) {
       cli_gpu_error(gpu, "cannot set the power limit of", idx[k], err);
       status = PFLEX_EXIT_FAIL;
-      continue;
+      break;
     }
+    printf("GPU %u: power limit %.1f W -> %.1f W\n", idx[k], old[k] / 1000.0, target[k] / 1000.0);
     done++;
   }
-  if (done && pflex_restore_path(rs)[0])
+  if (status != PFLEX_EXIT_OK) {
+    int left = 0;
+    for (size_t k = 0; k < done; k++) {
+      int err = pflex_restore_set_limit(rs, gpu, idx[k], old[k]);
+      if (err) {
+        cli_gpu_error(gpu, "cannot roll back the power limit of", idx[k], err);
+        left = 1;
+      } else {
+        printf("GPU %u: rolled back to %.1f W\n", idx[k], old[k] / 1000.0);
+      }
+    }
+    if (left)
+      fprintf(stderr, "some GPUs keep the new limit: 'pflex cap restore' brings them back to "
+                      "their recorded originals\n");
+    else if (done)
+      fprintf(stderr, "GPU %u failed: no limit was changed (GPUs set before it were rolled back)\n",
+              idx[done]);
+  } else if (pflex_restore_path(rs)[0]) {
     printf("original limits recorded in '%s'; 'pflex cap restore' brings them back\n",
            pflex_restore_path(rs));
+  }
   pflex_restore_free(rs);
 out:
   free(idx);
@@ -252,7 +284,8 @@ static int cap_restore(struct pflex_gpu *gpu, const struct opts *o) {
   }
   struct pflex_restore_result *res = NULL;
   size_t nres = 0;
-  int err = pflex_restore_apply(rs, gpu, idx, n, &res, &nres);
+  int err =
+      pflex_restore_apply(rs, gpu, idx, n, o->force ? PFLEX_RESTORE_FORCE : 0, &res, &nres);
   int status = PFLEX_EXIT_OK;
   if (err && !res) {
     cli_error("cannot read the restore records in '%s': %s", pflex_restore_path(rs),
@@ -264,6 +297,13 @@ static int cap_restore(struct pflex_gpu *gpu, const struct opts *o) {
     if (!x->err) {
       printf("GPU %u (%s): power limit %.1f W -> %.1f W (original), record cleared\n", x->index,
              x->record.uuid, x->was_mw / 1e3, x->record.original_mw / 1e3);
+    } else if (x->changed) {
+      cli_error("GPU %u (%s): its limit is %.1f W, neither the original %.1f W nor the %.1f W "
+                "pflex set: someone changed it since; left as it is, record kept ('pflex cap "
+                "restore --force' sets %.1f W anyway)",
+                x->index, x->record.uuid, x->was_mw / 1e3, x->record.original_mw / 1e3,
+                x->record.set_mw / 1e3, x->record.original_mw / 1e3);
+      status = PFLEX_EXIT_FAIL;
     } else if (!x->found && x->err == -ENODEV) {
       cli_error("GPU %s (index %u when recorded) is not present; its record (original %.1f W) is "
                 "kept",
@@ -307,8 +347,24 @@ static int run(int argc, char **argv) {
     cli_error("unknown 'cap' subcommand '%s' (set, get, restore)", sub);
     return PFLEX_EXIT_USAGE;
   }
+  /* Usage errors before opening the backend, so they are not hidden behind a
+   * missing driver. */
+  if (fn == cap_set && !o.have_watts) {
+    cli_error("'cap set' needs --watts");
+    fprintf(stderr, "usage: %s\n", usage);
+    return PFLEX_EXIT_USAGE;
+  }
+  if (fn != cap_set && (o.have_watts || o.clamp || o.dry_run)) {
+    cli_error("--watts, --clamp and --dry-run belong to 'cap set'");
+    return PFLEX_EXIT_USAGE;
+  }
+  if (fn != cap_restore && o.force) {
+    cli_error("--force belongs to 'cap restore'");
+    return PFLEX_EXIT_USAGE;
+  }
   struct pflex_gpu *gpu;
-  if (cli_gpu_open(o.backend, o.spec, &gpu)) return PFLEX_EXIT_FAIL;
+  int oerr = cli_gpu_open(o.backend, o.spec, &gpu);
+  if (oerr) return oerr == -ENOENT ? PFLEX_EXIT_USAGE : PFLEX_EXIT_FAIL;
   int status = fn(gpu, &o);
   pflex_gpu_close(gpu);
   return status;

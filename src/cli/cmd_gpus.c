@@ -1,5 +1,6 @@
 /* `pflex gpus`: lists the GPUs of a backend with their power, limits,
  * constraints, clocks and utilization (read-only). */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -171,7 +172,8 @@ static int run(int argc, char **argv) {
     return PFLEX_EXIT_USAGE;
   }
   struct pflex_gpu *gpu;
-  if (cli_gpu_open(backend, spec, &gpu)) return PFLEX_EXIT_FAIL;
+  int oerr = cli_gpu_open(backend, spec, &gpu);
+  if (oerr) return oerr == -ENOENT ? PFLEX_EXIT_USAGE : PFLEX_EXIT_FAIL;
   if (watch_s >= 0) {
     int st = watch(gpu, list, watch_s, hz);
     pflex_gpu_close(gpu);

@@ -19,7 +19,7 @@
 #include "pflex/predict.h"
 #include "pflex/study.h"
 
-#define DEFAULT_RUNS "data/reference/runs.csv"
+#define DEFAULT_RUNS "the built-in reference set"
 
 #define USAGE                                                                                      \
   "pflex study [RUNS] [options]\n"                                                                 \
@@ -638,7 +638,7 @@ static int run(int argc, char **argv) {
     so.cuts = cuts;
     so.ncuts = ncuts;
   }
-  const char *path = optind < argc ? argv[optind] : DEFAULT_RUNS;
+  const char *path = optind < argc ? argv[optind] : cli_reference_runs();
   struct pflex_runs_read_opts ro = {0};
   if (unit && cli_parse_unit(unit, &ro.unit)) {
     cli_error("--unit: unknown unit '%s' (tokens, samples, steps, step-time)", unit);

@@ -1,6 +1,6 @@
 /* `pflex sweep`: a live power-cap sweep of one job on one node (the paper's
  * protocol), writing runs CSV and printing the PFI. Limits are restored on
- * every exit path; SIGINT/SIGTERM/SIGHUP reach the engine through a self-pipe
+ * every exit path; SIGINT/SIGTERM/SIGHUP/SIGQUIT reach the engine through a self-pipe
  * and are re-raised once the limits are back. */
 #include <errno.h>
 #include <fcntl.h>
@@ -242,6 +242,10 @@ static int run(int argc, char **argv) {
     cli_error("--attach measures a running job: give no COMMAND");
     return PFLEX_EXIT_USAGE;
   }
+  if ((regex || step_time) && !cmd) {
+    cli_error("--tput-regex and --step-time read the output of a COMMAND given after '--'");
+    return PFLEX_EXIT_USAGE;
+  }
   double *caps;
   size_t ncaps;
   if (cli_parse_list(caps_s, &caps, &ncaps)) {
@@ -264,7 +268,11 @@ static int run(int argc, char **argv) {
   unsigned *idx = NULL;
   size_t nidx = 0;
   int status = PFLEX_EXIT_FAIL;
-  if (cli_gpu_open(backend, spec, &gpu)) goto out;
+  int oerr = cli_gpu_open(backend, spec, &gpu);
+  if (oerr) {
+    if (oerr == -ENOENT) status = PFLEX_EXIT_USAGE;
+    goto out;
+  }
   bool sim = strcmp(pflex_gpu_backend_name(gpu), "sim") == 0;
   if (!cmd && !attach && !sim) {
     cli_error("give the training COMMAND after '--', or --attach to a running job");
@@ -330,7 +338,7 @@ static int run(int argc, char **argv) {
     fcntl(sig_pipe[i], F_SETFD, FD_CLOEXEC);
     fcntl(sig_pipe[i], F_SETFL, O_NONBLOCK);
   }
-  struct sigaction sa, old_int, old_term, old_hup;
+  struct sigaction sa, old_int, old_term, old_hup, old_quit;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_signal;
   /* Restart slow calls (flock, write) so a second Ctrl-C cannot break the final
@@ -340,7 +348,15 @@ static int run(int argc, char **argv) {
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
   sigaction(SIGHUP, &sa, &old_hup);
+  sigaction(SIGQUIT, &sa, &old_quit); /* Ctrl-\ would otherwise dump core with the GPUs capped */
   o.cancel_fd = sig_pipe[0];
+  /* A closed stdout or stderr (pflex sweep ... | head) must not kill pflex
+   * with the GPUs at a cap: writes fail with EPIPE instead. */
+  struct sigaction ign, old_pipe;
+  memset(&ign, 0, sizeof ign);
+  ign.sa_handler = SIG_IGN;
+  sigemptyset(&ign.sa_mask);
+  sigaction(SIGPIPE, &ign, &old_pipe);
 
   fprintf(stderr, "sweep '%s': %zu run%s of %g s on %zu GPU%s (%s backend), caps", group, ncaps,
           ncaps == 1 ? "" : "s", duration, nidx, nidx == 1 ? "" : "s", pflex_gpu_backend_name(gpu));
@@ -361,7 +377,12 @@ static int run(int argc, char **argv) {
   /* Restored by now, whatever happened: say so for each GPU. */
   for (size_t i = 0; i < res.nrestored; i++) {
     const struct pflex_restore_result *x = &res.restored[i];
-    if (x->err)
+    if (x->changed)
+      cli_error("GPU %u (%s) was left at %.1f W: someone changed its limit during the sweep "
+                "(pflex had set %.1f W); 'pflex cap restore --force' sets its original %.1f W",
+                x->index, x->record.uuid, x->was_mw / 1e3, x->record.set_mw / 1e3,
+                x->record.original_mw / 1e3);
+    else if (x->err)
       cli_error("GPU %u (%s) could not be restored to %.1f W: %s; run 'pflex cap restore'",
                 x->found ? x->index : x->record.index, x->record.uuid, x->record.original_mw / 1e3,
                 pflex_strerror(x->err));
@@ -405,6 +426,8 @@ static int run(int argc, char **argv) {
   sigaction(SIGINT, &old_int, NULL);
   sigaction(SIGTERM, &old_term, NULL);
   sigaction(SIGHUP, &old_hup, NULL);
+  sigaction(SIGQUIT, &old_quit, NULL);
+  sigaction(SIGPIPE, &old_pipe, NULL);
   if (signo) {
     fprintf(stderr, "stopped by signal %d (%s)\n", signo, strsignal(signo));
     pflex_restore_free(rs);

@@ -17,7 +17,7 @@
 #include "pflex/plot.h"
 #include "pflex/twin.h"
 
-#define DEFAULT_RUNS "data/reference/runs.csv"
+#define DEFAULT_RUNS "the built-in reference set"
 
 static const char usage[] =
     "pflex twin <subcommand> [options]\n"
@@ -87,7 +87,10 @@ static int cmd_reference(int argc, char **argv) {
       return PFLEX_EXIT_USAGE;
   }
   if (!out || optind != argc || (quiet && json)) {
-    cli_error("usage: pflex twin reference --out DIR [--seed S] [--quiet | --json]");
+    cli_error("%s; usage: pflex twin reference --out DIR [--seed S] [--quiet | --json]",
+              !out ? "'twin reference' needs --out DIR"
+              : optind != argc ? "unexpected argument"
+                               : "--quiet and --json exclude each other");
     return PFLEX_EXIT_USAGE;
   }
   if (mkdir(out, 0777) < 0 && errno != EEXIST) {
@@ -187,10 +190,11 @@ static int cmd_check(int argc, char **argv) {
       return PFLEX_EXIT_USAGE;
   }
   if (argc - optind > 1 || (json && csv)) {
-    cli_error("usage: pflex twin check [RUNS.csv] [--json | --csv]");
+    cli_error("%s; usage: pflex twin check [RUNS.csv] [--strict] [--json | --csv]",
+              json && csv ? "--json and --csv exclude each other" : "one runs file at most");
     return PFLEX_EXIT_USAGE;
   }
-  const char *path = optind < argc ? argv[optind] : DEFAULT_RUNS;
+  const char *path = optind < argc ? argv[optind] : cli_reference_runs();
   struct pflex_runset set;
   if (cli_load_runs(path, NULL, &set) < 0) return PFLEX_EXIT_FAIL;
   struct pflex_twin_check_row *rows = NULL;
@@ -308,7 +312,8 @@ static int cmd_population(int argc, char **argv) {
       return PFLEX_EXIT_USAGE;
   }
   if (!jobs || jobs > 100000 || optind != argc) {
-    cli_error("usage: pflex twin population --jobs N (1..100000) [--seed S] [--out FILE]");
+    cli_error("%s; usage: pflex twin population --jobs N (1..100000) [--seed S] [--out FILE]",
+              optind != argc ? "unexpected argument" : "--jobs N with N from 1 to 100000 is needed");
     return PFLEX_EXIT_USAGE;
   }
   struct pflex_runset set;
@@ -361,14 +366,15 @@ static int cmd_plot(int argc, char **argv) {
       return PFLEX_EXIT_USAGE;
   }
   if (!out || argc - optind > 1) {
-    cli_error("usage: pflex twin plot --out FILE [RUNS.csv]");
+    cli_error("%s; usage: pflex twin plot --out FILE [--title T] [RUNS.csv]",
+              !out ? "'twin plot' needs --out FILE (.svg, .png or .pdf)" : "one runs file at most");
     return PFLEX_EXIT_USAGE;
   }
   if (!pflex_plot_device(out)) {
     cli_error("'%s': unsupported figure type (use .svg, .png or .pdf)", out);
     return PFLEX_EXIT_USAGE;
   }
-  const char *path = optind < argc ? argv[optind] : DEFAULT_RUNS;
+  const char *path = optind < argc ? argv[optind] : cli_reference_runs();
   struct pflex_runset set;
   if (cli_load_runs(path, NULL, &set) < 0) return PFLEX_EXIT_FAIL;
   struct pflex_group *groups = NULL;

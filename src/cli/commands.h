@@ -10,7 +10,7 @@ struct pflex_cmd {
   const char *usage;                 /* full text for `pflex help <command>` */
 };
 
-/* Exit statuses (docs/cli.md). */
+/* Exit statuses (README.md, "What it does"). */
 enum { PFLEX_EXIT_OK = 0, PFLEX_EXIT_FAIL = 1, PFLEX_EXIT_USAGE = 2 };
 
 /* Add each new command here and in main.c's table. */

@@ -5,22 +5,13 @@
 
 #include "cli/commands.h"
 
+/* In the order of the data's path: measure, characterize, predict, allocate,
+ * enforce (docs/design.md). */
 static const struct pflex_cmd *const commands[] = {
-    &pflex_cmd_version,
-    &pflex_cmd_gpus,
-    &pflex_cmd_cap,
-    &pflex_cmd_sweep,
-    &pflex_cmd_twin,
-    &pflex_cmd_import,
-    &pflex_cmd_export,
-    &pflex_cmd_pfi,
-    &pflex_cmd_stats,
-    &pflex_cmd_aggregate,
-    &pflex_cmd_fit,
-    &pflex_cmd_predict,
-    &pflex_cmd_ablation,
-    &pflex_cmd_allocate,
-    &pflex_cmd_study,
+    &pflex_cmd_study,  &pflex_cmd_pfi,     &pflex_cmd_stats,    &pflex_cmd_aggregate,
+    &pflex_cmd_import, &pflex_cmd_export,  &pflex_cmd_twin,     &pflex_cmd_fit,
+    &pflex_cmd_predict, &pflex_cmd_ablation, &pflex_cmd_allocate, &pflex_cmd_gpus,
+    &pflex_cmd_cap,    &pflex_cmd_sweep,   &pflex_cmd_version,
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

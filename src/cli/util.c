@@ -104,18 +104,25 @@ int cli_load_runs(const char *path, const struct pflex_runs_read_opts *opts,
     cli_error_diag("cannot read", &diag, err);
     return err;
   }
-  for (size_t i = 0; i < ret_set->n; i++) {
-    size_t k;
-    for (k = 0; k < ret_set->nextra; k++)
-      if (strcmp(ret_set->extra_names[k], "provenance") == 0) break;
-    if (k < ret_set->nextra && strcmp(ret_set->runs[i].extra[k], "reconstructed") == 0) {
-      fprintf(stderr,
-              "note: '%s' holds reconstructed data (modelled from the paper's published "
-              "numbers, not measurements); see data/reference/README.md\n",
-              path);
-      break;
-    }
+  /* Say once per kind when any run is not a measurement (column provenance). */
+  size_t k;
+  for (k = 0; k < ret_set->nextra; k++)
+    if (strcmp(ret_set->extra_names[k], "provenance") == 0) break;
+  bool reconstructed = false, simulated = false;
+  for (size_t i = 0; k < ret_set->nextra && i < ret_set->n; i++) {
+    reconstructed |= strcmp(ret_set->runs[i].extra[k], "reconstructed") == 0;
+    simulated |= strcmp(ret_set->runs[i].extra[k], "simulated") == 0;
   }
+  if (reconstructed)
+    fprintf(stderr,
+            "note: '%s' holds reconstructed data (modelled from the paper's published "
+            "numbers, not measurements); see data/reference/README.md\n",
+            path);
+  if (simulated)
+    fprintf(stderr,
+            "note: '%s' holds simulated data (pflex's GPU and job model, not "
+            "measurements); see docs/twin.md\n",
+            path);
   if (!pflex_tput_unit_absolute(ret_set->unit))
     fprintf(stderr,
             "note: throughput in '%s' is %s: only ratios are meaningful, tokens/s "
@@ -190,4 +197,18 @@ int cli_parse_list(const char *s, double **ret_values, size_t *ret_n) {
 
 bool cli_progress_enabled(void) {
   return isatty(STDERR_FILENO);
+}
+
+const char *cli_reference_runs(void) {
+  static char path[4096];
+  const char *dir = getenv("PFLEX_DATA_DIR");
+  if (dir && *dir) {
+    snprintf(path, sizeof path, "%s/reference/runs.csv", dir);
+    return path;
+  }
+  static const char *const candidates[] = {PFLEX_DATADIR "/reference/runs.csv",
+                                           PFLEX_SOURCE_DATADIR "/reference/runs.csv"};
+  for (size_t i = 0; i < sizeof candidates / sizeof *candidates; i++)
+    if (access(candidates[i], R_OK) == 0) return candidates[i];
+  return "data/reference/runs.csv";
 }

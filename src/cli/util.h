@@ -44,6 +44,11 @@ int cli_load_runs(const char *path, const struct pflex_runs_read_opts *opts,
 /* Parses a comma-separated list of numbers with optional a:b:step ranges. */
 int cli_parse_list(const char *s, double **ret_values, size_t *ret_n);
 
+/* Path of the built-in reference runs set: $PFLEX_DATA_DIR/reference/runs.csv
+ * when that variable is set, else the installed copy, else this source tree's
+ * data/reference/runs.csv (a build run from anywhere), else that relative path. */
+const char *cli_reference_runs(void);
+
 /* True when stderr is a terminal (progress output goes there only then). */
 bool cli_progress_enabled(void);
 

@@ -125,9 +125,10 @@ static int util_fraction(const struct pflex_runset *set, size_t i, const char *n
                          struct pflex_diag *diag) {
   double v;
   int err = pflex_runset_metric(set, i, name, &v);
-  if (err)
-    return pflex_diag_set(diag, err, "", set->runs[i].line, name, "%s",
-                          err == -ENOENT    ? "no such column"
+  if (err) /* a missing column is the file's, not one line's */
+    return pflex_diag_set(diag, err, "", err == -ENOENT ? 0 : set->runs[i].line, name, "%s",
+                          err == -ENOENT ? "no such column (this feature is computed from GPU "
+                                           "telemetry; the 'prior' model needs none)"
                           : err == -ENODATA ? "empty"
                                             : "not a number");
   if (v < 0 || v > 100)
@@ -183,9 +184,10 @@ int pflex_feature_value(const struct pflex_runset *set, size_t i, const char *na
     return 0;
   }
   err = pflex_runset_metric(set, i, name, ret);
-  if (err)
-    return pflex_diag_set(diag, err, "", r->line, name, "%s",
-                          err == -ENOENT    ? "no such column"
+  if (err) /* a missing column is the file's, not one line's */
+    return pflex_diag_set(diag, err, "", err == -ENOENT ? 0 : r->line, name, "%s",
+                          err == -ENOENT ? "no such column (features: dram_copy, arith_intensity, "
+                                           "arch_moe, task_ft, log_gpus, or a telemetry column)"
                           : err == -ENODATA ? "empty"
                                             : "not a number");
   return 0;

@@ -202,7 +202,7 @@ static int nvml_open(const char *spec, void **ret_ctx, char *errbuf, size_t errl
     const char *e = dlerror();
     snprintf(errbuf, errlen,
              "cannot load NVML '%s': %s (is the NVIDIA driver installed? PFLEX_NVML_LIB "
-             "names another file)",
+             "names another file; --backend sim simulates GPUs)",
              path, e ? e : "unknown reason");
     free(n);
     return -ELIBACC;

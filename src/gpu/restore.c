@@ -16,12 +16,19 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <libgen.h>
 
 #include "pflex/error.h"
 #include "pflex/gpu.h"
 #include "pflex/restore.h"
 
+/* How long a change waits for another pflex process's restore lock before
+ * giving up with -PFLEX_E_LOCKED; PFLEX_LOCK_TIMEOUT_S overrides (tests). A
+ * holder keeps it only while it records and sets limits: milliseconds. */
+#define LOCK_TIMEOUT_S 30.0
+
 struct pflex_restore {
+  double lock_timeout_s;
   char dir[4096];
   char path[4200];
   char lock_path[4200];
@@ -30,17 +37,41 @@ struct pflex_restore {
   size_t nmem;
 };
 
+static int fsync_dir(const char *dir) {
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return -errno;
+  int err = fsync(fd) == 0 ? 0 : -errno;
+  close(fd);
+  return err;
+}
+
 int pflex_restore_open(const char *state_dir, struct pflex_restore **ret_restore) {
   if (!state_dir || !*state_dir) state_dir = getenv("PFLEX_STATE_DIR");
   if (!state_dir || !*state_dir) state_dir = PFLEX_RESTORE_DEFAULT_DIR;
   if (strlen(state_dir) >= 4000) return -ENAMETOOLONG;
-  if (mkdir(state_dir, 0755) != 0 && errno != EEXIST) return -errno;
+  if (mkdir(state_dir, 0755) == 0) {
+    /* A new directory's own entry must be durable too, or a crash could lose
+     * the directory with the first record in it. */
+    char parent[4096];
+    snprintf(parent, sizeof parent, "%s", state_dir);
+    int err = fsync_dir(dirname(parent));
+    if (err) return err;
+  } else if (errno != EEXIST) {
+    return -errno;
+  }
   struct stat st;
   if (stat(state_dir, &st) != 0) return -errno;
   if (!S_ISDIR(st.st_mode)) return -ENOTDIR;
   struct pflex_restore *r = calloc(1, sizeof *r);
   if (!r) return -ENOMEM;
   snprintf(r->dir, sizeof r->dir, "%s", state_dir);
+  r->lock_timeout_s = LOCK_TIMEOUT_S;
+  const char *t = getenv("PFLEX_LOCK_TIMEOUT_S");
+  if (t && *t) {
+    char *end;
+    double v = strtod(t, &end);
+    if (!*end && v >= 0 && v <= 86400) r->lock_timeout_s = v;
+  }
   snprintf(r->path, sizeof r->path, "%s/%s", state_dir, PFLEX_RESTORE_FILE);
   snprintf(r->lock_path, sizeof r->lock_path, "%s/restore.lock", state_dir);
   *ret_restore = r;
@@ -71,11 +102,27 @@ static int lock_open(struct pflex_restore *r, int *ret_fd) {
     return 0;
   }
   int fd = open(r->lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  /* A user who may not write the state directory may still read the records
+   * (pflex cap get as non-root): flock needs no write access. Writing then
+   * fails on the temporary file, as it should. */
+  if (fd < 0 && (errno == EACCES || errno == EROFS || errno == EPERM))
+    fd = open(r->lock_path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return -errno;
-  if (flock(fd, LOCK_EX) != 0) {
+  /* Wait for a holder in 20 ms steps, but not forever: a hung pflex must not
+   * block 'pflex cap restore' without a word. */
+  double waited = 0;
+  while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     int err = -errno;
-    close(fd);
-    return err;
+    if (err != -EWOULDBLOCK && err != -EINTR) {
+      close(fd);
+      return err;
+    }
+    if (waited >= r->lock_timeout_s) {
+      close(fd);
+      return -PFLEX_E_LOCKED;
+    }
+    nanosleep(&(struct timespec){.tv_nsec = 20 * 1000 * 1000}, NULL);
+    waited += 0.02;
   }
   *ret_fd = fd;
   return 0;
@@ -137,6 +184,14 @@ static int load(struct pflex_restore *r, struct pflex_restore_record **ret, size
              json_string_value(json_object_get(o, "pci_bus_id")));
     v[i].index = (unsigned)json_integer_value(json_object_get(o, "index"));
     v[i].original_mw = (unsigned)json_integer_value(mw);
+    /* absent in older files: unknown */
+    json_t *set = json_object_get(o, "set_limit_mw"), *prev = json_object_get(o, "prev_set_limit_mw");
+    v[i].set_mw = json_is_integer(set) && json_integer_value(set) > 0
+                      ? (unsigned)json_integer_value(set)
+                      : 0;
+    v[i].prev_set_mw = json_is_integer(prev) && json_integer_value(prev) > 0
+                           ? (unsigned)json_integer_value(prev)
+                           : 0;
     v[i].pid = (long long)json_integer_value(json_object_get(o, "pid"));
     v[i].time = (long long)json_integer_value(json_object_get(o, "time"));
   }
@@ -146,13 +201,6 @@ static int load(struct pflex_restore *r, struct pflex_restore_record **ret, size
   return 0;
 }
 
-static int fsync_dir(const char *dir) {
-  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return -errno;
-  int err = fsync(fd) == 0 ? 0 : -errno;
-  close(fd);
-  return err;
-}
 
 /* Writes the records durably: temporary file, fsync, rename, directory fsync. */
 static int store(struct pflex_restore *r, const struct pflex_restore_record *v, size_t n) {
@@ -178,6 +226,9 @@ static int store(struct pflex_restore *r, const struct pflex_restore_record *v, 
     json_object_set_new(o, "pci_bus_id", json_string(v[i].pci_bus_id));
     json_object_set_new(o, "index", json_integer(v[i].index));
     json_object_set_new(o, "original_limit_mw", json_integer(v[i].original_mw));
+    if (v[i].set_mw) json_object_set_new(o, "set_limit_mw", json_integer(v[i].set_mw));
+    if (v[i].prev_set_mw)
+      json_object_set_new(o, "prev_set_limit_mw", json_integer(v[i].prev_set_mw));
     json_object_set_new(o, "pid", json_integer(v[i].pid));
     json_object_set_new(o, "time", json_integer(v[i].time));
     json_array_append_new(arr, o);
@@ -221,49 +272,86 @@ static long find_record(const struct pflex_restore_record *v, size_t n, const ch
   return -1;
 }
 
-int pflex_restore_record(struct pflex_restore *r, struct pflex_gpu *gpu, unsigned index) {
+/* Records GPU `index` unless it already has a record, and with set_mw
+ * notes the limit pflex is about to set (*set_mw receives the one noted
+ * before, 0 if none); the caller holds the lock. */
+static int record_locked(struct pflex_restore *r, struct pflex_gpu *gpu, unsigned index,
+                         unsigned *set_mw) {
   struct pflex_gpu_info info;
   int err = pflex_gpu_info(gpu, index, &info);
   if (err) return err;
   if (!info.uuid[0]) return -PFLEX_E_RESTORE; /* cannot find it again without an identity */
-  int lock;
-  err = lock_open(r, &lock);
-  if (err) return err;
   struct pflex_restore_record *v = NULL;
   size_t n = 0;
   err = load(r, &v, &n);
-  if (err) goto out;
+  if (err) return err;
   const char *backend = pflex_gpu_backend_name(gpu);
-  if (find_record(v, n, backend, info.uuid) >= 0) goto out; /* the older original wins */
-  unsigned mw;
-  err = pflex_gpu_get_limit(gpu, index, &mw);
-  if (err) goto out;
-  struct pflex_restore_record *nv = realloc(v, (n + 1) * sizeof *nv);
-  if (!nv) {
-    err = -ENOMEM;
-    goto out;
+  long at = find_record(v, n, backend, info.uuid); /* the older original wins */
+  if (at < 0) {
+    unsigned mw;
+    err = pflex_gpu_get_limit(gpu, index, &mw);
+    if (err) goto out;
+    struct pflex_restore_record *nv = realloc(v, (n + 1) * sizeof *nv);
+    if (!nv) {
+      err = -ENOMEM;
+      goto out;
+    }
+    v = nv;
+    at = (long)n++;
+    memset(&v[at], 0, sizeof v[at]);
+    copy_str(v[at].backend, sizeof v[at].backend, backend);
+    copy_str(v[at].uuid, sizeof v[at].uuid, info.uuid);
+    copy_str(v[at].pci_bus_id, sizeof v[at].pci_bus_id, info.pci_bus_id);
+    v[at].index = index;
+    v[at].original_mw = mw;
+    v[at].pid = (long long)getpid();
+    v[at].time = (long long)time(NULL);
+  } else if (!set_mw || v[at].set_mw == *set_mw) {
+    if (set_mw) *set_mw = v[at].set_mw;
+    goto out; /* nothing new to write */
   }
-  v = nv;
-  memset(&v[n], 0, sizeof v[n]);
-  copy_str(v[n].backend, sizeof v[n].backend, backend);
-  copy_str(v[n].uuid, sizeof v[n].uuid, info.uuid);
-  copy_str(v[n].pci_bus_id, sizeof v[n].pci_bus_id, info.pci_bus_id);
-  v[n].index = index;
-  v[n].original_mw = mw;
-  v[n].pid = (long long)getpid();
-  v[n].time = (long long)time(NULL);
-  err = store(r, v, n + 1);
+  if (set_mw) {
+    /* The one before stays known too: a crash between this note and the
+     * change leaves the GPU at it, and that is still pflex's own limit. */
+    unsigned before = v[at].set_mw;
+    if (before) v[at].prev_set_mw = before;
+    v[at].set_mw = *set_mw;
+    *set_mw = before;
+  }
+  err = store(r, v, n);
 out:
   free(v);
+  return err;
+}
+
+int pflex_restore_record(struct pflex_restore *r, struct pflex_gpu *gpu, unsigned index) {
+  int lock;
+  int err = lock_open(r, &lock);
+  if (err) return err;
+  err = record_locked(r, gpu, index, NULL);
   lock_close(lock);
   return err;
 }
 
 int pflex_restore_set_limit(struct pflex_restore *r, struct pflex_gpu *gpu, unsigned index,
                             unsigned mw) {
-  int err = pflex_restore_record(r, gpu, index);
+  /* The lock is held from the record to the change: otherwise a concurrent
+   * 'pflex cap restore' could clear the record between the two, and the
+   * change would be left without one. The limit pflex sets is noted first, so
+   * that a restore can tell it from a later change by someone else. */
+  int lock;
+  int err = lock_open(r, &lock);
   if (err) return err;
-  return pflex__gpu_set_limit_unrecorded(gpu, index, mw);
+  unsigned noted = mw;
+  err = record_locked(r, gpu, index, &noted);
+  if (!err) {
+    err = pflex__gpu_set_limit_unrecorded(gpu, index, mw);
+    /* The change did not happen: note again what pflex had set before (best
+     * effort; a stale note only makes a later restore ask for --force). */
+    if (err && noted != mw) record_locked(r, gpu, index, &noted);
+  }
+  lock_close(lock);
+  return err;
 }
 
 int pflex_restore_list(struct pflex_restore *r, struct pflex_restore_record **ret_records,
@@ -299,7 +387,8 @@ static int locate(struct pflex_gpu *gpu, const char *uuid, unsigned *ret_index) 
 }
 
 int pflex_restore_apply(struct pflex_restore *r, struct pflex_gpu *gpu, const unsigned *only,
-                        size_t nonly, struct pflex_restore_result **ret_results, size_t *ret_n) {
+                        size_t nonly, unsigned flags, struct pflex_restore_result **ret_results,
+                        size_t *ret_n) {
   int lock;
   int err = lock_open(r, &lock);
   if (err) return err;
@@ -342,6 +431,13 @@ int pflex_restore_apply(struct pflex_restore *r, struct pflex_gpu *gpu, const un
       x->found = 1;
       x->index = idx;
       e = pflex_gpu_get_limit(gpu, idx, &x->was_mw);
+      /* Neither the original nor what pflex last set: someone else changed
+       * it since (an operator, a facility's emergency cap). Leave it. */
+      if (!e && !(flags & PFLEX_RESTORE_FORCE) && v[i].set_mw && x->was_mw != v[i].original_mw &&
+          x->was_mw != v[i].set_mw && x->was_mw != v[i].prev_set_mw) {
+        x->changed = 1;
+        e = -EBUSY;
+      }
       if (!e && x->was_mw != v[i].original_mw)
         e = pflex__gpu_set_limit_unrecorded(gpu, idx, v[i].original_mw);
       /* Trust the device, not the call: read back what it now enforces. */

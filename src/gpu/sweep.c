@@ -454,6 +454,39 @@ static int do_run(struct sweep *s, struct pflex_sweep_run *info) {
   return err;
 }
 
+/* Refuses GPUs that already have a restore record: the sweep's final restore
+ * would otherwise bring them back to that older original and clear the
+ * record, undoing an operator's 'pflex cap set', or change the limits of
+ * GPUs another pflex is sweeping right now. */
+static int check_unrecorded(struct sweep *s) {
+  struct pflex_restore_record *v = NULL;
+  size_t n = 0;
+  int err = pflex_restore_list(s->rs, &v, &n);
+  if (err)
+    return stop(s, err, "cannot read the restore records in '%s': %s", pflex_restore_path(s->rs),
+                pflex_strerror(err));
+  const char *backend = pflex_gpu_backend_name(s->gpu);
+  for (size_t k = 0; !err && k < s->o->ngpus; k++) {
+    struct pflex_gpu_info info;
+    err = pflex_gpu_info(s->gpu, s->o->gpus[k], &info);
+    if (err) {
+      stop(s, err, "cannot identify GPU %u: %s", s->o->gpus[k], pflex_strerror(err));
+      break;
+    }
+    for (size_t i = 0; i < n; i++) {
+      if (strcmp(v[i].backend, backend) != 0 || strcmp(v[i].uuid, info.uuid) != 0) continue;
+      err = stop(s, -EBUSY,
+                 "GPU %u already has a recorded original limit (%.1f W, by process %lld): "
+                 "'pflex cap set', an interrupted sweep or a sweep running now changed it; "
+                 "run 'pflex cap restore' first",
+                 s->o->gpus[k], v[i].original_mw / 1e3, v[i].pid);
+      break;
+    }
+  }
+  free(v);
+  return err;
+}
+
 int pflex_sweep_run(struct pflex_gpu *gpu, struct pflex_restore *rs,
                     const struct pflex_sweep_opts *o, struct pflex_sweep_result *res) {
   pflex_sweep_result_init(res);
@@ -469,7 +502,8 @@ int pflex_sweep_run(struct pflex_gpu *gpu, struct pflex_restore *rs,
   s.last_power = s.last_tput = NAN;
   res->run_info = calloc(o->ncaps, sizeof *res->run_info);
   if (!res->run_info) return -ENOMEM;
-  int err = 0;
+  int err = check_unrecorded(&s);
+  if (err) return err; /* nothing was changed: nothing to restore */
   if (o->statsd) {
     err = pflex_statsd_open(o->statsd, &s.statsd);
     if (err) stop(&s, err, "cannot listen for StatsD on '%s': %s", o->statsd, pflex_strerror(err));
@@ -504,7 +538,7 @@ int pflex_sweep_run(struct pflex_gpu *gpu, struct pflex_restore *rs,
   /* Every exit path ends here: bring the swept GPUs back. */
   progress(&s, PFLEX_SWEEP_RESTORING, 0, 0);
   res->restore_err =
-      pflex_restore_apply(rs, gpu, o->gpus, o->ngpus, &res->restored, &res->nrestored);
+      pflex_restore_apply(rs, gpu, o->gpus, o->ngpus, 0, &res->restored, &res->nrestored);
   if (err) return err;
   return res->restore_err;
 }

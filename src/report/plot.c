@@ -130,9 +130,21 @@ static int draw_legend(const struct pflex_plot_panel *p, const int *colors) {
   PLFLT w, h;
   plcol0(15);
   plscol0(15, 0, 0, 0);
-  pllegend(&w, &h, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX,
-           PL_POSITION_INSIDE | PL_POSITION_TOP | PL_POSITION_LEFT, 0.02, 0.02, 0.1, 0, 0, 1, 0, 0,
-           n, opt, 0.8, 0.8, 1.8, 0.0, tcol, (const char *const *)text, NULL, NULL, NULL, NULL,
+  PLINT pos;
+  switch (p->legend_pos) {
+  case PFLEX_PLOT_LEGEND_TOP_RIGHT: pos = PL_POSITION_INSIDE | PL_POSITION_TOP | PL_POSITION_RIGHT; break;
+  case PFLEX_PLOT_LEGEND_BOTTOM_LEFT: pos = PL_POSITION_INSIDE | PL_POSITION_BOTTOM | PL_POSITION_LEFT; break;
+  case PFLEX_PLOT_LEGEND_BOTTOM_RIGHT:
+    pos = PL_POSITION_INSIDE | PL_POSITION_BOTTOM | PL_POSITION_RIGHT;
+    break;
+  case PFLEX_PLOT_LEGEND_OUTSIDE_RIGHT: pos = PL_POSITION_OUTSIDE | PL_POSITION_TOP | PL_POSITION_RIGHT; break;
+  default: pos = PL_POSITION_INSIDE | PL_POSITION_TOP | PL_POSITION_LEFT;
+  }
+  /* Many entries get smaller text so the legend stays within the page. */
+  PLFLT text_scale = n > 8 ? 0.6 : 0.8;
+  pllegend(&w, &h, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX, pos, 0.02, 0.02, 0.1, 0, 0, 1,
+           0, 0, n, opt, 0.8, text_scale, 1.8, 0.0, tcol, (const char *const *)text, NULL, NULL,
+           NULL, NULL,
            lcol, lsty, lwid, scol, sscale, snum, (const char *const *)sym);
 out:
   free(opt), free(tcol), free(lcol), free(lsty), free(scol), free(snum), free(lwid), free(sscale);
@@ -174,7 +186,8 @@ int pflex_plot_render(const struct pflex_plot *plot, const char *path) {
     double x0 = (double)c / cols, x1 = (double)(c + 1) / cols;
     double y1 = top - top * r / rows, y0 = top - top * (r + 1) / rows;
     /* Room for the y label on the left, the x label below and the title above. */
-    plvpor(x0 + 0.17 / cols, x1 - 0.04 / cols, y0 + 0.16 / rows, y1 - 0.09 / rows);
+    double right = p->legend && p->legend_pos == PFLEX_PLOT_LEGEND_OUTSIDE_RIGHT ? 0.30 : 0.04;
+    plvpor(x0 + 0.17 / cols, x1 - right / cols, y0 + 0.16 / rows, y1 - 0.09 / rows);
     double xmin, xmax, ymin, ymax;
     data_range(p, &xmin, &xmax, &ymin, &ymax);
     plwind(xmin, xmax, ymin, ymax);

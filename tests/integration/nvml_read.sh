@@ -6,9 +6,9 @@ fake_state 2
 out=$("$PFLEX" gpus)
 echo "$out"
 # Values below are the fake's state (nvml_common.bash), in W and MiB.
-echo "$out" | grep -q '^0 .*NVIDIA H200 .*GPU-fake-0000-0000-0000-000000000000 .* 650.0 .* 700.0 .* 700.0 200-700 .* 1980 .* 3201 .* 97 .* 81920 sw_power_cap' \
+echo "$out" | grep >/dev/null '^0 .*NVIDIA H200 .*GPU-fake-0000-0000-0000-000000000000 .* 650.0 .* 700.0 .* 700.0 200-700 .* 1980 .* 3201 .* 97 .* 81920 sw_power_cap' \
   || fail "table row of GPU 0"
-echo "$out" | grep -q '^1 .*GPU-fake-0000-0000-0000-000000000001' || fail "table row of GPU 1"
+echo "$out" | grep >/dev/null '^1 .*GPU-fake-0000-0000-0000-000000000001' || fail "table row of GPU 1"
 
 json=$("$PFLEX" gpus --json)
 # 123456789 mJ = 123456.789 J; 150323855360 B = 143360 MiB; throttle 4 = sw_power_cap.
@@ -51,7 +51,7 @@ assert "energy_j" not in g[1] and "sm_clock_mhz" not in g[1] and "mem_clock_mhz"
 assert "energy_j" in g[0] and "sm_clock_mhz" in g[0], g[0]
 assert g[1]["power_w"] == 650.0, g[1]
 PY
-"$PFLEX" gpus | grep -q '^1 .* 650.0 .* 700.0 .* 700.0 200-700 \+- \+- ' || fail "unsupported clocks shown as -"
+"$PFLEX" gpus | grep >/dev/null '^1 .* 650.0 .* 700.0 .* 700.0 200-700 \+- \+- ' || fail "unsupported clocks shown as -"
 
 # A power reading the fake caps at the limit: 650 W drawn, 450 W limit -> 450 W.
 fake_set gpu0.limit_mw 450000
@@ -62,7 +62,7 @@ set +e
 msg=$(PFLEX_NVML_LIB="$T/nonexistent.so.1" "$PFLEX" gpus 2>&1); rc=$?
 set -e
 expect_eq "$rc" 1 "exit status without NVML"
-echo "$msg" | grep -q "cannot load NVML '$T/nonexistent.so.1'" || fail "missing-library message: $msg"
+echo "$msg" | grep >/dev/null "cannot load NVML '$T/nonexistent.so.1'" || fail "missing-library message: $msg"
 
 # nvmlInit failing (uninitialized) is reported with NVML's own text.
 fake_set fail.init uninitialized
@@ -70,5 +70,5 @@ set +e
 msg=$("$PFLEX" gpus 2>&1); rc=$?
 set -e
 expect_eq "$rc" 1 "exit status when nvmlInit fails"
-echo "$msg" | grep -q "nvmlInit: Uninitialized" || fail "init failure message: $msg"
+echo "$msg" | grep >/dev/null "nvmlInit: Uninitialized" || fail "init failure message: $msg"
 echo "nvml_read: ok"

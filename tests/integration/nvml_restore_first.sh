@@ -15,7 +15,7 @@ set +e
 FAKE_NVML_RESTORE_CHECK="$T/other.json" "$PFLEX" cap set --gpus 0 --watts 400 2>"$T/err"; rc=$?
 set -e
 expect_eq "$rc" 1 "set against the wrong restore file"
-grep -q "fake-nvml: VIOLATION" "$T/err" || fail "the fake's check did not fire"
+grep >/dev/null "fake-nvml: VIOLATION" "$T/err" || fail "the fake's check did not fire"
 expect_eq "$(fake_get gpu0.violation)" 1 "violation recorded"
 expect_eq "$(fake_get gpu0.limit_mw)" 700000 "limit after violation"
 fake_state 2
@@ -55,31 +55,41 @@ set +e
 msg=$(PFLEX_STATE_DIR="$T/s2" "$PFLEX" cap set --gpus 0 --watts 400 2>&1); rc=$?
 set -e
 expect_eq "$rc" 1 "set with a corrupt restore file"
-echo "$msg" | grep -q "cannot record its original limit .*limit not changed" || fail "corrupt file: $msg"
+echo "$msg" | grep >/dev/null "cannot record its original limit .*limit not changed" || fail "corrupt file: $msg"
 expect_eq "$(fake_get gpu0.limit_mw)" 700000 "GPU 0 with a corrupt restore file"
 
 # 3c. fsync or rename of the restore file fails (injected with an LD_PRELOAD
 #     shim): the record is not durable, so no set call happens. Skipped in a
 #     sanitizer build, where ASan must be the first preloaded library.
 SHIM="$PFLEX_BINARY_DIR/tests/fake-nvml/libpflex-fault.so"
-if ldd "$PFLEX" | grep -q libasan; then
+if ldd "$PFLEX" | grep >/dev/null libasan; then
   echo "skip 3c: sanitizer build"
 else
   for fault in fsync rename; do
     rm -rf "$T/s3"
+    mkdir "$T/s3"   # an existing directory: the fault hits the record's own write
     set +e
     msg=$(PFLEX_STATE_DIR="$T/s3" PFLEX_FAULT=$fault LD_PRELOAD="$SHIM" "$PFLEX" cap set --gpus 0,1 --watts 400 2>&1); rc=$?
     set -e
     echo "$msg"
     expect_eq "$rc" 1 "set with a failing $fault"
-    echo "$msg" | grep -q "GPU 0: cannot record its original limit .*Input/output error; limit not changed" \
+    echo "$msg" | grep >/dev/null "GPU 0: cannot record its original limit .*Input/output error; limit not changed" \
       || fail "$fault failure not reported"
     expect_eq "$(fake_get gpu0.limit_mw)" 700000 "GPU 0 with a failing $fault"
     expect_eq "$(fake_get gpu1.limit_mw)" 700000 "GPU 1 with a failing $fault"
     [ -z "$(fake_get gpu0.set_count)$(fake_get gpu1.set_count)" ] || fail "set called without a durable record ($fault)"
     [ -e "$T/s3/restore.json" ] && fail "restore.json exists although its write failed ($fault)"
-    ls "$T/s3" | grep -q 'tmp' && fail "temporary file left behind ($fault)"
+    ls "$T/s3" | grep >/dev/null 'tmp' && fail "temporary file left behind ($fault)"
   done
+  # A new state directory whose entry cannot be made durable (fsync of its
+  # parent fails): nothing is recorded and nothing changes.
+  rm -rf "$T/s3"
+  set +e
+  msg=$(PFLEX_STATE_DIR="$T/s3" PFLEX_FAULT=fsync LD_PRELOAD="$SHIM" "$PFLEX" cap set --gpus 0 --watts 400 2>&1); rc=$?
+  set -e
+  expect_eq "$rc" 1 "set with a new state directory that cannot be made durable"
+  echo "$msg" | grep >/dev/null "cannot open the restore state directory .*Input/output error" || fail "new dir: $msg"
+  [ -z "$(fake_get gpu0.set_count)" ] || fail "set called although the state directory is not durable"
   # Control: the same shim with no fault lets the set through.
   FAKE_NVML_RESTORE_CHECK="$T/s3/restore.json" PFLEX_STATE_DIR="$T/s3" LD_PRELOAD="$SHIM" "$PFLEX" cap set --gpus 0 --watts 400 >/dev/null
   expect_eq "$(fake_get gpu0.limit_mw)" 400000 "control without fault"

@@ -188,6 +188,16 @@ lo_rep=$(jget "$("$PFLEX" pfi "$tmp/sets.csv" --set headline --json --noise repe
 awk -v a="$lo_run" -v b="$lo_rep" 'BEGIN { exit !(a > 1.999 && b < 1.95 && b > 1.85) }' ||
   fail "--noise: ci_low run $lo_run, repeat $lo_rep"
 
+# Data that is not measured says so, once per kind.
+printf 'group,gpu,gpus,cap_w,power_w,tokens_per_s,provenance\n%s\n%s\n%s\n%s\n' \
+  's,H200,8,300,3000,800,simulated' 's,H200,8,700,5000,1000,simulated' \
+  'r,H200,8,300,3000,800,reconstructed' 'r,H200,8,700,5000,1000,reconstructed' > "$tmp/prov.csv"
+"$PFLEX" pfi "$tmp/prov.csv" --draws 0 > /dev/null 2> "$tmp/err"
+[ "$(grep -c "holds simulated data" "$tmp/err")" = 1 ] || fail "simulated notice: $(cat "$tmp/err")"
+[ "$(grep -c "holds reconstructed data" "$tmp/err")" = 1 ] || fail "reconstructed notice: $(cat "$tmp/err")"
+"$PFLEX" pfi "$tmp/runs.csv" --draws 0 > /dev/null 2> "$tmp/err"
+has "holds" "$tmp/err" && fail "notice on measured data: $(cat "$tmp/err")"
+
 # Usage errors exit 2; help lists every option.
 for bad in "--definition foo" "--noise x" "--exclude none" "--draws -1" "--grid x" "--bogus"; do
   set +e; "$PFLEX" pfi "$tmp/runs.csv" $bad > /dev/null 2>&1; rc=$?; set -e

@@ -51,7 +51,7 @@ close() { # close A B TOL: |A - B| <= TOL
 
 # --- fit -------------------------------------------------------------------
 "$PFLEX" fit runs.csv --set headline --features dram_copy --out m.json > fit.txt
-grep -q "fitted on 8 groups" fit.txt || fail "fit summary: $(cat fit.txt)"
+grep >/dev/null "fitted on 8 groups" fit.txt || fail "fit summary: $(cat fit.txt)"
 jq -e '.format == 1 and .kind == "ols" and .features == ["dram_copy"]
        and (.coefficients | length) == 1 and (.intercept | type) == "number"
        and .lambda == null and .training.n == 8 and .training.set == "headline"
@@ -86,7 +86,7 @@ jq -e --slurpfile m m.json '
   || fail "predict does not reproduce fit's in-sample predictions"
 v=$(jq -r '.predictions[] | select(.group == "v-1") | .measured' pred.json)
 close "$v" 2.625 1e-9 || fail "measured PFI of v-1: $v"
-"$PFLEX" predict --model m.json runs.csv --csv | head -1 | grep -q '^group,arch,task,runs,predicted,prediction,measured$' \
+"$PFLEX" predict --model m.json runs.csv --csv | head -1 | grep >/dev/null '^group,arch,task,runs,predicted,prediction,measured$' \
   || fail "predict --csv header"
 
 # --- predict on live telemetry (one run per job, no PFI) ----------------------
@@ -108,7 +108,7 @@ group,gpu,gpus,cap_w,power_w,tokens_per_s,arch,task,dram_active
 job-x,H200,8,700,5000,9000,moe,ft,0.5
 CSV
 if "$PFLEX" predict --model m.json nofeat.csv > out.txt 2> err.txt; then fail "missing feature accepted"; fi
-grep -q "group 'job-x'" err.txt && grep -q "feature 'dram_copy'" err.txt && grep -q "mem_copy_util" err.txt \
+grep >/dev/null "group 'job-x'" err.txt && grep >/dev/null "feature 'dram_copy'" err.txt && grep >/dev/null "mem_copy_util" err.txt \
   || fail "missing-feature message: $(cat err.txt)"
 "$PFLEX" predict --model m.json nofeat.csv --prior-fallback --json > prior.json 2> err.txt
 jq -e '.predictions[0].prediction == "prior"' prior.json >/dev/null || fail "prior fallback not marked"
@@ -118,7 +118,7 @@ close "$v" 2.2 0.005 || fail "prior fallback value $v"
 # The target rule travels with the model.
 "$PFLEX" fit runs.csv --set headline --exclude paper --grid 300,700 --out mp.json > /dev/null
 jq -e '.target.exclude == "paper" and .target.grid == [300, 700]' mp.json >/dev/null || fail "target options"
-"$PFLEX" predict --model mp.json runs.csv | grep -q "the paper's rule), on the caps 300,700" || fail "predict target line"
+"$PFLEX" predict --model mp.json runs.csv | grep >/dev/null "the paper's rule), on the caps 300,700" || fail "predict target line"
 # On the 300 W cap alone, v-1 (caps 400 and 700) has no PFI.
 "$PFLEX" predict --model mp.json runs.csv --json | jq -e '(.predictions[] | select(.group == "v-1") | .measured) == null' \
   >/dev/null || fail "predict measured PFI under the model's grid"
@@ -157,8 +157,8 @@ jq -e --slurpfile m m.json '
   | jq -e '.rows[0].paper.loo.r2 == 0.524 and .rows[6].paper.p == 16 and (.rows[7] | has("paper") | not)' \
   >/dev/null || fail "ablation --paper"
 "$PFLEX" ablation runs.csv --set headline > abl.txt
-grep -q "(vii) all DCGM + metadata" abl.txt || fail "ablation table"
-"$PFLEX" ablation runs.csv --set headline --csv | head -1 | grep -q '^id,label,p,r2_in,loo_r2' || fail "ablation csv"
+grep >/dev/null "(vii) all DCGM + metadata" abl.txt || fail "ablation table"
+"$PFLEX" ablation runs.csv --set headline --csv | head -1 | grep >/dev/null '^id,label,p,r2_in,loo_r2' || fail "ablation csv"
 
 # --- usage errors ------------------------------------------------------------
 set +e
@@ -167,6 +167,6 @@ set +e
 "$PFLEX" fit runs.csv --set nosuch 2>/dev/null; [ $? -eq 1 ] || fail "empty set: exit status"
 "$PFLEX" fit runs.csv --features nosuch 2> err.txt; [ $? -eq 1 ] || fail "unknown feature: exit status"
 set -e
-grep -q "feature 'nosuch'" err.txt || fail "unknown feature message: $(cat err.txt)"
-"$PFLEX" help ablation | grep -q -- "--loco" || fail "help ablation"
+grep >/dev/null "feature 'nosuch'" err.txt || fail "unknown feature message: $(cat err.txt)"
+"$PFLEX" help ablation | grep >/dev/null -- "--loco" || fail "help ablation"
 echo "predict_cli: ok"

@@ -30,7 +30,7 @@ for sig in INT TERM; do
   set +e; wait $pid; rc=$?; set -e
   # Re-raised: the shell sees death by the signal (128 + number).
   expect_eq "$rc" $((128 + $(kill -l $sig))) "exit status after SIG$sig"
-  grep -q "restored 3 GPUs to their original limits" err.txt || { cat err.txt; fail "SIG$sig: restore not reported"; }
+  grep >/dev/null "restored 3 GPUs to their original limits" err.txt || { cat err.txt; fail "SIG$sig: restore not reported"; }
   all_restored "after SIG$sig"
 done
 
@@ -42,7 +42,7 @@ set +e
 set -e
 cat err.txt
 expect_eq "$rc" 1 "exit status after a crashing command"
-grep -q "sweep stopped: the command died of signal 11" err.txt || fail "crash not reported"
+grep >/dev/null "sweep stopped: the command died of signal 11" err.txt || fail "crash not reported"
 all_restored "after a crash"
 
 # The command fails (exit 3).
@@ -51,7 +51,7 @@ set +e
 "$PFLEX" sweep --gpus 0-2 --caps 300,700 --hz 10 --duration 30 --pause 0 --quiet -- sh -c 'sleep 0.2; exit 3' >/dev/null 2>err.txt; rc=$?
 set -e
 expect_eq "$rc" 1 "exit status after a failing command"
-grep -q "exited with status 3 during the 300 W run" err.txt || fail "failure not reported"
+grep >/dev/null "exited with status 3 during the 300 W run" err.txt || fail "failure not reported"
 all_restored "after a failing command"
 
 # GPU 1 falls off the bus mid-sweep (after 40 NVML calls on it, during the
@@ -64,14 +64,14 @@ set +e
 set -e
 cat err.txt
 expect_eq "$rc" 1 "exit status with a lost GPU"
-grep -q "sweep stopped: reading GPU 1 during the 300 W run failed: No such device" err.txt || fail "lost GPU not reported"
-grep -q "GPU 1 (GPU-fake-0000-0000-0000-000000000001) could not be restored to 700.0 W" err.txt || fail "unrestored GPU not named"
+grep >/dev/null "sweep stopped: reading GPU 1 during the 300 W run failed: No such device" err.txt || fail "lost GPU not reported"
+grep >/dev/null "GPU 1 (GPU-fake-0000-0000-0000-000000000001) could not be restored to 700.0 W" err.txt || fail "unrestored GPU not named"
 expect_eq "$(fake_get gpu0.limit_mw)" 700000 "GPU 0 after the loss"
 expect_eq "$(fake_get gpu2.limit_mw)" 700000 "GPU 2 after the loss"
 expect_eq "$(fake_get gpu1.limit_mw)" 300000 "GPU 1 still capped while lost"
-grep -q '"GPU-fake-0000-0000-0000-000000000001"' "$PFLEX_STATE_DIR/restore.json" || fail "record of the lost GPU dropped"
+grep >/dev/null '"GPU-fake-0000-0000-0000-000000000001"' "$PFLEX_STATE_DIR/restore.json" || fail "record of the lost GPU dropped"
 sed -i '/^gpu1.lost_after=/d' "$FAKE_NVML_STATE"
-"$PFLEX" cap restore | grep -q "GPU 1 .*300.0 W -> 700.0 W (original), record cleared" || fail "later restore"
+"$PFLEX" cap restore | grep >/dev/null "GPU 1 .*300.0 W -> 700.0 W (original), record cleared" || fail "later restore"
 all_restored "after the GPU came back"
 
 # kill -9 during a sweep: nothing in pflex runs, the records stay on disk,

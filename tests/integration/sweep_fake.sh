@@ -32,8 +32,8 @@ assert [float(r["tokens_per_s"]) for r in rows] == [600, 1000, 1400], rows
 assert all(r["group"] == "fake-regex" and r["gpu"] == "H200" and r["gpus"] == "2" for r in rows), rows
 assert all(r["provenance"] == "measured" and float(r["gpu_util"]) == 97 for r in rows), rows
 PY
-grep -q "^PFI 0.875 " out.txt || fail "PFI line"
-grep -q "restored 2 GPUs to their original limits" err.txt || fail "restore not reported"
+grep >/dev/null "^PFI 0.875 " out.txt || fail "PFI line"
+grep >/dev/null "restored 2 GPUs to their original limits" err.txt || fail "restore not reported"
 expect_eq "$(fake_get gpu0.limit_mw)" 700000 "GPU 0 restored"
 expect_eq "$(fake_get gpu1.limit_mw)" 700000 "GPU 1 restored"
 python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["records"] == []' "$PFLEX_STATE_DIR/restore.json"
@@ -102,5 +102,5 @@ set +e
 "$PFLEX" sweep --gpus 0 --caps 100,700 --duration 0.1 --quiet -- true 2> err4.txt; rc=$?
 set -e
 expect_eq "$rc" 1 "out-of-range sweep"
-grep -q "cap 100.0 W is outside the settable range 200.0-700.0 W of GPU 0; nothing changed" err4.txt || fail "range message"
+grep >/dev/null "cap 100.0 W is outside the settable range 200.0-700.0 W of GPU 0; nothing changed" err4.txt || fail "range message"
 echo "sweep_fake: ok"

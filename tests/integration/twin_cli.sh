@@ -14,31 +14,44 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 cmp "$tmp/a/runs.csv" "$tmp/b/runs.csv" || fail "reference is not deterministic"
 cmp "$tmp/a/runs.csv" "$PFLEX_SOURCE_DIR/data/reference/runs.csv" || fail "committed set differs from a rebuild"
 [ "$(wc -l <"$tmp/a/runs.csv")" -eq 190 ] || fail "expected 189 runs"
-head -1 "$tmp/a/runs.csv" | grep -q '^group,gpu,gpus,cap_w,power_w,tokens_per_s,power_sd,tokens_sd,model,arch,task,seq_len,batch,ep,compile,grad_ckpt,set,provenance,.*dram_active' \
+head -1 "$tmp/a/runs.csv" | grep >/dev/null '^group,gpu,gpus,cap_w,power_w,tokens_per_s,power_sd,tokens_sd,model,arch,task,seq_len,batch,ep,compile,grad_ckpt,set,provenance,.*dram_active' \
   || fail "unexpected header"
 
 out=$("$PFLEX" twin check "$PFLEX_SOURCE_DIR/data/reference/runs.csv" 2>/dev/null) || fail "check failed on the committed set"
-echo "$out" | grep -q "Dense FT H200x16 Llama-3.1-70B" || fail "check output lacks a group"
-echo "$out" | grep -q "LOO" || fail "check output lacks the DRAM fit"
-"$PFLEX" twin check --json "$PFLEX_SOURCE_DIR/data/reference/runs.csv" 2>/dev/null | grep -q '"r2_loo"' || fail "json"
+echo "$out" | grep >/dev/null "Dense FT H200x16 Llama-3.1-70B" || fail "check output lacks a group"
+echo "$out" | grep >/dev/null "LOO" || fail "check output lacks the DRAM fit"
+"$PFLEX" twin check --json "$PFLEX_SOURCE_DIR/data/reference/runs.csv" 2>/dev/null | grep >/dev/null '"r2_loo"' || fail "json"
 
 # A tampered set must fail: scale the uncapped throughput of one group.
 awk -F, 'BEGIN{OFS=","} NR>1 && $1=="Dense PT H200x8 Qwen3-32B compile" && $4==700 {$6=$6*1.05} {print}' \
   "$PFLEX_SOURCE_DIR/data/reference/runs.csv" >"$tmp/bad.csv"
-if "$PFLEX" twin check "$tmp/bad.csv" >/dev/null 2>&1; then fail "check passed a tampered set"; fi
+set +e
+"$PFLEX" twin check "$tmp/bad.csv" >/dev/null 2>&1; rc=$?
+set -e
+[ "$rc" -eq 1 ] || fail "check on a tampered set: expected exit 1, got $rc"
+# One value of one run changed by 3% (throughput at 400 W) moves that group's
+# PFI by about 0.02, past the 0.01 tolerance: exit 1 and the group named as a miss.
+awk -F, 'BEGIN{OFS=","} NR>1 && $1=="Dense PT H200x8 Qwen3-32B compile" && $4==400 {$6=$6*1.03} {print}' \
+  "$PFLEX_SOURCE_DIR/data/reference/runs.csv" >"$tmp/bad1.csv"
+set +e
+out=$("$PFLEX" twin check "$tmp/bad1.csv" 2>/dev/null); rc=$?
+set -e
+[ "$rc" -eq 1 ] || fail "check on one corrupted value: expected exit 1, got $rc"
+echo "$out" | grep >/dev/null "^Dense PT H200x8 Qwen3-32B compile .* own .*MISS" || fail "the miss is not named"
+[ "$(echo "$out" | grep -c MISS)" -eq 1 ] || fail "exactly one miss expected"
 "$PFLEX" twin check --strict "$PFLEX_SOURCE_DIR/data/reference/runs.csv" >/dev/null 2>&1 || fail "--strict"
 
 "$PFLEX" twin population --jobs 5 --seed 3 --out "$tmp/p1.csv" >/dev/null
 "$PFLEX" twin population --jobs 5 --seed 3 --out "$tmp/p2.csv" >/dev/null
 cmp "$tmp/p1.csv" "$tmp/p2.csv" || fail "population not deterministic"
 [ "$(wc -l <"$tmp/p1.csv")" -eq 31 ] || fail "expected 30 population runs"
-grep -q ',simulated,' "$tmp/p1.csv" || fail "population lacks provenance"
+grep >/dev/null ',simulated,' "$tmp/p1.csv" || fail "population lacks provenance"
 
 "$PFLEX" twin plot --out "$tmp/fig.svg" "$PFLEX_SOURCE_DIR/data/reference/runs.csv" >/dev/null 2>&1 || fail "plot"
-grep -q '<svg' "$tmp/fig.svg" || fail "not an SVG"
+grep >/dev/null '<svg' "$tmp/fig.svg" || fail "not an SVG"
 "$PFLEX" twin plot --out "$tmp/fig.png" "$tmp/p1.csv" >/dev/null 2>&1 || fail "plot png"
 set +e
 "$PFLEX" twin plot --out "$tmp/fig.jpg" >/dev/null 2>&1; [ $? -eq 2 ] || fail "bad extension should be a usage error"
 "$PFLEX" twin bogus >/dev/null 2>&1; [ $? -eq 2 ] || fail "unknown subcommand should be a usage error"
-"$PFLEX" help twin | grep -q -- "--jobs" || fail "help"
+"$PFLEX" help twin | grep >/dev/null -- "--jobs" || fail "help"
 echo "twin_cli: ok"

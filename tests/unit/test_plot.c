@@ -146,11 +146,66 @@ static void test_multi_panel_png(void **state) {
   unlink(path);
 }
 
+/* Each legend position draws a different picture: the legend box moves (and
+ * OUTSIDE_RIGHT narrows the panel), so no two SVGs are byte-identical. */
+static char *render_svg_with_legend(enum pflex_plot_legend_pos pos, size_t *ret_len) {
+  char path[] = "/tmp/pflex-test-plot-XXXXXX.svg";
+  int fd = mkstemps(path, 4);
+  assert_true(fd >= 0);
+  close(fd);
+  double x[] = {0, 0.5, 1}, y[] = {0, 0.7, 1};
+  struct pflex_plot_series s[] = {{.label = "a", .x = x, .y = y, .n = 3, .color = -1}};
+  struct pflex_plot_panel p = {.xmin = NAN, .xmax = NAN, .ymin = 0, .ymax = 1, .series = s,
+                               .nseries = 1, .legend = true, .legend_pos = pos};
+  struct pflex_plot fig = {.panels = &p, .npanels = 1};
+  assert_int_equal(pflex_plot_render(&fig, path), 0);
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  char *buf = malloc(1 << 20);
+  assert_non_null(buf);
+  size_t n = fread(buf, 1, (1 << 20) - 1, f);
+  fclose(f);
+  unlink(path);
+  /* cairo numbers its surfaces per process ("surface6"): drop those digits so
+   * that only the drawing is compared. */
+  buf[n] = '\0';
+  size_t out = 0;
+  for (size_t i = 0; i < n; i++) {
+    buf[out++] = buf[i];
+    if (out >= 7 && memcmp(buf + out - 7, "surface", 7) == 0)
+      while (i + 1 < n && buf[i + 1] >= '0' && buf[i + 1] <= '9') i++;
+  }
+  *ret_len = out;
+  return buf;
+}
+
+static void test_legend_positions(void **state) {
+  (void)state;
+  skip_render_under_valgrind();
+  enum pflex_plot_legend_pos pos[] = {PFLEX_PLOT_LEGEND_TOP_LEFT, PFLEX_PLOT_LEGEND_TOP_RIGHT,
+                                      PFLEX_PLOT_LEGEND_BOTTOM_LEFT,
+                                      PFLEX_PLOT_LEGEND_BOTTOM_RIGHT,
+                                      PFLEX_PLOT_LEGEND_OUTSIDE_RIGHT};
+  char *svg[5];
+  size_t len[5];
+  for (int i = 0; i < 5; i++) svg[i] = render_svg_with_legend(pos[i], &len[i]);
+  for (int i = 0; i < 5; i++)
+    for (int j = 0; j < i; j++)
+      assert_false(len[i] == len[j] && memcmp(svg[i], svg[j], len[i]) == 0);
+  /* ... while the same position twice draws the same picture. */
+  size_t again_len;
+  char *again = render_svg_with_legend(pos[0], &again_len);
+  assert_true(again_len == len[0] && memcmp(again, svg[0], len[0]) == 0);
+  free(again);
+  for (int i = 0; i < 5; i++) free(svg[i]);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_plot_args),
       cmocka_unit_test(test_plot),
       cmocka_unit_test(test_multi_panel_png),
+      cmocka_unit_test(test_legend_positions),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

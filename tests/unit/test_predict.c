@@ -239,6 +239,31 @@ static void test_ridge_hand(void **state) {
   pflex_linmodel_release(&m);
 }
 
+/* Ridge LOO at lambda = 3 must standardize inside each fold (no leakage of
+ * the held-out row's x into the scale). Raw slope Sxy / (Sxx + lambda sd^2)
+ * with the training rows' own sd:
+ *   out x=1: x 2,3,4 y 3,5,6: Sxy 3, Sxx 2, sd^2 1: slope 3/5, intercept
+ *            14/3 - 9/5, prediction 14/3 - 6/5 = 52/15 (with the global
+ *            sd^2 = 5/3 it would be 14/3 - 6/7 = 80/21);
+ *   out x=2: x 1,3,4 y 2,5,6: Sxy 19/3, Sxx 14/3, sd^2 7/3: slope 19/35,
+ *            intercept 13/3 - 152/105 = 101/35, prediction 139/35;
+ *   x=3, x=4 by the symmetry x -> 5 - x, y -> 8 - y: 141/35, 68/15. */
+static void test_ridge_loo_no_leak(void **state) {
+  (void)state;
+  struct pflex_dataset d;
+  mkdata(&d, 4, 1, X1, Y1, NULL, NULL);
+  struct pflex_fit_opts o = {.kind = PFLEX_MODEL_RIDGE, .lambda = 3};
+  int fold[4];
+  double yhat[4];
+  pflex_folds_loo(4, fold);
+  assert_int_equal(pflex_cv_predict(&d, &o, fold, yhat), 0);
+  CLOSE(yhat[0], 52.0 / 15.0, 1e-12);
+  CLOSE(yhat[1], 139.0 / 35.0, 1e-12);
+  CLOSE(yhat[2], 141.0 / 35.0, 1e-12);
+  CLOSE(yhat[3], 68.0 / 15.0, 1e-12);
+  pflex_dataset_release(&d);
+}
+
 static void test_ridge_limits(void **state) {
   (void)state;
   enum { N = 7, P = 2 };
@@ -489,6 +514,7 @@ int main(void) {
       cmocka_unit_test(test_loco_assignment),
       cmocka_unit_test(test_scores_hand),
       cmocka_unit_test(test_ridge_hand),
+      cmocka_unit_test(test_ridge_loo_no_leak),
       cmocka_unit_test(test_ridge_limits),
       cmocka_unit_test(test_ridge_select_bruteforce),
       cmocka_unit_test(test_model_fit_summary),

@@ -105,7 +105,7 @@ static void test_apply(void **state) {
   unsigned only = 2;
   struct pflex_restore_result *res;
   size_t n;
-  assert_int_equal(pflex_restore_apply(rs, g, &only, 1, &res, &n), 0);
+  assert_int_equal(pflex_restore_apply(rs, g, &only, 1, 0, &res, &n), 0);
   assert_int_equal(n, 1);
   assert_int_equal(res[0].index, 2);
   assert_int_equal(res[0].was_mw, 350000);
@@ -135,7 +135,7 @@ static void test_apply(void **state) {
                                         "original_limit_mw", 700000, "pid", 1, "time", 0));
   assert_int_equal(json_dump_file(root, path, 0), 0);
   json_decref(root);
-  assert_int_equal(pflex_restore_apply(rs, g, NULL, 0, &res, &n), -ENODEV);
+  assert_int_equal(pflex_restore_apply(rs, g, NULL, 0, 0, &res, &n), -ENODEV);
   assert_int_equal(n, 2); /* the two sim records */
   assert_int_equal(res[0].err, 0);
   assert_int_equal(res[0].index, 0);
@@ -193,11 +193,61 @@ static void test_memory_store(void **state) {
   assert_int_equal(pflex_restore_set_limit(rs, g, 1, 500000), 0);
   struct pflex_restore_result *res;
   size_t n;
-  assert_int_equal(pflex_restore_apply(rs, g, NULL, 0, &res, &n), 0);
+  assert_int_equal(pflex_restore_apply(rs, g, NULL, 0, 0, &res, &n), 0);
   assert_int_equal(n, 1);
   assert_int_equal(res[0].was_mw, 500000);
   free(res);
   assert_int_equal(limit(g, 1), 700000);
+  pflex_restore_free(rs);
+  pflex_gpu_close(g);
+}
+
+/* A limit changed by someone else after pflex set it is left alone unless
+ * forced; pflex's own two last limits (a crash between noting a limit and
+ * setting it leaves the GPU at the one before) are not mistaken for that. */
+static void test_operator_change(void **state) {
+  (void)state;
+  struct pflex_gpu *g = sim(3);
+  struct pflex_restore *rs;
+  assert_int_equal(pflex_restore_open(dir, &rs), 0);
+  struct pflex_restore_result *res;
+  size_t n;
+
+  /* GPU 0: pflex sets 400 W, an operator then sets 350 W behind its back. */
+  assert_int_equal(pflex_restore_set_limit(rs, g, 0, 400000), 0);
+  assert_int_equal(pflex__gpu_set_limit_unrecorded(g, 0, 350000), 0);
+  /* GPU 1: pflex sets 400 W then notes 300 W, but the GPU stays at 400 W (as
+   * after a crash between the note and the change). */
+  assert_int_equal(pflex_restore_set_limit(rs, g, 1, 400000), 0);
+  assert_int_equal(pflex_restore_set_limit(rs, g, 1, 300000), 0);
+  assert_int_equal(pflex__gpu_set_limit_unrecorded(g, 1, 400000), 0);
+  /* GPU 2: pflex sets 250 W and nobody touches it. */
+  assert_int_equal(pflex_restore_set_limit(rs, g, 2, 250000), 0);
+
+  assert_int_equal(pflex_restore_apply(rs, g, NULL, 0, 0, &res, &n), -EBUSY);
+  assert_int_equal(n, 3);
+  assert_int_equal(res[0].err, -EBUSY);
+  assert_true(res[0].changed);
+  assert_int_equal(res[0].was_mw, 350000);
+  assert_int_equal(res[0].record.set_mw, 400000);
+  assert_int_equal(res[1].err, 0);
+  assert_false(res[1].changed);
+  assert_int_equal(res[2].err, 0);
+  free(res);
+  assert_int_equal(limit(g, 0), 350000); /* the operator's limit stays */
+  assert_int_equal(limit(g, 1), 700000);
+  assert_int_equal(limit(g, 2), 700000);
+  /* Only GPU 0's record is kept; --force restores it. */
+  struct pflex_restore_record *v;
+  assert_int_equal(pflex_restore_list(rs, &v, &n), 0);
+  assert_int_equal(n, 1);
+  assert_string_equal(v[0].uuid, "SIM-H200-1-00");
+  free(v);
+  assert_int_equal(pflex_restore_apply(rs, g, NULL, 0, PFLEX_RESTORE_FORCE, &res, &n), 0);
+  assert_int_equal(n, 1);
+  assert_int_equal(res[0].was_mw, 350000);
+  free(res);
+  assert_int_equal(limit(g, 0), 700000);
   pflex_restore_free(rs);
   pflex_gpu_close(g);
 }
@@ -208,6 +258,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_apply, setup, teardown),
       cmocka_unit_test_setup_teardown(test_no_change_without_record, setup, teardown),
       cmocka_unit_test_setup_teardown(test_memory_store, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_operator_change, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
