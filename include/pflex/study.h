@@ -84,7 +84,9 @@ struct pflex_study_predset {
    * seen in fitting): those. Else with fold: the groups j with fold[j] !=
    * fold[i] (the same folds as the PFI model's cross-validation, so that a
    * held-out job's shape never comes from its own curve). Else every group
-   * (in sample). */
+   * (in sample). A group left with no template (one group, or a single
+   * cluster left out) gets the family's member, as with
+   * PFLEX_STUDY_SHAPE_FAMILY. */
   const int *fold;
   const struct pflex_curve *const *templates;
   size_t ntemplates;

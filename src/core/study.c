@@ -287,7 +287,12 @@ static int predicted_curve_data(const struct study *s, size_t k, size_t gi, doub
     for (size_t j = 0; j < s->ng; j++)
       if (!ps->fold || ps->fold[j] != ps->fold[gi]) tmpl[nt++] = s->g[j].curve;
   }
-  if (nt == 0) return -EINVAL; /* every group in one fold: nothing to learn a shape from */
+  if (nt == 0) {
+    /* Nothing to learn a shape from (one group, or one cluster left out):
+     * the family's member, as with --shape family. */
+    struct pflex_curve_params q;
+    return predicted_curve(s, gi, pfi, ret, &q);
+  }
   size_t n = pflex_jobs_paper_grid(g->gpus, p_max, grid);
   /* A PFI the model predicts at or below 0 says "cut last": the least
    * elastic shape the templates give. */
