@@ -396,11 +396,16 @@ static int fig8(const struct pflex_study_result *r, size_t n, const double *cuts
                                              .ymax = 1.005,
                                              .series = &series[first],
                                              .nseries = ns - first,
-                                             .legend = true,
                                              .grid = true};
   }
+  /* One legend, right of the last panel: every panel has the same lines, and
+   * a legend inside would hide the gentle cuts where the lines are close. */
+  if (np) {
+    panels[np - 1].legend = true;
+    panels[np - 1].legend_pos = PFLEX_PLOT_LEGEND_OUTSIDE_RIGHT;
+  }
   struct pflex_plot fig = {
-      .panels = panels, .npanels = np, .width_px = 900 * (int)np, .height_px = 800};
+      .panels = panels, .npanels = np, .width_px = 900 * (int)np + 400, .height_px = 800};
   err = pflex_plot_render(&fig, path);
 out:
   free(series);
@@ -410,45 +415,51 @@ out:
   return err;
 }
 
-/* Fig. 4: PFI by group, measured and predicted. */
+/* Fig. 4: PFI by group, measured and predicted, groups sorted by measured PFI
+ * so that the predictions' misses stand out against a rising line. */
+static const double *sort_key; /* qsort has no context argument; CLI only */
+static int by_key(const void *a, const void *b) {
+  double x = sort_key[*(const size_t *)a], y = sort_key[*(const size_t *)b];
+  return (x > y) - (x < y);
+}
+
 static int fig4(const struct pflex_jobset *js, const struct preds *pr, const char *path) {
   size_t n = js->n;
-  double *x = calloc(n ? n : 1, sizeof *x);
-  if (!x) return -ENOMEM;
-  for (size_t i = 0; i < n; i++)
-    x[i] = (double)(i + 1);
-  struct pflex_plot_series se[4];
+  const double *src[4];
+  const char *names[4];
   size_t ns = 0;
-  se[ns++] = (struct pflex_plot_series){.label = "measured",
-                                        .x = x,
-                                        .y = js->pfi_true,
-                                        .n = n,
-                                        .style = PFLEX_PLOT_POINTS,
-                                        .color = -1};
+  src[ns] = js->pfi_true, names[ns++] = "measured";
   if (pr->unseen) {
-    se[ns++] = (struct pflex_plot_series){.label = "unseen",
-                                          .x = x,
-                                          .y = pr->unseen,
-                                          .n = n,
-                                          .style = PFLEX_PLOT_POINTS,
-                                          .color = -1};
+    src[ns] = pr->unseen, names[ns++] = "unseen";
   } else if (pr->in) {
-    se[ns++] = (struct pflex_plot_series){
-        .label = "in-sample", .x = x, .y = pr->in, .n = n, .style = PFLEX_PLOT_POINTS, .color = -1};
-    se[ns++] = (struct pflex_plot_series){
-        .label = "loo", .x = x, .y = pr->loo, .n = n, .style = PFLEX_PLOT_POINTS, .color = -1};
-    se[ns++] = (struct pflex_plot_series){
-        .label = "loco", .x = x, .y = pr->loco, .n = n, .style = PFLEX_PLOT_POINTS, .color = -1};
+    src[ns] = pr->in, names[ns++] = "in-sample";
+    src[ns] = pr->loo, names[ns++] = "loo";
+    src[ns] = pr->loco, names[ns++] = "loco";
   } else {
-    se[ns++] = (struct pflex_plot_series){.label = "prior (loo)",
-                                          .x = x,
-                                          .y = pr->prior,
-                                          .n = n,
-                                          .style = PFLEX_PLOT_POINTS,
-                                          .color = -1};
+    src[ns] = pr->prior, names[ns++] = "prior (loo)";
   }
-  struct pflex_plot_panel panel = {.title = "PFI by sweep group (groups in file order)",
-                                   .xlabel = "group",
+  size_t *order = calloc(n ? n : 1, sizeof *order);
+  double *x = calloc(n ? n : 1, sizeof *x), *y = calloc((n ? n : 1) * ns, sizeof *y);
+  int err = -ENOMEM;
+  if (!order || !x || !y) goto out;
+  for (size_t i = 0; i < n; i++) order[i] = i;
+  sort_key = js->pfi_true;
+  qsort(order, n, sizeof *order, by_key);
+  struct pflex_plot_series se[4];
+  for (size_t k = 0; k < ns; k++) {
+    for (size_t i = 0; i < n; i++) {
+      x[i] = (double)(i + 1);
+      y[k * n + i] = src[k][order[i]];
+    }
+    se[k] = (struct pflex_plot_series){.label = names[k],
+                                       .x = x,
+                                       .y = &y[k * n],
+                                       .n = n,
+                                       .style = k == 0 ? PFLEX_PLOT_LINE_POINTS : PFLEX_PLOT_POINTS,
+                                       .color = -1};
+  }
+  struct pflex_plot_panel panel = {.title = "PFI by sweep group, sorted by measured PFI",
+                                   .xlabel = "group (rank of measured PFI)",
                                    .ylabel = "PFI",
                                    .xmin = 0,
                                    .xmax = (double)n + 1,
@@ -458,9 +469,12 @@ static int fig4(const struct pflex_jobset *js, const struct preds *pr, const cha
                                    .nseries = ns,
                                    .legend = true,
                                    .grid = true};
-  struct pflex_plot fig = {.panels = &panel, .npanels = 1};
-  int err = pflex_plot_render(&fig, path);
+  struct pflex_plot fig = {.panels = &panel, .npanels = 1, .width_px = 900, .height_px = 600};
+  err = pflex_plot_render(&fig, path);
+out:
+  free(order);
   free(x);
+  free(y);
   return err;
 }
 

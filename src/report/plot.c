@@ -137,7 +137,7 @@ static int draw_legend(const struct pflex_plot_panel *p, const int *colors) {
   case PFLEX_PLOT_LEGEND_BOTTOM_RIGHT:
     pos = PL_POSITION_INSIDE | PL_POSITION_BOTTOM | PL_POSITION_RIGHT;
     break;
-  case PFLEX_PLOT_LEGEND_OUTSIDE_RIGHT: pos = PL_POSITION_OUTSIDE | PL_POSITION_TOP | PL_POSITION_RIGHT; break;
+  case PFLEX_PLOT_LEGEND_OUTSIDE_RIGHT: pos = PL_POSITION_OUTSIDE | PL_POSITION_RIGHT; break;
   default: pos = PL_POSITION_INSIDE | PL_POSITION_TOP | PL_POSITION_LEFT;
   }
   /* Many entries get smaller text so the legend stays within the page. */
@@ -186,7 +186,7 @@ int pflex_plot_render(const struct pflex_plot *plot, const char *path) {
     double x0 = (double)c / cols, x1 = (double)(c + 1) / cols;
     double y1 = top - top * r / rows, y0 = top - top * (r + 1) / rows;
     /* Room for the y label on the left, the x label below and the title above. */
-    double right = p->legend && p->legend_pos == PFLEX_PLOT_LEGEND_OUTSIDE_RIGHT ? 0.30 : 0.04;
+    double right = p->legend && p->legend_pos == PFLEX_PLOT_LEGEND_OUTSIDE_RIGHT ? 0.36 : 0.04;
     plvpor(x0 + 0.17 / cols, x1 - right / cols, y0 + 0.16 / rows, y1 - 0.09 / rows);
     double xmin, xmax, ymin, ymax;
     data_range(p, &xmin, &xmax, &ymin, &ymax);
