@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "cli/util.h"
 #include "pflex/alloc.h"
+#include "pflex/curve.h"
 #include "pflex/jobs.h"
 
 #define USAGE                                                                                      \
@@ -23,6 +24,10 @@
   "  --cut PCT           cut PCT percent of the jobs' total uncapped power (0-100)\n"              \
   "  --target-w W        total power target in W\n"                                                \
   "  --strategy NAME     equal | moe-ft | dram | pfi | optimal | oracle (default optimal)\n"       \
+  "  --objective OBJ     optimal/oracle: tokens (default: total throughput, the paper's\n"      \
+  "                      objective) or progress (sum over jobs of GPUs x T/T_max: each\n"       \
+  "                      job's kept fraction of speed, by its size; big slow models are\n"     \
+  "                      no longer starved for small fast ones); multiplies any job weight\n"  \
   "  --knots N           optimal/oracle: points per curve of the piecewise-linear\n"               \
   "                      approximation (default 17)\n"                                             \
   "  --unit UNIT         runs CSV throughput column: tokens, samples, steps, step-time\n"          \
@@ -122,6 +127,8 @@ static int print_json(const struct pflex_jobset *set, enum pflex_alloc_strategy 
     json_object_set_new(o, "tput", isfinite(r[i].tput) ? json_real(r[i].tput) : json_null());
     json_object_set_new(o, "floor_w", json_real(r[i].floor_w));
     json_object_set_new(o, "p_max_w", json_real(job_pmax(j)));
+    double t_max = j->t_max > 0 ? j->t_max : j->curve ? pflex_curve_t_max(j->curve) : NAN;
+    json_object_set_new(o, "t_max", isfinite(t_max) ? json_real(t_max) : json_null());
     json_object_set_new(o, "weight", json_real(j->weight));
     json_array_append_new(arr, o);
   }
@@ -182,11 +189,12 @@ static void print_table(const struct pflex_jobset *set, enum pflex_alloc_strateg
 }
 
 static int run(int argc, char **argv) {
-  enum { OPT_CUT = 256, OPT_TARGET, OPT_STRATEGY, OPT_KNOTS, OPT_UNIT, OPT_JSON, OPT_CSV };
+  enum { OPT_CUT = 256, OPT_TARGET, OPT_STRATEGY, OPT_KNOTS, OPT_UNIT, OPT_JSON, OPT_CSV, OPT_OBJ };
   static const struct option longopts[] = {{"cut", required_argument, NULL, OPT_CUT},
                                            {"target-w", required_argument, NULL, OPT_TARGET},
                                            {"strategy", required_argument, NULL, OPT_STRATEGY},
                                            {"knots", required_argument, NULL, OPT_KNOTS},
+                                           {"objective", required_argument, NULL, OPT_OBJ},
                                            {"unit", required_argument, NULL, OPT_UNIT},
                                            {"json", no_argument, NULL, OPT_JSON},
                                            {"csv", no_argument, NULL, OPT_CSV},
@@ -195,7 +203,7 @@ static int run(int argc, char **argv) {
   enum pflex_alloc_strategy st = PFLEX_ALLOC_OPTIMAL;
   struct pflex_alloc_opts opts = {0};
   const char *unit = NULL;
-  bool json = false, csv = false;
+  bool json = false, csv = false, progress = false;
   int c;
   char *end;
   optind = 1;
@@ -234,6 +242,14 @@ static int run(int argc, char **argv) {
       break;
     }
     case OPT_UNIT: unit = optarg; break;
+    case OPT_OBJ:
+      if (strcmp(optarg, "tokens") == 0) progress = false;
+      else if (strcmp(optarg, "progress") == 0) progress = true;
+      else {
+        cli_error("--objective: '%s' is not 'tokens' or 'progress'", optarg);
+        return PFLEX_EXIT_USAGE;
+      }
+      break;
     case OPT_JSON: json = true; break;
     case OPT_CSV: csv = true; break;
     default:
@@ -267,6 +283,17 @@ static int run(int argc, char **argv) {
     goto out;
   }
   if (check_needs(&set, st)) goto out;
+  if (progress) /* weighted throughput = GPUs x T / T_max summed: "effective GPUs" */
+    for (size_t i = 0; i < set.n; i++) {
+      struct pflex_alloc_job *j = &set.jobs[i];
+      double t_max = j->t_max > 0 ? j->t_max : j->curve ? pflex_curve_t_max(j->curve) : 0;
+      if (!(t_max > 0)) {
+        cli_error("--objective progress: job '%s' has no uncapped throughput",
+                  j->name ? j->name : "?");
+        goto out;
+      }
+      j->weight *= j->gpus / t_max;
+    }
   int err;
   if (isnan(target)) {
     if ((err = pflex_alloc_target_for_cut(set.jobs, set.n, cut, &target))) {

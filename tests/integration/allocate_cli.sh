@@ -81,12 +81,35 @@ assert b["tput"] >= 11000 * (1 - 1e-9), b   # the throughput floor holds
 EOF
 done
 
+# --objective progress: optimal maximizes sum of GPUs x T/T_max instead of
+# total throughput. Each objective's allocation is at least as good as the
+# other's on its own measure (no job is starved for faster ones).
+"$PFLEX" allocate "$tmp/runs.csv" --cut 30 --json >"$tmp/tok.json" 2>/dev/null || fail "tokens objective"
+"$PFLEX" allocate "$tmp/runs.csv" --cut 30 --objective progress --json >"$tmp/prog.json" 2>/dev/null ||
+  fail "progress objective"
+python3 - "$tmp/tok.json" "$tmp/prog.json" <<'EOF' || fail "objectives do not each win on their own measure"
+import json, sys
+tok, prog = (json.load(open(p)) for p in sys.argv[1:3])
+def tokens(d): return sum(j["tput"] for j in d["jobs"])
+def progress(d): return sum(j["gpus"] * j["tput"] / j["t_max"] for j in d["jobs"])
+tol = 1e-6
+assert tokens(tok) >= tokens(prog) * (1 - tol), (tokens(tok), tokens(prog))
+assert progress(prog) >= progress(tok) * (1 - tol), (progress(prog), progress(tok))
+assert all(j["t_max"] > 0 for j in prog["jobs"])
+assert abs(prog["weighted_tput"] - progress(prog)) < 1e-6 * progress(prog)
+for d in (tok, prog):
+    assert sum(j["power_w"] for j in d["jobs"]) <= d["target_w"] + 1e-9
+EOF
+set +e
+"$PFLEX" allocate "$tmp/runs.csv" --cut 30 --objective speed >/dev/null 2>&1; [ $? -eq 2 ] || fail "bad objective: want 2"
+set -e
+
 # Errors: usage (2) and bad files (1).
 set +e
 "$PFLEX" allocate "$tmp/runs.csv" >/dev/null 2>&1; [ $? -eq 2 ] || fail "no target: want exit 2"
 "$PFLEX" allocate "$tmp/runs.csv" --cut 10 --strategy best >/dev/null 2>&1; [ $? -eq 2 ] || fail "bad strategy: want 2"
 echo '{"jobs": [{"name": "x", "gpus": 8, "p_max": -5}]}' >"$tmp/bad.json"
 "$PFLEX" allocate "$tmp/bad.json" --cut 10 2>"$tmp/err"; [ $? -eq 1 ] || fail "bad p_max: want 1"
-grep -q "job 1 ('x')" "$tmp/err" || fail "error does not name the job: $(cat "$tmp/err")"
-"$PFLEX" help allocate | grep -q -- '--strategy' || fail "help lacks --strategy"
+grep >/dev/null "job 1 ('x')" "$tmp/err" || fail "error does not name the job: $(cat "$tmp/err")"
+"$PFLEX" help allocate | grep >/dev/null -- '--strategy' || fail "help lacks --strategy"
 echo ok
