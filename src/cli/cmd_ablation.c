@@ -14,6 +14,7 @@
 #include "cli/pfi_args.h"
 #include "cli/predict_common.h"
 #include "cli/util.h"
+#include "pflex/csv.h"
 #include "pflex/predict.h"
 
 static const char usage[] =
@@ -117,11 +118,10 @@ static json_t *jmodel(const struct pflex_model *m) {
 static void csv_scores(const struct pflex_model *m, bool have) {
   const double v[] = {m->r2_in,   m->loo.r2,    m->loo.rmse, m->loo.rho,
                       m->loco.r2, m->loco.rmse, m->loco.rho};
-  for (size_t k = 0; k < 7; k++)
-    if (have && isfinite(v[k]))
-      printf(",%.17g", v[k]);
-    else
-      printf(",");
+  for (size_t k = 0; k < 7; k++) {
+    putchar(',');
+    if (have && isfinite(v[k])) pflex_csv_write_double(stdout, v[k], 0);
+  }
 }
 
 static int run(int argc, char **argv) {
@@ -271,14 +271,14 @@ static int run(int argc, char **argv) {
     for (size_t s = 0; s < NSETS; s++) {
       const struct result *r = &res[s];
       printf("%s,", sets[s].id);
-      pc_csv_field(stdout, sets[s].label);
+      pflex_csv_write_field(stdout, sets[s].label, 0);
       printf(",%zu", r->p);
       csv_scores(&r->ols, !r->error[0]);
       csv_scores(&r->ridge, r->have_ridge);
       printf(",");
-      if (r->have_ridge) printf("%.17g", r->ridge.lin.lambda);
+      if (r->have_ridge) pflex_csv_write_double(stdout, r->ridge.lin.lambda, 0);
       printf(",");
-      pc_csv_field(stdout, r->error);
+      pflex_csv_write_field(stdout, r->error, 0);
       printf("\n");
     }
   } else {

@@ -13,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "cli/util.h"
+#include "pflex/csv.h"
 #include "pflex/alloc.h"
 #include "pflex/curve.h"
 #include "pflex/jobs.h"
@@ -145,19 +146,11 @@ static void print_csv(const struct pflex_jobset *set, const struct pflex_alloc_r
   printf("job,gpus,power_w,cap_w,tput,floor_w,p_max_w\n");
   for (size_t i = 0; i < set->n; i++) {
     const struct pflex_alloc_job *j = &set->jobs[i];
-    /* Names are quoted only when they need it (RFC 4180). */
-    if (strpbrk(j->name, ",\"\n")) {
-      putchar('"');
-      for (const char *c = j->name; *c; c++) {
-        if (*c == '"') putchar('"');
-        putchar(*c);
-      }
-      putchar('"');
-    } else {
-      fputs(j->name, stdout);
-    }
-    printf(",%d,%.17g,%.17g,%.17g,%.17g,%.17g\n", j->gpus, r[i].power_w, r[i].cap_w, r[i].tput,
-           r[i].floor_w, job_pmax(j));
+    pflex_csv_write_field(stdout, j->name, ',');
+    printf("%d,", j->gpus);
+    const double v[] = {r[i].power_w, r[i].cap_w, r[i].tput, r[i].floor_w, job_pmax(j)};
+    for (size_t k = 0; k < 5; k++)
+      pflex_csv_write_double(stdout, v[k], k + 1 < 5 ? ',' : '\n');
   }
 }
 

@@ -7,13 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <csv.h>
 #include <gsl/gsl_errno.h>
 #include <jansson.h>
 
 #include "cli/commands.h"
 #include "cli/pfi_args.h"
 #include "cli/util.h"
+#include "pflex/csv.h"
 
 static const char usage[] =
     "pflex pfi RUNS.csv [options]\n"
@@ -164,23 +164,26 @@ static int print_json(const struct row *rows, size_t n, const struct cli_pfi_arg
   return e;
 }
 
-static void csv_field(const char *s) {
-  csv_fwrite(stdout, s, strlen(s));
-}
-
 static void csv_value(const struct cli_pfi_value *v) {
-  if (v->err)
+  if (v->err) {
     printf(",%d,,,", 0);
-  else if (v->res.have_ci)
-    printf(",%zu,%.10g,%.10g,%.10g", v->res.runs_used, v->res.pfi, v->res.ci_low, v->res.ci_high);
-  else
-    printf(",%zu,%.10g,,", v->res.runs_used, v->res.pfi);
+  } else {
+    printf(",%zu,", v->res.runs_used);
+    pflex_csv_write_double(stdout, v->res.pfi, ',');
+    if (v->res.have_ci) {
+      pflex_csv_write_double(stdout, v->res.ci_low, ',');
+      pflex_csv_write_double(stdout, v->res.ci_high, 0);
+    } else {
+      putchar(',');
+    }
+  }
   /* Excluded runs as "CAP:reason" separated by ';' (grid exclusions left out). */
   putchar(',');
   for (size_t i = 0, first = 1; i < v->n; i++)
     if (v->runs[i].role == PFLEX_PFI_EXCLUDED && v->runs[i].reason != PFLEX_PFI_REASON_GRID) {
-      printf("%s%g:%s", first ? "" : ";", v->runs[i].cap_w,
-             pflex_pfi_reason_name(v->runs[i].reason));
+      if (!first) putchar(';');
+      pflex_csv_write_double(stdout, v->runs[i].cap_w, ':');
+      fputs(pflex_pfi_reason_name(v->runs[i].reason), stdout);
       first = 0;
     }
 }
@@ -193,10 +196,9 @@ static void print_csv(const struct row *rows, size_t n, const struct cli_pfi_arg
   grid_text(gt, sizeof gt, a, ";"); /* ';' like the excluded list: no quoting needed */
   for (size_t i = 0; i < n; i++) {
     const struct row *r = &rows[i];
-    csv_field(r->g->name);
-    putchar(',');
-    csv_field(r->run->gpu);
-    printf(",%d,%s,%s,%s,%s", r->run->gpus, pflex_arch_name(r->run->arch),
+    pflex_csv_write_field(stdout, r->g->name, ',');
+    pflex_csv_write_field(stdout, r->run->gpu, ',');
+    printf("%d,%s,%s,%s,%s", r->run->gpus, pflex_arch_name(r->run->arch),
            pflex_task_name(r->run->task), pflex_pfi_definition_name(a->opts.definition),
            pflex_pfi_exclude_name(a->opts.exclude));
     csv_value(&r->full);

@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "cli/predict_common.h"
 #include "cli/util.h"
+#include "pflex/csv.h"
 #include "pflex/model_json.h"
 #include "pflex/predict.h"
 
@@ -160,10 +161,11 @@ static int run(int argc, char **argv) {
   } else if (csv) {
     printf("group,arch,task,runs,predicted,prediction,measured\n");
     for (size_t i = 0; i < d.n; i++) {
-      pc_csv_field(stdout, d.groups[i]);
-      printf(",%s,%s,%zu,%.17g,%s,", pflex_arch_name(d.arch[i]), pflex_task_name(d.task[i]),
-             d.nruns[i], rows[i].pred, rows[i].prior ? "prior" : "model");
-      if (isfinite(rows[i].measured)) printf("%.17g", rows[i].measured);
+      pflex_csv_write_field(stdout, d.groups[i], ',');
+      printf("%s,%s,%zu,", pflex_arch_name(d.arch[i]), pflex_task_name(d.task[i]), d.nruns[i]);
+      pflex_csv_write_double(stdout, rows[i].pred, ',');
+      printf("%s,", rows[i].prior ? "prior" : "model");
+      if (isfinite(rows[i].measured)) pflex_csv_write_double(stdout, rows[i].measured, 0);
       printf("\n");
     }
   } else {

@@ -14,6 +14,7 @@
 
 #include "cli/commands.h"
 #include "cli/util.h"
+#include "pflex/csv.h"
 #include "pflex/plot.h"
 #include "pflex/twin.h"
 
@@ -251,12 +252,14 @@ static int cmd_check(int argc, char **argv) {
     json_decref(o);
   } else if (csv) {
     printf("group,set,grid,published,reconstructed,diff,tolerance,ok\n");
-    for (size_t i = 0; i < n; i++)
-      printf("%s,%s,%s,%.2f,%.4f,%+.4f,%.2f,%s\n", rows[i].group, pflex_twin_set_name(rows[i].set),
-             rows[i].grid, rows[i].published, rows[i].reconstructed, rows[i].diff, rows[i].tol,
-             rows[i].ok      ? "yes"
-             : rows[i].known ? "known-miss"
-                             : "no");
+    for (size_t i = 0; i < n; i++) {
+      pflex_csv_write_field(stdout, rows[i].group, ',');
+      printf("%s,%s,", pflex_twin_set_name(rows[i].set), rows[i].grid);
+      const double v[] = {rows[i].published, rows[i].reconstructed, rows[i].diff, rows[i].tol};
+      for (size_t k = 0; k < 4; k++)
+        pflex_csv_write_double(stdout, v[k], ',');
+      printf("%s\n", rows[i].ok ? "yes" : rows[i].known ? "known-miss" : "no");
+    }
   } else {
     printf("%-46s %-10s %-5s %9s %13s %8s  %s\n", "group", "set", "grid", "published",
            "reconstructed", "diff", "ok");

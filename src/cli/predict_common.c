@@ -39,19 +39,6 @@ void pc_num(FILE *f, int w, double v) {
     fprintf(f, "%*s", w, "-");
 }
 
-void pc_csv_field(FILE *f, const char *s) {
-  if (!strpbrk(s, ",\"\r\n")) {
-    fputs(s, f);
-    return;
-  }
-  fputc('"', f);
-  for (; *s; s++) {
-    if (*s == '"') fputc('"', f);
-    fputc(*s, f);
-  }
-  fputc('"', f);
-}
-
 int pc_pfi_option(struct cli_pfi_args *a, int c, const char *arg) {
   if (c == OPT_DRAWS || c == OPT_SEED) {
     cli_error("no confidence interval is drawn here: --draws and --seed do not apply");

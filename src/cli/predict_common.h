@@ -36,7 +36,4 @@ int pc_pfi_option(struct cli_pfi_args *a, int c, const char *arg);
 /* Prints v with 3 decimals in width w, or "-" when it is not finite. */
 void pc_num(FILE *f, int w, double v);
 
-/* Writes s as one CSV field, quoted when it holds a comma, quote or line break. */
-void pc_csv_field(FILE *f, const char *s);
-
 #endif

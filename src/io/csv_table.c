@@ -223,15 +223,6 @@ long pflex__csv_column(const struct pflex__csv_table *t, const char *name) {
   return -1;
 }
 
-int pflex__csv_put(FILE *f, const char *s, char sep) {
-  size_t len = strlen(s);
-  bool quote = len && (s[0] == ' ' || s[len - 1] == ' ' || s[0] == '\t' || s[len - 1] == '\t');
-  quote = quote || strpbrk(s, ",\"\r\n") != NULL;
-  if (quote ? csv_fwrite(f, s, len) != 0 : fputs(s, f) < 0) return -EIO;
-  if (sep && fputc(sep, f) == EOF) return -EIO;
-  return 0;
-}
-
 int pflex__atomic_begin(const char *path, struct pflex__atomic_file *ret) {
   struct pflex__atomic_file af = {0};
   af.path = strdup(path);

@@ -1,6 +1,6 @@
 /* Internal: a whole CSV file read into memory with libcsv, each record with the
- * physical line it starts on, and a minimal-quoting field writer. Shared by the
- * readers of runs, series and jobs files. */
+ * physical line it starts on, and atomic file replacement. Shared by the readers
+ * and writers of runs, series and jobs files (field text: pflex/csv.h). */
 #ifndef PFLEX_IO_CSV_TABLE_H
 #define PFLEX_IO_CSV_TABLE_H
 
@@ -31,9 +31,6 @@ void pflex__csv_release(struct pflex__csv_table *t);
 
 /* Index of a header column, or -1. */
 long pflex__csv_column(const struct pflex__csv_table *t, const char *name);
-
-/* Writes one field, quoted only when it must be; then sep unless sep is 0. */
-int pflex__csv_put(FILE *f, const char *s, char sep);
 
 /* Atomic replacement of a file: write to a temporary file beside it, then
  * commit (flush, fsync, rename, fsync the directory) or abort (unlink). */

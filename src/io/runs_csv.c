@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "io/csv_table.h"
+#include "pflex/csv.h"
 #include "pflex/runs.h"
 
 /* Columns pflex interprets; every other column is kept verbatim in extra. */
@@ -287,14 +288,6 @@ out:
   return 0;
 }
 
-/* Shortest decimal form that reads back as the same double. */
-static void fmt_double(char *buf, size_t size, double v) {
-  for (int prec = 6; prec <= 17; prec++) {
-    snprintf(buf, size, "%.*g", prec, v);
-    if (strtod(buf, NULL) == v) return;
-  }
-}
-
 int pflex_runs_write_csv_stream(const struct pflex_runset *set, FILE *f) {
   unsigned have = 0;
   bool any_model = false, any_arch = false, any_task = false, any_set = false;
@@ -325,26 +318,26 @@ int pflex_runs_write_csv_stream(const struct pflex_runset *set, FILE *f) {
   if (any_set) fputs(",set", f);
   for (size_t k = 0; k < set->nextra; k++) {
     fputc(',', f);
-    err = err ? err : pflex__csv_put(f, set->extra_names[k], 0);
+    err = err ? err : pflex_csv_write_field(f, set->extra_names[k], 0);
   }
   fputc('\n', f);
   char num[40];
   for (size_t i = 0; i < set->n && !err; i++) {
     const struct pflex_run *r = &set->runs[i];
     double tput = set->unit == PFLEX_TPUT_PER_STEP_TIME ? 1.0 / r->tput : r->tput;
-    err = pflex__csv_put(f, r->group, ',');
-    if (!err) err = pflex__csv_put(f, r->gpu, ',');
+    err = pflex_csv_write_field(f, r->group, ',');
+    if (!err) err = pflex_csv_write_field(f, r->gpu, ',');
     fprintf(f, "%d,", r->gpus);
-    fmt_double(num, sizeof num, r->cap_w);
+    pflex_csv_format_double(num, sizeof num, r->cap_w);
     fprintf(f, "%s,", num);
-    fmt_double(num, sizeof num, r->power_w);
+    pflex_csv_format_double(num, sizeof num, r->power_w);
     fprintf(f, "%s,", num);
-    fmt_double(num, sizeof num, tput);
+    pflex_csv_format_double(num, sizeof num, tput);
     fputs(num, f);
 #define OPT_NUM(bit, value)                                                                        \
   if (have & (bit)) {                                                                              \
     if (r->have & (bit))                                                                           \
-      fmt_double(num, sizeof num, (value)), fprintf(f, ",%s", num);                                \
+      pflex_csv_format_double(num, sizeof num, (value)), fprintf(f, ",%s", num);                                \
     else                                                                                           \
       fputc(',', f);                                                                               \
   }
@@ -352,7 +345,7 @@ int pflex_runs_write_csv_stream(const struct pflex_runset *set, FILE *f) {
     OPT_NUM(PFLEX_RUN_TPUT_SD,
             set->unit == PFLEX_TPUT_PER_STEP_TIME ? r->tput_sd / (r->tput * r->tput) : r->tput_sd)
 #undef OPT_NUM
-    if (any_model) fputc(',', f), err = err ? err : pflex__csv_put(f, r->model ? r->model : "", 0);
+    if (any_model) fputc(',', f), err = err ? err : pflex_csv_write_field(f, r->model ? r->model : "", 0);
     if (any_arch) fprintf(f, ",%s", pflex_arch_name(r->arch));
     if (any_task) fprintf(f, ",%s", pflex_task_name(r->task));
 #define OPT_INT(bit, value)                                                                        \
@@ -368,10 +361,10 @@ int pflex_runs_write_csv_stream(const struct pflex_runset *set, FILE *f) {
     OPT_INT(PFLEX_RUN_COMPILE, r->compile)
     OPT_INT(PFLEX_RUN_GRAD_CKPT, r->grad_ckpt)
 #undef OPT_INT
-    if (any_set) fputc(',', f), err = err ? err : pflex__csv_put(f, r->set ? r->set : "", 0);
+    if (any_set) fputc(',', f), err = err ? err : pflex_csv_write_field(f, r->set ? r->set : "", 0);
     for (size_t k = 0; k < set->nextra && !err; k++) {
       fputc(',', f);
-      err = pflex__csv_put(f, r->extra[k], 0);
+      err = pflex_csv_write_field(f, r->extra[k], 0);
     }
     fputc('\n', f);
   }

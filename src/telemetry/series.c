@@ -18,6 +18,7 @@
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
 
+#include "pflex/csv.h"
 #include "pflex/runs.h"
 #include "pflex/series.h"
 
@@ -617,14 +618,6 @@ fail:
   return r;
 }
 
-/* Shortest text that reads back to the same double. */
-static void fmt_double(char *buf, size_t size, double v) {
-  for (int prec = 6; prec <= 17; prec++) {
-    snprintf(buf, size, "%.*g", prec, v);
-    if (strtod(buf, NULL) == v) return;
-  }
-}
-
 int pflex_series_agg_append_run(const struct pflex_series_agg *agg, const char *group,
                                 const char *gpu_type, double cap_w, struct pflex_runset *set) {
   if (!group || !gpu_type || !(cap_w > 0) || !isfinite(cap_w) || !agg->power.valid ||
@@ -645,7 +638,7 @@ int pflex_series_agg_append_run(const struct pflex_series_agg *agg, const char *
   for (size_t m = 0; r == 0 && m < agg->nmetrics; m++) {
     if (agg->metrics[m].kind == PFLEX_AGG_SUM) continue; /* that is power_w */
     char num[40] = "";
-    if (agg->metrics[m].agg.valid) fmt_double(num, sizeof num, agg->metrics[m].agg.value);
+    if (agg->metrics[m].agg.valid) pflex_csv_format_double(num, sizeof num, agg->metrics[m].agg.value);
     r = pflex_runset_set_extra(set, i, agg->metrics[m].name, num);
   }
   return r;

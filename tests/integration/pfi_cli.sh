@@ -20,7 +20,7 @@ near() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d
 # jget JSON KEY [N]: the N-th (default 1st) value of "KEY" in compact JSON.
 jget() { printf '%s' "$1" | tr -d ' \n' | grep -o "\"$2\":[^,}]*" | sed -n "${3:-1}p" | cut -d: -f2-; }
 # cget CSV GROUP COLUMN: a field of the --csv output by column name.
-cget() { printf '%s\n' "$1" | awk -F, -v g="\"$2\"" -v c="$3" '
+cget() { printf '%s\n' "$1" | awk -F, -v g="$2" -v c="$3" '
   NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next } $1 == g { print $(col[c]) }'; }
 
 cat > "$tmp/runs.csv" <<'CSV'
@@ -176,8 +176,8 @@ printf 'group,gpu,gpus,cap_w,power_w,tokens_per_s,power_sd,tokens_sd,set\n%s\n%s
   'h,H200,8,300,3000,800,0.012,0.004,headline' 'h,H200,8,700,5000,1000,0.02,0.005,headline' \
   'v,H200,8,300,2000,500,,,validation' 'v,H200,8,700,5000,1000,,,validation' > "$tmp/sets.csv"
 out=$("$PFLEX" pfi "$tmp/sets.csv" --set headline --csv --draws 0)
-echo "$out" | has '^"h",' || fail "--set headline lost group h: $out"
-echo "$out" | has '^"v",' && fail "--set headline kept group v: $out"
+echo "$out" | has '^h,' || fail "--set headline lost group h: $out"
+echo "$out" | has '^v,' && fail "--set headline kept group v: $out"
 set +e; "$PFLEX" pfi "$tmp/sets.csv" --set nope > /dev/null 2> "$tmp/err"; rc=$?; set -e
 [ $rc -eq 1 ] && grep -q "no run has set 'nope'" "$tmp/err" || fail "--set nope: exit $rc, $(cat "$tmp/err")"
 # Group h: PFI = (1 - 0.6) / (1 - 0.8) = 2. Its SDs are 1e-5 relative (a CI of

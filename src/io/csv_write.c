@@ -1,0 +1,33 @@
+/* CSV output text shared by every writer (include/pflex/csv.h). */
+#include <csv.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pflex/csv.h"
+
+void pflex_csv_format_double(char *buf, size_t size, double v) {
+  for (int prec = 6; prec <= 17; prec++) {
+    snprintf(buf, size, "%.*g", prec, v);
+    if (strtod(buf, NULL) == v) return;
+  }
+}
+
+int pflex_csv_write_double(FILE *f, double v, char sep) {
+  char num[PFLEX_CSV_NUM_MAX];
+  pflex_csv_format_double(num, sizeof num, v);
+  if (fputs(num, f) < 0) return -EIO;
+  if (sep && fputc(sep, f) == EOF) return -EIO;
+  return 0;
+}
+
+int pflex_csv_write_field(FILE *f, const char *s, char sep) {
+  size_t len = strlen(s);
+  /* libcsv's reader trims unquoted leading and trailing blanks: keep them by quoting. */
+  bool quote = len && (s[0] == ' ' || s[len - 1] == ' ' || s[0] == '\t' || s[len - 1] == '\t');
+  quote = quote || strpbrk(s, ",\"\r\n") != NULL;
+  if (quote ? csv_fwrite(f, s, len) != 0 : fputs(s, f) < 0) return -EIO;
+  if (sep && fputc(sep, f) == EOF) return -EIO;
+  return 0;
+}
