@@ -18,6 +18,7 @@
 #include <jansson.h>
 #include <libgen.h>
 
+#include "io/csv_table.h" /* pflex__atomic_*: temporary file, fsync, rename, fsync */
 #include "pflex/error.h"
 #include "pflex/gpu.h"
 #include "pflex/restore.h"
@@ -237,32 +238,16 @@ static int store(struct pflex_restore *r, const struct pflex_restore_record *v, 
   char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
   json_decref(root);
   if (!text) return -ENOMEM;
-  char tmp[4300];
-  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", r->path, (long)getpid());
-  int err = 0;
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    free(text);
-    return -errno;
+  struct pflex__atomic_file af;
+  int err = pflex__atomic_begin(r->path, &af);
+  if (!err && (fputs(text, af.f) < 0 || fputc('\n', af.f) == EOF)) {
+    pflex__atomic_abort(&af);
+    err = -EIO;
+  } else if (!err) {
+    err = pflex__atomic_commit(&af);
   }
-  size_t len = strlen(text), off = 0;
-  while (off < len && !err) {
-    ssize_t w = write(fd, text + off, len - off);
-    if (w < 0 && errno != EINTR)
-      err = -errno;
-    else if (w > 0)
-      off += (size_t)w;
-  }
-  if (!err && write(fd, "\n", 1) != 1) err = -EIO;
   free(text);
-  if (!err && fsync(fd) != 0) err = -errno;
-  if (close(fd) != 0 && !err) err = -errno;
-  if (!err && rename(tmp, r->path) != 0) err = -errno;
-  if (err) {
-    unlink(tmp);
-    return err;
-  }
-  return fsync_dir(r->dir);
+  return err;
 }
 
 static long find_record(const struct pflex_restore_record *v, size_t n, const char *backend,
