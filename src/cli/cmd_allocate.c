@@ -198,25 +198,16 @@ static int run(int argc, char **argv) {
   const char *unit = NULL;
   bool json = false, csv = false, progress = false;
   int c;
-  char *end;
   optind = 1;
   opterr = 0;
   while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
     switch (c) {
     case OPT_CUT:
-      cut = strtod(optarg, &end);
-      if (end == optarg || *end || !(cut >= 0 && cut <= 100)) {
-        cli_error("--cut: '%s' is not a percentage between 0 and 100", optarg);
-        return PFLEX_EXIT_USAGE;
-      }
+      if (cli_parse_double("--cut", optarg, 0, 100, &cut)) return PFLEX_EXIT_USAGE;
       cut /= 100;
       break;
     case OPT_TARGET:
-      target = strtod(optarg, &end);
-      if (end == optarg || *end || !(target >= 0) || !isfinite(target)) {
-        cli_error("--target-w: '%s' is not a power in W", optarg);
-        return PFLEX_EXIT_USAGE;
-      }
+      if (cli_parse_double("--target-w", optarg, 0, INFINITY, &target)) return PFLEX_EXIT_USAGE;
       break;
     case OPT_STRATEGY:
       if (pflex_alloc_strategy_parse(optarg, &st)) {
@@ -226,11 +217,8 @@ static int run(int argc, char **argv) {
       }
       break;
     case OPT_KNOTS: {
-      long k = strtol(optarg, &end, 10);
-      if (end == optarg || *end || k < 2 || k > 100000) {
-        cli_error("--knots: '%s' is not a whole number between 2 and 100000", optarg);
-        return PFLEX_EXIT_USAGE;
-      }
+      unsigned long long k;
+      if (cli_parse_count("--knots", optarg, 2, 100000, &k)) return PFLEX_EXIT_USAGE;
       opts.knots = (unsigned)k;
       break;
     }

@@ -108,15 +108,9 @@ static int run(int argc, char **argv) {
         goto early;
       }
       break;
-    case 'l': {
-      char *end;
-      fo.lambda = strtod(optarg, &end);
-      if (*end || !(fo.lambda >= 0) || !isfinite(fo.lambda)) {
-        cli_error("--lambda needs a number >= 0, not '%s'", optarg);
-        goto early;
-      }
+    case 'l':
+      if (cli_parse_double("--lambda", optarg, 0, INFINITY, &fo.lambda)) goto early;
       break;
-    }
     case 's': set_filter = optarg; break;
     case 'c':
       if (pflex_loco_parse(optarg, &loco)) {

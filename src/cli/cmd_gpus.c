@@ -138,7 +138,6 @@ static int run(int argc, char **argv) {
   const char *backend = NULL, *spec = NULL, *list = NULL;
   double watch_s = -1, hz = 1;
   int json = 0, c;
-  char *end;
   optind = 1;
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
     switch (c) {
@@ -147,18 +146,10 @@ static int run(int argc, char **argv) {
     case 'j': json = 1; break;
     case 'g': list = optarg; break;
     case 'w':
-      watch_s = strtod(optarg, &end);
-      if (*end || !(watch_s >= 0 && watch_s <= 1e7)) {
-        cli_error("invalid --watch '%s': expected seconds", optarg);
-        return PFLEX_EXIT_USAGE;
-      }
+      if (cli_parse_double("--watch", optarg, 0, 1e7, &watch_s)) return PFLEX_EXIT_USAGE;
       break;
     case 'h':
-      hz = strtod(optarg, &end);
-      if (*end || !(hz >= 0.1 && hz <= 10)) {
-        cli_error("invalid --hz '%s': expected 0.1-10", optarg);
-        return PFLEX_EXIT_USAGE;
-      }
+      if (cli_parse_double("--hz", optarg, 0.1, 10, &hz)) return PFLEX_EXIT_USAGE;
       break;
     default: fprintf(stderr, "usage: %s\n", usage); return PFLEX_EXIT_USAGE;
     }

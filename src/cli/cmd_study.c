@@ -557,12 +557,10 @@ static int run(int argc, char **argv) {
   while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
     unsigned long long v = 0;
     if (c == O_WL || c == O_JOBS || c == O_ROUNDS || c == O_SEED) {
-      v = strtoull(optarg, &end, 10);
-      if (end == optarg || *end || optarg[0] == '-' || (c != O_SEED && (v == 0 && c != O_ROUNDS)) ||
-          (c == O_ROUNDS && v > 100) || v > 100000000ull) {
-        cli_error("--%s: '%s' is not a valid count", longopts[c - O_SET].name, optarg);
-        goto out;
-      }
+      char opt[32];
+      snprintf(opt, sizeof opt, "--%s", longopts[c - O_SET].name);
+      unsigned long long lo = c == O_WL || c == O_JOBS ? 1 : 0;
+      if (cli_parse_count(opt, optarg, lo, c == O_ROUNDS ? 100 : 100000000ull, &v)) goto out;
     }
     switch (c) {
     case O_SET: set_name = optarg; break;

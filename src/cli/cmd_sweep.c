@@ -94,17 +94,6 @@ static void on_output(const char *data, size_t len, void *ud) {
   fwrite(data, 1, len, stderr);
 }
 
-static int parse_double(const char *opt, const char *s, double lo, double hi, double *ret) {
-  char *end;
-  double v = strtod(s, &end);
-  if (*end || !isfinite(v) || v < lo || v > hi) {
-    cli_error("invalid %s '%s': expected a number in [%g, %g]", opt, s, lo, hi);
-    return -EINVAL;
-  }
-  *ret = v;
-  return 0;
-}
-
 /* The runs and the group's PFI (Eq. 1 and 3, pflex/pfi.h defaults: the
  * highest cap is the reference, caps whose throughput drop is within noise are
  * left out, 95% Monte Carlo CI from the runs' standard errors). */
@@ -204,9 +193,9 @@ static int run(int argc, char **argv) {
     case 'g': gpus_s = optarg; break;
     case 'b': backend = optarg; break;
     case 'S': spec = optarg; break;
-    case 'h': err = parse_double("--hz", optarg, 1, 10, &hz); break;
-    case 'd': err = parse_double("--duration", optarg, 1e-3, 1e7, &duration); break;
-    case 'p': err = parse_double("--pause", optarg, 0, 1e6, &pause); break;
+    case 'h': err = cli_parse_double("--hz", optarg, 1, 10, &hz); break;
+    case 'd': err = cli_parse_double("--duration", optarg, 1e-3, 1e7, &duration); break;
+    case 'p': err = cli_parse_double("--pause", optarg, 0, 1e6, &pause); break;
     case 'a': attach = true; break;
     case 's': statsd_s = optarg; break;
     case 'm': metric = optarg; break;
@@ -220,11 +209,11 @@ static int run(int argc, char **argv) {
       break;
     case 'G': group = optarg; break;
     case 'T': gpu_type = optarg; break;
-    case 'y': err = parse_double("--sustain", optarg, 0, 1e6, &sustain); break;
+    case 'y': err = cli_parse_double("--sustain", optarg, 0, 1e6, &sustain); break;
     case 'o': out = optarg; break;
     case 'D': db = optarg; break;
     case 'z': state_dir = optarg; break;
-    case 'k': err = parse_double("--stop-grace", optarg, 0.01, 3600, &grace); break;
+    case 'k': err = cli_parse_double("--stop-grace", optarg, 0.01, 3600, &grace); break;
     case 'q': quiet = true; break;
     default: err = -EINVAL; break;
     }

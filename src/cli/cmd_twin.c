@@ -50,15 +50,6 @@ static const char usage[] =
     "      --out FILE     figure to write\n"
     "      --title TEXT   figure title";
 
-static int parse_u64(const char *s, uint64_t *ret) {
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno || end == s || *end || s[0] == '-') return -EINVAL;
-  *ret = (uint64_t)v;
-  return 0;
-}
-
 /* ---- reference ---- */
 
 static int cmd_reference(int argc, char **argv) {
@@ -76,10 +67,9 @@ static int cmd_reference(int argc, char **argv) {
     if (c == 'o')
       out = optarg;
     else if (c == 's') {
-      if (parse_u64(optarg, &seed) < 0) {
-        cli_error("--seed: '%s' is not a non-negative integer", optarg);
-        return PFLEX_EXIT_USAGE;
-      }
+      unsigned long long v;
+      if (cli_parse_count("--seed", optarg, 0, UINT64_MAX, &v)) return PFLEX_EXIT_USAGE;
+      seed = v;
     } else if (c == 'q')
       quiet = true;
     else if (c == 'j')
@@ -300,11 +290,9 @@ static int cmd_population(int argc, char **argv) {
   optind = 1;
   while ((c = getopt_long(argc, argv, "n:s:o:", opts, NULL)) != -1) {
     if (c == 'n' || c == 's') {
-      uint64_t v;
-      if (parse_u64(optarg, &v) < 0) {
-        cli_error("--%s: '%s' is not a non-negative integer", c == 'n' ? "jobs" : "seed", optarg);
+      unsigned long long v;
+      if (cli_parse_count(c == 'n' ? "--jobs" : "--seed", optarg, 0, UINT64_MAX, &v))
         return PFLEX_EXIT_USAGE;
-      }
       if (c == 'n')
         jobs = v;
       else

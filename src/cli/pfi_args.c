@@ -17,20 +17,8 @@ void cli_pfi_args_release(struct cli_pfi_args *a) {
   a->grid = NULL;
 }
 
-static int parse_ulong(const char *opt, const char *arg, unsigned long max, unsigned long *ret) {
-  char *end;
-  errno = 0;
-  unsigned long v = strtoul(arg, &end, 10);
-  if (end == arg || *end || errno || arg[0] == '-' || v > max) {
-    cli_error("%s: '%s' is not a whole number from 0 to %lu", opt, arg, max);
-    return -EINVAL;
-  }
-  *ret = v;
-  return 0;
-}
-
 int cli_pfi_option(struct cli_pfi_args *a, int c, const char *arg) {
-  unsigned long u;
+  unsigned long long u;
   switch (c) {
   case OPT_GRID:
     free(a->grid);
@@ -55,11 +43,11 @@ int cli_pfi_option(struct cli_pfi_args *a, int c, const char *arg) {
     }
     return 0;
   case OPT_DRAWS:
-    if (parse_ulong("--draws", arg, 10000000, &u)) return -EINVAL;
+    if (cli_parse_count("--draws", arg, 0, 10000000, &u)) return -EINVAL;
     a->opts.draws = u;
     return 0;
   case OPT_SEED:
-    if (parse_ulong("--seed", arg, 0xffffffffUL, &u)) return -EINVAL;
+    if (cli_parse_count("--seed", arg, 0, 0xffffffffULL, &u)) return -EINVAL;
     a->opts.seed = u;
     return 0;
   case OPT_POWER_CV: return cli_parse_double("--power-cv", arg, 0, INFINITY, &a->opts.power_cv);

@@ -63,6 +63,20 @@ int cli_parse_unit_option(const char *arg, enum pflex_tput_unit *ret) {
   return -EINVAL;
 }
 
+int cli_parse_count(const char *opt, const char *arg, unsigned long long lo, unsigned long long hi,
+                    unsigned long long *ret) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(arg, &end, 10);
+  /* strtoull takes "-1" as a huge number: refuse any sign. */
+  if (end == arg || *end || errno || arg[0] == '-' || arg[0] == '+' || v < lo || v > hi) {
+    cli_error("%s: '%s' is not a whole number from %llu to %llu", opt, arg, lo, hi);
+    return -EINVAL;
+  }
+  *ret = v;
+  return 0;
+}
+
 int cli_parse_double(const char *opt, const char *arg, double lo, double hi, double *ret) {
   char *end;
   errno = 0;

@@ -27,6 +27,11 @@ int cli_parse_unit_option(const char *arg, enum pflex_tput_unit *ret);
  * prints the error and returns -EINVAL otherwise. */
 int cli_parse_double(const char *opt, const char *arg, double lo, double hi, double *ret);
 
+/* The value of option opt as a whole decimal number in [lo, hi] (no sign);
+ * prints the error and returns -EINVAL otherwise. */
+int cli_parse_count(const char *opt, const char *arg, unsigned long long lo, unsigned long long hi,
+                    unsigned long long *ret);
+
 /* The value of --format: "csv" or "json" (a static string), printing the error otherwise. */
 int cli_parse_format(const char *arg, const char **ret);
 
