@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <gsl/gsl_sort.h>
 #include <jansson.h>
 
 #include "cli/commands.h"
@@ -417,12 +418,6 @@ out:
 
 /* Fig. 4: PFI by group, measured and predicted, groups sorted by measured PFI
  * so that the predictions' misses stand out against a rising line. */
-static const double *sort_key; /* qsort has no context argument; CLI only */
-static int by_key(const void *a, const void *b) {
-  double x = sort_key[*(const size_t *)a], y = sort_key[*(const size_t *)b];
-  return (x > y) - (x < y);
-}
-
 static int fig4(const struct pflex_jobset *js, const struct preds *pr, const char *path) {
   size_t n = js->n;
   const double *src[4];
@@ -442,9 +437,7 @@ static int fig4(const struct pflex_jobset *js, const struct preds *pr, const cha
   double *x = calloc(n ? n : 1, sizeof *x), *y = calloc((n ? n : 1) * ns, sizeof *y);
   int err = -ENOMEM;
   if (!order || !x || !y) goto out;
-  for (size_t i = 0; i < n; i++) order[i] = i;
-  sort_key = js->pfi_true;
-  qsort(order, n, sizeof *order, by_key);
+  if (n) gsl_sort_index(order, js->pfi_true, 1, n);
   struct pflex_plot_series se[4];
   for (size_t k = 0; k < ns; k++) {
     for (size_t i = 0; i < n; i++) {

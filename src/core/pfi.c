@@ -8,6 +8,7 @@
  * not silently change which runs the number is made of. */
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
 
+#include "core/sort_index.h"
 #include "pflex/error.h"
 #include "pflex/pfi.h"
 #include "pflex/runs.h"
@@ -171,17 +173,6 @@ static double evaluate(enum pflex_pfi_definition def, const double *P, const dou
   return NAN;
 }
 
-/* Insertion sort of run indexes by cap: a sweep has a handful of runs, and
- * qsort would need a global for its context. */
-static void sort_by_cap(const struct pflex_pfi_point *pts, size_t *ord, size_t n) {
-  for (size_t k = 1; k < n; k++) {
-    size_t v = ord[k], j = k;
-    for (; j > 0 && pts[ord[j - 1]].cap_w > pts[v].cap_w; j--)
-      ord[j] = ord[j - 1];
-    ord[j] = v;
-  }
-}
-
 int pflex_pfi_compute(const struct pflex_pfi_point *pts, size_t n,
                       const struct pflex_pfi_opts *opts, struct pflex_pfi_result *ret) {
   if (!ret) return -EINVAL;
@@ -203,7 +194,9 @@ int pflex_pfi_compute(const struct pflex_pfi_point *pts, size_t n,
     else
       ord[nord++] = i;
   }
-  sort_by_cap(pts, ord, nord); /* the uncapped run (highest cap) ends last */
+  /* By cap: the uncapped run (highest cap) ends last. */
+  err = pflex__sort_index(ord, nord, pts, sizeof *pts, offsetof(struct pflex_pfi_point, cap_w));
+  if (err) goto out;
   err = -PFLEX_E_NOPOINTS;
   if (nord < 2) goto out;
   if (opts->definition == PFLEX_PFI_ELASTICITY) {

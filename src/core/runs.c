@@ -1,12 +1,14 @@
 /* In-memory runsets and sweep groups (include/pflex/runs.h). No I/O here:
  * reading and writing CSV lives in src/io/runs_csv.c. */
 #include <errno.h>
+#include <stddef.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "core/sort_index.h"
 #include "pflex/runs.h"
 
 void pflex_runset_init(struct pflex_runset *set) {
@@ -133,32 +135,6 @@ int pflex_runset_metric(const struct pflex_runset *set, size_t i, const char *na
   return -ENOENT;
 }
 
-/* qsort has no context argument and core keeps no globals: sort (cap, index)
- * pairs instead of bare indexes. Ties (only possible in unvalidated runsets)
- * fall back to file order so the result does not depend on the qsort used. */
-struct cap_index {
-  double cap;
-  size_t index;
-};
-
-static int cmp_cap_index(const void *a, const void *b) {
-  const struct cap_index *x = a, *y = b;
-  if (x->cap != y->cap) return (x->cap > y->cap) - (x->cap < y->cap);
-  return (x->index > y->index) - (x->index < y->index);
-}
-
-static int sort_by_cap(const struct pflex_runset *set, size_t *runs, size_t n) {
-  struct cap_index *tmp = malloc(n * sizeof *tmp);
-  if (!tmp) return -ENOMEM;
-  for (size_t k = 0; k < n; k++)
-    tmp[k] = (struct cap_index){set->runs[runs[k]].cap_w, runs[k]};
-  qsort(tmp, n, sizeof *tmp, cmp_cap_index);
-  for (size_t k = 0; k < n; k++)
-    runs[k] = tmp[k].index;
-  free(tmp);
-  return 0;
-}
-
 int pflex_runset_groups(const struct pflex_runset *set, struct pflex_group **ret_groups,
                         size_t *ret_n) {
   struct pflex_group *g = NULL;
@@ -187,7 +163,9 @@ int pflex_runset_groups(const struct pflex_runset *set, struct pflex_group **ret
   for (size_t i = 0; i < set->n; i++)
     g[owner[i]].runs[g[owner[i]].n++] = i;
   for (size_t j = 0; j < ng; j++) {
-    if (sort_by_cap(set, g[j].runs, g[j].n)) goto fail;
+    if (pflex__sort_index(g[j].runs, g[j].n, set->runs, sizeof *set->runs,
+                          offsetof(struct pflex_run, cap_w)))
+      goto fail;
     g[j].uncapped = g[j].runs[g[j].n - 1];
   }
   free(owner);
