@@ -115,6 +115,11 @@ bool pflex_tput_unit_absolute(enum pflex_tput_unit unit);
 const char *pflex_tput_unit_name(enum pflex_tput_unit unit);
 const char *pflex_arch_name(enum pflex_arch arch);
 const char *pflex_task_name(enum pflex_task task);
+/* Parses an arch name in any case ("dense", "moe"): 0, or -EINVAL. */
+int pflex_arch_parse(const char *s, enum pflex_arch *ret_arch);
+/* Parses a task name in any case: pt (or pretrain, pretraining), ft (or lora, sft,
+ * finetune, fine-tuning): 0, or -EINVAL. */
+int pflex_task_parse(const char *s, enum pflex_task *ret_task);
 
 /* Reads and validates a runs CSV (docs/formats.md). All or nothing: on error
  * *set is left empty and diag names file, line and column. `unit` says what the

@@ -1,8 +1,8 @@
 /* In-memory runsets and sweep groups (include/pflex/runs.h). No I/O here:
  * reading and writing CSV lives in src/io/runs_csv.c. */
 #include <errno.h>
-#include <stddef.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -272,4 +272,22 @@ const char *pflex_arch_name(enum pflex_arch arch) {
 
 const char *pflex_task_name(enum pflex_task task) {
   return task == PFLEX_TASK_PT ? "pt" : task == PFLEX_TASK_FT ? "ft" : "";
+}
+
+int pflex_arch_parse(const char *s, enum pflex_arch *ret_arch) {
+  if (!s) return -EINVAL;
+  if (strcasecmp(s, "dense") == 0) return *ret_arch = PFLEX_ARCH_DENSE, 0;
+  if (strcasecmp(s, "moe") == 0) return *ret_arch = PFLEX_ARCH_MOE, 0;
+  return -EINVAL;
+}
+
+int pflex_task_parse(const char *s, enum pflex_task *ret_task) {
+  static const char *const pt[] = {"pt", "pretrain", "pretraining"};
+  static const char *const ft[] = {"ft", "lora", "sft", "finetune", "fine-tuning"};
+  if (!s) return -EINVAL;
+  for (size_t i = 0; i < sizeof pt / sizeof *pt; i++)
+    if (strcasecmp(s, pt[i]) == 0) return *ret_task = PFLEX_TASK_PT, 0;
+  for (size_t i = 0; i < sizeof ft / sizeof *ft; i++)
+    if (strcasecmp(s, ft[i]) == 0) return *ret_task = PFLEX_TASK_FT, 0;
+  return -EINVAL;
 }

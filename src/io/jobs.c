@@ -110,22 +110,11 @@ static int read_job(struct rd *r, json_t *o, struct pflex_jobset *set, size_t i)
   json_t *arch = json_object_get(o, "arch"), *task = json_object_get(o, "task");
   if (arch) {
     const char *a = json_is_string(arch) ? json_string_value(arch) : "";
-    if (strcasecmp(a, "moe") == 0)
-      j->arch = PFLEX_ARCH_MOE;
-    else if (strcasecmp(a, "dense") == 0)
-      j->arch = PFLEX_ARCH_DENSE;
-    else
-      return bad(r, "arch", "must be \"dense\" or \"moe\"");
+    if (pflex_arch_parse(a, &j->arch)) return bad(r, "arch", "must be \"dense\" or \"moe\"");
   }
   if (task) {
     const char *t = json_is_string(task) ? json_string_value(task) : "";
-    if (strcasecmp(t, "pt") == 0 || strcasecmp(t, "pretrain") == 0)
-      j->task = PFLEX_TASK_PT;
-    else if (strcasecmp(t, "ft") == 0 || strcasecmp(t, "lora") == 0 || strcasecmp(t, "sft") == 0 ||
-             strcasecmp(t, "finetune") == 0)
-      j->task = PFLEX_TASK_FT;
-    else
-      return bad(r, "task", "must be \"pt\" or \"ft\"");
+    if (pflex_task_parse(t, &j->task)) return bad(r, "task", "must be \"pt\" or \"ft\"");
   }
   double cap_min = j->cap_min_w > 0 ? j->cap_min_w : PFLEX_ALLOC_CAP_MIN_W;
   json_t *points = json_object_get(o, "points"), *params = json_object_get(o, "params");

@@ -154,26 +154,6 @@ static char *dup_str(json_t *v) {
   return json_is_string(v) ? strdup(json_string_value(v)) : NULL;
 }
 
-static int parse_arch(const char *s, enum pflex_arch *ret) {
-  if (strcmp(s, "dense") == 0)
-    *ret = PFLEX_ARCH_DENSE;
-  else if (strcmp(s, "moe") == 0)
-    *ret = PFLEX_ARCH_MOE;
-  else
-    return -EINVAL;
-  return 0;
-}
-
-static int parse_task(const char *s, enum pflex_task *ret) {
-  if (strcmp(s, "pt") == 0)
-    *ret = PFLEX_TASK_PT;
-  else if (strcmp(s, "ft") == 0)
-    *ret = PFLEX_TASK_FT;
-  else
-    return -EINVAL;
-  return 0;
-}
-
 static int read_root(const struct rd *r, json_t *root, struct pflex_model *m) {
   if (!json_is_object(root)) return bad(r, "", "not a JSON object");
   json_t *v = json_object_get(root, "format");
@@ -262,9 +242,9 @@ static int read_root(const struct rd *r, json_t *root, struct pflex_model *m) {
     struct pflex_prior_cell *pc = &m->prior[k];
     json_t *a = json_object_get(c, "arch"), *t = json_object_get(c, "task"),
            *n = json_object_get(c, "n");
-    if (!json_is_string(a) || parse_arch(json_string_value(a), &pc->arch) || !json_is_string(t) ||
-        parse_task(json_string_value(t), &pc->task) || !json_is_integer(n) ||
-        json_integer_value(n) < 1)
+    if (!json_is_string(a) || pflex_arch_parse(json_string_value(a), &pc->arch) ||
+        !json_is_string(t) || pflex_task_parse(json_string_value(t), &pc->task) ||
+        !json_is_integer(n) || json_integer_value(n) < 1)
       return bad(r, "cells", "a cell needs arch (dense|moe), task (pt|ft) and n >= 1");
     pc->n = (size_t)json_integer_value(n);
     err = get_num(r, c, "mean", false, &pc->mean);

@@ -93,21 +93,15 @@ static int parse_bool(const struct ctx *c, const struct pflex__csv_record *r, lo
 static int parse_arch(const struct ctx *c, const struct pflex__csv_record *r, long col,
                       enum pflex_arch *ret) {
   const char *s = r->fields[col];
-  if (strcasecmp(s, "dense") == 0) return *ret = PFLEX_ARCH_DENSE, 0;
-  if (strcasecmp(s, "moe") == 0) return *ret = PFLEX_ARCH_MOE, 0;
+  if (pflex_arch_parse(s, ret) == 0) return 0;
   return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, r->line, "arch",
                         "'%s' is not 'dense' or 'moe'", s);
 }
 
 static int parse_task(const struct ctx *c, const struct pflex__csv_record *r, long col,
                       enum pflex_task *ret) {
-  static const char *const pt[] = {"pt", "pretrain", "pretraining"};
-  static const char *const ft[] = {"ft", "lora", "sft", "finetune", "fine-tuning"};
   const char *s = r->fields[col];
-  for (size_t i = 0; i < sizeof pt / sizeof *pt; i++)
-    if (strcasecmp(s, pt[i]) == 0) return *ret = PFLEX_TASK_PT, 0;
-  for (size_t i = 0; i < sizeof ft / sizeof *ft; i++)
-    if (strcasecmp(s, ft[i]) == 0) return *ret = PFLEX_TASK_FT, 0;
+  if (pflex_task_parse(s, ret) == 0) return 0;
   return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, r->line, "task",
                         "'%s' is not 'pt' (pretraining) or 'ft' (fine-tuning)", s);
 }
@@ -337,7 +331,7 @@ int pflex_runs_write_csv_stream(const struct pflex_runset *set, FILE *f) {
 #define OPT_NUM(bit, value)                                                                        \
   if (have & (bit)) {                                                                              \
     if (r->have & (bit))                                                                           \
-      pflex_csv_format_double(num, sizeof num, (value)), fprintf(f, ",%s", num);                                \
+      pflex_csv_format_double(num, sizeof num, (value)), fprintf(f, ",%s", num);                   \
     else                                                                                           \
       fputc(',', f);                                                                               \
   }
@@ -345,7 +339,8 @@ int pflex_runs_write_csv_stream(const struct pflex_runset *set, FILE *f) {
     OPT_NUM(PFLEX_RUN_TPUT_SD,
             set->unit == PFLEX_TPUT_PER_STEP_TIME ? r->tput_sd / (r->tput * r->tput) : r->tput_sd)
 #undef OPT_NUM
-    if (any_model) fputc(',', f), err = err ? err : pflex_csv_write_field(f, r->model ? r->model : "", 0);
+    if (any_model)
+      fputc(',', f), err = err ? err : pflex_csv_write_field(f, r->model ? r->model : "", 0);
     if (any_arch) fprintf(f, ",%s", pflex_arch_name(r->arch));
     if (any_task) fprintf(f, ",%s", pflex_task_name(r->task));
 #define OPT_INT(bit, value)                                                                        \

@@ -174,8 +174,7 @@ static int get_int(struct reader *rd, json_t *o, const char *key, size_t run, in
     *ret_have = false;
     return 0;
   }
-  if (!json_is_integer(v))
-    return fail(rd, -PFLEX_E_PARSE, run, key, "not an integer");
+  if (!json_is_integer(v)) return fail(rd, -PFLEX_E_PARSE, run, key, "not an integer");
   /* The range of the CSV reader, so that every JSON import can be exported as CSV and read back. */
   if (json_integer_value(v) < 1 || json_integer_value(v) > PFLEX_RUN_INT_MAX)
     return fail(rd, -PFLEX_E_DATA, run, key, "%lld is not a whole number from 1 to %d",
@@ -232,20 +231,12 @@ static int read_run(struct reader *rd, struct pflex_runset *set, json_t *o, size
   if (!err) err = get_string(rd, o, "set", run, false, &sname);
   if (!err) err = get_string(rd, o, "arch", run, false, &arch);
   if (!err && arch) {
-    if (strcmp(arch, "dense") == 0)
-      r.arch = PFLEX_ARCH_DENSE;
-    else if (strcmp(arch, "moe") == 0)
-      r.arch = PFLEX_ARCH_MOE;
-    else
+    if (pflex_arch_parse(arch, &r.arch))
       err = fail(rd, -PFLEX_E_DATA, run, "arch", "'%s' is not dense or moe", arch);
   }
   if (!err) err = get_string(rd, o, "task", run, false, &task);
   if (!err && task) {
-    if (strcmp(task, "pt") == 0)
-      r.task = PFLEX_TASK_PT;
-    else if (strcmp(task, "ft") == 0)
-      r.task = PFLEX_TASK_FT;
-    else
+    if (pflex_task_parse(task, &r.task))
       err = fail(rd, -PFLEX_E_DATA, run, "task", "'%s' is not pt or ft", task);
   }
   if (!err) err = get_int(rd, o, "seq_len", run, &r.seq_len, &have);

@@ -348,17 +348,13 @@ enum {
 };
 
 static enum pflex_arch arch_from(const char *s) {
-  return !s                        ? PFLEX_ARCH_UNKNOWN
-         : strcmp(s, "dense") == 0 ? PFLEX_ARCH_DENSE
-         : strcmp(s, "moe") == 0   ? PFLEX_ARCH_MOE
-                                   : PFLEX_ARCH_UNKNOWN;
+  enum pflex_arch a;
+  return pflex_arch_parse(s, &a) == 0 ? a : PFLEX_ARCH_UNKNOWN;
 }
 
 static enum pflex_task task_from(const char *s) {
-  return !s                     ? PFLEX_TASK_UNKNOWN
-         : strcmp(s, "pt") == 0 ? PFLEX_TASK_PT
-         : strcmp(s, "ft") == 0 ? PFLEX_TASK_FT
-                                : PFLEX_TASK_UNKNOWN;
+  enum pflex_task t;
+  return pflex_task_parse(s, &t) == 0 ? t : PFLEX_TASK_UNKNOWN;
 }
 
 static void group_row_to_run(sqlite3_stmt *st, struct pflex_run *r) {

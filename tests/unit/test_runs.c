@@ -125,12 +125,32 @@ static void test_extra_columns(void **state) {
   pflex_runset_release(&set);
 }
 
+static void test_arch_task_parse(void **state) {
+  (void)state;
+  enum pflex_arch a = PFLEX_ARCH_UNKNOWN;
+  enum pflex_task t = PFLEX_TASK_UNKNOWN;
+  assert_int_equal(pflex_arch_parse("MoE", &a), 0);
+  assert_int_equal(a, PFLEX_ARCH_MOE);
+  assert_int_equal(pflex_arch_parse("dense", &a), 0);
+  assert_int_equal(a, PFLEX_ARCH_DENSE);
+  assert_int_equal(pflex_arch_parse("sparse", &a), -EINVAL);
+  assert_int_equal(a, PFLEX_ARCH_DENSE); /* untouched on error */
+  assert_int_equal(pflex_task_parse("Pretraining", &t), 0);
+  assert_int_equal(t, PFLEX_TASK_PT);
+  assert_int_equal(pflex_task_parse("lora", &t), 0);
+  assert_int_equal(t, PFLEX_TASK_FT);
+  assert_int_equal(pflex_task_parse("inference", &t), -EINVAL);
+  assert_int_equal(pflex_task_parse(NULL, &t), -EINVAL);
+  assert_int_equal(t, PFLEX_TASK_FT);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_groups_sorted_by_cap),
       cmocka_unit_test(test_groups_ties_keep_order),
       cmocka_unit_test(test_check_groups),
       cmocka_unit_test(test_extra_columns),
+      cmocka_unit_test(test_arch_task_parse),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
