@@ -89,6 +89,7 @@ int pflex_curve_new_callback(const struct pflex_curve_fn *fn, double p_min, doub
 /* Frees a curve. Accepts NULL. */
 void pflex_curve_free(struct pflex_curve *curve);
 
+/* The curve's kind, and the power range it covers [P_min, P_max] in W. */
 enum pflex_curve_kind pflex_curve_kind(const struct pflex_curve *curve);
 double pflex_curve_p_min(const struct pflex_curve *curve);
 double pflex_curve_p_max(const struct pflex_curve *curve);

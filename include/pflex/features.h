@@ -31,6 +31,7 @@ struct pflex_featlist {
   size_t n;
 };
 
+/* Sets *f to the empty list; release frees the names and leaves it empty. */
 void pflex_featlist_init(struct pflex_featlist *f);
 void pflex_featlist_release(struct pflex_featlist *f);
 /* Appends name unless already present. 0 or -ENOMEM. */
@@ -72,6 +73,7 @@ struct pflex_dataset {
   size_t *uncapped; /* index into the runset of the group's uncapped run */
 };
 
+/* Sets *d to the empty data set; release frees its arrays and leaves it empty. */
 void pflex_dataset_init(struct pflex_dataset *d);
 void pflex_dataset_release(struct pflex_dataset *d);
 

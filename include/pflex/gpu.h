@@ -134,11 +134,6 @@ int pflex_gpu_job_start(struct pflex_gpu *gpu);
 /* The backend's own text for its last error (e.g. NVML's), or NULL. */
 const char *pflex_gpu_last_error(struct pflex_gpu *gpu);
 
-/* Sets the limit WITHOUT a restore record. Only src/gpu/restore.c may call
- * this (declared here so the restore module and tests of the backends can);
- * everyone else uses pflex_restore_set_limit. */
-int pflex__gpu_set_limit_unrecorded(struct pflex_gpu *gpu, unsigned index, unsigned mw);
-
 /* Parses a GPU index list such as "0-3,6" into a sorted set without duplicates
  * (freed by the caller). -EINVAL on malformed input or an index above 1023. */
 int pflex_gpu_parse_indexes(const char *s, unsigned **ret_idx, size_t *ret_n);

@@ -20,6 +20,7 @@ struct pflex_jobset {
   enum pflex_tput_unit unit; /* throughput unit of the curves */
 };
 
+/* Sets *set to the empty job set; release frees jobs, names and curves and leaves it empty. */
 void pflex_jobset_init(struct pflex_jobset *set);
 void pflex_jobset_release(struct pflex_jobset *set);
 

@@ -50,6 +50,7 @@ struct pflex_linmodel {
   double inner_mse; /* ridge with chosen lambda: inner LOO mean squared error; else NAN */
 };
 
+/* Sets *m to the empty model; release frees its arrays and leaves it empty. */
 void pflex_linmodel_init(struct pflex_linmodel *m);
 void pflex_linmodel_release(struct pflex_linmodel *m);
 /* Fits OLS or ridge (opts->kind; PRIOR is -EINVAL here) on n rows x p

@@ -146,6 +146,7 @@ struct pflex_jobset;
 int pflex_study_groups_from_jobs(const struct pflex_jobset *set,
                                  struct pflex_study_group **ret_groups, size_t *ret_n);
 
+/* Display names ("random", "production"; "true", "in-sample", ...). Never NULL. */
 const char *pflex_study_scenario_name(enum pflex_study_scenario s);
 const char *pflex_study_pred_name(enum pflex_study_pred p);
 

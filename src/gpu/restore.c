@@ -18,6 +18,7 @@
 #include <jansson.h>
 #include <libgen.h>
 
+#include "gpu/backends.h" /* pflex__gpu_set_limit_unrecorded */
 #include "io/csv_table.h" /* pflex__atomic_*: temporary file, fsync, rename, fsync */
 #include "pflex/error.h"
 #include "pflex/gpu.h"

@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "gpu/backends.h" /* pflex__gpu_set_limit_unrecorded */
 #include "pflex/error.h"
 #include "pflex/gpu.h"
 #include "pflex/pfi.h"

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "gpu/backends.h" /* pflex__gpu_set_limit_unrecorded */
 #include "pflex/error.h"
 #include "pflex/gpu.h"
 #include "pflex/restore.h"
