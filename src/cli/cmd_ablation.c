@@ -255,15 +255,7 @@ static int run(int argc, char **argv) {
                                     pflex_pfi_definition_name(pa.opts.definition), "exclude",
                                     pflex_pfi_exclude_name(pa.opts.exclude), "noise_k",
                                     json_real(pa.opts.noise_k)));
-    char *txt = root ? json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) : NULL;
-    json_decref(root);
-    if (!txt) {
-      cli_error("out of memory");
-      rc = PFLEX_EXIT_FAIL;
-    } else {
-      printf("%s\n", txt);
-      free(txt);
-    }
+    if (cli_print_json(root, JSON_REAL_PRECISION(17))) rc = PFLEX_EXIT_FAIL;
   } else if (csv) {
     printf("id,label,p,r2_in,loo_r2,loo_rmse,loo_rho,loco_r2,loco_rmse,loco_rho,"
            "ridge_r2_in,ridge_loo_r2,ridge_loo_rmse,ridge_loo_rho,ridge_loco_r2,ridge_loco_rmse,"

@@ -129,13 +129,7 @@ static int print_json(const struct pflex_series_agg *a, const char *group, const
                 phases, "training", "start_s", a->train_start_s, "end_s", a->train_end_s, "step_s",
                 a->step_s, "incomplete_steps", (json_int_t)a->incomplete_steps, "power",
                 value_json(&a->power), "tput", value_json(&a->tput), "metrics", metrics);
-  if (!root) return -ENOMEM;
-  char *s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
-  json_decref(root);
-  if (!s) return -ENOMEM;
-  puts(s);
-  free(s);
-  return 0;
+  return cli_print_json(root, JSON_REAL_PRECISION(12));
 }
 
 static void print_table(const struct pflex_series_agg *a, const char *group, const char *gpu_type,
@@ -340,9 +334,9 @@ static int run(int argc, char **argv) {
     cli_error("cannot write '%s': %s", out, pflex_strerror(r));
     goto out;
   }
-  if (json)
-    r = print_json(&a, group, gpu_type, cap, unit);
-  else if (csv)
+  if (json) {
+    if (print_json(&a, group, gpu_type, cap, unit)) goto out; /* error already printed */
+  } else if (csv)
     r = pflex_runs_write_csv_stream(&set, stdout);
   else if (!out)
     print_table(&a, group, gpu_type, cap, unit);

@@ -13,8 +13,8 @@
 
 #include "cli/commands.h"
 #include "cli/util.h"
-#include "pflex/csv.h"
 #include "pflex/alloc.h"
+#include "pflex/csv.h"
 #include "pflex/curve.h"
 #include "pflex/jobs.h"
 
@@ -25,10 +25,10 @@
   "  --cut PCT           cut PCT percent of the jobs' total uncapped power (0-100)\n"              \
   "  --target-w W        total power target in W\n"                                                \
   "  --strategy NAME     equal | moe-ft | dram | pfi | optimal | oracle (default optimal)\n"       \
-  "  --objective OBJ     optimal/oracle: tokens (default: total throughput, the paper's\n"      \
-  "                      objective) or progress (sum over jobs of GPUs x T/T_max: each\n"       \
-  "                      job's kept fraction of speed, by its size; big slow models are\n"     \
-  "                      no longer starved for small fast ones); multiplies any job weight\n"  \
+  "  --objective OBJ     optimal/oracle: tokens (default: total throughput, the paper's\n"         \
+  "                      objective) or progress (sum over jobs of GPUs x T/T_max: each\n"          \
+  "                      job's kept fraction of speed, by its size; big slow models are\n"         \
+  "                      no longer starved for small fast ones); multiplies any job weight\n"      \
   "  --knots N           optimal/oracle: points per curve of the piecewise-linear\n"               \
   "                      approximation (default 17)\n"                                             \
   "  --unit UNIT         runs CSV throughput column: tokens, samples, steps, step-time\n"          \
@@ -103,7 +103,11 @@ static double job_pmax(const struct pflex_alloc_job *j) {
 static int print_json(const struct pflex_jobset *set, enum pflex_alloc_strategy st, double cut,
                       const struct pflex_alloc_result *r, const struct pflex_alloc_summary *s) {
   json_t *root = json_object(), *arr = json_array();
-  if (!root || !arr) return -ENOMEM;
+  if (!root || !arr) {
+    json_decref(arr);
+    json_decref(root);
+    return cli_print_json(NULL, 0); /* reports the lack of memory */
+  }
   json_object_set_new(root, "strategy", json_string(pflex_alloc_strategy_name(st)));
   json_object_set_new(root, "unit", json_string(pflex_tput_unit_name(set->unit)));
   json_object_set_new(root, "relative", json_boolean(!pflex_tput_unit_absolute(set->unit)));
@@ -134,12 +138,7 @@ static int print_json(const struct pflex_jobset *set, enum pflex_alloc_strategy 
     json_array_append_new(arr, o);
   }
   json_object_set_new(root, "jobs", arr);
-  char *text = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-  json_decref(root);
-  if (!text) return -ENOMEM;
-  puts(text);
-  free(text);
-  return 0;
+  return cli_print_json(root, JSON_REAL_PRECISION(10));
 }
 
 static void print_csv(const struct pflex_jobset *set, const struct pflex_alloc_result *r) {
@@ -224,8 +223,10 @@ static int run(int argc, char **argv) {
     }
     case OPT_UNIT: unit = optarg; break;
     case OPT_OBJ:
-      if (strcmp(optarg, "tokens") == 0) progress = false;
-      else if (strcmp(optarg, "progress") == 0) progress = true;
+      if (strcmp(optarg, "tokens") == 0)
+        progress = false;
+      else if (strcmp(optarg, "progress") == 0)
+        progress = true;
       else {
         cli_error("--objective: '%s' is not 'tokens' or 'progress'", optarg);
         return PFLEX_EXIT_USAGE;
@@ -296,10 +297,7 @@ static int run(int argc, char **argv) {
   }
   cut = s.max_w > 0 ? 1 - target / s.max_w : 0;
   if (json) {
-    if (print_json(&set, st, cut, r, &s)) {
-      cli_error("out of memory");
-      goto out;
-    }
+    if (print_json(&set, st, cut, r, &s)) goto out;
   } else if (csv) {
     print_csv(&set, r);
   } else {

@@ -44,16 +44,12 @@ struct opts {
 };
 
 static int parse(int argc, char **argv, struct opts *o) {
-  static const struct option lopts[] = {{"backend", required_argument, NULL, 'b'},
-                                        {"sim-job", required_argument, NULL, 's'},
-                                        {"state-dir", required_argument, NULL, 'd'},
-                                        {"gpus", required_argument, NULL, 'g'},
-                                        {"watts", required_argument, NULL, 'w'},
-                                        {"clamp", no_argument, NULL, 'c'},
-                                        {"dry-run", no_argument, NULL, 'n'},
-                                        {"json", no_argument, NULL, 'j'},
-                                        {"force", no_argument, NULL, 'f'},
-                                        {NULL, 0, NULL, 0}};
+  static const struct option lopts[] = {
+      {"backend", required_argument, NULL, 'b'},   {"sim-job", required_argument, NULL, 's'},
+      {"state-dir", required_argument, NULL, 'd'}, {"gpus", required_argument, NULL, 'g'},
+      {"watts", required_argument, NULL, 'w'},     {"clamp", no_argument, NULL, 'c'},
+      {"dry-run", no_argument, NULL, 'n'},         {"json", no_argument, NULL, 'j'},
+      {"force", no_argument, NULL, 'f'},           {NULL, 0, NULL, 0}};
   memset(o, 0, sizeof *o);
   optind = 1;
   int c;
@@ -149,8 +145,8 @@ static int cap_set(struct pflex_gpu *gpu, const struct opts *o) {
     /* Recording first (and separately) tells a failed record from a failed set. */
     int err = pflex_restore_record(rs, gpu, idx[k]);
     if (err) {
-      cli_error("GPU %u: cannot record its original limit in '%s': %s; limit not changed%s",
-                idx[k], pflex_restore_path(rs), pflex_strerror(err),
+      cli_error("GPU %u: cannot record its original limit in '%s': %s; limit not changed%s", idx[k],
+                pflex_restore_path(rs), pflex_strerror(err),
                 err == -EACCES || err == -EPERM || err == -EROFS
                     ? " (changing limits needs root or CAP_SYS_ADMIN, and a writable state "
                       "directory: --state-dir)"
@@ -261,12 +257,7 @@ static int cap_get(struct pflex_gpu *gpu, const struct opts *o) {
     if (rec) snprintf(orig, sizeof orig, "%.1f", rec->original_mw / 1e3);
     printf("%-3u %-40s %8s %9s %8s %-11s %s\n", idx[k], info.uuid, l, e, d, range, orig);
   }
-  if (o->json) {
-    char *text = json_dumps(arr, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    if (text) puts(text);
-    free(text);
-    json_decref(arr);
-  }
+  if (o->json && cli_print_json(arr, JSON_PRESERVE_ORDER)) status = PFLEX_EXIT_FAIL;
   free(recs);
   pflex_restore_free(rs);
   free(idx);
@@ -284,8 +275,7 @@ static int cap_restore(struct pflex_gpu *gpu, const struct opts *o) {
   }
   struct pflex_restore_result *res = NULL;
   size_t nres = 0;
-  int err =
-      pflex_restore_apply(rs, gpu, idx, n, o->force ? PFLEX_RESTORE_FORCE : 0, &res, &nres);
+  int err = pflex_restore_apply(rs, gpu, idx, n, o->force ? PFLEX_RESTORE_FORCE : 0, &res, &nres);
   int status = PFLEX_EXIT_OK;
   if (err && !res) {
     cli_error("cannot read the restore records in '%s': %s", pflex_restore_path(rs),

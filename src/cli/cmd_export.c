@@ -48,11 +48,10 @@ static int list_groups(struct pflex_store *store, bool json) {
       if (!o || json_array_append_new(arr, o)) err = -ENOMEM;
     }
     if (!arr) err = -ENOMEM;
-    if (!err) {
-      json_dumpf(arr, stdout, JSON_INDENT(2));
-      fputc('\n', stdout);
-    }
-    json_decref(arr);
+    if (!err)
+      err = cli_print_json(arr, 0);
+    else
+      json_decref(arr);
   } else {
     printf("%-32s %-6s %4s %-14s %5s %8s  %-20s %s\n", "group", "gpu", "gpus", "unit", "runs",
            "samples", "imported (UTC)", "source");

@@ -224,10 +224,7 @@ static int run(int argc, char **argv) {
            d, range, sm, mem, u, mu, th);
   }
   if (json) {
-    char *text = json_dumps(arr, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    if (text) puts(text);
-    free(text);
-    json_decref(arr);
+    if (cli_print_json(arr, JSON_PRESERVE_ORDER)) status = PFLEX_EXIT_FAIL;
   } else if (n == 0) {
     printf("(no GPUs)\n");
   }

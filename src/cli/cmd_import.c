@@ -127,11 +127,7 @@ static int run(int argc, char **argv) {
                           (json_int_t)ngroups, "new", (json_int_t)res.groups_new, "replaced",
                           (json_int_t)res.groups_replaced, "appended",
                           (json_int_t)res.groups_appended, "runs", (json_int_t)res.runs);
-    if (o) {
-      json_dumpf(o, stdout, JSON_INDENT(2));
-      fputc('\n', stdout);
-    }
-    json_decref(o);
+    cli_print_json(o, 0); /* the import is done: a lost report does not undo it */
   } else {
     printf("imported %zu runs in %zu groups (%zu new, %zu replaced, %zu appended to) from '%s' "
            "into '%s'\n",

@@ -158,10 +158,12 @@ static int print_json(const struct row *rows, size_t n, const struct cli_pfi_arg
     e |= json_object_set_new(o, "grid", g);
     e |= json_array_append_new(arr, o);
   }
-  if (!e) e = json_dumpf(arr, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) ? -EIO : 0;
-  if (!e) putchar('\n');
-  json_decref(arr);
-  return e;
+  if (e) {
+    json_decref(arr);
+    cli_error("out of memory");
+    return e;
+  }
+  return cli_print_json(arr, JSON_REAL_PRECISION(10));
 }
 
 static void csv_value(const struct cli_pfi_value *v) {
@@ -265,10 +267,7 @@ static int run(int argc, char **argv) {
     }
   }
   if (json) {
-    if (print_json(rows, ng, &a, &set)) {
-      cli_error("pfi: cannot write JSON");
-      goto out;
-    }
+    if (print_json(rows, ng, &a, &set)) goto out;
   } else if (csv)
     print_csv(rows, ng, &a);
   else

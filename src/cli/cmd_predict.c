@@ -150,14 +150,7 @@ static int run(int argc, char **argv) {
                              model_path, "kind", pflex_model_kind_name(m.kind), "features", fa,
                              "runs", path, "predictions", arr, "scores", "n", (json_int_t)nm, "r2",
                              jnum(sc.r2), "rmse", jnum(sc.rmse), "rho", jnum(sc.rho));
-    char *s = root ? json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) : NULL;
-    json_decref(root);
-    if (!s) {
-      cli_error("out of memory");
-      goto out;
-    }
-    printf("%s\n", s);
-    free(s);
+    if (cli_print_json(root, JSON_REAL_PRECISION(17))) goto out;
   } else if (csv) {
     printf("group,arch,task,runs,predicted,prediction,measured\n");
     for (size_t i = 0; i < d.n; i++) {

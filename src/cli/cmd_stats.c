@@ -170,11 +170,9 @@ static int run(int argc, char **argv) {
                                          kw.h_raw, "tie_factor", kw.tie_factor, "df", kw.df, "p",
                                          kw.p, "n", (json_int_t)kw.n));
     json_object_set_new(root, "dunn", dn);
-    if (json_dumpf(root, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10))) {
-      cli_error("stats: cannot write JSON");
-      goto out;
-    }
-    putchar('\n');
+    int jr = cli_print_json(root, JSON_REAL_PRECISION(10));
+    root = NULL; /* cli_print_json dropped it */
+    if (jr) goto out;
     status = PFLEX_EXIT_OK;
     goto out;
   }

@@ -38,10 +38,10 @@
   "  --features LIST    predictor features (default dram_copy, the paper's model (i))\n"           \
   "  --model KIND       ols (default) or ridge\n"                                                  \
   "  --loco SCHEME      arch-task (default) or pooled-dense\n"                                     \
-  "  --shape KIND       how optimal turns a PFI into a curve: data (default: the shape of other\n"   \
-  "                     groups' curves of similar PFI, from the prediction's own CV fold) or\n"   \
-  "                     family (the parametric family's member with that PFI)\n"                 \
-  "  --bandwidth X      data shape: PFI kernel width (default 0.25)\n"                            \
+  "  --shape KIND       how optimal turns a PFI into a curve: data (default: the shape of other\n" \
+  "                     groups' curves of similar PFI, from the prediction's own CV fold) or\n"    \
+  "                     family (the parametric family's member with that PFI)\n"                   \
+  "  --bandwidth X      data shape: PFI kernel width (default 0.25)\n"                             \
   "  --train RUNS       fit the model on this runs file instead (its headline set when it has\n"   \
   "                     one) and predict every job of RUNS, unseen in fitting ('unseen')\n"        \
   "  --unit UNIT        throughput column: tokens, samples, steps, step-time\n"                    \
@@ -820,14 +820,7 @@ static int run(int argc, char **argv) {
       json_object_set_new(h, "paper_gain_per_job", json_real(1500));
       json_object_set_new(root, "headline", h);
     }
-    char *text = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-    json_decref(root);
-    if (!text) {
-      cli_error("out of memory");
-      goto done;
-    }
-    puts(text);
-    free(text);
+    if (cli_print_json(root, JSON_REAL_PRECISION(10))) goto done;
   } else {
     printf("allocation study: %zu groups of '%s'%s%s, %zu workloads x %zu jobs, seed %lu%s\n", ng,
            path, set_name ? ", set " : "", set_name ? set_name : "", so.workloads, so.jobs, so.seed,

@@ -79,7 +79,7 @@ static int cmd_reference(int argc, char **argv) {
   }
   if (!out || optind != argc || (quiet && json)) {
     cli_error("%s; usage: pflex twin reference --out DIR [--seed S] [--quiet | --json]",
-              !out ? "'twin reference' needs --out DIR"
+              !out             ? "'twin reference' needs --out DIR"
               : optind != argc ? "unexpected argument"
                                : "--quiet and --json exclude each other");
     return PFLEX_EXIT_USAGE;
@@ -133,13 +133,10 @@ static int cmd_reference(int argc, char **argv) {
     json_object_set_new(o, "provenance", json_string("reconstructed"));
     json_object_set_new(o, "groups", arr);
     json_object_set_new(o, "unmet", json_integer((json_int_t)unmet));
-    char *txt = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
-    if (txt) puts(txt);
-    free(txt);
-    json_decref(o);
+    int jr = cli_print_json(o, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
     pflex_runset_release(&set);
     free(calib);
-    return PFLEX_EXIT_OK;
+    return jr ? PFLEX_EXIT_FAIL : PFLEX_EXIT_OK;
   }
   if (!quiet)
     printf("%-46s %5s %7s %5s %7s %6s %6s %5s %5s  %s\n", "group", "PFI", "recon", "PFI4", "recon4",
@@ -236,10 +233,7 @@ static int cmd_check(int argc, char **argv) {
     json_object_set_new(fit, "paper_r2_in", json_real(0.675));
     json_object_set_new(fit, "paper_r2_loo", json_real(0.524));
     json_object_set_new(o, "dram_fit", fit);
-    char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
-    if (s) puts(s);
-    free(s);
-    json_decref(o);
+    if (cli_print_json(o, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6))) fails++;
   } else if (csv) {
     printf("group,set,grid,published,reconstructed,diff,tolerance,ok\n");
     for (size_t i = 0; i < n; i++) {
@@ -304,7 +298,8 @@ static int cmd_population(int argc, char **argv) {
   }
   if (!jobs || jobs > 100000 || optind != argc) {
     cli_error("%s; usage: pflex twin population --jobs N (1..100000) [--seed S] [--out FILE]",
-              optind != argc ? "unexpected argument" : "--jobs N with N from 1 to 100000 is needed");
+              optind != argc ? "unexpected argument"
+                             : "--jobs N with N from 1 to 100000 is needed");
     return PFLEX_EXIT_USAGE;
   }
   struct pflex_runset set;

@@ -63,6 +63,19 @@ int cli_parse_unit_option(const char *arg, enum pflex_tput_unit *ret) {
   return -EINVAL;
 }
 
+int cli_print_json(json_t *v, size_t flags) {
+  char *text = v ? json_dumps(v, JSON_INDENT(2) | flags) : NULL;
+  json_decref(v);
+  if (!text) {
+    cli_error("out of memory");
+    return -ENOMEM;
+  }
+  int err = puts(text) < 0 ? -EIO : 0;
+  free(text);
+  if (err) cli_error("cannot write the JSON output");
+  return err;
+}
+
 int cli_parse_count(const char *opt, const char *arg, unsigned long long lo, unsigned long long hi,
                     unsigned long long *ret) {
   char *end;

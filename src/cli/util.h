@@ -5,6 +5,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include <jansson.h>
+
 #include "pflex/error.h"
 #include "pflex/runs.h"
 
@@ -34,6 +36,12 @@ int cli_parse_count(const char *opt, const char *arg, unsigned long long lo, uns
 
 /* The value of --format: "csv" or "json" (a static string), printing the error otherwise. */
 int cli_parse_format(const char *arg, const char **ret);
+
+/* Prints v to stdout as JSON indented by 2 (plus jansson's flags, e.g.
+ * JSON_REAL_PRECISION) and a newline, and drops the caller's reference to v;
+ * a NULL v means building it ran out of memory. Prints any error itself: 0,
+ * -ENOMEM or -EIO. */
+int cli_print_json(json_t *v, size_t flags);
 
 /* True when s ends with suffix. */
 bool cli_ends_with(const char *s, const char *suffix);
