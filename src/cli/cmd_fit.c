@@ -51,18 +51,10 @@ static void print_summary(const struct pflex_model *m, const struct pflex_datase
   }
   printf("in-sample R^2 ");
   pc_num(stdout, 0, m->r2_in);
-  printf("\nLOO:  R^2 ");
-  pc_num(stdout, 0, m->loo.r2);
-  printf("  RMSE ");
-  pc_num(stdout, 0, m->loo.rmse);
-  printf("  rho ");
-  pc_num(stdout, 0, m->loo.rho);
-  printf("\nLOCO: R^2 ");
-  pc_num(stdout, 0, m->loco.r2);
-  printf("  RMSE ");
-  pc_num(stdout, 0, m->loco.rmse);
-  printf("  rho ");
-  pc_num(stdout, 0, m->loco.rho);
+  printf("\nLOO:  ");
+  pc_scores(stdout, &m->loo);
+  printf("\nLOCO: ");
+  pc_scores(stdout, &m->loco);
   printf("  (clusters %s)\n\n", pflex_loco_name(m->loco_scheme));
   printf("%-44s %-9s %7s %7s %7s %7s\n", "group", "cluster", "pfi", "fitted", "loo", "loco");
   for (size_t i = 0; i < m->n; i++) {

@@ -177,12 +177,8 @@ static int run(int argc, char **argv) {
       printf("  %s\n", rows[i].prior ? "prior" : "model");
     }
     if (nm >= 2) {
-      printf("\nagainst the measured PFI (%zu groups): R^2 ", nm);
-      pc_num(stdout, 0, sc.r2);
-      printf("  RMSE ");
-      pc_num(stdout, 0, sc.rmse);
-      printf("  rho ");
-      pc_num(stdout, 0, sc.rho);
+      printf("\nagainst the measured PFI (%zu groups): ", nm);
+      pc_scores(stdout, &sc);
       printf("\n");
     }
     if (nprior)

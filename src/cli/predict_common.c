@@ -39,6 +39,15 @@ void pc_num(FILE *f, int w, double v) {
     fprintf(f, "%*s", w, "-");
 }
 
+void pc_scores(FILE *f, const struct pflex_scores *s) {
+  fputs("R^2 ", f);
+  pc_num(f, 0, s->r2);
+  fputs("  RMSE ", f);
+  pc_num(f, 0, s->rmse);
+  fputs("  rho ", f);
+  pc_num(f, 0, s->rho);
+}
+
 int pc_pfi_option(struct cli_pfi_args *a, int c, const char *arg) {
   if (c == OPT_DRAWS || c == OPT_SEED) {
     cli_error("no confidence interval is drawn here: --draws and --seed do not apply");

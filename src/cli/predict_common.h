@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "pflex/features.h"
+#include "pflex/predict.h"
 #include "pflex/runs.h"
 
 /* Parses a feature list (expanding `dcgm` over the uncapped runs of the
@@ -35,5 +36,8 @@ int pc_pfi_option(struct cli_pfi_args *a, int c, const char *arg);
 
 /* Prints v with 3 decimals in width w, or "-" when it is not finite. */
 void pc_num(FILE *f, int w, double v);
+
+/* Prints "R^2 X  RMSE Y  rho Z" as pc_num does (no newline). */
+void pc_scores(FILE *f, const struct pflex_scores *s);
 
 #endif
