@@ -433,6 +433,26 @@ static int cmp_pair(const void *a, const void *b) {
   return (x[0] > y[0]) - (x[0] < y[0]);
 }
 
+/* Sorts m (power, value) pairs by power and sets the anchors c->ap, c->ar to
+ * the means of each run of pairs within tol W of the run's first. */
+static void anchors_merge(struct corr *c, double *pairs, size_t m, double tol) {
+  qsort(pairs, m, 2 * sizeof *pairs, cmp_pair);
+  c->n = 0;
+  for (size_t k = 0; k < m;) {
+    size_t e = k;
+    double sp = 0, sv = 0;
+    while (e < m && pairs[2 * e] - pairs[2 * k] <= tol) {
+      sp += pairs[2 * e];
+      sv += pairs[2 * e + 1];
+      e++;
+    }
+    c->ap[c->n] = sp / (double)(e - k);
+    c->ar[c->n] = sv / (double)(e - k);
+    c->n++;
+    k = e;
+  }
+}
+
 /* Sets the anchors from observations (pairs buffer of 2 * nobs doubles). */
 static void corr_set(struct corr *c, const double *w, const double *t, size_t nobs, double *pairs) {
   size_t m = 0;
@@ -443,23 +463,9 @@ static void corr_set(struct corr *c, const double *w, const double *t, size_t no
     pairs[2 * m + 1] = t[k] / f;
     m++;
   }
-  qsort(pairs, m, 2 * sizeof *pairs, cmp_pair);
   /* Nearby observations are averaged: their difference is noise, and a
    * steep ratio between them would be an artefact. */
-  c->n = 0;
-  for (size_t k = 0; k < m;) {
-    size_t e = k;
-    double sp = 0, sr = 0;
-    while (e < m && pairs[2 * e] - pairs[2 * k] <= 0.01 * c->p_max) {
-      sp += pairs[2 * e];
-      sr += pairs[2 * e + 1];
-      e++;
-    }
-    c->ap[c->n] = sp / (double)(e - k);
-    c->ar[c->n] = sr / (double)(e - k);
-    c->n++;
-    k = e;
-  }
+  anchors_merge(c, pairs, m, 0.01 * c->p_max);
 }
 
 struct work {
@@ -515,21 +521,9 @@ static void knot_set(struct corr *c, const double *w, const double *t, size_t no
     pairs[2 * m + 1] = t[k];
     m++;
   }
-  qsort(pairs, m, 2 * sizeof *pairs, cmp_pair);
-  c->n = 0;
-  for (size_t k = 0; k < m;) {
-    size_t e = k;
-    double sp = 0, st = 0;
-    while (e < m && pairs[2 * e] - pairs[2 * k] <= KNOT_MERGE * c->p_max) {
-      sp += pairs[2 * e];
-      st += pairs[2 * e + 1];
-      e++;
-    }
-    c->ap[c->n] = sp / (double)(e - k);
-    c->ar[c->n] = fmin(st / (double)(e - k), c->t_max);
-    c->n++;
-    k = e;
-  }
+  anchors_merge(c, pairs, m, KNOT_MERGE * c->p_max);
+  for (size_t k = 0; k < c->n; k++)
+    c->ar[k] = fmin(c->ar[k], c->t_max);
   /* Pool adjacent violators (equal weights): noisy knots made monotone. */
   for (size_t k = 1; k < c->n; k++)
     if (c->ar[k] < c->ar[k - 1]) {
