@@ -19,7 +19,7 @@
 #include <libgen.h>
 
 #include "gpu/backends.h" /* pflex__gpu_set_limit_unrecorded */
-#include "io/csv_table.h" /* pflex__atomic_*: temporary file, fsync, rename, fsync */
+#include "io/csv_table.h" /* pflex__atomic_write_text: temporary file, fsync, rename, fsync */
 #include "pflex/error.h"
 #include "pflex/gpu.h"
 #include "pflex/restore.h"
@@ -239,14 +239,7 @@ static int store(struct pflex_restore *r, const struct pflex_restore_record *v, 
   char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
   json_decref(root);
   if (!text) return -ENOMEM;
-  struct pflex__atomic_file af;
-  int err = pflex__atomic_begin(r->path, &af);
-  if (!err && (fputs(text, af.f) < 0 || fputc('\n', af.f) == EOF)) {
-    pflex__atomic_abort(&af);
-    err = -EIO;
-  } else if (!err) {
-    err = pflex__atomic_commit(&af);
-  }
+  int err = pflex__atomic_write_text(r->path, text);
   free(text);
   return err;
 }

@@ -289,3 +289,16 @@ void pflex__atomic_abort(struct pflex__atomic_file *af) {
   free(af->tmp);
   memset(af, 0, sizeof *af);
 }
+
+int pflex__atomic_write_text(const char *path, const char *text) {
+  struct pflex__atomic_file af;
+  int err = pflex__atomic_begin(path, &af);
+  if (err) return err;
+  size_t len = strlen(text);
+  if (fputs(text, af.f) == EOF ||
+      ((len == 0 || text[len - 1] != '\n') && fputc('\n', af.f) == EOF)) {
+    pflex__atomic_abort(&af);
+    return -EIO;
+  }
+  return pflex__atomic_commit(&af);
+}

@@ -42,5 +42,7 @@ struct pflex__atomic_file {
 int pflex__atomic_begin(const char *path, struct pflex__atomic_file *ret);
 int pflex__atomic_commit(struct pflex__atomic_file *af);
 void pflex__atomic_abort(struct pflex__atomic_file *af);
+/* Replaces path atomically with text, plus a final newline when text lacks one. */
+int pflex__atomic_write_text(const char *path, const char *text);
 
 #endif

@@ -95,16 +95,7 @@ int pflex_model_write_json(const struct pflex_model *m, const char *path) {
   char *s;
   int err = pflex_model_to_json(m, &s);
   if (err) return err;
-  struct pflex__atomic_file af;
-  err = pflex__atomic_begin(path, &af);
-  if (!err) {
-    if (fputs(s, af.f) < 0 || fputc('\n', af.f) < 0) {
-      pflex__atomic_abort(&af);
-      err = -EIO;
-    } else {
-      err = pflex__atomic_commit(&af);
-    }
-  }
+  err = pflex__atomic_write_text(path, s);
   free(s);
   return err;
 }

@@ -102,16 +102,7 @@ int pflex_runs_write_json(const struct pflex_runset *set, const char *path) {
   char *text;
   int err = pflex_runs_to_json(set, &text);
   if (err) return err;
-  struct pflex__atomic_file af;
-  err = pflex__atomic_begin(path, &af);
-  if (!err) {
-    if (fputs(text, af.f) == EOF) {
-      pflex__atomic_abort(&af);
-      err = -EIO;
-    } else {
-      err = pflex__atomic_commit(&af);
-    }
-  }
+  err = pflex__atomic_write_text(path, text);
   free(text);
   return err;
 }
