@@ -82,6 +82,9 @@ struct pflex_group {
 void pflex_runset_init(struct pflex_runset *set);
 void pflex_runset_release(struct pflex_runset *set);
 
+/* The index of extra column name in *ret_index: 0, or -ENOENT when there is none. */
+int pflex_runset_find_column(const struct pflex_runset *set, const char *name, size_t *ret_index);
+
 /* Registers an extra column name (idempotent) and returns its index in *ret_index. */
 int pflex_runset_add_column(struct pflex_runset *set, const char *name, size_t *ret_index);
 

@@ -132,11 +132,10 @@ int cli_load_runs(const char *path, const struct pflex_runs_read_opts *opts,
     return err;
   }
   /* Say once per kind when any run is not a measurement (column provenance). */
-  size_t k;
-  for (k = 0; k < ret_set->nextra; k++)
-    if (strcmp(ret_set->extra_names[k], "provenance") == 0) break;
+  size_t k = 0;
+  bool have = pflex_runset_find_column(ret_set, "provenance", &k) == 0;
   bool reconstructed = false, simulated = false;
-  for (size_t i = 0; k < ret_set->nextra && i < ret_set->n; i++) {
+  for (size_t i = 0; have && i < ret_set->n; i++) {
     reconstructed |= strcmp(ret_set->runs[i].extra[k], "reconstructed") == 0;
     simulated |= strcmp(ret_set->runs[i].extra[k], "simulated") == 0;
   }

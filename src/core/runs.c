@@ -42,12 +42,17 @@ static char *dup_or_null(const char *s) {
   return s ? strdup(s) : NULL;
 }
 
-int pflex_runset_add_column(struct pflex_runset *set, const char *name, size_t *ret_index) {
+int pflex_runset_find_column(const struct pflex_runset *set, const char *name, size_t *ret_index) {
   for (size_t k = 0; k < set->nextra; k++)
     if (strcmp(set->extra_names[k], name) == 0) {
       if (ret_index) *ret_index = k;
       return 0;
     }
+  return -ENOENT;
+}
+
+int pflex_runset_add_column(struct pflex_runset *set, const char *name, size_t *ret_index) {
+  if (pflex_runset_find_column(set, name, ret_index) == 0) return 0;
   char *copy = strdup(name);
   char **names = copy ? realloc(set->extra_names, (set->nextra + 1) * sizeof *names) : NULL;
   if (!names) {
@@ -119,20 +124,18 @@ int pflex_runset_set_extra(struct pflex_runset *set, size_t i, const char *name,
 
 int pflex_runset_metric(const struct pflex_runset *set, size_t i, const char *name, double *ret) {
   if (i >= set->n) return -EINVAL;
-  for (size_t k = 0; k < set->nextra; k++) {
-    if (strcmp(set->extra_names[k], name) != 0) continue;
-    const char *s = set->runs[i].extra[k];
-    if (!s || !*s) return -ENODATA;
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    while (*end == ' ')
-      end++;
-    if (end == s || *end || errno == ERANGE || !isfinite(v)) return -EINVAL;
-    *ret = v;
-    return 0;
-  }
-  return -ENOENT;
+  size_t k;
+  if (pflex_runset_find_column(set, name, &k)) return -ENOENT;
+  const char *s = set->runs[i].extra[k];
+  if (!s || !*s) return -ENODATA;
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  while (*end == ' ')
+    end++;
+  if (end == s || *end || errno == ERANGE || !isfinite(v)) return -EINVAL;
+  *ret = v;
+  return 0;
 }
 
 int pflex_runset_groups(const struct pflex_runset *set, struct pflex_group **ret_groups,

@@ -122,6 +122,11 @@ static void test_extra_columns(void **state) {
   assert_int_equal(pflex_runset_set_extra(&set, 0, "sm_active", ""), 0);
   assert_int_equal(pflex_runset_metric(&set, 1, "sm_active", &v), -ENODATA);
   assert_int_equal(set.nextra, 2);
+  size_t k = 99;
+  assert_int_equal(pflex_runset_find_column(&set, "sm_active", &k), 0);
+  assert_int_equal(k, 1); /* registered second */
+  assert_int_equal(pflex_runset_find_column(&set, "fb_used", &k), -ENOENT);
+  assert_int_equal(k, 1); /* untouched on error */
   pflex_runset_release(&set);
 }
 
