@@ -580,36 +580,38 @@ static double delta_of(const struct pflex_alloc_job *jobs, const struct prep *pr
   return val(&jobs[i], x) - f[i];
 }
 
-/* Index order for the candidate selection: value descending, then index. */
-static bool before(const double *v, size_t a, size_t b) {
-  return v[a] > v[b] || (v[a] == v[b] && a < b);
+/* A kept candidate: value and job. Heap order: the worst on top, worst =
+ * lower value, or equal value and higher job index. */
+struct keep {
+  double v;
+  size_t i;
+};
+
+static bool worse(struct keep a, struct keep b) {
+  return a.v < b.v || (a.v == b.v && a.i > b.i);
 }
 
-/* Puts the `keep` best of idx[0..m) by before() first (quickselect; the
- * order is strict, so the chosen set does not depend on the pivots). */
-static void select_best(size_t *idx, size_t m, const double *v, size_t keep) {
-  size_t lo = 0, hi = m;
-  while (keep > lo && keep < hi) {
-    size_t piv = idx[lo + (hi - lo) / 2], a = lo;
-    for (size_t k = lo; k < hi; k++)
-      if (idx[k] == piv) {
-        idx[k] = idx[hi - 1];
-        idx[hi - 1] = piv;
-        break;
-      }
-    for (size_t k = lo; k + 1 < hi; k++)
-      if (before(v, idx[k], piv)) {
-        size_t t = idx[a];
-        idx[a++] = idx[k];
-        idx[k] = t;
-      }
-    idx[hi - 1] = idx[a];
-    idx[a] = piv; /* [lo, a) before piv, (a, hi) after it */
-    if (keep <= a)
-      hi = a;
-    else
-      lo = a + 1;
+static void keep_push(struct keep *h, size_t n, struct keep x) {
+  size_t m = n;
+  while (m > 0 && worse(x, h[(m - 1) / 2])) {
+    h[m] = h[(m - 1) / 2];
+    m = (m - 1) / 2;
   }
+  h[m] = x;
+}
+
+/* Replaces the top of a full heap of n by x and sifts it down. */
+static void keep_replace(struct keep *h, size_t n, struct keep x) {
+  size_t m = 0;
+  for (;;) {
+    size_t c = 2 * m + 1;
+    if (c >= n) break;
+    if (c + 1 < n && worse(h[c + 1], h[c])) c++;
+    if (!worse(h[c], x)) break;
+    h[m] = h[c];
+    m = c;
+  }
+  h[m] = x;
 }
 
 /* Row s of the local-search table: set[s]'s gains for every amount, both ways. */
@@ -671,13 +673,13 @@ static int local_search(const struct pflex_alloc_job *jobs, size_t n, const stru
   double ds[LS_STEPS];
   for (int k = 0; k < LS_STEPS; k++)
     ds[k] = dmax * ldexp(1.0, -k);
-  double *f = malloc(n * sizeof *f), *v = malloc(n * sizeof *v);
-  size_t *idx = malloc(n * sizeof *idx);
+  double *f = malloc(n * sizeof *f);
   bool *in = calloc(n, sizeof *in);
   size_t *set = NULL;
   double *tab = NULL;
+  struct keep *heap = NULL;
   int err = -ENOMEM;
-  if (!f || !v || !idx || !in) goto out;
+  if (!f || !in) goto out;
   double obj = 0;
   for (size_t i = 0; i < n; i++) {
     f[i] = val(&jobs[i], p[i]);
@@ -689,18 +691,26 @@ static int local_search(const struct pflex_alloc_job *jobs, size_t n, const stru
       in[i] = true;
     ns = n;
   } else {
-    for (int k = 0; k < LS_STEPS; k++)
-      for (int sgn = -1; sgn <= 1; sgn += 2) {
-        for (size_t i = 0; i < n; i++) {
-          v[i] = delta_of(jobs, pr, p, f, i, sgn * ds[k]);
-          idx[i] = i;
+    /* One pass; per column a heap of its LS_KEEP best so far, worst on top.
+     * Jobs come in index order, so a tie with the worst kept stays out. */
+    size_t hn[2 * LS_STEPS] = {0};
+    if (!(heap = malloc(2 * LS_STEPS * LS_KEEP * sizeof *heap))) goto out;
+    for (size_t i = 0; i < n; i++)
+      for (int c = 0; c < 2 * LS_STEPS; c++) {
+        double x = delta_of(jobs, pr, p, f, i, c % 2 ? -ds[c / 2] : ds[c / 2]);
+        struct keep *h = &heap[c * LS_KEEP];
+        if (hn[c] < LS_KEEP)
+          keep_push(h, hn[c]++, (struct keep){x, i});
+        else if (x > h[0].v)
+          keep_replace(h, LS_KEEP, (struct keep){x, i});
+      }
+    for (int c = 0; c < 2 * LS_STEPS; c++)
+      for (size_t m = 0; m < hn[c]; m++) {
+        size_t i = heap[c * LS_KEEP + m].i;
+        if (!in[i]) {
+          in[i] = true;
+          ns++;
         }
-        select_best(idx, n, v, LS_KEEP);
-        for (size_t m = 0; m < LS_KEEP; m++)
-          if (!in[idx[m]]) {
-            in[idx[m]] = true;
-            ns++;
-          }
       }
   }
   set = malloc(ns * sizeof *set);
@@ -792,11 +802,10 @@ static int local_search(const struct pflex_alloc_job *jobs, size_t n, const stru
   err = 0;
 out:
   free(f);
-  free(v);
-  free(idx);
   free(in);
   free(set);
   free(tab);
+  free(heap);
   return err;
 }
 
