@@ -678,6 +678,7 @@ static int local_search(const struct pflex_alloc_job *jobs, size_t n, const stru
   size_t *set = NULL;
   double *tab = NULL;
   struct keep *heap = NULL;
+  size_t *hash = NULL;
   int err = -ENOMEM;
   if (!f || !in) goto out;
   double obj = 0;
@@ -720,10 +721,34 @@ static int local_search(const struct pflex_alloc_job *jobs, size_t n, const stru
   ns = 0;
   for (size_t i = 0; i < n; i++)
     if (in[i]) set[ns++] = i;
-  for (size_t s = 0; s < ns; s++)
+  /* Jobs of a workload often share a curve and sit at the same point of it
+   * (the greedy puts equal jobs on equal knots): such a job copies the row of
+   * the last one seen (hash on the curve pointer) instead of evaluating the
+   * curve again; same values, bit for bit. */
+  size_t nhash = 16;
+  while (nhash < 2 * ns)
+    nhash *= 2;
+  if (!(hash = malloc(nhash * sizeof *hash))) goto out;
+  for (size_t h = 0; h < nhash; h++)
+    hash[h] = NONE;
+  for (size_t s = 0; s < ns; s++) {
+    const struct pflex_alloc_job *js = &jobs[set[s]];
+    size_t h = (size_t)(((uintptr_t)js->curve >> 4) * 0x9E3779B97F4A7C15ull) & (nhash - 1);
+    while (hash[h] != NONE && jobs[set[hash[h]]].curve != js->curve)
+      h = (h + 1) & (nhash - 1);
+    size_t t = hash[h], i = set[s];
+    hash[h] = s;
+    if (t != NONE) {
+      size_t o = set[t];
+      if (p[o] == p[i] && pr[o].lo == pr[i].lo && pr[o].hi == pr[i].hi &&
+          jobs[o].weight == js->weight) {
+        for (int c = 0; c < 2 * LS_STEPS; c++)
+          tab[c * ns + s] = tab[c * ns + t];
+        continue;
+      }
+    }
     fill_row(jobs, pr, p, f, set, ns, ds, tab, s);
-  /* top[c][0..1]: the two best rows of column c (receivers for even c, donors
-   * for odd c), kept up to date as rows change. */
+  }
   /* top[c][0..2]: the three best rows of column c (receivers for even c,
    * donors for odd c; NONE when ns < 3), kept up to date as rows change. */
   size_t top[2 * LS_STEPS][3];
@@ -806,6 +831,7 @@ out:
   free(set);
   free(tab);
   free(heap);
+  free(hash);
   return err;
 }
 
