@@ -6,6 +6,8 @@
  * uncapped) sampled from the parametric family with compute share c uniform
  * in [0.2, 1] and 0.5% throughput noise, interpolated with Steffen's method.
  *
+ * The row opt-nols is optimal without its local search on the curves.
+ *
  * usage: bench_alloc [--sizes N,N,...] [--repeats R] [--seed S] [--knots K] */
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +70,10 @@ static int make(struct workload *w, size_t n, gsl_rng *rng) {
   return 0;
 }
 
+static const char *row_name(int s) {
+  return s == PFLEX_ALLOC_NSTRATEGIES ? "opt-nols" : pflex_alloc_strategy_name(s);
+}
+
 static void release(struct workload *w) {
   for (size_t i = 0; w->curves && i < w->n; i++)
     pflex_curve_free(w->curves[i]);
@@ -100,7 +106,8 @@ int main(int argc, char **argv) {
   gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
   gsl_rng_set(rng, seed);
   struct pflex_alloc_opts opts = {.knots = knots};
-  double ms[PFLEX_ALLOC_NSTRATEGIES][8], tput[PFLEX_ALLOC_NSTRATEGIES][8], build_ms[8];
+  /* Row NSTRATEGIES: optimal without its local search (docs/allocation.md). */
+  double ms[PFLEX_ALLOC_NSTRATEGIES + 1][8], tput[PFLEX_ALLOC_NSTRATEGIES + 1][8], build_ms[8];
   for (size_t k = 0; k < nsizes; k++) {
     size_t n = sizes[k];
     int reps = repeats > 0 ? repeats : n <= 1000 ? 51 : n <= 100000 ? 7 : 3;
@@ -114,14 +121,17 @@ int main(int argc, char **argv) {
     struct pflex_alloc_result *r = malloc(n * sizeof *r);
     double target, *times = malloc((size_t)reps * sizeof *times);
     if (!r || !times || pflex_alloc_target_for_cut(w.jobs, n, 0.30, &target)) return 1;
-    for (int s = 0; s < PFLEX_ALLOC_NSTRATEGIES; s++) {
+    for (int s = 0; s <= PFLEX_ALLOC_NSTRATEGIES; s++) {
       struct pflex_alloc_summary sum;
+      struct pflex_alloc_opts o = opts;
+      o.no_local_search = s == PFLEX_ALLOC_NSTRATEGIES;
+      enum pflex_alloc_strategy st = s == PFLEX_ALLOC_NSTRATEGIES ? PFLEX_ALLOC_OPTIMAL : s;
       for (int rep = 0; rep < reps; rep++) {
         double a = now();
-        int err = pflex_alloc_run(w.jobs, n, s, target, &opts, r, &sum);
+        int err = pflex_alloc_run(w.jobs, n, st, target, &o, r, &sum);
         times[rep] = 1e3 * (now() - a);
         if (err) {
-          fprintf(stderr, "bench_alloc: %s: %s\n", pflex_alloc_strategy_name(s),
+          fprintf(stderr, "bench_alloc: %s: %s\n", pflex_alloc_strategy_name(st),
                   pflex_strerror(err));
           return 1;
         }
@@ -144,8 +154,8 @@ int main(int argc, char **argv) {
   for (size_t k = 0; k < nsizes; k++)
     printf(" %9zu", sizes[k]);
   printf("\n");
-  for (int s = 0; s < PFLEX_ALLOC_NSTRATEGIES; s++) {
-    printf("%-8s", pflex_alloc_strategy_name(s));
+  for (int s = 0; s <= PFLEX_ALLOC_NSTRATEGIES; s++) {
+    printf("%-8s", row_name(s));
     for (size_t k = 0; k < nsizes; k++)
       printf(" %12.3f", ms[s][k]);
     printf("   %15s", "");
@@ -161,8 +171,8 @@ int main(int argc, char **argv) {
   for (size_t k = 0; k < nsizes; k++)
     printf(" %12zu", sizes[k]);
   printf("\n");
-  for (int s = 0; s < PFLEX_ALLOC_NSTRATEGIES; s++) {
-    printf("%-8s", pflex_alloc_strategy_name(s));
+  for (int s = 0; s <= PFLEX_ALLOC_NSTRATEGIES; s++) {
+    printf("%-8s", row_name(s));
     for (size_t k = 0; k < nsizes; k++)
       printf(" %12.3f", 1e3 * ms[s][k] / (double)sizes[k]);
     printf("\n");
@@ -171,10 +181,10 @@ int main(int argc, char **argv) {
   for (size_t k = 0; k < nsizes; k++)
     printf(" %12zu", sizes[k]);
   printf("\n");
-  for (int s = 0; s < PFLEX_ALLOC_NSTRATEGIES; s++) {
-    printf("%-8s", pflex_alloc_strategy_name(s));
+  for (int s = 0; s <= PFLEX_ALLOC_NSTRATEGIES; s++) {
+    printf("%-8s", row_name(s));
     for (size_t k = 0; k < nsizes; k++)
-      printf(" %12.5f", tput[s][k] / tput[PFLEX_ALLOC_OPTIMAL][k]);
+      printf(" %12.7f", tput[s][k] / tput[PFLEX_ALLOC_OPTIMAL][k]);
     printf("\n");
   }
   gsl_rng_free(rng);

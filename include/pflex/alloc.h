@@ -11,8 +11,9 @@
  * weight; a share larger than a job's headroom (P_max - lo) is clipped to it
  * and the rest redistributed over the other jobs, until feasible (water
  * filling). optimal maximizes the total weighted throughput on the curves it
- * is given: exact for concave piecewise-linear curves, otherwise within a
- * reported bound (docs/allocation.md). oracle is optimal on true curves: the
+ * is given: exact for concave piecewise-linear curves; on curves not known to
+ * be concave a local search on the curves themselves follows the hull greedy
+ * (docs/allocation.md). oracle is optimal on true curves: the
  * API is the same, the caller passes the true curves.
  *
  * The target is never exceeded: the returned powers, summed left to right in
@@ -65,6 +66,10 @@ struct pflex_alloc_opts {
    * on [lo, P_max]; a measured curve's points are always added). 0: 33. A
    * measured curve with linear interpolation is used exactly, without them. */
   unsigned knots;
+  /* optimal: skip the local search on the curves that follows the hull greedy
+   * when some curve is not known to be concave (docs/allocation.md); for
+   * comparison and tests. false (default): search. */
+  bool no_local_search;
 };
 
 /* What one job gets. */

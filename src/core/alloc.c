@@ -542,6 +542,299 @@ out:
   return err;
 }
 
+/* ---- local search on the curves themselves ---------------------------------- */
+
+/* Transfer amounts (W): a geometric ladder, ratio 2, from the widest job
+ * range down by a factor 2^(LS_STEPS - 1) (about 1/2000). */
+#define LS_STEPS 12
+/* At most this many improving transfers per call. */
+#define LS_ROUNDS 64
+/* A transfer must gain more than this share of the objective. */
+#define LS_TOL 1e-7
+/* Per amount, the receivers and donors kept as candidates (see local_search). */
+#define LS_KEEP (3 * LS_ROUNDS + 3)
+
+/* Known concave: a parametric curve (concave by construction) or a piecewise
+ * linear measured curve whose secant slopes do not increase. For those the
+ * hull greedy (with its refinement) is the method; the local search is for
+ * the others (Steffen, callbacks, non-concave points). */
+static bool known_concave(const struct pflex_curve *c) {
+  if (pflex_curve_kind(c) == PFLEX_CURVE_PARAMETRIC) return true;
+  if (!pflex_curve_piecewise_linear(c)) return false;
+  size_t np;
+  const struct pflex_curve_point *pt = pflex_curve_points(c, &np);
+  for (size_t m = 2; m < np; m++) {
+    double s0 = (pt[m - 1].tput - pt[m - 2].tput) / (pt[m - 1].power_w - pt[m - 2].power_w);
+    double s1 = (pt[m].tput - pt[m - 1].tput) / (pt[m].power_w - pt[m - 1].power_w);
+    if (s1 > s0) return false;
+  }
+  return true;
+}
+
+/* Change of job i's weighted throughput when its power moves by d (W); -INF
+ * when that leaves its bounds. */
+static double delta_of(const struct pflex_alloc_job *jobs, const struct prep *pr, const double *p,
+                       const double *f, size_t i, double d) {
+  double x = p[i] + d;
+  if (!(x <= pr[i].hi) || !(x >= pr[i].lo)) return -INFINITY;
+  return val(&jobs[i], x) - f[i];
+}
+
+/* A kept candidate: value and job. Heap order: the worst on top, worst =
+ * lower value, or equal value and higher job index. */
+struct keep {
+  double v;
+  size_t i;
+};
+
+static bool worse(struct keep a, struct keep b) {
+  return a.v < b.v || (a.v == b.v && a.i > b.i);
+}
+
+static void keep_push(struct keep *h, size_t n, struct keep x) {
+  size_t m = n;
+  while (m > 0 && worse(x, h[(m - 1) / 2])) {
+    h[m] = h[(m - 1) / 2];
+    m = (m - 1) / 2;
+  }
+  h[m] = x;
+}
+
+/* Replaces the top of a full heap of n by x and sifts it down. */
+static void keep_replace(struct keep *h, size_t n, struct keep x) {
+  size_t m = 0;
+  for (;;) {
+    size_t c = 2 * m + 1;
+    if (c >= n) break;
+    if (c + 1 < n && worse(h[c + 1], h[c])) c++;
+    if (!worse(h[c], x)) break;
+    h[m] = h[c];
+    m = c;
+  }
+  h[m] = x;
+}
+
+/* Row s of the local-search table: set[s]'s gains for every amount, both ways. */
+static void fill_row(const struct pflex_alloc_job *jobs, const struct prep *pr, const double *p,
+                     const double *f, const size_t *set, size_t ns, const double *ds, double *tab,
+                     size_t s) {
+  for (int k = 0; k < LS_STEPS; k++) {
+    tab[(2 * k) * ns + s] = delta_of(jobs, pr, p, f, set[s], ds[k]);
+    tab[(2 * k + 1) * ns + s] = delta_of(jobs, pr, p, f, set[s], -ds[k]);
+  }
+}
+
+#define NONE SIZE_MAX
+
+/* Inserts row x into the top three t of column col (x not in t); ties go to
+ * the lower row, as in top3. */
+static void top_insert(const double *col, size_t *t, size_t x) {
+  int at = 3;
+  while (at > 0 && (t[at - 1] == NONE || col[x] > col[t[at - 1]] ||
+                    (col[x] == col[t[at - 1]] && x < t[at - 1])))
+    at--;
+  if (at == 3) return;
+  for (int m = 2; m > at; m--)
+    t[m] = t[m - 1];
+  t[at] = x;
+}
+
+/* The three best rows of col[0..ns) (NONE where ns < 3). */
+static void top3(const double *col, size_t ns, size_t *t) {
+  t[0] = t[1] = t[2] = NONE;
+  for (size_t s = 0; s < ns; s++)
+    if (t[2] == NONE || col[s] > col[t[2]]) /* rows come in order: a tie stays out */
+      top_insert(col, t, s);
+}
+
+/* After the hull greedy, moves power between jobs on the curves themselves
+ * while the weighted total rises. Each round takes the best move of these
+ * kinds, exactly over all jobs and amounts of the ladder: one receiver of
+ * +ds[k] and one donor of -ds[k] (distinct); if no such pair gains more than
+ * LS_TOL of the total, one receiver of +ds[k] and two donors of -ds[k + 1]
+ * (= ds[k] / 2 each), or one donor and two receivers (a job crossing the
+ * convex part of its curve may need power from two others). It stops when no
+ * move gains more than LS_TOL of the total, or after LS_ROUNDS rounds.
+ * Cost: one scan of 2 * LS_STEPS curve evaluations per job; then rounds over
+ * a candidate set: for each amount and direction the LS_KEEP best jobs of
+ * the scan. A move changes at most three jobs, so after r rounds at least
+ * LS_KEEP - 3r of each list are unchanged and still beat every job outside
+ * it: with LS_KEEP = 3 LS_ROUNDS + 3 the restricted search is the exact one.
+ * Power sums change only by rounding (the caller enforces the target); each
+ * job stays in its bounds. *ret_gain is the rise of the objective. */
+static int local_search(const struct pflex_alloc_job *jobs, size_t n, const struct prep *pr,
+                        double *p, double *ret_gain) {
+  *ret_gain = 0;
+  if (n < 2) return 0;
+  double dmax = 0;
+  for (size_t i = 0; i < n; i++)
+    dmax = fmax(dmax, pr[i].hi - pr[i].lo);
+  if (!(dmax > 0)) return 0;
+  double ds[LS_STEPS];
+  for (int k = 0; k < LS_STEPS; k++)
+    ds[k] = dmax * ldexp(1.0, -k);
+  double *f = malloc(n * sizeof *f);
+  bool *in = calloc(n, sizeof *in);
+  size_t *set = NULL;
+  double *tab = NULL;
+  struct keep *heap = NULL;
+  size_t *hash = NULL;
+  int err = -ENOMEM;
+  if (!f || !in) goto out;
+  double obj = 0;
+  for (size_t i = 0; i < n; i++) {
+    f[i] = val(&jobs[i], p[i]);
+    obj += f[i];
+  }
+  size_t ns = 0;
+  if (n <= LS_KEEP) {
+    for (size_t i = 0; i < n; i++)
+      in[i] = true;
+    ns = n;
+  } else {
+    /* One pass; per column a heap of its LS_KEEP best so far, worst on top.
+     * Jobs come in index order, so a tie with the worst kept stays out. */
+    size_t hn[2 * LS_STEPS] = {0};
+    if (!(heap = malloc(2 * LS_STEPS * LS_KEEP * sizeof *heap))) goto out;
+    for (size_t i = 0; i < n; i++)
+      for (int c = 0; c < 2 * LS_STEPS; c++) {
+        double x = delta_of(jobs, pr, p, f, i, c % 2 ? -ds[c / 2] : ds[c / 2]);
+        struct keep *h = &heap[c * LS_KEEP];
+        if (hn[c] < LS_KEEP)
+          keep_push(h, hn[c]++, (struct keep){x, i});
+        else if (x > h[0].v)
+          keep_replace(h, LS_KEEP, (struct keep){x, i});
+      }
+    for (int c = 0; c < 2 * LS_STEPS; c++)
+      for (size_t m = 0; m < hn[c]; m++) {
+        size_t i = heap[c * LS_KEEP + m].i;
+        if (!in[i]) {
+          in[i] = true;
+          ns++;
+        }
+      }
+  }
+  set = malloc(ns * sizeof *set);
+  /* tab[(2k) ns + s]: set[s]'s gain for +ds[k]; tab[(2k+1) ns + s]: for -ds[k]. */
+  tab = malloc(ns * 2 * LS_STEPS * sizeof *tab);
+  if (!set || !tab) goto out;
+  ns = 0;
+  for (size_t i = 0; i < n; i++)
+    if (in[i]) set[ns++] = i;
+  /* Jobs of a workload often share a curve and sit at the same point of it
+   * (the greedy puts equal jobs on equal knots): such a job copies the row of
+   * the last one seen (hash on the curve pointer) instead of evaluating the
+   * curve again; same values, bit for bit. */
+  size_t nhash = 16;
+  while (nhash < 2 * ns)
+    nhash *= 2;
+  if (!(hash = malloc(nhash * sizeof *hash))) goto out;
+  for (size_t h = 0; h < nhash; h++)
+    hash[h] = NONE;
+  for (size_t s = 0; s < ns; s++) {
+    const struct pflex_alloc_job *js = &jobs[set[s]];
+    size_t h = (size_t)(((uintptr_t)js->curve >> 4) * 0x9E3779B97F4A7C15ull) & (nhash - 1);
+    while (hash[h] != NONE && jobs[set[hash[h]]].curve != js->curve)
+      h = (h + 1) & (nhash - 1);
+    size_t t = hash[h], i = set[s];
+    hash[h] = s;
+    if (t != NONE) {
+      size_t o = set[t];
+      if (p[o] == p[i] && pr[o].lo == pr[i].lo && pr[o].hi == pr[i].hi &&
+          jobs[o].weight == js->weight) {
+        for (int c = 0; c < 2 * LS_STEPS; c++)
+          tab[c * ns + s] = tab[c * ns + t];
+        continue;
+      }
+    }
+    fill_row(jobs, pr, p, f, set, ns, ds, tab, s);
+  }
+  /* top[c][0..2]: the three best rows of column c (receivers for even c,
+   * donors for odd c; NONE when ns < 3), kept up to date as rows change. */
+  size_t top[2 * LS_STEPS][3];
+  for (int c = 0; c < 2 * LS_STEPS; c++)
+    top3(&tab[c * ns], ns, top[c]);
+  double gain = 0;
+  for (int round = 0; round < LS_ROUNDS; round++) {
+    /* The best move: one receiver and one donor of ds[k]; or one receiver of
+     * ds[k] and two donors of ds[k + 1] = ds[k] / 2 each; or one donor and two
+     * receivers. Only the top three of each column can be part of it. */
+    double best = 0;
+    size_t mv[3];
+    int mk[3], nm = 0;
+    for (int k = 0; k < LS_STEPS; k++) {
+      const size_t *tu = top[2 * k], *td = top[2 * k + 1];
+      const double *u = &tab[(2 * k) * ns], *d = &tab[(2 * k + 1) * ns];
+      for (int x = 0; x < 3; x++)
+        for (int y = 0; y < 3; y++) {
+          if (tu[x] == NONE || td[y] == NONE || tu[x] == td[y]) continue;
+          double g = u[tu[x]] + d[td[y]];
+          if (g > best) {
+            best = g, nm = 2;
+            mv[0] = tu[x], mk[0] = 2 * k, mv[1] = td[y], mk[1] = 2 * k + 1;
+          }
+        }
+    }
+    /* Three-job moves only when no pair move is worth taking: they are rarer
+     * and cost more to look for. */
+    bool triples = !(best > LS_TOL * fabs(obj));
+    for (int k = 0; triples && k + 1 < LS_STEPS; k++) {
+      for (int side = 0; side < 2; side++) {
+        /* side 0: receiver of ds[k], donors of ds[k+1]; side 1: the reverse. */
+        int c1 = 2 * k + side, c2 = 2 * (k + 1) + 1 - side;
+        const size_t *t1 = top[c1], *t2 = top[c2];
+        const double *v1 = &tab[c1 * ns], *v2 = &tab[c2 * ns];
+        for (int x = 0; x < 3; x++)
+          for (int y = 0; y < 3; y++)
+            for (int z = y + 1; z < 3; z++) {
+              size_t a = t1[x], b = t2[y], c = t2[z];
+              if (a == NONE || b == NONE || c == NONE || a == b || a == c) continue;
+              double g = v1[a] + v2[b] + v2[c];
+              if (g > best) {
+                best = g, nm = 3;
+                mv[0] = a, mk[0] = c1, mv[1] = b, mk[1] = c2, mv[2] = c, mk[2] = c2;
+              }
+            }
+      }
+    }
+    if (nm == 0 || !(best > LS_TOL * fabs(obj))) break;
+    double g = 0;
+    for (int m = 0; m < nm; m++) {
+      size_t i = set[mv[m]];
+      p[i] += mk[m] % 2 ? -ds[mk[m] / 2] : ds[mk[m] / 2];
+      double fi = val(&jobs[i], p[i]);
+      g += fi - f[i];
+      f[i] = fi;
+    }
+    gain += g;
+    obj += g;
+    for (int m = 0; m < nm; m++)
+      fill_row(jobs, pr, p, f, set, ns, ds, tab, mv[m]);
+    for (int c = 0; c < 2 * LS_STEPS; c++) {
+      size_t *t = top[c];
+      bool lead = false;
+      for (int m = 0; m < nm; m++)
+        lead |= t[0] == mv[m] || t[1] == mv[m] || t[2] == mv[m];
+      if (lead) {
+        top3(&tab[c * ns], ns, t); /* a leader changed: rescan */
+      } else {
+        for (int m = 0; m < nm; m++)
+          top_insert(&tab[c * ns], t, mv[m]);
+      }
+    }
+  }
+  *ret_gain = gain;
+  err = 0;
+out:
+  free(f);
+  free(in);
+  free(set);
+  free(tab);
+  free(heap);
+  free(hash);
+  return err;
+}
+
 static double objective(const struct pflex_alloc_job *jobs, size_t n, const double *p) {
   double s = 0;
   for (size_t i = 0; i < n; i++)
@@ -556,7 +849,8 @@ static double objective(const struct pflex_alloc_job *jobs, size_t n, const doub
  * only if it is better on the curves themselves, so it never hurts; it is
  * skipped when every curve is piecewise linear (the first pass is exact). */
 static int optimal(const struct pflex_alloc_job *jobs, size_t n, const struct prep *pr,
-                   double target, double min_w, unsigned knots, double *p, double *ret_gap) {
+                   double target, double min_w, unsigned knots, bool search, double *p,
+                   double *ret_gap) {
   double *lo = calloc(n ? n : 1, sizeof *lo), *hi = calloc(n ? n : 1, sizeof *hi),
          *q = calloc(n ? n : 1, sizeof *q);
   int err = -ENOMEM;
@@ -571,6 +865,9 @@ static int optimal(const struct pflex_alloc_job *jobs, size_t n, const struct pr
     hi[i] = pr[i].hi;
     if (!pflex_curve_piecewise_linear(jobs[i].curve)) exact = false;
   }
+  bool concave = true;
+  for (size_t i = 0; i < n && concave && search; i++)
+    concave = known_concave(jobs[i].curve);
   double gap;
   if ((err = greedy(jobs, n, pr, lo, hi, target - min_w, knots, p, &gap))) goto out;
   if (!exact) {
@@ -586,6 +883,11 @@ static int optimal(const struct pflex_alloc_job *jobs, size_t n, const struct pr
       if ((err = greedy(jobs, n, pr, lo, hi, target - wsum, knots, q, &gap2))) goto out;
       if (objective(jobs, n, q) > objective(jobs, n, p)) memcpy(p, q, n * sizeof *p);
     }
+  }
+  if (search && !concave) {
+    double gain;
+    if ((err = local_search(jobs, n, pr, p, &gain))) goto out;
+    gap = fmax(0.0, gap - gain);
   }
   *ret_gap = gap;
   err = 0;
@@ -659,7 +961,8 @@ int pflex_alloc_run(const struct pflex_alloc_job *jobs, size_t n,
     for (size_t i = 0; i < n; i++)
       p[i] = pr[i].hi;
   } else if (strategy == PFLEX_ALLOC_OPTIMAL || strategy == PFLEX_ALLOC_ORACLE) {
-    if ((err = optimal(jobs, n, pr, target_w, min_w, knots, p, &gap))) goto out;
+    if ((err = optimal(jobs, n, pr, target_w, min_w, knots, !(opts && opts->no_local_search), p,
+                       &gap))) goto out;
   } else {
     err = -ENOMEM;
     if (!(w = malloc(n * sizeof *w))) goto out;
