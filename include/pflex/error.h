@@ -22,6 +22,7 @@ enum pflex_errcode {
   PFLEX_E_INFEASIBLE,               /* a target below what the bounds allow */
   PFLEX_E_NVML,                     /* an NVML failure with no errno equivalent */
   PFLEX_E_LOCKED,                   /* another pflex process holds the lock, past the wait limit */
+  PFLEX_E_HELD,                     /* the GPU's limit belongs to another running pflex process */
 };
 
 /* Human-readable description of a (negative) pflex or errno code; never NULL. */

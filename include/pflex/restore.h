@@ -7,6 +7,9 @@
  * directory is fsync'd. Only then is the limit changed. A record is kept until
  * its GPU has been brought back, so `pflex cap restore` works after anything,
  * kill -9 included. Concurrent pflex processes serialise on restore.lock.
+ * A GPU whose record belongs to another pflex process that is still running
+ * (a sweep) is refused with -PFLEX_E_HELD, both for changes and for restore
+ * (unless forced): that process restores it when it ends.
  *
  * pflex_restore_set_limit() is the one way pflex changes a limit. */
 #ifndef PFLEX_RESTORE_H

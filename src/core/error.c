@@ -18,6 +18,8 @@ static const struct {
     {PFLEX_E_RESTORE, "restore record could not be made durable"},
     {PFLEX_E_INFEASIBLE, "target is infeasible"},
     {PFLEX_E_NVML, "NVML error"},
+    {PFLEX_E_HELD, "the GPU is held by another running pflex process (a sweep), which restores "
+                   "it when it ends"},
     {PFLEX_E_LOCKED, "another pflex process holds the restore lock and did not let go in time"},
 };
 

@@ -6,6 +6,7 @@
  * sequence returned success, so a crash at any point leaves either no change
  * or a change with its record on disk. */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -254,6 +255,21 @@ static long find_record(const struct pflex_restore_record *v, size_t n, const ch
 /* Records GPU `index` unless it already has a record, and with set_mw
  * notes the limit pflex is about to set (*set_mw receives the one noted
  * before, 0 if none); the caller holds the lock. */
+/* True when the record was made by another pflex process that is still
+ * running: a sweep, which changes its GPUs' limits again and restores them
+ * when it ends. A short-lived 'pflex cap set' has exited by the time anyone
+ * else looks. The process name guards against a reused pid (Linux /proc). */
+static bool held_by_other(const struct pflex_restore_record *rec) {
+  if (rec->pid <= 0 || rec->pid == (long long)getpid()) return false;
+  char path[64], comm[32] = {0};
+  snprintf(path, sizeof path, "/proc/%lld/comm", rec->pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return false; /* gone */
+  bool pflex = fgets(comm, sizeof comm, f) && strncmp(comm, "pflex", 5) == 0;
+  fclose(f);
+  return pflex;
+}
+
 static int record_locked(struct pflex_restore *r, struct pflex_gpu *gpu, unsigned index,
                          unsigned *set_mw) {
   struct pflex_gpu_info info;
@@ -266,6 +282,10 @@ static int record_locked(struct pflex_restore *r, struct pflex_gpu *gpu, unsigne
   if (err) return err;
   const char *backend = pflex_gpu_backend_name(gpu);
   long at = find_record(v, n, backend, info.uuid); /* the older original wins */
+  if (at >= 0 && held_by_other(&v[at])) {
+    err = -PFLEX_E_HELD; /* changing it under a running sweep would corrupt its runs */
+    goto out;
+  }
   if (at < 0) {
     unsigned mw;
     err = pflex_gpu_get_limit(gpu, index, &mw);
@@ -406,6 +426,9 @@ int pflex_restore_apply(struct pflex_restore *r, struct pflex_gpu *gpu, const un
     }
     struct pflex_restore_result *x = &res[nres++];
     x->record = v[i];
+    /* A running sweep restores its own GPUs; restoring them under it would
+     * corrupt its runs. --force still does (e.g. a hung sweep). */
+    if (!e && !(flags & PFLEX_RESTORE_FORCE) && held_by_other(&v[i])) e = -PFLEX_E_HELD;
     if (!e) {
       x->found = 1;
       x->index = idx;
