@@ -213,7 +213,7 @@ static void print_csv(const struct row *rows, size_t n, const struct cli_pfi_arg
 }
 
 static int run(int argc, char **argv) {
-  static const struct option longopts[] = {PFI_LONG_OPTIONS,
+  static const struct option longopts[] = {PFI_LONG_OPTIONS, PFI_SET_OPTION,
                                            {"json", no_argument, NULL, OPT_JSON},
                                            {"csv", no_argument, NULL, OPT_CSV},
                                            {NULL, 0, NULL, 0}};

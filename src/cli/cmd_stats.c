@@ -59,7 +59,7 @@ static int group_cluster(const struct pflex_runset *set, const struct pflex_grou
 
 static int run(int argc, char **argv) {
   static const struct option longopts[] = {
-      PFI_LONG_OPTIONS, {"json", no_argument, NULL, OPT_JSON}, {NULL, 0, NULL, 0}};
+      PFI_LONG_OPTIONS, PFI_SET_OPTION, {"json", no_argument, NULL, OPT_JSON}, {NULL, 0, NULL, 0}};
   struct cli_pfi_args a;
   cli_pfi_args_init(&a);
   bool json = false;

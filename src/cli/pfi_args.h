@@ -40,8 +40,11 @@ enum {
   {"noise-k", required_argument, NULL, OPT_NOISE_K},       \
   {"unit", required_argument, NULL, OPT_UNIT},             \
   {"tput-column", required_argument, NULL, OPT_TPUT_COLUMN}, \
-  {"noise", required_argument, NULL, OPT_NOISE}, \
-  {"set", required_argument, NULL, OPT_SET}
+  {"noise", required_argument, NULL, OPT_NOISE}
+
+/* --set as a filter of the runs reader, for pfi and stats; fit, predict and
+ * ablation filter their data sets with a --set of their own. */
+#define PFI_SET_OPTION {"set", required_argument, NULL, OPT_SET}
 /* clang-format on */
 
 /* The usage lines of the shared options, one per option. */
