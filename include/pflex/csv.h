@@ -7,14 +7,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-/* Room for any text of pflex_csv_format_double ("-1.2345678901234567e-308"). */
-#define PFLEX_CSV_NUM_MAX 32
-
-/* Writes into buf the shortest %g text (6 to 17 significant digits) that reads
- * back as exactly v ("nan", "inf", "-inf" for non-finite v). */
-void pflex_csv_format_double(char *buf, size_t size, double v);
-
-/* Writes v to f as pflex_csv_format_double does, then sep unless sep is 0: 0 or -EIO. */
+/* Writes v to f as pflex_format_double (pflex/format.h) does, then sep unless sep is 0: 0 or -EIO. */
 int pflex_csv_write_double(FILE *f, double v, char sep);
 
 /* Writes s to f, quoted only when it holds a comma, quote, CR or LF or starts or

@@ -34,10 +34,6 @@ void pflex_jobset_release(struct pflex_jobset *set);
 int pflex_jobs_from_runs(const struct pflex_runset *runs, struct pflex_jobset *ret_set,
                          struct pflex_diag *diag);
 
-/* Reads a jobs JSON file (docs/allocation.md). All or nothing; diag names the
- * file, the job and the field at fault. */
-int pflex_jobs_read_json(const char *path, struct pflex_jobset *ret_set, struct pflex_diag *diag);
-
 /* The aggregate powers of the paper's cap grid for a job (paper.md section 2):
  * per-GPU caps 200-600 W by 100 for jobs of up to 8 GPUs, 200, 500, 600 W for
  * larger ones, times gpus, keeping those below p_max. Returns the count

@@ -124,22 +124,4 @@ int pflex_arch_parse(const char *s, enum pflex_arch *ret_arch);
  * finetune, fine-tuning): 0, or -EINVAL. */
 int pflex_task_parse(const char *s, enum pflex_task *ret_task);
 
-/* Reads and validates a runs CSV (docs/formats.md). All or nothing: on error
- * *set is left empty and diag names file, line and column. `unit` says what the
- * throughput column holds when it is not tokens_per_s (see pflex_tput_unit). */
-struct pflex_runs_read_opts {
-  enum pflex_tput_unit unit; /* which throughput column to expect when tokens_per_s is absent */
-  const char *tput_column;   /* explicit throughput column name, or NULL for the default */
-  bool partial_groups;       /* allow groups without their uncapped run (runs added to stored groups) */
-  const char *set_filter;    /* keep only runs whose `set` column equals this (NULL: all runs) */
-};
-int pflex_runs_read_csv(const char *path, const struct pflex_runs_read_opts *opts,
-                        struct pflex_runset *ret_set, struct pflex_diag *diag);
-
-/* Writes a runset as CSV, atomically (temporary file, fsync, rename). */
-int pflex_runs_write_csv(const struct pflex_runset *set, const char *path);
-
-/* Writes a runset as CSV to an open stream (e.g. stdout); -EIO on a write error. */
-int pflex_runs_write_csv_stream(const struct pflex_runset *set, FILE *f);
-
 #endif

@@ -16,7 +16,9 @@
 #include "cli/commands.h"
 #include "cli/util.h"
 #include "pflex/runs.h"
+#include "pflex/runs_csv.h"
 #include "pflex/series.h"
+#include "pflex/series_csv.h"
 
 #define USAGE                                                                                      \
   "pflex aggregate SERIES.csv [options]\n"                                                         \

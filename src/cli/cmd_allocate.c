@@ -17,6 +17,7 @@
 #include "pflex/csv.h"
 #include "pflex/curve.h"
 #include "pflex/jobs.h"
+#include "pflex/jobs_json.h"
 
 #define USAGE                                                                                      \
   "pflex allocate JOBS (--cut PCT | --target-w W) [--strategy NAME] [options]\n"                   \

@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/util.h"
+#include "pflex/runs_csv.h"
 #include "pflex/runs_json.h"
 #include "pflex/store.h"
 

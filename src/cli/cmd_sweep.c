@@ -16,6 +16,7 @@
 #include "cli/gpu_cli.h"
 #include "cli/util.h"
 #include "pflex/pfi.h"
+#include "pflex/runs_csv.h"
 #include "pflex/store.h"
 #include "pflex/sweep.h"
 

@@ -16,6 +16,7 @@
 #include "cli/util.h"
 #include "pflex/csv.h"
 #include "pflex/plot.h"
+#include "pflex/runs_csv.h"
 #include "pflex/twin.h"
 
 #define DEFAULT_RUNS "the built-in reference set"

@@ -12,6 +12,7 @@
 
 #include "pflex/pfi.h"
 #include "pflex/runs.h"
+#include "pflex/runs_csv.h"
 
 enum {
   OPT_GRID = 1000,

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli/util.h"
+#include "pflex/runs_csv.h"
 
 void cli_error(const char *fmt, ...) {
   va_list ap;

@@ -9,6 +9,7 @@
 
 #include "pflex/error.h"
 #include "pflex/runs.h"
+#include "pflex/runs_csv.h"
 
 /* Prints "error: " + message to stderr (the one place errors are printed). */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

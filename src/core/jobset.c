@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/jobset_internal.h"
 #include "pflex/features.h"
 #include "pflex/jobs.h"
 #include "pflex/pfi.h"
@@ -29,8 +30,6 @@ void pflex_jobset_release(struct pflex_jobset *set) {
   pflex_jobset_init(set);
 }
 
-/* Allocates the arrays for n jobs, zeroed, jobs at their defaults. */
-int pflex__jobset_alloc(struct pflex_jobset *set, size_t n);
 int pflex__jobset_alloc(struct pflex_jobset *set, size_t n) {
   size_t m = n ? n : 1;
   set->jobs = calloc(m, sizeof *set->jobs);

@@ -15,26 +15,6 @@
 #include "core/twin_internal.h"
 #include "pflex/pfi.h"
 
-void pflex__twin_reference_noise(struct pflex_twin_noise *noise) {
-  noise->power_cv = 0.0004;
-  noise->tput_cv = 0.0005;
-  noise->metric_cv = 0.03;
-}
-
-static uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-uint64_t pflex__twin_run_seed(uint64_t seed, const char *name, double cap_w) {
-  uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a of the group name */
-  for (const unsigned char *p = (const unsigned char *)name; p && *p; p++)
-    h = (h ^ *p) * 0x100000001b3ull;
-  return splitmix64(splitmix64(seed ^ h) + (uint64_t)llround(cap_w * 10.0));
-}
-
 /* Writes metric k of a run: ratios to 4 decimals, percent to 2, bytes and MiB whole. */
 static int set_metric(struct pflex_runset *set, size_t i, size_t k, double v) {
   char buf[64];

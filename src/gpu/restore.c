@@ -20,7 +20,7 @@
 #include <libgen.h>
 
 #include "gpu/backends.h" /* pflex__gpu_set_limit_unrecorded */
-#include "io/csv_table.h" /* pflex__atomic_write_text: temporary file, fsync, rename, fsync */
+#include "base/atomic.h" /* pflex__atomic_write_text: temporary file, fsync, rename, fsync */
 #include "pflex/error.h"
 #include "pflex/gpu.h"
 #include "pflex/restore.h"

@@ -1,6 +1,6 @@
 /* Internal: a whole CSV file read into memory with libcsv, each record with the
- * physical line it starts on, and atomic file replacement. Shared by the readers
- * and writers of runs, series and jobs files (field text: pflex/csv.h). */
+ * physical line it starts on. Shared by the readers of runs, series and jobs
+ * files (field text: pflex/csv.h; atomic replacement: base/atomic.h). */
 #ifndef PFLEX_IO_CSV_TABLE_H
 #define PFLEX_IO_CSV_TABLE_H
 
@@ -31,18 +31,5 @@ void pflex__csv_release(struct pflex__csv_table *t);
 
 /* Index of a header column, or -1. */
 long pflex__csv_column(const struct pflex__csv_table *t, const char *name);
-
-/* Atomic replacement of a file: write to a temporary file beside it, then
- * commit (flush, fsync, rename, fsync the directory) or abort (unlink). */
-struct pflex__atomic_file {
-  FILE *f;
-  char *path;
-  char *tmp;
-};
-int pflex__atomic_begin(const char *path, struct pflex__atomic_file *ret);
-int pflex__atomic_commit(struct pflex__atomic_file *af);
-void pflex__atomic_abort(struct pflex__atomic_file *af);
-/* Replaces path atomically with text, plus a final newline when text lacks one. */
-int pflex__atomic_write_text(const char *path, const char *text);
 
 #endif

@@ -6,17 +6,11 @@
 #include <string.h>
 
 #include "pflex/csv.h"
-
-void pflex_csv_format_double(char *buf, size_t size, double v) {
-  for (int prec = 6; prec <= 17; prec++) {
-    snprintf(buf, size, "%.*g", prec, v);
-    if (strtod(buf, NULL) == v) return;
-  }
-}
+#include "pflex/format.h"
 
 int pflex_csv_write_double(FILE *f, double v, char sep) {
-  char num[PFLEX_CSV_NUM_MAX];
-  pflex_csv_format_double(num, sizeof num, v);
+  char num[PFLEX_FORMAT_NUM_MAX];
+  pflex_format_double(num, sizeof num, v);
   if (fputs(num, f) < 0) return -EIO;
   if (sep && fputc(sep, f) == EOF) return -EIO;
   return 0;

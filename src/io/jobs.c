@@ -9,9 +9,9 @@
 
 #include <jansson.h>
 
+#include "core/jobset_internal.h"
 #include "pflex/jobs.h"
-
-int pflex__jobset_alloc(struct pflex_jobset *set, size_t n);
+#include "pflex/jobs_json.h"
 
 struct rd {
   const char *path;

@@ -6,7 +6,7 @@
 
 #include <jansson.h>
 
-#include "io/csv_table.h"
+#include "base/atomic.h"
 #include "pflex/model_json.h"
 
 static json_t *num(double v) {

@@ -8,9 +8,12 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/atomic.h"
 #include "io/csv_table.h"
 #include "pflex/csv.h"
+#include "pflex/format.h"
 #include "pflex/runs.h"
+#include "pflex/runs_csv.h"
 
 /* Columns pflex interprets; every other column is kept verbatim in extra. */
 static const char *const known_columns[] = {"group",    "gpu",   "gpus",    "cap_w",     "power_w",
@@ -322,16 +325,16 @@ int pflex_runs_write_csv_stream(const struct pflex_runset *set, FILE *f) {
     err = pflex_csv_write_field(f, r->group, ',');
     if (!err) err = pflex_csv_write_field(f, r->gpu, ',');
     fprintf(f, "%d,", r->gpus);
-    pflex_csv_format_double(num, sizeof num, r->cap_w);
+    pflex_format_double(num, sizeof num, r->cap_w);
     fprintf(f, "%s,", num);
-    pflex_csv_format_double(num, sizeof num, r->power_w);
+    pflex_format_double(num, sizeof num, r->power_w);
     fprintf(f, "%s,", num);
-    pflex_csv_format_double(num, sizeof num, tput);
+    pflex_format_double(num, sizeof num, tput);
     fputs(num, f);
 #define OPT_NUM(bit, value)                                                                        \
   if (have & (bit)) {                                                                              \
     if (r->have & (bit))                                                                           \
-      pflex_csv_format_double(num, sizeof num, (value)), fprintf(f, ",%s", num);                   \
+      pflex_format_double(num, sizeof num, (value)), fprintf(f, ",%s", num);                   \
     else                                                                                           \
       fputc(',', f);                                                                               \
   }

@@ -9,7 +9,7 @@
 
 #include <jansson.h>
 
-#include "io/csv_table.h" /* pflex__atomic_*: atomic file replacement */
+#include "base/atomic.h"
 #include "pflex/runs_json.h"
 
 #define FORMAT_NAME "pflex-runs"

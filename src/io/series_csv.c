@@ -15,6 +15,7 @@
 
 #include "io/csv_table.h"
 #include "pflex/series.h"
+#include "pflex/series_csv.h"
 
 enum mode { MODE_SERIES, MODE_TPUT };
 

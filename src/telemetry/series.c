@@ -18,7 +18,7 @@
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
 
-#include "pflex/csv.h"
+#include "pflex/format.h"
 #include "pflex/runs.h"
 #include "pflex/series.h"
 
@@ -638,7 +638,7 @@ int pflex_series_agg_append_run(const struct pflex_series_agg *agg, const char *
   for (size_t m = 0; r == 0 && m < agg->nmetrics; m++) {
     if (agg->metrics[m].kind == PFLEX_AGG_SUM) continue; /* that is power_w */
     char num[40] = "";
-    if (agg->metrics[m].agg.valid) pflex_csv_format_double(num, sizeof num, agg->metrics[m].agg.value);
+    if (agg->metrics[m].agg.valid) pflex_format_double(num, sizeof num, agg->metrics[m].agg.value);
     r = pflex_runset_set_extra(set, i, agg->metrics[m].name, num);
   }
   return r;

@@ -10,24 +10,25 @@
 #include <cmocka.h>
 
 #include "pflex/csv.h"
+#include "pflex/format.h"
 
 static void test_format_double(void **state) {
   (void)state;
-  char b[PFLEX_CSV_NUM_MAX];
+  char b[PFLEX_FORMAT_NUM_MAX];
   /* 3179.6 is not exact in binary: %.17g gives 3179.5999999999999, yet the
    * 5-digit text reads back as the same double. */
-  pflex_csv_format_double(b, sizeof b, 3179.6);
+  pflex_format_double(b, sizeof b, 3179.6);
   assert_string_equal(b, "3179.6");
-  pflex_csv_format_double(b, sizeof b, 0.1 + 0.2); /* 0.30000000000000004: 0.3 is another double */
+  pflex_format_double(b, sizeof b, 0.1 + 0.2); /* 0.30000000000000004: 0.3 is another double */
   assert_string_equal(b, "0.30000000000000004");
-  pflex_csv_format_double(b, sizeof b, 700);
+  pflex_format_double(b, sizeof b, 700);
   assert_string_equal(b, "700");
-  pflex_csv_format_double(b, sizeof b, -2.5e-7);
+  pflex_format_double(b, sizeof b, -2.5e-7);
   assert_string_equal(b, "-2.5e-07");
-  pflex_csv_format_double(b, sizeof b, 1.0 / 3.0); /* 16 digits: 15 give a neighbouring double */
+  pflex_format_double(b, sizeof b, 1.0 / 3.0); /* 16 digits: 15 give a neighbouring double */
   assert_true(strtod(b, NULL) == 1.0 / 3.0);
   assert_string_equal(b, "0.3333333333333333");
-  pflex_csv_format_double(b, sizeof b, NAN);
+  pflex_format_double(b, sizeof b, NAN);
   assert_string_equal(b, "nan");
 }
 

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "pflex/runs.h"
+#include "pflex/runs_csv.h"
 
 static char dir[] = "/tmp/pflex-test-runs-XXXXXX";
 

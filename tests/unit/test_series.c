@@ -17,6 +17,7 @@
 
 #include "pflex/runs.h"
 #include "pflex/series.h"
+#include "pflex/series_csv.h"
 
 #define NGPU 8
 #define DT 5.0

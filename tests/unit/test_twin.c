@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "pflex/runs_csv.h"
 #include "pflex/twin.h"
 
 static const double caps[] = {200, 250, 300, 350, 400, 450, 500, 550, 600, 650, 700};
