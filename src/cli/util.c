@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include "cli/util.h"
+#include "pflex/alloc.h"
+#include "pflex/predict.h"
 
 void cli_error(const char *fmt, ...) {
   va_list ap;
@@ -39,16 +41,41 @@ void cli_error_diag(const char *what, const struct pflex_diag *diag, int err) {
     cli_error("%s %s: %s", what, buf, pflex_strerror(err));
 }
 
+static const struct {
+  const char *name;
+  enum pflex_tput_unit unit;
+} units[] = {
+    {"tokens", PFLEX_TPUT_TOKENS_PER_S},
+    {"samples", PFLEX_TPUT_SAMPLES_PER_S},
+    {"steps", PFLEX_TPUT_STEPS_PER_S},
+    {"step-time", PFLEX_TPUT_PER_STEP_TIME},
+};
+
+const char *cli_unit_name(int i) {
+  return i >= 0 && (size_t)i < sizeof units / sizeof units[0] && units[i].unit == (unsigned)i
+             ? units[i].name
+             : NULL;
+}
+
+const char *cli_model_kind_name(int i) {
+  return i >= PFLEX_MODEL_OLS && i <= PFLEX_MODEL_PRIOR
+             ? pflex_model_kind_name((enum pflex_model_kind)i)
+             : NULL;
+}
+
+const char *cli_loco_name(int i) {
+  return i >= PFLEX_LOCO_ARCH_TASK && i <= PFLEX_LOCO_POOLED_DENSE
+             ? pflex_loco_name((enum pflex_loco)i)
+             : NULL;
+}
+
+const char *cli_strategy_name(int i) {
+  return i >= 0 && i < PFLEX_ALLOC_NSTRATEGIES
+             ? pflex_alloc_strategy_name((enum pflex_alloc_strategy)i)
+             : NULL;
+}
+
 int cli_parse_unit(const char *s, enum pflex_tput_unit *ret) {
-  static const struct {
-    const char *name;
-    enum pflex_tput_unit unit;
-  } units[] = {
-      {"tokens", PFLEX_TPUT_TOKENS_PER_S},
-      {"samples", PFLEX_TPUT_SAMPLES_PER_S},
-      {"steps", PFLEX_TPUT_STEPS_PER_S},
-      {"step-time", PFLEX_TPUT_PER_STEP_TIME},
-  };
   for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
     if (strcmp(s, units[i].name) == 0) {
       *ret = units[i].unit;
