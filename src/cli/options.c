@@ -494,9 +494,13 @@ static void wrap(FILE *out, const char *s, int col, int indent) {
   }
 }
 
-static int left_text(char *buf, size_t size, const struct cli_option *o) {
+/* "  -o, --out FILE"; pad: the table has short names, align the long ones. */
+static int left_text(char *buf, size_t size, const struct cli_option *o, bool pad) {
   char sh[8] = "";
-  if (o->short_name) snprintf(sh, sizeof sh, "-%c, ", o->short_name);
+  if (o->short_name)
+    snprintf(sh, sizeof sh, "-%c, ", o->short_name);
+  else if (pad)
+    snprintf(sh, sizeof sh, "    ");
   return snprintf(buf, size, "  %s--%s%s%s", sh, o->name, o->arg ? " " : "", o->arg ? o->arg : "");
 }
 
@@ -511,9 +515,12 @@ void cli_help(FILE *out, const struct cli_spec *spec, int indent) {
   }
   int col = 0;
   char left[256];
+  bool pad = false;
+  for (size_t i = 0; i < p.nrows; i++)
+    pad |= p.rows[i]->short_name != 0;
   /* The help column: just right of the longest option that fits before HELP_COLUMN. */
   for (size_t i = 0; i < p.nrows; i++) {
-    int w = left_text(left, sizeof left, p.rows[i]) + 2;
+    int w = left_text(left, sizeof left, p.rows[i], pad) + 2;
     if (p.rows[i]->help && w > col && w <= HELP_COLUMN) col = w;
   }
   if (col == 0) col = HELP_COLUMN;
@@ -523,7 +530,7 @@ void cli_help(FILE *out, const struct cli_spec *spec, int indent) {
     if (!o->help) continue;
     if (!any) fprintf(out, "\n%*soptions:\n", indent, "");
     any = true;
-    int w = left_text(left, sizeof left, o);
+    int w = left_text(left, sizeof left, o, pad);
     fprintf(out, "%*s%s", indent, "", left);
     if (w + 2 > col) {
       fprintf(out, "\n%*s", indent + col, "");
