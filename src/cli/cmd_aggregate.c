@@ -72,19 +72,14 @@ static const struct cli_spec spec = {
     .max_operands = 1,
     .exclusive = (const char *const[]){"csv json", NULL}};
 
-static const char *const default_columns[] = {
-    [PFLEX_TPUT_TOKENS_PER_S] = "tokens_per_s",
-    [PFLEX_TPUT_SAMPLES_PER_S] = "samples_per_s",
-    [PFLEX_TPUT_STEPS_PER_S] = "steps_per_s",
-    [PFLEX_TPUT_PER_STEP_TIME] = "s_per_step",
-};
+/* The runs CSV columns of a unit (the one unit table). */
+static const char *tput_column_of(enum pflex_tput_unit unit) {
+  return pflex_tput_unit_info(unit)->column;
+}
 
-static const char *const sd_columns[] = {
-    [PFLEX_TPUT_TOKENS_PER_S] = "tokens_sd",
-    [PFLEX_TPUT_SAMPLES_PER_S] = "samples_sd",
-    [PFLEX_TPUT_STEPS_PER_S] = "steps_sd",
-    [PFLEX_TPUT_PER_STEP_TIME] = "s_per_step_sd",
-};
+static const char *sd_column_of(enum pflex_tput_unit unit) {
+  return pflex_tput_unit_info(unit)->sd_column;
+}
 
 /* The throughput as the runs CSV writes it: a time per step is the inverse of
  * the aggregated rate, its standard error scaled by the derivative of 1/x. */
@@ -139,9 +134,9 @@ static int print_json(const struct pflex_series_agg *a, const char *group, const
   json_t *root =
       json_pack("{s:s,s:s,s:i,s:f,s:f,s:f,s:f,s:f,s:o,s:{s:f,s:f,s:f},s:I,s:o,s:o,s:o}", "group",
                 group, "gpu", gpu_type, "gpus", a->gpus, "cap_w", cap, "power_w", a->power.value,
-                "power_sd", a->power.se, default_columns[unit], tv, sd_columns[unit], tse, "phases",
-                phases, "training", "start_s", a->train_start_s, "end_s", a->train_end_s, "step_s",
-                a->step_s, "incomplete_steps", (json_int_t)a->incomplete_steps, "power",
+                "power_sd", a->power.se, tput_column_of(unit), tv, sd_column_of(unit), tse,
+                "phases", phases, "training", "start_s", a->train_start_s, "end_s", a->train_end_s,
+                "step_s", a->step_s, "incomplete_steps", (json_int_t)a->incomplete_steps, "power",
                 value_json(&a->power), "tput", value_json(&a->tput), "metrics", metrics);
   return cli_print_json(root, JSON_REAL_PRECISION(12));
 }
@@ -157,7 +152,7 @@ static void print_table(const struct pflex_series_agg *a, const char *group, con
          a->step_s);
   printf("\n%-22s %14s %12s %12s %6s %7s  %s\n", "metric", "top-mean", "sd", "se", "k", "n",
          "over GPUs");
-  printf("%-22s %14.6g %12.4g %12.4g %6zu %7zu  %s\n", default_columns[unit], tv, tsd, tse,
+  printf("%-22s %14.6g %12.4g %12.4g %6zu %7zu  %s\n", tput_column_of(unit), tv, tsd, tse,
          a->tput.k, a->tput.n, "job");
   for (size_t m = 0; m < a->nmetrics; m++) {
     const struct pflex_series_metric_agg *ma = &a->metrics[m];
@@ -185,7 +180,7 @@ static int run(int argc, char **argv) {
   bool csv = args.csv, json = args.json, append = args.append;
   enum pflex_tput_unit unit = args.unit;
   const char *path = p.operands[0];
-  if (!tput_column) tput_column = default_columns[unit];
+  if (!tput_column) tput_column = tput_column_of(unit);
 
   int status = PFLEX_EXIT_FAIL;
   char *group_buf = NULL;

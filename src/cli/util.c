@@ -37,20 +37,9 @@ void cli_error_diag(const char *what, const struct pflex_diag *diag, int err) {
     cli_error("%s %s: %s", what, buf, pflex_strerror(err));
 }
 
-static const struct {
-  const char *name;
-  enum pflex_tput_unit unit;
-} units[] = {
-    {"tokens", PFLEX_TPUT_TOKENS_PER_S},
-    {"samples", PFLEX_TPUT_SAMPLES_PER_S},
-    {"steps", PFLEX_TPUT_STEPS_PER_S},
-    {"step-time", PFLEX_TPUT_PER_STEP_TIME},
-};
-
 const char *cli_unit_name(int i) {
-  return i >= 0 && (size_t)i < sizeof units / sizeof units[0] && units[i].unit == (unsigned)i
-             ? units[i].name
-             : NULL;
+  const struct pflex_tput_unit_info *u = i >= 0 ? pflex_tput_unit_at((size_t)i) : NULL;
+  return u ? u->name : NULL;
 }
 
 const char *cli_model_kind_name(int i) {
@@ -72,18 +61,7 @@ const char *cli_strategy_name(int i) {
 }
 
 int cli_parse_unit(const char *s, enum pflex_tput_unit *ret) {
-  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-    if (strcmp(s, units[i].name) == 0) {
-      *ret = units[i].unit;
-      return 0;
-    }
-  return -EINVAL;
-}
-
-int cli_parse_unit_option(const char *arg, enum pflex_tput_unit *ret) {
-  if (cli_parse_unit(arg, ret) == 0) return 0;
-  cli_error("--unit: '%s' is not one of tokens, samples, steps, step-time", arg);
-  return -EINVAL;
+  return pflex_tput_unit_parse(s, ret);
 }
 
 int cli_print_json(json_t *v, size_t flags) {

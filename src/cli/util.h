@@ -20,8 +20,8 @@ void cli_error_diag(const char *what, const struct pflex_diag *diag, int err);
 /* Parses a throughput unit name (tokens, samples, steps, step-time); -EINVAL if unknown. */
 int cli_parse_unit(const char *s, enum pflex_tput_unit *ret);
 
-/* The option name of unit value i (tokens, samples, steps, step-time), NULL
- * past the last: the choices of a --unit option (CLI_ENUM_FN). */
+/* The name of unit value i (tokens, samples, steps, step-time: the unit
+ * table's), NULL past the last: the choices of a --unit option (CLI_ENUM_FN). */
 const char *cli_unit_name(int i);
 
 /* The same for the library's other named values: model kinds (ols, ridge,
@@ -29,9 +29,6 @@ const char *cli_unit_name(int i);
 const char *cli_model_kind_name(int i);
 const char *cli_loco_name(int i);
 const char *cli_strategy_name(int i);
-
-/* The value of --unit: as cli_parse_unit, printing the error itself. */
-int cli_parse_unit_option(const char *arg, enum pflex_tput_unit *ret);
 
 /* For commands without an option table yet (options.h does this by itself):
  * the value of option opt as a finite decimal number in [lo, hi] (hi may be

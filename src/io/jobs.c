@@ -194,14 +194,9 @@ int pflex_jobs_read_json(const char *path, struct pflex_jobset *ret_set, struct 
   set.unit = PFLEX_TPUT_TOKENS_PER_S;
   json_t *unit = json_is_object(root) ? json_object_get(root, "unit") : NULL;
   if (unit) {
+    /* The unit names of the one unit table; a time per step is not a rate a jobs file holds. */
     const char *u = json_is_string(unit) ? json_string_value(unit) : "";
-    if (strcmp(u, "tokens") == 0)
-      set.unit = PFLEX_TPUT_TOKENS_PER_S;
-    else if (strcmp(u, "samples") == 0)
-      set.unit = PFLEX_TPUT_SAMPLES_PER_S;
-    else if (strcmp(u, "steps") == 0)
-      set.unit = PFLEX_TPUT_STEPS_PER_S;
-    else {
+    if (pflex_tput_unit_parse(u, &set.unit) || set.unit == PFLEX_TPUT_PER_STEP_TIME) {
       err = pflex_diag_set(diag, -PFLEX_E_DATA, path, 0, "unit",
                            "must be \"tokens\", \"samples\" or \"steps\"");
       goto out;
