@@ -48,6 +48,17 @@ enum pflex_pfi_exclude {
  * whole watts, CSVs may carry them as 200 or 200.0. */
 #define PFLEX_PFI_GRID_TOLERANCE_W 0.5
 
+/* The paper's cap grid (paper.md section 2), its one definition: per-GPU caps,
+ * ascending, the last the uncapped run at the 700 W TDP; groups of up to 8
+ * GPUs are swept on the 6-cap grid, larger ones on the 4-cap grid (which
+ * Table 9 also applies to 8-GPU groups). The macros are for static tables. */
+#define PFLEX_PFI_PAPER_CAPS6 200, 300, 400, 500, 600, 700
+#define PFLEX_PFI_PAPER_CAPS4 200, 500, 600, 700
+#define PFLEX_PFI_PAPER_GRID_MAX 6
+/* The grid a group of gpus GPUs was swept on: its count, *ret_caps set to the
+ * (static) caps in W per GPU. */
+size_t pflex_pfi_paper_grid(int gpus, const double **ret_caps);
+
 struct pflex_pfi_opts {
   enum pflex_pfi_definition definition;
   enum pflex_pfi_exclude exclude;

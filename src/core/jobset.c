@@ -51,9 +51,8 @@ int pflex__jobset_alloc(struct pflex_jobset *set, size_t n) {
 }
 
 size_t pflex_jobs_paper_grid(int gpus, double p_max, double grid_w[5]) {
-  static const double small[] = {200, 300, 400, 500, 600}, large[] = {200, 500, 600};
-  const double *caps = gpus <= 8 ? small : large;
-  size_t nc = gpus <= 8 ? 5 : 3, k = 0;
+  const double *caps;
+  size_t nc = pflex_pfi_paper_grid(gpus, &caps) - 1, k = 0; /* the capped runs: not the last */
   for (size_t i = 0; i < nc; i++)
     if (caps[i] * gpus < p_max) grid_w[k++] = caps[i] * gpus;
   return k;

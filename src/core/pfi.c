@@ -24,7 +24,6 @@
 #include "pflex/pfi.h"
 #include "pflex/runs.h"
 
-
 int pflex_pfi_index(double p, double t, double p_max, double t_max, double *ret) {
   if (!(p > 0) || !(t > 0) || !(p_max > 0) || !(t_max > 0)) return -EINVAL;
   if (t == t_max) return -EDOM;
@@ -53,7 +52,8 @@ void pflex_pfi_result_release(struct pflex_pfi_result *res) {
 }
 
 static double power_se(const struct pflex_pfi_point *pt, const struct pflex_pfi_opts *o) {
-  return (pt->have & PFLEX_PFI_HAVE_POWER_SD) && !o->ignore_sd ? pt->power_sd : o->power_cv * pt->power_w;
+  return (pt->have & PFLEX_PFI_HAVE_POWER_SD) && !o->ignore_sd ? pt->power_sd
+                                                               : o->power_cv * pt->power_w;
 }
 
 static double tput_se(const struct pflex_pfi_point *pt, const struct pflex_pfi_opts *o) {
@@ -287,6 +287,12 @@ int pflex_pfi_group_points(const struct pflex_runset *set, const struct pflex_gr
   }
   *ret_pts = pts;
   return 0;
+}
+
+size_t pflex_pfi_paper_grid(int gpus, const double **ret_caps) {
+  static const double caps6[] = {PFLEX_PFI_PAPER_CAPS6}, caps4[] = {PFLEX_PFI_PAPER_CAPS4};
+  *ret_caps = gpus <= 8 ? caps6 : caps4;
+  return gpus <= 8 ? sizeof caps6 / sizeof *caps6 : sizeof caps4 / sizeof *caps4;
 }
 
 const char *pflex_pfi_definition_name(enum pflex_pfi_definition d) {

@@ -202,7 +202,7 @@ int pflex_twin_check(const struct pflex_runset *set, struct pflex_twin_check_row
     pflex_groups_free(groups, ngroups);
     return -ENOMEM;
   }
-  static const double grid4[] = {200, 500, 600, 700};
+  static const double grid4[] = {PFLEX_PFI_PAPER_CAPS4};
   size_t n = 0;
   for (size_t i = 0; i < np; i++) {
     const struct pflex_twin_paper_group *g = pflex_twin_paper_get(i);

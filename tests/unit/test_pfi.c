@@ -13,6 +13,7 @@
 #include "assert_near.h"
 
 #include "pflex/error.h"
+#include "pflex/jobs.h"
 #include "pflex/pfi.h"
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
@@ -408,14 +409,42 @@ static void test_names(void **state) {
   assert_string_equal(pflex_pfi_reason_name(PFLEX_PFI_REASON_GRID), "not-in-grid");
 }
 
+/* The paper's cap grid, said once (paper.md section 2), and the job grid built on it. */
+static void test_paper_grid(void **state) {
+  (void)state;
+  const double *c;
+  assert_int_equal(pflex_pfi_paper_grid(8, &c), 6);
+  const double six[] = {200, 300, 400, 500, 600, 700};
+  for (size_t i = 0; i < 6; i++)
+    assert_true(c[i] == six[i]);
+  assert_int_equal(pflex_pfi_paper_grid(1, &c), 6);
+  assert_int_equal(pflex_pfi_paper_grid(16, &c), 4);
+  assert_true(c[0] == 200 && c[1] == 500 && c[2] == 600 && c[3] == 700);
+  double g[5];
+  /* The capped runs' aggregate powers below P_max; never the uncapped 700 W. */
+  assert_int_equal(pflex_jobs_paper_grid(8, 5000, g), 5);
+  assert_true(g[0] == 1600 && g[4] == 4800);
+  assert_int_equal(pflex_jobs_paper_grid(8, 3000, g), 2);
+  assert_int_equal(pflex_jobs_paper_grid(32, 1e6, g), 3);
+  assert_true(g[0] == 6400 && g[1] == 16000 && g[2] == 19200);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_eq1_index),         cmocka_unit_test(test_ratio_curve_a),
-      cmocka_unit_test(test_subgrid),           cmocka_unit_test(test_area),
-      cmocka_unit_test(test_elasticity),        cmocka_unit_test(test_nonbinding_cap),
-      cmocka_unit_test(test_noisy_nonmonotone), cmocka_unit_test(test_ci_linear),
-      cmocka_unit_test(test_ci_default_cv), cmocka_unit_test(test_ci_ignore_sd),     cmocka_unit_test(test_ci_curves),
-      cmocka_unit_test(test_bad_input),         cmocka_unit_test(test_names),
+      cmocka_unit_test(test_eq1_index),
+      cmocka_unit_test(test_ratio_curve_a),
+      cmocka_unit_test(test_subgrid),
+      cmocka_unit_test(test_area),
+      cmocka_unit_test(test_elasticity),
+      cmocka_unit_test(test_nonbinding_cap),
+      cmocka_unit_test(test_noisy_nonmonotone),
+      cmocka_unit_test(test_ci_linear),
+      cmocka_unit_test(test_ci_default_cv),
+      cmocka_unit_test(test_ci_ignore_sd),
+      cmocka_unit_test(test_ci_curves),
+      cmocka_unit_test(test_bad_input),
+      cmocka_unit_test(test_names),
+      cmocka_unit_test(test_paper_grid),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
