@@ -138,6 +138,18 @@ struct pflex_group;
 int pflex_pfi_group_points(const struct pflex_runset *set, const struct pflex_group *g,
                            struct pflex_pfi_point **ret_pts);
 
+/* The one group PFI every caller uses: the PFI of sweep group g of set under
+ * opts, without a confidence interval (opts->draws is ignored); opts NULL is
+ * the paper's plain Eq. 1/3 mean over every capped run (only T_i == T_max
+ * left out, pflex_pfi_opts_paper). 0 and *ret_pfi; -PFLEX_E_NOPOINTS when the
+ * group has no capped run left; -EINVAL, -ENOMEM as pflex_pfi_compute. */
+int pflex_pfi_group(const struct pflex_runset *set, const struct pflex_group *g,
+                    const struct pflex_pfi_opts *opts, double *ret_pfi);
+
+/* opts for the paper's own rule: the defaults, with only T_i == T_max
+ * excluded and no CI draws. */
+void pflex_pfi_opts_paper(struct pflex_pfi_opts *opts);
+
 /* Short stable name of a definition ("ratio", "area", "elasticity"), of an
  * exclusion rule ("noise", "paper") and of a reason ("t-equals-tmax",
  * "within-noise", "not-in-grid", "none"). Never NULL. */

@@ -100,18 +100,8 @@ int pflex_jobs_from_runs(const struct pflex_runset *runs, struct pflex_jobset *r
     j->dram_copy =
         pflex_feature_value(runs, g[k].uncapped, "dram_copy", &dram, NULL) == 0 ? dram : NAN;
     /* Eq. 1 against the uncapped run, as the paper computes it. */
-    double sum = 0;
-    size_t np = 0;
-    for (size_t m = 0; m < g[k].n; m++) {
-      if (g[k].runs[m] == g[k].uncapped) continue;
-      const struct pflex_run *r = &runs->runs[g[k].runs[m]];
-      double v;
-      if (pflex_pfi_index(r->power_w, r->tput, top->power_w, top->tput, &v) == 0) {
-        sum += v;
-        np++;
-      }
-    }
-    set.pfi_true[k] = np ? sum / (double)np : NAN;
+    double pfi;
+    set.pfi_true[k] = pflex_pfi_group(runs, &g[k], NULL, &pfi) == 0 ? pfi : NAN;
     j->pfi = set.pfi_true[k];
   }
   err = 0;

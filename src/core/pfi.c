@@ -41,6 +41,12 @@ void pflex_pfi_opts_init(struct pflex_pfi_opts *opts) {
                                   .seed = 1};
 }
 
+void pflex_pfi_opts_paper(struct pflex_pfi_opts *opts) {
+  pflex_pfi_opts_init(opts);
+  opts->exclude = PFLEX_PFI_EXCLUDE_PAPER;
+  opts->draws = 0;
+}
+
 void pflex_pfi_result_init(struct pflex_pfi_result *res) {
   memset(res, 0, sizeof *res);
 }
@@ -338,4 +344,26 @@ int pflex_pfi_exclude_parse(const char *s, enum pflex_pfi_exclude *ret) {
       return 0;
     }
   return -EINVAL;
+}
+
+int pflex_pfi_group(const struct pflex_runset *set, const struct pflex_group *g,
+                    const struct pflex_pfi_opts *opts, double *ret_pfi) {
+  if (!set || !g || !ret_pfi) return -EINVAL;
+  if (g->n < 2) return -PFLEX_E_NOPOINTS;
+  struct pflex_pfi_opts o;
+  if (opts)
+    o = *opts;
+  else
+    pflex_pfi_opts_paper(&o);
+  o.draws = 0;
+  struct pflex_pfi_point *pts;
+  int err = pflex_pfi_group_points(set, g, &pts);
+  if (err) return err;
+  struct pflex_pfi_result res;
+  err = pflex_pfi_compute(pts, g->n, &o, &res);
+  free(pts);
+  if (err) return err;
+  *ret_pfi = res.pfi;
+  pflex_pfi_result_release(&res);
+  return 0;
 }

@@ -15,6 +15,7 @@
 #include "pflex/error.h"
 #include "pflex/jobs.h"
 #include "pflex/pfi.h"
+#include "pflex/runs.h"
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -429,6 +430,46 @@ static void test_paper_grid(void **state) {
   assert_true(g[0] == 6400 && g[1] == 16000 && g[2] == 19200);
 }
 
+/* The one group PFI: the paper's mean of Eq. 1 over the capped runs by default
+ * (a run with T_i == T_max left out), on a sub-grid when asked, and the
+ * options' rules otherwise; no value without a capped run. */
+static void test_group(void **state) {
+  (void)state;
+  struct pflex_runset set;
+  pflex_runset_init(&set);
+  const double cap[] = {200, 400, 500, 700}, p[] = {2000, 3000, 4500, 5000},
+               t[] = {60, 80, 100, 100};
+  for (size_t i = 0; i < 4; i++) {
+    struct pflex_run r = {
+        .group = "g", .gpu = "H200", .gpus = 8, .cap_w = cap[i], .power_w = p[i], .tput = t[i]};
+    assert_int_equal(pflex_runset_append(&set, &r), 0);
+  }
+  struct pflex_group *g;
+  size_t ng;
+  assert_int_equal(pflex_runset_groups(&set, &g, &ng), 0);
+  assert_int_equal(ng, 1);
+  double v, want = ((1 - 2000.0 / 5000) / (1 - 0.6) + (1 - 3000.0 / 5000) / (1 - 0.8)) / 2;
+  assert_int_equal(pflex_pfi_group(&set, &g[0], NULL, &v), 0);
+  assert_true(v == want); /* bit for bit: the golden outputs rest on it */
+  struct pflex_pfi_opts o;
+  pflex_pfi_opts_paper(&o);
+  const double grid[] = {200, 700};
+  o.grid = grid;
+  o.ngrid = 2;
+  assert_int_equal(pflex_pfi_group(&set, &g[0], &o, &v), 0);
+  assert_near(v, (1 - 2000.0 / 5000) / (1 - 0.6), 1e-12);
+  o.grid = NULL;
+  o.ngrid = 0;
+  o.definition = PFLEX_PFI_AREA; /* the options' definition, not a fixed one */
+  assert_int_equal(pflex_pfi_group(&set, &g[0], &o, &v), 0);
+  assert_true(fabs(v - want) > 0.01);
+  struct pflex_group one = g[0];
+  one.n = 1;
+  assert_int_equal(pflex_pfi_group(&set, &one, NULL, &v), -PFLEX_E_NOPOINTS);
+  pflex_groups_free(g, ng);
+  pflex_runset_release(&set);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_eq1_index),
@@ -445,6 +486,7 @@ int main(void) {
       cmocka_unit_test(test_bad_input),
       cmocka_unit_test(test_names),
       cmocka_unit_test(test_paper_grid),
+      cmocka_unit_test(test_group),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
