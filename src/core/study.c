@@ -171,7 +171,6 @@ int pflex_study_refit(const struct pflex_curve_params *base, const struct pflex_
       return -ENOMEM;
     }
     gsl_function F = {.function = cost, .params = &r};
-    gsl_error_handler_t *old = gsl_set_error_handler_off();
     if (gsl_min_fminimizer_set_with_values(m, &F, us[bi], fs[bi], us[bi - 1], fs[bi - 1],
                                            us[bi + 1], fs[bi + 1]) == GSL_SUCCESS) {
       for (int it = 0; it < 100; it++) {
@@ -182,7 +181,6 @@ int pflex_study_refit(const struct pflex_curve_params *base, const struct pflex_
       double u = gsl_min_fminimizer_x_minimum(m), f = gsl_min_fminimizer_f_minimum(m);
       if (f < best) best_u = u;
     }
-    gsl_set_error_handler(old);
     gsl_min_fminimizer_free(m);
   }
   free(x);
