@@ -74,7 +74,7 @@ static void test_library_never_touches_the_handler(void **state) {
   struct pflex_refine_job job = {.pfi = 2.5, .p_min = 1600, .p_max = 5600, .t_max = 8000,
                                  .gpus = 8, .gpu = "H200", .shape = PFLEX_REFINE_FAMILY};
   struct pflex_refine_prior *prior = NULL;
-  assert_int_equal(pflex_refine_prior_new(&job, NULL, &prior), 0);
+  assert_int_equal(pflex_refine_prior_new(&job, &prior), 0);
   struct pflex_refine *r = NULL;
   assert_int_equal(pflex_refine_new(prior, NULL, &r), 0);
   assert_int_equal(pflex_refine_observe(r, 3200, pflex_curve_eval(c, 3200)), 0);
