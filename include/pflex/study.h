@@ -162,4 +162,12 @@ int pflex_study_run(const struct pflex_study_group *groups, size_t ngroups,
                     const struct pflex_study_opts *opts, struct pflex_study_result **ret_results,
                     size_t *ret_n);
 
+/* The result of a scenario, strategy, prediction, round and cut (within
+ * 1e-9) among n results, or NULL. */
+const struct pflex_study_result *pflex_study_find(const struct pflex_study_result *r, size_t n,
+                                                  enum pflex_study_scenario scenario,
+                                                  enum pflex_alloc_strategy strategy,
+                                                  enum pflex_study_pred prediction, unsigned round,
+                                                  double cut);
+
 #endif

@@ -68,6 +68,18 @@ int pflex_study_groups_from_jobs(const struct pflex_jobset *set,
   return 0;
 }
 
+const struct pflex_study_result *pflex_study_find(const struct pflex_study_result *r, size_t n,
+                                                  enum pflex_study_scenario sc,
+                                                  enum pflex_alloc_strategy st,
+                                                  enum pflex_study_pred pred, unsigned round,
+                                                  double cut) {
+  for (size_t i = 0; i < n; i++)
+    if (r[i].scenario == sc && r[i].strategy == st && r[i].prediction == pred &&
+        r[i].round == round && fabs(r[i].cut - cut) < 1e-9)
+      return &r[i];
+  return NULL;
+}
+
 /* ---- the study --------------------------------------------------------------- */
 
 /* One output line per scenario and cut. */
