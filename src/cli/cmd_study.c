@@ -4,7 +4,6 @@
  * figures in report (study_figures.h); this command reads the options and
  * the runs, and prints tables or JSON. */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,41 +14,11 @@
 #include <jansson.h>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "cli/util.h"
 #include "pflex/study.h"
 #include "pflex/study_figures.h"
 #include "pflex/study_predict.h"
-
-#define DEFAULT_RUNS "the built-in reference set"
-
-#define USAGE                                                                                      \
-  "pflex study [RUNS] [options]\n"                                                                 \
-  "  RUNS               runs CSV (default " DEFAULT_RUNS ")\n"                                     \
-  "  --set NAME         use the runs of this set (default: headline when the file has it,\n"       \
-  "                     else every run)\n"                                                         \
-  "  --scenarios LIST   random,production (default both; production needs a task column)\n"        \
-  "  --strategies LIST  equal,moe-ft,dram,pfi,optimal,oracle (default all)\n"                      \
-  "  --cuts LIST        cuts in percent, a list or a:b:step range (default 0:40:5)\n"              \
-  "  --workloads N      workloads per scenario (default 500)\n"                                    \
-  "  --jobs N           jobs per workload (default 100)\n"                                         \
-  "  --rounds K         closed-loop rounds after the first allocation (default 0)\n"               \
-  "  --noise X          closed loop: relative noise of an observed throughput (default 0.005)\n"   \
-  "  --seed S           random seed (default 1)\n"                                                 \
-  "  --features LIST    predictor features (default dram_copy, the paper's model (i))\n"           \
-  "  --model KIND       ols (default) or ridge\n"                                                  \
-  "  --loco SCHEME      arch-task (default) or pooled-dense\n"                                     \
-  "  --shape KIND       how optimal turns a PFI into a curve: data (default: the shape of other\n" \
-  "                     groups' curves of similar PFI, from the prediction's own CV fold) or\n"    \
-  "                     family (the parametric family's member with that PFI)\n"                   \
-  "  --bandwidth X      data shape: PFI kernel width (default 0.25)\n"                             \
-  "  --train RUNS       fit the model on this runs file instead (its headline set when it has\n"   \
-  "                     one) and predict every job of RUNS, unseen in fitting ('unseen')\n"        \
-  "  --unit UNIT        throughput column: tokens, samples, steps, step-time\n"                    \
-  "  --out DIR          also write the figures there: fig8.svg/.png (throughput relative to\n"     \
-  "                     oracle by cut, per strategy and scenario) and fig4.svg/.png (PFI by\n"     \
-  "                     group: measured and predicted)\n"                                          \
-  "  --json             print JSON with every number\n"                                            \
-  "  -h, --help         print this help"
 
 /* What the options say. */
 struct args {
@@ -57,8 +26,7 @@ struct args {
   struct pflex_study_pred_opts po;
   struct pflex_runs_read_opts ro;
   const char *set, *outdir, *train, *path;
-  double *cuts;
-  size_t ncuts;
+  struct cli_list cuts; /* percent, then fractions (so.cuts points here) */
   bool json;
 };
 
@@ -95,184 +63,91 @@ static int parse_strategy(const char *s, unsigned *ret) {
   return err;
 }
 
-/* ---- options: one handler each, 0 or -EINVAL (the error printed) ---------------- */
-
-static int o_set(struct args *a, const char *v) {
-  a->set = v;
-  return 0;
+static int parse_scenarios(const char *arg, void *field) {
+  return parse_mask(arg, parse_scenario, field) ? -EINVAL : 0;
 }
 
-static int o_scenarios(struct args *a, const char *v) {
-  if (!parse_mask(v, parse_scenario, &a->so.scenarios)) return 0;
-  cli_error("--scenarios: '%s' is not a list of random, production", v);
-  return -EINVAL;
+static int parse_strategies(const char *arg, void *field) {
+  return parse_mask(arg, parse_strategy, field) ? -EINVAL : 0;
 }
 
-static int o_strategies(struct args *a, const char *v) {
-  if (!parse_mask(v, parse_strategy, &a->so.strategies)) return 0;
-  cli_error("--strategies: '%s' is not a list of equal, moe-ft, dram, pfi, optimal, oracle", v);
-  return -EINVAL;
-}
+static const struct cli_choice model_kinds[] = {
+    {"ols", PFLEX_MODEL_OLS}, {"ridge", PFLEX_MODEL_RIDGE}, {NULL, 0}};
+static const struct cli_choice shapes[] = {
+    {"data", PFLEX_STUDY_SHAPE_DATA}, {"family", PFLEX_STUDY_SHAPE_FAMILY}, {NULL, 0}};
 
-static int o_cuts(struct args *a, const char *v) {
-  free(a->cuts);
-  a->cuts = NULL;
-  if (cli_parse_list(v, &a->cuts, &a->ncuts) || a->ncuts == 0) {
-    cli_error("--cuts: '%s' is not a list of percentages", v);
-    return -EINVAL;
-  }
-  for (size_t i = 0; i < a->ncuts; i++) {
-    if (!(a->cuts[i] >= 0 && a->cuts[i] <= 100)) {
-      cli_error("--cuts: %g is not between 0 and 100", a->cuts[i]);
-      return -EINVAL;
-    }
-    a->cuts[i] /= 100;
-  }
-  a->so.cuts = a->cuts;
-  a->so.ncuts = a->ncuts;
-  return 0;
-}
+#define A struct args
+static const struct cli_option options[] = {
+    {CLI_STRING("set", "NAME", A, set,
+                "use the runs of this set (default: headline when the file has it, else every "
+                "run)")},
+    {CLI_CUSTOM("scenarios", "LIST", A, so.scenarios, parse_scenarios,
+                "a list of random, production",
+                "random,production (default both; production needs a task column)")},
+    {CLI_CUSTOM("strategies", "LIST", A, so.strategies, parse_strategies,
+                "a list of equal, moe-ft, dram, pfi, optimal, oracle",
+                "equal,moe-ft,dram,pfi,optimal,oracle (default all)")},
+    {CLI_LIST("cuts", "LIST", A, cuts, 0, 100,
+              "cuts in percent, a list or a:b:step range (default 0:40:5)")},
+    {CLI_COUNT("workloads", "N", A, so.workloads, 1, 100000000,
+               "workloads per scenario (default 500)")},
+    {CLI_COUNT("jobs", "N", A, so.jobs, 1, 100000000, "jobs per workload (default 100)")},
+    {CLI_COUNT("rounds", "K", A, so.rounds, 0, 100,
+               "closed-loop rounds after the first allocation (default 0)")},
+    {CLI_DOUBLE("noise", "X", A, so.noise, 0, 1,
+                "closed loop: relative noise of an observed throughput (default 0.005)"),
+     .flags = CLI_OPEN_MAX},
+    {CLI_COUNT("seed", "S", A, so.seed, 0, 100000000, "random seed (default 1)")},
+    {CLI_STRING("features", "LIST", A, po.features,
+                "predictor features (default dram_copy, the paper's model (i))")},
+    {CLI_ENUM("model", "KIND", A, po.kind, model_kinds, "ols (default) or ridge")},
+    {CLI_ENUM_FN("loco", "SCHEME", A, po.loco, cli_loco_name,
+                 "arch-task (default) or pooled-dense")},
+    {CLI_ENUM("shape", "KIND", A, so.shape, shapes,
+              "how optimal turns a PFI into a curve: data (default: the shape of other groups' "
+              "curves of similar PFI, from the prediction's own CV fold) or family (the "
+              "parametric family's member with that PFI)")},
+    {CLI_DOUBLE("bandwidth", "X", A, so.bandwidth, 0, INFINITY,
+                "data shape: PFI kernel width (default 0.25)"),
+     .flags = CLI_OPEN_MIN},
+    {CLI_STRING("train", "RUNS", A, train,
+                "fit the model on this runs file instead (its headline set when it has one) and "
+                "predict every job of RUNS, unseen in fitting ('unseen')")},
+    {CLI_ENUM_FN("unit", "UNIT", A, ro.unit, cli_unit_name,
+                 "throughput column: tokens, samples, steps, step-time")},
+    {CLI_STRING("out", "DIR", A, outdir,
+                "also write the figures there (created if missing): fig8.svg/.png (throughput "
+                "relative to oracle by cut, per strategy and scenario) and fig4.svg/.png (PFI by "
+                "group: measured and predicted)")},
+    {CLI_FLAG("json", A, json, "print JSON with every number")},
+    {CLI_END}};
+#undef A
 
-static int count(const char *opt, const char *v, unsigned long long lo, unsigned long long hi,
-                 unsigned long long *ret) {
-  return cli_parse_count(opt, v, lo, hi, ret) ? -EINVAL : 0;
-}
+static const struct cli_spec spec = {
+    .name = "study",
+    .usage = "pflex study [RUNS] [options]",
+    .about = "The allocation study of the paper's section 6 on RUNS (a runs CSV; default the "
+             "built-in reference set): strategies x cuts on sampled workloads.",
+    .options = options,
+    .operands = "RUNS",
+    .min_operands = 0,
+    .max_operands = 1};
 
-static int o_workloads(struct args *a, const char *v) {
-  unsigned long long n;
-  int err = count("--workloads", v, 1, 100000000ull, &n);
-  a->so.workloads = (size_t)n;
-  return err;
-}
-
-static int o_jobs(struct args *a, const char *v) {
-  unsigned long long n;
-  int err = count("--jobs", v, 1, 100000000ull, &n);
-  a->so.jobs = (size_t)n;
-  return err;
-}
-
-static int o_rounds(struct args *a, const char *v) {
-  unsigned long long n;
-  int err = count("--rounds", v, 0, 100, &n);
-  a->so.rounds = (unsigned)n;
-  return err;
-}
-
-static int o_seed(struct args *a, const char *v) {
-  unsigned long long n;
-  int err = count("--seed", v, 0, 100000000ull, &n);
-  a->so.seed = (unsigned long)n;
-  return err;
-}
-
-static int o_noise(struct args *a, const char *v) {
-  char *end;
-  a->so.noise = strtod(v, &end);
-  if (end != v && !*end && a->so.noise >= 0 && a->so.noise < 1) return 0;
-  cli_error("--noise: '%s' is not a relative noise in [0, 1)", v);
-  return -EINVAL;
-}
-
-static int o_features(struct args *a, const char *v) {
-  a->po.features = v;
-  return 0;
-}
-
-static int o_model(struct args *a, const char *v) {
-  if (!pflex_model_kind_parse(v, &a->po.kind) && a->po.kind != PFLEX_MODEL_PRIOR) return 0;
-  cli_error("--model: '%s' is not ols or ridge", v);
-  return -EINVAL;
-}
-
-static int o_loco(struct args *a, const char *v) {
-  if (!pflex_loco_parse(v, &a->po.loco)) return 0;
-  cli_error("--loco: '%s' is not arch-task or pooled-dense", v);
-  return -EINVAL;
-}
-
-static int o_unit(struct args *a, const char *v) {
-  if (!cli_parse_unit(v, &a->ro.unit)) return 0;
-  cli_error("--unit: unknown unit '%s' (tokens, samples, steps, step-time)", v);
-  return -EINVAL;
-}
-
-static int o_json(struct args *a, const char *v) {
-  (void)v;
-  a->json = true;
-  return 0;
-}
-
-static int o_out(struct args *a, const char *v) {
-  a->outdir = v;
-  return 0;
-}
-
-static int o_train(struct args *a, const char *v) {
-  a->train = v;
-  return 0;
-}
-
-static int o_shape(struct args *a, const char *v) {
-  static const char *const names[] = {[PFLEX_STUDY_SHAPE_DATA] = "data",
-                                      [PFLEX_STUDY_SHAPE_FAMILY] = "family"};
-  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-    if (strcmp(v, names[i]) == 0) {
-      a->so.shape = (enum pflex_study_shape)i;
-      return 0;
-    }
-  cli_error("--shape: '%s' is not data or family", v);
-  return -EINVAL;
-}
-
-static int o_bandwidth(struct args *a, const char *v) {
-  char *end;
-  a->so.bandwidth = strtod(v, &end);
-  if (end != v && !*end && a->so.bandwidth > 0 && isfinite(a->so.bandwidth)) return 0;
-  cli_error("--bandwidth: '%s' is not a positive number", v);
-  return -EINVAL;
-}
-
-static const struct {
-  const char *name;
-  int has_arg;
-  int (*set)(struct args *, const char *);
-} options[] = {
-    {"set", required_argument, o_set},          {"scenarios", required_argument, o_scenarios},
-    {"strategies", required_argument, o_strategies}, {"cuts", required_argument, o_cuts},
-    {"workloads", required_argument, o_workloads}, {"jobs", required_argument, o_jobs},
-    {"rounds", required_argument, o_rounds},    {"noise", required_argument, o_noise},
-    {"seed", required_argument, o_seed},        {"features", required_argument, o_features},
-    {"model", required_argument, o_model},      {"loco", required_argument, o_loco},
-    {"unit", required_argument, o_unit},        {"json", no_argument, o_json},
-    {"out", required_argument, o_out},          {"train", required_argument, o_train},
-    {"shape", required_argument, o_shape},      {"bandwidth", required_argument, o_bandwidth},
-};
-#define NOPTIONS (sizeof options / sizeof options[0])
-
-/* Fills *a from the command line; PFLEX_EXIT_USAGE (the error printed) on a bad one. */
+/* Fills *a from the command line: 0, or the exit status (the error printed). */
 static int parse_args(int argc, char **argv, struct args *a) {
   memset(a, 0, sizeof *a);
   pflex_study_opts_init(&a->so);
   pflex_study_pred_opts_init(&a->po);
-  struct option longopts[NOPTIONS + 1] = {{0}};
-  for (size_t i = 0; i < NOPTIONS; i++)
-    longopts[i] = (struct option){options[i].name, options[i].has_arg, NULL, 256 + (int)i};
-  optind = 1;
-  opterr = 0;
-  int c;
-  while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-    if (c < 256 || c >= 256 + (int)NOPTIONS) {
-      cli_error("unknown or incomplete option '%s'; see 'pflex help study'", argv[optind - 1]);
-      return PFLEX_EXIT_USAGE;
-    }
-    if (options[c - 256].set(a, optarg)) return PFLEX_EXIT_USAGE;
+  struct cli_parsed p;
+  int err = cli_parse(&spec, argc, argv, a, &p);
+  if (err) return cli_parse_status(err);
+  for (size_t i = 0; i < a->cuts.n; i++)
+    a->cuts.v[i] /= 100;
+  if (a->cuts.n) {
+    a->so.cuts = a->cuts.v;
+    a->so.ncuts = a->cuts.n;
   }
-  if (optind < argc - 1) {
-    cli_error("expected at most one RUNS file; see 'pflex help study'");
-    return PFLEX_EXIT_USAGE;
-  }
-  a->path = optind < argc ? argv[optind] : cli_reference_runs();
+  a->path = p.noperands ? p.operands[0] : cli_reference_runs();
   return 0;
 }
 
@@ -503,7 +378,7 @@ static int run(int argc, char **argv) {
   struct args a;
   int status = parse_args(argc, argv, &a);
   if (status) {
-    free(a.cuts);
+    cli_release(&spec, &a);
     return status;
   }
   status = PFLEX_EXIT_FAIL;
@@ -546,7 +421,7 @@ done:
   pflex_study_data_release(&d);
   pflex_runset_release(&train);
   pflex_runset_release(&all);
-  free(a.cuts);
+  cli_release(&spec, &a);
   return status;
 }
 
@@ -554,4 +429,4 @@ const struct pflex_cmd pflex_cmd_study = {
     .name = "study",
     .run = run,
     .summary = "the allocation study: strategies x cuts on sampled workloads (paper section 6)",
-    .usage = USAGE};
+    .specs = (const struct cli_spec *const[]){&spec, NULL}};
