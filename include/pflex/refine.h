@@ -100,6 +100,11 @@ int pflex_refine_new(const struct pflex_refine_prior *prior, const struct pflex_
                      struct pflex_refine **ret);
 void pflex_refine_free(struct pflex_refine *r); /* accepts NULL */
 
+/* Starts r over on prior (a new prediction for the job, or another job):
+ * drops every observation, keeps the options and the memory. -EINVAL (r
+ * unchanged) when prior's shape is not the one r was made with; -ENOMEM. */
+int pflex_refine_reset(struct pflex_refine *r, const struct pflex_refine_prior *prior);
+
 /* Adds one observation: aggregate power (W) and throughput while the cap
  * held, and refits. -EINVAL (nothing changed) when power or throughput is
  * not finite and positive. Never allocates. */

@@ -417,6 +417,26 @@ void pflex_refine_free(struct pflex_refine *r) {
   free(r);
 }
 
+int pflex_refine_reset(struct pflex_refine *r, const struct pflex_refine_prior *prior) {
+  if (!r || !prior || prior->shape != r->prior->shape) return -EINVAL;
+  struct refine_corr *c = &r->corr;
+  if (prior->p_min != c->p_min || prior->p_max != c->p_max) {
+    struct pflex_curve_fn fn = {
+        .eval = prior->shape == PFLEX_REFINE_DATA ? knot_eval : refine_corr_eval, .ctx = c};
+    struct pflex_curve *curve;
+    int err = pflex_curve_new_callback(&fn, prior->p_min, prior->p_max, &curve);
+    if (err) return err;
+    pflex_curve_free(r->curve);
+    r->curve = curve;
+  }
+  r->prior = prior;
+  r->n = 0;
+  c->p_min = prior->p_min;
+  c->p_max = prior->p_max;
+  c->t_max = prior->t_max;
+  return 0;
+}
+
 /* Makes room for one more observation: the oldest goes when the window is full. */
 static void drop_oldest(struct pflex_refine *r) {
   size_t n = r->n - 1;

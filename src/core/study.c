@@ -302,9 +302,9 @@ static int run_optimal(const struct study *s, struct work *w, size_t k, double t
   struct pflex_refine_opts ro = {
       .noise = s->o->noise, .prior_sd = s->o->prior_sd, .max_obs = s->o->rounds};
   for (size_t j = 0; j < n && s->o->rounds; j++) {
-    pflex_refine_free(w->ref[j]);
-    w->ref[j] = NULL;
-    if ((err = pflex_refine_new(s->prior[k * s->ng + w->gi[j]], &ro, &w->ref[j]))) return err;
+    const struct pflex_refine_prior *prior = s->prior[k * s->ng + w->gi[j]];
+    err = w->ref[j] ? pflex_refine_reset(w->ref[j], prior) : pflex_refine_new(prior, &ro, &w->ref[j]);
+    if (err) return err;
   }
   for (size_t round = 1; round <= s->o->rounds; round++) {
     for (size_t j = 0; j < n; j++) {

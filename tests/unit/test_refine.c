@@ -337,6 +337,42 @@ static void test_family_fit(void **state) {
   NEAR(q.vratio, 1.1, 1e-4);
 }
 
+
+/* Reset: the same state started over on another prior gives what a fresh
+ * one gives; a prior of the other shape is refused. */
+static void test_reset(void **state) {
+  struct fixture *f = *state;
+  struct pflex_refine_job job = job_of(f, PFLEX_REFINE_DATA);
+  struct pflex_refine_prior *p1, *p2, *fam;
+  assert_int_equal(pflex_refine_prior_new(&job, &p1), 0);
+  job.p_max = 5200; /* other bounds */
+  job.t_max = 7600;
+  assert_int_equal(pflex_refine_prior_new(&job, &p2), 0);
+  struct pflex_refine_job fj = job_of(f, PFLEX_REFINE_FAMILY);
+  assert_int_equal(pflex_refine_prior_new(&fj, &fam), 0);
+  struct pflex_refine *r, *fresh;
+  assert_int_equal(pflex_refine_new(p1, NULL, &r), 0);
+  assert_int_equal(pflex_refine_new(p2, NULL, &fresh), 0);
+  assert_int_equal(pflex_refine_observe(r, 3000, 5000), 0);
+  assert_int_equal(pflex_refine_reset(r, fam), -EINVAL);
+  assert_int_equal(pflex_refine_count(r), 1);
+  assert_int_equal(pflex_refine_reset(r, p2), 0);
+  assert_int_equal(pflex_refine_count(r), 0);
+  assert_ptr_equal(pflex_refine_curve(r), pflex_refine_prior_curve(p2));
+  assert_int_equal(pflex_refine_observe(r, 3400, 5600), 0);
+  assert_int_equal(pflex_refine_observe(fresh, 3400, 5600), 0);
+  NEAR(pflex_curve_p_max(pflex_refine_curve(r)), 5200, 0);
+  for (double p = P_MIN; p <= 5200; p += 100)
+    NEAR(pflex_curve_eval(pflex_refine_curve(r), p), pflex_curve_eval(pflex_refine_curve(fresh), p),
+         0);
+  NEAR(pflex_refine_confidence(r), pflex_refine_confidence(fresh), 0);
+  pflex_refine_free(r);
+  pflex_refine_free(fresh);
+  pflex_refine_prior_free(p1);
+  pflex_refine_prior_free(p2);
+  pflex_refine_prior_free(fam);
+}
+
 int main(void) {
   gsl_set_error_handler_off(); /* as the programs do */
   const struct CMUnitTest tests[] = {
@@ -344,6 +380,7 @@ int main(void) {
       cmocka_unit_test(test_noise),             cmocka_unit_test(test_single_observation),
       cmocka_unit_test(test_bad_input),         cmocka_unit_test(test_window),
       cmocka_unit_test(test_predicted_curve),   cmocka_unit_test(test_family_fit),
+      cmocka_unit_test(test_reset),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
