@@ -92,4 +92,22 @@ set -e
   fail "--shape family failed"
 "$PFLEX" study "$ref" --workloads 5 --jobs 20 --cuts 30 --json >"$tmp/d.json" 2>/dev/null
 cmp -s "$tmp/f.json" "$tmp/d.json" && fail "--shape family gives the data shape's output"
+# --out DIR: a missing directory is created (as mkdir -p) before the study,
+# and said so; one that cannot be made fails at once, naming it and why,
+# before any study output.
+"$PFLEX" study "$ref" --workloads 2 --jobs 10 --cuts 30 --out "$tmp/figs/new" >/dev/null 2>"$tmp/err" ||
+  fail "study --out a missing directory failed: $(cat "$tmp/err")"
+grep -q "created the output directory '$tmp/figs/new'" "$tmp/err" || fail "no note of the created directory"
+for f in fig8.svg fig8.png fig4.svg fig4.png; do
+  [ -s "$tmp/figs/new/$f" ] || fail "--out: no $f"
+done
+touch "$tmp/plain"
+set +e
+"$PFLEX" study "$ref" --out "$tmp/plain/sub" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+set -e
+[ $rc -eq 1 ] || fail "--out under a file: want exit 1, got $rc"
+grep -q "cannot create directory '$tmp/plain/sub': Not a directory" "$tmp/err" ||
+  fail "--out under a file: message $(cat "$tmp/err")"
+[ ! -s "$tmp/out" ] || fail "--out under a file: the study ran first"
 echo ok

@@ -13,7 +13,9 @@
 
 #include "pflex/error.h"
 #include "pflex/jobs.h"
+#include "pflex/runs.h"
 #include "pflex/study.h"
+#include "pflex/study_predict.h"
 
 #define NG 12
 #define NEAR(a, b, tol) assert_true(fabs((a) - (b)) <= (tol))
@@ -218,39 +220,6 @@ static void test_production_needs_task(void **state) {
   free(r);
 }
 
-/* Refit: exact observations of a member of the path pin it down when the
- * noise is small against the prior; an observation at P_max keeps the
- * prediction; a more elastic job than c = 1 allows lowers vratio. */
-static void test_refit(void **state) {
-  (void)state;
-  struct pflex_curve_params base;
-  pflex_curve_params_default("H200", 8, 5000, &base);
-  struct pflex_curve_params truth = base, pred = base;
-  truth.c = 0.4;
-  pred.c = 0.7;
-  double pw[3] = {2500, 4000, 5000}, t[3];
-  for (int k = 0; k < 3; k++)
-    t[k] = 1000 * pflex_curve_family_tput(&truth, pw[k] / 5000);
-  struct pflex_curve_params q;
-  assert_int_equal(pflex_study_refit(&base, &pred, 0.3, 1e-6, 5000, 1000, pw, t, 1, &q), 0);
-  NEAR(q.c, 0.4, 1e-4);
-  assert_int_equal(pflex_study_refit(&base, &pred, 0.3, 1e-6, 5000, 1000, pw, t, 2, &q), 0);
-  NEAR(q.c, 0.4, 1e-4);
-  /* Only the uncapped point: nothing learnt, the prediction stays. */
-  assert_int_equal(pflex_study_refit(&base, &pred, 0.3, 0.005, 5000, 1000, pw + 2, t + 2, 1, &q),
-                   0);
-  NEAR(q.c, 0.7, 1e-6);
-  /* No observation: the prediction. */
-  assert_int_equal(pflex_study_refit(&base, &pred, 0.3, 0.005, 5000, 1000, pw, t, 0, &q), 0);
-  NEAR(q.c, 0.7, 1e-12);
-  struct pflex_curve_params el = base;
-  el.vratio = 1.1;
-  t[0] = 1000 * pflex_curve_family_tput(&el, pw[0] / 5000);
-  assert_int_equal(pflex_study_refit(&base, &pred, 0.3, 1e-6, 5000, 1000, pw, t, 1, &q), 0);
-  NEAR(q.c, 1, 1e-12);
-  NEAR(q.vratio, 1.1, 1e-4);
-}
-
 /* Groups from a job set carry its curves and metadata over. */
 static void test_groups_from_jobs(void **state) {
   struct fixture *f = *state;
@@ -279,6 +248,56 @@ static void test_groups_from_jobs(void **state) {
   free(g);
 }
 
+
+/* The study's pipeline on the reference set: groups of the headline set,
+ * the model's three prediction families, folds from the model's own fold
+ * builder (LOO: one group each; LOCO: one fold per arch x task cluster),
+ * and the refusals naming what is wrong. */
+static void test_study_data(void **state) {
+  (void)state;
+  struct pflex_runset all;
+  struct pflex_diag diag;
+  pflex_diag_clear(&diag);
+  assert_int_equal(pflex_runs_read_csv(PFLEX_SOURCE_DIR "/data/reference/runs.csv", NULL, &all,
+                                       &diag),
+                   0);
+  struct pflex_study_data d;
+  assert_int_equal(pflex_study_data_build(&all, NULL, NULL, NULL, &d, &diag), 0);
+  assert_string_equal(d.set, "headline");
+  assert_int_equal(d.ngroups, 25);
+  assert_int_equal(d.nsets, 4);
+  assert_int_equal(d.sets[0].mode, PFLEX_PRED_TRUE);
+  assert_int_equal(d.sets[3].mode, PFLEX_PRED_LOCO);
+  assert_ptr_equal(d.sets[3].fold, d.pred.loco_fold);
+  assert_non_null(d.pred.in);
+  assert_null(d.pred.prior);
+  for (size_t i = 0; i < d.ngroups; i++) {
+    assert_true(isfinite(d.pred.loo[i]) && isfinite(d.pred.loco[i]));
+    for (size_t j = 0; j < d.ngroups; j++) {
+      const struct pflex_study_group *a = &d.groups[i], *b = &d.groups[j];
+      bool same = strcmp(pflex_cluster_name(a->arch, a->task, PFLEX_LOCO_ARCH_TASK),
+                         pflex_cluster_name(b->arch, b->task, PFLEX_LOCO_ARCH_TASK)) == 0;
+      assert_int_equal(d.pred.loco_fold[i] == d.pred.loco_fold[j], same);
+      assert_int_equal(d.pred.loo_fold[i] == d.pred.loo_fold[j], i == j);
+    }
+  }
+  assert_int_equal(pflex_study_headline_pred(&d), PFLEX_PRED_IN_SAMPLE);
+  assert_int_equal(pflex_study_optimal_pred(&d), PFLEX_PRED_LOO);
+  pflex_study_data_release(&d);
+
+  /* A model fitted on other runs: true and unseen, shaped by their curves. */
+  assert_int_equal(pflex_study_data_build(&all, "validation", &all, NULL, &d, &diag), 0);
+  assert_int_equal(d.nsets, 2);
+  assert_int_equal(d.sets[1].mode, PFLEX_PRED_UNSEEN);
+  assert_true(d.sets[1].ntemplates == 25 && d.sets[1].templates);
+  pflex_study_data_release(&d);
+
+  pflex_diag_clear(&diag);
+  assert_int_equal(pflex_study_data_build(&all, "nosuch", NULL, NULL, &d, &diag), -ENOENT);
+  assert_non_null(strstr(diag.message, "no runs of set 'nosuch'"));
+  pflex_runset_release(&all);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_definitions_and_oracle),
@@ -286,8 +305,8 @@ int main(void) {
       cmocka_unit_test(test_deterministic),
       cmocka_unit_test(test_shape_folds),
       cmocka_unit_test(test_production_needs_task),
-      cmocka_unit_test(test_refit),
       cmocka_unit_test(test_groups_from_jobs),
+      cmocka_unit_test(test_study_data),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
