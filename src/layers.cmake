@@ -15,7 +15,7 @@ set(PFLEX_LAYER_base_LIBS)
 
 set(PFLEX_LAYER_core_DEPS base)
 set(PFLEX_LAYER_core_HEADERS runs.h pfi.h curve.h stats.h features.h predict.h alloc.h jobs.h
-                             study.h twin.h)
+                             study.h twin.h refine.h study_predict.h)
 set(PFLEX_LAYER_core_LIBS PkgConfig::GSL m)
 
 set(PFLEX_LAYER_telemetry_DEPS core base)
@@ -36,5 +36,5 @@ set(PFLEX_LAYER_sweep_HEADERS sweep.h)
 set(PFLEX_LAYER_sweep_LIBS m)
 
 set(PFLEX_LAYER_report_DEPS core base)
-set(PFLEX_LAYER_report_HEADERS plot.h)
+set(PFLEX_LAYER_report_HEADERS plot.h study_figures.h)
 set(PFLEX_LAYER_report_LIBS PkgConfig::PLPLOT m)

@@ -37,7 +37,7 @@ struct pflex_refine {
   double *w, *t;             /* max_obs each */
   double *gtab;              /* data shape: max_obs x NPFI, candidate m at observation k */
   double *pairs;             /* scratch: 2 max_obs */
-  double *x;                 /* family shape: the observations' clocks (refine_family_fit) */
+  double *x;                 /* family shape: the observations' clocks (pflex__refine_family_fit) */
   double *anchors;           /* 2 max_obs + (max_obs + 1): corr.ap, corr.ar, corr.aq */
   double u;                  /* data shape: the PFI's posterior mode on the candidate grid */
   gsl_min_fminimizer *min;   /* family shape */
@@ -159,29 +159,6 @@ const struct pflex_curve *pflex_refine_prior_curve(const struct pflex_refine_pri
 
 /* ---- the data shape's update ------------------------------------------------------- */
 
-static int cmp_pair(const void *a, const void *b) {
-  const double *x = a, *y = b;
-  return (x[0] > y[0]) - (x[0] < y[0]);
-}
-
-void refine_anchors_merge(struct refine_corr *c, double *pairs, size_t m, double tol) {
-  qsort(pairs, m, 2 * sizeof *pairs, cmp_pair);
-  c->n = 0;
-  for (size_t k = 0; k < m;) {
-    size_t e = k;
-    double sp = 0, sv = 0;
-    while (e < m && pairs[2 * e] - pairs[2 * k] <= tol) {
-      sp += pairs[2 * e];
-      sv += pairs[2 * e + 1];
-      e++;
-    }
-    c->ap[c->n] = sp / (double)(e - k);
-    c->ar[c->n] = sv / (double)(e - k);
-    c->n++;
-    k = e;
-  }
-}
-
 /* Every observation becomes an exact knot of a monotone curve that follows
  * the re-predicted curve's shape between knots. Observations within
  * KNOT_MERGE of P_max of each other are averaged (their difference is mostly
@@ -201,7 +178,7 @@ static void knot_set(struct refine_corr *c, const double *w, const double *t, si
     pairs[2 * m + 1] = t[k];
     m++;
   }
-  refine_anchors_merge(c, pairs, m, KNOT_MERGE * c->p_max);
+  pflex__refine_anchors_merge(c, pairs, m, KNOT_MERGE * c->p_max);
   for (size_t k = 0; k < c->n; k++)
     c->ar[k] = fmin(c->ar[k], c->t_max);
   /* Pool adjacent violators (equal weights): noisy knots made monotone. */
@@ -392,7 +369,7 @@ int pflex_refine_new(const struct pflex_refine_prior *prior, const struct pflex_
   c->ar = c->ap + k;
   c->aq = c->ar + k;
   struct pflex_curve_fn fn = {
-      .eval = prior->shape == PFLEX_REFINE_DATA ? knot_eval : refine_corr_eval, .ctx = c};
+      .eval = prior->shape == PFLEX_REFINE_DATA ? knot_eval : pflex__refine_corr_eval, .ctx = c};
   int err = -ENOMEM;
   if (r->w && r->t && r->pairs && r->x && r->anchors && (r->gtab || r->min))
     err = pflex_curve_new_callback(&fn, prior->p_min, prior->p_max, &r->curve);
@@ -422,7 +399,7 @@ int pflex_refine_reset(struct pflex_refine *r, const struct pflex_refine_prior *
   struct refine_corr *c = &r->corr;
   if (prior->p_min != c->p_min || prior->p_max != c->p_max) {
     struct pflex_curve_fn fn = {
-        .eval = prior->shape == PFLEX_REFINE_DATA ? knot_eval : refine_corr_eval, .ctx = c};
+        .eval = prior->shape == PFLEX_REFINE_DATA ? knot_eval : pflex__refine_corr_eval, .ctx = c};
     struct pflex_curve *curve;
     int err = pflex_curve_new_callback(&fn, prior->p_min, prior->p_max, &curve);
     if (err) return err;
@@ -460,10 +437,10 @@ int pflex_refine_observe(struct pflex_refine *r, double power_w, double tput) {
   const struct pflex_refine_prior *p = r->prior;
   double u;
   /* Cannot fail: the inputs are checked and the scratch is r's. */
-  refine_family_fit(&p->base, &p->pred, r->o.prior_sd, r->o.noise, p->p_max, p->t_max, r->w, r->t,
+  pflex__refine_family_fit(&p->base, &p->pred, r->o.prior_sd, r->o.noise, p->p_max, p->t_max, r->w, r->t,
                     r->n, r->x, r->min, &r->corr.q, &u);
-  refine_corr_set(&r->corr, r->w, r->t, r->n, r->pairs);
-  refine_corr_tabulate(&r->corr);
+  pflex__refine_corr_set(&r->corr, r->w, r->t, r->n, r->pairs);
+  pflex__refine_corr_tabulate(&r->corr);
   return 0;
 }
 
@@ -484,7 +461,7 @@ double pflex_refine_confidence(const struct pflex_refine *r) {
     prior = data_spread(r, false);
   } else {
     const struct pflex_refine_prior *p = r->prior;
-    refine_family_spread(&p->base, &p->pred, r->o.prior_sd, r->o.noise, p->p_max, p->t_max, r->w,
+    pflex__refine_family_spread(&p->base, &p->pred, r->o.prior_sd, r->o.noise, p->p_max, p->t_max, r->w,
                          r->t, r->n, r->x, &post, &prior);
   }
   if (!(prior > 0)) return 0;

@@ -99,7 +99,7 @@ static double polish(gsl_min_fminimizer *m, struct refit *r, const double *us, c
   return f < fs[bi] ? u : us[bi];
 }
 
-int refine_family_fit(const struct pflex_curve_params *base, const struct pflex_curve_params *pred,
+int pflex__refine_family_fit(const struct pflex_curve_params *base, const struct pflex_curve_params *pred,
                       double prior_sd, double noise, double p_max, double t_max,
                       const double *obs_w, const double *obs_t, size_t nobs, double *x,
                       gsl_min_fminimizer *m, struct pflex_curve_params *ret, double *ret_u) {
@@ -150,7 +150,7 @@ int pflex_refine_family_fit(const struct pflex_curve_params *base,
   int err = -ENOMEM;
   double u;
   if (x && m)
-    err = refine_family_fit(base, pred, prior_sd, noise, p_max, t_max, obs_w, obs_t, nobs, x, m,
+    err = pflex__refine_family_fit(base, pred, prior_sd, noise, p_max, t_max, obs_w, obs_t, nobs, x, m,
                             ret, &u);
   if (m) gsl_min_fminimizer_free(m);
   free(x);
@@ -174,7 +174,7 @@ static double spread(struct refit *r) {
   return var > 0 ? sqrt(var) : 0;
 }
 
-void refine_family_spread(const struct pflex_curve_params *base,
+void pflex__refine_family_spread(const struct pflex_curve_params *base,
                           const struct pflex_curve_params *pred, double prior_sd, double noise,
                           double p_max, double t_max, const double *obs_w, const double *obs_t,
                           size_t nobs, const double *x, double *ret_post, double *ret_prior) {
@@ -206,7 +206,7 @@ static double corr_base(const struct refine_corr *c, double p) {
 
 /* Tabulates the corrected curve: REFINE_CORR_TABLE points uniform in clock
  * from P_min to P_max, so that evaluating it needs no root finding. */
-void refine_corr_tabulate(struct refine_corr *c) {
+void pflex__refine_corr_tabulate(struct refine_corr *c) {
   enum { N = REFINE_CORR_TABLE };
   double xl = pflex_curve_family_clock(&c->q, c->p_min / c->p_max);
   for (size_t k = 0; k < N; k++) {
@@ -221,7 +221,7 @@ void refine_corr_tabulate(struct refine_corr *c) {
   }
 }
 
-double refine_corr_eval(void *ctx, double p) {
+double pflex__refine_corr_eval(void *ctx, double p) {
   const struct refine_corr *c = ctx;
   enum { N = REFINE_CORR_TABLE };
   if (p <= c->tp[0]) return c->tt[0];
@@ -237,7 +237,7 @@ double refine_corr_eval(void *ctx, double p) {
   return c->tt[lo] + (c->tt[hi] - c->tt[lo]) * (p - c->tp[lo]) / (c->tp[hi] - c->tp[lo]);
 }
 
-void refine_corr_set(struct refine_corr *c, const double *w, const double *t, size_t nobs,
+void pflex__refine_corr_set(struct refine_corr *c, const double *w, const double *t, size_t nobs,
                      double *pairs) {
   size_t m = 0;
   for (size_t k = 0; k < nobs; k++) {
@@ -249,5 +249,5 @@ void refine_corr_set(struct refine_corr *c, const double *w, const double *t, si
   }
   /* Nearby observations are averaged: their difference is noise, and a
    * steep ratio between them would be an artefact. */
-  refine_anchors_merge(c, pairs, m, 0.01 * c->p_max);
+  pflex__refine_anchors_merge(c, pairs, m, 0.01 * c->p_max);
 }

@@ -31,24 +31,24 @@ struct refine_corr {
 
 /* Sorts m (power, value) pairs by power and sets the anchors c->ap, c->ar to
  * the means of each run of pairs within tol W of the run's first. */
-void refine_anchors_merge(struct refine_corr *c, double *pairs, size_t m, double tol);
+void pflex__refine_anchors_merge(struct refine_corr *c, double *pairs, size_t m, double tol);
 
 /* Family shape. base: the family defaults of the job; pred: the predicted
- * member. refine_family_fit is pflex_refine_family_fit with caller scratch
+ * member. pflex__refine_family_fit is pflex_refine_family_fit with caller scratch
  * (x: nobs doubles; m: a Brent minimizer) and the path position found. */
-int refine_family_fit(const struct pflex_curve_params *base, const struct pflex_curve_params *pred,
+int pflex__refine_family_fit(const struct pflex_curve_params *base, const struct pflex_curve_params *pred,
                       double prior_sd, double noise, double p_max, double t_max,
                       const double *obs_w, const double *obs_t, size_t nobs, double *x,
                       gsl_min_fminimizer *m, struct pflex_curve_params *ret, double *ret_u);
 /* The residual correction from the observations (pairs: 2 * nobs scratch),
  * then its table. */
-void refine_corr_set(struct refine_corr *c, const double *w, const double *t, size_t nobs,
+void pflex__refine_corr_set(struct refine_corr *c, const double *w, const double *t, size_t nobs,
                      double *pairs);
-void refine_corr_tabulate(struct refine_corr *c);
-double refine_corr_eval(void *ctx, double p);
+void pflex__refine_corr_tabulate(struct refine_corr *c);
+double pflex__refine_corr_eval(void *ctx, double p);
 /* Posterior and prior SD of the path position over (0, 2] on a fine grid;
- * x: the clocks of the observations, as refine_family_fit left them. */
-void refine_family_spread(const struct pflex_curve_params *base,
+ * x: the clocks of the observations, as pflex__refine_family_fit left them. */
+void pflex__refine_family_spread(const struct pflex_curve_params *base,
                           const struct pflex_curve_params *pred, double prior_sd, double noise,
                           double p_max, double t_max, const double *obs_w, const double *obs_t,
                           size_t nobs, const double *x, double *ret_post, double *ret_prior);

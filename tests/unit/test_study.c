@@ -14,6 +14,7 @@
 #include "pflex/error.h"
 #include "pflex/jobs.h"
 #include "pflex/runs.h"
+#include "pflex/runs_csv.h"
 #include "pflex/study.h"
 #include "pflex/study_predict.h"
 
