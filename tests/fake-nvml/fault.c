@@ -3,14 +3,17 @@
  *
  * env PFLEX_FAULT is a comma-separated list of CALL[=ERRNO][@N]:
  *   CALL   rename, fsync, write or fflush (rename covers renameat too)
- *   ERRNO  EIO (default), ENOSPC, EROFS or EDQUOT
+ *   ERRNO  EIO (default), ENOSPC, EROFS or EDQUOT; or KILL: the process kills
+ *          itself with SIGKILL in that call (kill -9 at the worst moment)
  *   @N     fail from the N-th call of CALL on (default 1: every call)
  * write and fflush fail only on files whose path contains env
  * PFLEX_FAULT_PATH (default "restore.json"), so that output to the terminal
- * or a pipe goes on; rename and fsync fail on every file (a full disk). */
+ * or a pipe goes on; rename (by its target) and fsync too when
+ * PFLEX_FAULT_PATH is set, else on every file (a full disk). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <signal.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +24,8 @@
 static const struct {
   const char *name;
   int err;
-} errnos[] = {{"EIO", EIO}, {"ENOSPC", ENOSPC}, {"EROFS", EROFS}, {"EDQUOT", EDQUOT}};
+} errnos[] = {{"EIO", EIO},       {"ENOSPC", ENOSPC}, {"EROFS", EROFS},
+              {"EDQUOT", EDQUOT}, {"KILL", -1}};
 
 enum { C_RENAME, C_FSYNC, C_WRITE, C_FFLUSH, NCALLS };
 static const char *const call_names[NCALLS] = {"rename", "fsync", "write", "fflush"};
@@ -44,9 +48,25 @@ static int faulty(int call) {
       q += strcspn(q, "@,");
     }
     unsigned long from = *q == '@' ? strtoul(q + 1, NULL, 10) : 1;
-    if (nth >= from) return err;
+    if (nth < from) continue;
+    if (err < 0) raise(SIGKILL);
+    return err;
   }
   return 0;
+}
+
+static int path_filtered(const char *path) {
+  const char *want = getenv("PFLEX_FAULT_PATH");
+  return !want || !*want || strstr(path, want) != NULL;
+}
+
+static int fd_filtered(int fd) {
+  char link[64], target[PATH_MAX];
+  snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  ssize_t len = readlink(link, target, sizeof target - 1);
+  if (len < 0) return 0;
+  target[len] = '\0';
+  return path_filtered(target);
 }
 
 static int path_selected(int fd) {
@@ -62,19 +82,19 @@ static int path_selected(int fd) {
 #define REAL(type, name, args) ((type(*) args)dlsym(RTLD_NEXT, name))
 
 int rename(const char *from, const char *to) {
-  int err = faulty(C_RENAME);
+  int err = path_filtered(to) ? faulty(C_RENAME) : 0;
   if (err) return errno = err, -1;
   return REAL(int, "rename", (const char *, const char *))(from, to);
 }
 
 int renameat(int dfrom, const char *from, int dto, const char *to) {
-  int err = faulty(C_RENAME);
+  int err = path_filtered(to) ? faulty(C_RENAME) : 0;
   if (err) return errno = err, -1;
   return REAL(int, "renameat", (int, const char *, int, const char *))(dfrom, from, dto, to);
 }
 
 int fsync(int fd) {
-  int err = faulty(C_FSYNC);
+  int err = fd_filtered(fd) ? faulty(C_FSYNC) : 0;
   if (err) return errno = err, -1;
   return REAL(int, "fsync", (int))(fd);
 }
