@@ -108,7 +108,7 @@ static void read_record(json_t *o, size_t i, struct pflex_restore_record *rec) {
   }
   if (!why[0] && !holder_name_ok(rec->holder))
     snprintf(why, sizeof why, "'holder' is not a holder lock name");
-  if (why[0]) snprintf(rec->problem, sizeof rec->problem, "record %zu: %s", i + 1, why);
+  if (why[0]) snprintf(rec->problem, sizeof rec->problem, "record %zu: %.128s", i + 1, why);
 }
 
 /* ---- the set of records ---- */
