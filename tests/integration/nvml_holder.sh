@@ -22,7 +22,7 @@ else
 fi
 squatter=$!
 trap 'kill $squatter 2>/dev/null; rm -rf "$T"' EXIT
-sleep 0.2
+for _ in $(seq 100); do [ "$(cat /proc/$squatter/comm 2>/dev/null)" = pflex-squatter ] && break; sleep 0.05; done
 [ "$(cat /proc/$squatter/comm)" = pflex-squatter ] || fail "the squatter is not running"
 python3 - "$PFLEX_STATE_DIR/restore.json" "$squatter" <<'PY'
 import json, sys
