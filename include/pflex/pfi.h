@@ -48,6 +48,17 @@ enum pflex_pfi_exclude {
  * whole watts, CSVs may carry them as 200 or 200.0. */
 #define PFLEX_PFI_GRID_TOLERANCE_W 0.5
 
+/* The paper's cap grid (paper.md section 2), its one definition: per-GPU caps,
+ * ascending, the last the uncapped run at the 700 W TDP; groups of up to 8
+ * GPUs are swept on the 6-cap grid, larger ones on the 4-cap grid (which
+ * Table 9 also applies to 8-GPU groups). The macros are for static tables. */
+#define PFLEX_PFI_PAPER_CAPS6 200, 300, 400, 500, 600, 700
+#define PFLEX_PFI_PAPER_CAPS4 200, 500, 600, 700
+#define PFLEX_PFI_PAPER_GRID_MAX 6
+/* The grid a group of gpus GPUs was swept on: its count, *ret_caps set to the
+ * (static) caps in W per GPU. */
+size_t pflex_pfi_paper_grid(int gpus, const double **ret_caps);
+
 struct pflex_pfi_opts {
   enum pflex_pfi_definition definition;
   enum pflex_pfi_exclude exclude;
@@ -126,6 +137,18 @@ struct pflex_runset;
 struct pflex_group;
 int pflex_pfi_group_points(const struct pflex_runset *set, const struct pflex_group *g,
                            struct pflex_pfi_point **ret_pts);
+
+/* The one group PFI every caller uses: the PFI of sweep group g of set under
+ * opts, without a confidence interval (opts->draws is ignored); opts NULL is
+ * the paper's plain Eq. 1/3 mean over every capped run (only T_i == T_max
+ * left out, pflex_pfi_opts_paper). 0 and *ret_pfi; -PFLEX_E_NOPOINTS when the
+ * group has no capped run left; -EINVAL, -ENOMEM as pflex_pfi_compute. */
+int pflex_pfi_group(const struct pflex_runset *set, const struct pflex_group *g,
+                    const struct pflex_pfi_opts *opts, double *ret_pfi);
+
+/* opts for the paper's own rule: the defaults, with only T_i == T_max
+ * excluded and no CI draws. */
+void pflex_pfi_opts_paper(struct pflex_pfi_opts *opts);
 
 /* Short stable name of a definition ("ratio", "area", "elasticity"), of an
  * exclusion rule ("noise", "paper") and of a reason ("t-equals-tmax",

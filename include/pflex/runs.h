@@ -42,24 +42,24 @@ enum pflex_run_field {
 #define PFLEX_RUN_INT_MAX 1000000
 
 struct pflex_run {
-  char *group;        /* sweep group name (required) */
-  char *gpu;          /* GPU type, e.g. "H200" (required) */
-  int gpus;           /* GPU count of the job (required, > 0) */
-  double cap_w;       /* per-GPU power cap in W; the TDP when uncapped (required) */
-  double power_w;     /* aggregate measured power of all the job's GPUs, W (required) */
-  double tput;        /* throughput in the runset's unit, higher is better (required) */
-  double power_sd;    /* noise of power_w as a measurement, the SD the PFI CI draws from:
-                         the SE of a top-10% mean, or the spread of repeats (PFLEX_RUN_POWER_SD) */
-  double tput_sd;     /* the same for tput (PFLEX_RUN_TPUT_SD) */
-  char *model;        /* optional, NULL when absent */
-  char *set;          /* optional: headline, validation, h100, ... */
+  char *group;     /* sweep group name (required) */
+  char *gpu;       /* GPU type, e.g. "H200" (required) */
+  int gpus;        /* GPU count of the job (required, > 0) */
+  double cap_w;    /* per-GPU power cap in W; the TDP when uncapped (required) */
+  double power_w;  /* aggregate measured power of all the job's GPUs, W (required) */
+  double tput;     /* throughput in the runset's unit, higher is better (required) */
+  double power_sd; /* noise of power_w as a measurement, the SD the PFI CI draws from:
+                      the SE of a top-10% mean, or the spread of repeats (PFLEX_RUN_POWER_SD) */
+  double tput_sd;  /* the same for tput (PFLEX_RUN_TPUT_SD) */
+  char *model;     /* optional, NULL when absent */
+  char *set;       /* optional: headline, validation, h100, ... */
   enum pflex_arch arch;
   enum pflex_task task;
   int seq_len, batch, ep;
   bool compile, grad_ckpt;
-  unsigned have;      /* enum pflex_run_field bits */
-  char **extra;       /* runset->nextra values of the other columns, verbatim ("" if empty) */
-  size_t line;        /* line in the source file, 0 if not from a file */
+  unsigned have; /* enum pflex_run_field bits */
+  char **extra;  /* runset->nextra values of the other columns, verbatim ("" if empty) */
+  size_t line;   /* line in the source file, 0 if not from a file */
 };
 
 struct pflex_runset {
@@ -68,14 +68,14 @@ struct pflex_runset {
   char **extra_names; /* names of the columns kept verbatim (telemetry, unknown) */
   size_t nextra;
   enum pflex_tput_unit unit;
-  char *source;       /* file it was read from, or NULL */
+  char *source; /* file it was read from, or NULL */
 };
 
 struct pflex_group {
-  const char *name;   /* borrowed from the first run */
-  size_t *runs;       /* indexes into runset->runs, sorted by cap ascending */
+  const char *name; /* borrowed from the first run */
+  size_t *runs;     /* indexes into runset->runs, sorted by cap ascending */
   size_t n;
-  size_t uncapped;    /* index into runset->runs of the run at the highest cap */
+  size_t uncapped; /* index into runset->runs of the run at the highest cap */
 };
 
 /* Makes set an empty runset; pflex_runset_release frees it (NULL allowed) and leaves it empty. */
@@ -112,9 +112,27 @@ void pflex_groups_free(struct pflex_group *groups, size_t n);
 int pflex_runset_check_groups(const struct pflex_runset *set, bool partial,
                               struct pflex_diag *diag);
 
+/* Everything pflex calls a throughput unit, in one table (the only one). */
+struct pflex_tput_unit_info {
+  enum pflex_tput_unit unit;
+  const char *name;      /* option value and jobs JSON "unit": "tokens", ..., "step-time" */
+  const char *label;     /* for people: "tokens/s", ..., "1/(s per step)" */
+  const char *key;       /* store schema and runs JSON: "tokens_per_s", ... (never renamed) */
+  const char *column;    /* runs and series CSV column: "tokens_per_s", ..., "s_per_step" */
+  const char *sd_column; /* its standard deviation column: "tokens_sd", ... */
+  bool absolute;         /* comparable across jobs (tokens/s); else only ratios mean anything */
+};
+/* The unit's row, or NULL for a value outside the enum. */
+const struct pflex_tput_unit_info *pflex_tput_unit_info(enum pflex_tput_unit unit);
+/* Row i of the table (0, 1, ...), NULL past the last: to list or search the units. */
+const struct pflex_tput_unit_info *pflex_tput_unit_at(size_t i);
+/* Parses a unit name (pflex_tput_unit_info.name): 0, or -EINVAL when unknown. */
+int pflex_tput_unit_parse(const char *name, enum pflex_tput_unit *ret_unit);
+
 /* True when the unit gives absolute tokens/s. */
 bool pflex_tput_unit_absolute(enum pflex_tput_unit unit);
-/* Display names: "tokens/s", ...; "dense"/"moe" and "pt"/"ft", "" when unknown. Never NULL. */
+/* Display names: "tokens/s", ... ("unknown" outside the enum); "dense"/"moe" and
+ * "pt"/"ft", "" when unknown. Never NULL. */
 const char *pflex_tput_unit_name(enum pflex_tput_unit unit);
 const char *pflex_arch_name(enum pflex_arch arch);
 const char *pflex_task_name(enum pflex_task task);
@@ -130,8 +148,8 @@ int pflex_task_parse(const char *s, enum pflex_task *ret_task);
 struct pflex_runs_read_opts {
   enum pflex_tput_unit unit; /* which throughput column to expect when tokens_per_s is absent */
   const char *tput_column;   /* explicit throughput column name, or NULL for the default */
-  bool partial_groups;       /* allow groups without their uncapped run (runs added to stored groups) */
-  const char *set_filter;    /* keep only runs whose `set` column equals this (NULL: all runs) */
+  bool partial_groups; /* allow groups without their uncapped run (runs added to stored groups) */
+  const char *set_filter; /* keep only runs whose `set` column equals this (NULL: all runs) */
 };
 int pflex_runs_read_csv(const char *path, const struct pflex_runs_read_opts *opts,
                         struct pflex_runset *ret_set, struct pflex_diag *diag);

@@ -2,7 +2,6 @@
  * seven predictor sets fitted by least squares (and ridge), scored in sample,
  * by leave-one-out and by leave-one-cluster-out (docs/prediction.md). */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,14 +16,40 @@
 #include "pflex/csv.h"
 #include "pflex/predict.h"
 
-static const char usage[] =
-    "pflex ablation RUNS.csv [options]\n"
-    "  --set NAME        use only runs whose set column is NAME (e.g. headline)\n"
-    "  --loco SCHEME     clusters for leave-one-cluster-out: arch-task (default) or "
-    "pooled-dense\n" PC_PFI_USAGE
-    "  --paper           show the paper's Table 3 values under each row (and in JSON)\n"
-    "  --json            JSON output\n"
-    "  --csv             CSV output";
+struct args {
+  struct cli_pfi_args pfi;
+  const char *set;
+  enum pflex_loco loco;
+  bool paper, json, csv;
+};
+
+#define A struct args
+static const struct cli_option options[] = {
+    {CLI_STRING("set", "NAME", A, set, "use only runs whose set column is NAME (e.g. headline)")},
+    {CLI_ENUM_FN("loco", "SCHEME", A, loco, cli_loco_name,
+                 "clusters for leave-one-cluster-out: arch-task (default) or pooled-dense")},
+    {CLI_LIST("grid", "LIST", A, pfi.grid, 0, INFINITY,
+              "compute the target PFI on these caps only (e.g. 200,500,600,700)"),
+     .flags = CLI_OPEN_MIN, .expect = "a list of caps in W (e.g. 200,500,600,700)"},
+    {CLI_INCLUDE(A, pfi, cli_pfi_target_options)},
+    {CLI_INCLUDE(A, pfi, cli_pfi_read_options)},
+    {CLI_FLAG("paper", A, paper, "show the paper's Table 3 values under each row (and in JSON)")},
+    {CLI_FLAG("json", A, json, "JSON output")},
+    {CLI_FLAG("csv", A, csv, "CSV output")},
+    {CLI_END}};
+#undef A
+
+static const struct cli_spec spec = {
+    .name = "ablation",
+    .usage = "pflex ablation RUNS.csv [options]",
+    .about = "The form of the paper's Table 3 on any runs file: the seven predictor sets fitted "
+             "by least squares (and ridge), scored in sample, by leave-one-out and by "
+             "leave-one-cluster-out (docs/prediction.md).",
+    .options = options,
+    .operands = "RUNS.csv",
+    .min_operands = 1,
+    .max_operands = 1,
+    .exclusive = (const char *const[]){"json csv", NULL}};
 
 /* The paper's seven predictor sets (Table 3), then the population prior. */
 static const struct {
@@ -62,7 +87,7 @@ struct result {
   bool have_ridge;
 };
 
-static int evaluate(const struct pflex_runset *set, const char *filter, const char *spec,
+static int evaluate(const struct pflex_runset *set, const char *filter, const char *features,
                     const struct pflex_pfi_opts *pfi, enum pflex_loco loco, struct result *r) {
   struct pflex_diag diag;
   pflex_diag_clear(&diag);
@@ -71,8 +96,8 @@ static int evaluate(const struct pflex_runset *set, const char *filter, const ch
   struct pflex_dataset g, d;
   pflex_dataset_init(&d);
   int err = pflex_dataset_build(set, filter, &none, pfi, true, &g, &diag);
-  if (!err && spec) {
-    err = pflex_featlist_parse(spec, set, g.uncapped, g.n, &r->feats, &diag);
+  if (!err && features) {
+    err = pflex_featlist_parse(features, set, g.uncapped, g.n, &r->feats, &diag);
     pflex_dataset_release(&g);
     if (!err) err = pflex_dataset_build(set, filter, &r->feats, pfi, true, &d, &diag);
   } else if (!err) {
@@ -80,9 +105,10 @@ static int evaluate(const struct pflex_runset *set, const char *filter, const ch
   }
   if (!err) {
     r->p = d.feats.n;
-    struct pflex_fit_opts o = {.kind = spec ? PFLEX_MODEL_OLS : PFLEX_MODEL_PRIOR, .lambda = -1};
+    struct pflex_fit_opts o = {.kind = features ? PFLEX_MODEL_OLS : PFLEX_MODEL_PRIOR,
+                               .lambda = -1};
     err = pflex_model_fit(&d, &o, loco, &r->ols);
-    if (!err && spec) {
+    if (!err && features) {
       o.kind = PFLEX_MODEL_RIDGE;
       err = pflex_model_fit(&d, &o, loco, &r->ridge);
       r->have_ridge = !err;
@@ -125,54 +151,26 @@ static void csv_scores(const struct pflex_model *m, bool have) {
 }
 
 static int run(int argc, char **argv) {
-  static const struct option opts[] = {{"set", required_argument, NULL, 's'},
-                                       {"loco", required_argument, NULL, 'c'},
-                                       {"json", no_argument, NULL, 'j'},
-                                       {"csv", no_argument, NULL, 'v'},
-                                       {"paper", no_argument, NULL, 'p'},
-                                       PFI_LONG_OPTIONS,
-                                       {NULL, 0, NULL, 0}};
-  const char *filter = NULL;
-  enum pflex_loco loco = PFLEX_LOCO_ARCH_TASK;
+  struct args args = {.loco = PFLEX_LOCO_ARCH_TASK};
+  cli_pfi_args_init(&args.pfi);
   struct cli_pfi_args pa;
-  cli_pfi_args_init(&pa);
-  bool json = false, csv = false, paper = false;
   int err;
-  int c;
-  optind = 1;
-  while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-    switch (c) {
-    case 's': filter = optarg; break;
-    case 'c':
-      if (pflex_loco_parse(optarg, &loco)) {
-        cli_error("unknown --loco '%s' (arch-task or pooled-dense)", optarg);
-        cli_pfi_args_release(&pa);
-        return PFLEX_EXIT_USAGE;
-      }
-      break;
-    case 'j': json = true; break;
-    case 'v': csv = true; break;
-    case 'p': paper = true; break;
-    default:
-      err = c == '?' ? 1 : pc_pfi_option(&pa, c, optarg);
-      if (err == 1) fprintf(stderr, "usage: %s\n", usage);
-      if (err) {
-        cli_pfi_args_release(&pa);
-        return PFLEX_EXIT_USAGE;
-      }
-    }
+  struct cli_parsed p;
+  if ((err = cli_parse(&spec, argc, argv, &args, &p))) {
+    cli_release(&spec, &args);
+    return cli_parse_status(err);
   }
-  if (optind != argc - 1 || (json && csv)) {
-    fprintf(stderr, "usage: %s\n", usage);
-    cli_pfi_args_release(&pa);
-    return PFLEX_EXIT_USAGE;
-  }
+  cli_pfi_args_finish(&args.pfi);
+  pa = args.pfi;
+  const char *filter = args.set;
+  enum pflex_loco loco = args.loco;
+  bool json = args.json, csv = args.csv, paper = args.paper;
   pa.opts.draws = 0;
-  const char *path = argv[optind];
+  const char *path = p.operands[0];
   struct pflex_runset set;
   pflex_runset_init(&set);
   if (cli_load_runs(path, &pa.read, &set)) {
-    cli_pfi_args_release(&pa);
+    cli_release(&spec, &args);
     return PFLEX_EXIT_FAIL;
   }
 
@@ -186,7 +184,7 @@ static int run(int argc, char **argv) {
   if (err) {
     cli_error_diag("cannot use", &diag, err);
     pflex_runset_release(&set);
-    cli_pfi_args_release(&pa);
+    cli_release(&spec, &args);
     return PFLEX_EXIT_FAIL;
   }
   const char *cname[8];
@@ -343,7 +341,7 @@ static int run(int argc, char **argv) {
   }
   pflex_dataset_release(&g);
   pflex_runset_release(&set);
-  cli_pfi_args_release(&pa);
+  cli_release(&spec, &args);
   return rc;
 }
 
@@ -351,5 +349,5 @@ const struct pflex_cmd pflex_cmd_ablation = {
     .name = "ablation",
     .run = run,
     .summary = "compare the paper's seven PFI predictor sets (Table 3) on a runs file",
-    .usage = usage,
+    .specs = (const struct cli_spec *const[]){&spec, NULL},
 };

@@ -5,7 +5,6 @@
  * CSV row (--csv, or --out FILE, --append to add it to a file) or as JSON.
  * Phase counts go to stderr. */
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -18,59 +17,69 @@
 #include "pflex/runs.h"
 #include "pflex/series.h"
 
-#define USAGE                                                                                      \
-  "pflex aggregate SERIES.csv [options]\n"                                                         \
-  "Aggregates one run's telemetry series over its training phase (mean of the top 10%).\n"         \
-  "  --group NAME            sweep group of the run (default: SERIES file name without .csv)\n"    \
-  "  --gpu-type NAME         GPU type, e.g. H200 (default: unknown)\n"                             \
-  "  --cap W                 per-GPU power cap of the run; the TDP when uncapped (default: the\n"  \
-  "                          series' power_limit_w metric, else required)\n"                       \
-  "  --tput FILE             throughput samples from a separate CSV (time_s, throughput)\n"        \
-  "  --unit U                throughput unit: tokens (default), samples, steps, step-time\n"       \
-  "  --tput-column NAME      throughput column (default by unit: tokens_per_s, samples_per_s,\n"   \
-  "                          steps_per_s, s_per_step)\n"                                           \
-  "  --fb-threshold-gib G    warmup while frame-buffer use < G GiB (default 10)\n"                 \
-  "  --util-threshold PCT    training needs mean GPU utilization >= PCT (default 50)\n"            \
-  "  --sustain-s S           ... held for at least S seconds (default 30)\n"                       \
-  "  --top F                 fraction of training samples averaged (default 0.10)\n"               \
-  "  --align-s S             time tolerance for aligning GPUs' samples (default: half the\n"       \
-  "                          median sampling interval)\n"                                          \
-  "  --out FILE              write the run as a runs CSV file (atomic)\n"                          \
-  "  --append                with --out: add the run to the runs already in FILE\n"                \
-  "  --csv                   print the run as a runs CSV row\n"                                    \
-  "  --json                  print JSON"
-
-enum {
-  OPT_GROUP = 1000,
-  OPT_GPU_TYPE,
-  OPT_CAP,
-  OPT_TPUT,
-  OPT_UNIT,
-  OPT_TPUT_COLUMN,
-  OPT_FB,
-  OPT_UTIL,
-  OPT_SUSTAIN,
-  OPT_TOP,
-  OPT_ALIGN,
-  OPT_OUT,
-  OPT_APPEND,
-  OPT_CSV,
-  OPT_JSON,
+struct args {
+  const char *group, *gpu_type, *tput, *tput_column, *out;
+  double cap, fb_threshold_gib;
+  enum pflex_tput_unit unit;
+  struct pflex_phase_opts phase;
+  bool append, csv, json;
 };
 
-static const char *const default_columns[] = {
-    [PFLEX_TPUT_TOKENS_PER_S] = "tokens_per_s",
-    [PFLEX_TPUT_SAMPLES_PER_S] = "samples_per_s",
-    [PFLEX_TPUT_STEPS_PER_S] = "steps_per_s",
-    [PFLEX_TPUT_PER_STEP_TIME] = "s_per_step",
-};
+#define A struct args
+static const struct cli_option options[] = {
+    {CLI_STRING("group", "NAME", A, group,
+                "sweep group of the run (default: SERIES file name without .csv)")},
+    {CLI_STRING("gpu-type", "NAME", A, gpu_type, "GPU type, e.g. H200 (default: unknown)")},
+    {CLI_DOUBLE("cap", "W", A, cap, 1, 1e5,
+                "per-GPU power cap of the run; the TDP when uncapped (default: the series' "
+                "power_limit_w metric, else required)")},
+    {CLI_STRING("tput", "FILE", A, tput,
+                "throughput samples from a separate CSV (time_s, throughput)")},
+    {CLI_ENUM_FN("unit", "U", A, unit, cli_unit_name,
+                 "throughput unit: tokens (default), samples, steps, step-time")},
+    {CLI_STRING("tput-column", "NAME", A, tput_column,
+                "throughput column (default by unit: tokens_per_s, samples_per_s, steps_per_s, "
+                "s_per_step)")},
+    {CLI_DOUBLE("fb-threshold-gib", "G", A, fb_threshold_gib, 0, 1e6,
+                "warmup while frame-buffer use < G GiB (default 10)")},
+    {CLI_DOUBLE("util-threshold", "PCT", A, phase.util_threshold, 0, 100,
+                "training needs mean GPU utilization >= PCT (default 50)"),
+     .flags = CLI_OPEN_MIN},
+    {CLI_DOUBLE("sustain-s", "S", A, phase.sustain_s, 0, 1e7,
+                "... held for at least S seconds (default 30)")},
+    {CLI_DOUBLE("top", "F", A, phase.top, 0, 1,
+                "fraction of training samples averaged (default 0.10)"),
+     .flags = CLI_OPEN_MIN},
+    {CLI_DOUBLE("align-s", "S", A, phase.align_s, 0, 1e7,
+                "time tolerance for aligning GPUs' samples (default: half the median sampling "
+                "interval)")},
+    {CLI_STRING("out", "FILE", A, out, "write the run as a runs CSV file (atomic)")},
+    {CLI_FLAG("append", A, append, "with --out: add the run to the runs already in FILE"),
+     .needs = "out"},
+    {CLI_FLAG("csv", A, csv, "print the run as a runs CSV row")},
+    {CLI_FLAG("json", A, json, "print JSON")},
+    {CLI_END}};
+#undef A
 
-static const char *const sd_columns[] = {
-    [PFLEX_TPUT_TOKENS_PER_S] = "tokens_sd",
-    [PFLEX_TPUT_SAMPLES_PER_S] = "samples_sd",
-    [PFLEX_TPUT_STEPS_PER_S] = "steps_sd",
-    [PFLEX_TPUT_PER_STEP_TIME] = "s_per_step_sd",
-};
+static const struct cli_spec spec = {
+    .name = "aggregate",
+    .usage = "pflex aggregate SERIES.csv [options]",
+    .about = "Aggregates one run's telemetry series over its training phase (mean of the top "
+             "10%) into one run row (docs/telemetry.md); phase counts go to stderr.",
+    .options = options,
+    .operands = "SERIES.csv",
+    .min_operands = 1,
+    .max_operands = 1,
+    .exclusive = (const char *const[]){"csv json", NULL}};
+
+/* The runs CSV columns of a unit (the one unit table). */
+static const char *tput_column_of(enum pflex_tput_unit unit) {
+  return pflex_tput_unit_info(unit)->column;
+}
+
+static const char *sd_column_of(enum pflex_tput_unit unit) {
+  return pflex_tput_unit_info(unit)->sd_column;
+}
 
 /* The throughput as the runs CSV writes it: a time per step is the inverse of
  * the aggregated rate, its standard error scaled by the derivative of 1/x. */
@@ -125,9 +134,9 @@ static int print_json(const struct pflex_series_agg *a, const char *group, const
   json_t *root =
       json_pack("{s:s,s:s,s:i,s:f,s:f,s:f,s:f,s:f,s:o,s:{s:f,s:f,s:f},s:I,s:o,s:o,s:o}", "group",
                 group, "gpu", gpu_type, "gpus", a->gpus, "cap_w", cap, "power_w", a->power.value,
-                "power_sd", a->power.se, default_columns[unit], tv, sd_columns[unit], tse, "phases",
-                phases, "training", "start_s", a->train_start_s, "end_s", a->train_end_s, "step_s",
-                a->step_s, "incomplete_steps", (json_int_t)a->incomplete_steps, "power",
+                "power_sd", a->power.se, tput_column_of(unit), tv, sd_column_of(unit), tse,
+                "phases", phases, "training", "start_s", a->train_start_s, "end_s", a->train_end_s,
+                "step_s", a->step_s, "incomplete_steps", (json_int_t)a->incomplete_steps, "power",
                 value_json(&a->power), "tput", value_json(&a->tput), "metrics", metrics);
   return cli_print_json(root, JSON_REAL_PRECISION(12));
 }
@@ -143,7 +152,7 @@ static void print_table(const struct pflex_series_agg *a, const char *group, con
          a->step_s);
   printf("\n%-22s %14s %12s %12s %6s %7s  %s\n", "metric", "top-mean", "sd", "se", "k", "n",
          "over GPUs");
-  printf("%-22s %14.6g %12.4g %12.4g %6zu %7zu  %s\n", default_columns[unit], tv, tsd, tse,
+  printf("%-22s %14.6g %12.4g %12.4g %6zu %7zu  %s\n", tput_column_of(unit), tv, tsd, tse,
          a->tput.k, a->tput.n, "job");
   for (size_t m = 0; m < a->nmetrics; m++) {
     const struct pflex_series_metric_agg *ma = &a->metrics[m];
@@ -157,86 +166,21 @@ static void print_table(const struct pflex_series_agg *a, const char *group, con
 }
 
 static int run(int argc, char **argv) {
-  static const struct option longopts[] = {
-      {"group", required_argument, NULL, OPT_GROUP},
-      {"gpu-type", required_argument, NULL, OPT_GPU_TYPE},
-      {"cap", required_argument, NULL, OPT_CAP},
-      {"tput", required_argument, NULL, OPT_TPUT},
-      {"unit", required_argument, NULL, OPT_UNIT},
-      {"tput-column", required_argument, NULL, OPT_TPUT_COLUMN},
-      {"fb-threshold-gib", required_argument, NULL, OPT_FB},
-      {"util-threshold", required_argument, NULL, OPT_UTIL},
-      {"sustain-s", required_argument, NULL, OPT_SUSTAIN},
-      {"top", required_argument, NULL, OPT_TOP},
-      {"align-s", required_argument, NULL, OPT_ALIGN},
-      {"out", required_argument, NULL, OPT_OUT},
-      {"append", no_argument, NULL, OPT_APPEND},
-      {"csv", no_argument, NULL, OPT_CSV},
-      {"json", no_argument, NULL, OPT_JSON},
-      {NULL, 0, NULL, 0},
-  };
-  const char *group = NULL, *gpu_type = "unknown", *tput_path = NULL, *tput_column = NULL,
-             *out = NULL;
-  double cap = NAN;
-  bool csv = false, json = false, append = false;
-  enum pflex_tput_unit unit = PFLEX_TPUT_TOKENS_PER_S;
-  struct pflex_phase_opts po;
-  pflex_phase_opts_default(&po);
-  double v;
-  int c;
-  optind = 1;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-    switch (c) {
-    case OPT_GROUP: group = optarg; break;
-    case OPT_GPU_TYPE: gpu_type = optarg; break;
-    case OPT_CAP:
-      if (cli_parse_double("--cap", optarg, 1, 1e5, &cap) < 0) return PFLEX_EXIT_USAGE;
-      break;
-    case OPT_TPUT: tput_path = optarg; break;
-    case OPT_UNIT:
-      if (cli_parse_unit_option(optarg, &unit) < 0) return PFLEX_EXIT_USAGE;
-      break;
-    case OPT_TPUT_COLUMN: tput_column = optarg; break;
-    case OPT_FB:
-      if (cli_parse_double("--fb-threshold-gib", optarg, 0, 1e6, &v) < 0) return PFLEX_EXIT_USAGE;
-      po.fb_threshold_mib = v * 1024.0;
-      break;
-    case OPT_UTIL:
-      if (cli_parse_double("--util-threshold", optarg, 1e-9, 100, &po.util_threshold) < 0)
-        return PFLEX_EXIT_USAGE;
-      break;
-    case OPT_SUSTAIN:
-      if (cli_parse_double("--sustain-s", optarg, 0, 1e7, &po.sustain_s) < 0)
-        return PFLEX_EXIT_USAGE;
-      break;
-    case OPT_TOP:
-      if (cli_parse_double("--top", optarg, 1e-9, 1, &po.top) < 0) return PFLEX_EXIT_USAGE;
-      break;
-    case OPT_ALIGN:
-      if (cli_parse_double("--align-s", optarg, 0, 1e7, &po.align_s) < 0) return PFLEX_EXIT_USAGE;
-      break;
-    case OPT_OUT: out = optarg; break;
-    case OPT_APPEND: append = true; break;
-    case OPT_CSV: csv = true; break;
-    case OPT_JSON: json = true; break;
-    default: cli_bad_option("aggregate", argv[optind - 1]); return PFLEX_EXIT_USAGE;
-    }
-  }
-  if (optind != argc - 1) {
-    cli_error("aggregate takes exactly one SERIES.csv; see 'pflex help aggregate'");
-    return PFLEX_EXIT_USAGE;
-  }
-  if (append && !out) {
-    cli_error("--append needs --out FILE");
-    return PFLEX_EXIT_USAGE;
-  }
-  if (csv && json) {
-    cli_error("--csv and --json exclude each other");
-    return PFLEX_EXIT_USAGE;
-  }
-  const char *path = argv[optind];
-  if (!tput_column) tput_column = default_columns[unit];
+  struct args args = {.gpu_type = "unknown", .cap = NAN, .unit = PFLEX_TPUT_TOKENS_PER_S};
+  pflex_phase_opts_default(&args.phase);
+  args.fb_threshold_gib = args.phase.fb_threshold_mib / 1024.0;
+  struct cli_parsed p;
+  int perr = cli_parse(&spec, argc, argv, &args, &p);
+  if (perr) return cli_parse_status(perr);
+  struct pflex_phase_opts po = args.phase;
+  if (cli_given(&p, "fb-threshold-gib")) po.fb_threshold_mib = args.fb_threshold_gib * 1024.0;
+  const char *group = args.group, *gpu_type = args.gpu_type, *tput_path = args.tput,
+             *tput_column = args.tput_column, *out = args.out;
+  double cap = args.cap;
+  bool csv = args.csv, json = args.json, append = args.append;
+  enum pflex_tput_unit unit = args.unit;
+  const char *path = p.operands[0];
+  if (!tput_column) tput_column = tput_column_of(unit);
 
   int status = PFLEX_EXIT_FAIL;
   char *group_buf = NULL;
@@ -357,5 +301,5 @@ const struct pflex_cmd pflex_cmd_aggregate = {
     .name = "aggregate",
     .run = run,
     .summary = "aggregate a run's telemetry series (training phase, top-10% mean) into a run row",
-    .usage = USAGE,
+    .specs = (const struct cli_spec *const[]){&spec, NULL},
 };

@@ -3,7 +3,6 @@
  * throughput (docs/allocation.md). */
 #include <ctype.h>
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,23 +17,53 @@
 #include "pflex/curve.h"
 #include "pflex/jobs.h"
 
-#define USAGE                                                                                      \
-  "pflex allocate JOBS (--cut PCT | --target-w W) [--strategy NAME] [options]\n"                   \
-  "  JOBS                a runs CSV (each sweep group is a job with its measured curve)\n"         \
-  "                      or a jobs JSON file (docs/allocation.md)\n"                               \
-  "  --cut PCT           cut PCT percent of the jobs' total uncapped power (0-100)\n"              \
-  "  --target-w W        total power target in W\n"                                                \
-  "  --strategy NAME     equal | moe-ft | dram | pfi | optimal | oracle (default optimal)\n"       \
-  "  --objective OBJ     optimal/oracle: tokens (default: total throughput, the paper's\n"         \
-  "                      objective) or progress (sum over jobs of GPUs x T/T_max: each\n"          \
-  "                      job's kept fraction of speed, by its size; big slow models are\n"         \
-  "                      no longer starved for small fast ones); multiplies any job weight\n"      \
-  "  --knots N           optimal/oracle: points per curve of the piecewise-linear\n"               \
-  "                      approximation (default 17)\n"                                             \
-  "  --unit UNIT         runs CSV throughput column: tokens, samples, steps, step-time\n"          \
-  "  --json              print JSON\n"                                                             \
-  "  --csv               print CSV, one row per job\n"                                             \
-  "  -h, --help          print this help"
+enum objective { OBJECTIVE_TOKENS, OBJECTIVE_PROGRESS };
+
+struct args {
+  double cut, target_w;
+  enum pflex_alloc_strategy strategy;
+  enum objective objective;
+  struct pflex_alloc_opts alloc;
+  enum pflex_tput_unit unit;
+  bool json, csv;
+};
+
+static const struct cli_choice objectives[] = {
+    {"tokens", OBJECTIVE_TOKENS}, {"progress", OBJECTIVE_PROGRESS}, {NULL, 0}};
+
+#define A struct args
+static const struct cli_option options[] = {
+    {CLI_DOUBLE("cut", "PCT", A, cut, 0, 100,
+                "cut PCT percent of the jobs' total uncapped power (0-100)")},
+    {CLI_DOUBLE("target-w", "W", A, target_w, 0, INFINITY, "total power target in W")},
+    {CLI_ENUM_FN("strategy", "NAME", A, strategy, cli_strategy_name,
+                 "equal | moe-ft | dram | pfi | optimal | oracle (default optimal)")},
+    {CLI_ENUM("objective", "OBJ", A, objective, objectives,
+              "optimal/oracle: tokens (default: total throughput, the paper's objective) or "
+              "progress (sum over jobs of GPUs x T/T_max: each job's kept fraction of speed, by "
+              "its size; big slow models are no longer starved for small fast ones); multiplies "
+              "any job weight")},
+    {CLI_COUNT("knots", "N", A, alloc.knots, 2, 100000,
+               "optimal/oracle: points per curve of the piecewise-linear approximation "
+               "(default 17)")},
+    {CLI_ENUM_FN("unit", "UNIT", A, unit, cli_unit_name,
+                 "runs CSV throughput column: tokens, samples, steps, step-time")},
+    {CLI_FLAG("json", A, json, "print JSON")},
+    {CLI_FLAG("csv", A, csv, "print CSV, one row per job")},
+    {CLI_END}};
+#undef A
+
+static const struct cli_spec spec = {
+    .name = "allocate",
+    .usage = "pflex allocate JOBS (--cut PCT | --target-w W) [options]",
+    .about = "Splits a cluster power target among jobs and prints each job's power, per-GPU cap "
+             "and expected throughput (docs/allocation.md). JOBS is a runs CSV (each sweep group "
+             "is a job with its measured curve) or a jobs JSON file.",
+    .options = options,
+    .operands = "JOBS file",
+    .min_operands = 1,
+    .max_operands = 1,
+    .exclusive = (const char *const[]){"cut target-w", "json csv", NULL}};
 
 static bool looks_like_json(const char *path) {
   FILE *f = fopen(path, "r");
@@ -46,7 +75,7 @@ static bool looks_like_json(const char *path) {
   return c == '{' || c == '[';
 }
 
-static int load(const char *path, const char *unit, struct pflex_jobset *set) {
+static int load(const char *path, enum pflex_tput_unit unit, struct pflex_jobset *set) {
   struct pflex_diag diag;
   pflex_diag_clear(&diag);
   int err;
@@ -54,11 +83,7 @@ static int load(const char *path, const char *unit, struct pflex_jobset *set) {
     if ((err = pflex_jobs_read_json(path, set, &diag))) cli_error_diag("cannot read", &diag, err);
     return err;
   }
-  struct pflex_runs_read_opts opts = {0};
-  if (unit && cli_parse_unit(unit, &opts.unit)) {
-    cli_error("unknown unit '%s' (tokens, samples, steps, step-time)", unit);
-    return -EINVAL;
-  }
+  struct pflex_runs_read_opts opts = {.unit = unit};
   struct pflex_runset runs;
   pflex_runset_init(&runs);
   if ((err = cli_load_runs(path, &opts, &runs))) return err;
@@ -181,79 +206,26 @@ static void print_table(const struct pflex_jobset *set, enum pflex_alloc_strateg
 }
 
 static int run(int argc, char **argv) {
-  enum { OPT_CUT = 256, OPT_TARGET, OPT_STRATEGY, OPT_KNOTS, OPT_UNIT, OPT_JSON, OPT_CSV, OPT_OBJ };
-  static const struct option longopts[] = {{"cut", required_argument, NULL, OPT_CUT},
-                                           {"target-w", required_argument, NULL, OPT_TARGET},
-                                           {"strategy", required_argument, NULL, OPT_STRATEGY},
-                                           {"knots", required_argument, NULL, OPT_KNOTS},
-                                           {"objective", required_argument, NULL, OPT_OBJ},
-                                           {"unit", required_argument, NULL, OPT_UNIT},
-                                           {"json", no_argument, NULL, OPT_JSON},
-                                           {"csv", no_argument, NULL, OPT_CSV},
-                                           {NULL, 0, NULL, 0}};
-  double cut = NAN, target = NAN;
-  enum pflex_alloc_strategy st = PFLEX_ALLOC_OPTIMAL;
-  struct pflex_alloc_opts opts = {0};
-  const char *unit = NULL;
-  bool json = false, csv = false, progress = false;
-  int c;
-  optind = 1;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-    switch (c) {
-    case OPT_CUT:
-      if (cli_parse_double("--cut", optarg, 0, 100, &cut)) return PFLEX_EXIT_USAGE;
-      cut /= 100;
-      break;
-    case OPT_TARGET:
-      if (cli_parse_double("--target-w", optarg, 0, INFINITY, &target)) return PFLEX_EXIT_USAGE;
-      break;
-    case OPT_STRATEGY:
-      if (pflex_alloc_strategy_parse(optarg, &st)) {
-        cli_error("--strategy: unknown strategy '%s' (equal, moe-ft, dram, pfi, optimal, oracle)",
-                  optarg);
-        return PFLEX_EXIT_USAGE;
-      }
-      break;
-    case OPT_KNOTS: {
-      unsigned long long k;
-      if (cli_parse_count("--knots", optarg, 2, 100000, &k)) return PFLEX_EXIT_USAGE;
-      opts.knots = (unsigned)k;
-      break;
-    }
-    case OPT_UNIT: unit = optarg; break;
-    case OPT_OBJ:
-      if (strcmp(optarg, "tokens") == 0)
-        progress = false;
-      else if (strcmp(optarg, "progress") == 0)
-        progress = true;
-      else {
-        cli_error("--objective: '%s' is not 'tokens' or 'progress'", optarg);
-        return PFLEX_EXIT_USAGE;
-      }
-      break;
-    case OPT_JSON: json = true; break;
-    case OPT_CSV: csv = true; break;
-    default:
-      cli_error("unknown or incomplete option '%s'; see 'pflex help allocate'", argv[optind - 1]);
-      return PFLEX_EXIT_USAGE;
-    }
-  }
-  if (optind != argc - 1) {
-    cli_error("expected one JOBS file; see 'pflex help allocate'");
+  struct args a = {.cut = NAN,
+                   .target_w = NAN,
+                   .strategy = PFLEX_ALLOC_OPTIMAL,
+                   .objective = OBJECTIVE_TOKENS,
+                   .unit = PFLEX_TPUT_TOKENS_PER_S};
+  struct cli_parsed p;
+  int perr = cli_parse(&spec, argc, argv, &a, &p);
+  if (perr) return cli_parse_status(perr);
+  if (isnan(a.cut) && isnan(a.target_w)) {
+    cli_usage_error(&spec, "give one of --cut and --target-w");
     return PFLEX_EXIT_USAGE;
   }
-  if (isnan(cut) == isnan(target)) {
-    cli_error("give exactly one of --cut and --target-w");
-    return PFLEX_EXIT_USAGE;
-  }
-  if (json && csv) {
-    cli_error("--json and --csv exclude each other");
-    return PFLEX_EXIT_USAGE;
-  }
+  double cut = a.cut / 100, target = a.target_w;
+  enum pflex_alloc_strategy st = a.strategy;
+  struct pflex_alloc_opts opts = a.alloc;
+  bool json = a.json, csv = a.csv, progress = a.objective == OBJECTIVE_PROGRESS;
+  const char *path = p.operands[0];
   struct pflex_jobset set;
   pflex_jobset_init(&set);
-  if (load(argv[optind], unit, &set)) return PFLEX_EXIT_FAIL;
+  if (load(path, a.unit, &set)) return PFLEX_EXIT_FAIL;
   int status = PFLEX_EXIT_FAIL;
   struct pflex_alloc_result *r = calloc(set.n ? set.n : 1, sizeof *r);
   if (!r) {
@@ -261,7 +233,7 @@ static int run(int argc, char **argv) {
     goto out;
   }
   if (set.n == 0) {
-    cli_error("'%s' holds no jobs", argv[optind]);
+    cli_error("'%s' holds no jobs", path);
     goto out;
   }
   if (check_needs(&set, st)) goto out;
@@ -314,4 +286,4 @@ const struct pflex_cmd pflex_cmd_allocate = {
     .name = "allocate",
     .run = run,
     .summary = "split a cluster power target among jobs (per-job power, cap, throughput)",
-    .usage = USAGE};
+    .specs = (const struct cli_spec *const[]){&spec, NULL}};

@@ -1,7 +1,6 @@
 /* `pflex export`: writes stored runs as a runs CSV or runs JSON, to a file
  * (atomically) or to standard output; `--list` lists the stored groups. */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,15 +13,48 @@
 #include "pflex/runs_json.h"
 #include "pflex/store.h"
 
-static const char usage[] =
-    "pflex export [options]\n"
-    "Writes stored runs as a runs CSV or JSON (docs/store.md).\n"
-    "  --db FILE          store to read (default: $PFLEX_DB, else ./pflex.db); must exist\n"
-    "  --group NAME       export only group NAME; repeat for several (default: every group)\n"
-    "  --format csv|json  output format (default: json when --out ends in .json, else csv)\n"
-    "  --json, --csv      the same as --format json, --format csv\n"
-    "  --out FILE         write to FILE atomically (default: standard output)\n"
-    "  --list             list the stored groups instead (a table; JSON with --json)";
+struct args {
+  const char *db, *out;
+  struct cli_strings groups;
+  enum cli_format format;
+  bool json, csv, list;
+};
+
+#define A struct args
+static const struct cli_option options[] = {
+    {CLI_STRING("db", "FILE", A, db,
+                "store to read (default: $PFLEX_DB, else ./pflex.db); must exist")},
+    {CLI_STRINGS("group", "NAME", A, groups,
+                 "export only group NAME; repeat for several (default: every group)")},
+    {CLI_ENUM("format", "csv|json", A, format, cli_format_choices,
+              "output format (default: json when --out ends in .json, else csv)")},
+    {CLI_FLAG("json", A, json, "the same as --format json")},
+    {CLI_FLAG("csv", A, csv, "the same as --format csv")},
+    {CLI_STRING("out", "FILE", A, out, "write to FILE atomically (default: standard output)")},
+    {CLI_FLAG("list", A, list, "list the stored groups instead (a table; JSON with --json)")},
+    {CLI_END}};
+#undef A
+
+static const struct cli_spec spec = {.name = "export",
+                                     .usage = "pflex export [options]",
+                                     .about = "Writes stored runs as a runs CSV or JSON "
+                                              "(docs/store.md).",
+                                     .options = options};
+
+/* The output format: --format, --json and --csv must agree; else by --out's name. */
+static int output_format(const struct args *a, bool *ret_json) {
+  enum cli_format f = a->format;
+  if ((a->json && f == CLI_FORMAT_CSV) || (a->csv && f == CLI_FORMAT_JSON) || (a->json && a->csv)) {
+    cli_usage_error(&spec, "--json, --csv and --format name different formats");
+    return -EINVAL;
+  }
+  if (a->json) f = CLI_FORMAT_JSON;
+  if (a->csv) f = CLI_FORMAT_CSV;
+  if (f == CLI_FORMAT_NONE)
+    f = a->out && cli_ends_with(a->out, ".json") ? CLI_FORMAT_JSON : CLI_FORMAT_CSV;
+  *ret_json = f == CLI_FORMAT_JSON;
+  return 0;
+}
 
 static int write_csv_stdout(const struct pflex_runset *set) {
   int err = pflex_runs_write_csv_stream(set, stdout);
@@ -65,51 +97,18 @@ static int list_groups(struct pflex_store *store, bool json) {
 }
 
 static int run(int argc, char **argv) {
-  static const struct option opts[] = {
-      {"db", required_argument, NULL, 'd'},     {"group", required_argument, NULL, 'g'},
-      {"format", required_argument, NULL, 'f'}, {"out", required_argument, NULL, 'o'},
-      {"list", no_argument, NULL, 'l'},         {"json", no_argument, NULL, 'j'},
-      {"csv", no_argument, NULL, 'c'},          {NULL, 0, NULL, 0}};
-  const char *db = cli_default_db();
-  const char *format = NULL, *out = NULL;
-  bool list = false;
-  const char **groups = calloc((size_t)argc, sizeof *groups);
-  size_t ngroups = 0;
-  if (!groups) {
-    cli_error("out of memory");
-    return PFLEX_EXIT_FAIL;
-  }
+  struct args a = {.db = cli_default_db(), .format = CLI_FORMAT_NONE};
+  struct cli_parsed p;
+  bool json;
   int status = PFLEX_EXIT_USAGE;
-  int c;
-  opterr = 0;
-  optind = 1;
-  while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-    switch (c) {
-    case 'd': db = optarg; break;
-    case 'g': groups[ngroups++] = optarg; break;
-    case 'f':
-    case 'j':
-    case 'c': {
-      const char *f = c == 'j' ? "json" : "csv";
-      if (c == 'f' && cli_parse_format(optarg, &f)) goto out;
-      if (format && strcmp(format, f)) {
-        cli_error("export: --json, --csv and --format name different formats");
-        goto out;
-      }
-      format = f;
-      break;
-    }
-    case 'o': out = optarg; break;
-    case 'l': list = true; break;
-    default: cli_bad_option("export", argv[optind - 1]); goto out;
-    }
-  }
-  if (optind != argc) {
-    cli_error("export: unexpected argument '%s'; see 'pflex help export'", argv[optind]);
+  int perr = cli_parse(&spec, argc, argv, &a, &p);
+  if (perr) {
+    status = cli_parse_status(perr);
     goto out;
   }
-  if (!format) format = out && cli_ends_with(out, ".json") ? "json" : "csv";
-  bool json = strcmp(format, "json") == 0;
+  if (output_format(&a, &json)) goto out;
+  const char *db = a.db, *out = a.out;
+  bool list = a.list;
 
   status = PFLEX_EXIT_FAIL;
   fprintf(stderr, "note: using store '%s'\n", db);
@@ -130,7 +129,7 @@ static int run(int argc, char **argv) {
   }
   struct pflex_runset set;
   pflex_runset_init(&set);
-  err = pflex_store_get_runs(store, groups, ngroups, &set, &diag);
+  err = pflex_store_get_runs(store, a.groups.v, a.groups.n, &set, &diag);
   pflex_store_close(store);
   if (err) {
     cli_error_diag("cannot export from", &diag, err);
@@ -166,7 +165,7 @@ static int run(int argc, char **argv) {
   }
   pflex_runset_release(&set);
 out:
-  free(groups);
+  cli_release(&spec, &a);
   return status;
 }
 
@@ -174,4 +173,4 @@ const struct pflex_cmd pflex_cmd_export = {.name = "export",
                                            .run = run,
                                            .summary =
                                                "write stored runs as a runs CSV or JSON file",
-                                           .usage = usage};
+                                           .specs = (const struct cli_spec *const[]){&spec, NULL}};

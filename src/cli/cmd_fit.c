@@ -1,7 +1,6 @@
 /* `pflex fit`: fits a PFI predictor on the sweep groups of a runs file and
  * writes the model file (docs/prediction.md). */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,19 +13,49 @@
 #include "pflex/model_json.h"
 #include "pflex/predict.h"
 
-static const char usage[] =
-    "pflex fit RUNS.csv [options]\n"
-    "  --features LIST   comma-separated features (default dram_copy): dram_copy, "
-    "arith_intensity,\n"
-    "                    arch_moe, task_ft, log_gpus, any telemetry column; 'meta' = arch_moe,\n"
-    "                    task_ft,log_gpus; 'dcgm' = every numeric telemetry column\n"
-    "  --model KIND      ols (default), ridge (lambda by nested leave-one-out), or prior\n"
-    "                    (mean PFI per arch x task, for jobs without telemetry)\n"
-    "  --lambda L        ridge: use this penalty instead of choosing it\n"
-    "  --set NAME        use only runs whose set column is NAME (e.g. headline)\n"
-    "  --loco SCHEME     clusters for leave-one-cluster-out: arch-task (default) or "
-    "pooled-dense\n" PC_PFI_USAGE "  --out FILE        write the model file (JSON) to FILE\n"
-    "  --json            print the model file to stdout instead of the summary";
+struct args {
+  struct cli_pfi_args pfi;
+  const char *features, *set, *out;
+  enum pflex_model_kind model;
+  double lambda;
+  enum pflex_loco loco;
+  bool json;
+};
+
+#define A struct args
+static const struct cli_option options[] = {
+    {CLI_STRING("features", "LIST", A, features,
+                "comma-separated features (default dram_copy): dram_copy, arith_intensity, "
+                "arch_moe, task_ft, log_gpus, any telemetry column; 'meta' = arch_moe,task_ft,"
+                "log_gpus; 'dcgm' = every numeric telemetry column")},
+    {CLI_ENUM_FN("model", "KIND", A, model, cli_model_kind_name,
+                 "ols (default), ridge (lambda by nested leave-one-out), or prior (mean PFI per "
+                 "arch x task, for jobs without telemetry)")},
+    {CLI_DOUBLE("lambda", "L", A, lambda, 0, INFINITY,
+                "ridge: use this penalty instead of choosing it")},
+    {CLI_STRING("set", "NAME", A, set, "use only runs whose set column is NAME (e.g. headline)")},
+    {CLI_ENUM_FN("loco", "SCHEME", A, loco, cli_loco_name,
+                 "clusters for leave-one-cluster-out: arch-task (default) or pooled-dense")},
+    {CLI_LIST("grid", "LIST", A, pfi.grid, 0, INFINITY,
+              "compute the target PFI on these caps only (e.g. 200,500,600,700)"),
+     .flags = CLI_OPEN_MIN, .expect = "a list of caps in W (e.g. 200,500,600,700)"},
+    {CLI_INCLUDE(A, pfi, cli_pfi_target_options)},
+    {CLI_INCLUDE(A, pfi, cli_pfi_read_options)},
+    {CLI_STRING("out", "FILE", A, out, "write the model file (JSON) to FILE")},
+    {CLI_FLAG("json", A, json, "print the model file to stdout instead of the summary")},
+    {CLI_END}};
+#undef A
+
+static const struct cli_spec spec = {
+    .name = "fit",
+    .usage = "pflex fit RUNS.csv [options]",
+    .about = "Fits a PFI predictor on the sweep groups of a runs file and writes the model file "
+             "(docs/prediction.md). The target PFI is computed as 'pflex pfi' does, without a "
+             "confidence interval.",
+    .options = options,
+    .operands = "RUNS.csv",
+    .min_operands = 1,
+    .max_operands = 1};
 
 static void print_summary(const struct pflex_model *m, const struct pflex_dataset *d) {
   printf("model: %s, %zu feature%s, fitted on %zu groups", pflex_model_kind_name(m->kind),
@@ -70,68 +99,33 @@ static void print_summary(const struct pflex_model *m, const struct pflex_datase
 }
 
 static int run(int argc, char **argv) {
-  static const struct option opts[] = {{"features", required_argument, NULL, 'f'},
-                                       {"model", required_argument, NULL, 'm'},
-                                       {"lambda", required_argument, NULL, 'l'},
-                                       {"set", required_argument, NULL, 's'},
-                                       {"loco", required_argument, NULL, 'c'},
-                                       {"out", required_argument, NULL, 'o'},
-                                       {"json", no_argument, NULL, 'j'},
-                                       PFI_LONG_OPTIONS,
-                                       {NULL, 0, NULL, 0}};
-  const char *features = "dram_copy", *set_filter = NULL, *out = NULL;
-  struct pflex_fit_opts fo = {.kind = PFLEX_MODEL_OLS, .lambda = -1};
-  enum pflex_loco loco = PFLEX_LOCO_ARCH_TASK;
-  struct cli_pfi_args pa;
-  cli_pfi_args_init(&pa);
-  bool json = false, features_given = false;
+  struct args args = {.features = "dram_copy",
+                      .model = PFLEX_MODEL_OLS,
+                      .lambda = -1,
+                      .loco = PFLEX_LOCO_ARCH_TASK};
+  cli_pfi_args_init(&args.pfi);
+  struct cli_pfi_args *const pa = &args.pfi;
   int rc = PFLEX_EXIT_USAGE, err;
-  int c;
-  optind = 1;
-  while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-    switch (c) {
-    case 'f':
-      features = optarg;
-      features_given = true;
-      break;
-    case 'm':
-      if (pflex_model_kind_parse(optarg, &fo.kind)) {
-        cli_error("unknown model '%s' (ols, ridge or prior)", optarg);
-        goto early;
-      }
-      break;
-    case 'l':
-      if (cli_parse_double("--lambda", optarg, 0, INFINITY, &fo.lambda)) goto early;
-      break;
-    case 's': set_filter = optarg; break;
-    case 'c':
-      if (pflex_loco_parse(optarg, &loco)) {
-        cli_error("unknown --loco '%s' (arch-task or pooled-dense)", optarg);
-        goto early;
-      }
-      break;
-    case 'o': out = optarg; break;
-    case 'j': json = true; break;
-    default:
-      err = c == '?' ? 1 : pc_pfi_option(&pa, c, optarg);
-      if (err == 1) fprintf(stderr, "usage: %s\n", usage);
-      if (err) goto early;
-    }
-  }
-  if (optind != argc - 1) {
-    fprintf(stderr, "usage: %s\n", usage);
+  struct cli_parsed p;
+  if ((err = cli_parse(&spec, argc, argv, &args, &p))) {
+    rc = cli_parse_status(err);
     goto early;
   }
-  if (fo.kind == PFLEX_MODEL_PRIOR && features_given) {
-    cli_error("a prior model uses no features: drop --features");
+  cli_pfi_args_finish(pa);
+  const char *features = args.features, *set_filter = args.set, *out = args.out;
+  struct pflex_fit_opts fo = {.kind = args.model, .lambda = args.lambda};
+  enum pflex_loco loco = args.loco;
+  bool json = args.json;
+  if (fo.kind == PFLEX_MODEL_PRIOR && cli_given(&p, "features")) {
+    cli_usage_error(&spec, "a prior model uses no features: drop --features");
     goto early;
   }
-  if (fo.kind != PFLEX_MODEL_RIDGE && fo.lambda >= 0) {
-    cli_error("--lambda is for --model ridge");
+  if (fo.kind != PFLEX_MODEL_RIDGE && cli_given(&p, "lambda")) {
+    cli_usage_error(&spec, "--lambda is for --model ridge");
     goto early;
   }
-  pa.opts.draws = 0;
-  const char *path = argv[optind];
+  pa->opts.draws = 0;
+  const char *path = p.operands[0];
   struct pflex_runset set;
   pflex_runset_init(&set);
   struct pflex_dataset d;
@@ -139,16 +133,16 @@ static int run(int argc, char **argv) {
   struct pflex_model m;
   pflex_model_init(&m);
   rc = PFLEX_EXIT_FAIL;
-  if (cli_load_runs(path, &pa.read, &set)) goto out;
+  if (cli_load_runs(path, &pa->read, &set)) goto out;
   if (fo.kind == PFLEX_MODEL_PRIOR) {
     struct pflex_featlist none;
     struct pflex_diag diag;
     pflex_diag_clear(&diag);
     pflex_featlist_init(&none);
-    err = pflex_dataset_build(&set, set_filter, &none, &pa.opts, true, &d, &diag);
+    err = pflex_dataset_build(&set, set_filter, &none, &pa->opts, true, &d, &diag);
     if (err) cli_error_diag("cannot use", &diag, err);
   } else {
-    err = pc_dataset(&set, set_filter, features, &pa.opts, true, &d);
+    err = pc_dataset(&set, set_filter, features, &pa->opts, true, &d);
   }
   if (err) goto out;
   err = pflex_model_fit(&d, &fo, loco, &m);
@@ -157,7 +151,7 @@ static int run(int argc, char **argv) {
               err == -PFLEX_E_NOPOINTS ? " (at least 3 groups with a PFI are needed)" : "");
     goto out;
   }
-  if (pflex_model_set_target(&m, &pa.opts)) {
+  if (pflex_model_set_target(&m, &pa->opts)) {
     cli_error("out of memory");
     goto out;
   }
@@ -194,7 +188,7 @@ out:
   pflex_dataset_release(&d);
   pflex_runset_release(&set);
 early:
-  cli_pfi_args_release(&pa);
+  cli_release(&spec, &args);
   return rc;
 }
 
@@ -202,5 +196,5 @@ const struct pflex_cmd pflex_cmd_fit = {
     .name = "fit",
     .run = run,
     .summary = "fit a PFI predictor on sweep groups and write a model file",
-    .usage = usage,
+    .specs = (const struct cli_spec *const[]){&spec, NULL},
 };

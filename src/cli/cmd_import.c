@@ -1,7 +1,6 @@
 /* `pflex import`: reads a runs CSV (or runs JSON) and stores its groups in the
  * SQLite store, all or nothing (docs/store.md). */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,69 +12,61 @@
 #include "pflex/runs_json.h"
 #include "pflex/store.h"
 
-static const char usage[] =
-    "pflex import RUNS.csv|RUNS.json [options]\n"
-    "Stores the sweep groups of a runs file in the store, all or nothing.\n"
-    "  --db FILE          store file (default: $PFLEX_DB, else ./pflex.db); created if missing\n"
-    "  --replace          replace groups that are already stored (their samples go too)\n"
-    "  --append           add the runs to groups that are already stored (same configuration)\n"
-    "  --unit UNIT        throughput column to read: tokens, samples, steps, step-time\n"
-    "  --tput-column NAME read the throughput from column NAME\n"
-    "  --format csv|json  input format (default: json when the name ends in .json, else csv)\n"
-    "  --json             print the summary as JSON\n"
-    "Without --replace or --append, a group that is already stored fails the import.";
+struct args {
+  const char *db, *tput_column;
+  bool replace, append, json;
+  enum pflex_tput_unit unit;
+  enum cli_format format;
+};
+
+#define A struct args
+static const struct cli_option options[] = {
+    {CLI_STRING("db", "FILE", A, db,
+                "store file (default: $PFLEX_DB, else ./pflex.db); created if missing")},
+    {CLI_FLAG("replace", A, replace,
+              "replace groups that are already stored (their samples go too)")},
+    {CLI_FLAG("append", A, append,
+              "add the runs to groups that are already stored (same configuration)")},
+    {CLI_ENUM_FN("unit", "UNIT", A, unit, cli_unit_name,
+                 "throughput column to read: tokens, samples, steps, step-time")},
+    {CLI_STRING("tput-column", "NAME", A, tput_column, "read the throughput from column NAME")},
+    {CLI_ENUM("format", "csv|json", A, format, cli_format_choices,
+              "input format (default: json when the name ends in .json, else csv)")},
+    {CLI_FLAG("json", A, json, "print the summary as JSON")},
+    {CLI_END}};
+#undef A
+
+static const struct cli_spec spec = {
+    .name = "import",
+    .usage = "pflex import RUNS.csv|RUNS.json [options]",
+    .about = "Stores the sweep groups of a runs file in the store, all or nothing "
+             "(docs/store.md).",
+    .options = options,
+    .operands = "runs file",
+    .min_operands = 1,
+    .max_operands = 1,
+    .exclusive = (const char *const[]){"replace append", NULL},
+    .notes = "Without --replace or --append, a group that is already stored fails the import."};
 
 static int run(int argc, char **argv) {
-  static const struct option opts[] = {{"db", required_argument, NULL, 'd'},
-                                       {"replace", no_argument, NULL, 'r'},
-                                       {"append", no_argument, NULL, 'a'},
-                                       {"unit", required_argument, NULL, 'u'},
-                                       {"tput-column", required_argument, NULL, 't'},
-                                       {"format", required_argument, NULL, 'f'},
-                                       {"json", no_argument, NULL, 'j'},
-                                       {NULL, 0, NULL, 0}};
-  const char *db = cli_default_db();
-  const char *format = NULL;
-  bool json = false;
-  int nmodes = 0;
-  enum pflex_store_put_mode mode = PFLEX_STORE_REJECT_EXISTING;
-  struct pflex_runs_read_opts ropts = {.unit = PFLEX_TPUT_TOKENS_PER_S};
-  int c;
-  opterr = 0;
-  optind = 1;
-  while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-    switch (c) {
-    case 'd': db = optarg; break;
-    case 'r':
-      mode = PFLEX_STORE_REPLACE_GROUP;
-      nmodes++;
-      break;
-    case 'a':
-      mode = PFLEX_STORE_APPEND;
-      ropts.partial_groups = true; /* the stored group already has its uncapped run */
-      nmodes++;
-      break;
-    case 'u':
-      if (cli_parse_unit_option(optarg, &ropts.unit)) return PFLEX_EXIT_USAGE;
-      break;
-    case 't': ropts.tput_column = optarg; break;
-    case 'f':
-      if (cli_parse_format(optarg, &format)) return PFLEX_EXIT_USAGE;
-      break;
-    case 'j': json = true; break;
-    default: cli_bad_option("import", argv[optind - 1]); return PFLEX_EXIT_USAGE;
-    }
-  }
-  if (nmodes > 1) {
-    cli_error("import: --replace and --append exclude each other");
-    return PFLEX_EXIT_USAGE;
-  }
-  if (optind != argc - 1) {
-    cli_error("import: expected one runs file; see 'pflex help import'");
-    return PFLEX_EXIT_USAGE;
-  }
-  const char *path = argv[optind];
-  if (!format) format = cli_ends_with(path, ".json") ? "json" : "csv";
+  struct args a = {
+      .db = cli_default_db(), .unit = PFLEX_TPUT_TOKENS_PER_S, .format = CLI_FORMAT_NONE};
+  struct cli_parsed p;
+  int perr = cli_parse(&spec, argc, argv, &a, &p);
+  if (perr) return cli_parse_status(perr);
+  const char *db = a.db;
+  bool json = a.json;
+  enum pflex_store_put_mode mode = a.replace  ? PFLEX_STORE_REPLACE_GROUP
+                                   : a.append ? PFLEX_STORE_APPEND
+                                              : PFLEX_STORE_REJECT_EXISTING;
+  /* With --append the stored group already has its uncapped run. */
+  struct pflex_runs_read_opts ropts = {
+      .unit = a.unit, .tput_column = a.tput_column, .partial_groups = a.append};
+  const char *path = p.operands[0];
+  const char *format = a.format == CLI_FORMAT_JSON    ? "json"
+                       : a.format == CLI_FORMAT_CSV   ? "csv"
+                       : cli_ends_with(path, ".json") ? "json"
+                                                      : "csv";
 
   struct pflex_runset set;
   pflex_runset_init(&set);
@@ -140,4 +131,4 @@ static int run(int argc, char **argv) {
 const struct pflex_cmd pflex_cmd_import = {.name = "import",
                                            .run = run,
                                            .summary = "store a runs CSV or JSON file in the store",
-                                           .usage = usage};
+                                           .specs = (const struct cli_spec *const[]){&spec, NULL}};

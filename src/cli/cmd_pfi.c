@@ -2,7 +2,6 @@
  * its Monte Carlo 95% CI, the runs it rests on, the runs left out and why,
  * and optionally the value on a sub-grid of caps (docs/pfi.md). */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,21 +10,40 @@
 #include <jansson.h>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "cli/pfi_args.h"
 #include "cli/util.h"
 #include "pflex/csv.h"
 
-static const char usage[] =
-    "pflex pfi RUNS.csv [options]\n"
-    "Prints per sweep group the runs used, the PFI and its 95% CI, and the runs left out.\n"
-    "  --grid LIST      also compute on a sub-grid of caps, e.g. 200,500,600,700 (the\n"
-    "                   uncapped run is always kept); shown beside the full-grid "
-    "value\n" PFI_OPTIONS_USAGE "  --json           JSON array, one object per group\n"
-    "  --csv            CSV, one row per group\n"
-    "Exit status 1 when a group has no PFI (a single run, or every capped run excluded;\n"
-    "the other groups are still printed), 2 on a usage error.";
+struct args {
+  struct cli_pfi_args pfi;
+  bool json, csv;
+};
 
-enum { OPT_JSON = 2000, OPT_CSV };
+static const struct cli_option options[] = {
+    {CLI_LIST("grid", "LIST", struct args, pfi.grid, 0, INFINITY,
+              "also compute on a sub-grid of caps, e.g. 200,500,600,700 (the uncapped run is "
+              "always kept); shown beside the full-grid value"),
+     .flags = CLI_OPEN_MIN, .expect = "a list of caps in W (e.g. 200,500,600,700)"},
+    {CLI_INCLUDE(struct args, pfi, cli_pfi_target_options)},
+    {CLI_INCLUDE(struct args, pfi, cli_pfi_ci_options)},
+    {CLI_INCLUDE(struct args, pfi, cli_pfi_set_option)},
+    {CLI_INCLUDE(struct args, pfi, cli_pfi_read_options)},
+    {CLI_FLAG("json", struct args, json, "JSON array, one object per group")},
+    {CLI_FLAG("csv", struct args, csv, "CSV, one row per group")},
+    {CLI_END}};
+
+static const struct cli_spec spec = {
+    .name = "pfi",
+    .usage = "pflex pfi RUNS.csv [options]",
+    .about = "Prints per sweep group the runs used, the PFI and its 95% CI, and the runs left out.",
+    .options = options,
+    .operands = "RUNS.csv",
+    .min_operands = 1,
+    .max_operands = 1,
+    .exclusive = (const char *const[]){"json csv", NULL},
+    .notes = "Exit status 1 when a group has no PFI (a single run, or every capped run excluded; "
+             "the other groups are still printed), 2 on a usage error."};
 
 struct row {
   const struct pflex_group *g;
@@ -50,14 +68,14 @@ static void fmt_ci(char *buf, size_t size, const struct cli_pfi_value *v) {
 static void grid_text(char *buf, size_t size, const struct cli_pfi_args *a, const char *sep) {
   size_t o = 0;
   buf[0] = '\0';
-  for (size_t i = 0; i < a->ngrid && o < size; i++)
-    o += (size_t)snprintf(buf + o, size - o, "%s%g", i ? sep : "", a->grid[i]);
+  for (size_t i = 0; i < a->grid.n && o < size; i++)
+    o += (size_t)snprintf(buf + o, size - o, "%s%g", i ? sep : "", a->grid.v[i]);
 }
 
 /* True when grid cap k matches no run of row r (the core's tolerance). */
 static bool grid_missing(const struct row *r, const struct cli_pfi_args *a, size_t k) {
   for (size_t i = 0; i < r->full.n; i++)
-    if (fabs(r->full.runs[i].cap_w - a->grid[k]) <= PFLEX_PFI_GRID_TOLERANCE_W) return false;
+    if (fabs(r->full.runs[i].cap_w - a->grid.v[k]) <= PFLEX_PFI_GRID_TOLERANCE_W) return false;
   return true;
 }
 
@@ -69,7 +87,7 @@ static void print_table(const struct row *rows, size_t n, const struct cli_pfi_a
   char gt[256];
   grid_text(gt, sizeof gt, a, ",");
   printf("%-*s  %-5s %4s %4s %7s  %-17s", w, "group", "gpu", "gpus", "runs", "PFI", "95% CI");
-  if (a->grid) printf("  %9s %8s  %-17s", "grid runs", "grid PFI", "grid 95% CI");
+  if (a->grid.v) printf("  %9s %8s  %-17s", "grid runs", "grid PFI", "grid 95% CI");
   printf("\n");
   for (size_t i = 0; i < n; i++) {
     const struct row *r = &rows[i];
@@ -78,7 +96,7 @@ static void print_table(const struct row *rows, size_t n, const struct cli_pfi_a
     fmt_ci(ci, sizeof ci, &r->full);
     printf("%-*s  %-5s %4d %4zu %7s  %-17s", w, r->g->name, r->run->gpu, r->run->gpus,
            r->full.err ? (size_t)0 : r->full.res.runs_used, v, ci);
-    if (a->grid) {
+    if (a->grid.v) {
       fmt_value(v, sizeof v, &r->grid);
       fmt_ci(ci, sizeof ci, &r->grid);
       printf("  %9zu %8s  %-17s", r->grid.err ? (size_t)0 : r->grid.res.runs_used, v, ci);
@@ -95,17 +113,17 @@ static void print_table(const struct row *rows, size_t n, const struct cli_pfi_a
   if (a->opts.draws)
     printf("; 95%% CI from %zu Monte Carlo draws, seed %lu", a->opts.draws, a->opts.seed);
   printf("; runs counts the uncapped run\n");
-  if (a->grid) printf("grid: caps %s W and the uncapped run\n", gt);
+  if (a->grid.v) printf("grid: caps %s W and the uncapped run\n", gt);
   if (!pflex_tput_unit_absolute(set->unit))
     printf("throughput unit %s: PFI uses ratios only\n", pflex_tput_unit_name(set->unit));
   bool any = false;
   for (size_t i = 0; i < n; i++) {
-    if (rows[i].full.err || (a->grid && rows[i].grid.err)) any = true;
+    if (rows[i].full.err || (a->grid.v && rows[i].grid.err)) any = true;
     if (a->opts.draws &&
         ((!rows[i].full.err && rows[i].full.res.draws_used < a->opts.draws) ||
-         (a->grid && !rows[i].grid.err && rows[i].grid.res.draws_used < a->opts.draws)))
+         (a->grid.v && !rows[i].grid.err && rows[i].grid.res.draws_used < a->opts.draws)))
       any = true;
-    for (size_t k = 0; k < a->ngrid; k++)
+    for (size_t k = 0; k < a->grid.n; k++)
       if (grid_missing(&rows[i], a, k)) any = true;
     for (size_t k = 0; k < rows[i].full.n; k++)
       if (rows[i].full.runs[k].role == PFLEX_PFI_EXCLUDED) any = true;
@@ -116,12 +134,12 @@ static void print_table(const struct row *rows, size_t n, const struct cli_pfi_a
     cli_pfi_value_notes(stdout, rows[i].g->name, &rows[i].full, &a->opts, "", true);
     /* On the grid a run is excluded for the same reason as on the full grid;
      * repeat only what the grid adds: no value, or a CI on fewer draws. */
-    if (a->grid && !(rows[i].grid.err && rows[i].full.err))
+    if (a->grid.v && !(rows[i].grid.err && rows[i].full.err))
       cli_pfi_value_notes(stdout, rows[i].g->name, &rows[i].grid, &a->opts, " (grid)", false);
-    for (size_t k = 0; k < a->ngrid; k++)
+    for (size_t k = 0; k < a->grid.n; k++)
       if (grid_missing(&rows[i], a, k))
         printf("  %s (grid): no run at %g W: the grid value rests on fewer caps\n", rows[i].g->name,
-               a->grid[k]);
+               a->grid.v[k]);
   }
 }
 
@@ -145,14 +163,14 @@ static int print_json(const struct row *rows, size_t n, const struct cli_pfi_arg
     e |= json_object_set_new(o, "seed", json_integer((json_int_t)a->opts.seed));
     e |= cli_pfi_value_json(o, "", &r->full);
     json_t *g = json_null();
-    if (a->grid) {
+    if (a->grid.v) {
       g = json_array();
-      for (size_t k = 0; g && k < a->ngrid; k++)
-        json_array_append_new(g, json_real(a->grid[k]));
+      for (size_t k = 0; g && k < a->grid.n; k++)
+        json_array_append_new(g, json_real(a->grid.v[k]));
       e |= cli_pfi_value_json(o, "grid_", &r->grid);
       json_t *miss = json_array();
-      for (size_t k = 0; miss && k < a->ngrid; k++)
-        if (grid_missing(r, a, k)) json_array_append_new(miss, json_real(a->grid[k]));
+      for (size_t k = 0; miss && k < a->grid.n; k++)
+        if (grid_missing(r, a, k)) json_array_append_new(miss, json_real(a->grid.v[k]));
       e |= json_object_set_new(o, "grid_missing", miss);
     }
     e |= json_object_set_new(o, "grid", g);
@@ -192,7 +210,7 @@ static void csv_value(const struct cli_pfi_value *v) {
 
 static void print_csv(const struct row *rows, size_t n, const struct cli_pfi_args *a) {
   printf("group,gpu,gpus,arch,task,definition,exclude,runs,pfi,ci_low,ci_high,excluded");
-  if (a->grid) printf(",grid,grid_runs,grid_pfi,grid_ci_low,grid_ci_high,grid_excluded");
+  if (a->grid.v) printf(",grid,grid_runs,grid_pfi,grid_ci_low,grid_ci_high,grid_excluded");
   printf("\n");
   char gt[256];
   grid_text(gt, sizeof gt, a, ";"); /* ';' like the excluded list: no quoting needed */
@@ -204,7 +222,7 @@ static void print_csv(const struct row *rows, size_t n, const struct cli_pfi_arg
            pflex_task_name(r->run->task), pflex_pfi_definition_name(a->opts.definition),
            pflex_pfi_exclude_name(a->opts.exclude));
     csv_value(&r->full);
-    if (a->grid) {
+    if (a->grid.v) {
       printf(",%s", gt);
       csv_value(&r->grid);
     }
@@ -213,65 +231,51 @@ static void print_csv(const struct row *rows, size_t n, const struct cli_pfi_arg
 }
 
 static int run(int argc, char **argv) {
-  static const struct option longopts[] = {PFI_LONG_OPTIONS, PFI_SET_OPTION,
-                                           {"json", no_argument, NULL, OPT_JSON},
-                                           {"csv", no_argument, NULL, OPT_CSV},
-                                           {NULL, 0, NULL, 0}};
-  struct cli_pfi_args a;
-  cli_pfi_args_init(&a);
-  bool json = false, csv = false;
-  int c, status = PFLEX_EXIT_USAGE;
+  struct args args = {0};
+  struct cli_pfi_args *const a = &args.pfi;
+  cli_pfi_args_init(a);
+  int status;
   struct pflex_runset set;
   struct pflex_group *groups = NULL;
   size_t ng = 0;
   struct row *rows = NULL;
   pflex_runset_init(&set);
-  optind = 1;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-    if (c == OPT_JSON)
-      json = true;
-    else if (c == OPT_CSV)
-      csv = true;
-    else if (c == '?' || c == ':') {
-      cli_bad_option("pfi", argv[optind - 1]);
-      goto out;
-    } else if (cli_pfi_option(&a, c, optarg) != 0)
-      goto out;
-  }
-  if (optind != argc - 1 || (json && csv)) {
-    cli_error("pfi: %s; see 'pflex help pfi'",
-              json && csv ? "--json and --csv exclude each other" : "expected one RUNS.csv");
+  struct cli_parsed p;
+  int err = cli_parse(&spec, argc, argv, &args, &p);
+  if (err) {
+    status = cli_parse_status(err);
     goto out;
   }
+  cli_pfi_args_finish(a);
+  bool json = args.json, csv = args.csv;
   gsl_set_error_handler_off(); /* GSL errors come back as return codes, never abort */
 
   status = PFLEX_EXIT_FAIL;
-  if (cli_load_runs(argv[optind], &a.read, &set)) goto out;
+  if (cli_load_runs(p.operands[0], &a->read, &set)) goto out;
   if (pflex_runset_groups(&set, &groups, &ng) || !(rows = calloc(ng ? ng : 1, sizeof *rows))) {
     cli_error("pfi: out of memory");
     goto out;
   }
   bool missing = false;
-  struct pflex_pfi_opts full = a.opts;
+  struct pflex_pfi_opts full = a->opts;
   full.grid = NULL;
   full.ngrid = 0;
   for (size_t i = 0; i < ng; i++) {
     rows[i].g = &groups[i];
     rows[i].run = &set.runs[groups[i].uncapped];
     if (cli_pfi_value_compute(&set, &groups[i], &full, &rows[i].full)) missing = true;
-    if (a.grid) cli_pfi_value_compute(&set, &groups[i], &a.opts, &rows[i].grid);
+    if (a->grid.v) cli_pfi_value_compute(&set, &groups[i], &a->opts, &rows[i].grid);
     if (rows[i].full.err == -ENOMEM || rows[i].grid.err == -ENOMEM) {
       cli_error("pfi: out of memory");
       goto out;
     }
   }
   if (json) {
-    if (print_json(rows, ng, &a, &set)) goto out;
+    if (print_json(rows, ng, a, &set)) goto out;
   } else if (csv)
-    print_csv(rows, ng, &a);
+    print_csv(rows, ng, a);
   else
-    print_table(rows, ng, &a, &set);
+    print_table(rows, ng, a, &set);
   for (size_t i = 0; i < ng; i++)
     if (rows[i].full.err) cli_error("group '%s': no PFI: %s", rows[i].g->name, rows[i].full.why);
   status = missing ? PFLEX_EXIT_FAIL : PFLEX_EXIT_OK;
@@ -283,7 +287,7 @@ out:
   free(rows);
   pflex_groups_free(groups, ng);
   pflex_runset_release(&set);
-  cli_pfi_args_release(&a);
+  cli_release(&spec, &args);
   return status;
 }
 
@@ -291,4 +295,4 @@ const struct pflex_cmd pflex_cmd_pfi = {
     .name = "pfi",
     .run = run,
     .summary = "Power Flexibility Index of each sweep group, with 95% CI",
-    .usage = usage};
+    .specs = (const struct cli_spec *const[]){&spec, NULL}};

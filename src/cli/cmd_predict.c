@@ -3,7 +3,6 @@
  * is a group of one) and prints the predicted PFI, with the measured PFI
  * beside it where the group has capped runs (docs/prediction.md). */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,16 +17,39 @@
 #include "pflex/model_json.h"
 #include "pflex/predict.h"
 
-static const char usage[] =
-    "pflex predict --model MODEL.json RUNS.csv [options]\n"
-    "  --model FILE      the model file written by 'pflex fit' (required)\n"
-    "  --set NAME        use only runs whose set column is NAME\n"
-    "  --prior-fallback  predict a job that lacks a feature with the model's population prior\n"
-    "                    (marked 'prior') instead of failing\n"
-    "  --unit UNIT       throughput column when not tokens_per_s: tokens, samples, steps, "
-    "step-time\n"
-    "  --json            JSON output\n"
-    "  --csv             CSV output";
+struct args {
+  const char *model, *set;
+  bool prior_fallback, json, csv;
+  enum pflex_tput_unit unit;
+};
+
+#define A struct args
+static const struct cli_option options[] = {
+    {CLI_STRING("model", "FILE", A, model, "the model file written by 'pflex fit'"),
+     .flags = CLI_REQUIRED},
+    {CLI_STRING("set", "NAME", A, set, "use only runs whose set column is NAME")},
+    {CLI_FLAG("prior-fallback", A, prior_fallback,
+              "predict a job that lacks a feature with the model's population prior (marked "
+              "'prior') instead of failing")},
+    {CLI_ENUM_FN("unit", "UNIT", A, unit, cli_unit_name,
+                 "throughput column when not tokens_per_s: tokens, samples, steps, step-time")},
+    {CLI_FLAG("json", A, json, "JSON output")},
+    {CLI_FLAG("csv", A, csv, "CSV output")},
+    {CLI_END}};
+#undef A
+
+static const struct cli_spec spec = {
+    .name = "predict",
+    .usage = "pflex predict --model MODEL.json RUNS.csv [options]",
+    .about = "Applies a model file to the uncapped run of every sweep group of a runs file (a "
+             "file of one run per job is live telemetry: each job is a group of one) and prints "
+             "the predicted PFI, with the measured PFI beside it where the group has capped runs "
+             "(docs/prediction.md).",
+    .options = options,
+    .operands = "RUNS.csv",
+    .min_operands = 1,
+    .max_operands = 1,
+    .exclusive = (const char *const[]){"json csv", NULL}};
 
 struct row {
   double pred, measured;
@@ -39,39 +61,14 @@ static json_t *jnum(double v) {
 }
 
 static int run(int argc, char **argv) {
-  static const struct option opts[] = {{"model", required_argument, NULL, 'm'},
-                                       {"set", required_argument, NULL, 's'},
-                                       {"prior-fallback", no_argument, NULL, 'p'},
-                                       {"unit", required_argument, NULL, 'u'},
-                                       {"json", no_argument, NULL, 'j'},
-                                       {"csv", no_argument, NULL, 'c'},
-                                       {NULL, 0, NULL, 0}};
-  const char *model_path = NULL, *set_filter = NULL;
-  bool fallback = false, json = false, csv = false;
-  struct pflex_runs_read_opts ro = {0};
-  int c;
-  optind = 1;
-  while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-    switch (c) {
-    case 'm': model_path = optarg; break;
-    case 's': set_filter = optarg; break;
-    case 'p': fallback = true; break;
-    case 'u':
-      if (cli_parse_unit(optarg, &ro.unit)) {
-        cli_error("unknown unit '%s'", optarg);
-        return PFLEX_EXIT_USAGE;
-      }
-      break;
-    case 'j': json = true; break;
-    case 'c': csv = true; break;
-    default: fprintf(stderr, "usage: %s\n", usage); return PFLEX_EXIT_USAGE;
-    }
-  }
-  if (!model_path || optind != argc - 1 || (json && csv)) {
-    fprintf(stderr, "usage: %s\n", usage);
-    return PFLEX_EXIT_USAGE;
-  }
-  const char *path = argv[optind];
+  struct args args = {.unit = PFLEX_TPUT_TOKENS_PER_S};
+  struct cli_parsed p;
+  int perr = cli_parse(&spec, argc, argv, &args, &p);
+  if (perr) return cli_parse_status(perr);
+  const char *model_path = args.model, *set_filter = args.set;
+  bool fallback = args.prior_fallback, json = args.json, csv = args.csv;
+  struct pflex_runs_read_opts ro = {.unit = args.unit};
+  const char *path = p.operands[0];
   struct pflex_model m;
   struct pflex_diag diag;
   pflex_diag_clear(&diag);
@@ -197,5 +194,5 @@ const struct pflex_cmd pflex_cmd_predict = {
     .name = "predict",
     .run = run,
     .summary = "predict the PFI of jobs from their uncapped telemetry with a model file",
-    .usage = usage,
+    .specs = (const struct cli_spec *const[]){&spec, NULL},
 };

@@ -3,7 +3,7 @@
  * their medians and means, the Kruskal-Wallis test and Dunn's pairwise test
  * with Holm's correction (docs/pfi.md). */
 #include <errno.h>
-#include <getopt.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,17 +15,33 @@
 #include "cli/util.h"
 #include "pflex/stats.h"
 
-static const char usage[] =
-    "pflex stats RUNS.csv [options]\n"
-    "Computes each group's PFI and compares the clusters dense (PT + FT pooled), MoE PT and\n"
-    "MoE FT, as the paper's Tables 10 and 11: n, median and mean PFI per cluster, Kruskal-\n"
-    "Wallis H (tie-corrected) with its chi-square p, Dunn's z per pair with raw and Holm p.\n"
-    "Every group needs arch (dense|moe) and task (pt|ft) columns.\n"
-    "  --grid LIST      compute each PFI on this sub-grid of caps (the uncapped run "
-    "kept)\n" PFI_OPTIONS_USAGE
-    "  --json           JSON object: pfi (per group), groups, kruskal, dunn";
+struct args {
+  struct cli_pfi_args pfi;
+  bool json;
+};
 
-enum { OPT_JSON = 2000 };
+static const struct cli_option options[] = {
+    {CLI_LIST("grid", "LIST", struct args, pfi.grid, 0, INFINITY,
+              "compute each PFI on this sub-grid of caps (the uncapped run kept)"),
+     .flags = CLI_OPEN_MIN, .expect = "a list of caps in W (e.g. 200,500,600,700)"},
+    {CLI_INCLUDE(struct args, pfi, cli_pfi_target_options)},
+    {CLI_INCLUDE(struct args, pfi, cli_pfi_ci_options)},
+    {CLI_INCLUDE(struct args, pfi, cli_pfi_set_option)},
+    {CLI_INCLUDE(struct args, pfi, cli_pfi_read_options)},
+    {CLI_FLAG("json", struct args, json, "JSON object: pfi (per group), groups, kruskal, dunn")},
+    {CLI_END}};
+
+static const struct cli_spec spec = {
+    .name = "stats",
+    .usage = "pflex stats RUNS.csv [options]",
+    .about = "Computes each group's PFI and compares the clusters dense (PT + FT pooled), MoE PT "
+             "and MoE FT, as the paper's Tables 10 and 11: n, median and mean PFI per cluster, "
+             "Kruskal-Wallis H (tie-corrected) with its chi-square p, Dunn's z per pair with raw "
+             "and Holm p. Every group needs arch (dense|moe) and task (pt|ft) columns.",
+    .options = options,
+    .operands = "RUNS.csv",
+    .min_operands = 1,
+    .max_operands = 1};
 
 enum { CL_DENSE, CL_MOE_PT, CL_MOE_FT, NCL };
 static const char *const cl_name[NCL] = {"dense", "moe-pt", "moe-ft"};
@@ -58,12 +74,10 @@ static int group_cluster(const struct pflex_runset *set, const struct pflex_grou
 }
 
 static int run(int argc, char **argv) {
-  static const struct option longopts[] = {
-      PFI_LONG_OPTIONS, PFI_SET_OPTION, {"json", no_argument, NULL, OPT_JSON}, {NULL, 0, NULL, 0}};
-  struct cli_pfi_args a;
-  cli_pfi_args_init(&a);
-  bool json = false;
-  int c, status = PFLEX_EXIT_USAGE;
+  struct args args = {0};
+  cli_pfi_args_init(&args.pfi);
+  struct cli_pfi_args a; /* the values parsed, once parsed */
+  int status;
   struct pflex_runset set;
   struct pflex_group *groups = NULL;
   size_t ng = 0;
@@ -72,24 +86,18 @@ static int run(int argc, char **argv) {
   struct cluster clusters[NCL] = {0};
   json_t *root = NULL;
   pflex_runset_init(&set);
-  optind = 1;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-    if (c == OPT_JSON)
-      json = true;
-    else if (c == '?' || c == ':') {
-      cli_bad_option("stats", argv[optind - 1]);
-      goto out;
-    } else if (cli_pfi_option(&a, c, optarg) != 0)
-      goto out;
-  }
-  if (optind != argc - 1) {
-    cli_error("stats: expected one RUNS.csv; see 'pflex help stats'");
+  struct cli_parsed p;
+  int err = cli_parse(&spec, argc, argv, &args, &p);
+  if (err) {
+    status = cli_parse_status(err);
     goto out;
   }
+  cli_pfi_args_finish(&args.pfi);
+  a = args.pfi;
+  bool json = args.json;
   gsl_set_error_handler_off();
   status = PFLEX_EXIT_FAIL;
-  if (cli_load_runs(argv[optind], &a.read, &set)) goto out;
+  if (cli_load_runs(p.operands[0], &a.read, &set)) goto out;
   if (pflex_runset_groups(&set, &groups, &ng) || !(vals = calloc(ng, sizeof *vals)) ||
       !(cl = calloc(ng, sizeof *cl))) {
     cli_error("stats: out of memory");
@@ -223,7 +231,7 @@ out:
   free(cl);
   pflex_groups_free(groups, ng);
   pflex_runset_release(&set);
-  cli_pfi_args_release(&a);
+  cli_release(&spec, &args);
   return status;
 }
 
@@ -231,4 +239,4 @@ const struct pflex_cmd pflex_cmd_stats = {
     .name = "stats",
     .run = run,
     .summary = "PFI by cluster (dense, MoE PT, MoE FT): Kruskal-Wallis and Dunn (Tables 10-11)",
-    .usage = usage};
+    .specs = (const struct cli_spec *const[]){&spec, NULL}};

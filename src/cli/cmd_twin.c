@@ -2,7 +2,6 @@
  * check against the paper, a population of unseen simulated jobs, and the
  * normalized-curve figure (docs/twin.md). */
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -20,70 +19,44 @@
 
 #define DEFAULT_RUNS "the built-in reference set"
 
-static const char usage[] =
-    "pflex twin <subcommand> [options]\n"
-    "\n"
-    "  pflex twin reference --out DIR [--seed S] [--quiet | --json]\n"
-    "      rebuild the reconstructed reference set (189 runs) into DIR/runs.csv,\n"
-    "      calibrating every published group; deterministic for a seed\n"
-    "      --out DIR      output folder (created if missing)\n"
-    "      --seed S       noise seed (default 20260911, the committed set's)\n"
-    "      --quiet        do not print the calibration table\n"
-    "      --json         print the calibration (published and reconstructed PFIs,\n"
-    "                     parameters) as JSON instead of a table\n"
-    "  pflex twin check [RUNS.csv] [--strict] [--json | --csv]\n"
-    "      compare a runs file (default " DEFAULT_RUNS ") with every published PFI\n"
-    "      (Tables 6, 7, 8 on each group's grid; Table 9 on the 4-cap grid);\n"
-    "      also prints the LOO R^2 of PFI on the DRAM copy product; exit 1 on any miss\n"
-    "      --strict       count documented known misses as failures too\n"
-    "      --json         machine-readable output\n"
-    "      --csv          the comparison table as CSV\n"
-    "  pflex twin population --jobs N [--seed S] [--out FILE]\n"
-    "      draw N new simulated jobs (H100/H200, Acme GPU counts) with 6-cap sweeps\n"
-    "      and telemetry; writes FILE (runs CSV) or prints a summary\n"
-    "      --jobs N       number of jobs (sweep groups)\n"
-    "      --seed S       random seed (default 1)\n"
-    "      --out FILE     runs CSV to write\n"
-    "  pflex twin plot --out FILE [RUNS.csv]\n"
-    "      all normalized curves (P/Pmax vs T/Tmax) by arch x task with the diagonal;\n"
-    "      .svg, .png or .pdf by extension (default runs " DEFAULT_RUNS ")\n"
-    "      --out FILE     figure to write\n"
-    "      --title TEXT   figure title";
-
 /* ---- reference ---- */
 
+struct reference_args {
+  const char *out;
+  uint64_t seed;
+  bool quiet, json;
+};
+
+static const struct cli_option reference_options[] = {
+    {CLI_STRING("out", "DIR", struct reference_args, out, "output folder (created if missing)"),
+     .short_name = 'o', .flags = CLI_REQUIRED},
+    {CLI_COUNT("seed", "S", struct reference_args, seed, 0, UINT64_MAX,
+               "noise seed (default 20260911, the committed set's)"),
+     .short_name = 's'},
+    {CLI_FLAG("quiet", struct reference_args, quiet, "do not print the calibration table"),
+     .short_name = 'q'},
+    {CLI_FLAG("json", struct reference_args, json,
+              "print the calibration (published and reconstructed PFIs, parameters) as JSON "
+              "instead of a table")},
+    {CLI_END}};
+
+static const struct cli_spec reference_spec = {
+    .name = "twin reference",
+    .help_cmd = "twin",
+    .usage = "pflex twin reference --out DIR [--seed S] [--quiet | --json]",
+    .about = "Rebuilds the reconstructed reference set (189 runs) into DIR/runs.csv, calibrating "
+             "every published group; deterministic for a seed.",
+    .options = reference_options,
+    .exclusive = (const char *const[]){"quiet json", NULL}};
+
 static int cmd_reference(int argc, char **argv) {
-  static const struct option opts[] = {{"out", required_argument, NULL, 'o'},
-                                       {"seed", required_argument, NULL, 's'},
-                                       {"quiet", no_argument, NULL, 'q'},
-                                       {"json", no_argument, NULL, 'j'},
-                                       {NULL, 0, NULL, 0}};
-  const char *out = NULL;
-  uint64_t seed = PFLEX_TWIN_REFERENCE_SEED;
-  bool quiet = false, json = false;
-  int c;
-  optind = 1;
-  while ((c = getopt_long(argc, argv, "o:s:q", opts, NULL)) != -1) {
-    if (c == 'o')
-      out = optarg;
-    else if (c == 's') {
-      unsigned long long v;
-      if (cli_parse_count("--seed", optarg, 0, UINT64_MAX, &v)) return PFLEX_EXIT_USAGE;
-      seed = v;
-    } else if (c == 'q')
-      quiet = true;
-    else if (c == 'j')
-      json = true;
-    else
-      return PFLEX_EXIT_USAGE;
-  }
-  if (!out || optind != argc || (quiet && json)) {
-    cli_error("%s; usage: pflex twin reference --out DIR [--seed S] [--quiet | --json]",
-              !out             ? "'twin reference' needs --out DIR"
-              : optind != argc ? "unexpected argument"
-                               : "--quiet and --json exclude each other");
-    return PFLEX_EXIT_USAGE;
-  }
+  struct reference_args a = {.seed = PFLEX_TWIN_REFERENCE_SEED};
+  struct cli_parsed p;
+  int perr = cli_parse(&reference_spec, argc, argv, &a, &p);
+  if (perr) return cli_parse_status(perr);
+  const char *out = a.out;
+  uint64_t seed = a.seed;
+  bool quiet = a.quiet, json = a.json;
   if (mkdir(out, 0777) < 0 && errno != EEXIST) {
     cli_error("cannot create '%s': %s", out, strerror(errno));
     return PFLEX_EXIT_FAIL;
@@ -159,30 +132,36 @@ static int cmd_reference(int argc, char **argv) {
 
 /* ---- check ---- */
 
+struct check_args {
+  bool strict, json, csv;
+};
+
+static const struct cli_option check_options[] = {
+    {CLI_FLAG("strict", struct check_args, strict,
+              "count documented known misses as failures too")},
+    {CLI_FLAG("json", struct check_args, json, "machine-readable output")},
+    {CLI_FLAG("csv", struct check_args, csv, "the comparison table as CSV")},
+    {CLI_END}};
+
+static const struct cli_spec check_spec = {
+    .name = "twin check",
+    .help_cmd = "twin",
+    .usage = "pflex twin check [RUNS.csv] [--strict] [--json | --csv]",
+    .about = "Compares a runs file (default " DEFAULT_RUNS ") with every published PFI (Tables "
+             "6, 7, 8 on each group's grid; Table 9 on the 4-cap grid); also prints the LOO R^2 "
+             "of PFI on the DRAM copy product; exit 1 on any miss.",
+    .options = check_options,
+    .operands = "RUNS.csv",
+    .max_operands = 1,
+    .exclusive = (const char *const[]){"json csv", NULL}};
+
 static int cmd_check(int argc, char **argv) {
-  static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
-                                       {"csv", no_argument, NULL, 'c'},
-                                       {"strict", no_argument, NULL, 's'},
-                                       {NULL, 0, NULL, 0}};
-  bool json = false, csv = false, strict = false;
-  int c;
-  optind = 1;
-  while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-    if (c == 'j')
-      json = true;
-    else if (c == 'c')
-      csv = true;
-    else if (c == 's')
-      strict = true;
-    else
-      return PFLEX_EXIT_USAGE;
-  }
-  if (argc - optind > 1 || (json && csv)) {
-    cli_error("%s; usage: pflex twin check [RUNS.csv] [--strict] [--json | --csv]",
-              json && csv ? "--json and --csv exclude each other" : "one runs file at most");
-    return PFLEX_EXIT_USAGE;
-  }
-  const char *path = optind < argc ? argv[optind] : cli_reference_runs();
+  struct check_args a = {0};
+  struct cli_parsed p;
+  int perr = cli_parse(&check_spec, argc, argv, &a, &p);
+  if (perr) return cli_parse_status(perr);
+  bool json = a.json, csv = a.csv, strict = a.strict;
+  const char *path = p.noperands ? p.operands[0] : cli_reference_runs();
   struct pflex_runset set;
   if (cli_load_runs(path, NULL, &set) < 0) return PFLEX_EXIT_FAIL;
   struct pflex_twin_check_row *rows = NULL;
@@ -273,35 +252,36 @@ static int cmd_check(int argc, char **argv) {
 
 /* ---- population ---- */
 
+struct population_args {
+  uint64_t jobs, seed;
+  const char *out;
+};
+
+static const struct cli_option population_options[] = {
+    {CLI_COUNT("jobs", "N", struct population_args, jobs, 1, 100000,
+               "number of jobs (sweep groups)"),
+     .short_name = 'n', .flags = CLI_REQUIRED},
+    {CLI_COUNT("seed", "S", struct population_args, seed, 0, UINT64_MAX, "random seed (default 1)"),
+     .short_name = 's'},
+    {CLI_STRING("out", "FILE", struct population_args, out, "runs CSV to write"),
+     .short_name = 'o'},
+    {CLI_END}};
+
+static const struct cli_spec population_spec = {
+    .name = "twin population",
+    .help_cmd = "twin",
+    .usage = "pflex twin population --jobs N [--seed S] [--out FILE]",
+    .about = "Draws N new simulated jobs (H100/H200, Acme GPU counts) with 6-cap sweeps and "
+             "telemetry; writes FILE (runs CSV) or prints a summary.",
+    .options = population_options};
+
 static int cmd_population(int argc, char **argv) {
-  static const struct option opts[] = {{"jobs", required_argument, NULL, 'n'},
-                                       {"seed", required_argument, NULL, 's'},
-                                       {"out", required_argument, NULL, 'o'},
-                                       {NULL, 0, NULL, 0}};
-  uint64_t jobs = 0, seed = 1;
-  const char *out = NULL;
-  int c;
-  optind = 1;
-  while ((c = getopt_long(argc, argv, "n:s:o:", opts, NULL)) != -1) {
-    if (c == 'n' || c == 's') {
-      unsigned long long v;
-      if (cli_parse_count(c == 'n' ? "--jobs" : "--seed", optarg, 0, UINT64_MAX, &v))
-        return PFLEX_EXIT_USAGE;
-      if (c == 'n')
-        jobs = v;
-      else
-        seed = v;
-    } else if (c == 'o')
-      out = optarg;
-    else
-      return PFLEX_EXIT_USAGE;
-  }
-  if (!jobs || jobs > 100000 || optind != argc) {
-    cli_error("%s; usage: pflex twin population --jobs N (1..100000) [--seed S] [--out FILE]",
-              optind != argc ? "unexpected argument"
-                             : "--jobs N with N from 1 to 100000 is needed");
-    return PFLEX_EXIT_USAGE;
-  }
+  struct population_args a = {.seed = 1};
+  struct cli_parsed p;
+  int perr = cli_parse(&population_spec, argc, argv, &a, &p);
+  if (perr) return cli_parse_status(perr);
+  uint64_t jobs = a.jobs, seed = a.seed;
+  const char *out = a.out;
   struct pflex_runset set;
   struct pflex_twin_population_opts po = {.jobs = (size_t)jobs, .seed = seed};
   int r = pflex_twin_population(&po, &set);
@@ -336,31 +316,37 @@ static int cmd_population(int argc, char **argv) {
 
 /* ---- plot ---- */
 
+struct plot_args {
+  const char *out, *title;
+};
+
+static const struct cli_option plot_options[] = {
+    {CLI_STRING("out", "FILE", struct plot_args, out, "figure to write: .svg, .png or .pdf"),
+     .short_name = 'o', .flags = CLI_REQUIRED},
+    {CLI_STRING("title", "TEXT", struct plot_args, title, "figure title"), .short_name = 't'},
+    {CLI_END}};
+
+static const struct cli_spec plot_spec = {
+    .name = "twin plot",
+    .help_cmd = "twin",
+    .usage = "pflex twin plot --out FILE [--title TEXT] [RUNS.csv]",
+    .about = "Draws all normalized curves (P/Pmax vs T/Tmax) by arch x task with the diagonal "
+             "(default runs " DEFAULT_RUNS ").",
+    .options = plot_options,
+    .operands = "RUNS.csv",
+    .max_operands = 1};
+
 static int cmd_plot(int argc, char **argv) {
-  static const struct option opts[] = {{"out", required_argument, NULL, 'o'},
-                                       {"title", required_argument, NULL, 't'},
-                                       {NULL, 0, NULL, 0}};
-  const char *out = NULL, *title = NULL;
-  int c;
-  optind = 1;
-  while ((c = getopt_long(argc, argv, "o:t:", opts, NULL)) != -1) {
-    if (c == 'o')
-      out = optarg;
-    else if (c == 't')
-      title = optarg;
-    else
-      return PFLEX_EXIT_USAGE;
-  }
-  if (!out || argc - optind > 1) {
-    cli_error("%s; usage: pflex twin plot --out FILE [--title T] [RUNS.csv]",
-              !out ? "'twin plot' needs --out FILE (.svg, .png or .pdf)" : "one runs file at most");
-    return PFLEX_EXIT_USAGE;
-  }
+  struct plot_args a = {0};
+  struct cli_parsed p;
+  int perr = cli_parse(&plot_spec, argc, argv, &a, &p);
+  if (perr) return cli_parse_status(perr);
+  const char *out = a.out, *title = a.title;
   if (!pflex_plot_device(out)) {
-    cli_error("'%s': unsupported figure type (use .svg, .png or .pdf)", out);
+    cli_usage_error(&plot_spec, "--out: '%s' is not a figure file (.svg, .png or .pdf)", out);
     return PFLEX_EXIT_USAGE;
   }
-  const char *path = optind < argc ? argv[optind] : cli_reference_runs();
+  const char *path = p.noperands ? p.operands[0] : cli_reference_runs();
   struct pflex_runset set;
   if (cli_load_runs(path, NULL, &set) < 0) return PFLEX_EXIT_FAIL;
   struct pflex_group *groups = NULL;
@@ -453,7 +439,8 @@ static int cmd_plot(int argc, char **argv) {
 static int run(int argc, char **argv) {
   gsl_set_error_handler_off(); /* GSL errors come back as return codes, never abort */
   if (argc < 2) {
-    fprintf(stderr, "usage: %s\n", usage);
+    fprintf(stderr, "error: missing subcommand (reference, check, population, plot)\n"
+                    "try 'pflex help twin'\n");
     return PFLEX_EXIT_USAGE;
   }
   const char *sub = argv[1];
@@ -461,7 +448,10 @@ static int run(int argc, char **argv) {
   if (strcmp(sub, "check") == 0) return cmd_check(argc - 1, argv + 1);
   if (strcmp(sub, "population") == 0) return cmd_population(argc - 1, argv + 1);
   if (strcmp(sub, "plot") == 0) return cmd_plot(argc - 1, argv + 1);
-  cli_error("unknown twin subcommand '%s'; see 'pflex help twin'", sub);
+  fprintf(stderr,
+          "error: unknown subcommand '%s' (reference, check, population, plot)\n"
+          "try 'pflex help twin'\n",
+          sub);
   return PFLEX_EXIT_USAGE;
 }
 
@@ -469,4 +459,6 @@ const struct pflex_cmd pflex_cmd_twin = {
     .name = "twin",
     .run = run,
     .summary = "GPU + job model: reference set, check, population, plot",
-    .usage = usage};
+    .specs = (const struct cli_spec *const[]){&reference_spec, &check_spec, &population_spec,
+                                              &plot_spec, NULL},
+    .usage = "pflex twin <subcommand> [options]"};

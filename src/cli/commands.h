@@ -3,11 +3,18 @@
 #ifndef PFLEX_CLI_COMMANDS_H
 #define PFLEX_CLI_COMMANDS_H
 
+struct cli_spec;
+
 struct pflex_cmd {
   const char *name;
   int (*run)(int argc, char **argv); /* argv[0] is the command name; returns the exit status */
   const char *summary;               /* one line for `pflex help` */
-  const char *usage;                 /* full text for `pflex help <command>` */
+  /* `pflex help <command>`: the option tables (cli/options.h) of the command,
+   * or of each subcommand, ended by NULL; help prints each in turn. A command
+   * with subcommands also gives usage, its overall usage line. Without specs,
+   * usage is the full help text. */
+  const struct cli_spec *const *specs;
+  const char *usage;
 };
 
 /* Exit statuses (README.md, "What it does"). */

@@ -4,14 +4,15 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 
 /* In the order of the data's path: measure, characterize, predict, allocate,
  * enforce (docs/design.md). */
 static const struct pflex_cmd *const commands[] = {
-    &pflex_cmd_study,  &pflex_cmd_pfi,     &pflex_cmd_stats,    &pflex_cmd_aggregate,
-    &pflex_cmd_import, &pflex_cmd_export,  &pflex_cmd_twin,     &pflex_cmd_fit,
+    &pflex_cmd_study,   &pflex_cmd_pfi,      &pflex_cmd_stats,    &pflex_cmd_aggregate,
+    &pflex_cmd_import,  &pflex_cmd_export,   &pflex_cmd_twin,     &pflex_cmd_fit,
     &pflex_cmd_predict, &pflex_cmd_ablation, &pflex_cmd_allocate, &pflex_cmd_gpus,
-    &pflex_cmd_cap,    &pflex_cmd_sweep,   &pflex_cmd_version,
+    &pflex_cmd_cap,     &pflex_cmd_sweep,    &pflex_cmd_version,
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
@@ -42,6 +43,23 @@ static int finish(int status) {
   return status;
 }
 
+/* `pflex help <command>`: generated from the command's option tables. */
+static void command_help(FILE *out, const struct pflex_cmd *c) {
+  if (!c->specs) {
+    fprintf(out, "usage: %s\n", c->usage);
+    return;
+  }
+  if (!c->specs[1]) {
+    cli_help(out, c->specs[0], 0);
+    return;
+  }
+  fprintf(out, "usage: %s\n", c->usage);
+  for (size_t i = 0; c->specs[i]; i++) {
+    fputc('\n', out);
+    cli_help(out, c->specs[i], 2);
+  }
+}
+
 static int help(int argc, char **argv) {
   if (argc < 3) {
     overview(stdout);
@@ -52,7 +70,7 @@ static int help(int argc, char **argv) {
     fprintf(stderr, "error: unknown command '%s'; see 'pflex help'\n", argv[2]);
     return PFLEX_EXIT_USAGE;
   }
-  printf("usage: %s\n", c->usage);
+  command_help(stdout, c);
   return finish(PFLEX_EXIT_OK);
 }
 
@@ -71,8 +89,8 @@ int main(int argc, char **argv) {
   }
   for (int i = 2; i < argc; i++)
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      printf("usage: %s\n", c->usage);
-      return PFLEX_EXIT_OK;
+      command_help(stdout, c);
+      return finish(PFLEX_EXIT_OK);
     }
   return finish(c->run(argc - 1, argv + 1));
 }

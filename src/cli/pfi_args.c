@@ -12,61 +12,80 @@ void cli_pfi_args_init(struct cli_pfi_args *a) {
   pflex_pfi_opts_init(&a->opts);
 }
 
-void cli_pfi_args_release(struct cli_pfi_args *a) {
-  free(a->grid);
-  a->grid = NULL;
+void cli_pfi_args_finish(struct cli_pfi_args *a) {
+  a->opts.grid = a->grid.v;
+  a->opts.ngrid = a->grid.n;
 }
 
-int cli_pfi_option(struct cli_pfi_args *a, int c, const char *arg) {
-  unsigned long long u;
-  switch (c) {
-  case OPT_GRID:
-    free(a->grid);
-    a->grid = NULL;
-    if (cli_parse_list(arg, &a->grid, &a->ngrid)) {
-      cli_error("--grid: '%s' is not a list of caps in W (e.g. 200,500,600,700)", arg);
-      return -EINVAL;
-    }
-    a->opts.grid = a->grid;
-    a->opts.ngrid = a->ngrid;
-    return 0;
-  case OPT_DEFINITION:
-    if (pflex_pfi_definition_parse(arg, &a->opts.definition)) {
-      cli_error("--definition: '%s' is not one of ratio, area, elasticity", arg);
-      return -EINVAL;
-    }
-    return 0;
-  case OPT_EXCLUDE:
-    if (pflex_pfi_exclude_parse(arg, &a->opts.exclude)) {
-      cli_error("--exclude: '%s' is not one of noise, paper", arg);
-      return -EINVAL;
-    }
-    return 0;
-  case OPT_DRAWS:
-    if (cli_parse_count("--draws", arg, 0, 10000000, &u)) return -EINVAL;
-    a->opts.draws = u;
-    return 0;
-  case OPT_SEED:
-    if (cli_parse_count("--seed", arg, 0, 0xffffffffULL, &u)) return -EINVAL;
-    a->opts.seed = u;
-    return 0;
-  case OPT_POWER_CV: return cli_parse_double("--power-cv", arg, 0, INFINITY, &a->opts.power_cv);
-  case OPT_TPUT_CV: return cli_parse_double("--tput-cv", arg, 0, INFINITY, &a->opts.tput_cv);
-  case OPT_NOISE_K: return cli_parse_double("--noise-k", arg, 0, INFINITY, &a->opts.noise_k);
-  case OPT_UNIT: return cli_parse_unit_option(arg, &a->read.unit);
-  case OPT_TPUT_COLUMN: a->read.tput_column = arg; return 0;
-  case OPT_SET: a->read.set_filter = arg; return 0;
-  case OPT_NOISE:
-    if (strcmp(arg, "run") == 0) a->opts.ignore_sd = false;
-    else if (strcmp(arg, "repeat") == 0) a->opts.ignore_sd = true;
-    else {
-      cli_error("--noise: '%s' is not 'run' or 'repeat'", arg);
-      return -EINVAL;
-    }
-    return 0;
-  }
-  return 1;
+void cli_pfi_args_release(struct cli_pfi_args *a) {
+  free(a->grid.v);
+  a->grid = (struct cli_list){0};
+  a->opts.grid = NULL;
+  a->opts.ngrid = 0;
 }
+
+static const char *definition_name(int i) {
+  return i >= PFLEX_PFI_RATIO && i <= PFLEX_PFI_ELASTICITY
+             ? pflex_pfi_definition_name((enum pflex_pfi_definition)i)
+             : NULL;
+}
+
+static const char *exclude_name(int i) {
+  return i >= PFLEX_PFI_EXCLUDE_NOISE && i <= PFLEX_PFI_EXCLUDE_PAPER
+             ? pflex_pfi_exclude_name((enum pflex_pfi_exclude)i)
+             : NULL;
+}
+
+/* --noise run|repeat into opts.ignore_sd. */
+static int parse_noise(const char *arg, void *field) {
+  bool *ignore_sd = field;
+  if (strcmp(arg, "run") == 0)
+    *ignore_sd = false;
+  else if (strcmp(arg, "repeat") == 0)
+    *ignore_sd = true;
+  else
+    return -EINVAL;
+  return 0;
+}
+
+#define A struct cli_pfi_args
+const struct cli_option cli_pfi_target_options[] = {
+    {CLI_ENUM_FN("definition", "D", A, opts.definition, definition_name,
+                 "ratio (Eq. 1 and 3, default), area, or elasticity (paper Appendix A)")},
+    {CLI_ENUM_FN("exclude", "R", A, opts.exclude, exclude_name,
+                 "noise (default): drop caps whose throughput drop is within k standard errors "
+                 "of T_i/T_max; paper: drop only runs with T_i == T_max")},
+    {CLI_DOUBLE("noise-k", "K", A, opts.noise_k, 0, INFINITY,
+                "threshold of the noise rule in standard errors (default 2)")},
+    {CLI_CUSTOM("noise", "N", A, opts.ignore_sd, parse_noise, "one of run, repeat",
+                "run (default): each run's power_sd/tokens_sd when given (its within-run "
+                "error), else the CVs; repeat: the CVs for every run (run-to-run noise)")},
+    {CLI_DOUBLE("power-cv", "X", A, opts.power_cv, 0, INFINITY,
+                "relative noise of power when power_sd is absent (default 0.004, the paper's "
+                "repeat CV)")},
+    {CLI_DOUBLE("tput-cv", "X", A, opts.tput_cv, 0, INFINITY,
+                "relative noise of throughput when tokens_sd is absent (default 0.005)")},
+    {CLI_END}};
+
+const struct cli_option cli_pfi_read_options[] = {
+    {CLI_ENUM_FN("unit", "U", A, read.unit, cli_unit_name,
+                 "throughput column: tokens (default), samples, steps, step-time")},
+    {CLI_STRING("tput-column", "C", A, read.tput_column,
+                "read the throughput from column C (in the unit --unit names)")},
+    {CLI_END}};
+
+const struct cli_option cli_pfi_ci_options[] = {
+    {CLI_COUNT("draws", "N", A, opts.draws, 0, 10000000,
+               "Monte Carlo draws for the 95% CI (default 10000; 0: no CI)")},
+    {CLI_COUNT("seed", "S", A, opts.seed, 0, 0xffffffffULL,
+               "random seed of the Monte Carlo draws (default 1)")},
+    {CLI_END}};
+
+const struct cli_option cli_pfi_set_option[] = {
+    {CLI_STRING("set", "NAME", A, read.set_filter,
+                "only runs whose set column is NAME (e.g. headline)")},
+    {CLI_END}};
+#undef A
 
 void cli_pfi_reason_text(const struct pflex_pfi_run_result *r, const struct pflex_pfi_opts *o,
                          char *buf, size_t size) {

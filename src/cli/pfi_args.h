@@ -1,83 +1,42 @@
-/* Options shared by `pflex pfi` and `pflex stats`: how a group's PFI is
- * computed (definition, exclusion rule, grid, Monte Carlo settings) and how
- * the runs CSV is read (--unit). Each command lists PFI_LONG_OPTIONS in its
- * getopt_long table and hands unknown codes to cli_pfi_option(). */
+/* Options shared by `pflex pfi`, `stats`, `fit` and `ablation`: how a
+ * group's PFI is computed (definition, exclusion rule, Monte Carlo settings)
+ * and how the runs CSV is read (--unit, --tput-column), as option-table rows
+ * (cli/options.h) that each command includes in its own table; and the
+ * computation of one group's PFI with the reasons for what it left out. */
 #ifndef PFLEX_CLI_PFI_ARGS_H
 #define PFLEX_CLI_PFI_ARGS_H
 
-#include <getopt.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "cli/options.h"
 #include "pflex/pfi.h"
 #include "pflex/runs.h"
 
-enum {
-  OPT_GRID = 1000,
-  OPT_DEFINITION,
-  OPT_DRAWS,
-  OPT_SEED,
-  OPT_POWER_CV,
-  OPT_TPUT_CV,
-  OPT_EXCLUDE,
-  OPT_NOISE_K,
-  OPT_UNIT,
-  OPT_TPUT_COLUMN,
-  OPT_NOISE,
-  OPT_SET,
-};
-
-/* clang-format off */
-#define PFI_LONG_OPTIONS                                   \
-  {"grid", required_argument, NULL, OPT_GRID},             \
-  {"definition", required_argument, NULL, OPT_DEFINITION}, \
-  {"draws", required_argument, NULL, OPT_DRAWS},           \
-  {"seed", required_argument, NULL, OPT_SEED},             \
-  {"power-cv", required_argument, NULL, OPT_POWER_CV},     \
-  {"tput-cv", required_argument, NULL, OPT_TPUT_CV},       \
-  {"exclude", required_argument, NULL, OPT_EXCLUDE},       \
-  {"noise-k", required_argument, NULL, OPT_NOISE_K},       \
-  {"unit", required_argument, NULL, OPT_UNIT},             \
-  {"tput-column", required_argument, NULL, OPT_TPUT_COLUMN}, \
-  {"noise", required_argument, NULL, OPT_NOISE}
-
-/* --set as a filter of the runs reader, for pfi and stats; fit, predict and
- * ablation filter their data sets with a --set of their own. */
-#define PFI_SET_OPTION {"set", required_argument, NULL, OPT_SET}
-/* clang-format on */
-
-/* The usage lines of the shared options, one per option. */
-#define PFI_OPTIONS_USAGE                                                                          \
-  "  --definition D   ratio (Eq. 1 and 3, default), area, or elasticity (paper Appendix A)\n"      \
-  "  --exclude R      noise (default): drop caps whose throughput drop is within k standard\n"     \
-  "                   errors of T_i/T_max; paper: drop only runs with T_i == T_max\n"              \
-  "  --noise-k K      threshold of the noise rule in standard errors (default 2)\n"                \
-  "  --draws N        Monte Carlo draws for the 95% CI (default 10000; 0: no CI)\n"                \
-  "  --seed S         random seed of the Monte Carlo draws (default 1)\n"                          \
-  "  --noise N        run (default): each run's power_sd/tokens_sd when given (its within-run\n"   \
-  "                   error), else the CVs; repeat: the CVs for every run (run-to-run noise)\n"    \
-  "  --power-cv X     relative noise of power when power_sd is absent (default 0.004, the\n"      \
-  "                   paper's repeat CV)\n"                                                       \
-  "  --tput-cv X      relative noise of throughput when tokens_sd is absent (default 0.005)\n"     \
-  "  --set NAME       only runs whose set column is NAME (e.g. headline)\n"                       \
-  "  --unit U         throughput column: tokens (default), samples, steps, step-time\n"            \
-  "  --tput-column C  read the throughput from column C (in the unit --unit names)\n"
-
+/* The shared options' values. */
 struct cli_pfi_args {
-  struct pflex_pfi_opts opts; /* opts.grid points into grid */
-  double *grid;
-  size_t ngrid;
+  struct pflex_pfi_opts opts; /* opts.grid points into grid after cli_pfi_args_finish */
+  struct cli_list grid;       /* --grid: each command has its own row (its meaning differs) */
   struct pflex_runs_read_opts read;
 };
 
-/* Sets the defaults of every shared option; cli_pfi_args_release frees the grid. */
-void cli_pfi_args_init(struct cli_pfi_args *a);
-void cli_pfi_args_release(struct cli_pfi_args *a);
+/* Option rows over struct cli_pfi_args, for CLI_INCLUDE in a command's table:
+ * the PFI target (--definition, --exclude, --noise-k, --noise, --power-cv,
+ * --tput-cv), the runs reader (--unit, --tput-column), the Monte Carlo CI
+ * (--draws, --seed) and --set as the runs reader's filter (pfi and stats;
+ * fit, predict and ablation filter their data sets with a --set of their own). */
+extern const struct cli_option cli_pfi_target_options[];
+extern const struct cli_option cli_pfi_read_options[];
+extern const struct cli_option cli_pfi_ci_options[];
+extern const struct cli_option cli_pfi_set_option[];
 
-/* Applies option code c with argument arg: 0 done, 1 not one of the shared
- * options, -EINVAL bad value (already reported on stderr). */
-int cli_pfi_option(struct cli_pfi_args *a, int c, const char *arg);
+/* Sets the defaults of every shared option. */
+void cli_pfi_args_init(struct cli_pfi_args *a);
+/* After parsing: points opts.grid at the --grid values. */
+void cli_pfi_args_finish(struct cli_pfi_args *a);
+/* Frees the grid (or let cli_release do it, when the table holds the --grid row). */
+void cli_pfi_args_release(struct cli_pfi_args *a);
 
 /* A human note naming why run r of a group was excluded ("cap does not bind: ..."). */
 void cli_pfi_reason_text(const struct pflex_pfi_run_result *r, const struct pflex_pfi_opts *o,

@@ -48,14 +48,6 @@ void pc_scores(FILE *f, const struct pflex_scores *s) {
   pc_num(f, 0, s->rho);
 }
 
-int pc_pfi_option(struct cli_pfi_args *a, int c, const char *arg) {
-  if (c == OPT_DRAWS || c == OPT_SEED) {
-    cli_error("no confidence interval is drawn here: --draws and --seed do not apply");
-    return -EINVAL;
-  }
-  return cli_pfi_option(a, c, arg);
-}
-
 void pc_target_line(FILE *f, const struct pflex_pfi_opts *o) {
   fprintf(f, "target: PFI by the %s definition, ", pflex_pfi_definition_name(o->definition));
   if (o->exclude == PFLEX_PFI_EXCLUDE_PAPER)

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include "cli/util.h"
+#include "pflex/alloc.h"
+#include "pflex/predict.h"
 
 void cli_error(const char *fmt, ...) {
   va_list ap;
@@ -26,10 +28,6 @@ void cli_warn(const char *fmt, ...) {
   va_end(ap);
 }
 
-void cli_bad_option(const char *cmd, const char *arg) {
-  cli_error("%s: unknown option or missing value '%s'; see 'pflex help %s'", cmd, arg, cmd);
-}
-
 void cli_error_diag(const char *what, const struct pflex_diag *diag, int err) {
   char buf[1024];
   pflex_diag_format(diag, buf, sizeof buf);
@@ -39,28 +37,31 @@ void cli_error_diag(const char *what, const struct pflex_diag *diag, int err) {
     cli_error("%s %s: %s", what, buf, pflex_strerror(err));
 }
 
-int cli_parse_unit(const char *s, enum pflex_tput_unit *ret) {
-  static const struct {
-    const char *name;
-    enum pflex_tput_unit unit;
-  } units[] = {
-      {"tokens", PFLEX_TPUT_TOKENS_PER_S},
-      {"samples", PFLEX_TPUT_SAMPLES_PER_S},
-      {"steps", PFLEX_TPUT_STEPS_PER_S},
-      {"step-time", PFLEX_TPUT_PER_STEP_TIME},
-  };
-  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-    if (strcmp(s, units[i].name) == 0) {
-      *ret = units[i].unit;
-      return 0;
-    }
-  return -EINVAL;
+const char *cli_unit_name(int i) {
+  const struct pflex_tput_unit_info *u = i >= 0 ? pflex_tput_unit_at((size_t)i) : NULL;
+  return u ? u->name : NULL;
 }
 
-int cli_parse_unit_option(const char *arg, enum pflex_tput_unit *ret) {
-  if (cli_parse_unit(arg, ret) == 0) return 0;
-  cli_error("--unit: '%s' is not one of tokens, samples, steps, step-time", arg);
-  return -EINVAL;
+const char *cli_model_kind_name(int i) {
+  return i >= PFLEX_MODEL_OLS && i <= PFLEX_MODEL_PRIOR
+             ? pflex_model_kind_name((enum pflex_model_kind)i)
+             : NULL;
+}
+
+const char *cli_loco_name(int i) {
+  return i >= PFLEX_LOCO_ARCH_TASK && i <= PFLEX_LOCO_POOLED_DENSE
+             ? pflex_loco_name((enum pflex_loco)i)
+             : NULL;
+}
+
+const char *cli_strategy_name(int i) {
+  return i >= 0 && i < PFLEX_ALLOC_NSTRATEGIES
+             ? pflex_alloc_strategy_name((enum pflex_alloc_strategy)i)
+             : NULL;
+}
+
+int cli_parse_unit(const char *s, enum pflex_tput_unit *ret) {
+  return pflex_tput_unit_parse(s, ret);
 }
 
 int cli_print_json(json_t *v, size_t flags) {
@@ -78,11 +79,8 @@ int cli_print_json(json_t *v, size_t flags) {
 
 int cli_parse_count(const char *opt, const char *arg, unsigned long long lo, unsigned long long hi,
                     unsigned long long *ret) {
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(arg, &end, 10);
-  /* strtoull takes "-1" as a huge number: refuse any sign. */
-  if (end == arg || *end || errno || arg[0] == '-' || arg[0] == '+' || v < lo || v > hi) {
+  unsigned long long v;
+  if (cli_decimal_count(arg, &v) || v < lo || v > hi) {
     cli_error("%s: '%s' is not a whole number from %llu to %llu", opt, arg, lo, hi);
     return -EINVAL;
   }
@@ -91,10 +89,8 @@ int cli_parse_count(const char *opt, const char *arg, unsigned long long lo, uns
 }
 
 int cli_parse_double(const char *opt, const char *arg, double lo, double hi, double *ret) {
-  char *end;
-  errno = 0;
-  double v = strtod(arg, &end);
-  if (end == arg || *end || errno || !isfinite(v) || v < lo || v > hi) {
+  double v;
+  if (cli_decimal(arg, &v) || v < lo || v > hi) {
     if (isinf(hi))
       cli_error("%s: '%s' is not a number >= %g", opt, arg, lo);
     else
@@ -105,12 +101,8 @@ int cli_parse_double(const char *opt, const char *arg, double lo, double hi, dou
   return 0;
 }
 
-int cli_parse_format(const char *arg, const char **ret) {
-  if (strcmp(arg, "csv") == 0) return *ret = "csv", 0;
-  if (strcmp(arg, "json") == 0) return *ret = "json", 0;
-  cli_error("--format: '%s' is not csv or json", arg);
-  return -EINVAL;
-}
+const struct cli_choice cli_format_choices[] = {
+    {"csv", CLI_FORMAT_CSV}, {"json", CLI_FORMAT_JSON}, {NULL, 0}};
 
 bool cli_ends_with(const char *s, const char *suffix) {
   size_t n = strlen(s), m = strlen(suffix);
@@ -157,68 +149,8 @@ int cli_load_runs(const char *path, const struct pflex_runs_read_opts *opts,
   return 0;
 }
 
-static int parse_number(const char *s, const char *end, double *ret) {
-  char buf[64];
-  size_t len = (size_t)(end - s);
-  if (len == 0 || len >= sizeof buf) return -EINVAL;
-  memcpy(buf, s, len);
-  buf[len] = '\0';
-  char *e;
-  errno = 0;
-  double v = strtod(buf, &e);
-  if (*e || errno || !isfinite(v)) return -EINVAL;
-  *ret = v;
-  return 0;
-}
-
 int cli_parse_list(const char *s, double **ret_values, size_t *ret_n) {
-  double *v = NULL;
-  size_t n = 0, cap = 0;
-  const char *p = s;
-  while (*p) {
-    const char *comma = strchr(p, ',');
-    const char *end = comma ? comma : p + strlen(p);
-    double a, b, step = 1;
-    const char *c1 = memchr(p, ':', (size_t)(end - p));
-    int err;
-    if (c1) {
-      const char *c2 = memchr(c1 + 1, ':', (size_t)(end - c1 - 1));
-      err = parse_number(p, c1, &a);
-      if (!err) err = parse_number(c1 + 1, c2 ? c2 : end, &b);
-      if (!err && c2) err = parse_number(c2 + 1, end, &step);
-      if (!err && (step <= 0 || b < a || (b - a) / step > 1e6)) err = -EINVAL;
-    } else {
-      err = parse_number(p, end, &a);
-      b = a;
-    }
-    if (err) {
-      free(v);
-      return err;
-    }
-    /* a + i * step, not repeated addition: 0.1 steps must not drift past b. */
-    size_t count = (size_t)floor((b - a) / step + 1e-9) + 1;
-    for (size_t i = 0; i < count; i++) {
-      double x = a + (double)i * step;
-      if (n == cap) {
-        cap = cap ? 2 * cap : 16;
-        double *nv = realloc(v, cap * sizeof *nv);
-        if (!nv) {
-          free(v);
-          return -ENOMEM;
-        }
-        v = nv;
-      }
-      v[n++] = x;
-    }
-    p = comma ? comma + 1 : end;
-  }
-  if (n == 0) {
-    free(v);
-    return -EINVAL;
-  }
-  *ret_values = v;
-  *ret_n = n;
-  return 0;
+  return cli_decimal_list(s, ret_values, ret_n);
 }
 
 bool cli_progress_enabled(void) {

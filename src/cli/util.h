@@ -7,26 +7,32 @@
 
 #include <jansson.h>
 
+#include "cli/options.h"
 #include "pflex/error.h"
 #include "pflex/runs.h"
 
 /* Prints "error: " + message to stderr (the one place errors are printed). */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Prints "error: CMD: unknown option or missing value 'ARG'; see 'pflex help CMD'"
- * (what getopt_long's '?' and ':' mean). */
-void cli_bad_option(const char *cmd, const char *arg);
 /* Prints "error: <what>: <diag>" for a failed read. */
 void cli_error_diag(const char *what, const struct pflex_diag *diag, int err);
 
 /* Parses a throughput unit name (tokens, samples, steps, step-time); -EINVAL if unknown. */
 int cli_parse_unit(const char *s, enum pflex_tput_unit *ret);
 
-/* The value of --unit: as cli_parse_unit, printing the error itself. */
-int cli_parse_unit_option(const char *arg, enum pflex_tput_unit *ret);
+/* The name of unit value i (tokens, samples, steps, step-time: the unit
+ * table's), NULL past the last: the choices of a --unit option (CLI_ENUM_FN). */
+const char *cli_unit_name(int i);
 
-/* The value of option opt as a finite number in [lo, hi] (hi may be INFINITY);
- * prints the error and returns -EINVAL otherwise. */
+/* The same for the library's other named values: model kinds (ols, ridge,
+ * prior), LOCO schemes (arch-task, pooled-dense), allocation strategies. */
+const char *cli_model_kind_name(int i);
+const char *cli_loco_name(int i);
+const char *cli_strategy_name(int i);
+
+/* For commands without an option table yet (options.h does this by itself):
+ * the value of option opt as a finite decimal number in [lo, hi] (hi may be
+ * INFINITY); prints the error and returns -EINVAL otherwise. */
 int cli_parse_double(const char *opt, const char *arg, double lo, double hi, double *ret);
 
 /* The value of option opt as a whole decimal number in [lo, hi] (no sign);
@@ -34,8 +40,9 @@ int cli_parse_double(const char *opt, const char *arg, double lo, double hi, dou
 int cli_parse_count(const char *opt, const char *arg, unsigned long long lo, unsigned long long hi,
                     unsigned long long *ret);
 
-/* The value of --format: "csv" or "json" (a static string), printing the error otherwise. */
-int cli_parse_format(const char *arg, const char **ret);
+/* The value of a --format option (CLI_ENUM with cli_format_choices). */
+enum cli_format { CLI_FORMAT_NONE = -1, CLI_FORMAT_CSV, CLI_FORMAT_JSON };
+extern const struct cli_choice cli_format_choices[];
 
 /* Prints v to stdout as JSON indented by 2 (plus jansson's flags, e.g.
  * JSON_REAL_PRECISION) and a newline, and drops the caller's reference to v;
@@ -54,7 +61,8 @@ const char *cli_default_db(void);
 int cli_load_runs(const char *path, const struct pflex_runs_read_opts *opts,
                   struct pflex_runset *ret_set);
 
-/* Parses a comma-separated list of numbers with optional a:b:step ranges. */
+/* Parses a comma-separated list of decimal numbers with optional a:b:step
+ * ranges (cli_decimal_list). */
 int cli_parse_list(const char *s, double **ret_values, size_t *ret_n);
 
 /* Path of the built-in reference runs set: $PFLEX_DATA_DIR/reference/runs.csv

@@ -217,25 +217,8 @@ void pflex_dataset_release(struct pflex_dataset *d) {
  * uncapped one) by the shared PFI engine; no confidence interval is drawn. */
 static int group_pfi(const struct pflex_runset *set, const char *name, size_t *idx, size_t n,
                      const struct pflex_pfi_opts *pfi, double *ret) {
-  struct pflex_pfi_opts o;
-  if (pfi) {
-    o = *pfi;
-  } else {
-    pflex_pfi_opts_init(&o);
-    o.exclude = PFLEX_PFI_EXCLUDE_PAPER;
-  }
-  o.draws = 0;
   struct pflex_group g = {.name = name, .runs = idx, .n = n, .uncapped = idx[n - 1]};
-  struct pflex_pfi_point *pts;
-  int err = pflex_pfi_group_points(set, &g, &pts);
-  if (err) return err;
-  struct pflex_pfi_result res;
-  err = pflex_pfi_compute(pts, n, &o, &res);
-  free(pts);
-  if (err) return err;
-  *ret = res.pfi;
-  pflex_pfi_result_release(&res);
-  return 0;
+  return pflex_pfi_group(set, &g, pfi, ret);
 }
 
 static bool set_matches(const struct pflex_run *r, const char *filter) {

@@ -51,9 +51,8 @@ int pflex__jobset_alloc(struct pflex_jobset *set, size_t n) {
 }
 
 size_t pflex_jobs_paper_grid(int gpus, double p_max, double grid_w[5]) {
-  static const double small[] = {200, 300, 400, 500, 600}, large[] = {200, 500, 600};
-  const double *caps = gpus <= 8 ? small : large;
-  size_t nc = gpus <= 8 ? 5 : 3, k = 0;
+  const double *caps;
+  size_t nc = pflex_pfi_paper_grid(gpus, &caps) - 1, k = 0; /* the capped runs: not the last */
   for (size_t i = 0; i < nc; i++)
     if (caps[i] * gpus < p_max) grid_w[k++] = caps[i] * gpus;
   return k;
@@ -101,18 +100,8 @@ int pflex_jobs_from_runs(const struct pflex_runset *runs, struct pflex_jobset *r
     j->dram_copy =
         pflex_feature_value(runs, g[k].uncapped, "dram_copy", &dram, NULL) == 0 ? dram : NAN;
     /* Eq. 1 against the uncapped run, as the paper computes it. */
-    double sum = 0;
-    size_t np = 0;
-    for (size_t m = 0; m < g[k].n; m++) {
-      if (g[k].runs[m] == g[k].uncapped) continue;
-      const struct pflex_run *r = &runs->runs[g[k].runs[m]];
-      double v;
-      if (pflex_pfi_index(r->power_w, r->tput, top->power_w, top->tput, &v) == 0) {
-        sum += v;
-        np++;
-      }
-    }
-    set.pfi_true[k] = np ? sum / (double)np : NAN;
+    double pfi;
+    set.pfi_true[k] = pflex_pfi_group(runs, &g[k], NULL, &pfi) == 0 ? pfi : NAN;
     j->pfi = set.pfi_true[k];
   }
   err = 0;

@@ -24,7 +24,6 @@
 #include "pflex/pfi.h"
 #include "pflex/runs.h"
 
-
 int pflex_pfi_index(double p, double t, double p_max, double t_max, double *ret) {
   if (!(p > 0) || !(t > 0) || !(p_max > 0) || !(t_max > 0)) return -EINVAL;
   if (t == t_max) return -EDOM;
@@ -42,6 +41,12 @@ void pflex_pfi_opts_init(struct pflex_pfi_opts *opts) {
                                   .seed = 1};
 }
 
+void pflex_pfi_opts_paper(struct pflex_pfi_opts *opts) {
+  pflex_pfi_opts_init(opts);
+  opts->exclude = PFLEX_PFI_EXCLUDE_PAPER;
+  opts->draws = 0;
+}
+
 void pflex_pfi_result_init(struct pflex_pfi_result *res) {
   memset(res, 0, sizeof *res);
 }
@@ -53,7 +58,8 @@ void pflex_pfi_result_release(struct pflex_pfi_result *res) {
 }
 
 static double power_se(const struct pflex_pfi_point *pt, const struct pflex_pfi_opts *o) {
-  return (pt->have & PFLEX_PFI_HAVE_POWER_SD) && !o->ignore_sd ? pt->power_sd : o->power_cv * pt->power_w;
+  return (pt->have & PFLEX_PFI_HAVE_POWER_SD) && !o->ignore_sd ? pt->power_sd
+                                                               : o->power_cv * pt->power_w;
 }
 
 static double tput_se(const struct pflex_pfi_point *pt, const struct pflex_pfi_opts *o) {
@@ -289,6 +295,12 @@ int pflex_pfi_group_points(const struct pflex_runset *set, const struct pflex_gr
   return 0;
 }
 
+size_t pflex_pfi_paper_grid(int gpus, const double **ret_caps) {
+  static const double caps6[] = {PFLEX_PFI_PAPER_CAPS6}, caps4[] = {PFLEX_PFI_PAPER_CAPS4};
+  *ret_caps = gpus <= 8 ? caps6 : caps4;
+  return gpus <= 8 ? sizeof caps6 / sizeof *caps6 : sizeof caps4 / sizeof *caps4;
+}
+
 const char *pflex_pfi_definition_name(enum pflex_pfi_definition d) {
   switch (d) {
   case PFLEX_PFI_RATIO: return "ratio";
@@ -332,4 +344,26 @@ int pflex_pfi_exclude_parse(const char *s, enum pflex_pfi_exclude *ret) {
       return 0;
     }
   return -EINVAL;
+}
+
+int pflex_pfi_group(const struct pflex_runset *set, const struct pflex_group *g,
+                    const struct pflex_pfi_opts *opts, double *ret_pfi) {
+  if (!set || !g || !ret_pfi) return -EINVAL;
+  if (g->n < 2) return -PFLEX_E_NOPOINTS;
+  struct pflex_pfi_opts o;
+  if (opts)
+    o = *opts;
+  else
+    pflex_pfi_opts_paper(&o);
+  o.draws = 0;
+  struct pflex_pfi_point *pts;
+  int err = pflex_pfi_group_points(set, g, &pts);
+  if (err) return err;
+  struct pflex_pfi_result res;
+  err = pflex_pfi_compute(pts, g->n, &o, &res);
+  free(pts);
+  if (err) return err;
+  *ret_pfi = res.pfi;
+  pflex_pfi_result_release(&res);
+  return 0;
 }

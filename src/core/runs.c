@@ -255,18 +255,44 @@ int pflex_runset_check_groups(const struct pflex_runset *set, bool partial,
   return err;
 }
 
+/* In enum order. The keys are part of the store schema and the runs JSON
+ * format, the columns of the runs CSV format: never rename one. */
+static const struct pflex_tput_unit_info tput_units[] = {
+    {PFLEX_TPUT_TOKENS_PER_S, "tokens", "tokens/s", "tokens_per_s", "tokens_per_s", "tokens_sd",
+     true},
+    {PFLEX_TPUT_SAMPLES_PER_S, "samples", "samples/s", "samples_per_s", "samples_per_s",
+     "samples_sd", false},
+    {PFLEX_TPUT_STEPS_PER_S, "steps", "steps/s", "steps_per_s", "steps_per_s", "steps_sd", false},
+    {PFLEX_TPUT_PER_STEP_TIME, "step-time", "1/(s per step)", "per_step_time", "s_per_step",
+     "s_per_step_sd", false},
+};
+#define NTPUT_UNITS (sizeof tput_units / sizeof tput_units[0])
+
+const struct pflex_tput_unit_info *pflex_tput_unit_at(size_t i) {
+  return i < NTPUT_UNITS ? &tput_units[i] : NULL;
+}
+
+const struct pflex_tput_unit_info *pflex_tput_unit_info(enum pflex_tput_unit unit) {
+  return (size_t)unit < NTPUT_UNITS ? &tput_units[unit] : NULL;
+}
+
+int pflex_tput_unit_parse(const char *name, enum pflex_tput_unit *ret_unit) {
+  for (size_t i = 0; name && i < NTPUT_UNITS; i++)
+    if (strcmp(name, tput_units[i].name) == 0) {
+      *ret_unit = tput_units[i].unit;
+      return 0;
+    }
+  return -EINVAL;
+}
+
 bool pflex_tput_unit_absolute(enum pflex_tput_unit unit) {
-  return unit == PFLEX_TPUT_TOKENS_PER_S;
+  const struct pflex_tput_unit_info *u = pflex_tput_unit_info(unit);
+  return u && u->absolute;
 }
 
 const char *pflex_tput_unit_name(enum pflex_tput_unit unit) {
-  switch (unit) {
-  case PFLEX_TPUT_TOKENS_PER_S: return "tokens/s";
-  case PFLEX_TPUT_SAMPLES_PER_S: return "samples/s";
-  case PFLEX_TPUT_STEPS_PER_S: return "steps/s";
-  case PFLEX_TPUT_PER_STEP_TIME: return "1/(s per step)";
-  }
-  return "unknown";
+  const struct pflex_tput_unit_info *u = pflex_tput_unit_info(unit);
+  return u ? u->label : "unknown";
 }
 
 const char *pflex_arch_name(enum pflex_arch arch) {

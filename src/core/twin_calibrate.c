@@ -30,7 +30,7 @@
 #include "core/twin_internal.h"
 #include "pflex/pfi.h"
 
-static const double grid4[] = {200, 500, 600, 700};
+static const double grid4[] = {PFLEX_PFI_PAPER_CAPS4};
 
 #define MAXCAPS 8
 

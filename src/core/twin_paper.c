@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "pflex/pfi.h"
 #include "pflex/twin.h"
 
 #define D PFLEX_ARCH_DENSE
@@ -26,8 +27,8 @@
 #define HL PFLEX_TWIN_HEADLINE
 #define VA PFLEX_TWIN_VALIDATION
 #define HO PFLEX_TWIN_H100
-#define CAPS6 .ncaps = 6, .caps = {200, 300, 400, 500, 600, 700}
-#define CAPS4 .ncaps = 4, .caps = {200, 500, 600, 700}
+#define CAPS6 .ncaps = 6, .caps = {PFLEX_PFI_PAPER_CAPS6}
+#define CAPS4 .ncaps = 4, .caps = {PFLEX_PFI_PAPER_CAPS4}
 /* Model sizes (Table 2), billions of parameters: total, active. */
 #define LLAMA70 .model = "Llama-3.1-70B", .params_b = 70.6, .active_b = 70.6
 #define QWEN32 .model = "Qwen3-32B", .params_b = 32.8, .active_b = 32.8

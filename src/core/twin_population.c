@@ -26,6 +26,7 @@
 #include <gsl/gsl_rng.h>
 
 #include "core/twin_internal.h"
+#include "pflex/pfi.h"
 
 struct bucket {
   int gpus;
@@ -88,7 +89,7 @@ static double clampd(double x, double lo, double hi) {
 int pflex_twin_population(const struct pflex_twin_population_opts *opts,
                           struct pflex_runset *ret_set) {
   if (!opts || !ret_set || !opts->jobs) return -EINVAL;
-  static const double caps[] = {200, 300, 400, 500, 600, 700};
+  static const double caps[] = {PFLEX_PFI_PAPER_CAPS6}; /* every job swept as the paper's x8 */
   static const int seqs[] = {2048, 4096, 8192}, batches[] = {1, 2, 4, 8, 16};
   gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
   if (!rng) return -ENOMEM;

@@ -164,29 +164,11 @@ int pflex_twin_reference_build(uint64_t seed, struct pflex_runset *ret_set,
 /* PFI of one group's runs, restricted to caps in grid (NULL = all runs). */
 static int group_pfi(const struct pflex_runset *set, const struct pflex_group *grp,
                      const double *grid, size_t ngrid, double *ret) {
-  size_t idx[64], n = 0;
-  for (size_t k = 0; k < grp->n && n < 64; k++) {
-    const struct pflex_run *r = &set->runs[grp->runs[k]];
-    bool in = !grid;
-    for (size_t j = 0; grid && j < ngrid; j++)
-      in |= fabs(r->cap_w - grid[j]) < 0.5;
-    if (in) idx[n++] = grp->runs[k];
-  }
-  if (n < 2) return -PFLEX_E_NOPOINTS;
-  /* runs are sorted by cap: the last is the uncapped one */
-  const struct pflex_run *top = &set->runs[idx[n - 1]];
-  double sum = 0;
-  size_t m = 0;
-  for (size_t k = 0; k + 1 < n; k++) {
-    const struct pflex_run *r = &set->runs[idx[k]];
-    double v;
-    if (pflex_pfi_index(r->power_w, r->tput, top->power_w, top->tput, &v) < 0) continue;
-    sum += v;
-    m++;
-  }
-  if (!m) return -PFLEX_E_NOPOINTS;
-  *ret = sum / (double)m;
-  return 0;
+  struct pflex_pfi_opts o;
+  pflex_pfi_opts_paper(&o);
+  o.grid = grid;
+  o.ngrid = ngrid;
+  return pflex_pfi_group(set, grp, &o, ret);
 }
 
 int pflex_twin_check(const struct pflex_runset *set, struct pflex_twin_check_row **ret_rows,
@@ -202,7 +184,7 @@ int pflex_twin_check(const struct pflex_runset *set, struct pflex_twin_check_row
     pflex_groups_free(groups, ngroups);
     return -ENOMEM;
   }
-  static const double grid4[] = {200, 500, 600, 700};
+  static const double grid4[] = {PFLEX_PFI_PAPER_CAPS4};
   size_t n = 0;
   for (size_t i = 0; i < np; i++) {
     const struct pflex_twin_paper_group *g = pflex_twin_paper_get(i);

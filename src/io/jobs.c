@@ -9,41 +9,34 @@
 
 #include <jansson.h>
 
+#include "io/json_fields.h"
 #include "pflex/jobs.h"
 
 int pflex__jobset_alloc(struct pflex_jobset *set, size_t n);
 
-struct rd {
-  const char *path;
-  struct pflex_diag *diag;
-  size_t index;
-  const char *name;
-};
-
-static int bad(struct rd *r, const char *field, const char *what) {
-  return pflex_diag_set(r->diag, -PFLEX_E_DATA, r->path, 0, field, "job %zu ('%s'): %s",
-                        r->index + 1, r->name ? r->name : "", what);
+/* The reader of job index (0-based) named name: errors say "job N ('name')". */
+static void job_fields(struct json_fields *f, size_t index, const char *name) {
+  snprintf(f->where, sizeof f->where, "job %zu ('%s')", index + 1, name ? name : "");
 }
 
-/* An optional number field: 0 when absent (*present false), -PFLEX_E_DATA when
- * not a finite number or below min. */
-static int number(struct rd *r, json_t *o, const char *field, double min, double *ret,
-                  bool *present) {
-  json_t *v = json_object_get(o, field);
-  if (present) *present = v != NULL;
-  if (!v || json_is_null(v)) {
-    if (present) *present = false;
-    return 0;
-  }
-  if (!json_is_number(v)) return bad(r, field, "not a number");
-  double x = json_number_value(v);
-  if (!isfinite(x) || x < min)
-    return bad(r, field, min > 0 ? "must be a positive number" : "must not be negative");
-  *ret = x;
-  return 0;
+static int bad(const struct json_fields *f, const char *field, const char *what) {
+  return json_fail(f, -PFLEX_E_DATA, field, "%s", what);
 }
 
-static int read_points(struct rd *r, json_t *arr, struct pflex_curve **ret) {
+/* An optional number field (null = absent) in [min, max]. */
+static int number(const struct json_fields *f, json_t *o, const char *field, double min,
+                  unsigned flags, double *ret, bool *present) {
+  return json_get_number(f, o, field, min, INFINITY, flags | JSON_NULL_ABSENT, ret, present);
+}
+
+static const char *const job_keys[] = {"name",      "gpu",       "gpus",   "p_max",    "p_min",
+                                       "t_max",     "pfi",       "weight", "min_tput", "dram_copy",
+                                       "cap_min_w", "cap_max_w", "arch",   "task",     "points",
+                                       "params",    NULL};
+static const char *const param_keys[] = {"c", "knee", "idle_frac", "vratio", NULL};
+static const char *const root_keys[] = {"jobs", "unit", NULL};
+
+static int read_points(const struct json_fields *r, json_t *arr, struct pflex_curve **ret) {
   size_t n = json_array_size(arr);
   if (!json_is_array(arr) || n == 0)
     return bad(r, "points",
@@ -74,36 +67,39 @@ static int read_points(struct rd *r, json_t *arr, struct pflex_curve **ret) {
   return err;
 }
 
-static int read_job(struct rd *r, json_t *o, struct pflex_jobset *set, size_t i) {
+static int read_job(struct json_fields *r, json_t *o, struct pflex_jobset *set, size_t i) {
   struct pflex_alloc_job *j = &set->jobs[i];
   int err;
+  job_fields(r, i, NULL);
   if (!json_is_object(o)) return bad(r, "", "not an object");
   json_t *name = json_object_get(o, "name");
   char buf[32];
   snprintf(buf, sizeof buf, "job%zu", i + 1);
   if (name && !json_is_string(name)) return bad(r, "name", "not a string");
-  r->name = name ? json_string_value(name) : buf;
-  if (!(set->names[i] = strdup(r->name))) return -ENOMEM;
+  job_fields(r, i, name ? json_string_value(name) : buf);
+  /* A typo ("wieght") must not be lost silently. */
+  if ((err = json_check_keys(r, o, job_keys, NULL))) return err;
+  if (!(set->names[i] = strdup(name ? json_string_value(name) : buf))) return -ENOMEM;
   j->name = set->names[i];
   json_t *gpu = json_object_get(o, "gpu");
   if (gpu && !json_is_string(gpu)) return bad(r, "gpu", "not a string");
   if (!(set->gpu[i] = strdup(gpu ? json_string_value(gpu) : "H200"))) return -ENOMEM;
   double gpus = 1;
   bool have;
-  if ((err = number(r, o, "gpus", 1, &gpus, &have))) return err;
+  if ((err = number(r, o, "gpus", 1, 0, &gpus, &have))) return err;
   if (!have) return bad(r, "gpus", "missing (the job's GPU count)");
   if (gpus != floor(gpus) || gpus > 1e7) return bad(r, "gpus", "must be a whole number");
   j->gpus = (int)gpus;
   bool have_pmax, have_pmin, have_tmax, have_pfi;
-  if ((err = number(r, o, "p_max", 1e-300, &j->p_max, &have_pmax)) ||
-      (err = number(r, o, "p_min", 1e-300, &j->p_min, &have_pmin)) ||
-      (err = number(r, o, "t_max", 1e-300, &j->t_max, &have_tmax)) ||
-      (err = number(r, o, "pfi", -INFINITY, &j->pfi, &have_pfi)) ||
-      (err = number(r, o, "weight", 0, &j->weight, NULL)) ||
-      (err = number(r, o, "min_tput", 0, &j->min_tput, NULL)) ||
-      (err = number(r, o, "dram_copy", 0, &j->dram_copy, NULL)) ||
-      (err = number(r, o, "cap_min_w", 1e-300, &j->cap_min_w, NULL)) ||
-      (err = number(r, o, "cap_max_w", 1e-300, &j->cap_max_w, NULL)))
+  if ((err = number(r, o, "p_max", 0, JSON_OPEN_MIN, &j->p_max, &have_pmax)) ||
+      (err = number(r, o, "p_min", 0, JSON_OPEN_MIN, &j->p_min, &have_pmin)) ||
+      (err = number(r, o, "t_max", 0, JSON_OPEN_MIN, &j->t_max, &have_tmax)) ||
+      (err = number(r, o, "pfi", -INFINITY, 0, &j->pfi, &have_pfi)) ||
+      (err = number(r, o, "weight", 0, 0, &j->weight, NULL)) ||
+      (err = number(r, o, "min_tput", 0, 0, &j->min_tput, NULL)) ||
+      (err = number(r, o, "dram_copy", 0, 0, &j->dram_copy, NULL)) ||
+      (err = number(r, o, "cap_min_w", 0, JSON_OPEN_MIN, &j->cap_min_w, NULL)) ||
+      (err = number(r, o, "cap_max_w", 0, JSON_OPEN_MIN, &j->cap_max_w, NULL)))
     return err;
   if (!json_object_get(o, "dram_copy")) j->dram_copy = NAN;
   if (!have_pfi) j->pfi = NAN;
@@ -128,10 +124,11 @@ static int read_job(struct rd *r, json_t *o, struct pflex_jobset *set, size_t i)
     pflex_curve_params_default(set->gpu[i], j->gpus, j->p_max, &q);
     if (params) {
       if (!json_is_object(params)) return bad(r, "params", "not an object");
-      if ((err = number(r, params, "c", 1e-300, &q.c, NULL)) ||
-          (err = number(r, params, "knee", 0, &q.knee, NULL)) ||
-          (err = number(r, params, "idle_frac", 0, &q.idle_frac, NULL)) ||
-          (err = number(r, params, "vratio", 1, &q.vratio, NULL)))
+      if ((err = json_check_keys(r, params, param_keys, "in params"))) return err;
+      if ((err = number(r, params, "c", 0, JSON_OPEN_MIN, &q.c, NULL)) ||
+          (err = number(r, params, "knee", 0, 0, &q.knee, NULL)) ||
+          (err = number(r, params, "idle_frac", 0, 0, &q.idle_frac, NULL)) ||
+          (err = number(r, params, "vratio", 1, 0, &q.vratio, NULL)))
         return err;
       err = pflex_curve_new_parametric(&q, j->p_min, j->p_max, j->t_max, &set->curves[i]);
       if (err == -EINVAL)
@@ -190,26 +187,22 @@ int pflex_jobs_read_json(const char *path, struct pflex_jobset *ret_set, struct 
                          "expected an array of jobs or an object with a \"jobs\" array");
     goto out;
   }
+  struct json_fields f = {.file = path, .diag = diag};
+  if (json_is_object(root) && (err = json_check_keys(&f, root, root_keys, NULL))) goto out;
   if ((err = pflex__jobset_alloc(&set, json_array_size(arr)))) goto out;
   set.unit = PFLEX_TPUT_TOKENS_PER_S;
   json_t *unit = json_is_object(root) ? json_object_get(root, "unit") : NULL;
   if (unit) {
+    /* The unit names of the one unit table; a time per step is not a rate a jobs file holds. */
     const char *u = json_is_string(unit) ? json_string_value(unit) : "";
-    if (strcmp(u, "tokens") == 0)
-      set.unit = PFLEX_TPUT_TOKENS_PER_S;
-    else if (strcmp(u, "samples") == 0)
-      set.unit = PFLEX_TPUT_SAMPLES_PER_S;
-    else if (strcmp(u, "steps") == 0)
-      set.unit = PFLEX_TPUT_STEPS_PER_S;
-    else {
+    if (pflex_tput_unit_parse(u, &set.unit) || set.unit == PFLEX_TPUT_PER_STEP_TIME) {
       err = pflex_diag_set(diag, -PFLEX_E_DATA, path, 0, "unit",
                            "must be \"tokens\", \"samples\" or \"steps\"");
       goto out;
     }
   }
   for (size_t i = 0; i < set.n; i++) {
-    struct rd r = {.path = path, .diag = diag, .index = i};
-    if ((err = read_job(&r, json_array_get(arr, i), &set, i))) goto out;
+    if ((err = read_job(&f, json_array_get(arr, i), &set, i))) goto out;
   }
   *ret_set = set;
   pflex_jobset_init(&set);

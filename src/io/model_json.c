@@ -7,6 +7,7 @@
 #include <jansson.h>
 
 #include "io/csv_table.h"
+#include "io/json_fields.h"
 #include "pflex/model_json.h"
 
 static json_t *num(double v) {
@@ -100,28 +101,26 @@ int pflex_model_write_json(const struct pflex_model *m, const char *path) {
   return err;
 }
 
-/* Reading: every helper reports the field at fault. */
-struct rd {
-  const char *file;
-  struct pflex_diag *diag;
-};
+/* Reading, through the io field readers (json_fields.h): every error names the
+ * field at fault; a model file that does not read is -PFLEX_E_PARSE throughout. */
 
-static int bad(const struct rd *r, const char *field, const char *why) {
-  return pflex_diag_set(r->diag, -PFLEX_E_PARSE, r->file, 0, field, "%s", why);
+static int bad(const struct json_fields *r, const char *field, const char *why) {
+  return json_fail(r, -PFLEX_E_PARSE, field, "%s", why);
 }
 
-static int get_num(const struct rd *r, json_t *o, const char *field, bool nullable, double *ret) {
+/* A required number; nullable: null reads as NAN (a score that could not be computed). */
+static int get_num(const struct json_fields *r, json_t *o, const char *field, bool nullable,
+                   double *ret) {
   json_t *v = json_object_get(o, field);
   if (v && json_is_null(v) && nullable) {
     *ret = NAN;
     return 0;
   }
-  if (!v || !json_is_number(v)) return bad(r, field, "missing or not a number");
-  *ret = json_number_value(v);
-  return 0;
+  return json_get_number(r, o, field, -INFINITY, INFINITY, JSON_REQUIRED, ret, NULL);
 }
 
-static int get_array(const struct rd *r, json_t *o, const char *field, size_t n, double *ret) {
+static int get_array(const struct json_fields *r, json_t *o, const char *field, size_t n,
+                     double *ret) {
   json_t *a = json_object_get(o, field);
   if (!json_is_array(a) || json_array_size(a) != n)
     return bad(r, field, "missing, or not an array with one number per feature");
@@ -133,7 +132,7 @@ static int get_array(const struct rd *r, json_t *o, const char *field, size_t n,
   return 0;
 }
 
-static int get_scores(const struct rd *r, json_t *o, struct pflex_scores *s) {
+static int get_scores(const struct json_fields *r, json_t *o, struct pflex_scores *s) {
   if (!json_is_object(o)) return bad(r, "cv", "missing scores");
   int err = get_num(r, o, "r2", true, &s->r2);
   if (!err) err = get_num(r, o, "rmse", true, &s->rmse);
@@ -145,7 +144,7 @@ static char *dup_str(json_t *v) {
   return json_is_string(v) ? strdup(json_string_value(v)) : NULL;
 }
 
-static int read_root(const struct rd *r, json_t *root, struct pflex_model *m) {
+static int read_root(const struct json_fields *r, json_t *root, struct pflex_model *m) {
   if (!json_is_object(root)) return bad(r, "", "not a JSON object");
   json_t *v = json_object_get(root, "format");
   if (!json_is_integer(v) || json_integer_value(v) != PFLEX_MODEL_FORMAT)
@@ -284,7 +283,7 @@ static int from_json(json_t *root, const char *file, struct pflex_model *ret,
                      struct pflex_diag *diag) {
   struct pflex_model m;
   pflex_model_init(&m);
-  struct rd r = {.file = file ? file : "", .diag = diag};
+  struct json_fields r = {.file = file ? file : "", .diag = diag, .data_err = -PFLEX_E_PARSE};
   int err = read_root(&r, root, &m);
   if (err) {
     pflex_model_release(&m);

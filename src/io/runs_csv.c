@@ -17,18 +17,6 @@ static const char *const known_columns[] = {"group",    "gpu",   "gpus",    "cap
                                             "power_sd", "model", "arch",    "task",      "seq_len",
                                             "batch",    "ep",    "compile", "grad_ckpt", "set"};
 
-static const struct {
-  enum pflex_tput_unit unit;
-  const char *column;
-  const char *sd_column;
-} tput_columns[] = {
-    {PFLEX_TPUT_TOKENS_PER_S, "tokens_per_s", "tokens_sd"},
-    {PFLEX_TPUT_SAMPLES_PER_S, "samples_per_s", "samples_sd"},
-    {PFLEX_TPUT_STEPS_PER_S, "steps_per_s", "steps_sd"},
-    {PFLEX_TPUT_PER_STEP_TIME, "s_per_step", "s_per_step_sd"},
-};
-#define NTPUT (sizeof tput_columns / sizeof tput_columns[0])
-
 struct ctx {
   const char *path;
   const struct pflex__csv_table *t;
@@ -131,31 +119,32 @@ static int pick_tput(const struct ctx *c, const struct pflex_runs_read_opts *opt
     *ret_sd = pflex__csv_column(t, sd);
     return 0;
   }
-  size_t which = 0, nfound = 0;
+  /* The throughput columns are those of the unit table. */
+  const struct pflex_tput_unit_info *which = pflex_tput_unit_at(0), *u;
+  size_t nfound = 0;
   long found = -1;
-  for (size_t i = 0; i < NTPUT; i++) {
-    long col = pflex__csv_column(t, tput_columns[i].column);
-    if (want != PFLEX_TPUT_TOKENS_PER_S && tput_columns[i].unit == want) {
+  for (size_t i = 0; (u = pflex_tput_unit_at(i)); i++) {
+    long col = pflex__csv_column(t, u->column);
+    if (want != PFLEX_TPUT_TOKENS_PER_S && u->unit == want) {
       if (col < 0)
-        return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, t->header.line,
-                              tput_columns[i].column,
+        return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, t->header.line, u->column,
                               "required column missing from the header (the unit asked for)");
-      found = col, which = i, nfound = 1;
+      found = col, which = u, nfound = 1;
       break;
     }
     if (col < 0) continue;
-    if (nfound++ == 0 || tput_columns[i].unit == PFLEX_TPUT_TOKENS_PER_S) found = col, which = i;
+    if (nfound++ == 0 || u->unit == PFLEX_TPUT_TOKENS_PER_S) found = col, which = u;
   }
   if (nfound == 0)
     return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, t->header.line, "tokens_per_s",
                           "required column missing from the header (or samples_per_s, "
                           "steps_per_s, s_per_step)");
-  if (nfound > 1 && tput_columns[which].unit != PFLEX_TPUT_TOKENS_PER_S)
+  if (nfound > 1 && which->unit != PFLEX_TPUT_TOKENS_PER_S)
     return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, t->header.line, NULL,
                           "several throughput columns and none chosen (--unit)");
   *ret_col = found;
-  *ret_unit = tput_columns[which].unit;
-  *ret_sd = pflex__csv_column(t, tput_columns[which].sd_column);
+  *ret_unit = which->unit;
+  *ret_sd = pflex__csv_column(t, which->sd_column);
   return 0;
 }
 
@@ -293,14 +282,13 @@ int pflex_runs_write_csv_stream(const struct pflex_runset *set, FILE *f) {
     any_task |= r->task != PFLEX_TASK_UNKNOWN;
     any_set |= r->set != NULL;
   }
-  size_t u = 0;
-  while (u + 1 < NTPUT && tput_columns[u].unit != set->unit)
-    u++;
+  const struct pflex_tput_unit_info *u = pflex_tput_unit_info(set->unit);
+  if (!u) u = pflex_tput_unit_at(0);
 
   int err = 0;
-  fprintf(f, "group,gpu,gpus,cap_w,power_w,%s", tput_columns[u].column);
+  fprintf(f, "group,gpu,gpus,cap_w,power_w,%s", u->column);
   if (have & PFLEX_RUN_POWER_SD) fputs(",power_sd", f);
-  if (have & PFLEX_RUN_TPUT_SD) fprintf(f, ",%s", tput_columns[u].sd_column);
+  if (have & PFLEX_RUN_TPUT_SD) fprintf(f, ",%s", u->sd_column);
   if (any_model) fputs(",model", f);
   if (any_arch) fputs(",arch", f);
   if (any_task) fputs(",task", f);

@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "io/csv_table.h" /* pflex__atomic_*: atomic file replacement */
+#include "io/json_fields.h"
 #include "pflex/runs_json.h"
 
 #define FORMAT_NAME "pflex-runs"
@@ -114,6 +115,13 @@ struct reader {
   struct pflex_diag *diag;
 };
 
+/* The field reader of run number run (1-based; 0: the top level). */
+static struct json_fields fields(const struct reader *rd, size_t run) {
+  struct json_fields f = {.file = rd->name, .diag = rd->diag};
+  if (run) snprintf(f.where, sizeof f.where, "run %zu", run);
+  return f;
+}
+
 static int fail(struct reader *rd, int err, size_t run, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 static int fail(struct reader *rd, int err, size_t run, const char *field, const char *fmt, ...) {
@@ -122,123 +130,71 @@ static int fail(struct reader *rd, int err, size_t run, const char *field, const
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  if (run) return pflex_diag_set(rd->diag, err, rd->name, 0, field, "run %zu: %s", run, msg);
-  return pflex_diag_set(rd->diag, err, rd->name, 0, field, "%s", msg);
+  struct json_fields f = fields(rd, run);
+  return json_fail(&f, err, field, "%s", msg);
 }
 
-static int get_string(struct reader *rd, json_t *o, const char *key, size_t run, bool required,
-                      const char **ret) {
-  json_t *v = json_object_get(o, key);
-  if (!v) {
-    if (required) return fail(rd, -PFLEX_E_DATA, run, key, "missing required field");
-    *ret = NULL;
-    return 0;
-  }
-  if (!json_is_string(v)) return fail(rd, -PFLEX_E_PARSE, run, key, "not a string");
-  *ret = json_string_value(v);
-  if (required && !**ret) return fail(rd, -PFLEX_E_DATA, run, key, "empty");
-  return 0;
-}
-
-/* A finite number; required ones must be > 0, optional ones >= 0. */
-static int get_number(struct reader *rd, json_t *o, const char *key, size_t run, bool required,
-                      double *ret, bool *ret_have) {
-  json_t *v = json_object_get(o, key);
-  if (!v) {
-    if (required) return fail(rd, -PFLEX_E_DATA, run, key, "missing required field");
-    *ret_have = false;
-    return 0;
-  }
-  if (!json_is_number(v)) return fail(rd, -PFLEX_E_PARSE, run, key, "not a number");
-  double x = json_number_value(v);
-  if (!isfinite(x) || (required ? x <= 0 : x < 0))
-    return fail(rd, -PFLEX_E_DATA, run, key, "%s", required ? "not a positive number" : "negative");
-  *ret = x;
-  *ret_have = true;
-  return 0;
-}
-
-static int get_int(struct reader *rd, json_t *o, const char *key, size_t run, int *ret,
+/* A whole number field in the CSV reader's range, so that every JSON import
+ * can be exported as CSV and read back. */
+static int get_int(const struct json_fields *f, json_t *o, const char *key, bool required, int *ret,
                    bool *ret_have) {
-  json_t *v = json_object_get(o, key);
-  if (!v) {
-    *ret_have = false;
-    return 0;
-  }
-  if (!json_is_integer(v)) return fail(rd, -PFLEX_E_PARSE, run, key, "not an integer");
-  /* The range of the CSV reader, so that every JSON import can be exported as CSV and read back. */
-  if (json_integer_value(v) < 1 || json_integer_value(v) > PFLEX_RUN_INT_MAX)
-    return fail(rd, -PFLEX_E_DATA, run, key, "%lld is not a whole number from 1 to %d",
-                (long long)json_integer_value(v), PFLEX_RUN_INT_MAX);
-  *ret = (int)json_integer_value(v);
-  *ret_have = true;
-  return 0;
+  long long v;
+  int err = json_get_int(f, o, key, 1, PFLEX_RUN_INT_MAX, required, &v, ret_have);
+  if (!err && *ret_have) *ret = (int)v;
+  return err;
 }
 
-static int get_bool(struct reader *rd, json_t *o, const char *key, size_t run, bool *ret,
-                    bool *ret_have) {
-  json_t *v = json_object_get(o, key);
-  if (!v) {
-    *ret_have = false;
-    return 0;
-  }
-  if (!json_is_boolean(v)) return fail(rd, -PFLEX_E_PARSE, run, key, "not true or false");
-  *ret = json_is_true(v);
-  *ret_have = true;
-  return 0;
-}
-
-static const char *const run_keys[] = {
-    "group", "gpu",  "gpus", "cap_w",   "power_w", "tput", "power_sd", "tput_sd",   "model",
-    "arch",  "task", "set",  "seq_len", "batch",   "ep",   "compile",  "grad_ckpt", "extra"};
+static const char *const run_keys[] = {"group",   "gpu",       "gpus",    "cap_w", "power_w",
+                                       "tput",    "power_sd",  "tput_sd", "model", "arch",
+                                       "task",    "set",       "seq_len", "batch", "ep",
+                                       "compile", "grad_ckpt", "extra",   NULL};
+static const char *const root_keys[] = {"format", "version", "unit", "columns", "runs", NULL};
 
 static int read_run(struct reader *rd, struct pflex_runset *set, json_t *o, size_t run) {
   if (!json_is_object(o)) return fail(rd, -PFLEX_E_PARSE, run, NULL, "not an object");
-  const char *key;
-  json_t *val;
-  json_object_foreach(o, key, val) {
-    bool known = false;
-    for (size_t i = 0; i < sizeof run_keys / sizeof run_keys[0]; i++)
-      known = known || strcmp(run_keys[i], key) == 0;
-    if (!known)
-      return fail(rd, -PFLEX_E_DATA, run, key,
-                  "unknown field (other columns belong under \"extra\")");
-  }
+  struct json_fields f = fields(rd, run);
+  int err = json_check_keys(&f, o, run_keys, "(other columns belong under \"extra\")");
+  if (err) return err;
   struct pflex_run r = {0};
   const char *group, *gpu, *model, *arch, *task, *sname;
   bool have = false;
-  int err = get_string(rd, o, "group", run, true, &group);
-  if (!err) err = get_string(rd, o, "gpu", run, true, &gpu);
-  if (!err) err = get_int(rd, o, "gpus", run, &r.gpus, &have);
-  if (!err && !have) err = fail(rd, -PFLEX_E_DATA, run, "gpus", "missing required field");
-  if (!err) err = get_number(rd, o, "cap_w", run, true, &r.cap_w, &have);
-  if (!err) err = get_number(rd, o, "power_w", run, true, &r.power_w, &have);
-  if (!err) err = get_number(rd, o, "tput", run, true, &r.tput, &have);
-  if (!err) err = get_number(rd, o, "power_sd", run, false, &r.power_sd, &have);
+  err = json_get_string(&f, o, "group", true, &group);
+  if (!err) err = json_get_string(&f, o, "gpu", true, &gpu);
+  if (!err) err = get_int(&f, o, "gpus", true, &r.gpus, &have);
+  if (!err)
+    err = json_get_number(&f, o, "cap_w", 0, INFINITY, JSON_REQUIRED | JSON_OPEN_MIN, &r.cap_w,
+                          &have);
+  if (!err)
+    err = json_get_number(&f, o, "power_w", 0, INFINITY, JSON_REQUIRED | JSON_OPEN_MIN, &r.power_w,
+                          &have);
+  if (!err)
+    err =
+        json_get_number(&f, o, "tput", 0, INFINITY, JSON_REQUIRED | JSON_OPEN_MIN, &r.tput, &have);
+  if (!err) err = json_get_number(&f, o, "power_sd", 0, INFINITY, 0, &r.power_sd, &have);
   if (!err && have) r.have |= PFLEX_RUN_POWER_SD;
-  if (!err) err = get_number(rd, o, "tput_sd", run, false, &r.tput_sd, &have);
+  if (!err) err = json_get_number(&f, o, "tput_sd", 0, INFINITY, 0, &r.tput_sd, &have);
   if (!err && have) r.have |= PFLEX_RUN_TPUT_SD;
-  if (!err) err = get_string(rd, o, "model", run, false, &model);
-  if (!err) err = get_string(rd, o, "set", run, false, &sname);
-  if (!err) err = get_string(rd, o, "arch", run, false, &arch);
+  if (!err) err = json_get_string(&f, o, "model", false, &model);
+  if (!err) err = json_get_string(&f, o, "set", false, &sname);
+  if (!err) err = json_get_string(&f, o, "arch", false, &arch);
   if (!err && arch) {
     if (pflex_arch_parse(arch, &r.arch))
       err = fail(rd, -PFLEX_E_DATA, run, "arch", "'%s' is not dense or moe", arch);
   }
-  if (!err) err = get_string(rd, o, "task", run, false, &task);
+  if (!err) err = json_get_string(&f, o, "task", false, &task);
   if (!err && task) {
     if (pflex_task_parse(task, &r.task))
       err = fail(rd, -PFLEX_E_DATA, run, "task", "'%s' is not pt or ft", task);
   }
-  if (!err) err = get_int(rd, o, "seq_len", run, &r.seq_len, &have);
+  if (!err) err = get_int(&f, o, "seq_len", false, &r.seq_len, &have);
   if (!err && have) r.have |= PFLEX_RUN_SEQ_LEN;
-  if (!err) err = get_int(rd, o, "batch", run, &r.batch, &have);
+  if (!err) err = get_int(&f, o, "batch", false, &r.batch, &have);
   if (!err && have) r.have |= PFLEX_RUN_BATCH;
-  if (!err) err = get_int(rd, o, "ep", run, &r.ep, &have);
+  if (!err) err = get_int(&f, o, "ep", false, &r.ep, &have);
   if (!err && have) r.have |= PFLEX_RUN_EP;
-  if (!err) err = get_bool(rd, o, "compile", run, &r.compile, &have);
+  if (!err) err = json_get_bool(&f, o, "compile", &r.compile, &have);
   if (!err && have) r.have |= PFLEX_RUN_COMPILE;
-  if (!err) err = get_bool(rd, o, "grad_ckpt", run, &r.grad_ckpt, &have);
+  if (!err) err = json_get_bool(&f, o, "grad_ckpt", &r.grad_ckpt, &have);
   if (!err && have) r.have |= PFLEX_RUN_GRAD_CKPT;
   json_t *extra = json_object_get(o, "extra");
   if (!err && extra && !json_is_object(extra))
@@ -250,6 +206,8 @@ static int read_run(struct reader *rd, struct pflex_runset *set, json_t *o, size
   r.set = (char *)sname;
   err = pflex_runset_append(set, &r);
   if (err || !extra) return err;
+  const char *key;
+  json_t *val;
   json_object_foreach(extra, key, val) {
     char num[40];
     const char *s;
@@ -287,13 +245,15 @@ int pflex_runs_from_json(const char *text, const char *name, struct pflex_runset
   json_t *cols = json_object_get(root, "columns");
   json_t *runs = json_object_get(root, "runs");
   int err = 0;
+  struct json_fields top = fields(&rd, 0);
   if (!json_is_object(root)) err = fail(&rd, -PFLEX_E_PARSE, 0, NULL, "not a JSON object");
-  if (!err) err = get_string(&rd, root, "format", 0, true, &format);
+  if (!err) err = json_check_keys(&top, root, root_keys, NULL);
+  if (!err) err = json_get_string(&top, root, "format", true, &format);
   if (!err && strcmp(format, FORMAT_NAME) != 0)
     err = fail(&rd, -PFLEX_E_DATA, 0, "format", "'%s' is not " FORMAT_NAME, format);
   if (!err && (!json_is_integer(version) || json_integer_value(version) != FORMAT_VERSION))
     err = fail(&rd, -PFLEX_E_DATA, 0, "version", "unsupported version (this pflex reads 1)");
-  if (!err) err = get_string(&rd, root, "unit", 0, true, &unit);
+  if (!err) err = json_get_string(&top, root, "unit", true, &unit);
   if (!err && pflex_tput_unit_from_key(unit, &set.unit))
     err = fail(&rd, -PFLEX_E_DATA, 0, "unit", "unknown unit '%s'", unit);
   if (!err && cols && !json_is_array(cols))

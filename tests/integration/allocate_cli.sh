@@ -111,5 +111,19 @@ set +e
 echo '{"jobs": [{"name": "x", "gpus": 8, "p_max": -5}]}' >"$tmp/bad.json"
 "$PFLEX" allocate "$tmp/bad.json" --cut 10 2>"$tmp/err"; [ $? -eq 1 ] || fail "bad p_max: want 1"
 grep >/dev/null "job 1 ('x')" "$tmp/err" || fail "error does not name the job: $(cat "$tmp/err")"
+# A typo in a jobs file is refused naming the key and the job (issue 14), in the
+# job, in its params and at the top level.
+echo '{"jobs": [{"name": "x", "gpus": 8, "p_max": 5000, "t_max": 100, "pfi": 1.3, "wieght": 2}]}' >"$tmp/typo.json"
+"$PFLEX" allocate "$tmp/typo.json" --cut 10 >/dev/null 2>"$tmp/err"; [ $? -eq 1 ] || fail "typo: want exit 1"
+grep >/dev/null "column 'wieght': job 1 ('x'): unknown field" "$tmp/err" || fail "typo not named: $(cat "$tmp/err")"
+echo '{"jobs": [{"name": "y", "gpus": 8, "p_max": 5000, "t_max": 100, "params": {"kne": 0.5}}]}' >"$tmp/typo2.json"
+"$PFLEX" allocate "$tmp/typo2.json" --cut 10 >/dev/null 2>"$tmp/err"; [ $? -eq 1 ] || fail "params typo: want exit 1"
+grep >/dev/null "column 'kne': job 1 ('y'): unknown field in params" "$tmp/err" || fail "params typo: $(cat "$tmp/err")"
+echo '{"unti": "tokens", "jobs": []}' >"$tmp/typo3.json"
+"$PFLEX" allocate "$tmp/typo3.json" --cut 10 >/dev/null 2>"$tmp/err"; [ $? -eq 1 ] || fail "top-level typo: want exit 1"
+grep >/dev/null "column 'unti': unknown field" "$tmp/err" || fail "top-level typo: $(cat "$tmp/err")"
+echo '{"jobs": [{"name": "z", "gpus": 8, "p_max": 5000, "weight": "2"}]}' >"$tmp/type.json"
+"$PFLEX" allocate "$tmp/type.json" --cut 10 >/dev/null 2>"$tmp/err"; [ $? -eq 1 ] || fail "string weight: want exit 1"
+grep >/dev/null "column 'weight': job 1 ('z'): not a number" "$tmp/err" || fail "string weight: $(cat "$tmp/err")"
 "$PFLEX" help allocate | grep >/dev/null -- '--strategy' || fail "help lacks --strategy"
 echo ok

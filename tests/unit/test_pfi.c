@@ -13,7 +13,9 @@
 #include "assert_near.h"
 
 #include "pflex/error.h"
+#include "pflex/jobs.h"
 #include "pflex/pfi.h"
+#include "pflex/runs.h"
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -408,14 +410,83 @@ static void test_names(void **state) {
   assert_string_equal(pflex_pfi_reason_name(PFLEX_PFI_REASON_GRID), "not-in-grid");
 }
 
+/* The paper's cap grid, said once (paper.md section 2), and the job grid built on it. */
+static void test_paper_grid(void **state) {
+  (void)state;
+  const double *c;
+  assert_int_equal(pflex_pfi_paper_grid(8, &c), 6);
+  const double six[] = {200, 300, 400, 500, 600, 700};
+  for (size_t i = 0; i < 6; i++)
+    assert_true(c[i] == six[i]);
+  assert_int_equal(pflex_pfi_paper_grid(1, &c), 6);
+  assert_int_equal(pflex_pfi_paper_grid(16, &c), 4);
+  assert_true(c[0] == 200 && c[1] == 500 && c[2] == 600 && c[3] == 700);
+  double g[5];
+  /* The capped runs' aggregate powers below P_max; never the uncapped 700 W. */
+  assert_int_equal(pflex_jobs_paper_grid(8, 5000, g), 5);
+  assert_true(g[0] == 1600 && g[4] == 4800);
+  assert_int_equal(pflex_jobs_paper_grid(8, 3000, g), 2);
+  assert_int_equal(pflex_jobs_paper_grid(32, 1e6, g), 3);
+  assert_true(g[0] == 6400 && g[1] == 16000 && g[2] == 19200);
+}
+
+/* The one group PFI: the paper's mean of Eq. 1 over the capped runs by default
+ * (a run with T_i == T_max left out), on a sub-grid when asked, and the
+ * options' rules otherwise; no value without a capped run. */
+static void test_group(void **state) {
+  (void)state;
+  struct pflex_runset set;
+  pflex_runset_init(&set);
+  const double cap[] = {200, 400, 500, 700}, p[] = {2000, 3000, 4500, 5000},
+               t[] = {60, 80, 100, 100};
+  for (size_t i = 0; i < 4; i++) {
+    struct pflex_run r = {
+        .group = "g", .gpu = "H200", .gpus = 8, .cap_w = cap[i], .power_w = p[i], .tput = t[i]};
+    assert_int_equal(pflex_runset_append(&set, &r), 0);
+  }
+  struct pflex_group *g;
+  size_t ng;
+  assert_int_equal(pflex_runset_groups(&set, &g, &ng), 0);
+  assert_int_equal(ng, 1);
+  double v, want = ((1 - 2000.0 / 5000) / (1 - 0.6) + (1 - 3000.0 / 5000) / (1 - 0.8)) / 2;
+  assert_int_equal(pflex_pfi_group(&set, &g[0], NULL, &v), 0);
+  assert_true(v == want); /* bit for bit: the golden outputs rest on it */
+  struct pflex_pfi_opts o;
+  pflex_pfi_opts_paper(&o);
+  const double grid[] = {200, 700};
+  o.grid = grid;
+  o.ngrid = 2;
+  assert_int_equal(pflex_pfi_group(&set, &g[0], &o, &v), 0);
+  assert_near(v, (1 - 2000.0 / 5000) / (1 - 0.6), 1e-12);
+  o.grid = NULL;
+  o.ngrid = 0;
+  o.definition = PFLEX_PFI_AREA; /* the options' definition, not a fixed one */
+  assert_int_equal(pflex_pfi_group(&set, &g[0], &o, &v), 0);
+  assert_true(fabs(v - want) > 0.01);
+  struct pflex_group one = g[0];
+  one.n = 1;
+  assert_int_equal(pflex_pfi_group(&set, &one, NULL, &v), -PFLEX_E_NOPOINTS);
+  pflex_groups_free(g, ng);
+  pflex_runset_release(&set);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_eq1_index),         cmocka_unit_test(test_ratio_curve_a),
-      cmocka_unit_test(test_subgrid),           cmocka_unit_test(test_area),
-      cmocka_unit_test(test_elasticity),        cmocka_unit_test(test_nonbinding_cap),
-      cmocka_unit_test(test_noisy_nonmonotone), cmocka_unit_test(test_ci_linear),
-      cmocka_unit_test(test_ci_default_cv), cmocka_unit_test(test_ci_ignore_sd),     cmocka_unit_test(test_ci_curves),
-      cmocka_unit_test(test_bad_input),         cmocka_unit_test(test_names),
+      cmocka_unit_test(test_eq1_index),
+      cmocka_unit_test(test_ratio_curve_a),
+      cmocka_unit_test(test_subgrid),
+      cmocka_unit_test(test_area),
+      cmocka_unit_test(test_elasticity),
+      cmocka_unit_test(test_nonbinding_cap),
+      cmocka_unit_test(test_noisy_nonmonotone),
+      cmocka_unit_test(test_ci_linear),
+      cmocka_unit_test(test_ci_default_cv),
+      cmocka_unit_test(test_ci_ignore_sd),
+      cmocka_unit_test(test_ci_curves),
+      cmocka_unit_test(test_bad_input),
+      cmocka_unit_test(test_names),
+      cmocka_unit_test(test_paper_grid),
+      cmocka_unit_test(test_group),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -149,13 +149,45 @@ static void test_arch_task_parse(void **state) {
   assert_int_equal(t, PFLEX_TASK_FT);
 }
 
+/* The one unit table: in enum order (the CLI lists its names by index), every
+ * name, key and column distinct, the stable keys and columns as the formats
+ * define them, and the lookups agree with it. */
+static void test_tput_unit_table(void **state) {
+  (void)state;
+  static const char *const keys[] = {"tokens_per_s", "samples_per_s", "steps_per_s",
+                                     "per_step_time"};
+  static const char *const columns[] = {"tokens_per_s", "samples_per_s", "steps_per_s",
+                                        "s_per_step"};
+  size_t n = 0;
+  for (const struct pflex_tput_unit_info *u; (u = pflex_tput_unit_at(n)); n++) {
+    assert_int_equal(u->unit, n);
+    assert_ptr_equal(pflex_tput_unit_info(u->unit), u);
+    assert_string_equal(u->key, keys[n]);
+    assert_string_equal(u->column, columns[n]);
+    assert_string_equal(pflex_tput_unit_name(u->unit), u->label);
+    assert_int_equal(pflex_tput_unit_absolute(u->unit), u->unit == PFLEX_TPUT_TOKENS_PER_S);
+    enum pflex_tput_unit back;
+    assert_int_equal(pflex_tput_unit_parse(u->name, &back), 0);
+    assert_int_equal(back, u->unit);
+    for (size_t k = 0; k < n; k++) {
+      const struct pflex_tput_unit_info *o = pflex_tput_unit_at(k);
+      assert_string_not_equal(o->name, u->name);
+      assert_string_not_equal(o->sd_column, u->sd_column);
+    }
+  }
+  assert_int_equal(n, 4);
+  assert_null(pflex_tput_unit_info((enum pflex_tput_unit)4));
+  assert_string_equal(pflex_tput_unit_name((enum pflex_tput_unit)4), "unknown");
+  enum pflex_tput_unit u;
+  assert_int_equal(pflex_tput_unit_parse("tokens/s", &u), -EINVAL);
+  assert_int_equal(pflex_tput_unit_parse(NULL, &u), -EINVAL);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_groups_sorted_by_cap),
-      cmocka_unit_test(test_groups_ties_keep_order),
-      cmocka_unit_test(test_check_groups),
-      cmocka_unit_test(test_extra_columns),
-      cmocka_unit_test(test_arch_task_parse),
+      cmocka_unit_test(test_groups_sorted_by_cap), cmocka_unit_test(test_groups_ties_keep_order),
+      cmocka_unit_test(test_check_groups),         cmocka_unit_test(test_extra_columns),
+      cmocka_unit_test(test_arch_task_parse),      cmocka_unit_test(test_tput_unit_table),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -210,6 +210,9 @@ static void test_errors(void **state) {
                -PFLEX_E_DATA, "power_w", "run 2: missing");
   expect_error(HEAD RUN(", \"gpus\": 0") "]}", -PFLEX_E_PARSE, NULL, "duplicate");
   expect_error(HEAD RUN(", \"powr_w\": 3") "]}", -PFLEX_E_DATA, "powr_w", "unknown field");
+  expect_error(
+      "{\"format\": \"pflex-runs\", \"version\": 1, \"unit\": \"tokens_per_s\", \"runz\": []}",
+      -PFLEX_E_DATA, "runz", "unknown field");
   expect_error(HEAD RUN(", \"arch\": \"sparse\"") "]}", -PFLEX_E_DATA, "arch", "sparse");
   expect_error(HEAD RUN(", \"seq_len\": 1.5") "]}", -PFLEX_E_PARSE, "seq_len", NULL);
   expect_error(HEAD RUN(", \"compile\": 1") "]}", -PFLEX_E_PARSE, "compile", NULL);
