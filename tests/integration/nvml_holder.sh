@@ -21,7 +21,7 @@ else
   "$T/pflex-squatter" 30 &
 fi
 squatter=$!
-trap 'kill $squatter 2>/dev/null; rm -rf "$T"' EXIT
+trap 'kill $squatter 2>/dev/null || true; rm -rf "$T"' EXIT
 for _ in $(seq 100); do [ "$(cat /proc/$squatter/comm 2>/dev/null)" = pflex-squatter ] && break; sleep 0.05; done
 [ "$(cat /proc/$squatter/comm)" = pflex-squatter ] || fail "the squatter is not running"
 python3 - "$PFLEX_STATE_DIR/restore.json" "$squatter" <<'PY'
