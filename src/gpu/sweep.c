@@ -33,6 +33,28 @@ void pflex_sweep_result_release(struct pflex_sweep_result *res) {
   memset(res, 0, sizeof *res);
 }
 
+int pflex_sweep_pfi(const struct pflex_sweep_result *res, struct pflex_pfi_result *ret) {
+  pflex_pfi_result_init(ret);
+  const struct pflex_runset *rs = &res->runs;
+  if (rs->n < 2) return -PFLEX_E_NOPOINTS;
+  struct pflex_pfi_point *pts = calloc(rs->n, sizeof *pts);
+  if (!pts) return -ENOMEM;
+  for (size_t i = 0; i < rs->n; i++) {
+    const struct pflex_run *r = &rs->runs[i];
+    pts[i] = (struct pflex_pfi_point){.cap_w = r->cap_w,
+                                      .power_w = r->power_w,
+                                      .tput = r->tput,
+                                      .power_sd = r->power_sd,
+                                      .tput_sd = r->tput_sd,
+                                      .have = PFLEX_PFI_HAVE_POWER_SD | PFLEX_PFI_HAVE_TPUT_SD};
+  }
+  struct pflex_pfi_opts po;
+  pflex_pfi_opts_init(&po);
+  int err = pflex_pfi_compute(pts, rs->n, &po, ret);
+  free(pts);
+  return err;
+}
+
 void pflex_sweep_gpu_type(const char *name, char *buf, size_t size) {
   const char *p = name;
   if (strncmp(p, "NVIDIA ", 7) == 0) p += 7;

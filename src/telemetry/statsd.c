@@ -279,8 +279,14 @@ int pflex_statsd_open(const char *address, struct pflex_statsd_server **ret_serv
   if (!srv) return -ENOMEM;
   srv->fd = srv->dir_fd = -1;
   int r;
-  if (strncmp(address, "udp:", 4) == 0)
+  /* The URL forms udp://HOST:PORT and unix://PATH are StatsD clients' usual
+   * spelling; they mean the same. */
+  if (strncmp(address, "udp://", 6) == 0)
+    r = open_udp(address + 6, srv);
+  else if (strncmp(address, "udp:", 4) == 0)
     r = open_udp(address + 4, srv);
+  else if (strncmp(address, "unix://", 7) == 0)
+    r = open_unix(address + 7, srv);
   else if (strncmp(address, "unix:", 5) == 0)
     r = open_unix(address + 5, srv);
   else
