@@ -1,7 +1,6 @@
 /* `pflex cap set|get|restore`: per-GPU power limits, changed only after the
  * original limit is recorded durably, and brought back with one command. */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -15,85 +14,87 @@
 #include "cli/gpu_cli.h"
 #include "cli/util.h"
 
-static const char usage[] =
-    "pflex cap set --watts W [--gpus LIST] [--clamp] [--dry-run] [options]\n"
-    "       pflex cap get [--gpus LIST] [--json] [options]\n"
-    "       pflex cap restore [--gpus LIST] [--force] [options]\n"
-    "  set              set the power limit of each selected GPU to W watts; the original limit\n"
-    "                   is written durably to the restore file first\n"
-    "  get              show limits, enforced limits, defaults, ranges and recorded originals\n"
-    "  restore          bring every recorded GPU (or those in --gpus) back to its original limit\n"
-    "  --watts W        the new per-GPU limit in watts (set)\n"
-    "  --gpus LIST      GPU indexes such as 0,1 or 0-7 (default: all)\n"
-    "  --clamp          a limit outside a GPU's range is set to the nearest end of the range\n"
-    "                   (default: refuse, and change nothing)\n"
-    "  --dry-run        say what would change, change nothing (set)\n"
-    "  --force          restore also GPUs whose limit someone else changed after pflex set it\n"
-    "                   (default: leave those as they are and keep their records) (restore)\n"
-    "  --json           machine-readable output (get)\n"
-    "  --backend NAME   nvml (default; env PFLEX_GPU_BACKEND) or sim\n"
-    "  --sim-job SPEC   sim backend: GPUs and job to simulate (docs/gpu.md)\n"
-    "  --state-dir DIR  where restore.json lives (env PFLEX_STATE_DIR; default /var/lib/pflex)\n"
-    "Setting limits needs root or CAP_SYS_ADMIN. Limits do not survive a reboot or driver\n"
-    "reload; run 'pflex cap restore' after one to clear the records.";
-
-struct opts {
-  const char *backend, *spec, *state_dir, *gpus;
-  double watts;
-  int have_watts, clamp, dry_run, json, force;
+/* The options every subcommand takes. */
+struct common {
+  const char *gpus, *backend, *spec, *state_dir;
 };
 
-static int parse(int argc, char **argv, struct opts *o) {
-  static const struct option lopts[] = {
-      {"backend", required_argument, NULL, 'b'},   {"sim-job", required_argument, NULL, 's'},
-      {"state-dir", required_argument, NULL, 'd'}, {"gpus", required_argument, NULL, 'g'},
-      {"watts", required_argument, NULL, 'w'},     {"clamp", no_argument, NULL, 'c'},
-      {"dry-run", no_argument, NULL, 'n'},         {"json", no_argument, NULL, 'j'},
-      {"force", no_argument, NULL, 'f'},           {NULL, 0, NULL, 0}};
-  memset(o, 0, sizeof *o);
-  optind = 1;
-  int c;
-  while ((c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
-    switch (c) {
-    case 'b': o->backend = optarg; break;
-    case 's': o->spec = optarg; break;
-    case 'd': o->state_dir = optarg; break;
-    case 'g': o->gpus = optarg; break;
-    case 'w': {
-      char *end;
-      o->watts = strtod(optarg, &end);
-      if (*end || !isfinite(o->watts) || o->watts <= 0 || o->watts > 100000) {
-        cli_error("invalid --watts '%s': expected a positive number of watts", optarg);
-        return -EINVAL;
-      }
-      o->have_watts = 1;
-      break;
-    }
-    case 'c': o->clamp = 1; break;
-    case 'n': o->dry_run = 1; break;
-    case 'j': o->json = 1; break;
-    case 'f': o->force = 1; break;
-    default: return -EINVAL;
-    }
-  }
-  if (optind < argc) {
-    cli_error("unexpected argument '%s'", argv[optind]);
-    return -EINVAL;
-  }
-  return 0;
-}
+struct opts {
+  struct common c;
+  double watts;
+  bool clamp, dry_run, json, force;
+};
+
+static const struct cli_option common_options[] = {
+    {CLI_STRING("gpus", "LIST", struct common, gpus, "GPU indexes such as 0,1 or 0-7 (default: all)")},
+    {CLI_STRING("backend", "NAME", struct common, backend,
+                "nvml (default; env PFLEX_GPU_BACKEND) or sim")},
+    {CLI_STRING("sim-job", "SPEC", struct common, spec,
+                "sim backend: GPUs and job to simulate (docs/gpu.md)")},
+    {CLI_STRING("state-dir", "DIR", struct common, state_dir,
+                "where restore.json lives (env PFLEX_STATE_DIR; default /var/lib/pflex); "
+                "refused when another user owns it or may write it")},
+    {CLI_END}};
+
+static const struct cli_option set_options[] = {
+    {CLI_DOUBLE("watts", "W", struct opts, watts, 0, 100000, "the new per-GPU limit in watts"),
+     .flags = CLI_REQUIRED | CLI_OPEN_MIN},
+    {CLI_FLAG("clamp", struct opts, clamp,
+              "a limit outside a GPU's range is set to the nearest end of the range (default: "
+              "refuse, and change nothing)")},
+    {CLI_FLAG("dry-run", struct opts, dry_run, "say what would change, change nothing")},
+    {CLI_INCLUDE(struct opts, c, common_options)},
+    {CLI_END}};
+
+static const struct cli_option get_options[] = {
+    {CLI_FLAG("json", struct opts, json, "machine-readable output")},
+    {CLI_INCLUDE(struct opts, c, common_options)},
+    {CLI_END}};
+
+static const struct cli_option restore_options[] = {
+    {CLI_FLAG("force", struct opts, force,
+              "restore also GPUs whose limit someone else changed after pflex set it (default: "
+              "leave those as they are and keep their records)")},
+    {CLI_INCLUDE(struct opts, c, common_options)},
+    {CLI_END}};
+
+static const struct cli_spec set_spec = {
+    .name = "cap set",
+    .help_cmd = "cap",
+    .usage = "pflex cap set --watts W [--gpus LIST] [--clamp] [--dry-run] [options]",
+    .about = "Sets the power limit of each selected GPU to W watts, all or nothing: every "
+             "original limit is written durably to the restore file first, and when one GPU "
+             "fails the others go back. Needs root or CAP_SYS_ADMIN. Limits do not survive a "
+             "reboot or driver reload; run 'pflex cap restore' after one to clear the records.",
+    .options = set_options};
+
+static const struct cli_spec get_spec = {
+    .name = "cap get",
+    .help_cmd = "cap",
+    .usage = "pflex cap get [--gpus LIST] [--json] [options]",
+    .about = "Shows limits, enforced limits, defaults, ranges and recorded originals.",
+    .options = get_options};
+
+static const struct cli_spec restore_spec = {
+    .name = "cap restore",
+    .help_cmd = "cap",
+    .usage = "pflex cap restore [--gpus LIST] [--force] [options]",
+    .about = "Brings every recorded GPU (or those in --gpus) back to its original limit.",
+    .options = restore_options};
+
+static const struct cli_spec *const specs[] = {&set_spec, &get_spec, &restore_spec, NULL};
 
 /* A dry run needs no state directory: without one, nothing is recorded to check against. */
 static int open_for_set(struct pflex_gpu *gpu, const struct opts *o, struct pflex_restore **rs) {
-  if (!o->dry_run) return cli_restore_open(gpu, o->state_dir, false, rs);
+  if (!o->dry_run) return cli_restore_open(gpu, o->c.state_dir, false, rs);
   struct pflex_restore_opts ro;
-  cli_restore_opts(o->state_dir, &ro);
+  cli_restore_opts(o->c.state_dir, &ro);
   ro.no_create = true;
   if (strcmp(pflex_gpu_backend_name(gpu), "sim") == 0 && !ro.state_dir)
     return pflex_restore_open_memory(rs);
   int err = pflex_restore_open_opts(&ro, rs, NULL, 0);
   if (err == -ENOENT) err = pflex_restore_open_memory(rs);
-  return err ? cli_restore_open(gpu, o->state_dir, false, rs) : 0;
+  return err ? cli_restore_open(gpu, o->c.state_dir, false, rs) : 0;
 }
 
 static void say_range(struct pflex_gpu *gpu, const struct pflex_limit_change *c, bool refused) {
@@ -160,13 +161,9 @@ static void say_failure(struct pflex_gpu *gpu, struct pflex_restore *rs,
 }
 
 static int cap_set(struct pflex_gpu *gpu, const struct opts *o) {
-  if (!o->have_watts) {
-    cli_error("'cap set' needs --watts");
-    return PFLEX_EXIT_USAGE;
-  }
   unsigned *idx;
   size_t n;
-  if (cli_gpu_select(gpu, o->gpus, &idx, &n)) return PFLEX_EXIT_FAIL;
+  if (cli_gpu_select(gpu, o->c.gpus, &idx, &n)) return PFLEX_EXIT_FAIL;
   struct pflex_limit_change *c = calloc(n, sizeof *c);
   struct pflex_restore *rs = NULL;
   int status = PFLEX_EXIT_FAIL;
@@ -215,14 +212,14 @@ static const struct pflex_restore_record *find_rec(const struct pflex_restore_re
 static int cap_get(struct pflex_gpu *gpu, const struct opts *o) {
   unsigned *idx;
   size_t n;
-  if (cli_gpu_select(gpu, o->gpus, &idx, &n)) return PFLEX_EXIT_FAIL;
+  if (cli_gpu_select(gpu, o->c.gpus, &idx, &n)) return PFLEX_EXIT_FAIL;
   /* Recorded originals are shown when the state directory can be read. */
   struct pflex_restore *rs = NULL;
   struct pflex_restore_record *recs = NULL;
   size_t nrecs = 0;
   /* Reading must not create the state directory. */
   struct pflex_restore_opts ro;
-  cli_restore_opts(o->state_dir, &ro);
+  cli_restore_opts(o->c.state_dir, &ro);
   ro.no_create = true;
   char why[512] = "";
   int rerr = pflex_restore_open_opts(&ro, &rs, why, sizeof why);
@@ -323,9 +320,9 @@ static int say_restored(struct pflex_gpu *gpu, struct pflex_restore *rs,
 static int cap_restore(struct pflex_gpu *gpu, const struct opts *o) {
   unsigned *idx = NULL;
   size_t n = 0;
-  if (o->gpus && cli_gpu_select(gpu, o->gpus, &idx, &n)) return PFLEX_EXIT_FAIL;
+  if (o->c.gpus && cli_gpu_select(gpu, o->c.gpus, &idx, &n)) return PFLEX_EXIT_FAIL;
   struct pflex_restore *rs;
-  if (cli_restore_open(gpu, o->state_dir, false, &rs)) {
+  if (cli_restore_open(gpu, o->c.state_dir, false, &rs)) {
     free(idx);
     return PFLEX_EXIT_FAIL;
   }
@@ -351,47 +348,43 @@ static int cap_restore(struct pflex_gpu *gpu, const struct opts *o) {
   return status;
 }
 
+static const struct {
+  const char *name;
+  const struct cli_spec *spec;
+  int (*fn)(struct pflex_gpu *, const struct opts *);
+} subcommands[] = {{"set", &set_spec, cap_set},
+                   {"get", &get_spec, cap_get},
+                   {"restore", &restore_spec, cap_restore}};
+#define NSUB (sizeof subcommands / sizeof subcommands[0])
+
 static int run(int argc, char **argv) {
-  if (argc < 2) {
-    fprintf(stderr, "usage: %s\n", usage);
-    return PFLEX_EXIT_USAGE;
-  }
-  const char *sub = argv[1];
-  struct opts o;
-  if (parse(argc - 1, argv + 1, &o)) {
-    fprintf(stderr, "usage: %s\n", usage);
-    return PFLEX_EXIT_USAGE;
-  }
-  int (*fn)(struct pflex_gpu *, const struct opts *) = strcmp(sub, "set") == 0       ? cap_set
-                                                       : strcmp(sub, "get") == 0     ? cap_get
-                                                       : strcmp(sub, "restore") == 0 ? cap_restore
-                                                                                     : NULL;
-  if (!fn) {
-    cli_error("unknown 'cap' subcommand '%s' (set, get, restore)", sub);
+  size_t k = 0;
+  while (argc >= 2 && k < NSUB && strcmp(argv[1], subcommands[k].name) != 0)
+    k++;
+  if (argc < 2 || k == NSUB) {
+    if (argc < 2)
+      cli_error("'cap' needs a subcommand (set, get, restore)");
+    else
+      cli_error("unknown 'cap' subcommand '%s' (set, get, restore)", argv[1]);
+    fprintf(stderr, "try 'pflex help cap'\n");
     return PFLEX_EXIT_USAGE;
   }
   /* Usage errors before opening the backend, so they are not hidden behind a
    * missing driver. */
-  if (fn == cap_set && !o.have_watts) {
-    cli_error("'cap set' needs --watts");
-    fprintf(stderr, "usage: %s\n", usage);
-    return PFLEX_EXIT_USAGE;
-  }
-  if (fn != cap_set && (o.have_watts || o.clamp || o.dry_run)) {
-    cli_error("--watts, --clamp and --dry-run belong to 'cap set'");
-    return PFLEX_EXIT_USAGE;
-  }
-  if (fn != cap_restore && o.force) {
-    cli_error("--force belongs to 'cap restore'");
-    return PFLEX_EXIT_USAGE;
-  }
+  struct opts o = {0};
+  struct cli_parsed p;
+  int err = cli_parse(subcommands[k].spec, argc - 1, argv + 1, &o, &p);
+  if (err) return cli_parse_status(err);
   struct pflex_gpu *gpu;
-  int oerr = cli_gpu_open(o.backend, o.spec, &gpu);
-  if (oerr) return oerr == -ENOENT ? PFLEX_EXIT_USAGE : PFLEX_EXIT_FAIL;
-  int status = fn(gpu, &o);
+  err = cli_gpu_open(o.c.backend, o.c.spec, &gpu);
+  if (err) return err == -ENOENT ? PFLEX_EXIT_USAGE : PFLEX_EXIT_FAIL;
+  int status = subcommands[k].fn(gpu, &o);
   pflex_gpu_close(gpu);
   return status;
 }
 
-const struct pflex_cmd pflex_cmd_cap = {
-    .name = "cap", .run = run, .summary = "set, show and restore GPU power limits", .usage = usage};
+const struct pflex_cmd pflex_cmd_cap = {.name = "cap",
+                                        .run = run,
+                                        .summary = "set, show and restore GPU power limits",
+                                        .specs = specs,
+                                        .usage = "pflex cap set|get|restore [options]"};
