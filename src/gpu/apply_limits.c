@@ -173,8 +173,9 @@ int pflex_restore_apply_limits(struct pflex_restore *rs, struct pflex_gpu *gpu,
   if (n == 0) return 0;
   struct plan *plans = calloc(n, sizeof *plans);
   if (!plans) return -ENOMEM;
+  /* A dry run changes nothing: a reader's lock will do (none where it may not lock). */
   int lock;
-  int err = pflex__restore_lock(rs, true, &lock);
+  int err = pflex__restore_lock(rs, !(flags & PFLEX_APPLY_DRY_RUN), &lock);
   if (err) {
     free(plans);
     return err;

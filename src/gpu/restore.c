@@ -332,7 +332,7 @@ int pflex_restore_apply(struct pflex_restore *r, struct pflex_gpu *gpu, const un
   int first_err = 0;
   for (size_t i = 0; i < s.n; i++) {
     struct pflex_restore_result *x = &res[nres];
-    if (s.raw[i]) { /* malformed: reported, kept, never used */
+    if (s.v[i].problem[0]) { /* malformed: reported, kept, never used */
       if (!malformed_selected(gpu, s.raw[i], only, nonly)) continue;
       x->record = s.v[i];
       x->err = -PFLEX_E_PARSE;

@@ -177,7 +177,9 @@ static int load_json(json_t *root, struct pflex__recset *s) {
     if (at < 0) return (int)at;
     json_t *o = json_array_get(arr, i);
     read_record(o, i, &s->v[at]);
-    if (s->v[at].problem[0]) s->raw[at] = json_incref(o);
+    /* Kept to write back: a malformed record verbatim; a valid one's fields
+     * that this version does not know (a newer pflex's). */
+    if (json_is_object(o) || s->v[at].problem[0]) s->raw[at] = json_incref(o);
   }
   return 0;
 }
@@ -209,8 +211,15 @@ int pflex__recset_load(struct pflex_restore *r, struct pflex__recset *ret) {
 }
 
 /* ---- writing ---- */
-static json_t *record_json(const struct pflex_restore_record *v) {
+/* A valid record as JSON: its known fields from v, and any others the file
+ * had (raw, may be NULL) kept as they were. */
+static json_t *record_json(const struct pflex_restore_record *v, json_t *raw) {
   json_t *o = json_object();
+  if (raw) {
+    json_object_update(o, raw);
+    for (size_t k = 0; k < NFIELDS; k++)
+      json_object_del(o, fields[k].name);
+  }
   json_object_set_new(o, "backend", json_string(v->backend));
   json_object_set_new(o, "uuid", json_string(v->uuid));
   json_object_set_new(o, "pci_bus_id", json_string(v->pci_bus_id));
@@ -273,7 +282,8 @@ int pflex__recset_store(struct pflex_restore *r, const struct pflex__recset *s) 
   json_object_set_new(root, "note", json_string("original GPU power limits; 'pflex cap restore' "
                                                 "brings them back"));
   for (size_t i = 0; i < s->n; i++)
-    json_array_append_new(arr, s->raw[i] ? json_incref(s->raw[i]) : record_json(&s->v[i]));
+    json_array_append_new(arr, s->v[i].problem[0] ? json_incref(s->raw[i])
+                                                  : record_json(&s->v[i], s->raw[i]));
   json_object_set_new(root, "records", arr);
   char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
   json_decref(root);

@@ -27,11 +27,12 @@ struct pflex_restore {
   unsigned tmp_seq;
 };
 
-/* The records as read: malformed ones (record.problem set) keep their JSON
- * object so that they are written back verbatim. */
+/* The records as read, each with its JSON object: a malformed one
+ * (record.problem set) is written back verbatim, a valid one with the
+ * fields this version does not know. */
 struct pflex__recset {
   struct pflex_restore_record *v;
-  json_t **raw; /* raw[i]: the malformed object of v[i], else NULL */
+  json_t **raw; /* raw[i]: v[i]'s object in the file; NULL for a new record */
   size_t n;
 };
 

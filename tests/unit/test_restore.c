@@ -137,8 +137,19 @@ static void test_record_then_set(void **state) {
   assert_int_equal(json_integer_value(json_object_get(r0, "pid")), getpid());
   json_decref(root);
 
-  /* A second change keeps the first original. */
+  /* A second change keeps the first original, and a field this version does
+   * not know (a newer pflex's) is kept. */
+  root = json_load_file(path, 0, &jerr);
+  json_object_set_new(json_array_get(json_object_get(root, "records"), 0), "lease_s",
+                      json_integer(30));
+  assert_int_equal(json_dump_file(root, path, 0), 0);
+  json_decref(root);
   assert_int_equal(pflex_restore_set_limit(rs, g, 1, 300000), 0);
+  root = json_load_file(path, 0, &jerr);
+  r0 = json_array_get(json_object_get(root, "records"), 0);
+  assert_int_equal(json_integer_value(json_object_get(r0, "lease_s")), 30);
+  assert_int_equal(json_integer_value(json_object_get(r0, "set_limit_mw")), 300000);
+  json_decref(root);
   struct pflex_restore_record *v;
   size_t n;
   assert_int_equal(pflex_restore_list(rs, &v, &n), 0);
