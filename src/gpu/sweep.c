@@ -386,10 +386,9 @@ static int aggregate(struct sweep *s, struct pflex_sweep_run *info) {
   return err;
 }
 
-static int do_run(struct sweep *s, struct pflex_sweep_run *info) {
+/* Every GPU of the job at the run's cap, or none (the previous cap stays). */
+static int set_caps(struct sweep *s) {
   const struct pflex_sweep_opts *o = s->o;
-  progress(s, PFLEX_SWEEP_SETTING, 0, o->duration_s);
-  /* Every GPU of the job at the cap, or none (the previous cap stays). */
   unsigned mw = (unsigned)lround(s->cap_w * 1000.0);
   struct pflex_limit_change *c = calloc(o->ngpus, sizeof *c);
   if (!c) return stop(s, -ENOMEM, "out of memory");
@@ -406,12 +405,19 @@ static int do_run(struct sweep *s, struct pflex_sweep_run *info) {
     return stop(s, serr, "setting GPU %u to %.0f W failed: %s%s%s", o->gpus[failed], s->cap_w,
                 pflex_strerror(serr), why ? ": " : "", why ? why : "");
   }
+  return 0;
+}
+
+static int do_run(struct sweep *s, struct pflex_sweep_run *info) {
+  const struct pflex_sweep_opts *o = s->o;
+  progress(s, PFLEX_SWEEP_SETTING, 0, o->duration_s);
+  int err = set_caps(s);
+  if (err) return err;
   pflex_series_init(&s->series);
   s->series_live = true;
-  for (size_t m = 0; m < NMETRICS; m++) {
-    int err = pflex_series_metric(&s->series, metric_names[m], &s->metric_ix[m]);
-    if (err) return stop(s, err, "out of memory");
-  }
+  for (size_t m = 0; !err && m < NMETRICS; m++)
+    if ((err = pflex_series_metric(&s->series, metric_names[m], &s->metric_ix[m])) != 0)
+      return stop(s, err, "out of memory");
   s->last_power = s->last_tput = NAN;
   if (s->have_regex) {
     pflex_tput_regex_release(&s->regex);
@@ -420,8 +426,8 @@ static int do_run(struct sweep *s, struct pflex_sweep_run *info) {
   if (o->use_regex) {
     struct pflex_tput_regex_opts ro = {.pattern = o->tput_regex, .per_step_time = o->per_step_time};
     char eb[256];
-    int err = pflex_tput_regex_init(&s->regex, &ro, eb, sizeof eb);
-    if (err) return stop(s, err, "bad throughput regex: %s", eb);
+    if ((err = pflex_tput_regex_init(&s->regex, &ro, eb, sizeof eb)) != 0)
+      return stop(s, err, "bad throughput regex: %s", eb);
     s->have_regex = true;
   }
   if (s->statsd) {
@@ -429,7 +435,6 @@ static int do_run(struct sweep *s, struct pflex_sweep_run *info) {
     /* a counter becomes one rate per sampling period, not one per datagram */
     pflex_tput_meter_init(&s->meter, o->statsd_metric, 1.0 / o->hz);
   }
-  int err = 0;
   if (o->argv) {
     err = start_child(s);
   } else if (!o->attach || s->run == 0) {
