@@ -20,6 +20,7 @@
 #include <stddef.h>
 
 #include "pflex/gpu.h"
+#include "pflex/pfi.h"
 #include "pflex/restore.h"
 #include "pflex/runs.h"
 #include "pflex/series.h"
@@ -109,6 +110,13 @@ int pflex_sweep_check(struct pflex_gpu *gpu, const struct pflex_sweep_opts *opts
  * when one ended the sweep; or the restore error. -EINVAL for bad options. */
 int pflex_sweep_run(struct pflex_gpu *gpu, struct pflex_restore *restore,
                     const struct pflex_sweep_opts *opts, struct pflex_sweep_result *res);
+
+/* The sweep's PFI (Eq. 1 and 3 with the pflex/pfi.h defaults: the highest cap
+ * is the reference, caps whose drop is within noise are left out, a 95%
+ * Monte Carlo CI from the runs' standard errors); *ret (initialized here,
+ * released by the caller) holds one entry per successful run, in order.
+ * -PFLEX_E_NOPOINTS with fewer than two runs. */
+int pflex_sweep_pfi(const struct pflex_sweep_result *res, struct pflex_pfi_result *ret);
 
 /* The GPU type for the runs CSV from a device name: "NVIDIA H200" -> "H200",
  * "NVIDIA H100 80GB HBM3" -> "H100"; the name itself when nothing fits. */

@@ -1,7 +1,6 @@
 /* `pflex gpus`: lists the GPUs of a backend with their power, limits,
  * constraints, clocks and utilization (read-only). */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,22 +11,44 @@
 #include "cli/gpu_cli.h"
 #include "cli/util.h"
 
-static const char usage[] =
-    "pflex gpus [--backend nvml|sim] [--sim-job SPEC] [--json | --watch S [--hz N] [--gpus LIST]]\n"
-    "  --backend NAME   GPU backend: nvml (default; env PFLEX_GPU_BACKEND) or sim\n"
-    "  --sim-job SPEC   sim backend: GPUs and job to simulate (see docs/gpu.md)\n"
-    "  --json           one JSON object per GPU in an array; readings the GPU cannot give are "
-    "absent\n"
-    "  --watch S        sample for S seconds and write a telemetry series CSV to stdout (time_s,\n"
-    "                   gpu, power_w, gpu_util, mem_util, fb_used_mib, sm_clock_mhz, "
-    "mem_clock_mhz,\n"
-    "                   limit_w, enforced_limit_w, energy_j, throttle); empty cells: not "
-    "available\n"
-    "  --hz N           samples per second with --watch, 0.1-10 (default 1)\n"
-    "  --gpus LIST      GPUs to watch (default: all)\n"
-    "Shows index, name, UUID, PCI bus id, power, limit (enforced), default limit, settable "
-    "range,\nSM and memory clocks, utilization, memory used and throttle reasons. A '*' after the "
-    "limit:\nthe enforced limit is lower (an out-of-band limit). Changes nothing.";
+struct args {
+  const char *backend, *spec, *gpus;
+  bool json;
+  double watch, hz;
+};
+
+static const struct cli_option options[] = {
+    {CLI_STRING("backend", "NAME", struct args, backend,
+                "GPU backend: nvml (default; env PFLEX_GPU_BACKEND) or sim")},
+    {CLI_STRING("sim-job", "SPEC", struct args, spec,
+                "sim backend: GPUs and job to simulate (see docs/gpu.md)")},
+    {CLI_FLAG("json", struct args, json,
+              "one JSON object per GPU in an array; readings the GPU cannot give are absent")},
+    {CLI_DOUBLE("watch", "S", struct args, watch, 0, 1e7,
+                "sample for S seconds and write a telemetry series CSV to stdout (time_s, gpu, "
+                "power_w, gpu_util, mem_util, fb_used_mib, sm_clock_mhz, mem_clock_mhz, limit_w, "
+                "enforced_limit_w, energy_j, throttle); empty cells: not available")},
+    {CLI_DOUBLE("hz", "N", struct args, hz, 0.1, 10,
+                "samples per second with --watch, 0.1-10 (default 1)"),
+     .needs = "watch"},
+    {CLI_STRING("gpus", "LIST", struct args, gpus, "GPUs to watch (default: all)"),
+     .needs = "watch"},
+    {CLI_END}};
+
+static const char *const exclusive[] = {"json watch", NULL};
+
+static const struct cli_spec spec = {
+    .name = "gpus",
+    .usage = "pflex gpus [--backend nvml|sim] [--sim-job SPEC] [--json | --watch S [--hz N] "
+             "[--gpus LIST]]",
+    .about = "Shows index, name, UUID, PCI bus id, power, limit (enforced), default limit, "
+             "settable range, SM and memory clocks, utilization, memory used and throttle "
+             "reasons. A '*' after the limit: the enforced limit is lower (an out-of-band "
+             "limit). Changes nothing.",
+    .options = options,
+    .exclusive = exclusive};
+
+static const struct cli_spec *const specs[] = {&spec, NULL};
 
 static void fmt_w(char *buf, size_t size, int ok, unsigned mw) {
   if (ok)
@@ -127,54 +148,12 @@ static int watch(struct pflex_gpu *gpu, const char *list, double seconds, double
   return status;
 }
 
-static int run(int argc, char **argv) {
-  static const struct option opts[] = {{"backend", required_argument, NULL, 'b'},
-                                       {"sim-job", required_argument, NULL, 's'},
-                                       {"json", no_argument, NULL, 'j'},
-                                       {"watch", required_argument, NULL, 'w'},
-                                       {"hz", required_argument, NULL, 'h'},
-                                       {"gpus", required_argument, NULL, 'g'},
-                                       {NULL, 0, NULL, 0}};
-  const char *backend = NULL, *spec = NULL, *list = NULL;
-  double watch_s = -1, hz = 1;
-  int json = 0, c;
-  optind = 1;
-  while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-    switch (c) {
-    case 'b': backend = optarg; break;
-    case 's': spec = optarg; break;
-    case 'j': json = 1; break;
-    case 'g': list = optarg; break;
-    case 'w':
-      if (cli_parse_double("--watch", optarg, 0, 1e7, &watch_s)) return PFLEX_EXIT_USAGE;
-      break;
-    case 'h':
-      if (cli_parse_double("--hz", optarg, 0.1, 10, &hz)) return PFLEX_EXIT_USAGE;
-      break;
-    default: fprintf(stderr, "usage: %s\n", usage); return PFLEX_EXIT_USAGE;
-    }
-  }
-  if (optind < argc) {
-    cli_error("unexpected argument '%s'", argv[optind]);
-    return PFLEX_EXIT_USAGE;
-  }
-  if (json && watch_s >= 0) {
-    cli_error("--json and --watch exclude each other");
-    return PFLEX_EXIT_USAGE;
-  }
-  struct pflex_gpu *gpu;
-  int oerr = cli_gpu_open(backend, spec, &gpu);
-  if (oerr) return oerr == -ENOENT ? PFLEX_EXIT_USAGE : PFLEX_EXIT_FAIL;
-  if (watch_s >= 0) {
-    int st = watch(gpu, list, watch_s, hz);
-    pflex_gpu_close(gpu);
-    return st;
-  }
+/* The table (or JSON) of every GPU. */
+static int list_gpus(struct pflex_gpu *gpu, bool json) {
   unsigned n;
   int err = pflex_gpu_count(gpu, &n), status = PFLEX_EXIT_OK;
   if (err) {
     cli_error("cannot count GPUs: %s", pflex_strerror(err));
-    pflex_gpu_close(gpu);
     return PFLEX_EXIT_FAIL;
   }
   json_t *arr = json ? json_array() : NULL;
@@ -228,6 +207,18 @@ static int run(int argc, char **argv) {
   } else if (n == 0) {
     printf("(no GPUs)\n");
   }
+  return status;
+}
+
+static int run(int argc, char **argv) {
+  struct args a = {.hz = 1};
+  struct cli_parsed p;
+  int err = cli_parse(&spec, argc, argv, &a, &p);
+  if (err) return cli_parse_status(err);
+  struct pflex_gpu *gpu;
+  err = cli_gpu_open(a.backend, a.spec, &gpu);
+  if (err) return err == -ENOENT ? PFLEX_EXIT_USAGE : PFLEX_EXIT_FAIL;
+  int status = cli_given(&p, "watch") ? watch(gpu, a.gpus, a.watch, a.hz) : list_gpus(gpu, a.json);
   pflex_gpu_close(gpu);
   return status;
 }
@@ -235,4 +226,4 @@ static int run(int argc, char **argv) {
 const struct pflex_cmd pflex_cmd_gpus = {.name = "gpus",
                                          .run = run,
                                          .summary = "list GPUs: power, limits, clocks, utilization",
-                                         .usage = usage};
+                                         .specs = specs};

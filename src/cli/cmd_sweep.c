@@ -4,7 +4,6 @@
  * and are re-raised once the limits are back. */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -20,37 +19,72 @@
 #include "pflex/store.h"
 #include "pflex/sweep.h"
 
-static const char usage[] =
-    "pflex sweep --caps LIST [options] [-- COMMAND [ARGS...]]\n"
-    "  --caps LIST          per-GPU caps in W, run in this order: 200:700:100 or 200,500,700\n"
-    "  --gpus LIST          GPUs of the job, e.g. 0-7 (default: all)\n"
-    "  --backend NAME       nvml (default; env PFLEX_GPU_BACKEND) or sim\n"
-    "  --sim-job SPEC       sim backend: GPUs, job and clock (docs/gpu.md)\n"
-    "  --hz N               samples per second, 1-10 (default 1)\n"
-    "  --duration S         seconds per run (default 1800, the paper's 30 minutes)\n"
-    "  --pause S            pause after each run (default 60)\n"
-    "  --attach             measure a job that is already running (needs --statsd or sim)\n"
-    "  --statsd ADDR        throughput from StatsD lines: udp://HOST:PORT or unix:PATH; the\n"
-    "                       command gets the address in env PFLEX_STATSD\n"
-    "  --statsd-metric NAME StatsD metric to follow (default tokens: a counter of tokens)\n"
-    "  --tput-regex RE      throughput from the command's output: POSIX ERE, number in group 1\n"
-    "                       (default without --statsd: a built-in tokens/s pattern)\n"
-    "  --step-time          the regex number is a time per step (throughput = 1/number)\n"
-    "  --tput-unit U        tokens (default), samples, steps or step-time\n"
-    "  --group NAME         sweep group name of the runs (default: sweep)\n"
-    "  --gpu-type NAME      GPU column of the runs (default: from the device name, e.g. H200)\n"
-    "  --sustain S          training phase: utilization >= threshold for S seconds (default 30)\n"
-    "  --out FILE           runs CSV to write (default runs.csv)\n"
-    "  --db FILE            also store the runs in this pflex store (SQLite; created if missing;\n"
-    "                       a group already stored is refused: choose another --group)\n"
-    "  --state-dir DIR      restore records (env PFLEX_STATE_DIR; default /var/lib/pflex)\n"
-    "  --stop-grace S       SIGTERM to SIGKILL wait when stopping the command (default 10)\n"
-    "  --quiet              no progress line\n"
-    "Each run: set the caps (original limits recorded first), start COMMAND fresh, sample,\n"
-    "stop it (SIGTERM to its process group), aggregate the training phase by the top-10% mean,\n"
-    "pause. The command gets env PFLEX_CAP_W. Limits are restored on success, error, SIGINT,\n"
-    "SIGTERM and a crashing command; after kill -9 run 'pflex cap restore'. Needs root or\n"
-    "CAP_SYS_ADMIN on real GPUs.";
+struct args {
+  struct cli_list caps;
+  const char *gpus, *backend, *spec, *statsd, *metric, *regex, *group, *gpu_type, *out, *db,
+      *state_dir;
+  double hz, duration, pause, sustain, grace;
+  bool attach, step_time, quiet;
+  int unit; /* enum pflex_tput_unit */
+};
+
+static const struct cli_option options[] = {
+    {CLI_LIST("caps", "LIST", struct args, caps, 0, 100000,
+              "per-GPU caps in W, run in this order: 200:700:100 or 200,500,700"),
+     .flags = CLI_REQUIRED | CLI_OPEN_MIN, .expect = "a list of caps in W (e.g. 200:700:100)"},
+    {CLI_STRING("gpus", "LIST", struct args, gpus, "GPUs of the job, e.g. 0-7 (default: all)")},
+    {CLI_STRING("backend", "NAME", struct args, backend,
+                "nvml (default; env PFLEX_GPU_BACKEND) or sim")},
+    {CLI_STRING("sim-job", "SPEC", struct args, spec,
+                "sim backend: GPUs, job and clock (docs/gpu.md)")},
+    {CLI_DOUBLE("hz", "N", struct args, hz, 1, 10, "samples per second, 1-10 (default 1)")},
+    {CLI_DOUBLE("duration", "S", struct args, duration, 1e-3, 1e7,
+                "seconds per run (default 1800, the paper's 30 minutes)")},
+    {CLI_DOUBLE("pause", "S", struct args, pause, 0, 1e6, "pause after each run (default 60)")},
+    {CLI_FLAG("attach", struct args, attach,
+              "measure a job that is already running (needs --statsd or sim)")},
+    {CLI_STRING("statsd", "ADDR", struct args, statsd,
+                "throughput from StatsD lines: udp://HOST:PORT or unix:PATH; the command gets "
+                "the address in env PFLEX_STATSD")},
+    {CLI_STRING("statsd-metric", "NAME", struct args, metric,
+                "StatsD metric to follow (default tokens: a counter of tokens)")},
+    {CLI_STRING("tput-regex", "RE", struct args, regex,
+                "throughput from the command's output: POSIX ERE, number in group 1 (default "
+                "without --statsd: a built-in tokens/s pattern)")},
+    {CLI_FLAG("step-time", struct args, step_time,
+              "the regex number is a time per step (throughput = 1/number)")},
+    {CLI_ENUM_FN("tput-unit", "U", struct args, unit, cli_unit_name,
+                 "tokens (default), samples, steps or step-time")},
+    {CLI_STRING("group", "NAME", struct args, group, "sweep group name of the runs (default: sweep)")},
+    {CLI_STRING("gpu-type", "NAME", struct args, gpu_type,
+                "GPU column of the runs (default: from the device name, e.g. H200)")},
+    {CLI_DOUBLE("sustain", "S", struct args, sustain, 0, 1e6,
+                "training phase: utilization >= threshold for S seconds (default 30)")},
+    {CLI_STRING("out", "FILE", struct args, out, "runs CSV to write (default runs.csv)")},
+    {CLI_STRING("db", "FILE", struct args, db,
+                "also store the runs in this pflex store (SQLite; created if missing; a group "
+                "already stored is refused: choose another --group)")},
+    {CLI_STRING("state-dir", "DIR", struct args, state_dir,
+                "restore records (env PFLEX_STATE_DIR; default /var/lib/pflex)")},
+    {CLI_DOUBLE("stop-grace", "S", struct args, grace, 0.01, 3600,
+                "SIGTERM to SIGKILL wait when stopping the command (default 10)")},
+    {CLI_FLAG("quiet", struct args, quiet, "no progress line")},
+    {CLI_END}};
+
+static const struct cli_spec spec = {
+    .name = "sweep",
+    .usage = "pflex sweep --caps LIST [options] [-- COMMAND [ARGS...]]",
+    .options = options,
+    .operands = "COMMAND",
+    .max_operands = 4096,
+    .in_order = true, /* options end at COMMAND, which keeps its own */
+    .notes = "Each run: set the caps (original limits recorded first), start COMMAND fresh, "
+             "sample,\nstop it (SIGTERM to its process group), aggregate the training phase by "
+             "the top-10% mean,\npause. The command gets env PFLEX_CAP_W. Limits are restored "
+             "on success, error, SIGINT,\nSIGTERM and a crashing command; after kill -9 run "
+             "'pflex cap restore'. Needs root or\nCAP_SYS_ADMIN on real GPUs."};
+
+static const struct cli_spec *const specs[] = {&spec, NULL};
 
 static int sig_pipe[2] = {-1, -1};
 
@@ -95,29 +129,10 @@ static void on_output(const char *data, size_t len, void *ud) {
   fwrite(data, 1, len, stderr);
 }
 
-/* The runs and the group's PFI (Eq. 1 and 3, pflex/pfi.h defaults: the
- * highest cap is the reference, caps whose throughput drop is within noise are
- * left out, 95% Monte Carlo CI from the runs' standard errors). */
+/* The runs and the group's PFI (pflex_sweep_pfi). */
 static void print_results(const struct pflex_sweep_result *res, const char *unit_name) {
-  const struct pflex_runset *rs = &res->runs;
-  struct pflex_pfi_point *pts = calloc(rs->n ? rs->n : 1, sizeof *pts);
   struct pflex_pfi_result pr;
-  pflex_pfi_result_init(&pr);
-  int perr = -ENOMEM;
-  if (pts) {
-    for (size_t i = 0; i < rs->n; i++) {
-      const struct pflex_run *r = &rs->runs[i];
-      pts[i] = (struct pflex_pfi_point){.cap_w = r->cap_w,
-                                        .power_w = r->power_w,
-                                        .tput = r->tput,
-                                        .power_sd = r->power_sd,
-                                        .tput_sd = r->tput_sd,
-                                        .have = PFLEX_PFI_HAVE_POWER_SD | PFLEX_PFI_HAVE_TPUT_SD};
-    }
-    struct pflex_pfi_opts po;
-    pflex_pfi_opts_init(&po);
-    perr = rs->n >= 2 ? pflex_pfi_compute(pts, rs->n, &po, &pr) : -PFLEX_E_NOPOINTS;
-  }
+  int perr = pflex_sweep_pfi(res, &pr);
   printf("%-8s %12s %14s %10s %s\n", "cap_W", "power_W", unit_name, "PFI_i", "note");
   size_t i = 0;
   for (size_t k = 0; k < res->nrun_info; k++) {
@@ -126,7 +141,7 @@ static void print_results(const struct pflex_sweep_result *res, const char *unit
       printf("%-8.0f %12s %14s %10s failed: %s\n", ri->cap_w, "-", "-", "-", ri->message);
       continue;
     }
-    const struct pflex_run *r = &rs->runs[i];
+    const struct pflex_run *r = &res->runs.runs[i];
     char pfi[32] = "-";
     const char *note = "";
     if (!perr && i < pr.n) {
@@ -152,294 +167,245 @@ static void print_results(const struct pflex_sweep_result *res, const char *unit
            perr == -PFLEX_E_NOPOINTS ? "needs the highest-cap run and a capped run that binds"
                                      : pflex_strerror(perr));
   pflex_pfi_result_release(&pr);
-  free(pts);
+}
+
+/* The signals that end a sweep reach the engine through the self-pipe; pflex
+ * restores the limits and then dies of the same signal. */
+static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+#define NSTOP (sizeof stop_signals / sizeof stop_signals[0])
+struct signals {
+  struct sigaction old[NSTOP], old_pipe;
+};
+
+static int signals_catch(struct signals *sg) {
+  if (pipe(sig_pipe) != 0) return -errno;
+  for (int i = 0; i < 2; i++) {
+    fcntl(sig_pipe[i], F_SETFD, FD_CLOEXEC);
+    fcntl(sig_pipe[i], F_SETFL, O_NONBLOCK);
+  }
+  /* SA_RESTART: a second Ctrl-C cannot break the final restore's slow calls;
+   * poll() still wakes up and the self-pipe says why. SIGQUIT (Ctrl-\) would
+   * otherwise dump core with the GPUs capped. */
+  struct sigaction sa = {.sa_handler = on_signal, .sa_flags = SA_RESTART}, ign = {0};
+  sigemptyset(&sa.sa_mask);
+  for (size_t i = 0; i < NSTOP; i++)
+    sigaction(stop_signals[i], &sa, &sg->old[i]);
+  /* A closed stdout or stderr (pflex sweep ... | head) must not kill pflex
+   * with the GPUs at a cap: writes fail with EPIPE instead. */
+  ign.sa_handler = SIG_IGN;
+  sigemptyset(&ign.sa_mask);
+  sigaction(SIGPIPE, &ign, &sg->old_pipe);
+  return 0;
+}
+
+/* Puts the handlers back; the signal that stopped the sweep, or 0. */
+static int signals_release(struct signals *sg) {
+  unsigned char b;
+  int signo = read(sig_pipe[0], &b, 1) == 1 ? b : 0;
+  for (size_t i = 0; i < NSTOP; i++)
+    sigaction(stop_signals[i], &sg->old[i], NULL);
+  sigaction(SIGPIPE, &sg->old_pipe, NULL);
+  close(sig_pipe[0]), close(sig_pipe[1]);
+  sig_pipe[0] = sig_pipe[1] = -1;
+  return signo;
+}
+
+/* Restored by now, whatever happened: say so for each GPU. */
+static void report_restore(const struct pflex_sweep_result *res, struct pflex_restore *rs) {
+  for (size_t i = 0; i < res->nrestored; i++) {
+    const struct pflex_restore_result *x = &res->restored[i];
+    if (x->changed)
+      cli_error("GPU %u (%s) was left at %.1f W: someone changed its limit during the sweep "
+                "(pflex had set %.1f W); 'pflex cap restore --force' sets its original %.1f W",
+                x->index, x->record.uuid, x->was_mw / 1e3, x->record.set_mw / 1e3,
+                x->record.original_mw / 1e3);
+    else if (x->restored && x->err)
+      cli_error("GPU %u (%s) is back at its original %.1f W, but its record could not be cleared "
+                "from '%s': %s; run 'pflex cap restore' once the state directory is writable",
+                x->index, x->record.uuid, x->record.original_mw / 1e3, pflex_restore_path(rs),
+                pflex_strerror(x->err));
+    else if (x->err)
+      cli_error("GPU %u (%s) could not be restored to %.1f W: %s; run 'pflex cap restore'",
+                x->found ? x->index : x->record.index, x->record.uuid, x->record.original_mw / 1e3,
+                pflex_strerror(x->err));
+  }
+  if (res->restore_err && !res->nrestored)
+    cli_error("cannot restore the original limits: %s; run 'pflex cap restore'",
+              pflex_strerror(res->restore_err));
+  if (!res->restore_err && res->nrestored)
+    fprintf(stderr, "restored %zu GPU%s to their original limits\n", res->nrestored,
+            res->nrestored == 1 ? "" : "s");
+}
+
+/* The runs CSV and (--db) the store; 0 or the first error (said). */
+static int write_runs(struct pflex_sweep_result *res, const struct args *a) {
+  res->runs.unit = (enum pflex_tput_unit)a->unit;
+  print_results(res, pflex_tput_unit_name(res->runs.unit));
+  int err = pflex_runs_write_csv(&res->runs, a->out);
+  if (err)
+    cli_error("cannot write '%s': %s", a->out, pflex_strerror(err));
+  else
+    fprintf(stderr, "wrote %zu run%s to '%s'\n", res->runs.n, res->runs.n == 1 ? "" : "s", a->out);
+  if (!a->db) return err;
+  struct pflex_store *st = NULL;
+  struct pflex_diag diag;
+  pflex_diag_clear(&diag);
+  int serr = pflex_store_open(a->db, PFLEX_STORE_CREATE, &st, &diag);
+  if (!serr) serr = pflex_store_put_runs(st, &res->runs, PFLEX_STORE_REJECT_EXISTING, NULL, &diag);
+  if (serr) {
+    char buf[1024];
+    pflex_diag_format(&diag, buf, sizeof buf);
+    cli_error("cannot store the runs in '%s': %s%s%s (they are in '%s')", a->db,
+              pflex_strerror(serr), buf[0] ? ": " : "", buf, a->out);
+  } else {
+    fprintf(stderr, "stored %zu run%s in '%s'\n", res->runs.n, res->runs.n == 1 ? "" : "s", a->db);
+  }
+  pflex_store_close(st);
+  return err ? err : serr;
+}
+
+/* What the options ask of the engine. */
+static void engine_opts(const struct args *a, char **cmd, const unsigned *idx, size_t n,
+                        struct pflex_phase_opts *phase, struct ui *ui, struct pflex_sweep_opts *o) {
+  pflex_phase_opts_default(phase);
+  if (isfinite(a->sustain)) phase->sustain_s = a->sustain;
+  *o = (struct pflex_sweep_opts){.gpus = idx,
+                                 .ngpus = n,
+                                 .caps_w = a->caps.v,
+                                 .ncaps = a->caps.n,
+                                 .hz = a->hz,
+                                 .duration_s = a->duration,
+                                 .pause_s = a->pause,
+                                 .argv = cmd,
+                                 .attach = a->attach,
+                                 .statsd = a->statsd,
+                                 .statsd_metric = a->metric,
+                                 .use_regex = cmd && (a->regex || !a->statsd),
+                                 .tput_regex = a->regex,
+                                 .per_step_time = a->step_time,
+                                 .phase = phase,
+                                 .group = a->group,
+                                 .gpu_type = a->gpu_type,
+                                 .unit = (enum pflex_tput_unit)a->unit,
+                                 .cancel_fd = sig_pipe[0],
+                                 .stop_grace_s = a->grace,
+                                 .progress = on_progress,
+                                 .output = on_output,
+                                 .userdata = ui};
+}
+
+/* Usage errors that need the backend (a real COMMAND on a virtual clock, ...); 0 if none. */
+static int check_usage(struct pflex_gpu *gpu, const struct args *a, char **cmd) {
+  bool sim = strcmp(pflex_gpu_backend_name(gpu), "sim") == 0;
+  if (!cmd && !a->attach && !sim)
+    cli_usage_error(&spec, "give the training COMMAND after '--', or --attach to a running job");
+  else if (a->attach && !a->statsd && !sim)
+    cli_usage_error(&spec, "--attach needs --statsd: pflex cannot read a running job's output");
+  else if (cmd && pflex_gpu_virtual_clock(gpu))
+    cli_usage_error(&spec, "the sim backend's virtual clock cannot run a real COMMAND; use "
+                           "clock=real in --sim-job, or no COMMAND to run the simulated job");
+  else
+    return 0;
+  return PFLEX_EXIT_USAGE;
+}
+
+static void announce(struct pflex_gpu *gpu, struct pflex_restore *rs, const struct args *a,
+                     size_t ngpus) {
+  fprintf(stderr, "sweep '%s': %zu run%s of %g s on %zu GPU%s (%s backend), caps", a->group,
+          a->caps.n, a->caps.n == 1 ? "" : "s", a->duration, ngpus, ngpus == 1 ? "" : "s",
+          pflex_gpu_backend_name(gpu));
+  for (size_t i = 0; i < a->caps.n; i++)
+    fprintf(stderr, "%s%.0f", i ? "," : " ", a->caps.v[i]);
+  fprintf(stderr, " W; original limits are recorded%s%s and restored at the end\n",
+          pflex_restore_path(rs)[0] ? " in " : " in memory (simulated GPUs)",
+          pflex_restore_path(rs));
+  if (strcmp(pflex_gpu_backend_name(gpu), "sim") == 0)
+    fprintf(stderr, "note: sim backend: simulated GPUs and job, modelled readings\n");
+}
+
+/* Runs the sweep with the signals caught; the signal that stopped it, or 0. */
+static int sweep(struct pflex_gpu *gpu, struct pflex_restore *rs, const struct args *a, char **cmd,
+                 const unsigned *idx, size_t n, int *ret_status) {
+  struct signals sg;
+  if (signals_catch(&sg)) {
+    cli_error("cannot create a pipe: %s", strerror(errno));
+    return 0;
+  }
+  struct pflex_phase_opts phase;
+  struct ui ui = {.progress = !a->quiet && cli_progress_enabled(), .echo_output = true};
+  struct pflex_sweep_opts o;
+  engine_opts(a, cmd, idx, n, &phase, &ui, &o);
+  announce(gpu, rs, a, n);
+  struct pflex_sweep_result res;
+  int err = pflex_sweep_run(gpu, rs, &o, &res);
+  if (ui.line_open) fputs("\r\033[K", stderr);
+  int signo = signals_release(&sg);
+  if (res.stop_err && res.stop_err != -ECANCELED) cli_error("sweep stopped: %s", res.stop_message);
+  report_restore(&res, rs);
+  if (res.runs.n && write_runs(&res, a) && !err) err = -EIO;
+  pflex_sweep_result_release(&res);
+  *ret_status = err ? PFLEX_EXIT_FAIL : PFLEX_EXIT_OK;
+  return signo;
 }
 
 static int run(int argc, char **argv) {
-  static const struct option lopts[] = {{"caps", required_argument, NULL, 'c'},
-                                        {"gpus", required_argument, NULL, 'g'},
-                                        {"backend", required_argument, NULL, 'b'},
-                                        {"sim-job", required_argument, NULL, 'S'},
-                                        {"hz", required_argument, NULL, 'h'},
-                                        {"duration", required_argument, NULL, 'd'},
-                                        {"pause", required_argument, NULL, 'p'},
-                                        {"attach", no_argument, NULL, 'a'},
-                                        {"statsd", required_argument, NULL, 's'},
-                                        {"statsd-metric", required_argument, NULL, 'm'},
-                                        {"tput-regex", required_argument, NULL, 'r'},
-                                        {"step-time", no_argument, NULL, 't'},
-                                        {"tput-unit", required_argument, NULL, 'u'},
-                                        {"group", required_argument, NULL, 'G'},
-                                        {"gpu-type", required_argument, NULL, 'T'},
-                                        {"sustain", required_argument, NULL, 'y'},
-                                        {"out", required_argument, NULL, 'o'},
-                                        {"db", required_argument, NULL, 'D'},
-                                        {"state-dir", required_argument, NULL, 'z'},
-                                        {"stop-grace", required_argument, NULL, 'k'},
-                                        {"quiet", no_argument, NULL, 'q'},
-                                        {NULL, 0, NULL, 0}};
-  const char *caps_s = NULL, *gpus_s = NULL, *backend = NULL, *spec = NULL, *statsd_s = NULL;
-  const char *metric = NULL, *regex = NULL, *group = "sweep", *gpu_type = NULL, *out = "runs.csv";
-  const char *db = NULL, *state_dir = NULL;
-  double hz = 1, duration = 1800, pause = 60, sustain = NAN, grace = 10;
-  bool attach = false, step_time = false, quiet = false;
-  enum pflex_tput_unit unit = PFLEX_TPUT_TOKENS_PER_S;
-  int c;
-  optind = 1;
-  /* '+': options end at the first non-option, so the command keeps its own. */
-  while ((c = getopt_long(argc, argv, "+", lopts, NULL)) != -1) {
-    int err = 0;
-    switch (c) {
-    case 'c': caps_s = optarg; break;
-    case 'g': gpus_s = optarg; break;
-    case 'b': backend = optarg; break;
-    case 'S': spec = optarg; break;
-    case 'h': err = cli_parse_double("--hz", optarg, 1, 10, &hz); break;
-    case 'd': err = cli_parse_double("--duration", optarg, 1e-3, 1e7, &duration); break;
-    case 'p': err = cli_parse_double("--pause", optarg, 0, 1e6, &pause); break;
-    case 'a': attach = true; break;
-    case 's': statsd_s = optarg; break;
-    case 'm': metric = optarg; break;
-    case 'r': regex = optarg; break;
-    case 't': step_time = true; break;
-    case 'u':
-      if (cli_parse_unit(optarg, &unit)) {
-        cli_error("invalid --tput-unit '%s' (tokens, samples, steps, step-time)", optarg);
-        err = -EINVAL;
-      }
-      break;
-    case 'G': group = optarg; break;
-    case 'T': gpu_type = optarg; break;
-    case 'y': err = cli_parse_double("--sustain", optarg, 0, 1e6, &sustain); break;
-    case 'o': out = optarg; break;
-    case 'D': db = optarg; break;
-    case 'z': state_dir = optarg; break;
-    case 'k': err = cli_parse_double("--stop-grace", optarg, 0.01, 3600, &grace); break;
-    case 'q': quiet = true; break;
-    default: err = -EINVAL; break;
-    }
-    if (err) {
-      fprintf(stderr, "usage: %s\n", usage);
-      return PFLEX_EXIT_USAGE;
-    }
+  struct args a = {.group = "sweep", .out = "runs.csv", .hz = 1, .duration = 1800, .pause = 60,
+                   .sustain = NAN, .grace = 10, .unit = PFLEX_TPUT_TOKENS_PER_S};
+  struct cli_parsed p;
+  int status = cli_parse(&spec, argc, argv, &a, &p);
+  if (status) {
+    cli_release(&spec, &a);
+    return cli_parse_status(status);
   }
-  char **cmd = optind < argc ? argv + optind : NULL;
-  if (!caps_s) {
-    cli_error("--caps is required");
-    return PFLEX_EXIT_USAGE;
-  }
-  if (cmd && attach) {
-    cli_error("--attach measures a running job: give no COMMAND");
-    return PFLEX_EXIT_USAGE;
-  }
-  if ((regex || step_time) && !cmd) {
-    cli_error("--tput-regex and --step-time read the output of a COMMAND given after '--'");
-    return PFLEX_EXIT_USAGE;
-  }
-  double *caps;
-  size_t ncaps;
-  if (cli_parse_list(caps_s, &caps, &ncaps)) {
-    cli_error("invalid --caps '%s': expected e.g. 200:700:100 or 200,500,700", caps_s);
-    return PFLEX_EXIT_USAGE;
-  }
-  /* udp://HOST:PORT is the usual StatsD URL form; the receiver wants udp:HOST:PORT. */
-  char statsd[512] = "";
-  if (statsd_s) {
-    if (strncmp(statsd_s, "udp://", 6) == 0)
-      snprintf(statsd, sizeof statsd, "udp:%s", statsd_s + 6);
-    else if (strncmp(statsd_s, "unix://", 7) == 0)
-      snprintf(statsd, sizeof statsd, "unix:%s", statsd_s + 7);
-    else
-      snprintf(statsd, sizeof statsd, "%s", statsd_s);
-  }
-
+  char **cmd = p.noperands ? p.operands : NULL;
+  status = PFLEX_EXIT_USAGE;
+  if (cmd && a.attach)
+    cli_usage_error(&spec, "--attach measures a running job: give no COMMAND");
+  else if ((a.regex || a.step_time) && !cmd)
+    cli_usage_error(&spec, "--tput-regex and --step-time read the output of a COMMAND given "
+                           "after '--'");
+  else
+    status = PFLEX_EXIT_FAIL;
   struct pflex_gpu *gpu = NULL;
   struct pflex_restore *rs = NULL;
   unsigned *idx = NULL;
   size_t nidx = 0;
-  int status = PFLEX_EXIT_FAIL;
-  int oerr = cli_gpu_open(backend, spec, &gpu);
-  if (oerr) {
-    if (oerr == -ENOENT) status = PFLEX_EXIT_USAGE;
-    goto out;
-  }
-  bool sim = strcmp(pflex_gpu_backend_name(gpu), "sim") == 0;
-  if (!cmd && !attach && !sim) {
-    cli_error("give the training COMMAND after '--', or --attach to a running job");
-    status = PFLEX_EXIT_USAGE;
-    goto out;
-  }
-  if (attach && !statsd[0] && !sim) {
-    cli_error("--attach needs --statsd: pflex cannot read a running job's output");
-    status = PFLEX_EXIT_USAGE;
-    goto out;
-  }
-  if (cmd && pflex_gpu_virtual_clock(gpu)) {
-    cli_error("the sim backend's virtual clock cannot run a real COMMAND; use clock=real in "
-              "--sim-job, or no COMMAND to run the simulated job");
-    status = PFLEX_EXIT_USAGE;
-    goto out;
-  }
-  if (cli_gpu_select(gpu, gpus_s, &idx, &nidx)) goto out;
-
-  struct pflex_phase_opts phase;
-  pflex_phase_opts_default(&phase);
-  if (isfinite(sustain)) phase.sustain_s = sustain;
-  struct ui ui = {.progress = !quiet && cli_progress_enabled(), .echo_output = true};
-  struct pflex_sweep_opts o = {.gpus = idx,
-                               .ngpus = nidx,
-                               .caps_w = caps,
-                               .ncaps = ncaps,
-                               .hz = hz,
-                               .duration_s = duration,
-                               .pause_s = pause,
-                               .argv = cmd,
-                               .attach = attach,
-                               .statsd = statsd[0] ? statsd : NULL,
-                               .statsd_metric = metric,
-                               .use_regex = cmd && (regex || !statsd[0]),
-                               .tput_regex = regex,
-                               .per_step_time = step_time,
-                               .phase = &phase,
-                               .group = group,
-                               .gpu_type = gpu_type,
-                               .unit = unit,
-                               .cancel_fd = -1,
-                               .stop_grace_s = grace,
-                               .progress = on_progress,
-                               .output = on_output,
-                               .userdata = &ui};
-  char msg[256];
-  int err = pflex_sweep_check(gpu, &o, msg, sizeof msg);
+  int signo = 0;
+  if (status == PFLEX_EXIT_USAGE) goto out;
+  int err = cli_gpu_open(a.backend, a.spec, &gpu);
   if (err) {
+    status = err == -ENOENT ? PFLEX_EXIT_USAGE : PFLEX_EXIT_FAIL;
+    goto out;
+  }
+  if ((status = check_usage(gpu, &a, cmd)) != 0) goto out;
+  status = PFLEX_EXIT_FAIL;
+  if (cli_gpu_select(gpu, a.gpus, &idx, &nidx)) goto out;
+  struct pflex_sweep_opts check = {.gpus = idx, .ngpus = nidx, .caps_w = a.caps.v, .ncaps = a.caps.n};
+  char msg[256];
+  if ((err = pflex_sweep_check(gpu, &check, msg, sizeof msg)) != 0) {
     if (err == -ERANGE)
       cli_error("%s; nothing changed", msg);
     else
       cli_gpu_error(gpu, "cannot check the caps of", idx[0], err);
     goto out;
   }
-  if (cli_restore_open(gpu, state_dir, &rs)) goto out;
-
-  if (pipe(sig_pipe) != 0) {
-    cli_error("cannot create a pipe: %s", strerror(errno));
-    goto out;
-  }
-  for (int i = 0; i < 2; i++) {
-    fcntl(sig_pipe[i], F_SETFD, FD_CLOEXEC);
-    fcntl(sig_pipe[i], F_SETFL, O_NONBLOCK);
-  }
-  struct sigaction sa, old_int, old_term, old_hup, old_quit;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  /* Restart slow calls (flock, write) so a second Ctrl-C cannot break the final
-   * restore; poll() still wakes up, and the self-pipe says why. */
-  sa.sa_flags = SA_RESTART;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, &old_int);
-  sigaction(SIGTERM, &sa, &old_term);
-  sigaction(SIGHUP, &sa, &old_hup);
-  sigaction(SIGQUIT, &sa, &old_quit); /* Ctrl-\ would otherwise dump core with the GPUs capped */
-  o.cancel_fd = sig_pipe[0];
-  /* A closed stdout or stderr (pflex sweep ... | head) must not kill pflex
-   * with the GPUs at a cap: writes fail with EPIPE instead. */
-  struct sigaction ign, old_pipe;
-  memset(&ign, 0, sizeof ign);
-  ign.sa_handler = SIG_IGN;
-  sigemptyset(&ign.sa_mask);
-  sigaction(SIGPIPE, &ign, &old_pipe);
-
-  fprintf(stderr, "sweep '%s': %zu run%s of %g s on %zu GPU%s (%s backend), caps", group, ncaps,
-          ncaps == 1 ? "" : "s", duration, nidx, nidx == 1 ? "" : "s", pflex_gpu_backend_name(gpu));
-  for (size_t i = 0; i < ncaps; i++)
-    fprintf(stderr, "%s%.0f", i ? "," : " ", caps[i]);
-  fprintf(stderr, " W; original limits are recorded%s%s and restored at the end\n",
-          pflex_restore_path(rs)[0] ? " in " : " in memory (simulated GPUs)",
-          pflex_restore_path(rs));
-  if (sim) fprintf(stderr, "note: sim backend: simulated GPUs and job, modelled readings\n");
-
-  struct pflex_sweep_result res;
-  err = pflex_sweep_run(gpu, rs, &o, &res);
-  if (ui.line_open) fputs("\r\033[K", stderr);
-  int signo = 0;
-  unsigned char b;
-  if (read(sig_pipe[0], &b, 1) == 1) signo = b;
-  if (res.stop_err && res.stop_err != -ECANCELED) cli_error("sweep stopped: %s", res.stop_message);
-  /* Restored by now, whatever happened: say so for each GPU. */
-  for (size_t i = 0; i < res.nrestored; i++) {
-    const struct pflex_restore_result *x = &res.restored[i];
-    if (x->changed)
-      cli_error("GPU %u (%s) was left at %.1f W: someone changed its limit during the sweep "
-                "(pflex had set %.1f W); 'pflex cap restore --force' sets its original %.1f W",
-                x->index, x->record.uuid, x->was_mw / 1e3, x->record.set_mw / 1e3,
-                x->record.original_mw / 1e3);
-    else if (x->err)
-      cli_error("GPU %u (%s) could not be restored to %.1f W: %s; run 'pflex cap restore'",
-                x->found ? x->index : x->record.index, x->record.uuid, x->record.original_mw / 1e3,
-                pflex_strerror(x->err));
-  }
-  if (res.restore_err && !res.nrestored)
-    cli_error("cannot restore the original limits: %s; run 'pflex cap restore'",
-              pflex_strerror(res.restore_err));
-  if (!res.restore_err && res.nrestored)
-    fprintf(stderr, "restored %zu GPU%s to their original limits\n", res.nrestored,
-            res.nrestored == 1 ? "" : "s");
-  if (res.runs.n) {
-    res.runs.unit = unit;
-    print_results(&res, pflex_tput_unit_name(unit));
-    int werr = pflex_runs_write_csv(&res.runs, out);
-    if (werr)
-      cli_error("cannot write '%s': %s", out, pflex_strerror(werr));
-    else
-      fprintf(stderr, "wrote %zu run%s to '%s'\n", res.runs.n, res.runs.n == 1 ? "" : "s", out);
-    if (werr) err = werr;
-    if (db) {
-      struct pflex_store *st = NULL;
-      struct pflex_diag diag;
-      pflex_diag_clear(&diag);
-      int serr = pflex_store_open(db, PFLEX_STORE_CREATE, &st, &diag);
-      if (!serr)
-        serr = pflex_store_put_runs(st, &res.runs, PFLEX_STORE_REJECT_EXISTING, NULL, &diag);
-      if (serr) {
-        char buf[1024];
-        pflex_diag_format(&diag, buf, sizeof buf);
-        cli_error("cannot store the runs in '%s': %s%s%s (they are in '%s')", db,
-                  pflex_strerror(serr), buf[0] ? ": " : "", buf, out);
-        err = serr;
-      } else {
-        fprintf(stderr, "stored %zu run%s in '%s'\n", res.runs.n, res.runs.n == 1 ? "" : "s", db);
-      }
-      pflex_store_close(st);
-    }
-  }
-  pflex_sweep_result_release(&res);
-  status = err ? PFLEX_EXIT_FAIL : PFLEX_EXIT_OK;
-  sigaction(SIGINT, &old_int, NULL);
-  sigaction(SIGTERM, &old_term, NULL);
-  sigaction(SIGHUP, &old_hup, NULL);
-  sigaction(SIGQUIT, &old_quit, NULL);
-  sigaction(SIGPIPE, &old_pipe, NULL);
-  if (signo) {
-    fprintf(stderr, "stopped by signal %d (%s)\n", signo, strsignal(signo));
-    pflex_restore_free(rs);
-    pflex_gpu_close(gpu);
-    free(idx);
-    free(caps);
-    /* Die of the same signal, as a shell expects of an interrupted program. */
-    signal(signo, SIG_DFL);
-    raise(signo);
-    return 128 + signo;
-  }
+  if (cli_restore_open(gpu, a.state_dir, true, &rs)) goto out;
+  signo = sweep(gpu, rs, &a, cmd, idx, nidx, &status);
 out:
-  if (sig_pipe[0] >= 0) close(sig_pipe[0]), close(sig_pipe[1]);
   pflex_restore_free(rs);
   pflex_gpu_close(gpu);
   free(idx);
-  free(caps);
-  return status;
+  cli_release(&spec, &a);
+  if (!signo) return status;
+  /* Die of the same signal, as a shell expects of an interrupted program. */
+  fprintf(stderr, "stopped by signal %d (%s)\n", signo, strsignal(signo));
+  signal(signo, SIG_DFL);
+  raise(signo);
+  return 128 + signo;
 }
 
 const struct pflex_cmd pflex_cmd_sweep = {
     .name = "sweep",
     .run = run,
     .summary = "live power-cap sweep of a training job: runs CSV and PFI",
-    .usage = usage};
+    .specs = specs};

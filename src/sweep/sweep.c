@@ -1,5 +1,5 @@
 /* The sweep engine (include/pflex/sweep.h): one code path for real and
- * simulated GPUs. Limits are changed only through pflex_restore_set_limit and
+ * simulated GPUs. Limits are changed only through pflex_restore_apply_limits and
  * every exit path goes through the final restore at the end of
  * pflex_sweep_run. */
 #include <errno.h>
@@ -31,6 +31,28 @@ void pflex_sweep_result_release(struct pflex_sweep_result *res) {
   free(res->run_info);
   free(res->restored);
   memset(res, 0, sizeof *res);
+}
+
+int pflex_sweep_pfi(const struct pflex_sweep_result *res, struct pflex_pfi_result *ret) {
+  pflex_pfi_result_init(ret);
+  const struct pflex_runset *rs = &res->runs;
+  if (rs->n < 2) return -PFLEX_E_NOPOINTS;
+  struct pflex_pfi_point *pts = calloc(rs->n, sizeof *pts);
+  if (!pts) return -ENOMEM;
+  for (size_t i = 0; i < rs->n; i++) {
+    const struct pflex_run *r = &rs->runs[i];
+    pts[i] = (struct pflex_pfi_point){.cap_w = r->cap_w,
+                                      .power_w = r->power_w,
+                                      .tput = r->tput,
+                                      .power_sd = r->power_sd,
+                                      .tput_sd = r->tput_sd,
+                                      .have = PFLEX_PFI_HAVE_POWER_SD | PFLEX_PFI_HAVE_TPUT_SD};
+  }
+  struct pflex_pfi_opts po;
+  pflex_pfi_opts_init(&po);
+  int err = pflex_pfi_compute(pts, rs->n, &po, ret);
+  free(pts);
+  return err;
 }
 
 void pflex_sweep_gpu_type(const char *name, char *buf, size_t size) {
@@ -364,27 +386,38 @@ static int aggregate(struct sweep *s, struct pflex_sweep_run *info) {
   return err;
 }
 
+/* Every GPU of the job at the run's cap, or none (the previous cap stays). */
+static int set_caps(struct sweep *s) {
+  const struct pflex_sweep_opts *o = s->o;
+  unsigned mw = (unsigned)lround(s->cap_w * 1000.0);
+  struct pflex_limit_change *c = calloc(o->ngpus, sizeof *c);
+  if (!c) return stop(s, -ENOMEM, "out of memory");
+  for (size_t k = 0; k < o->ngpus; k++)
+    c[k] = (struct pflex_limit_change){.index = o->gpus[k], .mw = mw};
+  size_t failed;
+  int serr = pflex_restore_apply_limits(s->rs, s->gpu, c, o->ngpus, 0, &failed);
+  free(c);
+  if (serr && failed >= o->ngpus)
+    return stop(s, serr, "recording the original limits in '%s' for the %.0f W run failed: %s",
+                pflex_restore_path(s->rs), s->cap_w, pflex_strerror(serr));
+  if (serr) {
+    const char *why = pflex_gpu_last_error(s->gpu);
+    return stop(s, serr, "setting GPU %u to %.0f W failed: %s%s%s", o->gpus[failed], s->cap_w,
+                pflex_strerror(serr), why ? ": " : "", why ? why : "");
+  }
+  return 0;
+}
+
 static int do_run(struct sweep *s, struct pflex_sweep_run *info) {
   const struct pflex_sweep_opts *o = s->o;
   progress(s, PFLEX_SWEEP_SETTING, 0, o->duration_s);
-  unsigned mw = (unsigned)lround(s->cap_w * 1000.0);
-  for (size_t k = 0; k < o->ngpus; k++) {
-    int err = pflex_restore_set_limit(s->rs, s->gpu, o->gpus[k], mw);
-    unsigned now_mw = 0;
-    if (!err) err = pflex_gpu_get_limit(s->gpu, o->gpus[k], &now_mw);
-    if (!err && now_mw != mw) err = -EIO;
-    if (err) {
-      const char *why = pflex_gpu_last_error(s->gpu);
-      return stop(s, err, "setting GPU %u to %.0f W failed: %s%s%s", o->gpus[k], s->cap_w,
-                  pflex_strerror(err), why ? ": " : "", why ? why : "");
-    }
-  }
+  int err = set_caps(s);
+  if (err) return err;
   pflex_series_init(&s->series);
   s->series_live = true;
-  for (size_t m = 0; m < NMETRICS; m++) {
-    int err = pflex_series_metric(&s->series, metric_names[m], &s->metric_ix[m]);
-    if (err) return stop(s, err, "out of memory");
-  }
+  for (size_t m = 0; !err && m < NMETRICS; m++)
+    if ((err = pflex_series_metric(&s->series, metric_names[m], &s->metric_ix[m])) != 0)
+      return stop(s, err, "out of memory");
   s->last_power = s->last_tput = NAN;
   if (s->have_regex) {
     pflex_tput_regex_release(&s->regex);
@@ -393,8 +426,8 @@ static int do_run(struct sweep *s, struct pflex_sweep_run *info) {
   if (o->use_regex) {
     struct pflex_tput_regex_opts ro = {.pattern = o->tput_regex, .per_step_time = o->per_step_time};
     char eb[256];
-    int err = pflex_tput_regex_init(&s->regex, &ro, eb, sizeof eb);
-    if (err) return stop(s, err, "bad throughput regex: %s", eb);
+    if ((err = pflex_tput_regex_init(&s->regex, &ro, eb, sizeof eb)) != 0)
+      return stop(s, err, "bad throughput regex: %s", eb);
     s->have_regex = true;
   }
   if (s->statsd) {
@@ -402,7 +435,6 @@ static int do_run(struct sweep *s, struct pflex_sweep_run *info) {
     /* a counter becomes one rate per sampling period, not one per datagram */
     pflex_tput_meter_init(&s->meter, o->statsd_metric, 1.0 / o->hz);
   }
-  int err = 0;
   if (o->argv) {
     err = start_child(s);
   } else if (!o->attach || s->run == 0) {
@@ -474,7 +506,9 @@ static int check_unrecorded(struct sweep *s) {
       break;
     }
     for (size_t i = 0; i < n; i++) {
-      if (strcmp(v[i].backend, backend) != 0 || strcmp(v[i].uuid, info.uuid) != 0) continue;
+      if (v[i].problem[0] || strcmp(v[i].backend, backend) != 0 ||
+          strcmp(v[i].uuid, info.uuid) != 0)
+        continue;
       err = stop(s, -EBUSY,
                  "GPU %u already has a recorded original limit (%.1f W, by process %lld): "
                  "'pflex cap set', an interrupted sweep or a sweep running now changed it; "

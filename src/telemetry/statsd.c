@@ -6,6 +6,7 @@
  * the kernel received it (SO_TIMESTAMP), so the rate computed from counters
  * does not depend on how late the loop gets around to reading. */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <netdb.h>
 #include <poll.h>
@@ -158,6 +159,10 @@ struct pflex_statsd_server {
   int fd;
   bool is_unix;
   char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+  int dir_fd;         /* unix: the directory the socket was bound in */
+  char name[256];     /* unix: the socket's name in it */
+  dev_t dev;          /* unix: the socket file pflex made, to remove it and nothing else */
+  ino_t ino;
   char buf[65536]; /* the largest datagram */
 };
 
@@ -205,26 +210,65 @@ static int open_udp(const char *spec, struct pflex_statsd_server *srv) {
   return r;
 }
 
+/* The directory of a unix socket, held open: the socket is bound and later
+ * removed through it (/proc/self/fd/N/NAME, unlinkat), so a directory or
+ * symlink swapped in its place afterwards cannot make pflex remove another
+ * file. A directory others may write is refused unless sticky (/tmp), where
+ * they cannot rename or remove our entry. */
+static int open_socket_dir(const char *path, struct pflex_statsd_server *srv) {
+  const char *slash = strrchr(path, '/');
+  const char *name = slash ? slash + 1 : path;
+  if (!*name || strlen(name) >= sizeof srv->name || strcmp(name, ".") == 0 ||
+      strcmp(name, "..") == 0)
+    return -EINVAL;
+  char dir[sizeof srv->path];
+  if (!slash)
+    snprintf(dir, sizeof dir, ".");
+  else if (slash == path)
+    snprintf(dir, sizeof dir, "/");
+  else
+    snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return -errno;
+  struct stat st;
+  int err = fstat(dfd, &st) == 0 ? 0 : -errno;
+  if (!err && (st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) err = -EPERM;
+  if (err) {
+    close(dfd);
+    return err;
+  }
+  srv->dir_fd = dfd;
+  snprintf(srv->name, sizeof srv->name, "%s", name);
+  return 0;
+}
+
 static int open_unix(const char *path, struct pflex_statsd_server *srv) {
   struct sockaddr_un sa = {0};
   sa.sun_family = AF_UNIX;
   if (!path[0] || strlen(path) >= sizeof sa.sun_path) return -EINVAL;
-  strcpy(sa.sun_path, path);
-  /* A stale socket from an earlier run is replaced; anything else is not ours. */
+  int err = open_socket_dir(path, srv);
+  if (err) return err;
+  /* A stale socket of ours from an earlier run is replaced; anything else
+   * (another user's socket, a file) is not ours to remove. */
   struct stat st;
-  if (lstat(path, &st) == 0) {
-    if (!S_ISSOCK(st.st_mode)) return -EEXIST;
-    if (unlink(path) < 0) return -errno;
+  if (fstatat(srv->dir_fd, srv->name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    if (!S_ISSOCK(st.st_mode) || st.st_uid != geteuid()) return -EEXIST;
+    if (unlinkat(srv->dir_fd, srv->name, 0) < 0) return -errno;
   }
+  int n = snprintf(sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/%s", srv->dir_fd, srv->name);
+  if (n < 0 || (size_t)n >= sizeof sa.sun_path) return -ENAMETOOLONG;
   int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return -errno;
-  if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+  if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
+      fstatat(srv->dir_fd, srv->name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
     int e = -errno;
     close(fd);
     return e;
   }
   srv->fd = fd;
   srv->is_unix = true;
+  srv->dev = st.st_dev;
+  srv->ino = st.st_ino;
   strcpy(srv->path, path);
   return 0;
 }
@@ -233,15 +277,22 @@ int pflex_statsd_open(const char *address, struct pflex_statsd_server **ret_serv
   if (!address) return -EINVAL;
   struct pflex_statsd_server *srv = calloc(1, sizeof *srv);
   if (!srv) return -ENOMEM;
-  srv->fd = -1;
+  srv->fd = srv->dir_fd = -1;
   int r;
-  if (strncmp(address, "udp:", 4) == 0)
+  /* The URL forms udp://HOST:PORT and unix://PATH are StatsD clients' usual
+   * spelling; they mean the same. */
+  if (strncmp(address, "udp://", 6) == 0)
+    r = open_udp(address + 6, srv);
+  else if (strncmp(address, "udp:", 4) == 0)
     r = open_udp(address + 4, srv);
+  else if (strncmp(address, "unix://", 7) == 0)
+    r = open_unix(address + 7, srv);
   else if (strncmp(address, "unix:", 5) == 0)
     r = open_unix(address + 5, srv);
   else
     r = -EINVAL;
   if (r < 0) {
+    if (srv->dir_fd >= 0) close(srv->dir_fd);
     free(srv);
     return r;
   }
@@ -258,7 +309,13 @@ int pflex_statsd_open(const char *address, struct pflex_statsd_server **ret_serv
 void pflex_statsd_close(struct pflex_statsd_server *server) {
   if (!server) return;
   if (server->fd >= 0) close(server->fd);
-  if (server->is_unix) unlink(server->path);
+  /* Only the socket pflex made, in the directory it made it in. */
+  struct stat st;
+  if (server->is_unix &&
+      fstatat(server->dir_fd, server->name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+      S_ISSOCK(st.st_mode) && st.st_dev == server->dev && st.st_ino == server->ino)
+    unlinkat(server->dir_fd, server->name, 0);
+  if (server->dir_fd >= 0) close(server->dir_fd);
   free(server);
 }
 
