@@ -39,6 +39,9 @@ int agent_jobtput_open(struct agent *a) {
   if (err)
     agent_log("warning", "cannot open the StatsD intake '%s': %s; running without it",
               a->cfg.statsd, pflex_strerror(err));
+  char bound[AGENT_PATH_MAX];
+  if (!err && pflex_statsd_address(a->statsd, bound, sizeof bound) == 0)
+    agent_log("note", "StatsD intake on %s", bound);
   return 0;
 }
 
