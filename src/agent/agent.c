@@ -48,11 +48,12 @@ static int lock_state_dir(struct agent *a) {
 }
 
 static int open_gpus(struct agent *a) {
-  char msg[512] = "";
-  /* The library still finds the NVML file through the environment. */
-  if (a->cfg.nvml_library[0]) setenv("PFLEX_NVML_LIB", a->cfg.nvml_library, 1);
-  int err = pflex_gpu_open(a->cfg.backend, a->cfg.sim_job[0] ? a->cfg.sim_job : NULL, &a->gpu,
-                           msg, sizeof msg);
+  char msg[512] = "", spec[AGENT_PATH_MAX + 8] = "";
+  if (strcmp(a->cfg.backend, "nvml") == 0 && a->cfg.nvml_library[0])
+    snprintf(spec, sizeof spec, "lib=%s", a->cfg.nvml_library);
+  else if (strcmp(a->cfg.backend, "sim") == 0)
+    snprintf(spec, sizeof spec, "%s", a->cfg.sim_job);
+  int err = pflex_gpu_open(a->cfg.backend, spec[0] ? spec : NULL, &a->gpu, msg, sizeof msg);
   if (!err) err = pflex_gpu_count(a->gpu, &a->n);
   if (!err && a->n > AGENT_MAX_GPUS) err = -E2BIG;
   for (unsigned i = 0; !err && i < a->n; i++) {
@@ -66,12 +67,16 @@ static int open_gpus(struct agent *a) {
 }
 
 static int open_restore(struct agent *a) {
-  char why[512];
-  (void)why;
-  int err = pflex_restore_open(a->cfg.state_dir, &a->rs);
+  char why[512] = "";
+  struct pflex_restore_opts o;
+  pflex_restore_opts_init(&o);
+  o.state_dir = a->cfg.state_dir;
+  o.hold = true;            /* the GPUs are pflexd's while it lives: 'cap restore' leaves them */
+  o.lock_timeout_s = 5.0;   /* a holder keeps restore.lock for milliseconds */
+  int err = pflex_restore_open_opts(&o, &a->rs, why, sizeof why);
   if (err)
     agent_log("error", "cannot open the restore records in '%s': %s", a->cfg.state_dir,
-              pflex_strerror(err));
+              why[0] ? why : pflex_strerror(err));
   return err;
 }
 

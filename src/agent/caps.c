@@ -8,7 +8,6 @@
 #include <time.h>
 
 #include "agent/caps.h"
-#include "agent/limits.h"
 #include "agent/state.h"
 #include "pflex/error.h"
 
@@ -46,15 +45,28 @@ static void commit_leases(struct agent *a, const struct agent_lease *v) {
     a->g[i].lease = v[i];
 }
 
-static int gpu_failure(struct agent *a, struct agent_error *e, unsigned gpu, const char *what,
-                       int err) {
+/* Why a set of changes failed, as an API error: the GPU at position
+ * `failed`, or the restore file itself (failed == n). */
+static int apply_failure(struct agent *a, struct agent_error *e, const struct pflex_limit_change *c,
+                         size_t n, size_t failed, const char *what, int err) {
   const char *detail = pflex_gpu_last_error(a->gpu);
-  char field[32];
-  snprintf(field, sizeof field, "gpu %u", gpu);
+  int status = err == -ERANGE                                    ? 422
+               : err == -PFLEX_E_HELD || err == -PFLEX_E_LOCKED ? 409
+                                                                : 503;
+  bool left = false;
+  for (size_t k = 0; k < n; k++)
+    left |= c[k].left;
   a->c.limit_failures++;
-  return agent_error_set(e, err == -ERANGE ? 422 : 503, field, "GPU %u: %s: %s%s%s%s", gpu, what,
+  if (failed >= n)
+    return agent_error_set(e, 500, "", "cannot write the restore records in '%s': %s; nothing "
+                                       "applied",
+                           pflex_restore_path(a->rs), pflex_strerror(err));
+  char field[32];
+  snprintf(field, sizeof field, "gpu %u", c[failed].index);
+  return agent_error_set(e, status, field, "GPU %u: %s: %s%s%s%s%s", c[failed].index, what,
                          pflex_strerror(err), detail ? " (" : "", detail ? detail : "",
-                         detail ? ")" : "");
+                         detail ? ")" : "",
+                         left ? "; some GPUs could not be put back: 'pflex cap restore'" : "");
 }
 
 /* The per-GPU targets of a request (0: not asked); -EINVAL for a job that is
@@ -84,7 +96,7 @@ static int expand(struct agent *a, const struct agent_caps_req *r, unsigned *mw,
   return 0;
 }
 
-static json_t *put_response(const struct agent_caps_req *r, const struct agent_limit_change *c,
+static json_t *put_response(const struct agent_caps_req *r, const struct pflex_limit_change *c,
                             size_t n, unsigned renewed) {
   json_t *caps = json_array();
   for (size_t k = 0; k < n; k++)
@@ -102,15 +114,15 @@ int agent_caps_put(struct agent *a, const struct agent_caps_req *r, json_t **ret
                    struct agent_error *e) {
   unsigned mw[AGENT_MAX_GPUS];
   int item[AGENT_MAX_GPUS];
-  struct agent_limit_change c[AGENT_MAX_GPUS];
+  struct pflex_limit_change c[AGENT_MAX_GPUS];
   struct agent_lease old[AGENT_MAX_GPUS], next[AGENT_MAX_GPUS];
   size_t n = 0, failed = 0;
   if (expand(a, r, mw, item, e)) return -EINVAL;
   for (unsigned i = 0; i < a->n; i++)
-    if (item[i] >= 0) c[n++] = (struct agent_limit_change){.index = i, .mw = mw[i]};
-  int err = agent_limits_apply(a->rs, a->gpu, c, n, AGENT_APPLY_CLAMP | AGENT_APPLY_DRY_RUN,
+    if (item[i] >= 0) c[n++] = (struct pflex_limit_change){.index = i, .mw = mw[i]};
+  int err = pflex_restore_apply_limits(a->rs, a->gpu, c, n, PFLEX_APPLY_CLAMP | PFLEX_APPLY_DRY_RUN,
                                &failed);
-  if (err) return gpu_failure(a, e, c[failed].index, "cannot read its limit and range", err);
+  if (err) return apply_failure(a, e, c, n, failed, "cannot check its limit and range", err);
   double now = agent_now();
   current_leases(a, old);
   current_leases(a, next);
@@ -125,12 +137,12 @@ int agent_caps_put(struct agent *a, const struct agent_caps_req *r, json_t **ret
   if (err)
     return agent_error_set(e, 500, "", "cannot write the lease state '%s': %s; nothing applied",
                            a->state_path, pflex_strerror(err));
-  err = agent_limits_apply(a->rs, a->gpu, c, n, AGENT_APPLY_CLAMP, &failed);
+  err = pflex_restore_apply_limits(a->rs, a->gpu, c, n, PFLEX_APPLY_CLAMP, &failed);
   if (err) {
     if (agent_caps_save(a, old))
       agent_log("error", "cannot put back the lease state '%s' after a failed cap",
                 a->state_path);
-    return gpu_failure(a, e, c[failed].index, "cannot set the limit; nothing applied", err);
+    return apply_failure(a, e, c, n, failed, "cannot set the limit; nothing applied", err);
   }
   commit_leases(a, next);
   *ret = put_response(r, c, n, renewed);
@@ -198,15 +210,15 @@ int agent_caps_release(struct agent *a, uint64_t mask, json_t **ret, struct agen
 
 /* Applies the fallback wattage of every GPU in `mask` (all-or-nothing). */
 static int apply_fallbacks(struct agent *a, uint64_t mask) {
-  struct agent_limit_change c[AGENT_MAX_GPUS];
+  struct pflex_limit_change c[AGENT_MAX_GPUS];
   size_t n = 0, failed = 0;
   for (unsigned i = 0; i < a->n; i++)
-    if (mask >> i & 1) c[n++] = (struct agent_limit_change){.index = i, .mw = a->g[i].lease.fallback_mw};
-  int err = n ? agent_limits_apply(a->rs, a->gpu, c, n, AGENT_APPLY_CLAMP, &failed) : 0;
+    if (mask >> i & 1) c[n++] = (struct pflex_limit_change){.index = i, .mw = a->g[i].lease.fallback_mw};
+  int err = n ? pflex_restore_apply_limits(a->rs, a->gpu, c, n, PFLEX_APPLY_CLAMP, &failed) : 0;
   if (err) {
-    a->c.limit_failures++;
-    agent_log("error", "GPU %u: cannot apply its fallback limit %.1f W: %s (retried)",
-              c[failed].index, c[failed].mw / 1000.0, pflex_strerror(err));
+    struct agent_error e;
+    apply_failure(a, &e, c, n, failed, "cannot apply its fallback limit", err);
+    agent_log("error", "lease fallback: %s (retried in a second)", e.message);
   }
   return err;
 }

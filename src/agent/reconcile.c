@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "agent/caps.h"
-#include "agent/limits.h"
 #include "agent/reconcile.h"
 #include "agent/state.h"
 #include "pflex/error.h"
@@ -31,8 +30,8 @@ static void take_over(struct agent *a, unsigned i, struct agent_lease l, double 
 
 /* Sets the limit pflexd wants on GPU i; a GPU that cannot be set is restored. */
 static void reapply(struct agent *a, unsigned i) {
-  struct agent_limit_change c = {.index = i, .mw = agent_lease_target_mw(&a->g[i].lease)};
-  int err = agent_limits_apply(a->rs, a->gpu, &c, 1, AGENT_APPLY_CLAMP, NULL);
+  struct pflex_limit_change c = {.index = i, .mw = agent_lease_target_mw(&a->g[i].lease)};
+  int err = pflex_restore_apply_limits(a->rs, a->gpu, &c, 1, PFLEX_APPLY_CLAMP, NULL);
   if (!err) return;
   a->c.limit_failures++;
   agent_log("error", "GPU %u: cannot re-apply %.1f W after restart: %s; restoring it", i,
