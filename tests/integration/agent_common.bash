@@ -61,7 +61,7 @@ stop_pflexd() {
   done
   kill -0 "$PID" 2>/dev/null && fail "pflexd did not stop within 10 s"
   RC=0
-  wait "$PID" || RC=$?
+  { wait "$PID"; } 2>/dev/null || RC=$?
 }
 
 # api METHOD PATH [BODY] [curl options...]: over TCP with the token; sets
