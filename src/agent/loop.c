@@ -11,8 +11,7 @@
 #include "agent/jobtput.h"
 #include "agent/loop.h"
 
-/* Milliseconds until the next thing the agent must do by itself. */
-static int wait_ms(const struct agent *a, double now, long http_ms) {
+int agent_wait_ms(const struct agent *a, double now, long http_ms) {
   double next = a->sampler.next_s;
   struct agent_lease v[AGENT_MAX_GPUS];
   for (unsigned i = 0; i < a->n; i++)
@@ -50,7 +49,7 @@ static int read_signal(struct agent *a, int sigfd) {
   return 0;
 }
 
-static void work(struct agent *a, struct agent_http *h, double now) {
+void agent_step(struct agent *a, struct agent_http *h, double now) {
   if (now >= a->sampler.next_s) agent_sampler_tick(&a->sampler, a->gpu, a->samp, a->n, now);
   agent_caps_expire(a, now);
   if (agent_mapdir_changed(&a->mapdir)) {
@@ -75,14 +74,14 @@ int agent_loop_run(struct agent *a, struct agent_http *h, int sigfd, agent_tick_
       p[n++] = (struct pollfd){.fd = fds[k], .events = POLLIN};
     if (a->mapdir.inotify_fd >= 0) p[n++] = (struct pollfd){.fd = a->mapdir.inotify_fd, .events = POLLIN};
     if (agent_jobtput_fd(a) >= 0) p[n++] = (struct pollfd){.fd = agent_jobtput_fd(a), .events = POLLIN};
-    if (poll(p, (nfds_t)n, wait_ms(a, agent_now(), http_ms)) < 0 && errno != EINTR) {
+    if (poll(p, (nfds_t)n, agent_wait_ms(a, agent_now(), http_ms)) < 0 && errno != EINTR) {
       agent_log("error", "poll: %s", strerror(errno));
       return SIGTERM;
     }
     int sig = (p[0].revents & POLLIN) ? read_signal(a, sigfd) : 0;
     if (sig) return sig;
     double now = agent_now();
-    work(a, h, now);
+    agent_step(a, h, now);
     if (tick && now >= next_tick) {
       tick(userdata);
       next_tick = now + 1.0;
