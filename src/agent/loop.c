@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "agent/caps.h"
+#include "agent/jobscrape.h"
 #include "agent/jobtput.h"
 #include "agent/loop.h"
 
@@ -58,6 +59,7 @@ void agent_step(struct agent *a, struct agent_http *h, double now) {
       (void)agent_jobs_set_dir(&a->jobs, dir_job, a->n);
   }
   agent_jobtput_drain(a);
+  agent_scrape_step(a, now);
   agent_http_run(h);
 }
 
@@ -65,7 +67,7 @@ int agent_loop_run(struct agent *a, struct agent_http *h, int sigfd, agent_tick_
                    void *userdata) {
   double next_tick = agent_now();
   for (;;) {
-    struct pollfd p[6];
+    struct pollfd p[6 + 16];
     int fds[2], n = 0;
     long http_ms;
     int nh = agent_http_fds(h, fds, &http_ms);
@@ -74,7 +76,9 @@ int agent_loop_run(struct agent *a, struct agent_http *h, int sigfd, agent_tick_
       p[n++] = (struct pollfd){.fd = fds[k], .events = POLLIN};
     if (a->mapdir.inotify_fd >= 0) p[n++] = (struct pollfd){.fd = a->mapdir.inotify_fd, .events = POLLIN};
     if (agent_jobtput_fd(a) >= 0) p[n++] = (struct pollfd){.fd = agent_jobtput_fd(a), .events = POLLIN};
-    if (poll(p, (nfds_t)n, agent_wait_ms(a, agent_now(), http_ms)) < 0 && errno != EINTR) {
+    int timeout = agent_wait_ms(a, agent_now(), http_ms);
+    n += (int)agent_scrape_fds(a, p + n, 16, &timeout);
+    if (poll(p, (nfds_t)n, timeout) < 0 && errno != EINTR) {
       agent_log("error", "poll: %s", strerror(errno));
       return SIGTERM;
     }

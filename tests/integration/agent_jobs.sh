@@ -3,7 +3,8 @@
 # bodies (4xx naming the field, nothing changed), a GPU claimed twice (409),
 # DELETE restoring the job's GPUs only; the dcgm-exporter mapping directory
 # (watched: a new file shows within a bounded wait; untrusted files ignored);
-# per-job throughput from StatsD on loopback.
+# per-job throughput from StatsD on loopback and from a scraped Prometheus
+# endpoint of the training process (a gauge, and a counter's rate).
 source "$(dirname "$0")/agent_common.bash"
 
 fake_state 4
@@ -101,6 +102,43 @@ awk -v t="$tput" 'BEGIN { exit !(t > 10000 && t < 25000) }' || fail "throughput 
 curl -s "$URL/metrics" > "$T/m"
 grep -q '^pflex_job_throughput{job="b2"} ' "$T/m" || fail "no job throughput metric"
 [ "$(awk '$1 == "pflex_statsd_unattributed_total" { print $2 }' "$T/m")" -ge 12 ] || fail "unattributed metrics not counted"
+# A Prometheus endpoint of the training process, scraped once a second: a
+# gauge summed over its series, then a counter turned into a rate.
+bad 422 "metrics_url" /v1/jobs/b2 '{"gpus":[2,3],"metrics_url":"http://10.0.0.1:9000/metrics"}'
+bad 422 "metrics_url" /v1/jobs/b2 '{"gpus":[2,3],"metrics_url":"file:///etc/shadow"}'
+bad 400 "metric" /v1/jobs/b2 '{"gpus":[2,3],"metric":"tps"}'
+bad 400 "metric" /v1/jobs/b2 '{"gpus":[2,3],"metrics_url":"http://127.0.0.1:1/metrics","metric":"9x"}'
+mkdir -p "$T/www"
+printf '# TYPE tokens_per_second gauge\ntokens_per_second{rank="0"} 1000\ntokens_per_second{rank="1",note="a}b"} 2500\nother 7\n' > "$T/www/metrics"
+WWW_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+python3 -m http.server --bind 127.0.0.1 --directory "$T/www" "$WWW_PORT" > "$T/www.log" 2>&1 &
+AGENT_PIDS+=($!)
+for ((i = 0; i < 100; i++)); do curl -sf -o /dev/null "http://127.0.0.1:$WWW_PORT/metrics" && break; sleep 0.05; done
+api PUT /v1/jobs/s3 "{\"gpus\":[0],\"metrics_url\":\"http://127.0.0.1:$WWW_PORT/metrics\"}"
+expect_code 200 "a job with a metrics endpoint"
+wait_tput() { # JOB VALUE: at most 5 s
+  for ((i = 0; i < 100; i++)); do
+    api_noauth GET /v1/jobs
+    [ "$(echo "$BODY" | jq --arg j "$1" '.jobs[] | select(.id == $j) | .throughput')" = "$2" ] && return 0
+    sleep 0.05
+  done
+  fail "throughput of $1 is not $2: $BODY"
+}
+wait_tput s3 3500
+printf 'train_tokens_total 1000\n' > "$T/www/metrics"
+api PUT /v1/jobs/s3 "{\"gpus\":[0],\"metrics_url\":\"http://127.0.0.1:$WWW_PORT/metrics\",\"metric\":\"train_tokens_total\"}"
+expect_code 200 "the counter instead"
+sleep 1.2
+printf 'train_tokens_total 9000\n' > "$T/www/metrics" # +8000 tokens over about a second
+for ((i = 0; i < 60; i++)); do
+  api_noauth GET /v1/jobs
+  rate=$(echo "$BODY" | jq '.jobs[] | select(.id == "s3") | .throughput')
+  awk -v r="$rate" 'BEGIN { exit !(r > 3000 && r < 9000) }' && break
+  sleep 0.05
+done
+awk -v r="$rate" 'BEGIN { exit !(r > 3000 && r < 9000) }' || fail "counter rate of s3: $rate ($BODY)"
+expect_eq "$(echo "$BODY" | jq '.jobs[] | select(.id == "s3") | .scrape_failures')" 0 "scrape failures"
+
 stop_pflexd TERM
 expect_eq "$(limit 2),$(limit 3)" 700000,700000 "b2's GPUs restored at SIGTERM"
 echo "agent_jobs: ok"

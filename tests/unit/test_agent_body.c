@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "agent/body.h"
+#include "agent/promtext.h"
 
 static int caps(const char *body, struct agent_caps_req *r, struct agent_error *e) {
   return agent_caps_parse(body, strlen(body), 4, 60, 3600, r, e);
@@ -135,12 +136,59 @@ static void test_job_ids(void **state) {
   assert_false(agent_job_id_valid(id));
 }
 
+static void test_job_scrape_fields(void **state) {
+  (void)state;
+  struct agent_job_req r;
+  struct agent_error e;
+  const char *ok = "{\"gpus\":[0],\"metrics_url\":\"http://127.0.0.1:9000/metrics\"}";
+  assert_int_equal(agent_job_parse(ok, strlen(ok), 4, &r, &e), 0);
+  assert_string_equal(r.metrics_url, "http://127.0.0.1:9000/metrics");
+  assert_string_equal(r.metric, "tokens_per_second");
+  static const struct bad_case cases[] = {
+      {"{\"gpus\":[0],\"metrics_url\":\"https://127.0.0.1:9/m\"}", 422, "metrics_url"},
+      {"{\"gpus\":[0],\"metrics_url\":\"http://127.0.0.1.evil:9/m\"}", 422, "metrics_url"},
+      {"{\"gpus\":[0],\"metrics_url\":\"http://user@127.0.0.1:9/m\"}", 422, "metrics_url"},
+      {"{\"gpus\":[0],\"metrics_url\":\"http://localhost:9/m@x\"}", 422, "metrics_url"},
+      {"{\"gpus\":[0],\"metric\":\"x\"}", 400, "metric"},
+      {"{\"gpus\":[0],\"metrics_url\":\"http://[::1]:9/m\",\"metric\":\"a-b\"}", 400, "metric"},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    e = (struct agent_error){0};
+    int err = agent_job_parse(cases[k].body, strlen(cases[k].body), 4, &r, &e);
+    if (err != -EINVAL || e.status != cases[k].status || strcmp(e.field, cases[k].field) != 0)
+      fail_msg("%s: got %d, status %d, field '%s'", cases[k].body, err, e.status, e.field);
+  }
+}
+
+static void test_prom_sum(void **state) {
+  (void)state;
+  const char *text = "# HELP tps x\n# TYPE tps gauge\ntps{rank=\"0\"} 1000\n"
+                     "tps{rank=\"1\",n=\"a}b\\\"c\"} 2500 1700000000000\r\n"
+                     "tps_other 7\ntps NaN\ntpsx 1\n  tps 3\ntps{broken 4\n";
+  double sum = 0;
+  size_t n = 0;
+  assert_int_equal(agent_prom_sum(text, strlen(text), "tps", &sum, &n), 0);
+  assert_int_equal(n, 2);
+  assert_true(sum == 3500);
+  assert_int_equal(agent_prom_sum(text, strlen(text), "nope", &sum, &n), -ENOENT);
+  /* the length bounds the parse: the first line only */
+  assert_int_equal(agent_prom_sum("a 1\na 2\n", 4, "a", &sum, &n), 0);
+  assert_true(sum == 1);
+  assert_true(agent_prom_name_valid("train_tokens_total"));
+  assert_true(agent_prom_name_valid("job:tps"));
+  assert_false(agent_prom_name_valid("9tps"));
+  assert_false(agent_prom_name_valid("a-b"));
+  assert_false(agent_prom_name_valid(""));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_caps_accepted),
       cmocka_unit_test(test_caps_refused),
       cmocka_unit_test(test_jobs),
       cmocka_unit_test(test_job_ids),
+      cmocka_unit_test(test_job_scrape_fields),
+      cmocka_unit_test(test_prom_sum),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
