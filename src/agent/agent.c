@@ -51,8 +51,10 @@ static int open_gpus(struct agent *a) {
   char msg[512] = "", spec[AGENT_PATH_MAX + 8] = "";
   if (strcmp(a->cfg.backend, "nvml") == 0 && a->cfg.nvml_library[0])
     snprintf(spec, sizeof spec, "lib=%s", a->cfg.nvml_library);
-  else if (strcmp(a->cfg.backend, "sim") == 0)
-    snprintf(spec, sizeof spec, "%s", a->cfg.sim_job);
+  else if (strcmp(a->cfg.backend, "sim") == 0) /* a daemon lives in real time */
+    snprintf(spec, sizeof spec, "%s%s%s", a->cfg.sim_job, a->cfg.sim_job[0] ? "," : "",
+             strstr(a->cfg.sim_job, "clock=") ? "" : "clock=real");
+  if (spec[0] && spec[strlen(spec) - 1] == ',') spec[strlen(spec) - 1] = '\0';
   int err = pflex_gpu_open(a->cfg.backend, spec[0] ? spec : NULL, &a->gpu, msg, sizeof msg);
   if (!err) err = pflex_gpu_count(a->gpu, &a->n);
   if (!err && a->n > AGENT_MAX_GPUS) err = -E2BIG;

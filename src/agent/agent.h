@@ -55,7 +55,8 @@ struct agent {
   struct agent_counters c;
   int lock_fd; /* flock on <state_dir>/pflexd.lock: one pflexd per state directory */
   double start_s;
-  double retry_s; /* failed restores are retried from then on, once a second */
+  double retry_s;          /* failed restores are retried from then on */
+  double retry_interval_s; /* 2 s after a failed restore, doubled after each, at most 60 s */
 };
 
 /* Opens everything the configuration names without changing any GPU: the

@@ -259,8 +259,15 @@ unsigned agent_caps_expire(struct agent *a, double now) {
   commit_leases(a, next);
   struct agent_error e;
   json_t *done = json_array(), *failed = json_array();
-  if (agent_caps_restore_marked(a, restore, done, failed, &e))
-    agent_log("error", "lease fallback: %s (retried)", e.message);
+  if (agent_caps_restore_marked(a, restore, done, failed, &e)) {
+    /* Retried after 2 s, then less and less often, at least once a minute. */
+    double later = a->retry_interval_s > 0 ? 2 * a->retry_interval_s : 2.0;
+    a->retry_interval_s = later > 60 ? 60 : later;
+    a->retry_s = now + a->retry_interval_s;
+    agent_log("error", "lease fallback: %s (retried in %.0f s)", e.message, a->retry_interval_s);
+  } else {
+    a->retry_interval_s = 0;
+  }
   json_decref(done);
   json_decref(failed);
   double landed = agent_now();

@@ -55,4 +55,14 @@ echo "$BODY" | jq -e '.gpus | all(.power_w > 0 and .limit_w > 0 and .max_limit_w
 api_noauth GET /v1/health
 expect_eq "$(echo "$BODY" | jq -r .backend)" sim "backend"
 stop_pflexd TERM
+# Without --sim-job: the sim's default job, on the real clock (a daemon's).
+BACKEND=sim start_pflexd
+api_noauth GET /v1/gpus
+echo "$BODY" | jq -e '.gpus | length > 0 and all(.power_w > 0)' >/dev/null || fail "default sim: $BODY"
+e0=$(echo "$BODY" | jq '.gpus[0].energy_j')
+sleep 0.5
+api_noauth GET /v1/gpus
+awk -v a="$e0" -v b="$(echo "$BODY" | jq '.gpus[0].energy_j')" 'BEGIN { exit !(b > a) }' ||
+  fail "the sim's energy does not advance in real time: $e0 then $(echo "$BODY" | jq '.gpus[0].energy_j')"
+stop_pflexd TERM
 echo "agent_gpus: ok"

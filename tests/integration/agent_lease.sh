@@ -3,6 +3,7 @@
 # original limit for "default", the given wattage otherwise) within one
 # sample period of the deadline (10 Hz: 100 ms), seen from outside on the
 # fake NVML's state and from pflexd's own log; never before the deadline.
+# A restore that fails at lease end is retried until it succeeds.
 source "$(dirname "$0")/agent_common.bash"
 
 fake_state 2
@@ -53,5 +54,22 @@ curl -s "$URL/metrics" | grep -q '^pflex_lease_expiries_total 2$' || fail "expir
 api DELETE /v1/caps
 expect_code 200 "DELETE"
 expect_eq "$(limit 1)" 700000 "GPU 1 restored"
+
+# A restore that fails at lease end (the GPU refuses the set) stays owed:
+# state "restore", counted, retried until it succeeds.
+api PUT /v1/caps '{"caps":[{"gpu":0,"watts":410}],"lease_s":0.5}'
+expect_code 200 "a short lease"
+fake_set gpu0.fail.set_limit no_permission
+sleep 1
+api_noauth GET /v1/gpus
+expect_eq "$(echo "$BODY" | jq -r '.gpus[0].lease_state')" restore "a failed restore is owed"
+expect_eq "$(limit 0)" 410000 "the GPU kept its cap"
+expect_eq "$(jq -r '.gpus[0].state' "$STATE/pflexd-leases.json")" restore "and the lease file says so"
+curl -s "$URL/metrics" | awk '$1 == "pflex_limit_failures_total" { exit !($2 > 0) }' || fail "failure not counted"
+fake_set gpu0.fail.set_limit none
+for ((i = 0; i < 100; i++)); do [ "$(limit 0)" = 700000 ] && break; sleep 0.05; done
+expect_eq "$(limit 0)" 700000 "restored once the GPU accepts it"
+api_noauth GET /v1/gpus
+expect_eq "$(echo "$BODY" | jq -r '.gpus[0].lease_state')" none "nothing owed any more"
 stop_pflexd TERM
 echo "agent_lease: ok (fallback $late ms after the deadline)"
