@@ -39,8 +39,7 @@ static int lock_state_dir(struct agent *a) {
   if (a->lock_fd < 0 || flock(a->lock_fd, LOCK_EX | LOCK_NB) != 0) {
     err = -errno;
     agent_log("error", "'%s': %s", path,
-              errno == EWOULDBLOCK ? "another pflexd uses this state directory"
-                                   : strerror(errno));
+              errno == EWOULDBLOCK ? "another pflexd uses this state directory" : strerror(errno));
     return err == -EWOULDBLOCK ? -EBUSY : err;
   }
   snprintf(a->state_path, sizeof a->state_path, "%s/%s", a->cfg.state_dir, AGENT_STATE_FILE);
@@ -64,7 +63,9 @@ static int open_gpus(struct agent *a) {
   }
   if (err)
     agent_log("error", "GPU backend '%s': %s", a->cfg.backend,
-              msg[0] ? msg : err == -E2BIG ? "more than 64 GPUs" : pflex_strerror(err));
+              msg[0]          ? msg
+              : err == -E2BIG ? "more than 64 GPUs"
+                              : pflex_strerror(err));
   return err;
 }
 
@@ -73,8 +74,8 @@ static int open_restore(struct agent *a) {
   struct pflex_restore_opts o;
   pflex_restore_opts_init(&o);
   o.state_dir = a->cfg.state_dir;
-  o.hold = true;            /* the GPUs are pflexd's while it lives: 'cap restore' leaves them */
-  o.lock_timeout_s = 5.0;   /* a holder keeps restore.lock for milliseconds */
+  o.hold = true;          /* the GPUs are pflexd's while it lives: 'cap restore' leaves them */
+  o.lock_timeout_s = 5.0; /* a holder keeps restore.lock for milliseconds */
   int err = pflex_restore_open_opts(&o, &a->rs, why, sizeof why);
   if (err)
     agent_log("error", "cannot open the restore records in '%s': %s", a->cfg.state_dir,
@@ -127,8 +128,10 @@ int agent_start(struct agent *a) {
   char why[512];
   int err = agent_reconcile(a, why, sizeof why);
   if (err) {
-    agent_log("error", "%s; refusing to start: fix or remove it after checking the GPUs "
-                       "('pflex cap get', 'pflex cap restore')", why);
+    agent_log("error",
+              "%s; refusing to start: fix or remove it after checking the GPUs "
+              "('pflex cap get', 'pflex cap restore')",
+              why);
     return err;
   }
   agent_sampler_init(&a->sampler, a->cfg.hz, agent_now());
@@ -146,11 +149,13 @@ int agent_close(struct agent *a, bool restore) {
       agent_log("error", "at exit: %s; 'pflex cap restore' or the next pflexd brings it back",
                 e.message);
     else
-      agent_log("note", "at exit: %zu GPU%s restored", json_array_size(json_object_get(out, "restored")),
+      agent_log("note", "at exit: %zu GPU%s restored",
+                json_array_size(json_object_get(out, "restored")),
                 json_array_size(json_object_get(out, "restored")) == 1 ? "" : "s");
     json_decref(out);
   } else if (held) {
-    agent_log("note", "at exit: %d GPU%s keep their caps and leases for the next pflexd (keep_caps)",
+    agent_log("note",
+              "at exit: %d GPU%s keep their caps and leases for the next pflexd (keep_caps)",
               __builtin_popcountll(held), __builtin_popcountll(held) == 1 ? "" : "s");
   }
   agent_jobtput_close(a);

@@ -33,8 +33,8 @@ struct agent_counters {
   int error_code[AGENT_ERROR_CODES];
   unsigned long long errors[AGENT_ERROR_CODES];
   unsigned long long requests;
-  unsigned long long lease_expiries;  /* leases that ran out and fell back */
-  unsigned long long limit_failures;  /* limit changes that failed (API, expiry, reconcile) */
+  unsigned long long lease_expiries; /* leases that ran out and fell back */
+  unsigned long long limit_failures; /* limit changes that failed (API, expiry, reconcile) */
   unsigned long long statsd_packets, statsd_bad, statsd_unattributed;
 };
 

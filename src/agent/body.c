@@ -158,8 +158,7 @@ int agent_caps_parse(const char *body, size_t len, unsigned ngpus, double defaul
   if (!err && lease) {
     r.lease_s = json_number_value(lease);
     if (!(r.lease_s >= 0.1 && r.lease_s <= max_lease_s))
-      err = agent_error_set(e, 422, "lease_s", "%g s is outside [0.1, %g]", r.lease_s,
-                            max_lease_s);
+      err = agent_error_set(e, 422, "lease_s", "%g s is outside [0.1, %g]", r.lease_s, max_lease_s);
   }
   if (!err) err = parse_fallback(json_object_get(root, "fallback"), &r, e);
   json_decref(root);
@@ -169,8 +168,13 @@ int agent_caps_parse(const char *body, size_t len, unsigned ngpus, double defaul
 
 /* http on loopback only: a root daemon fetches nothing else for anyone. */
 static bool loopback_url(const char *u) {
-  static const char *const ok[] = {"http://127.0.0.1:", "http://127.0.0.1/", "http://localhost:",
-                                   "http://localhost/", "http://[::1]:", "http://[::1]/", NULL};
+  static const char *const ok[] = {"http://127.0.0.1:",
+                                   "http://127.0.0.1/",
+                                   "http://localhost:",
+                                   "http://localhost/",
+                                   "http://[::1]:",
+                                   "http://[::1]/",
+                                   NULL};
   for (size_t i = 0; ok[i]; i++)
     if (strncmp(u, ok[i], strlen(ok[i])) == 0) return !strpbrk(u, " \t\r\n@");
   return false;

@@ -50,16 +50,15 @@ static void commit_leases(struct agent *a, const struct agent_lease *v) {
 static int apply_failure(struct agent *a, struct agent_error *e, const struct pflex_limit_change *c,
                          size_t n, size_t failed, const char *what, int err) {
   const char *detail = pflex_gpu_last_error(a->gpu);
-  int status = err == -ERANGE                                    ? 422
-               : err == -PFLEX_E_HELD || err == -PFLEX_E_LOCKED ? 409
-                                                                : 503;
+  int status = err == -ERANGE ? 422 : err == -PFLEX_E_HELD || err == -PFLEX_E_LOCKED ? 409 : 503;
   bool left = false;
   for (size_t k = 0; k < n; k++)
     left |= c[k].left;
   a->c.limit_failures++;
   if (failed >= n)
-    return agent_error_set(e, 500, "", "cannot write the restore records in '%s': %s; nothing "
-                                       "applied",
+    return agent_error_set(e, 500, "",
+                           "cannot write the restore records in '%s': %s; nothing "
+                           "applied",
                            pflex_restore_path(a->rs), pflex_strerror(err));
   char field[32];
   snprintf(field, sizeof field, "gpu %u", c[failed].index);
@@ -121,7 +120,7 @@ int agent_caps_put(struct agent *a, const struct agent_caps_req *r, json_t **ret
   for (unsigned i = 0; i < a->n; i++)
     if (item[i] >= 0) c[n++] = (struct pflex_limit_change){.index = i, .mw = mw[i]};
   int err = pflex_restore_apply_limits(a->rs, a->gpu, c, n, PFLEX_APPLY_CLAMP | PFLEX_APPLY_DRY_RUN,
-                               &failed);
+                                       &failed);
   if (err) return apply_failure(a, e, c, n, failed, "cannot check its limit and range", err);
   double now = agent_now();
   current_leases(a, old);
@@ -140,8 +139,7 @@ int agent_caps_put(struct agent *a, const struct agent_caps_req *r, json_t **ret
   err = pflex_restore_apply_limits(a->rs, a->gpu, c, n, PFLEX_APPLY_CLAMP, &failed);
   if (err) {
     if (agent_caps_save(a, old))
-      agent_log("error", "cannot put back the lease state '%s' after a failed cap",
-                a->state_path);
+      agent_log("error", "cannot put back the lease state '%s' after a failed cap", a->state_path);
     return apply_failure(a, e, c, n, failed, "cannot set the limit; nothing applied", err);
   }
   commit_leases(a, next);
@@ -172,13 +170,14 @@ int agent_caps_restore_marked(struct agent *a, uint64_t mask, json_t *done, json
       a->c.limit_failures++;
       json_array_append_new(failed, json_pack("{s:I, s:s}", "gpu", (json_int_t)x->index, "error",
                                               pflex_strerror(x->err)));
-      if (!first) first = x->err, agent_error_set(e, 500, "", "GPU %u: cannot restore: %s",
-                                                  x->index, pflex_strerror(x->err));
+      if (!first)
+        first = x->err,
+        agent_error_set(e, 500, "", "GPU %u: cannot restore: %s", x->index, pflex_strerror(x->err));
       continue;
     }
-    json_t *o = json_pack("{s:I, s:f, s:f}", "gpu", (json_int_t)x->index, "was_w",
-                          x->was_mw / 1000.0, "limit_w",
-                          (x->changed ? x->was_mw : x->record.original_mw) / 1000.0);
+    json_t *o =
+        json_pack("{s:I, s:f, s:f}", "gpu", (json_int_t)x->index, "was_w", x->was_mw / 1000.0,
+                  "limit_w", (x->changed ? x->was_mw : x->record.original_mw) / 1000.0);
     /* A limit someone else set since is theirs now: left, and no longer ours. */
     if (x->changed) json_object_set_new(o, "note", json_string("changed by someone else: left"));
     json_array_append_new(done, o);
@@ -213,7 +212,8 @@ static int apply_fallbacks(struct agent *a, uint64_t mask) {
   struct pflex_limit_change c[AGENT_MAX_GPUS];
   size_t n = 0, failed = 0;
   for (unsigned i = 0; i < a->n; i++)
-    if (mask >> i & 1) c[n++] = (struct pflex_limit_change){.index = i, .mw = a->g[i].lease.fallback_mw};
+    if (mask >> i & 1)
+      c[n++] = (struct pflex_limit_change){.index = i, .mw = a->g[i].lease.fallback_mw};
   int err = n ? pflex_restore_apply_limits(a->rs, a->gpu, c, n, PFLEX_APPLY_CLAMP, &failed) : 0;
   if (err) {
     struct agent_error e;

@@ -73,7 +73,7 @@ static int parse_bool(const char *s, bool *ret) {
   static const struct {
     const char *text;
     bool value;
-  } words[] = {{"true", true},  {"yes", true}, {"on", true},   {"1", true},
+  } words[] = {{"true", true},   {"yes", true}, {"on", true},   {"1", true},
                {"false", false}, {"no", false}, {"off", false}, {"0", false}};
   for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
     if (strcasecmp(s, words[i].text) == 0) {

@@ -42,8 +42,10 @@ static const char *find_config(int argc, char **argv) {
   const char *found = NULL;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--") == 0) break;
-    if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) found = argv[++i];
-    else if (strncmp(argv[i], "--config=", 9) == 0) found = argv[i] + 9;
+    if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+      found = argv[++i];
+    else if (strncmp(argv[i], "--config=", 9) == 0)
+      found = argv[i] + 9;
   }
   return found;
 }
@@ -60,8 +62,7 @@ static int read_config_file(struct agent_config *c, int argc, char **argv, char 
   return 0;
 }
 
-int agent_config_parse(struct agent_config *c, int argc, char **argv, char *errbuf,
-                       size_t errlen) {
+int agent_config_parse(struct agent_config *c, int argc, char **argv, char *errbuf, size_t errlen) {
   size_t n;
   const struct agent_key *k = agent_config_keys(&n);
   char names[MAX_KEYS][64];

@@ -19,8 +19,8 @@ struct req_ctx {
   bool too_large;
 };
 
-static enum MHD_Result send_reply(struct agent *a, struct MHD_Connection *c,
-                                  struct agent_reply *rp, const char *allow) {
+static enum MHD_Result send_reply(struct agent *a, struct MHD_Connection *c, struct agent_reply *rp,
+                                  const char *allow) {
   char *buf = rp->text;
   size_t len = rp->text_len;
   if (!buf) {
@@ -30,8 +30,8 @@ static enum MHD_Result send_reply(struct agent *a, struct MHD_Connection *c,
   json_decref(rp->json);
   struct MHD_Response *r = MHD_create_response_from_buffer(len, buf, MHD_RESPMEM_MUST_FREE);
   if (!r) return free(buf), MHD_NO;
-  MHD_add_response_header(r, "Content-Type", rp->content_type ? rp->content_type
-                                                              : "application/json");
+  MHD_add_response_header(r, "Content-Type",
+                          rp->content_type ? rp->content_type : "application/json");
   MHD_add_response_header(r, "Cache-Control", "no-store");
   if (allow) MHD_add_response_header(r, "Allow", allow);
   if (rp->status == 401) MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
@@ -61,8 +61,11 @@ static enum MHD_Result first_call(struct agent_listener *l, struct MHD_Connectio
   bool needs_token = l->tcp && (rc->route->write || l->a->cfg.read_auth);
   const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
   if (needs_token && !agent_auth_bearer_ok(&l->a->token, auth))
-    return send_error(l->a, c, 401, "", auth ? "invalid bearer token" : "needs Authorization: "
-                                                                        "Bearer <token>", NULL);
+    return send_error(l->a, c, 401, "",
+                      auth ? "invalid bearer token"
+                           : "needs Authorization: "
+                             "Bearer <token>",
+                      NULL);
   const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
   if (cl && strtoull(cl, NULL, 10) > l->a->cfg.max_body) rc->too_large = true;
   return MHD_YES;
@@ -131,9 +134,9 @@ static int start_daemon(struct agent_listener *l, struct agent *a, bool tcp, int
   l->a = a;
   l->tcp = tcp;
   l->d = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, l,
-                          MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED,
-                          on_completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT, 10u,
-                          MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_END);
+                          MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
+                          NULL, MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_CONNECTION_LIMIT,
+                          64u, MHD_OPTION_END);
   if (!l->d) {
     agent_log("error", "cannot start the HTTP server (libmicrohttpd)");
     return -EIO;

@@ -12,7 +12,9 @@ void agent_jobs_init(struct agent_jobs *j, size_t ring, const char *metric) {
   snprintf(j->metric, sizeof j->metric, "%s", metric && *metric ? metric : "tokens");
 }
 
-static void job_release(struct agent_job *job) { free(job->tput); }
+static void job_release(struct agent_job *job) {
+  free(job->tput);
+}
 
 void agent_jobs_release(struct agent_jobs *j) {
   for (size_t i = 0; i < j->n; i++)

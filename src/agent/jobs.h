@@ -28,7 +28,7 @@ struct agent_job {
   /* A Prometheus endpoint of the training process to scrape ("" none). */
   char scrape_url[AGENT_URL_MAX];
   char scrape_metric[AGENT_PROM_NAME_MAX];
-  double next_scrape_s;          /* monotonic */
+  double next_scrape_s;           /* monotonic */
   double prev_value, prev_time_s; /* a counter's previous scrape (rate = delta / time) */
   bool have_prev;
   unsigned long long scrape_failures;
@@ -37,7 +37,7 @@ struct agent_job {
 struct agent_jobs {
   struct agent_job *v;
   size_t n, cap;
-  size_t ring;         /* throughput samples kept per job */
+  size_t ring;                        /* throughput samples kept per job */
   char metric[PFLEX_STATSD_NAME_MAX]; /* StatsD metric of throughput */
 };
 

@@ -1,5 +1,11 @@
-/* Scraping the jobs' Prometheus endpoints (jobscrape.h). */
+/* Scraping the jobs' Prometheus endpoints (jobscrape.h). libcurl is loaded
+ * with dlopen when the first job asks to be scraped: linked in, it and the
+ * libraries it needs (TLS, HTTP/2, LDAP, ...) would add about 5 MB to every
+ * pflexd's resident memory, most of which never scrapes anything. */
+#include <dlfcn.h>
 #include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/select.h>
@@ -10,6 +16,24 @@
 #include "agent/jobscrape.h"
 #include "agent/promtext.h"
 
+/* The libcurl entry points used, looked up by name. */
+struct curl_fns {
+  void *dl;
+  CURLcode (*global_init)(long);
+  CURLM *(*multi_init)(void);
+  CURLMcode (*multi_cleanup)(CURLM *);
+  CURLMcode (*multi_add)(CURLM *, CURL *);
+  CURLMcode (*multi_remove)(CURLM *, CURL *);
+  CURLMcode (*multi_perform)(CURLM *, int *);
+  CURLMsg *(*multi_info_read)(CURLM *, int *);
+  CURLMcode (*multi_fdset)(CURLM *, fd_set *, fd_set *, fd_set *, int *);
+  CURLMcode (*multi_timeout)(CURLM *, long *);
+  CURL *(*easy_init)(void);
+  void (*easy_cleanup)(CURL *);
+  CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
+  CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
+};
+
 struct agent_scrape_xfer {
   CURL *easy;
   char job[AGENT_JOB_ID_MAX + 1]; /* by id: the job may be gone when it ends */
@@ -19,14 +43,54 @@ struct agent_scrape_xfer {
 };
 
 int agent_scrape_init(struct agent_scrape *s) {
-  memset(s, 0, sizeof *s);
-  s->multi = curl_multi_init();
-  return s->multi ? 0 : -ENOMEM;
+  memset(s, 0, sizeof *s); /* libcurl comes with the first job to scrape */
+  return 0;
+}
+
+#define SYM(field, name)                                                                           \
+  { offsetof(struct curl_fns, field), name }
+
+/* Loads libcurl and its functions; NULL (logged once) when it cannot. */
+static struct curl_fns *curl_load(struct agent_scrape *s) {
+  static const struct {
+    size_t offset;
+    const char *name;
+  } syms[] = {
+      SYM(global_init, "curl_global_init"),          SYM(multi_init, "curl_multi_init"),
+      SYM(multi_cleanup, "curl_multi_cleanup"),      SYM(multi_add, "curl_multi_add_handle"),
+      SYM(multi_remove, "curl_multi_remove_handle"), SYM(multi_perform, "curl_multi_perform"),
+      SYM(multi_info_read, "curl_multi_info_read"),  SYM(multi_fdset, "curl_multi_fdset"),
+      SYM(multi_timeout, "curl_multi_timeout"),      SYM(easy_init, "curl_easy_init"),
+      SYM(easy_cleanup, "curl_easy_cleanup"),        SYM(easy_setopt, "curl_easy_setopt"),
+      SYM(easy_getinfo, "curl_easy_getinfo")};
+  if (s->fns || s->load_failed) return s->fns;
+  struct curl_fns *f = calloc(1, sizeof *f);
+  const char *missing = "libcurl.so.4";
+  if (f && (f->dl = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL))) {
+    missing = NULL;
+    for (size_t i = 0; i < sizeof syms / sizeof syms[0] && !missing; i++) {
+      void *p = dlsym(f->dl, syms[i].name);
+      if (p)
+        memcpy((char *)f + syms[i].offset, &p, sizeof p);
+      else
+        missing = syms[i].name;
+    }
+  }
+  /* Plain http only: no TLS library is set up. */
+  if (!missing && f->global_init(CURL_GLOBAL_NOTHING) == CURLE_OK && (s->multi = f->multi_init())) {
+    s->fns = f;
+    return f;
+  }
+  agent_log("error", "cannot scrape jobs' metrics: %s", missing ? missing : "libcurl init");
+  if (f && f->dl) dlclose(f->dl);
+  free(f);
+  s->load_failed = true;
+  return NULL;
 }
 
 static void xfer_release(struct agent_scrape *s, struct agent_scrape_xfer *x) {
-  curl_multi_remove_handle(s->multi, x->easy);
-  curl_easy_cleanup(x->easy);
+  s->fns->multi_remove(s->multi, x->easy);
+  s->fns->easy_cleanup(x->easy);
   free(x->buf);
 }
 
@@ -34,7 +98,12 @@ void agent_scrape_release(struct agent_scrape *s) {
   for (size_t i = 0; i < s->n; i++)
     xfer_release(s, &s->xfers[i]);
   free(s->xfers);
-  if (s->multi) curl_multi_cleanup(s->multi);
+  if (s->fns) {
+    s->fns->multi_cleanup(s->multi);
+    /* libcurl stays loaded: unloading a library with threads or atexit
+     * handlers of its own is not worth the risk at exit. */
+    free(s->fns);
+  }
   memset(s, 0, sizeof *s);
 }
 
@@ -66,21 +135,22 @@ static void start(struct agent_scrape *s, const struct agent_job *job) {
     s->cap = cap;
   }
   struct agent_scrape_xfer *x = &s->xfers[s->n];
+  const struct curl_fns *f = s->fns;
   memset(x, 0, sizeof *x);
-  if (!(x->easy = curl_easy_init())) return;
+  if (!(x->easy = f->easy_init())) return;
   snprintf(x->job, sizeof x->job, "%s", job->id);
   x->time_s = pflex_tput_now();
-  curl_easy_setopt(x->easy, CURLOPT_URL, job->scrape_url);
-  curl_easy_setopt(x->easy, CURLOPT_PROTOCOLS_STR, "http");
-  curl_easy_setopt(x->easy, CURLOPT_NOPROXY, "*");
-  curl_easy_setopt(x->easy, CURLOPT_FOLLOWLOCATION, 0L);
-  curl_easy_setopt(x->easy, CURLOPT_TIMEOUT_MS, 900L);
-  curl_easy_setopt(x->easy, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(x->easy, CURLOPT_WRITEFUNCTION, on_data);
-  curl_easy_setopt(x->easy, CURLOPT_WRITEDATA, x);
-  curl_easy_setopt(x->easy, CURLOPT_PRIVATE, x->job);
-  if (curl_multi_add_handle(s->multi, x->easy) != CURLM_OK) {
-    curl_easy_cleanup(x->easy);
+  f->easy_setopt(x->easy, CURLOPT_URL, job->scrape_url);
+  f->easy_setopt(x->easy, CURLOPT_PROTOCOLS_STR, "http");
+  f->easy_setopt(x->easy, CURLOPT_NOPROXY, "*");
+  f->easy_setopt(x->easy, CURLOPT_FOLLOWLOCATION, 0L);
+  f->easy_setopt(x->easy, CURLOPT_TIMEOUT_MS, 900L);
+  f->easy_setopt(x->easy, CURLOPT_NOSIGNAL, 1L);
+  f->easy_setopt(x->easy, CURLOPT_WRITEFUNCTION, on_data);
+  f->easy_setopt(x->easy, CURLOPT_WRITEDATA, x);
+  f->easy_setopt(x->easy, CURLOPT_PRIVATE, x->job);
+  if (f->multi_add(s->multi, x->easy) != CURLM_OK) {
+    f->easy_cleanup(x->easy);
     return;
   }
   s->n++;
@@ -90,7 +160,7 @@ static void start(struct agent_scrape *s, const struct agent_job *job) {
 static void finish(struct agent *a, struct agent_scrape_xfer *x, CURLcode rc) {
   struct agent_job *job = agent_jobs_find(&a->jobs, x->job);
   long status = 0;
-  curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
+  a->scrape.fns->easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
   double v;
   size_t series;
   bool ok = job && rc == CURLE_OK && status == 200 && x->buf &&
@@ -118,7 +188,7 @@ static void collect(struct agent *a) {
   struct agent_scrape *s = &a->scrape;
   CURLMsg *m;
   int left;
-  while ((m = curl_multi_info_read(s->multi, &left))) {
+  while ((m = s->fns->multi_info_read(s->multi, &left))) {
     if (m->msg != CURLMSG_DONE) continue;
     for (size_t i = 0; i < s->n; i++) {
       if (s->xfers[i].easy != m->easy_handle) continue;
@@ -132,35 +202,35 @@ static void collect(struct agent *a) {
 
 void agent_scrape_step(struct agent *a, double now) {
   struct agent_scrape *s = &a->scrape;
-  if (!s->multi) return;
   for (size_t k = 0; k < a->jobs.n; k++) {
     struct agent_job *job = &a->jobs.v[k];
     if (!job->scrape_url[0] || now < job->next_scrape_s || in_flight(s, job->id)) continue;
     job->next_scrape_s = now + AGENT_SCRAPE_INTERVAL_S;
+    if (!curl_load(s)) return;
     start(s, job);
   }
   if (!s->n) return;
   int running;
-  curl_multi_perform(s->multi, &running);
+  s->fns->multi_perform(s->multi, &running);
   collect(a);
 }
 
 size_t agent_scrape_fds(struct agent *a, struct pollfd *p, size_t max, int *timeout_ms) {
   struct agent_scrape *s = &a->scrape;
-  if (!s->multi || !s->n) return 0;
+  if (!s->fns || !s->n) return 0;
   fd_set r, w, x;
   int maxfd = -1;
   FD_ZERO(&r);
   FD_ZERO(&w);
   FD_ZERO(&x);
-  if (curl_multi_fdset(s->multi, &r, &w, &x, &maxfd) != CURLM_OK) return 0;
+  if (s->fns->multi_fdset(s->multi, &r, &w, &x, &maxfd) != CURLM_OK) return 0;
   size_t n = 0;
   for (int fd = 0; fd <= maxfd && n < max; fd++) {
     short ev = (short)((FD_ISSET(fd, &r) ? POLLIN : 0) | (FD_ISSET(fd, &w) ? POLLOUT : 0));
     if (ev) p[n++] = (struct pollfd){.fd = fd, .events = ev};
   }
   long t = -1;
-  curl_multi_timeout(s->multi, &t);
+  s->fns->multi_timeout(s->multi, &t);
   if (maxfd < 0 || t < 0 || t > 50) t = 50; /* no fd yet (resolving): look again soon */
   if (t < *timeout_ms) *timeout_ms = (int)t;
   return n;

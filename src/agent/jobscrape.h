@@ -1,9 +1,9 @@
 /* Per-job throughput scraped from the training process's own Prometheus
  * endpoint (PUT /v1/jobs/{id} with "metrics_url" and "metric"): once a
- * second, with libcurl's multi interface inside the agent's poll loop (no
- * threads, never blocking). A gauge is the throughput itself; a counter
- * (a name ending in _total) gives the rate between two scrapes. The sum over
- * the metric's series is taken (e.g. one series per rank). */
+ * second, with libcurl's multi interface (dlopen'ed when first needed) inside the agent's poll loop
+ * (no threads, never blocking). A gauge is the throughput itself; a counter (a name ending in
+ * _total) gives the rate between two scrapes. The sum over the metric's series is taken (e.g. one
+ * series per rank). */
 #ifndef PFLEX_AGENT_JOBSCRAPE_H
 #define PFLEX_AGENT_JOBSCRAPE_H
 
@@ -15,10 +15,15 @@ struct agent;
 #define AGENT_SCRAPE_INTERVAL_S 1.0
 #define AGENT_SCRAPE_MAX_BYTES (1u << 20)
 
+#include <stdbool.h>
+
 struct agent_scrape_xfer;
+struct curl_fns;
 
 struct agent_scrape {
-  void *multi; /* CURLM */
+  struct curl_fns *fns;            /* libcurl, loaded when a job first needs it */
+  bool load_failed;                /* said once; no further tries */
+  void *multi;                     /* CURLM */
   struct agent_scrape_xfer *xfers; /* one per job being scraped now */
   size_t n, cap;
   unsigned long long ok, failed;

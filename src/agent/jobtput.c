@@ -24,8 +24,10 @@ static int check_address(const char *addr) {
     return -EPERM;
   }
   if (loopback_address(addr)) return 0;
-  agent_log("error", "StatsD address '%s': only loopback (udp:127.0.0.1:PORT, udp:[::1]:PORT) "
-                     "or unix:PATH; throughput is unauthenticated", addr);
+  agent_log("error",
+            "StatsD address '%s': only loopback (udp:127.0.0.1:PORT, udp:[::1]:PORT) "
+            "or unix:PATH; throughput is unauthenticated",
+            addr);
   return -EINVAL;
 }
 
@@ -50,7 +52,9 @@ void agent_jobtput_close(struct agent *a) {
   a->statsd = NULL;
 }
 
-int agent_jobtput_fd(const struct agent *a) { return a->statsd ? pflex_statsd_fd(a->statsd) : -1; }
+int agent_jobtput_fd(const struct agent *a) {
+  return a->statsd ? pflex_statsd_fd(a->statsd) : -1;
+}
 
 int agent_jobtput_split(const char *metric, char *job, size_t jobsize, const char **ret_name) {
   const char *dot = strchr(metric, '.');
@@ -74,7 +78,7 @@ static int on_metric(const struct pflex_statsd_metric *m, double time_s, void *u
   const char *name;
   if (agent_jobtput_split(m->name, job, sizeof job, &name)) return 0;
   if (strcmp(name, a->jobs.metric) != 0) return 0;
-  struct agent_job *target = job[0] ? agent_jobs_find(&a->jobs, job)
+  struct agent_job *target = job[0]           ? agent_jobs_find(&a->jobs, job)
                              : a->jobs.n == 1 ? &a->jobs.v[0]
                                               : NULL;
   if (!target) {

@@ -18,9 +18,9 @@ enum agent_lease_state {
 
 struct agent_lease {
   enum agent_lease_state state;
-  unsigned cap_mw;    /* HELD: the cap applied (after clamping) */
-  double expires_s;   /* HELD: the deadline, monotonic seconds */
-  double lease_s;     /* HELD: the lease length last granted */
+  unsigned cap_mw;  /* HELD: the cap applied (after clamping) */
+  double expires_s; /* HELD: the deadline, monotonic seconds */
+  double lease_s;   /* HELD: the lease length last granted */
   bool fallback_default;
   unsigned fallback_mw; /* the limit applied at lease end when !fallback_default */
 };

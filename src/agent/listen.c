@@ -53,9 +53,8 @@ static int bind_unix(const char *path, const struct sockaddr_un *sa, int *ret_fd
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return -errno;
   mode_t old = umask(0177); /* never reachable by others, not even for an instant */
-  int err = bind(fd, (const struct sockaddr *)sa, sizeof *sa) == 0 && listen(fd, 64) == 0
-                ? 0
-                : -errno;
+  int err =
+      bind(fd, (const struct sockaddr *)sa, sizeof *sa) == 0 && listen(fd, 64) == 0 ? 0 : -errno;
   umask(old);
   if (err) {
     close(fd);
@@ -137,8 +136,7 @@ int agent_listen_tcp(const char *hostport, int *ret_fd) {
   int fd = socket(res->ai_family, res->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), one = 1;
   int err = fd < 0 ? -errno : 0;
   if (!err) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (!err && (bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 64) != 0))
-    err = -errno;
+  if (!err && (bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 64) != 0)) err = -errno;
   freeaddrinfo(res);
   if (err) {
     agent_log("error", "cannot listen on '%s': %s", hostport, strerror(-err));

@@ -74,8 +74,10 @@ int agent_loop_run(struct agent *a, struct agent_http *h, int sigfd, agent_tick_
     p[n++] = (struct pollfd){.fd = sigfd, .events = POLLIN};
     for (int k = 0; k < nh; k++)
       p[n++] = (struct pollfd){.fd = fds[k], .events = POLLIN};
-    if (a->mapdir.inotify_fd >= 0) p[n++] = (struct pollfd){.fd = a->mapdir.inotify_fd, .events = POLLIN};
-    if (agent_jobtput_fd(a) >= 0) p[n++] = (struct pollfd){.fd = agent_jobtput_fd(a), .events = POLLIN};
+    if (a->mapdir.inotify_fd >= 0)
+      p[n++] = (struct pollfd){.fd = a->mapdir.inotify_fd, .events = POLLIN};
+    if (agent_jobtput_fd(a) >= 0)
+      p[n++] = (struct pollfd){.fd = agent_jobtput_fd(a), .events = POLLIN};
     int timeout = agent_wait_ms(a, agent_now(), http_ms);
     n += (int)agent_scrape_fds(a, p + n, 16, &timeout);
     if (poll(p, (nfds_t)n, timeout) < 0 && errno != EINTR) {

@@ -48,8 +48,8 @@ static int serve(struct agent *a, int sigfd) {
     return 1;
   }
   sd_notifyf(0, "READY=1\nSTATUS=%u GPUs, backend %s", a->n, a->cfg.backend);
-  agent_log("note", "pflexd %s: %u GPU%s (%s), %.3g Hz", PFLEX_VERSION, a->n,
-            a->n == 1 ? "" : "s", a->cfg.backend, a->cfg.hz);
+  agent_log("note", "pflexd %s: %u GPU%s (%s), %.3g Hz", PFLEX_VERSION, a->n, a->n == 1 ? "" : "s",
+            a->cfg.backend, a->cfg.hz);
   int sig = agent_loop_run(a, &h, sigfd, watchdog, NULL);
   sd_notify(0, "STOPPING=1");
   agent_log("note", "signal %d (%s): stopping", sig, strsignal(sig));

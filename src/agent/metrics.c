@@ -17,15 +17,33 @@ struct gpu_family {
 static const struct pflex_gpu_reading *rd(const struct agent *a, unsigned i) {
   return &a->samp[i].last;
 }
-static double v_power(const struct agent *a, unsigned i) { return rd(a, i)->power_mw / 1e3; }
-static double v_energy(const struct agent *a, unsigned i) { return rd(a, i)->energy_mj / 1e3; }
-static double v_limit(const struct agent *a, unsigned i) { return rd(a, i)->limit_mw / 1e3; }
-static double v_enf(const struct agent *a, unsigned i) { return rd(a, i)->enforced_limit_mw / 1e3; }
-static double v_dflt(const struct agent *a, unsigned i) { return rd(a, i)->default_limit_mw / 1e3; }
-static double v_min(const struct agent *a, unsigned i) { return rd(a, i)->min_limit_mw / 1e3; }
-static double v_max(const struct agent *a, unsigned i) { return rd(a, i)->max_limit_mw / 1e3; }
-static double v_sm(const struct agent *a, unsigned i) { return rd(a, i)->sm_clock_mhz * 1e6; }
-static double v_thr(const struct agent *a, unsigned i) { return (double)rd(a, i)->throttle_reasons; }
+static double v_power(const struct agent *a, unsigned i) {
+  return rd(a, i)->power_mw / 1e3;
+}
+static double v_energy(const struct agent *a, unsigned i) {
+  return rd(a, i)->energy_mj / 1e3;
+}
+static double v_limit(const struct agent *a, unsigned i) {
+  return rd(a, i)->limit_mw / 1e3;
+}
+static double v_enf(const struct agent *a, unsigned i) {
+  return rd(a, i)->enforced_limit_mw / 1e3;
+}
+static double v_dflt(const struct agent *a, unsigned i) {
+  return rd(a, i)->default_limit_mw / 1e3;
+}
+static double v_min(const struct agent *a, unsigned i) {
+  return rd(a, i)->min_limit_mw / 1e3;
+}
+static double v_max(const struct agent *a, unsigned i) {
+  return rd(a, i)->max_limit_mw / 1e3;
+}
+static double v_sm(const struct agent *a, unsigned i) {
+  return rd(a, i)->sm_clock_mhz * 1e6;
+}
+static double v_thr(const struct agent *a, unsigned i) {
+  return (double)rd(a, i)->throttle_reasons;
+}
 static double v_up(const struct agent *a, unsigned i) {
   return a->samp[i].have_last && a->samp[i].last_err == 0;
 }
@@ -41,13 +59,13 @@ static const struct gpu_family gpu_families[] = {
     {"pflex_gpu_up", "gauge", "1 when the latest read of the GPU succeeded", 0, v_up},
     {"pflex_gpu_power_watts", "gauge", "Board power (NVML: about a 1 s average)", PFLEX_GPU_POWER,
      v_power},
-    {"pflex_gpu_energy_joules_total", "counter", "Energy since the driver loaded",
-     PFLEX_GPU_ENERGY, v_energy},
+    {"pflex_gpu_energy_joules_total", "counter", "Energy since the driver loaded", PFLEX_GPU_ENERGY,
+     v_energy},
     {"pflex_gpu_power_limit_watts", "gauge", "Power management limit", PFLEX_GPU_LIMIT, v_limit},
     {"pflex_gpu_enforced_power_limit_watts", "gauge",
      "Enforced power limit (includes out-of-band limits)", PFLEX_GPU_ENFORCED, v_enf},
-    {"pflex_gpu_default_power_limit_watts", "gauge", "Default power limit",
-     PFLEX_GPU_DEFAULT_LIMIT, v_dflt},
+    {"pflex_gpu_default_power_limit_watts", "gauge", "Default power limit", PFLEX_GPU_DEFAULT_LIMIT,
+     v_dflt},
     {"pflex_gpu_min_power_limit_watts", "gauge", "Lowest settable power limit",
      PFLEX_GPU_CONSTRAINTS, v_min},
     {"pflex_gpu_max_power_limit_watts", "gauge", "Highest settable power limit",

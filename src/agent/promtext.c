@@ -32,8 +32,7 @@ static const char *skip_labels(const char *p, const char *end) {
 }
 
 /* The value of one line if it is a sample of `name`. */
-static bool line_value(const char *p, const char *end, const char *name, size_t nlen,
-                       double *ret) {
+static bool line_value(const char *p, const char *end, const char *name, size_t nlen, double *ret) {
   if ((size_t)(end - p) <= nlen || memcmp(p, name, nlen) != 0) return false;
   p += nlen;
   if (*p == '{' && !(p = skip_labels(p, end))) return false;

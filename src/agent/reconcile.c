@@ -15,8 +15,7 @@ static int find_uuid(const struct agent *a, const char *uuid) {
 }
 
 /* The lease GPU i gets from the previous instance's entry. */
-static void take_over(struct agent *a, unsigned i, struct agent_lease l, double mono,
-                      double real) {
+static void take_over(struct agent *a, unsigned i, struct agent_lease l, double mono, double real) {
   if (l.state == AGENT_LEASE_HELD) {
     double left = l.expires_s - real;
     if (left > l.lease_s) left = l.lease_s; /* the wall clock went back: never longer */
@@ -54,16 +53,17 @@ static void summary(const struct agent *a, size_t restored) {
 int agent_reconcile(struct agent *a, char *errbuf, size_t errlen) {
   struct agent_state_entry *v = NULL;
   size_t n = 0;
-  int err = agent_state_load(a->state_path, pflex_gpu_backend_name(a->gpu), &v, &n, errbuf,
-                             errlen);
+  int err = agent_state_load(a->state_path, pflex_gpu_backend_name(a->gpu), &v, &n, errbuf, errlen);
   if (err == -ENOENT) return 0;
   if (err) return err;
   double mono = agent_now(), real = agent_real_now();
   for (size_t k = 0; k < n; k++) {
     int i = find_uuid(a, v[k].uuid);
     if (i < 0)
-      agent_log("warning", "GPU %s of the lease file is gone; its restore record stays for "
-                           "'pflex cap restore'", v[k].uuid);
+      agent_log("warning",
+                "GPU %s of the lease file is gone; its restore record stays for "
+                "'pflex cap restore'",
+                v[k].uuid);
     else
       take_over(a, (unsigned)i, v[k].lease, mono, real);
   }

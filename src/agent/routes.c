@@ -22,8 +22,8 @@ static void reply_body_error(struct agent_reply *rp, const struct agent_error *e
 
 static void h_health(struct agent *a, const struct agent_request *rq, struct agent_reply *rp) {
   rp->status = 200;
-  rp->json = json_pack("{s:s, s:I, s:s, s:s}", "status", "ok", "gpus", (json_int_t)a->n,
-                       "backend", pflex_gpu_backend_name(a->gpu), "version", PFLEX_VERSION);
+  rp->json = json_pack("{s:s, s:I, s:s, s:s}", "status", "ok", "gpus", (json_int_t)a->n, "backend",
+                       pflex_gpu_backend_name(a->gpu), "version", PFLEX_VERSION);
 }
 
 static json_t *watts_or_null(const struct pflex_gpu_reading *r, unsigned bit, unsigned mw) {
@@ -45,9 +45,9 @@ static json_t *gpu_json(struct agent *a, unsigned i, double now) {
                       watts_or_null(r, PFLEX_GPU_DEFAULT_LIMIT, r->default_limit_mw));
   json_object_set_new(o, "min_limit_w", watts_or_null(r, PFLEX_GPU_CONSTRAINTS, r->min_limit_mw));
   json_object_set_new(o, "max_limit_w", watts_or_null(r, PFLEX_GPU_CONSTRAINTS, r->max_limit_mw));
-  json_object_set_new(o, "energy_j", (r->valid & PFLEX_GPU_ENERGY)
-                                         ? json_real((double)r->energy_mj / 1000.0)
-                                         : json_null());
+  json_object_set_new(o, "energy_j",
+                      (r->valid & PFLEX_GPU_ENERGY) ? json_real((double)r->energy_mj / 1000.0)
+                                                    : json_null());
   json_object_set_new(o, "job", job ? json_string(job->id) : json_null());
   json_object_set_new(o, "lease_s_left", left >= 0 ? json_real(left) : json_null());
   json_object_set_new(o, "lease_state", json_string(agent_lease_state_name(a->g[i].lease.state)));
@@ -73,8 +73,7 @@ static void h_caps_put(struct agent *a, const struct agent_request *rq, struct a
   rp->status = 200;
 }
 
-static void h_caps_delete(struct agent *a, const struct agent_request *rq,
-                          struct agent_reply *rp) {
+static void h_caps_delete(struct agent *a, const struct agent_request *rq, struct agent_reply *rp) {
   struct agent_error e;
   json_t *out = NULL;
   int err = agent_caps_release(a, ~(uint64_t)0, &out, &e);
@@ -146,8 +145,7 @@ static void h_job_put(struct agent *a, const struct agent_request *rq, struct ag
   rp->json = job_json(a, job);
 }
 
-static void h_job_delete(struct agent *a, const struct agent_request *rq,
-                         struct agent_reply *rp) {
+static void h_job_delete(struct agent *a, const struct agent_request *rq, struct agent_reply *rp) {
   uint64_t gpus = 0;
   if (!job_id_ok(rq, rp)) return;
   if (agent_jobs_delete(&a->jobs, rq->arg, &gpus))

@@ -20,8 +20,8 @@ struct agent_request {
 
 struct agent_reply {
   int status;
-  json_t *json;      /* a JSON reply, or */
-  char *text;        /* a text one (malloc'd), of text_len bytes */
+  json_t *json; /* a JSON reply, or */
+  char *text;   /* a text one (malloc'd), of text_len bytes */
   size_t text_len;
   const char *content_type;
 };

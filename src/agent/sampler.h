@@ -32,7 +32,7 @@ const struct agent_sample *agent_ring_get(const struct agent_ring *r, size_t k);
 struct agent_gpu_sampler {
   struct pflex_gpu_reading last; /* the latest successful reading */
   int have_last;
-  int last_err;                  /* error of the latest read (0: fine) */
+  int last_err; /* error of the latest read (0: fine) */
   struct agent_ring ring;
 };
 

@@ -14,8 +14,8 @@
 
 static json_t *entry_json(const struct agent_state_entry *e, double mono_now, double real_now) {
   const struct agent_lease *l = &e->lease;
-  json_t *o = json_pack("{s:s, s:I, s:s}", "uuid", e->uuid, "index", (json_int_t)e->index,
-                        "state", agent_lease_state_name(l->state));
+  json_t *o = json_pack("{s:s, s:I, s:s}", "uuid", e->uuid, "index", (json_int_t)e->index, "state",
+                        agent_lease_state_name(l->state));
   if (!o) return NULL;
   if (l->state == AGENT_LEASE_HELD) {
     json_object_set_new(o, "cap_mw", json_integer(l->cap_mw));
@@ -120,8 +120,9 @@ int agent_state_load(const char *path, const char *backend, struct agent_state_e
   if (!err && !v) err = -ENOMEM;
   for (size_t k = 0; !err && k < n; k++)
     if (parse_entry(json_array_get(gpus, k), &v[k]))
-      err = bad(errbuf, errlen, path, k, "missing or invalid uuid, index, state, cap_mw, "
-                                         "expires, lease_s or fallback");
+      err = bad(errbuf, errlen, path, k,
+                "missing or invalid uuid, index, state, cap_mw, "
+                "expires, lease_s or fallback");
   json_decref(root);
   if (err) {
     free(v);

@@ -15,7 +15,7 @@
 
 struct agent_state_entry {
   char uuid[96];
-  unsigned index;          /* when written; GPUs are found again by UUID */
+  unsigned index;           /* when written; GPUs are found again by UUID */
   struct agent_lease lease; /* expires_s is CLOCK_REALTIME seconds here */
 };
 

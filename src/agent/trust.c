@@ -24,8 +24,7 @@ static int check_stat(const struct stat *st, bool want_dir, mode_t forbidden, ch
   }
   if (st->st_mode & forbidden) {
     snprintf(errbuf, errlen, "mode %04o lets %s; use chmod %s", (unsigned)(st->st_mode & 07777),
-             forbidden & 044 && st->st_mode & 044 ? "other users read it"
-                                                  : "other users write it",
+             forbidden & 044 && st->st_mode & 044 ? "other users read it" : "other users write it",
              forbidden & 044 ? "600" : "go-w");
     return -EPERM;
   }

@@ -1,7 +1,7 @@
 /* agent_prom_sum (the Prometheus text a job's endpoint serves, scraped by
  * pflexd) on arbitrary bytes, for a few metric names. Contract: a sum is
- * a number (finite values may overflow to inf) from at least one series; the parse never reads past the
- * input (ASan), whatever the labels, quotes and line ends. */
+ * a number (finite values may overflow to inf) from at least one series; the parse never reads past
+ * the input (ASan), whatever the labels, quotes and line ends. */
 #include "fuzz.h"
 
 #include <errno.h>

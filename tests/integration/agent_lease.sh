@@ -41,9 +41,15 @@ for s in "$seen0" "$seen1"; do
   awk -v s="$s" -v t1="$t1" -v l=$LEASE -v p=$PERIOD 'BEGIN { exit !(s <= t1 + l + p + 0.05) }' ||
     fail "fallback later than one sample period: seen $(awk -v s="$s" -v t1="$t1" -v l=$LEASE 'BEGIN{printf "%.3f", s - t1 - l}') s after the deadline"
 done
+# pflexd logs the line after the GPUs changed and the lease file is written.
+for ((i = 0; i < 100; i++)); do grep -q 'fallback applied' "$LOG" && break; sleep 0.02; done
 late=$(sed -n 's/.*fallback applied \([0-9.]*\) ms after the deadline/\1/p' "$LOG" | head -n1)
 [ -n "$late" ] || fail "no fallback line in the log: $(cat "$LOG")"
-awk -v l="$late" 'BEGIN { exit !(l >= 0 && l <= 100) }' || fail "pflexd applied the fallback $late ms late"
+# pflexd's own figure ends after the restore records are rewritten too (fsync),
+# so under a loaded CI disk it can exceed the period while the limits (checked
+# above from outside) already changed in time: it must only say the deadline,
+# not a later retry, triggered the fallback.
+awk -v l="$late" 'BEGIN { exit !(l >= 0 && l < 1000) }' || fail "pflexd applied the fallback $late ms late"
 
 api_noauth GET /v1/gpus
 expect_eq "$(echo "$BODY" | jq -c '[.gpus[] | .lease_state]')" '["none","fallback"]' "lease states"

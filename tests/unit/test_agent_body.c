@@ -33,9 +33,9 @@ static void test_caps_accepted(void **state) {
   assert_true(r.lease_s == 30);
   assert_true(r.fallback_default);
 
-  assert_int_equal(caps("{\"caps\":[{\"job\":\"12_3\",\"watts\":200}],\"fallback\":{\"watts\":500}}",
-                        &r, &e),
-                   0);
+  assert_int_equal(
+      caps("{\"caps\":[{\"job\":\"12_3\",\"watts\":200}],\"fallback\":{\"watts\":500}}", &r, &e),
+      0);
   assert_true(r.items[0].by_job);
   assert_string_equal(r.items[0].job, "12_3");
   assert_true(r.lease_s == 60); /* the default */
@@ -104,9 +104,12 @@ static void test_jobs(void **state) {
   assert_int_equal(r.gpus[0], 3);
   assert_int_equal(r.gpus[2], 1);
   static const struct bad_case cases[] = {
-      {"{}", 400, "gpus"},         {"{\"gpus\":[]}", 422, "gpus"},
-      {"{\"gpus\":[1,1]}", 422, "gpus[1]"}, {"{\"gpus\":[4]}", 422, "gpus[0]"},
-      {"{\"gpus\":[1.5]}", 400, "gpus[0]"}, {"{\"gpus\":[0],\"id\":\"x\"}", 400, "id"},
+      {"{}", 400, "gpus"},
+      {"{\"gpus\":[]}", 422, "gpus"},
+      {"{\"gpus\":[1,1]}", 422, "gpus[1]"},
+      {"{\"gpus\":[4]}", 422, "gpus[0]"},
+      {"{\"gpus\":[1.5]}", 400, "gpus[0]"},
+      {"{\"gpus\":[0],\"id\":\"x\"}", 400, "id"},
       {"nope", 400, ""},
   };
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {

@@ -78,8 +78,8 @@ static void test_file_and_argv(void **state) {
   (void)state;
   struct agent_config c;
   char why[512];
-  const char *good = write_file("good.conf", "; comment\n[pflexd]\nhz = 4\nlisten = 127.0.0.1:9\n",
-                                0644);
+  const char *good =
+      write_file("good.conf", "; comment\n[pflexd]\nhz = 4\nlisten = 127.0.0.1:9\n", 0644);
   char goodp[128];
   snprintf(goodp, sizeof goodp, "%s", good);
   char *argv[] = {"pflexd", "--config", goodp, "--hz", "8", "--read-auth", "true", NULL};
@@ -157,7 +157,7 @@ static int teardown(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_defaults),     cmocka_unit_test(test_set_values),
+      cmocka_unit_test(test_defaults),      cmocka_unit_test(test_set_values),
       cmocka_unit_test(test_file_and_argv), cmocka_unit_test(test_token),
       cmocka_unit_test(test_token_equal),
   };

@@ -147,9 +147,12 @@ static void test_state_file(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_grant_due_left),     cmocka_unit_test(test_fall_back),
-      cmocka_unit_test(test_renew_all_and_deadline), cmocka_unit_test(test_state_names),
-      cmocka_unit_test(test_jobs_table),          cmocka_unit_test(test_state_file),
+      cmocka_unit_test(test_grant_due_left),
+      cmocka_unit_test(test_fall_back),
+      cmocka_unit_test(test_renew_all_and_deadline),
+      cmocka_unit_test(test_state_names),
+      cmocka_unit_test(test_jobs_table),
+      cmocka_unit_test(test_state_file),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
