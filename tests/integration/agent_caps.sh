@@ -56,6 +56,12 @@ bad 400 "" '{"caps":[],"caps":[]}'
 big=$(python3 -c 'print("{\"caps\":[" + ",".join(["{\"gpu\":0,\"watts\":450}"]*4000) + "]}")')
 api PUT /v1/caps "$big"
 expect_error 413 "" "an oversized body"
+# The same without a Content-Length (chunked): cut off while it streams in.
+api PUT /v1/caps "$big" -H "Transfer-Encoding: chunked"
+expect_error 413 "" "an oversized chunked body"
+# A body of exactly the limit is read (and here refused as JSON, not for its size).
+api PUT /v1/caps "$(python3 -c 'print("{\"caps\":[]" + " " * (65536 - 12) + "}", end="")')"
+expect_code 200 "a body of 65536 bytes"
 for i in 0 1 2 3; do
   expect_eq "$(limit $i)" 700000 "GPU $i after the bad bodies"
   expect_eq "$(set_count $i)" 0 "set calls on GPU $i after the bad bodies"

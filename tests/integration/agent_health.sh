@@ -39,6 +39,13 @@ api_unix GET /v1/gpus
 expect_code 200 "GET over the Unix socket under read_auth"
 stop_pflexd TERM
 
+# socket_group: the socket's group, mode 0660.
+grp=$(getent group nogroup >/dev/null && echo nogroup || echo daemon)
+start_pflexd --socket-group "$grp"
+expect_eq "$(stat -c '%a %G' "$SOCK")" "660 $grp" "socket mode and group"
+stop_pflexd TERM
+[ ! -e "$SOCK" ] || fail "the socket file was left behind"
+
 # start-up refusals: exit 1 (or 2 for usage), nothing listening, a reason.
 refuse() { # EXPECTED_RC PATTERN ARGS...
   local want=$1 pat=$2 rc=0
@@ -66,6 +73,10 @@ refuse 2 "cannot open" --token-file "$T/token" --config "$T/missing.conf"
 mkdir -p "$T/wide" && chmod 777 "$T/wide"
 refuse 1 "state directory" --token-file "$T/token" --state-dir "$T/wide"
 refuse 1 "only loopback" --token-file "$T/token" --statsd udp:0.0.0.0:8125
+refuse 1 "no such group" --token-file "$T/token" --socket-group no-such-group-pflex
+: > "$T/run/r.sock"
+refuse 1 "exists and is not a socket" --token-file "$T/token"
+rm "$T/run/r.sock"
 
 # A config file sets keys; the command line overrides them.
 printf '# pflexd test\n[pflexd]\nhz = 4\nread_auth = true\n' > "$T/good.conf" && chmod 644 "$T/good.conf"
