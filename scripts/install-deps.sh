@@ -12,6 +12,12 @@ packages=(
   libcmocka-dev valgrind
   # used by the integration tests only: JSON checks, the restore-lock test
   jq python3 util-linux
+  # libFuzzer harnesses (scripts/fuzz.sh); the sanitizer and fuzzer runtimes
+  # are only a Recommends of clang, which --no-install-recommends leaves out
+  clang libclang-rt-dev
+  # pflexd: its config file (libinih), sd_notify (libsystemd); its tests: curl,
+  # and Debian's prometheus (the server and promtool) for the scrape test
+  libinih-dev libsystemd-dev curl prometheus
 )
 
 missing=()
