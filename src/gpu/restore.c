@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,6 +142,13 @@ static void copy_str(char *dst, size_t size, const char *src) {
   snprintf(dst, size, "%s", src ? src : "");
 }
 
+/* A limit in mW as the file states it, or 0 (unknown) when it is no integer
+ * in 1..UINT_MAX: a larger one must not wrap to another limit. */
+static unsigned limit_mw(json_t *v) {
+  json_int_t x = json_is_integer(v) ? json_integer_value(v) : 0;
+  return x > 0 && x <= (json_int_t)UINT_MAX ? (unsigned)x : 0;
+}
+
 /* Reads the records on disk (none when the file does not exist). */
 static int load(struct pflex_restore *r, struct pflex_restore_record **ret, size_t *ret_n) {
   if (r->memory) {
@@ -175,8 +183,9 @@ static int load(struct pflex_restore *r, struct pflex_restore_record **ret, size
   }
   for (size_t i = 0; i < n; i++) {
     json_t *o = json_array_get(arr, i);
-    json_t *uuid = json_object_get(o, "uuid"), *mw = json_object_get(o, "original_limit_mw");
-    if (!json_is_string(uuid) || !json_is_integer(mw) || json_integer_value(mw) <= 0) {
+    json_t *uuid = json_object_get(o, "uuid");
+    v[i].original_mw = limit_mw(json_object_get(o, "original_limit_mw"));
+    if (!json_is_string(uuid) || v[i].original_mw == 0) {
       free(v);
       json_decref(root);
       return -PFLEX_E_PARSE;
@@ -186,15 +195,9 @@ static int load(struct pflex_restore *r, struct pflex_restore_record **ret, size
     copy_str(v[i].pci_bus_id, sizeof v[i].pci_bus_id,
              json_string_value(json_object_get(o, "pci_bus_id")));
     v[i].index = (unsigned)json_integer_value(json_object_get(o, "index"));
-    v[i].original_mw = (unsigned)json_integer_value(mw);
     /* absent in older files: unknown */
-    json_t *set = json_object_get(o, "set_limit_mw"), *prev = json_object_get(o, "prev_set_limit_mw");
-    v[i].set_mw = json_is_integer(set) && json_integer_value(set) > 0
-                      ? (unsigned)json_integer_value(set)
-                      : 0;
-    v[i].prev_set_mw = json_is_integer(prev) && json_integer_value(prev) > 0
-                           ? (unsigned)json_integer_value(prev)
-                           : 0;
+    v[i].set_mw = limit_mw(json_object_get(o, "set_limit_mw"));
+    v[i].prev_set_mw = limit_mw(json_object_get(o, "prev_set_limit_mw"));
     v[i].pid = (long long)json_integer_value(json_object_get(o, "pid"));
     v[i].time = (long long)json_integer_value(json_object_get(o, "time"));
   }
