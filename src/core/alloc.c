@@ -481,7 +481,7 @@ static int greedy(const struct pflex_alloc_job *jobs, size_t n, const struct pre
   off[n] = ns;
   work = malloc((ns ? ns : 1) * sizeof *work);
   if (!work) goto out;
-  memcpy(work, segs, ns * sizeof *work);
+  if (ns) memcpy(work, segs, ns * sizeof *work); /* segs is NULL when no job has a segment */
   double lambda = threshold(work, ns, budget);
   /* Take every segment steeper than lambda; segments at exactly lambda share
    * what is left in job order, so at most one job ends inside a segment. */

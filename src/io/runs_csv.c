@@ -233,6 +233,9 @@ int pflex_runs_read_csv(const char *path, const struct pflex_runs_read_opts *opt
                              "negative");
       /* A time-per-step SD becomes the SD of its inverse to first order. */
       if (set.unit == PFLEX_TPUT_PER_STEP_TIME) v = v * run.tput * run.tput;
+      if (!err && !isfinite(v))
+        err = pflex_diag_set(diag, -PFLEX_E_DATA, path, r->line, t.header.fields[tput_sd],
+                             "too large for the time per step (the throughput SD is infinite)");
       run.tput_sd = v, run.have |= PFLEX_RUN_TPUT_SD;
     }
     if (!err && col[6] >= 0 && *r->fields[col[6]]) run.model = r->fields[col[6]];
@@ -335,7 +338,7 @@ int pflex_runs_write_csv_stream(const struct pflex_runset *set, FILE *f) {
   }
     OPT_NUM(PFLEX_RUN_POWER_SD, r->power_sd)
     OPT_NUM(PFLEX_RUN_TPUT_SD,
-            set->unit == PFLEX_TPUT_PER_STEP_TIME ? r->tput_sd / (r->tput * r->tput) : r->tput_sd)
+            set->unit == PFLEX_TPUT_PER_STEP_TIME ? r->tput_sd / r->tput / r->tput : r->tput_sd)
 #undef OPT_NUM
     if (any_model)
       fputc(',', f), err = err ? err : pflex_csv_write_field(f, r->model ? r->model : "", 0);

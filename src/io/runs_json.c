@@ -197,6 +197,12 @@ static int read_run(struct reader *rd, struct pflex_runset *set, json_t *o, size
   if (!err && have) r.have |= PFLEX_RUN_COMPILE;
   if (!err) err = json_get_bool(&f, o, "grad_ckpt", &r.grad_ckpt, &have);
   if (!err && have) r.have |= PFLEX_RUN_GRAD_CKPT;
+  /* A time-per-step runset is exported as s_per_step = 1 / tput (pflex_runs_write_csv). */
+  if (!err && set->unit == PFLEX_TPUT_PER_STEP_TIME &&
+      (!isfinite(1.0 / r.tput) ||
+       ((r.have & PFLEX_RUN_TPUT_SD) && !isfinite(r.tput_sd / r.tput / r.tput))))
+    err = fail(rd, -PFLEX_E_DATA, run, "tput", "too small for a time per step (1 / tput, or the "
+               "SD of the time, is infinite)");
   json_t *extra = json_object_get(o, "extra");
   if (!err && extra && !json_is_object(extra))
     err = fail(rd, -PFLEX_E_PARSE, run, "extra", "not an object");

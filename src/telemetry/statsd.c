@@ -415,11 +415,11 @@ int pflex_tput_meter_feed(struct pflex_tput_meter *m, const struct pflex_statsd_
   double v = metric->value;
   switch (metric->type) {
   case PFLEX_STATSD_COUNTER: {
-    if (v < 0) {
+    double count = v / metric->sample_rate;
+    if (v < 0 || !isfinite(m->total + count)) { /* a huge value over a tiny rate */
       m->ignored++;
       return -EINVAL;
     }
-    double count = v / metric->sample_rate;
     m->total += count;
     if (!m->started) {
       m->started = true;
@@ -429,14 +429,16 @@ int pflex_tput_meter_feed(struct pflex_tput_meter *m, const struct pflex_statsd_
     m->pending += count;
     double dt = time_s - m->last_time_s;
     if (dt <= 0 || dt < m->min_interval_s) return -EAGAIN;
+    double rate = m->pending / dt * m->scale;
+    if (!isfinite(rate)) return -EAGAIN; /* too short a window for a finite rate: keep counting */
     *ret_time_s = time_s;
-    *ret_value = m->pending / dt * m->scale;
+    *ret_value = rate;
     m->pending = 0;
     m->last_time_s = time_s;
     return 0;
   }
   case PFLEX_STATSD_GAUGE:
-    if (metric->delta || v < 0) {
+    if (metric->delta || v < 0 || !isfinite(v * m->scale)) {
       m->ignored++;
       return -EINVAL;
     }
@@ -445,7 +447,8 @@ int pflex_tput_meter_feed(struct pflex_tput_meter *m, const struct pflex_statsd_
     return 0;
   case PFLEX_STATSD_TIMING:
   case PFLEX_STATSD_HISTOGRAM:
-    if (!(v > 0)) {
+    /* a step time so small (1e-310 ms) that its inverse is no finite rate is unusable too */
+    if (!(v > 0) || !isfinite(1000.0 / v * m->scale)) {
       m->ignored++;
       return -EINVAL;
     }

@@ -120,7 +120,9 @@ int pflex_tput_regex_match(const struct pflex_tput_regex *re, const char *line, 
   double v = strtod(num, &end);
   if (k == 0 || *end || !isfinite(v) || !(v > 0)) goto out;
   if (re->per_step_time) v = 1.0 / v;
-  *ret_value = v * re->scale;
+  v *= re->scale;
+  if (!isfinite(v) || !(v > 0)) goto out; /* 1 / 1e-310, or an overflowing scale */
+  *ret_value = v;
   r = 0;
 out:
   free(clean);

@@ -1,14 +1,15 @@
 /* The restore records (src/gpu/restore.c): arbitrary bytes as restore.json in
  * a private state directory, read through pflex_restore_list as pflex cap
  * restore does. It either fails (-PFLEX_E_PARSE) or gives records whose
- * limits are exactly the file's: a power limit the file states (in mW) must
- * never be read as a different one, or a GPU would be restored to a wrong
- * limit. */
+ * limits are the file's: a power limit the file states (in mW) must never be
+ * read as a different one (a value above UINT_MAX wrapped), or a GPU would be
+ * restored to a wrong limit. */
 #include "fuzz.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdbool.h>
 
 #include "pflex/error.h"
@@ -41,14 +42,15 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   return 0;
 }
 
-/* The record's limit field as the file states it, when it is an integer. */
-static bool stated(json_t *o, const char *key, json_int_t *ret) {
+/* A limit field as the file states it when it is an integer in 1..UINT_MAX, else 0. */
+static json_int_t stated_mw(json_t *o, const char *key) {
   json_t *v = json_object_get(o, key);
-  if (!json_is_integer(v)) return false;
-  *ret = json_integer_value(v);
-  return true;
+  json_int_t x = json_is_integer(v) ? json_integer_value(v) : 0;
+  return x >= 1 && x <= UINT_MAX ? x : 0;
 }
 
+/* Each limit read is the file's, or 0 (not read: unknown, or a record the
+ * store marks malformed and never uses); never another number. */
 static void check_records(const uint8_t *data, size_t size,
                           const struct pflex_restore_record *rec, size_t n) {
   json_t *root = json_loadb((const char *)data, size, 0, NULL);
@@ -56,14 +58,13 @@ static void check_records(const uint8_t *data, size_t size,
   fuzz_check(json_array_size(arr) == n);
   for (size_t i = 0; i < n; i++) {
     json_t *o = json_array_get(arr, i);
-    json_int_t v;
-    fuzz_check(stated(o, "original_limit_mw", &v) && v > 0);
-    if (rec[i].original_mw != v)
-      fprintf(stderr, "record %zu: original_limit_mw %lld read as %u\n", i, (long long)v,
-              rec[i].original_mw);
-    fuzz_check(rec[i].original_mw == v);
-    if (stated(o, "set_limit_mw", &v) && v > 0) fuzz_check(rec[i].set_mw == v);
-    if (stated(o, "prev_set_limit_mw", &v) && v > 0) fuzz_check(rec[i].prev_set_mw == v);
+    json_int_t orig = stated_mw(o, "original_limit_mw");
+    if (rec[i].original_mw != 0 && rec[i].original_mw != orig)
+      fprintf(stderr, "record %zu: original_limit_mw read as %u\n", i, rec[i].original_mw);
+    fuzz_check(rec[i].original_mw == 0 || rec[i].original_mw == orig);
+    json_int_t set = stated_mw(o, "set_limit_mw"), prev = stated_mw(o, "prev_set_limit_mw");
+    fuzz_check(rec[i].set_mw == 0 || rec[i].set_mw == set);
+    fuzz_check(rec[i].prev_set_mw == 0 || rec[i].prev_set_mw == prev);
   }
   json_decref(root);
 }

@@ -2,9 +2,11 @@
  * accepts must survive its own writer: the CSV that pflex_runs_write_csv_stream
  * makes of it reads back (same options but no set filter) into as many runs,
  * and (for units other than s_per_step, which inverts twice) writes the same
- * text again. */
+ * text again. What pflex pfi then does with it, every group's PFI under each
+ * definition (without the Monte Carlo CI), must not crash or hit UB. */
 #include "fuzz.h"
 
+#include "pflex/pfi.h"
 #include "pflex/runs.h"
 #include "pflex/runs_csv.h"
 
@@ -53,6 +55,28 @@ static void round_trip(const struct pflex_runset *set, const struct pflex_runs_r
   free(text1);
 }
 
+static void pfi_of_groups(const struct pflex_runset *set) {
+  struct pflex_group *groups;
+  size_t ng;
+  if (pflex_runset_groups(set, &groups, &ng) != 0) return;
+  for (size_t g = 0; g < ng; g++) {
+    struct pflex_pfi_point *pts;
+    if (pflex_pfi_group_points(set, &groups[g], &pts) != 0) continue;
+    for (int def = PFLEX_PFI_RATIO; def <= PFLEX_PFI_ELASTICITY; def++) {
+      struct pflex_pfi_opts opts;
+      pflex_pfi_opts_init(&opts);
+      opts.definition = def;
+      opts.draws = 0;
+      struct pflex_pfi_result res;
+      int err = pflex_pfi_compute(pts, groups[g].n, &opts, &res);
+      fuzz_check(err <= 0);
+      if (err == 0) pflex_pfi_result_release(&res);
+    }
+    free(pts);
+  }
+  pflex_groups_free(groups, ng);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (size_t k = 0; k < sizeof option_sets / sizeof *option_sets; k++) {
     const char *path = fuzz_path(data, size);
@@ -63,6 +87,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int err = pflex_runs_read_csv(path, &option_sets[k], &set, &diag);
     fuzz_check(err < 0 || err == 0);
     if (err == 0) round_trip(&set, &option_sets[k]);
+    if (err == 0 && k == 0) pfi_of_groups(&set);
     pflex_runset_release(&set);
   }
   return 0;
