@@ -46,9 +46,17 @@ addr = os.environ["PFLEX_STATSD"]
 assert addr.startswith("unix:"), addr
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 rate = 3 * int(os.environ["PFLEX_CAP_W"])   # tokens/s
+# Tokens for the time that really passed, so a late wake-up on a loaded
+# machine does not change the rate (a fixed count per sleep would).
+last, owed = time.monotonic(), 0.0
 while True:
-    s.sendto(b"tokens:%d|c" % (rate // 20), addr[5:])
     time.sleep(0.05)
+    now = time.monotonic()
+    owed += rate * (now - last)
+    last = now
+    n = int(owed)
+    owed -= n
+    s.sendto(b"tokens:%d|c" % n, addr[5:])
 EOS
 "$PFLEX" sweep --gpus 0 --caps 400,700 --hz 10 --duration 1 --pause 0 --sustain 0.2 \
   --statsd "unix:$T/statsd.sock" --group fake-statsd --out runs2.csv --quiet -- python3 statsd_job.py > out2.txt 2> err2.txt \
@@ -74,11 +82,17 @@ cat > attached.py <<'EOS'
 import os, socket, sys, time
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 state = os.environ["FAKE_NVML_STATE"]
+last, owed = time.monotonic(), 0.0
 while True:
+    time.sleep(0.05)
     lim = [l for l in open(state) if l.startswith("gpu0.limit_mw=")][-1]
     rate = 2 * int(lim.split("=")[1]) // 1000
-    s.sendto(b"tokens:%d|c" % (rate // 20), ("127.0.0.1", int(sys.argv[1])))
-    time.sleep(0.05)
+    now = time.monotonic()
+    owed += rate * (now - last)   # tokens for the time that really passed
+    last = now
+    n = int(owed)
+    owed -= n
+    s.sendto(b"tokens:%d|c" % n, ("127.0.0.1", int(sys.argv[1])))
 EOS
 python3 attached.py $port &
 JOB=$!
