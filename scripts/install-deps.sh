@@ -12,6 +12,8 @@ packages=(
   libcmocka-dev valgrind
   # used by the integration tests only: JSON checks, the restore-lock test
   jq python3 util-linux
+  # the Slurm test bed (scripts/slurm-testbed.sh) and the SPANK plugin
+  munge slurmctld slurmd slurm-client libslurm-dev iproute2
 )
 
 missing=()
