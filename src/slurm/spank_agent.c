@@ -1,0 +1,117 @@
+/* HTTP to the local pflexd over its Unix socket (spank_agent.h). */
+#include <curl/curl.h>
+#include <errno.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "spank_agent.h"
+
+#define REPLY_MAX 16384 /* pflexd's job replies are a few hundred bytes */
+
+struct reply {
+  char buf[REPLY_MAX + 1];
+  size_t len;
+};
+
+static size_t on_data(char *p, size_t size, size_t nmemb, void *arg) {
+  struct reply *r = arg;
+  size_t n = size * nmemb, room = REPLY_MAX - r->len;
+  memcpy(r->buf + r->len, p, n < room ? n : room);
+  r->len += n < room ? n : room;
+  r->buf[r->len] = '\0';
+  return n; /* the rest is dropped: only the error text matters */
+}
+
+/* pflexd's error reply {"error":"...","field":"..."} as "field: error". */
+static void describe(const struct reply *r, long status, char *msg, size_t msglen) {
+  json_t *root = json_loadb(r->buf, r->len, 0, NULL);
+  const char *err = json_string_value(json_object_get(root, "error"));
+  const char *field = json_string_value(json_object_get(root, "field"));
+  if (err)
+    snprintf(msg, msglen, "pflexd answered %ld: %s%s%s", status, field ? field : "",
+             field ? ": " : "", err);
+  else
+    snprintf(msg, msglen, "pflexd answered %ld", status);
+  json_decref(root);
+}
+
+static int status_error(long status) {
+  static const struct {
+    long status;
+    int err;
+  } map[] = {{200, 0}, {404, -ENOENT}, {409, -EBUSY}};
+  for (size_t k = 0; k < sizeof map / sizeof map[0]; k++)
+    if (map[k].status == status) return map[k].err;
+  return -EPROTO;
+}
+
+/* One request; body NULL for none. */
+static int request(const struct pflex_spank_conf *c, const char *method, const char *path,
+                   const char *body, char *msg, size_t msglen) {
+  CURL *h = curl_easy_init();
+  struct reply *r = calloc(1, sizeof *r);
+  if (!h || !r) {
+    curl_easy_cleanup(h);
+    free(r);
+    snprintf(msg, msglen, "out of memory");
+    return -ENOMEM;
+  }
+  char url[256];
+  snprintf(url, sizeof url, "http://localhost%s", path);
+  struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
+  curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, c->socket);
+  curl_easy_setopt(h, CURLOPT_URL, url);
+  curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, r);
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+  if (body) curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+  CURLcode cc = curl_easy_perform(h);
+  long status = 0;
+  int err = 0;
+  if (cc != CURLE_OK) {
+    snprintf(msg, msglen, "pflexd at %s: %s", c->socket, curl_easy_strerror(cc));
+    err = cc == CURLE_OUT_OF_MEMORY ? -ENOMEM : -ECONNREFUSED;
+  } else {
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    err = status_error(status);
+    if (err) describe(r, status, msg, msglen);
+  }
+  curl_slist_free_all(hdr);
+  curl_easy_cleanup(h);
+  free(r);
+  return err;
+}
+
+int pflex_spank_agent_put_job(const struct pflex_spank_conf *c, const char *job,
+                              const unsigned *gpus, size_t n, char *msg, size_t msglen) {
+  json_t *list = json_array();
+  bool ok = list != NULL;
+  for (size_t k = 0; ok && k < n; k++)
+    ok = json_array_append_new(list, json_integer(gpus[k])) == 0;
+  json_t *root = ok ? json_pack("{s:O}", "gpus", list) : NULL;
+  char *body = root ? json_dumps(root, JSON_COMPACT) : NULL;
+  json_decref(root);
+  json_decref(list);
+  if (!body) {
+    snprintf(msg, msglen, "out of memory");
+    return -ENOMEM;
+  }
+  char path[128];
+  snprintf(path, sizeof path, "/v1/jobs/%s", job);
+  int err = request(c, "PUT", path, body, msg, msglen);
+  free(body);
+  return err;
+}
+
+int pflex_spank_agent_delete_job(const struct pflex_spank_conf *c, const char *job, char *msg,
+                                 size_t msglen) {
+  char path[128];
+  snprintf(path, sizeof path, "/v1/jobs/%s", job);
+  return request(c, "DELETE", path, NULL, msg, msglen);
+}

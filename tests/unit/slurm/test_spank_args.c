@@ -1,0 +1,191 @@
+/* The SPANK plugin's input checks (src/slurm/spank_args.c): plugstack
+ * arguments, the three job options, SLURM_JOB_GPUS lists and job ids. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "spank_args.h"
+
+static char msg[PFLEX_SPANK_MSG_MAX];
+
+static void test_defaults(void **state) {
+  struct pflex_spank_conf c;
+  pflex_spank_conf_init(&c);
+  assert_string_equal(c.socket, "/run/pflex/pflexd.sock");
+  assert_int_equal(c.nclasses, 4);
+  char list[256];
+  pflex_spank_conf_class_list(&c, list, sizeof list);
+  assert_string_equal(list, "rigid, flex10, flex25, flex50");
+  assert_int_equal(c.timeout_ms, 5000);
+  assert_int_equal(c.on_error, PFLEX_SPANK_ON_ERROR_LOG);
+}
+
+static void test_conf_args(void **state) {
+  struct pflex_spank_conf c;
+  pflex_spank_conf_init(&c);
+  char *argv[] = {"socket=/tmp/x/pflexd.sock", "classes=gold,silver,bronze", "timeout_ms=250",
+                  "on_error=fail"};
+  assert_int_equal(pflex_spank_conf_parse(&c, 4, argv, msg, sizeof msg), 0);
+  assert_string_equal(c.socket, "/tmp/x/pflexd.sock");
+  assert_int_equal(c.nclasses, 3);
+  assert_string_equal(c.classes[2], "bronze");
+  assert_int_equal(c.timeout_ms, 250);
+  assert_int_equal(c.on_error, PFLEX_SPANK_ON_ERROR_FAIL);
+}
+
+/* Each bad argument: -EINVAL, a message naming it, and nothing applied. */
+static void test_conf_bad_args(void **state) {
+  static const struct {
+    const char *arg, *want;
+  } bad[] = {
+      {"sockt=/x", "'sockt=/x': unknown"},
+      {"socket=relative", "socket=relative: not an absolute path"},
+      {"socket=", "needs a value"},
+      {"classes=a,,b", "class name '' must be"},
+      {"classes=a b", "class name 'a b' must be"},
+      {"timeout_ms=10", "timeout_ms=10: want milliseconds"},
+      {"timeout_ms=5s", "timeout_ms=5s: want milliseconds"},
+      {"on_error=drain", "on_error=drain: want log or fail"},
+  };
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    struct pflex_spank_conf c;
+    pflex_spank_conf_init(&c);
+    char *argv[] = {"timeout_ms=300", (char *)bad[k].arg};
+    msg[0] = '\0';
+    assert_int_equal(pflex_spank_conf_parse(&c, 2, argv, msg, sizeof msg), -EINVAL);
+    if (!strstr(msg, bad[k].want)) fail_msg("arg %s: message '%s' lacks '%s'", bad[k].arg, msg, bad[k].want);
+    assert_int_equal(c.timeout_ms, 5000); /* the good first argument is not applied either */
+    assert_int_equal(c.nclasses, 4);
+  }
+}
+
+static void test_classes_file(void **state) {
+  char path[] = "/tmp/test_spank_args.XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  FILE *f = fdopen(fd, "w");
+  fputs("# the controller's classes\n\nrigid 0.0\n  flex20\t0.20  # comment\nflex40\n", f);
+  fclose(f);
+  struct pflex_spank_conf c;
+  pflex_spank_conf_init(&c);
+  char arg[64];
+  snprintf(arg, sizeof arg, "classes_file=%s", path);
+  char *argv[] = {arg};
+  assert_int_equal(pflex_spank_conf_parse(&c, 1, argv, msg, sizeof msg), 0);
+  assert_int_equal(c.nclasses, 3);
+  assert_string_equal(c.classes[1], "flex20");
+
+  f = fopen(path, "w");
+  fputs("rigid\nfl@x\n", f);
+  fclose(f);
+  assert_int_equal(pflex_spank_conf_parse(&c, 1, argv, msg, sizeof msg), -EINVAL);
+  char want[96];
+  snprintf(want, sizeof want, "%s:2: class name 'fl@x'", path);
+  assert_non_null(strstr(msg, want));
+
+  unlink(path);
+  assert_int_equal(pflex_spank_conf_parse(&c, 1, argv, msg, sizeof msg), -ENOENT);
+  assert_non_null(strstr(msg, "No such file"));
+  assert_int_equal(c.nclasses, 3); /* the last good file's classes stay */
+}
+
+static void test_class_option(void **state) {
+  struct pflex_spank_conf c;
+  struct pflex_spank_job_opts o = {0};
+  pflex_spank_conf_init(&c);
+  assert_int_equal(pflex_spank_opt_class(&c, "flex25", &o, msg, sizeof msg), 0);
+  assert_true(o.has_class);
+  assert_string_equal(o.class_name, "flex25");
+  struct pflex_spank_job_opts none = {0};
+  assert_int_equal(pflex_spank_opt_class(&c, "flex99", &none, msg, sizeof msg), -EINVAL);
+  assert_false(none.has_class);
+  assert_string_equal(msg, "--pflex-class=flex99: unknown class (known: rigid, flex10, flex25, flex50)");
+  assert_int_equal(pflex_spank_opt_class(&c, "FLEX25", &none, msg, sizeof msg), -EINVAL);
+  assert_int_equal(pflex_spank_opt_class(&c, "", &none, msg, sizeof msg), -EINVAL);
+}
+
+static void test_number_options(void **state) {
+  struct pflex_spank_job_opts o = {0};
+  assert_int_equal(pflex_spank_opt_weight("2.5", &o, msg, sizeof msg), 0);
+  assert_true(o.has_weight);
+  assert_true(o.weight == 2.5);
+  assert_int_equal(pflex_spank_opt_min_tput("0.75", &o, msg, sizeof msg), 0);
+  assert_true(o.min_tput == 0.75);
+  assert_int_equal(pflex_spank_opt_min_tput("1", &o, msg, sizeof msg), 0);
+
+  static const char *bad_weight[] = {"0", "-1", "1001", "abc", "2x", "", " 1", "nan", "inf", "1e999"};
+  for (size_t k = 0; k < sizeof bad_weight / sizeof bad_weight[0]; k++) {
+    struct pflex_spank_job_opts n = {0};
+    assert_int_equal(pflex_spank_opt_weight(bad_weight[k], &n, msg, sizeof msg), -EINVAL);
+    assert_false(n.has_weight);
+    assert_non_null(strstr(msg, "--pflex-weight="));
+    assert_non_null(strstr(msg, "want a number in (0, 1000]"));
+  }
+  static const char *bad_frac[] = {"0", "1.01", "-0.5", "half", "50%", ""};
+  for (size_t k = 0; k < sizeof bad_frac / sizeof bad_frac[0]; k++) {
+    struct pflex_spank_job_opts n = {0};
+    assert_int_equal(pflex_spank_opt_min_tput(bad_frac[k], &n, msg, sizeof msg), -EINVAL);
+    assert_false(n.has_min_tput);
+    assert_non_null(strstr(msg, "--pflex-min-throughput="));
+  }
+  struct pflex_spank_job_opts n = {0};
+  assert_int_equal(pflex_spank_opt_weight(NULL, &n, msg, sizeof msg), -EINVAL);
+}
+
+static void expect_gpus(const char *s, size_t want_n, const unsigned *want) {
+  unsigned g[8];
+  size_t n = 99;
+  assert_int_equal(pflex_spank_parse_gpus(s, g, 8, &n, msg, sizeof msg), 0);
+  assert_int_equal(n, want_n);
+  for (size_t k = 0; k < n; k++)
+    assert_int_equal(g[k], want[k]);
+}
+
+static void test_gpu_lists(void **state) {
+  expect_gpus("", 0, NULL);
+  expect_gpus("0", 1, (unsigned[]){0});
+  expect_gpus("2,0", 2, (unsigned[]){0, 2});
+  expect_gpus("0-2,5", 4, (unsigned[]){0, 1, 2, 5});
+  expect_gpus("1,1,0-1", 2, (unsigned[]){0, 1});
+  static const char *bad[] = {"0,", ",0", "a", "0,,1", "2-1", "0-", "1 2", "99999", "0;1", "-1"};
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    unsigned g[8];
+    size_t n = 0;
+    assert_int_equal(pflex_spank_parse_gpus(bad[k], g, 8, &n, msg, sizeof msg), -EINVAL);
+    assert_non_null(strstr(msg, "not a list of GPU indices"));
+  }
+  unsigned g[8];
+  size_t n = 0;
+  assert_int_equal(pflex_spank_parse_gpus("0-8", g, 8, &n, msg, sizeof msg), -E2BIG);
+  assert_non_null(strstr(msg, "more than 8 GPUs"));
+}
+
+static void test_job_ids(void **state) {
+  assert_true(pflex_spank_job_id_ok("12345"));
+  assert_true(pflex_spank_job_id_ok("12_3"));
+  assert_false(pflex_spank_job_id_ok(""));
+  assert_false(pflex_spank_job_id_ok("1/2"));
+  assert_false(pflex_spank_job_id_ok("../x"));
+  char long_id[80];
+  memset(long_id, '1', 65);
+  long_id[65] = '\0';
+  assert_false(pflex_spank_job_id_ok(long_id));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_defaults),       cmocka_unit_test(test_conf_args),
+      cmocka_unit_test(test_conf_bad_args),  cmocka_unit_test(test_classes_file),
+      cmocka_unit_test(test_class_option),   cmocka_unit_test(test_number_options),
+      cmocka_unit_test(test_gpu_lists),      cmocka_unit_test(test_job_ids),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
