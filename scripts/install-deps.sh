@@ -12,6 +12,9 @@ packages=(
   libcmocka-dev valgrind
   # used by the integration tests only: JSON checks, the restore-lock test
   jq python3 util-linux
+  # libFuzzer harnesses (scripts/fuzz.sh); the sanitizer and fuzzer runtimes
+  # are only a Recommends of clang, which --no-install-recommends leaves out
+  clang libclang-rt-dev
   # the Slurm test bed (scripts/slurm-testbed.sh) and the SPANK plugin
   munge slurmctld slurmd slurm-client libslurm-dev iproute2
 )

@@ -34,4 +34,7 @@ for t in build/tests/test_*; do
   fi
 done
 [ "$fails" -eq 0 ] || { echo "$fails test executables failed under valgrind"; exit 1; }
+
+echo "== fuzz harnesses (libFuzzer, FUZZ_SECONDS each, default 15)"
+bash scripts/fuzz.sh
 echo "all checks passed"

@@ -10,8 +10,8 @@
  * available (unsupported by the device or the driver) and must not be used;
  * no reading is ever signalled by a sentinel number.
  *
- * Changing a power limit goes through pflex_restore_set_limit()
- * (pflex/restore.h), which records the original limit durably first. */
+ * Changing power limits goes through pflex_restore_apply_limits()
+ * (pflex/restore.h), which records the original limits durably first. */
 #ifndef PFLEX_GPU_H
 #define PFLEX_GPU_H
 
@@ -100,8 +100,10 @@ const struct pflex_gpu_ops *const *pflex_gpu_backends(size_t *ret_n);
 /* The backend named `name`, or NULL. */
 const struct pflex_gpu_ops *pflex_gpu_backend_find(const char *name);
 
-/* Opens backend `backend` (NULL: env PFLEX_GPU_BACKEND, else "nvml") with its
- * spec. On failure returns -ENOENT for an unknown backend or the backend's
+/* Opens backend `backend` (NULL or "": "nvml") with its spec (nvml:
+ * "lib=PATH" names the library, default libnvidia-ml.so.1; sim: the job, see
+ * docs/gpu.md). The library reads no environment: programs pass what they
+ * take from PFLEX_GPU_BACKEND and PFLEX_NVML_LIB. On failure returns -ENOENT for an unknown backend or the backend's
  * error, and writes a one-line reason into errbuf. Free with pflex_gpu_close. */
 int pflex_gpu_open(const char *backend, const char *spec, struct pflex_gpu **ret_gpu, char *errbuf,
                    size_t errlen);

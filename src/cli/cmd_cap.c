@@ -83,6 +83,82 @@ static int parse(int argc, char **argv, struct opts *o) {
   return 0;
 }
 
+/* A dry run needs no state directory: without one, nothing is recorded to check against. */
+static int open_for_set(struct pflex_gpu *gpu, const struct opts *o, struct pflex_restore **rs) {
+  if (!o->dry_run) return cli_restore_open(gpu, o->state_dir, false, rs);
+  struct pflex_restore_opts ro;
+  cli_restore_opts(o->state_dir, &ro);
+  ro.no_create = true;
+  if (strcmp(pflex_gpu_backend_name(gpu), "sim") == 0 && !ro.state_dir)
+    return pflex_restore_open_memory(rs);
+  int err = pflex_restore_open_opts(&ro, rs, NULL, 0);
+  if (err == -ENOENT) err = pflex_restore_open_memory(rs);
+  return err ? cli_restore_open(gpu, o->state_dir, false, rs) : 0;
+}
+
+static void say_range(struct pflex_gpu *gpu, const struct pflex_limit_change *c, bool refused) {
+  unsigned lo = 0, hi = 0;
+  pflex_gpu_constraints(gpu, c->index, &lo, &hi, NULL);
+  if (refused)
+    cli_error("GPU %u: %.1f W is outside its settable range %.1f-%.1f W; refused, nothing "
+              "changed (--clamp sets the nearest limit in range instead)",
+              c->index, c->mw / 1000.0, lo / 1000.0, hi / 1000.0);
+  else
+    printf("GPU %u: %.1f W is %s the settable range %.1f-%.1f W: clamped to %.1f W (--clamp)\n",
+           c->index, c->mw / 1000.0, c->mw < c->applied_mw ? "below" : "above", lo / 1000.0,
+           hi / 1000.0, c->applied_mw / 1000.0);
+}
+
+/* Malformed records block changes: name them. */
+static void say_malformed(struct pflex_restore *rs) {
+  struct pflex_restore_record *v = NULL;
+  size_t n = 0;
+  if (pflex_restore_list(rs, &v, &n) != 0) return;
+  for (size_t i = 0; i < n; i++)
+    if (v[i].problem[0])
+      fprintf(stderr, "  '%s': %s; kept as it is (it may hold a GPU's true original limit): "
+                      "fix or remove it by hand\n",
+              pflex_restore_path(rs), v[i].problem);
+  free(v);
+}
+
+/* Why an all-or-nothing set failed, and what the GPUs are at now. */
+static void say_failure(struct pflex_gpu *gpu, struct pflex_restore *rs,
+                        const struct pflex_limit_change *c, size_t n, size_t failed, int err) {
+  if (err == -ERANGE && failed < n) {
+    say_range(gpu, &c[failed], true);
+    return;
+  }
+  if (failed >= n) {
+    cli_error("cannot record the original limits in '%s': %s; no limit was changed%s",
+              pflex_restore_path(rs), pflex_strerror(err),
+              err == -EACCES || err == -EPERM || err == -EROFS
+                  ? " (changing limits needs root or CAP_SYS_ADMIN, and a writable state "
+                    "directory: --state-dir)"
+              : err == -PFLEX_E_LOCKED ? " (another pflex is setting or restoring limits now)"
+                                       : "");
+    if (err == -PFLEX_E_PARSE) say_malformed(rs);
+    return;
+  }
+  cli_gpu_error(gpu, "cannot set the power limit of", c[failed].index, err);
+  if (err == -PFLEX_E_PARSE) say_malformed(rs);
+  bool left = false;
+  for (size_t k = 0; k < failed; k++) {
+    if (c[k].left) {
+      cli_error("GPU %u: cannot put it back to %.1f W", c[k].index, c[k].before_mw / 1000.0);
+      left = true;
+    } else {
+      printf("GPU %u: rolled back to %.1f W\n", c[k].index, c[k].before_mw / 1000.0);
+    }
+  }
+  if (left)
+    fprintf(stderr, "some GPUs keep the new limit: 'pflex cap restore' brings them back to "
+                    "their recorded originals\n");
+  else if (failed)
+    fprintf(stderr, "GPU %u failed: no limit was changed (GPUs set before it were rolled back)\n",
+            c[failed].index);
+}
+
 static int cap_set(struct pflex_gpu *gpu, const struct opts *o) {
   if (!o->have_watts) {
     cli_error("'cap set' needs --watts");
@@ -91,104 +167,41 @@ static int cap_set(struct pflex_gpu *gpu, const struct opts *o) {
   unsigned *idx;
   size_t n;
   if (cli_gpu_select(gpu, o->gpus, &idx, &n)) return PFLEX_EXIT_FAIL;
-  unsigned req = (unsigned)lround(o->watts * 1000.0);
-  unsigned *target = calloc(n, sizeof *target), *old = calloc(n, sizeof *old);
-  int status = PFLEX_EXIT_OK, refused = 0;
-  if (!target || !old) {
+  struct pflex_limit_change *c = calloc(n, sizeof *c);
+  struct pflex_restore *rs = NULL;
+  int status = PFLEX_EXIT_FAIL;
+  if (!c) {
     cli_error("out of memory");
-    status = PFLEX_EXIT_FAIL;
     goto out;
   }
-  /* Check every GPU first: a refused request changes nothing anywhere. */
+  if (open_for_set(gpu, o, &rs)) goto out;
+  unsigned req = (unsigned)lround(o->watts * 1000.0);
+  for (size_t k = 0; k < n; k++)
+    c[k] = (struct pflex_limit_change){.index = idx[k], .mw = req};
+  /* All or nothing: every original recorded first; when one GPU cannot be set
+   * (GPU 3 of 0-7), those set before it go back and their new records go. */
+  size_t failed;
+  int err = pflex_restore_apply_limits(rs, gpu, c, n,
+                                       (o->clamp ? PFLEX_APPLY_CLAMP : 0u) |
+                                           (o->dry_run ? PFLEX_APPLY_DRY_RUN : 0u),
+                                       &failed);
+  if (err) {
+    say_failure(gpu, rs, c, n, failed, err);
+    goto out;
+  }
   for (size_t k = 0; k < n; k++) {
-    unsigned i = idx[k], lo, hi;
-    int err = pflex_gpu_constraints(gpu, i, &lo, &hi, NULL);
-    if (!err) err = pflex_gpu_get_limit(gpu, i, &old[k]);
-    if (err) {
-      cli_gpu_error(gpu, "cannot read the power limit range of", i, err);
-      status = PFLEX_EXIT_FAIL;
-      goto out;
-    }
-    enum pflex_limit_fit fit = pflex_gpu_limit_fit(req, lo, hi, &target[k]);
-    if (fit == PFLEX_LIMIT_INSIDE) continue;
-    if (o->clamp) {
-      printf("GPU %u: %.1f W is %s the settable range %.1f-%.1f W: clamped to %.1f W (--clamp)\n",
-             i, req / 1000.0, fit == PFLEX_LIMIT_BELOW ? "below" : "above", lo / 1000.0,
-             hi / 1000.0, target[k] / 1000.0);
-    } else {
-      cli_error("GPU %u: %.1f W is outside its settable range %.1f-%.1f W; refused, nothing "
-                "changed (--clamp sets the nearest limit in range instead)",
-                i, req / 1000.0, lo / 1000.0, hi / 1000.0);
-      refused = 1;
-    }
+    if (c[k].clamped) say_range(gpu, &c[k], false);
+    printf("GPU %u: power limit %.1f W -> %.1f W%s\n", c[k].index, c[k].before_mw / 1000.0,
+           c[k].applied_mw / 1000.0, o->dry_run ? " (dry run: not changed)" : "");
   }
-  if (refused) {
-    status = PFLEX_EXIT_FAIL;
-    goto out;
-  }
-  if (o->dry_run) {
-    for (size_t k = 0; k < n; k++)
-      printf("GPU %u: power limit %.1f W -> %.1f W (dry run: not changed)\n", idx[k],
-             old[k] / 1000.0, target[k] / 1000.0);
-    goto out;
-  }
-  struct pflex_restore *rs;
-  if (cli_restore_open(gpu, o->state_dir, &rs)) {
-    status = PFLEX_EXIT_FAIL;
-    goto out;
-  }
-  /* All or nothing: when one GPU cannot be set (GPU 3 of 0-7 fails after 0-2
-   * were changed), the GPUs changed by this command go back to the limits they
-   * had before it, so the node is never left half at the new limit. */
-  size_t done = 0;
-  for (size_t k = 0; k < n; k++) {
-    /* Recording first (and separately) tells a failed record from a failed set. */
-    int err = pflex_restore_record(rs, gpu, idx[k]);
-    if (err) {
-      cli_error("GPU %u: cannot record its original limit in '%s': %s; limit not changed%s", idx[k],
-                pflex_restore_path(rs), pflex_strerror(err),
-                err == -EACCES || err == -EPERM || err == -EROFS
-                    ? " (changing limits needs root or CAP_SYS_ADMIN, and a writable state "
-                      "directory: --state-dir)"
-                    : "");
-      status = PFLEX_EXIT_FAIL;
-      break;
-    }
-    err = pflex_restore_set_limit(rs, gpu, idx[k], target[k]);
-    if (err) {
-      cli_gpu_error(gpu, "cannot set the power limit of", idx[k], err);
-      status = PFLEX_EXIT_FAIL;
-      break;
-    }
-    printf("GPU %u: power limit %.1f W -> %.1f W\n", idx[k], old[k] / 1000.0, target[k] / 1000.0);
-    done++;
-  }
-  if (status != PFLEX_EXIT_OK) {
-    int left = 0;
-    for (size_t k = 0; k < done; k++) {
-      int err = pflex_restore_set_limit(rs, gpu, idx[k], old[k]);
-      if (err) {
-        cli_gpu_error(gpu, "cannot roll back the power limit of", idx[k], err);
-        left = 1;
-      } else {
-        printf("GPU %u: rolled back to %.1f W\n", idx[k], old[k] / 1000.0);
-      }
-    }
-    if (left)
-      fprintf(stderr, "some GPUs keep the new limit: 'pflex cap restore' brings them back to "
-                      "their recorded originals\n");
-    else if (done)
-      fprintf(stderr, "GPU %u failed: no limit was changed (GPUs set before it were rolled back)\n",
-              idx[done]);
-  } else if (pflex_restore_path(rs)[0]) {
+  if (!o->dry_run && pflex_restore_path(rs)[0])
     printf("original limits recorded in '%s'; 'pflex cap restore' brings them back\n",
            pflex_restore_path(rs));
-  }
-  pflex_restore_free(rs);
+  status = PFLEX_EXIT_OK;
 out:
+  pflex_restore_free(rs);
   free(idx);
-  free(target);
-  free(old);
+  free(c);
   return status;
 }
 
@@ -207,12 +220,18 @@ static int cap_get(struct pflex_gpu *gpu, const struct opts *o) {
   struct pflex_restore *rs = NULL;
   struct pflex_restore_record *recs = NULL;
   size_t nrecs = 0;
-  const char *env = getenv("PFLEX_STATE_DIR");
-  /* Reading must not create the default directory: look only if it is there. */
-  bool have_dir = o->state_dir || (env && *env) ||
-                  access(PFLEX_RESTORE_DEFAULT_DIR "/" PFLEX_RESTORE_FILE, R_OK) == 0;
-  if (have_dir && pflex_restore_open(o->state_dir, &rs) == 0)
-    if (pflex_restore_list(rs, &recs, &nrecs) != 0) recs = NULL, nrecs = 0;
+  /* Reading must not create the state directory. */
+  struct pflex_restore_opts ro;
+  cli_restore_opts(o->state_dir, &ro);
+  ro.no_create = true;
+  char why[512] = "";
+  int rerr = pflex_restore_open_opts(&ro, &rs, why, sizeof why);
+  if (!rerr) rerr = pflex_restore_list(rs, &recs, &nrecs);
+  if (rerr && rerr != -ENOENT)
+    cli_warn("recorded originals not shown: '%s': %s", ro.state_dir ? ro.state_dir
+                                                                    : PFLEX_RESTORE_DEFAULT_DIR,
+             why[0] ? why : pflex_strerror(rerr));
+  if (rerr) recs = NULL, nrecs = 0;
   json_t *arr = o->json ? json_array() : NULL;
   int status = PFLEX_EXIT_OK;
   if (!o->json)
@@ -264,12 +283,49 @@ static int cap_get(struct pflex_gpu *gpu, const struct opts *o) {
   return status;
 }
 
+/* What happened to one record; 1 when it is not done. */
+static int say_restored(struct pflex_gpu *gpu, struct pflex_restore *rs,
+                        const struct pflex_restore_result *x) {
+  const struct pflex_restore_record *rec = &x->record;
+  if (!x->err) {
+    printf("GPU %u (%s): power limit %.1f W -> %.1f W (original), record cleared\n", x->index,
+           rec->uuid, x->was_mw / 1e3, rec->original_mw / 1e3);
+    return 0;
+  }
+  if (rec->problem[0])
+    cli_error("'%s': %s; kept as it is and not used (it may hold a GPU's true original limit): "
+              "fix or remove it by hand",
+              pflex_restore_path(rs), rec->problem);
+  else if (x->restored)
+    cli_error("GPU %u (%s): power limit %.1f W -> %.1f W (original), but its record could not be "
+              "cleared from '%s': %s; a later 'pflex cap restore' finds it done",
+              x->index, rec->uuid, x->was_mw / 1e3, rec->original_mw / 1e3,
+              pflex_restore_path(rs), pflex_strerror(x->err));
+  else if (x->changed)
+    cli_error("GPU %u (%s): its limit is %.1f W, neither the original %.1f W nor the %.1f W "
+              "pflex set: someone changed it since; left as it is, record kept ('pflex cap "
+              "restore --force' sets %.1f W anyway)",
+              x->index, rec->uuid, x->was_mw / 1e3, rec->original_mw / 1e3, rec->set_mw / 1e3,
+              rec->original_mw / 1e3);
+  else if (!x->found && x->err == -ENODEV)
+    cli_error("GPU %s (index %u when recorded) is not present; its record (original %.1f W) is "
+              "kept",
+              rec->uuid, rec->index, rec->original_mw / 1e3);
+  else {
+    cli_gpu_error(gpu, "cannot restore the power limit of", x->found ? x->index : rec->index,
+                  x->err);
+    fprintf(stderr, "  its record (original %.1f W) is kept in '%s'\n", rec->original_mw / 1e3,
+            pflex_restore_path(rs));
+  }
+  return 1;
+}
+
 static int cap_restore(struct pflex_gpu *gpu, const struct opts *o) {
   unsigned *idx = NULL;
   size_t n = 0;
   if (o->gpus && cli_gpu_select(gpu, o->gpus, &idx, &n)) return PFLEX_EXIT_FAIL;
   struct pflex_restore *rs;
-  if (cli_restore_open(gpu, o->state_dir, &rs)) {
+  if (cli_restore_open(gpu, o->state_dir, false, &rs)) {
     free(idx);
     return PFLEX_EXIT_FAIL;
   }
@@ -282,31 +338,8 @@ static int cap_restore(struct pflex_gpu *gpu, const struct opts *o) {
               pflex_strerror(err));
     status = PFLEX_EXIT_FAIL;
   }
-  for (size_t i = 0; i < nres; i++) {
-    const struct pflex_restore_result *x = &res[i];
-    if (!x->err) {
-      printf("GPU %u (%s): power limit %.1f W -> %.1f W (original), record cleared\n", x->index,
-             x->record.uuid, x->was_mw / 1e3, x->record.original_mw / 1e3);
-    } else if (x->changed) {
-      cli_error("GPU %u (%s): its limit is %.1f W, neither the original %.1f W nor the %.1f W "
-                "pflex set: someone changed it since; left as it is, record kept ('pflex cap "
-                "restore --force' sets %.1f W anyway)",
-                x->index, x->record.uuid, x->was_mw / 1e3, x->record.original_mw / 1e3,
-                x->record.set_mw / 1e3, x->record.original_mw / 1e3);
-      status = PFLEX_EXIT_FAIL;
-    } else if (!x->found && x->err == -ENODEV) {
-      cli_error("GPU %s (index %u when recorded) is not present; its record (original %.1f W) is "
-                "kept",
-                x->record.uuid, x->record.index, x->record.original_mw / 1e3);
-      status = PFLEX_EXIT_FAIL;
-    } else {
-      cli_gpu_error(gpu, "cannot restore the power limit of", x->found ? x->index : x->record.index,
-                    x->err);
-      fprintf(stderr, "  its record (original %.1f W) is kept in '%s'\n",
-              x->record.original_mw / 1e3, pflex_restore_path(rs));
-      status = PFLEX_EXIT_FAIL;
-    }
-  }
+  for (size_t i = 0; i < nres; i++)
+    if (say_restored(gpu, rs, &res[i])) status = PFLEX_EXIT_FAIL;
   if (err && res && status == PFLEX_EXIT_OK) {
     cli_error("cannot update '%s': %s", pflex_restore_path(rs), pflex_strerror(err));
     status = PFLEX_EXIT_FAIL;

@@ -318,7 +318,7 @@ static int run(int argc, char **argv) {
       cli_gpu_error(gpu, "cannot check the caps of", idx[0], err);
     goto out;
   }
-  if (cli_restore_open(gpu, state_dir, &rs)) goto out;
+  if (cli_restore_open(gpu, state_dir, true, &rs)) goto out;
 
   if (pipe(sig_pipe) != 0) {
     cli_error("cannot create a pipe: %s", strerror(errno));
@@ -372,6 +372,11 @@ static int run(int argc, char **argv) {
                 "(pflex had set %.1f W); 'pflex cap restore --force' sets its original %.1f W",
                 x->index, x->record.uuid, x->was_mw / 1e3, x->record.set_mw / 1e3,
                 x->record.original_mw / 1e3);
+    else if (x->restored)
+      cli_error("GPU %u (%s) is back at its original %.1f W, but its record could not be cleared "
+                "from '%s': %s; run 'pflex cap restore' once the state directory is writable",
+                x->index, x->record.uuid, x->record.original_mw / 1e3, pflex_restore_path(rs),
+                pflex_strerror(x->err));
     else if (x->err)
       cli_error("GPU %u (%s) could not be restored to %.1f W: %s; run 'pflex cap restore'",
                 x->found ? x->index : x->record.index, x->record.uuid, x->record.original_mw / 1e3,

@@ -8,29 +8,60 @@
 #include "cli/util.h"
 
 int cli_gpu_open(const char *backend, const char *spec, struct pflex_gpu **ret_gpu) {
+  const char *env = getenv("PFLEX_GPU_BACKEND");
+  if (!backend || !*backend) backend = env && *env ? env : "nvml";
+  /* The nvml backend's one option is its library: env PFLEX_NVML_LIB. */
+  char nvml_spec[4200];
+  if (strcmp(backend, "nvml") == 0) {
+    const char *lib = getenv("PFLEX_NVML_LIB");
+    snprintf(nvml_spec, sizeof nvml_spec, "%s%s", lib && *lib ? "lib=" : "", lib ? lib : "");
+    spec = nvml_spec;
+  }
   char msg[512];
   int err = pflex_gpu_open(backend, spec, ret_gpu, msg, sizeof msg);
   if (err) cli_error("cannot open GPU backend: %s", msg[0] ? msg : pflex_strerror(err));
   return err;
 }
 
-int cli_restore_open(struct pflex_gpu *gpu, const char *state_dir, struct pflex_restore **ret) {
+const char *cli_state_dir(const char *state_dir) {
   const char *env = getenv("PFLEX_STATE_DIR");
+  if (state_dir && *state_dir) return state_dir;
+  return env && *env ? env : NULL;
+}
+
+void cli_restore_opts(const char *state_dir, struct pflex_restore_opts *o) {
+  pflex_restore_opts_init(o);
+  o->state_dir = cli_state_dir(state_dir);
+  const char *t = getenv("PFLEX_LOCK_TIMEOUT_S");
+  if (t && *t) {
+    char *end;
+    double v = strtod(t, &end);
+    if (!*end && v >= 0 && v <= 86400) o->lock_timeout_s = v;
+    else cli_warn("ignoring PFLEX_LOCK_TIMEOUT_S='%s': expected seconds, 0-86400", t);
+  }
+}
+
+int cli_restore_open(struct pflex_gpu *gpu, const char *state_dir, bool hold,
+                     struct pflex_restore **ret) {
+  struct pflex_restore_opts o;
+  cli_restore_opts(state_dir, &o);
+  o.hold = hold;
+  char why[512] = "";
   int err;
-  if (strcmp(pflex_gpu_backend_name(gpu), "sim") == 0 && !(state_dir && *state_dir) &&
-      !(env && *env))
+  if (strcmp(pflex_gpu_backend_name(gpu), "sim") == 0 && !o.state_dir)
     err = pflex_restore_open_memory(ret);
   else
-    err = pflex_restore_open(state_dir, ret);
+    err = pflex_restore_open_opts(&o, ret, why, sizeof why);
   if (err) {
-    const char *dir = state_dir && *state_dir ? state_dir
-                      : env && *env           ? env
-                                              : PFLEX_RESTORE_DEFAULT_DIR;
-    cli_error("cannot open the restore state directory '%s': %s%s", dir, pflex_strerror(err),
-              err == -EACCES || err == -EPERM || err == -EROFS
-                  ? " (pflex must record original limits before changing them: run as root, "
-                    "or pass --state-dir / PFLEX_STATE_DIR)"
-                  : "");
+    const char *dir = o.state_dir ? o.state_dir : PFLEX_RESTORE_DEFAULT_DIR;
+    if (why[0])
+      cli_error("refusing the restore state directory '%s': %s", dir, why);
+    else
+      cli_error("cannot open the restore state directory '%s': %s%s", dir, pflex_strerror(err),
+                err == -EACCES || err == -EPERM || err == -EROFS
+                    ? " (pflex must record original limits before changing them: run as root, "
+                      "or pass --state-dir / PFLEX_STATE_DIR)"
+                    : "");
   }
   return err;
 }

@@ -3,16 +3,29 @@
 #ifndef PFLEX_CLI_GPU_CLI_H
 #define PFLEX_CLI_GPU_CLI_H
 
+#include <stdbool.h>
+
 #include "pflex/gpu.h"
 #include "pflex/restore.h"
 
-/* Opens the backend (NULL: env PFLEX_GPU_BACKEND, else nvml) and prints why not. */
+/* Opens the backend (NULL: env PFLEX_GPU_BACKEND, else nvml; nvml's library
+ * from env PFLEX_NVML_LIB) and prints why not. */
 int cli_gpu_open(const char *backend, const char *spec, struct pflex_gpu **ret_gpu);
+
+/* The state directory given: --state-dir, else env PFLEX_STATE_DIR, else NULL
+ * (the library's default). */
+const char *cli_state_dir(const char *state_dir);
+
+/* Restore options from --state-dir and the environment (PFLEX_STATE_DIR,
+ * PFLEX_LOCK_TIMEOUT_S). */
+void cli_restore_opts(const char *state_dir, struct pflex_restore_opts *o);
 
 /* Opens the restore store for gpu: the state directory (--state-dir, env
  * PFLEX_STATE_DIR, /var/lib/pflex); for the sim backend with neither given, a
- * memory store (simulated GPUs vanish with the process). Prints why not. */
-int cli_restore_open(struct pflex_gpu *gpu, const char *state_dir, struct pflex_restore **ret);
+ * memory store (simulated GPUs vanish with the process). `hold`: this process
+ * keeps the GPUs it sets until it restores them (a sweep). Prints why not. */
+int cli_restore_open(struct pflex_gpu *gpu, const char *state_dir, bool hold,
+                     struct pflex_restore **ret);
 
 /* Prints "error: <what> GPU <index>: <reason>" with a hint of what is needed
  * (root or CAP_SYS_ADMIN for -EPERM, a lost GPU for -ENODEV, ...). */

@@ -28,7 +28,6 @@ const struct pflex_gpu_ops *pflex_gpu_backend_find(const char *name) {
 int pflex_gpu_open(const char *backend, const char *spec, struct pflex_gpu **ret_gpu, char *errbuf,
                    size_t errlen) {
   if (errlen) errbuf[0] = '\0';
-  if (!backend || !*backend) backend = getenv("PFLEX_GPU_BACKEND");
   if (!backend || !*backend) backend = "nvml";
   const struct pflex_gpu_ops *ops = pflex_gpu_backend_find(backend);
   if (!ops) {

@@ -1,8 +1,8 @@
 /* The NVML backend: the one place pflex loads libnvidia-ml.so.1.
  *
  * The library is opened with dlopen at run time (no build dependency on
- * NVIDIA packages); env PFLEX_NVML_LIB names another file (tests use the fake
- * in tests/fake-nvml/). Only the types and functions used are declared here,
+ * NVIDIA packages); the spec "lib=PATH" names another file (the programs take
+ * it from env PFLEX_NVML_LIB; tests use the fake in tests/fake-nvml/). Only the types and functions used are declared here,
  * with the layouts of nvml.h. Versioned entry points are looked up newest
  * first. Required symbols missing -> the backend refuses to open (dlclose,
  * clear error); optional ones missing -> their readings stay invalid.
@@ -192,17 +192,23 @@ static const struct sym syms[] = {
 };
 
 static int nvml_open(const char *spec, void **ret_ctx, char *errbuf, size_t errlen) {
-  (void)spec;
-  const char *path = getenv("PFLEX_NVML_LIB");
-  if (!path || !*path) path = "libnvidia-ml.so.1";
+  /* The one option: lib=PATH (the rest of the spec, commas included). */
+  const char *path = "libnvidia-ml.so.1";
+  if (spec && *spec) {
+    if (strncmp(spec, "lib=", 4) != 0 || !spec[4]) {
+      snprintf(errbuf, errlen, "invalid nvml backend option '%s': expected lib=PATH", spec);
+      return -EINVAL;
+    }
+    path = spec + 4;
+  }
   struct nvml *n = calloc(1, sizeof *n);
   if (!n) return -ENOMEM;
   n->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!n->dl) {
     const char *e = dlerror();
     snprintf(errbuf, errlen,
-             "cannot load NVML '%s': %s (is the NVIDIA driver installed? PFLEX_NVML_LIB "
-             "names another file; --backend sim simulates GPUs)",
+             "cannot load NVML '%s': %s (is the NVIDIA driver installed? lib=PATH (the "
+             "programs' PFLEX_NVML_LIB) names another file; --backend sim simulates GPUs)",
              path, e ? e : "unknown reason");
     free(n);
     return -ELIBACC;

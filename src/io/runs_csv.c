@@ -10,6 +10,7 @@
 
 #include "base/atomic.h"
 #include "io/csv_table.h"
+#include "io/runs_internal.h"
 #include "pflex/csv.h"
 #include "pflex/format.h"
 #include "pflex/runs.h"
@@ -160,6 +161,14 @@ static int pick_tput(const struct ctx *c, const struct pflex_runs_read_opts *opt
   *ret_unit = tput_columns[which].unit;
   *ret_sd = pflex__csv_column(t, tput_columns[which].sd_column);
   return 0;
+}
+
+bool pflex__runs_column_reserved(const char *name, enum pflex_tput_unit unit) {
+  for (size_t i = 0; i < NTPUT; i++)
+    if (tput_columns[i].unit == unit &&
+        (strcmp(name, tput_columns[i].column) == 0 || strcmp(name, tput_columns[i].sd_column) == 0))
+      return true;
+  return is_known(name);
 }
 
 static bool tput_column_name(const struct pflex__csv_table *t, size_t col, long tput_col,

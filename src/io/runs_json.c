@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "base/atomic.h"
+#include "io/runs_internal.h"
 #include "pflex/runs_json.h"
 
 #define FORMAT_NAME "pflex-runs"
@@ -253,6 +254,10 @@ static int read_run(struct reader *rd, struct pflex_runset *set, json_t *o, size
   json_object_foreach(extra, key, val) {
     char num[40];
     const char *s;
+    /* The CSV export must be able to name every extra column once. */
+    if (!*key) return fail(rd, -PFLEX_E_DATA, run, "extra", "a column with an empty name");
+    if (pflex__runs_column_reserved(key, set->unit))
+      return fail(rd, -PFLEX_E_DATA, run, key, "a runs column, not an extra one");
     if (json_is_string(val)) {
       s = json_string_value(val);
     } else if (json_is_integer(val)) {
@@ -305,6 +310,9 @@ int pflex_runs_from_json(const char *text, const char *name, struct pflex_runset
     json_t *c = json_array_get(cols, k);
     if (!json_is_string(c) || !*json_string_value(c))
       err = fail(&rd, -PFLEX_E_PARSE, 0, "columns", "a column name is not a non-empty string");
+    else if (pflex__runs_column_reserved(json_string_value(c), set.unit))
+      err = fail(&rd, -PFLEX_E_DATA, 0, "columns", "'%s' is a runs column, not an extra one",
+                 json_string_value(c));
     else
       err = pflex_runset_add_column(&set, json_string_value(c), NULL);
   }

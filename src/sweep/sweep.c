@@ -1,5 +1,5 @@
 /* The sweep engine (include/pflex/sweep.h): one code path for real and
- * simulated GPUs. Limits are changed only through pflex_restore_set_limit and
+ * simulated GPUs. Limits are changed only through pflex_restore_apply_limits and
  * every exit path goes through the final restore at the end of
  * pflex_sweep_run. */
 #include <errno.h>
@@ -367,17 +367,22 @@ static int aggregate(struct sweep *s, struct pflex_sweep_run *info) {
 static int do_run(struct sweep *s, struct pflex_sweep_run *info) {
   const struct pflex_sweep_opts *o = s->o;
   progress(s, PFLEX_SWEEP_SETTING, 0, o->duration_s);
+  /* Every GPU of the job at the cap, or none (the previous cap stays). */
   unsigned mw = (unsigned)lround(s->cap_w * 1000.0);
-  for (size_t k = 0; k < o->ngpus; k++) {
-    int err = pflex_restore_set_limit(s->rs, s->gpu, o->gpus[k], mw);
-    unsigned now_mw = 0;
-    if (!err) err = pflex_gpu_get_limit(s->gpu, o->gpus[k], &now_mw);
-    if (!err && now_mw != mw) err = -EIO;
-    if (err) {
-      const char *why = pflex_gpu_last_error(s->gpu);
-      return stop(s, err, "setting GPU %u to %.0f W failed: %s%s%s", o->gpus[k], s->cap_w,
-                  pflex_strerror(err), why ? ": " : "", why ? why : "");
-    }
+  struct pflex_limit_change *c = calloc(o->ngpus, sizeof *c);
+  if (!c) return stop(s, -ENOMEM, "out of memory");
+  for (size_t k = 0; k < o->ngpus; k++)
+    c[k] = (struct pflex_limit_change){.index = o->gpus[k], .mw = mw};
+  size_t failed;
+  int serr = pflex_restore_apply_limits(s->rs, s->gpu, c, o->ngpus, 0, &failed);
+  free(c);
+  if (serr && failed >= o->ngpus)
+    return stop(s, serr, "recording the original limits in '%s' for the %.0f W run failed: %s",
+                pflex_restore_path(s->rs), s->cap_w, pflex_strerror(serr));
+  if (serr) {
+    const char *why = pflex_gpu_last_error(s->gpu);
+    return stop(s, serr, "setting GPU %u to %.0f W failed: %s%s%s", o->gpus[failed], s->cap_w,
+                pflex_strerror(serr), why ? ": " : "", why ? why : "");
   }
   pflex_series_init(&s->series);
   s->series_live = true;
@@ -474,7 +479,9 @@ static int check_unrecorded(struct sweep *s) {
       break;
     }
     for (size_t i = 0; i < n; i++) {
-      if (strcmp(v[i].backend, backend) != 0 || strcmp(v[i].uuid, info.uuid) != 0) continue;
+      if (v[i].problem[0] || strcmp(v[i].backend, backend) != 0 ||
+          strcmp(v[i].uuid, info.uuid) != 0)
+        continue;
       err = stop(s, -EBUSY,
                  "GPU %u already has a recorded original limit (%.1f W, by process %lld): "
                  "'pflex cap set', an interrupted sweep or a sweep running now changed it; "

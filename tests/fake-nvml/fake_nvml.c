@@ -26,6 +26,11 @@
  * nvmlDeviceSetPowerManagementLimit checks the range like the driver
  * (INVALID_ARGUMENT outside [min, max]), then writes gpuN.limit_mw back to the
  * state file (atomically, under flock) and increments gpuN.set_count.
+ *   gpuN.set_delay_ms=MS        each set call on GPU N takes MS milliseconds (a slow
+ *                               driver; lets a test run two pflex processes into each other)
+ *   gpuN.signal_on_set=SIG      after a successful set on GPU N the fake raises signal
+ *                               SIG (a number) in the calling process: a SIGTERM that
+ *                               arrives in the middle of a multi-GPU change
  *
  * Restore-before-change check: when env FAKE_NVML_RESTORE_CHECK names a file,
  * every set call first reads it and requires the GPU's UUID to appear in it;
@@ -37,6 +42,8 @@
  * (not ...ClocksEventReasons), to exercise the loader's fallback. */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -470,12 +477,19 @@ EXPORT nvmlReturn_t nvmlDeviceSetPowerManagementLimit(nvmlDevice_t d, unsigned i
     return E_UNKNOWN;
   }
   unsigned long long count = gpu_num(&s, i, "set_count", 0) + 1;
+  unsigned long long delay_ms = gpu_num(&s, i, "set_delay_ms", 0);
+  int signo = (int)gpu_num(&s, i, "signal_on_set", 0);
   state_free(&s);
+  if (delay_ms)
+    nanosleep(&(struct timespec){.tv_sec = (time_t)(delay_ms / 1000),
+                                 .tv_nsec = (long)(delay_ms % 1000) * 1000000L},
+              NULL);
   snprintf(key, sizeof key, "gpu%u.limit_mw", i);
   snprintf(val, sizeof val, "%u", mw);
   if (state_update(key, val) != 0) return E_UNKNOWN;
   snprintf(key, sizeof key, "gpu%u.set_count", i);
   snprintf(val, sizeof val, "%llu", count);
   state_update(key, val);
+  if (signo > 0) raise(signo);
   return OK;
 }

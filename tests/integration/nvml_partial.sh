@@ -18,6 +18,15 @@ for i in 0 1 2; do expect_eq "$(fake_get gpu$i.set_count)" 2 "sets of GPU $i"; d
 for i in 4 5 6 7; do expect_eq "$(fake_get gpu$i.set_count)" "" "sets of GPU $i"; done
 echo "$msg" | grep >/dev/null "GPU 1: rolled back to 700.0 W" || fail "rollback not reported"
 echo "$msg" | grep >/dev/null "GPU 3 failed: no limit was changed" || fail "outcome not said"
+# The rolled-back request takes its records back too (issue 8 item 4): a later
+# 'cap restore' must not undo an operator's own change to GPU 1, and a sweep
+# must not refuse these GPUs.
+python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["records"]; assert r == [], r' \
+  "$PFLEX_STATE_DIR/restore.json" || fail "records of the rolled-back request left behind"
+fake_set gpu1.limit_mw 350000   # the operator, by hand (nvidia-smi -pl 350)
+"$PFLEX" cap restore | grep >/dev/null "nothing to restore" || fail "cap restore found records"
+expect_eq "$(fake_get gpu1.limit_mw)" 350000 "the operator's limit on GPU 1"
+fake_set gpu1.limit_mw 700000
 
 # A previous limit that was not the original is what the rollback returns to.
 fake_set gpu3.fail.set_limit ""

@@ -55,7 +55,7 @@ set +e
 msg=$(PFLEX_STATE_DIR="$T/s2" "$PFLEX" cap set --gpus 0 --watts 400 2>&1); rc=$?
 set -e
 expect_eq "$rc" 1 "set with a corrupt restore file"
-echo "$msg" | grep >/dev/null "cannot record its original limit .*limit not changed" || fail "corrupt file: $msg"
+echo "$msg" | grep >/dev/null "cannot record the original limits in .*; no limit was changed" || fail "corrupt file: $msg"
 expect_eq "$(fake_get gpu0.limit_mw)" 700000 "GPU 0 with a corrupt restore file"
 
 # 3c. fsync or rename of the restore file fails (injected with an LD_PRELOAD
@@ -73,7 +73,7 @@ else
     set -e
     echo "$msg"
     expect_eq "$rc" 1 "set with a failing $fault"
-    echo "$msg" | grep >/dev/null "GPU 0: cannot record its original limit .*Input/output error; limit not changed" \
+    echo "$msg" | grep >/dev/null "cannot record the original limits in .*Input/output error; no limit was changed" \
       || fail "$fault failure not reported"
     expect_eq "$(fake_get gpu0.limit_mw)" 700000 "GPU 0 with a failing $fault"
     expect_eq "$(fake_get gpu1.limit_mw)" 700000 "GPU 1 with a failing $fault"

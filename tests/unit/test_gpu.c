@@ -25,6 +25,7 @@
 #include "pflex/twin.h"
 
 #define FAKE_LIB PFLEX_BINARY_DIR "/tests/fake-nvml/libnvidia-ml.so.1"
+#define FAKE_SPEC "lib=" FAKE_LIB
 
 static char state_path[256];
 
@@ -44,8 +45,7 @@ static void fake_state(const char *extra) {
         i, i, i, i, i, i, i, i, i, i, i, i, i, i, i, i, i, i);
   if (extra) fputs(extra, f);
   fclose(f);
-  setenv("FAKE_NVML_STATE", state_path, 1);
-  setenv("PFLEX_NVML_LIB", FAKE_LIB, 1);
+  setenv("FAKE_NVML_STATE", state_path, 1); /* read by the fake, not by pflex */
 }
 
 static int teardown_state(void **state) {
@@ -113,7 +113,7 @@ static void test_nvml_read(void **state) {
   fake_state("gpu1.fail.energy=not_supported\ngpu1.fail.reasons=not_supported\n");
   struct pflex_gpu *g;
   char msg[256];
-  assert_int_equal(pflex_gpu_open("nvml", NULL, &g, msg, sizeof msg), 0);
+  assert_int_equal(pflex_gpu_open("nvml", FAKE_SPEC, &g, msg, sizeof msg), 0);
   unsigned n;
   assert_int_equal(pflex_gpu_count(g, &n), 0);
   assert_int_equal(n, 2);
@@ -170,7 +170,7 @@ static void test_nvml_errors(void **state) {
     fake_state(extra);
     struct pflex_gpu *g;
     char msg[256];
-    assert_int_equal(pflex_gpu_open("nvml", NULL, &g, msg, sizeof msg), 0);
+    assert_int_equal(pflex_gpu_open("nvml", FAKE_SPEC, &g, msg, sizeof msg), 0);
     struct pflex_gpu_reading r;
     /* power is the one required reading: its failure fails the read */
     assert_int_equal(pflex_gpu_read(g, 0, &r), cases[i].err);
@@ -182,15 +182,18 @@ static void test_nvml_errors(void **state) {
   fake_state("fail.init=uninitialized\n");
   struct pflex_gpu *g;
   char msg[256];
-  assert_int_equal(pflex_gpu_open("nvml", NULL, &g, msg, sizeof msg), -ENXIO);
+  assert_int_equal(pflex_gpu_open("nvml", FAKE_SPEC, &g, msg, sizeof msg), -ENXIO);
   assert_non_null(strstr(msg, "nvmlInit"));
-  setenv("PFLEX_NVML_LIB", "/nonexistent/libnvidia-ml.so.1", 1);
-  assert_int_equal(pflex_gpu_open("nvml", NULL, &g, msg, sizeof msg), -ELIBACC);
+  assert_int_equal(
+      pflex_gpu_open("nvml", "lib=/nonexistent/libnvidia-ml.so.1", &g, msg, sizeof msg),
+      -ELIBACC);
   assert_non_null(strstr(msg, "cannot load NVML '/nonexistent/libnvidia-ml.so.1'"));
   /* A library without the NVML symbols is refused with the missing one named. */
-  setenv("PFLEX_NVML_LIB", "libm.so.6", 1);
-  assert_int_equal(pflex_gpu_open("nvml", NULL, &g, msg, sizeof msg), -ELIBBAD);
+  assert_int_equal(pflex_gpu_open("nvml", "lib=libm.so.6", &g, msg, sizeof msg), -ELIBBAD);
   assert_non_null(strstr(msg, "lacks the required function nvmlInit_v2"));
+  /* A spec that is not lib=PATH is refused, not ignored. */
+  assert_int_equal(pflex_gpu_open("nvml", "gpus=2", &g, msg, sizeof msg), -EINVAL);
+  assert_non_null(strstr(msg, "expected lib=PATH"));
 }
 
 static void test_nvml_lost_after(void **state) {
@@ -198,7 +201,7 @@ static void test_nvml_lost_after(void **state) {
   fake_state("gpu0.lost_after=3\n");
   struct pflex_gpu *g;
   char msg[256];
-  assert_int_equal(pflex_gpu_open("nvml", NULL, &g, msg, sizeof msg), 0);
+  assert_int_equal(pflex_gpu_open("nvml", FAKE_SPEC, &g, msg, sizeof msg), 0);
   unsigned mw;
   /* calls on GPU 0: handle (1), limit (2), limit (3), then lost */
   assert_int_equal(pflex_gpu_get_limit(g, 0, &mw), 0);

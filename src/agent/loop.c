@@ -1,0 +1,91 @@
+/* The event loop (loop.h). */
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "agent/caps.h"
+#include "agent/jobtput.h"
+#include "agent/loop.h"
+
+/* Milliseconds until the next thing the agent must do by itself. */
+static int wait_ms(const struct agent *a, double now, long http_ms) {
+  double next = a->sampler.next_s;
+  struct agent_lease v[AGENT_MAX_GPUS];
+  for (unsigned i = 0; i < a->n; i++)
+    v[i] = a->g[i].lease;
+  double lease = agent_lease_next_deadline(v, a->n);
+  if (lease < next) next = lease;
+  long ms = (long)ceil((next - now) * 1000.0);
+  if (ms < 0) ms = 0;
+  if (ms > 1000) ms = 1000;
+  if (http_ms >= 0 && http_ms < ms) ms = http_ms;
+  return (int)ms;
+}
+
+static void reload_token(struct agent *a) {
+  char why[512];
+  struct agent_token t = {0};
+  if (!a->cfg.listen[0]) return;
+  if (agent_token_load(&t, a->cfg.token_file, why, sizeof why) == 0) {
+    a->token = t;
+    agent_log("note", "SIGHUP: token re-read from '%s'", a->cfg.token_file);
+  } else {
+    agent_log("error", "SIGHUP: %s; keeping the previous token", why);
+  }
+}
+
+/* The signal that ends the loop, or 0. */
+static int read_signal(struct agent *a, int sigfd) {
+  struct signalfd_siginfo si;
+  while (read(sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
+    if (si.ssi_signo == SIGHUP)
+      reload_token(a);
+    else
+      return (int)si.ssi_signo;
+  }
+  return 0;
+}
+
+static void work(struct agent *a, struct agent_http *h, double now) {
+  if (now >= a->sampler.next_s) agent_sampler_tick(&a->sampler, a->gpu, a->samp, a->n, now);
+  agent_caps_expire(a, now);
+  if (agent_mapdir_changed(&a->mapdir)) {
+    char dir_job[AGENT_MAX_GPUS][AGENT_JOB_ID_MAX + 1];
+    if (agent_mapdir_scan(&a->mapdir, a->n, dir_job) == 0)
+      (void)agent_jobs_set_dir(&a->jobs, dir_job, a->n);
+  }
+  agent_jobtput_drain(a);
+  agent_http_run(h);
+}
+
+int agent_loop_run(struct agent *a, struct agent_http *h, int sigfd, agent_tick_fn tick,
+                   void *userdata) {
+  double next_tick = agent_now();
+  for (;;) {
+    struct pollfd p[6];
+    int fds[2], n = 0;
+    long http_ms;
+    int nh = agent_http_fds(h, fds, &http_ms);
+    p[n++] = (struct pollfd){.fd = sigfd, .events = POLLIN};
+    for (int k = 0; k < nh; k++)
+      p[n++] = (struct pollfd){.fd = fds[k], .events = POLLIN};
+    if (a->mapdir.inotify_fd >= 0) p[n++] = (struct pollfd){.fd = a->mapdir.inotify_fd, .events = POLLIN};
+    if (agent_jobtput_fd(a) >= 0) p[n++] = (struct pollfd){.fd = agent_jobtput_fd(a), .events = POLLIN};
+    if (poll(p, (nfds_t)n, wait_ms(a, agent_now(), http_ms)) < 0 && errno != EINTR) {
+      agent_log("error", "poll: %s", strerror(errno));
+      return SIGTERM;
+    }
+    int sig = (p[0].revents & POLLIN) ? read_signal(a, sigfd) : 0;
+    if (sig) return sig;
+    double now = agent_now();
+    work(a, h, now);
+    if (tick && now >= next_tick) {
+      tick(userdata);
+      next_tick = now + 1.0;
+    }
+  }
+}
