@@ -8,6 +8,7 @@
 #   slurm-testbed.sh stop   --dir DIR
 #   slurm-testbed.sh status --dir DIR
 #   slurm-testbed.sh env    --dir DIR     (prints exports: eval "$(... env ...)")
+#   slurm-testbed.sh restart-slurmd --dir DIR [--signal SIG]
 #
 # DIR defaults to $PFLEX_SLURM_DIR. start writes DIR/etc/{slurm,gres,cgroup,
 # plugstack}.conf (plugstack.conf is a copy of FILE, else empty), starts the
@@ -15,6 +16,9 @@
 # it prints the daemons' logs, stops what it started and exits 1.
 # --prolog-env adds a Prolog= script that saves each job's prolog environment
 # to DIR/prolog/JOBID.env (what Slurm hands a prolog, e.g. SLURM_JOB_GPUS).
+# restart-slurmd stops slurmd alone with SIG (TERM; KILL for a crash; running
+# jobs' slurmstepd live on), starts it again and waits (at most 60 s) until
+# the node responds.
 # stop cancels every job, stops the daemons (TERM, then KILL after 10 s), and
 # kills every process still carrying this test bed's marker in its
 # environment (slurmstepd and job processes); it leaves DIR in place.
@@ -29,7 +33,7 @@ STOP_S=10
 die() { echo "error: slurm-testbed: $*" >&2; exit 1; }
 
 usage() {
-  echo "usage: slurm-testbed.sh start|stop|status|env [--dir DIR] [--plugstack FILE] [--prolog-env]" >&2
+  echo "usage: slurm-testbed.sh start|stop|status|env|restart-slurmd [--dir DIR] [--plugstack FILE] [--prolog-env] [--signal SIG]" >&2
   exit 2
 }
 
@@ -180,6 +184,12 @@ start_daemon() {
 }
 
 ctld_up() { scontrol ping >/dev/null 2>&1; }
+# The node answers slurmctld (not down, not "not responding" = '*').
+node_responds() {
+  local st
+  st=$(sinfo -h -N -n "$(hostname -s)" -o %T 2>/dev/null)
+  [ -n "$st" ] && [[ $st != *'*' ]] && [[ $st != down* ]]
+}
 node_idle() { [ "$(sinfo -h -N -n "$(hostname -s)" -o %T 2>/dev/null)" = idle ]; }
 
 cmd_start() {
@@ -281,6 +291,33 @@ cmd_stop() {
   rm -f "$DIR"/run/*.pid "$DIR/munge/munge.socket" "$DIR/munge/munge.socket.lock"
 }
 
+slurmd_starts() { grep -c "slurmd version .* started" "$DIR/log/slurmd.log" || true; }
+slurmd_started_since() { [ "$(slurmd_starts)" -gt "$1" ]; }
+
+cmd_restart_slurmd() {
+  local sig=$1 pid i starts
+  export SLURM_CONF=$DIR/etc/slurm.conf
+  starts=$(slurmd_starts)
+  daemon_alive slurmd || die "slurmd does not run in $DIR"
+  pid=$(daemon_pid slurmd)
+  kill -"$sig" "$pid" || die "cannot signal slurmd ($pid)"
+  for ((i = 0; i < STOP_S * 5; i++)); do
+    daemon_alive slurmd || break
+    sleep 0.2
+  done
+  daemon_alive slurmd && die "slurmd ($pid) still runs $STOP_S s after SIG$sig"
+  rm -f "$DIR/run/slurmd.pid"
+  start_daemon slurmd slurmd -D -N "$(hostname -s)"
+  # slurmctld may not have noticed the old one gone: wait for the new one to
+  # log its start, then for the node to respond.
+  wait_for "slurmd restarted" "$READY_S" slurmd_started_since "$starts" || true
+  if ! wait_for "node $(hostname -s) responding" "$READY_S" node_responds; then
+    dump_logs
+    die "slurmd did not come back"
+  fi
+  echo "slurm-testbed: slurmd restarted after SIG$sig (pid $(daemon_pid slurmd))" >&2
+}
+
 cmd_status() {
   local n rc=0
   for n in munged slurmctld slurmd; do
@@ -299,7 +336,7 @@ cmd_status() {
 }
 
 main() {
-  local cmd=${1:-} plugstack="" prolog_env=0
+  local cmd=${1:-} plugstack="" prolog_env=0 sig=TERM
   [ $# -gt 0 ] && shift
   DIR=${PFLEX_SLURM_DIR:-}
   while [ $# -gt 0 ]; do
@@ -307,6 +344,7 @@ main() {
       --dir) DIR=${2:?--dir needs a directory}; shift 2 ;;
       --plugstack) plugstack=${2:?--plugstack needs a file}; shift 2 ;;
       --prolog-env) prolog_env=1; shift ;;
+      --signal) sig=${2:?--signal needs a signal name}; shift 2 ;;
       *) usage ;;
     esac
   done
@@ -319,6 +357,7 @@ main() {
     stop) cmd_stop ;;
     status) cmd_status ;;
     env) print_env ;;
+    restart-slurmd) cmd_restart_slurmd "$sig" ;;
     *) usage ;;
   esac
 }
