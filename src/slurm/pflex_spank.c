@@ -144,6 +144,35 @@ static int prolog_failed(const char *job, const char *msg) {
   return fail ? -1 : 0;
 }
 
+/* Slurm gave these GPUs to this job alone: a job pflexd still lists on them
+ * is one whose epilog never reached pflexd. Unregisters those (pflexd
+ * restores their GPUs) so that the job's registration can go through. */
+static int drop_stale(const char *job, const unsigned *gpus, size_t n, char *msg, size_t len) {
+  char ids[PFLEX_SPANK_MAX_GPUS][PFLEX_SPANK_JOB_ID_MAX + 1];
+  size_t nids = 0;
+  int err = pflex_spank_agent_holders(&conf, job, gpus, n, ids, PFLEX_SPANK_MAX_GPUS, &nids, msg,
+                                      len);
+  for (size_t k = 0; !err && k < nids; k++) {
+    err = pflex_spank_agent_delete_job(&conf, ids[k], msg, len);
+    if (err == -ENOENT) err = 0; /* gone meanwhile */
+    if (!err)
+      slurm_info("pflex: job %s: unregistered stale job %s from its GPUs (its epilog never "
+                 "reached pflexd)",
+                 job, ids[k]);
+  }
+  return err;
+}
+
+/* PUT the job; on a clash with a stale job, drop it and try once more. */
+static int register_job(const char *job, const unsigned *gpus, size_t n, char *msg,
+                        size_t len) {
+  int err = pflex_spank_agent_put_job(&conf, job, gpus, n, msg, len);
+  if (err != -EBUSY) return err;
+  slurm_info("pflex: job %s: %s", job, msg);
+  err = drop_stale(job, gpus, n, msg, len);
+  return err ? err : pflex_spank_agent_put_job(&conf, job, gpus, n, msg, len);
+}
+
 EXPORT int slurm_spank_job_prolog(spank_t sp, int ac, char **av) {
   char job[80], msg[PFLEX_SPANK_MSG_MAX], what[PFLEX_SPANK_MSG_MAX];
   unsigned gpus[PFLEX_SPANK_MAX_GPUS];
@@ -158,8 +187,7 @@ EXPORT int slurm_spank_job_prolog(spank_t sp, int ac, char **av) {
   }
   if (pflex_spank_parse_gpus(list, gpus, PFLEX_SPANK_MAX_GPUS, &n, msg, sizeof msg))
     return prolog_failed(job, msg);
-  if (pflex_spank_agent_put_job(&conf, job, gpus, n, msg, sizeof msg))
-    return prolog_failed(job, msg);
+  if (register_job(job, gpus, n, msg, sizeof msg)) return prolog_failed(job, msg);
   describe_options(what, sizeof what);
   slurm_info("pflex: job %s: GPUs %s registered with pflexd (%s)", job, list, what);
   return 0;

@@ -48,9 +48,10 @@ static int status_error(long status) {
   return -EPROTO;
 }
 
-/* One request; body NULL for none. */
+/* One request; body NULL for none; the reply's body into *ret_reply when
+ * given (the caller frees it), else dropped. */
 static int request(const struct pflex_spank_conf *c, const char *method, const char *path,
-                   const char *body, char *msg, size_t msglen) {
+                   const char *body, struct reply **ret_reply, char *msg, size_t msglen) {
   CURL *h = curl_easy_init();
   struct reply *r = calloc(1, sizeof *r);
   if (!h || !r) {
@@ -84,7 +85,10 @@ static int request(const struct pflex_spank_conf *c, const char *method, const c
   }
   curl_slist_free_all(hdr);
   curl_easy_cleanup(h);
-  free(r);
+  if (!err && ret_reply)
+    *ret_reply = r;
+  else
+    free(r);
   return err;
 }
 
@@ -104,7 +108,7 @@ int pflex_spank_agent_put_job(const struct pflex_spank_conf *c, const char *job,
   }
   char path[128];
   snprintf(path, sizeof path, "/v1/jobs/%s", job);
-  int err = request(c, "PUT", path, body, msg, msglen);
+  int err = request(c, "PUT", path, body, NULL, msg, msglen);
   free(body);
   return err;
 }
@@ -113,5 +117,41 @@ int pflex_spank_agent_delete_job(const struct pflex_spank_conf *c, const char *j
                                  size_t msglen) {
   char path[128];
   snprintf(path, sizeof path, "/v1/jobs/%s", job);
-  return request(c, "DELETE", path, NULL, msg, msglen);
+  return request(c, "DELETE", path, NULL, NULL, msg, msglen);
+}
+
+static bool holds_any(json_t *list, const unsigned *gpus, size_t n) {
+  size_t k;
+  json_t *g;
+  json_array_foreach(list, k, g) {
+    for (size_t j = 0; j < n; j++)
+      if (json_is_integer(g) && json_integer_value(g) == (json_int_t)gpus[j]) return true;
+  }
+  return false;
+}
+
+int pflex_spank_agent_holders(const struct pflex_spank_conf *c, const char *job,
+                              const unsigned *gpus, size_t n,
+                              char (*ret_ids)[PFLEX_SPANK_JOB_ID_MAX + 1], size_t max,
+                              size_t *ret_n, char *msg, size_t msglen) {
+  struct reply *r = NULL;
+  int err = request(c, "GET", "/v1/jobs", NULL, &r, msg, msglen);
+  if (err) return err;
+  json_t *root = json_loadb(r->buf, r->len, 0, NULL), *jobs = json_object_get(root, "jobs"), *o;
+  free(r);
+  if (!json_is_array(jobs)) {
+    json_decref(root);
+    snprintf(msg, msglen, "pflexd's GET /v1/jobs: no \"jobs\" list in the reply");
+    return -EPROTO;
+  }
+  size_t k, found = 0;
+  json_array_foreach(jobs, k, o) {
+    const char *id = json_string_value(json_object_get(o, "id"));
+    if (!id || strcmp(id, job) == 0 || strlen(id) > PFLEX_SPANK_JOB_ID_MAX) continue;
+    if (found < max && holds_any(json_object_get(o, "gpus"), gpus, n))
+      snprintf(ret_ids[found++], PFLEX_SPANK_JOB_ID_MAX + 1, "%s", id);
+  }
+  json_decref(root);
+  *ret_n = found;
+  return 0;
 }

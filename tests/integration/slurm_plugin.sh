@@ -3,7 +3,8 @@
 # pflexd on the fake NVML: bad option values refuse the submission with a
 # clear message; a job's prolog registers its GPUs with pflexd, its end
 # unregisters them and pflexd restores their limits; two jobs of different
-# classes hold disjoint GPUs; a pflexd that is down at the prolog or the
+# classes hold disjoint GPUs; a stale registration on a new job's GPUs is
+# dropped; a pflexd that is down at the prolog or the
 # epilog fails no job and drains no node.
 source "$(dirname "$0")/slurm_common.bash"
 
@@ -63,6 +64,22 @@ wait_ended "$rigid" 30
 all_original "after both jobs ended"
 api_unix GET /v1/jobs
 expect_eq "$(echo "$BODY" | jq '.jobs | length')" 0 "jobs pflexd lists after both ended"
+
+# -- A stale registration on the GPUs Slurm gives a new job (a job whose
+# epilog never reached pflexd, capped): the prolog unregisters it, pflexd
+# restores its GPUs, and the new job is registered.
+api_unix PUT /v1/jobs/stale7 '{"gpus":[0,1,2,3]}'
+expect_code 200 "registering a stale job by hand"
+cap_gpus 0,1,2,3 450 600
+new=$(submit_held --gres=gpu:2 --pflex-class=flex10)
+wait_state "$new" RUNNING 30
+g_new=$(wait_registered "$new" 10)
+expect_eq "$g_new" "$(job_cvd "$new")" "job registered over a stale one"
+[ -z "$(pflexd_job_gpus stale7)" ] || fail "the stale job is still registered"
+slurmd_log_has "pflex: job $new: unregistered stale job stale7 from its GPUs" || fail "no log of the stale job"
+all_original "after the stale job was dropped"
+release "$new"
+wait_ended "$new" 30
 
 # -- A job without GPUs: nothing registered, nothing logged as an error.
 nogpu=$(cd "$T" && sbatch --parsable --wait --pflex-class=flex10 -o /dev/null --wrap true)
