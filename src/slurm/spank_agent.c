@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "spank_agent.h"
 
@@ -48,10 +49,37 @@ static int status_error(long status) {
   return -EPROTO;
 }
 
+/* pflexd's socket is root's: one another user planted (or could replace,
+ * in a directory they can write) never hears from the prolog. */
+static int socket_trusted(const char *path, char *msg, size_t msglen) {
+  struct stat st, dir;
+  char parent[sizeof ((struct pflex_spank_conf *)0)->socket];
+  snprintf(parent, sizeof parent, "%s", path);
+  char *slash = strrchr(parent, '/');
+  if (slash) slash[slash == parent] = '\0';
+  if (lstat(path, &st) != 0) {
+    int err = errno;
+    snprintf(msg, msglen, "pflexd at %s: %s", path, strerror(err));
+    return -ECONNREFUSED;
+  }
+  bool dir_ok = stat(parent, &dir) == 0 && dir.st_uid == 0 &&
+                (!(dir.st_mode & 022) || (dir.st_mode & S_ISVTX));
+  if (!S_ISSOCK(st.st_mode) || st.st_uid != 0 || !dir_ok) {
+    snprintf(msg, msglen,
+             "pflexd at %s: not a socket owned by root in a directory only root can change: "
+             "not used",
+             path);
+    return -EPERM;
+  }
+  return 0;
+}
+
 /* One request; body NULL for none; the reply's body into *ret_reply when
  * given (the caller frees it), else dropped. */
 static int request(const struct pflex_spank_conf *c, const char *method, const char *path,
                    const char *body, struct reply **ret_reply, char *msg, size_t msglen) {
+  int terr = socket_trusted(c->socket, msg, msglen);
+  if (terr) return terr;
   CURL *h = curl_easy_init();
   struct reply *r = calloc(1, sizeof *r);
   if (!h || !r) {

@@ -4,6 +4,8 @@
  * over pflexd's Unix socket with libcurl. Errors are negative errno values,
  * with what happened in msg:
  *   -ECONNREFUSED  pflexd is not there (no socket, nobody listening, timeout)
+ *   -EPERM         the socket is not root's, or sits in a directory others can
+ *                  change: not used
  *   -ENOENT        DELETE of a job pflexd does not know (404)
  *   -EBUSY         PUT of a GPU another job holds (409)
  *   -EPROTO        any other answer than 200 (msg holds pflexd's error)

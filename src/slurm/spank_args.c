@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "spank_args.h"
 
@@ -73,6 +74,12 @@ static int read_classes_file(struct pflex_spank_conf *c, const char *path, char 
   }
   char line[512], where[PATH_MAX + 32];
   int err = 0;
+  struct stat st;
+  /* The prolog reads it as root: only root may have written it. */
+  if (fstat(fileno(f), &st) == 0 && (st.st_uid != 0 || (st.st_mode & 022)))
+    err = fail(msg, len, "plugstack argument classes_file: %s: must be owned by root and "
+                         "writable by no one else",
+               path);
   c->nclasses = 0;
   for (unsigned lineno = 1; !err && fgets(line, sizeof line, f); lineno++) {
     snprintf(where, sizeof where, "%s:%u", path, lineno);

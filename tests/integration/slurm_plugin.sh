@@ -86,6 +86,19 @@ nogpu=$(cd "$T" && sbatch --parsable --wait --pflex-class=flex10 -o /dev/null --
 wait_ended "$nogpu" 30
 slurmd_log_has "pflex: job $nogpu:" && fail "a job without GPUs made the plugin talk to pflexd"
 
+# -- pflexd's socket in a directory any user may change: the prolog does not
+# use it (a user could have put their own socket there).
+chmod 0777 "$T/run"
+open=$(submit_held --gres=gpu:1)
+wait_state "$open" RUNNING 30
+for _ in $(seq 1 50); do slurmd_log_has "pflex: job $open: pflexd at $SOCK: not a socket owned by root" && break; sleep 0.2; done
+slurmd_log_has "pflex: job $open: pflexd at $SOCK: not a socket owned by root in a directory only root can change" ||
+  fail "the prolog used a socket in a world-writable directory: $(grep pflex "$BED/log/slurmd.log" | tail -n 2)"
+[ -z "$(pflexd_job_gpus "$open")" ] || fail "job $open registered through an untrusted socket path"
+chmod 0755 "$T/run"
+release "$open"
+wait_ended "$open" 30
+
 # -- pflexd down at the prolog: the job runs (on_error=log), the node stays up;
 # pflexd back before the epilog: it does not know the job, the epilog succeeds.
 stop_pflexd TERM

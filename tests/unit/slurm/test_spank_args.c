@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -67,6 +68,7 @@ static void test_conf_bad_args(void **state) {
   }
 }
 
+/* Run as root (as the prolog is): the file's owner must be root. */
 static void test_classes_file(void **state) {
   char path[] = "/tmp/test_spank_args.XXXXXX";
   int fd = mkstemp(path);
@@ -90,6 +92,14 @@ static void test_classes_file(void **state) {
   char want[96];
   snprintf(want, sizeof want, "%s:2: class name 'fl@x'", path);
   assert_non_null(strstr(msg, want));
+
+  /* Read by the prolog as root: a file others may write is refused. */
+  f = fopen(path, "w");
+  fputs("rigid\n", f);
+  fclose(f);
+  assert_int_equal(chmod(path, 0664), 0);
+  assert_int_equal(pflex_spank_conf_parse(&c, 1, argv, msg, sizeof msg), -EINVAL);
+  assert_non_null(strstr(msg, "must be owned by root and writable by no one else"));
 
   unlink(path);
   assert_int_equal(pflex_spank_conf_parse(&c, 1, argv, msg, sizeof msg), -ENOENT);
