@@ -4,12 +4,13 @@
 # clear message; a job's prolog registers its GPUs with pflexd, its end
 # unregisters them and pflexd restores their limits; two jobs of different
 # classes hold disjoint GPUs; a stale registration on a new job's GPUs is
-# dropped; a pflexd that is down at the prolog or the
+# dropped; an srun job is registered before its task starts; a stalled
+# pflexd times out; a pflexd that is down at the prolog or the
 # epilog fails no job and drains no node.
 source "$(dirname "$0")/slurm_common.bash"
 
 start_pflexd
-start_bed
+start_bed timeout_ms=1000
 
 # -- Bad values: refused by sbatch, srun and salloc, nothing submitted.
 refused() {
@@ -80,6 +81,29 @@ slurmd_log_has "pflex: job $new: unregistered stale job stale7 from its GPUs" ||
 all_original "after the stale job was dropped"
 release "$new"
 wait_ended "$new" 30
+
+# -- srun alone (no sbatch): with PrologFlags=Alloc the job is registered
+# before its task starts; the task itself finds itself in pflexd's list.
+seen=$(cd "$T" && timeout 60 srun --gres=gpu:1 --pflex-class=flex10 bash -c \
+  'curl -s --unix-socket "$0" http://localhost/v1/jobs | jq -r --arg id "$SLURM_JOB_ID" ".jobs[] | select(.id == \$id) | .gpus[]"' "$SOCK") ||
+  fail "srun job failed"
+[[ $seen =~ ^[0-3]$ ]] || fail "an srun job's task did not find itself registered with one GPU: '$seen'"
+all_original "after the srun job"
+
+# -- pflexd stalled (SIGSTOP) at the prolog: the request times out after
+# timeout_ms, the job runs.
+kill -STOP "$PID"
+stall=$(submit_held --gres=gpu:1)
+wait_state "$stall" RUNNING 30
+for _ in $(seq 1 50); do slurmd_log_has "pflex: job $stall: pflexd at $SOCK: Timeout was reached" && break; sleep 0.2; done
+slurmd_log_has "pflex: job $stall: pflexd at $SOCK: Timeout was reached" ||
+  fail "no timeout logged with pflexd stalled: $(grep pflex "$BED/log/slurmd.log" | tail -n 2)"
+kill -CONT "$PID"
+release "$stall"
+wait_ended "$stall" 30
+# pflexd may still have read the timed-out registration: the epilog took it back.
+[ -z "$(pflexd_job_gpus "$stall")" ] || fail "pflexd lists the stalled job after its end"
+all_original "after the job that met a stalled pflexd"
 
 # -- A job without GPUs: nothing registered, nothing logged as an error.
 nogpu=$(cd "$T" && sbatch --parsable --wait --pflex-class=flex10 -o /dev/null --wrap true)
