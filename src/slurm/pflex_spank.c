@@ -150,8 +150,8 @@ static int prolog_failed(const char *job, const char *msg) {
 static int drop_stale(const char *job, const unsigned *gpus, size_t n, char *msg, size_t len) {
   char ids[PFLEX_SPANK_MAX_GPUS][PFLEX_SPANK_JOB_ID_MAX + 1];
   size_t nids = 0;
-  int err = pflex_spank_agent_holders(&conf, job, gpus, n, ids, PFLEX_SPANK_MAX_GPUS, &nids, msg,
-                                      len);
+  int err =
+      pflex_spank_agent_holders(&conf, job, gpus, n, ids, PFLEX_SPANK_MAX_GPUS, &nids, msg, len);
   for (size_t k = 0; !err && k < nids; k++) {
     err = pflex_spank_agent_delete_job(&conf, ids[k], msg, len);
     if (err == -ENOENT) err = 0; /* gone meanwhile */
@@ -164,8 +164,7 @@ static int drop_stale(const char *job, const unsigned *gpus, size_t n, char *msg
 }
 
 /* PUT the job; on a clash with a stale job, drop it and try once more. */
-static int register_job(const char *job, const unsigned *gpus, size_t n, char *msg,
-                        size_t len) {
+static int register_job(const char *job, const unsigned *gpus, size_t n, char *msg, size_t len) {
   int err = pflex_spank_agent_put_job(&conf, job, gpus, n, msg, len);
   if (err != -EBUSY) return err;
   slurm_info("pflex: job %s: %s", job, msg);
@@ -211,8 +210,7 @@ EXPORT int slurm_spank_job_epilog(spank_t sp, int ac, char **av) {
   if (err == 0)
     slurm_info("pflex: job %s: GPUs %s unregistered; pflexd restores their limits", job, list);
   else if (err == -ENOENT)
-    slurm_info("pflex: job %s: pflexd does not know the job (its prolog did not register it)",
-               job);
+    slurm_info("pflex: job %s: pflexd does not know the job (its prolog did not register it)", job);
   else
     slurm_error("pflex: job %s: could not unregister GPUs %s: %s; pflexd restores them when it "
                 "reconciles",

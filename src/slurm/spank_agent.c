@@ -53,10 +53,10 @@ static int status_error(long status) {
  * in a directory they can write) never hears from the prolog. */
 static int socket_trusted(const char *path, char *msg, size_t msglen) {
   struct stat st, dir;
-  char parent[sizeof ((struct pflex_spank_conf *)0)->socket];
+  char parent[sizeof((struct pflex_spank_conf *)0)->socket];
   snprintf(parent, sizeof parent, "%s", path);
   char *slash = strrchr(parent, '/');
-  if (slash) slash[slash == parent] = '\0';
+  if (slash) slash[slash == parent] = '\0'; /* "/x.sock" -> "/" */
   if (lstat(path, &st) != 0) {
     int err = errno;
     snprintf(msg, msglen, "pflexd at %s: %s", path, strerror(err));

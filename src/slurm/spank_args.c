@@ -13,8 +13,7 @@
 
 static const char *const default_classes[] = {"rigid", "flex10", "flex25", "flex50"};
 
-__attribute__((format(printf, 3, 4))) static int fail(char *msg, size_t len, const char *fmt,
-                                                      ...) {
+__attribute__((format(printf, 3, 4))) static int fail(char *msg, size_t len, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, len, fmt, ap);
@@ -42,8 +41,8 @@ void pflex_spank_conf_init(struct pflex_spank_conf *c) {
 static int add_class(struct pflex_spank_conf *c, const char *s, size_t n, const char *where,
                      char *msg, size_t len) {
   if (!class_name_ok(s, n))
-    return fail(msg, len, "%s: class name '%.*s' must be 1-%d of A-Z a-z 0-9 _ -", where, (int)n,
-                s, PFLEX_SPANK_CLASS_MAX);
+    return fail(msg, len, "%s: class name '%.*s' must be 1-%d of A-Z a-z 0-9 _ -", where, (int)n, s,
+                PFLEX_SPANK_CLASS_MAX);
   for (size_t k = 0; k < c->nclasses; k++)
     if (strlen(c->classes[k]) == n && memcmp(c->classes[k], s, n) == 0) return 0;
   if (c->nclasses == PFLEX_SPANK_MAX_CLASSES)
@@ -64,8 +63,7 @@ static int set_classes(struct pflex_spank_conf *c, const char *v, char *msg, siz
 }
 
 /* One class per line, its first word; blank lines and '#' comments skipped. */
-static int read_classes_file(struct pflex_spank_conf *c, const char *path, char *msg,
-                             size_t len) {
+static int read_classes_file(struct pflex_spank_conf *c, const char *path, char *msg, size_t len) {
   FILE *f = fopen(path, "r");
   if (!f) {
     int err = -errno;
@@ -77,8 +75,9 @@ static int read_classes_file(struct pflex_spank_conf *c, const char *path, char 
   struct stat st;
   /* The prolog reads it as root: only root may have written it. */
   if (fstat(fileno(f), &st) == 0 && (st.st_uid != 0 || (st.st_mode & 022)))
-    err = fail(msg, len, "plugstack argument classes_file: %s: must be owned by root and "
-                         "writable by no one else",
+    err = fail(msg, len,
+               "plugstack argument classes_file: %s: must be owned by root and "
+               "writable by no one else",
                path);
   c->nclasses = 0;
   for (unsigned lineno = 1; !err && fgets(line, sizeof line, f); lineno++) {
@@ -111,8 +110,7 @@ static int set_timeout(struct pflex_spank_conf *c, const char *v, char *msg, siz
   errno = 0;
   long ms = strtol(v, &end, 10);
   if (errno || end == v || *end || ms < 100 || ms > 60000)
-    return fail(msg, len, "plugstack argument timeout_ms=%s: want milliseconds in [100, 60000]",
-                v);
+    return fail(msg, len, "plugstack argument timeout_ms=%s: want milliseconds in [100, 60000]", v);
   c->timeout_ms = ms;
   return 0;
 }
@@ -135,8 +133,8 @@ static const struct {
   const char *key;
   int (*set)(struct pflex_spank_conf *, const char *, char *, size_t);
 } conf_keys[] = {
-    {"socket", set_socket},         {"classes", set_classes},   {"classes_file", set_classes_file},
-    {"timeout_ms", set_timeout},    {"on_error", set_on_error},
+    {"socket", set_socket},      {"classes", set_classes},   {"classes_file", set_classes_file},
+    {"timeout_ms", set_timeout}, {"on_error", set_on_error},
 };
 
 static int apply_arg(struct pflex_spank_conf *c, const char *arg, char *msg, size_t len) {
@@ -203,8 +201,8 @@ int pflex_spank_opt_weight(const char *value, struct pflex_spank_job_opts *o, ch
                            size_t msglen) {
   double v;
   if (!parse_number(value, &v) || !(v > 0 && v <= PFLEX_SPANK_WEIGHT_MAX))
-    return fail(msg, msglen, "--pflex-weight=%.40s: want a number in (0, %g]",
-                value ? value : "", PFLEX_SPANK_WEIGHT_MAX);
+    return fail(msg, msglen, "--pflex-weight=%.40s: want a number in (0, %g]", value ? value : "",
+                PFLEX_SPANK_WEIGHT_MAX);
   o->weight = v;
   o->has_weight = true;
   return 0;
@@ -245,8 +243,8 @@ static bool take_item(const char **p, unsigned *lo, unsigned *hi) {
   return *hi >= *lo && *hi < 1024;
 }
 
-int pflex_spank_parse_gpus(const char *s, unsigned *ret_gpus, size_t max, size_t *ret_n,
-                           char *msg, size_t msglen) {
+int pflex_spank_parse_gpus(const char *s, unsigned *ret_gpus, size_t max, size_t *ret_n, char *msg,
+                           size_t msglen) {
   unsigned long long seen[1024 / 64] = {0}; /* indices < 1024 */
   const char *p = s;
   size_t n = 0;

@@ -61,8 +61,8 @@ int pflex_spank_opt_min_tput(const char *value, struct pflex_spank_job_opts *o, 
 
 /* SLURM_JOB_GPUS ("0,1,3" or ranges "0-2,5") into ascending distinct indices.
  * An empty string gives 0 GPUs. -EINVAL on anything else, -E2BIG past max. */
-int pflex_spank_parse_gpus(const char *s, unsigned *ret_gpus, size_t max, size_t *ret_n,
-                           char *msg, size_t msglen);
+int pflex_spank_parse_gpus(const char *s, unsigned *ret_gpus, size_t max, size_t *ret_n, char *msg,
+                           size_t msglen);
 
 /* A Slurm job id fit for pflexd's path: 1-64 of [0-9A-Za-z_+-]. */
 bool pflex_spank_job_id_ok(const char *id);

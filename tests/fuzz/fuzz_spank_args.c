@@ -16,7 +16,9 @@
 
 /* fuzz-args: -max_len=2048 */
 
-static void check_msg(const char *msg) { fuzz_check(msg[0] != '\0' && strlen(msg) < PFLEX_SPANK_MSG_MAX); }
+static void check_msg(const char *msg) {
+  fuzz_check(msg[0] != '\0' && strlen(msg) < PFLEX_SPANK_MSG_MAX);
+}
 
 static void fuzz_gpus(const char *s) {
   unsigned g[PFLEX_SPANK_MAX_GPUS];

@@ -62,7 +62,8 @@ static void test_conf_bad_args(void **state) {
     char *argv[] = {"timeout_ms=300", (char *)bad[k].arg};
     msg[0] = '\0';
     assert_int_equal(pflex_spank_conf_parse(&c, 2, argv, msg, sizeof msg), -EINVAL);
-    if (!strstr(msg, bad[k].want)) fail_msg("arg %s: message '%s' lacks '%s'", bad[k].arg, msg, bad[k].want);
+    if (!strstr(msg, bad[k].want))
+      fail_msg("arg %s: message '%s' lacks '%s'", bad[k].arg, msg, bad[k].want);
     assert_int_equal(c.timeout_ms, 5000); /* the good first argument is not applied either */
     assert_int_equal(c.nclasses, 4);
   }
@@ -117,7 +118,8 @@ static void test_class_option(void **state) {
   struct pflex_spank_job_opts none = {0};
   assert_int_equal(pflex_spank_opt_class(&c, "flex99", &none, msg, sizeof msg), -EINVAL);
   assert_false(none.has_class);
-  assert_string_equal(msg, "--pflex-class=flex99: unknown class (known: rigid, flex10, flex25, flex50)");
+  assert_string_equal(msg,
+                      "--pflex-class=flex99: unknown class (known: rigid, flex10, flex25, flex50)");
   assert_int_equal(pflex_spank_opt_class(&c, "FLEX25", &none, msg, sizeof msg), -EINVAL);
   assert_int_equal(pflex_spank_opt_class(&c, "", &none, msg, sizeof msg), -EINVAL);
 }
@@ -131,7 +133,8 @@ static void test_number_options(void **state) {
   assert_true(o.min_tput == 0.75);
   assert_int_equal(pflex_spank_opt_min_tput("1", &o, msg, sizeof msg), 0);
 
-  static const char *bad_weight[] = {"0", "-1", "1001", "abc", "2x", "", " 1", "nan", "inf", "1e999"};
+  static const char *bad_weight[] = {"0", "-1", "1001", "abc", "2x",
+                                     "",  " 1", "nan",  "inf", "1e999"};
   for (size_t k = 0; k < sizeof bad_weight / sizeof bad_weight[0]; k++) {
     struct pflex_spank_job_opts n = {0};
     assert_int_equal(pflex_spank_opt_weight(bad_weight[k], &n, msg, sizeof msg), -EINVAL);
@@ -192,10 +195,10 @@ static void test_job_ids(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_defaults),       cmocka_unit_test(test_conf_args),
-      cmocka_unit_test(test_conf_bad_args),  cmocka_unit_test(test_classes_file),
-      cmocka_unit_test(test_class_option),   cmocka_unit_test(test_number_options),
-      cmocka_unit_test(test_gpu_lists),      cmocka_unit_test(test_job_ids),
+      cmocka_unit_test(test_defaults),      cmocka_unit_test(test_conf_args),
+      cmocka_unit_test(test_conf_bad_args), cmocka_unit_test(test_classes_file),
+      cmocka_unit_test(test_class_option),  cmocka_unit_test(test_number_options),
+      cmocka_unit_test(test_gpu_lists),     cmocka_unit_test(test_job_ids),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
