@@ -104,7 +104,8 @@ write_gres_conf() {
   : > "$DIR/etc/gres.conf"
   for ((i = 0; i < NGPUS; i++)); do
     # Slurm accepts only character devices as GPU files; major 195 is NVIDIA's.
-    [ -c "$DIR/dev/nvidia$i" ] || mknod "$DIR/dev/nvidia$i" c 195 "$i"
+    [ -c "$DIR/dev/nvidia$i" ] || mknod "$DIR/dev/nvidia$i" c 195 "$i" ||
+      die "mknod $DIR/dev/nvidia$i: cannot create a character device here (needs root with CAP_MKNOD)"
     echo "NodeName=$node Name=gpu File=$DIR/dev/nvidia$i" >> "$DIR/etc/gres.conf"
   done
   echo "AutoDetect=off" >> "$DIR/etc/gres.conf"
