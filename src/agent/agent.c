@@ -99,6 +99,10 @@ static int open_jobs(struct agent *a) {
   char dir_job[AGENT_MAX_GPUS][AGENT_JOB_ID_MAX + 1];
   if (agent_mapdir_scan(&a->mapdir, a->n, dir_job) == 0)
     (void)agent_jobs_set_dir(&a->jobs, dir_job, a->n);
+  if ((err = agent_scrape_init(&a->scrape))) {
+    agent_log("error", "cannot set up libcurl for scraping jobs' metrics");
+    return err;
+  }
   return agent_jobtput_open(a);
 }
 
@@ -148,6 +152,7 @@ int agent_close(struct agent *a, bool restore) {
               __builtin_popcountll(held), __builtin_popcountll(held) == 1 ? "" : "s");
   }
   agent_jobtput_close(a);
+  agent_scrape_release(&a->scrape);
   agent_mapdir_close(&a->mapdir);
   agent_jobs_release(&a->jobs);
   for (unsigned i = 0; i < AGENT_MAX_GPUS; i++)

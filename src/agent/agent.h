@@ -13,6 +13,7 @@
 #include "agent/body.h"
 #include "agent/config.h"
 #include "agent/jobs.h"
+#include "agent/jobscrape.h"
 #include "agent/lease.h"
 #include "agent/log.h"
 #include "agent/mapdir.h"
@@ -49,6 +50,7 @@ struct agent {
   struct agent_jobs jobs;
   struct agent_token token;
   struct pflex_statsd_server *statsd;
+  struct agent_scrape scrape;
   struct agent_mapdir mapdir;
   struct agent_counters c;
   int lock_fd; /* flock on <state_dir>/pflexd.lock: one pflexd per state directory */

@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "agent/body.h"
+#include "agent/promtext.h"
 
 int agent_error_set(struct agent_error *e, int status, const char *field, const char *fmt, ...) {
   va_list ap;
@@ -166,9 +167,35 @@ int agent_caps_parse(const char *body, size_t len, unsigned ngpus, double defaul
   return err;
 }
 
+/* http on loopback only: a root daemon fetches nothing else for anyone. */
+static bool loopback_url(const char *u) {
+  static const char *const ok[] = {"http://127.0.0.1:", "http://127.0.0.1/", "http://localhost:",
+                                   "http://localhost/", "http://[::1]:", "http://[::1]/", NULL};
+  for (size_t i = 0; ok[i]; i++)
+    if (strncmp(u, ok[i], strlen(ok[i])) == 0) return !strpbrk(u, " \t\r\n@");
+  return false;
+}
+
+static int parse_scrape(json_t *root, struct agent_job_req *r, struct agent_error *e) {
+  json_t *url = json_object_get(root, "metrics_url"), *metric = json_object_get(root, "metric");
+  snprintf(r->metric, sizeof r->metric, "tokens_per_second");
+  if (metric && !url) return agent_error_set(e, 400, "metric", "needs metrics_url");
+  if (!url) return 0;
+  if (!json_is_string(url) || strlen(json_string_value(url)) >= sizeof r->metrics_url ||
+      !loopback_url(json_string_value(url)))
+    return agent_error_set(e, 422, "metrics_url",
+                           "must be an http URL on loopback (http://127.0.0.1:PORT/metrics)");
+  snprintf(r->metrics_url, sizeof r->metrics_url, "%s", json_string_value(url));
+  if (!metric) return 0;
+  if (!json_is_string(metric) || !agent_prom_name_valid(json_string_value(metric)))
+    return agent_error_set(e, 400, "metric", "must be a Prometheus metric name");
+  snprintf(r->metric, sizeof r->metric, "%s", json_string_value(metric));
+  return 0;
+}
+
 int agent_job_parse(const char *body, size_t len, unsigned ngpus, struct agent_job_req *ret,
                     struct agent_error *e) {
-  static const char *const known[] = {"gpus", NULL};
+  static const char *const known[] = {"gpus", "metrics_url", "metric", NULL};
   json_t *root = load_object(body, len, e);
   if (!root) return -EINVAL;
   struct agent_job_req r = {0};
@@ -186,6 +213,7 @@ int agent_job_parse(const char *body, size_t len, unsigned ngpus, struct agent_j
       if (r.gpus[j] == r.gpus[k])
         err = agent_error_set(e, 422, field, "GPU %u given twice (also gpus[%zu])", r.gpus[k], j);
   }
+  if (!err) err = parse_scrape(root, &r, e);
   r.n = err ? 0 : json_array_size(gpus);
   json_decref(root);
   if (!err) *ret = r;

@@ -47,12 +47,20 @@ struct agent_caps_req {
 int agent_caps_parse(const char *body, size_t len, unsigned ngpus, double default_lease_s,
                      double max_lease_s, struct agent_caps_req *ret, struct agent_error *e);
 
+#define AGENT_URL_MAX 256
+#define AGENT_PROM_NAME_MAX 128
+
 struct agent_job_req {
   unsigned gpus[AGENT_MAX_GPUS];
   size_t n;
+  char metrics_url[AGENT_URL_MAX]; /* "" : none */
+  char metric[AGENT_PROM_NAME_MAX];
 };
 
-/* Parses {"gpus":[0,1,...]} (distinct indexes below ngpus, at least one). */
+/* Parses {"gpus":[0,1,...], "metrics_url":URL, "metric":NAME} (distinct
+ * indexes below ngpus, at least one; optionally the training process's
+ * Prometheus endpoint, http on loopback only, and the throughput metric in
+ * it, default "tokens_per_second"). */
 int agent_job_parse(const char *body, size_t len, unsigned ngpus, struct agent_job_req *ret,
                     struct agent_error *e);
 

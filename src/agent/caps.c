@@ -223,26 +223,35 @@ static int apply_fallbacks(struct agent *a, uint64_t mask) {
   return err;
 }
 
-unsigned agent_caps_expire(struct agent *a, double now) {
-  struct agent_lease next[AGENT_MAX_GPUS];
+/* The GPUs whose lease ran out by now (moved to their fallback in next),
+ * and among them those with a fallback wattage. */
+static uint64_t due_leases(struct agent *a, double now, struct agent_lease *next,
+                           uint64_t *ret_to_watts) {
   uint64_t due = 0, to_watts = 0;
-  current_leases(a, next);
   for (unsigned i = 0; i < a->n; i++)
     if (agent_lease_due(&next[i], now)) {
       due |= (uint64_t)1 << i;
       agent_lease_fall_back(&next[i]);
       if (next[i].state == AGENT_LEASE_FALLBACK) to_watts |= (uint64_t)1 << i;
     }
-  /* Restores that failed earlier are retried here too. */
-  uint64_t restore = 0;
-  for (unsigned i = 0; i < a->n; i++)
+  *ret_to_watts = to_watts;
+  return due;
+}
+
+unsigned agent_caps_expire(struct agent *a, double now) {
+  struct agent_lease next[AGENT_MAX_GPUS];
+  uint64_t to_watts, restore = 0;
+  current_leases(a, next);
+  double deadline = agent_lease_next_deadline(next, a->n);
+  uint64_t due = due_leases(a, now, next, &to_watts);
+  for (unsigned i = 0; i < a->n; i++) /* restores that failed earlier are retried too */
     if (next[i].state == AGENT_LEASE_RESTORE) restore |= (uint64_t)1 << i;
   if (!due && (!restore || now < a->retry_s)) return 0;
   a->retry_s = now + 1.0;
-  int err = due ? agent_caps_save(a, next) : 0;
-  if (err) /* the fallback still happens: the GPUs matter more than the file */
-    agent_log("error", "cannot write the lease state '%s': %s", a->state_path, pflex_strerror(err));
-  if (to_watts && apply_fallbacks(a, to_watts)) {
+  /* The GPUs first, the lease file after: a crash in between leaves expired
+   * leases in the file, which the next start falls back just the same. */
+  bool fb_failed = to_watts && apply_fallbacks(a, to_watts);
+  if (fb_failed) {
     for (unsigned i = 0; i < a->n; i++) /* keep them held: retried in a second */
       if (to_watts >> i & 1) next[i] = a->g[i].lease, next[i].expires_s = now + 1.0;
     due &= ~to_watts;
@@ -254,11 +263,14 @@ unsigned agent_caps_expire(struct agent *a, double now) {
     agent_log("error", "lease fallback: %s (retried)", e.message);
   json_decref(done);
   json_decref(failed);
+  double landed = agent_now();
   current_leases(a, next);
   if (agent_caps_save(a, next))
     agent_log("warning", "cannot update the lease state '%s'", a->state_path);
   unsigned moved = (unsigned)__builtin_popcountll(due);
   a->c.lease_expiries += moved;
-  if (moved) agent_log("note", "%u lease%s ran out: fallback applied", moved, moved == 1 ? "" : "s");
+  if (moved)
+    agent_log("note", "%u lease%s ran out: fallback applied %.1f ms after the deadline", moved,
+              moved == 1 ? "" : "s", (landed - deadline) * 1e3);
   return moved;
 }

@@ -25,6 +25,13 @@ struct agent_job {
   struct agent_tput_sample *tput; /* ring of throughput samples */
   size_t tput_cap, tput_head, tput_n;
   unsigned long long tput_total; /* samples ever received */
+  /* A Prometheus endpoint of the training process to scrape ("" none). */
+  char scrape_url[AGENT_URL_MAX];
+  char scrape_metric[AGENT_PROM_NAME_MAX];
+  double next_scrape_s;          /* monotonic */
+  double prev_value, prev_time_s; /* a counter's previous scrape (rate = delta / time) */
+  bool have_prev;
+  unsigned long long scrape_failures;
 };
 
 struct agent_jobs {

@@ -8,11 +8,11 @@
 #include <unistd.h>
 
 #include "agent/caps.h"
+#include "agent/jobscrape.h"
 #include "agent/jobtput.h"
 #include "agent/loop.h"
 
-/* Milliseconds until the next thing the agent must do by itself. */
-static int wait_ms(const struct agent *a, double now, long http_ms) {
+int agent_wait_ms(const struct agent *a, double now, long http_ms) {
   double next = a->sampler.next_s;
   struct agent_lease v[AGENT_MAX_GPUS];
   for (unsigned i = 0; i < a->n; i++)
@@ -50,7 +50,7 @@ static int read_signal(struct agent *a, int sigfd) {
   return 0;
 }
 
-static void work(struct agent *a, struct agent_http *h, double now) {
+void agent_step(struct agent *a, struct agent_http *h, double now) {
   if (now >= a->sampler.next_s) agent_sampler_tick(&a->sampler, a->gpu, a->samp, a->n, now);
   agent_caps_expire(a, now);
   if (agent_mapdir_changed(&a->mapdir)) {
@@ -59,6 +59,7 @@ static void work(struct agent *a, struct agent_http *h, double now) {
       (void)agent_jobs_set_dir(&a->jobs, dir_job, a->n);
   }
   agent_jobtput_drain(a);
+  agent_scrape_step(a, now);
   agent_http_run(h);
 }
 
@@ -66,7 +67,7 @@ int agent_loop_run(struct agent *a, struct agent_http *h, int sigfd, agent_tick_
                    void *userdata) {
   double next_tick = agent_now();
   for (;;) {
-    struct pollfd p[6];
+    struct pollfd p[6 + 16];
     int fds[2], n = 0;
     long http_ms;
     int nh = agent_http_fds(h, fds, &http_ms);
@@ -75,14 +76,16 @@ int agent_loop_run(struct agent *a, struct agent_http *h, int sigfd, agent_tick_
       p[n++] = (struct pollfd){.fd = fds[k], .events = POLLIN};
     if (a->mapdir.inotify_fd >= 0) p[n++] = (struct pollfd){.fd = a->mapdir.inotify_fd, .events = POLLIN};
     if (agent_jobtput_fd(a) >= 0) p[n++] = (struct pollfd){.fd = agent_jobtput_fd(a), .events = POLLIN};
-    if (poll(p, (nfds_t)n, wait_ms(a, agent_now(), http_ms)) < 0 && errno != EINTR) {
+    int timeout = agent_wait_ms(a, agent_now(), http_ms);
+    n += (int)agent_scrape_fds(a, p + n, 16, &timeout);
+    if (poll(p, (nfds_t)n, timeout) < 0 && errno != EINTR) {
       agent_log("error", "poll: %s", strerror(errno));
       return SIGTERM;
     }
     int sig = (p[0].revents & POLLIN) ? read_signal(a, sigfd) : 0;
     if (sig) return sig;
     double now = agent_now();
-    work(a, h, now);
+    agent_step(a, h, now);
     if (tick && now >= next_tick) {
       tick(userdata);
       next_tick = now + 1.0;

@@ -7,6 +7,16 @@
 #include "agent/agent.h"
 #include "agent/http.h"
 
+/* Milliseconds (0-1000) until the next thing the agent must do by itself
+ * (a sample, a lease deadline), or http_ms (libmicrohttpd's wait, -1: none)
+ * when that is sooner. */
+int agent_wait_ms(const struct agent *a, double now, long http_ms);
+
+/* Does what is due at `now`: the sample tick, lease expiries, the mapping
+ * directory, StatsD, the HTTP listeners. A process hosting several agents
+ * (a simulated cluster) polls all their fds and calls this for each. */
+void agent_step(struct agent *a, struct agent_http *h, double now);
+
 /* Called about once a second (e.g. for the systemd watchdog). */
 typedef void (*agent_tick_fn)(void *userdata);
 

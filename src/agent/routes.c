@@ -92,10 +92,16 @@ static json_t *job_json(const struct agent *a, const struct agent_job *job) {
                        : job->api_gpus                ? "api"
                                                       : "mapping_dir";
   const struct agent_tput_sample *s = agent_job_tput_last(job);
-  return json_pack("{s:s, s:o, s:s, s:o, s:o, s:I}", "id", job->id, "gpus", gpus, "source", source,
-                   "throughput", s ? json_real(s->value) : json_null(), "throughput_time",
-                   s ? json_real(s->time_s) : json_null(), "throughput_samples",
-                   (json_int_t)job->tput_total);
+  json_t *o = json_pack("{s:s, s:o, s:s, s:o, s:o, s:I}", "id", job->id, "gpus", gpus, "source",
+                        source, "throughput", s ? json_real(s->value) : json_null(),
+                        "throughput_time", s ? json_real(s->time_s) : json_null(),
+                        "throughput_samples", (json_int_t)job->tput_total);
+  if (job->scrape_url[0]) {
+    json_object_set_new(o, "metrics_url", json_string(job->scrape_url));
+    json_object_set_new(o, "metric", json_string(job->scrape_metric));
+    json_object_set_new(o, "scrape_failures", json_integer((json_int_t)job->scrape_failures));
+  }
+  return o;
 }
 
 static void h_jobs(struct agent *a, const struct agent_request *rq, struct agent_reply *rp) {
@@ -129,8 +135,15 @@ static void h_job_put(struct agent *a, const struct agent_request *rq, struct ag
     return agent_reply_error(rp, 409, "gpus", msg);
   }
   if (err) return agent_reply_error(rp, 500, "", pflex_strerror(err));
+  struct agent_job *job = agent_jobs_find(&a->jobs, rq->arg);
+  if (strcmp(job->scrape_url, r.metrics_url) != 0 || strcmp(job->scrape_metric, r.metric) != 0) {
+    snprintf(job->scrape_url, sizeof job->scrape_url, "%s", r.metrics_url);
+    snprintf(job->scrape_metric, sizeof job->scrape_metric, "%s", r.metric);
+    job->have_prev = false;
+    job->next_scrape_s = 0;
+  }
   rp->status = 200;
-  rp->json = job_json(a, agent_jobs_find(&a->jobs, rq->arg));
+  rp->json = job_json(a, job);
 }
 
 static void h_job_delete(struct agent *a, const struct agent_request *rq,

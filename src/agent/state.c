@@ -110,7 +110,7 @@ int agent_state_load(const char *path, const char *backend, struct agent_state_e
       !json_is_string(be) || !json_is_array(gpus)) {
     snprintf(errbuf, errlen, "'%s': not a pflexd lease file (format, backend, gpus)", path);
     err = -EINVAL;
-  } else if (strcmp(json_string_value(be), backend) != 0) {
+  } else if (json_array_size(gpus) && strcmp(json_string_value(be), backend) != 0) {
     snprintf(errbuf, errlen, "'%s': written for backend '%s', not '%s'", path,
              json_string_value(be), backend);
     err = -EXDEV;

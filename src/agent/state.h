@@ -27,7 +27,7 @@ int agent_state_save(const char *path, const char *backend, const struct agent_s
 
 /* Reads path. -ENOENT when there is none (nothing held); -EINVAL with the
  * reason in errbuf for a file that is not valid (never guessed around);
- * -EXDEV when it belongs to another backend. *ret is freed by the caller;
+ * -EXDEV when it holds GPUs of another backend. *ret is freed by the caller;
  * expires_s of HELD entries is CLOCK_REALTIME seconds. */
 int agent_state_load(const char *path, const char *backend, struct agent_state_entry **ret,
                      size_t *ret_n, char *errbuf, size_t errlen);

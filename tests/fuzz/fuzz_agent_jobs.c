@@ -1,6 +1,6 @@
 /* agent_job_parse (pflexd's PUT /v1/jobs/{id} body), the job id check and
  * the StatsD "JOB.NAME" split on arbitrary bytes. Contract: an accepted body
- * lists 1-64 distinct GPUs below the node's count; a refused one names a
+ * lists 1-64 distinct GPUs below the node's count (and an http URL, if any); a refused one names a
  * 4xx status and a message; a split's job part is a valid id or empty. */
 #include "fuzz.h"
 
@@ -35,6 +35,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   int err = agent_job_parse((const char *)data, size, NGPUS, &r, &e);
   if (err == 0) {
     fuzz_check(r.n >= 1 && r.n <= AGENT_MAX_GPUS);
+    fuzz_check(r.metrics_url[0] == '\0' || strncmp(r.metrics_url, "http://", 7) == 0);
+    fuzz_check(r.metric[0] != '\0');
     for (size_t k = 0; k < r.n; k++) {
       fuzz_check(r.gpus[k] < NGPUS);
       for (size_t j = 0; j < k; j++)

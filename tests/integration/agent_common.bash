@@ -52,6 +52,7 @@ start_pflexd() {
 }
 
 # stop_pflexd [SIGNAL]: signals pflexd (TERM) and waits at most 10 s; sets RC.
+# After SIGTERM the exit status must be 0 and no sanitizer may have spoken.
 stop_pflexd() {
   kill -"${1:-TERM}" "$PID"
   local i
@@ -61,7 +62,10 @@ stop_pflexd() {
   done
   kill -0 "$PID" 2>/dev/null && fail "pflexd did not stop within 10 s"
   RC=0
-  wait "$PID" || RC=$?
+  { wait "$PID"; } 2>/dev/null || RC=$?
+  # Under ASan (build-asan) a leak or memory error shows here.
+  ! grep -q 'Sanitizer' "$LOG" || { cat "$LOG" >&2; fail "sanitizer report from pflexd"; }
+  [ "${1:-TERM}" != TERM ] || [ "$RC" = 0 ] || { cat "$LOG" >&2; fail "pflexd exited $RC after SIGTERM"; }
 }
 
 # api METHOD PATH [BODY] [curl options...]: over TCP with the token; sets

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# GET /v1/gpus: every field the issue names, with the fake NVML's values, the
+# enforced limit when an out-of-band limit is lower, the job and the lease;
+# sampling follows changes within a few sample periods; a GPU that fails to
+# read is counted as dropped samples and pflexd keeps serving; the sim backend.
+source "$(dirname "$0")/agent_common.bash"
+
+fake_state 3
+fake_set gpu2.enforced_mw 400000
+start_pflexd --hz 20
+api_noauth GET /v1/gpus
+expect_code 200 "GET /v1/gpus"
+fields='["default_limit_w","energy_j","enforced_limit_w","index","job","lease_s_left","limit_w","max_limit_w","min_limit_w","power_w","uuid"]'
+expect_eq "$(echo "$BODY" | jq -c '.gpus[0] | keys - ["lease_state"]')" "$fields" "fields of a GPU"
+expect_eq "$(echo "$BODY" | jq '.gpus | length')" 3 "GPU count"
+expect_eq "$(echo "$BODY" | jq -c '.gpus[1] | [.index, .uuid, .power_w, .limit_w, .default_limit_w, .min_limit_w, .max_limit_w, .energy_j, .job, .lease_s_left]')" \
+  '[1,"GPU-fake-0000-0000-0000-000000000001",650,700,700,200,700,123456.789,null,null]' "GPU 1"
+expect_eq "$(echo "$BODY" | jq '.gpus[2].enforced_limit_w')" 400 "enforced limit below the limit"
+
+# A cap shows in limit_w, power_w (the fake draws min(power, limit)) and the lease.
+api PUT /v1/caps '{"caps":[{"gpu":0,"watts":300}],"lease_s":40}'
+expect_code 200 "cap"
+api PUT /v1/jobs/77 '{"gpus":[0]}'
+api_noauth GET /v1/gpus
+expect_eq "$(echo "$BODY" | jq -c '.gpus[0] | [.limit_w, .power_w, .job]')" '[300,300,"77"]' "GPU 0 capped, with its job"
+echo "$BODY" | jq -e '.gpus[0].lease_s_left > 35 and .gpus[0].lease_s_left <= 40' >/dev/null || fail "lease_s_left: $BODY"
+
+# Readings follow the GPU (here: the energy counter) within a few samples.
+fake_set gpu1.energy_mj 223456789
+for ((i = 0; i < 100; i++)); do
+  api_noauth GET /v1/gpus
+  [ "$(echo "$BODY" | jq '.gpus[1].energy_j')" = 223456.789 ] && break
+  sleep 0.02
+done
+expect_eq "$(echo "$BODY" | jq '.gpus[1].energy_j')" 223456.789 "energy after it changed"
+
+# A GPU that cannot be read: dropped samples, the rest keeps working.
+fake_set gpu1.fail.power gpu_lost
+sleep 0.3
+curl -s "$URL/metrics" > "$T/m"
+dropped=$(awk '$1 == "pflex_samples_dropped_total" { print $2 }' "$T/m")
+[ "${dropped:-0}" -gt 0 ] || fail "no dropped samples counted for a failing GPU"
+grep -q '^pflex_gpu_up{gpu="1",uuid="GPU-fake-0000-0000-0000-000000000001"} 0$' "$T/m" || fail "GPU 1 not down: $(grep pflex_gpu_up "$T/m")"
+api_noauth GET /v1/gpus
+expect_code 200 "GET /v1/gpus with a GPU failing"
+fake_set gpu1.fail.power none
+stop_pflexd TERM
+expect_eq "$(limit 0)" 700000 "GPU 0 restored at SIGTERM"
+
+# The sim backend: simulated GPUs of the twin.
+BACKEND=sim start_pflexd --sim-job gpus=8,clock=real
+api_noauth GET /v1/gpus
+expect_eq "$(echo "$BODY" | jq '.gpus | length')" 8 "sim GPUs"
+echo "$BODY" | jq -e '.gpus | all(.power_w > 0 and .limit_w > 0 and .max_limit_w >= .limit_w)' >/dev/null || fail "sim readings: $BODY"
+api_noauth GET /v1/health
+expect_eq "$(echo "$BODY" | jq -r .backend)" sim "backend"
+stop_pflexd TERM
+echo "agent_gpus: ok"
