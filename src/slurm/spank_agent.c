@@ -9,34 +9,25 @@
 #include <sys/stat.h>
 
 #include "spank_agent.h"
+#include "spank_reply.h"
 
-#define REPLY_MAX 16384 /* pflexd's job replies are a few hundred bytes */
+/* A job's entry in GET /v1/jobs is about 150 bytes: room for hundreds. */
+#define REPLY_MAX 65536
 
 struct reply {
   char buf[REPLY_MAX + 1];
   size_t len;
+  bool truncated;
 };
 
 static size_t on_data(char *p, size_t size, size_t nmemb, void *arg) {
   struct reply *r = arg;
-  size_t n = size * nmemb, room = REPLY_MAX - r->len;
-  memcpy(r->buf + r->len, p, n < room ? n : room);
-  r->len += n < room ? n : room;
+  size_t n = size * nmemb, room = REPLY_MAX - r->len, take = n < room ? n : room;
+  memcpy(r->buf + r->len, p, take);
+  r->len += take;
   r->buf[r->len] = '\0';
-  return n; /* the rest is dropped: only the error text matters */
-}
-
-/* pflexd's error reply {"error":"...","field":"..."} as "field: error". */
-static void describe(const struct reply *r, long status, char *msg, size_t msglen) {
-  json_t *root = json_loadb(r->buf, r->len, 0, NULL);
-  const char *err = json_string_value(json_object_get(root, "error"));
-  const char *field = json_string_value(json_object_get(root, "field"));
-  if (err)
-    snprintf(msg, msglen, "pflexd answered %ld: %s%s%s", status, field ? field : "",
-             field ? ": " : "", err);
-  else
-    snprintf(msg, msglen, "pflexd answered %ld", status);
-  json_decref(root);
+  if (take < n) r->truncated = true;
+  return n; /* the rest is read and dropped */
 }
 
 static int status_error(long status) {
@@ -109,7 +100,7 @@ static int request(const struct pflex_spank_conf *c, const char *method, const c
   } else {
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
     err = status_error(status);
-    if (err) describe(r, status, msg, msglen);
+    if (err) pflex_spank_reply_error(r->buf, r->len, status, msg, msglen);
   }
   curl_slist_free_all(hdr);
   curl_easy_cleanup(h);
@@ -148,16 +139,6 @@ int pflex_spank_agent_delete_job(const struct pflex_spank_conf *c, const char *j
   return request(c, "DELETE", path, NULL, NULL, msg, msglen);
 }
 
-static bool holds_any(json_t *list, const unsigned *gpus, size_t n) {
-  size_t k;
-  json_t *g;
-  json_array_foreach(list, k, g) {
-    for (size_t j = 0; j < n; j++)
-      if (json_is_integer(g) && json_integer_value(g) == (json_int_t)gpus[j]) return true;
-  }
-  return false;
-}
-
 int pflex_spank_agent_holders(const struct pflex_spank_conf *c, const char *job,
                               const unsigned *gpus, size_t n,
                               char (*ret_ids)[PFLEX_SPANK_JOB_ID_MAX + 1], size_t max,
@@ -165,21 +146,12 @@ int pflex_spank_agent_holders(const struct pflex_spank_conf *c, const char *job,
   struct reply *r = NULL;
   int err = request(c, "GET", "/v1/jobs", NULL, &r, msg, msglen);
   if (err) return err;
-  json_t *root = json_loadb(r->buf, r->len, 0, NULL), *jobs = json_object_get(root, "jobs"), *o;
+  if (r->truncated) {
+    snprintf(msg, msglen, "pflexd's GET /v1/jobs: reply over %d bytes", REPLY_MAX);
+    err = -EPROTO;
+  } else {
+    err = pflex_spank_reply_holders(r->buf, r->len, job, gpus, n, ret_ids, max, ret_n, msg, msglen);
+  }
   free(r);
-  if (!json_is_array(jobs)) {
-    json_decref(root);
-    snprintf(msg, msglen, "pflexd's GET /v1/jobs: no \"jobs\" list in the reply");
-    return -EPROTO;
-  }
-  size_t k, found = 0;
-  json_array_foreach(jobs, k, o) {
-    const char *id = json_string_value(json_object_get(o, "id"));
-    if (!id || strcmp(id, job) == 0 || strlen(id) > PFLEX_SPANK_JOB_ID_MAX) continue;
-    if (found < max && holds_any(json_object_get(o, "gpus"), gpus, n))
-      snprintf(ret_ids[found++], PFLEX_SPANK_JOB_ID_MAX + 1, "%s", id);
-  }
-  json_decref(root);
-  *ret_n = found;
-  return 0;
+  return err;
 }

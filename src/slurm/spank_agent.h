@@ -16,6 +16,7 @@
 #include <stddef.h>
 
 #include "spank_args.h"
+#include "spank_reply.h"
 
 int pflex_spank_agent_put_job(const struct pflex_spank_conf *c, const char *job,
                               const unsigned *gpus, size_t n, char *msg, size_t msglen);
@@ -24,7 +25,6 @@ int pflex_spank_agent_delete_job(const struct pflex_spank_conf *c, const char *j
 
 /* The ids of the jobs other than job that pflexd lists on any of gpus (GET
  * /v1/jobs), at most max of them, into ret_ids. */
-#define PFLEX_SPANK_JOB_ID_MAX 64
 int pflex_spank_agent_holders(const struct pflex_spank_conf *c, const char *job,
                               const unsigned *gpus, size_t n,
                               char (*ret_ids)[PFLEX_SPANK_JOB_ID_MAX + 1], size_t max,

@@ -1,10 +1,13 @@
-/* The SPANK plugin's input checks (src/slurm/spank_args.c) on arbitrary
- * bytes. The first byte picks the parser: 0 SLURM_JOB_GPUS lists, 1
- * plugstack.conf arguments (one per line), 2 a classes file, 3 the three job
- * options (one value per line). Contract: an accepted GPU list is ascending,
- * distinct, below 1024 and at most the maximum; a refused input leaves a
- * message and, for arguments, the configuration as it was; an accepted
- * configuration or option holds only values in the documented ranges. */
+/* The SPANK plugin's input checks (src/slurm/spank_args.c) and its reading
+ * of pflexd's replies (src/slurm/spank_reply.c) on arbitrary bytes. The
+ * first byte picks the parser: 0 SLURM_JOB_GPUS lists, 1 plugstack.conf
+ * arguments (one per line), 2 a classes file, 3 the three job options (one
+ * value per line), 4 a pflexd error reply, 5 a GET /v1/jobs reply.
+ * Contract: an accepted GPU list is ascending, distinct, below 1024 and at
+ * most the maximum; a refused input leaves a message and, for arguments, the
+ * configuration as it was; an accepted configuration or option holds only
+ * values in the documented ranges; the jobs a reply names as holders are
+ * valid job ids other than the asking job, at most the maximum. */
 #include "fuzz.h"
 
 #include <errno.h>
@@ -13,7 +16,9 @@
 /* The plugin's sources are not a library of the project (the plugin is
  * built apart, against Slurm): the harness compiles the checks it fuzzes. */
 #include "slurm/spank_args.c"
+#include "slurm/spank_reply.c"
 
+/* fuzz-link: PkgConfig::JANSSON */
 /* fuzz-args: -max_len=2048 */
 
 static void check_msg(const char *msg) {
@@ -116,15 +121,39 @@ static void fuzz_options(char *s) {
   }
 }
 
+static void fuzz_replies(int which, const uint8_t *data, size_t size) {
+  char msg[PFLEX_SPANK_MSG_MAX] = "";
+  if (which == 4) {
+    pflex_spank_reply_error((const char *)data, size, 500, msg, sizeof msg);
+    fuzz_check(strncmp(msg, "pflexd answered 500", 19) == 0);
+    return;
+  }
+  char ids[4][PFLEX_SPANK_JOB_ID_MAX + 1];
+  unsigned gpus[] = {0, 2};
+  size_t n = 99;
+  if (pflex_spank_reply_holders((const char *)data, size, "42", gpus, 2, ids, 4, &n, msg,
+                                sizeof msg)) {
+    check_msg(msg);
+    return;
+  }
+  fuzz_check(n <= 4);
+  for (size_t k = 0; k < n; k++)
+    fuzz_check(pflex_spank_job_id_ok(ids[k]) && strcmp(ids[k], "42") != 0);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size == 0) return 0;
-  if (data[0] % 4 == 2) {
+  if (data[0] % 6 >= 4) {
+    fuzz_replies(data[0] % 6, data + 1, size - 1);
+    return 0;
+  }
+  if (data[0] % 6 == 2) {
     fuzz_classes_file(data + 1, size - 1);
     return 0;
   }
   char *s = fuzz_cstr(data + 1, size - 1);
   if (!s) return 0;
-  switch (data[0] % 4) {
+  switch (data[0] % 6) {
   case 0: fuzz_gpus(s); break;
   case 1: fuzz_args(s); break;
   default: fuzz_options(s); break;

@@ -1,5 +1,6 @@
 /* The SPANK plugin's input checks (src/slurm/spank_args.c): plugstack
- * arguments, the three job options, SLURM_JOB_GPUS lists and job ids. */
+ * arguments, the three job options, SLURM_JOB_GPUS lists and job ids; and
+ * its reading of pflexd's replies (src/slurm/spank_reply.c). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +15,7 @@
 #include <cmocka.h>
 
 #include "spank_args.h"
+#include "spank_reply.h"
 
 static char msg[PFLEX_SPANK_MSG_MAX];
 
@@ -193,12 +195,53 @@ static void test_job_ids(void **state) {
   assert_false(pflex_spank_job_id_ok(long_id));
 }
 
+static void test_reply_error(void **state) {
+  const char *b = "{\"error\":\"GPU 1 belongs to job '7'\",\"field\":\"gpus\"}";
+  pflex_spank_reply_error(b, strlen(b), 409, msg, sizeof msg);
+  assert_string_equal(msg, "pflexd answered 409: gpus: GPU 1 belongs to job '7'");
+  b = "{\"error\":\"no such job on this node\"}";
+  pflex_spank_reply_error(b, strlen(b), 404, msg, sizeof msg);
+  assert_string_equal(msg, "pflexd answered 404: no such job on this node");
+  pflex_spank_reply_error("<html>", 6, 502, msg, sizeof msg);
+  assert_string_equal(msg, "pflexd answered 502");
+}
+
+static void test_reply_holders(void **state) {
+  const char *b = "{\"jobs\":[{\"id\":\"41\",\"gpus\":[0,1]},{\"id\":\"42\",\"gpus\":[2]},"
+                  "{\"id\":\"43\",\"gpus\":[1,3]},{\"id\":\"../x\",\"gpus\":[1]},"
+                  "{\"id\":7,\"gpus\":[1]},{\"id\":\"44\",\"gpus\":\"1\"}]}";
+  char ids[4][PFLEX_SPANK_JOB_ID_MAX + 1];
+  size_t n = 99;
+  unsigned mine[] = {1, 2};
+  assert_int_equal(
+      pflex_spank_reply_holders(b, strlen(b), "42", mine, 2, ids, 4, &n, msg, sizeof msg), 0);
+  /* 42 is the job itself; "../x" is no job id; 7 is no string; 44's gpus no list. */
+  assert_int_equal(n, 2);
+  assert_string_equal(ids[0], "41");
+  assert_string_equal(ids[1], "43");
+  assert_int_equal(
+      pflex_spank_reply_holders(b, strlen(b), "42", mine, 2, ids, 1, &n, msg, sizeof msg), 0);
+  assert_int_equal(n, 1);
+  unsigned none[] = {3};
+  assert_int_equal(
+      pflex_spank_reply_holders(b, strlen(b), "43", none, 1, ids, 4, &n, msg, sizeof msg), 0);
+  assert_int_equal(n, 0);
+  static const char *bad[] = {"", "{}", "{\"jobs\":{}}", "[1]", "{\"jobs\":[", "null"};
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    assert_int_equal(pflex_spank_reply_holders(bad[k], strlen(bad[k]), "1", mine, 2, ids, 4, &n,
+                                               msg, sizeof msg),
+                     -EPROTO);
+    assert_string_equal(msg, "pflexd's GET /v1/jobs: no \"jobs\" list in the reply");
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_defaults),      cmocka_unit_test(test_conf_args),
       cmocka_unit_test(test_conf_bad_args), cmocka_unit_test(test_classes_file),
       cmocka_unit_test(test_class_option),  cmocka_unit_test(test_number_options),
       cmocka_unit_test(test_gpu_lists),     cmocka_unit_test(test_job_ids),
+      cmocka_unit_test(test_reply_error),   cmocka_unit_test(test_reply_holders),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
