@@ -15,6 +15,7 @@
 
 #include "spank_agent.h"
 #include "spank_args.h"
+#include "spank_mapdir.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -186,10 +187,26 @@ EXPORT int slurm_spank_job_prolog(spank_t sp, int ac, char **av) {
   }
   if (pflex_spank_parse_gpus(list, gpus, PFLEX_SPANK_MAX_GPUS, &n, msg, sizeof msg))
     return prolog_failed(job, msg);
+  if (conf.mapping_dir[0] &&
+      pflex_spank_mapdir_write(conf.mapping_dir, job, gpus, n, msg, sizeof msg))
+    slurm_error("pflex: job %s: %s; a pflexd restarted during the job will not know it", job, msg);
   if (register_job(job, gpus, n, msg, sizeof msg)) return prolog_failed(job, msg);
   describe_options(what, sizeof what);
   slurm_info("pflex: job %s: GPUs %s registered with pflexd (%s)", job, list, what);
   return 0;
+}
+
+/* After the DELETE: removed earlier, pflexd would unmap the GPUs without
+ * restoring them, and a pflexd that only knows the job from the directory
+ * (restarted during it) would then answer 404. */
+static void clear_mapping(const char *job) {
+  char msg[PFLEX_SPANK_MSG_MAX];
+  size_t removed = 0;
+  if (!conf.mapping_dir[0]) return;
+  if (pflex_spank_mapdir_clear(conf.mapping_dir, job, &removed, msg, sizeof msg))
+    slurm_error("pflex: job %s: %s", job, msg);
+  else
+    slurm_debug("pflex: job %s: %zu job mapping entries removed", job, removed);
 }
 
 /* Always succeeds: a failed epilog would drain the node, and pflexd restores
@@ -215,5 +232,6 @@ EXPORT int slurm_spank_job_epilog(spank_t sp, int ac, char **av) {
     slurm_error("pflex: job %s: could not unregister GPUs %s: %s; pflexd restores them when it "
                 "reconciles",
                 job, list, msg);
+  clear_mapping(job);
   return 0;
 }

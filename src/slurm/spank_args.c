@@ -105,6 +105,16 @@ static int set_socket(struct pflex_spank_conf *c, const char *v, char *msg, size
   return 0;
 }
 
+static int set_mapping_dir(struct pflex_spank_conf *c, const char *v, char *msg, size_t len) {
+  if (v[0] != '/')
+    return fail(msg, len, "plugstack argument mapping_dir=%s: not an absolute path", v);
+  if (strlen(v) >= sizeof c->mapping_dir)
+    return fail(msg, len, "plugstack argument mapping_dir: longer than %zu characters",
+                sizeof c->mapping_dir - 1);
+  snprintf(c->mapping_dir, sizeof c->mapping_dir, "%s", v);
+  return 0;
+}
+
 static int set_timeout(struct pflex_spank_conf *c, const char *v, char *msg, size_t len) {
   char *end;
   errno = 0;
@@ -134,7 +144,7 @@ static const struct {
   int (*set)(struct pflex_spank_conf *, const char *, char *, size_t);
 } conf_keys[] = {
     {"socket", set_socket},      {"classes", set_classes},   {"classes_file", set_classes_file},
-    {"timeout_ms", set_timeout}, {"on_error", set_on_error},
+    {"timeout_ms", set_timeout}, {"on_error", set_on_error}, {"mapping_dir", set_mapping_dir},
 };
 
 static int apply_arg(struct pflex_spank_conf *c, const char *arg, char *msg, size_t len) {
@@ -147,7 +157,7 @@ static int apply_arg(struct pflex_spank_conf *c, const char *arg, char *msg, siz
     }
   return fail(msg, len,
               "plugstack argument '%s': unknown (known: socket, classes, classes_file, "
-              "timeout_ms, on_error)",
+              "timeout_ms, on_error, mapping_dir)",
               arg);
 }
 

@@ -22,7 +22,8 @@ enum pflex_spank_on_error {
 };
 
 struct pflex_spank_conf {
-  char socket[108]; /* pflexd's Unix socket (sun_path's size) */
+  char socket[108];      /* pflexd's Unix socket (sun_path's size) */
+  char mapping_dir[256]; /* "" = none (spank_mapdir.h) */
   char classes[PFLEX_SPANK_MAX_CLASSES][PFLEX_SPANK_CLASS_MAX + 1];
   size_t nclasses;
   long timeout_ms; /* per request to pflexd */
@@ -42,7 +43,7 @@ struct pflex_spank_job_opts {
 void pflex_spank_conf_init(struct pflex_spank_conf *c);
 
 /* Applies plugstack.conf arguments key=value (socket, classes, classes_file,
- * timeout_ms, on_error). -EINVAL for an unknown key or a bad value, -errno
+ * timeout_ms, on_error, mapping_dir). -EINVAL for an unknown key or a bad value, -errno
  * when the classes file cannot be read; c is left as it was on error. */
 int pflex_spank_conf_parse(struct pflex_spank_conf *c, int argc, char *const argv[], char *msg,
                            size_t msglen);

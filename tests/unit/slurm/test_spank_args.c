@@ -35,8 +35,10 @@ static void test_conf_args(void **state) {
   struct pflex_spank_conf c;
   pflex_spank_conf_init(&c);
   char *argv[] = {"socket=/tmp/x/pflexd.sock", "classes=gold,silver,bronze", "timeout_ms=250",
-                  "on_error=fail"};
-  assert_int_equal(pflex_spank_conf_parse(&c, 4, argv, msg, sizeof msg), 0);
+                  "on_error=fail", "mapping_dir=/run/pflex/jobs"};
+  assert_int_equal(c.mapping_dir[0], '\0');
+  assert_int_equal(pflex_spank_conf_parse(&c, 5, argv, msg, sizeof msg), 0);
+  assert_string_equal(c.mapping_dir, "/run/pflex/jobs");
   assert_string_equal(c.socket, "/tmp/x/pflexd.sock");
   assert_int_equal(c.nclasses, 3);
   assert_string_equal(c.classes[2], "bronze");
@@ -57,6 +59,7 @@ static void test_conf_bad_args(void **state) {
       {"timeout_ms=10", "timeout_ms=10: want milliseconds"},
       {"timeout_ms=5s", "timeout_ms=5s: want milliseconds"},
       {"on_error=drain", "on_error=drain: want log or fail"},
+      {"mapping_dir=jobs", "mapping_dir=jobs: not an absolute path"},
   };
   for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
     struct pflex_spank_conf c;
