@@ -40,12 +40,13 @@ usage() {
 # The environment clients (sinfo, sbatch, ...) need.
 print_env() { printf 'export SLURM_CONF=%q\n' "$DIR/etc/slurm.conf"; }
 
-# free_port: a TCP port on loopback that nothing listens on now.
+# free_port [NOT]: a TCP port on loopback that nothing listens on now (and
+# other than NOT).
 free_port() {
   local p
   for _ in $(seq 1 100); do
     p=$((20000 + RANDOM % 40000))
-    if ! ss -Htln "sport = :$p" | grep -q .; then
+    if [ "$p" != "${1:-}" ] && ! ss -Htln "sport = :$p" | grep -q .; then
       echo "$p"
       return 0
     fi
@@ -130,7 +131,9 @@ write_config() {
     write_prolog
     prolog=$DIR/etc/prolog.sh
   fi
-  write_slurm_conf "$node" "$cores" "$(free_port)" "$(free_port)" "$prolog"
+  local ctld_port
+  ctld_port=$(free_port)
+  write_slurm_conf "$node" "$cores" "$ctld_port" "$(free_port "$ctld_port")" "$prolog"
   write_gres_conf "$node"
   # Nothing constrained by cgroups (proctrack/linuxproc, task/none).
   echo "CgroupPlugin=autodetect" > "$DIR/etc/cgroup.conf"
