@@ -60,15 +60,18 @@ static int check_option(int val, const char *value, char *msg, size_t len) {
 }
 
 /* Called where the option is given and again on the node (remote). A
- * negative return makes sbatch/srun/salloc refuse the submission. In the
- * prolog and epilog Slurm calls it before the plugin has seen its arguments
- * (no slurm_spank_init there): the prolog checks the options itself then. */
+ * negative return makes sbatch/srun/salloc refuse the submission. On the
+ * node a value the submission host accepted but the node's plugstack.conf
+ * does not (configurations out of step) is logged, and the job runs without
+ * it rather than fail at launch. In the prolog and epilog Slurm calls this
+ * before the plugin has seen its arguments (no slurm_spank_init there): the
+ * prolog checks the options itself then. */
 static int on_option(int val, const char *optarg, int remote) {
   char msg[PFLEX_SPANK_MSG_MAX];
   if (!conf_loaded) return 0;
   if (check_option(val, optarg, msg, sizeof msg) == 0) return 0;
-  slurm_error("pflex: %s", msg);
-  return -1;
+  slurm_error("pflex: %s%s", msg, remote ? " (on this node; the job runs without it)" : "");
+  return remote ? 0 : -1;
 }
 
 /* The plugstack.conf arguments, once per process. */

@@ -2,8 +2,9 @@
 # pflex_spank.so with on_error=fail: a prolog that cannot register the job's
 # GPUs fails, so Slurm requeues the job held and drains the node; once pflexd
 # is back, resuming the node and releasing the job (as an operator would)
-# runs it registered. And a
-# bad plugstack.conf argument refuses every submission, naming the argument.
+# runs it registered. A class the node's configuration no longer knows is
+# logged and the job runs. And a bad plugstack.conf argument refuses every
+# submission, naming the argument.
 source "$(dirname "$0")/slurm_common.bash"
 
 start_bed on_error=fail classes=gold,silver
@@ -34,6 +35,22 @@ all_original "after the released job ended"
 # The class list comes from the plugstack arguments.
 out=$(cd "$T" && sbatch --pflex-class=rigid --wrap true 2>&1) && fail "class rigid accepted with classes=gold,silver"
 grep -qF "pflex: --pflex-class=rigid: unknown class (known: gold, silver)" <<< "$out" || fail "message: $out"
+
+# Configurations out of step: the class the submission host accepted is
+# unknown to the node by the time the job starts: logged, the job runs.
+drift=$(cd "$T" && sbatch --parsable --hold --gres=gpu:1 --pflex-class=silver -o "$T/job-%j.out" "$T/held.sh")
+echo "required $SPANK_SO socket=$SOCK on_error=fail classes=gold,bronze" > "$BED/etc/plugstack.conf"
+scontrol release "$drift"
+wait_state "$drift" RUNNING 30
+wait_registered "$drift" 10 > /dev/null
+for _ in $(seq 1 50); do slurmd_log_has "pflex: --pflex-class=silver: unknown class (known: gold, bronze) (on this node; the job runs without it)" && break; sleep 0.2; done
+slurmd_log_has "pflex: --pflex-class=silver: unknown class (known: gold, bronze) (on this node; the job runs without it)" ||
+  fail "no log of the class the node does not know: $(grep pflex "$BED/log/slurmd.log" | tail -n 3)"
+grep -q '^PFLEX_CLASS=' "$T/job-$drift.out" && fail "the job's tasks got a class the node does not know"
+release "$drift"
+wait_ended "$drift" 30
+expect_eq "$(job_state "$drift")" COMPLETED "job with a class unknown to its node"
+all_original "after the job with an unknown class"
 
 # sbatch reads plugstack.conf itself: a bad argument there refuses it.
 echo "required $SPANK_SO socket=$SOCK timeout_ms=lots" > "$BED/etc/plugstack.conf"
