@@ -1,6 +1,7 @@
 /* The plugin's inputs, checked (spank_args.h). */
 #include <ctype.h>
 #include <errno.h>
+#include <ini.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -62,23 +63,32 @@ static int set_classes(struct pflex_spank_conf *c, const char *v, char *msg, siz
   }
 }
 
+/* path opened for reading when root owns it and no one else may write it
+ * (the prolog reads it as root); else NULL with the reason in msg. */
+static FILE *open_trusted(const char *key, const char *path, int *ret_err, char *msg, size_t len) {
+  FILE *f = fopen(path, "r");
+  struct stat st;
+  if (!f) {
+    *ret_err = -errno;
+    snprintf(msg, len, "plugstack argument %s: %s: %s", key, path, strerror(errno));
+    return NULL;
+  }
+  if (fstat(fileno(f), &st) != 0 || st.st_uid != 0 || (st.st_mode & 022)) {
+    *ret_err = fail(msg, len,
+                    "plugstack argument %s: %s: must be owned by root and writable by no one else",
+                    key, path);
+    fclose(f);
+    return NULL;
+  }
+  return f;
+}
+
 /* One class per line, its first word; blank lines and '#' comments skipped. */
 static int read_classes_file(struct pflex_spank_conf *c, const char *path, char *msg, size_t len) {
-  FILE *f = fopen(path, "r");
-  if (!f) {
-    int err = -errno;
-    snprintf(msg, len, "plugstack argument classes_file: %s: %s", path, strerror(errno));
-    return err;
-  }
-  char line[512], where[PATH_MAX + 32];
   int err = 0;
-  struct stat st;
-  /* The prolog reads it as root: only root may have written it. */
-  if (fstat(fileno(f), &st) == 0 && (st.st_uid != 0 || (st.st_mode & 022)))
-    err = fail(msg, len,
-               "plugstack argument classes_file: %s: must be owned by root and "
-               "writable by no one else",
-               path);
+  FILE *f = open_trusted("classes_file", path, &err, msg, len);
+  if (!f) return err;
+  char line[512], where[PATH_MAX + 32];
   c->nclasses = 0;
   for (unsigned lineno = 1; !err && fgets(line, sizeof line, f); lineno++) {
     snprintf(where, sizeof where, "%s:%u", path, lineno);
@@ -139,12 +149,52 @@ static int set_classes_file(struct pflex_spank_conf *c, const char *v, char *msg
   return read_classes_file(c, v, msg, len);
 }
 
+struct ini_ctx {
+  struct pflex_spank_conf *c;
+  const char *path;
+  char *msg;
+  size_t len;
+  int err;
+};
+
+/* pflex-controller's classes are its "[class NAME]" sections (that have a
+ * key, as the controller sees them too); its other keys do not matter here. */
+static int on_ini_key(void *user, const char *section, const char *name, const char *value) {
+  struct ini_ctx *x = user;
+  if (x->err || strncmp(section, "class ", 6) != 0) return 1;
+  char where[PATH_MAX + 32];
+  snprintf(where, sizeof where, "%s [%s]", x->path, section);
+  x->err = add_class(x->c, section + 6, strlen(section + 6), where, x->msg, x->len);
+  return 1;
+}
+
+static int set_controller_config(struct pflex_spank_conf *c, const char *v, char *msg, size_t len) {
+  int err = 0;
+  FILE *f = open_trusted("controller_config", v, &err, msg, len);
+  if (!f) return err;
+  struct ini_ctx x = {c, v, msg, len, 0};
+  c->nclasses = 0;
+  int line = ini_parse_file(f, on_ini_key, &x);
+  fclose(f);
+  if (x.err) return x.err;
+  if (line != 0)
+    return fail(msg, len, "plugstack argument controller_config: %s:%d: not INI", v, line);
+  if (c->nclasses == 0)
+    return fail(msg, len, "plugstack argument controller_config: %s: no [class NAME] section", v);
+  return 0;
+}
+
 static const struct {
   const char *key;
   int (*set)(struct pflex_spank_conf *, const char *, char *, size_t);
 } conf_keys[] = {
-    {"socket", set_socket},      {"classes", set_classes},   {"classes_file", set_classes_file},
-    {"timeout_ms", set_timeout}, {"on_error", set_on_error}, {"mapping_dir", set_mapping_dir},
+    {"socket", set_socket},
+    {"classes", set_classes},
+    {"classes_file", set_classes_file},
+    {"timeout_ms", set_timeout},
+    {"on_error", set_on_error},
+    {"mapping_dir", set_mapping_dir},
+    {"controller_config", set_controller_config},
 };
 
 static int apply_arg(struct pflex_spank_conf *c, const char *arg, char *msg, size_t len) {
@@ -157,7 +207,7 @@ static int apply_arg(struct pflex_spank_conf *c, const char *arg, char *msg, siz
     }
   return fail(msg, len,
               "plugstack argument '%s': unknown (known: socket, classes, classes_file, "
-              "timeout_ms, on_error, mapping_dir)",
+              "timeout_ms, on_error, mapping_dir, controller_config)",
               arg);
 }
 

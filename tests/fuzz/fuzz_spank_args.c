@@ -2,7 +2,8 @@
  * of pflexd's replies (src/slurm/spank_reply.c) on arbitrary bytes. The
  * first byte picks the parser: 0 SLURM_JOB_GPUS lists, 1 plugstack.conf
  * arguments (one per line), 2 a classes file, 3 the three job options (one
- * value per line), 4 a pflexd error reply, 5 a GET /v1/jobs reply.
+ * value per line), 4 a pflexd error reply, 5 a GET /v1/jobs reply, 6
+ * pflex-controller's config file (its [class NAME] sections).
  * Contract: an accepted GPU list is ascending, distinct, below 1024 and at
  * most the maximum; a refused input leaves a message and, for arguments, the
  * configuration as it was; an accepted configuration or option holds only
@@ -18,7 +19,7 @@
 #include "slurm/spank_args.c"
 #include "slurm/spank_reply.c"
 
-/* fuzz-link: PkgConfig::JANSSON */
+/* fuzz-link: pflex_spank_parse_libs */
 /* fuzz-args: -max_len=2048 */
 
 static void check_msg(const char *msg) {
@@ -70,11 +71,11 @@ static void fuzz_args(char *s) {
   check_conf(&c);
 }
 
-static void fuzz_classes_file(const uint8_t *data, size_t size) {
+static void fuzz_classes_file(const char *key, const uint8_t *data, size_t size) {
   const char *path = fuzz_path(data, size);
   if (!path || chmod(path, 0600) != 0) return;
   char arg[96];
-  snprintf(arg, sizeof arg, "classes_file=%s", path);
+  snprintf(arg, sizeof arg, "%s=%s", key, path);
   char *argv[] = {arg};
   struct pflex_spank_conf c, before;
   pflex_spank_conf_init(&c);
@@ -143,17 +144,18 @@ static void fuzz_replies(int which, const uint8_t *data, size_t size) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size == 0) return 0;
-  if (data[0] % 6 >= 4) {
-    fuzz_replies(data[0] % 6, data + 1, size - 1);
+  int mode = data[0] % 7;
+  if (mode == 4 || mode == 5) {
+    fuzz_replies(mode, data + 1, size - 1);
     return 0;
   }
-  if (data[0] % 6 == 2) {
-    fuzz_classes_file(data + 1, size - 1);
+  if (mode == 2 || mode == 6) {
+    fuzz_classes_file(mode == 2 ? "classes_file" : "controller_config", data + 1, size - 1);
     return 0;
   }
   char *s = fuzz_cstr(data + 1, size - 1);
   if (!s) return 0;
-  switch (data[0] % 6) {
+  switch (mode) {
   case 0: fuzz_gpus(s); break;
   case 1: fuzz_args(s); break;
   default: fuzz_options(s); break;

@@ -39,7 +39,10 @@ grep -qF "pflex: --pflex-class=rigid: unknown class (known: gold, silver)" <<< "
 # Configurations out of step: the class the submission host accepted is
 # unknown to the node by the time the job starts: logged, the job runs.
 drift=$(cd "$T" && sbatch --parsable --hold --gres=gpu:1 --pflex-class=silver -o "$T/job-%j.out" "$T/held.sh")
-echo "required $SPANK_SO socket=$SOCK on_error=fail classes=gold,bronze" > "$BED/etc/plugstack.conf"
+# (The node's classes now come from pflex-controller's own config file.)
+printf '[controller]\nround_s = 1\n[class gold]\nweight = 2\n[class bronze]\nfloor_pct = 50\n' > "$T/controller.conf"
+chmod 0644 "$T/controller.conf"
+echo "required $SPANK_SO socket=$SOCK on_error=fail controller_config=$T/controller.conf" > "$BED/etc/plugstack.conf"
 scontrol release "$drift"
 wait_state "$drift" RUNNING 30
 wait_registered "$drift" 10 > /dev/null

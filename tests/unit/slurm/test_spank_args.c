@@ -113,6 +113,53 @@ static void test_classes_file(void **state) {
   assert_int_equal(c.nclasses, 3); /* the last good file's classes stay */
 }
 
+/* pflex-controller's own config: its [class NAME] sections are the classes. */
+static void test_controller_config(void **state) {
+  char path[] = "/tmp/test_spank_ctl.XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  FILE *f = fdopen(fd, "w");
+  fputs("[controller]\nround_s = 1\nagents_file = /etc/pflex/agents\n\n"
+        "[class rigid]\nweight = 2\n[class flex25]\nfloor_pct = 75\nmatch = *\n"
+        "[class empty]\n",
+        f);
+  fclose(f);
+  struct pflex_spank_conf c;
+  pflex_spank_conf_init(&c);
+  char arg[64];
+  snprintf(arg, sizeof arg, "controller_config=%s", path);
+  char *argv[] = {arg};
+  assert_int_equal(pflex_spank_conf_parse(&c, 1, argv, msg, sizeof msg), 0);
+  char list[128];
+  pflex_spank_conf_class_list(&c, list, sizeof list);
+  assert_string_equal(
+      list, "rigid, flex25"); /* a section without keys is no class to the controller either */
+
+  static const struct {
+    const char *text, *want;
+  } bad[] = {
+      {"[controller]\nround_s = 1\n", "no [class NAME] section"},
+      {"[class fl@x]\nweight = 1\n", "[class fl@x]: class name 'fl@x' must be"},
+      {"[class a]\nweight\n", ":2: not INI"},
+  };
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    f = fopen(path, "w");
+    fputs(bad[k].text, f);
+    fclose(f);
+    struct pflex_spank_conf d;
+    pflex_spank_conf_init(&d);
+    assert_int_equal(pflex_spank_conf_parse(&d, 1, argv, msg, sizeof msg), -EINVAL);
+    if (!strstr(msg, bad[k].want))
+      fail_msg("'%s': message '%s' lacks '%s'", bad[k].text, msg, bad[k].want);
+    assert_int_equal(d.nclasses, 4); /* the defaults stay */
+  }
+  assert_int_equal(chmod(path, 0666), 0);
+  assert_int_equal(pflex_spank_conf_parse(&c, 1, argv, msg, sizeof msg), -EINVAL);
+  assert_non_null(strstr(msg, "controller_config: "));
+  assert_non_null(strstr(msg, "must be owned by root and writable by no one else"));
+  unlink(path);
+}
+
 static void test_class_option(void **state) {
   struct pflex_spank_conf c;
   struct pflex_spank_job_opts o = {0};
@@ -240,11 +287,12 @@ static void test_reply_holders(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_defaults),      cmocka_unit_test(test_conf_args),
-      cmocka_unit_test(test_conf_bad_args), cmocka_unit_test(test_classes_file),
-      cmocka_unit_test(test_class_option),  cmocka_unit_test(test_number_options),
-      cmocka_unit_test(test_gpu_lists),     cmocka_unit_test(test_job_ids),
-      cmocka_unit_test(test_reply_error),   cmocka_unit_test(test_reply_holders),
+      cmocka_unit_test(test_defaults),          cmocka_unit_test(test_conf_args),
+      cmocka_unit_test(test_conf_bad_args),     cmocka_unit_test(test_classes_file),
+      cmocka_unit_test(test_class_option),      cmocka_unit_test(test_number_options),
+      cmocka_unit_test(test_gpu_lists),         cmocka_unit_test(test_job_ids),
+      cmocka_unit_test(test_controller_config), cmocka_unit_test(test_reply_error),
+      cmocka_unit_test(test_reply_holders),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
