@@ -212,8 +212,9 @@ static void clear_mapping(const char *job) {
     slurm_debug("pflex: job %s: %zu job mapping entries removed", job, removed);
 }
 
-/* Always succeeds: a failed epilog would drain the node, and pflexd restores
- * the GPUs of a job it no longer hears of when it reconciles. */
+/* Always succeeds: a failed epilog would drain the node, and a GPU whose job
+ * pflexd never hears the end of still returns to its limit when its lease
+ * runs out (pflexd's leases and reconciliation, docs/agent.md). */
 EXPORT int slurm_spank_job_epilog(spank_t sp, int ac, char **av) {
   char job[80], msg[PFLEX_SPANK_MSG_MAX];
   if (load_conf(ac, av)) {
