@@ -18,6 +18,8 @@ packages=(
   # pflexd: its config file (libinih), sd_notify (libsystemd); its tests: curl,
   # and Debian's prometheus (the server and promtool) for the scrape test
   libinih-dev libsystemd-dev curl prometheus
+  # the Slurm test bed (scripts/slurm-testbed.sh) and the SPANK plugin
+  munge slurmctld slurmd slurm-client libslurm-dev iproute2
 )
 
 missing=()

@@ -9,6 +9,7 @@
 #include "pflex/runs.h"
 #include "pflex/runs_csv.h"
 #include "pflex/runs_json.h"
+#include "pflex/runs_csv.h"
 
 /* fuzz-args: -max_len=8192 */
 
