@@ -168,4 +168,15 @@ int pflex_cv_predict(const struct pflex_dataset *d, const struct pflex_fit_opts 
 void pflex_folds_loo(size_t n, int *fold);
 void pflex_folds_loco(const struct pflex_dataset *d, enum pflex_loco scheme, int *fold);
 
+/* The LOCO clusters of d's groups under scheme, numbered as pflex_folds_loco
+ * numbers its folds (by first appearance): each label and its group count. */
+#define PFLEX_CLUSTERS_MAX 8
+struct pflex_clusters {
+  size_t n;
+  const char *name[PFLEX_CLUSTERS_MAX]; /* pflex_cluster_name's labels (static strings) */
+  size_t count[PFLEX_CLUSTERS_MAX];
+};
+void pflex_clusters_count(const struct pflex_dataset *d, enum pflex_loco scheme,
+                          struct pflex_clusters *ret);
+
 #endif

@@ -185,6 +185,20 @@ static void test_loco_assignment(void **state) {
   const int want3[6] = {0, 1, 0, 0, 2, 1};
   for (int i = 0; i < 6; i++)
     assert_int_equal(fold[i], want3[i]);
+  /* The clusters and their group counts, numbered as the folds. */
+  struct pflex_clusters cl;
+  pflex_clusters_count(&d, PFLEX_LOCO_ARCH_TASK, &cl);
+  assert_int_equal(cl.n, 4);
+  const char *want_name[4] = {"dense-pt", "moe-ft", "dense-ft", "moe-pt"};
+  const size_t want_count[4] = {2, 2, 1, 1};
+  for (int k = 0; k < 4; k++) {
+    assert_string_equal(cl.name[k], want_name[k]);
+    assert_int_equal(cl.count[k], want_count[k]);
+  }
+  pflex_clusters_count(&d, PFLEX_LOCO_POOLED_DENSE, &cl);
+  assert_int_equal(cl.n, 3);
+  assert_string_equal(cl.name[0], "dense");
+  assert_int_equal(cl.count[0], 3);
   assert_string_equal(pflex_cluster_name(PFLEX_ARCH_MOE, PFLEX_TASK_FT, PFLEX_LOCO_ARCH_TASK),
                       "moe-ft");
   assert_string_equal(pflex_cluster_name(PFLEX_ARCH_DENSE, PFLEX_TASK_FT, PFLEX_LOCO_POOLED_DENSE),
