@@ -226,12 +226,12 @@ static int print_json(const struct ablation *ab) {
                                         (json_int_t)ab->clusters.count[k]));
   for (size_t s = 0; s < NSETS; s++)
     json_array_append_new(rows, json_row(ab, s));
-  json_t *root = json_pack(
-      "{s:s, s:o, s:I, s:s, s:o, s:o, s:s, s:o}", "runs", ab->path, "set",
-      ab->filter ? json_string(ab->filter) : json_null(), "n", (json_int_t)ab->groups.n,
-      "loco_clusters", pflex_loco_name(ab->loco), "clusters", cl, "dcgm_columns",
-      json_names(dcgm_columns(ab)), "ridge_lambda",
-      "nested: chosen in each fold by leave-one-out on 1e-3..1e4", "rows", rows);
+  json_t *root =
+      json_pack("{s:s, s:o, s:I, s:s, s:o, s:o, s:s, s:o}", "runs", ab->path, "set",
+                ab->filter ? json_string(ab->filter) : json_null(), "n", (json_int_t)ab->groups.n,
+                "loco_clusters", pflex_loco_name(ab->loco), "clusters", cl, "dcgm_columns",
+                json_names(dcgm_columns(ab)), "ridge_lambda",
+                "nested: chosen in each fold by leave-one-out on 1e-3..1e4", "rows", rows);
   if (root)
     json_object_set_new(root, "target",
                         json_pack("{s:s, s:s, s:o}", "definition",
@@ -315,8 +315,8 @@ static void print_table(const struct ablation *ab) {
     printf("%s%s", j ? ", " : "", dcgm->names[j]);
   printf("%s\n\n", dcgm->n ? "" : "none");
   printf("%-28s %3s %8s | %-26s | %-26s | %-30s\n", "", "", "", "LOO", "LOCO", "ridge");
-  printf("%-28s %3s %8s | %9s %8s %7s | %9s %8s %7s | %10s %10s %8s\n", "predictors", "p",
-         "R2 in", "R2", "RMSE", "rho", "R2", "RMSE", "rho", "LOO R2", "LOCO R2", "lambda");
+  printf("%-28s %3s %8s | %9s %8s %7s | %9s %8s %7s | %10s %10s %8s\n", "predictors", "p", "R2 in",
+         "R2", "RMSE", "rho", "R2", "RMSE", "rho", "LOO R2", "LOCO R2", "lambda");
   for (size_t s = 0; s < NSETS; s++)
     table_row(ab, s);
   if (ab->paper)
@@ -353,8 +353,11 @@ static int run(int argc, char **argv) {
   }
   cli_pfi_args_finish(&args.pfi);
   args.pfi.opts.draws = 0;
-  struct ablation ab = {.path = p.operands[0], .filter = args.set, .loco = args.loco,
-                        .paper = args.paper, .opts = &args.pfi.opts};
+  struct ablation ab = {.path = p.operands[0],
+                        .filter = args.set,
+                        .loco = args.loco,
+                        .paper = args.paper,
+                        .opts = &args.pfi.opts};
   struct pflex_runset set;
   pflex_runset_init(&set);
   if (cli_load_runs(ab.path, &args.pfi.read, &set)) {
