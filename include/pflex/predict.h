@@ -83,6 +83,11 @@ struct pflex_scores {
 /* R^2, RMSE and Spearman rho of predictions yhat of y: -PFLEX_E_NOPOINTS when
  * n is 0, -EINVAL on a non-finite value. */
 int pflex_scores_compute(const double *y, const double *yhat, size_t n, struct pflex_scores *ret);
+/* The scores of yhat against y over the rows whose y is finite (the jobs with
+ * a measured PFI); *ret_n says how many. With fewer than two such rows, or
+ * when pflex_scores_compute fails (its error is returned), *ret holds NANs. */
+int pflex_scores_measured(const double *y, const double *yhat, size_t n, struct pflex_scores *ret,
+                          size_t *ret_n);
 
 /* A fitted PFI model with its names, prior and training summary. */
 struct pflex_model_group {

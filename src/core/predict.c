@@ -356,6 +356,27 @@ int pflex_scores_compute(const double *y, const double *yhat, size_t n, struct p
   return 0;
 }
 
+int pflex_scores_measured(const double *y, const double *yhat, size_t n, struct pflex_scores *ret,
+                          size_t *ret_n) {
+  *ret = (struct pflex_scores){NAN, NAN, NAN};
+  *ret_n = 0;
+  double *ym = malloc((n ? n : 1) * sizeof *ym), *hm = malloc((n ? n : 1) * sizeof *hm);
+  int err = -ENOMEM;
+  if (ym && hm) {
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+      if (isfinite(y[i])) {
+        ym[m] = y[i];
+        hm[m++] = yhat[i];
+      }
+    *ret_n = m;
+    err = m >= 2 ? pflex_scores_compute(ym, hm, m, ret) : 0;
+  }
+  free(ym);
+  free(hm);
+  return err;
+}
+
 void pflex_folds_loo(size_t n, int *fold) {
   for (size_t i = 0; i < n; i++)
     fold[i] = (int)i;

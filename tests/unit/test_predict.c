@@ -237,6 +237,24 @@ static void test_scores_hand(void **state) {
   assert_int_equal(pflex_scores_compute(y, h3, 4, &s), 0);
   assert_true(isnan(s.rho));
   CLOSE(s.r2, 1.0 - 6.0 / 5.0, 1e-12); /* SSE = 1 + 0 + 1 + 4 */
+
+  /* Only the rows with a measured y count: the same scores as h1 on y. */
+  const double ym[] = {NAN, 1, 2, NAN, 3, 4}, hm[] = {9, 1.5, 1.5, 9, 3.5, 3.5};
+  size_t n;
+  assert_int_equal(pflex_scores_measured(ym, hm, 6, &s, &n), 0);
+  assert_int_equal(n, 4);
+  CLOSE(s.r2, 0.8, 1e-12);
+  CLOSE(s.rmse, 0.5, 1e-12);
+  /* One measured row: no scores. */
+  assert_int_equal(pflex_scores_measured(ym, hm, 3, &s, &n), 0);
+  assert_int_equal(n, 2);
+  assert_int_equal(pflex_scores_measured(ym, hm, 2, &s, &n), 0);
+  assert_int_equal(n, 1);
+  assert_true(isnan(s.r2) && isnan(s.rmse) && isnan(s.rho));
+  /* A non-finite prediction of a measured row: compute's error, NAN scores. */
+  const double hbad[] = {9, 1.5, NAN, 9, 3.5, 3.5};
+  assert_int_equal(pflex_scores_measured(ym, hbad, 6, &s, &n), -EINVAL);
+  assert_true(isnan(s.r2));
 }
 
 /* Ridge, 1 feature, lambda = 3 on standardized x: with z = (x - 2.5)/sd,
