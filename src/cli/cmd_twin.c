@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "cli/util.h"
 #include "pflex/csv.h"
+#include "pflex/curves_figure.h"
 #include "pflex/plot.h"
 #include "pflex/runs_csv.h"
 #include "pflex/twin.h"
@@ -358,75 +359,12 @@ static int cmd_plot(int argc, char **argv) {
     pflex_runset_release(&set);
     return PFLEX_EXIT_FAIL;
   }
-  /* Panels: arch x task, as the paper's Fig. 3. */
-  static const struct {
-    enum pflex_arch arch;
-    enum pflex_task task;
-    const char *title;
-  } kinds[4] = {{PFLEX_ARCH_DENSE, PFLEX_TASK_PT, "Dense pretraining"},
-                {PFLEX_ARCH_DENSE, PFLEX_TASK_FT, "Dense LoRA fine-tuning"},
-                {PFLEX_ARCH_MOE, PFLEX_TASK_PT, "MoE pretraining"},
-                {PFLEX_ARCH_MOE, PFLEX_TASK_FT, "MoE LoRA fine-tuning"}};
-  struct pflex_plot_series *series = calloc(ng + 4, sizeof *series);
-  double *xs = calloc(set.n + 8, sizeof *xs), *ys = calloc(set.n + 8, sizeof *ys);
-  struct pflex_plot_panel panels[4];
-  static const double diag[2] = {0, 1};
-  int err = series && xs && ys ? 0 : -ENOMEM;
-  size_t ns = 0, np = 0, used = 0;
-  char titles[4][96];
-  for (int k = 0; k < 4 && !err; k++) {
-    size_t first = ns, count = 0;
-    series[ns++] = (struct pflex_plot_series){.label = "P/Pmax = T/Tmax",
-                                              .x = diag,
-                                              .y = diag,
-                                              .n = 2,
-                                              .color = 7,
-                                              .dash = PFLEX_PLOT_DASHED,
-                                              .width = 1.0};
-    for (size_t g = 0; g < ng; g++) {
-      const struct pflex_run *top = &set.runs[groups[g].uncapped];
-      if (top->arch != kinds[k].arch || top->task != kinds[k].task) continue;
-      double *x = xs + used, *y = ys + used;
-      for (size_t i = 0; i < groups[g].n; i++) {
-        const struct pflex_run *rr = &set.runs[groups[g].runs[i]];
-        x[i] = rr->power_w / top->power_w;
-        y[i] = rr->tput / top->tput;
-      }
-      used += groups[g].n;
-      series[ns++] = (struct pflex_plot_series){.x = x,
-                                                .y = y,
-                                                .n = groups[g].n,
-                                                .style = PFLEX_PLOT_LINE_POINTS,
-                                                .color = (int)(count % 7),
-                                                .width = 1.2};
-      count++;
-    }
-    snprintf(titles[k], sizeof titles[k], "%s (%zu groups)", kinds[k].title, count);
-    panels[np++] = (struct pflex_plot_panel){.title = titles[k],
-                                             .xlabel = "P / P#dmax#u",
-                                             .ylabel = "T / T#dmax#u",
-                                             .xmin = 0.2,
-                                             .xmax = 1.02,
-                                             .ymin = 0.2,
-                                             .ymax = 1.02,
-                                             .series = series + first,
-                                             .nseries = ns - first,
-                                             .legend = true,
-                                             .grid = true};
-  }
-  if (!err) {
-    struct pflex_plot fig = {
-        .title =
-            title ? title : "Normalized power-throughput curves (twin model, not measurements)",
-        .cols = 2,
-        .rows = 2,
-        .panels = panels,
-        .npanels = np,
-        .width_px = 1200,
-        .height_px = 1000};
-    err = pflex_plot_render(&fig, out);
-  }
-  free(series), free(xs), free(ys);
+  struct pflex_curves_figure fig;
+  int err = pflex_curves_figure_build(
+      &set, groups, ng,
+      title ? title : "Normalized power-throughput curves (twin model, not measurements)", &fig);
+  if (!err) err = pflex_plot_render(&fig.plot, out);
+  pflex_curves_figure_release(&fig);
   pflex_groups_free(groups, ng);
   pflex_runset_release(&set);
   if (err < 0) {
