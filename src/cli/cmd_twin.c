@@ -157,97 +157,119 @@ static const struct cli_spec check_spec = {
     .max_operands = 1,
     .exclusive = (const char *const[]){"json csv", NULL}};
 
+/* A twin check: the comparison rows, their misses, and the DRAM-copy fit. */
+struct check {
+  const char *path;
+  struct pflex_twin_check_row *rows;
+  size_t n, bad, known; /* rows, misses, documented known misses among them */
+  int fit_err;          /* 0 when the fit's numbers hold */
+  double r2_in, r2_loo;
+  size_t nfit;
+};
+
+static json_t *json_or_null(double v) {
+  return isfinite(v) ? json_real(v) : json_null();
+}
+
+static json_t *check_row_json(const struct pflex_twin_check_row *r) {
+  json_t *row = json_object();
+  json_object_set_new(row, "group", json_string(r->group));
+  json_object_set_new(row, "set", json_string(pflex_twin_set_name(r->set)));
+  json_object_set_new(row, "grid", json_string(r->grid));
+  json_object_set_new(row, "published", json_real(r->published));
+  json_object_set_new(row, "reconstructed", json_or_null(r->reconstructed));
+  json_object_set_new(row, "diff", json_or_null(r->diff));
+  json_object_set_new(row, "tolerance", json_real(r->tol));
+  json_object_set_new(row, "ok", json_boolean(r->ok));
+  json_object_set_new(row, "known_miss", r->known ? json_string(r->known) : json_null());
+  return row;
+}
+
+static int check_json(const struct check *c) {
+  json_t *o = json_object(), *arr = json_array();
+  for (size_t i = 0; i < c->n; i++)
+    json_array_append_new(arr, check_row_json(&c->rows[i]));
+  json_object_set_new(o, "file", json_string(c->path));
+  json_object_set_new(o, "rows", arr);
+  json_object_set_new(o, "misses", json_integer((json_int_t)c->bad));
+  json_object_set_new(o, "known_misses", json_integer((json_int_t)c->known));
+  json_t *fit = json_object();
+  json_object_set_new(fit, "feature", json_string("dram_active*mem_copy_util"));
+  json_object_set_new(fit, "groups", json_integer((json_int_t)c->nfit));
+  json_object_set_new(fit, "r2_in", c->fit_err == 0 ? json_real(c->r2_in) : json_null());
+  json_object_set_new(fit, "r2_loo", c->fit_err == 0 ? json_real(c->r2_loo) : json_null());
+  json_object_set_new(fit, "paper_r2_in", json_real(0.675));
+  json_object_set_new(fit, "paper_r2_loo", json_real(0.524));
+  json_object_set_new(o, "dram_fit", fit);
+  return cli_print_json(o, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+}
+
+static void check_csv(const struct check *c) {
+  printf("group,set,grid,published,reconstructed,diff,tolerance,ok\n");
+  for (size_t i = 0; i < c->n; i++) {
+    const struct pflex_twin_check_row *r = &c->rows[i];
+    pflex_csv_write_field(stdout, r->group, ',');
+    printf("%s,%s,", pflex_twin_set_name(r->set), r->grid);
+    const double v[] = {r->published, r->reconstructed, r->diff, r->tol};
+    for (size_t k = 0; k < 4; k++)
+      pflex_csv_write_double(stdout, v[k], ',');
+    printf("%s\n", r->ok ? "yes" : r->known ? "known-miss" : "no");
+  }
+}
+
+static void check_table(const struct check *c) {
+  printf("%-46s %-10s %-5s %9s %13s %8s  %s\n", "group", "set", "grid", "published",
+         "reconstructed", "diff", "ok");
+  for (size_t i = 0; i < c->n; i++) {
+    const struct pflex_twin_check_row *r = &c->rows[i];
+    printf("%-46s %-10s %-5s %9.2f %13.4f %+8.4f  %s\n", r->group, pflex_twin_set_name(r->set),
+           r->grid, r->published, r->reconstructed, r->diff,
+           r->ok      ? "ok"
+           : r->known ? "KNOWN MISS"
+                      : "MISS");
+  }
+  printf("\n%zu of %zu comparisons within tolerance (own grid 0.01, 4-cap grid 0.03)\n",
+         c->n - c->bad, c->n);
+  for (size_t i = 0; i < c->n; i++)
+    if (!c->rows[i].ok && c->rows[i].known)
+      printf("known miss (documented in data/reference/README.md): %s, %s grid: %s\n",
+             c->rows[i].group, c->rows[i].grid, c->rows[i].known);
+  if (c->fit_err == 0)
+    printf("PFI ~ DRAM copy product (dram_active x mem_copy_util), %zu headline groups: R^2 "
+           "in-sample "
+           "%.3f, LOO %.3f (paper Table 3 row i: 0.675, 0.524)\n",
+           c->nfit, c->r2_in, c->r2_loo);
+}
+
 static int cmd_check(int argc, char **argv) {
   struct check_args a = {0};
   struct cli_parsed p;
   int perr = cli_parse(&check_spec, argc, argv, &a, &p);
   if (perr) return cli_parse_status(perr);
-  bool json = a.json, csv = a.csv, strict = a.strict;
-  const char *path = p.noperands ? p.operands[0] : cli_reference_runs();
+  struct check c = {.path = p.noperands ? p.operands[0] : cli_reference_runs(),
+                    .r2_in = NAN, .r2_loo = NAN};
   struct pflex_runset set;
-  if (cli_load_runs(path, NULL, &set) < 0) return PFLEX_EXIT_FAIL;
-  struct pflex_twin_check_row *rows = NULL;
-  size_t n = 0;
-  int r = pflex_twin_check(&set, &rows, &n);
+  if (cli_load_runs(c.path, NULL, &set) < 0) return PFLEX_EXIT_FAIL;
+  int r = pflex_twin_check(&set, &c.rows, &c.n);
   if (r < 0) {
-    cli_error("cannot check '%s': %s", path, pflex_strerror(r));
+    cli_error("cannot check '%s': %s", c.path, pflex_strerror(r));
     pflex_runset_release(&set);
     return PFLEX_EXIT_FAIL;
   }
-  double r2_in = NAN, r2_loo = NAN;
-  size_t nfit = 0;
-  int fr = pflex_twin_dram_fit(&set, "headline", &r2_in, &r2_loo, &nfit);
-  size_t bad = 0, known = 0;
-  for (size_t i = 0; i < n; i++) {
-    bad += !rows[i].ok;
-    known += !rows[i].ok && rows[i].known;
+  c.fit_err = pflex_twin_dram_fit(&set, "headline", &c.r2_in, &c.r2_loo, &c.nfit);
+  for (size_t i = 0; i < c.n; i++) {
+    c.bad += !c.rows[i].ok;
+    c.known += !c.rows[i].ok && c.rows[i].known;
   }
-  size_t fails = strict ? bad : bad - known;
-  if (json) {
-    json_t *o = json_object(), *arr = json_array();
-    for (size_t i = 0; i < n; i++) {
-      json_t *row = json_object();
-      json_object_set_new(row, "group", json_string(rows[i].group));
-      json_object_set_new(row, "set", json_string(pflex_twin_set_name(rows[i].set)));
-      json_object_set_new(row, "grid", json_string(rows[i].grid));
-      json_object_set_new(row, "published", json_real(rows[i].published));
-      json_object_set_new(row, "reconstructed",
-                          isfinite(rows[i].reconstructed) ? json_real(rows[i].reconstructed)
-                                                          : json_null());
-      json_object_set_new(row, "diff",
-                          isfinite(rows[i].diff) ? json_real(rows[i].diff) : json_null());
-      json_object_set_new(row, "tolerance", json_real(rows[i].tol));
-      json_object_set_new(row, "ok", json_boolean(rows[i].ok));
-      json_object_set_new(row, "known_miss",
-                          rows[i].known ? json_string(rows[i].known) : json_null());
-      json_array_append_new(arr, row);
-    }
-    json_object_set_new(o, "file", json_string(path));
-    json_object_set_new(o, "rows", arr);
-    json_object_set_new(o, "misses", json_integer((json_int_t)bad));
-    json_object_set_new(o, "known_misses", json_integer((json_int_t)known));
-    json_t *fit = json_object();
-    json_object_set_new(fit, "feature", json_string("dram_active*mem_copy_util"));
-    json_object_set_new(fit, "groups", json_integer((json_int_t)nfit));
-    json_object_set_new(fit, "r2_in", fr == 0 ? json_real(r2_in) : json_null());
-    json_object_set_new(fit, "r2_loo", fr == 0 ? json_real(r2_loo) : json_null());
-    json_object_set_new(fit, "paper_r2_in", json_real(0.675));
-    json_object_set_new(fit, "paper_r2_loo", json_real(0.524));
-    json_object_set_new(o, "dram_fit", fit);
-    if (cli_print_json(o, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6))) fails++;
-  } else if (csv) {
-    printf("group,set,grid,published,reconstructed,diff,tolerance,ok\n");
-    for (size_t i = 0; i < n; i++) {
-      pflex_csv_write_field(stdout, rows[i].group, ',');
-      printf("%s,%s,", pflex_twin_set_name(rows[i].set), rows[i].grid);
-      const double v[] = {rows[i].published, rows[i].reconstructed, rows[i].diff, rows[i].tol};
-      for (size_t k = 0; k < 4; k++)
-        pflex_csv_write_double(stdout, v[k], ',');
-      printf("%s\n", rows[i].ok ? "yes" : rows[i].known ? "known-miss" : "no");
-    }
+  size_t fails = a.strict ? c.bad : c.bad - c.known;
+  if (a.json) {
+    if (check_json(&c)) fails++;
+  } else if (a.csv) {
+    check_csv(&c);
   } else {
-    printf("%-46s %-10s %-5s %9s %13s %8s  %s\n", "group", "set", "grid", "published",
-           "reconstructed", "diff", "ok");
-    for (size_t i = 0; i < n; i++)
-      printf("%-46s %-10s %-5s %9.2f %13.4f %+8.4f  %s\n", rows[i].group,
-             pflex_twin_set_name(rows[i].set), rows[i].grid, rows[i].published,
-             rows[i].reconstructed, rows[i].diff,
-             rows[i].ok      ? "ok"
-             : rows[i].known ? "KNOWN MISS"
-                             : "MISS");
-    printf("\n%zu of %zu comparisons within tolerance (own grid 0.01, 4-cap grid 0.03)\n", n - bad,
-           n);
-    for (size_t i = 0; i < n; i++)
-      if (!rows[i].ok && rows[i].known)
-        printf("known miss (documented in data/reference/README.md): %s, %s grid: %s\n",
-               rows[i].group, rows[i].grid, rows[i].known);
-    if (fr == 0)
-      printf("PFI ~ DRAM copy product (dram_active x mem_copy_util), %zu headline groups: R^2 "
-             "in-sample "
-             "%.3f, LOO %.3f (paper Table 3 row i: 0.675, 0.524)\n",
-             nfit, r2_in, r2_loo);
+    check_table(&c);
   }
-  free(rows);
+  free(c.rows);
   pflex_runset_release(&set);
   return fails ? PFLEX_EXIT_FAIL : PFLEX_EXIT_OK;
 }
