@@ -51,85 +51,90 @@ static const struct cli_spec reference_spec = {
     .options = reference_options,
     .exclusive = (const char *const[]){"quiet json", NULL}};
 
+static json_t *calib_json(const struct pflex_twin_paper_group *g, const struct pflex_twin_calib *k) {
+  json_t *row = json_object();
+  json_object_set_new(row, "group", json_string(g->name));
+  json_object_set_new(row, "set", json_string(pflex_twin_set_name(g->set)));
+  json_object_set_new(row, "source", json_string(g->table));
+  json_object_set_new(row, "pfi_published", json_real(g->pfi));
+  json_object_set_new(row, "pfi_reconstructed", json_real(k->pfi));
+  json_object_set_new(row, "pfi4_published", isnan(g->pfi4) ? json_null() : json_real(g->pfi4));
+  json_object_set_new(row, "pfi4_reconstructed", isnan(k->pfi4) ? json_null() : json_real(k->pfi4));
+  json_object_set_new(row, "compute_share", json_real(k->compute_share));
+  json_object_set_new(row, "compute_activity", json_real(k->compute_activity));
+  json_object_set_new(row, "mem_clock_bound", json_real(k->mem_clock_bound));
+  json_object_set_new(row, "phase_split", json_real(k->phase_split));
+  json_object_set_new(row, "met", json_boolean(k->met));
+  return row;
+}
+
+static int reference_json(const char *path, size_t nruns, uint64_t seed,
+                          const struct pflex_twin_calib *calib, size_t unmet) {
+  json_t *o = json_object(), *arr = json_array();
+  for (size_t i = 0; i < pflex_twin_paper_count(); i++)
+    json_array_append_new(arr, calib_json(pflex_twin_paper_get(i), &calib[i]));
+  json_object_set_new(o, "file", json_string(path));
+  json_object_set_new(o, "runs", json_integer((json_int_t)nruns));
+  json_object_set_new(o, "seed", json_integer((json_int_t)seed));
+  json_object_set_new(o, "provenance", json_string("reconstructed"));
+  json_object_set_new(o, "groups", arr);
+  json_object_set_new(o, "unmet", json_integer((json_int_t)unmet));
+  return cli_print_json(o, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+}
+
+/* The calibration of every published group: published and reconstructed PFIs, parameters. */
+static void calib_table(const struct pflex_twin_calib *calib) {
+  printf("%-46s %5s %7s %5s %7s %6s %6s %5s %5s  %s\n", "group", "PFI", "recon", "PFI4", "recon4",
+         "s", "a_c", "r", "phi", "met");
+  for (size_t i = 0; i < pflex_twin_paper_count(); i++) {
+    const struct pflex_twin_paper_group *g = pflex_twin_paper_get(i);
+    const struct pflex_twin_calib *k = &calib[i];
+    printf("%-46s %5.2f %7.4f %5.2f %7.4f %6.3f %6.3f %5.2f %5.2f  %s\n", g->name, g->pfi, k->pfi,
+           g->pfi4, k->pfi4, k->compute_share, k->compute_activity, k->mem_clock_bound,
+           k->phase_split, k->met ? "yes" : "NO");
+  }
+}
+
 static int cmd_reference(int argc, char **argv) {
   struct reference_args a = {.seed = PFLEX_TWIN_REFERENCE_SEED};
   struct cli_parsed p;
   int perr = cli_parse(&reference_spec, argc, argv, &a, &p);
   if (perr) return cli_parse_status(perr);
-  const char *out = a.out;
-  uint64_t seed = a.seed;
-  bool quiet = a.quiet, json = a.json;
-  if (mkdir(out, 0777) < 0 && errno != EEXIST) {
-    cli_error("cannot create '%s': %s", out, strerror(errno));
+  if (mkdir(a.out, 0777) < 0 && errno != EEXIST) {
+    cli_error("cannot create '%s': %s", a.out, strerror(errno));
     return PFLEX_EXIT_FAIL;
   }
   struct pflex_runset set;
   struct pflex_twin_calib *calib = NULL;
-  int r = pflex_twin_reference_build(seed, &set, &calib);
+  int r = pflex_twin_reference_build(a.seed, &set, &calib);
   if (r < 0) {
     cli_error("cannot build the reference set: %s", pflex_strerror(r));
     return PFLEX_EXIT_FAIL;
   }
   char path[4096];
-  snprintf(path, sizeof path, "%s/runs.csv", out);
+  snprintf(path, sizeof path, "%s/runs.csv", a.out);
+  int status = PFLEX_EXIT_FAIL;
   r = pflex_runs_write_csv(&set, path);
   if (r < 0) {
     cli_error("cannot write '%s': %s", path, pflex_strerror(r));
-    pflex_runset_release(&set);
-    free(calib);
-    return PFLEX_EXIT_FAIL;
+    goto out;
   }
   size_t unmet = 0;
-  if (json) {
-    json_t *o = json_object(), *arr = json_array();
-    for (size_t i = 0; i < pflex_twin_paper_count(); i++) {
-      const struct pflex_twin_paper_group *g = pflex_twin_paper_get(i);
-      const struct pflex_twin_calib *k = &calib[i];
-      unmet += !k->met;
-      json_t *row = json_object();
-      json_object_set_new(row, "group", json_string(g->name));
-      json_object_set_new(row, "set", json_string(pflex_twin_set_name(g->set)));
-      json_object_set_new(row, "source", json_string(g->table));
-      json_object_set_new(row, "pfi_published", json_real(g->pfi));
-      json_object_set_new(row, "pfi_reconstructed", json_real(k->pfi));
-      json_object_set_new(row, "pfi4_published", isnan(g->pfi4) ? json_null() : json_real(g->pfi4));
-      json_object_set_new(row, "pfi4_reconstructed",
-                          isnan(k->pfi4) ? json_null() : json_real(k->pfi4));
-      json_object_set_new(row, "compute_share", json_real(k->compute_share));
-      json_object_set_new(row, "compute_activity", json_real(k->compute_activity));
-      json_object_set_new(row, "mem_clock_bound", json_real(k->mem_clock_bound));
-      json_object_set_new(row, "phase_split", json_real(k->phase_split));
-      json_object_set_new(row, "met", json_boolean(k->met));
-      json_array_append_new(arr, row);
-    }
-    json_object_set_new(o, "file", json_string(path));
-    json_object_set_new(o, "runs", json_integer((json_int_t)set.n));
-    json_object_set_new(o, "seed", json_integer((json_int_t)seed));
-    json_object_set_new(o, "provenance", json_string("reconstructed"));
-    json_object_set_new(o, "groups", arr);
-    json_object_set_new(o, "unmet", json_integer((json_int_t)unmet));
-    int jr = cli_print_json(o, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
-    pflex_runset_release(&set);
-    free(calib);
-    return jr ? PFLEX_EXIT_FAIL : PFLEX_EXIT_OK;
-  }
-  if (!quiet)
-    printf("%-46s %5s %7s %5s %7s %6s %6s %5s %5s  %s\n", "group", "PFI", "recon", "PFI4", "recon4",
-           "s", "a_c", "r", "phi", "met");
-  for (size_t i = 0; i < pflex_twin_paper_count(); i++) {
-    const struct pflex_twin_paper_group *g = pflex_twin_paper_get(i);
+  for (size_t i = 0; i < pflex_twin_paper_count(); i++)
     unmet += !calib[i].met;
-    if (quiet) continue;
-    printf("%-46s %5.2f %7.4f %5.2f %7.4f %6.3f %6.3f %5.2f %5.2f  %s\n", g->name, g->pfi,
-           calib[i].pfi, g->pfi4, calib[i].pfi4, calib[i].compute_share, calib[i].compute_activity,
-           calib[i].mem_clock_bound, calib[i].phase_split, calib[i].met ? "yes" : "NO");
+  if (a.json) {
+    if (!reference_json(path, set.n, a.seed, calib, unmet)) status = PFLEX_EXIT_OK;
+    goto out;
   }
+  if (!a.quiet) calib_table(calib);
   printf("wrote %zu runs to '%s' (reconstructed: modelled, not measured; seed %llu); %zu group(s) "
          "not fully met\n",
-         set.n, path, (unsigned long long)seed, unmet);
+         set.n, path, (unsigned long long)a.seed, unmet);
+  status = PFLEX_EXIT_OK;
+out:
   pflex_runset_release(&set);
   free(calib);
-  return PFLEX_EXIT_OK;
+  return status;
 }
 
 /* ---- check ---- */
