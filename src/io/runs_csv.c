@@ -4,6 +4,7 @@
  * local runset, which replaces *ret_set only when every rule holds. */
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -19,6 +20,41 @@
 static const char *const known_columns[] = {"group",    "gpu",   "gpus",    "cap_w",     "power_w",
                                             "power_sd", "model", "arch",    "task",      "seq_len",
                                             "batch",    "ep",    "compile", "grad_ckpt", "set"};
+
+/* Their indexes in known_columns; the first five are required. */
+enum {
+  COL_GROUP,
+  COL_GPU,
+  COL_GPUS,
+  COL_CAP,
+  COL_POWER,
+  COL_POWER_SD,
+  COL_MODEL,
+  COL_ARCH,
+  COL_TASK,
+  COL_SEQ_LEN,
+  COL_BATCH,
+  COL_EP,
+  COL_COMPILE,
+  COL_GRAD_CKPT,
+  COL_SET,
+  NCOLS,
+  NREQUIRED = COL_POWER + 1
+};
+
+/* The optional whole-number and yes/no columns: where the value goes, its bit in have. */
+static const struct {
+  int col;
+  bool is_bool;
+  size_t offset;
+  unsigned bit;
+} optional_fields[] = {
+    {COL_SEQ_LEN, false, offsetof(struct pflex_run, seq_len), PFLEX_RUN_SEQ_LEN},
+    {COL_BATCH, false, offsetof(struct pflex_run, batch), PFLEX_RUN_BATCH},
+    {COL_EP, false, offsetof(struct pflex_run, ep), PFLEX_RUN_EP},
+    {COL_COMPILE, true, offsetof(struct pflex_run, compile), PFLEX_RUN_COMPILE},
+    {COL_GRAD_CKPT, true, offsetof(struct pflex_run, grad_ckpt), PFLEX_RUN_GRAD_CKPT},
+};
 
 struct ctx {
   const char *path;
@@ -156,6 +192,126 @@ static bool tput_column_name(const struct pflex__csv_table *t, size_t col, long 
   return (long)col == tput_col || (long)col == tput_sd;
 }
 
+/* Where each column is: the known ones (-1 when absent), the throughput and
+ * its SD, and the extra columns kept verbatim (in the runset's order). */
+struct layout {
+  long col[NCOLS];
+  long tput, tput_sd;
+  size_t *extra_col;
+};
+
+/* Finds the columns, refusing a file without the required ones, and adds
+ * the extra columns to set. */
+static int find_columns(const struct ctx *c, const struct pflex_runs_read_opts *opts,
+                        struct pflex_runset *set, struct layout *L) {
+  const struct pflex__csv_table *t = c->t;
+  for (size_t i = 0; i < NCOLS; i++) {
+    L->col[i] = pflex__csv_column(t, known_columns[i]);
+    if (i < NREQUIRED && L->col[i] < 0)
+      return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, t->header.line, known_columns[i],
+                            "required column missing from the header");
+  }
+  int err = pick_tput(c, opts, &L->tput, &L->tput_sd, &set->unit);
+  if (err) return err;
+  L->extra_col = calloc(t->header.n, sizeof *L->extra_col);
+  if (!L->extra_col) return -ENOMEM;
+  size_t nextra = 0;
+  for (size_t k = 0; k < t->header.n; k++) {
+    const char *name = t->header.fields[k];
+    if (is_known(name) || tput_column_name(t, k, L->tput, L->tput_sd)) continue;
+    if ((err = pflex_runset_add_column(set, name, NULL))) return err;
+    L->extra_col[nextra++] = k;
+  }
+  return 0;
+}
+
+/* The noise columns: power_sd, and the throughput's SD (a time-per-step SD
+ * becomes the SD of its inverse to first order). */
+static int read_sds(const struct ctx *c, const struct layout *L, enum pflex_tput_unit unit,
+                    const struct pflex__csv_record *r, struct pflex_run *run) {
+  double v;
+  int err;
+  long pc = L->col[COL_POWER_SD];
+  if (pc >= 0 && *r->fields[pc]) {
+    if ((err = parse_double(c, r, pc, &v))) return err;
+    if (v < 0)
+      return pflex_diag_set(c->diag, -PFLEX_E_DATA, c->path, r->line, "power_sd", "negative");
+    run->power_sd = v, run->have |= PFLEX_RUN_POWER_SD;
+  }
+  if (L->tput_sd >= 0 && *r->fields[L->tput_sd]) {
+    if ((err = parse_double(c, r, L->tput_sd, &v))) return err;
+    if (v < 0)
+      return pflex_diag_set(c->diag, -PFLEX_E_DATA, c->path, r->line,
+                            c->t->header.fields[L->tput_sd], "negative");
+    if (unit == PFLEX_TPUT_PER_STEP_TIME) v = v * run->tput * run->tput;
+    run->tput_sd = v, run->have |= PFLEX_RUN_TPUT_SD;
+  }
+  return 0;
+}
+
+/* Whether known column i is in the file and not empty in row r. */
+static bool given(const struct layout *L, const struct pflex__csv_record *r, int i) {
+  return L->col[i] >= 0 && *r->fields[L->col[i]];
+}
+
+/* The optional descriptive columns: model, arch, task, the table's numbers and flags, set. */
+static int read_optional(const struct ctx *c, const struct layout *L,
+                         const struct pflex__csv_record *r, struct pflex_run *run) {
+  int err;
+  if (given(L, r, COL_MODEL)) run->model = r->fields[L->col[COL_MODEL]];
+  if (given(L, r, COL_ARCH) && (err = parse_arch(c, r, L->col[COL_ARCH], &run->arch))) return err;
+  if (given(L, r, COL_TASK) && (err = parse_task(c, r, L->col[COL_TASK], &run->task))) return err;
+  for (size_t k = 0; k < sizeof optional_fields / sizeof *optional_fields; k++) {
+    int i = optional_fields[k].col;
+    if (!given(L, r, i)) continue;
+    void *field = (char *)run + optional_fields[k].offset;
+    err = optional_fields[k].is_bool ? parse_bool(c, r, L->col[i], field)
+                                     : parse_int(c, r, L->col[i], 1, field);
+    if (err) return err;
+    run->have |= optional_fields[k].bit;
+  }
+  if (given(L, r, COL_SET)) run->set = r->fields[L->col[COL_SET]];
+  return 0;
+}
+
+/* One row into run (its strings point into the table). */
+static int read_row(const struct ctx *c, const struct layout *L, enum pflex_tput_unit unit,
+                    const struct pflex__csv_record *r, struct pflex_run *run) {
+  run->group = r->fields[L->col[COL_GROUP]];
+  run->gpu = r->fields[L->col[COL_GPU]];
+  if (!*run->group)
+    return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, r->line, "group", "empty");
+  if (!*run->gpu) return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, r->line, "gpu", "empty");
+  int err;
+  if ((err = parse_int(c, r, L->col[COL_GPUS], 1, &run->gpus)) ||
+      (err = parse_positive(c, r, L->col[COL_CAP], &run->cap_w)) ||
+      (err = parse_positive(c, r, L->col[COL_POWER], &run->power_w)) ||
+      (err = parse_positive(c, r, L->tput, &run->tput)))
+    return err;
+  if (unit == PFLEX_TPUT_PER_STEP_TIME) run->tput = 1.0 / run->tput;
+  if ((err = read_sds(c, L, unit, r, run))) return err;
+  return read_optional(c, L, r, run);
+}
+
+/* Every row is validated; only those of the set asked for (if any) are kept. */
+static int read_rows(const struct ctx *c, const struct layout *L,
+                     const struct pflex_runs_read_opts *opts, struct pflex_runset *set) {
+  char **extra = set->nextra ? calloc(set->nextra, sizeof *extra) : NULL;
+  if (set->nextra && !extra) return -ENOMEM;
+  int err = 0;
+  for (size_t i = 0; !err && i < c->t->nrows; i++) {
+    const struct pflex__csv_record *r = &c->t->rows[i];
+    struct pflex_run run = {.line = r->line, .extra = extra};
+    if ((err = read_row(c, L, set->unit, r, &run))) break;
+    for (size_t k = 0; k < set->nextra; k++)
+      extra[k] = r->fields[L->extra_col[k]];
+    if (opts && opts->set_filter && !(run.set && strcmp(run.set, opts->set_filter) == 0)) continue;
+    err = pflex_runset_append(set, &run);
+  }
+  free(extra);
+  return err;
+}
+
 int pflex_runs_read_csv(const char *path, const struct pflex_runs_read_opts *opts,
                         struct pflex_runset *ret_set, struct pflex_diag *diag) {
   struct pflex__csv_table t;
@@ -164,107 +320,18 @@ int pflex_runs_read_csv(const char *path, const struct pflex_runs_read_opts *opt
   struct ctx c = {.path = path, .t = &t, .diag = diag};
   struct pflex_runset set;
   pflex_runset_init(&set);
-  long col[sizeof known_columns / sizeof *known_columns];
-  long tput_col = -1, tput_sd = -1;
-  size_t *extra_col = NULL;
-
-  if (t.nrows == 0) {
+  struct layout L = {.tput = -1, .tput_sd = -1};
+  if (t.nrows == 0)
     err = pflex_diag_set(diag, -PFLEX_E_PARSE, path, t.header.line, NULL,
                          "header only: the file has no runs");
-    goto out;
-  }
-  for (size_t i = 0; i < sizeof known_columns / sizeof *known_columns; i++) {
-    col[i] = pflex__csv_column(&t, known_columns[i]);
-    if (i < 5 && col[i] < 0) {
-      err = pflex_diag_set(diag, -PFLEX_E_PARSE, path, t.header.line, known_columns[i],
-                           "required column missing from the header");
-      goto out;
-    }
-  }
-  err = pick_tput(&c, opts, &tput_col, &tput_sd, &set.unit);
-  if (err) goto out;
-  extra_col = calloc(t.header.n, sizeof *extra_col);
-  if (!extra_col) {
-    err = -ENOMEM;
-    goto out;
-  }
-  size_t nextra_cols = 0;
-  for (size_t k = 0; k < t.header.n; k++) {
-    const char *name = t.header.fields[k];
-    if (is_known(name) || tput_column_name(&t, k, tput_col, tput_sd)) continue;
-    if ((err = pflex_runset_add_column(&set, name, NULL))) goto out;
-    extra_col[nextra_cols++] = k;
-  }
-
-  char **extra = set.nextra ? calloc(set.nextra, sizeof *extra) : NULL;
-  if (set.nextra && !extra) {
-    err = -ENOMEM;
-    goto out;
-  }
-  for (size_t i = 0; i < t.nrows; i++) {
-    const struct pflex__csv_record *r = &t.rows[i];
-    struct pflex_run run = {.line = r->line, .extra = extra};
-    double v;
-    run.group = r->fields[col[0]];
-    run.gpu = r->fields[col[1]];
-    if (!*run.group)
-      err = pflex_diag_set(diag, -PFLEX_E_PARSE, path, r->line, "group", "empty");
-    else if (!*run.gpu)
-      err = pflex_diag_set(diag, -PFLEX_E_PARSE, path, r->line, "gpu", "empty");
-    if (!err) err = parse_int(&c, r, col[2], 1, &run.gpus);
-    if (!err) err = parse_positive(&c, r, col[3], &run.cap_w);
-    if (!err) err = parse_positive(&c, r, col[4], &run.power_w);
-    if (!err) err = parse_positive(&c, r, tput_col, &run.tput);
-    if (!err && set.unit == PFLEX_TPUT_PER_STEP_TIME) run.tput = 1.0 / run.tput;
-    if (!err && col[5] >= 0 && *r->fields[col[5]] && !(err = parse_double(&c, r, col[5], &v))) {
-      if (v < 0) err = pflex_diag_set(diag, -PFLEX_E_DATA, path, r->line, "power_sd", "negative");
-      run.power_sd = v, run.have |= PFLEX_RUN_POWER_SD;
-    }
-    if (!err && tput_sd >= 0 && *r->fields[tput_sd] && !(err = parse_double(&c, r, tput_sd, &v))) {
-      if (v < 0)
-        err = pflex_diag_set(diag, -PFLEX_E_DATA, path, r->line, t.header.fields[tput_sd],
-                             "negative");
-      /* A time-per-step SD becomes the SD of its inverse to first order. */
-      if (set.unit == PFLEX_TPUT_PER_STEP_TIME) v = v * run.tput * run.tput;
-      run.tput_sd = v, run.have |= PFLEX_RUN_TPUT_SD;
-    }
-    if (!err && col[6] >= 0 && *r->fields[col[6]]) run.model = r->fields[col[6]];
-    if (!err && col[7] >= 0 && *r->fields[col[7]]) err = parse_arch(&c, r, col[7], &run.arch);
-    if (!err && col[8] >= 0 && *r->fields[col[8]]) err = parse_task(&c, r, col[8], &run.task);
-    if (!err && col[9] >= 0 && *r->fields[col[9]] &&
-        !(err = parse_int(&c, r, col[9], 1, &run.seq_len)))
-      run.have |= PFLEX_RUN_SEQ_LEN;
-    if (!err && col[10] >= 0 && *r->fields[col[10]] &&
-        !(err = parse_int(&c, r, col[10], 1, &run.batch)))
-      run.have |= PFLEX_RUN_BATCH;
-    if (!err && col[11] >= 0 && *r->fields[col[11]] &&
-        !(err = parse_int(&c, r, col[11], 1, &run.ep)))
-      run.have |= PFLEX_RUN_EP;
-    if (!err && col[12] >= 0 && *r->fields[col[12]] &&
-        !(err = parse_bool(&c, r, col[12], &run.compile)))
-      run.have |= PFLEX_RUN_COMPILE;
-    if (!err && col[13] >= 0 && *r->fields[col[13]] &&
-        !(err = parse_bool(&c, r, col[13], &run.grad_ckpt)))
-      run.have |= PFLEX_RUN_GRAD_CKPT;
-    if (!err && col[14] >= 0 && *r->fields[col[14]]) run.set = r->fields[col[14]];
-    for (size_t k = 0; !err && k < set.nextra; k++)
-      extra[k] = r->fields[extra_col[k]];
-    if (!err && opts && opts->set_filter && !(run.set && strcmp(run.set, opts->set_filter) == 0))
-      continue; /* every row is still validated, only matching ones are kept */
-    if (!err) err = pflex_runset_append(&set, &run);
-    if (err) break;
-  }
-  free(extra);
-  if (!err) {
-    set.source = strdup(path);
-    if (!set.source) err = -ENOMEM;
-  }
+  if (!err) err = find_columns(&c, opts, &set, &L);
+  if (!err) err = read_rows(&c, &L, opts, &set);
+  if (!err && !(set.source = strdup(path))) err = -ENOMEM;
   if (!err && set.n == 0)
     err = pflex_diag_set(diag, -PFLEX_E_DATA, path, 0, "set", "no run has set '%s'",
                          opts->set_filter);
   if (!err) err = pflex_runset_check_groups(&set, opts && opts->partial_groups, diag);
-out:
-  free(extra_col);
+  free(L.extra_col);
   pflex__csv_release(&t);
   if (err) {
     pflex_runset_release(&set);
