@@ -341,86 +341,101 @@ int pflex_runs_read_csv(const char *path, const struct pflex_runs_read_opts *opt
   return 0;
 }
 
-int pflex_runs_write_csv_stream(const struct pflex_runset *set, FILE *f) {
-  unsigned have = 0;
-  bool any_model = false, any_arch = false, any_task = false, any_set = false;
+/* The optional columns that some run of the set fills (written for every run). */
+struct present {
+  unsigned have; /* enum pflex_run_field bits */
+  bool model, arch, task, set;
+  const struct pflex_tput_unit_info *unit;
+};
+
+static struct present present_columns(const struct pflex_runset *set) {
+  struct present p = {.unit = pflex_tput_unit_info(set->unit)};
+  if (!p.unit) p.unit = pflex_tput_unit_at(0);
   for (size_t i = 0; i < set->n; i++) {
     const struct pflex_run *r = &set->runs[i];
-    have |= r->have;
-    any_model |= r->model != NULL;
-    any_arch |= r->arch != PFLEX_ARCH_UNKNOWN;
-    any_task |= r->task != PFLEX_TASK_UNKNOWN;
-    any_set |= r->set != NULL;
+    p.have |= r->have;
+    p.model |= r->model != NULL;
+    p.arch |= r->arch != PFLEX_ARCH_UNKNOWN;
+    p.task |= r->task != PFLEX_TASK_UNKNOWN;
+    p.set |= r->set != NULL;
   }
-  const struct pflex_tput_unit_info *u = pflex_tput_unit_info(set->unit);
-  if (!u) u = pflex_tput_unit_at(0);
+  return p;
+}
 
+static int write_header(FILE *f, const struct pflex_runset *set, const struct present *p) {
+  fprintf(f, "group,gpu,gpus,cap_w,power_w,%s", p->unit->column);
+  if (p->have & PFLEX_RUN_POWER_SD) fputs(",power_sd", f);
+  if (p->have & PFLEX_RUN_TPUT_SD) fprintf(f, ",%s", p->unit->sd_column);
+  if (p->model) fputs(",model", f);
+  if (p->arch) fputs(",arch", f);
+  if (p->task) fputs(",task", f);
+  for (size_t k = 0; k < sizeof optional_fields / sizeof *optional_fields; k++)
+    if (p->have & optional_fields[k].bit) fprintf(f, ",%s", known_columns[optional_fields[k].col]);
+  if (p->set) fputs(",set", f);
   int err = 0;
-  fprintf(f, "group,gpu,gpus,cap_w,power_w,%s", u->column);
-  if (have & PFLEX_RUN_POWER_SD) fputs(",power_sd", f);
-  if (have & PFLEX_RUN_TPUT_SD) fprintf(f, ",%s", u->sd_column);
-  if (any_model) fputs(",model", f);
-  if (any_arch) fputs(",arch", f);
-  if (any_task) fputs(",task", f);
-  if (have & PFLEX_RUN_SEQ_LEN) fputs(",seq_len", f);
-  if (have & PFLEX_RUN_BATCH) fputs(",batch", f);
-  if (have & PFLEX_RUN_EP) fputs(",ep", f);
-  if (have & PFLEX_RUN_COMPILE) fputs(",compile", f);
-  if (have & PFLEX_RUN_GRAD_CKPT) fputs(",grad_ckpt", f);
-  if (any_set) fputs(",set", f);
   for (size_t k = 0; k < set->nextra; k++) {
     fputc(',', f);
     err = err ? err : pflex_csv_write_field(f, set->extra_names[k], 0);
   }
   fputc('\n', f);
+  return err;
+}
+
+/* ",value" when the run has the optional number (bit), "," when only others do. */
+static void write_opt_number(FILE *f, const struct present *p, const struct pflex_run *r,
+                             unsigned bit, double value) {
+  if (!(p->have & bit)) return;
   char num[40];
-  for (size_t i = 0; i < set->n && !err; i++) {
-    const struct pflex_run *r = &set->runs[i];
-    double tput = set->unit == PFLEX_TPUT_PER_STEP_TIME ? 1.0 / r->tput : r->tput;
-    err = pflex_csv_write_field(f, r->group, ',');
-    if (!err) err = pflex_csv_write_field(f, r->gpu, ',');
-    fprintf(f, "%d,", r->gpus);
-    pflex_format_double(num, sizeof num, r->cap_w);
-    fprintf(f, "%s,", num);
-    pflex_format_double(num, sizeof num, r->power_w);
-    fprintf(f, "%s,", num);
-    pflex_format_double(num, sizeof num, tput);
-    fputs(num, f);
-#define OPT_NUM(bit, value)                                                                        \
-  if (have & (bit)) {                                                                              \
-    if (r->have & (bit))                                                                           \
-      pflex_format_double(num, sizeof num, (value)), fprintf(f, ",%s", num);                   \
-    else                                                                                           \
-      fputc(',', f);                                                                               \
+  if (r->have & bit) {
+    pflex_format_double(num, sizeof num, value);
+    fprintf(f, ",%s", num);
+  } else {
+    fputc(',', f);
   }
-    OPT_NUM(PFLEX_RUN_POWER_SD, r->power_sd)
-    OPT_NUM(PFLEX_RUN_TPUT_SD,
-            set->unit == PFLEX_TPUT_PER_STEP_TIME ? r->tput_sd / (r->tput * r->tput) : r->tput_sd)
-#undef OPT_NUM
-    if (any_model)
-      fputc(',', f), err = err ? err : pflex_csv_write_field(f, r->model ? r->model : "", 0);
-    if (any_arch) fprintf(f, ",%s", pflex_arch_name(r->arch));
-    if (any_task) fprintf(f, ",%s", pflex_task_name(r->task));
-#define OPT_INT(bit, value)                                                                        \
-  if (have & (bit)) {                                                                              \
-    if (r->have & (bit))                                                                           \
-      fprintf(f, ",%d", (int)(value));                                                             \
-    else                                                                                           \
-      fputc(',', f);                                                                               \
-  }
-    OPT_INT(PFLEX_RUN_SEQ_LEN, r->seq_len)
-    OPT_INT(PFLEX_RUN_BATCH, r->batch)
-    OPT_INT(PFLEX_RUN_EP, r->ep)
-    OPT_INT(PFLEX_RUN_COMPILE, r->compile)
-    OPT_INT(PFLEX_RUN_GRAD_CKPT, r->grad_ckpt)
-#undef OPT_INT
-    if (any_set) fputc(',', f), err = err ? err : pflex_csv_write_field(f, r->set ? r->set : "", 0);
-    for (size_t k = 0; k < set->nextra && !err; k++) {
+}
+
+static int write_row(FILE *f, const struct pflex_runset *set, const struct present *p,
+                     const struct pflex_run *r) {
+  bool inv = set->unit == PFLEX_TPUT_PER_STEP_TIME;
+  char num[40];
+  int err = pflex_csv_write_field(f, r->group, ',');
+  if (!err) err = pflex_csv_write_field(f, r->gpu, ',');
+  fprintf(f, "%d,", r->gpus);
+  pflex_format_double(num, sizeof num, r->cap_w);
+  fprintf(f, "%s,", num);
+  pflex_format_double(num, sizeof num, r->power_w);
+  fprintf(f, "%s,", num);
+  pflex_format_double(num, sizeof num, inv ? 1.0 / r->tput : r->tput);
+  fputs(num, f);
+  write_opt_number(f, p, r, PFLEX_RUN_POWER_SD, r->power_sd);
+  write_opt_number(f, p, r, PFLEX_RUN_TPUT_SD, inv ? r->tput_sd / (r->tput * r->tput) : r->tput_sd);
+  if (p->model)
+    fputc(',', f), err = err ? err : pflex_csv_write_field(f, r->model ? r->model : "", 0);
+  if (p->arch) fprintf(f, ",%s", pflex_arch_name(r->arch));
+  if (p->task) fprintf(f, ",%s", pflex_task_name(r->task));
+  for (size_t k = 0; k < sizeof optional_fields / sizeof *optional_fields; k++) {
+    if (!(p->have & optional_fields[k].bit)) continue;
+    if (!(r->have & optional_fields[k].bit)) {
       fputc(',', f);
-      err = pflex_csv_write_field(f, r->extra[k], 0);
+      continue;
     }
-    fputc('\n', f);
+    const void *field = (const char *)r + optional_fields[k].offset;
+    fprintf(f, ",%d", optional_fields[k].is_bool ? (int)*(const bool *)field : *(const int *)field);
   }
+  if (p->set) fputc(',', f), err = err ? err : pflex_csv_write_field(f, r->set ? r->set : "", 0);
+  for (size_t k = 0; k < set->nextra && !err; k++) {
+    fputc(',', f);
+    err = pflex_csv_write_field(f, r->extra[k], 0);
+  }
+  fputc('\n', f);
+  return err;
+}
+
+int pflex_runs_write_csv_stream(const struct pflex_runset *set, FILE *f) {
+  struct present p = present_columns(set);
+  int err = write_header(f, set, &p);
+  for (size_t i = 0; i < set->n && !err; i++)
+    err = write_row(f, set, &p, &set->runs[i]);
   if (!err && ferror(f)) err = -EIO;
   return err;
 }
