@@ -135,22 +135,10 @@ static int isotonic(double *v, const double *w, size_t n) {
   return 0;
 }
 
-int pflex_curve_new_measured(const struct pflex_curve_point *points, size_t n,
-                             enum pflex_curve_interp interp, struct pflex_curve **ret_curve) {
-  if (!points || n == 0) return -EINVAL;
-  for (size_t i = 0; i < n; i++)
-    if (!(points[i].power_w > 0) || !(points[i].tput > 0) || !isfinite(points[i].power_w) ||
-        !isfinite(points[i].tput) || !(points[i].cap_w >= 0) || !isfinite(points[i].cap_w))
-      return -EINVAL;
-  struct pflex_curve *c = curve_alloc(PFLEX_CURVE_MEASURED);
-  struct pflex_curve_point *p = malloc(n * sizeof *p);
-  double *w = calloc(n, sizeof *w), *tmp = calloc(n, sizeof *tmp);
-  int err = -ENOMEM;
-  if (!c || !p || !w || !tmp) goto fail;
-  memcpy(p, points, n * sizeof *p);
-  qsort(p, n, sizeof *p, cmp_point);
-  /* Equal powers cannot be interpolated between: average them, weighting the
-   * merged point by how many it stands for in the isotonic fit. */
+/* Sorted points of equal power cannot be interpolated between: averages
+ * them in place, w[i] the number of points merged point i stands for (its
+ * weight in the isotonic fit). Returns the number of points left. */
+static size_t merge_equal_powers(struct pflex_curve_point *p, size_t n, double *w) {
   size_t m = 0;
   for (size_t i = 0; i < n;) {
     size_t j = i;
@@ -165,57 +153,85 @@ int pflex_curve_new_measured(const struct pflex_curve_point *points, size_t n,
     m++;
     i = j;
   }
+  return m;
+}
+
+/* Makes throughput (weighted by w) and, when every point has one, the cap
+ * non-decreasing in power (tmp: m entries of scratch). */
+static int make_monotone(struct pflex_curve_point *p, size_t m, const double *w, double *tmp,
+                         bool *ret_have_caps) {
   for (size_t i = 0; i < m; i++)
     tmp[i] = p[i].tput;
-  if ((err = isotonic(tmp, w, m))) goto fail;
+  int err = isotonic(tmp, w, m);
+  if (err) return err;
   for (size_t i = 0; i < m; i++)
     p[i].tput = tmp[i];
-  c->have_caps = true;
+  *ret_have_caps = true;
   for (size_t i = 0; i < m; i++) {
     tmp[i] = p[i].cap_w;
-    if (!(p[i].cap_w > 0)) c->have_caps = false;
+    if (!(p[i].cap_w > 0)) *ret_have_caps = false;
   }
-  if (c->have_caps) {
-    if ((err = isotonic(tmp, NULL, m))) goto fail;
-    for (size_t i = 0; i < m; i++)
-      p[i].cap_w = tmp[i];
-  }
-  free(w);
-  free(tmp);
-  w = tmp = NULL;
-  c->pts = p;
-  p = NULL;
-  c->n = m;
-  c->p_min = c->pts[0].power_w;
-  c->p_max = c->pts[m - 1].power_w;
-  c->t_max = c->pts[m - 1].tput;
-  if (m >= 2) {
-    err = -ENOMEM;
-    c->xs = malloc(m * sizeof *c->xs);
-    c->ys = malloc(m * sizeof *c->ys);
-    if (!c->xs || !c->ys) goto fail;
-    for (size_t i = 0; i < m; i++) {
-      c->xs[i] = c->pts[i].power_w;
-      c->ys[i] = c->pts[i].tput;
-    }
-    const gsl_interp_type *type =
-        (interp == PFLEX_INTERP_LINEAR || m < 3) ? gsl_interp_linear : gsl_interp_steffen;
-    c->linear = type == gsl_interp_linear;
-    c->interp = gsl_interp_alloc(type, m);
-    if (!c->interp) goto fail;
-    if (gsl_interp_init(c->interp, c->xs, c->ys, m) != GSL_SUCCESS) {
-      err = -EINVAL;
-      goto fail;
-    }
-  }
-  *ret_curve = c;
+  if (!*ret_have_caps) return 0;
+  if ((err = isotonic(tmp, NULL, m))) return err;
+  for (size_t i = 0; i < m; i++)
+    p[i].cap_w = tmp[i];
   return 0;
-fail:
+}
+
+/* The interpolant through the curve's m >= 2 points: Steffen (monotone)
+ * unless linear is asked for or there are only two. */
+static int build_interp(struct pflex_curve *c, enum pflex_curve_interp interp) {
+  size_t m = c->n;
+  c->xs = malloc(m * sizeof *c->xs);
+  c->ys = malloc(m * sizeof *c->ys);
+  if (!c->xs || !c->ys) return -ENOMEM;
+  for (size_t i = 0; i < m; i++) {
+    c->xs[i] = c->pts[i].power_w;
+    c->ys[i] = c->pts[i].tput;
+  }
+  const gsl_interp_type *type =
+      (interp == PFLEX_INTERP_LINEAR || m < 3) ? gsl_interp_linear : gsl_interp_steffen;
+  c->linear = type == gsl_interp_linear;
+  c->interp = gsl_interp_alloc(type, m);
+  if (!c->interp) return -ENOMEM;
+  return gsl_interp_init(c->interp, c->xs, c->ys, m) == GSL_SUCCESS ? 0 : -EINVAL;
+}
+
+int pflex_curve_new_measured(const struct pflex_curve_point *points, size_t n,
+                             enum pflex_curve_interp interp, struct pflex_curve **ret_curve) {
+  if (!points || n == 0) return -EINVAL;
+  for (size_t i = 0; i < n; i++)
+    if (!(points[i].power_w > 0) || !(points[i].tput > 0) || !isfinite(points[i].power_w) ||
+        !isfinite(points[i].tput) || !(points[i].cap_w >= 0) || !isfinite(points[i].cap_w))
+      return -EINVAL;
+  struct pflex_curve *c = curve_alloc(PFLEX_CURVE_MEASURED);
+  struct pflex_curve_point *p = malloc(n * sizeof *p);
+  double *w = calloc(n, sizeof *w), *tmp = calloc(n, sizeof *tmp);
+  int err = -ENOMEM;
+  if (c && p && w && tmp) {
+    memcpy(p, points, n * sizeof *p);
+    qsort(p, n, sizeof *p, cmp_point);
+    size_t m = merge_equal_powers(p, n, w);
+    err = make_monotone(p, m, w, tmp, &c->have_caps);
+    if (!err) {
+      c->pts = p;
+      p = NULL;
+      c->n = m;
+      c->p_min = c->pts[0].power_w;
+      c->p_max = c->pts[m - 1].power_w;
+      c->t_max = c->pts[m - 1].tput;
+      if (m >= 2) err = build_interp(c, interp);
+    }
+  }
   free(p);
   free(w);
   free(tmp);
-  pflex_curve_free(c);
-  return err;
+  if (err) {
+    pflex_curve_free(c);
+    return err;
+  }
+  *ret_curve = c;
+  return 0;
 }
 
 int pflex_curve_new_parametric(const struct pflex_curve_params *params, double p_min, double p_max,
@@ -667,8 +683,7 @@ int pflex_curve_from_pfi_templates(double pfi, double p_min, double p_max, doubl
                                    double bandwidth, struct pflex_curve **ret_curve) {
   enum { K = PFLEX_CURVE_TEMPLATE_POINTS };
   if (!grid || !tmpl || nt == 0 || !(pfi > 0) || !isfinite(pfi) || !(p_min > 0) ||
-      !(p_max >= p_min) || !isfinite(p_max) || !(t_max > 0) || !isfinite(t_max) ||
-      !(bandwidth > 0))
+      !(p_max >= p_min) || !isfinite(p_max) || !(t_max > 0) || !isfinite(t_max) || !(bandwidth > 0))
     return -EINVAL;
   /* The grid in relative power as Eq. 1 sees it: power from the grid,
    * throughput at the grid point clamped to [P_min, P_max]. */
