@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <gsl/gsl_errno.h>
 #include <jansson.h>
 
 #include "cli/commands.h"
@@ -236,7 +235,6 @@ static int run(int argc, char **argv) {
     return cli_parse_status(err);
   }
   cli_pfi_args_finish(&args.pfi);
-  gsl_set_error_handler_off();
   struct pflex_runset set;
   pflex_runset_init(&set);
   struct stats st = {.set = &set, .opts = &args.pfi.opts};

@@ -9,8 +9,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include <gsl/gsl_errno.h>
-
 #include "cli/commands.h"
 #include "cli/util.h"
 #include "pflex/csv.h"
@@ -403,7 +401,6 @@ static int cmd_plot(int argc, char **argv) {
 }
 
 static int run(int argc, char **argv) {
-  gsl_set_error_handler_off(); /* GSL errors come back as return codes, never abort */
   if (argc < 2) {
     fprintf(stderr, "error: missing subcommand (reference, check, population, plot)\n"
                     "try 'pflex help twin'\n");
