@@ -20,13 +20,13 @@ static void job_fields(struct json_fields *f, size_t index, const char *name) {
 }
 
 static int bad(const struct json_fields *f, const char *field, const char *what) {
-  return json_fail(f, -PFLEX_E_DATA, field, "%s", what);
+  return pflex__json_fail(f, -PFLEX_E_DATA, field, "%s", what);
 }
 
 /* An optional number field (null = absent) in [min, max]. */
 static int number(const struct json_fields *f, json_t *o, const char *field, double min,
                   unsigned flags, double *ret, bool *present) {
-  return json_get_number(f, o, field, min, INFINITY, flags | JSON_NULL_ABSENT, ret, present);
+  return pflex__json_get_number(f, o, field, min, INFINITY, flags | JSON_NULL_ABSENT, ret, present);
 }
 
 static const char *const job_keys[] = {"name",      "gpu",       "gpus",   "p_max",    "p_min",
@@ -82,7 +82,7 @@ static int read_identity(struct json_fields *r, json_t *o, struct pflex_jobset *
   if (name && !json_is_string(name)) return bad(r, "name", "not a string");
   job_fields(r, i, name ? json_string_value(name) : buf);
   /* A typo ("wieght") must not be lost silently. */
-  int err = json_check_keys(r, o, job_keys, NULL);
+  int err = pflex__json_check_keys(r, o, job_keys, NULL);
   if (err) return err;
   if (!(set->names[i] = strdup(name ? json_string_value(name) : buf))) return -ENOMEM;
   j->name = set->names[i];
@@ -130,7 +130,7 @@ static int read_numbers(const struct json_fields *r, json_t *o, struct pflex_all
 static int read_params(const struct json_fields *r, json_t *params, struct pflex_curve_params *q,
                        const struct pflex_alloc_job *j, struct pflex_curve **ret) {
   if (!json_is_object(params)) return bad(r, "params", "not an object");
-  int err = json_check_keys(r, params, param_keys, "in params");
+  int err = pflex__json_check_keys(r, params, param_keys, "in params");
   if (err) return err;
   if ((err = number(r, params, "c", 0, JSON_OPEN_MIN, &q->c, NULL)) ||
       (err = number(r, params, "knee", 0, 0, &q->knee, NULL)) ||
@@ -230,7 +230,7 @@ int pflex_jobs_read_json(const char *path, struct pflex_jobset *ret_set, struct 
     goto out;
   }
   struct json_fields f = {.file = path, .diag = diag};
-  if (json_is_object(root) && (err = json_check_keys(&f, root, root_keys, NULL))) goto out;
+  if (json_is_object(root) && (err = pflex__json_check_keys(&f, root, root_keys, NULL))) goto out;
   if ((err = pflex__jobset_alloc(&set, json_array_size(arr)))) goto out;
   set.unit = PFLEX_TPUT_TOKENS_PER_S;
   json_t *unit = json_is_object(root) ? json_object_get(root, "unit") : NULL;

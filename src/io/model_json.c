@@ -105,7 +105,7 @@ int pflex_model_write_json(const struct pflex_model *m, const char *path) {
  * field at fault; a model file that does not read is -PFLEX_E_PARSE throughout. */
 
 static int bad(const struct json_fields *r, const char *field, const char *why) {
-  return json_fail(r, -PFLEX_E_PARSE, field, "%s", why);
+  return pflex__json_fail(r, -PFLEX_E_PARSE, field, "%s", why);
 }
 
 /* A required number; nullable: null reads as NAN (a score that could not be computed). */
@@ -116,7 +116,7 @@ static int get_num(const struct json_fields *r, json_t *o, const char *field, bo
     *ret = NAN;
     return 0;
   }
-  return json_get_number(r, o, field, -INFINITY, INFINITY, JSON_REQUIRED, ret, NULL);
+  return pflex__json_get_number(r, o, field, -INFINITY, INFINITY, JSON_REQUIRED, ret, NULL);
 }
 
 static int get_array(const struct json_fields *r, json_t *o, const char *field, size_t n,
