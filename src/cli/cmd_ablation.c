@@ -262,15 +262,15 @@ static void print_csv(const struct ablation *ab) {
 
 /* The seven numbers of a table row: R2 in | LOO R2, RMSE, rho | LOCO R2, RMSE, rho. */
 static void table_scores(const double v[7]) {
-  pc_num(stdout, 9, v[0]);
+  cli_num(stdout, 9, v[0]);
   printf(" |");
-  pc_num(stdout, 10, v[1]);
-  pc_num(stdout, 9, v[2]);
-  pc_num(stdout, 8, v[3]);
+  cli_num(stdout, 10, v[1]);
+  cli_num(stdout, 9, v[2]);
+  cli_num(stdout, 8, v[3]);
   printf(" |");
-  pc_num(stdout, 10, v[4]);
-  pc_num(stdout, 9, v[5]);
-  pc_num(stdout, 8, v[6]);
+  cli_num(stdout, 10, v[4]);
+  cli_num(stdout, 9, v[5]);
+  cli_num(stdout, 8, v[6]);
   printf(" |");
 }
 
@@ -288,8 +288,8 @@ static void table_row(const struct ablation *ab, size_t s) {
   table_scores((const double[7]){m->r2_in, m->loo.r2, m->loo.rmse, m->loo.rho, m->loco.r2,
                                  m->loco.rmse, m->loco.rho});
   if (r->have_ridge) {
-    pc_num(stdout, 11, r->ridge.loo.r2);
-    pc_num(stdout, 11, r->ridge.loco.r2);
+    cli_num(stdout, 11, r->ridge.loo.r2);
+    cli_num(stdout, 11, r->ridge.loco.r2);
     printf(" %8.3g", r->ridge.lin.lambda);
   }
   printf("\n");
@@ -304,7 +304,7 @@ static void table_row(const struct ablation *ab, size_t s) {
 static void print_table(const struct ablation *ab) {
   printf("PFI predictors on '%s'%s%s: %zu groups; OLS unless noted\n", ab->path,
          ab->filter ? ", set " : "", ab->filter ? ab->filter : "", ab->groups.n);
-  pc_target_line(stdout, ab->opts);
+  cli_target_line(stdout, ab->opts);
   printf("LOCO clusters (%s):", pflex_loco_name(ab->loco));
   const struct pflex_clusters *cl = &ab->clusters;
   for (size_t k = 0; k < cl->n; k++)

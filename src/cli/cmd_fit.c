@@ -62,7 +62,7 @@ static void print_summary(const struct pflex_model *m) {
          m->feats.n, m->feats.n == 1 ? "" : "s", m->n);
   if (m->set_filter) printf(" (set %s)", m->set_filter);
   printf("\n");
-  pc_target_line(stdout, &m->target);
+  cli_target_line(stdout, &m->target);
   if (m->kind == PFLEX_MODEL_PRIOR) {
     printf("prior: overall mean PFI %.3f\n", m->prior_mean);
     for (size_t k = 0; k < m->nprior; k++)
@@ -79,20 +79,20 @@ static void print_summary(const struct pflex_model *m) {
              m->lambda_chosen ? "chosen by leave-one-out on the grid 1e-3..1e4" : "given");
   }
   printf("in-sample R^2 ");
-  pc_num(stdout, 0, m->r2_in);
+  cli_num(stdout, 0, m->r2_in);
   printf("\nLOO:  ");
-  pc_scores(stdout, &m->loo);
+  cli_scores(stdout, &m->loo);
   printf("\nLOCO: ");
-  pc_scores(stdout, &m->loco);
+  cli_scores(stdout, &m->loco);
   printf("  (clusters %s)\n\n", pflex_loco_name(m->loco_scheme));
   printf("%-44s %-9s %7s %7s %7s %7s\n", "group", "cluster", "pfi", "fitted", "loo", "loco");
   for (size_t i = 0; i < m->n; i++) {
     const struct pflex_model_group *g = &m->groups[i];
     printf("%-44s %-9s", g->group, g->cluster);
-    pc_num(stdout, 8, g->pfi);
-    pc_num(stdout, 8, g->fitted);
-    pc_num(stdout, 8, g->loo);
-    pc_num(stdout, 8, g->loco);
+    cli_num(stdout, 8, g->pfi);
+    cli_num(stdout, 8, g->fitted);
+    cli_num(stdout, 8, g->loo);
+    cli_num(stdout, 8, g->loco);
     printf("\n");
   }
 }
@@ -114,7 +114,7 @@ static int check_combination(const struct args *a, const struct cli_parsed *p) {
 static int training_set(const struct pflex_runset *set, const struct args *a,
                         struct pflex_dataset *d) {
   if (a->model != PFLEX_MODEL_PRIOR)
-    return pc_dataset(set, a->set, a->features, &a->pfi.opts, true, d);
+    return cli_features_dataset(set, a->set, a->features, &a->pfi.opts, true, d);
   struct pflex_featlist none;
   struct pflex_diag diag;
   pflex_diag_clear(&diag);

@@ -144,18 +144,18 @@ static void print_table(const struct prediction *pr) {
   for (size_t j = 0; j < m->feats.n; j++)
     printf("%s%s", j ? "," : ": ", m->feats.names[j]);
   printf(")\nmeasured ");
-  pc_target_line(stdout, &m->target);
+  cli_target_line(stdout, &m->target);
   printf("%-44s %-9s %4s %9s %9s  %s\n", "group", "cluster", "runs", "predicted", "measured", "by");
   for (size_t i = 0; i < d->n; i++) {
     printf("%-44s %-9s %4zu", d->groups[i],
            pflex_cluster_name(d->arch[i], d->task[i], PFLEX_LOCO_ARCH_TASK), d->nruns[i]);
-    pc_num(stdout, 10, pr->pred[i]);
-    pc_num(stdout, 10, d->y[i]);
+    cli_num(stdout, 10, pr->pred[i]);
+    cli_num(stdout, 10, d->y[i]);
     printf("  %s\n", by(pr, i));
   }
   if (pr->nmeasured >= 2) {
     printf("\nagainst the measured PFI (%zu groups): ", pr->nmeasured);
-    pc_scores(stdout, &pr->sc);
+    cli_scores(stdout, &pr->sc);
     printf("\n");
   }
   if (pr->nprior)
