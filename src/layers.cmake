@@ -36,5 +36,5 @@ set(PFLEX_LAYER_sweep_HEADERS sweep.h)
 set(PFLEX_LAYER_sweep_LIBS m)
 
 set(PFLEX_LAYER_report_DEPS core base)
-set(PFLEX_LAYER_report_HEADERS plot.h study_figures.h)
+set(PFLEX_LAYER_report_HEADERS plot.h study_figures.h curves_figure.h)
 set(PFLEX_LAYER_report_LIBS PkgConfig::PLPLOT m)

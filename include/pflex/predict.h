@@ -83,6 +83,11 @@ struct pflex_scores {
 /* R^2, RMSE and Spearman rho of predictions yhat of y: -PFLEX_E_NOPOINTS when
  * n is 0, -EINVAL on a non-finite value. */
 int pflex_scores_compute(const double *y, const double *yhat, size_t n, struct pflex_scores *ret);
+/* The scores of yhat against y over the rows whose y is finite (the jobs with
+ * a measured PFI); *ret_n says how many. With fewer than two such rows, or
+ * when pflex_scores_compute fails (its error is returned), *ret holds NANs. */
+int pflex_scores_measured(const double *y, const double *yhat, size_t n, struct pflex_scores *ret,
+                          size_t *ret_n);
 
 /* A fitted PFI model with its names, prior and training summary. */
 struct pflex_model_group {
@@ -167,5 +172,16 @@ int pflex_cv_predict(const struct pflex_dataset *d, const struct pflex_fit_opts 
 /* Fold ids: LOO (fold[i] = i) and LOCO (one fold per cluster). */
 void pflex_folds_loo(size_t n, int *fold);
 void pflex_folds_loco(const struct pflex_dataset *d, enum pflex_loco scheme, int *fold);
+
+/* The LOCO clusters of d's groups under scheme, numbered as pflex_folds_loco
+ * numbers its folds (by first appearance): each label and its group count. */
+#define PFLEX_CLUSTERS_MAX 8
+struct pflex_clusters {
+  size_t n;
+  const char *name[PFLEX_CLUSTERS_MAX]; /* pflex_cluster_name's labels (static strings) */
+  size_t count[PFLEX_CLUSTERS_MAX];
+};
+void pflex_clusters_count(const struct pflex_dataset *d, enum pflex_loco scheme,
+                          struct pflex_clusters *ret);
 
 #endif

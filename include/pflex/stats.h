@@ -48,4 +48,29 @@ int pflex_stats_dunn(const double *const *groups, const size_t *sizes, size_t k,
  * -EINVAL on m == 0 or a value outside [0, 1] (NaN included). */
 int pflex_stats_holm(const double *p, size_t m, double *ret_adj);
 
+/* The comparison of the paper's Tables 10 and 11 over up to
+ * PFLEX_STATS_COMPARE_MAX groups of values, of which the empty ones are left
+ * out: each compared group's size, median and mean, the Kruskal-Wallis test
+ * and Dunn's pairs over the compared groups. */
+#define PFLEX_STATS_COMPARE_MAX 8
+struct pflex_stats_compare {
+  size_t k;                              /* groups compared (non-empty) */
+  size_t which[PFLEX_STATS_COMPARE_MAX]; /* their input indexes, in input order */
+  size_t n[PFLEX_STATS_COMPARE_MAX];     /* their sizes */
+  double median[PFLEX_STATS_COMPARE_MAX], mean[PFLEX_STATS_COMPARE_MAX];
+  size_t total;    /* values in all compared groups */
+  int kruskal_err; /* 0, or why there is no test (see below) */
+  struct pflex_kruskal kruskal;
+  int dunn_err;  /* 0 when pairs hold Dunn's test */
+  size_t npairs; /* k(k-1)/2 */
+  struct pflex_dunn_pair pairs[PFLEX_STATS_COMPARE_MAX * (PFLEX_STATS_COMPARE_MAX - 1) / 2];
+};
+/* Compares the ngroups groups (groups[j] has sizes[j] >= 0 values; pair
+ * indexes a, b count compared groups, map them through which[]). No test
+ * (kruskal_err, and dunn_err alike) is -EINVAL with fewer than two non-empty
+ * groups or too few values, -EDOM when every value is tied. Returns -EINVAL
+ * only on bad input (more than PFLEX_STATS_COMPARE_MAX groups, a non-finite
+ * value), else 0. */
+int pflex_stats_compare_groups(const double *const *groups, const size_t *sizes, size_t ngroups,
+                               struct pflex_stats_compare *ret);
 #endif

@@ -150,196 +150,235 @@ static void csv_scores(const struct pflex_model *m, bool have) {
   }
 }
 
-static int run(int argc, char **argv) {
-  struct args args = {.loco = PFLEX_LOCO_ARCH_TASK};
-  cli_pfi_args_init(&args.pfi);
-  struct cli_pfi_args pa;
-  int err;
-  struct cli_parsed p;
-  if ((err = cli_parse(&spec, argc, argv, &args, &p))) {
-    cli_release(&spec, &args);
-    return cli_parse_status(err);
-  }
-  cli_pfi_args_finish(&args.pfi);
-  pa = args.pfi;
-  const char *filter = args.set;
-  enum pflex_loco loco = args.loco;
-  bool json = args.json, csv = args.csv, paper = args.paper;
-  pa.opts.draws = 0;
-  const char *path = p.operands[0];
-  struct pflex_runset set;
-  pflex_runset_init(&set);
-  if (cli_load_runs(path, &pa.read, &set)) {
-    cli_release(&spec, &args);
-    return PFLEX_EXIT_FAIL;
-  }
+/* One ablation: the groups, their clusters and every set's result. */
+struct ablation {
+  const char *path, *filter;
+  enum pflex_loco loco;
+  bool paper;
+  const struct pflex_pfi_opts *opts;
+  struct pflex_dataset groups;
+  struct pflex_clusters clusters;
+  struct result res[NSETS];
+};
 
-  /* The groups and their clusters, once, for the header. */
-  struct pflex_dataset g;
+/* Fits every predictor set; returns how many could be fitted. Failures are
+ * kept in each result (and warned about when the output is a table). */
+static size_t evaluate_sets(const struct pflex_runset *set, struct ablation *ab, bool warn) {
+  size_t nok = 0;
+  for (size_t s = 0; s < NSETS; s++) {
+    struct result *r = &ab->res[s];
+    memset(r, 0, sizeof *r);
+    pflex_featlist_init(&r->feats);
+    pflex_model_init(&r->ols);
+    pflex_model_init(&r->ridge);
+    if (evaluate(set, ab->filter, sets[s].spec, ab->opts, ab->loco, r) == 0)
+      nok++;
+    else if (warn)
+      cli_warn("set (%s) %s: %s", sets[s].id, sets[s].label, r->error);
+  }
+  return nok;
+}
+
+static void release_sets(struct ablation *ab) {
+  for (size_t s = 0; s < NSETS; s++) {
+    pflex_featlist_release(&ab->res[s].feats);
+    pflex_model_release(&ab->res[s].ols);
+    pflex_model_release(&ab->res[s].ridge);
+  }
+}
+
+/* The DCGM columns that set (vi) used. */
+static const struct pflex_featlist *dcgm_columns(const struct ablation *ab) {
+  return &ab->res[5].feats;
+}
+
+static json_t *json_paper_row(const double *t) {
+  return json_pack("{s:i, s:f, s:{s:f, s:f, s:f}, s:{s:f, s:f, s:f}}", "p", (int)t[0], "r2_in",
+                   t[1], "loo", "r2", t[2], "rmse", t[3], "rho", t[4], "loco", "r2", t[5], "rmse",
+                   t[6], "rho", t[7]);
+}
+
+static json_t *json_names(const struct pflex_featlist *f) {
+  json_t *a = json_array();
+  for (size_t j = 0; j < f->n; j++)
+    json_array_append_new(a, json_string(f->names[j]));
+  return a;
+}
+
+static json_t *json_row(const struct ablation *ab, size_t s) {
+  const struct result *r = &ab->res[s];
+  json_t *row = json_pack("{s:s, s:s, s:o, s:I}", "id", sets[s].id, "label", sets[s].label,
+                          "features", json_names(&r->feats), "p", (json_int_t)r->p);
+  if (ab->paper && s < 7) json_object_set_new(row, "paper", json_paper_row(paper_table3[s]));
+  if (r->error[0]) {
+    json_object_set_new(row, "error", json_string(r->error));
+  } else {
+    json_object_set_new(row, sets[s].spec ? "ols" : "prior", jmodel(&r->ols));
+    if (r->have_ridge) json_object_set_new(row, "ridge", jmodel(&r->ridge));
+  }
+  return row;
+}
+
+static int print_json(const struct ablation *ab) {
+  json_t *rows = json_array(), *cl = json_array();
+  for (size_t k = 0; k < ab->clusters.n; k++)
+    json_array_append_new(cl, json_pack("{s:s, s:I}", "name", ab->clusters.name[k], "n",
+                                        (json_int_t)ab->clusters.count[k]));
+  for (size_t s = 0; s < NSETS; s++)
+    json_array_append_new(rows, json_row(ab, s));
+  json_t *root =
+      json_pack("{s:s, s:o, s:I, s:s, s:o, s:o, s:s, s:o}", "runs", ab->path, "set",
+                ab->filter ? json_string(ab->filter) : json_null(), "n", (json_int_t)ab->groups.n,
+                "loco_clusters", pflex_loco_name(ab->loco), "clusters", cl, "dcgm_columns",
+                json_names(dcgm_columns(ab)), "ridge_lambda",
+                "nested: chosen in each fold by leave-one-out on 1e-3..1e4", "rows", rows);
+  if (root)
+    json_object_set_new(root, "target",
+                        json_pack("{s:s, s:s, s:o}", "definition",
+                                  pflex_pfi_definition_name(ab->opts->definition), "exclude",
+                                  pflex_pfi_exclude_name(ab->opts->exclude), "noise_k",
+                                  json_real(ab->opts->noise_k)));
+  return cli_print_json(root, JSON_REAL_PRECISION(17)) ? PFLEX_EXIT_FAIL : PFLEX_EXIT_OK;
+}
+
+static void print_csv(const struct ablation *ab) {
+  printf("id,label,p,r2_in,loo_r2,loo_rmse,loo_rho,loco_r2,loco_rmse,loco_rho,"
+         "ridge_r2_in,ridge_loo_r2,ridge_loo_rmse,ridge_loo_rho,ridge_loco_r2,ridge_loco_rmse,"
+         "ridge_loco_rho,ridge_lambda,error\n");
+  for (size_t s = 0; s < NSETS; s++) {
+    const struct result *r = &ab->res[s];
+    printf("%s,", sets[s].id);
+    pflex_csv_write_field(stdout, sets[s].label, 0);
+    printf(",%zu", r->p);
+    csv_scores(&r->ols, !r->error[0]);
+    csv_scores(&r->ridge, r->have_ridge);
+    printf(",");
+    if (r->have_ridge) pflex_csv_write_double(stdout, r->ridge.lin.lambda, 0);
+    printf(",");
+    pflex_csv_write_field(stdout, r->error, 0);
+    printf("\n");
+  }
+}
+
+/* The seven numbers of a table row: R2 in | LOO R2, RMSE, rho | LOCO R2, RMSE, rho. */
+static void table_scores(const double v[7]) {
+  cli_num(stdout, 9, v[0]);
+  printf(" |");
+  cli_num(stdout, 10, v[1]);
+  cli_num(stdout, 9, v[2]);
+  cli_num(stdout, 8, v[3]);
+  printf(" |");
+  cli_num(stdout, 10, v[4]);
+  cli_num(stdout, 9, v[5]);
+  cli_num(stdout, 8, v[6]);
+  printf(" |");
+}
+
+static void table_row(const struct ablation *ab, size_t s) {
+  const struct result *r = &ab->res[s];
+  char label[64];
+  snprintf(label, sizeof label, "(%s) %s", sets[s].id, sets[s].label);
+  if (!sets[s].spec) snprintf(label, sizeof label, "%s", sets[s].label);
+  printf("%-28s %3zu", label, r->p);
+  if (r->error[0]) {
+    printf("  error (see above)\n");
+    return;
+  }
+  const struct pflex_model *m = &r->ols;
+  table_scores((const double[7]){m->r2_in, m->loo.r2, m->loo.rmse, m->loo.rho, m->loco.r2,
+                                 m->loco.rmse, m->loco.rho});
+  if (r->have_ridge) {
+    cli_num(stdout, 11, r->ridge.loo.r2);
+    cli_num(stdout, 11, r->ridge.loco.r2);
+    printf(" %8.3g", r->ridge.lin.lambda);
+  }
+  printf("\n");
+  if (ab->paper && s < 7) {
+    const double *t = paper_table3[s];
+    printf("%-28s %3.0f", "  paper", t[0]);
+    table_scores(t + 1);
+    printf("\n");
+  }
+}
+
+static void print_table(const struct ablation *ab) {
+  printf("PFI predictors on '%s'%s%s: %zu groups; OLS unless noted\n", ab->path,
+         ab->filter ? ", set " : "", ab->filter ? ab->filter : "", ab->groups.n);
+  cli_target_line(stdout, ab->opts);
+  printf("LOCO clusters (%s):", pflex_loco_name(ab->loco));
+  const struct pflex_clusters *cl = &ab->clusters;
+  for (size_t k = 0; k < cl->n; k++)
+    printf(" %s %zu%s", cl->name[k], cl->count[k], k + 1 < cl->n ? "," : "");
+  const struct pflex_featlist *dcgm = dcgm_columns(ab);
+  printf("\nDCGM columns (vi): ");
+  for (size_t j = 0; j < dcgm->n; j++)
+    printf("%s%s", j ? ", " : "", dcgm->names[j]);
+  printf("%s\n\n", dcgm->n ? "" : "none");
+  printf("%-28s %3s %8s | %-26s | %-26s | %-30s\n", "", "", "", "LOO", "LOCO", "ridge");
+  printf("%-28s %3s %8s | %9s %8s %7s | %9s %8s %7s | %10s %10s %8s\n", "predictors", "p", "R2 in",
+         "R2", "RMSE", "rho", "R2", "RMSE", "rho", "LOO R2", "LOCO R2", "lambda");
+  for (size_t s = 0; s < NSETS; s++)
+    table_row(ab, s);
+  if (ab->paper)
+    printf("\npaper: Table 3 of Colangelo et al. (arXiv 2609.11542), OLS on the 25 measured "
+           "headline groups; compare only on that set.");
+  printf("\nR2 out of sample = 1 - SSE/SST (SST about the mean of all groups' PFI); rho = "
+         "Spearman.\nridge: lambda re-chosen in every fold by inner leave-one-out; the lambda "
+         "shown is the one chosen on all groups.\n");
+}
+
+/* Builds the groups (without features) and their clusters, for the header. */
+static int build_groups(const struct pflex_runset *set, struct ablation *ab) {
   struct pflex_featlist none;
   pflex_featlist_init(&none);
   struct pflex_diag diag;
   pflex_diag_clear(&diag);
-  err = pflex_dataset_build(&set, filter, &none, &pa.opts, true, &g, &diag);
+  int err = pflex_dataset_build(set, ab->filter, &none, ab->opts, true, &ab->groups, &diag);
   if (err) {
     cli_error_diag("cannot use", &diag, err);
+    return err;
+  }
+  pflex_clusters_count(&ab->groups, ab->loco, &ab->clusters);
+  return 0;
+}
+
+static int run(int argc, char **argv) {
+  struct args args = {.loco = PFLEX_LOCO_ARCH_TASK};
+  cli_pfi_args_init(&args.pfi);
+  struct cli_parsed p;
+  int err = cli_parse(&spec, argc, argv, &args, &p);
+  if (err) {
+    cli_release(&spec, &args);
+    return cli_parse_status(err);
+  }
+  cli_pfi_args_finish(&args.pfi);
+  args.pfi.opts.draws = 0;
+  struct ablation ab = {.path = p.operands[0],
+                        .filter = args.set,
+                        .loco = args.loco,
+                        .paper = args.paper,
+                        .opts = &args.pfi.opts};
+  struct pflex_runset set;
+  pflex_runset_init(&set);
+  if (cli_load_runs(ab.path, &args.pfi.read, &set)) {
+    cli_release(&spec, &args);
+    return PFLEX_EXIT_FAIL;
+  }
+  if (build_groups(&set, &ab)) {
     pflex_runset_release(&set);
     cli_release(&spec, &args);
     return PFLEX_EXIT_FAIL;
   }
-  const char *cname[8];
-  size_t ccount[8] = {0}, nc = 0;
-  for (size_t i = 0; i < g.n; i++) {
-    const char *cn = pflex_cluster_name(g.arch[i], g.task[i], loco);
-    size_t k;
-    for (k = 0; k < nc; k++)
-      if (strcmp(cname[k], cn) == 0) break;
-    if (k == nc) cname[nc++] = cn;
-    ccount[k]++;
-  }
-  struct result res[NSETS];
-  size_t nok = 0;
-  for (size_t s = 0; s < NSETS; s++) {
-    memset(&res[s], 0, sizeof res[s]);
-    pflex_featlist_init(&res[s].feats);
-    pflex_model_init(&res[s].ols);
-    pflex_model_init(&res[s].ridge);
-    if (evaluate(&set, filter, sets[s].spec, &pa.opts, loco, &res[s]) == 0)
-      nok++;
-    else if (!json && !csv)
-      cli_warn("set (%s) %s: %s", sets[s].id, sets[s].label, res[s].error);
-  }
-  /* The DCGM columns that set (vi) used. */
-  const struct pflex_featlist *dcgm = &res[5].feats;
-
-  int rc = nok ? PFLEX_EXIT_OK : PFLEX_EXIT_FAIL;
-  if (json) {
-    json_t *rows = json_array(), *cl = json_array(), *dc = json_array();
-    for (size_t k = 0; k < nc; k++)
-      json_array_append_new(cl,
-                            json_pack("{s:s, s:I}", "name", cname[k], "n", (json_int_t)ccount[k]));
-    for (size_t j = 0; j < dcgm->n; j++)
-      json_array_append_new(dc, json_string(dcgm->names[j]));
-    for (size_t s = 0; s < NSETS; s++) {
-      const struct result *r = &res[s];
-      json_t *f = json_array();
-      for (size_t j = 0; j < r->feats.n; j++)
-        json_array_append_new(f, json_string(r->feats.names[j]));
-      json_t *row = json_pack("{s:s, s:s, s:o, s:I}", "id", sets[s].id, "label", sets[s].label,
-                              "features", f, "p", (json_int_t)r->p);
-      if (paper && s < 7) {
-        const double *t = paper_table3[s];
-        json_object_set_new(row, "paper",
-                            json_pack("{s:i, s:f, s:{s:f, s:f, s:f}, s:{s:f, s:f, s:f}}", "p",
-                                      (int)t[0], "r2_in", t[1], "loo", "r2", t[2], "rmse", t[3],
-                                      "rho", t[4], "loco", "r2", t[5], "rmse", t[6], "rho", t[7]));
-      }
-      if (r->error[0]) {
-        json_object_set_new(row, "error", json_string(r->error));
-      } else {
-        json_object_set_new(row, sets[s].spec ? "ols" : "prior", jmodel(&r->ols));
-        if (r->have_ridge) json_object_set_new(row, "ridge", jmodel(&r->ridge));
-      }
-      json_array_append_new(rows, row);
-    }
-    json_t *root =
-        json_pack("{s:s, s:o, s:I, s:s, s:o, s:o, s:s, s:o}", "runs", path, "set",
-                  filter ? json_string(filter) : json_null(), "n", (json_int_t)g.n, "loco_clusters",
-                  pflex_loco_name(loco), "clusters", cl, "dcgm_columns", dc, "ridge_lambda",
-                  "nested: chosen in each fold by leave-one-out on 1e-3..1e4", "rows", rows);
-    if (root)
-      json_object_set_new(root, "target",
-                          json_pack("{s:s, s:s, s:o}", "definition",
-                                    pflex_pfi_definition_name(pa.opts.definition), "exclude",
-                                    pflex_pfi_exclude_name(pa.opts.exclude), "noise_k",
-                                    json_real(pa.opts.noise_k)));
-    if (cli_print_json(root, JSON_REAL_PRECISION(17))) rc = PFLEX_EXIT_FAIL;
-  } else if (csv) {
-    printf("id,label,p,r2_in,loo_r2,loo_rmse,loo_rho,loco_r2,loco_rmse,loco_rho,"
-           "ridge_r2_in,ridge_loo_r2,ridge_loo_rmse,ridge_loo_rho,ridge_loco_r2,ridge_loco_rmse,"
-           "ridge_loco_rho,ridge_lambda,error\n");
-    for (size_t s = 0; s < NSETS; s++) {
-      const struct result *r = &res[s];
-      printf("%s,", sets[s].id);
-      pflex_csv_write_field(stdout, sets[s].label, 0);
-      printf(",%zu", r->p);
-      csv_scores(&r->ols, !r->error[0]);
-      csv_scores(&r->ridge, r->have_ridge);
-      printf(",");
-      if (r->have_ridge) pflex_csv_write_double(stdout, r->ridge.lin.lambda, 0);
-      printf(",");
-      pflex_csv_write_field(stdout, r->error, 0);
-      printf("\n");
-    }
+  int rc = evaluate_sets(&set, &ab, !args.json && !args.csv) ? PFLEX_EXIT_OK : PFLEX_EXIT_FAIL;
+  if (args.json) {
+    if (print_json(&ab)) rc = PFLEX_EXIT_FAIL;
+  } else if (args.csv) {
+    print_csv(&ab);
   } else {
-    printf("PFI predictors on '%s'%s%s: %zu groups; OLS unless noted\n", path,
-           filter ? ", set " : "", filter ? filter : "", g.n);
-    pc_target_line(stdout, &pa.opts);
-    printf("LOCO clusters (%s):", pflex_loco_name(loco));
-    for (size_t k = 0; k < nc; k++)
-      printf(" %s %zu%s", cname[k], ccount[k], k + 1 < nc ? "," : "");
-    printf("\nDCGM columns (vi): ");
-    for (size_t j = 0; j < dcgm->n; j++)
-      printf("%s%s", j ? ", " : "", dcgm->names[j]);
-    printf("%s\n\n", dcgm->n ? "" : "none");
-    printf("%-28s %3s %8s | %-26s | %-26s | %-30s\n", "", "", "", "LOO", "LOCO", "ridge");
-    printf("%-28s %3s %8s | %9s %8s %7s | %9s %8s %7s | %10s %10s %8s\n", "predictors", "p",
-           "R2 in", "R2", "RMSE", "rho", "R2", "RMSE", "rho", "LOO R2", "LOCO R2", "lambda");
-    for (size_t s = 0; s < NSETS; s++) {
-      const struct result *r = &res[s];
-      char label[64];
-      snprintf(label, sizeof label, "(%s) %s", sets[s].id, sets[s].label);
-      if (!sets[s].spec) snprintf(label, sizeof label, "%s", sets[s].label);
-      printf("%-28s %3zu", label, r->p);
-      if (r->error[0]) {
-        printf("  error (see above)\n");
-        continue;
-      }
-      const struct pflex_model *m = &r->ols;
-      pc_num(stdout, 9, m->r2_in);
-      printf(" |");
-      pc_num(stdout, 10, m->loo.r2);
-      pc_num(stdout, 9, m->loo.rmse);
-      pc_num(stdout, 8, m->loo.rho);
-      printf(" |");
-      pc_num(stdout, 10, m->loco.r2);
-      pc_num(stdout, 9, m->loco.rmse);
-      pc_num(stdout, 8, m->loco.rho);
-      printf(" |");
-      if (r->have_ridge) {
-        pc_num(stdout, 11, r->ridge.loo.r2);
-        pc_num(stdout, 11, r->ridge.loco.r2);
-        printf(" %8.3g", r->ridge.lin.lambda);
-      }
-      printf("\n");
-      if (paper && s < 7) {
-        const double *t = paper_table3[s];
-        printf("%-28s %3.0f", "  paper", t[0]);
-        pc_num(stdout, 9, t[1]);
-        printf(" |");
-        pc_num(stdout, 10, t[2]);
-        pc_num(stdout, 9, t[3]);
-        pc_num(stdout, 8, t[4]);
-        printf(" |");
-        pc_num(stdout, 10, t[5]);
-        pc_num(stdout, 9, t[6]);
-        pc_num(stdout, 8, t[7]);
-        printf(" |\n");
-      }
-    }
-    if (paper)
-      printf("\npaper: Table 3 of Colangelo et al. (arXiv 2609.11542), OLS on the 25 measured "
-             "headline groups; compare only on that set.");
-    printf("\nR2 out of sample = 1 - SSE/SST (SST about the mean of all groups' PFI); rho = "
-           "Spearman.\nridge: lambda re-chosen in every fold by inner leave-one-out; the lambda "
-           "shown is the one chosen on all groups.\n");
+    print_table(&ab);
   }
-  for (size_t s = 0; s < NSETS; s++) {
-    pflex_featlist_release(&res[s].feats);
-    pflex_model_release(&res[s].ols);
-    pflex_model_release(&res[s].ridge);
-  }
-  pflex_dataset_release(&g);
+  release_sets(&ab);
+  pflex_dataset_release(&ab.groups);
   pflex_runset_release(&set);
   cli_release(&spec, &args);
   return rc;

@@ -167,6 +167,101 @@ static void print_table(const struct pflex_series_agg *a, const char *group, con
   }
 }
 
+/* Reads the series and, from its own file, the throughput; -1 after printing why not. */
+static int read_series(const char *path, const char *tput_path,
+                       const struct pflex_series_read_opts *ro, struct pflex_series *s) {
+  struct pflex_diag d;
+  int r = pflex_series_read_csv(path, ro, s, &d);
+  if (r >= 0 && tput_path) r = pflex_series_read_tput_csv(tput_path, ro, s, &d);
+  if (r >= 0) return 0;
+  cli_error_diag("cannot read", &d, r);
+  return -1;
+}
+
+/* Aggregates the training phase and reports its phases on stderr; -1 after
+ * printing why there is no run (no phase, no positive throughput). */
+static int aggregate(const char *path, const struct pflex_series *s,
+                     const struct pflex_phase_opts *po, const char *tput_column,
+                     struct pflex_series_agg *a) {
+  struct pflex_diag d;
+  int r = pflex_series_aggregate(s, po, a, &d);
+  if (r < 0) {
+    char what[600];
+    snprintf(what, sizeof what, "cannot aggregate '%s':", path);
+    d.file[0] = '\0';
+    cli_error_diag(what, &d, r);
+    return -1;
+  }
+  fprintf(stderr,
+          "phases of '%s' (samples/steps): warmup %zu/%zu, startup %zu/%zu, training "
+          "%zu/%zu, other %zu/%zu; %d GPUs\n",
+          path, a->phase_samples[PFLEX_PHASE_WARMUP], a->phase_steps[PFLEX_PHASE_WARMUP],
+          a->phase_samples[PFLEX_PHASE_STARTUP], a->phase_steps[PFLEX_PHASE_STARTUP],
+          a->phase_samples[PFLEX_PHASE_TRAINING], a->phase_steps[PFLEX_PHASE_TRAINING],
+          a->phase_samples[PFLEX_PHASE_OTHER], a->phase_steps[PFLEX_PHASE_OTHER], a->gpus);
+  if (a->incomplete_steps)
+    cli_warn("%zu training steps lack some GPU's power reading and were left out of the power sum",
+             a->incomplete_steps);
+  if (a->tput.valid && a->tput.value > 0) return 0;
+  cli_error("cannot aggregate '%s': no positive throughput sample (column '%s') in the training "
+            "window %.1f s to %.1f s (%zu samples in all)",
+            path, tput_column, a->train_start_s, a->train_end_s, s->ntput);
+  return -1;
+}
+
+/* The run's cap: --cap, else the series' power_limit_w metric; NAN after
+ * printing that neither is there. */
+static double run_cap(double cap, const struct pflex_series *s, const struct pflex_series_agg *a) {
+  size_t m;
+  if (!isnan(cap)) return cap;
+  if (pflex_series_find_metric(s, "power_limit_w", &m) == 0 && a->metrics[m].agg.valid)
+    return a->metrics[m].agg.value;
+  cli_error("the run's cap is unknown: give --cap W (the TDP for an uncapped run)");
+  return NAN;
+}
+
+/* The run to add to --out: the group must run on the same GPUs there and
+ * lack a run at this cap. */
+struct new_run {
+  const char *group, *gpu_type;
+  int gpus;
+  double cap;
+};
+
+/* With --append: reads the runs already in out (partial groups are fine: the
+ * sweep group may still lack its uncapped run) and checks the new run fits
+ * them; -1 after printing why not. */
+static int read_out(const char *out, enum pflex_tput_unit unit, const struct new_run *nr,
+                    struct pflex_runset *set) {
+  struct pflex_runs_read_opts rro = {.unit = unit, .partial_groups = true};
+  struct pflex_diag d;
+  int r = pflex_runs_read_csv(out, &rro, set, &d);
+  if (r < 0) {
+    cli_error_diag("cannot read", &d, r);
+    return -1;
+  }
+  if (set->unit != unit) {
+    cli_error("'%s' holds throughput as %s, this run as %s", out, pflex_tput_unit_name(set->unit),
+              pflex_tput_unit_name(unit));
+    return -1;
+  }
+  for (size_t i = 0; i < set->n; i++) {
+    const struct pflex_run *o = &set->runs[i];
+    if (strcmp(o->group, nr->group) != 0) continue;
+    if (strcmp(o->gpu, nr->gpu_type) != 0 || o->gpus != nr->gpus) {
+      cli_error("'%s': group '%s' runs on %d x %s (line %zu), this run on %d x %s", out, nr->group,
+                o->gpus, o->gpu, o->line, nr->gpus, nr->gpu_type);
+      return -1;
+    }
+    if (o->cap_w == nr->cap) {
+      cli_error("'%s' already has a run of group '%s' at cap %g W (line %zu)", out, nr->group,
+                nr->cap, o->line);
+      return -1;
+    }
+  }
+  return 0;
+}
+
 static int run(int argc, char **argv) {
   struct args args = {.gpu_type = "unknown", .cap = NAN, .unit = PFLEX_TPUT_TOKENS_PER_S};
   pflex_phase_opts_default(&args.phase);
@@ -174,15 +269,11 @@ static int run(int argc, char **argv) {
   struct cli_parsed p;
   int perr = cli_parse(&spec, argc, argv, &args, &p);
   if (perr) return cli_parse_status(perr);
-  struct pflex_phase_opts po = args.phase;
-  if (cli_given(&p, "fb-threshold-gib")) po.fb_threshold_mib = args.fb_threshold_gib * 1024.0;
-  const char *group = args.group, *gpu_type = args.gpu_type, *tput_path = args.tput,
-             *tput_column = args.tput_column, *out = args.out;
-  double cap = args.cap;
-  bool csv = args.csv, json = args.json, append = args.append;
+  if (cli_given(&p, "fb-threshold-gib"))
+    args.phase.fb_threshold_mib = args.fb_threshold_gib * 1024.0;
+  const char *path = p.operands[0], *out = args.out;
   enum pflex_tput_unit unit = args.unit;
-  const char *path = p.operands[0];
-  if (!tput_column) tput_column = tput_column_of(unit);
+  const char *tput_column = args.tput_column ? args.tput_column : tput_column_of(unit);
 
   int status = PFLEX_EXIT_FAIL;
   char *group_buf = NULL;
@@ -191,87 +282,29 @@ static int run(int argc, char **argv) {
   struct pflex_runset set;
   pflex_series_init(&s);
   pflex_runset_init(&set);
-  struct pflex_diag d;
   struct pflex_series_read_opts ro = {.tput_column = tput_column,
                                       .per_step_time = unit == PFLEX_TPUT_PER_STEP_TIME};
-  int r = pflex_series_read_csv(path, &ro, &s, &d);
-  if (r < 0) {
-    cli_error_diag("cannot read", &d, r);
+  if (read_series(path, args.tput, &ro, &s) || aggregate(path, &s, &args.phase, tput_column, &a))
+    goto out;
+  struct new_run nr = {.group = args.group,
+                       .gpu_type = args.gpu_type,
+                       .gpus = a.gpus,
+                       .cap = run_cap(args.cap, &s, &a)};
+  if (isnan(nr.cap)) {
+    status = PFLEX_EXIT_USAGE;
     goto out;
   }
-  if (tput_path && (r = pflex_series_read_tput_csv(tput_path, &ro, &s, &d)) < 0) {
-    cli_error_diag("cannot read", &d, r);
-    goto out;
-  }
-  r = pflex_series_aggregate(&s, &po, &a, &d);
-  if (r < 0) {
-    char what[600];
-    snprintf(what, sizeof what, "cannot aggregate '%s':", path);
-    d.file[0] = '\0';
-    cli_error_diag(what, &d, r);
-    goto out;
-  }
-  fprintf(stderr,
-          "phases of '%s' (samples/steps): warmup %zu/%zu, startup %zu/%zu, training "
-          "%zu/%zu, other %zu/%zu; %d GPUs\n",
-          path, a.phase_samples[PFLEX_PHASE_WARMUP], a.phase_steps[PFLEX_PHASE_WARMUP],
-          a.phase_samples[PFLEX_PHASE_STARTUP], a.phase_steps[PFLEX_PHASE_STARTUP],
-          a.phase_samples[PFLEX_PHASE_TRAINING], a.phase_steps[PFLEX_PHASE_TRAINING],
-          a.phase_samples[PFLEX_PHASE_OTHER], a.phase_steps[PFLEX_PHASE_OTHER], a.gpus);
-  if (a.incomplete_steps)
-    cli_warn("%zu training steps lack some GPU's power reading and were left out of the power sum",
-             a.incomplete_steps);
-  if (!a.tput.valid || !(a.tput.value > 0)) {
-    cli_error("cannot aggregate '%s': no positive throughput sample (column '%s') in the training "
-              "window %.1f s to %.1f s (%zu samples in all)",
-              path, tput_column, a.train_start_s, a.train_end_s, s.ntput);
-    goto out;
-  }
-  if (isnan(cap)) {
-    size_t m;
-    if (pflex_series_find_metric(&s, "power_limit_w", &m) == 0 && a.metrics[m].agg.valid) {
-      cap = a.metrics[m].agg.value;
-    } else {
-      cli_error("the run's cap is unknown: give --cap W (the TDP for an uncapped run)");
-      status = PFLEX_EXIT_USAGE;
-      goto out;
-    }
-  }
-  if (!group) group = group_buf = default_group(path);
-  if (!group || !group[0]) {
+  if (!nr.group) nr.group = group_buf = default_group(path);
+  if (!nr.group || !nr.group[0]) {
     cli_error("cannot derive a group name from '%s': give --group", path);
     goto out;
   }
   if (!pflex_tput_unit_absolute(unit))
     fprintf(stderr, "note: throughput is %s: only ratios are meaningful\n",
             pflex_tput_unit_name(unit));
-
   set.unit = unit;
-  if (append && access(out, F_OK) == 0) {
-    /* The sweep group may still lack its uncapped run: partial groups are fine. */
-    struct pflex_runs_read_opts rro = {.unit = unit, .partial_groups = true};
-    if ((r = pflex_runs_read_csv(out, &rro, &set, &d)) < 0) {
-      cli_error_diag("cannot read", &d, r);
-      goto out;
-    }
-    if (set.unit != unit) {
-      cli_error("'%s' holds throughput as %s, this run as %s", out, pflex_tput_unit_name(set.unit),
-                pflex_tput_unit_name(unit));
-      goto out;
-    }
-    for (size_t i = 0; i < set.n; i++)
-      if (strcmp(set.runs[i].group, group) == 0 &&
-          (strcmp(set.runs[i].gpu, gpu_type) != 0 || set.runs[i].gpus != a.gpus)) {
-        cli_error("'%s': group '%s' runs on %d x %s (line %zu), this run on %d x %s", out, group,
-                  set.runs[i].gpus, set.runs[i].gpu, set.runs[i].line, a.gpus, gpu_type);
-        goto out;
-      } else if (strcmp(set.runs[i].group, group) == 0 && set.runs[i].cap_w == cap) {
-        cli_error("'%s' already has a run of group '%s' at cap %g W (line %zu)", out, group, cap,
-                  set.runs[i].line);
-        goto out;
-      }
-  }
-  r = pflex_series_agg_append_run(&a, group, gpu_type, cap, &set);
+  if (args.append && access(out, F_OK) == 0 && read_out(out, unit, &nr, &set)) goto out;
+  int r = pflex_series_agg_append_run(&a, nr.group, nr.gpu_type, nr.cap, &set);
   if (r < 0) {
     cli_error("cannot build the run: %s", pflex_strerror(r));
     goto out;
@@ -280,12 +313,12 @@ static int run(int argc, char **argv) {
     cli_error("cannot write '%s': %s", out, pflex_strerror(r));
     goto out;
   }
-  if (json) {
-    if (print_json(&a, group, gpu_type, cap, unit)) goto out; /* error already printed */
-  } else if (csv)
+  if (args.json) {
+    if (print_json(&a, nr.group, nr.gpu_type, nr.cap, unit)) goto out; /* error already printed */
+  } else if (args.csv)
     r = pflex_runs_write_csv_stream(&set, stdout);
   else if (!out)
-    print_table(&a, group, gpu_type, cap, unit);
+    print_table(&a, nr.group, nr.gpu_type, nr.cap, unit);
   if (r < 0) {
     cli_error("cannot print the run: %s", pflex_strerror(r));
     goto out;

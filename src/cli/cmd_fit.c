@@ -57,12 +57,12 @@ static const struct cli_spec spec = {
     .min_operands = 1,
     .max_operands = 1};
 
-static void print_summary(const struct pflex_model *m, const struct pflex_dataset *d) {
+static void print_summary(const struct pflex_model *m) {
   printf("model: %s, %zu feature%s, fitted on %zu groups", pflex_model_kind_name(m->kind),
          m->feats.n, m->feats.n == 1 ? "" : "s", m->n);
   if (m->set_filter) printf(" (set %s)", m->set_filter);
   printf("\n");
-  pc_target_line(stdout, &m->target);
+  cli_target_line(stdout, &m->target);
   if (m->kind == PFLEX_MODEL_PRIOR) {
     printf("prior: overall mean PFI %.3f\n", m->prior_mean);
     for (size_t k = 0; k < m->nprior; k++)
@@ -79,23 +79,93 @@ static void print_summary(const struct pflex_model *m, const struct pflex_datase
              m->lambda_chosen ? "chosen by leave-one-out on the grid 1e-3..1e4" : "given");
   }
   printf("in-sample R^2 ");
-  pc_num(stdout, 0, m->r2_in);
+  cli_num(stdout, 0, m->r2_in);
   printf("\nLOO:  ");
-  pc_scores(stdout, &m->loo);
+  cli_scores(stdout, &m->loo);
   printf("\nLOCO: ");
-  pc_scores(stdout, &m->loco);
+  cli_scores(stdout, &m->loco);
   printf("  (clusters %s)\n\n", pflex_loco_name(m->loco_scheme));
   printf("%-44s %-9s %7s %7s %7s %7s\n", "group", "cluster", "pfi", "fitted", "loo", "loco");
   for (size_t i = 0; i < m->n; i++) {
     const struct pflex_model_group *g = &m->groups[i];
     printf("%-44s %-9s", g->group, g->cluster);
-    pc_num(stdout, 8, g->pfi);
-    pc_num(stdout, 8, g->fitted);
-    pc_num(stdout, 8, g->loo);
-    pc_num(stdout, 8, g->loco);
+    cli_num(stdout, 8, g->pfi);
+    cli_num(stdout, 8, g->fitted);
+    cli_num(stdout, 8, g->loo);
+    cli_num(stdout, 8, g->loco);
     printf("\n");
   }
-  (void)d;
+}
+
+/* Options that do not go together; -1 after the usage error. */
+static int check_combination(const struct args *a, const struct cli_parsed *p) {
+  if (a->model == PFLEX_MODEL_PRIOR && cli_given(p, "features")) {
+    cli_usage_error(&spec, "a prior model uses no features: drop --features");
+    return -1;
+  }
+  if (a->model != PFLEX_MODEL_RIDGE && cli_given(p, "lambda")) {
+    cli_usage_error(&spec, "--lambda is for --model ridge");
+    return -1;
+  }
+  return 0;
+}
+
+/* The groups to fit on: their target PFI and (but for a prior) the features. */
+static int training_set(const struct pflex_runset *set, const struct args *a,
+                        struct pflex_dataset *d) {
+  if (a->model != PFLEX_MODEL_PRIOR)
+    return cli_features_dataset(set, a->set, a->features, &a->pfi.opts, true, d);
+  struct pflex_featlist none;
+  struct pflex_diag diag;
+  pflex_diag_clear(&diag);
+  pflex_featlist_init(&none);
+  int err = pflex_dataset_build(set, a->set, &none, &a->pfi.opts, true, d, &diag);
+  if (err) cli_error_diag("cannot use", &diag, err);
+  return err;
+}
+
+/* Fits the model and records how and on what: the target's options, the
+ * runs file, the set, this pflex's version. */
+static int fit(const char *path, const struct args *a, const struct pflex_dataset *d,
+               struct pflex_model *m) {
+  struct pflex_fit_opts fo = {.kind = a->model, .lambda = a->lambda};
+  int err = pflex_model_fit(d, &fo, a->loco, m);
+  if (err) {
+    cli_error("cannot fit on '%s': %s%s", path, pflex_strerror(err),
+              err == -PFLEX_E_NOPOINTS ? " (at least 3 groups with a PFI are needed)" : "");
+    return err;
+  }
+  m->source = strdup(path);
+  m->set_filter = a->set ? strdup(a->set) : NULL;
+  m->version = strdup(PFLEX_VERSION);
+  if (pflex_model_set_target(m, &a->pfi.opts) || !m->source || !m->version ||
+      (a->set && !m->set_filter)) {
+    cli_error("out of memory");
+    return -ENOMEM;
+  }
+  return 0;
+}
+
+/* Writes the model file (--out) and prints the model as JSON or a summary. */
+static int emit(const struct pflex_model *m, const char *out, bool json) {
+  int err;
+  if (out && (err = pflex_model_write_json(m, out))) {
+    cli_error("cannot write '%s': %s", out, pflex_strerror(err));
+    return err;
+  }
+  if (!json) {
+    print_summary(m);
+    if (out) printf("\nmodel written to '%s'\n", out);
+    return 0;
+  }
+  char *s;
+  if ((err = pflex_model_to_json(m, &s))) {
+    cli_error("%s", pflex_strerror(err));
+    return err;
+  }
+  printf("%s\n", s);
+  free(s);
+  return 0;
 }
 
 static int run(int argc, char **argv) {
@@ -104,27 +174,14 @@ static int run(int argc, char **argv) {
                       .lambda = -1,
                       .loco = PFLEX_LOCO_ARCH_TASK};
   cli_pfi_args_init(&args.pfi);
-  struct cli_pfi_args *const pa = &args.pfi;
-  int rc = PFLEX_EXIT_USAGE, err;
   struct cli_parsed p;
-  if ((err = cli_parse(&spec, argc, argv, &args, &p))) {
-    rc = cli_parse_status(err);
-    goto early;
+  int err = cli_parse(&spec, argc, argv, &args, &p);
+  if (err || check_combination(&args, &p)) {
+    cli_release(&spec, &args);
+    return err ? cli_parse_status(err) : PFLEX_EXIT_USAGE;
   }
-  cli_pfi_args_finish(pa);
-  const char *features = args.features, *set_filter = args.set, *out = args.out;
-  struct pflex_fit_opts fo = {.kind = args.model, .lambda = args.lambda};
-  enum pflex_loco loco = args.loco;
-  bool json = args.json;
-  if (fo.kind == PFLEX_MODEL_PRIOR && cli_given(&p, "features")) {
-    cli_usage_error(&spec, "a prior model uses no features: drop --features");
-    goto early;
-  }
-  if (fo.kind != PFLEX_MODEL_RIDGE && cli_given(&p, "lambda")) {
-    cli_usage_error(&spec, "--lambda is for --model ridge");
-    goto early;
-  }
-  pa->opts.draws = 0;
+  cli_pfi_args_finish(&args.pfi);
+  args.pfi.opts.draws = 0;
   const char *path = p.operands[0];
   struct pflex_runset set;
   pflex_runset_init(&set);
@@ -132,62 +189,13 @@ static int run(int argc, char **argv) {
   pflex_dataset_init(&d);
   struct pflex_model m;
   pflex_model_init(&m);
-  rc = PFLEX_EXIT_FAIL;
-  if (cli_load_runs(path, &pa->read, &set)) goto out;
-  if (fo.kind == PFLEX_MODEL_PRIOR) {
-    struct pflex_featlist none;
-    struct pflex_diag diag;
-    pflex_diag_clear(&diag);
-    pflex_featlist_init(&none);
-    err = pflex_dataset_build(&set, set_filter, &none, &pa->opts, true, &d, &diag);
-    if (err) cli_error_diag("cannot use", &diag, err);
-  } else {
-    err = pc_dataset(&set, set_filter, features, &pa->opts, true, &d);
-  }
-  if (err) goto out;
-  err = pflex_model_fit(&d, &fo, loco, &m);
-  if (err) {
-    cli_error("cannot fit on '%s': %s%s", path, pflex_strerror(err),
-              err == -PFLEX_E_NOPOINTS ? " (at least 3 groups with a PFI are needed)" : "");
-    goto out;
-  }
-  if (pflex_model_set_target(&m, &pa->opts)) {
-    cli_error("out of memory");
-    goto out;
-  }
-  m.source = strdup(path);
-  m.set_filter = set_filter ? strdup(set_filter) : NULL;
-  m.version = strdup(PFLEX_VERSION);
-  if (!m.source || !m.version || (set_filter && !m.set_filter)) {
-    cli_error("out of memory");
-    goto out;
-  }
-  if (out) {
-    err = pflex_model_write_json(&m, out);
-    if (err) {
-      cli_error("cannot write '%s': %s", out, pflex_strerror(err));
-      goto out;
-    }
-  }
-  if (json) {
-    char *s;
-    err = pflex_model_to_json(&m, &s);
-    if (err) {
-      cli_error("%s", pflex_strerror(err));
-      goto out;
-    }
-    printf("%s\n", s);
-    free(s);
-  } else {
-    print_summary(&m, &d);
-    if (out) printf("\nmodel written to '%s'\n", out);
-  }
-  rc = PFLEX_EXIT_OK;
-out:
+  int rc = PFLEX_EXIT_FAIL;
+  if (!cli_load_runs(path, &args.pfi.read, &set) && !training_set(&set, &args, &d) &&
+      !fit(path, &args, &d, &m) && !emit(&m, args.out, args.json))
+    rc = PFLEX_EXIT_OK;
   pflex_model_release(&m);
   pflex_dataset_release(&d);
   pflex_runset_release(&set);
-early:
   cli_release(&spec, &args);
   return rc;
 }

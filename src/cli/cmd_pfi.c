@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <gsl/gsl_errno.h>
 #include <jansson.h>
 
 #include "cli/commands.h"
@@ -248,7 +247,6 @@ static int run(int argc, char **argv) {
   }
   cli_pfi_args_finish(a);
   bool json = args.json, csv = args.csv;
-  gsl_set_error_handler_off(); /* GSL errors come back as return codes, never abort */
 
   status = PFLEX_EXIT_FAIL;
   if (cli_load_runs(p.operands[0], &a->read, &set)) goto out;

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <gsl/gsl_errno.h>
 #include <jansson.h>
 
 #include "cli/commands.h"
@@ -47,13 +46,6 @@ enum { CL_DENSE, CL_MOE_PT, CL_MOE_FT, NCL };
 static const char *const cl_name[NCL] = {"dense", "moe-pt", "moe-ft"};
 static const char *const cl_label[NCL] = {"Dense (PT + FT)", "MoE pretraining", "MoE fine-tuning"};
 
-struct cluster {
-  double *v;
-  size_t n;
-  double median, mean;
-  size_t index; /* position among the non-empty clusters */
-};
-
 /* The cluster of group g, or -1 after printing why it has none. */
 static int group_cluster(const struct pflex_runset *set, const struct pflex_group *g) {
   const struct pflex_run *r0 = &set->runs[g->runs[0]];
@@ -73,163 +65,190 @@ static int group_cluster(const struct pflex_runset *set, const struct pflex_grou
   return r0->task == PFLEX_TASK_PT ? CL_MOE_PT : CL_MOE_FT;
 }
 
-static int run(int argc, char **argv) {
-  struct args args = {0};
-  cli_pfi_args_init(&args.pfi);
-  struct cli_pfi_args a; /* the values parsed, once parsed */
-  int status;
-  struct pflex_runset set;
-  struct pflex_group *groups = NULL;
-  size_t ng = 0;
-  struct cli_pfi_value *vals = NULL;
-  int *cl = NULL;
-  struct cluster clusters[NCL] = {0};
-  json_t *root = NULL;
-  pflex_runset_init(&set);
-  struct cli_parsed p;
-  int err = cli_parse(&spec, argc, argv, &args, &p);
-  if (err) {
-    status = cli_parse_status(err);
-    goto out;
-  }
-  cli_pfi_args_finish(&args.pfi);
-  a = args.pfi;
-  bool json = args.json;
-  gsl_set_error_handler_off();
-  status = PFLEX_EXIT_FAIL;
-  if (cli_load_runs(p.operands[0], &a.read, &set)) goto out;
-  if (pflex_runset_groups(&set, &groups, &ng) || !(vals = calloc(ng, sizeof *vals)) ||
-      !(cl = calloc(ng, sizeof *cl))) {
-    cli_error("stats: out of memory");
-    goto out;
-  }
-  for (size_t i = 0; i < ng; i++)
-    if ((cl[i] = group_cluster(&set, &groups[i])) < 0) goto out;
-  for (size_t i = 0; i < ng; i++) {
-    if (cli_pfi_value_compute(&set, &groups[i], &a.opts, &vals[i])) {
-      char what[256];
-      cli_error("stats: group '%s' has no PFI: %s", groups[i].name, vals[i].why);
-      for (size_t k = 0; k < vals[i].n; k++)
-        if (vals[i].runs[k].role == PFLEX_PFI_EXCLUDED &&
-            vals[i].runs[k].reason != PFLEX_PFI_REASON_GRID) {
-          cli_pfi_reason_text(&vals[i].runs[k], &a.opts, what, sizeof what);
-          fprintf(stderr, "  %g W: %s\n", vals[i].runs[k].cap_w, what);
-        }
-      goto out;
-    }
-    struct cluster *k = &clusters[cl[i]];
-    double *nv = realloc(k->v, (k->n + 1) * sizeof *nv);
-    if (!nv) goto out;
-    k->v = nv;
-    k->v[k->n++] = vals[i].res.pfi;
-  }
+/* One stats run: each group's cluster and PFI, and the clusters compared. */
+struct stats {
+  const struct pflex_runset *set;
+  const struct pflex_pfi_opts *opts;
+  struct pflex_group *groups;
+  size_t ng;
+  int *cl;                    /* each group's cluster */
+  struct cli_pfi_value *vals; /* each group's PFI */
+  struct pflex_stats_compare cmp;
+};
 
-  /* The non-empty clusters, in the paper's order. */
-  const double *gv[NCL];
-  size_t gn[NCL], nk = 0, total = 0;
-  int which[NCL];
+/* The PFI of group i, or -1 after printing why it has none and which runs
+ * the rules left out. */
+static int group_pfi(struct stats *st, size_t i) {
+  struct cli_pfi_value *v = &st->vals[i];
+  if (!cli_pfi_value_compute(st->set, &st->groups[i], st->opts, v)) return 0;
+  char what[256];
+  cli_error("stats: group '%s' has no PFI: %s", st->groups[i].name, v->why);
+  for (size_t k = 0; k < v->n; k++)
+    if (v->runs[k].role == PFLEX_PFI_EXCLUDED && v->runs[k].reason != PFLEX_PFI_REASON_GRID) {
+      cli_pfi_reason_text(&v->runs[k], st->opts, what, sizeof what);
+      fprintf(stderr, "  %g W: %s\n", v->runs[k].cap_w, what);
+    }
+  return -1;
+}
+
+/* Compares the clusters' PFIs (pfi: room for every group's value). */
+static int compare_clusters(struct stats *st, double *pfi) {
+  const double *cv[NCL];
+  size_t cn[NCL], off = 0;
   for (int j = 0; j < NCL; j++) {
-    if (!clusters[j].n) continue;
-    pflex_stats_median_mean(clusters[j].v, clusters[j].n, &clusters[j].median, &clusters[j].mean);
-    clusters[j].index = nk;
-    gv[nk] = clusters[j].v;
-    gn[nk] = clusters[j].n;
-    which[nk++] = j;
-    total += clusters[j].n;
+    cv[j] = pfi + off;
+    cn[j] = 0;
+    for (size_t i = 0; i < st->ng; i++)
+      if (st->cl[i] == j) pfi[off + cn[j]++] = st->vals[i].res.pfi;
+    off += cn[j];
   }
-  struct pflex_kruskal kw;
-  struct pflex_dunn_pair pairs[NCL * (NCL - 1) / 2];
-  int kerr = nk >= 2 ? pflex_stats_kruskal(gv, gn, nk, &kw) : -EINVAL;
-  int derr = kerr ? kerr : pflex_stats_dunn(gv, gn, nk, pairs);
-  size_t np = nk * (nk - 1) / 2;
-  const char *why_none = nk < 2        ? "fewer than two clusters"
-                         : total <= nk ? "too few groups"
-                                       : "every PFI is tied";
+  int err = pflex_stats_compare_groups(cv, cn, NCL, &st->cmp);
+  if (err) cli_error("stats: cannot compare the clusters: %s", pflex_strerror(err));
+  return err;
+}
 
-  if (json) {
-    root = json_object();
-    json_t *pg = json_array(), *cg = json_array(), *dn = json_array();
-    for (size_t i = 0; i < ng; i++) {
-      const struct pflex_run *r = &set.runs[groups[i].uncapped];
-      json_t *o = json_pack("{s:s, s:s, s:i, s:s, s:s, s:s}", "group", groups[i].name, "gpu",
-                            r->gpu, "gpus", r->gpus, "arch", pflex_arch_name(r->arch), "task",
-                            pflex_task_name(r->task), "cluster", cl_name[cl[i]]);
-      cli_pfi_value_json(o, "", &vals[i]);
-      json_array_append_new(pg, o);
-    }
-    for (size_t q = 0; q < nk; q++) {
-      const struct cluster *k = &clusters[which[q]];
-      json_array_append_new(cg, json_pack("{s:s, s:i, s:f, s:f}", "name", cl_name[which[q]], "n",
-                                          (json_int_t)k->n, "median", k->median, "mean", k->mean));
-    }
-    for (size_t q = 0; !derr && q < np; q++)
-      json_array_append_new(dn,
-                            json_pack("{s:s, s:s, s:f, s:f, s:f}", "a", cl_name[which[pairs[q].a]],
-                                      "b", cl_name[which[pairs[q].b]], "z", pairs[q].z, "p_raw",
-                                      pairs[q].p_raw, "p_holm", pairs[q].p_holm));
-    json_object_set_new(root, "definition",
-                        json_string(pflex_pfi_definition_name(a.opts.definition)));
-    json_object_set_new(root, "exclude", json_string(pflex_pfi_exclude_name(a.opts.exclude)));
-    json_object_set_new(root, "pfi", pg);
-    json_object_set_new(root, "groups", cg);
-    json_object_set_new(root, "kruskal",
-                        kerr ? json_null()
-                             : json_pack("{s:f, s:f, s:f, s:i, s:f, s:i}", "h", kw.h, "h_raw",
-                                         kw.h_raw, "tie_factor", kw.tie_factor, "df", kw.df, "p",
-                                         kw.p, "n", (json_int_t)kw.n));
-    json_object_set_new(root, "dunn", dn);
-    int jr = cli_print_json(root, JSON_REAL_PRECISION(10));
-    root = NULL; /* cli_print_json dropped it */
-    if (jr) goto out;
-    status = PFLEX_EXIT_OK;
-    goto out;
+/* Every group's cluster, then its PFI, then the comparison; -1 after printing why not. */
+static int compute(struct stats *st) {
+  double *pfi = NULL;
+  if (pflex_runset_groups(st->set, &st->groups, &st->ng) ||
+      !(st->vals = calloc(st->ng, sizeof *st->vals)) ||
+      !(st->cl = calloc(st->ng, sizeof *st->cl)) ||
+      !(pfi = malloc((st->ng ? st->ng : 1) * sizeof *pfi))) {
+    cli_error("stats: out of memory");
+    return -1;
   }
+  int err = 0;
+  for (size_t i = 0; !err && i < st->ng; i++)
+    if ((st->cl[i] = group_cluster(st->set, &st->groups[i])) < 0) err = -1;
+  for (size_t i = 0; !err && i < st->ng; i++)
+    err = group_pfi(st, i);
+  if (!err) err = compare_clusters(st, pfi);
+  free(pfi);
+  return err ? -1 : 0;
+}
 
+static void release(struct stats *st) {
+  for (size_t i = 0; st->vals && i < st->ng; i++)
+    cli_pfi_value_release(&st->vals[i]);
+  free(st->vals);
+  free(st->cl);
+  pflex_groups_free(st->groups, st->ng);
+}
+
+static const char *pair_name(const struct stats *st, size_t q, bool b) {
+  const struct pflex_dunn_pair *d = &st->cmp.pairs[q];
+  return cl_name[st->cmp.which[b ? d->b : d->a]];
+}
+
+static json_t *json_groups(const struct stats *st) {
+  json_t *pg = json_array();
+  for (size_t i = 0; i < st->ng; i++) {
+    const struct pflex_run *r = &st->set->runs[st->groups[i].uncapped];
+    json_t *o = json_pack("{s:s, s:s, s:i, s:s, s:s, s:s}", "group", st->groups[i].name, "gpu",
+                          r->gpu, "gpus", r->gpus, "arch", pflex_arch_name(r->arch), "task",
+                          pflex_task_name(r->task), "cluster", cl_name[st->cl[i]]);
+    cli_pfi_value_json(o, "", &st->vals[i]);
+    json_array_append_new(pg, o);
+  }
+  return pg;
+}
+
+static int print_json(const struct stats *st) {
+  const struct pflex_stats_compare *c = &st->cmp;
+  json_t *root = json_object(), *cg = json_array(), *dn = json_array();
+  for (size_t q = 0; q < c->k; q++)
+    json_array_append_new(cg, json_pack("{s:s, s:I, s:f, s:f}", "name", cl_name[c->which[q]], "n",
+                                        (json_int_t)c->n[q], "median", c->median[q], "mean",
+                                        c->mean[q]));
+  for (size_t q = 0; !c->dunn_err && q < c->npairs; q++)
+    json_array_append_new(dn, json_pack("{s:s, s:s, s:f, s:f, s:f}", "a", pair_name(st, q, false),
+                                        "b", pair_name(st, q, true), "z", c->pairs[q].z, "p_raw",
+                                        c->pairs[q].p_raw, "p_holm", c->pairs[q].p_holm));
+  const struct pflex_kruskal *kw = &c->kruskal;
+  json_object_set_new(root, "definition",
+                      json_string(pflex_pfi_definition_name(st->opts->definition)));
+  json_object_set_new(root, "exclude", json_string(pflex_pfi_exclude_name(st->opts->exclude)));
+  json_object_set_new(root, "pfi", json_groups(st));
+  json_object_set_new(root, "groups", cg);
+  json_object_set_new(root, "kruskal",
+                      c->kruskal_err ? json_null()
+                                     : json_pack("{s:f, s:f, s:f, s:i, s:f, s:I}", "h", kw->h,
+                                                 "h_raw", kw->h_raw, "tie_factor", kw->tie_factor,
+                                                 "df", kw->df, "p", kw->p, "n", (json_int_t)kw->n));
+  json_object_set_new(root, "dunn", dn);
+  return cli_print_json(root, JSON_REAL_PRECISION(10)) ? PFLEX_EXIT_FAIL : PFLEX_EXIT_OK;
+}
+
+/* Each group's cluster, PFI and CI, then the notes on the runs left out. */
+static void print_groups(const struct stats *st) {
   int w = 5;
-  for (size_t i = 0; i < ng; i++)
-    if ((int)strlen(groups[i].name) > w) w = (int)strlen(groups[i].name);
+  for (size_t i = 0; i < st->ng; i++)
+    if ((int)strlen(st->groups[i].name) > w) w = (int)strlen(st->groups[i].name);
   printf("%-*s  %-7s %4s %7s  %s\n", w, "group", "cluster", "runs", "PFI", "95% CI");
-  for (size_t i = 0; i < ng; i++) {
-    const struct pflex_pfi_result *r = &vals[i].res;
-    printf("%-*s  %-7s %4zu %7.3f  ", w, groups[i].name, cl_name[cl[i]], r->runs_used, r->pfi);
+  for (size_t i = 0; i < st->ng; i++) {
+    const struct pflex_pfi_result *r = &st->vals[i].res;
+    printf("%-*s  %-7s %4zu %7.3f  ", w, st->groups[i].name, cl_name[st->cl[i]], r->runs_used,
+           r->pfi);
     if (r->have_ci)
       printf("%.3f-%.3f\n", r->ci_low, r->ci_high);
     else
       printf("-\n");
   }
-  for (size_t i = 0; i < ng; i++) /* only a CI on fewer draws than asked for: no group failed */
-    cli_pfi_value_notes(stdout, groups[i].name, &vals[i], &a.opts, "", false);
-  printf("\n(definition %s, exclusion rule %s)\n\n", pflex_pfi_definition_name(a.opts.definition),
-         pflex_pfi_exclude_name(a.opts.exclude));
+  for (size_t i = 0; i < st->ng; i++) /* only a CI on fewer draws than asked for: no group failed */
+    cli_pfi_value_notes(stdout, st->groups[i].name, &st->vals[i], st->opts, "", false);
+  printf("\n(definition %s, exclusion rule %s)\n\n",
+         pflex_pfi_definition_name(st->opts->definition),
+         pflex_pfi_exclude_name(st->opts->exclude));
+}
+
+/* The clusters' medians and means, Kruskal-Wallis and Dunn's pairs. */
+static void print_tests(const struct stats *st) {
+  const struct pflex_stats_compare *c = &st->cmp;
   printf("%-18s %4s %11s %9s\n", "cluster", "n", "median PFI", "mean PFI");
-  for (size_t q = 0; q < nk; q++) {
-    const struct cluster *k = &clusters[which[q]];
-    printf("%-18s %4zu %11.3f %9.3f\n", cl_label[which[q]], k->n, k->median, k->mean);
+  for (size_t q = 0; q < c->k; q++)
+    printf("%-18s %4zu %11.3f %9.3f\n", cl_label[c->which[q]], c->n[q], c->median[q], c->mean[q]);
+  if (c->kruskal_err) {
+    printf("\nno Kruskal-Wallis test: %s\n", c->k < 2           ? "fewer than two clusters"
+                                             : c->total <= c->k ? "too few groups"
+                                                                : "every PFI is tied");
+    return;
   }
-  if (kerr) {
-    printf("\nno Kruskal-Wallis test: %s\n", why_none);
-  } else {
-    printf("\nKruskal-Wallis H = %.3f (tie-corrected; %.3f uncorrected), df = %d, p = %.4f\n", kw.h,
-           kw.h_raw, kw.df, kw.p);
-    printf("Dunn's test, Holm correction (m = %zu):\n", np);
-    printf("%-20s %8s %8s %8s\n", "pair", "z", "p_raw", "p_holm");
-    for (size_t q = 0; !derr && q < np; q++) {
-      char pair[48];
-      snprintf(pair, sizeof pair, "%s vs %s", cl_name[which[pairs[q].a]],
-               cl_name[which[pairs[q].b]]);
-      printf("%-20s %8.3f %8.4f %8.4f\n", pair, pairs[q].z, pairs[q].p_raw, pairs[q].p_holm);
+  const struct pflex_kruskal *kw = &c->kruskal;
+  printf("\nKruskal-Wallis H = %.3f (tie-corrected; %.3f uncorrected), df = %d, p = %.4f\n", kw->h,
+         kw->h_raw, kw->df, kw->p);
+  printf("Dunn's test, Holm correction (m = %zu):\n", c->npairs);
+  printf("%-20s %8s %8s %8s\n", "pair", "z", "p_raw", "p_holm");
+  for (size_t q = 0; !c->dunn_err && q < c->npairs; q++) {
+    char pair[48];
+    snprintf(pair, sizeof pair, "%s vs %s", pair_name(st, q, false), pair_name(st, q, true));
+    printf("%-20s %8.3f %8.4f %8.4f\n", pair, c->pairs[q].z, c->pairs[q].p_raw, c->pairs[q].p_holm);
+  }
+}
+
+static int run(int argc, char **argv) {
+  struct args args = {0};
+  cli_pfi_args_init(&args.pfi);
+  struct cli_parsed p;
+  int err = cli_parse(&spec, argc, argv, &args, &p);
+  if (err) {
+    cli_release(&spec, &args);
+    return cli_parse_status(err);
+  }
+  cli_pfi_args_finish(&args.pfi);
+  struct pflex_runset set;
+  pflex_runset_init(&set);
+  struct stats st = {.set = &set, .opts = &args.pfi.opts};
+  int status = PFLEX_EXIT_FAIL;
+  if (!cli_load_runs(p.operands[0], &args.pfi.read, &set) && !compute(&st)) {
+    if (args.json) {
+      status = print_json(&st);
+    } else {
+      print_groups(&st);
+      print_tests(&st);
+      status = PFLEX_EXIT_OK;
     }
   }
-  status = PFLEX_EXIT_OK;
-out:
-  json_decref(root);
-  for (size_t i = 0; vals && i < ng; i++)
-    cli_pfi_value_release(&vals[i]);
-  for (int j = 0; j < NCL; j++)
-    free(clusters[j].v);
-  free(vals);
-  free(cl);
-  pflex_groups_free(groups, ng);
+  release(&st);
   pflex_runset_release(&set);
   cli_release(&spec, &args);
   return status;

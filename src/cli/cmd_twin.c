@@ -9,11 +9,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include <gsl/gsl_errno.h>
-
 #include "cli/commands.h"
 #include "cli/util.h"
 #include "pflex/csv.h"
+#include "pflex/curves_figure.h"
 #include "pflex/plot.h"
 #include "pflex/runs_csv.h"
 #include "pflex/twin.h"
@@ -50,85 +49,90 @@ static const struct cli_spec reference_spec = {
     .options = reference_options,
     .exclusive = (const char *const[]){"quiet json", NULL}};
 
+static json_t *calib_json(const struct pflex_twin_paper_group *g, const struct pflex_twin_calib *k) {
+  json_t *row = json_object();
+  json_object_set_new(row, "group", json_string(g->name));
+  json_object_set_new(row, "set", json_string(pflex_twin_set_name(g->set)));
+  json_object_set_new(row, "source", json_string(g->table));
+  json_object_set_new(row, "pfi_published", json_real(g->pfi));
+  json_object_set_new(row, "pfi_reconstructed", json_real(k->pfi));
+  json_object_set_new(row, "pfi4_published", isnan(g->pfi4) ? json_null() : json_real(g->pfi4));
+  json_object_set_new(row, "pfi4_reconstructed", isnan(k->pfi4) ? json_null() : json_real(k->pfi4));
+  json_object_set_new(row, "compute_share", json_real(k->compute_share));
+  json_object_set_new(row, "compute_activity", json_real(k->compute_activity));
+  json_object_set_new(row, "mem_clock_bound", json_real(k->mem_clock_bound));
+  json_object_set_new(row, "phase_split", json_real(k->phase_split));
+  json_object_set_new(row, "met", json_boolean(k->met));
+  return row;
+}
+
+static int reference_json(const char *path, size_t nruns, uint64_t seed,
+                          const struct pflex_twin_calib *calib, size_t unmet) {
+  json_t *o = json_object(), *arr = json_array();
+  for (size_t i = 0; i < pflex_twin_paper_count(); i++)
+    json_array_append_new(arr, calib_json(pflex_twin_paper_get(i), &calib[i]));
+  json_object_set_new(o, "file", json_string(path));
+  json_object_set_new(o, "runs", json_integer((json_int_t)nruns));
+  json_object_set_new(o, "seed", json_integer((json_int_t)seed));
+  json_object_set_new(o, "provenance", json_string("reconstructed"));
+  json_object_set_new(o, "groups", arr);
+  json_object_set_new(o, "unmet", json_integer((json_int_t)unmet));
+  return cli_print_json(o, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+}
+
+/* The calibration of every published group: published and reconstructed PFIs, parameters. */
+static void calib_table(const struct pflex_twin_calib *calib) {
+  printf("%-46s %5s %7s %5s %7s %6s %6s %5s %5s  %s\n", "group", "PFI", "recon", "PFI4", "recon4",
+         "s", "a_c", "r", "phi", "met");
+  for (size_t i = 0; i < pflex_twin_paper_count(); i++) {
+    const struct pflex_twin_paper_group *g = pflex_twin_paper_get(i);
+    const struct pflex_twin_calib *k = &calib[i];
+    printf("%-46s %5.2f %7.4f %5.2f %7.4f %6.3f %6.3f %5.2f %5.2f  %s\n", g->name, g->pfi, k->pfi,
+           g->pfi4, k->pfi4, k->compute_share, k->compute_activity, k->mem_clock_bound,
+           k->phase_split, k->met ? "yes" : "NO");
+  }
+}
+
 static int cmd_reference(int argc, char **argv) {
   struct reference_args a = {.seed = PFLEX_TWIN_REFERENCE_SEED};
   struct cli_parsed p;
   int perr = cli_parse(&reference_spec, argc, argv, &a, &p);
   if (perr) return cli_parse_status(perr);
-  const char *out = a.out;
-  uint64_t seed = a.seed;
-  bool quiet = a.quiet, json = a.json;
-  if (mkdir(out, 0777) < 0 && errno != EEXIST) {
-    cli_error("cannot create '%s': %s", out, strerror(errno));
+  if (mkdir(a.out, 0777) < 0 && errno != EEXIST) {
+    cli_error("cannot create '%s': %s", a.out, strerror(errno));
     return PFLEX_EXIT_FAIL;
   }
   struct pflex_runset set;
   struct pflex_twin_calib *calib = NULL;
-  int r = pflex_twin_reference_build(seed, &set, &calib);
+  int r = pflex_twin_reference_build(a.seed, &set, &calib);
   if (r < 0) {
     cli_error("cannot build the reference set: %s", pflex_strerror(r));
     return PFLEX_EXIT_FAIL;
   }
   char path[4096];
-  snprintf(path, sizeof path, "%s/runs.csv", out);
+  snprintf(path, sizeof path, "%s/runs.csv", a.out);
+  int status = PFLEX_EXIT_FAIL;
   r = pflex_runs_write_csv(&set, path);
   if (r < 0) {
     cli_error("cannot write '%s': %s", path, pflex_strerror(r));
-    pflex_runset_release(&set);
-    free(calib);
-    return PFLEX_EXIT_FAIL;
+    goto out;
   }
   size_t unmet = 0;
-  if (json) {
-    json_t *o = json_object(), *arr = json_array();
-    for (size_t i = 0; i < pflex_twin_paper_count(); i++) {
-      const struct pflex_twin_paper_group *g = pflex_twin_paper_get(i);
-      const struct pflex_twin_calib *k = &calib[i];
-      unmet += !k->met;
-      json_t *row = json_object();
-      json_object_set_new(row, "group", json_string(g->name));
-      json_object_set_new(row, "set", json_string(pflex_twin_set_name(g->set)));
-      json_object_set_new(row, "source", json_string(g->table));
-      json_object_set_new(row, "pfi_published", json_real(g->pfi));
-      json_object_set_new(row, "pfi_reconstructed", json_real(k->pfi));
-      json_object_set_new(row, "pfi4_published", isnan(g->pfi4) ? json_null() : json_real(g->pfi4));
-      json_object_set_new(row, "pfi4_reconstructed",
-                          isnan(k->pfi4) ? json_null() : json_real(k->pfi4));
-      json_object_set_new(row, "compute_share", json_real(k->compute_share));
-      json_object_set_new(row, "compute_activity", json_real(k->compute_activity));
-      json_object_set_new(row, "mem_clock_bound", json_real(k->mem_clock_bound));
-      json_object_set_new(row, "phase_split", json_real(k->phase_split));
-      json_object_set_new(row, "met", json_boolean(k->met));
-      json_array_append_new(arr, row);
-    }
-    json_object_set_new(o, "file", json_string(path));
-    json_object_set_new(o, "runs", json_integer((json_int_t)set.n));
-    json_object_set_new(o, "seed", json_integer((json_int_t)seed));
-    json_object_set_new(o, "provenance", json_string("reconstructed"));
-    json_object_set_new(o, "groups", arr);
-    json_object_set_new(o, "unmet", json_integer((json_int_t)unmet));
-    int jr = cli_print_json(o, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
-    pflex_runset_release(&set);
-    free(calib);
-    return jr ? PFLEX_EXIT_FAIL : PFLEX_EXIT_OK;
-  }
-  if (!quiet)
-    printf("%-46s %5s %7s %5s %7s %6s %6s %5s %5s  %s\n", "group", "PFI", "recon", "PFI4", "recon4",
-           "s", "a_c", "r", "phi", "met");
-  for (size_t i = 0; i < pflex_twin_paper_count(); i++) {
-    const struct pflex_twin_paper_group *g = pflex_twin_paper_get(i);
+  for (size_t i = 0; i < pflex_twin_paper_count(); i++)
     unmet += !calib[i].met;
-    if (quiet) continue;
-    printf("%-46s %5.2f %7.4f %5.2f %7.4f %6.3f %6.3f %5.2f %5.2f  %s\n", g->name, g->pfi,
-           calib[i].pfi, g->pfi4, calib[i].pfi4, calib[i].compute_share, calib[i].compute_activity,
-           calib[i].mem_clock_bound, calib[i].phase_split, calib[i].met ? "yes" : "NO");
+  if (a.json) {
+    if (!reference_json(path, set.n, a.seed, calib, unmet)) status = PFLEX_EXIT_OK;
+    goto out;
   }
+  if (!a.quiet) calib_table(calib);
   printf("wrote %zu runs to '%s' (reconstructed: modelled, not measured; seed %llu); %zu group(s) "
          "not fully met\n",
-         set.n, path, (unsigned long long)seed, unmet);
+         set.n, path, (unsigned long long)a.seed, unmet);
+  status = PFLEX_EXIT_OK;
+out:
   pflex_runset_release(&set);
   free(calib);
-  return PFLEX_EXIT_OK;
+  return status;
 }
 
 /* ---- check ---- */
@@ -156,97 +160,119 @@ static const struct cli_spec check_spec = {
     .max_operands = 1,
     .exclusive = (const char *const[]){"json csv", NULL}};
 
+/* A twin check: the comparison rows, their misses, and the DRAM-copy fit. */
+struct check {
+  const char *path;
+  struct pflex_twin_check_row *rows;
+  size_t n, bad, known; /* rows, misses, documented known misses among them */
+  int fit_err;          /* 0 when the fit's numbers hold */
+  double r2_in, r2_loo;
+  size_t nfit;
+};
+
+static json_t *json_or_null(double v) {
+  return isfinite(v) ? json_real(v) : json_null();
+}
+
+static json_t *check_row_json(const struct pflex_twin_check_row *r) {
+  json_t *row = json_object();
+  json_object_set_new(row, "group", json_string(r->group));
+  json_object_set_new(row, "set", json_string(pflex_twin_set_name(r->set)));
+  json_object_set_new(row, "grid", json_string(r->grid));
+  json_object_set_new(row, "published", json_real(r->published));
+  json_object_set_new(row, "reconstructed", json_or_null(r->reconstructed));
+  json_object_set_new(row, "diff", json_or_null(r->diff));
+  json_object_set_new(row, "tolerance", json_real(r->tol));
+  json_object_set_new(row, "ok", json_boolean(r->ok));
+  json_object_set_new(row, "known_miss", r->known ? json_string(r->known) : json_null());
+  return row;
+}
+
+static int check_json(const struct check *c) {
+  json_t *o = json_object(), *arr = json_array();
+  for (size_t i = 0; i < c->n; i++)
+    json_array_append_new(arr, check_row_json(&c->rows[i]));
+  json_object_set_new(o, "file", json_string(c->path));
+  json_object_set_new(o, "rows", arr);
+  json_object_set_new(o, "misses", json_integer((json_int_t)c->bad));
+  json_object_set_new(o, "known_misses", json_integer((json_int_t)c->known));
+  json_t *fit = json_object();
+  json_object_set_new(fit, "feature", json_string("dram_active*mem_copy_util"));
+  json_object_set_new(fit, "groups", json_integer((json_int_t)c->nfit));
+  json_object_set_new(fit, "r2_in", c->fit_err == 0 ? json_real(c->r2_in) : json_null());
+  json_object_set_new(fit, "r2_loo", c->fit_err == 0 ? json_real(c->r2_loo) : json_null());
+  json_object_set_new(fit, "paper_r2_in", json_real(0.675));
+  json_object_set_new(fit, "paper_r2_loo", json_real(0.524));
+  json_object_set_new(o, "dram_fit", fit);
+  return cli_print_json(o, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+}
+
+static void check_csv(const struct check *c) {
+  printf("group,set,grid,published,reconstructed,diff,tolerance,ok\n");
+  for (size_t i = 0; i < c->n; i++) {
+    const struct pflex_twin_check_row *r = &c->rows[i];
+    pflex_csv_write_field(stdout, r->group, ',');
+    printf("%s,%s,", pflex_twin_set_name(r->set), r->grid);
+    const double v[] = {r->published, r->reconstructed, r->diff, r->tol};
+    for (size_t k = 0; k < 4; k++)
+      pflex_csv_write_double(stdout, v[k], ',');
+    printf("%s\n", r->ok ? "yes" : r->known ? "known-miss" : "no");
+  }
+}
+
+static void check_table(const struct check *c) {
+  printf("%-46s %-10s %-5s %9s %13s %8s  %s\n", "group", "set", "grid", "published",
+         "reconstructed", "diff", "ok");
+  for (size_t i = 0; i < c->n; i++) {
+    const struct pflex_twin_check_row *r = &c->rows[i];
+    printf("%-46s %-10s %-5s %9.2f %13.4f %+8.4f  %s\n", r->group, pflex_twin_set_name(r->set),
+           r->grid, r->published, r->reconstructed, r->diff,
+           r->ok      ? "ok"
+           : r->known ? "KNOWN MISS"
+                      : "MISS");
+  }
+  printf("\n%zu of %zu comparisons within tolerance (own grid 0.01, 4-cap grid 0.03)\n",
+         c->n - c->bad, c->n);
+  for (size_t i = 0; i < c->n; i++)
+    if (!c->rows[i].ok && c->rows[i].known)
+      printf("known miss (documented in data/reference/README.md): %s, %s grid: %s\n",
+             c->rows[i].group, c->rows[i].grid, c->rows[i].known);
+  if (c->fit_err == 0)
+    printf("PFI ~ DRAM copy product (dram_active x mem_copy_util), %zu headline groups: R^2 "
+           "in-sample "
+           "%.3f, LOO %.3f (paper Table 3 row i: 0.675, 0.524)\n",
+           c->nfit, c->r2_in, c->r2_loo);
+}
+
 static int cmd_check(int argc, char **argv) {
   struct check_args a = {0};
   struct cli_parsed p;
   int perr = cli_parse(&check_spec, argc, argv, &a, &p);
   if (perr) return cli_parse_status(perr);
-  bool json = a.json, csv = a.csv, strict = a.strict;
-  const char *path = p.noperands ? p.operands[0] : cli_reference_runs();
+  struct check c = {.path = p.noperands ? p.operands[0] : cli_reference_runs(),
+                    .r2_in = NAN, .r2_loo = NAN};
   struct pflex_runset set;
-  if (cli_load_runs(path, NULL, &set) < 0) return PFLEX_EXIT_FAIL;
-  struct pflex_twin_check_row *rows = NULL;
-  size_t n = 0;
-  int r = pflex_twin_check(&set, &rows, &n);
+  if (cli_load_runs(c.path, NULL, &set) < 0) return PFLEX_EXIT_FAIL;
+  int r = pflex_twin_check(&set, &c.rows, &c.n);
   if (r < 0) {
-    cli_error("cannot check '%s': %s", path, pflex_strerror(r));
+    cli_error("cannot check '%s': %s", c.path, pflex_strerror(r));
     pflex_runset_release(&set);
     return PFLEX_EXIT_FAIL;
   }
-  double r2_in = NAN, r2_loo = NAN;
-  size_t nfit = 0;
-  int fr = pflex_twin_dram_fit(&set, "headline", &r2_in, &r2_loo, &nfit);
-  size_t bad = 0, known = 0;
-  for (size_t i = 0; i < n; i++) {
-    bad += !rows[i].ok;
-    known += !rows[i].ok && rows[i].known;
+  c.fit_err = pflex_twin_dram_fit(&set, "headline", &c.r2_in, &c.r2_loo, &c.nfit);
+  for (size_t i = 0; i < c.n; i++) {
+    c.bad += !c.rows[i].ok;
+    c.known += !c.rows[i].ok && c.rows[i].known;
   }
-  size_t fails = strict ? bad : bad - known;
-  if (json) {
-    json_t *o = json_object(), *arr = json_array();
-    for (size_t i = 0; i < n; i++) {
-      json_t *row = json_object();
-      json_object_set_new(row, "group", json_string(rows[i].group));
-      json_object_set_new(row, "set", json_string(pflex_twin_set_name(rows[i].set)));
-      json_object_set_new(row, "grid", json_string(rows[i].grid));
-      json_object_set_new(row, "published", json_real(rows[i].published));
-      json_object_set_new(row, "reconstructed",
-                          isfinite(rows[i].reconstructed) ? json_real(rows[i].reconstructed)
-                                                          : json_null());
-      json_object_set_new(row, "diff",
-                          isfinite(rows[i].diff) ? json_real(rows[i].diff) : json_null());
-      json_object_set_new(row, "tolerance", json_real(rows[i].tol));
-      json_object_set_new(row, "ok", json_boolean(rows[i].ok));
-      json_object_set_new(row, "known_miss",
-                          rows[i].known ? json_string(rows[i].known) : json_null());
-      json_array_append_new(arr, row);
-    }
-    json_object_set_new(o, "file", json_string(path));
-    json_object_set_new(o, "rows", arr);
-    json_object_set_new(o, "misses", json_integer((json_int_t)bad));
-    json_object_set_new(o, "known_misses", json_integer((json_int_t)known));
-    json_t *fit = json_object();
-    json_object_set_new(fit, "feature", json_string("dram_active*mem_copy_util"));
-    json_object_set_new(fit, "groups", json_integer((json_int_t)nfit));
-    json_object_set_new(fit, "r2_in", fr == 0 ? json_real(r2_in) : json_null());
-    json_object_set_new(fit, "r2_loo", fr == 0 ? json_real(r2_loo) : json_null());
-    json_object_set_new(fit, "paper_r2_in", json_real(0.675));
-    json_object_set_new(fit, "paper_r2_loo", json_real(0.524));
-    json_object_set_new(o, "dram_fit", fit);
-    if (cli_print_json(o, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6))) fails++;
-  } else if (csv) {
-    printf("group,set,grid,published,reconstructed,diff,tolerance,ok\n");
-    for (size_t i = 0; i < n; i++) {
-      pflex_csv_write_field(stdout, rows[i].group, ',');
-      printf("%s,%s,", pflex_twin_set_name(rows[i].set), rows[i].grid);
-      const double v[] = {rows[i].published, rows[i].reconstructed, rows[i].diff, rows[i].tol};
-      for (size_t k = 0; k < 4; k++)
-        pflex_csv_write_double(stdout, v[k], ',');
-      printf("%s\n", rows[i].ok ? "yes" : rows[i].known ? "known-miss" : "no");
-    }
+  size_t fails = a.strict ? c.bad : c.bad - c.known;
+  if (a.json) {
+    if (check_json(&c)) fails++;
+  } else if (a.csv) {
+    check_csv(&c);
   } else {
-    printf("%-46s %-10s %-5s %9s %13s %8s  %s\n", "group", "set", "grid", "published",
-           "reconstructed", "diff", "ok");
-    for (size_t i = 0; i < n; i++)
-      printf("%-46s %-10s %-5s %9.2f %13.4f %+8.4f  %s\n", rows[i].group,
-             pflex_twin_set_name(rows[i].set), rows[i].grid, rows[i].published,
-             rows[i].reconstructed, rows[i].diff,
-             rows[i].ok      ? "ok"
-             : rows[i].known ? "KNOWN MISS"
-                             : "MISS");
-    printf("\n%zu of %zu comparisons within tolerance (own grid 0.01, 4-cap grid 0.03)\n", n - bad,
-           n);
-    for (size_t i = 0; i < n; i++)
-      if (!rows[i].ok && rows[i].known)
-        printf("known miss (documented in data/reference/README.md): %s, %s grid: %s\n",
-               rows[i].group, rows[i].grid, rows[i].known);
-    if (fr == 0)
-      printf("PFI ~ DRAM copy product (dram_active x mem_copy_util), %zu headline groups: R^2 "
-             "in-sample "
-             "%.3f, LOO %.3f (paper Table 3 row i: 0.675, 0.524)\n",
-             nfit, r2_in, r2_loo);
+    check_table(&c);
   }
-  free(rows);
+  free(c.rows);
   pflex_runset_release(&set);
   return fails ? PFLEX_EXIT_FAIL : PFLEX_EXIT_OK;
 }
@@ -358,75 +384,12 @@ static int cmd_plot(int argc, char **argv) {
     pflex_runset_release(&set);
     return PFLEX_EXIT_FAIL;
   }
-  /* Panels: arch x task, as the paper's Fig. 3. */
-  static const struct {
-    enum pflex_arch arch;
-    enum pflex_task task;
-    const char *title;
-  } kinds[4] = {{PFLEX_ARCH_DENSE, PFLEX_TASK_PT, "Dense pretraining"},
-                {PFLEX_ARCH_DENSE, PFLEX_TASK_FT, "Dense LoRA fine-tuning"},
-                {PFLEX_ARCH_MOE, PFLEX_TASK_PT, "MoE pretraining"},
-                {PFLEX_ARCH_MOE, PFLEX_TASK_FT, "MoE LoRA fine-tuning"}};
-  struct pflex_plot_series *series = calloc(ng + 4, sizeof *series);
-  double *xs = calloc(set.n + 8, sizeof *xs), *ys = calloc(set.n + 8, sizeof *ys);
-  struct pflex_plot_panel panels[4];
-  static const double diag[2] = {0, 1};
-  int err = series && xs && ys ? 0 : -ENOMEM;
-  size_t ns = 0, np = 0, used = 0;
-  char titles[4][96];
-  for (int k = 0; k < 4 && !err; k++) {
-    size_t first = ns, count = 0;
-    series[ns++] = (struct pflex_plot_series){.label = "P/Pmax = T/Tmax",
-                                              .x = diag,
-                                              .y = diag,
-                                              .n = 2,
-                                              .color = 7,
-                                              .dash = PFLEX_PLOT_DASHED,
-                                              .width = 1.0};
-    for (size_t g = 0; g < ng; g++) {
-      const struct pflex_run *top = &set.runs[groups[g].uncapped];
-      if (top->arch != kinds[k].arch || top->task != kinds[k].task) continue;
-      double *x = xs + used, *y = ys + used;
-      for (size_t i = 0; i < groups[g].n; i++) {
-        const struct pflex_run *rr = &set.runs[groups[g].runs[i]];
-        x[i] = rr->power_w / top->power_w;
-        y[i] = rr->tput / top->tput;
-      }
-      used += groups[g].n;
-      series[ns++] = (struct pflex_plot_series){.x = x,
-                                                .y = y,
-                                                .n = groups[g].n,
-                                                .style = PFLEX_PLOT_LINE_POINTS,
-                                                .color = (int)(count % 7),
-                                                .width = 1.2};
-      count++;
-    }
-    snprintf(titles[k], sizeof titles[k], "%s (%zu groups)", kinds[k].title, count);
-    panels[np++] = (struct pflex_plot_panel){.title = titles[k],
-                                             .xlabel = "P / P#dmax#u",
-                                             .ylabel = "T / T#dmax#u",
-                                             .xmin = 0.2,
-                                             .xmax = 1.02,
-                                             .ymin = 0.2,
-                                             .ymax = 1.02,
-                                             .series = series + first,
-                                             .nseries = ns - first,
-                                             .legend = true,
-                                             .grid = true};
-  }
-  if (!err) {
-    struct pflex_plot fig = {
-        .title =
-            title ? title : "Normalized power-throughput curves (twin model, not measurements)",
-        .cols = 2,
-        .rows = 2,
-        .panels = panels,
-        .npanels = np,
-        .width_px = 1200,
-        .height_px = 1000};
-    err = pflex_plot_render(&fig, out);
-  }
-  free(series), free(xs), free(ys);
+  struct pflex_curves_figure fig;
+  int err = pflex_curves_figure_build(
+      &set, groups, ng,
+      title ? title : "Normalized power-throughput curves (twin model, not measurements)", &fig);
+  if (!err) err = pflex_plot_render(&fig.plot, out);
+  pflex_curves_figure_release(&fig);
   pflex_groups_free(groups, ng);
   pflex_runset_release(&set);
   if (err < 0) {
@@ -438,7 +401,6 @@ static int cmd_plot(int argc, char **argv) {
 }
 
 static int run(int argc, char **argv) {
-  gsl_set_error_handler_off(); /* GSL errors come back as return codes, never abort */
   if (argc < 2) {
     fprintf(stderr, "error: missing subcommand (reference, check, population, plot)\n"
                     "try 'pflex help twin'\n");

@@ -8,8 +8,9 @@
 #include "cli/predict_common.h"
 #include "cli/util.h"
 
-int pc_dataset(const struct pflex_runset *set, const char *set_filter, const char *spec,
-               const struct pflex_pfi_opts *pfi, bool need_target, struct pflex_dataset *ret) {
+int cli_features_dataset(const struct pflex_runset *set, const char *set_filter, const char *spec,
+                         const struct pflex_pfi_opts *pfi, bool need_target,
+                         struct pflex_dataset *ret) {
   struct pflex_diag diag;
   pflex_diag_clear(&diag);
   struct pflex_featlist none, feats;
@@ -32,23 +33,23 @@ int pc_dataset(const struct pflex_runset *set, const char *set_filter, const cha
   return err;
 }
 
-void pc_num(FILE *f, int w, double v) {
+void cli_num(FILE *f, int w, double v) {
   if (isfinite(v))
     fprintf(f, "%*.3f", w, v);
   else
     fprintf(f, "%*s", w, "-");
 }
 
-void pc_scores(FILE *f, const struct pflex_scores *s) {
+void cli_scores(FILE *f, const struct pflex_scores *s) {
   fputs("R^2 ", f);
-  pc_num(f, 0, s->r2);
+  cli_num(f, 0, s->r2);
   fputs("  RMSE ", f);
-  pc_num(f, 0, s->rmse);
+  cli_num(f, 0, s->rmse);
   fputs("  rho ", f);
-  pc_num(f, 0, s->rho);
+  cli_num(f, 0, s->rho);
 }
 
-void pc_target_line(FILE *f, const struct pflex_pfi_opts *o) {
+void cli_target_line(FILE *f, const struct pflex_pfi_opts *o) {
   fprintf(f, "target: PFI by the %s definition, ", pflex_pfi_definition_name(o->definition));
   if (o->exclude == PFLEX_PFI_EXCLUDE_PAPER)
     fprintf(f, "runs with T == T_max left out (the paper's rule)");

@@ -135,22 +135,10 @@ static int isotonic(double *v, const double *w, size_t n) {
   return 0;
 }
 
-int pflex_curve_new_measured(const struct pflex_curve_point *points, size_t n,
-                             enum pflex_curve_interp interp, struct pflex_curve **ret_curve) {
-  if (!points || n == 0) return -EINVAL;
-  for (size_t i = 0; i < n; i++)
-    if (!(points[i].power_w > 0) || !(points[i].tput > 0) || !isfinite(points[i].power_w) ||
-        !isfinite(points[i].tput) || !(points[i].cap_w >= 0) || !isfinite(points[i].cap_w))
-      return -EINVAL;
-  struct pflex_curve *c = curve_alloc(PFLEX_CURVE_MEASURED);
-  struct pflex_curve_point *p = malloc(n * sizeof *p);
-  double *w = calloc(n, sizeof *w), *tmp = calloc(n, sizeof *tmp);
-  int err = -ENOMEM;
-  if (!c || !p || !w || !tmp) goto fail;
-  memcpy(p, points, n * sizeof *p);
-  qsort(p, n, sizeof *p, cmp_point);
-  /* Equal powers cannot be interpolated between: average them, weighting the
-   * merged point by how many it stands for in the isotonic fit. */
+/* Sorted points of equal power cannot be interpolated between: averages
+ * them in place, w[i] the number of points merged point i stands for (its
+ * weight in the isotonic fit). Returns the number of points left. */
+static size_t merge_equal_powers(struct pflex_curve_point *p, size_t n, double *w) {
   size_t m = 0;
   for (size_t i = 0; i < n;) {
     size_t j = i;
@@ -165,57 +153,85 @@ int pflex_curve_new_measured(const struct pflex_curve_point *points, size_t n,
     m++;
     i = j;
   }
+  return m;
+}
+
+/* Makes throughput (weighted by w) and, when every point has one, the cap
+ * non-decreasing in power (tmp: m entries of scratch). */
+static int make_monotone(struct pflex_curve_point *p, size_t m, const double *w, double *tmp,
+                         bool *ret_have_caps) {
   for (size_t i = 0; i < m; i++)
     tmp[i] = p[i].tput;
-  if ((err = isotonic(tmp, w, m))) goto fail;
+  int err = isotonic(tmp, w, m);
+  if (err) return err;
   for (size_t i = 0; i < m; i++)
     p[i].tput = tmp[i];
-  c->have_caps = true;
+  *ret_have_caps = true;
   for (size_t i = 0; i < m; i++) {
     tmp[i] = p[i].cap_w;
-    if (!(p[i].cap_w > 0)) c->have_caps = false;
+    if (!(p[i].cap_w > 0)) *ret_have_caps = false;
   }
-  if (c->have_caps) {
-    if ((err = isotonic(tmp, NULL, m))) goto fail;
-    for (size_t i = 0; i < m; i++)
-      p[i].cap_w = tmp[i];
-  }
-  free(w);
-  free(tmp);
-  w = tmp = NULL;
-  c->pts = p;
-  p = NULL;
-  c->n = m;
-  c->p_min = c->pts[0].power_w;
-  c->p_max = c->pts[m - 1].power_w;
-  c->t_max = c->pts[m - 1].tput;
-  if (m >= 2) {
-    err = -ENOMEM;
-    c->xs = malloc(m * sizeof *c->xs);
-    c->ys = malloc(m * sizeof *c->ys);
-    if (!c->xs || !c->ys) goto fail;
-    for (size_t i = 0; i < m; i++) {
-      c->xs[i] = c->pts[i].power_w;
-      c->ys[i] = c->pts[i].tput;
-    }
-    const gsl_interp_type *type =
-        (interp == PFLEX_INTERP_LINEAR || m < 3) ? gsl_interp_linear : gsl_interp_steffen;
-    c->linear = type == gsl_interp_linear;
-    c->interp = gsl_interp_alloc(type, m);
-    if (!c->interp) goto fail;
-    if (gsl_interp_init(c->interp, c->xs, c->ys, m) != GSL_SUCCESS) {
-      err = -EINVAL;
-      goto fail;
-    }
-  }
-  *ret_curve = c;
+  if (!*ret_have_caps) return 0;
+  if ((err = isotonic(tmp, NULL, m))) return err;
+  for (size_t i = 0; i < m; i++)
+    p[i].cap_w = tmp[i];
   return 0;
-fail:
+}
+
+/* The interpolant through the curve's m >= 2 points: Steffen (monotone)
+ * unless linear is asked for or there are only two. */
+static int build_interp(struct pflex_curve *c, enum pflex_curve_interp interp) {
+  size_t m = c->n;
+  c->xs = malloc(m * sizeof *c->xs);
+  c->ys = malloc(m * sizeof *c->ys);
+  if (!c->xs || !c->ys) return -ENOMEM;
+  for (size_t i = 0; i < m; i++) {
+    c->xs[i] = c->pts[i].power_w;
+    c->ys[i] = c->pts[i].tput;
+  }
+  const gsl_interp_type *type =
+      (interp == PFLEX_INTERP_LINEAR || m < 3) ? gsl_interp_linear : gsl_interp_steffen;
+  c->linear = type == gsl_interp_linear;
+  c->interp = gsl_interp_alloc(type, m);
+  if (!c->interp) return -ENOMEM;
+  return gsl_interp_init(c->interp, c->xs, c->ys, m) == GSL_SUCCESS ? 0 : -EINVAL;
+}
+
+int pflex_curve_new_measured(const struct pflex_curve_point *points, size_t n,
+                             enum pflex_curve_interp interp, struct pflex_curve **ret_curve) {
+  if (!points || n == 0) return -EINVAL;
+  for (size_t i = 0; i < n; i++)
+    if (!(points[i].power_w > 0) || !(points[i].tput > 0) || !isfinite(points[i].power_w) ||
+        !isfinite(points[i].tput) || !(points[i].cap_w >= 0) || !isfinite(points[i].cap_w))
+      return -EINVAL;
+  struct pflex_curve *c = curve_alloc(PFLEX_CURVE_MEASURED);
+  struct pflex_curve_point *p = malloc(n * sizeof *p);
+  double *w = calloc(n, sizeof *w), *tmp = calloc(n, sizeof *tmp);
+  int err = -ENOMEM;
+  if (c && p && w && tmp) {
+    memcpy(p, points, n * sizeof *p);
+    qsort(p, n, sizeof *p, cmp_point);
+    size_t m = merge_equal_powers(p, n, w);
+    err = make_monotone(p, m, w, tmp, &c->have_caps);
+    if (!err) {
+      c->pts = p;
+      p = NULL;
+      c->n = m;
+      c->p_min = c->pts[0].power_w;
+      c->p_max = c->pts[m - 1].power_w;
+      c->t_max = c->pts[m - 1].tput;
+      if (m >= 2) err = build_interp(c, interp);
+    }
+  }
   free(p);
   free(w);
   free(tmp);
-  pflex_curve_free(c);
-  return err;
+  if (err) {
+    pflex_curve_free(c);
+    return err;
+  }
+  *ret_curve = c;
+  return 0;
 }
 
 int pflex_curve_new_parametric(const struct pflex_curve_params *params, double p_min, double p_max,
@@ -663,102 +679,117 @@ static double tmpl_rel(const struct pflex_curve *c, double p) {
   return v > 0 ? v : 0;
 }
 
+/* The PFI grid in relative power as Eq. 1 sees it: power from the grid (gp),
+ * throughput read at the grid point clamped to [P_min, P_max] (ge); only
+ * the capped points (below P_max), at most 16. */
+struct rel_grid {
+  double gp[16], ge[16];
+  size_t n;
+};
+
+static void relative_grid(const double *grid, size_t n, double p_min, double p_max,
+                          struct rel_grid *g) {
+  g->n = 0;
+  for (size_t i = 0; i < n && g->n < 16; i++) {
+    if (!(grid[i] < p_max)) continue;
+    g->gp[g->n] = grid[i] / p_max;
+    g->ge[g->n] = clamp(grid[i], p_min, p_max) / p_max;
+    g->n++;
+  }
+}
+
+/* Eq. 1 on the grid for a throughput deficit (1 - T/T_max) at each grid
+ * point: the mean PFI_i over the points that lose throughput; NAN when none. */
+static double grid_pfi(const struct rel_grid *g, const double *deficit) {
+  double s = 0;
+  size_t k = 0;
+  for (size_t i = 0; i < g->n; i++)
+    if (deficit[i] > 0) {
+      s += (1 - g->gp[i]) / deficit[i];
+      k++;
+    }
+  return k ? s / (double)k : NAN;
+}
+
+/* Gaussian kernel weights of the templates by how far their PFI on the grid
+ * lies from pfi (in bandwidths), relative to the nearest template so that
+ * they cannot all underflow however far the PFI lies from every template.
+ * -EINVAL on a template without a curve, -ERANGE when none has a PFI. */
+static int template_weights(double pfi, const struct pflex_curve *const *tmpl, size_t nt,
+                            const struct rel_grid *g, double bandwidth, double *w,
+                            double *ret_wsum) {
+  double dmin = INFINITY, deficit[16];
+  for (size_t j = 0; j < nt; j++) {
+    if (!tmpl[j] || !(tmpl[j]->t_max > 0) || !(tmpl[j]->p_max > 0)) return -EINVAL;
+    for (size_t i = 0; i < g->n; i++)
+      deficit[i] = 1 - tmpl_rel(tmpl[j], g->ge[i]);
+    double v = grid_pfi(g, deficit);
+    w[j] = isnan(v) ? INFINITY : (v - pfi) / bandwidth; /* the distance, for now */
+    if (fabs(w[j]) < dmin) dmin = fabs(w[j]);
+  }
+  if (!isfinite(dmin)) return -ERANGE;
+  *ret_wsum = 0;
+  for (size_t j = 0; j < nt; j++) {
+    w[j] = isfinite(w[j]) ? exp(-0.5 * (w[j] * w[j] - dmin * dmin)) : 0;
+    *ret_wsum += w[j];
+  }
+  return 0;
+}
+
+/* The curve's knots: K uniform in power from P_min to P_max, plus the grid
+ * points inside, so that the curve holds the averaged deficit exactly where
+ * Eq. 1 reads it. In watts by the same formula as the optimizer's uniform
+ * knots (alloc.c), so that the two coincide and it need not sample both. */
+static size_t curve_knots(double p_min, double p_max, const double *grid, size_t n, double *knots) {
+  enum { K = PFLEX_CURVE_TEMPLATE_POINTS };
+  size_t np = 0;
+  for (size_t m = 0; m < K; m++)
+    knots[np++] = m + 1 == K ? p_max : p_min + (p_max - p_min) * (double)m / (K - 1);
+  for (size_t i = 0; i < n && np < K + 16; i++)
+    if (grid[i] > p_min && grid[i] < p_max) knots[np++] = grid[i];
+  qsort(knots, np, sizeof *knots, cmp_double);
+  return np;
+}
+
 int pflex_curve_from_pfi_templates(double pfi, double p_min, double p_max, double t_max,
                                    const double *grid, size_t n,
                                    const struct pflex_curve *const *tmpl, size_t nt,
                                    double bandwidth, struct pflex_curve **ret_curve) {
   enum { K = PFLEX_CURVE_TEMPLATE_POINTS };
   if (!grid || !tmpl || nt == 0 || !(pfi > 0) || !isfinite(pfi) || !(p_min > 0) ||
-      !(p_max >= p_min) || !isfinite(p_max) || !(t_max > 0) || !isfinite(t_max) ||
-      !(bandwidth > 0))
+      !(p_max >= p_min) || !isfinite(p_max) || !(t_max > 0) || !isfinite(t_max) || !(bandwidth > 0))
     return -EINVAL;
-  /* The grid in relative power as Eq. 1 sees it: power from the grid,
-   * throughput at the grid point clamped to [P_min, P_max]. */
-  double gp[16], ge[16];
-  size_t ng = 0;
-  for (size_t i = 0; i < n && ng < 16; i++) {
-    if (!(grid[i] < p_max)) continue;
-    gp[ng] = grid[i] / p_max;
-    ge[ng] = clamp(grid[i], p_min, p_max) / p_max;
-    ng++;
-  }
-  if (ng == 0) return -PFLEX_E_NOPOINTS;
-  double *dist = malloc(nt * sizeof *dist), *w = malloc(nt * sizeof *w);
-  if (!dist || !w) {
-    free(dist);
+  struct rel_grid g;
+  relative_grid(grid, n, p_min, p_max, &g);
+  if (g.n == 0) return -PFLEX_E_NOPOINTS;
+  double *w = malloc(nt * sizeof *w), wsum;
+  if (!w) return -ENOMEM;
+  int err = template_weights(pfi, tmpl, nt, &g, bandwidth, w, &wsum);
+  if (err) {
     free(w);
-    return -ENOMEM;
+    return err;
   }
-  double dmin = INFINITY;
-  for (size_t j = 0; j < nt; j++) {
-    if (!tmpl[j] || !(tmpl[j]->t_max > 0) || !(tmpl[j]->p_max > 0)) {
-      free(dist);
-      free(w);
-      return -EINVAL;
-    }
-    double s = 0;
-    size_t k = 0;
-    for (size_t i = 0; i < ng; i++) {
-      double d = 1 - tmpl_rel(tmpl[j], ge[i]);
-      if (!(d > 0)) continue;
-      s += (1 - gp[i]) / d;
-      k++;
-    }
-    dist[j] = k ? (s / (double)k - pfi) / bandwidth : INFINITY;
-    if (fabs(dist[j]) < dmin) dmin = fabs(dist[j]);
-  }
-  if (!isfinite(dmin)) {
-    free(dist);
-    free(w);
-    return -ERANGE;
-  }
-  /* Weights relative to the nearest template, so that they cannot all
-   * underflow however far the PFI lies from every template. */
-  double wsum = 0;
-  for (size_t j = 0; j < nt; j++) {
-    w[j] = isfinite(dist[j]) ? exp(-0.5 * (dist[j] * dist[j] - dmin * dmin)) : 0;
-    wsum += w[j];
-  }
-  /* The curve's points: K uniform in power from P_min to P_max, plus the grid
-   * points inside, so that the curve holds the averaged deficit exactly where
-   * Eq. 1 reads it. */
-  double pts_w[K + 16], def[K + 16];
-  size_t np = 0;
-  /* In watts by the same formula as the optimizer's uniform knots
-   * (alloc.c), so that the two coincide and it need not sample both. */
-  for (size_t m = 0; m < K; m++)
-    pts_w[np++] = m + 1 == K ? p_max : p_min + (p_max - p_min) * (double)m / (K - 1);
-  for (size_t i = 0; i < n; i++)
-    if (grid[i] > p_min && grid[i] < p_max) pts_w[np++] = grid[i];
-  qsort(pts_w, np, sizeof *pts_w, cmp_double);
-  for (size_t m = 0; m < np; m++)
-    def[m] = 0;
-  double gdef[16] = {0};
+  /* The weighted mean deficit of the templates at the knots and on the grid. */
+  double knots[K + 16], def[K + 16] = {0}, gdef[16] = {0};
+  size_t np = curve_knots(p_min, p_max, grid, n, knots);
   for (size_t j = 0; j < nt; j++) {
     if (w[j] == 0) continue;
     double f = w[j] / wsum;
     for (size_t m = 0; m < np; m++)
-      def[m] += f * (1 - tmpl_rel(tmpl[j], pts_w[m] / p_max));
-    for (size_t i = 0; i < ng; i++)
-      gdef[i] += f * (1 - tmpl_rel(tmpl[j], ge[i]));
+      def[m] += f * (1 - tmpl_rel(tmpl[j], knots[m] / p_max));
+    for (size_t i = 0; i < g.n; i++)
+      gdef[i] += f * (1 - tmpl_rel(tmpl[j], g.ge[i]));
   }
-  free(dist);
   free(w);
   /* Scaling the deficit by lambda divides every PFI_i by lambda. */
-  double s = 0;
-  size_t k = 0;
-  for (size_t i = 0; i < ng; i++)
-    if (gdef[i] > 0) {
-      s += (1 - gp[i]) / gdef[i];
-      k++;
-    }
-  if (k == 0) return -ERANGE;
-  double lambda = s / (double)k / pfi;
+  double mean = grid_pfi(&g, gdef);
+  if (isnan(mean)) return -ERANGE;
+  double lambda = mean / pfi;
   struct pflex_curve_point pts[K + 16];
   for (size_t m = 0; m < np; m++) {
     double t = 1 - lambda * (def[m] > 0 ? def[m] : 0);
     if (t < 1e-3) t = 1e-3;
-    pts[m] = (struct pflex_curve_point){pts_w[m], t * t_max, 0};
+    pts[m] = (struct pflex_curve_point){knots[m], t * t_max, 0};
   }
   pts[np - 1].power_w = p_max;
   pts[np - 1].tput = t_max;

@@ -179,100 +179,136 @@ static double evaluate(enum pflex_pfi_definition def, const double *P, const dou
   return NAN;
 }
 
-int pflex_pfi_compute(const struct pflex_pfi_point *pts, size_t n,
-                      const struct pflex_pfi_opts *opts, struct pflex_pfi_result *ret) {
-  if (!ret) return -EINVAL;
-  struct pflex_pfi_run_result *runs = calloc(n ? n : 1, sizeof *runs);
-  size_t *ord = malloc((n ? n : 1) * sizeof *ord);
-  double *P = malloc((n ? n : 1) * sizeof *P), *T = malloc((n ? n : 1) * sizeof *T);
-  double *lx = malloc((n ? n : 1) * sizeof *lx), *ly = malloc((n ? n : 1) * sizeof *ly);
-  double *draws = NULL;
-  gsl_rng *rng = NULL;
-  int err = -ENOMEM;
-  if (!runs || !ord || !P || !T || !lx || !ly) goto out;
-  err = pflex_pfi_classify(pts, n, opts, runs);
-  if (err) goto out;
+/* Scratch space of one computation, n entries each: the kept runs' order,
+ * powers and throughputs (measured or drawn), the elasticity's logs. */
+struct work {
+  size_t *ord, nord;
+  double *P, *T, *lx, *ly;
+};
 
-  size_t nord = 0, n_excluded = 0;
+static int work_alloc(struct work *w, size_t n) {
+  size_t m = n ? n : 1;
+  *w = (struct work){.ord = malloc(m * sizeof *w->ord),
+                     .P = malloc(m * sizeof *w->P),
+                     .T = malloc(m * sizeof *w->T),
+                     .lx = malloc(m * sizeof *w->lx),
+                     .ly = malloc(m * sizeof *w->ly)};
+  return w->ord && w->P && w->T && w->lx && w->ly ? 0 : -ENOMEM;
+}
+
+static void work_free(struct work *w) {
+  free(w->ord);
+  free(w->P);
+  free(w->T);
+  free(w->lx);
+  free(w->ly);
+}
+
+/* The runs the rules keep, by cap (the uncapped run, highest cap, ends
+ * last), into w->ord; *ret_excluded counts the others. -PFLEX_E_NOPOINTS
+ * when fewer than two are kept, or (elasticity) all at one power. */
+static int order_kept(const struct pflex_pfi_point *pts, size_t n,
+                      const struct pflex_pfi_run_result *runs, enum pflex_pfi_definition def,
+                      struct work *w, size_t *ret_excluded) {
+  w->nord = 0;
+  *ret_excluded = 0;
   for (size_t i = 0; i < n; i++) {
     if (runs[i].role == PFLEX_PFI_EXCLUDED)
-      n_excluded++;
+      (*ret_excluded)++;
     else
-      ord[nord++] = i;
+      w->ord[w->nord++] = i;
   }
-  /* By cap: the uncapped run (highest cap) ends last. */
-  err = pflex__sort_index(ord, nord, pts, sizeof *pts, offsetof(struct pflex_pfi_point, cap_w));
-  if (err) goto out;
-  err = -PFLEX_E_NOPOINTS;
-  if (nord < 2) goto out;
-  if (opts->definition == PFLEX_PFI_ELASTICITY) {
-    bool distinct = false;
-    for (size_t k = 1; k < nord; k++)
-      if (pts[ord[k]].power_w != pts[ord[0]].power_w) distinct = true;
-    if (!distinct) goto out;
-  }
+  int err =
+      pflex__sort_index(w->ord, w->nord, pts, sizeof *pts, offsetof(struct pflex_pfi_point, cap_w));
+  if (err) return err;
+  if (w->nord < 2) return -PFLEX_E_NOPOINTS;
+  if (def != PFLEX_PFI_ELASTICITY) return 0;
+  for (size_t k = 1; k < w->nord; k++)
+    if (pts[w->ord[k]].power_w != pts[w->ord[0]].power_w) return 0;
+  return -PFLEX_E_NOPOINTS;
+}
 
-  for (size_t i = 0; i < n; i++) {
-    P[i] = pts[i].power_w;
-    T[i] = pts[i].tput;
+/* The 95% CI: opts->draws draws of every run's noise, evaluated like the
+ * measured points; *ret_used counts the draws that gave a finite value. */
+static int monte_carlo_ci(const struct pflex_pfi_point *pts, size_t n,
+                          const struct pflex_pfi_opts *opts, struct work *w,
+                          struct pflex_pfi_result *ret, size_t *ret_used) {
+  *ret_used = 0;
+  if (opts->draws == 0) return 0;
+  double *draws = malloc(opts->draws * sizeof *draws);
+  gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+  if (!draws || !rng) {
+    free(draws);
+    gsl_rng_free(rng);
+    return -ENOMEM;
   }
-  double value = evaluate(opts->definition, P, T, ord, nord, lx, ly);
-  err = -EDOM;
-  if (!isfinite(value)) goto out;
-  if (opts->definition == PFLEX_PFI_RATIO)
-    for (size_t k = 0; k + 1 < nord; k++) {
-      size_t i = ord[k];
-      runs[i].have_pfi_i =
-          pflex_pfi_index(P[i], T[i], P[ord[nord - 1]], T[ord[nord - 1]], &runs[i].pfi_i) == 0;
-    }
-
+  gsl_rng_set(rng, opts->seed);
   size_t used = 0;
-  if (opts->draws > 0) {
-    err = -ENOMEM;
-    draws = malloc(opts->draws * sizeof *draws);
-    rng = gsl_rng_alloc(gsl_rng_mt19937);
-    if (!draws || !rng) goto out;
-    gsl_rng_set(rng, opts->seed);
-    for (size_t d = 0; d < opts->draws; d++) {
-      /* Every run gets its two draws, in input order, whatever its role:
-       * the stream (and so the CI) does not shift when a rule changes. */
-      for (size_t i = 0; i < n; i++) {
-        P[i] = pts[i].power_w + gsl_ran_gaussian(rng, power_se(&pts[i], opts));
-        T[i] = pts[i].tput + gsl_ran_gaussian(rng, tput_se(&pts[i], opts));
-      }
-      bool ok = true;
-      for (size_t k = 0; k < nord; k++)
-        if (!(P[ord[k]] > 0) || !(T[ord[k]] > 0)) ok = false;
-      double v = ok ? evaluate(opts->definition, P, T, ord, nord, lx, ly) : NAN;
-      if (isfinite(v)) draws[used++] = v;
+  for (size_t d = 0; d < opts->draws; d++) {
+    /* Every run gets its two draws, in input order, whatever its role:
+     * the stream (and so the CI) does not shift when a rule changes. */
+    for (size_t i = 0; i < n; i++) {
+      w->P[i] = pts[i].power_w + gsl_ran_gaussian(rng, power_se(&pts[i], opts));
+      w->T[i] = pts[i].tput + gsl_ran_gaussian(rng, tput_se(&pts[i], opts));
     }
+    bool ok = true;
+    for (size_t k = 0; k < w->nord; k++)
+      if (!(w->P[w->ord[k]] > 0) || !(w->T[w->ord[k]] > 0)) ok = false;
+    double v = ok ? evaluate(opts->definition, w->P, w->T, w->ord, w->nord, w->lx, w->ly) : NAN;
+    if (isfinite(v)) draws[used++] = v;
   }
-
-  pflex_pfi_result_init(ret);
-  ret->definition = opts->definition;
-  ret->pfi = value;
   if (used > 0) {
     gsl_sort(draws, 1, used);
     ret->ci_low = gsl_stats_quantile_from_sorted_data(draws, 1, used, 0.025);
     ret->ci_high = gsl_stats_quantile_from_sorted_data(draws, 1, used, 0.975);
     ret->have_ci = true;
   }
-  ret->draws_used = used;
-  ret->runs_used = nord;
-  ret->n_excluded = n_excluded;
-  ret->runs = runs;
-  ret->n = n;
+  *ret_used = used;
+  free(draws);
+  gsl_rng_free(rng);
+  return 0;
+}
+
+int pflex_pfi_compute(const struct pflex_pfi_point *pts, size_t n,
+                      const struct pflex_pfi_opts *opts, struct pflex_pfi_result *ret) {
+  if (!ret) return -EINVAL;
+  struct pflex_pfi_run_result *runs = calloc(n ? n : 1, sizeof *runs);
+  struct work w;
+  int err = work_alloc(&w, n);
+  if (!runs) err = -ENOMEM;
+  if (!err) err = pflex_pfi_classify(pts, n, opts, runs);
+  size_t n_excluded = 0;
+  if (!err) err = order_kept(pts, n, runs, opts->definition, &w, &n_excluded);
+  if (err) goto out;
+  for (size_t i = 0; i < n; i++) {
+    w.P[i] = pts[i].power_w;
+    w.T[i] = pts[i].tput;
+  }
+  double value = evaluate(opts->definition, w.P, w.T, w.ord, w.nord, w.lx, w.ly);
+  err = -EDOM;
+  if (!isfinite(value)) goto out;
+  if (opts->definition == PFLEX_PFI_RATIO) /* each capped run's own PFI_i */
+    for (size_t k = 0; k + 1 < w.nord; k++) {
+      size_t i = w.ord[k], top = w.ord[w.nord - 1];
+      runs[i].have_pfi_i = pflex_pfi_index(w.P[i], w.T[i], w.P[top], w.T[top], &runs[i].pfi_i) == 0;
+    }
+  struct pflex_pfi_result res;
+  pflex_pfi_result_init(&res);
+  size_t used;
+  if ((err = monte_carlo_ci(pts, n, opts, &w, &res, &used))) goto out;
+  res.definition = opts->definition;
+  res.pfi = value;
+  res.draws_used = used;
+  res.runs_used = w.nord;
+  res.n_excluded = n_excluded;
+  res.runs = runs;
+  res.n = n;
+  *ret = res;
   runs = NULL;
   err = 0;
 out:
-  gsl_rng_free(rng);
-  free(draws);
   free(runs);
-  free(ord);
-  free(P);
-  free(T);
-  free(lx);
-  free(ly);
+  work_free(&w);
   return err;
 }
 

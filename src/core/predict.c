@@ -354,23 +354,55 @@ int pflex_scores_compute(const double *y, const double *yhat, size_t n, struct p
   return 0;
 }
 
+int pflex_scores_measured(const double *y, const double *yhat, size_t n, struct pflex_scores *ret,
+                          size_t *ret_n) {
+  *ret = (struct pflex_scores){NAN, NAN, NAN};
+  *ret_n = 0;
+  double *ym = malloc((n ? n : 1) * sizeof *ym), *hm = malloc((n ? n : 1) * sizeof *hm);
+  int err = -ENOMEM;
+  if (ym && hm) {
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+      if (isfinite(y[i])) {
+        ym[m] = y[i];
+        hm[m++] = yhat[i];
+      }
+    *ret_n = m;
+    err = m >= 2 ? pflex_scores_compute(ym, hm, m, ret) : 0;
+  }
+  free(ym);
+  free(hm);
+  return err;
+}
+
 void pflex_folds_loo(size_t n, int *fold) {
   for (size_t i = 0; i < n; i++)
     fold[i] = (int)i;
 }
 
+/* The index of cluster label c in names[0..*n), appended when new. */
+static size_t cluster_index(const char **names, size_t *n, const char *c) {
+  size_t k;
+  for (k = 0; k < *n; k++)
+    if (strcmp(names[k], c) == 0) return k;
+  names[(*n)++] = c;
+  return k;
+}
+
 void pflex_folds_loco(const struct pflex_dataset *d, enum pflex_loco scheme, int *fold) {
   /* Fold ids numbered by first appearance of each cluster label. */
-  const char *seen[8];
-  int nseen = 0;
-  for (size_t i = 0; i < d->n; i++) {
-    const char *c = pflex_cluster_name(d->arch[i], d->task[i], scheme);
-    int k;
-    for (k = 0; k < nseen; k++)
-      if (strcmp(seen[k], c) == 0) break;
-    if (k == nseen) seen[nseen++] = c;
-    fold[i] = k;
-  }
+  const char *seen[PFLEX_CLUSTERS_MAX];
+  size_t nseen = 0;
+  for (size_t i = 0; i < d->n; i++)
+    fold[i] = (int)cluster_index(seen, &nseen, pflex_cluster_name(d->arch[i], d->task[i], scheme));
+}
+
+void pflex_clusters_count(const struct pflex_dataset *d, enum pflex_loco scheme,
+                          struct pflex_clusters *ret) {
+  memset(ret, 0, sizeof *ret);
+  for (size_t i = 0; i < d->n; i++)
+    ret->count[cluster_index(ret->name, &ret->n,
+                             pflex_cluster_name(d->arch[i], d->task[i], scheme))]++;
 }
 
 void pflex_model_init(struct pflex_model *m) {

@@ -192,3 +192,24 @@ out:
   free(praw);
   return err;
 }
+
+int pflex_stats_compare_groups(const double *const *groups, const size_t *sizes, size_t ngroups,
+                               struct pflex_stats_compare *ret) {
+  if (!ret || ngroups > PFLEX_STATS_COMPARE_MAX) return -EINVAL;
+  struct pflex_stats_compare c = {0};
+  const double *gv[PFLEX_STATS_COMPARE_MAX];
+  for (size_t j = 0; j < ngroups; j++) {
+    if (!sizes[j]) continue;
+    int err = pflex_stats_median_mean(groups[j], sizes[j], &c.median[c.k], &c.mean[c.k]);
+    if (err) return err;
+    gv[c.k] = groups[j];
+    c.n[c.k] = sizes[j];
+    c.which[c.k++] = j;
+    c.total += sizes[j];
+  }
+  c.npairs = c.k * (c.k - 1) / 2;
+  c.kruskal_err = c.k >= 2 ? pflex_stats_kruskal(gv, c.n, c.k, &c.kruskal) : -EINVAL;
+  c.dunn_err = c.kruskal_err ? c.kruskal_err : pflex_stats_dunn(gv, c.n, c.k, c.pairs);
+  *ret = c;
+  return 0;
+}

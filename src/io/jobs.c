@@ -20,13 +20,13 @@ static void job_fields(struct json_fields *f, size_t index, const char *name) {
 }
 
 static int bad(const struct json_fields *f, const char *field, const char *what) {
-  return json_fail(f, -PFLEX_E_DATA, field, "%s", what);
+  return pflex__json_fail(f, -PFLEX_E_DATA, field, "%s", what);
 }
 
 /* An optional number field (null = absent) in [min, max]. */
 static int number(const struct json_fields *f, json_t *o, const char *field, double min,
                   unsigned flags, double *ret, bool *present) {
-  return json_get_number(f, o, field, min, INFINITY, flags | JSON_NULL_ABSENT, ret, present);
+  return pflex__json_get_number(f, o, field, min, INFINITY, flags | JSON_NULL_ABSENT, ret, present);
 }
 
 static const char *const job_keys[] = {"name",      "gpu",       "gpus",   "p_max",    "p_min",
@@ -67,18 +67,23 @@ static int read_points(const struct json_fields *r, json_t *arr, struct pflex_cu
   return err;
 }
 
-static int read_job(struct json_fields *r, json_t *o, struct pflex_jobset *set, size_t i) {
+/* Which of a job's optional bounds the file gives. */
+struct given {
+  bool p_max, p_min, t_max, pfi;
+};
+
+/* The job's name (default "jobN"), GPU type (default H200) and GPU count;
+ * from here on errors name the job. */
+static int read_identity(struct json_fields *r, json_t *o, struct pflex_jobset *set, size_t i) {
   struct pflex_alloc_job *j = &set->jobs[i];
-  int err;
-  job_fields(r, i, NULL);
-  if (!json_is_object(o)) return bad(r, "", "not an object");
   json_t *name = json_object_get(o, "name");
   char buf[32];
   snprintf(buf, sizeof buf, "job%zu", i + 1);
   if (name && !json_is_string(name)) return bad(r, "name", "not a string");
   job_fields(r, i, name ? json_string_value(name) : buf);
   /* A typo ("wieght") must not be lost silently. */
-  if ((err = json_check_keys(r, o, job_keys, NULL))) return err;
+  int err = pflex__json_check_keys(r, o, job_keys, NULL);
+  if (err) return err;
   if (!(set->names[i] = strdup(name ? json_string_value(name) : buf))) return -ENOMEM;
   j->name = set->names[i];
   json_t *gpu = json_object_get(o, "gpu");
@@ -90,11 +95,17 @@ static int read_job(struct json_fields *r, json_t *o, struct pflex_jobset *set, 
   if (!have) return bad(r, "gpus", "missing (the job's GPU count)");
   if (gpus != floor(gpus) || gpus > 1e7) return bad(r, "gpus", "must be a whole number");
   j->gpus = (int)gpus;
-  bool have_pmax, have_pmin, have_tmax, have_pfi;
-  if ((err = number(r, o, "p_max", 0, JSON_OPEN_MIN, &j->p_max, &have_pmax)) ||
-      (err = number(r, o, "p_min", 0, JSON_OPEN_MIN, &j->p_min, &have_pmin)) ||
-      (err = number(r, o, "t_max", 0, JSON_OPEN_MIN, &j->t_max, &have_tmax)) ||
-      (err = number(r, o, "pfi", -INFINITY, 0, &j->pfi, &have_pfi)) ||
+  return 0;
+}
+
+/* The bounds, the strategies' data and the arch x task labels. */
+static int read_numbers(const struct json_fields *r, json_t *o, struct pflex_alloc_job *j,
+                        struct given *g) {
+  int err;
+  if ((err = number(r, o, "p_max", 0, JSON_OPEN_MIN, &j->p_max, &g->p_max)) ||
+      (err = number(r, o, "p_min", 0, JSON_OPEN_MIN, &j->p_min, &g->p_min)) ||
+      (err = number(r, o, "t_max", 0, JSON_OPEN_MIN, &j->t_max, &g->t_max)) ||
+      (err = number(r, o, "pfi", -INFINITY, 0, &j->pfi, &g->pfi)) ||
       (err = number(r, o, "weight", 0, 0, &j->weight, NULL)) ||
       (err = number(r, o, "min_tput", 0, 0, &j->min_tput, NULL)) ||
       (err = number(r, o, "dram_copy", 0, 0, &j->dram_copy, NULL)) ||
@@ -102,7 +113,7 @@ static int read_job(struct json_fields *r, json_t *o, struct pflex_jobset *set, 
       (err = number(r, o, "cap_max_w", 0, JSON_OPEN_MIN, &j->cap_max_w, NULL)))
     return err;
   if (!json_object_get(o, "dram_copy")) j->dram_copy = NAN;
-  if (!have_pfi) j->pfi = NAN;
+  if (!g->pfi) j->pfi = NAN;
   json_t *arch = json_object_get(o, "arch"), *task = json_object_get(o, "task");
   if (arch) {
     const char *a = json_is_string(arch) ? json_string_value(arch) : "";
@@ -112,62 +123,93 @@ static int read_job(struct json_fields *r, json_t *o, struct pflex_jobset *set, 
     const char *t = json_is_string(task) ? json_string_value(task) : "";
     if (pflex_task_parse(t, &j->task)) return bad(r, "task", "must be \"pt\" or \"ft\"");
   }
-  double cap_min = j->cap_min_w > 0 ? j->cap_min_w : PFLEX_ALLOC_CAP_MIN_W;
+  return 0;
+}
+
+/* A parametric curve from "params" (the GPU type's defaults for what it omits). */
+static int read_params(const struct json_fields *r, json_t *params, struct pflex_curve_params *q,
+                       const struct pflex_alloc_job *j, struct pflex_curve **ret) {
+  if (!json_is_object(params)) return bad(r, "params", "not an object");
+  int err = pflex__json_check_keys(r, params, param_keys, "in params");
+  if (err) return err;
+  if ((err = number(r, params, "c", 0, JSON_OPEN_MIN, &q->c, NULL)) ||
+      (err = number(r, params, "knee", 0, 0, &q->knee, NULL)) ||
+      (err = number(r, params, "idle_frac", 0, 0, &q->idle_frac, NULL)) ||
+      (err = number(r, params, "vratio", 1, 0, &q->vratio, NULL)))
+    return err;
+  err = pflex_curve_new_parametric(q, j->p_min, j->p_max, j->t_max, ret);
+  if (err == -EINVAL)
+    return bad(r, "params",
+               "out of range (c in (0, 1], knee in [0, 1), idle_frac in [0, 1), "
+               "vratio >= 1, p_min <= p_max)");
+  return err;
+}
+
+/* The curve of the family with the job's PFI on the paper's cap grid. */
+static int pfi_curve(const struct json_fields *r, const struct pflex_alloc_job *j,
+                     struct pflex_curve_params *q, struct pflex_curve **ret) {
+  double grid[5];
+  size_t ng = pflex_jobs_paper_grid(j->gpus, j->p_max, grid);
+  int err = pflex_curve_from_pfi(j->pfi, j->p_min, j->p_max, j->t_max, grid, ng, q, ret);
+  if (err == -ERANGE || err == -PFLEX_E_NOPOINTS || err == -EINVAL)
+    return bad(r, "pfi",
+               "no curve of the family has this PFI on the paper's cap grid "
+               "(it must exceed 1 - idle power share, and p_max must exceed "
+               "200 W per GPU)");
+  return err;
+}
+
+/* The job's curve, in the order of preference: measured points, parametric
+ * parameters, a PFI value; none at all needs p_max. */
+static int read_curve(const struct json_fields *r, json_t *o, struct pflex_jobset *set, size_t i,
+                      const struct given *g) {
+  struct pflex_alloc_job *j = &set->jobs[i];
   json_t *points = json_object_get(o, "points"), *params = json_object_get(o, "params");
-  if (points) {
-    if ((err = read_points(r, points, &set->curves[i]))) return err;
-  } else if (params || have_pfi) {
-    if (!have_pmax) return bad(r, "p_max", "missing (needed for a parametric curve)");
-    if (!have_tmax) return bad(r, "t_max", "missing (needed for a parametric curve)");
-    if (!have_pmin) j->p_min = fmin(j->p_max, j->gpus * cap_min);
-    struct pflex_curve_params q;
-    pflex_curve_params_default(set->gpu[i], j->gpus, j->p_max, &q);
-    if (params) {
-      if (!json_is_object(params)) return bad(r, "params", "not an object");
-      if ((err = json_check_keys(r, params, param_keys, "in params"))) return err;
-      if ((err = number(r, params, "c", 0, JSON_OPEN_MIN, &q.c, NULL)) ||
-          (err = number(r, params, "knee", 0, 0, &q.knee, NULL)) ||
-          (err = number(r, params, "idle_frac", 0, 0, &q.idle_frac, NULL)) ||
-          (err = number(r, params, "vratio", 1, 0, &q.vratio, NULL)))
-        return err;
-      err = pflex_curve_new_parametric(&q, j->p_min, j->p_max, j->t_max, &set->curves[i]);
-      if (err == -EINVAL)
-        return bad(r, "params",
-                   "out of range (c in (0, 1], knee in [0, 1), idle_frac in [0, 1), "
-                   "vratio >= 1, p_min <= p_max)");
-      if (err) return err;
-    } else {
-      double grid[5];
-      size_t ng = pflex_jobs_paper_grid(j->gpus, j->p_max, grid);
-      err =
-          pflex_curve_from_pfi(j->pfi, j->p_min, j->p_max, j->t_max, grid, ng, &q, &set->curves[i]);
-      if (err == -ERANGE || err == -PFLEX_E_NOPOINTS || err == -EINVAL)
-        return bad(r, "pfi",
-                   "no curve of the family has this PFI on the paper's cap grid "
-                   "(it must exceed 1 - idle power share, and p_max must exceed "
-                   "200 W per GPU)");
-      if (err) return err;
-    }
-  } else if (!have_pmax) {
-    return bad(r, "p_max", "missing (a job needs p_max, or points)");
+  if (points) return read_points(r, points, &set->curves[i]);
+  if (!params && !g->pfi)
+    return g->p_max ? 0 : bad(r, "p_max", "missing (a job needs p_max, or points)");
+  if (!g->p_max) return bad(r, "p_max", "missing (needed for a parametric curve)");
+  if (!g->t_max) return bad(r, "t_max", "missing (needed for a parametric curve)");
+  double cap_min = j->cap_min_w > 0 ? j->cap_min_w : PFLEX_ALLOC_CAP_MIN_W;
+  if (!g->p_min) j->p_min = fmin(j->p_max, j->gpus * cap_min);
+  struct pflex_curve_params q;
+  pflex_curve_params_default(set->gpu[i], j->gpus, j->p_max, &q);
+  return params ? read_params(r, params, &q, j, &set->curves[i])
+                : pfi_curve(r, j, &q, &set->curves[i]);
+}
+
+/* A curve from points sets the bounds unless the file narrows them, and
+ * gives the job's PFI when the file gives none. */
+static int curve_bounds(const struct json_fields *r, struct pflex_jobset *set, size_t i,
+                        const struct given *g, bool points) {
+  struct pflex_alloc_job *j = &set->jobs[i];
+  if (!g->p_max) j->p_max = 0;
+  if (!g->p_min) j->p_min = 0;
+  if (!g->t_max) j->t_max = 0;
+  if (j->p_max > 0 && j->p_max > pflex_curve_p_max(j->curve) * (1 + 1e-9) && points)
+    return bad(r, "p_max", "above the highest measured power");
+  if (!g->pfi && points) {
+    double grid[5];
+    size_t ng = pflex_jobs_paper_grid(j->gpus, pflex_curve_p_max(j->curve), grid);
+    double v;
+    if (pflex_curve_pfi(j->curve, grid, ng, &v) == 0) j->pfi = v;
+    set->pfi_true[i] = j->pfi;
   }
+  return 0;
+}
+
+static int read_job(struct json_fields *r, json_t *o, struct pflex_jobset *set, size_t i) {
+  struct pflex_alloc_job *j = &set->jobs[i];
+  struct given g = {0};
+  job_fields(r, i, NULL);
+  if (!json_is_object(o)) return bad(r, "", "not an object");
+  int err = read_identity(r, o, set, i);
+  if (!err) err = read_numbers(r, o, j, &g);
+  if (!err) err = read_curve(r, o, set, i, &g);
+  if (err) return err;
   j->curve = set->curves[i];
-  if (j->curve) {
-    /* A curve from points sets the bounds unless the file narrows them. */
-    if (!have_pmax) j->p_max = 0;
-    if (!have_pmin) j->p_min = j->curve ? 0 : j->p_min;
-    if (!have_tmax) j->t_max = 0;
-    if (j->p_max > 0 && j->p_max > pflex_curve_p_max(j->curve) * (1 + 1e-9) && points)
-      return bad(r, "p_max", "above the highest measured power");
-    /* The PFI of the job's own curve when none is given. */
-    if (!have_pfi && points) {
-      double grid[5];
-      size_t ng = pflex_jobs_paper_grid(j->gpus, pflex_curve_p_max(j->curve), grid);
-      double v;
-      if (pflex_curve_pfi(j->curve, grid, ng, &v) == 0) j->pfi = v;
-      set->pfi_true[i] = j->pfi;
-    }
-  }
+  if (j->curve && (err = curve_bounds(r, set, i, &g, json_object_get(o, "points") != NULL)))
+    return err;
   if (j->p_min > 0 && j->p_max > 0 && j->p_min > j->p_max) return bad(r, "p_min", "above p_max");
   return 0;
 }
@@ -188,7 +230,7 @@ int pflex_jobs_read_json(const char *path, struct pflex_jobset *ret_set, struct 
     goto out;
   }
   struct json_fields f = {.file = path, .diag = diag};
-  if (json_is_object(root) && (err = json_check_keys(&f, root, root_keys, NULL))) goto out;
+  if (json_is_object(root) && (err = pflex__json_check_keys(&f, root, root_keys, NULL))) goto out;
   if ((err = pflex__jobset_alloc(&set, json_array_size(arr)))) goto out;
   set.unit = PFLEX_TPUT_TOKENS_PER_S;
   json_t *unit = json_is_object(root) ? json_object_get(root, "unit") : NULL;

@@ -25,7 +25,7 @@ struct json_fields {
   int data_err;            /* 0: -PFLEX_E_DATA */
 };
 
-/* Flags of json_get_number. */
+/* Flags of pflex__json_get_number. */
 enum {
   JSON_REQUIRED = 1u << 0,    /* absent is an error */
   JSON_NULL_ABSENT = 1u << 1, /* null counts as absent */
@@ -33,29 +33,29 @@ enum {
 };
 
 /* Sets the diag (message prefixed by f->where) and returns err. */
-int json_fail(const struct json_fields *f, int err, const char *field, const char *fmt, ...)
+int pflex__json_fail(const struct json_fields *f, int err, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
 /* Refuses a key of obj that is not in known (NULL-terminated), naming it; hint
  * (may be NULL) follows "unknown field". */
-int json_check_keys(const struct json_fields *f, json_t *obj, const char *const *known,
-                    const char *hint);
+int pflex__json_check_keys(const struct json_fields *f, json_t *obj, const char *const *known,
+                           const char *hint);
 
 /* A string field; required: present and not empty. Absent: *ret NULL. */
-int json_get_string(const struct json_fields *f, json_t *obj, const char *key, bool required,
-                    const char **ret);
+int pflex__json_get_string(const struct json_fields *f, json_t *obj, const char *key, bool required,
+                           const char **ret);
 
 /* A finite number in [min, max] (see JSON_OPEN_MIN; max may be INFINITY).
  * *ret_have (may be NULL) says whether it was given; absent leaves *ret. */
-int json_get_number(const struct json_fields *f, json_t *obj, const char *key, double min,
-                    double max, unsigned flags, double *ret, bool *ret_have);
+int pflex__json_get_number(const struct json_fields *f, json_t *obj, const char *key, double min,
+                           double max, unsigned flags, double *ret, bool *ret_have);
 
 /* A JSON integer in [min, max]; absent: *ret_have false (required: error). */
-int json_get_int(const struct json_fields *f, json_t *obj, const char *key, long long min,
-                 long long max, bool required, long long *ret, bool *ret_have);
+int pflex__json_get_int(const struct json_fields *f, json_t *obj, const char *key, long long min,
+                        long long max, bool required, long long *ret, bool *ret_have);
 
 /* true or false; absent: *ret_have false. */
-int json_get_bool(const struct json_fields *f, json_t *obj, const char *key, bool *ret,
-                  bool *ret_have);
+int pflex__json_get_bool(const struct json_fields *f, json_t *obj, const char *key, bool *ret,
+                         bool *ret_have);
 
 #endif

@@ -105,7 +105,7 @@ int pflex_model_write_json(const struct pflex_model *m, const char *path) {
  * field at fault; a model file that does not read is -PFLEX_E_PARSE throughout. */
 
 static int bad(const struct json_fields *r, const char *field, const char *why) {
-  return json_fail(r, -PFLEX_E_PARSE, field, "%s", why);
+  return pflex__json_fail(r, -PFLEX_E_PARSE, field, "%s", why);
 }
 
 /* A required number; nullable: null reads as NAN (a score that could not be computed). */
@@ -116,7 +116,7 @@ static int get_num(const struct json_fields *r, json_t *o, const char *field, bo
     *ret = NAN;
     return 0;
   }
-  return json_get_number(r, o, field, -INFINITY, INFINITY, JSON_REQUIRED, ret, NULL);
+  return pflex__json_get_number(r, o, field, -INFINITY, INFINITY, JSON_REQUIRED, ret, NULL);
 }
 
 static int get_array(const struct json_fields *r, json_t *o, const char *field, size_t n,
@@ -144,45 +144,39 @@ static char *dup_str(json_t *v) {
   return json_is_string(v) ? strdup(json_string_value(v)) : NULL;
 }
 
-static int read_root(const struct json_fields *r, json_t *root, struct pflex_model *m) {
-  if (!json_is_object(root)) return bad(r, "", "not a JSON object");
-  json_t *v = json_object_get(root, "format");
-  if (!json_is_integer(v) || json_integer_value(v) != PFLEX_MODEL_FORMAT)
-    return bad(r, "format", "missing, or a model format this pflex does not read");
-  v = json_object_get(root, "kind");
-  if (!json_is_string(v) || pflex_model_kind_parse(json_string_value(v), &m->kind))
-    return bad(r, "kind", "missing, or not ols, ridge or prior");
-  m->version = dup_str(json_object_get(root, "pflex_version"));
-  json_t *tg = json_object_get(root, "target");
-  if (json_is_object(tg)) { /* absent: the paper's rule (pflex_model_init) */
-    struct pflex_pfi_opts o = m->target;
-    json_t *d = json_object_get(tg, "definition"), *e = json_object_get(tg, "exclude");
-    if (!json_is_string(d) || pflex_pfi_definition_parse(json_string_value(d), &o.definition))
-      return bad(r, "definition", "missing, or not ratio, area or elasticity");
-    if (!json_is_string(e) || pflex_pfi_exclude_parse(json_string_value(e), &o.exclude))
-      return bad(r, "exclude", "missing, or not noise or paper");
-    int err = get_num(r, tg, "noise_k", false, &o.noise_k);
-    if (!err) err = get_num(r, tg, "power_cv", false, &o.power_cv);
-    if (!err) err = get_num(r, tg, "tput_cv", false, &o.tput_cv);
+/* "target": how the training targets were computed; absent: the paper's rule
+ * (pflex_model_init). */
+static int read_target(const struct json_fields *r, json_t *tg, struct pflex_model *m) {
+  if (!json_is_object(tg)) return 0;
+  struct pflex_pfi_opts o = m->target;
+  json_t *d = json_object_get(tg, "definition"), *e = json_object_get(tg, "exclude");
+  if (!json_is_string(d) || pflex_pfi_definition_parse(json_string_value(d), &o.definition))
+    return bad(r, "definition", "missing, or not ratio, area or elasticity");
+  if (!json_is_string(e) || pflex_pfi_exclude_parse(json_string_value(e), &o.exclude))
+    return bad(r, "exclude", "missing, or not noise or paper");
+  int err = get_num(r, tg, "noise_k", false, &o.noise_k);
+  if (!err) err = get_num(r, tg, "power_cv", false, &o.power_cv);
+  if (!err) err = get_num(r, tg, "tput_cv", false, &o.tput_cv);
+  if (err) return err;
+  json_t *g = json_object_get(tg, "grid");
+  double grid[64];
+  o.grid = NULL;
+  o.ngrid = 0;
+  if (json_is_array(g)) {
+    size_t ng = json_array_size(g);
+    if (ng == 0 || ng > 64) return bad(r, "grid", "not a list of 1 to 64 caps");
+    err = get_array(r, tg, "grid", ng, grid);
     if (err) return err;
-    json_t *g = json_object_get(tg, "grid");
-    double grid[64];
-    o.grid = NULL;
-    o.ngrid = 0;
-    if (json_is_array(g)) {
-      size_t ng = json_array_size(g);
-      if (ng == 0 || ng > 64) return bad(r, "grid", "not a list of 1 to 64 caps");
-      err = get_array(r, tg, "grid", ng, grid);
-      if (err) return err;
-      o.grid = grid;
-      o.ngrid = ng;
-    } else if (g && !json_is_null(g)) {
-      return bad(r, "grid", "not a list of caps");
-    }
-    err = pflex_model_set_target(m, &o);
-    if (err) return err;
+    o.grid = grid;
+    o.ngrid = ng;
+  } else if (g && !json_is_null(g)) {
+    return bad(r, "grid", "not a list of caps");
   }
-  json_t *feats = json_object_get(root, "features");
+  return pflex_model_set_target(m, &o);
+}
+
+/* "features": the names of the model's inputs, in order. */
+static int read_features(const struct json_fields *r, json_t *feats, struct pflex_model *m) {
   if (!json_is_array(feats)) return bad(r, "features", "missing or not an array");
   for (size_t j = 0; j < json_array_size(feats); j++) {
     json_t *f = json_array_get(feats, j);
@@ -191,38 +185,39 @@ static int read_root(const struct json_fields *r, json_t *root, struct pflex_mod
     int err = pflex_featlist_add(&m->feats, json_string_value(f));
     if (err) return err;
   }
-  size_t p = m->feats.n;
-  int err;
-  if (m->kind != PFLEX_MODEL_PRIOR) {
-    struct pflex_linmodel *l = &m->lin;
-    l->p = p;
-    size_t pa = p ? p : 1;
-    l->coef = calloc(pa, sizeof *l->coef);
-    l->mean = calloc(pa, sizeof *l->mean);
-    l->sd = calloc(pa, sizeof *l->sd);
-    l->beta_std = calloc(pa, sizeof *l->beta_std);
-    if (!l->coef || !l->mean || !l->sd || !l->beta_std) return -ENOMEM;
-    err = get_num(r, root, "intercept", false, &l->intercept);
-    if (!err) err = get_array(r, root, "coefficients", p, l->coef);
-    json_t *st = json_object_get(root, "standardization");
-    if (!err && json_is_object(st)) {
-      err = get_array(r, st, "mean", p, l->mean);
-      if (!err) err = get_array(r, st, "sd", p, l->sd);
-      if (!err) err = get_array(r, st, "coefficients", p, l->beta_std);
-    }
-    if (err) return err;
-    if (m->kind == PFLEX_MODEL_RIDGE) {
-      err = get_num(r, root, "lambda", false, &l->lambda);
-      if (err) return err;
-      v = json_object_get(root, "lambda_selection");
-      m->lambda_chosen = json_is_string(v) && strcmp(json_string_value(v), "nested-loo") == 0;
-    }
-  } else if (p != 0) {
-    return bad(r, "features", "a prior model has no features");
+  return 0;
+}
+
+/* An OLS or ridge model's line: intercept, coefficients, standardization, lambda. */
+static int read_linear(const struct json_fields *r, json_t *root, struct pflex_model *m) {
+  struct pflex_linmodel *l = &m->lin;
+  size_t p = m->feats.n, pa = p ? p : 1;
+  l->p = p;
+  l->coef = calloc(pa, sizeof *l->coef);
+  l->mean = calloc(pa, sizeof *l->mean);
+  l->sd = calloc(pa, sizeof *l->sd);
+  l->beta_std = calloc(pa, sizeof *l->beta_std);
+  if (!l->coef || !l->mean || !l->sd || !l->beta_std) return -ENOMEM;
+  int err = get_num(r, root, "intercept", false, &l->intercept);
+  if (!err) err = get_array(r, root, "coefficients", p, l->coef);
+  json_t *st = json_object_get(root, "standardization");
+  if (!err && json_is_object(st)) {
+    err = get_array(r, st, "mean", p, l->mean);
+    if (!err) err = get_array(r, st, "sd", p, l->sd);
+    if (!err) err = get_array(r, st, "coefficients", p, l->beta_std);
   }
-  json_t *prior = json_object_get(root, "prior");
+  if (err || m->kind != PFLEX_MODEL_RIDGE) return err;
+  err = get_num(r, root, "lambda", false, &l->lambda);
+  if (err) return err;
+  json_t *v = json_object_get(root, "lambda_selection");
+  m->lambda_chosen = json_is_string(v) && strcmp(json_string_value(v), "nested-loo") == 0;
+  return 0;
+}
+
+/* "prior": the population mean and the arch x task cells. */
+static int read_prior(const struct json_fields *r, json_t *prior, struct pflex_model *m) {
   if (!json_is_object(prior)) return bad(r, "prior", "missing");
-  err = get_num(r, prior, "mean", false, &m->prior_mean);
+  int err = get_num(r, prior, "mean", false, &m->prior_mean);
   if (err) return err;
   json_t *cells = json_object_get(prior, "cells");
   if (!json_is_array(cells) || json_array_size(cells) > 4)
@@ -241,42 +236,68 @@ static int read_root(const struct json_fields *r, json_t *root, struct pflex_mod
     if (err) return err;
     m->nprior++;
   }
-  /* The training summary is informative only; read what is there. */
-  json_t *tr = json_object_get(root, "training");
-  if (json_is_object(tr)) {
-    m->source = dup_str(json_object_get(tr, "file"));
-    m->set_filter = dup_str(json_object_get(tr, "set"));
-    double r2;
-    if (get_num(r, tr, "r2_in", true, &r2) == 0) m->r2_in = r2;
-    json_t *gs = json_object_get(tr, "groups");
-    size_t ng = json_is_array(gs) ? json_array_size(gs) : 0;
-    if (ng) {
-      m->groups = calloc(ng, sizeof *m->groups);
-      if (!m->groups) return -ENOMEM;
-      for (size_t i = 0; i < ng; i++) {
-        json_t *g = json_array_get(gs, i);
-        struct pflex_model_group *mg = &m->groups[i];
-        m->n = i + 1;
-        mg->group = dup_str(json_object_get(g, "group"));
-        mg->cluster = dup_str(json_object_get(g, "cluster"));
-        if (!mg->group || !mg->cluster) return bad(r, "groups", "a group needs group and cluster");
-        err = get_num(r, g, "pfi", true, &mg->pfi);
-        if (!err) err = get_num(r, g, "fitted", true, &mg->fitted);
-        if (!err) err = get_num(r, g, "loo", true, &mg->loo);
-        if (!err) err = get_num(r, g, "loco", true, &mg->loco);
-        if (err) return err;
-      }
-    }
-  }
-  json_t *cv = json_object_get(root, "cv");
-  if (json_is_object(cv)) {
-    err = get_scores(r, json_object_get(cv, "loo"), &m->loo);
-    if (!err) err = get_scores(r, json_object_get(cv, "loco"), &m->loco);
+  return 0;
+}
+
+/* "training": the summary is informative only; read what is there. */
+static int read_training(const struct json_fields *r, json_t *tr, struct pflex_model *m) {
+  if (!json_is_object(tr)) return 0;
+  m->source = dup_str(json_object_get(tr, "file"));
+  m->set_filter = dup_str(json_object_get(tr, "set"));
+  double r2;
+  if (get_num(r, tr, "r2_in", true, &r2) == 0) m->r2_in = r2;
+  json_t *gs = json_object_get(tr, "groups");
+  size_t ng = json_is_array(gs) ? json_array_size(gs) : 0;
+  if (!ng) return 0;
+  m->groups = calloc(ng, sizeof *m->groups);
+  if (!m->groups) return -ENOMEM;
+  for (size_t i = 0; i < ng; i++) {
+    json_t *g = json_array_get(gs, i);
+    struct pflex_model_group *mg = &m->groups[i];
+    m->n = i + 1;
+    mg->group = dup_str(json_object_get(g, "group"));
+    mg->cluster = dup_str(json_object_get(g, "cluster"));
+    if (!mg->group || !mg->cluster) return bad(r, "groups", "a group needs group and cluster");
+    int err = get_num(r, g, "pfi", true, &mg->pfi);
+    if (!err) err = get_num(r, g, "fitted", true, &mg->fitted);
+    if (!err) err = get_num(r, g, "loo", true, &mg->loo);
+    if (!err) err = get_num(r, g, "loco", true, &mg->loco);
     if (err) return err;
-    v = json_object_get(json_object_get(cv, "loco"), "clusters");
-    if (json_is_string(v)) pflex_loco_parse(json_string_value(v), &m->loco_scheme);
   }
   return 0;
+}
+
+/* "cv": the cross-validated scores, when there. */
+static int read_cv(const struct json_fields *r, json_t *cv, struct pflex_model *m) {
+  if (!json_is_object(cv)) return 0;
+  int err = get_scores(r, json_object_get(cv, "loo"), &m->loo);
+  if (!err) err = get_scores(r, json_object_get(cv, "loco"), &m->loco);
+  if (err) return err;
+  json_t *v = json_object_get(json_object_get(cv, "loco"), "clusters");
+  if (json_is_string(v)) pflex_loco_parse(json_string_value(v), &m->loco_scheme);
+  return 0;
+}
+
+static int read_root(const struct json_fields *r, json_t *root, struct pflex_model *m) {
+  if (!json_is_object(root)) return bad(r, "", "not a JSON object");
+  json_t *v = json_object_get(root, "format");
+  if (!json_is_integer(v) || json_integer_value(v) != PFLEX_MODEL_FORMAT)
+    return bad(r, "format", "missing, or a model format this pflex does not read");
+  v = json_object_get(root, "kind");
+  if (!json_is_string(v) || pflex_model_kind_parse(json_string_value(v), &m->kind))
+    return bad(r, "kind", "missing, or not ols, ridge or prior");
+  m->version = dup_str(json_object_get(root, "pflex_version"));
+  int err = read_target(r, json_object_get(root, "target"), m);
+  if (!err) err = read_features(r, json_object_get(root, "features"), m);
+  if (err) return err;
+  if (m->kind != PFLEX_MODEL_PRIOR)
+    err = read_linear(r, root, m);
+  else if (m->feats.n != 0)
+    err = bad(r, "features", "a prior model has no features");
+  if (!err) err = read_prior(r, json_object_get(root, "prior"), m);
+  if (!err) err = read_training(r, json_object_get(root, "training"), m);
+  if (!err) err = read_cv(r, json_object_get(root, "cv"), m);
+  return err;
 }
 
 static int from_json(json_t *root, const char *file, struct pflex_model *ret,

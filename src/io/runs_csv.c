@@ -4,6 +4,7 @@
  * local runset, which replaces *ret_set only when every rule holds. */
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -20,6 +21,41 @@
 static const char *const known_columns[] = {"group",    "gpu",   "gpus",    "cap_w",     "power_w",
                                             "power_sd", "model", "arch",    "task",      "seq_len",
                                             "batch",    "ep",    "compile", "grad_ckpt", "set"};
+
+/* Their indexes in known_columns; the first five are required. */
+enum {
+  COL_GROUP,
+  COL_GPU,
+  COL_GPUS,
+  COL_CAP,
+  COL_POWER,
+  COL_POWER_SD,
+  COL_MODEL,
+  COL_ARCH,
+  COL_TASK,
+  COL_SEQ_LEN,
+  COL_BATCH,
+  COL_EP,
+  COL_COMPILE,
+  COL_GRAD_CKPT,
+  COL_SET,
+  NCOLS,
+  NREQUIRED = COL_POWER + 1
+};
+
+/* The optional whole-number and yes/no columns: where the value goes, its bit in have. */
+static const struct {
+  int col;
+  bool is_bool;
+  size_t offset;
+  unsigned bit;
+} optional_fields[] = {
+    {COL_SEQ_LEN, false, offsetof(struct pflex_run, seq_len), PFLEX_RUN_SEQ_LEN},
+    {COL_BATCH, false, offsetof(struct pflex_run, batch), PFLEX_RUN_BATCH},
+    {COL_EP, false, offsetof(struct pflex_run, ep), PFLEX_RUN_EP},
+    {COL_COMPILE, true, offsetof(struct pflex_run, compile), PFLEX_RUN_COMPILE},
+    {COL_GRAD_CKPT, true, offsetof(struct pflex_run, grad_ckpt), PFLEX_RUN_GRAD_CKPT},
+};
 
 struct ctx {
   const char *path;
@@ -163,6 +199,130 @@ static bool tput_column_name(const struct pflex__csv_table *t, size_t col, long 
   return (long)col == tput_col || (long)col == tput_sd;
 }
 
+/* Where each column is: the known ones (-1 when absent), the throughput and
+ * its SD, and the extra columns kept verbatim (in the runset's order). */
+struct layout {
+  long col[NCOLS];
+  long tput, tput_sd;
+  size_t *extra_col;
+};
+
+/* Finds the columns, refusing a file without the required ones, and adds
+ * the extra columns to set. */
+static int find_columns(const struct ctx *c, const struct pflex_runs_read_opts *opts,
+                        struct pflex_runset *set, struct layout *L) {
+  const struct pflex__csv_table *t = c->t;
+  for (size_t i = 0; i < NCOLS; i++) {
+    L->col[i] = pflex__csv_column(t, known_columns[i]);
+    if (i < NREQUIRED && L->col[i] < 0)
+      return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, t->header.line, known_columns[i],
+                            "required column missing from the header");
+  }
+  int err = pick_tput(c, opts, &L->tput, &L->tput_sd, &set->unit);
+  if (err) return err;
+  L->extra_col = calloc(t->header.n, sizeof *L->extra_col);
+  if (!L->extra_col) return -ENOMEM;
+  size_t nextra = 0;
+  for (size_t k = 0; k < t->header.n; k++) {
+    const char *name = t->header.fields[k];
+    if (is_known(name) || tput_column_name(t, k, L->tput, L->tput_sd)) continue;
+    if ((err = pflex_runset_add_column(set, name, NULL))) return err;
+    L->extra_col[nextra++] = k;
+  }
+  return 0;
+}
+
+/* The noise columns: power_sd, and the throughput's SD (a time-per-step SD
+ * becomes the SD of its inverse to first order). */
+static int read_sds(const struct ctx *c, const struct layout *L, enum pflex_tput_unit unit,
+                    const struct pflex__csv_record *r, struct pflex_run *run) {
+  double v;
+  int err;
+  long pc = L->col[COL_POWER_SD];
+  if (pc >= 0 && *r->fields[pc]) {
+    if ((err = parse_double(c, r, pc, &v))) return err;
+    if (v < 0)
+      return pflex_diag_set(c->diag, -PFLEX_E_DATA, c->path, r->line, "power_sd", "negative");
+    run->power_sd = v, run->have |= PFLEX_RUN_POWER_SD;
+  }
+  if (L->tput_sd >= 0 && *r->fields[L->tput_sd]) {
+    if ((err = parse_double(c, r, L->tput_sd, &v))) return err;
+    if (v < 0)
+      return pflex_diag_set(c->diag, -PFLEX_E_DATA, c->path, r->line,
+                            c->t->header.fields[L->tput_sd], "negative");
+    if (unit == PFLEX_TPUT_PER_STEP_TIME) v = v * run->tput * run->tput;
+    if (!isfinite(v))
+      return pflex_diag_set(c->diag, -PFLEX_E_DATA, c->path, r->line,
+                            c->t->header.fields[L->tput_sd],
+                            "too large for the time per step (the throughput SD is infinite)");
+    run->tput_sd = v, run->have |= PFLEX_RUN_TPUT_SD;
+  }
+  return 0;
+}
+
+/* Whether known column i is in the file and not empty in row r. */
+static bool given(const struct layout *L, const struct pflex__csv_record *r, int i) {
+  return L->col[i] >= 0 && *r->fields[L->col[i]];
+}
+
+/* The optional descriptive columns: model, arch, task, the table's numbers and flags, set. */
+static int read_optional(const struct ctx *c, const struct layout *L,
+                         const struct pflex__csv_record *r, struct pflex_run *run) {
+  int err;
+  if (given(L, r, COL_MODEL)) run->model = r->fields[L->col[COL_MODEL]];
+  if (given(L, r, COL_ARCH) && (err = parse_arch(c, r, L->col[COL_ARCH], &run->arch))) return err;
+  if (given(L, r, COL_TASK) && (err = parse_task(c, r, L->col[COL_TASK], &run->task))) return err;
+  for (size_t k = 0; k < sizeof optional_fields / sizeof *optional_fields; k++) {
+    int i = optional_fields[k].col;
+    if (!given(L, r, i)) continue;
+    void *field = (char *)run + optional_fields[k].offset;
+    err = optional_fields[k].is_bool ? parse_bool(c, r, L->col[i], field)
+                                     : parse_int(c, r, L->col[i], 1, field);
+    if (err) return err;
+    run->have |= optional_fields[k].bit;
+  }
+  if (given(L, r, COL_SET)) run->set = r->fields[L->col[COL_SET]];
+  return 0;
+}
+
+/* One row into run (its strings point into the table). */
+static int read_row(const struct ctx *c, const struct layout *L, enum pflex_tput_unit unit,
+                    const struct pflex__csv_record *r, struct pflex_run *run) {
+  run->group = r->fields[L->col[COL_GROUP]];
+  run->gpu = r->fields[L->col[COL_GPU]];
+  if (!*run->group)
+    return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, r->line, "group", "empty");
+  if (!*run->gpu) return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, r->line, "gpu", "empty");
+  int err;
+  if ((err = parse_int(c, r, L->col[COL_GPUS], 1, &run->gpus)) ||
+      (err = parse_positive(c, r, L->col[COL_CAP], &run->cap_w)) ||
+      (err = parse_positive(c, r, L->col[COL_POWER], &run->power_w)) ||
+      (err = parse_positive(c, r, L->tput, &run->tput)))
+    return err;
+  if (unit == PFLEX_TPUT_PER_STEP_TIME) run->tput = 1.0 / run->tput;
+  if ((err = read_sds(c, L, unit, r, run))) return err;
+  return read_optional(c, L, r, run);
+}
+
+/* Every row is validated; only those of the set asked for (if any) are kept. */
+static int read_rows(const struct ctx *c, const struct layout *L,
+                     const struct pflex_runs_read_opts *opts, struct pflex_runset *set) {
+  char **extra = set->nextra ? calloc(set->nextra, sizeof *extra) : NULL;
+  if (set->nextra && !extra) return -ENOMEM;
+  int err = 0;
+  for (size_t i = 0; !err && i < c->t->nrows; i++) {
+    const struct pflex__csv_record *r = &c->t->rows[i];
+    struct pflex_run run = {.line = r->line, .extra = extra};
+    if ((err = read_row(c, L, set->unit, r, &run))) break;
+    for (size_t k = 0; k < set->nextra; k++)
+      extra[k] = r->fields[L->extra_col[k]];
+    if (opts && opts->set_filter && !(run.set && strcmp(run.set, opts->set_filter) == 0)) continue;
+    err = pflex_runset_append(set, &run);
+  }
+  free(extra);
+  return err;
+}
+
 int pflex_runs_read_csv(const char *path, const struct pflex_runs_read_opts *opts,
                         struct pflex_runset *ret_set, struct pflex_diag *diag) {
   struct pflex__csv_table t;
@@ -171,110 +331,18 @@ int pflex_runs_read_csv(const char *path, const struct pflex_runs_read_opts *opt
   struct ctx c = {.path = path, .t = &t, .diag = diag};
   struct pflex_runset set;
   pflex_runset_init(&set);
-  long col[sizeof known_columns / sizeof *known_columns];
-  long tput_col = -1, tput_sd = -1;
-  size_t *extra_col = NULL;
-
-  if (t.nrows == 0) {
+  struct layout L = {.tput = -1, .tput_sd = -1};
+  if (t.nrows == 0)
     err = pflex_diag_set(diag, -PFLEX_E_PARSE, path, t.header.line, NULL,
                          "header only: the file has no runs");
-    goto out;
-  }
-  for (size_t i = 0; i < sizeof known_columns / sizeof *known_columns; i++) {
-    col[i] = pflex__csv_column(&t, known_columns[i]);
-    if (i < 5 && col[i] < 0) {
-      err = pflex_diag_set(diag, -PFLEX_E_PARSE, path, t.header.line, known_columns[i],
-                           "required column missing from the header");
-      goto out;
-    }
-  }
-  err = pick_tput(&c, opts, &tput_col, &tput_sd, &set.unit);
-  if (err) goto out;
-  extra_col = calloc(t.header.n, sizeof *extra_col);
-  if (!extra_col) {
-    err = -ENOMEM;
-    goto out;
-  }
-  size_t nextra_cols = 0;
-  for (size_t k = 0; k < t.header.n; k++) {
-    const char *name = t.header.fields[k];
-    if (is_known(name) || tput_column_name(&t, k, tput_col, tput_sd)) continue;
-    if ((err = pflex_runset_add_column(&set, name, NULL))) goto out;
-    extra_col[nextra_cols++] = k;
-  }
-
-  char **extra = set.nextra ? calloc(set.nextra, sizeof *extra) : NULL;
-  if (set.nextra && !extra) {
-    err = -ENOMEM;
-    goto out;
-  }
-  for (size_t i = 0; i < t.nrows; i++) {
-    const struct pflex__csv_record *r = &t.rows[i];
-    struct pflex_run run = {.line = r->line, .extra = extra};
-    double v;
-    run.group = r->fields[col[0]];
-    run.gpu = r->fields[col[1]];
-    if (!*run.group)
-      err = pflex_diag_set(diag, -PFLEX_E_PARSE, path, r->line, "group", "empty");
-    else if (!*run.gpu)
-      err = pflex_diag_set(diag, -PFLEX_E_PARSE, path, r->line, "gpu", "empty");
-    if (!err) err = parse_int(&c, r, col[2], 1, &run.gpus);
-    if (!err) err = parse_positive(&c, r, col[3], &run.cap_w);
-    if (!err) err = parse_positive(&c, r, col[4], &run.power_w);
-    if (!err) err = parse_positive(&c, r, tput_col, &run.tput);
-    if (!err && set.unit == PFLEX_TPUT_PER_STEP_TIME) run.tput = 1.0 / run.tput;
-    if (!err && col[5] >= 0 && *r->fields[col[5]] && !(err = parse_double(&c, r, col[5], &v))) {
-      if (v < 0) err = pflex_diag_set(diag, -PFLEX_E_DATA, path, r->line, "power_sd", "negative");
-      run.power_sd = v, run.have |= PFLEX_RUN_POWER_SD;
-    }
-    if (!err && tput_sd >= 0 && *r->fields[tput_sd] && !(err = parse_double(&c, r, tput_sd, &v))) {
-      if (v < 0)
-        err = pflex_diag_set(diag, -PFLEX_E_DATA, path, r->line, t.header.fields[tput_sd],
-                             "negative");
-      /* A time-per-step SD becomes the SD of its inverse to first order. */
-      if (set.unit == PFLEX_TPUT_PER_STEP_TIME) v = v * run.tput * run.tput;
-      if (!err && !isfinite(v))
-        err = pflex_diag_set(diag, -PFLEX_E_DATA, path, r->line, t.header.fields[tput_sd],
-                             "too large for the time per step (the throughput SD is infinite)");
-      run.tput_sd = v, run.have |= PFLEX_RUN_TPUT_SD;
-    }
-    if (!err && col[6] >= 0 && *r->fields[col[6]]) run.model = r->fields[col[6]];
-    if (!err && col[7] >= 0 && *r->fields[col[7]]) err = parse_arch(&c, r, col[7], &run.arch);
-    if (!err && col[8] >= 0 && *r->fields[col[8]]) err = parse_task(&c, r, col[8], &run.task);
-    if (!err && col[9] >= 0 && *r->fields[col[9]] &&
-        !(err = parse_int(&c, r, col[9], 1, &run.seq_len)))
-      run.have |= PFLEX_RUN_SEQ_LEN;
-    if (!err && col[10] >= 0 && *r->fields[col[10]] &&
-        !(err = parse_int(&c, r, col[10], 1, &run.batch)))
-      run.have |= PFLEX_RUN_BATCH;
-    if (!err && col[11] >= 0 && *r->fields[col[11]] &&
-        !(err = parse_int(&c, r, col[11], 1, &run.ep)))
-      run.have |= PFLEX_RUN_EP;
-    if (!err && col[12] >= 0 && *r->fields[col[12]] &&
-        !(err = parse_bool(&c, r, col[12], &run.compile)))
-      run.have |= PFLEX_RUN_COMPILE;
-    if (!err && col[13] >= 0 && *r->fields[col[13]] &&
-        !(err = parse_bool(&c, r, col[13], &run.grad_ckpt)))
-      run.have |= PFLEX_RUN_GRAD_CKPT;
-    if (!err && col[14] >= 0 && *r->fields[col[14]]) run.set = r->fields[col[14]];
-    for (size_t k = 0; !err && k < set.nextra; k++)
-      extra[k] = r->fields[extra_col[k]];
-    if (!err && opts && opts->set_filter && !(run.set && strcmp(run.set, opts->set_filter) == 0))
-      continue; /* every row is still validated, only matching ones are kept */
-    if (!err) err = pflex_runset_append(&set, &run);
-    if (err) break;
-  }
-  free(extra);
-  if (!err) {
-    set.source = strdup(path);
-    if (!set.source) err = -ENOMEM;
-  }
+  if (!err) err = find_columns(&c, opts, &set, &L);
+  if (!err) err = read_rows(&c, &L, opts, &set);
+  if (!err && !(set.source = strdup(path))) err = -ENOMEM;
   if (!err && set.n == 0)
     err = pflex_diag_set(diag, -PFLEX_E_DATA, path, 0, "set", "no run has set '%s'",
                          opts->set_filter);
   if (!err) err = pflex_runset_check_groups(&set, opts && opts->partial_groups, diag);
-out:
-  free(extra_col);
+  free(L.extra_col);
   pflex__csv_release(&t);
   if (err) {
     pflex_runset_release(&set);
@@ -284,86 +352,101 @@ out:
   return 0;
 }
 
-int pflex_runs_write_csv_stream(const struct pflex_runset *set, FILE *f) {
-  unsigned have = 0;
-  bool any_model = false, any_arch = false, any_task = false, any_set = false;
+/* The optional columns that some run of the set fills (written for every run). */
+struct present {
+  unsigned have; /* enum pflex_run_field bits */
+  bool model, arch, task, set;
+  const struct pflex_tput_unit_info *unit;
+};
+
+static struct present present_columns(const struct pflex_runset *set) {
+  struct present p = {.unit = pflex_tput_unit_info(set->unit)};
+  if (!p.unit) p.unit = pflex_tput_unit_at(0);
   for (size_t i = 0; i < set->n; i++) {
     const struct pflex_run *r = &set->runs[i];
-    have |= r->have;
-    any_model |= r->model != NULL;
-    any_arch |= r->arch != PFLEX_ARCH_UNKNOWN;
-    any_task |= r->task != PFLEX_TASK_UNKNOWN;
-    any_set |= r->set != NULL;
+    p.have |= r->have;
+    p.model |= r->model != NULL;
+    p.arch |= r->arch != PFLEX_ARCH_UNKNOWN;
+    p.task |= r->task != PFLEX_TASK_UNKNOWN;
+    p.set |= r->set != NULL;
   }
-  const struct pflex_tput_unit_info *u = pflex_tput_unit_info(set->unit);
-  if (!u) u = pflex_tput_unit_at(0);
+  return p;
+}
 
+static int write_header(FILE *f, const struct pflex_runset *set, const struct present *p) {
+  fprintf(f, "group,gpu,gpus,cap_w,power_w,%s", p->unit->column);
+  if (p->have & PFLEX_RUN_POWER_SD) fputs(",power_sd", f);
+  if (p->have & PFLEX_RUN_TPUT_SD) fprintf(f, ",%s", p->unit->sd_column);
+  if (p->model) fputs(",model", f);
+  if (p->arch) fputs(",arch", f);
+  if (p->task) fputs(",task", f);
+  for (size_t k = 0; k < sizeof optional_fields / sizeof *optional_fields; k++)
+    if (p->have & optional_fields[k].bit) fprintf(f, ",%s", known_columns[optional_fields[k].col]);
+  if (p->set) fputs(",set", f);
   int err = 0;
-  fprintf(f, "group,gpu,gpus,cap_w,power_w,%s", u->column);
-  if (have & PFLEX_RUN_POWER_SD) fputs(",power_sd", f);
-  if (have & PFLEX_RUN_TPUT_SD) fprintf(f, ",%s", u->sd_column);
-  if (any_model) fputs(",model", f);
-  if (any_arch) fputs(",arch", f);
-  if (any_task) fputs(",task", f);
-  if (have & PFLEX_RUN_SEQ_LEN) fputs(",seq_len", f);
-  if (have & PFLEX_RUN_BATCH) fputs(",batch", f);
-  if (have & PFLEX_RUN_EP) fputs(",ep", f);
-  if (have & PFLEX_RUN_COMPILE) fputs(",compile", f);
-  if (have & PFLEX_RUN_GRAD_CKPT) fputs(",grad_ckpt", f);
-  if (any_set) fputs(",set", f);
   for (size_t k = 0; k < set->nextra; k++) {
     fputc(',', f);
     err = err ? err : pflex_csv_write_field(f, set->extra_names[k], 0);
   }
   fputc('\n', f);
+  return err;
+}
+
+/* ",value" when the run has the optional number (bit), "," when only others do. */
+static void write_opt_number(FILE *f, const struct present *p, const struct pflex_run *r,
+                             unsigned bit, double value) {
+  if (!(p->have & bit)) return;
   char num[40];
-  for (size_t i = 0; i < set->n && !err; i++) {
-    const struct pflex_run *r = &set->runs[i];
-    double tput = set->unit == PFLEX_TPUT_PER_STEP_TIME ? 1.0 / r->tput : r->tput;
-    err = pflex_csv_write_field(f, r->group, ',');
-    if (!err) err = pflex_csv_write_field(f, r->gpu, ',');
-    fprintf(f, "%d,", r->gpus);
-    pflex_format_double(num, sizeof num, r->cap_w);
-    fprintf(f, "%s,", num);
-    pflex_format_double(num, sizeof num, r->power_w);
-    fprintf(f, "%s,", num);
-    pflex_format_double(num, sizeof num, tput);
-    fputs(num, f);
-#define OPT_NUM(bit, value)                                                                        \
-  if (have & (bit)) {                                                                              \
-    if (r->have & (bit))                                                                           \
-      pflex_format_double(num, sizeof num, (value)), fprintf(f, ",%s", num);                   \
-    else                                                                                           \
-      fputc(',', f);                                                                               \
+  if (r->have & bit) {
+    pflex_format_double(num, sizeof num, value);
+    fprintf(f, ",%s", num);
+  } else {
+    fputc(',', f);
   }
-    OPT_NUM(PFLEX_RUN_POWER_SD, r->power_sd)
-    OPT_NUM(PFLEX_RUN_TPUT_SD,
-            set->unit == PFLEX_TPUT_PER_STEP_TIME ? r->tput_sd / r->tput / r->tput : r->tput_sd)
-#undef OPT_NUM
-    if (any_model)
-      fputc(',', f), err = err ? err : pflex_csv_write_field(f, r->model ? r->model : "", 0);
-    if (any_arch) fprintf(f, ",%s", pflex_arch_name(r->arch));
-    if (any_task) fprintf(f, ",%s", pflex_task_name(r->task));
-#define OPT_INT(bit, value)                                                                        \
-  if (have & (bit)) {                                                                              \
-    if (r->have & (bit))                                                                           \
-      fprintf(f, ",%d", (int)(value));                                                             \
-    else                                                                                           \
-      fputc(',', f);                                                                               \
-  }
-    OPT_INT(PFLEX_RUN_SEQ_LEN, r->seq_len)
-    OPT_INT(PFLEX_RUN_BATCH, r->batch)
-    OPT_INT(PFLEX_RUN_EP, r->ep)
-    OPT_INT(PFLEX_RUN_COMPILE, r->compile)
-    OPT_INT(PFLEX_RUN_GRAD_CKPT, r->grad_ckpt)
-#undef OPT_INT
-    if (any_set) fputc(',', f), err = err ? err : pflex_csv_write_field(f, r->set ? r->set : "", 0);
-    for (size_t k = 0; k < set->nextra && !err; k++) {
+}
+
+static int write_row(FILE *f, const struct pflex_runset *set, const struct present *p,
+                     const struct pflex_run *r) {
+  bool inv = set->unit == PFLEX_TPUT_PER_STEP_TIME;
+  char num[40];
+  int err = pflex_csv_write_field(f, r->group, ',');
+  if (!err) err = pflex_csv_write_field(f, r->gpu, ',');
+  fprintf(f, "%d,", r->gpus);
+  pflex_format_double(num, sizeof num, r->cap_w);
+  fprintf(f, "%s,", num);
+  pflex_format_double(num, sizeof num, r->power_w);
+  fprintf(f, "%s,", num);
+  pflex_format_double(num, sizeof num, inv ? 1.0 / r->tput : r->tput);
+  fputs(num, f);
+  write_opt_number(f, p, r, PFLEX_RUN_POWER_SD, r->power_sd);
+  write_opt_number(f, p, r, PFLEX_RUN_TPUT_SD, inv ? r->tput_sd / r->tput / r->tput : r->tput_sd);
+  if (p->model)
+    fputc(',', f), err = err ? err : pflex_csv_write_field(f, r->model ? r->model : "", 0);
+  if (p->arch) fprintf(f, ",%s", pflex_arch_name(r->arch));
+  if (p->task) fprintf(f, ",%s", pflex_task_name(r->task));
+  for (size_t k = 0; k < sizeof optional_fields / sizeof *optional_fields; k++) {
+    if (!(p->have & optional_fields[k].bit)) continue;
+    if (!(r->have & optional_fields[k].bit)) {
       fputc(',', f);
-      err = pflex_csv_write_field(f, r->extra[k], 0);
+      continue;
     }
-    fputc('\n', f);
+    const void *field = (const char *)r + optional_fields[k].offset;
+    fprintf(f, ",%d", optional_fields[k].is_bool ? (int)*(const bool *)field : *(const int *)field);
   }
+  if (p->set) fputc(',', f), err = err ? err : pflex_csv_write_field(f, r->set ? r->set : "", 0);
+  for (size_t k = 0; k < set->nextra && !err; k++) {
+    fputc(',', f);
+    err = pflex_csv_write_field(f, r->extra[k], 0);
+  }
+  fputc('\n', f);
+  return err;
+}
+
+int pflex_runs_write_csv_stream(const struct pflex_runset *set, FILE *f) {
+  struct present p = present_columns(set);
+  int err = write_header(f, set, &p);
+  for (size_t i = 0; i < set->n && !err; i++)
+    err = write_row(f, set, &p, &set->runs[i]);
   if (!err && ferror(f)) err = -EIO;
   return err;
 }

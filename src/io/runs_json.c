@@ -132,7 +132,7 @@ static int fail(struct reader *rd, int err, size_t run, const char *field, const
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   struct json_fields f = fields(rd, run);
-  return json_fail(&f, err, field, "%s", msg);
+  return pflex__json_fail(&f, err, field, "%s", msg);
 }
 
 /* A whole number field in the CSV reader's range, so that every JSON import
@@ -140,7 +140,7 @@ static int fail(struct reader *rd, int err, size_t run, const char *field, const
 static int get_int(const struct json_fields *f, json_t *o, const char *key, bool required, int *ret,
                    bool *ret_have) {
   long long v;
-  int err = json_get_int(f, o, key, 1, PFLEX_RUN_INT_MAX, required, &v, ret_have);
+  int err = pflex__json_get_int(f, o, key, 1, PFLEX_RUN_INT_MAX, required, &v, ret_have);
   if (!err && *ret_have) *ret = (int)v;
   return err;
 }
@@ -154,35 +154,35 @@ static const char *const root_keys[] = {"format", "version", "unit", "columns", 
 static int read_run(struct reader *rd, struct pflex_runset *set, json_t *o, size_t run) {
   if (!json_is_object(o)) return fail(rd, -PFLEX_E_PARSE, run, NULL, "not an object");
   struct json_fields f = fields(rd, run);
-  int err = json_check_keys(&f, o, run_keys, "(other columns belong under \"extra\")");
+  int err = pflex__json_check_keys(&f, o, run_keys, "(other columns belong under \"extra\")");
   if (err) return err;
   struct pflex_run r = {0};
   const char *group, *gpu, *model, *arch, *task, *sname;
   bool have = false;
-  err = json_get_string(&f, o, "group", true, &group);
-  if (!err) err = json_get_string(&f, o, "gpu", true, &gpu);
+  err = pflex__json_get_string(&f, o, "group", true, &group);
+  if (!err) err = pflex__json_get_string(&f, o, "gpu", true, &gpu);
   if (!err) err = get_int(&f, o, "gpus", true, &r.gpus, &have);
   if (!err)
-    err = json_get_number(&f, o, "cap_w", 0, INFINITY, JSON_REQUIRED | JSON_OPEN_MIN, &r.cap_w,
-                          &have);
+    err = pflex__json_get_number(&f, o, "cap_w", 0, INFINITY, JSON_REQUIRED | JSON_OPEN_MIN,
+                                 &r.cap_w, &have);
   if (!err)
-    err = json_get_number(&f, o, "power_w", 0, INFINITY, JSON_REQUIRED | JSON_OPEN_MIN, &r.power_w,
-                          &have);
+    err = pflex__json_get_number(&f, o, "power_w", 0, INFINITY, JSON_REQUIRED | JSON_OPEN_MIN,
+                                 &r.power_w, &have);
   if (!err)
-    err =
-        json_get_number(&f, o, "tput", 0, INFINITY, JSON_REQUIRED | JSON_OPEN_MIN, &r.tput, &have);
-  if (!err) err = json_get_number(&f, o, "power_sd", 0, INFINITY, 0, &r.power_sd, &have);
+    err = pflex__json_get_number(&f, o, "tput", 0, INFINITY, JSON_REQUIRED | JSON_OPEN_MIN, &r.tput,
+                                 &have);
+  if (!err) err = pflex__json_get_number(&f, o, "power_sd", 0, INFINITY, 0, &r.power_sd, &have);
   if (!err && have) r.have |= PFLEX_RUN_POWER_SD;
-  if (!err) err = json_get_number(&f, o, "tput_sd", 0, INFINITY, 0, &r.tput_sd, &have);
+  if (!err) err = pflex__json_get_number(&f, o, "tput_sd", 0, INFINITY, 0, &r.tput_sd, &have);
   if (!err && have) r.have |= PFLEX_RUN_TPUT_SD;
-  if (!err) err = json_get_string(&f, o, "model", false, &model);
-  if (!err) err = json_get_string(&f, o, "set", false, &sname);
-  if (!err) err = json_get_string(&f, o, "arch", false, &arch);
+  if (!err) err = pflex__json_get_string(&f, o, "model", false, &model);
+  if (!err) err = pflex__json_get_string(&f, o, "set", false, &sname);
+  if (!err) err = pflex__json_get_string(&f, o, "arch", false, &arch);
   if (!err && arch) {
     if (pflex_arch_parse(arch, &r.arch))
       err = fail(rd, -PFLEX_E_DATA, run, "arch", "'%s' is not dense or moe", arch);
   }
-  if (!err) err = json_get_string(&f, o, "task", false, &task);
+  if (!err) err = pflex__json_get_string(&f, o, "task", false, &task);
   if (!err && task) {
     if (pflex_task_parse(task, &r.task))
       err = fail(rd, -PFLEX_E_DATA, run, "task", "'%s' is not pt or ft", task);
@@ -193,9 +193,9 @@ static int read_run(struct reader *rd, struct pflex_runset *set, json_t *o, size
   if (!err && have) r.have |= PFLEX_RUN_BATCH;
   if (!err) err = get_int(&f, o, "ep", false, &r.ep, &have);
   if (!err && have) r.have |= PFLEX_RUN_EP;
-  if (!err) err = json_get_bool(&f, o, "compile", &r.compile, &have);
+  if (!err) err = pflex__json_get_bool(&f, o, "compile", &r.compile, &have);
   if (!err && have) r.have |= PFLEX_RUN_COMPILE;
-  if (!err) err = json_get_bool(&f, o, "grad_ckpt", &r.grad_ckpt, &have);
+  if (!err) err = pflex__json_get_bool(&f, o, "grad_ckpt", &r.grad_ckpt, &have);
   if (!err && have) r.have |= PFLEX_RUN_GRAD_CKPT;
   /* A time-per-step runset is exported as s_per_step = 1 / tput (pflex_runs_write_csv). */
   if (!err && set->unit == PFLEX_TPUT_PER_STEP_TIME &&
@@ -258,13 +258,13 @@ int pflex_runs_from_json(const char *text, const char *name, struct pflex_runset
   int err = 0;
   struct json_fields top = fields(&rd, 0);
   if (!json_is_object(root)) err = fail(&rd, -PFLEX_E_PARSE, 0, NULL, "not a JSON object");
-  if (!err) err = json_check_keys(&top, root, root_keys, NULL);
-  if (!err) err = json_get_string(&top, root, "format", true, &format);
+  if (!err) err = pflex__json_check_keys(&top, root, root_keys, NULL);
+  if (!err) err = pflex__json_get_string(&top, root, "format", true, &format);
   if (!err && strcmp(format, FORMAT_NAME) != 0)
     err = fail(&rd, -PFLEX_E_DATA, 0, "format", "'%s' is not " FORMAT_NAME, format);
   if (!err && (!json_is_integer(version) || json_integer_value(version) != FORMAT_VERSION))
     err = fail(&rd, -PFLEX_E_DATA, 0, "version", "unsupported version (this pflex reads 1)");
-  if (!err) err = json_get_string(&top, root, "unit", true, &unit);
+  if (!err) err = pflex__json_get_string(&top, root, "unit", true, &unit);
   if (!err && pflex_tput_unit_from_key(unit, &set.unit))
     err = fail(&rd, -PFLEX_E_DATA, 0, "unit", "unknown unit '%s'", unit);
   if (!err && cols && !json_is_array(cols))

@@ -530,6 +530,61 @@ static int agg_mean(const struct pflex_series *s, const struct steps *st, size_t
   return 0;
 }
 
+/* The training window and how many samples and steps each phase has. */
+static void phase_counts(const struct pflex_series *s, const struct steps *st,
+                         struct pflex_series_agg *agg) {
+  agg->gpus = (int)st->ngpus;
+  agg->step_s = st->interval;
+  agg->train_start_s = st->step_t[st->train_first];
+  agg->train_end_s = st->step_t[st->train_last];
+  for (size_t i = 0; i < s->n; i++)
+    agg->phase_samples[st->phase[st->step_of[i]]]++;
+  for (size_t k = 0; k < st->nsteps; k++)
+    agg->phase_steps[st->phase[k]]++;
+}
+
+/* Every metric over the training steps: the power metric (index mp) summed
+ * over the GPUs of each step, the others averaged. */
+static int aggregate_metrics(const struct pflex_series *s, const struct steps *st, size_t mp,
+                             double top, struct pflex_series_agg *agg) {
+  agg->metrics = calloc(s->nmetrics ? s->nmetrics : 1, sizeof *agg->metrics);
+  if (!agg->metrics) return -ENOMEM;
+  for (size_t m = 0; m < s->nmetrics; m++) {
+    struct pflex_series_metric_agg *ma = &agg->metrics[m];
+    ma->name = strdup(s->metric_names[m]);
+    agg->nmetrics++;
+    if (!ma->name) return -ENOMEM;
+    int r;
+    if (m == mp) {
+      ma->kind = PFLEX_AGG_SUM;
+      r = agg_sum(s, st, m, top, &ma->agg, &agg->incomplete_steps);
+      agg->power = ma->agg;
+    } else {
+      ma->kind = PFLEX_AGG_MEAN;
+      r = agg_mean(s, st, m, top, &ma->agg);
+    }
+    if (r < 0) return r;
+  }
+  return 0;
+}
+
+/* The throughput's top mean. Throughput samples report the step that just
+ * ended, so the window runs one sampling interval past the last training step. */
+static int aggregate_tput(const struct pflex_series *s, const struct steps *st, double top,
+                          struct pflex_series_agg *agg) {
+  if (!s->ntput) return 0;
+  double *x = malloc(s->ntput * sizeof *x);
+  if (!x) return -ENOMEM;
+  size_t nx = 0;
+  for (size_t j = 0; j < s->ntput; j++)
+    if (s->tput_time_s[j] >= agg->train_start_s &&
+        s->tput_time_s[j] <= agg->train_end_s + st->interval)
+      x[nx++] = s->tput[j];
+  int r = nx ? pflex_top_mean(x, nx, top, &agg->tput) : 0;
+  free(x);
+  return r;
+}
+
 int pflex_series_aggregate(const struct pflex_series *s, const struct pflex_phase_opts *opts,
                            struct pflex_series_agg *ret_agg, struct pflex_diag *diag) {
   struct pflex_phase_opts o;
@@ -554,61 +609,14 @@ int pflex_series_aggregate(const struct pflex_series *s, const struct pflex_phas
                        st.longest_high_s);
     goto fail;
   }
-  agg.gpus = (int)st.ngpus;
-  agg.step_s = st.interval;
-  agg.train_start_s = st.step_t[st.train_first];
-  agg.train_end_s = st.step_t[st.train_last];
-  for (size_t i = 0; i < s->n; i++)
-    agg.phase_samples[st.phase[st.step_of[i]]]++;
-  for (size_t k = 0; k < st.nsteps; k++)
-    agg.phase_steps[st.phase[k]]++;
-
-  agg.metrics = calloc(s->nmetrics ? s->nmetrics : 1, sizeof *agg.metrics);
-  if (!agg.metrics) {
-    r = -ENOMEM;
-    goto fail;
-  }
-  for (size_t m = 0; m < s->nmetrics; m++) {
-    struct pflex_series_metric_agg *ma = &agg.metrics[m];
-    ma->name = strdup(s->metric_names[m]);
-    agg.nmetrics++;
-    if (!ma->name) {
-      r = -ENOMEM;
-      goto fail;
-    }
-    if (m == mp) {
-      ma->kind = PFLEX_AGG_SUM;
-      r = agg_sum(s, &st, m, o.top, &ma->agg, &agg.incomplete_steps);
-      agg.power = ma->agg;
-    } else {
-      ma->kind = PFLEX_AGG_MEAN;
-      r = agg_mean(s, &st, m, o.top, &ma->agg);
-    }
-    if (r < 0) goto fail;
-  }
+  phase_counts(s, &st, &agg);
+  if ((r = aggregate_metrics(s, &st, mp, o.top, &agg)) < 0) goto fail;
   if (!agg.power.valid) {
     r = pflex_diag_set(diag, -PFLEX_E_NOPOINTS, NULL, 0, power_name,
                        "no training step has a power reading of every GPU (%d GPUs)", agg.gpus);
     goto fail;
   }
-
-  /* Throughput samples report the step that just ended, so the window runs
-   * one sampling interval past the last training step. */
-  if (s->ntput) {
-    double *x = malloc(s->ntput * sizeof *x);
-    if (!x) {
-      r = -ENOMEM;
-      goto fail;
-    }
-    size_t nx = 0;
-    for (size_t j = 0; j < s->ntput; j++)
-      if (s->tput_time_s[j] >= agg.train_start_s &&
-          s->tput_time_s[j] <= agg.train_end_s + st.interval)
-        x[nx++] = s->tput[j];
-    if (nx) r = pflex_top_mean(x, nx, o.top, &agg.tput);
-    free(x);
-    if (r < 0) goto fail;
-  }
+  if ((r = aggregate_tput(s, &st, o.top, &agg)) < 0) goto fail;
   steps_release(&st);
   *ret_agg = agg;
   return 0;

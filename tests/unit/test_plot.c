@@ -17,7 +17,9 @@
 
 #include <cmocka.h>
 
+#include "pflex/curves_figure.h"
 #include "pflex/plot.h"
+#include "pflex/runs.h"
 
 #if defined(__has_include)
 #if __has_include(<valgrind/valgrind.h>)
@@ -200,12 +202,64 @@ static void test_legend_positions(void **state) {
   for (int i = 0; i < 5; i++) free(svg[i]);
 }
 
+/* The normalized-curve figure: three groups (two dense PT, one MoE FT), each
+ * run relative to its group's uncapped run, in the arch x task panels, each
+ * panel led by the diagonal. */
+static void add_run(struct pflex_runset *set, const char *group, enum pflex_arch arch,
+                    enum pflex_task task, double cap, double power, double tput) {
+  struct pflex_run r = {.group = (char *)group,
+                        .gpu = "H200",
+                        .gpus = 8,
+                        .cap_w = cap,
+                        .power_w = power,
+                        .tput = tput,
+                        .arch = arch,
+                        .task = task};
+  assert_int_equal(pflex_runset_append(set, &r), 0);
+}
+
+static void test_curves_figure(void **state) {
+  (void)state;
+  struct pflex_runset set;
+  pflex_runset_init(&set);
+  add_run(&set, "a", PFLEX_ARCH_DENSE, PFLEX_TASK_PT, 700, 5000, 1000);
+  add_run(&set, "a", PFLEX_ARCH_DENSE, PFLEX_TASK_PT, 350, 2500, 800);
+  add_run(&set, "b", PFLEX_ARCH_DENSE, PFLEX_TASK_PT, 700, 4000, 500);
+  add_run(&set, "m", PFLEX_ARCH_MOE, PFLEX_TASK_FT, 700, 6000, 300);
+  add_run(&set, "m", PFLEX_ARCH_MOE, PFLEX_TASK_FT, 200, 1500, 150);
+  struct pflex_group *groups;
+  size_t ng;
+  assert_int_equal(pflex_runset_groups(&set, &groups, &ng), 0);
+  struct pflex_curves_figure f;
+  assert_int_equal(pflex_curves_figure_build(&set, groups, ng, "t", &f), 0);
+  assert_string_equal(f.plot.title, "t");
+  assert_int_equal(f.plot.npanels, 4);
+  assert_string_equal(f.panels[0].title, "Dense pretraining (2 groups)");
+  assert_string_equal(f.panels[1].title, "Dense LoRA fine-tuning (0 groups)");
+  assert_string_equal(f.panels[3].title, "MoE LoRA fine-tuning (1 groups)");
+  assert_int_equal(f.panels[0].nseries, 3);
+  assert_int_equal(f.panels[1].nseries, 1);
+  assert_int_equal(f.panels[3].nseries, 2);
+  for (int k = 0; k < 4; k++)
+    assert_string_equal(f.panels[k].series[0].label, "P/Pmax = T/Tmax");
+  /* Group a: caps ascending, relative to the 700 W run. */
+  const struct pflex_plot_series *a = &f.panels[0].series[1];
+  assert_int_equal(a->n, 2);
+  assert_true(a->x[0] == 0.5 && a->y[0] == 0.8 && a->x[1] == 1 && a->y[1] == 1);
+  const struct pflex_plot_series *m = &f.panels[3].series[1];
+  assert_true(m->x[0] == 0.25 && m->y[0] == 0.5);
+  pflex_curves_figure_release(&f);
+  pflex_groups_free(groups, ng);
+  pflex_runset_release(&set);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_plot_args),
       cmocka_unit_test(test_plot),
       cmocka_unit_test(test_multi_panel_png),
       cmocka_unit_test(test_legend_positions),
+      cmocka_unit_test(test_curves_figure),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

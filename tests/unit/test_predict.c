@@ -185,6 +185,20 @@ static void test_loco_assignment(void **state) {
   const int want3[6] = {0, 1, 0, 0, 2, 1};
   for (int i = 0; i < 6; i++)
     assert_int_equal(fold[i], want3[i]);
+  /* The clusters and their group counts, numbered as the folds. */
+  struct pflex_clusters cl;
+  pflex_clusters_count(&d, PFLEX_LOCO_ARCH_TASK, &cl);
+  assert_int_equal(cl.n, 4);
+  const char *want_name[4] = {"dense-pt", "moe-ft", "dense-ft", "moe-pt"};
+  const size_t want_count[4] = {2, 2, 1, 1};
+  for (int k = 0; k < 4; k++) {
+    assert_string_equal(cl.name[k], want_name[k]);
+    assert_int_equal(cl.count[k], want_count[k]);
+  }
+  pflex_clusters_count(&d, PFLEX_LOCO_POOLED_DENSE, &cl);
+  assert_int_equal(cl.n, 3);
+  assert_string_equal(cl.name[0], "dense");
+  assert_int_equal(cl.count[0], 3);
   assert_string_equal(pflex_cluster_name(PFLEX_ARCH_MOE, PFLEX_TASK_FT, PFLEX_LOCO_ARCH_TASK),
                       "moe-ft");
   assert_string_equal(pflex_cluster_name(PFLEX_ARCH_DENSE, PFLEX_TASK_FT, PFLEX_LOCO_POOLED_DENSE),
@@ -223,6 +237,24 @@ static void test_scores_hand(void **state) {
   assert_int_equal(pflex_scores_compute(y, h3, 4, &s), 0);
   assert_true(isnan(s.rho));
   CLOSE(s.r2, 1.0 - 6.0 / 5.0, 1e-12); /* SSE = 1 + 0 + 1 + 4 */
+
+  /* Only the rows with a measured y count: the same scores as h1 on y. */
+  const double ym[] = {NAN, 1, 2, NAN, 3, 4}, hm[] = {9, 1.5, 1.5, 9, 3.5, 3.5};
+  size_t n;
+  assert_int_equal(pflex_scores_measured(ym, hm, 6, &s, &n), 0);
+  assert_int_equal(n, 4);
+  CLOSE(s.r2, 0.8, 1e-12);
+  CLOSE(s.rmse, 0.5, 1e-12);
+  /* One measured row: no scores. */
+  assert_int_equal(pflex_scores_measured(ym, hm, 3, &s, &n), 0);
+  assert_int_equal(n, 2);
+  assert_int_equal(pflex_scores_measured(ym, hm, 2, &s, &n), 0);
+  assert_int_equal(n, 1);
+  assert_true(isnan(s.r2) && isnan(s.rmse) && isnan(s.rho));
+  /* A non-finite prediction of a measured row: compute's error, NAN scores. */
+  const double hbad[] = {9, 1.5, NAN, 9, 3.5, 3.5};
+  assert_int_equal(pflex_scores_measured(ym, hbad, 6, &s, &n), -EINVAL);
+  assert_true(isnan(s.r2));
 }
 
 /* Ridge, 1 feature, lambda = 3 on standardized x: with z = (x - 2.5)/sd,

@@ -183,6 +183,50 @@ static void test_table10_kruskal_dunn(void **state) {
   assert_near(d[2].p_holm, 0.117472, 1e-6);
 }
 
+/* The comparison of Table 10's groups, with an empty group between them left
+ * out: the same medians, means, H and Dunn pairs as computed one by one above. */
+static void test_compare_groups(void **state) {
+  (void)state;
+  const double *g[] = {dense, NULL, moe_pt, moe_ft};
+  const size_t n[] = {14, 0, 7, 4};
+  struct pflex_stats_compare c;
+  assert_int_equal(pflex_stats_compare_groups(g, n, 4, &c), 0);
+  assert_int_equal(c.k, 3);
+  assert_int_equal(c.which[0], 0);
+  assert_int_equal(c.which[1], 2);
+  assert_int_equal(c.which[2], 3);
+  assert_int_equal(c.total, 25);
+  assert_near(c.median[0], 1.27, 1e-12);
+  assert_near(c.mean[1], 1.417143, 1e-6);
+  assert_near(c.median[2], 2.10, 1e-12);
+  assert_int_equal(c.kruskal_err, 0);
+  assert_near(c.kruskal.h, 12.484845, 1e-6);
+  assert_int_equal(c.dunn_err, 0);
+  assert_int_equal(c.npairs, 3);
+  assert_near(c.pairs[1].z, -3.451353, 1e-6);
+  assert_near(c.pairs[2].p_holm, 0.117472, 1e-6);
+
+  /* One non-empty group: no test, but its summary. */
+  assert_int_equal(pflex_stats_compare_groups(g, n, 2, &c), 0);
+  assert_int_equal(c.k, 1);
+  assert_int_equal(c.kruskal_err, -EINVAL);
+  assert_int_equal(c.dunn_err, -EINVAL);
+  assert_int_equal(c.npairs, 0);
+  /* Every value tied: -EDOM. */
+  const double same[] = {1, 1, 1};
+  const double *gs[] = {same, same};
+  const size_t ns[] = {3, 3};
+  assert_int_equal(pflex_stats_compare_groups(gs, ns, 2, &c), 0);
+  assert_int_equal(c.kruskal_err, -EDOM);
+  assert_int_equal(c.dunn_err, -EDOM);
+  /* Bad input. */
+  const double bad[] = {NAN};
+  const double *gb[] = {bad};
+  const size_t nb[] = {1};
+  assert_int_equal(pflex_stats_compare_groups(gb, nb, 1, &c), -EINVAL);
+  assert_int_equal(pflex_stats_compare_groups(g, n, PFLEX_STATS_COMPARE_MAX + 1, &c), -EINVAL);
+}
+
 /* Holm by hand: p = 0.01, 0.04, 0.03, 0.5 (m = 4). Sorted 0.01, 0.03, 0.04, 0.5:
  * 4*0.01 = 0.04; 3*0.03 = 0.09; 2*0.04 = 0.08 -> raised to 0.09; 1*0.5 = 0.5. */
 static void test_holm(void **state) {
@@ -253,6 +297,7 @@ int main(void) {
       cmocka_unit_test(test_kruskal_ties),
       cmocka_unit_test(test_table10_summary),
       cmocka_unit_test(test_table10_kruskal_dunn),
+      cmocka_unit_test(test_compare_groups),
       cmocka_unit_test(test_holm),
       cmocka_unit_test(test_edges),
   };
