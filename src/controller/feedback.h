@@ -1,0 +1,63 @@
+/* The feedback term on the measured cluster total.
+ *
+ * The allocation hands out a budget; the caps it becomes bound what the GPUs
+ * may draw, but jobs draw less than their caps (idle phases, memory-bound
+ * steps, measurement lag), so a budget equal to the target leaves the cluster
+ * below it. The feedback term is an offset added to the target:
+ *
+ *   budget = target + offset
+ *   offset += gain_up   * (setpoint - measured)   when measured <= target
+ *   offset += gain_down * (setpoint - measured)   when measured >  target
+ *   setpoint = target * (1 - margin)
+ *
+ * clamped to [-max_under * target, max_over * target]. The upper clamp is the
+ * guarantee: the caps never sum above target * (1 + max_over), so even if
+ * every job suddenly draws its full cap the total stays within that, and with
+ * max_over below the 1% compliance band no change of demand can make a
+ * non-compliant sample. No growth while the allocation is saturated (every job
+ * already at its P_max): that is the anti-windup. An integrator acting on a
+ * plant with d rounds of measurement lag rings once its gain k passes
+ * d^d / (d+1)^(d+1) (then z^(d+1) - z^d + k has no real dominant root): 1/4
+ * for one round, 4/27 for two; gain_up 0.14 stays below that for the one to
+ * two rounds of lag NVML's one-second power average gives at a
+ * one-second round, and tests/unit/test_controller_feedback.c proves it on
+ * such a plant. The down gain is larger: being over is what must not last.
+ *
+ * Lag after a cut: for a second or so after caps drop, the averaged power
+ * reading still shows the old draw, above what the new caps allow. Counting
+ * that as demand would drive the offset far down (and the cluster far below
+ * its target for many rounds). So the measured total is first clipped to the
+ * caps that were in force when it was read: more than they allow is lag, not
+ * demand. */
+#ifndef CTL_FEEDBACK_H
+#define CTL_FEEDBACK_H
+
+#include <stdbool.h>
+
+struct ctl_feedback_opts {
+  double gain_up;   /* per round, when measured <= target (default 0.14) */
+  double gain_down; /* per round, when measured > target (default 0.5) */
+  double margin;    /* setpoint below target, fraction (default 0.003) */
+  double max_over;  /* offset at most this fraction of target (default 0.005) */
+  double max_under; /* offset at least minus this fraction of target (default 0.3) */
+};
+
+struct ctl_feedback {
+  struct ctl_feedback_opts opts;
+  double offset_w;
+};
+
+void ctl_feedback_opts_default(struct ctl_feedback_opts *opts);
+void ctl_feedback_init(struct ctl_feedback *fb, const struct ctl_feedback_opts *opts);
+/* Back to no offset (a new event). */
+void ctl_feedback_reset(struct ctl_feedback *fb);
+/* One round: updates the offset from the measured total and returns the
+ * budget for the next allocation. caps_w: the sum of the caps in force when
+ * the measurement was taken (INFINITY when none); saturated: the last
+ * allocation gave every job its P_max (then the offset does not grow). */
+double ctl_feedback_step(struct ctl_feedback *fb, double target_w, double measured_w,
+                         double caps_w, bool saturated);
+/* The budget for a target with the current offset, without updating it. */
+double ctl_feedback_budget(const struct ctl_feedback *fb, double target_w);
+
+#endif
