@@ -14,7 +14,7 @@ set(PFLEX_LAYER_base_HEADERS error.h format.h)
 set(PFLEX_LAYER_base_LIBS)
 
 set(PFLEX_LAYER_core_DEPS base)
-set(PFLEX_LAYER_core_HEADERS runs.h pfi.h curve.h stats.h features.h predict.h alloc.h jobs.h
+set(PFLEX_LAYER_core_HEADERS runs.h pfi.h curve.h stats.h features.h predict.h alloc.h jobs.h refine.h
                              study.h twin.h)
 set(PFLEX_LAYER_core_LIBS PkgConfig::GSL m)
 

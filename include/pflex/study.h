@@ -15,13 +15,14 @@
  *
  * Closed loop (rounds > 0, optimal only): after each allocation every job's
  * true throughput at its allocated power is observed with Gaussian relative
- * noise; the job's curve is updated from all its observations so far and the
- * cluster re-allocated. Data shape: the job's PFI is re-estimated (posterior
+ * noise and fed to the job's closed-loop refinement (include/pflex/refine.h,
+ * the module a controller uses on live jobs), and the cluster is re-allocated
+ * on the refined curves. Data shape: the job's PFI is re-estimated (posterior
  * mode, the prediction as a Gaussian prior) over the same templates' curves,
  * and every observation becomes an exact knot of a monotone curve following
  * that shape. Family shape: the curve is refitted within the family, with
- * the prediction as a prior (pflex_study_refit), times a residual correction
- * through the observations.
+ * the prediction as a prior (pflex_refine_family_fit), times a residual
+ * correction through the observations.
  *
  * Seeded and deterministic: the workloads depend only on the seed, the
  * scenario, and the number of workloads and jobs; the measurement noise on a
@@ -109,7 +110,7 @@ struct pflex_study_opts {
   double noise;        /* relative SD of an observed throughput, default 0.005 (paper: CV 0.5%) */
   double prior_sd;     /* closed loop: SD of the prior around the prediction, default 0.3: in
                           PFI units (data shape), or of the position on the family path
-                          (family shape, pflex_study_refit) */
+                          (family shape, pflex_refine_family_fit) */
   unsigned long seed;  /* default 1 */
   unsigned knots;      /* optimizer knots (pflex_alloc_opts), default 17 */
   enum pflex_study_shape shape; /* default PFLEX_STUDY_SHAPE_DATA */
@@ -153,25 +154,12 @@ const char *pflex_study_pred_name(enum pflex_study_pred p);
 /* Runs the study. *ret_results (free with free()) holds *ret_n results in the
  * order scenario, cut, strategy, prediction set (in the order given), round.
  * -PFLEX_E_DATA when the production scenario is asked for and the groups lack
- * pretraining or fine-tuning groups (a task column); -EINVAL on bad options,
- * a NaN prediction or a group without a curve; -ENOMEM. */
+ * pretraining or fine-tuning groups (a task column); -EINVAL on bad options
+ * (bandwidth <= 0 included), a NaN prediction or a group without a curve;
+ * -ENOMEM. */
 int pflex_study_run(const struct pflex_study_group *groups, size_t ngroups,
                     const struct pflex_study_predset *preds, size_t npreds,
                     const struct pflex_study_opts *opts, struct pflex_study_result **ret_results,
                     size_t *ret_n);
-
-/* Refits a family curve to observations (the closed loop's update): the
- * member along the path of pflex_curve_from_pfi (u in (0, 1] is c; u in
- * (1, 2] lowers vratio from base->vratio to 1 with c = 1) that maximizes the
- * posterior of a Gaussian prior on u centred on the predicted curve's
- * position (SD prior_sd) and Gaussian relative noise `noise` on each observed
- * throughput obs_t[k] at power obs_w[k]. An observation at P_max says nothing
- * about the shape (every member passes through the uncapped point), so the
- * prior then keeps the prediction. base gives the knee, idle share and path
- * start (c = 1 and the default vratio); pred is the predicted member. */
-int pflex_study_refit(const struct pflex_curve_params *base, const struct pflex_curve_params *pred,
-                      double prior_sd, double noise, double p_max, double t_max,
-                      const double *obs_w, const double *obs_t, size_t nobs,
-                      struct pflex_curve_params *ret);
 
 #endif

@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <gsl/gsl_errno.h>
+
 #include "cli/commands.h"
 
 /* In the order of the data's path: measure, characterize, predict, allocate,
@@ -57,6 +59,9 @@ static int help(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+  /* The program's choice, once: GSL reports errors as return codes, which the
+   * library checks, instead of aborting (the library never sets the handler). */
+  gsl_set_error_handler_off();
   if (argc < 2) {
     overview(stderr);
     return PFLEX_EXIT_USAGE;

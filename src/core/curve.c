@@ -529,14 +529,19 @@ int pflex_curve_fit(const struct pflex_curve_point *points, size_t n,
   static const double c0[] = {0.2, 0.5, 0.8, 0.97}, k0[] = {0.2, 0.5, 0.8};
   double best = INFINITY;
   struct pflex_curve_params bestq = base;
-  gsl_error_handler_t *old = gsl_set_error_handler_off();
   for (size_t a = 0; a < sizeof c0 / sizeof c0[0]; a++)
     for (size_t b = 0; b < sizeof k0 / sizeof k0[0]; b++) {
       double x0[2] = {logit(c0[a]), logit(k0[b] / 0.98)};
       gsl_vector_view xv = gsl_vector_view_array(x0, 2);
       if (gsl_multifit_nlinear_init(&xv.vector, &fdf, w) != GSL_SUCCESS) continue;
       int info;
-      gsl_multifit_nlinear_driver(200, 1e-10, 1e-10, 1e-12, NULL, NULL, &info, w);
+      /* A start the solver gives up on (not merely out of iterations or
+       * progress) is skipped: its position is not a fit. */
+      int st = gsl_multifit_nlinear_driver(200, 1e-10, 1e-10, 1e-12, NULL, NULL, &info, w);
+      if (st != GSL_SUCCESS && st != GSL_EMAXITER && st != GSL_ENOPROG) continue;
+      /* Points that do not move the model (a zero Jacobian: GSL reports its
+       * rank 0 through the error handler, then carries on) determine no fit. */
+      if (gsl_matrix_isnull(gsl_multifit_nlinear_jac(w))) continue;
       gsl_vector *fres = gsl_multifit_nlinear_residual(w);
       double ss = 0;
       for (size_t i = 0; i < n; i++)
@@ -546,7 +551,6 @@ int pflex_curve_fit(const struct pflex_curve_point *points, size_t n,
         unpack(gsl_multifit_nlinear_position(w), &d, &bestq);
       }
     }
-  gsl_set_error_handler(old);
   gsl_multifit_nlinear_free(w);
   if (!isfinite(best)) return -PFLEX_E_DATA;
   if (ret_curve) {
@@ -594,7 +598,6 @@ static int solve(struct pfi_path *pp, double lo, double hi, double *ret) {
   gsl_function F = {.function = path_pfi, .params = pp};
   gsl_root_fsolver *s = gsl_root_fsolver_alloc(gsl_root_fsolver_brent);
   if (!s) return -ENOMEM;
-  gsl_error_handler_t *old = gsl_set_error_handler_off();
   int err = gsl_root_fsolver_set(s, &F, lo, hi) == GSL_SUCCESS ? 0 : -ERANGE;
   for (int it = 0; !err && it < 200; it++) {
     if (gsl_root_fsolver_iterate(s) != GSL_SUCCESS) {
@@ -604,7 +607,6 @@ static int solve(struct pfi_path *pp, double lo, double hi, double *ret) {
     double a = gsl_root_fsolver_x_lower(s), b = gsl_root_fsolver_x_upper(s);
     if (gsl_root_test_interval(a, b, 1e-13, 1e-12) == GSL_SUCCESS) break;
   }
-  gsl_set_error_handler(old);
   if (!err) *ret = gsl_root_fsolver_root(s);
   gsl_root_fsolver_free(s);
   return err;

@@ -276,9 +276,7 @@ int pflex_linmodel_fit(const double *x, const double *y, size_t n, size_t p,
     err = -ENOMEM;
     if (w && c && cov) {
       double chisq;
-      gsl_error_handler_t *old = gsl_set_error_handler_off();
       err = gsl_multifit_linear(s.z, s.yc, c, cov, &chisq, w) ? -PFLEX_E_DATA : 0;
-      gsl_set_error_handler(old);
       for (size_t j = 0; !err && j < p; j++)
         m.beta_std[j] = gsl_vector_get(c, j);
     }

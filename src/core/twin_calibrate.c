@@ -165,18 +165,14 @@ static int solve1(struct ctx *c, double s0) {
   gsl_function fn = {f1, c};
   gsl_root_fsolver *s = gsl_root_fsolver_alloc(gsl_root_fsolver_brent);
   if (!s) return -ENOMEM;
-  gsl_error_handler_t *old = gsl_set_error_handler_off();
-  gsl_root_fsolver_set(s, &fn, lo, hi);
-  int status = GSL_CONTINUE;
+  int status = gsl_root_fsolver_set(s, &fn, lo, hi) == GSL_SUCCESS ? GSL_CONTINUE : GSL_EINVAL;
   for (int it = 0; it < 100 && status == GSL_CONTINUE; it++) {
     if (gsl_root_fsolver_iterate(s) != GSL_SUCCESS) break;
     status =
         gsl_root_test_interval(gsl_root_fsolver_x_lower(s), gsl_root_fsolver_x_upper(s), 1e-9, 0);
   }
-  double root = gsl_root_fsolver_root(s);
-  gsl_set_error_handler(old);
+  if (status != GSL_EINVAL) c->job.compute_share = gsl_root_fsolver_root(s); /* EINVAL: unset */
   gsl_root_fsolver_free(s);
-  c->job.compute_share = root;
   return status == GSL_SUCCESS ? 0 : -ERANGE;
 }
 
@@ -221,16 +217,14 @@ static double solve2(struct ctx *c) {
     gsl_function fn = {g4, &o};
     gsl_root_fsolver *s = gsl_root_fsolver_alloc(gsl_root_fsolver_brent);
     if (s) {
-      gsl_error_handler_t *old = gsl_set_error_handler_off();
-      gsl_root_fsolver_set(s, &fn, lo, hi);
-      int status = GSL_CONTINUE;
+      int status =
+          gsl_root_fsolver_set(s, &fn, lo, hi) == GSL_SUCCESS ? GSL_CONTINUE : GSL_EINVAL;
       for (int it = 0; it < 60 && status == GSL_CONTINUE; it++) {
         if (gsl_root_fsolver_iterate(s) != GSL_SUCCESS) break;
         status = gsl_root_test_interval(gsl_root_fsolver_x_lower(s), gsl_root_fsolver_x_upper(s),
                                         1e-7, 0);
       }
-      a = gsl_root_fsolver_root(s);
-      gsl_set_error_handler(old);
+      if (status != GSL_EINVAL) a = gsl_root_fsolver_root(s); /* EINVAL: never set */
       gsl_root_fsolver_free(s);
     }
   }

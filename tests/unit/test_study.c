@@ -218,39 +218,6 @@ static void test_production_needs_task(void **state) {
   free(r);
 }
 
-/* Refit: exact observations of a member of the path pin it down when the
- * noise is small against the prior; an observation at P_max keeps the
- * prediction; a more elastic job than c = 1 allows lowers vratio. */
-static void test_refit(void **state) {
-  (void)state;
-  struct pflex_curve_params base;
-  pflex_curve_params_default("H200", 8, 5000, &base);
-  struct pflex_curve_params truth = base, pred = base;
-  truth.c = 0.4;
-  pred.c = 0.7;
-  double pw[3] = {2500, 4000, 5000}, t[3];
-  for (int k = 0; k < 3; k++)
-    t[k] = 1000 * pflex_curve_family_tput(&truth, pw[k] / 5000);
-  struct pflex_curve_params q;
-  assert_int_equal(pflex_study_refit(&base, &pred, 0.3, 1e-6, 5000, 1000, pw, t, 1, &q), 0);
-  NEAR(q.c, 0.4, 1e-4);
-  assert_int_equal(pflex_study_refit(&base, &pred, 0.3, 1e-6, 5000, 1000, pw, t, 2, &q), 0);
-  NEAR(q.c, 0.4, 1e-4);
-  /* Only the uncapped point: nothing learnt, the prediction stays. */
-  assert_int_equal(pflex_study_refit(&base, &pred, 0.3, 0.005, 5000, 1000, pw + 2, t + 2, 1, &q),
-                   0);
-  NEAR(q.c, 0.7, 1e-6);
-  /* No observation: the prediction. */
-  assert_int_equal(pflex_study_refit(&base, &pred, 0.3, 0.005, 5000, 1000, pw, t, 0, &q), 0);
-  NEAR(q.c, 0.7, 1e-12);
-  struct pflex_curve_params el = base;
-  el.vratio = 1.1;
-  t[0] = 1000 * pflex_curve_family_tput(&el, pw[0] / 5000);
-  assert_int_equal(pflex_study_refit(&base, &pred, 0.3, 1e-6, 5000, 1000, pw, t, 1, &q), 0);
-  NEAR(q.c, 1, 1e-12);
-  NEAR(q.vratio, 1.1, 1e-4);
-}
-
 /* Groups from a job set carry its curves and metadata over. */
 static void test_groups_from_jobs(void **state) {
   struct fixture *f = *state;
@@ -286,7 +253,6 @@ int main(void) {
       cmocka_unit_test(test_deterministic),
       cmocka_unit_test(test_shape_folds),
       cmocka_unit_test(test_production_needs_task),
-      cmocka_unit_test(test_refit),
       cmocka_unit_test(test_groups_from_jobs),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

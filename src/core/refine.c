@@ -1,0 +1,473 @@
+/* Closed-loop curve refinement (include/pflex/refine.h): a job's prior
+ * (predicted curve, candidate curves), its observations, and the refined
+ * curve. The data shape's update lives here; the family shape's in
+ * refine_family.c. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_min.h>
+
+#include "core/refine_internal.h"
+#include "pflex/error.h"
+#include "pflex/jobs.h"
+#include "pflex/refine.h"
+
+#define NPFI PFLEX_REFINE_NPFI
+#define PFI_LO 0.6 /* candidate PFIs: PFI_LO .. 10 PFI_LO, log-spaced */
+
+double pflex_refine_candidate_pfi(double u) {
+  /* exp, not pow: this runs in the posterior's inner search. */
+  return PFI_LO * exp(u * (2.302585092994046 / (NPFI - 1))); /* ln(PFI_HI / PFI_LO) = ln 10 */
+}
+
+struct pflex_refine_prior {
+  enum pflex_refine_shape shape;
+  double pfi, p_min, p_max, t_max;
+  struct pflex_curve_params base, pred; /* family defaults; the predicted member (family) */
+  struct pflex_curve *curve;            /* the predicted curve */
+  struct pflex_curve *cand[NPFI];       /* data shape: the candidates */
+};
+
+struct pflex_refine {
+  const struct pflex_refine_prior *prior;
+  struct pflex_refine_opts o;
+  size_t n;                  /* observations held, oldest first */
+  double *w, *t;             /* max_obs each */
+  double *gtab;              /* data shape: max_obs x NPFI, candidate m at observation k */
+  double *pairs;             /* scratch: 2 max_obs */
+  double *x;                 /* family shape: the observations' clocks (refine_family_fit) */
+  double *anchors;           /* 2 max_obs + (max_obs + 1): corr.ap, corr.ar, corr.aq */
+  double u;                  /* data shape: the PFI's posterior mode on the candidate grid */
+  gsl_min_fminimizer *min;   /* family shape */
+  struct refine_corr corr;   /* the refined curve's state */
+  struct pflex_curve *curve; /* callback curve on corr */
+};
+
+/* ---- the predicted curve ---------------------------------------------------------- */
+
+static int job_check(const struct pflex_refine_job *j) {
+  if (!j || !isfinite(j->pfi) || !(j->p_min > 0) || !(j->p_min <= j->p_max) ||
+      !isfinite(j->p_max) || !(j->t_max > 0) || !isfinite(j->t_max) || j->gpus <= 0 ||
+      (j->ngrid && !j->grid) || (j->ntemplates && !j->templates) || !(j->bandwidth >= 0) ||
+      (j->shape != PFLEX_REFINE_DATA && j->shape != PFLEX_REFINE_FAMILY))
+    return -EINVAL;
+  return 0;
+}
+
+/* The job's Eq. 1 grid: its own, or the paper's; returns its size. */
+static size_t job_grid(const struct pflex_refine_job *j, double *grid, size_t cap) {
+  if (!j->grid) return pflex_jobs_paper_grid(j->gpus, j->p_max, grid);
+  size_t n = j->ngrid < cap ? j->ngrid : cap;
+  memcpy(grid, j->grid, n * sizeof *grid);
+  return n;
+}
+
+/* The family member with a PFI on the grid; outside the family's range, its
+ * nearest end. */
+static int family_curve(const struct pflex_refine_job *j, const struct pflex_curve_params *base,
+                        double pfi, struct pflex_curve **ret) {
+  double grid[16];
+  size_t n = job_grid(j, grid, 16);
+  int err = n ? pflex_curve_from_pfi(pfi, j->p_min, j->p_max, j->t_max, grid, n, base, ret)
+              : -PFLEX_E_NOPOINTS;
+  if (err != -ERANGE && err != -PFLEX_E_NOPOINTS) return err;
+  struct pflex_curve_params q = *base;
+  if (err == -PFLEX_E_NOPOINTS) {
+    q.c = 1; /* no grid point below P_max: nothing to match, the default member */
+  } else if (pfi < 1.0) {
+    q.c = 1; /* the least PFI the family reaches */
+    q.vratio = 1;
+  } else {
+    q.c = 1e-4; /* the most */
+  }
+  return pflex_curve_new_parametric(&q, j->p_min, j->p_max, j->t_max, ret);
+}
+
+/* The data shape's curve with a PFI: the templates' shape, or without
+ * templates the family's member. */
+static int data_curve(const struct pflex_refine_job *j, const struct pflex_curve_params *base,
+                      double pfi, struct pflex_curve **ret) {
+  if (j->ntemplates == 0) return family_curve(j, base, pfi, ret);
+  double grid[16];
+  size_t n = job_grid(j, grid, 16);
+  /* A PFI the model predicts at or below 0 says "cut last": the least
+   * elastic shape the templates give. */
+  double v = pfi > 0.05 ? pfi : 0.05;
+  int err = n ? pflex_curve_from_pfi_templates(v, j->p_min, j->p_max, j->t_max, grid, n,
+                                               j->templates, j->ntemplates,
+                                               j->bandwidth > 0 ? j->bandwidth : 0.25, ret)
+              : -PFLEX_E_NOPOINTS;
+  if (err != -PFLEX_E_NOPOINTS) return err;
+  /* No grid point below P_max: nothing to match; the family's default member. */
+  return pflex_curve_new_parametric(base, j->p_min, j->p_max, j->t_max, ret);
+}
+
+static int shaped_curve(const struct pflex_refine_job *j, const struct pflex_curve_params *base,
+                        double pfi, struct pflex_curve **ret) {
+  return j->shape == PFLEX_REFINE_FAMILY ? family_curve(j, base, pfi, ret)
+                                         : data_curve(j, base, pfi, ret);
+}
+
+int pflex_refine_predicted_curve(const struct pflex_refine_job *job,
+                                 struct pflex_curve **ret_curve) {
+  int err = job_check(job);
+  if (err || !ret_curve) return err ? err : -EINVAL;
+  struct pflex_curve_params base;
+  pflex_curve_params_default(job->gpu, job->gpus, job->p_max, &base);
+  return shaped_curve(job, &base, job->pfi, ret_curve);
+}
+
+/* ---- the prior -------------------------------------------------------------------- */
+
+int pflex_refine_prior_new(const struct pflex_refine_job *job,
+                           struct pflex_refine_prior **ret_prior) {
+  int err = job_check(job);
+  if (err || !ret_prior) return err ? err : -EINVAL;
+  struct pflex_refine_prior *p = calloc(1, sizeof *p);
+  if (!p) return -ENOMEM;
+  *p = (struct pflex_refine_prior){.shape = job->shape,
+                                   .pfi = job->pfi,
+                                   .p_min = job->p_min,
+                                   .p_max = job->p_max,
+                                   .t_max = job->t_max};
+  pflex_curve_params_default(job->gpu, job->gpus, job->p_max, &p->base);
+  err = shaped_curve(job, &p->base, job->pfi, &p->curve);
+  if (!err && job->shape == PFLEX_REFINE_FAMILY) err = pflex_curve_get_params(p->curve, &p->pred);
+  for (size_t m = 0; !err && job->shape == PFLEX_REFINE_DATA && m < NPFI; m++)
+    err = data_curve(job, &p->base, pflex_refine_candidate_pfi((double)m), &p->cand[m]);
+  if (err) {
+    pflex_refine_prior_free(p);
+    return err;
+  }
+  *ret_prior = p;
+  return 0;
+}
+
+void pflex_refine_prior_free(struct pflex_refine_prior *p) {
+  if (!p) return;
+  pflex_curve_free(p->curve);
+  for (size_t m = 0; m < NPFI; m++)
+    pflex_curve_free(p->cand[m]);
+  free(p);
+}
+
+const struct pflex_curve *pflex_refine_prior_curve(const struct pflex_refine_prior *p) {
+  return p ? p->curve : NULL;
+}
+
+/* ---- the data shape's update ------------------------------------------------------- */
+
+static int cmp_pair(const void *a, const void *b) {
+  const double *x = a, *y = b;
+  return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+void refine_anchors_merge(struct refine_corr *c, double *pairs, size_t m, double tol) {
+  qsort(pairs, m, 2 * sizeof *pairs, cmp_pair);
+  c->n = 0;
+  for (size_t k = 0; k < m;) {
+    size_t e = k;
+    double sp = 0, sv = 0;
+    while (e < m && pairs[2 * e] - pairs[2 * k] <= tol) {
+      sp += pairs[2 * e];
+      sv += pairs[2 * e + 1];
+      e++;
+    }
+    c->ap[c->n] = sp / (double)(e - k);
+    c->ar[c->n] = sv / (double)(e - k);
+    c->n++;
+    k = e;
+  }
+}
+
+/* Every observation becomes an exact knot of a monotone curve that follows
+ * the re-predicted curve's shape between knots. Observations within
+ * KNOT_MERGE of P_max of each other are averaged (their difference is mostly
+ * noise, and a slope between them would be noise over a short distance);
+ * knots are made non-decreasing by isotonic regression and capped at T_max;
+ * (P_max, T_max) is the last knot. Between two knots the re-predicted curve
+ * is mapped affinely onto the segment between them; below the lowest knot it
+ * is shifted to pass through it (its slopes kept), floored at 1e-3 T_max. */
+#define KNOT_MERGE 0.05
+
+static void knot_set(struct refine_corr *c, const double *w, const double *t, size_t nobs,
+                     double *pairs) {
+  size_t m = 0;
+  for (size_t k = 0; k < nobs; k++) {
+    if (!(w[k] < c->p_max * (1 - 1e-3))) continue; /* at P_max: nothing new */
+    pairs[2 * m] = w[k];
+    pairs[2 * m + 1] = t[k];
+    m++;
+  }
+  refine_anchors_merge(c, pairs, m, KNOT_MERGE * c->p_max);
+  for (size_t k = 0; k < c->n; k++)
+    c->ar[k] = fmin(c->ar[k], c->t_max);
+  /* Pool adjacent violators (equal weights): noisy knots made monotone. */
+  for (size_t k = 1; k < c->n; k++)
+    if (c->ar[k] < c->ar[k - 1]) {
+      size_t b = k;
+      double sum = c->ar[k], cnt = 1;
+      while (b > 0 && sum / cnt < c->ar[b - 1]) {
+        b--;
+        sum += c->ar[b];
+        cnt++;
+      }
+      for (size_t i = b; i <= k; i++)
+        c->ar[i] = sum / cnt;
+    }
+}
+
+static double prior_eval(const struct refine_corr *c, double p) {
+  double t = pflex_curve_eval(c->prior, p);
+  return c->blend > 0 ? t + c->blend * (pflex_curve_eval(c->prior2, p) - t) : t;
+}
+
+/* The re-predicted curve at the knots and at P_max, once per update. */
+static void knot_cache(struct refine_corr *c) {
+  for (size_t k = 0; k < c->n; k++)
+    c->aq[k] = prior_eval(c, c->ap[k]);
+  c->aq[c->n] = prior_eval(c, c->p_max);
+}
+
+static double knot_eval(void *ctx, double p) {
+  const struct refine_corr *c = ctx;
+  if (p >= c->p_max) return c->t_max;
+  if (c->n == 0) return prior_eval(c, p);
+  if (p <= c->ap[0]) {
+    double t = prior_eval(c, p) + c->ar[0] - c->aq[0];
+    return t > 1e-3 * c->t_max ? t : 1e-3 * c->t_max;
+  }
+  size_t k = 1;
+  while (k < c->n && c->ap[k] < p)
+    k++;
+  double p0 = c->ap[k - 1], t0 = c->ar[k - 1];
+  double p1 = k < c->n ? c->ap[k] : c->p_max, t1 = k < c->n ? c->ar[k] : c->t_max;
+  double q0 = c->aq[k - 1], q1 = c->aq[k];
+  if (q1 - q0 > 1e-12 * c->t_max) return t0 + (t1 - t0) * (prior_eval(c, p) - q0) / (q1 - q0);
+  return t0 + (t1 - t0) * (p - p0) / (p1 - p0);
+}
+
+/* Negative log posterior of the job's PFI at candidate position u
+ * (fractional: its curve the blend of the two neighbouring candidates):
+ * Gaussian prior on the PFI around the prediction, Gaussian relative noise on
+ * each observed throughput. */
+struct pfi_post {
+  double pfi0, sd, noise;
+  const double *tab; /* n x NPFI: candidate m at observation k, tab[k * NPFI + m] */
+  const double *t;
+  size_t n;
+};
+
+static double post_cost(const struct pfi_post *q, double u) {
+  size_t m = (size_t)u;
+  if (m >= NPFI - 1) m = NPFI - 2;
+  double a = u - (double)m, z = (pflex_refine_candidate_pfi(u) - q->pfi0) / q->sd, s = z * z;
+  for (size_t k = 0; k < q->n; k++) {
+    const double *row = &q->tab[k * NPFI];
+    double t = row[m] + a * (row[m + 1] - row[m]);
+    double e = (t - q->t[k]) / (q->noise * q->t[k]);
+    s += e * e;
+  }
+  return s;
+}
+
+/* The posterior mode of the PFI on the candidates: a scan, then
+ * golden-section search between the best point's neighbours. */
+static double pfi_mode(const struct pfi_post *q) {
+  size_t best = 0;
+  double fb = INFINITY;
+  for (size_t m = 0; m < NPFI; m++) {
+    /* The prior term alone bounds the cost from below: a point whose prior
+     * term already reaches the best cost cannot win (same result, less work). */
+    double z = (pflex_refine_candidate_pfi((double)m) - q->pfi0) / q->sd;
+    if (z * z >= fb) continue;
+    double f = post_cost(q, (double)m);
+    if (f < fb) {
+      fb = f;
+      best = m;
+    }
+  }
+  double lo = best > 0 ? (double)best - 1 : 0, hi = best + 1 < NPFI ? (double)best + 1 : NPFI - 1;
+  const double g = 0.6180339887498949;
+  double x1 = hi - g * (hi - lo), x2 = lo + g * (hi - lo);
+  double f1 = post_cost(q, x1), f2 = post_cost(q, x2);
+  for (int it = 0; it < 20; it++) { /* bracket 2 -> 2 * 0.618^20, about 1e-4 of a step */
+    if (f1 < f2) {
+      hi = x2;
+      x2 = x1;
+      f2 = f1;
+      x1 = hi - g * (hi - lo);
+      f1 = post_cost(q, x1);
+    } else {
+      lo = x1;
+      x1 = x2;
+      f1 = f2;
+      x2 = lo + g * (hi - lo);
+      f2 = post_cost(q, x2);
+    }
+  }
+  double u = f1 < f2 ? x1 : x2;
+  return fb <= (f1 < f2 ? f1 : f2) ? (double)best : u;
+}
+
+static struct pfi_post data_post(const struct pflex_refine *r) {
+  return (struct pfi_post){.pfi0 = r->prior->pfi,
+                           .sd = r->o.prior_sd,
+                           .noise = r->o.noise > 1e-4 ? r->o.noise : 1e-4,
+                           .tab = r->gtab,
+                           .t = r->t,
+                           .n = r->n};
+}
+
+static void data_update(struct pflex_refine *r) {
+  struct refine_corr *c = &r->corr;
+  /* The candidates at the new observation, once. */
+  for (size_t m = 0; m < NPFI; m++)
+    r->gtab[(r->n - 1) * NPFI + m] = pflex_curve_eval(r->prior->cand[m], r->w[r->n - 1]);
+  struct pfi_post q = data_post(r);
+  r->u = pfi_mode(&q);
+  size_t m = (size_t)r->u;
+  if (m >= NPFI - 1) m = NPFI - 2;
+  c->prior = r->prior->cand[m];
+  c->prior2 = r->prior->cand[m + 1];
+  c->blend = r->u - (double)m;
+  knot_set(c, r->w, r->t, r->n, r->pairs);
+  knot_cache(c);
+}
+
+/* SD of the PFI over the candidates under posterior weights (each candidate
+ * weighted by its PFI, the log grid's spacing); with obs false, the prior's. */
+static double data_spread(const struct pflex_refine *r, bool obs) {
+  struct pfi_post q = data_post(r);
+  if (!obs) q.n = 0;
+  double f[NPFI], fmin = INFINITY;
+  for (size_t m = 0; m < NPFI; m++) {
+    f[m] = post_cost(&q, (double)m);
+    if (f[m] < fmin) fmin = f[m];
+  }
+  double sw = 0, s1 = 0, s2 = 0;
+  for (size_t m = 0; m < NPFI; m++) {
+    double v = pflex_refine_candidate_pfi((double)m), w = v * exp(-0.5 * (f[m] - fmin));
+    sw += w, s1 += w * v, s2 += w * v * v;
+  }
+  double mean = s1 / sw, var = s2 / sw - mean * mean;
+  return var > 0 ? sqrt(var) : 0;
+}
+
+/* ---- per-job state ---------------------------------------------------------------- */
+
+void pflex_refine_opts_init(struct pflex_refine_opts *o) {
+  *o = (struct pflex_refine_opts){.noise = 0.005, .prior_sd = 0.3, .max_obs = 100};
+}
+
+int pflex_refine_new(const struct pflex_refine_prior *prior, const struct pflex_refine_opts *opts,
+                     struct pflex_refine **ret) {
+  struct pflex_refine_opts def;
+  if (!opts) {
+    pflex_refine_opts_init(&def);
+    opts = &def;
+  }
+  if (!prior || !ret || !(opts->noise >= 0) || !isfinite(opts->noise) || !(opts->prior_sd > 0) ||
+      !isfinite(opts->prior_sd) || opts->max_obs == 0 || opts->max_obs > ((size_t)1 << 24))
+    return -EINVAL;
+  struct pflex_refine *r = calloc(1, sizeof *r);
+  if (!r) return -ENOMEM;
+  size_t k = opts->max_obs;
+  r->prior = prior;
+  r->o = *opts;
+  r->w = calloc(k, sizeof *r->w);
+  r->t = calloc(k, sizeof *r->t);
+  r->pairs = calloc(2 * k, sizeof *r->pairs);
+  r->x = calloc(k, sizeof *r->x);
+  r->anchors = calloc(3 * k + 1, sizeof *r->anchors);
+  if (prior->shape == PFLEX_REFINE_DATA) r->gtab = calloc(k * NPFI, sizeof *r->gtab);
+  else r->min = gsl_min_fminimizer_alloc(gsl_min_fminimizer_brent);
+  struct refine_corr *c = &r->corr;
+  c->p_min = prior->p_min;
+  c->p_max = prior->p_max;
+  c->t_max = prior->t_max;
+  c->ap = r->anchors;
+  c->ar = c->ap + k;
+  c->aq = c->ar + k;
+  struct pflex_curve_fn fn = {
+      .eval = prior->shape == PFLEX_REFINE_DATA ? knot_eval : refine_corr_eval, .ctx = c};
+  int err = -ENOMEM;
+  if (r->w && r->t && r->pairs && r->x && r->anchors && (r->gtab || r->min))
+    err = pflex_curve_new_callback(&fn, prior->p_min, prior->p_max, &r->curve);
+  if (err) {
+    pflex_refine_free(r);
+    return err;
+  }
+  *ret = r;
+  return 0;
+}
+
+void pflex_refine_free(struct pflex_refine *r) {
+  if (!r) return;
+  pflex_curve_free(r->curve);
+  if (r->min) gsl_min_fminimizer_free(r->min);
+  free(r->w);
+  free(r->t);
+  free(r->gtab);
+  free(r->pairs);
+  free(r->x);
+  free(r->anchors);
+  free(r);
+}
+
+/* Makes room for one more observation: the oldest goes when the window is full. */
+static void drop_oldest(struct pflex_refine *r) {
+  size_t n = r->n - 1;
+  memmove(r->w, r->w + 1, n * sizeof *r->w);
+  memmove(r->t, r->t + 1, n * sizeof *r->t);
+  if (r->gtab) memmove(r->gtab, r->gtab + NPFI, n * NPFI * sizeof *r->gtab);
+  r->n = n;
+}
+
+int pflex_refine_observe(struct pflex_refine *r, double power_w, double tput) {
+  if (!r || !(power_w > 0) || !isfinite(power_w) || !(tput > 0) || !isfinite(tput))
+    return -EINVAL;
+  if (r->n == r->o.max_obs) drop_oldest(r);
+  r->w[r->n] = power_w;
+  r->t[r->n] = tput;
+  r->n++;
+  if (r->prior->shape == PFLEX_REFINE_DATA) {
+    data_update(r);
+    return 0;
+  }
+  const struct pflex_refine_prior *p = r->prior;
+  double u;
+  /* Cannot fail: the inputs are checked and the scratch is r's. */
+  refine_family_fit(&p->base, &p->pred, r->o.prior_sd, r->o.noise, p->p_max, p->t_max, r->w, r->t,
+                    r->n, r->x, r->min, &r->corr.q, &u);
+  refine_corr_set(&r->corr, r->w, r->t, r->n, r->pairs);
+  refine_corr_tabulate(&r->corr);
+  return 0;
+}
+
+size_t pflex_refine_count(const struct pflex_refine *r) {
+  return r ? r->n : 0;
+}
+
+const struct pflex_curve *pflex_refine_curve(const struct pflex_refine *r) {
+  if (!r) return NULL;
+  return r->n ? r->curve : r->prior->curve;
+}
+
+double pflex_refine_confidence(const struct pflex_refine *r) {
+  if (!r || r->n == 0) return 0;
+  double post, prior;
+  if (r->prior->shape == PFLEX_REFINE_DATA) {
+    post = data_spread(r, true);
+    prior = data_spread(r, false);
+  } else {
+    const struct pflex_refine_prior *p = r->prior;
+    refine_family_spread(&p->base, &p->pred, r->o.prior_sd, r->o.noise, p->p_max, p->t_max, r->w,
+                         r->t, r->n, r->x, &post, &prior);
+  }
+  if (!(prior > 0)) return 0;
+  double c = 1 - post / prior;
+  return c < 0 ? 0 : c > 1 ? 1 : c;
+}

@@ -1,0 +1,56 @@
+/* Internal to the closed-loop refinement (refine.c, refine_family.c): the
+ * refined curve's state, read by the callback curve handed to callers. */
+#ifndef PFLEX_CORE_REFINE_INTERNAL_H
+#define PFLEX_CORE_REFINE_INTERNAL_H
+
+#include <stddef.h>
+
+#include <gsl/gsl_min.h>
+
+#include "pflex/curve.h"
+
+/* Samples of the family shape's corrected curve, uniform in clock. */
+#define REFINE_CORR_TABLE 65
+
+/* The refined curve. Family shape: a refitted member q times a residual
+ * correction (the ratio of each observed throughput to the member's,
+ * interpolated linearly in power between the observed powers and 1 at P_max,
+ * constant below the lowest observation), tabulated in tp/tt. Data shape: the
+ * re-predicted curve (1 - blend) prior + blend prior2, mapped through the
+ * observations as knots (ap, ar; aq the re-predicted curve at the knots). */
+struct refine_corr {
+  struct pflex_curve_params q;
+  const struct pflex_curve *prior, *prior2;
+  double blend;
+  double *aq; /* max_obs + 1 */
+  double p_min, p_max, t_max;
+  size_t n;
+  double *ap, *ar; /* anchors: power, ratio or throughput (sorted, merged) */
+  double tp[REFINE_CORR_TABLE], tt[REFINE_CORR_TABLE];
+};
+
+/* Sorts m (power, value) pairs by power and sets the anchors c->ap, c->ar to
+ * the means of each run of pairs within tol W of the run's first. */
+void refine_anchors_merge(struct refine_corr *c, double *pairs, size_t m, double tol);
+
+/* Family shape. base: the family defaults of the job; pred: the predicted
+ * member. refine_family_fit is pflex_refine_family_fit with caller scratch
+ * (x: nobs doubles; m: a Brent minimizer) and the path position found. */
+int refine_family_fit(const struct pflex_curve_params *base, const struct pflex_curve_params *pred,
+                      double prior_sd, double noise, double p_max, double t_max,
+                      const double *obs_w, const double *obs_t, size_t nobs, double *x,
+                      gsl_min_fminimizer *m, struct pflex_curve_params *ret, double *ret_u);
+/* The residual correction from the observations (pairs: 2 * nobs scratch),
+ * then its table. */
+void refine_corr_set(struct refine_corr *c, const double *w, const double *t, size_t nobs,
+                     double *pairs);
+void refine_corr_tabulate(struct refine_corr *c);
+double refine_corr_eval(void *ctx, double p);
+/* Posterior and prior SD of the path position over (0, 2] on a fine grid;
+ * x: the clocks of the observations, as refine_family_fit left them. */
+void refine_family_spread(const struct pflex_curve_params *base,
+                          const struct pflex_curve_params *pred, double prior_sd, double noise,
+                          double p_max, double t_max, const double *obs_w, const double *obs_t,
+                          size_t nobs, const double *x, double *ret_post, double *ret_prior);
+
+#endif

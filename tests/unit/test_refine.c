@@ -1,0 +1,349 @@
+/* Unit tests of the closed-loop refinement (include/pflex/refine.h): a job's
+ * curve learnt from (power, throughput) observations of a known true curve. */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+
+#include "pflex/error.h"
+#include "pflex/jobs.h"
+#include "pflex/refine.h"
+
+#define NEAR(a, b, tol) assert_true(fabs((a) - (b)) <= (tol))
+
+/* An 8-GPU job on 1600..5600 W, T_max 8000. */
+#define GPUS 8
+#define P_MIN 1600.0
+#define P_MAX 5600.0
+#define T_MAX 8000.0
+#define NT 9
+
+static struct pflex_curve *family(double c) {
+  struct pflex_curve_params q;
+  pflex_curve_params_default("H200", GPUS, P_MAX, &q);
+  q.c = c;
+  struct pflex_curve *curve;
+  assert_int_equal(pflex_curve_new_parametric(&q, P_MIN, P_MAX, T_MAX, &curve), 0);
+  return curve;
+}
+
+static double pfi_of(const struct pflex_curve *c) {
+  double grid[5], v;
+  size_t n = pflex_jobs_paper_grid(GPUS, P_MAX, grid);
+  assert_int_equal(pflex_curve_pfi(c, grid, n, &v), 0);
+  return v;
+}
+
+/* Largest |refined - true| / T_max over [lo, hi]. */
+static double max_err(const struct pflex_curve *a, const struct pflex_curve *b, double lo,
+                      double hi) {
+  double e = 0;
+  for (int k = 0; k <= 40; k++) {
+    double p = lo + (hi - lo) * k / 40;
+    e = fmax(e, fabs(pflex_curve_eval(a, p) - pflex_curve_eval(b, p)) / T_MAX);
+  }
+  return e;
+}
+
+struct fixture {
+  struct pflex_curve *tmpl[NT]; /* other jobs' curves: family members of c 0.1 .. 0.9 */
+  struct pflex_curve *truth;    /* the job: c = 0.35 */
+};
+
+static int setup(void **state) {
+  struct fixture *f = calloc(1, sizeof *f);
+  for (int j = 0; j < NT; j++)
+    f->tmpl[j] = family(0.1 * (j + 1));
+  f->truth = family(0.35);
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  struct fixture *f = *state;
+  for (int j = 0; j < NT; j++)
+    pflex_curve_free(f->tmpl[j]);
+  pflex_curve_free(f->truth);
+  free(f);
+  return 0;
+}
+
+/* The job as a controller knows it: a prediction that is well off (the
+ * PFI of a c = 0.8 job). */
+static struct pflex_refine_job job_of(const struct fixture *f, enum pflex_refine_shape shape) {
+  struct pflex_curve *pred = family(0.8);
+  double pfi = pfi_of(pred);
+  pflex_curve_free(pred);
+  return (struct pflex_refine_job){.pfi = pfi,
+                                   .p_min = P_MIN,
+                                   .p_max = P_MAX,
+                                   .t_max = T_MAX,
+                                   .gpus = GPUS,
+                                   .gpu = "H200",
+                                   .shape = shape,
+                                   .templates = (const struct pflex_curve *const *)f->tmpl,
+                                   .ntemplates = shape == PFLEX_REFINE_DATA ? NT : 0};
+}
+
+/* Exact observations at the caps an allocator would try bring the refined
+ * curve onto the true one, for both shapes; the confidence rises. */
+static void converges(struct fixture *f, enum pflex_refine_shape shape) {
+  struct pflex_refine_job job = job_of(f, shape);
+  struct pflex_refine_prior *prior;
+  assert_int_equal(pflex_refine_prior_new(&job, &prior), 0);
+  struct pflex_refine *r;
+  assert_int_equal(pflex_refine_new(prior, NULL, &r), 0);
+  const struct pflex_curve *c0 = pflex_refine_curve(r);
+  assert_ptr_equal(c0, pflex_refine_prior_curve(prior));
+  double before = max_err(c0, f->truth, 2400, P_MAX);
+  assert_true(before > 0.05); /* the prediction is really off */
+  assert_true(pflex_refine_confidence(r) == 0);
+  static const double pw[] = {4400, 3600, 2800, 4000, 3200};
+  double conf_first = 0, conf_prev = 0;
+  for (size_t k = 0; k < sizeof pw / sizeof pw[0]; k++) {
+    assert_int_equal(pflex_refine_observe(r, pw[k], pflex_curve_eval(f->truth, pw[k])), 0);
+    /* Not monotone in general: where no candidate fits exactly, one more
+     * observation may widen the posterior a little. */
+    conf_prev = pflex_refine_confidence(r);
+    assert_true(conf_prev > 0 && conf_prev <= 1);
+    if (k == 0) conf_first = conf_prev;
+  }
+  assert_true(conf_prev > conf_first);
+  assert_int_equal(pflex_refine_count(r), 5);
+  const struct pflex_curve *c = pflex_refine_curve(r);
+  NEAR(pflex_curve_p_min(c), P_MIN, 1e-9);
+  NEAR(pflex_curve_p_max(c), P_MAX, 1e-9);
+  /* Through the observations, and close between them. */
+  for (size_t k = 0; k < sizeof pw / sizeof pw[0]; k++)
+    NEAR(pflex_curve_eval(c, pw[k]), pflex_curve_eval(f->truth, pw[k]), 0.003 * T_MAX);
+  assert_true(max_err(c, f->truth, 2800, P_MAX) < 0.01);
+  assert_true(max_err(c, f->truth, 2800, P_MAX) < before / 5);
+  assert_true(conf_prev > 0.5);
+  pflex_refine_free(r);
+  pflex_refine_prior_free(prior);
+}
+
+static void test_data_converges(void **state) {
+  converges(*state, PFLEX_REFINE_DATA);
+}
+
+static void test_family_converges(void **state) {
+  converges(*state, PFLEX_REFINE_FAMILY);
+}
+
+/* 2% noise: one observation is off by about that much; many observations
+ * at a few caps average it out, far below the noise of any one. */
+static void test_noise(void **state) {
+  struct fixture *f = *state;
+  gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+  gsl_rng_set(rng, 7);
+  for (int shape = PFLEX_REFINE_DATA; shape <= PFLEX_REFINE_FAMILY; shape++) {
+    struct pflex_refine_job job = job_of(f, (enum pflex_refine_shape)shape);
+    struct pflex_refine_prior *prior;
+    assert_int_equal(pflex_refine_prior_new(&job, &prior), 0);
+    struct pflex_refine_opts o;
+    pflex_refine_opts_init(&o);
+    o.noise = 0.02;
+    struct pflex_refine *r;
+    assert_int_equal(pflex_refine_new(prior, &o, &r), 0);
+    static const double pw[] = {2800, 3600, 4400};
+    double worst_obs = 0;
+    for (int k = 0; k < 90; k++) {
+      double p = pw[k % 3], t = pflex_curve_eval(f->truth, p);
+      double obs = t * (1 + gsl_ran_gaussian(rng, o.noise));
+      worst_obs = fmax(worst_obs, fabs(obs - t) / T_MAX);
+      assert_int_equal(pflex_refine_observe(r, p, obs), 0);
+    }
+    assert_true(worst_obs > 0.02); /* the noise is real */
+    double e = max_err(pflex_refine_curve(r), f->truth, 2800, P_MAX);
+    assert_true(e < 0.008);
+    assert_true(pflex_refine_confidence(r) > 0.5);
+    pflex_refine_free(r);
+    pflex_refine_prior_free(prior);
+  }
+  gsl_rng_free(rng);
+}
+
+/* One observation: the curve passes through it, and the PFI moves towards
+ * the truth (the curve improves elsewhere too). One at P_max says nothing:
+ * the curve stays the prediction, the confidence 0. */
+static void test_single_observation(void **state) {
+  struct fixture *f = *state;
+  for (int shape = PFLEX_REFINE_DATA; shape <= PFLEX_REFINE_FAMILY; shape++) {
+    struct pflex_refine_job job = job_of(f, (enum pflex_refine_shape)shape);
+    struct pflex_refine_prior *prior;
+    assert_int_equal(pflex_refine_prior_new(&job, &prior), 0);
+    const struct pflex_curve *pc = pflex_refine_prior_curve(prior);
+    struct pflex_refine *r, *top;
+    assert_int_equal(pflex_refine_new(prior, NULL, &r), 0);
+    assert_int_equal(pflex_refine_new(prior, NULL, &top), 0);
+    double t = pflex_curve_eval(f->truth, 4000);
+    assert_int_equal(pflex_refine_observe(r, 4000, t), 0);
+    const struct pflex_curve *c = pflex_refine_curve(r);
+    NEAR(pflex_curve_eval(c, 4000), t, 0.002 * T_MAX);
+    assert_true(max_err(c, f->truth, 2400, P_MAX) < max_err(pc, f->truth, 2400, P_MAX) / 2);
+    assert_true(pflex_refine_confidence(r) > 0);
+    assert_int_equal(pflex_refine_observe(top, P_MAX, T_MAX), 0);
+    assert_int_equal(pflex_refine_count(top), 1);
+    NEAR(max_err(pflex_refine_curve(top), pc, P_MIN, P_MAX), 0, 1e-3);
+    NEAR(pflex_refine_confidence(top), 0, 1e-6);
+    pflex_refine_free(r);
+    pflex_refine_free(top);
+    pflex_refine_prior_free(prior);
+  }
+}
+
+/* Bad observations are refused and change nothing; bad jobs and options too. */
+static void test_bad_input(void **state) {
+  struct fixture *f = *state;
+  struct pflex_refine_job job = job_of(f, PFLEX_REFINE_DATA);
+  struct pflex_refine_prior *prior;
+  assert_int_equal(pflex_refine_prior_new(&job, &prior), 0);
+  struct pflex_refine *r;
+  assert_int_equal(pflex_refine_new(prior, NULL, &r), 0);
+  assert_int_equal(pflex_refine_observe(r, 3000, pflex_curve_eval(f->truth, 3000)), 0);
+  double before = pflex_curve_eval(pflex_refine_curve(r), 3500);
+  static const double bad[][2] = {{NAN, 5000}, {3000, NAN}, {-3000, 5000}, {0, 5000},
+                                  {3000, 0},   {3000, -1},  {INFINITY, 5000}, {3000, INFINITY}};
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
+    assert_int_equal(pflex_refine_observe(r, bad[k][0], bad[k][1]), -EINVAL);
+  assert_int_equal(pflex_refine_observe(NULL, 3000, 5000), -EINVAL);
+  assert_int_equal(pflex_refine_count(r), 1);
+  NEAR(pflex_curve_eval(pflex_refine_curve(r), 3500), before, 0);
+  pflex_refine_free(r);
+
+  struct pflex_refine_opts o;
+  pflex_refine_opts_init(&o);
+  o.noise = -0.1;
+  assert_int_equal(pflex_refine_new(prior, &o, &r), -EINVAL);
+  pflex_refine_opts_init(&o);
+  o.prior_sd = 0;
+  assert_int_equal(pflex_refine_new(prior, &o, &r), -EINVAL);
+  pflex_refine_opts_init(&o);
+  o.max_obs = 0;
+  assert_int_equal(pflex_refine_new(prior, &o, &r), -EINVAL);
+  assert_int_equal(pflex_refine_new(NULL, NULL, &r), -EINVAL);
+  pflex_refine_prior_free(prior);
+
+  struct pflex_refine_job b = job;
+  b.pfi = NAN;
+  assert_int_equal(pflex_refine_prior_new(&b, &prior), -EINVAL);
+  b = job;
+  b.p_min = -1;
+  assert_int_equal(pflex_refine_prior_new(&b, &prior), -EINVAL);
+  b = job;
+  b.p_min = 2 * P_MAX;
+  assert_int_equal(pflex_refine_prior_new(&b, &prior), -EINVAL);
+  b = job;
+  b.t_max = NAN;
+  assert_int_equal(pflex_refine_prior_new(&b, &prior), -EINVAL);
+  b = job;
+  b.gpus = 0;
+  assert_int_equal(pflex_refine_prior_new(&b, &prior), -EINVAL);
+  b = job;
+  b.templates = NULL;
+  assert_int_equal(pflex_refine_prior_new(&b, &prior), -EINVAL);
+  struct pflex_curve *pc;
+  b = job;
+  b.pfi = INFINITY;
+  assert_int_equal(pflex_refine_predicted_curve(&b, &pc), -EINVAL);
+}
+
+/* The window: only the most recent max_obs observations count. Old
+ * observations of a job whose curve changed (a new phase) drop out. */
+static void test_window(void **state) {
+  struct fixture *f = *state;
+  struct pflex_refine_job job = job_of(f, PFLEX_REFINE_FAMILY);
+  struct pflex_refine_prior *prior;
+  assert_int_equal(pflex_refine_prior_new(&job, &prior), 0);
+  struct pflex_refine_opts o;
+  pflex_refine_opts_init(&o);
+  o.max_obs = 3;
+  struct pflex_refine *r;
+  assert_int_equal(pflex_refine_new(prior, &o, &r), 0);
+  struct pflex_curve *other = family(0.9);
+  for (int k = 0; k < 3; k++)
+    assert_int_equal(pflex_refine_observe(r, 3000 + 400 * k, pflex_curve_eval(other, 3000 + 400 * k)),
+                     0);
+  for (int k = 0; k < 3; k++)
+    assert_int_equal(
+        pflex_refine_observe(r, 3000 + 400 * k, pflex_curve_eval(f->truth, 3000 + 400 * k)), 0);
+  assert_int_equal(pflex_refine_count(r), 3);
+  for (int k = 0; k < 3; k++)
+    NEAR(pflex_curve_eval(pflex_refine_curve(r), 3000 + 400 * k),
+         pflex_curve_eval(f->truth, 3000 + 400 * k), 0.002 * T_MAX);
+  pflex_curve_free(other);
+  pflex_refine_free(r);
+  pflex_refine_prior_free(prior);
+}
+
+/* Without templates the data shape is the family's member; the predicted
+ * curve has the predicted PFI. */
+static void test_predicted_curve(void **state) {
+  struct fixture *f = *state;
+  struct pflex_refine_job job = job_of(f, PFLEX_REFINE_FAMILY);
+  struct pflex_curve *a, *b;
+  assert_int_equal(pflex_refine_predicted_curve(&job, &a), 0);
+  NEAR(pfi_of(a), job.pfi, 1e-6);
+  job.shape = PFLEX_REFINE_DATA;
+  assert_int_equal(pflex_refine_predicted_curve(&job, &b), 0);
+  NEAR(max_err(a, b, P_MIN, P_MAX), 0, 1e-12);
+  pflex_curve_free(b);
+  job.ntemplates = NT;
+  assert_int_equal(pflex_refine_predicted_curve(&job, &b), 0);
+  NEAR(pfi_of(b), job.pfi, 1e-3 * job.pfi);
+  pflex_curve_free(a);
+  pflex_curve_free(b);
+}
+
+/* Refit: exact observations of a member of the path pin it down when the
+ * noise is small against the prior; an observation at P_max keeps the
+ * prediction; a more elastic job than c = 1 allows lowers vratio. */
+static void test_family_fit(void **state) {
+  (void)state;
+  struct pflex_curve_params base;
+  pflex_curve_params_default("H200", 8, 5000, &base);
+  struct pflex_curve_params truth = base, pred = base;
+  truth.c = 0.4;
+  pred.c = 0.7;
+  double pw[3] = {2500, 4000, 5000}, t[3];
+  for (int k = 0; k < 3; k++)
+    t[k] = 1000 * pflex_curve_family_tput(&truth, pw[k] / 5000);
+  struct pflex_curve_params q;
+  assert_int_equal(pflex_refine_family_fit(&base, &pred, 0.3, 1e-6, 5000, 1000, pw, t, 1, &q), 0);
+  NEAR(q.c, 0.4, 1e-4);
+  assert_int_equal(pflex_refine_family_fit(&base, &pred, 0.3, 1e-6, 5000, 1000, pw, t, 2, &q), 0);
+  NEAR(q.c, 0.4, 1e-4);
+  /* Only the uncapped point: nothing learnt, the prediction stays. */
+  assert_int_equal(pflex_refine_family_fit(&base, &pred, 0.3, 0.005, 5000, 1000, pw + 2, t + 2, 1, &q),
+                   0);
+  NEAR(q.c, 0.7, 1e-6);
+  /* No observation: the prediction. */
+  assert_int_equal(pflex_refine_family_fit(&base, &pred, 0.3, 0.005, 5000, 1000, pw, t, 0, &q), 0);
+  NEAR(q.c, 0.7, 1e-12);
+  struct pflex_curve_params el = base;
+  el.vratio = 1.1;
+  t[0] = 1000 * pflex_curve_family_tput(&el, pw[0] / 5000);
+  assert_int_equal(pflex_refine_family_fit(&base, &pred, 0.3, 1e-6, 5000, 1000, pw, t, 1, &q), 0);
+  NEAR(q.c, 1, 1e-12);
+  NEAR(q.vratio, 1.1, 1e-4);
+}
+
+int main(void) {
+  gsl_set_error_handler_off(); /* as the programs do */
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_data_converges),    cmocka_unit_test(test_family_converges),
+      cmocka_unit_test(test_noise),             cmocka_unit_test(test_single_observation),
+      cmocka_unit_test(test_bad_input),         cmocka_unit_test(test_window),
+      cmocka_unit_test(test_predicted_curve),   cmocka_unit_test(test_family_fit),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
