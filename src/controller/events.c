@@ -217,6 +217,12 @@ static double level_down(const struct ctl_event *e, double t, double target) {
 bool ctl_event_level(const struct ctl_event *e, double t, double *ret_level) {
   if (t < e->start)
     return false;
+  if (e->cut_pct > 0 && e->baseline_w <= 0) { /* started, its baseline not yet taken */
+    if (t >= ctl_event_end(e))
+      return false;
+    *ret_level = NAN;
+    return true;
+  }
   double target = ctl_event_resolved_target(e);
   double end = ctl_event_end(e);
   if (t < end) {
@@ -246,7 +252,7 @@ bool ctl_events_target(const struct ctl_event *events, size_t n, double t, doubl
   size_t bi = 0;
   for (size_t i = 0; i < n; i++) {
     double level;
-    if (!ctl_event_level(&events[i], t, &level))
+    if (!ctl_event_level(&events[i], t, &level) || !isfinite(level))
       continue;
     bool better = !any || level < best ||
                   (level == best && (events[i].priority > events[bi].priority ||
@@ -296,7 +302,7 @@ json_t *ctl_event_to_json(const struct ctl_event *e, double now) {
     json_object_set_new(o, "ended_early", json_string(ended));
   }
   double level;
-  if (ctl_event_level(e, now, &level))
+  if (ctl_event_level(e, now, &level) && isfinite(level))
     json_object_set_new(o, "level_w", json_real(level));
   return o;
 }

@@ -75,11 +75,13 @@ double ctl_event_end(const struct ctl_event *e);
 /* Its state at time t. */
 enum ctl_event_state ctl_event_state_at(const struct ctl_event *e, double t);
 /* Its level at time t when active (see the header comment); *ret_level is
- * written and true returned only while it is active. Needs the baseline for
- * cut_pct events and ramps; without one (0) a ramp is a step. */
+ * written and true returned only while it is active. A cut_pct event that
+ * has started before its baseline was taken is active with level NAN (the
+ * controller takes the baseline in the round that sees it start); without a
+ * baseline a target_w event's ramp is a step. */
 bool ctl_event_level(const struct ctl_event *e, double t, double *ret_level);
 
-/* The effective target of n events at time t: the lowest active level. Writes
+/* The effective target of n events at time t: the lowest finite active level. Writes
  * the governing event's index into *ret_index (may be NULL) and returns true
  * when some event is active; false (nothing written) when none is. */
 bool ctl_events_target(const struct ctl_event *events, size_t n, double t, double *ret_target_w,

@@ -21,7 +21,7 @@ void ctl_feedback_reset(struct ctl_feedback *fb) { fb->offset_w = 0; }
 static double clamp(double x, double lo, double hi) { return x < lo ? lo : x > hi ? hi : x; }
 
 double ctl_feedback_step(struct ctl_feedback *fb, double target_w, double measured_w,
-                         double caps_w, bool saturated) {
+                         double caps_w, enum ctl_feedback_limit limit) {
   const struct ctl_feedback_opts *o = &fb->opts;
   if (isfinite(measured_w) && target_w > 0) {
     if (measured_w > caps_w)
@@ -29,7 +29,8 @@ double ctl_feedback_step(struct ctl_feedback *fb, double target_w, double measur
     double err = target_w * (1.0 - o->margin) - measured_w;
     double gain = measured_w > target_w ? o->gain_down : o->gain_up;
     double step = gain * err;
-    if (!(saturated && step > 0))
+    bool pinned = (limit == CTL_FB_AT_TOP && step > 0) || (limit == CTL_FB_AT_BOTTOM && step < 0);
+    if (!pinned)
       fb->offset_w += step;
     fb->offset_w = clamp(fb->offset_w, -o->max_under * target_w, o->max_over * target_w);
   }

@@ -14,8 +14,10 @@
  * guarantee: the caps never sum above target * (1 + max_over), so even if
  * every job suddenly draws its full cap the total stays within that, and with
  * max_over below the 1% compliance band no change of demand can make a
- * non-compliant sample. No growth while the allocation is saturated (every job
- * already at its P_max): that is the anti-windup. An integrator acting on a
+ * non-compliant sample. No growth while the allocation is saturated at the top
+ * (every job already at its P_max), no fall while it is at the bottom (every
+ * job at its least power: the target is below what the floors allow): that
+ * is the anti-windup. An integrator acting on a
  * plant with d rounds of measurement lag rings once its gain k passes
  * d^d / (d+1)^(d+1) (then z^(d+1) - z^d + k has no real dominant root): 1/4
  * for one round, 4/27 for two; gain_up 0.14 stays below that for the one to
@@ -51,12 +53,16 @@ void ctl_feedback_opts_default(struct ctl_feedback_opts *opts);
 void ctl_feedback_init(struct ctl_feedback *fb, const struct ctl_feedback_opts *opts);
 /* Back to no offset (a new event). */
 void ctl_feedback_reset(struct ctl_feedback *fb);
+/* Where the last allocation stood: free, or pinned at the top or bottom. */
+enum ctl_feedback_limit { CTL_FB_FREE = 0, CTL_FB_AT_TOP, CTL_FB_AT_BOTTOM };
+
 /* One round: updates the offset from the measured total and returns the
  * budget for the next allocation. caps_w: the sum of the caps in force when
- * the measurement was taken (INFINITY when none); saturated: the last
- * allocation gave every job its P_max (then the offset does not grow). */
+ * the measurement was taken (INFINITY when none); limit: the last
+ * allocation gave every job its P_max (then the offset does not grow) or its
+ * least power (then it does not fall). */
 double ctl_feedback_step(struct ctl_feedback *fb, double target_w, double measured_w,
-                         double caps_w, bool saturated);
+                         double caps_w, enum ctl_feedback_limit limit);
 /* The budget for a target with the current offset, without updating it. */
 double ctl_feedback_budget(const struct ctl_feedback *fb, double target_w);
 

@@ -91,7 +91,7 @@ static void run_loop(const struct ctl_feedback_opts *o, double target, unsigned 
     plant_apply(&p, budget, &caps);
     double m = plant_read(&p);
     r->measured[t] = m;
-    budget = ctl_feedback_step(&fb, target, m, caps_prev, false);
+    budget = ctl_feedback_step(&fb, target, m, caps_prev, CTL_FB_FREE);
     caps_prev = caps;
     double d = fb.offset_w - last_offset;
     if (fabs(d) > 0.002 * target) {
@@ -129,7 +129,7 @@ static void caps_never_sum_above_max_over(void **state) {
   ctl_feedback_init(&fb, &o);
   double budget = 0;
   for (int i = 0; i < 1000; i++) /* far under target forever: demand gone */
-    budget = ctl_feedback_step(&fb, 10000, 5000, INFINITY, false);
+    budget = ctl_feedback_step(&fb, 10000, 5000, INFINITY, CTL_FB_FREE);
   assert_near(budget, 10000 * (1 + o.max_over), 1e-9);
 }
 
@@ -139,10 +139,14 @@ static void no_growth_while_saturated(void **state) {
   struct ctl_feedback fb;
   ctl_feedback_init(&fb, &o);
   for (int i = 0; i < 50; i++)
-    ctl_feedback_step(&fb, 10000, 5000, INFINITY, true);
+    ctl_feedback_step(&fb, 10000, 5000, INFINITY, CTL_FB_AT_TOP);
   assert_near(fb.offset_w, 0, 0);
-  ctl_feedback_step(&fb, 10000, 10500, INFINITY, true); /* over: still comes down */
+  ctl_feedback_step(&fb, 10000, 10500, INFINITY, CTL_FB_AT_TOP); /* over: still comes down */
   assert_true(fb.offset_w < 0);
+  double low = fb.offset_w;
+  for (int i = 0; i < 50; i++) /* floors above target: over, but nothing left to take */
+    ctl_feedback_step(&fb, 10000, 12000, INFINITY, CTL_FB_AT_BOTTOM);
+  assert_near(fb.offset_w, low, 0);
 }
 
 static void lag_after_a_cut_is_not_demand(void **state) {
@@ -151,7 +155,7 @@ static void lag_after_a_cut_is_not_demand(void **state) {
   struct ctl_feedback fb;
   ctl_feedback_init(&fb, &o);
   /* The reading still shows the uncapped 14000 W; the caps in force sum to 10000. */
-  double budget = ctl_feedback_step(&fb, 10000, 14000, 10000, false);
+  double budget = ctl_feedback_step(&fb, 10000, 14000, 10000, CTL_FB_FREE);
   assert_true(budget > 10000 * (1 - 2 * o.margin));
 }
 
