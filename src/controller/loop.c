@@ -130,6 +130,32 @@ static bool event_target(struct ctl_controller *c, double now, double measured, 
   return any;
 }
 
+/* Which GPUs of a node need a new cap: a cap lower than the one its lease
+ * holds always (the budget counts on it), a higher one only past a small
+ * step (a raise can wait: fewer limit changes, and the lower cap is safe),
+ * and any GPU whose lease holds a fallback above this round's (a stale
+ * fallback could sum above the target). The others are renewed by the
+ * request itself (pflexd renews every lease of the node). */
+static size_t changed_gpus(struct ctl_node *nd, unsigned *idx, double *watts) {
+  size_t k = 0;
+  for (size_t g = 0; g < nd->ngpus; g++) {
+    double held = nd->has_acked ? nd->acked_w[g] : 0;
+    double want = nd->cap_w[g];
+    bool raise_small = held > 0 && want > held && want - held < fmax(5.0, 0.01 * held);
+    if (raise_small)
+      nd->cap_w[g] = want = held;
+    bool stale_fb = !(nd->fb_sent_w[g] > 0) || nd->fb_sent_w[g] > nd->fallback_w;
+    bool limit_moved = fabs(nd->gpu[g].limit_w - held) > 0.5; /* someone else changed it */
+    nd->sent[g] = held <= 0 || want != held || stale_fb || limit_moved;
+    if (nd->sent[g]) {
+      idx[k] = nd->gpu[g].index;
+      watts[k] = want;
+      k++;
+    }
+  }
+  return k;
+}
+
 /* PUT /v1/caps to every reachable node; returns the nodes that acknowledged. */
 static size_t push_caps(struct ctl_controller *c) {
   size_t n = c->nnodes, acked = 0;
@@ -143,9 +169,9 @@ static size_t push_caps(struct ctl_controller *c) {
     if (!nd->reachable || !nd->ngpus)
       continue;
     unsigned idx[CTL_MAX_NODE_GPUS];
-    for (size_t g = 0; g < nd->ngpus; g++)
-      idx[g] = nd->gpu[g].index;
-    c->bodies[i] = ctl_caps_body(idx, nd->cap_w, nd->ngpus, lease, nd->fallback_w);
+    double watts[CTL_MAX_NODE_GPUS];
+    size_t k = changed_gpus(nd, idx, watts);
+    c->bodies[i] = ctl_caps_body(idx, watts, k, lease, nd->fallback_w);
     if (c->bodies[i])
       c->reqs[i] = (struct ctl_request){.method = "PUT", .path = "/v1/caps", .body = c->bodies[i]};
   }
@@ -156,6 +182,9 @@ static size_t push_caps(struct ctl_controller *c) {
     if (!c->reqs[i].method)
       continue;
     if (c->reqs[i].status == 200) {
+      for (size_t g = 0; g < nd->ngpus; g++)
+        if (nd->sent[g])
+          nd->fb_sent_w[g] = nd->fallback_w;
       memcpy(nd->acked_w, nd->cap_w, sizeof nd->acked_w);
       nd->has_acked = true;
       nd->restore_pending = true;
@@ -189,6 +218,7 @@ static size_t lift_caps(struct ctl_controller *c) {
     if (c->reqs[i].method && c->reqs[i].status == 200) {
       nd->restore_pending = false;
       nd->has_acked = false;
+      memset(nd->fb_sent_w, 0, sizeof nd->fb_sent_w);
     }
     pending += nd->restore_pending;
   }
