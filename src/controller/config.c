@@ -48,8 +48,10 @@ static const struct key KEYS[] = {
      "PFI of the population prior curve (median of the paper's 32 groups)"},
     {"gain_up", DBL(gain_up, 0, 1), "0.14", "feedback gain while under target"},
     {"gain_down", DBL(gain_down, 0, 1), "0.5", "feedback gain while over target"},
-    {"margin_pct", DBL(margin_pct, 0, 10), "0.3", "feedback setpoint below target, %"},
-    {"max_over_pct", DBL(max_over_pct, 0, 10), "0.5", "caps sum at most target + this %"},
+    {"margin_pct", DBL(margin_pct, 0, 10), "0.5", "feedback setpoint below target, %"},
+    {"max_over_pct", DBL(max_over_pct, 0, 10), "2",
+     "caps sum at most target + this % (0.5 or less: no demand change can make a sample "
+     "non-compliant, at the cost of the slack)"},
     {"baseline_rounds", DBL(baseline_rounds, 1, 600), "3",
      "rounds averaged for the uncapped baseline of cut_pct"},
     {"max_rounds", INT(max_rounds, 0, 1000000000), "0", "stop after N rounds (0 = run)"},

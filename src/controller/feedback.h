@@ -10,11 +10,15 @@
  *   offset += gain_down * (setpoint - measured)   when measured >  target
  *   setpoint = target * (1 - margin)
  *
- * clamped to [-max_under * target, max_over * target]. The upper clamp is the
- * guarantee: the caps never sum above target * (1 + max_over), so even if
- * every job suddenly draws its full cap the total stays within that, and with
- * max_over below the 1% compliance band no change of demand can make a
- * non-compliant sample. No growth while the allocation is saturated at the top
+ * clamped to [-max_under * target, max_over * target]. The upper clamp bounds
+ * the risk: the caps never sum above target * (1 + max_over), so even if
+ * every job suddenly drew its full cap the total would stay within that. With
+ * max_over at or below the 1% compliance band minus the margin no change of
+ * demand can make a non-compliant sample, but the slack stays unused: a
+ * binding limiter holds a GPU about 1.3% under its cap (the twin), and GPUs
+ * without a job sit under theirs. The default (2%) reclaims that; a sudden
+ * rise of demand can then exceed the band until the down gain corrects it
+ * (a round or two). No growth while the allocation is saturated at the top
  * (every job already at its P_max), no fall while it is at the bottom (every
  * job at its least power: the target is below what the floors allow): that
  * is the anti-windup. An integrator acting on a
@@ -39,8 +43,8 @@
 struct ctl_feedback_opts {
   double gain_up;   /* per round, when measured <= target (default 0.14) */
   double gain_down; /* per round, when measured > target (default 0.5) */
-  double margin;    /* setpoint below target, fraction (default 0.003) */
-  double max_over;  /* offset at most this fraction of target (default 0.005) */
+  double margin;    /* setpoint below target, fraction (default 0.005) */
+  double max_over;  /* offset at most this fraction of target (default 0.02) */
   double max_under; /* offset at least minus this fraction of target (default 0.3) */
 };
 

@@ -182,6 +182,13 @@ static void refine_job(const struct ctl_job *j, double p_max, double t_max, doub
  * power seen (a job that started during an event was never seen uncapped). */
 static bool curve_bounds(const struct ctl_job *j, double pfi, double *ret_p, double *ret_t) {
   double p = j->p_max > 0 ? j->p_max : j->gpus * j->max_w;
+  /* A job that reports no throughput (starting up, or not reporting) and
+   * draws well under its cap is held near what it draws: a job loading its
+   * weights needs no power it will not draw. Once it presses on its cap it
+   * gets its whole range. */
+  bool pressing = j->power_w >= 0.95 * j->gpus * j->limit_w;
+  if (!(j->t_max > 0) && !j->has_tput && !pressing)
+    p = fmin(p, 1.2 * j->power_w);
   p = fmax(p, 1.02 * j->gpus * j->min_w);
   if (j->t_max > 0) {
     *ret_p = p;

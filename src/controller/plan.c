@@ -41,7 +41,11 @@ static double fix_gpus(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset 
                    : nd->has_acked && nd->acked_w[g] > 0      ? nd->acked_w[g]
                                                               : gs->limit_w;
       nd->cap_w[g] = cap;
-      fixed += cap;
+      /* A GPU without a job counts at what it draws, with a 10% margin (at
+       * most its cap): idle, it sits far under its least cap, and a job that
+       * starts on it is seen by the next round while it loads. */
+      double draw = isfinite(gs->power_w) ? gs->power_w : cap;
+      fixed += j ? cap : fmin(cap, 1.1 * draw);
     }
   }
   return fixed;
@@ -164,11 +168,13 @@ int ctl_plan(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset *js,
     double pmax = pflex_curve_p_max(aj[k].curve);
     j->alloc_w = res[k].power_w;
     j->pred_tput = res[k].tput;
-    /* A job given its whole uncapped draw keeps its GPUs' full range. */
-    j->cap_w = res[k].power_w >= 0.999 * pmax
-                   ? j->max_w
-                   : floor(pflex_curve_cap_for_power(aj[k].curve, res[k].power_w, j->gpus,
-                                                     j->min_w, j->max_w));
+    /* A job given its whole measured uncapped draw gets a cap a little above
+     * it (a cap above the natural draw changes nothing), so that a rise of its
+     * demand stays bounded; any other job gets the cap of its power. */
+    bool at_top = res[k].power_w >= 0.999 * pmax && j->p_max > 0;
+    j->cap_w = at_top ? fmin(j->max_w, ceil(1.03 * res[k].power_w / j->gpus))
+                      : floor(pflex_curve_cap_for_power(aj[k].curve, res[k].power_w, j->gpus,
+                                                        j->min_w, j->max_w));
     s.pred_tput += isfinite(res[k].tput) ? res[k].tput : 0;
   }
   s.jobs = n;

@@ -94,7 +94,7 @@ static void usage(FILE *out) {
           "                        event's start (repeatable)\n"
           "  --heal S              a killed/stalled agent or controller returns after S s\n"
           "                        (default: lease + 2 s)\n"
-          "  --churn S             mean job lifetime, s (0 = no churn; default 60)\n"
+          "  --churn S             mean job lifetime, s (0 = no churn; default 120)\n"
           "  --idle-frac F         share of nodes without a job (default 0.05)\n"
           "  --round-s S           controller round (default 1)\n"
           "  --lease-rounds N      controller lease in rounds (default 5)\n"
@@ -193,7 +193,7 @@ static int set_num(struct opts *o, const struct num_opt *k, const char *arg, con
 
 static int parse_args(int argc, char **argv, struct opts *o) {
   *o = (struct opts){.nodes = 20, .gpus_per_node = 8, .cut = 30, .duration = 30, .warmup = 12,
-                     .round_s = 1, .churn_s = 60, .idle_frac = 0.05, .tick_s = 0.2, .agent_hz = 2,
+                     .round_s = 1, .churn_s = 120, .idle_frac = 0.05, .tick_s = 0.2, .agent_hz = 2,
                      .heal_s = -1, .lease_rounds = 5, .seed = 1, .base_port = 20000};
   default_paths(o);
   int c, idx;
