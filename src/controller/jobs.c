@@ -179,38 +179,37 @@ static void refine_job(const struct ctl_job *j, double p_max, double t_max, doub
 
 /* The P_max and T_max to build a curve on: measured, else the most the GPUs
  * may draw and a throughput read back through the prior's shape at the
- * power seen (a job that started during an event was never seen uncapped). */
-static bool curve_bounds(const struct ctl_job *j, double pfi, double *ret_p, double *ret_t) {
+ * power seen (a job that started during an event was never seen uncapped).
+ * That estimate is made once and kept: the refinement then fits the curve
+ * through what the job's caps do, which a new estimate (and prior) every
+ * round would throw away. */
+static bool curve_bounds(struct ctl_job *j, double pfi, double *ret_p, double *ret_t) {
   double p = j->p_max > 0 ? j->p_max : j->gpus * j->max_w;
-  /* A job that reports no throughput (starting up, or not reporting) and
-   * draws well under its cap is held near what it draws: a job loading its
-   * weights needs no power it will not draw. Once it presses on its cap it
-   * gets its whole range. */
-  bool pressing = j->power_w >= 0.95 * j->gpus * j->limit_w;
-  if (!(j->t_max > 0) && !j->has_tput && !pressing)
-    p = fmin(p, 1.2 * j->power_w);
   p = fmax(p, 1.02 * j->gpus * j->min_w);
+  *ret_p = p;
   if (j->t_max > 0) {
-    *ret_p = p;
     *ret_t = j->t_max;
     return true;
   }
-  if (!j->has_tput) { /* no throughput reported: a relative curve (T_max 1) */
-    *ret_p = p;
-    *ret_t = 1.0;
+  if (j->t_est > 0) {
+    *ret_t = j->t_est;
     return true;
   }
+  /* Probing: a relative curve (T_max 1) until its throughput at the probe
+   * cap, held long enough to be read, gives the estimate. */
+  *ret_t = 1.0;
+  bool at_share = j->probe_cap_w > 0 && fabs(j->held_cap_w - j->probe_cap_w) <= 1.0;
+  if (!j->has_tput || j->held_rounds < SETTLE_ROUNDS || j->uncapped || !at_share)
+    return true;
   struct pflex_refine_job rj;
   refine_job(j, p, 1.0, pfi, &rj);
   struct pflex_curve *c;
   if (pflex_refine_predicted_curve(&rj, &c) < 0)
-    return false;
+    return true;
   double rel = pflex_curve_eval(c, j->power_w);
   pflex_curve_free(c);
-  if (!(rel > 0))
-    return false;
-  *ret_p = p;
-  *ret_t = j->tput / rel;
+  if (rel > 0)
+    *ret_t = j->t_est = j->tput / rel;
   return true;
 }
 
@@ -240,7 +239,7 @@ static int ensure_curve(struct ctl_job *j, double pfi) {
   j->refine = r;
   j->prior_p_max = p;
   j->prior_t_max = t;
-  j->relative = !(j->t_max > 0) && !j->has_tput;
+  j->relative = !(j->t_max > 0) && !(j->t_est > 0);
   j->observations = 0;
   return 0;
 }
@@ -276,8 +275,9 @@ size_t ctl_jobset_learn(struct ctl_jobset *js, const struct ctl_config *cfg) {
     if (!j->present || !j->complete || j->gpus == 0)
       continue;
     learn_uncapped(j);
-    (void)ensure_curve(j, cfg->prior_pfi); /* without a curve the job keeps its floor */
     obs += observe(j);
+    (void)ensure_curve(j, cfg->prior_pfi); /* without a curve the job keeps its floor */
+    j->probe = !(j->p_max > 0) && !(j->t_est > 0);
     j->cls = ctl_config_class_for(cfg, j->id);
   }
   return obs;

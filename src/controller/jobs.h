@@ -28,6 +28,11 @@ struct ctl_job {
   double last_seen;
   /* Learnt. */
   double p_max, t_max;      /* uncapped draw and throughput (0 = not yet measured) */
+  double t_est;             /* T_max estimated once for a job never seen uncapped */
+  bool probe;               /* never seen uncapped, no T_max estimate yet: it runs at the
+                               equal cut's share until its throughput there sets t_est */
+  double probe_cap_w;       /* the share's cap the plan last gave it (0: held lower while
+                               it loads) */
   int rounds_uncapped;
   double held_cap_w;        /* cap that has held since held_rounds rounds */
   int held_rounds;

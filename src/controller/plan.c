@@ -16,9 +16,17 @@ static double now_ms(void) {
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static bool allocatable(const struct ctl_job *j) {
-  return j->present && j->complete && j->gpus > 0 && ctl_job_curve(j) && j->max_w >= j->min_w;
+static bool placeable(const struct ctl_job *j) {
+  return j->present && j->complete && j->gpus > 0 && j->max_w >= j->min_w;
 }
+
+/* Allocated by the optimal strategy on its curve. */
+static bool allocatable(const struct ctl_job *j) {
+  return placeable(j) && !j->probe && ctl_job_curve(j);
+}
+
+/* Given the equal cut's share while its curve is unknown (jobs.h). */
+static bool probing(const struct ctl_job *j) { return placeable(j) && j->probe; }
 
 /* What GPUs outside the allocation hold, and the caps they get. */
 static double fix_gpus(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset *js,
@@ -34,7 +42,7 @@ static double fix_gpus(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset 
     for (size_t g = 0; g < nd->ngpus; g++) {
       const struct ctl_gpu_state *gs = &nd->gpu[g];
       struct ctl_job *j = gs->job[0] ? ctl_jobset_find(js, gs->job) : NULL;
-      if (j && allocatable(j))
+      if (j && (allocatable(j) || probing(j)))
         continue;
       double cap = !j && cfg->unassigned == CTL_UNASSIGNED_MIN ? gs->min_w
                    : !j                                       ? gs->default_w
@@ -125,7 +133,7 @@ static void spread(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset *js,
     double share = 0, floor_w = 0;
     for (size_t g = 0; g < nd->ngpus; g++) {
       struct ctl_job *j = nd->gpu[g].job[0] ? ctl_jobset_find(js, nd->gpu[g].job) : NULL;
-      bool mine = j && allocatable(j);
+      bool mine = j && (allocatable(j) || probing(j));
       if (mine)
         nd->cap_w[g] = j->cap_w;
       s->caps_w += nd->cap_w[g];
@@ -139,11 +147,44 @@ static void spread(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset *js,
   }
 }
 
+/* Jobs being probed get the equal cut's share of the budget left: the ratio
+ * of that budget to every placeable job's P_max (theirs: the most their GPUs
+ * may draw), less while one that reports nothing yet draws well under its
+ * cap (a job loading its weights needs no power it will not draw). Returns
+ * the power they take. */
+static double probe_shares(struct ctl_jobset *js, double left_w) {
+  double sum_pmax = 0, taken = 0;
+  for (size_t i = 0; i < js->n; i++) {
+    const struct ctl_job *j = &js->v[i];
+    if (allocatable(j))
+      sum_pmax += j->prior_p_max;
+    else if (probing(j))
+      sum_pmax += j->gpus * j->max_w;
+  }
+  double ratio = sum_pmax > 0 ? fmin(1.0, fmax(0.0, left_w / sum_pmax)) : 1.0;
+  for (size_t i = 0; i < js->n; i++) {
+    struct ctl_job *j = &js->v[i];
+    if (!probing(j))
+      continue;
+    double share = floor(fmin(fmax(ratio * j->max_w, j->min_w), j->max_w)), cap = share;
+    bool pressing = j->power_w >= 0.95 * j->gpus * j->limit_w;
+    if (!j->has_tput && !pressing)
+      cap = fmin(cap, 1.2 * j->power_w / j->gpus);
+    j->cap_w = floor(fmin(fmax(cap, j->min_w), j->max_w));
+    j->probe_cap_w = j->cap_w == share ? share : 0;
+    j->alloc_w = j->cap_w * j->gpus;
+    j->pred_tput = NAN;
+    taken += j->alloc_w;
+  }
+  return taken;
+}
+
 int ctl_plan(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset *js,
              const struct ctl_config *cfg, double budget_w, double target_w, double unseen_w,
              struct ctl_plan_summary *ret) {
   struct ctl_plan_summary s = {0};
   s.fixed_w = fix_gpus(nodes, nnodes, js, cfg, unseen_w);
+  s.fixed_w += probe_shares(js, budget_w - s.fixed_w);
   s.jobs_w = budget_w - s.fixed_w;
   size_t n = 0;
   for (size_t i = 0; i < js->n; i++)

@@ -26,7 +26,11 @@ struct ctl_plan_summary {
 };
 
 /* Decides caps for budget_w (the feedback's budget) under target_w (the
- * event's; fallbacks are scaled to it). Writes nodes[k].cap_w and
+ * event's; fallbacks are scaled to it). The caps sum to at most the budget,
+ * except that a job given its whole measured uncapped draw gets a cap 3%
+ * above it (rounded up): a cap above the natural draw changes nothing, and
+ * its rise stays bounded. The fallbacks count only what each node was
+ * allotted. Writes nodes[k].cap_w and
  * fallback_w, and every job's alloc_w, cap_w, pred_tput. -ENOMEM. */
 int ctl_plan(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset *js,
              const struct ctl_config *cfg, double budget_w, double target_w, double unseen_w,
