@@ -49,7 +49,7 @@ static const struct key KEYS[] = {
     {"gain_up", DBL(gain_up, 0, 1), "0.14", "feedback gain while under target"},
     {"gain_down", DBL(gain_down, 0, 1), "0.5", "feedback gain while over target"},
     {"margin_pct", DBL(margin_pct, 0, 10), "0.5", "feedback setpoint below target, %"},
-    {"max_over_pct", DBL(max_over_pct, 0, 10), "2",
+    {"max_over_pct", DBL(max_over_pct, 0, 10), "1",
      "caps sum at most target + this % (0.5 or less: no demand change can make a sample "
      "non-compliant, at the cost of the slack)"},
     {"baseline_rounds", DBL(baseline_rounds, 1, 600), "3",

@@ -7,7 +7,7 @@ void ctl_feedback_opts_default(struct ctl_feedback_opts *opts) {
   opts->gain_up = 0.14;
   opts->gain_down = 0.5;
   opts->margin = 0.005;
-  opts->max_over = 0.02;
+  opts->max_over = 0.01;
   opts->max_under = 0.3;
 }
 

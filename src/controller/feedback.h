@@ -16,9 +16,11 @@
  * max_over at or below the 1% compliance band minus the margin no change of
  * demand can make a non-compliant sample, but the slack stays unused: a
  * binding limiter holds a GPU about 1.3% under its cap (the twin), and GPUs
- * without a job sit under theirs. The default (2%) reclaims that; a sudden
- * rise of demand can then exceed the band until the down gain corrects it
- * (a round or two). No growth while the allocation is saturated at the top
+ * without a job sit under theirs. The default (1%) reclaims most of that
+ * while caps frozen by a dead controller (held for the lease) still keep the
+ * draw, which sits about 1% under the caps, inside the band; a sudden rise of
+ * demand can exceed it only by what the caps allow until the down gain
+ * corrects it (a round or two). No growth while the allocation is saturated at the top
  * (every job already at its P_max), no fall while it is at the bottom (every
  * job at its least power: the target is below what the floors allow): that
  * is the anti-windup. An integrator acting on a
@@ -44,7 +46,7 @@ struct ctl_feedback_opts {
   double gain_up;   /* per round, when measured <= target (default 0.14) */
   double gain_down; /* per round, when measured > target (default 0.5) */
   double margin;    /* setpoint below target, fraction (default 0.005) */
-  double max_over;  /* offset at most this fraction of target (default 0.02) */
+  double max_over;  /* offset at most this fraction of target (default 0.01) */
   double max_under; /* offset at least minus this fraction of target (default 0.3) */
 };
 

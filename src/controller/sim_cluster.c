@@ -36,6 +36,7 @@ static const char *const FAULT_NAMES[] = {"agent-kill", "agent-stall", "controll
 struct fault {
   enum fault_kind kind;
   double at_s;      /* after the event's start */
+  double heal_s;    /* back after this long; < 0: --heal */
   bool fired, healed;
   double fired_t, healed_t;
   size_t node;
@@ -90,8 +91,8 @@ static void usage(FILE *out) {
           "  --ramp S              event ramp_s (default 0)\n"
           "  --warmup S            uncapped seconds before the event (default 12)\n"
           "  --seed X              jobs, churn and noise (default 1)\n"
-          "  --fault KIND:T        agent-kill, agent-stall or controller-kill, T s after the\n"
-          "                        event's start (repeatable)\n"
+          "  --fault KIND:T[:H]    agent-kill, agent-stall or controller-kill, T s after the\n"
+          "                        event's start, back H s later (default --heal; repeatable)\n"
           "  --heal S              a killed/stalled agent or controller returns after S s\n"
           "                        (default: lease + 2 s)\n"
           "  --churn S             mean job lifetime, s (0 = no churn; default 120)\n"
@@ -116,10 +117,17 @@ static int parse_fault(const char *arg, struct opts *o) {
     if (strncmp(arg, FAULT_NAMES[k], (size_t)(colon - arg)) == 0 &&
         strlen(FAULT_NAMES[k]) == (size_t)(colon - arg)) {
       char *end;
-      double t = strtod(colon + 1, &end);
+      double t = strtod(colon + 1, &end), heal = -1;
+      if (*end == ':') {
+        const char *h = end + 1;
+        heal = strtod(h, &end);
+        if (end == h || !(heal >= 0))
+          return -EINVAL;
+      }
       if (*end || !(t >= 0))
         return -EINVAL;
-      o->faults[o->nfaults++] = (struct fault){.kind = (enum fault_kind)k, .at_s = t};
+      o->faults[o->nfaults++] =
+          (struct fault){.kind = (enum fault_kind)k, .at_s = t, .heal_s = heal};
       return 0;
     }
   return -EINVAL;
@@ -208,8 +216,9 @@ static int parse_args(int argc, char **argv, struct opts *o) {
         return 2;
     } else if (c == O_FAULT) {
       if (parse_fault(optarg, o) < 0) {
-        fprintf(stderr, "error: --fault: '%s' is not KIND:T (agent-kill, agent-stall, "
-                        "controller-kill; T >= 0 s), or more than %d faults\n", optarg, MAX_FAULTS);
+        fprintf(stderr, "error: --fault: '%s' is not KIND:T[:H] (agent-kill, agent-stall, "
+                        "controller-kill; T, H >= 0 s), or more than %d faults\n", optarg,
+                MAX_FAULTS);
         return 2;
       }
     } else if (c == O_PFLEXD || c == O_FAKE || c == O_DIR) {
@@ -494,7 +503,7 @@ static void fault_step(struct sim *s, struct run_state *rs, double t) {
     struct fault *f = &s->o.faults[k];
     if (!f->fired && rs->event_id > 0 && t >= rs->t_event + f->at_s)
       fire_fault(s, f, t);
-    else if (f->fired && !f->healed && t >= f->fired_t + s->o.heal_s)
+    else if (f->fired && !f->healed && t >= f->fired_t + (f->heal_s >= 0 ? f->heal_s : s->o.heal_s))
       heal_fault(s, f, t);
   }
 }
