@@ -31,6 +31,8 @@ static int cmp_job(const void *a, const void *b) {
 }
 
 struct ctl_job *ctl_jobset_find(struct ctl_jobset *js, const char *id) {
+  if (!js->n)
+    return NULL;
   struct ctl_job key;
   snprintf(key.id, sizeof key.id, "%s", id);
   return bsearch(&key, js->v, js->n, sizeof *js->v, cmp_job);
@@ -40,7 +42,7 @@ struct ctl_job *ctl_jobset_find(struct ctl_jobset *js, const char *id) {
 static struct ctl_job *find_or_add(struct ctl_jobset *js, size_t sorted_n, const char *id) {
   struct ctl_job key;
   snprintf(key.id, sizeof key.id, "%s", id);
-  struct ctl_job *j = bsearch(&key, js->v, sorted_n, sizeof *js->v, cmp_job);
+  struct ctl_job *j = sorted_n ? bsearch(&key, js->v, sorted_n, sizeof *js->v, cmp_job) : NULL;
   if (j)
     return j;
   for (size_t i = sorted_n; i < js->n; i++)
@@ -149,7 +151,8 @@ int ctl_jobset_gather(struct ctl_jobset *js, const struct ctl_node *nodes, size_
     if (js->v[i].present)
       js->v[i].last_seen = now;
   forget(js, now, forget_s);
-  qsort(js->v, js->n, sizeof *js->v, cmp_job);
+  if (js->n)
+    qsort(js->v, js->n, sizeof *js->v, cmp_job);
   return 0;
 }
 

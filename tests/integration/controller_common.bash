@@ -5,7 +5,7 @@ set -euo pipefail
 
 : "${PFLEX_BINARY_DIR:?}"
 CTL="$PFLEX_BINARY_DIR/pflex-controller"
-FAKE_LIB="$PFLEX_BINARY_DIR/tests/fake-nvml/libnvidia-ml.so.1"
+FAKE_LIB="${FAKE_NVML_LIB:-$PFLEX_BINARY_DIR/tests/fake-nvml/libnvidia-ml.so.1}"
 PFLEXD="${PFLEXD:-$PFLEX_BINARY_DIR/pflexd}"
 [ -x "$CTL" ] || { echo "missing $CTL"; exit 1; }
 [ -f "$FAKE_LIB" ] || { echo "missing $FAKE_LIB (build the fake-nvml target)"; exit 1; }
@@ -16,6 +16,7 @@ fi
 
 T=$(mktemp -d)
 PIDS=()
+[ -z "${KEEP_T:-}" ] || echo "workdir: $T"
 # Every process a test starts is killed on the way out, whatever happens.
 cleanup() {
   local p
