@@ -59,6 +59,11 @@ static double fix_gpus(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset 
   return fixed;
 }
 
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
 /* Tokens per watt of the median job with a measured throughput (for jobs
  * whose throughput is unknown under the tokens objective). */
 static double median_tokens_per_w(const struct ctl_jobset *js) {
@@ -69,12 +74,7 @@ static double median_tokens_per_w(const struct ctl_jobset *js) {
       v[n++] = js->v[i].prior_t_max / js->v[i].prior_p_max;
   double m = 1.0;
   if (n) {
-    for (size_t i = 1; i < n; i++) /* insertion sort: n is the job count, once per round */
-      for (size_t k = i; k > 0 && v[k] < v[k - 1]; k--) {
-        double t = v[k];
-        v[k] = v[k - 1];
-        v[k - 1] = t;
-      }
+    qsort(v, n, sizeof *v, cmp_double);
     m = v[n / 2];
   }
   free(v);
