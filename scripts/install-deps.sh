@@ -8,10 +8,12 @@ packages=(
   build-essential cmake pkg-config
   libgsl-dev libsqlite3-dev sqlite3 libcsv-dev libjansson-dev
   libmicrohttpd-dev libcurl4-openssl-dev
+  libinih-dev     # pflex-controller's configuration
   libplplot-dev plplot-driver-cairo
   libcmocka-dev valgrind
   # used by the integration tests only: JSON checks, the restore-lock test
   jq python3 util-linux
+  curl            # controller_api.sh talks to the controller and the agents
 )
 
 missing=()

@@ -84,6 +84,9 @@ static int parse_gpu(const json_t *o, size_t i, struct ctl_gpu_state *g, char *e
     return bad(err, errlen, "gpus", i, "uuid");
   if (!str_or_null(o, "job", g->job, sizeof g->job))
     return bad(err, errlen, "gpus", i, "job");
+  if (json_object_get(o, "lease_state") && /* optional: not in issue 9's list */
+      !str_or_null(o, "lease_state", g->lease_state, sizeof g->lease_state))
+    return bad(err, errlen, "gpus", i, "lease_state");
   return 0;
 }
 

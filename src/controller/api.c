@@ -164,9 +164,13 @@ static enum MHD_Result dispatch(struct ctl_api *api, struct MHD_Connection *conn
                                 const char *arg, struct request *rq) {
   struct ctl_controller *c = api->c;
   switch (ROUTES[r].id) {
-  case R_HEALTH:
+  case R_HEALTH: {
+    pthread_mutex_lock(&c->lock);
+    json_int_t rounds = (json_int_t)c->rounds_done;
+    pthread_mutex_unlock(&c->lock);
     return send_json(conn, 200, json_pack("{s:s, s:I, s:I}", "status", "ok", "nodes",
-                                          (json_int_t)c->nnodes, "round", (json_int_t)c->rounds));
+                                          (json_int_t)c->nnodes, "round", rounds));
+  }
   case R_STATUS:
     return send_text(conn, 200, copy_snapshot(c, false), "application/json");
   case R_METRICS:

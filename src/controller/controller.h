@@ -48,6 +48,7 @@ struct ctl_controller {
   size_t nevents;
   char *status_json;  /* last round's snapshot (GET /v1/status) */
   char *metrics_text; /* (GET /metrics) */
+  int64_t rounds_done; /* rounds, as the API may read them (under lock) */
 
   /* The round's state. */
   int64_t rounds;

@@ -45,9 +45,24 @@ static int read_agents(struct ctl_controller *c, double now) {
       else
         snprintf(why, sizeof why, "GET %s: %s", bad->path, bad->error);
     }
-    bool was = c->nodes[i].reachable || !c->nodes[i].seen;
+    bool was = c->nodes[i].reachable || !c->nodes[i].seen, first = !c->nodes[i].seen;
     ctl_node_update(&c->nodes[i], ok ? g->response : NULL, g->len, ok ? j->response : NULL,
                     j->len, why, now);
+    if (first && c->nodes[i].seen && !c->in_event) {
+      /* First answer: caps of a controller before us are where a lease holds
+       * or has fallen back; a limit set without a lease (an operator's, a
+       * job's) is not ours to lift. An agent that does not say (no
+       * lease_state) is lifted wherever a limit is off its default. */
+      struct ctl_node *nd = &c->nodes[i];
+      nd->restore_pending = false;
+      for (size_t k = 0; k < nd->ngpus; k++) {
+        const struct ctl_gpu_state *gs = &nd->gpu[k];
+        bool leased = strcmp(gs->lease_state, "held") == 0 ||
+                      strcmp(gs->lease_state, "fallback") == 0 || gs->lease_s_left >= 0;
+        bool unknown = !gs->lease_state[0] && fabs(gs->limit_w - gs->default_w) > 0.5;
+        nd->restore_pending |= leased || unknown;
+      }
+    }
     if (!c->nodes[i].reachable) {
       c->agent_errors++;
       if (was)

@@ -174,6 +174,7 @@ void ctl_controller_snapshot(struct ctl_controller *c, double now, double measur
   for (size_t i = 0; i < c->nnodes; i++)
     unreachable += !c->nodes[i].reachable;
   pthread_mutex_lock(&c->lock);
+  c->rounds_done = c->rounds;
   char *mt = metrics_text(c, measured_w, target_w, has_target, unreachable, c->nevents);
   if (js) {
     free(c->status_json);

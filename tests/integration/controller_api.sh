@@ -123,6 +123,19 @@ grep -q '<svg' "$T/event.svg" || fail "report: no SVG"
 out=$("$CTL" report 999 --state-db "$T/ctl.db" 2>&1 || true)
 echo "$out" | grep -q "error: no event 999" || fail "report of an unknown event: $out"
 
+# killed mid-event and back only after the event is over: the agents sit at
+# their fallbacks, and the restarted controller lifts them
+start_controller
+id2=$(curl -sf -X POST "$C/v1/events" -H "$AUTH" \
+  -d '{"target_w":1600,"start":"now","duration_s":3}' | jq -e '.id')
+wait_until 5 capped || fail "second event: not capped"
+kill -KILL "$CTLPID"
+wait_until 6 fellback || fail "second event: no fallback"
+sleep 3 # the event is over now
+start_controller
+wait_until 5 lifted || fail "a controller back after the event did not lift the fallbacks"
+kill -TERM "$CTLPID"; wait "$CTLPID" 2>/dev/null || true
+
 # bad configuration: exit 2, the key or line named
 printf '[controller]\nround_s = fast\n' > "$T/bad.conf"
 set +e
