@@ -43,14 +43,13 @@ static void physics(struct ctl_node *nodes, size_t n, const struct sim_kind **ki
     double low = INFINITY;
     for (size_t g = 0; g < GPUS; g++) {
       struct ctl_gpu_state *s = &nd->gpu[g];
-      if (nd->cap_w[g] > 0)
-        s->limit_w = s->enforced_w = nd->cap_w[g];
+      if (nd->cap_w[g] > 0) s->limit_w = s->enforced_w = nd->cap_w[g];
       s->power_w = fmin(sim_kind_power(kind[k], s->limit_w) * (1 + gsl_ran_gaussian(rng, 0.005)),
                         s->limit_w);
       low = fmin(low, s->limit_w);
     }
-    nd->jobs[0].tput = sim_kind_tput(kind[k], low) * GPUS / kind[k]->gpus *
-                       (1 + gsl_ran_gaussian(rng, 0.005));
+    nd->jobs[0].tput =
+        sim_kind_tput(kind[k], low) * GPUS / kind[k]->gpus * (1 + gsl_ran_gaussian(rng, 0.005));
     nd->jobs[0].tput_time = t;
   }
 }
@@ -91,8 +90,7 @@ static void run(size_t n, const struct sim_truth *truth) {
     double t1 = now_ms();
     ctl_jobset_learn(&js, &cfg);
     double t2 = now_ms();
-    if (r < 5)
-      continue; /* uncapped: P_max and T_max learnt */
+    if (r < 5) continue; /* uncapped: P_max and T_max learnt */
     struct ctl_plan_summary s;
     double target = 0.7 * uncapped;
     ctl_plan(nodes, n, &js, &cfg, target, target, 5600, &s);
@@ -131,8 +129,7 @@ int main(int argc, char **argv) {
       sizes[ns++] = strtoul(argv[i], NULL, 10);
   }
   for (size_t i = 0; i < ns; i++)
-    if (sizes[i] > 0)
-      run(sizes[i], &truth);
+    if (sizes[i] > 0) run(sizes[i], &truth);
   sim_truth_release(&truth);
   return 0;
 }

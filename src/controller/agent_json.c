@@ -20,8 +20,7 @@ static bool num_or_null(const json_t *o, const char *key, double fallback, doubl
     *ret = fallback;
     return true;
   }
-  if (!json_is_number(v) || !isfinite(json_number_value(v)))
-    return false;
+  if (!json_is_number(v) || !isfinite(json_number_value(v))) return false;
   *ret = json_number_value(v);
   return true;
 }
@@ -32,14 +31,12 @@ static bool str_or_null(const json_t *o, const char *key, char *buf, size_t size
     buf[0] = '\0';
     return true;
   }
-  if (!json_is_string(v) || strlen(json_string_value(v)) >= size)
-    return false;
+  if (!json_is_string(v) || strlen(json_string_value(v)) >= size) return false;
   snprintf(buf, size, "%s", json_string_value(v));
   return true;
 }
 
-static json_t *load_array(const char *body, size_t len, const char *key, char *err,
-                          size_t errlen) {
+static json_t *load_array(const char *body, size_t len, const char *key, char *err, size_t errlen) {
   json_error_t je;
   json_t *root = json_loadb(body, len, 0, &je);
   if (!root) {
@@ -57,8 +54,7 @@ static json_t *load_array(const char *body, size_t len, const char *key, char *e
   return a;
 }
 
-static int parse_gpu(const json_t *o, size_t i, struct ctl_gpu_state *g, char *err,
-                     size_t errlen) {
+static int parse_gpu(const json_t *o, size_t i, struct ctl_gpu_state *g, char *err, size_t errlen) {
   const json_t *idx = json_object_get(o, "index");
   if (!json_is_integer(idx) || json_integer_value(idx) < 0 || json_integer_value(idx) > 1023)
     return bad(err, errlen, "gpus", i, "index");
@@ -80,10 +76,8 @@ static int parse_gpu(const json_t *o, size_t i, struct ctl_gpu_state *g, char *e
   for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++)
     if (!num_or_null(o, nums[k].key, nums[k].fallback, (double *)((char *)g + nums[k].off)))
       return bad(err, errlen, "gpus", i, nums[k].key);
-  if (!str_or_null(o, "uuid", g->uuid, sizeof g->uuid))
-    return bad(err, errlen, "gpus", i, "uuid");
-  if (!str_or_null(o, "job", g->job, sizeof g->job))
-    return bad(err, errlen, "gpus", i, "job");
+  if (!str_or_null(o, "uuid", g->uuid, sizeof g->uuid)) return bad(err, errlen, "gpus", i, "uuid");
+  if (!str_or_null(o, "job", g->job, sizeof g->job)) return bad(err, errlen, "gpus", i, "job");
   if (json_object_get(o, "lease_state") && /* optional: not in issue 9's list */
       !str_or_null(o, "lease_state", g->lease_state, sizeof g->lease_state))
     return bad(err, errlen, "gpus", i, "lease_state");
@@ -93,8 +87,7 @@ static int parse_gpu(const json_t *o, size_t i, struct ctl_gpu_state *g, char *e
 int ctl_parse_gpus(const char *body, size_t len, struct ctl_gpu_state *gpus, size_t max,
                    size_t *ret_n, char *err, size_t errlen) {
   json_t *a = load_array(body, len, "gpus", err, errlen);
-  if (!a)
-    return -EINVAL;
+  if (!a) return -EINVAL;
   size_t n = json_array_size(a);
   int rc = 0;
   if (n > max) {
@@ -106,16 +99,14 @@ int ctl_parse_gpus(const char *body, size_t len, struct ctl_gpu_state *gpus, siz
     rc = parse_gpu(json_array_get(a, i), i, &gpus[i], err, errlen);
   }
   json_decref(a);
-  if (rc == 0)
-    *ret_n = n;
+  if (rc == 0) *ret_n = n;
   return rc;
 }
 
 int ctl_parse_jobs(const char *body, size_t len, struct ctl_job_tput *jobs, size_t max,
                    size_t *ret_n, char *err, size_t errlen) {
   json_t *a = load_array(body, len, "jobs", err, errlen);
-  if (!a)
-    return -EINVAL;
+  if (!a) return -EINVAL;
   size_t n = json_array_size(a);
   int rc = 0;
   if (n > max) {
@@ -145,8 +136,7 @@ int ctl_parse_jobs(const char *body, size_t len, struct ctl_job_tput *jobs, size
     }
   }
   json_decref(a);
-  if (rc == 0)
-    *ret_n = n;
+  if (rc == 0) *ret_n = n;
   return rc;
 }
 
@@ -154,13 +144,12 @@ char *ctl_caps_body(const unsigned *index, const double *watts, size_t n, double
                     double fallback_w) {
   json_t *caps = json_array();
   for (size_t i = 0; caps && i < n; i++)
-    json_array_append_new(caps, json_pack("{s:I, s:f}", "gpu", (json_int_t)index[i], "watts",
-                                          floor(watts[i])));
-  json_t *fb = fallback_w > 0 ? json_pack("{s:f}", "watts", floor(fallback_w))
-                              : json_string("default");
+    json_array_append_new(
+        caps, json_pack("{s:I, s:f}", "gpu", (json_int_t)index[i], "watts", floor(watts[i])));
+  json_t *fb =
+      fallback_w > 0 ? json_pack("{s:f}", "watts", floor(fallback_w)) : json_string("default");
   json_t *o = json_pack("{s:o, s:f, s:o}", "caps", caps, "lease_s", lease_s, "fallback", fb);
-  if (!o)
-    return NULL;
+  if (!o) return NULL;
   char *s = json_dumps(o, JSON_COMPACT);
   json_decref(o);
   return s;

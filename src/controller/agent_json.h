@@ -14,7 +14,7 @@ struct ctl_gpu_state {
   unsigned index;
   char uuid[96];
   double power_w, limit_w, enforced_w, default_w, min_w, max_w, energy_j;
-  double lease_s_left; /* < 0: no lease */
+  double lease_s_left;      /* < 0: no lease */
   char job[CTL_JOB_ID_MAX]; /* "" = no job */
   char lease_state[16];     /* pflexd's "held", "fallback", "none", ...; "" = not given */
 };

@@ -40,26 +40,22 @@ static enum MHD_Result send_text(struct MHD_Connection *conn, unsigned status, c
 static enum MHD_Result send_json(struct MHD_Connection *conn, unsigned status, json_t *o) {
   char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
   json_decref(o);
-  if (!s)
-    return MHD_NO;
+  if (!s) return MHD_NO;
   return send_text(conn, status, s, "application/json");
 }
 
-static enum MHD_Result send_error(struct ctl_api *api, struct MHD_Connection *conn,
-                                  unsigned status, const char *field, const char *msg) {
+static enum MHD_Result send_error(struct ctl_api *api, struct MHD_Connection *conn, unsigned status,
+                                  const char *field, const char *msg) {
   __atomic_add_fetch(&api->c->api_errors, 1, __ATOMIC_RELAXED);
   json_t *o = json_pack("{s:s}", "error", msg);
-  if (o && field)
-    json_object_set_new(o, "field", json_string(field));
+  if (o && field) json_object_set_new(o, "field", json_string(field));
   return send_json(conn, status, o);
 }
 
 static bool authorized(struct ctl_api *api, struct MHD_Connection *conn) {
-  if (!api->c->has_api_token)
-    return false;
+  if (!api->c->has_api_token) return false;
   const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
-  if (!h || strncmp(h, "Bearer ", 7) != 0)
-    return false;
+  if (!h || strncmp(h, "Bearer ", 7) != 0) return false;
   return ctl_secret_equal(h + 7, api->c->api_token);
 }
 
@@ -78,8 +74,7 @@ static enum MHD_Result get_events(struct ctl_api *api, struct MHD_Connection *co
   pthread_mutex_lock(&api->c->lock);
   int rc = ctl_store_events(api->c->store, true, now, &v, &n);
   pthread_mutex_unlock(&api->c->lock);
-  if (rc < 0)
-    return send_error(api, conn, 500, NULL, "cannot read the events");
+  if (rc < 0) return send_error(api, conn, 500, NULL, "cannot read the events");
   json_t *a = json_array();
   for (size_t i = 0; i < n; i++)
     json_array_append_new(a, ctl_event_to_json(&v[i], now));
@@ -101,8 +96,7 @@ static enum MHD_Result post_event(struct ctl_api *api, struct MHD_Connection *co
   double now = ctl_epoch_now();
   int rc = ctl_event_from_json(body, now, &e, &fe);
   json_decref(body);
-  if (rc < 0)
-    return send_error(api, conn, (unsigned)fe.status, fe.field, fe.message);
+  if (rc < 0) return send_error(api, conn, (unsigned)fe.status, fe.field, fe.message);
   if (ctl_controller_add_event(api->c, &e) < 0)
     return send_error(api, conn, 500, NULL, "cannot store the event");
   ctl_log("note", "event %lld added over the API", (long long)e.id);
@@ -119,12 +113,9 @@ static enum MHD_Result delete_event(struct ctl_api *api, struct MHD_Connection *
   struct ctl_event e;
   double now = ctl_epoch_now();
   int rc = ctl_controller_end_event(api->c, id, now, &e);
-  if (rc == -ENOENT)
-    return send_error(api, conn, 404, "id", "no such event");
-  if (rc == -EALREADY)
-    return send_error(api, conn, 409, "id", "the event is already over");
-  if (rc < 0)
-    return send_error(api, conn, 500, NULL, "cannot store the event");
+  if (rc == -ENOENT) return send_error(api, conn, 404, "id", "no such event");
+  if (rc == -EALREADY) return send_error(api, conn, 409, "id", "the event is already over");
+  if (rc < 0) return send_error(api, conn, 500, NULL, "cannot store the event");
   ctl_log("note", "event %lld ended over the API", id);
   return send_json(conn, 200, ctl_event_to_json(&e, now));
 }
@@ -136,9 +127,9 @@ static const struct {
   bool write;
   enum route_id id;
 } ROUTES[] = {
-    {"GET", "/v1/health", false, R_HEALTH},       {"GET", "/v1/status", false, R_STATUS},
-    {"GET", "/metrics", false, R_METRICS},        {"GET", "/v1/events", false, R_EVENTS_GET},
-    {"POST", "/v1/events", true, R_EVENTS_POST},  {"DELETE", "/v1/events/", true, R_EVENT_DELETE},
+    {"GET", "/v1/health", false, R_HEALTH},      {"GET", "/v1/status", false, R_STATUS},
+    {"GET", "/metrics", false, R_METRICS},       {"GET", "/v1/events", false, R_EVENTS_GET},
+    {"POST", "/v1/events", true, R_EVENTS_POST}, {"DELETE", "/v1/events/", true, R_EVENT_DELETE},
 };
 #define NROUTES (sizeof ROUTES / sizeof ROUTES[0])
 
@@ -147,10 +138,9 @@ static int match(const char *method, const char *url, const char **ret_arg, bool
   for (size_t i = 0; i < NROUTES; i++) {
     size_t n = strlen(ROUTES[i].path);
     bool prefix = ROUTES[i].path[n - 1] == '/';
-    bool hit = prefix ? strncmp(url, ROUTES[i].path, n) == 0 && url[n]
-                      : strcmp(url, ROUTES[i].path) == 0;
-    if (!hit)
-      continue;
+    bool hit =
+        prefix ? strncmp(url, ROUTES[i].path, n) == 0 && url[n] : strcmp(url, ROUTES[i].path) == 0;
+    if (!hit) continue;
     *ret_path_ok = true;
     if (strcmp(method, ROUTES[i].method) == 0) {
       *ret_arg = prefix ? url + n : "";
@@ -168,19 +158,15 @@ static enum MHD_Result dispatch(struct ctl_api *api, struct MHD_Connection *conn
     pthread_mutex_lock(&c->lock);
     json_int_t rounds = (json_int_t)c->rounds_done;
     pthread_mutex_unlock(&c->lock);
-    return send_json(conn, 200, json_pack("{s:s, s:I, s:I}", "status", "ok", "nodes",
-                                          (json_int_t)c->nnodes, "round", rounds));
+    return send_json(conn, 200,
+                     json_pack("{s:s, s:I, s:I}", "status", "ok", "nodes", (json_int_t)c->nnodes,
+                               "round", rounds));
   }
-  case R_STATUS:
-    return send_text(conn, 200, copy_snapshot(c, false), "application/json");
-  case R_METRICS:
-    return send_text(conn, 200, copy_snapshot(c, true), "text/plain; version=0.0.4");
-  case R_EVENTS_GET:
-    return get_events(api, conn);
-  case R_EVENTS_POST:
-    return post_event(api, conn, rq);
-  case R_EVENT_DELETE:
-    return delete_event(api, conn, arg);
+  case R_STATUS: return send_text(conn, 200, copy_snapshot(c, false), "application/json");
+  case R_METRICS: return send_text(conn, 200, copy_snapshot(c, true), "text/plain; version=0.0.4");
+  case R_EVENTS_GET: return get_events(api, conn);
+  case R_EVENTS_POST: return post_event(api, conn, rq);
+  case R_EVENT_DELETE: return delete_event(api, conn, arg);
   }
   return MHD_NO;
 }
@@ -192,8 +178,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
   struct request *rq = *state;
   if (!rq) {
     rq = calloc(1, sizeof *rq);
-    if (!rq)
-      return MHD_NO;
+    if (!rq) return MHD_NO;
     *state = rq;
     return MHD_YES;
   }
@@ -202,8 +187,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
       rq->too_large = true;
     } else {
       char *p = realloc(rq->body, rq->len + *size + 1);
-      if (!p)
-        return MHD_NO;
+      if (!p) return MHD_NO;
       rq->body = p;
       memcpy(rq->body + rq->len, data, *size);
       rq->len += *size;
@@ -213,8 +197,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return MHD_YES;
   }
   __atomic_add_fetch(&api->c->api_requests, 1, __ATOMIC_RELAXED);
-  if (rq->too_large)
-    return send_error(api, conn, 413, "", "request body over 64 KiB");
+  if (rq->too_large) return send_error(api, conn, 413, "", "request body over 64 KiB");
   const char *arg;
   bool path_ok;
   int r = match(method, url, &arg, &path_ok);
@@ -261,17 +244,14 @@ static int parse_listen(const char *s, struct sockaddr_in *sa, char *err, size_t
 int ctl_api_start(struct ctl_controller *c, struct ctl_api **ret, char *err, size_t errlen) {
   struct sockaddr_in sa;
   int rc = parse_listen(c->cfg.listen, &sa, err, errlen);
-  if (rc < 0)
-    return rc;
+  if (rc < 0) return rc;
   struct ctl_api *api = calloc(1, sizeof *api);
-  if (!api)
-    return -ENOMEM;
+  if (!api) return -ENOMEM;
   api->c = c;
   api->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL,
                             on_request, api, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-                            MHD_OPTION_NOTIFY_COMPLETED, on_done, api,
-                            MHD_OPTION_CONNECTION_LIMIT, 256u, MHD_OPTION_CONNECTION_TIMEOUT,
-                            10u, MHD_OPTION_END);
+                            MHD_OPTION_NOTIFY_COMPLETED, on_done, api, MHD_OPTION_CONNECTION_LIMIT,
+                            256u, MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
   if (!api->d) {
     free(api);
     snprintf(err, errlen, "cannot listen on '%s' (in use, or not an address of this host)",
@@ -283,8 +263,7 @@ int ctl_api_start(struct ctl_controller *c, struct ctl_api **ret, char *err, siz
 }
 
 void ctl_api_stop(struct ctl_api *api) {
-  if (!api)
-    return;
+  if (!api) return;
   MHD_stop_daemon(api->d);
   free(api);
 }

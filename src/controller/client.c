@@ -38,8 +38,7 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *user) {
     while (nc < k->len + add + 1)
       nc *= 2;
     char *p = realloc(k->buf, nc);
-    if (!p)
-      return 0;
+    if (!p) return 0;
     k->buf = p;
     k->cap = nc;
   }
@@ -51,8 +50,7 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *user) {
 
 int ctl_client_new(const char *const *urls, size_t n, const char *token, struct ctl_client **ret) {
   struct ctl_client *c = calloc(1, sizeof *c);
-  if (!c)
-    return -ENOMEM;
+  if (!c) return -ENOMEM;
   c->multi = curl_multi_init();
   c->conns = calloc(n ? n : 1, sizeof *c->conns);
   c->n = n;
@@ -60,19 +58,16 @@ int ctl_client_new(const char *const *urls, size_t n, const char *token, struct 
     ctl_client_free(c);
     return -ENOMEM;
   }
-  if (token)
-    snprintf(c->auth, sizeof c->auth, "Authorization: Bearer %s", token);
+  if (token) snprintf(c->auth, sizeof c->auth, "Authorization: Bearer %s", token);
   curl_multi_setopt(c->multi, CURLMOPT_MAXCONNECTS, (long)n + 16);
   for (size_t i = 0; i < n; i++) {
     struct conn *k = &c->conns[i];
     snprintf(k->url, sizeof k->url, "%s", urls[i]);
     size_t l = strlen(k->url);
-    if (l && k->url[l - 1] == '/')
-      k->url[l - 1] = '\0';
+    if (l && k->url[l - 1] == '/') k->url[l - 1] = '\0';
     k->easy = curl_easy_init();
     k->headers = curl_slist_append(NULL, "Content-Type: application/json");
-    if (token)
-      k->headers = curl_slist_append(k->headers, c->auth);
+    if (token) k->headers = curl_slist_append(k->headers, c->auth);
     k->headers = curl_slist_append(k->headers, "Expect:");
     if (!k->easy || !k->headers) {
       ctl_client_free(c);
@@ -84,17 +79,14 @@ int ctl_client_new(const char *const *urls, size_t n, const char *token, struct 
 }
 
 void ctl_client_free(struct ctl_client *c) {
-  if (!c)
-    return;
+  if (!c) return;
   for (size_t i = 0; c->conns && i < c->n; i++) {
-    if (c->conns[i].easy)
-      curl_easy_cleanup(c->conns[i].easy);
+    if (c->conns[i].easy) curl_easy_cleanup(c->conns[i].easy);
     curl_slist_free_all(c->conns[i].headers);
     free(c->conns[i].buf);
   }
   free(c->conns);
-  if (c->multi)
-    curl_multi_cleanup(c->multi);
+  if (c->multi) curl_multi_cleanup(c->multi);
   free(c);
 }
 
@@ -104,8 +96,7 @@ static void setup(struct conn *k, const struct ctl_request *r, double timeout_s)
   CURL *e = k->easy;
   k->len = 0;
   k->overflow = false;
-  if (k->buf)
-    k->buf[0] = '\0';
+  if (k->buf) k->buf[0] = '\0';
   curl_easy_setopt(e, CURLOPT_URL, url);
   curl_easy_setopt(e, CURLOPT_PRIVATE, (char *)k);
   curl_easy_setopt(e, CURLOPT_HTTPHEADER, k->headers);
@@ -154,23 +145,18 @@ int ctl_client_run(struct ctl_client *c, struct ctl_request *reqs, double timeou
     reqs[i].response = (char *)"";
     reqs[i].len = 0;
     reqs[i].error[0] = '\0';
-    if (!reqs[i].method)
-      continue;
+    if (!reqs[i].method) continue;
     setup(&c->conns[i], &reqs[i], timeout_s);
-    if (curl_multi_add_handle(c->multi, c->conns[i].easy) != CURLM_OK)
-      return -EIO;
+    if (curl_multi_add_handle(c->multi, c->conns[i].easy) != CURLM_OK) return -EIO;
   }
   int running = 1;
   while (running) {
-    if (curl_multi_perform(c->multi, &running) != CURLM_OK)
-      return -EIO;
-    if (running && curl_multi_poll(c->multi, NULL, 0, 100, NULL) != CURLM_OK)
-      return -EIO;
+    if (curl_multi_perform(c->multi, &running) != CURLM_OK) return -EIO;
+    if (running && curl_multi_poll(c->multi, NULL, 0, 100, NULL) != CURLM_OK) return -EIO;
     CURLMsg *m;
     int left;
     while ((m = curl_multi_info_read(c->multi, &left)))
-      if (m->msg == CURLMSG_DONE)
-        finish(c, m, reqs);
+      if (m->msg == CURLMSG_DONE) finish(c, m, reqs);
   }
   return 0;
 }

@@ -15,8 +15,8 @@ struct ctl_request {
   const char *path;   /* e.g. "/v1/gpus" */
   const char *body;   /* JSON body or NULL */
   /* out */
-  long status;     /* HTTP status, 0 when no answer */
-  char *response;  /* body (NUL-terminated), owned by the client until the next batch */
+  long status;    /* HTTP status, 0 when no answer */
+  char *response; /* body (NUL-terminated), owned by the client until the next batch */
   size_t len;
   double elapsed_s;
   char error[128]; /* transport error, "" when an answer came */

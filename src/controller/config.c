@@ -16,10 +16,10 @@ struct key {
   const char *name; /* INI key in [controller]; option --name with '_' -> '-' */
   enum key_type type;
   size_t offset;
-  size_t size;          /* K_STRING buffer size */
-  double lo, hi;        /* K_DOUBLE / K_INT range */
-  const char *choices;  /* K_CHOICE: "a|b|c", stored as the index */
-  const char *defval;   /* default, as text */
+  size_t size;         /* K_STRING buffer size */
+  double lo, hi;       /* K_DOUBLE / K_INT range */
+  const char *choices; /* K_CHOICE: "a|b|c", stored as the index */
+  const char *defval;  /* default, as text */
   const char *help;
 };
 
@@ -60,8 +60,7 @@ static const struct key KEYS[] = {
 
 static const struct key *key_find(const char *name) {
   for (size_t i = 0; i < NKEYS; i++)
-    if (strcmp(KEYS[i].name, name) == 0)
-      return &KEYS[i];
+    if (strcmp(KEYS[i].name, name) == 0) return &KEYS[i];
   return NULL;
 }
 
@@ -71,10 +70,8 @@ static int choice_index(const char *choices, const char *v) {
   for (const char *p = choices; *p; i++) {
     const char *bar = strchr(p, '|');
     size_t len = bar ? (size_t)(bar - p) : strlen(p);
-    if (len == n && strncmp(p, v, n) == 0)
-      return i;
-    if (!bar)
-      break;
+    if (len == n && strncmp(p, v, n) == 0) return i;
+    if (!bar) break;
     p = bar + 1;
   }
   return -1;
@@ -132,10 +129,8 @@ void ctl_config_defaults(struct ctl_config *cfg) {
 static struct ctl_class *class_get(struct ctl_config *cfg, const char *name, char *err,
                                    size_t errlen) {
   for (size_t i = 0; i < cfg->nclasses; i++)
-    if (strcmp(cfg->classes[i].name, name) == 0)
-      return &cfg->classes[i];
-  if (cfg->nclasses == CTL_MAX_CLASSES || strlen(name) >= sizeof cfg->classes[0].name ||
-      !*name) {
+    if (strcmp(cfg->classes[i].name, name) == 0) return &cfg->classes[i];
+  if (cfg->nclasses == CTL_MAX_CLASSES || strlen(name) >= sizeof cfg->classes[0].name || !*name) {
     snprintf(err, errlen, "class '%s': empty, too long, or more than %d classes", name,
              CTL_MAX_CLASSES);
     return NULL;
@@ -230,8 +225,7 @@ static int class_arg(struct ctl_config *cfg, const char *arg, char *err, size_t 
   char *save, *name = strtok_r(buf, ",", &save);
   struct ctl_class *c = name ? class_get(cfg, name, err, errlen) : NULL;
   if (!c) {
-    if (!name)
-      snprintf(err, errlen, "--class: give NAME,match=GLOB,weight=W,floor_pct=F");
+    if (!name) snprintf(err, errlen, "--class: give NAME,match=GLOB,weight=W,floor_pct=F");
     return -EINVAL;
   }
   for (char *kv = strtok_r(NULL, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
@@ -241,8 +235,7 @@ static int class_arg(struct ctl_config *cfg, const char *arg, char *err, size_t 
       return -EINVAL;
     }
     *eq = '\0';
-    if (class_set(c, kv, eq + 1, err, errlen) < 0)
-      return -EINVAL;
+    if (class_set(c, kv, eq + 1, err, errlen) < 0) return -EINVAL;
   }
   return 0;
 }
@@ -254,8 +247,7 @@ static int class_arg(struct ctl_config *cfg, const char *arg, char *err, size_t 
 static void option_name(const struct key *k, char *buf, size_t size) {
   snprintf(buf, size, "%s", k->name);
   for (char *p = buf; *p; p++)
-    if (*p == '_')
-      *p = '-';
+    if (*p == '_') *p = '-';
 }
 
 int ctl_config_parse_args(struct ctl_config *cfg, int argc, char **argv, char *err, size_t errlen) {
@@ -273,23 +265,19 @@ int ctl_config_parse_args(struct ctl_config *cfg, int argc, char **argv, char *e
   optind = 1;
   int c;
   while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1)
-    if (c == OPT_CONFIG && ctl_config_load(cfg, optarg, err, errlen) < 0)
-      return -EINVAL;
+    if (c == OPT_CONFIG && ctl_config_load(cfg, optarg, err, errlen) < 0) return -EINVAL;
   optind = 1;
   while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
-    if (c == OPT_CONFIG)
-      continue;
+    if (c == OPT_CONFIG) continue;
     if (c == OPT_CLASS) {
-      if (class_arg(cfg, optarg, err, errlen) < 0)
-        return -EINVAL;
+      if (class_arg(cfg, optarg, err, errlen) < 0) return -EINVAL;
       continue;
     }
     if (c < OPT_KEY0 || (size_t)(c - OPT_KEY0) >= NKEYS) {
       snprintf(err, errlen, "unknown or incomplete option '%s'", argv[optind - 1]);
       return -EINVAL;
     }
-    if (key_set(cfg, &KEYS[c - OPT_KEY0], optarg, err, errlen) < 0)
-      return -EINVAL;
+    if (key_set(cfg, &KEYS[c - OPT_KEY0], optarg, err, errlen) < 0) return -EINVAL;
   }
   return optind;
 }
@@ -316,7 +304,8 @@ int ctl_config_check(const struct ctl_config *cfg, char *err, size_t errlen) {
 
 void ctl_config_usage(FILE *out) {
   char name[48];
-  fprintf(out, "  --config FILE              INI file ([controller] keys as below, [class NAME])\n");
+  fprintf(out,
+          "  --config FILE              INI file ([controller] keys as below, [class NAME])\n");
   fprintf(out, "  --class NAME,match=GLOB,weight=W,floor_pct=F   a job class\n");
   for (size_t i = 0; i < NKEYS; i++) {
     option_name(&KEYS[i], name, sizeof name);
@@ -327,7 +316,6 @@ void ctl_config_usage(FILE *out) {
 
 const struct ctl_class *ctl_config_class_for(const struct ctl_config *cfg, const char *job) {
   for (size_t i = 0; i < cfg->nclasses; i++)
-    if (fnmatch(cfg->classes[i].match, job, 0) == 0)
-      return &cfg->classes[i];
+    if (fnmatch(cfg->classes[i].match, job, 0) == 0) return &cfg->classes[i];
   return NULL;
 }

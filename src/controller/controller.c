@@ -33,8 +33,7 @@ static int open_nodes(struct ctl_controller *c, char *err, size_t errlen) {
   }
   int rc = ctl_client_new(urls, 2 * c->nnodes, has_token ? token : NULL, &c->client);
   free(urls);
-  if (rc < 0)
-    snprintf(err, errlen, "cannot set up libcurl");
+  if (rc < 0) snprintf(err, errlen, "cannot set up libcurl");
   return rc;
 }
 
@@ -44,8 +43,7 @@ static int resume(struct ctl_controller *c, char *err, size_t errlen) {
   double now = ctl_epoch_now();
   if (c->cfg.schedule_file[0]) {
     int rc = ctl_schedule_load(c->cfg.schedule_file, c->store, now, err, errlen);
-    if (rc < 0)
-      return rc;
+    if (rc < 0) return rc;
   }
   int rc = ctl_store_events(c->store, false, now, &c->events, &c->nevents);
   if (rc < 0) {
@@ -60,8 +58,10 @@ static int resume(struct ctl_controller *c, char *err, size_t errlen) {
     double target;
     if (ctl_events_target(c->events, c->nevents, now, &target, NULL)) {
       c->fb.offset_w = r.offset_w;
-      ctl_log("note", "resuming an active event (target %.0f W, feedback offset %.0f W, "
-                      "last round %.1f s ago)", target, r.offset_w, now - r.last_round);
+      ctl_log("note",
+              "resuming an active event (target %.0f W, feedback offset %.0f W, "
+              "last round %.1f s ago)",
+              target, r.offset_w, now - r.last_round);
     }
   }
   return 0;
@@ -79,20 +79,16 @@ int ctl_controller_open(struct ctl_controller *c, const struct ctl_config *cfg, 
   ctl_feedback_init(&c->fb, &fo);
   c->caps_in_force_w = INFINITY;
   int rc = ctl_inventory_load(cfg->agents_file, &c->inv, err, errlen);
-  if (rc < 0)
-    return rc;
+  if (rc < 0) return rc;
   if (cfg->token_file[0]) {
     rc = ctl_read_secret(cfg->token_file, c->api_token, sizeof c->api_token, err, errlen);
-    if (rc < 0)
-      return rc;
+    if (rc < 0) return rc;
     c->has_api_token = true;
   }
   rc = open_nodes(c, err, errlen);
-  if (rc < 0)
-    return rc;
+  if (rc < 0) return rc;
   rc = ctl_store_open(cfg->state_db, &c->store, err, errlen);
-  if (rc < 0)
-    return rc;
+  if (rc < 0) return rc;
   return resume(c, err, errlen);
 }
 
@@ -127,8 +123,7 @@ int ctl_controller_add_event(struct ctl_controller *c, struct ctl_event *e) {
     }
   }
   pthread_mutex_unlock(&c->lock);
-  if (rc == 0)
-    ctl_controller_wake(c);
+  if (rc == 0) ctl_controller_wake(c);
   return rc;
 }
 
@@ -138,10 +133,8 @@ int ctl_controller_end_event(struct ctl_controller *c, int64_t id, double now,
   int rc = -ENOENT;
   for (size_t i = 0; i < c->nevents; i++) {
     struct ctl_event *e = &c->events[i];
-    if (e->id != id)
-      continue;
-    if (e->ended_early == 0 || e->ended_early > now)
-      e->ended_early = now;
+    if (e->id != id) continue;
+    if (e->ended_early == 0 || e->ended_early > now) e->ended_early = now;
     rc = ctl_store_event_update(c->store, e);
     *ret = *e;
     break;
@@ -149,7 +142,6 @@ int ctl_controller_end_event(struct ctl_controller *c, int64_t id, double now,
   if (rc == -ENOENT && ctl_store_event_get(c->store, id, ret) == 0)
     rc = -EALREADY; /* known, but already done */
   pthread_mutex_unlock(&c->lock);
-  if (rc == 0)
-    ctl_controller_wake(c);
+  if (rc == 0) ctl_controller_wake(c);
   return rc;
 }

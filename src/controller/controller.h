@@ -46,8 +46,8 @@ struct ctl_controller {
   bool woken;
   struct ctl_event *events; /* not yet done, oldest first */
   size_t nevents;
-  char *status_json;  /* last round's snapshot (GET /v1/status) */
-  char *metrics_text; /* (GET /metrics) */
+  char *status_json;   /* last round's snapshot (GET /v1/status) */
+  char *metrics_text;  /* (GET /metrics) */
   int64_t rounds_done; /* rounds, as the API may read them (under lock) */
 
   /* The round's state. */
@@ -58,10 +58,10 @@ struct ctl_controller {
   double caps_acked_at;   /* first round end with every reachable node's caps acknowledged */
   double caps_in_force_w; /* INFINITY when no caps of ours are in force */
   bool saturated;
-  double uncapped_w;      /* the cluster's uncapped draw (baseline for cut_pct) */
+  double uncapped_w; /* the cluster's uncapped draw (baseline for cut_pct) */
   double ring[CTL_BASELINE_RING];
   size_t ring_n, ring_head;
-  double unseen_w;        /* bound of a node never seen: the largest node seen */
+  double unseen_w; /* bound of a node never seen: the largest node seen */
   double last_target_w, last_measured_w, last_budget_w;
   struct ctl_plan_summary last_plan;
   double last_round_ms;

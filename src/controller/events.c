@@ -8,7 +8,8 @@
 #include <string.h>
 #include <time.h>
 
-static int field_error(struct ctl_field_error *err, int status, const char *field, const char *msg) {
+static int field_error(struct ctl_field_error *err, int status, const char *field,
+                       const char *msg) {
   if (err) {
     err->status = status;
     snprintf(err->field, sizeof err->field, "%s", field);
@@ -22,10 +23,10 @@ enum field_kind { F_NUMBER, F_INTEGER, F_TIME };
 struct field_rule {
   const char *name;
   enum field_kind kind;
-  double lo, hi;    /* accepted range */
-  bool lo_open;     /* lo itself excluded */
-  bool hi_open;     /* hi itself excluded */
-  size_t offset;    /* where in struct ctl_event (double or int) */
+  double lo, hi; /* accepted range */
+  bool lo_open;  /* lo itself excluded */
+  bool hi_open;  /* hi itself excluded */
+  size_t offset; /* where in struct ctl_event (double or int) */
 };
 
 #define OFF(f) offsetof(struct ctl_event, f)
@@ -42,14 +43,14 @@ static const struct field_rule RULES[] = {
 
 static const struct field_rule *rule_find(const char *name) {
   for (size_t i = 0; i < NRULES; i++)
-    if (strcmp(RULES[i].name, name) == 0)
-      return &RULES[i];
+    if (strcmp(RULES[i].name, name) == 0) return &RULES[i];
   return NULL;
 }
 
 static int read_time(const json_t *v, double now, double *ret, struct ctl_field_error *err) {
   if (!json_is_string(v))
-    return field_error(err, 400, "start", "must be a string: ISO 8601 with a time zone, or \"now\"");
+    return field_error(err, 400, "start",
+                       "must be a string: ISO 8601 with a time zone, or \"now\"");
   const char *s = json_string_value(v);
   if (strcmp(s, "now") == 0) {
     *ret = now;
@@ -64,10 +65,10 @@ static int read_time(const json_t *v, double now, double *ret, struct ctl_field_
 static int read_field(const struct field_rule *r, const json_t *v, double now, struct ctl_event *e,
                       struct ctl_field_error *err) {
   char msg[160];
-  if (r->kind == F_TIME)
-    return read_time(v, now, (double *)((char *)e + r->offset), err);
+  if (r->kind == F_TIME) return read_time(v, now, (double *)((char *)e + r->offset), err);
   if (r->kind == F_INTEGER ? !json_is_integer(v) : !json_is_number(v))
-    return field_error(err, 400, r->name, r->kind == F_INTEGER ? "must be an integer" : "must be a number");
+    return field_error(err, 400, r->name,
+                       r->kind == F_INTEGER ? "must be an integer" : "must be a number");
   double x = json_number_value(v);
   bool below = r->lo_open ? !(x > r->lo) : !(x >= r->lo);
   bool above = r->hi_open ? !(x < r->hi) : !(x <= r->hi);
@@ -93,10 +94,8 @@ static int check_combination(const json_t *body, const struct ctl_event *e, doub
                        "give exactly one of target_w and cut_pct");
   if (!json_object_get(body, "start"))
     return field_error(err, 400, "start", "missing (ISO 8601 or \"now\")");
-  if (!json_object_get(body, "duration_s"))
-    return field_error(err, 400, "duration_s", "missing");
-  if (e->ramp_s > e->duration_s)
-    return field_error(err, 422, "ramp_s", "longer than duration_s");
+  if (!json_object_get(body, "duration_s")) return field_error(err, 400, "duration_s", "missing");
+  if (e->ramp_s > e->duration_s) return field_error(err, 422, "ramp_s", "longer than duration_s");
   if (e->start + e->duration_s <= now)
     return field_error(err, 422, "start", "the event would already be over");
   return 0;
@@ -104,8 +103,7 @@ static int check_combination(const json_t *body, const struct ctl_event *e, doub
 
 int ctl_event_from_json(const json_t *body, double now, struct ctl_event *ret,
                         struct ctl_field_error *err) {
-  if (!json_is_object(body))
-    return field_error(err, 400, "", "the body must be a JSON object");
+  if (!json_is_object(body)) return field_error(err, 400, "", "the body must be a JSON object");
   struct ctl_event e = {0};
   const char *key;
   const json_t *v;
@@ -117,12 +115,10 @@ int ctl_event_from_json(const json_t *body, double now, struct ctl_event *ret,
       return field_error(err, 400, key, msg);
     }
     int rc = read_field(r, v, now, &e, err);
-    if (rc < 0)
-      return rc;
+    if (rc < 0) return rc;
   }
   int rc = check_combination(body, &e, now, err);
-  if (rc < 0)
-    return rc;
+  if (rc < 0) return rc;
   e.created = now;
   snprintf(e.source, sizeof e.source, "api");
   *ret = e;
@@ -130,8 +126,7 @@ int ctl_event_from_json(const json_t *body, double now, struct ctl_event *ret,
 }
 
 static int two(const char *s) {
-  if (s[0] < '0' || s[0] > '9' || s[1] < '0' || s[1] > '9')
-    return -1;
+  if (s[0] < '0' || s[0] > '9' || s[1] < '0' || s[1] > '9') return -1;
   return (s[0] - '0') * 10 + (s[1] - '0');
 }
 
@@ -161,13 +156,11 @@ int ctl_parse_iso8601(const char *s, double *ret_epoch) {
       se < 0 || se > 59)
     return -EINVAL;
   int y = y1 * 100 + y2;
-  if (y < 1970 || d > days_in_month(y, mo))
-    return -EINVAL;
+  if (y < 1970 || d > days_in_month(y, mo)) return -EINVAL;
   const char *p = s + 19;
   double frac = 0, scale = 0.1;
   if (*p == '.') {
-    if (p[1] < '0' || p[1] > '9')
-      return -EINVAL;
+    if (p[1] < '0' || p[1] > '9') return -EINVAL;
     for (p++; *p >= '0' && *p <= '9'; p++, scale /= 10)
       frac += (*p - '0') * scale;
   }
@@ -176,13 +169,13 @@ int ctl_parse_iso8601(const char *s, double *ret_epoch) {
     offset = 0;
   } else if ((*p == '+' || *p == '-') && strlen(p) == 6 && p[3] == ':') {
     int oh = two(p + 1), om = two(p + 4);
-    if (oh < 0 || oh > 23 || om < 0 || om > 59)
-      return -EINVAL;
+    if (oh < 0 || oh > 23 || om < 0 || om > 59) return -EINVAL;
     offset = (*p == '+' ? 1 : -1) * (oh * 3600L + om * 60L);
   } else {
     return -EINVAL;
   }
-  *ret_epoch = (double)(days_from_civil(y, mo, d) * 86400L + h * 3600L + mi * 60L + se - offset) + frac;
+  *ret_epoch =
+      (double)(days_from_civil(y, mo, d) * 86400L + h * 3600L + mi * 60L + se - offset) + frac;
   return 0;
 }
 
@@ -196,8 +189,7 @@ void ctl_format_iso8601(double epoch, char *buf, size_t size) {
 }
 
 double ctl_event_resolved_target(const struct ctl_event *e) {
-  if (e->cut_pct > 0)
-    return (1.0 - e->cut_pct / 100.0) * e->baseline_w;
+  if (e->cut_pct > 0) return (1.0 - e->cut_pct / 100.0) * e->baseline_w;
   return e->target_w;
 }
 
@@ -208,18 +200,15 @@ double ctl_event_end(const struct ctl_event *e) {
 
 /* Level before the end: the ramp down from the baseline, then the target. */
 static double level_down(const struct ctl_event *e, double t, double target) {
-  if (e->ramp_s <= 0 || e->baseline_w <= 0 || t >= e->start + e->ramp_s)
-    return target;
+  if (e->ramp_s <= 0 || e->baseline_w <= 0 || t >= e->start + e->ramp_s) return target;
   double f = (t - e->start) / e->ramp_s;
   return e->baseline_w + (target - e->baseline_w) * (f < 0 ? 0 : f);
 }
 
 bool ctl_event_level(const struct ctl_event *e, double t, double *ret_level) {
-  if (t < e->start)
-    return false;
+  if (t < e->start) return false;
   if (e->cut_pct > 0 && e->baseline_w <= 0) { /* started, its baseline not yet taken */
-    if (t >= ctl_event_end(e))
-      return false;
+    if (t >= ctl_event_end(e)) return false;
     *ret_level = NAN;
     return true;
   }
@@ -229,19 +218,16 @@ bool ctl_event_level(const struct ctl_event *e, double t, double *ret_level) {
     *ret_level = level_down(e, t, target);
     return true;
   }
-  if (e->ramp_s <= 0 || e->baseline_w <= 0 || e->baseline_w <= target)
-    return false;
+  if (e->ramp_s <= 0 || e->baseline_w <= 0 || e->baseline_w <= target) return false;
   double level = level_down(e, end, target) + (e->baseline_w - target) * (t - end) / e->ramp_s;
-  if (level >= e->baseline_w)
-    return false;
+  if (level >= e->baseline_w) return false;
   *ret_level = level;
   return true;
 }
 
 enum ctl_event_state ctl_event_state_at(const struct ctl_event *e, double t) {
   double level;
-  if (t < e->start && e->ended_early == 0)
-    return CTL_EVENT_SCHEDULED;
+  if (t < e->start && e->ended_early == 0) return CTL_EVENT_SCHEDULED;
   return ctl_event_level(e, t, &level) ? CTL_EVENT_ACTIVE : CTL_EVENT_DONE;
 }
 
@@ -252,12 +238,11 @@ bool ctl_events_target(const struct ctl_event *events, size_t n, double t, doubl
   size_t bi = 0;
   for (size_t i = 0; i < n; i++) {
     double level;
-    if (!ctl_event_level(&events[i], t, &level) || !isfinite(level))
-      continue;
+    if (!ctl_event_level(&events[i], t, &level) || !isfinite(level)) continue;
     bool better = !any || level < best ||
-                  (level == best && (events[i].priority > events[bi].priority ||
-                                     (events[i].priority == events[bi].priority &&
-                                      events[i].id < events[bi].id)));
+                  (level == best &&
+                   (events[i].priority > events[bi].priority ||
+                    (events[i].priority == events[bi].priority && events[i].id < events[bi].id)));
     if (better) {
       any = true;
       best = level;
@@ -266,8 +251,7 @@ bool ctl_events_target(const struct ctl_event *events, size_t n, double t, doubl
   }
   if (any) {
     *ret_target_w = best;
-    if (ret_index)
-      *ret_index = bi;
+    if (ret_index) *ret_index = bi;
   }
   return any;
 }
@@ -281,13 +265,11 @@ json_t *ctl_event_to_json(const struct ctl_event *e, double now) {
   char start[40], created[40];
   ctl_format_iso8601(e->start, start, sizeof start);
   ctl_format_iso8601(e->created, created, sizeof created);
-  json_t *o = json_pack("{s:I, s:s, s:f, s:f, s:i, s:s, s:s, s:s}", "id", (json_int_t)e->id,
-                        "start", start, "duration_s", e->duration_s, "ramp_s", e->ramp_s,
-                        "priority", e->priority, "state",
-                        ctl_event_state_name(ctl_event_state_at(e, now)), "created", created,
-                        "source", e->source);
-  if (!o)
-    return NULL;
+  json_t *o = json_pack(
+      "{s:I, s:s, s:f, s:f, s:i, s:s, s:s, s:s}", "id", (json_int_t)e->id, "start", start,
+      "duration_s", e->duration_s, "ramp_s", e->ramp_s, "priority", e->priority, "state",
+      ctl_event_state_name(ctl_event_state_at(e, now)), "created", created, "source", e->source);
+  if (!o) return NULL;
   if (e->cut_pct > 0)
     json_object_set_new(o, "cut_pct", json_real(e->cut_pct));
   else

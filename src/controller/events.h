@@ -33,12 +33,12 @@ enum ctl_event_state {
 };
 
 struct ctl_event {
-  int64_t id;         /* assigned by the store; 0 before */
-  double target_w;    /* asked for; 0 when cut_pct is used */
-  double cut_pct;     /* asked for; 0 when target_w is used */
-  double start;       /* epoch seconds */
+  int64_t id;      /* assigned by the store; 0 before */
+  double target_w; /* asked for; 0 when cut_pct is used */
+  double cut_pct;  /* asked for; 0 when target_w is used */
+  double start;    /* epoch seconds */
   double duration_s;
-  double ramp_s;      /* 0: a step */
+  double ramp_s; /* 0: a step */
   int priority;
   double created;     /* epoch seconds */
   double ended_early; /* epoch seconds of DELETE, 0 if not */

@@ -16,22 +16,24 @@ void ctl_feedback_init(struct ctl_feedback *fb, const struct ctl_feedback_opts *
   fb->offset_w = 0;
 }
 
-void ctl_feedback_reset(struct ctl_feedback *fb) { fb->offset_w = 0; }
+void ctl_feedback_reset(struct ctl_feedback *fb) {
+  fb->offset_w = 0;
+}
 
-static double clamp(double x, double lo, double hi) { return x < lo ? lo : x > hi ? hi : x; }
+static double clamp(double x, double lo, double hi) {
+  return x < lo ? lo : x > hi ? hi : x;
+}
 
-double ctl_feedback_step(struct ctl_feedback *fb, double target_w, double measured_w,
-                         double caps_w, enum ctl_feedback_limit limit) {
+double ctl_feedback_step(struct ctl_feedback *fb, double target_w, double measured_w, double caps_w,
+                         enum ctl_feedback_limit limit) {
   const struct ctl_feedback_opts *o = &fb->opts;
   if (isfinite(measured_w) && target_w > 0) {
-    if (measured_w > caps_w)
-      measured_w = caps_w; /* lag: the reading predates the caps */
+    if (measured_w > caps_w) measured_w = caps_w; /* lag: the reading predates the caps */
     double err = target_w * (1.0 - o->margin) - measured_w;
     double gain = measured_w > target_w ? o->gain_down : o->gain_up;
     double step = gain * err;
     bool pinned = (limit == CTL_FB_AT_TOP && step > 0) || (limit == CTL_FB_AT_BOTTOM && step < 0);
-    if (!pinned)
-      fb->offset_w += step;
+    if (!pinned) fb->offset_w += step;
     fb->offset_w = clamp(fb->offset_w, -o->max_under * target_w, o->max_over * target_w);
   }
   return ctl_feedback_budget(fb, target_w);

@@ -67,8 +67,8 @@ enum ctl_feedback_limit { CTL_FB_FREE = 0, CTL_FB_AT_TOP, CTL_FB_AT_BOTTOM };
  * the measurement was taken (INFINITY when none); limit: the last
  * allocation gave every job its P_max (then the offset does not grow) or its
  * least power (then it does not fall). */
-double ctl_feedback_step(struct ctl_feedback *fb, double target_w, double measured_w,
-                         double caps_w, enum ctl_feedback_limit limit);
+double ctl_feedback_step(struct ctl_feedback *fb, double target_w, double measured_w, double caps_w,
+                         enum ctl_feedback_limit limit);
 /* The budget for a target with the current offset, without updating it. */
 double ctl_feedback_budget(const struct ctl_feedback *fb, double target_w);
 

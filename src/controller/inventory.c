@@ -20,10 +20,8 @@ static char *trim(char *s) {
 }
 
 static int check_url(const char *u) {
-  if (strncmp(u, "http://", 7) != 0 && strncmp(u, "https://", 8) != 0)
-    return -1;
-  if (strlen(u) >= CTL_URL_MAX || strpbrk(u, " \t\"'\\"))
-    return -2;
+  if (strncmp(u, "http://", 7) != 0 && strncmp(u, "https://", 8) != 0) return -1;
+  if (strlen(u) >= CTL_URL_MAX || strpbrk(u, " \t\"'\\")) return -2;
   return 0;
 }
 
@@ -31,8 +29,7 @@ static int add_url(struct ctl_inventory *inv, size_t *cap, const char *u) {
   if (inv->n == *cap) {
     size_t nc = *cap ? *cap * 2 : 64;
     void *p = realloc(inv->urls, nc * sizeof *inv->urls);
-    if (!p)
-      return -ENOMEM;
+    if (!p) return -ENOMEM;
     inv->urls = p;
     *cap = nc;
   }
@@ -66,12 +63,12 @@ int ctl_inventory_load(const char *path, struct ctl_inventory *ret, char *err, s
   while (rc == 0 && fgets(line, sizeof line, f)) {
     lineno++;
     char *u = trim(line);
-    if (!*u || *u == '#')
-      continue;
+    if (!*u || *u == '#') continue;
     int bad = check_url(u);
     if (bad) {
       snprintf(err, errlen, "'%s': line %zu: %s", path, lineno,
-               bad == -1 ? "not an http:// or https:// URL" : "URL too long or holds a space/quote");
+               bad == -1 ? "not an http:// or https:// URL"
+                         : "URL too long or holds a space/quote");
       rc = -EINVAL;
     } else if (is_duplicate(&inv, u)) {
       snprintf(err, errlen, "'%s': line %zu: agent '%s' listed twice", path, lineno, u);
@@ -127,8 +124,7 @@ int ctl_read_secret(const char *path, char *buf, size_t size, char *err, size_t 
   }
   tmp[n] = '\0';
   char *nl = strchr(tmp, '\n');
-  if (nl)
-    *nl = '\0';
+  if (nl) *nl = '\0';
   char *t = trim(tmp);
   if (!*t || strlen(t) >= size || strlen(t) > CTL_TOKEN_MAX || strpbrk(t, " \t\r")) {
     snprintf(err, errlen, "'%s': the token is empty, holds spaces, or is too long", path);

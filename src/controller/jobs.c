@@ -6,11 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SETTLE_ROUNDS 2   /* a cap (or no cap) holds this long before its reading counts */
+#define SETTLE_ROUNDS 2 /* a cap (or no cap) holds this long before its reading counts */
 #define OBS_EVERY_ROUNDS 10
 #define EMA 0.3
 
-void ctl_jobset_init(struct ctl_jobset *js) { memset(js, 0, sizeof *js); }
+void ctl_jobset_init(struct ctl_jobset *js) {
+  memset(js, 0, sizeof *js);
+}
 
 static void job_release(struct ctl_job *j) {
   pflex_refine_free(j->refine);
@@ -31,8 +33,7 @@ static int cmp_job(const void *a, const void *b) {
 }
 
 struct ctl_job *ctl_jobset_find(struct ctl_jobset *js, const char *id) {
-  if (!js->n)
-    return NULL;
+  if (!js->n) return NULL;
   struct ctl_job key;
   snprintf(key.id, sizeof key.id, "%s", id);
   return bsearch(&key, js->v, js->n, sizeof *js->v, cmp_job);
@@ -43,16 +44,13 @@ static struct ctl_job *find_or_add(struct ctl_jobset *js, size_t sorted_n, const
   struct ctl_job key;
   snprintf(key.id, sizeof key.id, "%s", id);
   struct ctl_job *j = sorted_n ? bsearch(&key, js->v, sorted_n, sizeof *js->v, cmp_job) : NULL;
-  if (j)
-    return j;
+  if (j) return j;
   for (size_t i = sorted_n; i < js->n; i++)
-    if (strcmp(js->v[i].id, id) == 0)
-      return &js->v[i];
+    if (strcmp(js->v[i].id, id) == 0) return &js->v[i];
   if (js->n == js->cap) {
     size_t nc = js->cap ? js->cap * 2 : 64;
     void *p = realloc(js->v, nc * sizeof *js->v);
-    if (!p)
-      return NULL;
+    if (!p) return NULL;
     js->v = p;
     js->cap = nc;
   }
@@ -82,13 +80,11 @@ static void add_gpu(struct ctl_job *j, const struct ctl_gpu_state *g) {
   j->min_w = fmax(j->min_w, g->min_w);
   j->max_w = fmin(j->max_w, g->max_w);
   j->limit_w = fmin(j->limit_w, g->limit_w);
-  if (!(fabs(g->limit_w - g->default_w) <= 0.5))
-    j->uncapped = false;
+  if (!(fabs(g->limit_w - g->default_w) <= 0.5)) j->uncapped = false;
 }
 
 static void add_tput(struct ctl_jobset *js, size_t sorted_n, const struct ctl_job_tput *t) {
-  if (!t->has_tput)
-    return;
+  if (!t->has_tput) return;
   struct ctl_job *j = find_or_add(js, sorted_n, t->id);
   if (j && j->present && (!j->has_tput || t->tput_time > j->tput_time)) {
     j->has_tput = true;
@@ -102,8 +98,7 @@ static void mark_incomplete(struct ctl_jobset *js, size_t sorted_n, const struct
   for (size_t g = 0; g < nd->ngpus; g++)
     if (nd->gpu[g].job[0]) {
       struct ctl_job *j = find_or_add(js, sorted_n, nd->gpu[g].job);
-      if (j)
-        j->complete = false;
+      if (j) j->complete = false;
     }
 }
 
@@ -127,16 +122,12 @@ int ctl_jobset_gather(struct ctl_jobset *js, const struct ctl_node *nodes, size_
   size_t sorted_n = js->n;
   for (size_t k = 0; k < n; k++) {
     const struct ctl_node *nd = &nodes[k];
-    if (!nd->reachable)
-      continue;
+    if (!nd->reachable) continue;
     for (size_t g = 0; g < nd->ngpus; g++) {
-      if (!nd->gpu[g].job[0])
-        continue;
+      if (!nd->gpu[g].job[0]) continue;
       struct ctl_job *j = find_or_add(js, sorted_n, nd->gpu[g].job);
-      if (!j)
-        return -ENOMEM;
-      if (j >= js->v + sorted_n && !j->present && j->gpus == 0)
-        reset_round(j);
+      if (!j) return -ENOMEM;
+      if (j >= js->v + sorted_n && !j->present && j->gpus == 0) reset_round(j);
       add_gpu(j, &nd->gpu[g]);
     }
   }
@@ -148,11 +139,9 @@ int ctl_jobset_gather(struct ctl_jobset *js, const struct ctl_node *nodes, size_
       mark_incomplete(js, sorted_n, &nodes[k]);
   }
   for (size_t i = 0; i < js->n; i++)
-    if (js->v[i].present)
-      js->v[i].last_seen = now;
+    if (js->v[i].present) js->v[i].last_seen = now;
   forget(js, now, forget_s);
-  if (js->n)
-    qsort(js->v, js->n, sizeof *js->v, cmp_job);
+  if (js->n) qsort(js->v, js->n, sizeof *js->v, cmp_job);
   return 0;
 }
 
@@ -162,11 +151,9 @@ static void learn_uncapped(struct ctl_job *j) {
     j->rounds_uncapped = 0;
     return;
   }
-  if (++j->rounds_uncapped <= SETTLE_ROUNDS)
-    return;
+  if (++j->rounds_uncapped <= SETTLE_ROUNDS) return;
   j->p_max = j->p_max > 0 ? (1 - EMA) * j->p_max + EMA * j->power_w : j->power_w;
-  if (j->has_tput)
-    j->t_max = j->t_max > 0 ? (1 - EMA) * j->t_max + EMA * j->tput : j->tput;
+  if (j->has_tput) j->t_max = j->t_max > 0 ? (1 - EMA) * j->t_max + EMA * j->tput : j->tput;
 }
 
 static void refine_job(const struct ctl_job *j, double p_max, double t_max, double pfi,
@@ -202,17 +189,14 @@ static bool curve_bounds(struct ctl_job *j, double pfi, double *ret_p, double *r
    * cap, held long enough to be read, gives the estimate. */
   *ret_t = 1.0;
   bool at_share = j->probe_cap_w > 0 && fabs(j->held_cap_w - j->probe_cap_w) <= 1.0;
-  if (!j->has_tput || j->held_rounds < SETTLE_ROUNDS || j->uncapped || !at_share)
-    return true;
+  if (!j->has_tput || j->held_rounds < SETTLE_ROUNDS || j->uncapped || !at_share) return true;
   struct pflex_refine_job rj;
   refine_job(j, p, 1.0, pfi, &rj);
   struct pflex_curve *c;
-  if (pflex_refine_predicted_curve(&rj, &c) < 0)
-    return true;
+  if (pflex_refine_predicted_curve(&rj, &c) < 0) return true;
   double rel = pflex_curve_eval(c, j->power_w);
   pflex_curve_free(c);
-  if (rel > 0)
-    *ret_t = j->t_est = j->tput / rel;
+  if (rel > 0) *ret_t = j->t_est = j->tput / rel;
   return true;
 }
 
@@ -223,15 +207,13 @@ static bool needs_prior(const struct ctl_job *j, double p, double t) {
 
 static int ensure_curve(struct ctl_job *j, double pfi) {
   double p, t;
-  if (!curve_bounds(j, pfi, &p, &t) || !needs_prior(j, p, t))
-    return 0;
+  if (!curve_bounds(j, pfi, &p, &t) || !needs_prior(j, p, t)) return 0;
   struct pflex_refine_job rj;
   refine_job(j, p, t, pfi, &rj);
   struct pflex_refine_prior *prior;
   struct pflex_refine *r;
   int rc = pflex_refine_prior_new(&rj, &prior);
-  if (rc < 0)
-    return rc;
+  if (rc < 0) return rc;
   rc = pflex_refine_new(prior, NULL, &r);
   if (rc < 0) {
     pflex_refine_prior_free(prior);
@@ -260,10 +242,8 @@ static bool observe(struct ctl_job *j) {
       j->tput_time <= j->last_obs_time)
     return false;
   bool moved = fabs(j->held_cap_w - j->last_obs_cap) > 0.01 * j->held_cap_w;
-  if (!moved && j->rounds_since_obs < OBS_EVERY_ROUNDS)
-    return false;
-  if (pflex_refine_observe(j->refine, j->power_w, j->tput) < 0)
-    return false;
+  if (!moved && j->rounds_since_obs < OBS_EVERY_ROUNDS) return false;
+  if (pflex_refine_observe(j->refine, j->power_w, j->tput) < 0) return false;
   j->last_obs_time = j->tput_time;
   j->last_obs_cap = j->held_cap_w;
   j->rounds_since_obs = 0;
@@ -275,8 +255,7 @@ size_t ctl_jobset_learn(struct ctl_jobset *js, const struct ctl_config *cfg) {
   size_t obs = 0;
   for (size_t i = 0; i < js->n; i++) {
     struct ctl_job *j = &js->v[i];
-    if (!j->present || !j->complete || j->gpus == 0)
-      continue;
+    if (!j->present || !j->complete || j->gpus == 0) continue;
     learn_uncapped(j);
     obs += observe(j);
     (void)ensure_curve(j, cfg->prior_pfi); /* without a curve the job keeps its floor */

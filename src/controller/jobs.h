@@ -17,24 +17,24 @@ struct ctl_job {
   char id[CTL_JOB_ID_MAX];
   /* This round (from the nodes). */
   int gpus;
-  double min_w, max_w;      /* per-GPU settable range (the narrowest over its GPUs) */
-  double power_w;           /* measured draw of its GPUs */
-  double limit_w;           /* lowest limit among its GPUs */
-  bool uncapped;            /* every GPU at its default limit */
+  double min_w, max_w; /* per-GPU settable range (the narrowest over its GPUs) */
+  double power_w;      /* measured draw of its GPUs */
+  double limit_w;      /* lowest limit among its GPUs */
+  bool uncapped;       /* every GPU at its default limit */
   bool has_tput;
-  double tput, tput_time;   /* last throughput sample (sum over nodes) */
-  bool complete;            /* every GPU on a node that answered */
-  bool present;             /* seen this round */
+  double tput, tput_time; /* last throughput sample (sum over nodes) */
+  bool complete;          /* every GPU on a node that answered */
+  bool present;           /* seen this round */
   double last_seen;
   /* Learnt. */
-  double p_max, t_max;      /* uncapped draw and throughput (0 = not yet measured) */
-  double t_est;             /* T_max estimated once for a job never seen uncapped */
-  bool probe;               /* never seen uncapped, no T_max estimate yet: it runs at the
-                               equal cut's share until its throughput there sets t_est */
-  double probe_cap_w;       /* the share's cap the plan last gave it (0: held lower while
-                               it loads) */
+  double p_max, t_max; /* uncapped draw and throughput (0 = not yet measured) */
+  double t_est;        /* T_max estimated once for a job never seen uncapped */
+  bool probe;          /* never seen uncapped, no T_max estimate yet: it runs at the
+                          equal cut's share until its throughput there sets t_est */
+  double probe_cap_w;  /* the share's cap the plan last gave it (0: held lower while
+                          it loads) */
   int rounds_uncapped;
-  double held_cap_w;        /* cap that has held since held_rounds rounds */
+  double held_cap_w; /* cap that has held since held_rounds rounds */
   int held_rounds;
   double last_obs_time, last_obs_cap;
   int rounds_since_obs;

@@ -32,8 +32,7 @@ static int read_agents(struct ctl_controller *c, double now) {
     c->reqs[n + i] = (struct ctl_request){.method = "GET", .path = "/v1/jobs"};
   }
   int rc = ctl_client_run(c->client, c->reqs, c->cfg.agent_timeout_s);
-  if (rc < 0)
-    return rc;
+  if (rc < 0) return rc;
   for (size_t i = 0; i < n; i++) {
     struct ctl_request *g = &c->reqs[i], *j = &c->reqs[n + i];
     char why[192] = "";
@@ -46,8 +45,8 @@ static int read_agents(struct ctl_controller *c, double now) {
         snprintf(why, sizeof why, "GET %s: %s", bad->path, bad->error);
     }
     bool was = c->nodes[i].reachable || !c->nodes[i].seen, first = !c->nodes[i].seen;
-    ctl_node_update(&c->nodes[i], ok ? g->response : NULL, g->len, ok ? j->response : NULL,
-                    j->len, why, now);
+    ctl_node_update(&c->nodes[i], ok ? g->response : NULL, g->len, ok ? j->response : NULL, j->len,
+                    why, now);
     if (first && c->nodes[i].seen && !c->in_event) {
       /* First answer: caps of a controller before us are where a lease holds
        * or has fallen back; a limit set without a lease (an operator's, a
@@ -65,8 +64,7 @@ static int read_agents(struct ctl_controller *c, double now) {
     }
     if (!c->nodes[i].reachable) {
       c->agent_errors++;
-      if (was)
-        ctl_log("warning", "agent '%s': %s", c->nodes[i].url, c->nodes[i].error);
+      if (was) ctl_log("warning", "agent '%s': %s", c->nodes[i].url, c->nodes[i].error);
     } else if (!was) {
       ctl_log("note", "agent '%s' answers again", c->nodes[i].url);
     }
@@ -101,12 +99,10 @@ static void update_baseline(struct ctl_controller *c, double measured, size_t un
   size_t capped = 0;
   for (size_t i = 0; i < c->nnodes; i++)
     capped += c->nodes[i].reachable ? ctl_node_capped(&c->nodes[i]) : 0;
-  if (capped || unreachable)
-    return;
+  if (capped || unreachable) return;
   c->ring[c->ring_head] = measured;
   c->ring_head = (c->ring_head + 1) % CTL_BASELINE_RING;
-  if (c->ring_n < CTL_BASELINE_RING)
-    c->ring_n++;
+  if (c->ring_n < CTL_BASELINE_RING) c->ring_n++;
   size_t k = (size_t)c->cfg.baseline_rounds;
   k = k < c->ring_n ? k : c->ring_n;
   double s = 0;
@@ -157,8 +153,7 @@ static size_t changed_gpus(struct ctl_node *nd, unsigned *idx, double *watts) {
     double held = nd->has_acked ? nd->acked_w[g] : 0;
     double want = nd->cap_w[g];
     bool raise_small = held > 0 && want > held && want - held < fmax(5.0, 0.01 * held);
-    if (raise_small)
-      nd->cap_w[g] = want = held;
+    if (raise_small) nd->cap_w[g] = want = held;
     bool stale_fb = !(nd->fb_sent_w[g] > 0) || nd->fb_sent_w[g] > nd->fallback_w;
     bool limit_moved = fabs(nd->gpu[g].limit_w - held) > 0.5; /* someone else changed it */
     nd->sent[g] = held <= 0 || want != held || stale_fb || limit_moved;
@@ -181,8 +176,7 @@ static size_t push_caps(struct ctl_controller *c) {
     struct ctl_node *nd = &c->nodes[i];
     free(c->bodies[i]);
     c->bodies[i] = NULL;
-    if (!nd->reachable || !nd->ngpus)
-      continue;
+    if (!nd->reachable || !nd->ngpus) continue;
     unsigned idx[CTL_MAX_NODE_GPUS];
     double watts[CTL_MAX_NODE_GPUS];
     size_t k = changed_gpus(nd, idx, watts);
@@ -190,16 +184,13 @@ static size_t push_caps(struct ctl_controller *c) {
     if (c->bodies[i])
       c->reqs[i] = (struct ctl_request){.method = "PUT", .path = "/v1/caps", .body = c->bodies[i]};
   }
-  if (ctl_client_run(c->client, c->reqs, c->cfg.agent_timeout_s) < 0)
-    return 0;
+  if (ctl_client_run(c->client, c->reqs, c->cfg.agent_timeout_s) < 0) return 0;
   for (size_t i = 0; i < n; i++) {
     struct ctl_node *nd = &c->nodes[i];
-    if (!c->reqs[i].method)
-      continue;
+    if (!c->reqs[i].method) continue;
     if (c->reqs[i].status == 200) {
       for (size_t g = 0; g < nd->ngpus; g++)
-        if (nd->sent[g])
-          nd->fb_sent_w[g] = nd->fallback_w;
+        if (nd->sent[g]) nd->fb_sent_w[g] = nd->fallback_w;
       memcpy(nd->acked_w, nd->cap_w, sizeof nd->acked_w);
       nd->has_acked = true;
       nd->restore_pending = true;
@@ -226,8 +217,7 @@ static size_t lift_caps(struct ctl_controller *c) {
       c->reqs[i] = (struct ctl_request){.method = "DELETE", .path = "/v1/caps"};
       asked++;
     }
-  if (asked && ctl_client_run(c->client, c->reqs, c->cfg.agent_timeout_s) < 0)
-    return asked;
+  if (asked && ctl_client_run(c->client, c->reqs, c->cfg.agent_timeout_s) < 0) return asked;
   for (size_t i = 0; i < n; i++) {
     struct ctl_node *nd = &c->nodes[i];
     if (c->reqs[i].method && c->reqs[i].status == 200) {
@@ -242,28 +232,33 @@ static size_t lift_caps(struct ctl_controller *c) {
 
 static void record(struct ctl_controller *c, double now, bool has_target, double target,
                    double budget, double measured, size_t unreachable, double round_ms) {
-  struct ctl_round_row r = {
-      .t = now, .event_id = has_target ? c->event_id : 0, .target_w = has_target ? target : 0,
-      .budget_w = has_target ? budget : 0, .measured_w = measured, .offset_w = c->fb.offset_w,
-      .caps_w = has_target ? c->last_plan.caps_w : 0,
-      .compliant = has_target ? measured <= target * 1.01 : -1, .nodes = (int)c->nnodes,
-      .unreachable = (int)unreachable, .jobs = (int)c->jobs.n,
-      .alloc_ms = has_target ? c->last_plan.alloc_ms : 0, .round_ms = round_ms};
+  struct ctl_round_row r = {.t = now,
+                            .event_id = has_target ? c->event_id : 0,
+                            .target_w = has_target ? target : 0,
+                            .budget_w = has_target ? budget : 0,
+                            .measured_w = measured,
+                            .offset_w = c->fb.offset_w,
+                            .caps_w = has_target ? c->last_plan.caps_w : 0,
+                            .compliant = has_target ? measured <= target * 1.01 : -1,
+                            .nodes = (int)c->nnodes,
+                            .unreachable = (int)unreachable,
+                            .jobs = (int)c->jobs.n,
+                            .alloc_ms = has_target ? c->last_plan.alloc_ms : 0,
+                            .round_ms = round_ms};
   struct ctl_alloc_row *a = has_target ? calloc(c->jobs.n ? c->jobs.n : 1, sizeof *a) : NULL;
   size_t na = 0;
   double tput = 0, tput_un = 0;
   for (size_t i = 0; i < c->jobs.n; i++) {
     const struct ctl_job *j = &c->jobs.v[i];
-    if (!j->present)
-      continue;
+    if (!j->present) continue;
     if (j->has_tput) {
       tput += j->tput;
       tput_un += j->t_max > 0 ? j->t_max : j->tput;
     }
     if (a)
-      a[na++] = (struct ctl_alloc_row){j->id, j->gpus, j->power_w, j->cap_w,
-                                       j->has_tput ? j->tput : NAN, j->pred_tput, j->t_max,
-                                       ctl_job_confidence(j)};
+      a[na++] = (struct ctl_alloc_row){
+          j->id,        j->gpus,  j->power_w,           j->cap_w, j->has_tput ? j->tput : NAN,
+          j->pred_tput, j->t_max, ctl_job_confidence(j)};
   }
   r.tput = tput;
   r.tput_uncapped = tput_un;
@@ -303,8 +298,7 @@ static void hold_target(struct ctl_controller *c, double now, double target, dou
   for (size_t i = 0; i < c->nnodes; i++)
     reachable += c->nodes[i].reachable && c->nodes[i].ngpus;
   size_t acked = push_caps(c);
-  if (acked == reachable && !c->caps_acked_at)
-    c->caps_acked_at = ctl_epoch_now();
+  if (acked == reachable && !c->caps_acked_at) c->caps_acked_at = ctl_epoch_now();
   c->caps_in_force_w = s.caps_w;
   c->saturated = s.saturated;
   c->last_plan = s;
@@ -314,13 +308,11 @@ static void hold_target(struct ctl_controller *c, double now, double target, dou
 int ctl_controller_round(struct ctl_controller *c, double now) {
   double t0 = ctl_mono_now();
   int rc = read_agents(c, now);
-  if (rc < 0)
-    return rc;
+  if (rc < 0) return rc;
   size_t unreachable;
   double measured = measured_total(c, &unreachable);
   rc = ctl_jobset_gather(&c->jobs, c->nodes, c->nnodes, now, FORGET_JOB_S);
-  if (rc < 0)
-    return rc;
+  if (rc < 0) return rc;
   ctl_jobset_learn(&c->jobs, &c->cfg);
   double target = 0, budget = 0;
   int64_t id = 0;
@@ -360,8 +352,7 @@ void ctl_controller_wake(struct ctl_controller *c) {
 /* Sleeps until the next round is due or the round is woken. */
 static void wait_round(struct ctl_controller *c, double due_mono) {
   double wait = due_mono - ctl_mono_now();
-  if (wait <= 0)
-    return;
+  if (wait <= 0) return;
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   double abs_s = ts.tv_sec + ts.tv_nsec / 1e9 + wait;
@@ -378,12 +369,10 @@ int ctl_controller_run(struct ctl_controller *c, volatile int *stop) {
   double next = ctl_mono_now();
   while (!*stop && (c->cfg.max_rounds == 0 || c->rounds < c->cfg.max_rounds)) {
     int rc = ctl_controller_round(c, ctl_epoch_now());
-    if (rc < 0)
-      ctl_log("error", "round %lld: %s", (long long)c->rounds, strerror(-rc));
+    if (rc < 0) ctl_log("error", "round %lld: %s", (long long)c->rounds, strerror(-rc));
     next += c->cfg.round_s;
     double now = ctl_mono_now();
-    if (next < now)
-      next = now; /* a round that overran: the next one starts at once, no burst */
+    if (next < now) next = now; /* a round that overran: the next one starts at once, no burst */
     wait_round(c, next);
   }
   if (c->in_event) {
@@ -392,7 +381,6 @@ int ctl_controller_run(struct ctl_controller *c, volatile int *stop) {
     return 0;
   }
   size_t pending = lift_caps(c);
-  if (pending)
-    ctl_log("warning", "%zu agents did not confirm that the caps were lifted", pending);
+  if (pending) ctl_log("warning", "%zu agents did not confirm that the caps were lifted", pending);
   return 0;
 }

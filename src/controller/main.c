@@ -24,13 +24,16 @@
 
 static volatile int stop_flag;
 
-static void on_signal(int sig) { stop_flag = sig; }
+static void on_signal(int sig) {
+  stop_flag = sig;
+}
 
 static void usage(FILE *out) {
-  fprintf(out, "usage: pflex-controller [run] [OPTIONS]\n"
-               "       pflex-controller report EVENT [--state-db FILE] [--plot FILE.svg|.png]\n"
-               "       pflex-controller sim-cluster [OPTIONS] (pflex-controller sim-cluster --help)\n"
-               "Holds a cluster power target through the pflexd agents (docs/controller.md).\n\n");
+  fprintf(out,
+          "usage: pflex-controller [run] [OPTIONS]\n"
+          "       pflex-controller report EVENT [--state-db FILE] [--plot FILE.svg|.png]\n"
+          "       pflex-controller sim-cluster [OPTIONS] (pflex-controller sim-cluster --help)\n"
+          "Holds a cluster power target through the pflexd agents (docs/controller.md).\n\n");
   ctl_config_usage(out);
 }
 
@@ -81,8 +84,7 @@ static int run(int argc, char **argv) {
           PFLEX_VERSION, c.nnodes, cfg.round_s, cfg.lease_rounds, cfg.listen[0] ? ", API on " : "",
           cfg.listen);
   int rc = ctl_controller_run(&c, &stop_flag);
-  if (stop_flag)
-    ctl_log("note", "signal %d: stopping", stop_flag);
+  if (stop_flag) ctl_log("note", "signal %d: stopping", stop_flag);
   ctl_api_stop(api);
   ctl_controller_close(&c);
   return rc < 0 ? 1 : 0;
@@ -116,8 +118,7 @@ static int report(int argc, char **argv) {
   }
   json_t *o;
   int rc = ctl_report_json(st, id, &o, err, sizeof err);
-  if (rc == 0 && plot)
-    rc = ctl_report_plot(st, id, plot, err, sizeof err);
+  if (rc == 0 && plot) rc = ctl_report_plot(st, id, plot, err, sizeof err);
   ctl_store_close(st);
   if (rc < 0) {
     fprintf(stderr, "error: %s\n", err);

@@ -11,14 +11,13 @@ bool ctl_node_update(struct ctl_node *nd, const char *gpus_body, size_t gpus_len
   struct ctl_gpu_state g[CTL_MAX_NODE_GPUS];
   size_t ng = 0, nj = 0;
   bool ok = gpus_body && jobs_body;
-  if (!ok)
-    snprintf(nd->error, sizeof nd->error, "%s", why ? why : "no answer");
+  if (!ok) snprintf(nd->error, sizeof nd->error, "%s", why ? why : "no answer");
   if (ok && ctl_parse_gpus(gpus_body, gpus_len, g, CTL_MAX_NODE_GPUS, &ng, err, sizeof err) < 0) {
     snprintf(nd->error, sizeof nd->error, "GET /v1/gpus: %s", err);
     ok = false;
   }
-  if (ok && ctl_parse_jobs(jobs_body, jobs_len, nd->jobs, CTL_MAX_NODE_GPUS, &nj, err,
-                           sizeof err) < 0) {
+  if (ok &&
+      ctl_parse_jobs(jobs_body, jobs_len, nd->jobs, CTL_MAX_NODE_GPUS, &nj, err, sizeof err) < 0) {
     snprintf(nd->error, sizeof nd->error, "GET /v1/jobs: %s", err);
     ok = false;
   }
@@ -50,10 +49,8 @@ double ctl_node_power_w(const struct ctl_node *nd) {
 }
 
 double ctl_node_bound_w(const struct ctl_node *nd, double unseen_w) {
-  if (nd->reachable)
-    return ctl_node_power_w(nd);
-  if (!nd->seen)
-    return unseen_w;
+  if (nd->reachable) return ctl_node_power_w(nd);
+  if (!nd->seen) return unseen_w;
   double s = 0;
   for (size_t i = 0; i < nd->ngpus; i++) {
     const struct ctl_gpu_state *g = &nd->gpu[i];

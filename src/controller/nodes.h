@@ -24,10 +24,10 @@ struct ctl_node {
   double cap_w[CTL_MAX_NODE_GPUS];
   double acked_w[CTL_MAX_NODE_GPUS];
   bool has_acked;
-  double fallback_w;     /* fallback decided this round */
+  double fallback_w;                   /* fallback decided this round */
   double fb_sent_w[CTL_MAX_NODE_GPUS]; /* the fallback each GPU's lease holds (0 = none) */
   bool sent[CTL_MAX_NODE_GPUS];        /* in this round's PUT */
-  bool restore_pending;  /* DELETE /v1/caps not yet acknowledged */
+  bool restore_pending;                /* DELETE /v1/caps not yet acknowledged */
 };
 
 /* Updates a node from this round's answers (NULL bodies: no answer, with why).

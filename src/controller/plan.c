@@ -26,7 +26,9 @@ static bool allocatable(const struct ctl_job *j) {
 }
 
 /* Given the equal cut's share while its curve is unknown (jobs.h). */
-static bool probing(const struct ctl_job *j) { return placeable(j) && j->probe; }
+static bool probing(const struct ctl_job *j) {
+  return placeable(j) && j->probe;
+}
 
 /* What GPUs outside the allocation hold, and the caps they get. */
 static double fix_gpus(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset *js,
@@ -42,12 +44,11 @@ static double fix_gpus(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset 
     for (size_t g = 0; g < nd->ngpus; g++) {
       const struct ctl_gpu_state *gs = &nd->gpu[g];
       struct ctl_job *j = gs->job[0] ? ctl_jobset_find(js, gs->job) : NULL;
-      if (j && (allocatable(j) || probing(j)))
-        continue;
+      if (j && (allocatable(j) || probing(j))) continue;
       double cap = !j && cfg->unassigned == CTL_UNASSIGNED_MIN ? gs->min_w
-                   : !j                                       ? gs->default_w
-                   : nd->has_acked && nd->acked_w[g] > 0      ? nd->acked_w[g]
-                                                              : gs->limit_w;
+                   : !j                                        ? gs->default_w
+                   : nd->has_acked && nd->acked_w[g] > 0       ? nd->acked_w[g]
+                                                               : gs->limit_w;
       nd->cap_w[g] = cap;
       /* A GPU without a job counts at what it draws, with a 10% margin (at
        * most its cap): idle, it sits far under its least cap, and a job that
@@ -118,8 +119,7 @@ static int allocate(struct pflex_alloc_job *aj, size_t n, double jobs_w,
     }
     return 0;
   }
-  if (rc == 0)
-    s->saturated = sum.total_w >= sum.max_w - 1e-6 * sum.max_w;
+  if (rc == 0) s->saturated = sum.total_w >= sum.max_w - 1e-6 * sum.max_w;
   return rc;
 }
 
@@ -128,14 +128,12 @@ static void spread(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset *js,
                    struct ctl_plan_summary *s) {
   for (size_t k = 0; k < nnodes; k++) {
     struct ctl_node *nd = &nodes[k];
-    if (!nd->reachable)
-      continue;
+    if (!nd->reachable) continue;
     double share = 0, floor_w = 0;
     for (size_t g = 0; g < nd->ngpus; g++) {
       struct ctl_job *j = nd->gpu[g].job[0] ? ctl_jobset_find(js, nd->gpu[g].job) : NULL;
       bool mine = j && (allocatable(j) || probing(j));
-      if (mine)
-        nd->cap_w[g] = j->cap_w;
+      if (mine) nd->cap_w[g] = j->cap_w;
       s->caps_w += nd->cap_w[g];
       /* The node's share: what it was allotted (a job at its full draw keeps
        * an uncapped cap, but was allotted only that draw). */
@@ -164,12 +162,10 @@ static double probe_shares(struct ctl_jobset *js, double left_w) {
   double ratio = sum_pmax > 0 ? fmin(1.0, fmax(0.0, left_w / sum_pmax)) : 1.0;
   for (size_t i = 0; i < js->n; i++) {
     struct ctl_job *j = &js->v[i];
-    if (!probing(j))
-      continue;
+    if (!probing(j)) continue;
     double share = floor(fmin(fmax(ratio * j->max_w, j->min_w), j->max_w)), cap = share;
     bool pressing = j->power_w >= 0.95 * j->gpus * j->limit_w;
-    if (!j->has_tput && !pressing)
-      cap = fmin(cap, 1.2 * j->power_w / j->gpus);
+    if (!j->has_tput && !pressing) cap = fmin(cap, 1.2 * j->power_w / j->gpus);
     j->cap_w = floor(fmin(fmax(cap, j->min_w), j->max_w));
     j->probe_cap_w = j->cap_w == share ? share : 0;
     j->alloc_w = j->cap_w * j->gpus;
@@ -201,8 +197,7 @@ int ctl_plan(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset *js,
       k++;
     }
   double t0 = now_ms();
-  if (rc == 0 && n)
-    rc = allocate(aj, n, fmax(s.jobs_w, 0), res, &s);
+  if (rc == 0 && n) rc = allocate(aj, n, fmax(s.jobs_w, 0), res, &s);
   s.alloc_ms = now_ms() - t0;
   for (size_t k = 0; rc == 0 && k < n; k++) {
     struct ctl_job *j = map[k];
@@ -221,14 +216,12 @@ int ctl_plan(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset *js,
   s.jobs = n;
   if (rc == 0) {
     for (size_t k = 0; k < nnodes; k++)
-      if (!nodes[k].reachable)
-        s.caps_w += ctl_node_bound_w(&nodes[k], unseen_w);
+      if (!nodes[k].reachable) s.caps_w += ctl_node_bound_w(&nodes[k], unseen_w);
     spread(nodes, nnodes, js, budget_w > target_w ? target_w / budget_w : 1.0, &s);
   }
   free(aj);
   free(res);
   free(map);
-  if (rc == 0)
-    *ret = s;
+  if (rc == 0) *ret = s;
   return rc;
 }

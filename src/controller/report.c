@@ -20,8 +20,7 @@ static int load(struct ctl_store *st, int64_t id, struct ctl_event *e, struct ct
   }
   double end = ctl_event_end(e) + e->ramp_s;
   rc = ctl_store_rounds(st, e->start - MARGIN_S, end + MARGIN_S, rows, n);
-  if (rc < 0)
-    snprintf(err, errlen, "cannot read the rounds: %s", ctl_store_errmsg(st));
+  if (rc < 0) snprintf(err, errlen, "cannot read the rounds: %s", ctl_store_errmsg(st));
   return rc;
 }
 
@@ -29,10 +28,8 @@ static int load(struct ctl_store *st, int64_t id, struct ctl_event *e, struct ct
 static size_t compliance_from(const struct ctl_round_row *r, size_t n, int64_t id) {
   size_t from = n;
   for (size_t i = n; i-- > 0;) {
-    if (r[i].event_id != id)
-      continue;
-    if (r[i].compliant != 1)
-      break;
+    if (r[i].event_id != id) continue;
+    if (r[i].compliant != 1) break;
     from = i;
   }
   return from;
@@ -43,13 +40,11 @@ int ctl_report_json(struct ctl_store *st, int64_t id, json_t **ret, char *err, s
   struct ctl_round_row *r = NULL;
   size_t n = 0;
   int rc = load(st, id, &e, &r, &n, err, errlen);
-  if (rc < 0)
-    return rc;
+  if (rc < 0) return rc;
   size_t during = 0, over = 0, unreachable = 0, held = 0, from = compliance_from(r, n, id);
   double max_ms = 0, sum_ms = 0, rel = 0, max_over = 0;
   for (size_t i = 0; i < n; i++) {
-    if (r[i].event_id != id)
-      continue;
+    if (r[i].event_id != id) continue;
     during++;
     over += r[i].compliant == 0;
     unreachable += r[i].unreachable > 0;
@@ -82,8 +77,7 @@ int ctl_report_plot(struct ctl_store *st, int64_t id, const char *path, char *er
   struct ctl_round_row *r = NULL;
   size_t n = 0;
   int rc = load(st, id, &e, &r, &n, err, errlen);
-  if (rc < 0)
-    return rc;
+  if (rc < 0) return rc;
   double *x = calloc(n + 1, sizeof *x), *tg = calloc(n + 1, sizeof *tg),
          *ms = calloc(n + 1, sizeof *ms), *rel = calloc(n + 1, sizeof *rel);
   rc = x && tg && ms && rel ? 0 : -ENOMEM;
@@ -97,7 +91,8 @@ int ctl_report_plot(struct ctl_store *st, int64_t id, const char *path, char *er
       {"target", x, tg, n, PFLEX_PLOT_LINE, 1, PFLEX_PLOT_DASHED, 0},
       {"measured", x, ms, n, PFLEX_PLOT_LINE, 0, PFLEX_PLOT_SOLID, 0},
   };
-  struct pflex_plot_series tput[] = {{"all jobs", x, rel, n, PFLEX_PLOT_LINE, 2, PFLEX_PLOT_SOLID, 0}};
+  struct pflex_plot_series tput[] = {
+      {"all jobs", x, rel, n, PFLEX_PLOT_LINE, 2, PFLEX_PLOT_SOLID, 0}};
   char title[96];
   snprintf(title, sizeof title, "event %lld", (long long)id);
   struct pflex_plot_panel panels[] = {

@@ -13,8 +13,8 @@
 
 static bool same(const struct ctl_event *a, const struct ctl_event *b) {
   return strcmp(a->source, b->source) == 0 && fabs(a->start - b->start) < 1e-3 &&
-         a->duration_s == b->duration_s && a->target_w == b->target_w &&
-         a->cut_pct == b->cut_pct && a->ramp_s == b->ramp_s && a->priority == b->priority;
+         a->duration_s == b->duration_s && a->target_w == b->target_w && a->cut_pct == b->cut_pct &&
+         a->ramp_s == b->ramp_s && a->priority == b->priority;
 }
 
 static int parse_all(json_t *arr, const char *path, double now, struct ctl_event *v, size_t *ret_n,
@@ -30,14 +30,13 @@ static int parse_all(json_t *arr, const char *path, double now, struct ctl_event
     }
     if (json_is_string(json_object_get(o, "start")) &&
         strcmp(json_string_value(json_object_get(o, "start")), "now") == 0) {
-      snprintf(err, errlen, "'%s': events[%zu]: field 'start': a schedule needs a time, not \"now\"",
-               path, i);
+      snprintf(err, errlen,
+               "'%s': events[%zu]: field 'start': a schedule needs a time, not \"now\"", path, i);
       return -EINVAL;
     }
     v[n].created = now;
     snprintf(v[n].source, sizeof v[n].source, "schedule");
-    if (v[n].start + v[n].duration_s > now)
-      n++;
+    if (v[n].start + v[n].duration_s > now) n++;
   }
   *ret_n = n;
   return 0;
@@ -61,8 +60,7 @@ int ctl_schedule_load(const char *path, struct ctl_store *st, double now, char *
   struct ctl_event *v = calloc(json_array_size(arr) + 1, sizeof *v), *old = NULL;
   int rc = v ? parse_all(arr, path, now, v, &n, err, errlen) : -ENOMEM;
   json_decref(root);
-  if (rc == 0)
-    rc = ctl_store_events(st, true, now, &old, &nold);
+  if (rc == 0) rc = ctl_store_events(st, true, now, &old, &nold);
   for (size_t i = 0; rc == 0 && i < n; i++) {
     bool known = false;
     for (size_t k = 0; k < nold && !known; k++)

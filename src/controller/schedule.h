@@ -11,7 +11,6 @@
 
 #include "controller/store.h"
 
-int ctl_schedule_load(const char *path, struct ctl_store *st, double now, char *err,
-                      size_t errlen);
+int ctl_schedule_load(const char *path, struct ctl_store *st, double now, char *err, size_t errlen);
 
 #endif

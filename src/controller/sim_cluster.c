@@ -35,8 +35,8 @@ static const char *const FAULT_NAMES[] = {"agent-kill", "agent-stall", "controll
 
 struct fault {
   enum fault_kind kind;
-  double at_s;      /* after the event's start */
-  double heal_s;    /* back after this long; < 0: --heal */
+  double at_s;   /* after the event's start */
+  double heal_s; /* back after this long; < 0: --heal */
   bool fired, healed;
   double fired_t, healed_t;
   size_t node;
@@ -68,13 +68,16 @@ struct sim {
 };
 
 static volatile sig_atomic_t interrupted;
-static void on_signal(int sig) { interrupted = sig; }
+static void on_signal(int sig) {
+  interrupted = sig;
+}
 
-static double now_s(void) { return ctl_epoch_now(); }
+static double now_s(void) {
+  return ctl_epoch_now();
+}
 
 static void sleep_s(double s) {
-  if (s <= 0)
-    return;
+  if (s <= 0) return;
   struct timespec ts = {(time_t)s, (long)((s - floor(s)) * 1e9)};
   nanosleep(&ts, NULL);
 }
@@ -111,8 +114,7 @@ static void usage(FILE *out) {
 
 static int parse_fault(const char *arg, struct opts *o) {
   const char *colon = strchr(arg, ':');
-  if (!colon || o->nfaults == MAX_FAULTS)
-    return -EINVAL;
+  if (!colon || o->nfaults == MAX_FAULTS) return -EINVAL;
   for (size_t k = 0; k < 3; k++)
     if (strncmp(arg, FAULT_NAMES[k], (size_t)(colon - arg)) == 0 &&
         strlen(FAULT_NAMES[k]) == (size_t)(colon - arg)) {
@@ -121,11 +123,9 @@ static int parse_fault(const char *arg, struct opts *o) {
       if (*end == ':') {
         const char *h = end + 1;
         heal = strtod(h, &end);
-        if (end == h || !(heal >= 0))
-          return -EINVAL;
+        if (end == h || !(heal >= 0)) return -EINVAL;
       }
-      if (*end || !(t >= 0))
-        return -EINVAL;
+      if (*end || !(t >= 0)) return -EINVAL;
       o->faults[o->nfaults++] =
           (struct fault){.kind = (enum fault_kind)k, .at_s = t, .heal_s = heal};
       return 0;
@@ -139,28 +139,61 @@ static void default_paths(struct opts *o) {
   char dir[PATH_MAX];
   snprintf(dir, sizeof dir, "%s", o->self);
   char *slash = strrchr(dir, '/');
-  if (slash)
-    *slash = '\0';
+  if (slash) *slash = '\0';
   const char *env = getenv("PFLEXD");
   snprintf(o->pflexd, sizeof o->pflexd, "%s", env && *env ? env : dir);
-  if (!(env && *env))
-    strncat(o->pflexd, "/pflexd", sizeof o->pflexd - strlen(o->pflexd) - 1);
+  if (!(env && *env)) strncat(o->pflexd, "/pflexd", sizeof o->pflexd - strlen(o->pflexd) - 1);
   snprintf(o->fake_nvml, sizeof o->fake_nvml, "%.3000s/tests/fake-nvml/libnvidia-ml.so.1", dir);
 }
 
 /* The option table: name, has an argument, where it goes. */
-enum { O_NODES = 256, O_GPN, O_CUT, O_DUR, O_RAMP, O_WARM, O_SEED, O_FAULT, O_HEAL, O_CHURN,
-       O_IDLE, O_ROUND, O_LEASE, O_TICK, O_HZ, O_PFLEXD, O_FAKE, O_DIR, O_KEEP, O_PORT, O_JSON,
-       O_HELP };
-static const struct option LONGOPTS[] = {
-    {"nodes", 1, 0, O_NODES},       {"gpus-per-node", 1, 0, O_GPN}, {"cut", 1, 0, O_CUT},
-    {"duration", 1, 0, O_DUR},      {"ramp", 1, 0, O_RAMP},         {"warmup", 1, 0, O_WARM},
-    {"seed", 1, 0, O_SEED},         {"fault", 1, 0, O_FAULT},       {"heal", 1, 0, O_HEAL},
-    {"churn", 1, 0, O_CHURN},       {"idle-frac", 1, 0, O_IDLE},    {"round-s", 1, 0, O_ROUND},
-    {"lease-rounds", 1, 0, O_LEASE}, {"tick", 1, 0, O_TICK},        {"agent-hz", 1, 0, O_HZ},
-    {"pflexd", 1, 0, O_PFLEXD},     {"fake-nvml", 1, 0, O_FAKE},    {"dir", 1, 0, O_DIR},
-    {"keep", 0, 0, O_KEEP},         {"base-port", 1, 0, O_PORT},    {"json", 0, 0, O_JSON},
-    {"help", 0, 0, O_HELP},         {0, 0, 0, 0}};
+enum {
+  O_NODES = 256,
+  O_GPN,
+  O_CUT,
+  O_DUR,
+  O_RAMP,
+  O_WARM,
+  O_SEED,
+  O_FAULT,
+  O_HEAL,
+  O_CHURN,
+  O_IDLE,
+  O_ROUND,
+  O_LEASE,
+  O_TICK,
+  O_HZ,
+  O_PFLEXD,
+  O_FAKE,
+  O_DIR,
+  O_KEEP,
+  O_PORT,
+  O_JSON,
+  O_HELP
+};
+static const struct option LONGOPTS[] = {{"nodes", 1, 0, O_NODES},
+                                         {"gpus-per-node", 1, 0, O_GPN},
+                                         {"cut", 1, 0, O_CUT},
+                                         {"duration", 1, 0, O_DUR},
+                                         {"ramp", 1, 0, O_RAMP},
+                                         {"warmup", 1, 0, O_WARM},
+                                         {"seed", 1, 0, O_SEED},
+                                         {"fault", 1, 0, O_FAULT},
+                                         {"heal", 1, 0, O_HEAL},
+                                         {"churn", 1, 0, O_CHURN},
+                                         {"idle-frac", 1, 0, O_IDLE},
+                                         {"round-s", 1, 0, O_ROUND},
+                                         {"lease-rounds", 1, 0, O_LEASE},
+                                         {"tick", 1, 0, O_TICK},
+                                         {"agent-hz", 1, 0, O_HZ},
+                                         {"pflexd", 1, 0, O_PFLEXD},
+                                         {"fake-nvml", 1, 0, O_FAKE},
+                                         {"dir", 1, 0, O_DIR},
+                                         {"keep", 0, 0, O_KEEP},
+                                         {"base-port", 1, 0, O_PORT},
+                                         {"json", 0, 0, O_JSON},
+                                         {"help", 0, 0, O_HELP},
+                                         {0, 0, 0, 0}};
 
 struct num_opt {
   int id;
@@ -170,13 +203,20 @@ struct num_opt {
 };
 #define OO(f) offsetof(struct opts, f)
 static const struct num_opt NUMS[] = {
-    {O_NODES, 1, 5000, OO(nodes), 'z'},         {O_GPN, 1, SIM_MAX_GPUS, OO(gpus_per_node), 'z'},
-    {O_CUT, 0.1, 90, OO(cut), 'd'},             {O_DUR, 1, 86400, OO(duration), 'd'},
-    {O_RAMP, 0, 3600, OO(ramp), 'd'},           {O_WARM, 3, 3600, OO(warmup), 'd'},
-    {O_SEED, 0, 4e9, OO(seed), 'u'},            {O_HEAL, 0, 3600, OO(heal_s), 'd'},
-    {O_CHURN, 0, 1e6, OO(churn_s), 'd'},        {O_IDLE, 0, 0.9, OO(idle_frac), 'd'},
-    {O_ROUND, 0.05, 60, OO(round_s), 'd'},      {O_LEASE, 2, 600, OO(lease_rounds), 'i'},
-    {O_TICK, 0.05, 2, OO(tick_s), 'd'},         {O_HZ, 1, 50, OO(agent_hz), 'd'},
+    {O_NODES, 1, 5000, OO(nodes), 'z'},
+    {O_GPN, 1, SIM_MAX_GPUS, OO(gpus_per_node), 'z'},
+    {O_CUT, 0.1, 90, OO(cut), 'd'},
+    {O_DUR, 1, 86400, OO(duration), 'd'},
+    {O_RAMP, 0, 3600, OO(ramp), 'd'},
+    {O_WARM, 3, 3600, OO(warmup), 'd'},
+    {O_SEED, 0, 4e9, OO(seed), 'u'},
+    {O_HEAL, 0, 3600, OO(heal_s), 'd'},
+    {O_CHURN, 0, 1e6, OO(churn_s), 'd'},
+    {O_IDLE, 0, 0.9, OO(idle_frac), 'd'},
+    {O_ROUND, 0.05, 60, OO(round_s), 'd'},
+    {O_LEASE, 2, 600, OO(lease_rounds), 'i'},
+    {O_TICK, 0.05, 2, OO(tick_s), 'd'},
+    {O_HZ, 1, 50, OO(agent_hz), 'd'},
     {O_PORT, 1024, 60000, OO(base_port), 'i'},
 };
 
@@ -200,25 +240,35 @@ static int set_num(struct opts *o, const struct num_opt *k, const char *arg, con
 }
 
 static int parse_args(int argc, char **argv, struct opts *o) {
-  *o = (struct opts){.nodes = 20, .gpus_per_node = 8, .cut = 30, .duration = 30, .warmup = 12,
-                     .round_s = 1, .churn_s = 120, .idle_frac = 0.05, .tick_s = 0.2, .agent_hz = 2,
-                     .heal_s = -1, .lease_rounds = 5, .seed = 1, .base_port = 20000};
+  *o = (struct opts){.nodes = 20,
+                     .gpus_per_node = 8,
+                     .cut = 30,
+                     .duration = 30,
+                     .warmup = 12,
+                     .round_s = 1,
+                     .churn_s = 120,
+                     .idle_frac = 0.05,
+                     .tick_s = 0.2,
+                     .agent_hz = 2,
+                     .heal_s = -1,
+                     .lease_rounds = 5,
+                     .seed = 1,
+                     .base_port = 20000};
   default_paths(o);
   int c, idx;
   optind = 1;
   while ((c = getopt_long(argc, argv, "", LONGOPTS, &idx)) != -1) {
     const struct num_opt *k = NULL;
     for (size_t i = 0; i < sizeof NUMS / sizeof NUMS[0]; i++)
-      if (NUMS[i].id == c)
-        k = &NUMS[i];
+      if (NUMS[i].id == c) k = &NUMS[i];
     if (k) {
-      if (set_num(o, k, optarg, LONGOPTS[idx].name) < 0)
-        return 2;
+      if (set_num(o, k, optarg, LONGOPTS[idx].name) < 0) return 2;
     } else if (c == O_FAULT) {
       if (parse_fault(optarg, o) < 0) {
-        fprintf(stderr, "error: --fault: '%s' is not KIND:T[:H] (agent-kill, agent-stall, "
-                        "controller-kill; T, H >= 0 s), or more than %d faults\n", optarg,
-                MAX_FAULTS);
+        fprintf(stderr,
+                "error: --fault: '%s' is not KIND:T[:H] (agent-kill, agent-stall, "
+                "controller-kill; T, H >= 0 s), or more than %d faults\n",
+                optarg, MAX_FAULTS);
         return 2;
       }
     } else if (c == O_PFLEXD || c == O_FAKE || c == O_DIR) {
@@ -238,15 +288,13 @@ static int parse_args(int argc, char **argv, struct opts *o) {
     fprintf(stderr, "error: sim-cluster: unexpected argument '%s'\n", argv[optind]);
     return 2;
   }
-  if (o->heal_s < 0)
-    o->heal_s = o->lease_rounds * o->round_s + 2;
+  if (o->heal_s < 0) o->heal_s = o->lease_rounds * o->round_s + 2;
   return 0;
 }
 
 static int write_secret(const char *path, const char *value) {
   FILE *f = fopen(path, "w");
-  if (!f)
-    return -errno;
+  if (!f) return -errno;
   fprintf(f, "%s\n", value);
   fclose(f);
   return chmod(path, 0600) < 0 ? -errno : 0;
@@ -256,8 +304,7 @@ static int make_dir(struct opts *o) {
   if (!o->dir[0]) {
     snprintf(o->dir, sizeof o->dir, "%s/pflex-sim-XXXXXX",
              access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
-    if (!mkdtemp(o->dir))
-      return -errno;
+    if (!mkdtemp(o->dir)) return -errno;
   } else if (mkdir(o->dir, 0700) < 0 && errno != EEXIST) {
     return -errno;
   }
@@ -266,16 +313,15 @@ static int make_dir(struct opts *o) {
   snprintf(p, sizeof p, "%s/agent.token", o->dir);
   int rc = write_secret(p, AGENT_TOKEN);
   snprintf(p, sizeof p, "%s/controller.token", o->dir);
-  if (rc == 0)
-    rc = write_secret(p, CTL_TOKEN);
+  if (rc == 0) rc = write_secret(p, CTL_TOKEN);
   snprintf(p, sizeof p, "%s/pflexd.conf", o->dir); /* empty: the options say everything */
   return rc < 0 ? rc : write_secret(p, "# sim-cluster: every setting is on the command line");
 }
 
 static pid_t start_agent(struct sim *s, size_t i) {
   const struct opts *o = &s->o;
-  char conf[PATH_MAX + 32], state[PATH_MAX + 32], listen[64], statsd[64], hz[32], tok[PATH_MAX + 32], log[PATH_MAX + 32],
-      lib[PATH_MAX + 16];
+  char conf[PATH_MAX + 32], state[PATH_MAX + 32], listen[64], statsd[64], hz[32],
+      tok[PATH_MAX + 32], log[PATH_MAX + 32], lib[PATH_MAX + 16];
   snprintf(conf, sizeof conf, "%s/pflexd.conf", o->dir);
   snprintf(state, sizeof state, "%s/agent%04zu", o->dir, i);
   mkdir(state, 0700);
@@ -289,9 +335,26 @@ static pid_t start_agent(struct sim *s, size_t i) {
   static size_t env_i;
   char *e = env[env_i++ % (MAX_FAULTS + 1)];
   snprintf(e, PATH_MAX + 32, "FAKE_NVML_STATE=%s", s->w.nodes[i].path);
-  char *argv[] = {(char *)o->pflexd, "--config", conf, "--backend", "nvml",
-                  "--nvml-library", lib, "--listen", listen, "--token-file", tok, "--state-dir",
-                  state, "--socket", "", "--statsd", statsd, "--hz", hz, NULL};
+  char *argv[] = {(char *)o->pflexd,
+                  "--config",
+                  conf,
+                  "--backend",
+                  "nvml",
+                  "--nvml-library",
+                  lib,
+                  "--listen",
+                  listen,
+                  "--token-file",
+                  tok,
+                  "--state-dir",
+                  state,
+                  "--socket",
+                  "",
+                  "--statsd",
+                  statsd,
+                  "--hz",
+                  hz,
+                  NULL};
   return sim_spawn(argv, e, log);
 }
 
@@ -308,17 +371,32 @@ static pid_t start_controller(struct sim *s) {
   snprintf(lease, sizeof lease, "%d", o->lease_rounds);
   snprintf(timeout, sizeof timeout, "%g", 0.8 * o->round_s);
   snprintf(log, sizeof log, "%s/controller.log", o->dir);
-  char *argv[] = {(char *)o->self, "run", "--agents-file", agents, "--agent-token-file", atok,
-                  "--token-file", ctok, "--state-db", db, "--listen", listen, "--round-s", round,
-                  "--lease-rounds", lease, "--agent-timeout-s", timeout, NULL};
+  char *argv[] = {(char *)o->self,
+                  "run",
+                  "--agents-file",
+                  agents,
+                  "--agent-token-file",
+                  atok,
+                  "--token-file",
+                  ctok,
+                  "--state-db",
+                  db,
+                  "--listen",
+                  listen,
+                  "--round-s",
+                  round,
+                  "--lease-rounds",
+                  lease,
+                  "--agent-timeout-s",
+                  timeout,
+                  NULL};
   return sim_spawn(argv, NULL, log);
 }
 
 /* One request to the controller; returns the status, the body in s->reqs[0]. */
 static long ctl_call(struct sim *s, const char *method, const char *path, const char *body) {
   s->reqs[0] = (struct ctl_request){.method = method, .path = path, .body = body};
-  if (ctl_client_run(s->ctl, s->reqs, 2.0) < 0)
-    return 0;
+  if (ctl_client_run(s->ctl, s->reqs, 2.0) < 0) return 0;
   return s->reqs[0].status;
 }
 
@@ -333,8 +411,7 @@ static bool agents_healthy(struct sim *s, double timeout_s) {
     size_t ok = 0;
     for (size_t i = 0; i < n; i++)
       ok += s->reqs[i].status == 200;
-    if (ok == n)
-      return true;
+    if (ok == n) return true;
     sleep_s(0.2);
   }
   return false;
@@ -357,7 +434,8 @@ static void tell_agents(struct sim *s, const struct sim_change *ch, size_t nch) 
       char *path = s->bodies[nd] + 600;
       snprintf(s->bodies[nd], 600, "{\"gpus\":[%s]}", gpus);
       snprintf(path, 100, "/v1/jobs/%s", ch[k].id);
-      s->reqs[nd] = (struct ctl_request){.method = ch[k].put ? "PUT" : "DELETE", .path = path,
+      s->reqs[nd] = (struct ctl_request){.method = ch[k].put ? "PUT" : "DELETE",
+                                         .path = path,
                                          .body = ch[k].put ? s->bodies[nd] : NULL};
     }
   }
@@ -370,15 +448,13 @@ static void tell_agents(struct sim *s, const struct sim_change *ch, size_t nch) 
 
 /* Reads the event back from the controller (its baseline and resolved target). */
 static bool read_event(struct sim *s, int64_t id, struct ctl_event *ev) {
-  if (ctl_call(s, "GET", "/v1/events", NULL) != 200)
-    return false;
+  if (ctl_call(s, "GET", "/v1/events", NULL) != 200) return false;
   json_t *root = json_loads(s->reqs[0].response, 0, NULL);
   json_t *arr = json_object_get(root, "events"), *e;
   size_t i;
   bool ok = false;
   json_array_foreach(arr, i, e) {
-    if (json_integer_value(json_object_get(e, "id")) != id)
-      continue;
+    if (json_integer_value(json_object_get(e, "id")) != id) continue;
     double start;
     ok = ctl_parse_iso8601(json_string_value(json_object_get(e, "start")), &start) == 0 &&
          json_is_number(json_object_get(e, "baseline_w"));
@@ -403,8 +479,11 @@ static int64_t fire_event(struct sim *s, struct ctl_event *ev) {
   json_t *o = json_loads(s->reqs[0].response, 0, NULL);
   int64_t id = json_integer_value(json_object_get(o, "id"));
   json_decref(o);
-  *ev = (struct ctl_event){.id = id, .cut_pct = s->o.cut, .start = now_s(),
-                           .duration_s = s->o.duration, .ramp_s = s->o.ramp};
+  *ev = (struct ctl_event){.id = id,
+                           .cut_pct = s->o.cut,
+                           .start = now_s(),
+                           .duration_s = s->o.duration,
+                           .ramp_s = s->o.ramp};
   return id;
 }
 
@@ -456,19 +535,16 @@ struct run_state {
 
 /* Polls the controller's status once a second: its own view and timings. */
 static void poll_status(struct sim *s, struct run_state *rs) {
-  if (ctl_call(s, "GET", "/v1/status", NULL) != 200)
-    return;
+  if (ctl_call(s, "GET", "/v1/status", NULL) != 200) return;
   json_t *o = json_loads(s->reqs[0].response, 0, NULL);
-  if (!o)
-    return;
+  if (!o) return;
   rs->max_alloc_ms = fmax(rs->max_alloc_ms, json_number_value(json_object_get(o, "alloc_ms")));
   rs->max_round_ms = fmax(rs->max_round_ms, json_number_value(json_object_get(o, "round_ms")));
   json_t *acked = json_object_get(o, "caps_acked_epoch");
   if (rs->event_id > 0 && json_is_number(acked) && rs->caps_applied_s < 0 &&
       json_integer_value(json_object_get(o, "event")) == rs->event_id)
     rs->caps_applied_s = json_number_value(acked) - rs->t_event;
-  if (json_is_false(json_object_get(o, "compliant")))
-    rs->ctl_samples_over++;
+  if (json_is_false(json_object_get(o, "compliant"))) rs->ctl_samples_over++;
   json_decref(o);
 }
 
@@ -476,15 +552,13 @@ static void world_step(struct sim *s, struct run_state *rs, double t, double dt,
   size_t avg = (size_t)lround(1.0 / s->o.tick_s);
   if (sim_world_tick(&s->w, t, dt, avg, 0.1) < 0)
     fprintf(stderr, "warning: sim: a node's state file could not be written\n");
-  if (++*tick % (size_t)fmax(1, lround(0.5 / s->o.tick_s)) == 0)
-    sim_world_report_tput(&s->w);
+  if (++*tick % (size_t)fmax(1, lround(0.5 / s->o.tick_s)) == 0) sim_world_report_tput(&s->w);
   double idle;
   double total = sim_world_reported_w(&s->w, &idle);
-  if (rs->event_id > 0)
-    sim_score_power(&rs->score, t, total);
+  if (rs->event_id > 0) sim_score_power(&rs->score, t, total);
   if (rs->trace)
-    fprintf(rs->trace, "%.3f,%.1f,%.1f,%.1f\n", t - rs->t_event, total,
-            sim_world_limits_w(&s->w), idle);
+    fprintf(rs->trace, "%.3f,%.1f,%.1f,%.1f\n", t - rs->t_event, total, sim_world_limits_w(&s->w),
+            idle);
   if (rs->event_read) {
     if (*tick % (size_t)fmax(1, lround(1.0 / s->o.tick_s)) == 0)
       sim_score_tput(&rs->score, &s->w, t, idle);
@@ -494,8 +568,7 @@ static void world_step(struct sim *s, struct run_state *rs, double t, double dt,
 static void churn_step(struct sim *s, double t) {
   struct sim_change ch[256];
   size_t n = sim_world_churn(&s->w, t, ch, 256);
-  if (n)
-    tell_agents(s, ch, n);
+  if (n) tell_agents(s, ch, n);
 }
 
 static void fault_step(struct sim *s, struct run_state *rs, double t) {
@@ -521,8 +594,7 @@ static int run_loop(struct sim *s, struct run_state *rs) {
     if (rs->event_id == 0 && t >= t0 + s->o.warmup) {
       struct ctl_event ev;
       rs->event_id = fire_event(s, &ev);
-      if (rs->event_id < 0)
-        return -EIO;
+      if (rs->event_id < 0) return -EIO;
       rs->t_event = ev.start;
       rs->score.ev = ev;
       rs->t_end = ev.start + s->o.duration + s->o.ramp;
@@ -539,14 +611,15 @@ static int run_loop(struct sim *s, struct run_state *rs) {
     }
     if (rs->event_id > 0 && t >= rs->t_end && stop_at == INFINITY)
       stop_at = t + 3 * s->o.round_s + 2; /* the controller lifts the caps */
-    if (t >= stop_at)
-      return 0;
+    if (t >= stop_at) return 0;
     sleep_s(s->o.tick_s - (now_s() - t));
   }
   return -EINTR;
 }
 
-static json_t *num(double x) { return isfinite(x) ? json_real(x) : json_null(); }
+static json_t *num(double x) {
+  return isfinite(x) ? json_real(x) : json_null();
+}
 
 static json_t *result_json(struct sim *s, struct run_state *rs, size_t wrong_after,
                            size_t wrong_final) {
@@ -558,20 +631,19 @@ static json_t *result_json(struct sim *s, struct run_state *rs, size_t wrong_aft
   json_t *faults = json_array();
   for (size_t k = 0; k < s->o.nfaults; k++) {
     const struct fault *f = &s->o.faults[k];
-    json_array_append_new(faults, json_pack("{s:s, s:f, s:b, s:I, s:o}", "kind",
-                                            FAULT_NAMES[f->kind], "at_s", f->at_s, "fired",
-                                            f->fired, "node", (json_int_t)f->node, "healed_after_s",
-                                            f->healed ? json_real(f->healed_t - f->fired_t)
-                                                      : json_null()));
+    json_array_append_new(
+        faults, json_pack("{s:s, s:f, s:b, s:I, s:o}", "kind", FAULT_NAMES[f->kind], "at_s",
+                          f->at_s, "fired", f->fired, "node", (json_int_t)f->node, "healed_after_s",
+                          f->healed ? json_real(f->healed_t - f->fired_t) : json_null()));
   }
   json_t *o = json_pack("{s:b, s:I, s:I, s:I, s:f, s:f}", "simulated", 1, "nodes",
-                        (json_int_t)s->o.nodes, "gpus", (json_int_t)gpus, "jobs",
-                        (json_int_t)jobs, "cut_pct", s->o.cut, "duration_s", s->o.duration);
+                        (json_int_t)s->o.nodes, "gpus", (json_int_t)gpus, "jobs", (json_int_t)jobs,
+                        "cut_pct", s->o.cut, "duration_s", s->o.duration);
   double target = ctl_event_resolved_target(&rs->score.ev);
   json_object_set_new(o, "baseline_w", num(rs->score.ev.baseline_w));
   json_object_set_new(o, "target_w", rs->event_read ? num(target) : json_null());
-  json_object_set_new(o, "caps_applied_s", rs->caps_applied_s >= 0 ? json_real(rs->caps_applied_s)
-                                                                   : json_null());
+  json_object_set_new(o, "caps_applied_s",
+                      rs->caps_applied_s >= 0 ? json_real(rs->caps_applied_s) : json_null());
   json_object_set_new(o, "compliance_s", num(r.compliance_s));
   json_object_set_new(o, "overshoot_samples", json_integer((json_int_t)r.overshoot_samples));
   json_object_set_new(o, "samples", json_integer((json_int_t)r.samples));
@@ -596,7 +668,8 @@ static int setup(struct sim *s, char *err, size_t errlen) {
   struct opts *o = &s->o;
   size_t n = o->nodes;
   if (access(o->pflexd, X_OK) < 0 || access(o->fake_nvml, R_OK) < 0) {
-    snprintf(err, errlen, "need pflexd ('%.200s') and the fake NVML ('%.200s'): --pflexd, --fake-nvml",
+    snprintf(err, errlen,
+             "need pflexd ('%.200s') and the fake NVML ('%.200s'): --pflexd, --fake-nvml",
              o->pflexd, o->fake_nvml);
     return -ENOENT;
   }
@@ -607,14 +680,13 @@ static int setup(struct sim *s, char *err, size_t errlen) {
   }
   rc = sim_world_init(&s->w, o->dir, n, o->gpus_per_node, o->churn_s, o->idle_frac, o->seed,
                       now_s(), err, errlen);
-  if (rc < 0)
-    return rc;
+  if (rc < 0) return rc;
   s->agent_pid = calloc(n, sizeof *s->agent_pid);
   s->agent_port = calloc(n, sizeof *s->agent_port);
   s->reqs = calloc(n + 1, sizeof *s->reqs);
   s->bodies = calloc(n, sizeof *s->bodies);
   const char **urls = calloc(n, sizeof *urls);
-  char (*ubuf)[64] = calloc(n, sizeof *ubuf);
+  char(*ubuf)[64] = calloc(n, sizeof *ubuf);
   if (!s->agent_pid || !s->agent_port || !s->reqs || !s->bodies || !urls || !ubuf) {
     free(urls);
     free(ubuf);
@@ -633,14 +705,12 @@ static int setup(struct sim *s, char *err, size_t errlen) {
     urls[i] = ubuf[i];
     fprintf(f, "%s\n", ubuf[i]);
   }
-  if (f)
-    fclose(f);
+  if (f) fclose(f);
   s->ctl_port = sim_free_port(port);
   snprintf(s->ctl_url, sizeof s->ctl_url, "http://127.0.0.1:%d", s->ctl_port);
   const char *cu = s->ctl_url;
   rc = ctl_client_new(urls, n, AGENT_TOKEN, &s->agents);
-  if (rc == 0)
-    rc = ctl_client_new(&cu, 1, CTL_TOKEN, &s->ctl);
+  if (rc == 0) rc = ctl_client_new(&cu, 1, CTL_TOKEN, &s->ctl);
   free(urls);
   free(ubuf);
   if (!f || rc < 0) {
@@ -683,10 +753,20 @@ static void teardown(struct sim *s) {
 }
 
 static void print_human(const json_t *o) {
-  static const char *const keys[] = {"nodes", "gpus", "jobs", "target_w", "caps_applied_s",
-                                     "compliance_s", "overshoot_samples", "gap_recovered",
-                                     "tput_vs_equal", "tput_vs_oracle", "wrong_limits_after",
-                                     "wrong_limits_final", "churned_jobs", "alloc_ms_max"};
+  static const char *const keys[] = {"nodes",
+                                     "gpus",
+                                     "jobs",
+                                     "target_w",
+                                     "caps_applied_s",
+                                     "compliance_s",
+                                     "overshoot_samples",
+                                     "gap_recovered",
+                                     "tput_vs_equal",
+                                     "tput_vs_oracle",
+                                     "wrong_limits_after",
+                                     "wrong_limits_final",
+                                     "churned_jobs",
+                                     "alloc_ms_max"};
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
     const json_t *v = json_object_get(o, keys[i]);
     if (json_is_number(v))
@@ -701,8 +781,7 @@ int ctl_sim_cluster_main(int argc, char **argv) {
   struct sim s;
   memset(&s, 0, sizeof s);
   int prc = parse_args(argc, argv, &s.o);
-  if (prc)
-    return prc == 1 ? 0 : 2;
+  if (prc) return prc == 1 ? 0 : 2;
   struct rlimit rl;
   if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
     rl.rlim_cur = rl.rlim_max;
@@ -720,13 +799,10 @@ int ctl_sim_cluster_main(int argc, char **argv) {
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/power.csv", s.o.dir);
     rs.trace = fopen(path, "w");
-    if (rs.trace)
-      fprintf(rs.trace, "t_s,reported_w,limits_w,no_job_w\n");
+    if (rs.trace) fprintf(rs.trace, "t_s,reported_w,limits_w,no_job_w\n");
     rc = run_loop(&s, &rs);
-    if (rs.trace)
-      fclose(rs.trace);
-  }
-  else
+    if (rs.trace) fclose(rs.trace);
+  } else
     fprintf(stderr, "error: sim-cluster: %s\n", err);
   size_t wrong_after = rc == 0 ? wrong_limits(&s) : 0;
   teardown(&s);

@@ -18,8 +18,7 @@ int sim_node_create(struct sim_node *nd, const char *path, size_t ngpus, const c
   snprintf(nd->gpu_type, sizeof nd->gpu_type, "%s", type);
   nd->ngpus = ngpus;
   FILE *f = fopen(path, "w");
-  if (!f)
-    return -errno;
+  if (!f) return -errno;
   for (size_t i = 0; i < ngpus; i++) {
     struct sim_gpu *g = &nd->g[i];
     g->limit_w = g->eff_w = g->pending_w = g->default_w = tdp_w;
@@ -28,12 +27,13 @@ int sim_node_create(struct sim_node *nd, const char *path, size_t ngpus, const c
     g->idle_w = idle_w;
     g->avg_w = idle_w;
     nd->job[i] = -1;
-    fprintf(f,
-            "gpu%zu.name=NVIDIA %s SXM (simulated)\ngpu%zu.uuid=GPU-SIM-%05u-%02zu\n"
-            "gpu%zu.pci=00000000:%02zx:00.0\ngpu%zu.power_mw=%.0f\ngpu%zu.energy_mj=0\n"
-            "gpu%zu.limit_mw=%.0f\ngpu%zu.default_mw=%.0f\ngpu%zu.min_mw=%.0f\ngpu%zu.max_mw=%.0f\n",
-            i, type, i, node_index, i, i, 0x18 + i, i, idle_w * 1e3, i, i, tdp_w * 1e3, i,
-            tdp_w * 1e3, i, min_w * 1e3, i, tdp_w * 1e3);
+    fprintf(
+        f,
+        "gpu%zu.name=NVIDIA %s SXM (simulated)\ngpu%zu.uuid=GPU-SIM-%05u-%02zu\n"
+        "gpu%zu.pci=00000000:%02zx:00.0\ngpu%zu.power_mw=%.0f\ngpu%zu.energy_mj=0\n"
+        "gpu%zu.limit_mw=%.0f\ngpu%zu.default_mw=%.0f\ngpu%zu.min_mw=%.0f\ngpu%zu.max_mw=%.0f\n",
+        i, type, i, node_index, i, i, 0x18 + i, i, idle_w * 1e3, i, i, tdp_w * 1e3, i, tdp_w * 1e3,
+        i, min_w * 1e3, i, tdp_w * 1e3);
   }
   int rc = fclose(f) == 0 ? 0 : -EIO;
   return rc;
@@ -41,8 +41,7 @@ int sim_node_create(struct sim_node *nd, const char *path, size_t ngpus, const c
 
 int sim_node_read_limits(struct sim_node *nd, double now, double lag_s) {
   FILE *f = fopen(nd->path, "r");
-  if (!f)
-    return -errno;
+  if (!f) return -errno;
   char line[256];
   while (fgets(line, sizeof line, f)) {
     unsigned i;
@@ -60,8 +59,7 @@ int sim_node_read_limits(struct sim_node *nd, double now, double lag_s) {
   fclose(f);
   for (size_t i = 0; i < nd->ngpus; i++) {
     struct sim_gpu *g = &nd->g[i];
-    if (g->pending_w != g->eff_w && now - g->pending_since >= lag_s)
-      g->eff_w = g->pending_w;
+    if (g->pending_w != g->eff_w && now - g->pending_since >= lag_s) g->eff_w = g->pending_w;
   }
   return 0;
 }
@@ -71,8 +69,7 @@ int sim_node_read_limits(struct sim_node *nd, double now, double lag_s) {
 static int rewrite(struct sim_node *nd) {
   for (int attempt = 0; attempt < 5; attempt++) {
     int lock = open(nd->path, O_RDONLY | O_CLOEXEC);
-    if (lock < 0)
-      return -errno;
+    if (lock < 0) return -errno;
     flock(lock, LOCK_EX);
     struct stat a, b;
     /* The fake renames a new file into place: lock the file that is there now. */
@@ -97,14 +94,10 @@ static int rewrite(struct sim_node *nd) {
         fputs(line, out);
       }
     }
-    if (in)
-      fclose(in);
-    if (out && fclose(out) != 0)
-      rc = -EIO;
-    if (rc == 0 && rename(tmp, nd->path) < 0)
-      rc = -errno;
-    if (rc < 0)
-      unlink(tmp);
+    if (in) fclose(in);
+    if (out && fclose(out) != 0) rc = -EIO;
+    if (rc == 0 && rename(tmp, nd->path) < 0) rc = -errno;
+    if (rc < 0) unlink(tmp);
     flock(lock, LOCK_UN);
     close(lock);
     return rc;
@@ -113,16 +106,13 @@ static int rewrite(struct sim_node *nd) {
 }
 
 int sim_node_tick(struct sim_node *nd, const double *draw_w, double dt, size_t avg_ticks) {
-  if (avg_ticks < 1)
-    avg_ticks = 1;
-  if (avg_ticks > SIM_HIST)
-    avg_ticks = SIM_HIST;
+  if (avg_ticks < 1) avg_ticks = 1;
+  if (avg_ticks > SIM_HIST) avg_ticks = SIM_HIST;
   for (size_t i = 0; i < nd->ngpus; i++) {
     struct sim_gpu *g = &nd->g[i];
     g->hist[g->hh] = draw_w[i];
     g->hh = (g->hh + 1) % SIM_HIST;
-    if (g->hn < SIM_HIST)
-      g->hn++;
+    if (g->hn < SIM_HIST) g->hn++;
     size_t k = g->hn < avg_ticks ? g->hn : avg_ticks;
     double s = 0;
     for (size_t m = 0; m < k; m++)

@@ -16,14 +16,14 @@
 #define SIM_HIST 16
 
 struct sim_gpu {
-  double limit_w;         /* as pflexd last set it (read from the state file) */
-  double pending_w;       /* a new limit not yet in effect */
-  double pending_since;   /* when it was seen */
-  double eff_w;           /* the limit in effect */
+  double limit_w;       /* as pflexd last set it (read from the state file) */
+  double pending_w;     /* a new limit not yet in effect */
+  double pending_since; /* when it was seen */
+  double eff_w;         /* the limit in effect */
   double default_w, min_w, max_w, idle_w;
-  double hist[SIM_HIST];  /* last ticks' draw */
+  double hist[SIM_HIST]; /* last ticks' draw */
   size_t hn, hh;
-  double avg_w;           /* the one-second average (what NVML reports) */
+  double avg_w; /* the one-second average (what NVML reports) */
   double energy_j;
 };
 

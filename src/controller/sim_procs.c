@@ -19,8 +19,7 @@ extern char **environ;
 
 pid_t sim_spawn(char *const argv[], const char *env_extra, const char *log) {
   pid_t pid = fork();
-  if (pid < 0)
-    return -errno;
+  if (pid < 0) return -errno;
   if (pid == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
@@ -28,8 +27,7 @@ pid_t sim_spawn(char *const argv[], const char *env_extra, const char *log) {
       dup2(fd, 1);
       dup2(fd, 2);
     }
-    if (env_extra)
-      putenv((char *)env_extra);
+    if (env_extra) putenv((char *)env_extra);
     signal(SIGPIPE, SIG_DFL);
     execv(argv[0], argv);
     fprintf(stderr, "error: cannot run '%s': %s\n", argv[0], strerror(errno));
@@ -39,24 +37,20 @@ pid_t sim_spawn(char *const argv[], const char *env_extra, const char *log) {
 }
 
 bool sim_alive(pid_t pid) {
-  if (pid <= 0)
-    return false;
+  if (pid <= 0) return false;
   int st;
   return waitpid(pid, &st, WNOHANG) == 0;
 }
 
 void sim_signal(pid_t pid, int sig, double wait_s) {
-  if (pid <= 0)
-    return;
+  if (pid <= 0) return;
   kill(pid, sig);
-  if (sig != SIGKILL && sig != SIGTERM)
-    return;
+  if (sig != SIGKILL && sig != SIGTERM) return;
   struct timespec ts = {0, 10 * 1000 * 1000};
   for (double t = 0; t < wait_s; t += 0.01) {
     int st;
     pid_t r = waitpid(pid, &st, WNOHANG);
-    if (r == pid || (r < 0 && errno == ECHILD))
-      return;
+    if (r == pid || (r < 0 && errno == ECHILD)) return;
     nanosleep(&ts, NULL);
   }
   kill(pid, SIGKILL);
@@ -67,8 +61,7 @@ void sim_signal(pid_t pid, int sig, double wait_s) {
 int sim_free_port(int from) {
   for (int port = from; port < 65000; port++) {
     int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (s < 0)
-      return -errno;
+    if (s < 0) return -errno;
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     int ok = bind(s, (struct sockaddr *)&sa, sizeof sa) == 0;
@@ -77,10 +70,8 @@ int sim_free_port(int from) {
       /* and the UDP port beside it for StatsD */
       s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
       ok = s >= 0 && bind(s, (struct sockaddr *)&sa, sizeof sa) == 0;
-      if (s >= 0)
-        close(s);
-      if (ok)
-        return port;
+      if (s >= 0) close(s);
+      if (ok) return port;
     }
   }
   return -EADDRINUSE;

@@ -8,7 +8,9 @@
 
 #include "pflex/alloc.h"
 
-void sim_score_init(struct sim_score *s) { memset(s, 0, sizeof *s); }
+void sim_score_init(struct sim_score *s) {
+  memset(s, 0, sizeof *s);
+}
 
 void sim_score_release(struct sim_score *s) {
   free(s->t);
@@ -18,18 +20,14 @@ void sim_score_release(struct sim_score *s) {
 }
 
 int sim_score_power(struct sim_score *s, double t, double reported_w) {
-  if (t < s->ev.start || t >= ctl_event_end(&s->ev))
-    return 0;
+  if (t < s->ev.start || t >= ctl_event_end(&s->ev)) return 0;
   if (s->n == s->cap) {
     size_t nc = s->cap ? 2 * s->cap : 1024;
     double *a = realloc(s->t, nc * sizeof *a), *b = a ? realloc(s->p, nc * sizeof *b) : NULL,
            *c = b ? realloc(s->target, nc * sizeof *c) : NULL;
-    if (a)
-      s->t = a;
-    if (b)
-      s->p = b;
-    if (!c)
-      return -ENOMEM;
+    if (a) s->t = a;
+    if (b) s->p = b;
+    if (!c) return -ENOMEM;
     s->target = c;
     s->cap = nc;
   }
@@ -63,14 +61,12 @@ int sim_score_tput(struct sim_score *s, const struct sim_world *w, double t, dou
   if (t < s->held_from || t >= ctl_event_end(&s->ev) || !ctl_event_level(&s->ev, t, &level))
     return 0;
   struct pflex_alloc_job *aj = calloc(w->njobs ? w->njobs : 1, sizeof *aj);
-  if (!aj)
-    return -ENOMEM;
+  if (!aj) return -ENOMEM;
   size_t n = 0;
   double ctl = 0, unc = 0;
   for (size_t i = 0; i < w->njobs; i++) {
     const struct sim_job *j = &w->jobs[i];
-    if (!j->running)
-      continue;
+    if (!j->running) continue;
     pflex_alloc_job_init(&aj[n]);
     aj[n].curve = j->curve;
     aj[n].gpus = j->gpus;
@@ -104,14 +100,14 @@ void sim_score_result(const struct sim_score *s, struct sim_result *r) {
     size_t k = i;
     while (k < s->n && s->p[k] <= s->target[k] * 1.01 && s->t[k] - s->t[i] < SIM_SETTLE_S)
       k++;
-    bool settled = k < s->n ? s->t[k] - s->t[i] >= SIM_SETTLE_S : s->p[s->n - 1] <= s->target[s->n - 1] * 1.01;
+    bool settled =
+        k < s->n ? s->t[k] - s->t[i] >= SIM_SETTLE_S : s->p[s->n - 1] <= s->target[s->n - 1] * 1.01;
     if (s->p[i] <= s->target[i] * 1.01 && settled) {
       from = i;
       break;
     }
   }
-  if (from < s->n)
-    r->compliance_s = s->t[from] - s->ev.start;
+  if (from < s->n) r->compliance_s = s->t[from] - s->ev.start;
   double worst = -INFINITY;
   for (size_t i = from; i < s->n; i++) {
     r->overshoot_samples += s->p[i] > s->target[i] * 1.01;

@@ -39,7 +39,7 @@ int sim_score_tput(struct sim_score *s, const struct sim_world *w, double t, dou
 struct sim_result {
   double compliance_s; /* NAN: never compliant */
   size_t overshoot_samples, samples;
-  double max_over_pct; /* after compliance_s */
+  double max_over_pct;                                    /* after compliance_s */
   double gap_recovered, vs_equal, vs_oracle, vs_uncapped; /* NAN without held samples */
 };
 void sim_score_result(const struct sim_score *s, struct sim_result *r);

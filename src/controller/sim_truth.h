@@ -17,11 +17,11 @@ struct sim_kind {
   char group[128];
   const struct pflex_twin_gpu *gpu;
   struct pflex_twin_job job;
-  int gpus;              /* the group's GPU count */
+  int gpus; /* the group's GPU count */
   double cap_min, cap_max;
-  size_t n;              /* table entries: cap_min + i W for i < n */
-  double *power;         /* per-GPU settled power at cap (W) */
-  double *tput;          /* job throughput at cap (tokens/s) */
+  size_t n;      /* table entries: cap_min + i W for i < n */
+  double *power; /* per-GPU settled power at cap (W) */
+  double *tput;  /* job throughput at cap (tokens/s) */
 };
 
 struct sim_truth {

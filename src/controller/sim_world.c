@@ -23,18 +23,16 @@ static const struct sim_kind *draw_kind(struct sim_world *w, const char *type, s
   for (int attempt = 0; attempt < 200; attempt++) {
     const struct sim_kind *k = &w->truth.kinds[gsl_rng_uniform_int(w->rng, w->truth.n)];
     size_t need = (size_t)ceil((double)k->gpus / (double)w->gpus_per_node);
-    if (need < 1)
-      need = 1;
-    if (need > max_nodes || (type && strcmp(k->gpu->name, type) != 0))
-      continue;
+    if (need < 1) need = 1;
+    if (need > max_nodes || (type && strcmp(k->gpu->name, type) != 0)) continue;
     *ret_nodes = need;
     return k;
   }
   return NULL;
 }
 
-static int job_start(struct sim_world *w, struct sim_job *j, const struct sim_kind *k,
-                     size_t node0, size_t nnodes, double now) {
+static int job_start(struct sim_world *w, struct sim_job *j, const struct sim_kind *k, size_t node0,
+                     size_t nnodes, double now) {
   pflex_curve_free(j->curve);
   memset(j, 0, sizeof *j); /* phase SIM_RUNNING */
   snprintf(j->id, sizeof j->id, "j%05zu", ++w->serial);
@@ -59,11 +57,9 @@ static int place_jobs(struct sim_world *w, double now) {
     }
     size_t need;
     const struct sim_kind *k = draw_kind(w, NULL, w->nnodes - n, &need);
-    if (!k)
-      return -EINVAL;
+    if (!k) return -EINVAL;
     int rc = job_start(w, &w->jobs[w->njobs++], k, n, need, now);
-    if (rc < 0)
-      return rc;
+    if (rc < 0) return rc;
     n += need;
   }
   return 0;
@@ -77,8 +73,7 @@ static int make_nodes(struct sim_world *w, const char *dir) {
     snprintf(path, sizeof path, "%s/node%04zu.nvml", dir, i);
     int rc = sim_node_create(&w->nodes[i], path, w->gpus_per_node, "H200", 700, 200,
                              PFLEX_CURVE_IDLE_W_H200, (unsigned)i);
-    if (rc < 0)
-      return rc;
+    if (rc < 0) return rc;
   }
   return 0;
 }
@@ -127,10 +122,8 @@ void sim_world_release(struct sim_world *w) {
   free(w->jobs);
   free(w->nodes);
   free(w->statsd_port);
-  if (w->statsd_fd >= 0)
-    close(w->statsd_fd);
-  if (w->rng)
-    gsl_rng_free(w->rng);
+  if (w->statsd_fd >= 0) close(w->statsd_fd);
+  if (w->rng) gsl_rng_free(w->rng);
   sim_truth_release(&w->truth);
   memset(w, 0, sizeof *w);
 }
@@ -158,14 +151,13 @@ int sim_world_tick(struct sim_world *w, double now, double dt, size_t avg_ticks,
     for (size_t g = 0; g < nd->ngpus; g++) {
       int ji = nd->job[g];
       const struct sim_job *j = ji >= 0 ? &w->jobs[ji] : NULL;
-      double p = j && j->running             ? sim_kind_power(j->kind, nd->g[g].eff_w)
+      double p = j && j->running                ? sim_kind_power(j->kind, nd->g[g].eff_w)
                  : j && j->phase == SIM_STARTUP ? 1.1 * nd->g[g].idle_w
                                                 : nd->g[g].idle_w;
       draw[g] = fmin(noisy(w, p), nd->g[g].eff_w); /* the limiter holds the cap */
     }
     int r = sim_node_tick(nd, draw, dt, avg_ticks);
-    if (r < 0 && rc == 0)
-      rc = r;
+    if (r < 0 && rc == 0) rc = r;
   }
   return rc;
 }
@@ -173,8 +165,7 @@ int sim_world_tick(struct sim_world *w, double now, double dt, size_t avg_ticks,
 void sim_world_report_tput(struct sim_world *w) {
   for (size_t i = 0; i < w->njobs; i++) {
     const struct sim_job *j = &w->jobs[i];
-    if (!j->running || w->statsd_port[j->node0] <= 0)
-      continue;
+    if (!j->running || w->statsd_port[j->node0] <= 0) continue;
     char msg[96];
     int len = snprintf(msg, sizeof msg, "%s.tokens:%.3f|g", j->id, noisy(w, j->tput_now));
     struct sockaddr_in sa = {.sin_family = AF_INET,
@@ -199,8 +190,7 @@ size_t sim_world_churn(struct sim_world *w, double now, struct sim_change *ret, 
       j->t_phase = now + SIM_GAP_S;
       w->churned++;
     } else if (j->phase == SIM_GAP && now >= j->t_phase) {
-      if (job_start(w, j, j->next, j->node0, j->nnodes, now) < 0)
-        continue;
+      if (job_start(w, j, j->next, j->node0, j->nnodes, now) < 0) continue;
       j->phase = SIM_STARTUP;
       j->running = false;
       j->t_phase = now + SIM_STARTUP_S;
@@ -231,11 +221,9 @@ double sim_world_reported_w(const struct sim_world *w, double *ret_idle_w) {
       double p = sim_node_reported(nd, g);
       s += p;
       int ji = nd->job[g];
-      if (ji < 0 || !w->jobs[ji].running)
-        idle += p;
+      if (ji < 0 || !w->jobs[ji].running) idle += p;
     }
   }
-  if (ret_idle_w)
-    *ret_idle_w = idle;
+  if (ret_idle_w) *ret_idle_w = idle;
   return s;
 }

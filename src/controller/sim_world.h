@@ -24,20 +24,20 @@ enum sim_phase { SIM_RUNNING = 0, SIM_GAP, SIM_STARTUP };
 
 struct sim_change {
   size_t job;
-  bool put;     /* true: PUT /v1/jobs/{id} (a job starts); false: DELETE (it ended) */
+  bool put; /* true: PUT /v1/jobs/{id} (a job starts); false: DELETE (it ended) */
   char id[32];
 };
 
 struct sim_job {
   enum sim_phase phase;
-  double t_phase; /* when the gap or startup ends */
+  double t_phase;              /* when the gap or startup ends */
   const struct sim_kind *next; /* kind of the job that follows the gap */
   char id[32];
   const struct sim_kind *kind;
   size_t node0, nnodes; /* on nodes node0 .. node0 + nnodes - 1, every GPU */
   int gpus;
-  double t_end;  /* when it ends (churn); INFINITY = never */
-  bool running; /* phase == SIM_RUNNING */
+  double t_end;              /* when it ends (churn); INFINITY = never */
+  bool running;              /* phase == SIM_RUNNING */
   struct pflex_curve *curve; /* true curve */
   double tput_now;           /* noise-free throughput at the limits in effect */
 };
@@ -48,12 +48,12 @@ struct sim_world {
   size_t nnodes, gpus_per_node;
   struct sim_job *jobs; /* at most one per node */
   size_t njobs;
-  size_t serial;        /* job ids */
-  double churn_s;       /* mean job lifetime (0 = no churn) */
-  double idle_frac;     /* share of nodes left without a job */
+  size_t serial;    /* job ids */
+  double churn_s;   /* mean job lifetime (0 = no churn) */
+  double idle_frac; /* share of nodes left without a job */
   gsl_rng *rng;
   int statsd_fd;
-  int *statsd_port;     /* per node */
+  int *statsd_port; /* per node */
   size_t churned;
 };
 

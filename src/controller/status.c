@@ -10,18 +10,19 @@
 
 #include "controller/controller.h"
 
-static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+static json_t *num_or_null(double v) {
+  return isfinite(v) ? json_real(v) : json_null();
+}
 
 static json_t *job_json(const struct ctl_job *j) {
-  json_t *o = json_pack("{s:s, s:i, s:o, s:o, s:o, s:o, s:o, s:o, s:f, s:I}", "id", j->id, "gpus",
-                        j->gpus, "power_w", json_real(j->power_w), "cap_w",
-                        j->cap_w > 0 ? json_real(j->cap_w) : json_null(), "alloc_w",
-                        j->alloc_w > 0 ? json_real(j->alloc_w) : json_null(), "throughput",
-                        j->has_tput ? json_real(j->tput) : json_null(), "throughput_uncapped",
-                        j->t_max > 0 ? json_real(j->t_max) : json_null(), "predicted_throughput",
-                        j->pred_tput > 0 ? num_or_null(j->pred_tput) : json_null(),
-                        "curve_confidence", ctl_job_confidence(j), "observations",
-                        (json_int_t)j->observations);
+  json_t *o = json_pack(
+      "{s:s, s:i, s:o, s:o, s:o, s:o, s:o, s:o, s:f, s:I}", "id", j->id, "gpus", j->gpus, "power_w",
+      json_real(j->power_w), "cap_w", j->cap_w > 0 ? json_real(j->cap_w) : json_null(), "alloc_w",
+      j->alloc_w > 0 ? json_real(j->alloc_w) : json_null(), "throughput",
+      j->has_tput ? json_real(j->tput) : json_null(), "throughput_uncapped",
+      j->t_max > 0 ? json_real(j->t_max) : json_null(), "predicted_throughput",
+      j->pred_tput > 0 ? num_or_null(j->pred_tput) : json_null(), "curve_confidence",
+      ctl_job_confidence(j), "observations", (json_int_t)j->observations);
   if (o) {
     json_object_set_new(o, "class", j->cls ? json_string(j->cls->name) : json_null());
     json_object_set_new(o, "complete", json_boolean(j->complete));
@@ -35,28 +36,24 @@ static json_t *status_json(struct ctl_controller *c, double now, double measured
   ctl_format_iso8601(now, t, sizeof t);
   json_t *jobs = json_array(), *down = json_array();
   for (size_t i = 0; i < c->jobs.n; i++)
-    if (c->jobs.v[i].present)
-      json_array_append_new(jobs, job_json(&c->jobs.v[i]));
+    if (c->jobs.v[i].present) json_array_append_new(jobs, job_json(&c->jobs.v[i]));
   size_t unreachable = 0;
   for (size_t i = 0; i < c->nnodes; i++)
     if (!c->nodes[i].reachable) {
       unreachable++;
-      json_array_append_new(down, json_pack("{s:s, s:s}", "url", c->nodes[i].url, "error",
-                                            c->nodes[i].error));
+      json_array_append_new(
+          down, json_pack("{s:s, s:s}", "url", c->nodes[i].url, "error", c->nodes[i].error));
     }
-  json_t *o = json_pack("{s:s, s:I, s:o, s:f, s:o, s:o, s:o, s:I, s:I, s:o, s:f, s:f, s:o, s:o}",
-                        "time", t, "round", (json_int_t)c->rounds, "target_w",
-                        has_target ? json_real(target) : json_null(), "measured_w", measured,
-                        "compliant", has_target ? json_boolean(measured <= target * 1.01)
-                                                : json_null(),
-                        "budget_w", has_target ? json_real(c->last_budget_w) : json_null(),
-                        "event", c->event_id ? json_integer(c->event_id) : json_null(),
-                        "nodes", (json_int_t)c->nnodes, "unreachable", (json_int_t)unreachable,
-                        "unreachable_nodes", down, "round_ms", c->last_round_ms, "alloc_ms",
-                        c->last_plan.alloc_ms, "uncapped_w",
-                        c->uncapped_w > 0 ? json_real(c->uncapped_w) : json_null(), "jobs", jobs);
-  if (!o)
-    return NULL;
+  json_t *o = json_pack(
+      "{s:s, s:I, s:o, s:f, s:o, s:o, s:o, s:I, s:I, s:o, s:f, s:f, s:o, s:o}", "time", t, "round",
+      (json_int_t)c->rounds, "target_w", has_target ? json_real(target) : json_null(), "measured_w",
+      measured, "compliant", has_target ? json_boolean(measured <= target * 1.01) : json_null(),
+      "budget_w", has_target ? json_real(c->last_budget_w) : json_null(), "event",
+      c->event_id ? json_integer(c->event_id) : json_null(), "nodes", (json_int_t)c->nnodes,
+      "unreachable", (json_int_t)unreachable, "unreachable_nodes", down, "round_ms",
+      c->last_round_ms, "alloc_ms", c->last_plan.alloc_ms, "uncapped_w",
+      c->uncapped_w > 0 ? json_real(c->uncapped_w) : json_null(), "jobs", jobs);
+  if (!o) return NULL;
   json_object_set_new(o, "feedback_offset_w", json_real(c->fb.offset_w));
   json_object_set_new(o, "caps_w", has_target ? json_real(c->last_plan.caps_w) : json_null());
   if (c->in_event && c->caps_acked_at > 0) {
@@ -82,8 +79,7 @@ __attribute__((format(printf, 2, 3))) static void put(struct text *t, const char
     va_start(ap, fmt);
     int n = vsnprintf(t->s ? t->s + t->len : NULL, t->s ? t->cap - t->len : 0, fmt, ap);
     va_end(ap);
-    if (n < 0)
-      return;
+    if (n < 0) return;
     if (t->s && t->len + (size_t)n < t->cap) {
       t->len += (size_t)n;
       return;
@@ -92,8 +88,7 @@ __attribute__((format(printf, 2, 3))) static void put(struct text *t, const char
     while (nc < t->len + (size_t)n + 1)
       nc *= 2;
     char *p = realloc(t->s, nc);
-    if (!p)
-      return;
+    if (!p) return;
     t->s = p;
     t->cap = nc;
   }
@@ -117,8 +112,7 @@ static void job_metrics(struct text *t, struct ctl_controller *c) {
     put(t, "# HELP %s %s\n# TYPE %s gauge\n", series[s].name, series[s].help, series[s].name);
     for (size_t i = 0; i < c->jobs.n; i++) {
       const struct ctl_job *j = &c->jobs.v[i];
-      if (!j->present || (series[s].what == 2 && !j->has_tput))
-        continue;
+      if (!j->present || (series[s].what == 2 && !j->has_tput)) continue;
       double v = series[s].what == 0   ? j->power_w
                  : series[s].what == 1 ? j->cap_w
                  : series[s].what == 2 ? j->tput
@@ -128,8 +122,8 @@ static void job_metrics(struct text *t, struct ctl_controller *c) {
   }
 }
 
-static char *metrics_text(struct ctl_controller *c, double measured, double target,
-                          bool has_target, size_t unreachable, size_t nevents) {
+static char *metrics_text(struct ctl_controller *c, double measured, double target, bool has_target,
+                          size_t unreachable, size_t nevents) {
   struct text t = {0};
   gauge(&t, "pflex_controller_target_watts", "Effective power target (0: no event).",
         has_target ? target : 0);
@@ -150,16 +144,19 @@ static char *metrics_text(struct ctl_controller *c, double measured, double targ
         c->last_round_ms / 1e3);
   gauge(&t, "pflex_controller_allocation_duration_seconds", "Time of the last allocation.",
         c->last_plan.alloc_ms / 1e3);
-  put(&t, "# HELP pflex_controller_rounds_total Rounds run.\n# TYPE pflex_controller_rounds_total "
-          "counter\npflex_controller_rounds_total %lld\n",
+  put(&t,
+      "# HELP pflex_controller_rounds_total Rounds run.\n# TYPE pflex_controller_rounds_total "
+      "counter\npflex_controller_rounds_total %lld\n",
       (long long)c->rounds);
-  put(&t, "# HELP pflex_controller_agent_errors_total Failed agent requests.\n"
-          "# TYPE pflex_controller_agent_errors_total counter\n"
-          "pflex_controller_agent_errors_total %llu\n",
+  put(&t,
+      "# HELP pflex_controller_agent_errors_total Failed agent requests.\n"
+      "# TYPE pflex_controller_agent_errors_total counter\n"
+      "pflex_controller_agent_errors_total %llu\n",
       c->agent_errors);
-  put(&t, "# HELP pflex_controller_api_errors_total API requests answered with 4xx/5xx.\n"
-          "# TYPE pflex_controller_api_errors_total counter\n"
-          "pflex_controller_api_errors_total %llu\n",
+  put(&t,
+      "# HELP pflex_controller_api_errors_total API requests answered with 4xx/5xx.\n"
+      "# TYPE pflex_controller_api_errors_total counter\n"
+      "pflex_controller_api_errors_total %llu\n",
       c->api_errors);
   job_metrics(&t, c);
   return t.s;

@@ -37,8 +37,7 @@ static const char SCHEMA[] =
     "CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value REAL NOT NULL);";
 
 static int fail(struct ctl_store *st, char *err, size_t errlen, const char *what) {
-  if (err)
-    snprintf(err, errlen, "%s: %s", what, st->db ? sqlite3_errmsg(st->db) : "out of memory");
+  if (err) snprintf(err, errlen, "%s: %s", what, st->db ? sqlite3_errmsg(st->db) : "out of memory");
   return -EIO;
 }
 
@@ -47,8 +46,7 @@ static int check_schema(struct ctl_store *st, char *err, size_t errlen) {
   if (sqlite3_prepare_v2(st->db, "SELECT value FROM meta WHERE key='schema'", -1, &q, NULL))
     return fail(st, err, errlen, "schema");
   int version = 0;
-  if (sqlite3_step(q) == SQLITE_ROW)
-    version = atoi((const char *)sqlite3_column_text(q, 0));
+  if (sqlite3_step(q) == SQLITE_ROW) version = atoi((const char *)sqlite3_column_text(q, 0));
   sqlite3_finalize(q);
   if (version > SCHEMA_VERSION) {
     snprintf(err, errlen, "schema version %d is newer than this controller's %d", version,
@@ -69,16 +67,15 @@ static int prepare_all(struct ctl_store *st) {
                             -1, &st->ins_round, NULL) ||
          sqlite3_prepare_v2(st->db, "INSERT INTO allocations VALUES (?,?,?,?,?,?,?,?,?)", -1,
                             &st->ins_alloc, NULL) ||
-         sqlite3_prepare_v2(st->db, "INSERT INTO compliance VALUES (?,?,?,?,?)", -1,
-                            &st->ins_comp, NULL) ||
-         sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO state VALUES (?,?)", -1,
-                            &st->set_state, NULL);
+         sqlite3_prepare_v2(st->db, "INSERT INTO compliance VALUES (?,?,?,?,?)", -1, &st->ins_comp,
+                            NULL) ||
+         sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO state VALUES (?,?)", -1, &st->set_state,
+                            NULL);
 }
 
 int ctl_store_open(const char *path, struct ctl_store **ret, char *err, size_t errlen) {
   struct ctl_store *st = calloc(1, sizeof *st);
-  if (!st)
-    return -ENOMEM;
+  if (!st) return -ENOMEM;
   int rc;
   if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) ||
       sqlite3_exec(st->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL, NULL,
@@ -88,8 +85,7 @@ int ctl_store_open(const char *path, struct ctl_store **ret, char *err, size_t e
     goto out;
   }
   rc = check_schema(st, err, errlen);
-  if (rc == 0 && prepare_all(st))
-    rc = fail(st, err, errlen, path);
+  if (rc == 0 && prepare_all(st)) rc = fail(st, err, errlen, path);
 out:
   if (rc < 0) {
     ctl_store_close(st);
@@ -100,8 +96,7 @@ out:
 }
 
 void ctl_store_close(struct ctl_store *st) {
-  if (!st)
-    return;
+  if (!st) return;
   sqlite3_finalize(st->ins_round);
   sqlite3_finalize(st->ins_alloc);
   sqlite3_finalize(st->ins_comp);
@@ -110,7 +105,9 @@ void ctl_store_close(struct ctl_store *st) {
   free(st);
 }
 
-const char *ctl_store_errmsg(struct ctl_store *st) { return sqlite3_errmsg(st->db); }
+const char *ctl_store_errmsg(struct ctl_store *st) {
+  return sqlite3_errmsg(st->db);
+}
 
 int ctl_store_event_add(struct ctl_store *st, struct ctl_event *e) {
   sqlite3_stmt *q;
@@ -131,15 +128,14 @@ int ctl_store_event_add(struct ctl_store *st, struct ctl_event *e) {
   sqlite3_bind_text(q, 10, e->source, -1, SQLITE_TRANSIENT);
   int rc = sqlite3_step(q) == SQLITE_DONE ? 0 : -EIO;
   sqlite3_finalize(q);
-  if (rc == 0)
-    e->id = sqlite3_last_insert_rowid(st->db);
+  if (rc == 0) e->id = sqlite3_last_insert_rowid(st->db);
   return rc;
 }
 
 int ctl_store_event_update(struct ctl_store *st, const struct ctl_event *e) {
   sqlite3_stmt *q;
-  if (sqlite3_prepare_v2(st->db, "UPDATE events SET ended_early=?, baseline_w=? WHERE id=?", -1,
-                         &q, NULL))
+  if (sqlite3_prepare_v2(st->db, "UPDATE events SET ended_early=?, baseline_w=? WHERE id=?", -1, &q,
+                         NULL))
     return -EIO;
   sqlite3_bind_double(q, 1, e->ended_early);
   sqlite3_bind_double(q, 2, e->baseline_w);
@@ -164,7 +160,8 @@ static void event_from_row(sqlite3_stmt *q, struct ctl_event *e) {
   snprintf(e->source, sizeof e->source, "%s", (const char *)sqlite3_column_text(q, 10));
 }
 
-#define EVENT_COLS "id,target_w,cut_pct,start,duration_s,ramp_s,priority,created,ended_early,baseline_w,source"
+#define EVENT_COLS                                                                                 \
+  "id,target_w,cut_pct,start,duration_s,ramp_s,priority,created,ended_early,baseline_w,source"
 
 int ctl_store_events(struct ctl_store *st, bool all, double now, struct ctl_event **ret,
                      size_t *ret_n) {
@@ -177,8 +174,7 @@ int ctl_store_events(struct ctl_store *st, bool all, double now, struct ctl_even
   while ((s = sqlite3_step(q)) == SQLITE_ROW) {
     struct ctl_event e;
     event_from_row(q, &e);
-    if (!all && ctl_event_state_at(&e, now) == CTL_EVENT_DONE)
-      continue;
+    if (!all && ctl_event_state_at(&e, now) == CTL_EVENT_DONE) continue;
     if (n == cap) {
       cap = cap ? cap * 2 : 8;
       void *p = realloc(v, cap * sizeof *v);
@@ -190,8 +186,7 @@ int ctl_store_events(struct ctl_store *st, bool all, double now, struct ctl_even
     }
     v[n++] = e;
   }
-  if (rc == 0 && s != SQLITE_DONE)
-    rc = -EIO;
+  if (rc == 0 && s != SQLITE_DONE) rc = -EIO;
   sqlite3_finalize(q);
   if (rc < 0) {
     free(v);
@@ -225,8 +220,8 @@ static int step_reset(sqlite3_stmt *q) {
 
 static int insert_round(struct ctl_store *st, const struct ctl_round_row *r) {
   sqlite3_stmt *q = st->ins_round;
-  double d[] = {r->t, 0, r->target_w, r->budget_w, r->measured_w, r->offset_w, r->caps_w, r->tput,
-                r->tput_uncapped};
+  double d[] = {r->t,        0,         r->target_w, r->budget_w,     r->measured_w,
+                r->offset_w, r->caps_w, r->tput,     r->tput_uncapped};
   for (int i = 0; i < 9; i++)
     sqlite3_bind_double(q, i + 1, d[i]);
   if (r->event_id)
@@ -249,12 +244,11 @@ static int insert_allocs(struct ctl_store *st, int64_t round_id, const struct ct
     sqlite3_bind_int64(q, 1, round_id);
     sqlite3_bind_text(q, 2, a[i].job, -1, SQLITE_STATIC);
     sqlite3_bind_int(q, 3, a[i].gpus);
-    double d[] = {a[i].power_w, a[i].cap_w, a[i].tput, a[i].pred_tput, a[i].tput_uncapped,
-                  a[i].confidence};
+    double d[] = {a[i].power_w,   a[i].cap_w,         a[i].tput,
+                  a[i].pred_tput, a[i].tput_uncapped, a[i].confidence};
     for (int k = 0; k < 6; k++)
       sqlite3_bind_double(q, 4 + k, d[k]);
-    if (step_reset(q) < 0)
-      return -EIO;
+    if (step_reset(q) < 0) return -EIO;
   }
   return 0;
 }
@@ -271,18 +265,13 @@ static int insert_compliance(struct ctl_store *st, const struct ctl_round_row *r
 
 int ctl_store_round(struct ctl_store *st, const struct ctl_round_row *r,
                     const struct ctl_alloc_row *alloc, size_t nalloc) {
-  if (sqlite3_exec(st->db, "BEGIN", NULL, NULL, NULL))
-    return -EIO;
+  if (sqlite3_exec(st->db, "BEGIN", NULL, NULL, NULL)) return -EIO;
   int rc = insert_round(st, r);
   int64_t id = sqlite3_last_insert_rowid(st->db);
-  if (rc == 0)
-    rc = insert_allocs(st, id, alloc, nalloc);
-  if (rc == 0 && r->event_id && r->compliant >= 0)
-    rc = insert_compliance(st, r);
-  if (rc == 0 && sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL))
-    rc = -EIO;
-  if (rc < 0)
-    sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+  if (rc == 0) rc = insert_allocs(st, id, alloc, nalloc);
+  if (rc == 0 && r->event_id && r->compliant >= 0) rc = insert_compliance(st, r);
+  if (rc == 0 && sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL)) rc = -EIO;
+  if (rc < 0) sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
   return rc;
 }
 
@@ -293,22 +282,17 @@ static int state_set(struct ctl_store *st, const char *key, double v) {
 }
 
 int ctl_store_resume_set(struct ctl_store *st, const struct ctl_resume *r) {
-  if (sqlite3_exec(st->db, "BEGIN", NULL, NULL, NULL))
-    return -EIO;
+  if (sqlite3_exec(st->db, "BEGIN", NULL, NULL, NULL)) return -EIO;
   int rc = state_set(st, "offset_w", r->offset_w) | state_set(st, "uncapped_w", r->uncapped_w) |
-           state_set(st, "last_round", r->last_round) |
-           state_set(st, "rounds", (double)r->rounds);
-  if (rc == 0 && sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL))
-    rc = -EIO;
-  if (rc < 0)
-    sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+           state_set(st, "last_round", r->last_round) | state_set(st, "rounds", (double)r->rounds);
+  if (rc == 0 && sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL)) rc = -EIO;
+  if (rc < 0) sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
   return rc < 0 ? -EIO : 0;
 }
 
 int ctl_store_resume_get(struct ctl_store *st, struct ctl_resume *ret) {
   sqlite3_stmt *q;
-  if (sqlite3_prepare_v2(st->db, "SELECT key, value FROM state", -1, &q, NULL))
-    return -EIO;
+  if (sqlite3_prepare_v2(st->db, "SELECT key, value FROM state", -1, &q, NULL)) return -EIO;
   struct ctl_resume r = {0};
   while (sqlite3_step(q) == SQLITE_ROW) {
     const char *k = (const char *)sqlite3_column_text(q, 0);
@@ -354,8 +338,8 @@ int ctl_store_rounds(struct ctl_store *st, double from, double to, struct ctl_ro
     struct ctl_round_row *r = &v[n++];
     r->t = sqlite3_column_double(q, 0);
     r->event_id = sqlite3_column_int64(q, 1);
-    double *d[] = {&r->target_w, &r->budget_w, &r->measured_w, &r->offset_w, &r->caps_w, &r->tput,
-                   &r->tput_uncapped};
+    double *d[] = {&r->target_w, &r->budget_w, &r->measured_w,   &r->offset_w,
+                   &r->caps_w,   &r->tput,     &r->tput_uncapped};
     for (int i = 0; i < 7; i++)
       *d[i] = sqlite3_column_double(q, 2 + i);
     r->compliant = sqlite3_column_int(q, 9);

@@ -77,8 +77,7 @@ static void invalid_requests_name_the_field(void **state) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     struct ctl_event e;
     struct ctl_field_error err;
-    if (parse(cases[i].body, &e, &err) != -EINVAL)
-      fail_msg("accepted %s", cases[i].body);
+    if (parse(cases[i].body, &e, &err) != -EINVAL) fail_msg("accepted %s", cases[i].body);
     if (err.status != cases[i].status || strcmp(err.field, cases[i].field) != 0)
       fail_msg("%s: got %d '%s' (%s), expected %d '%s'", cases[i].body, err.status, err.field,
                err.message, cases[i].status, cases[i].field);
@@ -100,8 +99,12 @@ static void iso8601_round_trip(void **state) {
 
 static struct ctl_event ev(int64_t id, double target, double start, double dur, double ramp,
                            double baseline) {
-  struct ctl_event e = {.id = id, .target_w = target, .start = start, .duration_s = dur,
-                        .ramp_s = ramp, .baseline_w = baseline};
+  struct ctl_event e = {.id = id,
+                        .target_w = target,
+                        .start = start,
+                        .duration_s = dur,
+                        .ramp_s = ramp,
+                        .baseline_w = baseline};
   return e;
 }
 

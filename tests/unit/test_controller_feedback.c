@@ -95,8 +95,7 @@ static void run_loop(const struct ctl_feedback_opts *o, double target, unsigned 
     caps_prev = caps;
     double d = fb.offset_w - last_offset;
     if (fabs(d) > 0.002 * target) {
-      if (last_dir != 0 && (d > 0) != (last_dir > 0))
-        r->reversals++;
+      if (last_dir != 0 && (d > 0) != (last_dir > 0)) r->reversals++;
       last_dir = d;
     }
     last_offset = fb.offset_w;

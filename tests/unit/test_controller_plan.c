@@ -104,8 +104,7 @@ static void caps_fit_the_budget_and_fallbacks_the_target(void **state) {
   for (size_t i = 0; i < f->js.n; i++)
     if (f->js.v[i].cap_w * f->js.v[i].gpus > f->js.v[i].alloc_w + 1e-9)
       top += 0.03 * f->js.v[i].alloc_w + f->js.v[i].gpus; /* + rounding up, 1 W a GPU */
-  if (caps > budget + top)
-    fail_msg("caps %.1f > budget %.1f + %.1f", caps, budget, top);
+  if (caps > budget + top) fail_msg("caps %.1f > budget %.1f + %.1f", caps, budget, top);
   assert_true(caps >= 0.98 * budget); /* the budget is used */
   assert_true(s.fallback_w <= target);
   /* One cap per job, the same on every GPU of the job, in range. */

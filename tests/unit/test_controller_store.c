@@ -40,8 +40,7 @@ static struct ctl_store *open_at(const char *name) {
   char path[128], err[256];
   snprintf(path, sizeof path, "%s/%s", dir, name);
   struct ctl_store *st = NULL;
-  if (ctl_store_open(path, &st, err, sizeof err) < 0)
-    fail_msg("%s", err);
+  if (ctl_store_open(path, &st, err, sizeof err) < 0) fail_msg("%s", err);
   return st;
 }
 
@@ -54,12 +53,16 @@ static void write_event_and_rounds(struct ctl_store *st, double now, int rounds)
   e.baseline_w = 100000;
   assert_int_equal(ctl_store_event_update(st, &e), 0);
   for (int i = 0; i < rounds; i++) {
-    struct ctl_round_row r = {.t = now - rounds + i, .event_id = e.id, .target_w = 70000,
-                              .budget_w = 70500, .measured_w = 69900, .compliant = 1};
+    struct ctl_round_row r = {.t = now - rounds + i,
+                              .event_id = e.id,
+                              .target_w = 70000,
+                              .budget_w = 70500,
+                              .measured_w = 69900,
+                              .compliant = 1};
     struct ctl_alloc_row a = {"job-a", 8, 4000, 500, 100, 101, 140, 0.5};
     assert_int_equal(ctl_store_round(st, &r, &a, 1), 0);
-    struct ctl_resume rs = {.offset_w = 500 + i, .uncapped_w = 100000, .last_round = r.t,
-                            .rounds = i + 1};
+    struct ctl_resume rs = {
+        .offset_w = 500 + i, .uncapped_w = 100000, .last_round = r.t, .rounds = i + 1};
     assert_int_equal(ctl_store_resume_set(st, &rs), 0);
   }
 }
@@ -128,9 +131,9 @@ static void refuses_a_newer_schema(void **state) {
   ctl_store_close(st);
   sqlite3 *db;
   assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-  assert_int_equal(sqlite3_exec(db, "UPDATE meta SET value='99' WHERE key='schema'", NULL, NULL,
-                                NULL),
-                   SQLITE_OK);
+  assert_int_equal(
+      sqlite3_exec(db, "UPDATE meta SET value='99' WHERE key='schema'", NULL, NULL, NULL),
+      SQLITE_OK);
   sqlite3_close(db);
   assert_int_equal(ctl_store_open(path, &st, err, sizeof err), -PFLEX_E_SCHEMA);
   assert_non_null(strstr(err, "newer"));
