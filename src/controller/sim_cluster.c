@@ -431,6 +431,8 @@ static void tell_agents(struct sim *s, const struct sim_change *ch, size_t nch) 
     for (size_t nd = j->node0; nd < j->node0 + j->nnodes; nd++) {
       free(s->bodies[nd]);
       s->bodies[nd] = malloc(700);
+      if (!s->bodies[nd])
+        continue;
       char *path = s->bodies[nd] + 600;
       snprintf(s->bodies[nd], 600, "{\"gpus\":[%s]}", gpus);
       snprintf(path, 100, "/v1/jobs/%s", ch[k].id);
