@@ -82,7 +82,15 @@ capped() {
 }
 wait_until 5 capped || fail "the agents' GPUs were not capped under a lease"
 curl -sf "$C/v1/status" | jq -e '.target_w == 1600 and .event == '"$id"'' >/dev/null || fail "status during the event"
-curl -sf "$C/metrics" | grep -q '^pflex_controller_target_watts 1600$' || fail "metrics: target"
+curl -sf "$C/metrics" > "$T/metrics.txt"
+grep -q '^pflex_controller_target_watts 1600$' "$T/metrics.txt" || fail "metrics: target"
+grep -q '^pflex_controller_job_cap_watts{job=' "$T/metrics.txt" && fail "metrics: a job without GPUs"
+# promtool comes with Debian's prometheus package (scripts/install-deps.sh on the pflexd branch)
+if command -v promtool >/dev/null; then
+  promtool check metrics < "$T/metrics.txt" || fail "promtool check metrics"
+else
+  echo "note: no promtool: the metrics format is not checked"
+fi
 
 # kill -9 mid-event: leases (2 s) run out and the agents move to the fallback
 kill -KILL "$CTLPID"
