@@ -15,7 +15,7 @@ packages=(
   # libFuzzer harnesses (scripts/fuzz.sh); the sanitizer and fuzzer runtimes
   # are only a Recommends of clang, which --no-install-recommends leaves out
   clang libclang-rt-dev
-  # pflexd: its config file (libinih), sd_notify (libsystemd); its tests: curl,
+  # pflexd and pflex-controller: config files (libinih), sd_notify (libsystemd); its tests: curl,
   # and Debian's prometheus (the server and promtool) for the scrape test
   libinih-dev libsystemd-dev curl prometheus
   # the Slurm test bed (scripts/slurm-testbed.sh) and the SPANK plugin

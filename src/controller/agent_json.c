@@ -1,0 +1,156 @@
+/* The agent API's JSON (agent_json.h). */
+#include "controller/agent_json.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <jansson.h>
+
+static int bad(char *err, size_t errlen, const char *what, size_t i, const char *field) {
+  snprintf(err, errlen, "%s[%zu]: field '%s' missing or of the wrong type", what, i, field);
+  return -EINVAL;
+}
+
+/* A number, or null (then *ret = fallback). Missing or another type: false. */
+static bool num_or_null(const json_t *o, const char *key, double fallback, double *ret) {
+  const json_t *v = json_object_get(o, key);
+  if (json_is_null(v)) {
+    *ret = fallback;
+    return true;
+  }
+  if (!json_is_number(v) || !isfinite(json_number_value(v))) return false;
+  *ret = json_number_value(v);
+  return true;
+}
+
+static bool str_or_null(const json_t *o, const char *key, char *buf, size_t size) {
+  const json_t *v = json_object_get(o, key);
+  if (json_is_null(v)) {
+    buf[0] = '\0';
+    return true;
+  }
+  if (!json_is_string(v) || strlen(json_string_value(v)) >= size) return false;
+  snprintf(buf, size, "%s", json_string_value(v));
+  return true;
+}
+
+static json_t *load_array(const char *body, size_t len, const char *key, char *err, size_t errlen) {
+  json_error_t je;
+  json_t *root = json_loadb(body, len, 0, &je);
+  if (!root) {
+    snprintf(err, errlen, "malformed JSON: %s (offset %d)", je.text, je.position);
+    return NULL;
+  }
+  json_t *a = json_object_get(root, key);
+  if (!json_is_array(a)) {
+    snprintf(err, errlen, "no '%s' array", key);
+    json_decref(root);
+    return NULL;
+  }
+  json_incref(a);
+  json_decref(root);
+  return a;
+}
+
+static int parse_gpu(const json_t *o, size_t i, struct ctl_gpu_state *g, char *err, size_t errlen) {
+  const json_t *idx = json_object_get(o, "index");
+  if (!json_is_integer(idx) || json_integer_value(idx) < 0 || json_integer_value(idx) > 1023)
+    return bad(err, errlen, "gpus", i, "index");
+  g->index = (unsigned)json_integer_value(idx);
+  static const struct {
+    const char *key;
+    size_t off;
+    double fallback;
+  } nums[] = {
+      {"power_w", offsetof(struct ctl_gpu_state, power_w), NAN},
+      {"limit_w", offsetof(struct ctl_gpu_state, limit_w), NAN},
+      {"enforced_limit_w", offsetof(struct ctl_gpu_state, enforced_w), NAN},
+      {"default_limit_w", offsetof(struct ctl_gpu_state, default_w), NAN},
+      {"min_limit_w", offsetof(struct ctl_gpu_state, min_w), NAN},
+      {"max_limit_w", offsetof(struct ctl_gpu_state, max_w), NAN},
+      {"energy_j", offsetof(struct ctl_gpu_state, energy_j), NAN},
+      {"lease_s_left", offsetof(struct ctl_gpu_state, lease_s_left), -1},
+  };
+  for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++)
+    if (!num_or_null(o, nums[k].key, nums[k].fallback, (double *)((char *)g + nums[k].off)))
+      return bad(err, errlen, "gpus", i, nums[k].key);
+  if (!str_or_null(o, "uuid", g->uuid, sizeof g->uuid)) return bad(err, errlen, "gpus", i, "uuid");
+  if (!str_or_null(o, "job", g->job, sizeof g->job)) return bad(err, errlen, "gpus", i, "job");
+  if (json_object_get(o, "lease_state") && /* optional: not in issue 9's list */
+      !str_or_null(o, "lease_state", g->lease_state, sizeof g->lease_state))
+    return bad(err, errlen, "gpus", i, "lease_state");
+  return 0;
+}
+
+int ctl_parse_gpus(const char *body, size_t len, struct ctl_gpu_state *gpus, size_t max,
+                   size_t *ret_n, char *err, size_t errlen) {
+  json_t *a = load_array(body, len, "gpus", err, errlen);
+  if (!a) return -EINVAL;
+  size_t n = json_array_size(a);
+  int rc = 0;
+  if (n > max) {
+    snprintf(err, errlen, "%zu GPUs, more than %zu", n, max);
+    rc = -EINVAL;
+  }
+  for (size_t i = 0; rc == 0 && i < n; i++) {
+    memset(&gpus[i], 0, sizeof gpus[i]);
+    rc = parse_gpu(json_array_get(a, i), i, &gpus[i], err, errlen);
+  }
+  json_decref(a);
+  if (rc == 0) *ret_n = n;
+  return rc;
+}
+
+int ctl_parse_jobs(const char *body, size_t len, struct ctl_job_tput *jobs, size_t max,
+                   size_t *ret_n, char *err, size_t errlen) {
+  json_t *a = load_array(body, len, "jobs", err, errlen);
+  if (!a) return -EINVAL;
+  size_t n = json_array_size(a);
+  int rc = 0;
+  if (n > max) {
+    snprintf(err, errlen, "%zu jobs, more than %zu", n, max);
+    rc = -EINVAL;
+  }
+  for (size_t i = 0; rc == 0 && i < n; i++) {
+    const json_t *o = json_array_get(a, i);
+    struct ctl_job_tput *j = &jobs[i];
+    memset(j, 0, sizeof *j);
+    const json_t *id = json_object_get(o, "id");
+    if (!json_is_string(id) || !*json_string_value(id) ||
+        strlen(json_string_value(id)) >= sizeof j->id) {
+      rc = bad(err, errlen, "jobs", i, "id");
+      break;
+    }
+    snprintf(j->id, sizeof j->id, "%s", json_string_value(id));
+    if (!num_or_null(o, "throughput", NAN, &j->tput)) {
+      rc = bad(err, errlen, "jobs", i, "throughput");
+      break;
+    }
+    j->has_tput = isfinite(j->tput);
+    if (!num_or_null(o, "throughput_time", NAN, &j->tput_time) ||
+        !num_or_null(o, "throughput_samples", 0, &j->samples)) {
+      rc = bad(err, errlen, "jobs", i, "throughput_time");
+      break;
+    }
+  }
+  json_decref(a);
+  if (rc == 0) *ret_n = n;
+  return rc;
+}
+
+char *ctl_caps_body(const unsigned *index, const double *watts, size_t n, double lease_s,
+                    double fallback_w) {
+  json_t *caps = json_array();
+  for (size_t i = 0; caps && i < n; i++)
+    json_array_append_new(
+        caps, json_pack("{s:I, s:f}", "gpu", (json_int_t)index[i], "watts", floor(watts[i])));
+  json_t *fb =
+      fallback_w > 0 ? json_pack("{s:f}", "watts", floor(fallback_w)) : json_string("default");
+  json_t *o = json_pack("{s:o, s:f, s:o}", "caps", caps, "lease_s", lease_s, "fallback", fb);
+  if (!o) return NULL;
+  char *s = json_dumps(o, JSON_COMPACT);
+  json_decref(o);
+  return s;
+}

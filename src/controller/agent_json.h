@@ -1,0 +1,42 @@
+/* The agent API's JSON (issue 9, docs/agent.md): parsing GET /v1/gpus and
+ * GET /v1/jobs, writing PUT /v1/caps. Parsers check every field they use
+ * and refuse a body that lacks one, naming it. */
+#ifndef CTL_AGENT_JSON_H
+#define CTL_AGENT_JSON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define CTL_JOB_ID_MAX 65
+#define CTL_MAX_NODE_GPUS 64
+
+struct ctl_gpu_state {
+  unsigned index;
+  char uuid[96];
+  double power_w, limit_w, enforced_w, default_w, min_w, max_w, energy_j;
+  double lease_s_left;      /* < 0: no lease */
+  char job[CTL_JOB_ID_MAX]; /* "" = no job */
+  char lease_state[16];     /* pflexd's "held", "fallback", "none", ...; "" = not given */
+};
+
+struct ctl_job_tput {
+  char id[CTL_JOB_ID_MAX];
+  bool has_tput;
+  double tput, tput_time; /* last sample and its time (epoch s) */
+  double samples;         /* samples received so far */
+};
+
+/* Parses GET /v1/gpus into gpus (at most max). -EINVAL with err naming the
+ * field on a malformed body. */
+int ctl_parse_gpus(const char *body, size_t len, struct ctl_gpu_state *gpus, size_t max,
+                   size_t *ret_n, char *err, size_t errlen);
+/* Parses GET /v1/jobs. */
+int ctl_parse_jobs(const char *body, size_t len, struct ctl_job_tput *jobs, size_t max,
+                   size_t *ret_n, char *err, size_t errlen);
+
+/* The body of PUT /v1/caps: caps[i] watts for GPU index[i], a lease and a
+ * fallback in watts (<= 0: "default"). Returns a malloc'd string or NULL. */
+char *ctl_caps_body(const unsigned *index, const double *watts, size_t n, double lease_s,
+                    double fallback_w);
+
+#endif

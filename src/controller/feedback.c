@@ -1,0 +1,44 @@
+/* The feedback term on the measured cluster total (feedback.h). */
+#include "controller/feedback.h"
+
+#include <math.h>
+
+void ctl_feedback_opts_default(struct ctl_feedback_opts *opts) {
+  opts->gain_up = 0.14;
+  opts->gain_down = 0.5;
+  opts->margin = 0.005;
+  opts->max_over = 0.01;
+  opts->max_under = 0.3;
+}
+
+void ctl_feedback_init(struct ctl_feedback *fb, const struct ctl_feedback_opts *opts) {
+  fb->opts = *opts;
+  fb->offset_w = 0;
+}
+
+void ctl_feedback_reset(struct ctl_feedback *fb) {
+  fb->offset_w = 0;
+}
+
+static double clamp(double x, double lo, double hi) {
+  return x < lo ? lo : x > hi ? hi : x;
+}
+
+double ctl_feedback_step(struct ctl_feedback *fb, double target_w, double measured_w, double caps_w,
+                         enum ctl_feedback_limit limit) {
+  const struct ctl_feedback_opts *o = &fb->opts;
+  if (isfinite(measured_w) && target_w > 0) {
+    if (measured_w > caps_w) measured_w = caps_w; /* lag: the reading predates the caps */
+    double err = target_w * (1.0 - o->margin) - measured_w;
+    double gain = measured_w > target_w ? o->gain_down : o->gain_up;
+    double step = gain * err;
+    bool pinned = (limit == CTL_FB_AT_TOP && step > 0) || (limit == CTL_FB_AT_BOTTOM && step < 0);
+    if (!pinned) fb->offset_w += step;
+    fb->offset_w = clamp(fb->offset_w, -o->max_under * target_w, o->max_over * target_w);
+  }
+  return ctl_feedback_budget(fb, target_w);
+}
+
+double ctl_feedback_budget(const struct ctl_feedback *fb, double target_w) {
+  return target_w + fb->offset_w;
+}

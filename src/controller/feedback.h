@@ -1,0 +1,75 @@
+/* The feedback term on the measured cluster total.
+ *
+ * The allocation hands out a budget; the caps it becomes bound what the GPUs
+ * may draw, but jobs draw less than their caps (idle phases, memory-bound
+ * steps, measurement lag), so a budget equal to the target leaves the cluster
+ * below it. The feedback term is an offset added to the target:
+ *
+ *   budget = target + offset
+ *   offset += gain_up   * (setpoint - measured)   when measured <= target
+ *   offset += gain_down * (setpoint - measured)   when measured >  target
+ *   setpoint = target * (1 - margin)
+ *
+ * clamped to [-max_under * target, max_over * target]. The upper clamp bounds
+ * the risk: the caps never sum above target * (1 + max_over), so even if
+ * every job suddenly drew its full cap the total would stay within that. With
+ * max_over at or below the 1% compliance band minus the margin no change of
+ * demand can make a non-compliant sample, but the slack stays unused: a
+ * binding limiter holds a GPU about 1.3% under its cap (the twin), and GPUs
+ * without a job sit under theirs. The default (1%) reclaims most of that
+ * while caps frozen by a dead controller (held for the lease) still keep the
+ * draw, which sits about 1% under the caps, inside the band; a sudden rise of
+ * demand can exceed it only by what the caps allow until the down gain
+ * corrects it (a round or two). No growth while the allocation is saturated at the top
+ * (every job already at its P_max), no fall while it is at the bottom (every
+ * job at its least power: the target is below what the floors allow): that
+ * is the anti-windup. An integrator acting on a
+ * plant with d rounds of measurement lag rings once its gain k passes
+ * d^d / (d+1)^(d+1) (then z^(d+1) - z^d + k has no real dominant root): 1/4
+ * for one round, 4/27 for two; gain_up 0.14 stays below that for the one to
+ * two rounds of lag NVML's one-second power average gives at a
+ * one-second round, and tests/unit/test_controller_feedback.c proves it on
+ * such a plant. The down gain is larger: being over is what must not last.
+ *
+ * Lag after a cut: for a second or so after caps drop, the averaged power
+ * reading still shows the old draw, above what the new caps allow. Counting
+ * that as demand would drive the offset far down (and the cluster far below
+ * its target for many rounds). So the measured total is first clipped to the
+ * caps that were in force when it was read: more than they allow is lag, not
+ * demand. */
+#ifndef CTL_FEEDBACK_H
+#define CTL_FEEDBACK_H
+
+#include <stdbool.h>
+
+struct ctl_feedback_opts {
+  double gain_up;   /* per round, when measured <= target (default 0.14) */
+  double gain_down; /* per round, when measured > target (default 0.5) */
+  double margin;    /* setpoint below target, fraction (default 0.005) */
+  double max_over;  /* offset at most this fraction of target (default 0.01) */
+  double max_under; /* offset at least minus this fraction of target (default 0.3) */
+};
+
+struct ctl_feedback {
+  struct ctl_feedback_opts opts;
+  double offset_w;
+};
+
+void ctl_feedback_opts_default(struct ctl_feedback_opts *opts);
+void ctl_feedback_init(struct ctl_feedback *fb, const struct ctl_feedback_opts *opts);
+/* Back to no offset (a new event). */
+void ctl_feedback_reset(struct ctl_feedback *fb);
+/* Where the last allocation stood: free, or pinned at the top or bottom. */
+enum ctl_feedback_limit { CTL_FB_FREE = 0, CTL_FB_AT_TOP, CTL_FB_AT_BOTTOM };
+
+/* One round: updates the offset from the measured total and returns the
+ * budget for the next allocation. caps_w: the sum of the caps in force when
+ * the measurement was taken (INFINITY when none); limit: the last
+ * allocation gave every job its P_max (then the offset does not grow) or its
+ * least power (then it does not fall). */
+double ctl_feedback_step(struct ctl_feedback *fb, double target_w, double measured_w, double caps_w,
+                         enum ctl_feedback_limit limit);
+/* The budget for a target with the current offset, without updating it. */
+double ctl_feedback_budget(const struct ctl_feedback *fb, double target_w);
+
+#endif

@@ -1,0 +1,143 @@
+/* The agents file and secret files (inventory.h). */
+#include "controller/inventory.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char *trim(char *s) {
+  while (*s == ' ' || *s == '\t')
+    s++;
+  size_t n = strlen(s);
+  while (n && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' ' || s[n - 1] == '\t'))
+    s[--n] = '\0';
+  return s;
+}
+
+static int check_url(const char *u) {
+  if (strncmp(u, "http://", 7) != 0 && strncmp(u, "https://", 8) != 0) return -1;
+  if (strlen(u) >= CTL_URL_MAX || strpbrk(u, " \t\"'\\")) return -2;
+  return 0;
+}
+
+static int add_url(struct ctl_inventory *inv, size_t *cap, const char *u) {
+  if (inv->n == *cap) {
+    size_t nc = *cap ? *cap * 2 : 64;
+    void *p = realloc(inv->urls, nc * sizeof *inv->urls);
+    if (!p) return -ENOMEM;
+    inv->urls = p;
+    *cap = nc;
+  }
+  snprintf(inv->urls[inv->n++], CTL_URL_MAX, "%s", u);
+  return 0;
+}
+
+static size_t url_len(const char *u) {
+  size_t n = strlen(u);
+  return n && u[n - 1] == '/' ? n - 1 : n; /* "http://h:1/" and "http://h:1" are one agent */
+}
+
+static bool is_duplicate(const struct ctl_inventory *inv, const char *u) {
+  for (size_t i = 0; i < inv->n; i++)
+    if (url_len(inv->urls[i]) == url_len(u) && strncmp(inv->urls[i], u, url_len(u)) == 0)
+      return true;
+  return false;
+}
+
+int ctl_inventory_load(const char *path, struct ctl_inventory *ret, char *err, size_t errlen) {
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    int e = errno;
+    snprintf(err, errlen, "cannot read '%s': %s", path, strerror(e));
+    return -e;
+  }
+  struct ctl_inventory inv = {0};
+  size_t cap = 0, lineno = 0;
+  char line[1024];
+  int rc = 0;
+  while (rc == 0 && fgets(line, sizeof line, f)) {
+    lineno++;
+    char *u = trim(line);
+    if (!*u || *u == '#') continue;
+    int bad = check_url(u);
+    if (bad) {
+      snprintf(err, errlen, "'%s': line %zu: %s", path, lineno,
+               bad == -1 ? "not an http:// or https:// URL"
+                         : "URL too long or holds a space/quote");
+      rc = -EINVAL;
+    } else if (is_duplicate(&inv, u)) {
+      snprintf(err, errlen, "'%s': line %zu: agent '%s' listed twice", path, lineno, u);
+      rc = -EINVAL;
+    } else if (inv.n == CTL_MAX_AGENTS) {
+      snprintf(err, errlen, "'%s': line %zu: more than %d agents", path, lineno, CTL_MAX_AGENTS);
+      rc = -EINVAL;
+    } else {
+      rc = add_url(&inv, &cap, u);
+    }
+  }
+  fclose(f);
+  if (rc == 0 && inv.n == 0) {
+    snprintf(err, errlen, "'%s': no agent URLs", path);
+    rc = -EINVAL;
+  }
+  if (rc < 0) {
+    ctl_inventory_release(&inv);
+    return rc;
+  }
+  *ret = inv;
+  return 0;
+}
+
+void ctl_inventory_release(struct ctl_inventory *inv) {
+  free(inv->urls);
+  inv->urls = NULL;
+  inv->n = 0;
+}
+
+int ctl_read_secret(const char *path, char *buf, size_t size, char *err, size_t errlen) {
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    int e = errno;
+    snprintf(err, errlen, "cannot read '%s': %s", path, strerror(e));
+    return -e;
+  }
+  struct stat st;
+  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_mode & 077) ||
+      (st.st_uid != 0 && st.st_uid != geteuid())) {
+    close(fd);
+    snprintf(err, errlen, "'%s': not a regular file owned by us or root with mode 0600 or less",
+             path);
+    return -EPERM;
+  }
+  char tmp[CTL_TOKEN_MAX + 2];
+  ssize_t n = read(fd, tmp, sizeof tmp - 1);
+  close(fd);
+  if (n < 0) {
+    int e = errno;
+    snprintf(err, errlen, "cannot read '%s': %s", path, strerror(e));
+    return -e;
+  }
+  tmp[n] = '\0';
+  char *nl = strchr(tmp, '\n');
+  if (nl) *nl = '\0';
+  char *t = trim(tmp);
+  if (!*t || strlen(t) >= size || strlen(t) > CTL_TOKEN_MAX || strpbrk(t, " \t\r")) {
+    snprintf(err, errlen, "'%s': the token is empty, holds spaces, or is too long", path);
+    return -EINVAL;
+  }
+  snprintf(buf, size, "%s", t);
+  return 0;
+}
+
+int ctl_secret_equal(const char *a, const char *b) {
+  size_t na = strlen(a), nb = strlen(b);
+  unsigned char diff = na != nb;
+  for (size_t i = 0; i < nb; i++)
+    diff |= (unsigned char)(a[i < na ? i : 0] ^ b[i]);
+  return diff == 0;
+}

@@ -1,0 +1,33 @@
+/* The agents the controller drives: a file of agent URLs, and the secret
+ * files (bearer tokens) it reads. */
+#ifndef CTL_INVENTORY_H
+#define CTL_INVENTORY_H
+
+#include <stddef.h>
+
+#define CTL_URL_MAX 256
+#define CTL_TOKEN_MAX 512
+#define CTL_MAX_AGENTS 100000
+
+struct ctl_inventory {
+  char (*urls)[CTL_URL_MAX];
+  size_t n;
+};
+
+/* Reads the agents file: one URL (http://HOST:PORT or https://...) per line;
+ * blank lines and lines starting with '#' are skipped; a duplicate, a space
+ * inside a URL or another scheme is an error naming the line. -EINVAL with
+ * err filled ("'FILE': line N: ..."), -errno when unreadable, -ENOMEM. */
+int ctl_inventory_load(const char *path, struct ctl_inventory *ret, char *err, size_t errlen);
+void ctl_inventory_release(struct ctl_inventory *inv);
+
+/* Reads a secret from its first line (trailing newline and spaces removed).
+ * The file must be a regular file no one but its owner may read or write
+ * (mode & 077 == 0), owned by us or by root. -EPERM (with err) otherwise,
+ * -EINVAL for an empty or too long token. */
+int ctl_read_secret(const char *path, char *buf, size_t size, char *err, size_t errlen);
+
+/* Compares two NUL-terminated strings in time that depends only on b's length. */
+int ctl_secret_equal(const char *a, const char *b);
+
+#endif

@@ -1,0 +1,274 @@
+/* The jobs the controller allocates among (jobs.h). */
+#include "controller/jobs.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SETTLE_ROUNDS 2 /* a cap (or no cap) holds this long before its reading counts */
+#define OBS_EVERY_ROUNDS 10
+#define EMA 0.3
+
+void ctl_jobset_init(struct ctl_jobset *js) {
+  memset(js, 0, sizeof *js);
+}
+
+static void job_release(struct ctl_job *j) {
+  pflex_refine_free(j->refine);
+  pflex_refine_prior_free(j->prior);
+  j->refine = NULL;
+  j->prior = NULL;
+}
+
+void ctl_jobset_release(struct ctl_jobset *js) {
+  for (size_t i = 0; i < js->n; i++)
+    job_release(&js->v[i]);
+  free(js->v);
+  memset(js, 0, sizeof *js);
+}
+
+static int cmp_job(const void *a, const void *b) {
+  return strcmp(((const struct ctl_job *)a)->id, ((const struct ctl_job *)b)->id);
+}
+
+struct ctl_job *ctl_jobset_find(struct ctl_jobset *js, const char *id) {
+  if (!js->n) return NULL;
+  struct ctl_job key;
+  snprintf(key.id, sizeof key.id, "%s", id);
+  return bsearch(&key, js->v, js->n, sizeof *js->v, cmp_job);
+}
+
+/* Finds id among the sorted jobs or the ones appended this round (from sorted_n on). */
+static struct ctl_job *find_or_add(struct ctl_jobset *js, size_t sorted_n, const char *id) {
+  struct ctl_job key;
+  snprintf(key.id, sizeof key.id, "%s", id);
+  struct ctl_job *j = sorted_n ? bsearch(&key, js->v, sorted_n, sizeof *js->v, cmp_job) : NULL;
+  if (j) return j;
+  for (size_t i = sorted_n; i < js->n; i++)
+    if (strcmp(js->v[i].id, id) == 0) return &js->v[i];
+  if (js->n == js->cap) {
+    size_t nc = js->cap ? js->cap * 2 : 64;
+    void *p = realloc(js->v, nc * sizeof *js->v);
+    if (!p) return NULL;
+    js->v = p;
+    js->cap = nc;
+  }
+  j = &js->v[js->n++];
+  memset(j, 0, sizeof *j);
+  snprintf(j->id, sizeof j->id, "%s", id);
+  return j;
+}
+
+static void reset_round(struct ctl_job *j) {
+  j->present = false;
+  j->complete = true;
+  j->uncapped = true;
+  j->gpus = 0;
+  j->power_w = 0;
+  j->min_w = 0;
+  j->max_w = INFINITY;
+  j->limit_w = INFINITY;
+  j->has_tput = false;
+  j->alloc_w = j->cap_w = j->pred_tput = 0;
+}
+
+static void add_gpu(struct ctl_job *j, const struct ctl_gpu_state *g) {
+  j->present = true;
+  j->gpus++;
+  j->power_w += isfinite(g->power_w) ? g->power_w : g->enforced_w;
+  j->min_w = fmax(j->min_w, g->min_w);
+  j->max_w = fmin(j->max_w, g->max_w);
+  j->limit_w = fmin(j->limit_w, g->limit_w);
+  if (!(fabs(g->limit_w - g->default_w) <= 0.5)) j->uncapped = false;
+}
+
+static void add_tput(struct ctl_jobset *js, size_t sorted_n, const struct ctl_job_tput *t) {
+  if (!t->has_tput) return;
+  struct ctl_job *j = find_or_add(js, sorted_n, t->id);
+  if (j && j->present && (!j->has_tput || t->tput_time > j->tput_time)) {
+    j->has_tput = true;
+    j->tput = t->tput;
+    j->tput_time = t->tput_time;
+  }
+}
+
+/* Jobs with a GPU on a node that did not answer cannot be allocated this round. */
+static void mark_incomplete(struct ctl_jobset *js, size_t sorted_n, const struct ctl_node *nd) {
+  for (size_t g = 0; g < nd->ngpus; g++)
+    if (nd->gpu[g].job[0]) {
+      struct ctl_job *j = find_or_add(js, sorted_n, nd->gpu[g].job);
+      if (j) j->complete = false;
+    }
+}
+
+static void forget(struct ctl_jobset *js, double now, double forget_s) {
+  size_t w = 0;
+  for (size_t i = 0; i < js->n; i++) {
+    struct ctl_job *j = &js->v[i];
+    if (j->present || (j->last_seen > 0 && now - j->last_seen < forget_s)) {
+      js->v[w++] = *j;
+    } else {
+      job_release(j);
+    }
+  }
+  js->n = w;
+}
+
+int ctl_jobset_gather(struct ctl_jobset *js, const struct ctl_node *nodes, size_t n, double now,
+                      double forget_s) {
+  for (size_t i = 0; i < js->n; i++)
+    reset_round(&js->v[i]);
+  size_t sorted_n = js->n;
+  for (size_t k = 0; k < n; k++) {
+    const struct ctl_node *nd = &nodes[k];
+    if (!nd->reachable) continue;
+    for (size_t g = 0; g < nd->ngpus; g++) {
+      if (!nd->gpu[g].job[0]) continue;
+      struct ctl_job *j = find_or_add(js, sorted_n, nd->gpu[g].job);
+      if (!j) return -ENOMEM;
+      if (j >= js->v + sorted_n && !j->present && j->gpus == 0) reset_round(j);
+      add_gpu(j, &nd->gpu[g]);
+    }
+  }
+  for (size_t k = 0; k < n; k++) {
+    if (nodes[k].reachable)
+      for (size_t t = 0; t < nodes[k].njobs; t++)
+        add_tput(js, sorted_n, &nodes[k].jobs[t]);
+    else if (nodes[k].seen)
+      mark_incomplete(js, sorted_n, &nodes[k]);
+  }
+  for (size_t i = 0; i < js->n; i++)
+    if (js->v[i].present) js->v[i].last_seen = now;
+  forget(js, now, forget_s);
+  if (js->n) qsort(js->v, js->n, sizeof *js->v, cmp_job);
+  return 0;
+}
+
+/* The uncapped point: an exponential average over settled uncapped rounds. */
+static void learn_uncapped(struct ctl_job *j) {
+  if (!j->uncapped) {
+    j->rounds_uncapped = 0;
+    return;
+  }
+  if (++j->rounds_uncapped <= SETTLE_ROUNDS) return;
+  j->p_max = j->p_max > 0 ? (1 - EMA) * j->p_max + EMA * j->power_w : j->power_w;
+  if (j->has_tput) j->t_max = j->t_max > 0 ? (1 - EMA) * j->t_max + EMA * j->tput : j->tput;
+}
+
+static void refine_job(const struct ctl_job *j, double p_max, double t_max, double pfi,
+                       struct pflex_refine_job *rj) {
+  memset(rj, 0, sizeof *rj);
+  rj->pfi = pfi;
+  rj->p_min = j->gpus * j->min_w;
+  rj->p_max = p_max;
+  rj->t_max = t_max;
+  rj->gpus = j->gpus;
+  rj->shape = PFLEX_REFINE_FAMILY;
+}
+
+/* The P_max and T_max to build a curve on: measured, else the most the GPUs
+ * may draw and a throughput read back through the prior's shape at the
+ * power seen (a job that started during an event was never seen uncapped).
+ * That estimate is made once and kept: the refinement then fits the curve
+ * through what the job's caps do, which a new estimate (and prior) every
+ * round would throw away. */
+static bool curve_bounds(struct ctl_job *j, double pfi, double *ret_p, double *ret_t) {
+  double p = j->p_max > 0 ? j->p_max : j->gpus * j->max_w;
+  p = fmax(p, 1.02 * j->gpus * j->min_w);
+  *ret_p = p;
+  if (j->t_max > 0) {
+    *ret_t = j->t_max;
+    return true;
+  }
+  if (j->t_est > 0) {
+    *ret_t = j->t_est;
+    return true;
+  }
+  /* Probing: a relative curve (T_max 1) until its throughput at the probe
+   * cap, held long enough to be read, gives the estimate. */
+  *ret_t = 1.0;
+  bool at_share = j->probe_cap_w > 0 && fabs(j->held_cap_w - j->probe_cap_w) <= 1.0;
+  if (!j->has_tput || j->held_rounds < SETTLE_ROUNDS || j->uncapped || !at_share) return true;
+  struct pflex_refine_job rj;
+  refine_job(j, p, 1.0, pfi, &rj);
+  struct pflex_curve *c;
+  if (pflex_refine_predicted_curve(&rj, &c) < 0) return true;
+  double rel = pflex_curve_eval(c, j->power_w);
+  pflex_curve_free(c);
+  if (rel > 0) *ret_t = j->t_est = j->tput / rel;
+  return true;
+}
+
+static bool needs_prior(const struct ctl_job *j, double p, double t) {
+  return !j->prior || fabs(p - j->prior_p_max) > 0.03 * j->prior_p_max ||
+         fabs(t - j->prior_t_max) > 0.03 * j->prior_t_max;
+}
+
+static int ensure_curve(struct ctl_job *j, double pfi) {
+  double p, t;
+  if (!curve_bounds(j, pfi, &p, &t) || !needs_prior(j, p, t)) return 0;
+  struct pflex_refine_job rj;
+  refine_job(j, p, t, pfi, &rj);
+  struct pflex_refine_prior *prior;
+  struct pflex_refine *r;
+  int rc = pflex_refine_prior_new(&rj, &prior);
+  if (rc < 0) return rc;
+  rc = pflex_refine_new(prior, NULL, &r);
+  if (rc < 0) {
+    pflex_refine_prior_free(prior);
+    return rc;
+  }
+  job_release(j); /* a new range: what was observed on the old one is dropped */
+  j->prior = prior;
+  j->refine = r;
+  j->prior_p_max = p;
+  j->prior_t_max = t;
+  j->relative = !(j->t_max > 0) && !(j->t_est > 0);
+  j->observations = 0;
+  return 0;
+}
+
+/* Every cap that held is a measurement of the curve. */
+static bool observe(struct ctl_job *j) {
+  if (fabs(j->limit_w - j->held_cap_w) <= 0.5) {
+    j->held_rounds++;
+  } else {
+    j->held_cap_w = j->limit_w;
+    j->held_rounds = 0;
+  }
+  j->rounds_since_obs++;
+  if (j->uncapped || !j->refine || !j->has_tput || j->held_rounds < SETTLE_ROUNDS ||
+      j->tput_time <= j->last_obs_time)
+    return false;
+  bool moved = fabs(j->held_cap_w - j->last_obs_cap) > 0.01 * j->held_cap_w;
+  if (!moved && j->rounds_since_obs < OBS_EVERY_ROUNDS) return false;
+  if (pflex_refine_observe(j->refine, j->power_w, j->tput) < 0) return false;
+  j->last_obs_time = j->tput_time;
+  j->last_obs_cap = j->held_cap_w;
+  j->rounds_since_obs = 0;
+  j->observations++;
+  return true;
+}
+
+size_t ctl_jobset_learn(struct ctl_jobset *js, const struct ctl_config *cfg) {
+  size_t obs = 0;
+  for (size_t i = 0; i < js->n; i++) {
+    struct ctl_job *j = &js->v[i];
+    if (!j->present || !j->complete || j->gpus == 0) continue;
+    learn_uncapped(j);
+    obs += observe(j);
+    (void)ensure_curve(j, cfg->prior_pfi); /* without a curve the job keeps its floor */
+    j->probe = !(j->p_max > 0) && !(j->t_est > 0);
+    j->cls = ctl_config_class_for(cfg, j->id);
+  }
+  return obs;
+}
+
+const struct pflex_curve *ctl_job_curve(const struct ctl_job *j) {
+  return j->refine ? pflex_refine_curve(j->refine) : NULL;
+}
+
+double ctl_job_confidence(const struct ctl_job *j) {
+  return j->refine ? pflex_refine_confidence(j->refine) : 0;
+}

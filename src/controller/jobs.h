@@ -1,0 +1,76 @@
+/* The jobs the controller allocates among: gathered each round from the
+ * GPUs' job labels across nodes, kept between rounds (sorted by id) with what
+ * was learnt of them: the uncapped draw and throughput, and the closed-loop
+ * refinement of their curve (pflex/refine.h) fed with every cap that held. */
+#ifndef CTL_JOBS_H
+#define CTL_JOBS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "controller/agent_json.h"
+#include "controller/config.h"
+#include "controller/nodes.h"
+#include "pflex/refine.h"
+
+struct ctl_job {
+  char id[CTL_JOB_ID_MAX];
+  /* This round (from the nodes). */
+  int gpus;
+  double min_w, max_w; /* per-GPU settable range (the narrowest over its GPUs) */
+  double power_w;      /* measured draw of its GPUs */
+  double limit_w;      /* lowest limit among its GPUs */
+  bool uncapped;       /* every GPU at its default limit */
+  bool has_tput;
+  double tput, tput_time; /* last throughput sample (sum over nodes) */
+  bool complete;          /* every GPU on a node that answered */
+  bool present;           /* seen this round */
+  double last_seen;
+  /* Learnt. */
+  double p_max, t_max; /* uncapped draw and throughput (0 = not yet measured) */
+  double t_est;        /* T_max estimated once for a job never seen uncapped */
+  bool probe;          /* never seen uncapped, no T_max estimate yet: it runs at the
+                          equal cut's share until its throughput there sets t_est */
+  double probe_cap_w;  /* the share's cap the plan last gave it (0: held lower while
+                          it loads) */
+  int rounds_uncapped;
+  double held_cap_w; /* cap that has held since held_rounds rounds */
+  int held_rounds;
+  double last_obs_time, last_obs_cap;
+  int rounds_since_obs;
+  struct pflex_refine_prior *prior;
+  struct pflex_refine *refine;
+  double prior_p_max, prior_t_max; /* what the prior was built on */
+  bool relative;                   /* no throughput known: the curve's T_max is 1 */
+  size_t observations;
+  /* Decided this round. */
+  const struct ctl_class *cls;
+  double alloc_w, cap_w, pred_tput;
+};
+
+struct ctl_jobset {
+  struct ctl_job *v; /* sorted by id */
+  size_t n, cap;
+};
+
+void ctl_jobset_init(struct ctl_jobset *js);
+void ctl_jobset_release(struct ctl_jobset *js);
+
+/* Rebuilds this round's view from the nodes; jobs not seen for forget_s are
+ * dropped (churn). -ENOMEM. */
+int ctl_jobset_gather(struct ctl_jobset *js, const struct ctl_node *nodes, size_t n, double now,
+                      double forget_s);
+
+struct ctl_job *ctl_jobset_find(struct ctl_jobset *js, const char *id);
+
+/* After gathering: learns the uncapped point of uncapped jobs, feeds settled
+ * caps to the refinement, and makes sure every present job has a curve.
+ * prior_pfi: the population prior. Returns observations made this round. */
+size_t ctl_jobset_learn(struct ctl_jobset *js, const struct ctl_config *cfg);
+
+/* The job's curve to allocate on (refined, or the prior), or NULL. */
+const struct pflex_curve *ctl_job_curve(const struct ctl_job *j);
+/* pflex_refine_confidence, 0 without a curve. */
+double ctl_job_confidence(const struct ctl_job *j);
+
+#endif

@@ -1,0 +1,153 @@
+/* pflex-controller: holds a power target across a cluster of pflexd agents
+ * (docs/controller.md).
+ *
+ *   pflex-controller [run] [OPTIONS]        the controller (default)
+ *   pflex-controller report EVENT [--state-db F] [--plot FILE.svg]
+ *   pflex-controller sim-cluster [OPTIONS]  a simulated cluster to prove it
+ *
+ * Exit status: 0 success, 1 failure, 2 usage error. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "controller/api.h"
+#include "controller/controller.h"
+#include "controller/log.h"
+#include "controller/report.h"
+#include "controller/sim_cluster.h"
+
+static volatile int stop_flag;
+
+static void on_signal(int sig) {
+  stop_flag = sig;
+}
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: pflex-controller [run] [OPTIONS]\n"
+          "       pflex-controller report EVENT [--state-db FILE] [--plot FILE.svg|.png]\n"
+          "       pflex-controller sim-cluster [OPTIONS] (pflex-controller sim-cluster --help)\n"
+          "Holds a cluster power target through the pflexd agents (docs/controller.md).\n\n");
+  ctl_config_usage(out);
+}
+
+/* Many agents: one connection each, two per round. */
+static void raise_nofile(void) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
+}
+
+static int run(int argc, char **argv) {
+  struct ctl_config cfg;
+  char err[512];
+  ctl_config_defaults(&cfg);
+  int first = ctl_config_parse_args(&cfg, argc, argv, err, sizeof err);
+  if (first < 0) {
+    fprintf(stderr, "error: %s\n", err);
+    return 2;
+  }
+  if (first < argc) {
+    fprintf(stderr, "error: unexpected argument '%s'\n", argv[first]);
+    return 2;
+  }
+  if (ctl_config_check(&cfg, err, sizeof err) < 0) {
+    fprintf(stderr, "error: %s\n", err);
+    return 2;
+  }
+  raise_nofile();
+  struct ctl_controller c;
+  if (ctl_controller_open(&c, &cfg, err, sizeof err) < 0) {
+    fprintf(stderr, "error: %s\n", err);
+    ctl_controller_close(&c);
+    return 1;
+  }
+  struct ctl_api *api = NULL;
+  if (cfg.listen[0] && ctl_api_start(&c, &api, err, sizeof err) < 0) {
+    fprintf(stderr, "error: %s\n", err);
+    ctl_controller_close(&c);
+    return 1;
+  }
+  struct sigaction sa = {.sa_handler = on_signal};
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGINT, &sa, NULL);
+  signal(SIGPIPE, SIG_IGN);
+  ctl_log("note", "pflex-controller %s: %zu agents, round %.3g s, lease %d rounds%s%s",
+          PFLEX_VERSION, c.nnodes, cfg.round_s, cfg.lease_rounds, cfg.listen[0] ? ", API on " : "",
+          cfg.listen);
+  int rc = ctl_controller_run(&c, &stop_flag);
+  if (stop_flag) ctl_log("note", "signal %d: stopping", stop_flag);
+  ctl_api_stop(api);
+  ctl_controller_close(&c);
+  return rc < 0 ? 1 : 0;
+}
+
+static int report(int argc, char **argv) {
+  const char *db = "/var/lib/pflex/controller.db", *plot = NULL, *event = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--state-db") == 0 && i + 1 < argc)
+      db = argv[++i];
+    else if (strcmp(argv[i], "--plot") == 0 && i + 1 < argc)
+      plot = argv[++i];
+    else if (argv[i][0] != '-' && !event)
+      event = argv[i];
+    else {
+      fprintf(stderr, "error: report: unexpected '%s'\n", argv[i]);
+      return 2;
+    }
+  }
+  char *end;
+  long long id = event ? strtoll(event, &end, 10) : 0;
+  if (!event || *end || id <= 0) {
+    fprintf(stderr, "error: report: give the event id (a positive integer)\n");
+    return 2;
+  }
+  char err[512];
+  struct ctl_store *st;
+  if (ctl_store_open(db, &st, err, sizeof err) < 0) {
+    fprintf(stderr, "error: %s\n", err);
+    return 1;
+  }
+  json_t *o;
+  int rc = ctl_report_json(st, id, &o, err, sizeof err);
+  if (rc == 0 && plot) rc = ctl_report_plot(st, id, plot, err, sizeof err);
+  ctl_store_close(st);
+  if (rc < 0) {
+    fprintf(stderr, "error: %s\n", err);
+    return 1;
+  }
+  json_dumpf(o, stdout, JSON_INDENT(2));
+  putchar('\n');
+  json_decref(o);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  int rc;
+  if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+    usage(stdout);
+    rc = 0;
+  } else if (argc > 1 && strcmp(argv[1], "--version") == 0) {
+    printf("pflex-controller %s\n", PFLEX_VERSION);
+    rc = 0;
+  } else if (argc > 1 && strcmp(argv[1], "report") == 0) {
+    rc = report(argc - 1, argv + 1);
+  } else if (argc > 1 && strcmp(argv[1], "sim-cluster") == 0) {
+    rc = ctl_sim_cluster_main(argc - 1, argv + 1);
+  } else if (argc > 1 && strcmp(argv[1], "run") == 0) {
+    rc = run(argc - 1, argv + 1);
+  } else {
+    rc = run(argc, argv);
+  }
+  curl_global_cleanup();
+  return rc;
+}

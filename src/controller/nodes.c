@@ -1,0 +1,75 @@
+/* Nodes as the controller sees them (nodes.h). */
+#include "controller/nodes.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+bool ctl_node_update(struct ctl_node *nd, const char *gpus_body, size_t gpus_len,
+                     const char *jobs_body, size_t jobs_len, const char *why, double now) {
+  char err[160];
+  struct ctl_gpu_state g[CTL_MAX_NODE_GPUS];
+  size_t ng = 0, nj = 0;
+  bool ok = gpus_body && jobs_body;
+  if (!ok) snprintf(nd->error, sizeof nd->error, "%s", why ? why : "no answer");
+  if (ok && ctl_parse_gpus(gpus_body, gpus_len, g, CTL_MAX_NODE_GPUS, &ng, err, sizeof err) < 0) {
+    snprintf(nd->error, sizeof nd->error, "GET /v1/gpus: %s", err);
+    ok = false;
+  }
+  if (ok &&
+      ctl_parse_jobs(jobs_body, jobs_len, nd->jobs, CTL_MAX_NODE_GPUS, &nj, err, sizeof err) < 0) {
+    snprintf(nd->error, sizeof nd->error, "GET /v1/jobs: %s", err);
+    ok = false;
+  }
+  nd->reachable = ok;
+  if (!ok) {
+    nd->failures++;
+    return false;
+  }
+  if (ng != nd->ngpus) /* the node changed: our view of its caps no longer holds */
+    nd->has_acked = false;
+  memcpy(nd->gpu, g, ng * sizeof g[0]);
+  nd->ngpus = ng;
+  nd->njobs = nj;
+  nd->seen = true;
+  nd->last_ok = now;
+  nd->failures = 0;
+  nd->error[0] = '\0';
+  return true;
+}
+
+double ctl_node_power_w(const struct ctl_node *nd) {
+  double s = 0;
+  for (size_t i = 0; i < nd->ngpus; i++)
+    if (isfinite(nd->gpu[i].power_w))
+      s += nd->gpu[i].power_w;
+    else if (isfinite(nd->gpu[i].enforced_w))
+      s += nd->gpu[i].enforced_w; /* no reading: the most it may draw */
+  return s;
+}
+
+double ctl_node_bound_w(const struct ctl_node *nd, double unseen_w) {
+  if (nd->reachable) return ctl_node_power_w(nd);
+  if (!nd->seen) return unseen_w;
+  double s = 0;
+  for (size_t i = 0; i < nd->ngpus; i++) {
+    const struct ctl_gpu_state *g = &nd->gpu[i];
+    double hi = isfinite(g->max_w) ? g->max_w : g->limit_w;
+    if (nd->has_acked && nd->acked_w[i] > 0)
+      s += nd->acked_w[i];
+    else if (isfinite(g->enforced_w) && g->lease_s_left >= 0)
+      s += g->enforced_w; /* someone's lease holds it (a controller before us) */
+    else
+      s += hi;
+  }
+  return s;
+}
+
+size_t ctl_node_capped(const struct ctl_node *nd) {
+  size_t n = 0;
+  for (size_t i = 0; i < nd->ngpus; i++)
+    if (isfinite(nd->gpu[i].limit_w) && isfinite(nd->gpu[i].default_w) &&
+        fabs(nd->gpu[i].limit_w - nd->gpu[i].default_w) > 0.5)
+      n++;
+  return n;
+}

@@ -1,0 +1,227 @@
+/* One round's decision: allocation, caps, fallbacks (plan.h). */
+#include "controller/plan.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pflex/alloc.h"
+#include "pflex/error.h"
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static bool placeable(const struct ctl_job *j) {
+  return j->present && j->complete && j->gpus > 0 && j->max_w >= j->min_w;
+}
+
+/* Allocated by the optimal strategy on its curve. */
+static bool allocatable(const struct ctl_job *j) {
+  return placeable(j) && !j->probe && ctl_job_curve(j);
+}
+
+/* Given the equal cut's share while its curve is unknown (jobs.h). */
+static bool probing(const struct ctl_job *j) {
+  return placeable(j) && j->probe;
+}
+
+/* What GPUs outside the allocation hold, and the caps they get. */
+static double fix_gpus(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset *js,
+                       const struct ctl_config *cfg, double unseen_w) {
+  double fixed = 0;
+  for (size_t k = 0; k < nnodes; k++) {
+    struct ctl_node *nd = &nodes[k];
+    memset(nd->cap_w, 0, sizeof nd->cap_w);
+    if (!nd->reachable) {
+      fixed += ctl_node_bound_w(nd, unseen_w);
+      continue;
+    }
+    for (size_t g = 0; g < nd->ngpus; g++) {
+      const struct ctl_gpu_state *gs = &nd->gpu[g];
+      struct ctl_job *j = gs->job[0] ? ctl_jobset_find(js, gs->job) : NULL;
+      if (j && (allocatable(j) || probing(j))) continue;
+      double cap = !j && cfg->unassigned == CTL_UNASSIGNED_MIN ? gs->min_w
+                   : !j                                        ? gs->default_w
+                   : nd->has_acked && nd->acked_w[g] > 0       ? nd->acked_w[g]
+                                                               : gs->limit_w;
+      nd->cap_w[g] = cap;
+      /* A GPU without a job counts at what it draws, with a 10% margin (at
+       * most its cap): idle, it sits far under its least cap, and a job that
+       * starts on it is seen by the next round while it loads. */
+      double draw = isfinite(gs->power_w) ? gs->power_w : cap;
+      fixed += j ? cap : fmin(cap, 1.1 * draw);
+    }
+  }
+  return fixed;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Tokens per watt of the median job with a measured throughput (for jobs
+ * whose throughput is unknown under the tokens objective). */
+static double median_tokens_per_w(const struct ctl_jobset *js) {
+  double *v = malloc((js->n ? js->n : 1) * sizeof *v);
+  size_t n = 0;
+  for (size_t i = 0; v && i < js->n; i++)
+    if (allocatable(&js->v[i]) && !js->v[i].relative)
+      v[n++] = js->v[i].prior_t_max / js->v[i].prior_p_max;
+  double m = 1.0;
+  if (n) {
+    qsort(v, n, sizeof *v, cmp_double);
+    m = v[n / 2];
+  }
+  free(v);
+  return m;
+}
+
+static void alloc_job(const struct ctl_job *j, const struct ctl_config *cfg, double tok_per_w,
+                      bool floors, struct pflex_alloc_job *a) {
+  pflex_alloc_job_init(a);
+  a->name = j->id;
+  a->curve = ctl_job_curve(j);
+  a->gpus = j->gpus;
+  a->cap_min_w = j->min_w;
+  a->cap_max_w = j->max_w;
+  double w = j->cls ? j->cls->weight : 1.0;
+  double t_max = j->prior_t_max;
+  if (cfg->objective == CTL_OBJECTIVE_PROGRESS)
+    a->weight = w / t_max;
+  else
+    a->weight = j->relative ? w * tok_per_w * j->prior_p_max : w;
+  if (floors && j->cls && j->cls->floor_pct > 0)
+    a->min_tput = j->cls->floor_pct / 100.0 * pflex_curve_t_max(a->curve);
+}
+
+/* Runs the allocator; without floors, or with every job at its least, when
+ * the floors (or the least powers) do not fit. */
+static int allocate(struct pflex_alloc_job *aj, size_t n, double jobs_w,
+                    struct pflex_alloc_result *res, struct ctl_plan_summary *s) {
+  struct pflex_alloc_summary sum;
+  int rc = pflex_alloc_run(aj, n, PFLEX_ALLOC_OPTIMAL, jobs_w, NULL, res, &sum);
+  if (rc == -PFLEX_E_INFEASIBLE) {
+    for (size_t i = 0; i < n; i++)
+      aj[i].min_tput = 0;
+    rc = pflex_alloc_run(aj, n, PFLEX_ALLOC_OPTIMAL, jobs_w, NULL, res, &sum);
+  }
+  if (rc == -PFLEX_E_INFEASIBLE) {
+    s->infeasible = true;
+    for (size_t i = 0; i < n; i++) {
+      res[i].power_w = pflex_curve_p_min(aj[i].curve);
+      res[i].tput = pflex_curve_eval(aj[i].curve, res[i].power_w);
+    }
+    return 0;
+  }
+  if (rc == 0) s->saturated = sum.total_w >= sum.max_w - 1e-6 * sum.max_w;
+  return rc;
+}
+
+/* Writes the jobs' caps onto their GPUs and each node's fallback. */
+static void spread(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset *js, double scale,
+                   struct ctl_plan_summary *s) {
+  for (size_t k = 0; k < nnodes; k++) {
+    struct ctl_node *nd = &nodes[k];
+    if (!nd->reachable) continue;
+    double share = 0, floor_w = 0;
+    for (size_t g = 0; g < nd->ngpus; g++) {
+      struct ctl_job *j = nd->gpu[g].job[0] ? ctl_jobset_find(js, nd->gpu[g].job) : NULL;
+      bool mine = j && (allocatable(j) || probing(j));
+      if (mine) nd->cap_w[g] = j->cap_w;
+      s->caps_w += nd->cap_w[g];
+      /* The node's share: what it was allotted (a job at its full draw keeps
+       * an uncapped cap, but was allotted only that draw). */
+      share += mine ? fmin(j->cap_w, j->alloc_w / j->gpus) : nd->cap_w[g];
+      floor_w = fmax(floor_w, nd->gpu[g].min_w);
+    }
+    nd->fallback_w = nd->ngpus ? fmax(floor(share * scale / nd->ngpus), floor_w) : 0;
+    s->fallback_w += nd->fallback_w * nd->ngpus;
+  }
+}
+
+/* Jobs being probed get the equal cut's share of the budget left: the ratio
+ * of that budget to every placeable job's P_max (theirs: the most their GPUs
+ * may draw), less while one that reports nothing yet draws well under its
+ * cap (a job loading its weights needs no power it will not draw). Returns
+ * the power they take. */
+static double probe_shares(struct ctl_jobset *js, double left_w) {
+  double sum_pmax = 0, taken = 0;
+  for (size_t i = 0; i < js->n; i++) {
+    const struct ctl_job *j = &js->v[i];
+    if (allocatable(j))
+      sum_pmax += j->prior_p_max;
+    else if (probing(j))
+      sum_pmax += j->gpus * j->max_w;
+  }
+  double ratio = sum_pmax > 0 ? fmin(1.0, fmax(0.0, left_w / sum_pmax)) : 1.0;
+  for (size_t i = 0; i < js->n; i++) {
+    struct ctl_job *j = &js->v[i];
+    if (!probing(j)) continue;
+    double share = floor(fmin(fmax(ratio * j->max_w, j->min_w), j->max_w)), cap = share;
+    bool pressing = j->power_w >= 0.95 * j->gpus * j->limit_w;
+    if (!j->has_tput && !pressing) cap = fmin(cap, 1.2 * j->power_w / j->gpus);
+    j->cap_w = floor(fmin(fmax(cap, j->min_w), j->max_w));
+    j->probe_cap_w = j->cap_w == share ? share : 0;
+    j->alloc_w = j->cap_w * j->gpus;
+    j->pred_tput = NAN;
+    taken += j->alloc_w;
+  }
+  return taken;
+}
+
+int ctl_plan(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset *js,
+             const struct ctl_config *cfg, double budget_w, double target_w, double unseen_w,
+             struct ctl_plan_summary *ret) {
+  struct ctl_plan_summary s = {0};
+  s.fixed_w = fix_gpus(nodes, nnodes, js, cfg, unseen_w);
+  s.fixed_w += probe_shares(js, budget_w - s.fixed_w);
+  s.jobs_w = budget_w - s.fixed_w;
+  size_t n = 0;
+  for (size_t i = 0; i < js->n; i++)
+    n += allocatable(&js->v[i]);
+  struct pflex_alloc_job *aj = calloc(n ? n : 1, sizeof *aj);
+  struct pflex_alloc_result *res = calloc(n ? n : 1, sizeof *res);
+  struct ctl_job **map = calloc(n ? n : 1, sizeof *map);
+  int rc = aj && res && map ? 0 : -ENOMEM;
+  double tok_per_w = rc == 0 ? median_tokens_per_w(js) : 1;
+  for (size_t i = 0, k = 0; rc == 0 && i < js->n; i++)
+    if (allocatable(&js->v[i])) {
+      map[k] = &js->v[i];
+      alloc_job(map[k], cfg, tok_per_w, true, &aj[k]);
+      k++;
+    }
+  double t0 = now_ms();
+  if (rc == 0 && n) rc = allocate(aj, n, fmax(s.jobs_w, 0), res, &s);
+  s.alloc_ms = now_ms() - t0;
+  for (size_t k = 0; rc == 0 && k < n; k++) {
+    struct ctl_job *j = map[k];
+    double pmax = pflex_curve_p_max(aj[k].curve);
+    j->alloc_w = res[k].power_w;
+    j->pred_tput = res[k].tput;
+    /* A job given its whole measured uncapped draw gets a cap a little above
+     * it (a cap above the natural draw changes nothing), so that a rise of its
+     * demand stays bounded; any other job gets the cap of its power. */
+    bool at_top = res[k].power_w >= 0.999 * pmax && j->p_max > 0;
+    j->cap_w = at_top ? fmin(j->max_w, ceil(1.03 * res[k].power_w / j->gpus))
+                      : floor(pflex_curve_cap_for_power(aj[k].curve, res[k].power_w, j->gpus,
+                                                        j->min_w, j->max_w));
+    s.pred_tput += isfinite(res[k].tput) ? res[k].tput : 0;
+  }
+  s.jobs = n;
+  if (rc == 0) {
+    for (size_t k = 0; k < nnodes; k++)
+      if (!nodes[k].reachable) s.caps_w += ctl_node_bound_w(&nodes[k], unseen_w);
+    spread(nodes, nnodes, js, budget_w > target_w ? target_w / budget_w : 1.0, &s);
+  }
+  free(aj);
+  free(res);
+  free(map);
+  if (rc == 0) *ret = s;
+  return rc;
+}

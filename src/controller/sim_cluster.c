@@ -1,0 +1,833 @@
+/* `pflex-controller sim-cluster`: a simulated cluster of real pflexd agents
+ * on loopback, each on the fake NVML with this process as its physics
+ * (sim_world.h), driven by a real pflex-controller; it fires one event,
+ * injects faults, and scores the run (sim_score.h). Everything simulated is
+ * labelled so in the JSON ("simulated": true). */
+#include "controller/sim_cluster.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "controller/client.h"
+#include "controller/controller.h"
+#include "controller/sim_procs.h"
+#include "controller/sim_score.h"
+#include "controller/sim_world.h"
+
+#define MAX_FAULTS 8
+#define AGENT_TOKEN "sim-agent-token-0123456789"
+#define CTL_TOKEN "sim-controller-token-0123456789"
+
+enum fault_kind { F_AGENT_KILL, F_AGENT_STALL, F_CONTROLLER_KILL };
+static const char *const FAULT_NAMES[] = {"agent-kill", "agent-stall", "controller-kill"};
+
+struct fault {
+  enum fault_kind kind;
+  double at_s;   /* after the event's start */
+  double heal_s; /* back after this long; < 0: --heal */
+  bool fired, healed;
+  double fired_t, healed_t;
+  size_t node;
+};
+
+struct opts {
+  size_t nodes, gpus_per_node;
+  double cut, duration, ramp, warmup, round_s, churn_s, idle_frac, tick_s, agent_hz, heal_s;
+  int lease_rounds;
+  unsigned long seed;
+  bool json, keep;
+  char pflexd[PATH_MAX], fake_nvml[PATH_MAX], dir[PATH_MAX], self[PATH_MAX];
+  struct fault faults[MAX_FAULTS];
+  size_t nfaults;
+  int base_port;
+};
+
+struct sim {
+  struct opts o;
+  struct sim_world w;
+  pid_t *agent_pid;
+  int *agent_port;
+  pid_t ctl_pid;
+  int ctl_port;
+  char ctl_url[64];
+  struct ctl_client *agents, *ctl;
+  struct ctl_request *reqs;
+  char **bodies;
+};
+
+static volatile sig_atomic_t interrupted;
+static void on_signal(int sig) {
+  interrupted = sig;
+}
+
+static double now_s(void) {
+  return ctl_epoch_now();
+}
+
+static void sleep_s(double s) {
+  if (s <= 0) return;
+  struct timespec ts = {(time_t)s, (long)((s - floor(s)) * 1e9)};
+  nanosleep(&ts, NULL);
+}
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: pflex-controller sim-cluster [OPTIONS]\n"
+          "A simulated cluster: N real pflexd agents on loopback over the fake NVML, this\n"
+          "process as their GPUs' physics (the twin), a real pflex-controller, one event.\n\n"
+          "  --nodes N             nodes (default 20)\n"
+          "  --gpus-per-node G     GPUs per node (default 8)\n"
+          "  --cut P               event: cut_pct P of the uncapped draw (default 30)\n"
+          "  --duration S          event length, s (default 30)\n"
+          "  --ramp S              event ramp_s (default 0)\n"
+          "  --warmup S            uncapped seconds before the event (default 12)\n"
+          "  --seed X              jobs, churn and noise (default 1)\n"
+          "  --fault KIND:T[:H]    agent-kill, agent-stall or controller-kill, T s after the\n"
+          "                        event's start, back H s later (default --heal; repeatable)\n"
+          "  --heal S              a killed/stalled agent or controller returns after S s\n"
+          "                        (default: lease + 2 s)\n"
+          "  --churn S             mean job lifetime, s (0 = no churn; default 120)\n"
+          "  --idle-frac F         share of nodes without a job (default 0.05)\n"
+          "  --round-s S           controller round (default 1)\n"
+          "  --lease-rounds N      controller lease in rounds (default 5)\n"
+          "  --tick S              physics tick (default 0.2)\n"
+          "  --agent-hz N          pflexd samples per second (default 2)\n"
+          "  --pflexd PATH         pflexd (default: beside this program, or $PFLEXD)\n"
+          "  --fake-nvml PATH      fake libnvidia-ml.so.1 (default: the build's tests/fake-nvml)\n"
+          "  --dir DIR             work directory (default: a new one under /tmp)\n"
+          "  --keep                keep the work directory\n"
+          "  --base-port N         first loopback port to try (default 20000)\n"
+          "  --json                print the result as JSON\n");
+}
+
+static int parse_fault(const char *arg, struct opts *o) {
+  const char *colon = strchr(arg, ':');
+  if (!colon || o->nfaults == MAX_FAULTS) return -EINVAL;
+  for (size_t k = 0; k < 3; k++)
+    if (strncmp(arg, FAULT_NAMES[k], (size_t)(colon - arg)) == 0 &&
+        strlen(FAULT_NAMES[k]) == (size_t)(colon - arg)) {
+      char *end;
+      double t = strtod(colon + 1, &end), heal = -1;
+      if (*end == ':') {
+        const char *h = end + 1;
+        heal = strtod(h, &end);
+        if (end == h || !(heal >= 0)) return -EINVAL;
+      }
+      if (*end || !(t >= 0)) return -EINVAL;
+      o->faults[o->nfaults++] =
+          (struct fault){.kind = (enum fault_kind)k, .at_s = t, .heal_s = heal};
+      return 0;
+    }
+  return -EINVAL;
+}
+
+static void default_paths(struct opts *o) {
+  ssize_t n = readlink("/proc/self/exe", o->self, sizeof o->self - 1);
+  o->self[n > 0 ? n : 0] = '\0';
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s", o->self);
+  char *slash = strrchr(dir, '/');
+  if (slash) *slash = '\0';
+  const char *env = getenv("PFLEXD");
+  snprintf(o->pflexd, sizeof o->pflexd, "%s", env && *env ? env : dir);
+  if (!(env && *env)) strncat(o->pflexd, "/pflexd", sizeof o->pflexd - strlen(o->pflexd) - 1);
+  snprintf(o->fake_nvml, sizeof o->fake_nvml, "%.3000s/tests/fake-nvml/libnvidia-ml.so.1", dir);
+}
+
+/* The option table: name, has an argument, where it goes. */
+enum {
+  O_NODES = 256,
+  O_GPN,
+  O_CUT,
+  O_DUR,
+  O_RAMP,
+  O_WARM,
+  O_SEED,
+  O_FAULT,
+  O_HEAL,
+  O_CHURN,
+  O_IDLE,
+  O_ROUND,
+  O_LEASE,
+  O_TICK,
+  O_HZ,
+  O_PFLEXD,
+  O_FAKE,
+  O_DIR,
+  O_KEEP,
+  O_PORT,
+  O_JSON,
+  O_HELP
+};
+static const struct option LONGOPTS[] = {{"nodes", 1, 0, O_NODES},
+                                         {"gpus-per-node", 1, 0, O_GPN},
+                                         {"cut", 1, 0, O_CUT},
+                                         {"duration", 1, 0, O_DUR},
+                                         {"ramp", 1, 0, O_RAMP},
+                                         {"warmup", 1, 0, O_WARM},
+                                         {"seed", 1, 0, O_SEED},
+                                         {"fault", 1, 0, O_FAULT},
+                                         {"heal", 1, 0, O_HEAL},
+                                         {"churn", 1, 0, O_CHURN},
+                                         {"idle-frac", 1, 0, O_IDLE},
+                                         {"round-s", 1, 0, O_ROUND},
+                                         {"lease-rounds", 1, 0, O_LEASE},
+                                         {"tick", 1, 0, O_TICK},
+                                         {"agent-hz", 1, 0, O_HZ},
+                                         {"pflexd", 1, 0, O_PFLEXD},
+                                         {"fake-nvml", 1, 0, O_FAKE},
+                                         {"dir", 1, 0, O_DIR},
+                                         {"keep", 0, 0, O_KEEP},
+                                         {"base-port", 1, 0, O_PORT},
+                                         {"json", 0, 0, O_JSON},
+                                         {"help", 0, 0, O_HELP},
+                                         {0, 0, 0, 0}};
+
+struct num_opt {
+  int id;
+  double lo, hi;
+  size_t off;
+  char type; /* 'd' double, 'z' size_t, 'i' int, 'u' unsigned long */
+};
+#define OO(f) offsetof(struct opts, f)
+static const struct num_opt NUMS[] = {
+    {O_NODES, 1, 5000, OO(nodes), 'z'},
+    {O_GPN, 1, SIM_MAX_GPUS, OO(gpus_per_node), 'z'},
+    {O_CUT, 0.1, 90, OO(cut), 'd'},
+    {O_DUR, 1, 86400, OO(duration), 'd'},
+    {O_RAMP, 0, 3600, OO(ramp), 'd'},
+    {O_WARM, 3, 3600, OO(warmup), 'd'},
+    {O_SEED, 0, 4e9, OO(seed), 'u'},
+    {O_HEAL, 0, 3600, OO(heal_s), 'd'},
+    {O_CHURN, 0, 1e6, OO(churn_s), 'd'},
+    {O_IDLE, 0, 0.9, OO(idle_frac), 'd'},
+    {O_ROUND, 0.05, 60, OO(round_s), 'd'},
+    {O_LEASE, 2, 600, OO(lease_rounds), 'i'},
+    {O_TICK, 0.05, 2, OO(tick_s), 'd'},
+    {O_HZ, 1, 50, OO(agent_hz), 'd'},
+    {O_PORT, 1024, 60000, OO(base_port), 'i'},
+};
+
+static int set_num(struct opts *o, const struct num_opt *k, const char *arg, const char *name) {
+  char *end;
+  double x = strtod(arg, &end);
+  if (*end || end == arg || !(x >= k->lo && x <= k->hi) || (k->type != 'd' && x != floor(x))) {
+    fprintf(stderr, "error: --%s: '%s' is not a number in [%g, %g]\n", name, arg, k->lo, k->hi);
+    return -EINVAL;
+  }
+  void *p = (char *)o + k->off;
+  if (k->type == 'd')
+    *(double *)p = x;
+  else if (k->type == 'z')
+    *(size_t *)p = (size_t)x;
+  else if (k->type == 'i')
+    *(int *)p = (int)x;
+  else
+    *(unsigned long *)p = (unsigned long)x;
+  return 0;
+}
+
+static int parse_args(int argc, char **argv, struct opts *o) {
+  *o = (struct opts){.nodes = 20,
+                     .gpus_per_node = 8,
+                     .cut = 30,
+                     .duration = 30,
+                     .warmup = 12,
+                     .round_s = 1,
+                     .churn_s = 120,
+                     .idle_frac = 0.05,
+                     .tick_s = 0.2,
+                     .agent_hz = 2,
+                     .heal_s = -1,
+                     .lease_rounds = 5,
+                     .seed = 1,
+                     .base_port = 20000};
+  default_paths(o);
+  int c, idx;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "", LONGOPTS, &idx)) != -1) {
+    const struct num_opt *k = NULL;
+    for (size_t i = 0; i < sizeof NUMS / sizeof NUMS[0]; i++)
+      if (NUMS[i].id == c) k = &NUMS[i];
+    if (k) {
+      if (set_num(o, k, optarg, LONGOPTS[idx].name) < 0) return 2;
+    } else if (c == O_FAULT) {
+      if (parse_fault(optarg, o) < 0) {
+        fprintf(stderr,
+                "error: --fault: '%s' is not KIND:T[:H] (agent-kill, agent-stall, "
+                "controller-kill; T, H >= 0 s), or more than %d faults\n",
+                optarg, MAX_FAULTS);
+        return 2;
+      }
+    } else if (c == O_PFLEXD || c == O_FAKE || c == O_DIR) {
+      char *dst = c == O_PFLEXD ? o->pflexd : c == O_FAKE ? o->fake_nvml : o->dir;
+      snprintf(dst, PATH_MAX, "%s", optarg);
+    } else if (c == O_KEEP || c == O_JSON) {
+      *(c == O_KEEP ? &o->keep : &o->json) = true;
+    } else if (c == O_HELP) {
+      usage(stdout);
+      return 1;
+    } else {
+      usage(stderr);
+      return 2;
+    }
+  }
+  if (optind < argc) {
+    fprintf(stderr, "error: sim-cluster: unexpected argument '%s'\n", argv[optind]);
+    return 2;
+  }
+  if (o->heal_s < 0) o->heal_s = o->lease_rounds * o->round_s + 2;
+  return 0;
+}
+
+static int write_secret(const char *path, const char *value) {
+  FILE *f = fopen(path, "w");
+  if (!f) return -errno;
+  fprintf(f, "%s\n", value);
+  fclose(f);
+  return chmod(path, 0600) < 0 ? -errno : 0;
+}
+
+static int make_dir(struct opts *o) {
+  if (!o->dir[0]) {
+    snprintf(o->dir, sizeof o->dir, "%s/pflex-sim-XXXXXX",
+             access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
+    if (!mkdtemp(o->dir)) return -errno;
+  } else if (mkdir(o->dir, 0700) < 0 && errno != EEXIST) {
+    return -errno;
+  }
+  chmod(o->dir, 0700);
+  char p[PATH_MAX + 32];
+  snprintf(p, sizeof p, "%s/agent.token", o->dir);
+  int rc = write_secret(p, AGENT_TOKEN);
+  snprintf(p, sizeof p, "%s/controller.token", o->dir);
+  if (rc == 0) rc = write_secret(p, CTL_TOKEN);
+  snprintf(p, sizeof p, "%s/pflexd.conf", o->dir); /* empty: the options say everything */
+  return rc < 0 ? rc : write_secret(p, "# sim-cluster: every setting is on the command line");
+}
+
+static pid_t start_agent(struct sim *s, size_t i) {
+  const struct opts *o = &s->o;
+  char conf[PATH_MAX + 32], state[PATH_MAX + 32], listen[64], statsd[64], hz[32],
+      tok[PATH_MAX + 32], log[PATH_MAX + 32], lib[PATH_MAX + 16];
+  snprintf(conf, sizeof conf, "%s/pflexd.conf", o->dir);
+  snprintf(state, sizeof state, "%s/agent%04zu", o->dir, i);
+  mkdir(state, 0700);
+  snprintf(listen, sizeof listen, "127.0.0.1:%d", s->agent_port[i]);
+  snprintf(statsd, sizeof statsd, "udp:127.0.0.1:%d", s->agent_port[i]);
+  snprintf(hz, sizeof hz, "%g", o->agent_hz);
+  snprintf(tok, sizeof tok, "%s/agent.token", o->dir);
+  snprintf(log, sizeof log, "%s/agent%04zu.log", o->dir, i);
+  snprintf(lib, sizeof lib, "%s", o->fake_nvml);
+  static char env[MAX_FAULTS + 1][PATH_MAX + 32];
+  static size_t env_i;
+  char *e = env[env_i++ % (MAX_FAULTS + 1)];
+  snprintf(e, PATH_MAX + 32, "FAKE_NVML_STATE=%s", s->w.nodes[i].path);
+  char *argv[] = {(char *)o->pflexd,
+                  "--config",
+                  conf,
+                  "--backend",
+                  "nvml",
+                  "--nvml-library",
+                  lib,
+                  "--listen",
+                  listen,
+                  "--token-file",
+                  tok,
+                  "--state-dir",
+                  state,
+                  "--socket",
+                  "",
+                  "--statsd",
+                  statsd,
+                  "--hz",
+                  hz,
+                  NULL};
+  return sim_spawn(argv, e, log);
+}
+
+static pid_t start_controller(struct sim *s) {
+  const struct opts *o = &s->o;
+  char agents[PATH_MAX + 32], atok[PATH_MAX + 32], ctok[PATH_MAX + 32], db[PATH_MAX + 32],
+      listen[64], round[32], lease[32], timeout[32], log[PATH_MAX + 32];
+  snprintf(agents, sizeof agents, "%s/agents", o->dir);
+  snprintf(atok, sizeof atok, "%s/agent.token", o->dir);
+  snprintf(ctok, sizeof ctok, "%s/controller.token", o->dir);
+  snprintf(db, sizeof db, "%s/controller.db", o->dir);
+  snprintf(listen, sizeof listen, "127.0.0.1:%d", s->ctl_port);
+  snprintf(round, sizeof round, "%g", o->round_s);
+  snprintf(lease, sizeof lease, "%d", o->lease_rounds);
+  snprintf(timeout, sizeof timeout, "%g", 0.8 * o->round_s);
+  snprintf(log, sizeof log, "%s/controller.log", o->dir);
+  char *argv[] = {(char *)o->self,
+                  "run",
+                  "--agents-file",
+                  agents,
+                  "--agent-token-file",
+                  atok,
+                  "--token-file",
+                  ctok,
+                  "--state-db",
+                  db,
+                  "--listen",
+                  listen,
+                  "--round-s",
+                  round,
+                  "--lease-rounds",
+                  lease,
+                  "--agent-timeout-s",
+                  timeout,
+                  NULL};
+  return sim_spawn(argv, NULL, log);
+}
+
+/* One request to the controller; returns the status, the body in s->reqs[0]. */
+static long ctl_call(struct sim *s, const char *method, const char *path, const char *body) {
+  s->reqs[0] = (struct ctl_request){.method = method, .path = path, .body = body};
+  if (ctl_client_run(s->ctl, s->reqs, 2.0) < 0) return 0;
+  return s->reqs[0].status;
+}
+
+/* Every agent answers /v1/health (at most timeout_s). */
+static bool agents_healthy(struct sim *s, double timeout_s) {
+  double t0 = now_s();
+  size_t n = s->o.nodes;
+  while (now_s() - t0 < timeout_s && !interrupted) {
+    for (size_t i = 0; i < n; i++)
+      s->reqs[i] = (struct ctl_request){.method = "GET", .path = "/v1/health"};
+    ctl_client_run(s->agents, s->reqs, 1.0);
+    size_t ok = 0;
+    for (size_t i = 0; i < n; i++)
+      ok += s->reqs[i].status == 200;
+    if (ok == n) return true;
+    sleep_s(0.2);
+  }
+  return false;
+}
+
+/* Tells the agents which GPUs belong to which job (PUT /v1/jobs/{id}) or
+ * that a job ended (DELETE /v1/jobs/{id}), every node of each job at once. */
+static void tell_agents(struct sim *s, const struct sim_change *ch, size_t nch) {
+  size_t n = s->o.nodes;
+  char gpus[512] = "";
+  for (size_t g = 0; g < s->o.gpus_per_node; g++)
+    snprintf(gpus + strlen(gpus), sizeof gpus - strlen(gpus), "%s%zu", g ? "," : "", g);
+  for (size_t i = 0; i < n; i++)
+    s->reqs[i] = (struct ctl_request){0};
+  for (size_t k = 0; k < nch; k++) {
+    const struct sim_job *j = &s->w.jobs[ch[k].job];
+    for (size_t nd = j->node0; nd < j->node0 + j->nnodes; nd++) {
+      free(s->bodies[nd]);
+      s->bodies[nd] = malloc(700);
+      if (!s->bodies[nd])
+        continue;
+      char *path = s->bodies[nd] + 600;
+      snprintf(s->bodies[nd], 600, "{\"gpus\":[%s]}", gpus);
+      snprintf(path, 100, "/v1/jobs/%s", ch[k].id);
+      s->reqs[nd] = (struct ctl_request){.method = ch[k].put ? "PUT" : "DELETE",
+                                         .path = path,
+                                         .body = ch[k].put ? s->bodies[nd] : NULL};
+    }
+  }
+  ctl_client_run(s->agents, s->reqs, 2.0);
+  for (size_t i = 0; i < n; i++)
+    if (s->reqs[i].method && s->reqs[i].status != 200)
+      fprintf(stderr, "warning: sim: agent %zu: %s %s: HTTP %ld %s\n", i, s->reqs[i].method,
+              s->reqs[i].path, s->reqs[i].status, s->reqs[i].error);
+}
+
+/* Reads the event back from the controller (its baseline and resolved target). */
+static bool read_event(struct sim *s, int64_t id, struct ctl_event *ev) {
+  if (ctl_call(s, "GET", "/v1/events", NULL) != 200) return false;
+  json_t *root = json_loads(s->reqs[0].response, 0, NULL);
+  json_t *arr = json_object_get(root, "events"), *e;
+  size_t i;
+  bool ok = false;
+  json_array_foreach(arr, i, e) {
+    if (json_integer_value(json_object_get(e, "id")) != id) continue;
+    double start;
+    ok = ctl_parse_iso8601(json_string_value(json_object_get(e, "start")), &start) == 0 &&
+         json_is_number(json_object_get(e, "baseline_w"));
+    if (ok) {
+      ev->start = start;
+      ev->baseline_w = json_number_value(json_object_get(e, "baseline_w"));
+    }
+  }
+  json_decref(root);
+  return ok;
+}
+
+static int64_t fire_event(struct sim *s, struct ctl_event *ev) {
+  char body[256];
+  snprintf(body, sizeof body, "{\"cut_pct\":%g,\"start\":\"now\",\"duration_s\":%g,\"ramp_s\":%g}",
+           s->o.cut, s->o.duration, s->o.ramp);
+  if (ctl_call(s, "POST", "/v1/events", body) != 201) {
+    fprintf(stderr, "error: sim: POST /v1/events: HTTP %ld %s %s\n", s->reqs[0].status,
+            s->reqs[0].error, s->reqs[0].response);
+    return -1;
+  }
+  json_t *o = json_loads(s->reqs[0].response, 0, NULL);
+  int64_t id = json_integer_value(json_object_get(o, "id"));
+  json_decref(o);
+  *ev = (struct ctl_event){.id = id,
+                           .cut_pct = s->o.cut,
+                           .start = now_s(),
+                           .duration_s = s->o.duration,
+                           .ramp_s = s->o.ramp};
+  return id;
+}
+
+static void fire_fault(struct sim *s, struct fault *f, double t) {
+  size_t n = s->o.nodes;
+  f->node = f->kind == F_AGENT_STALL ? (n / 2 + 1) % n : n / 2;
+  if (f->kind == F_AGENT_KILL)
+    sim_signal(s->agent_pid[f->node], SIGKILL, 2);
+  else if (f->kind == F_AGENT_STALL)
+    sim_signal(s->agent_pid[f->node], SIGSTOP, 0);
+  else
+    sim_signal(s->ctl_pid, SIGKILL, 2);
+  f->fired = true;
+  f->fired_t = t;
+  fprintf(stderr, "note: sim: %s (node %zu) at %.1f s into the event\n", FAULT_NAMES[f->kind],
+          f->node, f->at_s);
+}
+
+static void heal_fault(struct sim *s, struct fault *f, double t) {
+  if (f->kind == F_AGENT_KILL)
+    s->agent_pid[f->node] = start_agent(s, f->node);
+  else if (f->kind == F_AGENT_STALL)
+    sim_signal(s->agent_pid[f->node], SIGCONT, 0);
+  else
+    s->ctl_pid = start_controller(s);
+  f->healed = true;
+  f->healed_t = t;
+}
+
+/* GPUs whose limit (as the fake NVML holds it) is not the default. */
+static size_t wrong_limits(struct sim *s) {
+  size_t n = 0;
+  for (size_t i = 0; i < s->o.nodes; i++) {
+    sim_node_read_limits(&s->w.nodes[i], now_s(), 0);
+    for (size_t g = 0; g < s->w.nodes[i].ngpus; g++)
+      n += s->w.nodes[i].g[g].limit_w != s->w.nodes[i].g[g].default_w;
+  }
+  return n;
+}
+
+struct run_state {
+  struct sim_score score;
+  int64_t event_id;
+  double t_event, t_end, caps_applied_s, max_alloc_ms, max_round_ms;
+  bool event_read;
+  size_t ctl_samples_over; /* rounds the controller itself saw over target + 1% */
+  FILE *trace;             /* <dir>/power.csv: every tick's totals */
+};
+
+/* Polls the controller's status once a second: its own view and timings. */
+static void poll_status(struct sim *s, struct run_state *rs) {
+  if (ctl_call(s, "GET", "/v1/status", NULL) != 200) return;
+  json_t *o = json_loads(s->reqs[0].response, 0, NULL);
+  if (!o) return;
+  rs->max_alloc_ms = fmax(rs->max_alloc_ms, json_number_value(json_object_get(o, "alloc_ms")));
+  rs->max_round_ms = fmax(rs->max_round_ms, json_number_value(json_object_get(o, "round_ms")));
+  json_t *acked = json_object_get(o, "caps_acked_epoch");
+  if (rs->event_id > 0 && json_is_number(acked) && rs->caps_applied_s < 0 &&
+      json_integer_value(json_object_get(o, "event")) == rs->event_id)
+    rs->caps_applied_s = json_number_value(acked) - rs->t_event;
+  if (json_is_false(json_object_get(o, "compliant"))) rs->ctl_samples_over++;
+  json_decref(o);
+}
+
+static void world_step(struct sim *s, struct run_state *rs, double t, double dt, size_t *tick) {
+  size_t avg = (size_t)lround(1.0 / s->o.tick_s);
+  if (sim_world_tick(&s->w, t, dt, avg, 0.1) < 0)
+    fprintf(stderr, "warning: sim: a node's state file could not be written\n");
+  if (++*tick % (size_t)fmax(1, lround(0.5 / s->o.tick_s)) == 0) sim_world_report_tput(&s->w);
+  double idle;
+  double total = sim_world_reported_w(&s->w, &idle);
+  if (rs->event_id > 0) sim_score_power(&rs->score, t, total);
+  if (rs->trace)
+    fprintf(rs->trace, "%.3f,%.1f,%.1f,%.1f\n", t - rs->t_event, total, sim_world_limits_w(&s->w),
+            idle);
+  if (rs->event_read) {
+    if (*tick % (size_t)fmax(1, lround(1.0 / s->o.tick_s)) == 0)
+      sim_score_tput(&rs->score, &s->w, t, idle);
+  }
+}
+
+static void churn_step(struct sim *s, double t) {
+  struct sim_change ch[256];
+  size_t n = sim_world_churn(&s->w, t, ch, 256);
+  if (n) tell_agents(s, ch, n);
+}
+
+static void fault_step(struct sim *s, struct run_state *rs, double t) {
+  for (size_t k = 0; k < s->o.nfaults; k++) {
+    struct fault *f = &s->o.faults[k];
+    if (!f->fired && rs->event_id > 0 && t >= rs->t_event + f->at_s)
+      fire_fault(s, f, t);
+    else if (f->fired && !f->healed && t >= f->fired_t + (f->heal_s >= 0 ? f->heal_s : s->o.heal_s))
+      heal_fault(s, f, t);
+  }
+}
+
+/* The run: warmup, event, release; one tick of physics at a time. */
+static int run_loop(struct sim *s, struct run_state *rs) {
+  double t0 = now_s(), last = t0, next_poll = t0 + 1;
+  size_t tick = 0;
+  double stop_at = INFINITY;
+  while (!interrupted) {
+    double t = now_s();
+    world_step(s, rs, t, t - last, &tick);
+    last = t;
+    churn_step(s, t);
+    if (rs->event_id == 0 && t >= t0 + s->o.warmup) {
+      struct ctl_event ev;
+      rs->event_id = fire_event(s, &ev);
+      if (rs->event_id < 0) return -EIO;
+      rs->t_event = ev.start;
+      rs->score.ev = ev;
+      rs->t_end = ev.start + s->o.duration + s->o.ramp;
+    }
+    if (rs->event_id > 0 && !rs->event_read && t >= rs->t_event + 1.5 * s->o.round_s &&
+        read_event(s, rs->event_id, &rs->score.ev)) {
+      rs->event_read = true;
+      rs->score.held_from = rs->score.ev.start + s->o.ramp + 3 * s->o.round_s;
+    }
+    fault_step(s, rs, t);
+    if (t >= next_poll) {
+      poll_status(s, rs);
+      next_poll += 1;
+    }
+    if (rs->event_id > 0 && t >= rs->t_end && stop_at == INFINITY)
+      stop_at = t + 3 * s->o.round_s + 2; /* the controller lifts the caps */
+    if (t >= stop_at) return 0;
+    sleep_s(s->o.tick_s - (now_s() - t));
+  }
+  return -EINTR;
+}
+
+static json_t *num(double x) {
+  return isfinite(x) ? json_real(x) : json_null();
+}
+
+static json_t *result_json(struct sim *s, struct run_state *rs, size_t wrong_after,
+                           size_t wrong_final) {
+  struct sim_result r;
+  sim_score_result(&rs->score, &r);
+  size_t gpus = s->o.nodes * s->o.gpus_per_node, jobs = 0;
+  for (size_t i = 0; i < s->w.njobs; i++)
+    jobs += s->w.jobs[i].running;
+  json_t *faults = json_array();
+  for (size_t k = 0; k < s->o.nfaults; k++) {
+    const struct fault *f = &s->o.faults[k];
+    json_array_append_new(
+        faults, json_pack("{s:s, s:f, s:b, s:I, s:o}", "kind", FAULT_NAMES[f->kind], "at_s",
+                          f->at_s, "fired", f->fired, "node", (json_int_t)f->node, "healed_after_s",
+                          f->healed ? json_real(f->healed_t - f->fired_t) : json_null()));
+  }
+  json_t *o = json_pack("{s:b, s:I, s:I, s:I, s:f, s:f}", "simulated", 1, "nodes",
+                        (json_int_t)s->o.nodes, "gpus", (json_int_t)gpus, "jobs", (json_int_t)jobs,
+                        "cut_pct", s->o.cut, "duration_s", s->o.duration);
+  double target = ctl_event_resolved_target(&rs->score.ev);
+  json_object_set_new(o, "baseline_w", num(rs->score.ev.baseline_w));
+  json_object_set_new(o, "target_w", rs->event_read ? num(target) : json_null());
+  json_object_set_new(o, "caps_applied_s",
+                      rs->caps_applied_s >= 0 ? json_real(rs->caps_applied_s) : json_null());
+  json_object_set_new(o, "compliance_s", num(r.compliance_s));
+  json_object_set_new(o, "overshoot_samples", json_integer((json_int_t)r.overshoot_samples));
+  json_object_set_new(o, "samples", json_integer((json_int_t)r.samples));
+  json_object_set_new(o, "max_over_pct", num(r.max_over_pct));
+  json_object_set_new(o, "gap_recovered", num(r.gap_recovered));
+  json_object_set_new(o, "tput_vs_equal", num(r.vs_equal));
+  json_object_set_new(o, "tput_vs_oracle", num(r.vs_oracle));
+  json_object_set_new(o, "tput_vs_uncapped", num(r.vs_uncapped));
+  json_object_set_new(o, "wrong_limits_after", json_integer((json_int_t)wrong_after));
+  json_object_set_new(o, "wrong_limits_final", json_integer((json_int_t)wrong_final));
+  json_object_set_new(o, "faults", faults);
+  json_object_set_new(o, "churned_jobs", json_integer((json_int_t)s->w.churned));
+  json_object_set_new(o, "alloc_ms_max", json_real(rs->max_alloc_ms));
+  json_object_set_new(o, "round_ms_max", json_real(rs->max_round_ms));
+  json_object_set_new(o, "controller_rounds_over", json_integer((json_int_t)rs->ctl_samples_over));
+  json_object_set_new(o, "event", json_integer(rs->event_id));
+  json_object_set_new(o, "dir", json_string(s->o.dir));
+  return o;
+}
+
+static int setup(struct sim *s, char *err, size_t errlen) {
+  struct opts *o = &s->o;
+  size_t n = o->nodes;
+  if (access(o->pflexd, X_OK) < 0 || access(o->fake_nvml, R_OK) < 0) {
+    snprintf(err, errlen,
+             "need pflexd ('%.200s') and the fake NVML ('%.200s'): --pflexd, --fake-nvml",
+             o->pflexd, o->fake_nvml);
+    return -ENOENT;
+  }
+  int rc = make_dir(o);
+  if (rc < 0) {
+    snprintf(err, errlen, "cannot make the work directory '%.300s': %s", o->dir, strerror(-rc));
+    return rc;
+  }
+  rc = sim_world_init(&s->w, o->dir, n, o->gpus_per_node, o->churn_s, o->idle_frac, o->seed,
+                      now_s(), err, errlen);
+  if (rc < 0) return rc;
+  s->agent_pid = calloc(n, sizeof *s->agent_pid);
+  s->agent_port = calloc(n, sizeof *s->agent_port);
+  s->reqs = calloc(n + 1, sizeof *s->reqs);
+  s->bodies = calloc(n, sizeof *s->bodies);
+  const char **urls = calloc(n, sizeof *urls);
+  char(*ubuf)[64] = calloc(n, sizeof *ubuf);
+  if (!s->agent_pid || !s->agent_port || !s->reqs || !s->bodies || !urls || !ubuf) {
+    free(urls);
+    free(ubuf);
+    return -ENOMEM;
+  }
+  char path[PATH_MAX + 32];
+  snprintf(path, sizeof path, "%s/agents", o->dir);
+  FILE *f = fopen(path, "w");
+  int port = o->base_port;
+  for (size_t i = 0; f && i < n; i++) {
+    port = sim_free_port(port);
+    s->agent_port[i] = port;
+    s->w.statsd_port[i] = port;
+    port++;
+    snprintf(ubuf[i], sizeof ubuf[i], "http://127.0.0.1:%d", s->agent_port[i]);
+    urls[i] = ubuf[i];
+    fprintf(f, "%s\n", ubuf[i]);
+  }
+  if (f) fclose(f);
+  s->ctl_port = sim_free_port(port);
+  snprintf(s->ctl_url, sizeof s->ctl_url, "http://127.0.0.1:%d", s->ctl_port);
+  const char *cu = s->ctl_url;
+  rc = ctl_client_new(urls, n, AGENT_TOKEN, &s->agents);
+  if (rc == 0) rc = ctl_client_new(&cu, 1, CTL_TOKEN, &s->ctl);
+  free(urls);
+  free(ubuf);
+  if (!f || rc < 0) {
+    snprintf(err, errlen, "cannot set up the agents file or HTTP clients");
+    return -EIO;
+  }
+  for (size_t i = 0; i < n; i++)
+    s->agent_pid[i] = start_agent(s, i);
+  if (!agents_healthy(s, 10 + n * 0.05)) {
+    snprintf(err, errlen, "not every pflexd answered /v1/health (logs in '%.300s')", o->dir);
+    return -ETIMEDOUT;
+  }
+  struct sim_change *all = calloc(s->w.njobs + 1, sizeof *all);
+  for (size_t i = 0; all && i < s->w.njobs; i++) {
+    all[i] = (struct sim_change){.job = i, .put = true};
+    snprintf(all[i].id, sizeof all[i].id, "%s", s->w.jobs[i].id);
+  }
+  tell_agents(s, all, all ? s->w.njobs : 0);
+  free(all);
+  s->ctl_pid = start_controller(s);
+  return 0;
+}
+
+static void teardown(struct sim *s) {
+  sim_signal(s->ctl_pid, SIGTERM, 5);
+  for (size_t i = 0; s->agent_pid && i < s->o.nodes; i++) {
+    kill(s->agent_pid[i], SIGCONT);
+    kill(s->agent_pid[i], SIGTERM);
+  }
+  for (size_t i = 0; s->agent_pid && i < s->o.nodes; i++)
+    sim_signal(s->agent_pid[i], SIGTERM, 5);
+  ctl_client_free(s->agents);
+  ctl_client_free(s->ctl);
+  for (size_t i = 0; s->bodies && i < s->o.nodes; i++)
+    free(s->bodies[i]);
+  free(s->bodies);
+  free(s->reqs);
+  free(s->agent_pid);
+  free(s->agent_port);
+}
+
+static void print_human(const json_t *o) {
+  static const char *const keys[] = {"nodes",
+                                     "gpus",
+                                     "jobs",
+                                     "target_w",
+                                     "caps_applied_s",
+                                     "compliance_s",
+                                     "overshoot_samples",
+                                     "gap_recovered",
+                                     "tput_vs_equal",
+                                     "tput_vs_oracle",
+                                     "wrong_limits_after",
+                                     "wrong_limits_final",
+                                     "churned_jobs",
+                                     "alloc_ms_max"};
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+    const json_t *v = json_object_get(o, keys[i]);
+    if (json_is_number(v))
+      printf("%-20s %.6g\n", keys[i], json_number_value(v));
+    else
+      printf("%-20s -\n", keys[i]);
+  }
+  printf("(simulated: the twin's jobs on the fake NVML; see docs/controller.md)\n");
+}
+
+int ctl_sim_cluster_main(int argc, char **argv) {
+  struct sim s;
+  memset(&s, 0, sizeof s);
+  int prc = parse_args(argc, argv, &s.o);
+  if (prc) return prc == 1 ? 0 : 2;
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
+  struct sigaction sa = {.sa_handler = on_signal};
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  signal(SIGPIPE, SIG_IGN);
+  char err[512];
+  struct run_state rs = {.caps_applied_s = -1};
+  sim_score_init(&rs.score);
+  int rc = setup(&s, err, sizeof err);
+  if (rc == 0) {
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/power.csv", s.o.dir);
+    rs.trace = fopen(path, "w");
+    if (rs.trace) fprintf(rs.trace, "t_s,reported_w,limits_w,no_job_w\n");
+    rc = run_loop(&s, &rs);
+    if (rs.trace) fclose(rs.trace);
+  } else
+    fprintf(stderr, "error: sim-cluster: %s\n", err);
+  size_t wrong_after = rc == 0 ? wrong_limits(&s) : 0;
+  teardown(&s);
+  size_t wrong_final = s.w.nodes ? wrong_limits(&s) : 0;
+  if (rc == 0) {
+    json_t *o = result_json(&s, &rs, wrong_after, wrong_final);
+    if (s.o.json) {
+      json_dumpf(o, stdout, JSON_INDENT(2));
+      putchar('\n');
+    } else {
+      print_human(o);
+    }
+    json_decref(o);
+  } else if (rc == -EINTR) {
+    fprintf(stderr, "error: sim-cluster: interrupted\n");
+  }
+  sim_score_release(&rs.score);
+  sim_world_release(&s.w);
+  if (!s.o.keep && s.o.dir[0]) {
+    char cmd[PATH_MAX + 32];
+    snprintf(cmd, sizeof cmd, "rm -rf -- '%s'", s.o.dir);
+    if (strstr(s.o.dir, "pflex-sim-") && system(cmd) != 0)
+      fprintf(stderr, "warning: cannot remove '%s'\n", s.o.dir);
+  }
+  return rc == 0 ? 0 : 1;
+}

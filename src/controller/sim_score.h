@@ -1,0 +1,47 @@
+/* Scoring a simulated event against what the sim knows is true: power
+ * samples against the target (compliance, overshoot), and throughput against
+ * an equal cut and the oracle (pflex_alloc ORACLE on the jobs' true curves)
+ * at the same budget for the jobs. */
+#ifndef CTL_SIM_SCORE_H
+#define CTL_SIM_SCORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "controller/events.h"
+#include "controller/sim_world.h"
+
+#define SIM_SETTLE_S 5.0 /* compliance: at or under target + 1% for this long */
+
+struct sim_score {
+  struct ctl_event ev; /* as the controller resolved it */
+  double held_from;    /* throughput is scored from here to the event's end */
+  double *t, *p, *target;
+  size_t n, cap;
+  double ctl, eq, orc, unc; /* sums of throughput over the held samples */
+  size_t held;
+  double alloc_ms_max, round_ms_max;
+};
+
+void sim_score_init(struct sim_score *s);
+void sim_score_release(struct sim_score *s);
+
+/* A power sample at time t (the reported total), kept from the event's
+ * start (s->ev.start) to its end; scored against the event's level once
+ * the baseline is known (sim_score_result). */
+int sim_score_power(struct sim_score *s, double t, double reported_w);
+
+/* A throughput sample at time t: the jobs' true throughput now against equal
+ * and oracle at the budget the jobs had (the target minus what GPUs without
+ * a running job reported). */
+int sim_score_tput(struct sim_score *s, const struct sim_world *w, double t, double idle_w);
+
+struct sim_result {
+  double compliance_s; /* NAN: never compliant */
+  size_t overshoot_samples, samples;
+  double max_over_pct;                                    /* after compliance_s */
+  double gap_recovered, vs_equal, vs_oracle, vs_uncapped; /* NAN without held samples */
+};
+void sim_score_result(const struct sim_score *s, struct sim_result *r);
+
+#endif

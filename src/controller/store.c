@@ -1,0 +1,360 @@
+/* The controller's state in SQLite (store.h). */
+#include "controller/store.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "pflex/error.h"
+
+#define SCHEMA_VERSION 1
+
+struct ctl_store {
+  sqlite3 *db;
+  sqlite3_stmt *ins_round, *ins_alloc, *ins_comp, *set_state;
+};
+
+static const char SCHEMA[] =
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY, target_w REAL NOT NULL,"
+    " cut_pct REAL NOT NULL, start REAL NOT NULL, duration_s REAL NOT NULL, ramp_s REAL NOT NULL,"
+    " priority INTEGER NOT NULL, created REAL NOT NULL, ended_early REAL NOT NULL DEFAULT 0,"
+    " baseline_w REAL NOT NULL DEFAULT 0, source TEXT NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS rounds (id INTEGER PRIMARY KEY, t REAL NOT NULL, event_id INTEGER,"
+    " target_w REAL, budget_w REAL, measured_w REAL, offset_w REAL, caps_w REAL, tput REAL,"
+    " tput_uncapped REAL, compliant INTEGER, nodes INTEGER, unreachable INTEGER, jobs INTEGER,"
+    " alloc_ms REAL, round_ms REAL);"
+    "CREATE INDEX IF NOT EXISTS rounds_t ON rounds(t);"
+    "CREATE TABLE IF NOT EXISTS allocations (round_id INTEGER NOT NULL, job TEXT NOT NULL,"
+    " gpus INTEGER, power_w REAL, cap_w REAL, tput REAL, pred_tput REAL, tput_uncapped REAL,"
+    " confidence REAL);"
+    "CREATE INDEX IF NOT EXISTS allocations_round ON allocations(round_id);"
+    "CREATE TABLE IF NOT EXISTS compliance (t REAL NOT NULL, event_id INTEGER NOT NULL,"
+    " target_w REAL NOT NULL, measured_w REAL NOT NULL, compliant INTEGER NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value REAL NOT NULL);";
+
+static int fail(struct ctl_store *st, char *err, size_t errlen, const char *what) {
+  if (err) snprintf(err, errlen, "%s: %s", what, st->db ? sqlite3_errmsg(st->db) : "out of memory");
+  return -EIO;
+}
+
+static int check_schema(struct ctl_store *st, char *err, size_t errlen) {
+  sqlite3_stmt *q;
+  if (sqlite3_prepare_v2(st->db, "SELECT value FROM meta WHERE key='schema'", -1, &q, NULL))
+    return fail(st, err, errlen, "schema");
+  int version = 0;
+  if (sqlite3_step(q) == SQLITE_ROW) version = atoi((const char *)sqlite3_column_text(q, 0));
+  sqlite3_finalize(q);
+  if (version > SCHEMA_VERSION) {
+    snprintf(err, errlen, "schema version %d is newer than this controller's %d", version,
+             SCHEMA_VERSION);
+    return -PFLEX_E_SCHEMA;
+  }
+  if (version == 0 &&
+      sqlite3_exec(st->db, "INSERT INTO meta VALUES('schema','1')", NULL, NULL, NULL))
+    return fail(st, err, errlen, "schema");
+  return 0;
+}
+
+static int prepare_all(struct ctl_store *st) {
+  return sqlite3_prepare_v2(st->db,
+                            "INSERT INTO rounds (t,event_id,target_w,budget_w,measured_w,offset_w,"
+                            "caps_w,tput,tput_uncapped,compliant,nodes,unreachable,jobs,alloc_ms,"
+                            "round_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                            -1, &st->ins_round, NULL) ||
+         sqlite3_prepare_v2(st->db, "INSERT INTO allocations VALUES (?,?,?,?,?,?,?,?,?)", -1,
+                            &st->ins_alloc, NULL) ||
+         sqlite3_prepare_v2(st->db, "INSERT INTO compliance VALUES (?,?,?,?,?)", -1, &st->ins_comp,
+                            NULL) ||
+         sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO state VALUES (?,?)", -1, &st->set_state,
+                            NULL);
+}
+
+int ctl_store_open(const char *path, struct ctl_store **ret, char *err, size_t errlen) {
+  struct ctl_store *st = calloc(1, sizeof *st);
+  if (!st) return -ENOMEM;
+  int rc;
+  if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) ||
+      sqlite3_exec(st->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL, NULL,
+                   NULL) ||
+      sqlite3_busy_timeout(st->db, 2000) || sqlite3_exec(st->db, SCHEMA, NULL, NULL, NULL)) {
+    rc = fail(st, err, errlen, path);
+    goto out;
+  }
+  rc = check_schema(st, err, errlen);
+  if (rc == 0 && prepare_all(st)) rc = fail(st, err, errlen, path);
+out:
+  if (rc < 0) {
+    ctl_store_close(st);
+    return rc;
+  }
+  *ret = st;
+  return 0;
+}
+
+void ctl_store_close(struct ctl_store *st) {
+  if (!st) return;
+  sqlite3_finalize(st->ins_round);
+  sqlite3_finalize(st->ins_alloc);
+  sqlite3_finalize(st->ins_comp);
+  sqlite3_finalize(st->set_state);
+  sqlite3_close(st->db);
+  free(st);
+}
+
+const char *ctl_store_errmsg(struct ctl_store *st) {
+  return sqlite3_errmsg(st->db);
+}
+
+int ctl_store_event_add(struct ctl_store *st, struct ctl_event *e) {
+  sqlite3_stmt *q;
+  if (sqlite3_prepare_v2(st->db,
+                         "INSERT INTO events (target_w,cut_pct,start,duration_s,ramp_s,priority,"
+                         "created,ended_early,baseline_w,source) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                         -1, &q, NULL))
+    return -EIO;
+  sqlite3_bind_double(q, 1, e->target_w);
+  sqlite3_bind_double(q, 2, e->cut_pct);
+  sqlite3_bind_double(q, 3, e->start);
+  sqlite3_bind_double(q, 4, e->duration_s);
+  sqlite3_bind_double(q, 5, e->ramp_s);
+  sqlite3_bind_int(q, 6, e->priority);
+  sqlite3_bind_double(q, 7, e->created);
+  sqlite3_bind_double(q, 8, e->ended_early);
+  sqlite3_bind_double(q, 9, e->baseline_w);
+  sqlite3_bind_text(q, 10, e->source, -1, SQLITE_TRANSIENT);
+  int rc = sqlite3_step(q) == SQLITE_DONE ? 0 : -EIO;
+  sqlite3_finalize(q);
+  if (rc == 0) e->id = sqlite3_last_insert_rowid(st->db);
+  return rc;
+}
+
+int ctl_store_event_update(struct ctl_store *st, const struct ctl_event *e) {
+  sqlite3_stmt *q;
+  if (sqlite3_prepare_v2(st->db, "UPDATE events SET ended_early=?, baseline_w=? WHERE id=?", -1, &q,
+                         NULL))
+    return -EIO;
+  sqlite3_bind_double(q, 1, e->ended_early);
+  sqlite3_bind_double(q, 2, e->baseline_w);
+  sqlite3_bind_int64(q, 3, e->id);
+  int rc = sqlite3_step(q) == SQLITE_DONE && sqlite3_changes(st->db) == 1 ? 0 : -EIO;
+  sqlite3_finalize(q);
+  return rc;
+}
+
+static void event_from_row(sqlite3_stmt *q, struct ctl_event *e) {
+  memset(e, 0, sizeof *e);
+  e->id = sqlite3_column_int64(q, 0);
+  e->target_w = sqlite3_column_double(q, 1);
+  e->cut_pct = sqlite3_column_double(q, 2);
+  e->start = sqlite3_column_double(q, 3);
+  e->duration_s = sqlite3_column_double(q, 4);
+  e->ramp_s = sqlite3_column_double(q, 5);
+  e->priority = sqlite3_column_int(q, 6);
+  e->created = sqlite3_column_double(q, 7);
+  e->ended_early = sqlite3_column_double(q, 8);
+  e->baseline_w = sqlite3_column_double(q, 9);
+  snprintf(e->source, sizeof e->source, "%s", (const char *)sqlite3_column_text(q, 10));
+}
+
+#define EVENT_COLS                                                                                 \
+  "id,target_w,cut_pct,start,duration_s,ramp_s,priority,created,ended_early,baseline_w,source"
+
+int ctl_store_events(struct ctl_store *st, bool all, double now, struct ctl_event **ret,
+                     size_t *ret_n) {
+  sqlite3_stmt *q;
+  if (sqlite3_prepare_v2(st->db, "SELECT " EVENT_COLS " FROM events ORDER BY id", -1, &q, NULL))
+    return -EIO;
+  struct ctl_event *v = NULL;
+  size_t n = 0, cap = 0;
+  int rc = 0, s;
+  while ((s = sqlite3_step(q)) == SQLITE_ROW) {
+    struct ctl_event e;
+    event_from_row(q, &e);
+    if (!all && ctl_event_state_at(&e, now) == CTL_EVENT_DONE) continue;
+    if (n == cap) {
+      cap = cap ? cap * 2 : 8;
+      void *p = realloc(v, cap * sizeof *v);
+      if (!p) {
+        rc = -ENOMEM;
+        break;
+      }
+      v = p;
+    }
+    v[n++] = e;
+  }
+  if (rc == 0 && s != SQLITE_DONE) rc = -EIO;
+  sqlite3_finalize(q);
+  if (rc < 0) {
+    free(v);
+    return rc;
+  }
+  *ret = v;
+  *ret_n = n;
+  return 0;
+}
+
+int ctl_store_event_get(struct ctl_store *st, int64_t id, struct ctl_event *ret) {
+  sqlite3_stmt *q;
+  if (sqlite3_prepare_v2(st->db, "SELECT " EVENT_COLS " FROM events WHERE id=?", -1, &q, NULL))
+    return -EIO;
+  sqlite3_bind_int64(q, 1, id);
+  int s = sqlite3_step(q), rc = 0;
+  if (s == SQLITE_ROW)
+    event_from_row(q, ret);
+  else
+    rc = s == SQLITE_DONE ? -ENOENT : -EIO;
+  sqlite3_finalize(q);
+  return rc;
+}
+
+static int step_reset(sqlite3_stmt *q) {
+  int s = sqlite3_step(q);
+  sqlite3_reset(q);
+  sqlite3_clear_bindings(q);
+  return s == SQLITE_DONE ? 0 : -EIO;
+}
+
+static int insert_round(struct ctl_store *st, const struct ctl_round_row *r) {
+  sqlite3_stmt *q = st->ins_round;
+  double d[] = {r->t,        0,         r->target_w, r->budget_w,     r->measured_w,
+                r->offset_w, r->caps_w, r->tput,     r->tput_uncapped};
+  for (int i = 0; i < 9; i++)
+    sqlite3_bind_double(q, i + 1, d[i]);
+  if (r->event_id)
+    sqlite3_bind_int64(q, 2, r->event_id);
+  else
+    sqlite3_bind_null(q, 2);
+  sqlite3_bind_int(q, 10, r->compliant);
+  sqlite3_bind_int(q, 11, r->nodes);
+  sqlite3_bind_int(q, 12, r->unreachable);
+  sqlite3_bind_int(q, 13, r->jobs);
+  sqlite3_bind_double(q, 14, r->alloc_ms);
+  sqlite3_bind_double(q, 15, r->round_ms);
+  return step_reset(q);
+}
+
+static int insert_allocs(struct ctl_store *st, int64_t round_id, const struct ctl_alloc_row *a,
+                         size_t n) {
+  sqlite3_stmt *q = st->ins_alloc;
+  for (size_t i = 0; i < n; i++) {
+    sqlite3_bind_int64(q, 1, round_id);
+    sqlite3_bind_text(q, 2, a[i].job, -1, SQLITE_STATIC);
+    sqlite3_bind_int(q, 3, a[i].gpus);
+    double d[] = {a[i].power_w,   a[i].cap_w,         a[i].tput,
+                  a[i].pred_tput, a[i].tput_uncapped, a[i].confidence};
+    for (int k = 0; k < 6; k++)
+      sqlite3_bind_double(q, 4 + k, d[k]);
+    if (step_reset(q) < 0) return -EIO;
+  }
+  return 0;
+}
+
+static int insert_compliance(struct ctl_store *st, const struct ctl_round_row *r) {
+  sqlite3_stmt *q = st->ins_comp;
+  sqlite3_bind_double(q, 1, r->t);
+  sqlite3_bind_int64(q, 2, r->event_id);
+  sqlite3_bind_double(q, 3, r->target_w);
+  sqlite3_bind_double(q, 4, r->measured_w);
+  sqlite3_bind_int(q, 5, r->compliant);
+  return step_reset(q);
+}
+
+int ctl_store_round(struct ctl_store *st, const struct ctl_round_row *r,
+                    const struct ctl_alloc_row *alloc, size_t nalloc) {
+  if (sqlite3_exec(st->db, "BEGIN", NULL, NULL, NULL)) return -EIO;
+  int rc = insert_round(st, r);
+  int64_t id = sqlite3_last_insert_rowid(st->db);
+  if (rc == 0) rc = insert_allocs(st, id, alloc, nalloc);
+  if (rc == 0 && r->event_id && r->compliant >= 0) rc = insert_compliance(st, r);
+  if (rc == 0 && sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL)) rc = -EIO;
+  if (rc < 0) sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+  return rc;
+}
+
+static int state_set(struct ctl_store *st, const char *key, double v) {
+  sqlite3_bind_text(st->set_state, 1, key, -1, SQLITE_STATIC);
+  sqlite3_bind_double(st->set_state, 2, v);
+  return step_reset(st->set_state);
+}
+
+int ctl_store_resume_set(struct ctl_store *st, const struct ctl_resume *r) {
+  if (sqlite3_exec(st->db, "BEGIN", NULL, NULL, NULL)) return -EIO;
+  int rc = state_set(st, "offset_w", r->offset_w) | state_set(st, "uncapped_w", r->uncapped_w) |
+           state_set(st, "last_round", r->last_round) | state_set(st, "rounds", (double)r->rounds);
+  if (rc == 0 && sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL)) rc = -EIO;
+  if (rc < 0) sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+  return rc < 0 ? -EIO : 0;
+}
+
+int ctl_store_resume_get(struct ctl_store *st, struct ctl_resume *ret) {
+  sqlite3_stmt *q;
+  if (sqlite3_prepare_v2(st->db, "SELECT key, value FROM state", -1, &q, NULL)) return -EIO;
+  struct ctl_resume r = {0};
+  while (sqlite3_step(q) == SQLITE_ROW) {
+    const char *k = (const char *)sqlite3_column_text(q, 0);
+    double v = sqlite3_column_double(q, 1);
+    if (strcmp(k, "offset_w") == 0)
+      r.offset_w = v;
+    else if (strcmp(k, "uncapped_w") == 0)
+      r.uncapped_w = v;
+    else if (strcmp(k, "last_round") == 0)
+      r.last_round = v;
+    else if (strcmp(k, "rounds") == 0)
+      r.rounds = (int64_t)v;
+  }
+  sqlite3_finalize(q);
+  *ret = r;
+  return 0;
+}
+
+int ctl_store_rounds(struct ctl_store *st, double from, double to, struct ctl_round_row **ret,
+                     size_t *ret_n) {
+  sqlite3_stmt *q;
+  if (sqlite3_prepare_v2(st->db,
+                         "SELECT t,IFNULL(event_id,0),target_w,budget_w,measured_w,offset_w,caps_w,"
+                         "tput,tput_uncapped,compliant,nodes,unreachable,jobs,alloc_ms,round_ms "
+                         "FROM rounds WHERE t>=? AND t<=? ORDER BY t",
+                         -1, &q, NULL))
+    return -EIO;
+  sqlite3_bind_double(q, 1, from);
+  sqlite3_bind_double(q, 2, to);
+  struct ctl_round_row *v = NULL;
+  size_t n = 0, cap = 0;
+  int rc = 0;
+  while (sqlite3_step(q) == SQLITE_ROW) {
+    if (n == cap) {
+      cap = cap ? cap * 2 : 64;
+      void *p = realloc(v, cap * sizeof *v);
+      if (!p) {
+        rc = -ENOMEM;
+        break;
+      }
+      v = p;
+    }
+    struct ctl_round_row *r = &v[n++];
+    r->t = sqlite3_column_double(q, 0);
+    r->event_id = sqlite3_column_int64(q, 1);
+    double *d[] = {&r->target_w, &r->budget_w, &r->measured_w,   &r->offset_w,
+                   &r->caps_w,   &r->tput,     &r->tput_uncapped};
+    for (int i = 0; i < 7; i++)
+      *d[i] = sqlite3_column_double(q, 2 + i);
+    r->compliant = sqlite3_column_int(q, 9);
+    r->nodes = sqlite3_column_int(q, 10);
+    r->unreachable = sqlite3_column_int(q, 11);
+    r->jobs = sqlite3_column_int(q, 12);
+    r->alloc_ms = sqlite3_column_double(q, 13);
+    r->round_ms = sqlite3_column_double(q, 14);
+  }
+  sqlite3_finalize(q);
+  if (rc < 0) {
+    free(v);
+    return rc;
+  }
+  *ret = v;
+  *ret_n = n;
+  return 0;
+}

@@ -1,0 +1,71 @@
+/* The controller's state in SQLite: events, rounds, allocations and
+ * compliance samples, so that a restarted controller (kill -9 included)
+ * resumes an active event where it was, and `report` can tell what happened.
+ * WAL journal, one transaction per round. */
+#ifndef CTL_STORE_H
+#define CTL_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "controller/events.h"
+
+struct ctl_store;
+
+/* What the controller needs to resume. */
+struct ctl_resume {
+  double offset_w;   /* the feedback term */
+  double uncapped_w; /* the last uncapped baseline */
+  double last_round; /* epoch of the last round, 0 if none */
+  int64_t rounds;
+};
+
+struct ctl_round_row {
+  double t;
+  int64_t event_id; /* governing event, 0 = none */
+  double target_w;  /* 0 = no event */
+  double budget_w, measured_w, offset_w, caps_w;
+  double tput, tput_uncapped; /* cluster throughput (sum of jobs) and its uncapped estimate */
+  int compliant;              /* -1 no event, 0 over target + 1%, 1 at or under */
+  int nodes, unreachable, jobs;
+  double alloc_ms, round_ms;
+};
+
+struct ctl_alloc_row {
+  const char *job;
+  int gpus;
+  double power_w, cap_w, tput, pred_tput, tput_uncapped, confidence;
+};
+
+/* Opens (creating) the store at path; -PFLEX_E_SCHEMA for a newer schema,
+ * -errno, with err filled. */
+int ctl_store_open(const char *path, struct ctl_store **ret, char *err, size_t errlen);
+void ctl_store_close(struct ctl_store *st);
+
+/* Inserts an event and sets e->id. */
+int ctl_store_event_add(struct ctl_store *st, struct ctl_event *e);
+/* Writes back an event's mutable fields (baseline_w, ended_early). */
+int ctl_store_event_update(struct ctl_store *st, const struct ctl_event *e);
+/* Events not yet done at time now (or all with all = true), oldest first;
+ * *ret freed with free(). */
+int ctl_store_events(struct ctl_store *st, bool all, double now, struct ctl_event **ret,
+                     size_t *ret_n);
+/* One event by id: -ENOENT when there is none. */
+int ctl_store_event_get(struct ctl_store *st, int64_t id, struct ctl_event *ret);
+
+/* Records a round (and its allocations when nalloc > 0) in one transaction. */
+int ctl_store_round(struct ctl_store *st, const struct ctl_round_row *r,
+                    const struct ctl_alloc_row *alloc, size_t nalloc);
+/* Saves the resumable state (in the same table a round updates). */
+int ctl_store_resume_get(struct ctl_store *st, struct ctl_resume *ret);
+int ctl_store_resume_set(struct ctl_store *st, const struct ctl_resume *r);
+
+/* Rounds of an event between from and to (epoch), in order, for `report`:
+ * *ret freed with free(). */
+int ctl_store_rounds(struct ctl_store *st, double from, double to, struct ctl_round_row **ret,
+                     size_t *ret_n);
+
+const char *ctl_store_errmsg(struct ctl_store *st);
+
+#endif

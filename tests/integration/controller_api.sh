@@ -1,0 +1,158 @@
+# pflex-controller against two real pflexd agents on the fake NVML, on
+# loopback: the API's paths with their bad inputs (the field named, nothing
+# applied), bearer tokens, an event's caps with leases on the agents, ending
+# it early, a kill -9 of the controller mid-event (the agents fall back at
+# lease end; the restarted controller resumes), the report, bad configs.
+source "$(dirname "$0")/controller_common.bash"
+# PLplot's font stack (the report's figure) keeps one-time allocations.
+export LSAN_OPTIONS="suppressions=$(dirname "$0")/lsan-plplot.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+
+echo "agent-token-for-tests-0001" > "$T/atok"; chmod 600 "$T/atok"
+echo "controller-token-for-tests-1" > "$T/ctok"; chmod 600 "$T/ctok"
+printf '# empty\n' > "$T/pflexd.conf"; chmod 600 "$T/pflexd.conf"
+: > "$T/agents"
+APORT=()
+for a in 0 1; do
+  agent_state "$T/node$a.nvml" 2
+  mkdir -m 700 "$T/state$a"
+  port=$(free_port)
+  APORT+=("$port")
+  FAKE_NVML_STATE="$T/node$a.nvml" "$PFLEXD" --config "$T/pflexd.conf" --backend nvml \
+    --nvml-library "$FAKE_LIB" --listen "127.0.0.1:$port" --token-file "$T/atok" \
+    --state-dir "$T/state$a" --socket "" --statsd "" --hz 5 > "$T/agent$a.log" 2>&1 &
+  PIDS+=($!)
+  echo "http://127.0.0.1:$port" >> "$T/agents"
+done
+for port in "${APORT[@]}"; do
+  wait_until 10 curl -sf "127.0.0.1:$port/v1/health" || fail "pflexd on $port did not start"
+done
+
+CPORT=$(free_port)
+start_controller() {
+  "$CTL" --agents-file "$T/agents" --agent-token-file "$T/atok" --token-file "$T/ctok" \
+    --state-db "$T/ctl.db" --listen "127.0.0.1:$CPORT" --round-s 0.5 --lease-rounds 4 \
+    --agent-timeout-s 0.4 >> "$T/ctl.log" 2>&1 &
+  CTLPID=$!
+  PIDS+=("$CTLPID")
+  wait_until 10 curl -sf "127.0.0.1:$CPORT/v1/health" || fail "controller did not start"
+}
+start_controller
+C="http://127.0.0.1:$CPORT"
+AUTH="Authorization: Bearer $(cat "$T/ctok")"
+
+# status: fields, no event
+wait_until 5 sh -c "curl -sf $C/v1/status | jq -e '.round >= 2'" || fail "no rounds"
+curl -sf "$C/v1/status" | jq -e '.target_w == null and .compliant == null and .nodes == 2 and
+  (.measured_w > 2300) and (.jobs | length) == 0' >/dev/null || fail "status without an event"
+
+# bad requests: status and field, nothing stored
+expect_error() { # STATUS FIELD BODY [AUTH]
+  local out code
+  out=$(curl -s -w '\n%{http_code}' -X POST "$C/v1/events" -H "${4:-$AUTH}" --data-binary "$3")
+  code=$(echo "$out" | tail -1)
+  [ "$code" = "$1" ] || fail "body $3: HTTP $code, expected $1 ($out)"
+  echo "$out" | head -1 | jq -e --arg f "$2" '.field == $f and (.error | length) > 0' >/dev/null ||
+    fail "body $3: error does not name '$2': $out"
+}
+expect_error 401 Authorization '{"target_w":1000,"start":"now","duration_s":10}' "Authorization: Bearer wrong"
+expect_error 401 Authorization '{"target_w":1000,"start":"now","duration_s":10}' "X-None: 1"
+expect_error 400 "" '{"target_w":1000,'
+expect_error 400 colour '{"target_w":1000,"start":"now","duration_s":10,"colour":"red"}'
+expect_error 400 cut_pct '{"target_w":1000,"cut_pct":5,"start":"now","duration_s":10}'
+expect_error 422 cut_pct '{"cut_pct":120,"start":"now","duration_s":10}'
+expect_error 400 start '{"target_w":1000,"start":"yesterday","duration_s":10}'
+expect_error 422 ramp_s '{"target_w":1000,"start":"now","duration_s":10,"ramp_s":11}'
+big=$(python3 -c 'print("{\"target_w\":1000,\"pad\":\"" + "x" * 70000 + "\"}")')
+expect_error 413 "" "$big"
+curl -sf "$C/v1/events" | jq -e '.events | length == 0' >/dev/null || fail "a refused event was stored"
+code=$(curl -s -o /dev/null -w '%{http_code}' -X PUT "$C/v1/events" -H "$AUTH")
+[ "$code" = 405 ] || fail "PUT /v1/events: $code, expected 405"
+code=$(curl -s -o /dev/null -w '%{http_code}' "$C/v1/nothing")
+[ "$code" = 404 ] || fail "GET /v1/nothing: $code, expected 404"
+
+# an event: every GPU capped under a lease with a wattage fallback
+# (4 GPUs at 600 W = 2400 W; target 1600 W: 400 W each)
+id=$(curl -sf -X POST "$C/v1/events" -H "$AUTH" \
+  -d '{"target_w":1600,"start":"now","duration_s":60}' | jq -e '.id')
+capped() {
+  local port
+  for port in "${APORT[@]}"; do
+    curl -sf "127.0.0.1:$port/v1/gpus" | jq -e 'all(.gpus[]; .limit_w <= 400 and .lease_state == "held")' || return 1
+  done
+}
+wait_until 5 capped || fail "the agents' GPUs were not capped under a lease"
+curl -sf "$C/v1/status" | jq -e '.target_w == 1600 and .event == '"$id"'' >/dev/null || fail "status during the event"
+curl -sf "$C/metrics" > "$T/metrics.txt"
+grep -q '^pflex_controller_target_watts 1600$' "$T/metrics.txt" || fail "metrics: target"
+grep -q '^pflex_controller_job_cap_watts{job=' "$T/metrics.txt" && fail "metrics: a job without GPUs"
+# promtool comes with Debian's prometheus package (scripts/install-deps.sh on the pflexd branch)
+if command -v promtool >/dev/null; then
+  promtool check metrics < "$T/metrics.txt" || fail "promtool check metrics"
+else
+  echo "note: no promtool: the metrics format is not checked"
+fi
+
+# kill -9 mid-event: leases (2 s) run out and the agents move to the fallback
+kill -KILL "$CTLPID"
+fellback() {
+  local port
+  for port in "${APORT[@]}"; do
+    curl -sf "127.0.0.1:$port/v1/gpus" | jq -e 'all(.gpus[]; .lease_state == "fallback" and .limit_w <= 400)' || return 1
+  done
+}
+wait_until 6 fellback || fail "the agents did not move to the fallback after the controller died"
+start_controller
+grep -q "resuming an active event" "$T/ctl.log" || fail "the restarted controller did not resume"
+wait_until 5 capped || fail "the restarted controller did not take the caps back"
+
+# ending it early lifts the caps: every GPU back at 700 W
+curl -sf -X DELETE "$C/v1/events/$id" -H "$AUTH" | jq -e '.ended_early != null' >/dev/null || fail "DELETE"
+lifted() {
+  local port
+  for port in "${APORT[@]}"; do
+    curl -sf "127.0.0.1:$port/v1/gpus" | jq -e 'all(.gpus[]; .limit_w == 700)' || return 1
+  done
+}
+wait_until 5 lifted || fail "caps not lifted after the event ended"
+for a in 0 1; do grep -c 'limit_mw=700000' "$T/node$a.nvml" | grep -qx 2 || fail "node $a: NVML limits not back"; done
+code=$(curl -s -o /dev/null -w '%{http_code}' -X DELETE "$C/v1/events/$id" -H "$AUTH")
+[ "$code" = 409 ] || fail "second DELETE: $code, expected 409"
+code=$(curl -s -o /dev/null -w '%{http_code}' -X DELETE "$C/v1/events/999" -H "$AUTH")
+[ "$code" = 404 ] || fail "DELETE of an unknown event: $code, expected 404"
+code=$(curl -s -o /dev/null -w '%{http_code}' -X DELETE "$C/v1/events/abc" -H "$AUTH")
+[ "$code" = 400 ] || fail "DELETE with a bad id: $code, expected 400"
+
+# the report: JSON and a figure
+kill -TERM "$CTLPID"; wait "$CTLPID" 2>/dev/null || true
+"$CTL" report "$id" --state-db "$T/ctl.db" --plot "$T/event.svg" > "$T/report.json"
+jq -e '.event.id == '"$id"' and .rounds >= 2 and (.compliance_s | type) == "number"' "$T/report.json" >/dev/null ||
+  fail "report: $(cat "$T/report.json")"
+grep -q '<svg' "$T/event.svg" || fail "report: no SVG"
+out=$("$CTL" report 999 --state-db "$T/ctl.db" 2>&1 || true)
+echo "$out" | grep -q "error: no event 999" || fail "report of an unknown event: $out"
+
+# killed mid-event and back only after the event is over: the agents sit at
+# their fallbacks, and the restarted controller lifts them
+start_controller
+id2=$(curl -sf -X POST "$C/v1/events" -H "$AUTH" \
+  -d '{"target_w":1600,"start":"now","duration_s":3}' | jq -e '.id')
+wait_until 5 capped || fail "second event: not capped"
+kill -KILL "$CTLPID"
+wait_until 6 fellback || fail "second event: no fallback"
+sleep 3 # the event is over now
+start_controller
+wait_until 5 lifted || fail "a controller back after the event did not lift the fallbacks"
+kill -TERM "$CTLPID"; wait "$CTLPID" 2>/dev/null || true
+
+# bad configuration: exit 2, the key or line named
+printf '[controller]\nround_s = fast\n' > "$T/bad.conf"
+set +e
+out=$("$CTL" --config "$T/bad.conf" 2>&1); rc=$?
+set -e
+[ "$rc" = 2 ] || fail "bad config: exit $rc"
+echo "$out" | grep -q "line 2: 'round_s': 'fast' is not a number" || fail "bad config message: $out"
+set +e
+out=$("$CTL" --agents-file "$T/agents" --state-db "$T/x.db" --listen "" --lease-rounds 1 2>&1); rc=$?
+set -e
+[ "$rc" = 2 ] && echo "$out" | grep -q "lease_rounds" || fail "lease_rounds 1 accepted: $out"
+echo "controller_api: ok"

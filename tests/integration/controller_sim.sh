@@ -1,0 +1,21 @@
+# pflex-controller sim-cluster at a CI size: 20 nodes (160 GPUs) of real
+# pflexd agents on loopback, a 30% cut held 25 s with job churn. Asserts what
+# the run must show: caps acknowledged within a second, compliance within
+# 5 s and no sample over target + 1% after it, throughput at least the equal
+# cut's, and every GPU back at its default limit after the event.
+source "$(dirname "$0")/controller_common.bash"
+
+"$CTL" sim-cluster --nodes 20 --gpus-per-node 8 --cut 30 --duration 25 --warmup 10 --seed 3 \
+  --churn 120 --pflexd "$PFLEXD" --fake-nvml "$FAKE_LIB" --dir "$T/sim" --json > "$T/out.json" \
+  2> "$T/sim.log" || { cat "$T/sim.log"; fail "sim-cluster failed"; }
+cat "$T/out.json"
+jq -e '.simulated == true and .nodes == 20 and .gpus == 160' "$T/out.json" >/dev/null || fail "size"
+jq -e '.caps_applied_s != null and .caps_applied_s < 1' "$T/out.json" >/dev/null || fail "caps_applied_s"
+jq -e '.compliance_s != null and .compliance_s < 5' "$T/out.json" >/dev/null || fail "compliance_s"
+jq -e '.overshoot_samples == 0' "$T/out.json" >/dev/null || fail "overshoot after compliance"
+jq -e '.samples > 100' "$T/out.json" >/dev/null || fail "too few power samples"
+jq -e '.tput_vs_equal >= 1.0 and .tput_vs_oracle <= 1.0' "$T/out.json" >/dev/null ||
+  fail "throughput below the equal cut's (or above the oracle's)"
+jq -e '.wrong_limits_after == 0 and .wrong_limits_final == 0' "$T/out.json" >/dev/null ||
+  fail "GPUs left at a wrong limit"
+echo "controller_sim: ok"
