@@ -387,11 +387,172 @@ static int repair(const struct pflex_alloc_job *jobs, size_t n, const struct seg
   return 0;
 }
 
+/* ---- hull cache --------------------------------------------------------------- */
+
+/* The segments of a job's hull depend only on its curve (by digest), window,
+ * weight and knots: a cache of them serves the jobs of one call that share a
+ * curve, and with a pflex_alloc_ctx the calls after it. A hit returns the
+ * very values a fresh sampling would compute. */
+struct hull_key {
+  uint64_t digest;
+  double lo, hi, weight;
+  unsigned knots;
+};
+
+struct hull_entry {
+  struct hull_key key;
+  size_t off, len; /* in pool */
+  bool used;
+  uint64_t call;   /* the greedy pass that last used it */
+  size_t distinct; /* its index among that pass's distinct hulls */
+};
+
+struct hull_cache {
+  struct hull_entry *tab;
+  size_t nslots, nused;
+  uint64_t calls; /* greedy passes so far */
+  struct seg *pool;
+  size_t npool, cap_pool;
+};
+
+struct pflex_alloc_ctx {
+  struct hull_cache hulls;
+};
+
+static void hull_cache_release(struct hull_cache *hc) {
+  free(hc->tab);
+  free(hc->pool);
+  memset(hc, 0, sizeof *hc);
+}
+
+static void hull_cache_clear(struct hull_cache *hc) {
+  for (size_t h = 0; h < hc->nslots; h++)
+    hc->tab[h].used = false;
+  hc->nused = 0;
+  hc->npool = 0;
+}
+
+static uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+  return h * 0xff51afd7ed558ccdull;
+}
+
+static uint64_t dbits(double x) {
+  uint64_t u;
+  memcpy(&u, &x, sizeof u);
+  return u;
+}
+
+static size_t key_slot(const struct hull_key *k, size_t nslots) {
+  uint64_t h = mix(mix(mix(mix(k->digest, dbits(k->lo)), dbits(k->hi)), dbits(k->weight)), k->knots);
+  return (size_t)(h ^ (h >> 31)) & (nslots - 1);
+}
+
+static bool key_eq(const struct hull_key *a, const struct hull_key *b) {
+  return a->digest == b->digest && a->lo == b->lo && a->hi == b->hi && a->weight == b->weight &&
+         a->knots == b->knots;
+}
+
+/* The entry for key k, or NULL. */
+static struct hull_entry *hull_find(const struct hull_cache *hc, const struct hull_key *k) {
+  if (!hc->nslots) return NULL;
+  for (size_t h = key_slot(k, hc->nslots);; h = (h + 1) & (hc->nslots - 1)) {
+    if (!hc->tab[h].used) return NULL;
+    if (key_eq(&hc->tab[h].key, k)) return &hc->tab[h];
+  }
+}
+
+static int hull_grow(struct hull_cache *hc) {
+  size_t ns = hc->nslots ? 2 * hc->nslots : 256;
+  struct hull_entry *t = calloc(ns, sizeof *t);
+  if (!t) return -ENOMEM;
+  for (size_t h = 0; h < hc->nslots; h++)
+    if (hc->tab[h].used) {
+      size_t g = key_slot(&hc->tab[h].key, ns);
+      while (t[g].used)
+        g = (g + 1) & (ns - 1);
+      t[g] = hc->tab[h];
+    }
+  free(hc->tab);
+  hc->tab = t;
+  hc->nslots = ns;
+  return 0;
+}
+
+/* Stores a copy of segs[0..len) under key k (not yet in the cache). */
+static struct hull_entry *hull_put(struct hull_cache *hc, const struct hull_key *k,
+                                   const struct seg *segs, size_t len) {
+  if (2 * (hc->nused + 1) > hc->nslots && hull_grow(hc)) return NULL;
+  if (hc->npool + len > hc->cap_pool) {
+    size_t nc = hc->cap_pool ? 2 * hc->cap_pool : 4096;
+    while (nc < hc->npool + len)
+      nc *= 2;
+    struct seg *t = realloc(hc->pool, nc * sizeof *t);
+    if (!t) return NULL;
+    hc->pool = t;
+    hc->cap_pool = nc;
+  }
+  memcpy(&hc->pool[hc->npool], segs, len * sizeof *segs);
+  size_t h = key_slot(k, hc->nslots);
+  while (hc->tab[h].used)
+    h = (h + 1) & (hc->nslots - 1);
+  hc->tab[h] = (struct hull_entry){.key = *k, .off = hc->npool, .len = len, .used = true};
+  hc->npool += len;
+  hc->nused++;
+  return &hc->tab[h];
+}
+
+int pflex_alloc_ctx_new(struct pflex_alloc_ctx **ret_ctx) {
+  if (!ret_ctx) return -EINVAL;
+  struct pflex_alloc_ctx *c = calloc(1, sizeof *c);
+  if (!c) return -ENOMEM;
+  *ret_ctx = c;
+  return 0;
+}
+
+void pflex_alloc_ctx_free(struct pflex_alloc_ctx *ctx) {
+  if (!ctx) return;
+  hull_cache_release(&ctx->hulls);
+  free(ctx);
+}
+
+/* Samples job j's curve on [lo, hi] (knots as in knots_of) and writes the
+ * segments of its weighted upper hull that gain throughput, steepest first,
+ * to out (room for knots + points + 2): their number. */
+static size_t hull_segments(const struct pflex_alloc_job *j, double lo, double hi, unsigned knots,
+                            double *xs, double *ys, struct hullpt *hp, struct seg *out) {
+  size_t nk;
+  if (pflex_curve_kind(j->curve) == PFLEX_CURVE_PARAMETRIC) {
+    /* Knots uniform in clock: exact points of the curve, cheaply. */
+    nk = knots;
+    pflex_curve_sample(j->curve, lo, hi, nk, xs, ys);
+    for (size_t m = 0; m < nk; m++)
+      hp[m] = (struct hullpt){xs[m], j->weight * ys[m]};
+    /* Rounding in the clock round trip must not unsort the knots. */
+    size_t u = 0;
+    for (size_t m = 0; m < nk; m++)
+      if (u == 0 || hp[m].x > hp[u - 1].x) hp[u++] = hp[m];
+    nk = u;
+  } else {
+    nk = knots_of(j->curve, lo, hi, knots, xs);
+    for (size_t m = 0; m < nk; m++)
+      hp[m] = (struct hullpt){xs[m], j->weight * pflex_curve_eval(j->curve, xs[m])};
+  }
+  size_t nh = upper_hull(hp, nk), ns = 0;
+  for (size_t m = 0; m + 1 < nh; m++) {
+    double dp = hp[m + 1].x - hp[m].x, slope = (hp[m + 1].y - hp[m].y) / dp;
+    if (!(slope > 0)) break; /* flat from here: power without gain */
+    out[ns++] = (struct seg){slope, dp};
+  }
+  return ns;
+}
+
 /* One greedy pass with job i confined to the window [wlo[i], whi[i]] inside
- * its bounds; budget is the power above the sum of wlo. */
+ * its bounds; budget is the power above the sum of wlo. hc (may be NULL)
+ * caches hulls across calls. */
 static int greedy(const struct pflex_alloc_job *jobs, size_t n, const struct prep *pr,
-                  const double *wlo, const double *whi, double budget, unsigned knots, double *p,
-                  double *ret_gap) {
+                  const double *wlo, const double *whi, double budget, unsigned knots,
+                  struct hull_cache *hc, double *p, double *ret_gap) {
   size_t cap = 0, ns = 0;
   struct seg *segs = NULL, *work = NULL;
   size_t *off = malloc((n + 1) * sizeof *off), *nfull = malloc((n ? n : 1) * sizeof *nfull);
@@ -408,81 +569,70 @@ static int greedy(const struct pflex_alloc_job *jobs, size_t n, const struct pre
   }
   double *xs = malloc(maxk * sizeof *xs), *ys = malloc(maxk * sizeof *ys);
   struct hullpt *hp = malloc(maxk * sizeof *hp);
-  /* Jobs often share a curve (a workload of many jobs of a few types): the
-   * last job seen with each curve, by an open-addressing hash on the
-   * pointer, so that a job with the same curve, bounds and weight copies its
-   * segments instead of sampling the curve again (same values, bit for bit). */
-  size_t nhash = 16;
-  while (nhash < 2 * n)
-    nhash *= 2;
-  size_t *hash = malloc(nhash * sizeof *hash);
+  /* Jobs often share a curve (a workload of many jobs of a few types): such a
+   * job copies the segments of the first one instead of sampling the curve
+   * again. Without a context the cache lives for this call only; with one, a
+   * bounded number of entries is kept (cleared when it outgrows the calls). */
+  struct hull_cache local = {0};
+  if (!hc)
+    hc = &local;
+  else if (hc->nused > 4 * n + 65536)
+    hull_cache_clear(hc);
+  uint64_t call = ++hc->calls; /* stamps entries of both caches in this pass */
+  /* The distinct hulls of this pass: where in the pool, how many jobs. */
+  size_t nd = 0, *doff = malloc((n ? n : 1) * sizeof *doff);
+  size_t *dlen = malloc((n ? n : 1) * sizeof *dlen);
+  double *dmult = malloc((n ? n : 1) * sizeof *dmult);
   int err = -ENOMEM;
-  if (!off || !nfull || !xs || !ys || !hp || !hash) goto out;
-  for (size_t h = 0; h < nhash; h++)
-    hash[h] = SIZE_MAX;
+  if (!off || !nfull || !xs || !ys || !hp || !doff || !dlen || !dmult) goto out;
   for (size_t i = 0; i < n; i++) {
     off[i] = ns;
     p[i] = wlo[i];
     if (!(whi[i] > wlo[i]) || !(jobs[i].weight > 0)) continue;
-    size_t h = (size_t)(((uintptr_t)jobs[i].curve >> 4) * 0x9E3779B97F4A7C15ull) & (nhash - 1);
-    while (hash[h] != SIZE_MAX && jobs[hash[h]].curve != jobs[i].curve)
-      h = (h + 1) & (nhash - 1);
-    size_t j = hash[h];
-    hash[h] = i;
-    if (j != SIZE_MAX && wlo[j] == wlo[i] && whi[j] == whi[i] &&
-        jobs[j].weight == jobs[i].weight) {
-      size_t len = off[j + 1] - off[j];
-      if (ns + len > cap) {
-        size_t nc = cap ? 2 * cap : 1024;
-        while (nc < ns + len)
-          nc *= 2;
-        struct seg *t = realloc(segs, nc * sizeof *t);
-        if (!t) goto out;
-        segs = t;
-        cap = nc;
-      }
-      memcpy(&segs[ns], &segs[off[j]], len * sizeof *segs);
-      ns += len;
-      continue;
-    }
-    size_t nk;
-    if (pflex_curve_kind(jobs[i].curve) == PFLEX_CURVE_PARAMETRIC) {
-      /* Knots uniform in clock: exact points of the curve, cheaply. */
-      nk = knots;
-      pflex_curve_sample(jobs[i].curve, wlo[i], whi[i], nk, xs, ys);
-      for (size_t m = 0; m < nk; m++)
-        hp[m] = (struct hullpt){xs[m], jobs[i].weight * ys[m]};
-      /* Rounding in the clock round trip must not unsort the knots. */
-      size_t u = 0;
-      for (size_t m = 0; m < nk; m++)
-        if (u == 0 || hp[m].x > hp[u - 1].x) hp[u++] = hp[m];
-      nk = u;
-    } else {
-      nk = knots_of(jobs[i].curve, wlo[i], whi[i], knots, xs);
-      for (size_t m = 0; m < nk; m++)
-        hp[m] = (struct hullpt){xs[m], jobs[i].weight * pflex_curve_eval(jobs[i].curve, xs[m])};
-    }
-    size_t nh = upper_hull(hp, nk);
-    if (ns + nh > cap) {
+    if (ns + maxk > cap) {
       size_t nc = cap ? 2 * cap : 1024;
-      while (nc < ns + nh)
+      while (nc < ns + maxk)
         nc *= 2;
       struct seg *t = realloc(segs, nc * sizeof *t);
       if (!t) goto out;
       segs = t;
       cap = nc;
     }
-    for (size_t m = 0; m + 1 < nh; m++) {
-      double dp = hp[m + 1].x - hp[m].x, slope = (hp[m + 1].y - hp[m].y) / dp;
-      if (!(slope > 0)) break; /* flat from here: power without gain */
-      segs[ns++] = (struct seg){slope, dp};
+    /* A callback curve's digest names its function, not what it computes
+     * now: it is shared within this pass only. */
+    struct hull_cache *c = pflex_curve_kind(jobs[i].curve) == PFLEX_CURVE_CALLBACK ? &local : hc;
+    struct hull_key key = {pflex_curve_digest(jobs[i].curve), wlo[i], whi[i], jobs[i].weight, knots};
+    struct hull_entry *e = hull_find(c, &key);
+    if (e) {
+      memcpy(&segs[ns], &c->pool[e->off], e->len * sizeof *segs);
+    } else {
+      size_t len = hull_segments(&jobs[i], wlo[i], whi[i], knots, xs, ys, hp, &segs[ns]);
+      if (!(e = hull_put(c, &key, &segs[ns], len))) goto out;
     }
+    /* Count the jobs per distinct hull, for the threshold search. */
+    if (e->call != call) {
+      e->call = call;
+      e->distinct = nd;
+      dmult[nd] = 0;
+      dlen[nd] = e->len;
+      doff[nd++] = ns; /* where this job's copy starts in segs */
+    }
+    dmult[e->distinct]++;
+    ns += e->len;
   }
   off[n] = ns;
+  /* The threshold slope depends on each slope's total length only: a hull
+   * shared by m jobs enters once, its lengths times m. */
+  size_t nw = 0;
   work = malloc((ns ? ns : 1) * sizeof *work);
   if (!work) goto out;
-  memcpy(work, segs, ns * sizeof *work);
-  double lambda = threshold(work, ns, budget);
+  for (size_t d = 0; d < nd; d++) {
+    const struct seg *h = &segs[doff[d]];
+    size_t len = dlen[d];
+    for (size_t m = 0; m < len; m++)
+      work[nw++] = (struct seg){h[m].slope, h[m].dp * dmult[d]};
+  }
+  double lambda = threshold(work, nw, budget);
   /* Take every segment steeper than lambda; segments at exactly lambda share
    * what is left in job order, so at most one job ends inside a segment. */
   double left = budget;
@@ -531,7 +681,10 @@ static int greedy(const struct pflex_alloc_job *jobs, size_t n, const struct pre
   *ret_gap = gap;
   err = 0;
 out:
-  free(hash);
+  hull_cache_release(&local);
+  free(doff);
+  free(dlen);
+  free(dmult);
   free(off);
   free(nfull);
   free(xs);
@@ -849,8 +1002,8 @@ static double objective(const struct pflex_alloc_job *jobs, size_t n, const doub
  * only if it is better on the curves themselves, so it never hurts; it is
  * skipped when every curve is piecewise linear (the first pass is exact). */
 static int optimal(const struct pflex_alloc_job *jobs, size_t n, const struct prep *pr,
-                   double target, double min_w, unsigned knots, bool search, double *p,
-                   double *ret_gap) {
+                   double target, double min_w, unsigned knots, bool search,
+                   struct hull_cache *hc, double *p, double *ret_gap) {
   double *lo = calloc(n ? n : 1, sizeof *lo), *hi = calloc(n ? n : 1, sizeof *hi),
          *q = calloc(n ? n : 1, sizeof *q);
   int err = -ENOMEM;
@@ -869,7 +1022,7 @@ static int optimal(const struct pflex_alloc_job *jobs, size_t n, const struct pr
   for (size_t i = 0; i < n && concave && search; i++)
     concave = known_concave(jobs[i].curve);
   double gap;
-  if ((err = greedy(jobs, n, pr, lo, hi, target - min_w, knots, p, &gap))) goto out;
+  if ((err = greedy(jobs, n, pr, lo, hi, target - min_w, knots, hc, p, &gap))) goto out;
   if (!exact) {
     double wsum = 0;
     for (size_t i = 0; i < n; i++) {
@@ -880,7 +1033,7 @@ static int optimal(const struct pflex_alloc_job *jobs, size_t n, const struct pr
     }
     double gap2;
     if (wsum <= target) {
-      if ((err = greedy(jobs, n, pr, lo, hi, target - wsum, knots, q, &gap2))) goto out;
+      if ((err = greedy(jobs, n, pr, lo, hi, target - wsum, knots, hc, q, &gap2))) goto out;
       if (objective(jobs, n, q) > objective(jobs, n, p)) memcpy(p, q, n * sizeof *p);
     }
   }
@@ -961,8 +1114,9 @@ int pflex_alloc_run(const struct pflex_alloc_job *jobs, size_t n,
     for (size_t i = 0; i < n; i++)
       p[i] = pr[i].hi;
   } else if (strategy == PFLEX_ALLOC_OPTIMAL || strategy == PFLEX_ALLOC_ORACLE) {
-    if ((err = optimal(jobs, n, pr, target_w, min_w, knots, !(opts && opts->no_local_search), p,
-                       &gap))) goto out;
+    if ((err = optimal(jobs, n, pr, target_w, min_w, knots, !(opts && opts->no_local_search),
+                       opts && opts->ctx ? &opts->ctx->hulls : NULL, p, &gap)))
+      goto out;
   } else {
     err = -ENOMEM;
     if (!(w = malloc(n * sizeof *w))) goto out;

@@ -731,6 +731,7 @@ int pflex_study_run(const struct pflex_study_group *groups, size_t ngroups,
   struct pflex_study_result *res = NULL;
   struct work w = {0};
   gsl_rng *rng = NULL, *noise = NULL;
+  struct pflex_alloc_ctx *actx = NULL;
   size_t n = opts->jobs, nlines = 0, nres = 0;
   int err = study_prepare(&s);
   if (err) goto out;
@@ -777,7 +778,10 @@ int pflex_study_run(const struct pflex_study_group *groups, size_t ngroups,
       !w.pairs || !w.jt || !w.jp || !w.r || !w.own || !w.obs_w || !w.obs_t || !w.tl || !w.gtab || !rng ||
       !noise)
     goto out;
-  struct pflex_alloc_opts ao = {.knots = opts->knots};
+  /* One allocator context for the whole run: the same curves come back in
+   * every workload and cut, their hulls are sampled once (same results). */
+  if ((err = pflex_alloc_ctx_new(&actx))) goto out;
+  struct pflex_alloc_opts ao = {.knots = opts->knots, .ctx = actx};
   double *tround = w.tl + nlines; /* rounds + 1 scratch values */
   for (int sc = 0; sc < PFLEX_SCENARIO_N; sc++) {
     if (!(opts->scenarios & (1u << sc))) continue;
@@ -896,6 +900,7 @@ out:
   free(count);
   work_free(&w, n);
   gsl_rng_free(rng);
+  pflex_alloc_ctx_free(actx);
   gsl_rng_free(noise);
   study_release(&s);
   return err;
