@@ -69,10 +69,8 @@ static int prepare(const struct pflex_alloc_job *jobs, size_t n, struct prep *pr
     else /* no curve: the least power the GPU caps allow */
       p->lo = fmin(p->hi, j->gpus * p->cap_min);
     if (!isfinite(p->hi) || !(p->lo <= p->hi)) return -EINVAL;
-    if (j->t_max > 0)
-      p->tmax = j->t_max;
-    else
-      p->tmax = c ? pflex_curve_eval(c, p->hi) : NAN;
+    /* T_max matters to the pfi strategy only (share_weights): evaluated there. */
+    p->tmax = j->t_max > 0 ? j->t_max : NAN;
     if (j->min_tput > 0) {
       double pf;
       if (!c) return -EINVAL;
@@ -98,7 +96,7 @@ static int prepare(const struct pflex_alloc_job *jobs, size_t n, struct prep *pr
 
 /* ---- proportional strategies ------------------------------------------------ */
 
-static int share_weights(const struct pflex_alloc_job *jobs, size_t n, const struct prep *pr,
+static int share_weights(const struct pflex_alloc_job *jobs, size_t n, struct prep *pr,
                          enum pflex_alloc_strategy s, double *w) {
   for (size_t i = 0; i < n; i++) {
     const struct pflex_alloc_job *j = &jobs[i];
@@ -112,6 +110,7 @@ static int share_weights(const struct pflex_alloc_job *jobs, size_t n, const str
       w[i] = j->dram_copy;
       break;
     case PFLEX_ALLOC_PFI:
+      if (!(j->t_max > 0) && j->curve) pr[i].tmax = pflex_curve_eval(j->curve, pr[i].hi);
       if (isnan(j->pfi) || !(pr[i].tmax > 0) || !isfinite(pr[i].tmax)) return -EINVAL;
       w[i] = pr[i].hi / pr[i].tmax * (j->pfi > 0 ? fmin(j->pfi, 1e12) : 0.0);
       break;
@@ -779,25 +778,58 @@ static void fill_row(const struct pflex_alloc_job *jobs, const struct prep *pr, 
 
 #define NONE SIZE_MAX
 
-/* Inserts row x into the top three t of column col (x not in t); ties go to
- * the lower row, as in top3. */
-static void top_insert(const double *col, size_t *t, size_t x) {
-  int at = 3;
-  while (at > 0 && (t[at - 1] == NONE || col[x] > col[t[at - 1]] ||
-                    (col[x] == col[t[at - 1]] && x < t[at - 1])))
-    at--;
-  if (at == 3) return;
-  for (int m = 2; m > at; m--)
-    t[m] = t[m - 1];
-  t[at] = x;
+/* The best rows of a column, in the order (value descending, row ascending):
+ * a true top-n (every other row comes after all of them), n <= LS_TOPK. The
+ * search needs the top three; keeping a few more spares most rescans when a
+ * leader's value falls. */
+#define LS_TOPK 5
+struct topk {
+  size_t r[LS_TOPK];
+  int n;
+};
+
+static bool before(const double *col, size_t a, size_t b) {
+  return col[a] > col[b] || (col[a] == col[b] && a < b);
 }
 
-/* The three best rows of col[0..ns) (NONE where ns < 3). */
-static void top3(const double *col, size_t ns, size_t *t) {
-  t[0] = t[1] = t[2] = NONE;
-  for (size_t s = 0; s < ns; s++)
-    if (t[2] == NONE || col[s] > col[t[2]]) /* rows come in order: a tie stays out */
-      top_insert(col, t, s);
+/* Inserts row x (not in t) where it belongs if it comes before the last kept
+ * row, or if t is known to hold every row so far (complete, while scanning);
+ * past LS_TOPK the last drops out. Otherwise x stays out: its place among the
+ * rows not kept is unknown. */
+static void topk_offer(const double *col, struct topk *t, size_t x, bool complete) {
+  if (!(t->n > 0 && before(col, x, t->r[t->n - 1])) && !(complete && t->n < LS_TOPK)) return;
+  int at = t->n;
+  while (at > 0 && before(col, x, t->r[at - 1]))
+    at--;
+  int end = t->n < LS_TOPK ? t->n : LS_TOPK - 1;
+  for (int m = end; m > at; m--)
+    t->r[m] = t->r[m - 1];
+  t->r[at] = x;
+  if (t->n < LS_TOPK) t->n++;
+}
+
+static void topk_scan(const double *col, size_t ns, struct topk *t) {
+  t->n = 0;
+  for (size_t s = 0; s < ns; s++) /* rows come in order: a tie with the last stays out */
+    if (t->n < LS_TOPK || col[s] > col[t->r[LS_TOPK - 1]]) topk_offer(col, t, s, true);
+}
+
+static void topk_remove(struct topk *t, size_t x) {
+  for (int m = 0; m < t->n; m++)
+    if (t->r[m] == x) {
+      for (int k = m + 1; k < t->n; k++)
+        t->r[k - 1] = t->r[k];
+      t->n--;
+      return;
+    }
+}
+
+#define NONE SIZE_MAX
+
+/* The three best rows (NONE where fewer). */
+static void top3_of(const struct topk *t, size_t *top) {
+  for (int m = 0; m < 3; m++)
+    top[m] = m < t->n ? t->r[m] : NONE;
 }
 
 /* After the hull greedy, moves power between jobs on the curves themselves
@@ -876,8 +908,9 @@ static int local_search(const struct pflex_alloc_job *jobs, size_t n, const stru
     if (in[i]) set[ns++] = i;
   /* Jobs of a workload often share a curve and sit at the same point of it
    * (the greedy puts equal jobs on equal knots): such a job copies the row of
-   * the last one seen (hash on the curve pointer) instead of evaluating the
-   * curve again; same values, bit for bit. */
+   * the first one seen with the same curve, power, bounds and weight (a hash
+   * table on them) instead of evaluating the curve again; same values, bit
+   * for bit. */
   size_t nhash = 16;
   while (nhash < 2 * ns)
     nhash *= 2;
@@ -885,28 +918,33 @@ static int local_search(const struct pflex_alloc_job *jobs, size_t n, const stru
   for (size_t h = 0; h < nhash; h++)
     hash[h] = NONE;
   for (size_t s = 0; s < ns; s++) {
-    const struct pflex_alloc_job *js = &jobs[set[s]];
-    size_t h = (size_t)(((uintptr_t)js->curve >> 4) * 0x9E3779B97F4A7C15ull) & (nhash - 1);
-    while (hash[h] != NONE && jobs[set[hash[h]]].curve != js->curve)
-      h = (h + 1) & (nhash - 1);
-    size_t t = hash[h], i = set[s];
-    hash[h] = s;
-    if (t != NONE) {
-      size_t o = set[t];
-      if (p[o] == p[i] && pr[o].lo == pr[i].lo && pr[o].hi == pr[i].hi &&
-          jobs[o].weight == js->weight) {
-        for (int c = 0; c < 2 * LS_STEPS; c++)
-          tab[c * ns + s] = tab[c * ns + t];
-        continue;
-      }
+    size_t i = set[s];
+    const struct pflex_alloc_job *js = &jobs[i];
+    uint64_t key = mix(mix(mix((uint64_t)(uintptr_t)js->curve, dbits(p[i])), dbits(pr[i].lo)),
+                       dbits(pr[i].hi));
+    size_t h = (size_t)(key ^ (key >> 29)) & (nhash - 1);
+    for (; hash[h] != NONE; h = (h + 1) & (nhash - 1)) {
+      size_t o = set[hash[h]];
+      if (jobs[o].curve == js->curve && p[o] == p[i] && pr[o].lo == pr[i].lo &&
+          pr[o].hi == pr[i].hi && jobs[o].weight == js->weight)
+        break;
     }
+    if (hash[h] != NONE) {
+      for (int c = 0; c < 2 * LS_STEPS; c++)
+        tab[c * ns + s] = tab[c * ns + hash[h]];
+      continue;
+    }
+    hash[h] = s;
     fill_row(jobs, pr, p, f, set, ns, ds, tab, s);
   }
   /* top[c][0..2]: the three best rows of column c (receivers for even c,
    * donors for odd c; NONE when ns < 3), kept up to date as rows change. */
   size_t top[2 * LS_STEPS][3];
-  for (int c = 0; c < 2 * LS_STEPS; c++)
-    top3(&tab[c * ns], ns, top[c]);
+  struct topk best_rows[2 * LS_STEPS];
+  for (int c = 0; c < 2 * LS_STEPS; c++) {
+    topk_scan(&tab[c * ns], ns, &best_rows[c]);
+    top3_of(&best_rows[c], top[c]);
+  }
   double gain = 0;
   for (int round = 0; round < LS_ROUNDS; round++) {
     /* The best move: one receiver and one donor of ds[k]; or one receiver of
@@ -964,16 +1002,13 @@ static int local_search(const struct pflex_alloc_job *jobs, size_t n, const stru
     for (int m = 0; m < nm; m++)
       fill_row(jobs, pr, p, f, set, ns, ds, tab, mv[m]);
     for (int c = 0; c < 2 * LS_STEPS; c++) {
-      size_t *t = top[c];
-      bool lead = false;
+      struct topk *t = &best_rows[c];
       for (int m = 0; m < nm; m++)
-        lead |= t[0] == mv[m] || t[1] == mv[m] || t[2] == mv[m];
-      if (lead) {
-        top3(&tab[c * ns], ns, t); /* a leader changed: rescan */
-      } else {
-        for (int m = 0; m < nm; m++)
-          top_insert(&tab[c * ns], t, mv[m]);
-      }
+        topk_remove(t, mv[m]);
+      for (int m = 0; m < nm; m++)
+        topk_offer(&tab[c * ns], t, mv[m], false);
+      if ((size_t)t->n < (ns < 3 ? ns : 3)) topk_scan(&tab[c * ns], ns, t); /* too few known */
+      top3_of(t, top[c]);
     }
   }
   *ret_gain = gain;
