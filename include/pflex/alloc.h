@@ -87,6 +87,11 @@ struct pflex_alloc_opts {
   bool no_local_search;
   /* optional: reused state (see pflex_alloc_ctx); NULL: none */
   struct pflex_alloc_ctx *ctx;
+  /* Powers and caps only: no curve evaluation for each job's throughput
+   * (result tput and the summary's total_tput and weighted_tput are NAN).
+   * For a controller's re-plan, which sets caps; the proportional strategies
+   * then cost no curve evaluation at all (unless pfi needs T_max). */
+  bool skip_tput;
 };
 
 /* What one job gets. */

@@ -402,14 +402,11 @@ struct hull_entry {
   struct hull_key key;
   size_t off, len; /* in pool */
   bool used;
-  uint64_t call;   /* the greedy pass that last used it */
-  size_t distinct; /* its index among that pass's distinct hulls */
 };
 
 struct hull_cache {
   struct hull_entry *tab;
   size_t nslots, nused;
-  uint64_t calls; /* greedy passes so far */
   struct seg *pool;
   size_t npool, cap_pool;
 };
@@ -453,7 +450,7 @@ static bool key_eq(const struct hull_key *a, const struct hull_key *b) {
 }
 
 /* The entry for key k, or NULL. */
-static struct hull_entry *hull_find(const struct hull_cache *hc, const struct hull_key *k) {
+static const struct hull_entry *hull_find(const struct hull_cache *hc, const struct hull_key *k) {
   if (!hc->nslots) return NULL;
   for (size_t h = key_slot(k, hc->nslots);; h = (h + 1) & (hc->nslots - 1)) {
     if (!hc->tab[h].used) return NULL;
@@ -478,9 +475,10 @@ static int hull_grow(struct hull_cache *hc) {
   return 0;
 }
 
-/* Stores a copy of segs[0..len) under key k (not yet in the cache). */
-static struct hull_entry *hull_put(struct hull_cache *hc, const struct hull_key *k,
-                                   const struct seg *segs, size_t len) {
+/* Stores a copy of segs[0..len) under key k (not yet in the cache): the
+ * entry, or NULL when out of memory. */
+static const struct hull_entry *hull_put(struct hull_cache *hc, const struct hull_key *k,
+                                         const struct seg *segs, size_t len) {
   if (2 * (hc->nused + 1) > hc->nslots && hull_grow(hc)) return NULL;
   if (hc->npool + len > hc->cap_pool) {
     size_t nc = hc->cap_pool ? 2 * hc->cap_pool : 4096;
@@ -569,21 +567,24 @@ static int greedy(const struct pflex_alloc_job *jobs, size_t n, const struct pre
   double *xs = malloc(maxk * sizeof *xs), *ys = malloc(maxk * sizeof *ys);
   struct hullpt *hp = malloc(maxk * sizeof *hp);
   /* Jobs often share a curve (a workload of many jobs of a few types): such a
-   * job copies the segments of the first one instead of sampling the curve
-   * again. Without a context the cache lives for this call only; with one, a
-   * bounded number of entries is kept (cleared when it outgrows the calls). */
-  struct hull_cache local = {0};
-  if (!hc)
-    hc = &local;
-  else if (hc->nused > 4 * n + 65536)
-    hull_cache_clear(hc);
-  uint64_t call = ++hc->calls; /* stamps entries of both caches in this pass */
-  /* The distinct hulls of this pass: where in the pool, how many jobs. */
+   * job copies the segments of the first one of this pass instead of
+   * sampling the curve again; with a context, hulls of earlier calls too
+   * (a bounded number: cleared when it outgrows the calls). */
+  if (hc && hc->nused > 4 * n + 65536) hull_cache_clear(hc);
+  /* first[h]: the first job of this pass with a hull key, by an
+   * open-addressing hash; dist[i]: job i's distinct hull; per distinct hull
+   * where its segments start in segs, how many, for how many jobs. */
+  size_t nslots = 16;
+  while (nslots < 2 * n)
+    nslots *= 2;
+  size_t *first = malloc(nslots * sizeof *first), *dist = malloc((n ? n : 1) * sizeof *dist);
   size_t nd = 0, *doff = malloc((n ? n : 1) * sizeof *doff);
   size_t *dlen = malloc((n ? n : 1) * sizeof *dlen);
   double *dmult = malloc((n ? n : 1) * sizeof *dmult);
   int err = -ENOMEM;
-  if (!off || !nfull || !xs || !ys || !hp || !doff || !dlen || !dmult) goto out;
+  if (!off || !nfull || !xs || !ys || !hp || !first || !dist || !doff || !dlen || !dmult) goto out;
+  for (size_t h = 0; h < nslots; h++)
+    first[h] = SIZE_MAX;
   for (size_t i = 0; i < n; i++) {
     off[i] = ns;
     p[i] = wlo[i];
@@ -597,27 +598,39 @@ static int greedy(const struct pflex_alloc_job *jobs, size_t n, const struct pre
       segs = t;
       cap = nc;
     }
-    /* A callback curve's digest names its function, not what it computes
-     * now: it is shared within this pass only. */
-    struct hull_cache *c = pflex_curve_kind(jobs[i].curve) == PFLEX_CURVE_CALLBACK ? &local : hc;
     struct hull_key key = {pflex_curve_digest(jobs[i].curve), wlo[i], whi[i], jobs[i].weight, knots};
-    struct hull_entry *e = hull_find(c, &key);
+    size_t h = key_slot(&key, nslots);
+    for (; first[h] != SIZE_MAX; h = (h + 1) & (nslots - 1)) {
+      size_t j = first[h];
+      if (pflex_curve_digest(jobs[j].curve) == key.digest && wlo[j] == wlo[i] &&
+          whi[j] == whi[i] && jobs[j].weight == jobs[i].weight)
+        break;
+    }
+    if (first[h] != SIZE_MAX) { /* as an earlier job of this pass: its segments */
+      size_t d = dist[i] = dist[first[h]];
+      memcpy(&segs[ns], &segs[doff[d]], dlen[d] * sizeof *segs);
+      dmult[d]++;
+      ns += dlen[d];
+      continue;
+    }
+    first[h] = i;
+    /* A callback curve's digest names its function, not what it computes
+     * now: it is shared within this pass only, never kept in the context. */
+    bool keep = hc && pflex_curve_kind(jobs[i].curve) != PFLEX_CURVE_CALLBACK;
+    const struct hull_entry *e = keep ? hull_find(hc, &key) : NULL;
+    size_t len;
     if (e) {
-      memcpy(&segs[ns], &c->pool[e->off], e->len * sizeof *segs);
+      len = e->len;
+      memcpy(&segs[ns], &hc->pool[e->off], len * sizeof *segs);
     } else {
-      size_t len = hull_segments(&jobs[i], wlo[i], whi[i], knots, xs, ys, hp, &segs[ns]);
-      if (!(e = hull_put(c, &key, &segs[ns], len))) goto out;
+      len = hull_segments(&jobs[i], wlo[i], whi[i], knots, xs, ys, hp, &segs[ns]);
+      if (keep && !hull_put(hc, &key, &segs[ns], len)) goto out;
     }
-    /* Count the jobs per distinct hull, for the threshold search. */
-    if (e->call != call) {
-      e->call = call;
-      e->distinct = nd;
-      dmult[nd] = 0;
-      dlen[nd] = e->len;
-      doff[nd++] = ns; /* where this job's copy starts in segs */
-    }
-    dmult[e->distinct]++;
-    ns += e->len;
+    dist[i] = nd;
+    doff[nd] = ns;
+    dlen[nd] = len;
+    dmult[nd++] = 1;
+    ns += len;
   }
   off[n] = ns;
   /* The threshold slope depends on each slope's total length only: a hull
@@ -680,7 +693,8 @@ static int greedy(const struct pflex_alloc_job *jobs, size_t n, const struct pre
   *ret_gap = gap;
   err = 0;
 out:
-  hull_cache_release(&local);
+  free(first);
+  free(dist);
   free(doff);
   free(dlen);
   free(dmult);
@@ -1160,13 +1174,14 @@ int pflex_alloc_run(const struct pflex_alloc_job *jobs, size_t n,
   }
   enforce_target(p, pr, n, target_w);
   sum.gap_bound = gap;
+  bool skip_tput = opts && opts->skip_tput;
   for (size_t i = 0; i < n; i++) {
     const struct pflex_curve *c = jobs[i].curve;
     struct pflex_alloc_result *r = &results[i];
     r->power_w = p[i];
     r->floor_w = pr[i].lo;
     if (c) {
-      r->tput = pflex_curve_eval(c, p[i]);
+      r->tput = skip_tput ? NAN : pflex_curve_eval(c, p[i]);
       r->cap_w = pflex_curve_cap_for_power(c, p[i], jobs[i].gpus, pr[i].cap_min, pr[i].cap_max);
     } else {
       r->tput = NAN;
