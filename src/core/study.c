@@ -273,6 +273,9 @@ static int predicted_curve(const struct study *s, size_t gi, double pfi, struct 
 
 /* The predicted curve of group gi under prediction set k, shaped by the
  * curves the set's fold allows (pflex_study_predset). */
+/* The most template curves one predicted data-shape curve averages over. */
+#define STUDY_MAX_TEMPLATES 512
+
 static int predicted_curve_data(const struct study *s, size_t k, size_t gi, double pfi,
                                 const struct pflex_curve **tmpl, struct pflex_curve **ret) {
   const struct pflex_study_predset *ps = &s->preds[k];
@@ -280,11 +283,16 @@ static int predicted_curve_data(const struct study *s, size_t k, size_t gi, doub
   double p_min = pflex_curve_p_min(g->curve), p_max = pflex_curve_p_max(g->curve);
   double t_max = pflex_curve_t_max(g->curve), grid[5];
   size_t nt = 0;
+  /* Past STUDY_MAX_TEMPLATES candidates, every k-th (a systematic sample
+   * across the file) so that the shapes cost linear time in groups, not
+   * quadratic; up to that many all are used, as always. */
+  size_t nall = ps->templates ? ps->ntemplates : s->ng;
+  size_t stride = nall > STUDY_MAX_TEMPLATES ? (nall + STUDY_MAX_TEMPLATES - 1) / STUDY_MAX_TEMPLATES : 1;
   if (ps->templates) {
-    for (size_t j = 0; j < ps->ntemplates; j++)
+    for (size_t j = 0; j < ps->ntemplates; j += stride)
       tmpl[nt++] = ps->templates[j];
   } else {
-    for (size_t j = 0; j < s->ng; j++)
+    for (size_t j = 0; j < s->ng; j += stride)
       if (!ps->fold || ps->fold[j] != ps->fold[gi]) tmpl[nt++] = s->g[j].curve;
   }
   if (nt == 0) {
