@@ -137,15 +137,15 @@ static void steffen_poly(const double *xs, const double *ys, size_t n, double *p
  * found as gsl_interp_bsearch finds it (the last i with xs[i] <= p, at most
  * n - 2), then GSL's formula for the curve's interpolation type. */
 static double measured_eval(const struct pflex_curve *c, double p) {
-  const double *xs = c->xs;
-  size_t lo = 0, hi = c->n - 1;
-  while (hi > lo + 1) {
-    size_t mid = (hi + lo) / 2;
-    if (xs[mid] > p)
-      hi = mid;
-    else
-      lo = mid;
+  const double *xs = c->xs, *base = xs;
+  /* Branch-free: the answer stays in [base, base + len), len halving. */
+  size_t len = c->n - 1;
+  while (len > 1) {
+    size_t half = len / 2;
+    base = base[half] <= p ? base + half : base;
+    len -= half;
   }
+  size_t lo = (size_t)(base - xs);
   double t = p - xs[lo];
   if (c->poly) {
     const double *q = &c->poly[4 * lo];

@@ -649,8 +649,12 @@ static void repredict(struct corr *c, const struct pfi_post *q) {
 /* optimal with prediction set k on one workload and cut, with the closed loop:
  * writes the true throughput after each round into t[0..rounds]. */
 static int run_optimal(const struct study *s, struct work *w, size_t k, double target,
-                       const struct pflex_alloc_opts *ao, gsl_rng *noise, double *t) {
+                       const struct pflex_alloc_opts *ao_in, gsl_rng *noise, double *t) {
   size_t n = s->o->jobs, R = s->o->rounds;
+  /* Only the powers are used (their throughput is read on the true curves). */
+  struct pflex_alloc_opts aos = *ao_in;
+  aos.skip_tput = true;
+  const struct pflex_alloc_opts *ao = &aos;
   for (size_t j = 0; j < n; j++) {
     w->jp[j] = w->jt[j];
     w->jp[j].curve = s->pcurve[k * s->ng + w->gi[j]];
