@@ -315,15 +315,15 @@ static double val(const struct pflex_alloc_job *j, double p) {
   return j->weight * pflex_curve_eval(j->curve, p);
 }
 
-/* Job pj ended `take` W into hull segment pm, where a non-concave curve lies
+/* Job pj ended `take` W into its hull segment pm, where a non-concave curve lies
  * below its hull. Two feasible neighbours of the greedy answer are tried and
  * the best of the three kept: (a) pj back to the segment's start, the freed
  * power to the other jobs' next segments, steepest first; (b) pj to the
  * segment's end, the power taken from the other jobs' last segments, flattest
  * first. The objective is evaluated on the curves themselves, so *ret_better
  * (>= 0) is a true improvement. */
-static int repair(const struct pflex_alloc_job *jobs, size_t n, const struct seg *segs,
-                  const size_t *off, const size_t *nfull, double *p, size_t pj, size_t pm,
+static int repair(const struct pflex_alloc_job *jobs, size_t n, const struct seg *const *js,
+                  const size_t *jn, const size_t *nfull, double *p, size_t pj, size_t pm,
                   double take, double *ret_better) {
   struct cand *c = malloc((n ? n : 1) * sizeof *c);
   double *pa = malloc((n ? n : 1) * sizeof *pa), *pb = malloc((n ? n : 1) * sizeof *pb);
@@ -339,8 +339,8 @@ static int repair(const struct pflex_alloc_job *jobs, size_t n, const struct seg
   /* (a) */
   size_t nc = 0;
   for (size_t i = 0; i < n; i++) {
-    size_t k = off[i] + nfull[i];
-    if (i != pj && k < off[i + 1]) c[nc++] = (struct cand){segs[k].slope, segs[k].dp, i};
+    size_t k = nfull[i];
+    if (i != pj && k < jn[i]) c[nc++] = (struct cand){js[i][k].slope, js[i][k].dp, i};
   }
   qsort(c, nc, sizeof *c, cand_desc);
   pa[pj] = p[pj] - take;
@@ -356,11 +356,11 @@ static int repair(const struct pflex_alloc_job *jobs, size_t n, const struct seg
   nc = 0;
   for (size_t i = 0; i < n; i++)
     if (i != pj && nfull[i] > 0) {
-      size_t k = off[i] + nfull[i] - 1;
-      c[nc++] = (struct cand){segs[k].slope, segs[k].dp, i};
+      size_t k = nfull[i] - 1;
+      c[nc++] = (struct cand){js[i][k].slope, js[i][k].dp, i};
     }
   qsort(c, nc, sizeof *c, cand_asc);
-  double need = segs[pm].dp - take, db = -INFINITY;
+  double need = js[pj][pm].dp - take, db = -INFINITY;
   pb[pj] = p[pj] + need;
   double acc = val(&jobs[pj], pb[pj]) - base;
   for (size_t k = 0; k < nc && need > 0; k++) {
@@ -544,60 +544,61 @@ static size_t hull_segments(const struct pflex_alloc_job *j, double lo, double h
   return ns;
 }
 
-/* One greedy pass with job i confined to the window [wlo[i], whi[i]] inside
- * its bounds; budget is the power above the sum of wlo. hc (may be NULL)
- * caches hulls across calls. */
-static int greedy(const struct pflex_alloc_job *jobs, size_t n, const struct prep *pr,
-                  const double *wlo, const double *whi, double budget, unsigned knots,
-                  struct hull_cache *hc, double *p, double *ret_gap) {
-  size_t cap = 0, ns = 0;
-  struct seg *segs = NULL, *work = NULL;
-  size_t *off = malloc((n + 1) * sizeof *off), *nfull = malloc((n ? n : 1) * sizeof *nfull);
+/* One greedy pass's hulls: job i's segments js[i][0..jn[i]), steepest first;
+ * jobs with the same hull key share one (distinct hull d: its first job
+ * rep[d], mult[d] jobs). Hulls sampled in this pass live in local, the
+ * context's in its pool. */
+struct pass {
+  const struct seg **js;
+  size_t *jn, *nfull, *rep, nd;
+  double *mult;
+  struct seg *local;
+  size_t nlocal, cap_local;
+};
+
+static void pass_release(struct pass *ps) {
+  free(ps->js);
+  free(ps->jn);
+  free(ps->nfull);
+  free(ps->rep);
+  free(ps->mult);
+  free(ps->local);
+}
+
+/* Finds or samples every job's hull on its window (see struct pass). */
+static int pass_hulls(const struct pflex_alloc_job *jobs, size_t n, const double *wlo,
+                      const double *whi, unsigned knots, struct hull_cache *hc, struct pass *ps) {
   size_t maxk = 0;
   for (size_t i = 0; i < n; i++) {
     size_t np;
-    if (!jobs[i].curve) {
-      free(off);
-      free(nfull);
-      return -EINVAL;
-    }
+    if (!jobs[i].curve) return -EINVAL;
     pflex_curve_points(jobs[i].curve, &np);
     if (knots + np + 2 > maxk) maxk = knots + np + 2;
   }
-  double *xs = malloc(maxk * sizeof *xs), *ys = malloc(maxk * sizeof *ys);
-  struct hullpt *hp = malloc(maxk * sizeof *hp);
-  /* Jobs often share a curve (a workload of many jobs of a few types): such a
-   * job copies the segments of the first one of this pass instead of
-   * sampling the curve again; with a context, hulls of earlier calls too
-   * (a bounded number: cleared when it outgrows the calls). */
   if (hc && hc->nused > 4 * n + 65536) hull_cache_clear(hc);
-  /* first[h]: the first job of this pass with a hull key, by an
-   * open-addressing hash; dist[i]: job i's distinct hull; per distinct hull
-   * where its segments start in segs, how many, for how many jobs. */
-  size_t nslots = 16;
+  /* first[h]: the first job with a hull key (open addressing); where[i]:
+   * job i's hull, in the pool (from the context) or in local. */
+  size_t nslots = 16, m = n ? n : 1;
   while (nslots < 2 * n)
     nslots *= 2;
-  size_t *first = malloc(nslots * sizeof *first), *dist = malloc((n ? n : 1) * sizeof *dist);
-  size_t nd = 0, *doff = malloc((n ? n : 1) * sizeof *doff);
-  size_t *dlen = malloc((n ? n : 1) * sizeof *dlen);
-  double *dmult = malloc((n ? n : 1) * sizeof *dmult);
+  size_t *first = malloc(nslots * sizeof *first), *dist = malloc(m * sizeof *dist);
+  size_t *where = malloc(m * sizeof *where);
+  bool *in_pool = malloc(m * sizeof *in_pool);
+  double *xs = malloc(maxk * sizeof *xs), *ys = malloc(maxk * sizeof *ys);
+  struct hullpt *hp = malloc(maxk * sizeof *hp);
+  ps->js = malloc(m * sizeof *ps->js);
+  ps->jn = calloc(m, sizeof *ps->jn);
+  ps->nfull = calloc(m, sizeof *ps->nfull);
+  ps->rep = malloc(m * sizeof *ps->rep);
+  ps->mult = malloc(m * sizeof *ps->mult);
   int err = -ENOMEM;
-  if (!off || !nfull || !xs || !ys || !hp || !first || !dist || !doff || !dlen || !dmult) goto out;
+  if (!first || !dist || !where || !in_pool || !xs || !ys || !hp || !ps->js || !ps->jn ||
+      !ps->nfull || !ps->rep || !ps->mult)
+    goto out;
   for (size_t h = 0; h < nslots; h++)
     first[h] = SIZE_MAX;
   for (size_t i = 0; i < n; i++) {
-    off[i] = ns;
-    p[i] = wlo[i];
     if (!(whi[i] > wlo[i]) || !(jobs[i].weight > 0)) continue;
-    if (ns + maxk > cap) {
-      size_t nc = cap ? 2 * cap : 1024;
-      while (nc < ns + maxk)
-        nc *= 2;
-      struct seg *t = realloc(segs, nc * sizeof *t);
-      if (!t) goto out;
-      segs = t;
-      cap = nc;
-    }
     struct hull_key key = {pflex_curve_digest(jobs[i].curve), wlo[i], whi[i], jobs[i].weight, knots};
     size_t h = key_slot(&key, nslots);
     for (; first[h] != SIZE_MAX; h = (h + 1) & (nslots - 1)) {
@@ -606,11 +607,10 @@ static int greedy(const struct pflex_alloc_job *jobs, size_t n, const struct pre
           whi[j] == whi[i] && jobs[j].weight == jobs[i].weight)
         break;
     }
-    if (first[h] != SIZE_MAX) { /* as an earlier job of this pass: its segments */
-      size_t d = dist[i] = dist[first[h]];
-      memcpy(&segs[ns], &segs[doff[d]], dlen[d] * sizeof *segs);
-      dmult[d]++;
-      ns += dlen[d];
+    if (first[h] != SIZE_MAX) { /* as an earlier job of this pass */
+      size_t j = first[h];
+      where[i] = where[j], in_pool[i] = in_pool[j], ps->jn[i] = ps->jn[j];
+      ps->mult[dist[i] = dist[j]]++;
       continue;
     }
     first[h] = i;
@@ -618,61 +618,105 @@ static int greedy(const struct pflex_alloc_job *jobs, size_t n, const struct pre
      * now: it is shared within this pass only, never kept in the context. */
     bool keep = hc && pflex_curve_kind(jobs[i].curve) != PFLEX_CURVE_CALLBACK;
     const struct hull_entry *e = keep ? hull_find(hc, &key) : NULL;
-    size_t len;
     if (e) {
-      len = e->len;
-      memcpy(&segs[ns], &hc->pool[e->off], len * sizeof *segs);
+      where[i] = e->off, in_pool[i] = true, ps->jn[i] = e->len;
     } else {
-      len = hull_segments(&jobs[i], wlo[i], whi[i], knots, xs, ys, hp, &segs[ns]);
-      if (keep && !hull_put(hc, &key, &segs[ns], len)) goto out;
+      if (ps->nlocal + maxk > ps->cap_local) {
+        size_t nc = ps->cap_local ? 2 * ps->cap_local : 1024;
+        while (nc < ps->nlocal + maxk)
+          nc *= 2;
+        struct seg *t = realloc(ps->local, nc * sizeof *t);
+        if (!t) goto out;
+        ps->local = t;
+        ps->cap_local = nc;
+      }
+      struct seg *out = &ps->local[ps->nlocal];
+      size_t len = hull_segments(&jobs[i], wlo[i], whi[i], knots, xs, ys, hp, out);
+      if (keep && !hull_put(hc, &key, out, len)) goto out;
+      where[i] = ps->nlocal, in_pool[i] = false, ps->jn[i] = len;
+      ps->nlocal += len;
     }
-    dist[i] = nd;
-    doff[nd] = ns;
-    dlen[nd] = len;
-    dmult[nd++] = 1;
-    ns += len;
+    dist[i] = ps->nd;
+    ps->rep[ps->nd] = i;
+    ps->mult[ps->nd++] = 1;
   }
-  off[n] = ns;
-  /* The threshold slope depends on each slope's total length only: a hull
-   * shared by m jobs enters once, its lengths times m. */
+  /* Pointers only now: the pool and local may have moved while growing. */
+  for (size_t i = 0; i < n; i++)
+    ps->js[i] = ps->jn[i] ? (in_pool[i] ? hc->pool : ps->local) + where[i] : NULL;
+  err = 0;
+out:
+  free(first);
+  free(dist);
+  free(where);
+  free(in_pool);
+  free(xs);
+  free(ys);
+  free(hp);
+  return err;
+}
+
+/* The threshold slope of the pass: it depends on each slope's total length
+ * only, so a hull shared by m jobs enters once, its lengths times m. */
+static int pass_threshold(const struct pass *ps, double budget, double *ret_lambda) {
   size_t nw = 0;
-  work = malloc((ns ? ns : 1) * sizeof *work);
-  if (!work) goto out;
-  for (size_t d = 0; d < nd; d++) {
-    const struct seg *h = &segs[doff[d]];
-    size_t len = dlen[d];
-    for (size_t m = 0; m < len; m++)
-      work[nw++] = (struct seg){h[m].slope, h[m].dp * dmult[d]};
+  for (size_t d = 0; d < ps->nd; d++)
+    nw += ps->jn[ps->rep[d]];
+  struct seg *work = malloc((nw ? nw : 1) * sizeof *work);
+  if (!work) return -ENOMEM;
+  nw = 0;
+  for (size_t d = 0; d < ps->nd; d++) {
+    size_t i = ps->rep[d];
+    for (size_t m = 0; m < ps->jn[i]; m++)
+      work[nw++] = (struct seg){ps->js[i][m].slope, ps->js[i][m].dp * ps->mult[d]};
   }
-  double lambda = threshold(work, nw, budget);
+  *ret_lambda = threshold(work, nw, budget);
+  free(work);
+  return 0;
+}
+
+/* One greedy pass with job i confined to the window [wlo[i], whi[i]] inside
+ * its bounds; budget is the power above the sum of wlo. hc (may be NULL)
+ * caches hulls across calls. */
+static int greedy(const struct pflex_alloc_job *jobs, size_t n, const struct prep *pr,
+                  const double *wlo, const double *whi, double budget, unsigned knots,
+                  struct hull_cache *hc, double *p, double *ret_gap) {
+  struct pass ps = {0};
+  double lambda;
+  int err = pass_hulls(jobs, n, wlo, whi, knots, hc, &ps);
+  if (!err) err = pass_threshold(&ps, budget, &lambda);
+  if (err) goto out;
+  const struct seg *const *js = ps.js;
+  const size_t *jn = ps.jn;
+  size_t *nfull = ps.nfull;
   /* Take every segment steeper than lambda; segments at exactly lambda share
    * what is left in job order, so at most one job ends inside a segment. */
   double left = budget;
   for (size_t i = 0; i < n; i++) {
+    p[i] = wlo[i];
     nfull[i] = 0;
-    for (size_t m = off[i]; m < off[i + 1] && segs[m].slope > lambda; m++) {
-      p[i] += segs[m].dp;
-      left -= segs[m].dp;
+    for (size_t m = 0; m < jn[i] && js[i][m].slope > lambda; m++) {
+      p[i] += js[i][m].dp;
+      left -= js[i][m].dp;
       nfull[i]++;
     }
   }
   double gap = 0;
   for (size_t i = 0; i < n && left > 0; i++)
-    for (size_t m = off[i] + nfull[i]; m < off[i + 1] && left > 0; m++) {
-      if (segs[m].slope < lambda) break;
-      double take = fmin(segs[m].dp, left);
+    for (size_t m = nfull[i]; m < jn[i] && left > 0; m++) {
+      if (js[i][m].slope < lambda) break;
+      double take = fmin(js[i][m].dp, left);
       p[i] += take;
       left -= take;
-      if (take < segs[m].dp) {
+      if (take < js[i][m].dp) {
         /* Inside a hull segment: the hull may lie above the curve there. */
         double start = p[i] - take;
         double w = jobs[i].weight;
-        double hull = w * pflex_curve_eval(jobs[i].curve, start) + segs[m].slope * take;
+        double hull = w * pflex_curve_eval(jobs[i].curve, start) + js[i][m].slope * take;
         double got = w * pflex_curve_eval(jobs[i].curve, p[i]);
         if (hull - got > gap) {
           gap = hull - got;
           double better;
-          if ((err = repair(jobs, n, segs, off, nfull, p, i, m, take, &better))) goto out;
+          if ((err = repair(jobs, n, js, jn, nfull, p, i, m, take, &better))) goto out;
           gap = fmax(0.0, gap - better);
         }
       } else {
@@ -691,20 +735,8 @@ static int greedy(const struct pflex_alloc_job *jobs, size_t n, const struct pre
   for (size_t i = 0; i < n; i++)
     p[i] = fmin(fmax(p[i], wlo[i]), pr[i].hi);
   *ret_gap = gap;
-  err = 0;
 out:
-  free(first);
-  free(dist);
-  free(doff);
-  free(dlen);
-  free(dmult);
-  free(off);
-  free(nfull);
-  free(xs);
-  free(ys);
-  free(hp);
-  free(segs);
-  free(work);
+  pass_release(&ps);
   return err;
 }
 
