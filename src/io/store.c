@@ -384,13 +384,18 @@ static void group_row_to_run(sqlite3_stmt *st, struct pflex_run *r) {
   r->grad_ckpt = sqlite3_column_int(st, GC_GRAD_CKPT) != 0;
 }
 
+/* Extra columns stored per INSERT statement: one statement per run for the
+ * usual dozen or two (far below SQLite's 32766 bound parameters). */
+#define EXTRA_ROWS 64
+
 /* Statements of one put_runs call, prepared once and reset per row. */
 struct put_ctx {
   struct pflex_store *s;
   const char *src; /* file the runs came from (their lines count there), else the store */
   const struct pflex_runset *set;
   struct pflex_diag *diag;
-  sqlite3_stmt *find_group, *delete_group, *insert_group, *touch_group, *insert_run, *insert_extra;
+  sqlite3_stmt *find_group, *delete_group, *insert_group, *touch_group, *insert_run, *insert_extra,
+      *insert_extra_tail;
 };
 
 static int step_done(struct put_ctx *c, sqlite3_stmt *st, const char *what) {
@@ -440,19 +445,40 @@ static int insert_run(struct put_ctx *c, sqlite3_int64 group_id, size_t i) {
                           "group '%s' already has a run at cap %g W", r->group, r->cap_w);
   if (rc != SQLITE_DONE) return sql_fail(c->s, rc, c->diag, "cannot store a run");
   sqlite3_int64 run_id = sqlite3_last_insert_rowid(c->s->db);
-  /* Every parameter is bound anew for each row, and the strings outlive the
-   * step: no copies, no clearing (an import writes millions of these). */
-  st = c->insert_extra;
-  for (size_t k = 0; k < c->set->nextra; k++) {
-    sqlite3_bind_int64(st, 1, run_id);
-    sqlite3_bind_int64(st, 2, (sqlite3_int64)k);
-    sqlite3_bind_text(st, 3, c->set->extra_names[k], -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 4, r->extra && r->extra[k] ? r->extra[k] : "", -1, SQLITE_STATIC);
+  /* The extras in statements of EXTRA_ROWS rows (the last one shorter):
+   * every parameter is bound anew, the strings outlive the step, so no
+   * copies and no clearing (an import writes millions of these). */
+  for (size_t k0 = 0; k0 < c->set->nextra; k0 += EXTRA_ROWS) {
+    size_t rows = c->set->nextra - k0 < EXTRA_ROWS ? c->set->nextra - k0 : EXTRA_ROWS;
+    st = rows == EXTRA_ROWS ? c->insert_extra : c->insert_extra_tail;
+    for (size_t m = 0; m < rows; m++) {
+      size_t k = k0 + m;
+      int b = 4 * (int)m;
+      sqlite3_bind_int64(st, b + 1, run_id);
+      sqlite3_bind_int64(st, b + 2, (sqlite3_int64)k);
+      sqlite3_bind_text(st, b + 3, c->set->extra_names[k], -1, SQLITE_STATIC);
+      sqlite3_bind_text(st, b + 4, r->extra && r->extra[k] ? r->extra[k] : "", -1, SQLITE_STATIC);
+    }
     rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE) return sql_fail(c->s, rc, c->diag, "cannot store an extra column");
   }
   return 0;
+}
+
+/* "INSERT INTO run_extras ... VALUES (?, ?, ?, ?), ..." for rows rows (1 <= rows <= EXTRA_ROWS). */
+static int prepare_extras(struct pflex_store *s, size_t rows, sqlite3_stmt **st,
+                          struct pflex_diag *diag) {
+  static const char head[] = "INSERT INTO run_extras (run_id, position, name, value) VALUES ";
+  char sql[sizeof head + EXTRA_ROWS * 16];
+  size_t len = sizeof head - 1;
+  memcpy(sql, head, len);
+  for (size_t m = 0; m < rows; m++) {
+    memcpy(sql + len, m ? ",(?,?,?,?)" : "(?,?,?,?)", m ? 10 : 9);
+    len += m ? 10 : 9;
+  }
+  sql[len] = '\0';
+  return prepare(s, sql, st, diag);
 }
 
 /* Stores one sweep group (runs indexes idx[0..n)) inside the open transaction. */
@@ -569,10 +595,9 @@ int pflex_store_put_runs(struct pflex_store *store, const struct pflex_runset *s
                   "INSERT INTO runs (group_id, cap_w, power_w, tput, power_sd, tput_sd,"
                   " source_line) VALUES (?, ?, ?, ?, ?, ?, ?)",
                   &c.insert_run, diag);
-  if (!err)
-    err =
-        prepare(store, "INSERT INTO run_extras (run_id, position, name, value) VALUES (?, ?, ?, ?)",
-                &c.insert_extra, diag);
+  size_t tail = set->nextra % EXTRA_ROWS;
+  if (!err && set->nextra >= EXTRA_ROWS) err = prepare_extras(store, EXTRA_ROWS, &c.insert_extra, diag);
+  if (!err && tail) err = prepare_extras(store, tail, &c.insert_extra_tail, diag);
   /* A page cache of up to 64 MiB (allocated as used) for the import: with
    * SQLite's 2 MiB default a large import spills dirty pages to the file
    * mid-transaction, each spill syncing the journal first. */
@@ -594,6 +619,7 @@ out:
   sqlite3_finalize(c.touch_group);
   sqlite3_finalize(c.insert_run);
   sqlite3_finalize(c.insert_extra);
+  sqlite3_finalize(c.insert_extra_tail);
   free(idx);
   pflex_groups_free(groups, ngroups);
   if (!err && ret_result) *ret_result = res;
