@@ -13,7 +13,8 @@
  * then a round in which 1% of the jobs have new curves and the target moved
  * by 0.1% (opt-warm), against the same round solved cold (opt-cold, the
  * same work as optimal). The warm answer is checked to be the cold one, bit
- * for bit. Peak memory: the process's maximum resident set after each size
+ * for bit. equal/bounds: equal on the same jobs with their bounds given and
+ * no curves (caps p / gpus): the water filling alone. Peak memory: the process's maximum resident set after each size
  * (sizes run in the order given, so give them ascending).
  *
  * usage: bench_alloc [--sizes N,N,...] [--repeats R] [--seed S] [--knots K] */
@@ -39,6 +40,7 @@ static double now(void) {
 
 struct workload {
   struct pflex_alloc_job *jobs;
+  struct pflex_alloc_job *bare; /* the same jobs without curves, bounds given */
   struct pflex_curve **curves;
   size_t n;
 };
@@ -48,7 +50,8 @@ static int make(struct workload *w, size_t n, gsl_rng *rng) {
   w->n = n;
   w->jobs = calloc(n, sizeof *w->jobs);
   w->curves = calloc(n, sizeof *w->curves);
-  if (!w->jobs || !w->curves) return -1;
+  w->bare = calloc(n, sizeof *w->bare);
+  if (!w->jobs || !w->curves || !w->bare) return -1;
   for (size_t i = 0; i < n; i++) {
     int g = gpus[gsl_rng_uniform_int(rng, 3)];
     double pmax = g * (450 + 250 * gsl_rng_uniform(rng)), tmax = 1000.0 * g;
@@ -75,6 +78,10 @@ static int make(struct workload *w, size_t n, gsl_rng *rng) {
     w->jobs[i].dram_copy = gsl_rng_uniform(rng);
     w->jobs[i].arch = gsl_rng_uniform(rng) < 0.5 ? PFLEX_ARCH_MOE : PFLEX_ARCH_DENSE;
     w->jobs[i].task = gsl_rng_uniform(rng) < 0.5 ? PFLEX_TASK_FT : PFLEX_TASK_PT;
+    w->bare[i] = w->jobs[i];
+    w->bare[i].curve = NULL;
+    w->bare[i].p_min = pflex_curve_p_min(w->curves[i]);
+    w->bare[i].p_max = pflex_curve_p_max(w->curves[i]);
   }
   return 0;
 }
@@ -84,13 +91,14 @@ static void release(struct workload *w) {
     pflex_curve_free(w->curves[i]);
   free(w->curves);
   free(w->jobs);
+  free(w->bare);
 }
 
 
-enum { NROWS = 12, MAXSIZES = 8 };
+enum { NROWS = 13, MAXSIZES = 8 };
 static const char *const row_names[NROWS] = {
-    "equal",      "moe-ft",     "dram",     "pfi",      "equal/caps", "moe-ft/caps",
-    "dram/caps",  "pfi/caps",   "optimal",  "opt-nols", "opt-cold",   "opt-warm"};
+    "equal",     "moe-ft",   "dram",     "pfi",      "equal/caps",  "moe-ft/caps", "dram/caps",
+    "pfi/caps",  "optimal",  "opt-nols", "opt-cold", "opt-warm",    "equal/bounds"};
 
 static double median(double *v, int n) {
   gsl_sort(v, 1, (size_t)n);
@@ -105,6 +113,10 @@ static int time_row(int row, struct workload *w, struct pflex_curve **alt, doubl
                                .no_local_search = row == 9};
   enum pflex_alloc_strategy st = row < 8 ? (enum pflex_alloc_strategy)(row % 4)
                                          : PFLEX_ALLOC_OPTIMAL;
+  if (row == 12) { /* equal on given bounds, no curves: the water filling alone */
+    o = (struct pflex_alloc_opts){.skip_tput = true};
+    st = PFLEX_ALLOC_EQUAL;
+  }
   double *times = malloc((size_t)reps * sizeof *times);
   struct pflex_alloc_result *cold = row == 11 ? malloc(w->n * sizeof *cold) : NULL;
   if (!times || (row == 11 && !cold)) return -1;
@@ -130,8 +142,9 @@ static int time_row(int row, struct workload *w, struct pflex_curve **alt, doubl
       t = target * 1.001;
       o.ctx = ctx;
     }
+    const struct pflex_alloc_job *jobs = row == 12 ? w->bare : w->jobs;
     double a = now();
-    int err = pflex_alloc_run(w->jobs, w->n, st, t, &o, r, &sum);
+    int err = pflex_alloc_run(jobs, w->n, st, t, &o, r, &sum);
     times[rep] = 1e3 * (now() - a);
     if (!err && row == 11) { /* the same round cold: the same answer */
       struct pflex_alloc_opts oc = {.knots = knots};
