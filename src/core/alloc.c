@@ -588,6 +588,7 @@ static int pass_hulls(const struct pflex_alloc_job *jobs, size_t n, const double
   while (nslots < 2 * n)
     nslots *= 2;
   size_t *first = malloc(nslots * sizeof *first), *dist = malloc(m * sizeof *dist);
+  uint64_t *fdig = malloc(nslots * sizeof *fdig); /* first[h]'s digest: no pointer chase */
   size_t *where = malloc(m * sizeof *where);
   bool *in_pool = malloc(m * sizeof *in_pool);
   double *xs = malloc(maxk * sizeof *xs), *ys = malloc(maxk * sizeof *ys);
@@ -598,7 +599,7 @@ static int pass_hulls(const struct pflex_alloc_job *jobs, size_t n, const double
   ps->rep = malloc(m * sizeof *ps->rep);
   ps->mult = malloc(m * sizeof *ps->mult);
   int err = -ENOMEM;
-  if (!first || !dist || !where || !in_pool || !xs || !ys || !hp || !ps->js || !ps->jn ||
+  if (!first || !fdig || !dist || !where || !in_pool || !xs || !ys || !hp || !ps->js || !ps->jn ||
       !ps->nfull || !ps->rep || !ps->mult)
     goto out;
   for (size_t h = 0; h < nslots; h++)
@@ -609,8 +610,8 @@ static int pass_hulls(const struct pflex_alloc_job *jobs, size_t n, const double
     size_t h = key_slot(&key, nslots);
     for (; first[h] != SIZE_MAX; h = (h + 1) & (nslots - 1)) {
       size_t j = first[h];
-      if (pflex_curve_digest(jobs[j].curve) == key.digest && wlo[j] == wlo[i] &&
-          whi[j] == whi[i] && jobs[j].weight == jobs[i].weight)
+      if (fdig[h] == key.digest && wlo[j] == wlo[i] && whi[j] == whi[i] &&
+          jobs[j].weight == jobs[i].weight)
         break;
     }
     if (first[h] != SIZE_MAX) { /* as an earlier job of this pass */
@@ -620,6 +621,7 @@ static int pass_hulls(const struct pflex_alloc_job *jobs, size_t n, const double
       continue;
     }
     first[h] = i;
+    fdig[h] = key.digest;
     /* A callback curve's digest names its function, not what it computes
      * now: it is shared within this pass only, never kept in the context. */
     bool keep = hc && pflex_curve_kind(jobs[i].curve) != PFLEX_CURVE_CALLBACK;
@@ -652,6 +654,7 @@ static int pass_hulls(const struct pflex_alloc_job *jobs, size_t n, const double
   err = 0;
 out:
   free(first);
+  free(fdig);
   free(dist);
   free(where);
   free(in_pool);
