@@ -27,6 +27,7 @@ struct pflex_curve {
   double *xs, *ys;               /* power and throughput arrays for GSL */
   gsl_interp *interp;            /* NULL when n < 2 */
   double *poly;                  /* Steffen: per interval a, b, c, d of the cubic (steffen_poly) */
+  double *block;                 /* one allocation holding xs, poly, ys and pts */
   uint64_t digest;               /* pflex_curve_digest */
   bool have_caps;
   bool linear; /* interpolated linearly */
@@ -279,35 +280,40 @@ int pflex_curve_new_measured(const struct pflex_curve_point *points, size_t n,
   free(w);
   free(tmp);
   w = tmp = NULL;
-  c->pts = p;
+  /* One block for what evaluation reads, in the order it reads it (xs, the
+   * cubics, ys), then the points: a curve costs fewer cache misses when
+   * there are a million of them. */
+  bool steffen = m >= 3 && interp != PFLEX_INTERP_LINEAR;
+  size_t npoly = steffen ? 4 * (m - 1) : 0;
+  err = -ENOMEM;
+  double *block = malloc((2 * m + npoly) * sizeof *block + m * sizeof *c->pts);
+  if (!block) goto fail;
+  c->block = block;
+  c->xs = block;
+  c->poly = steffen ? block + m : NULL;
+  c->ys = block + m + npoly;
+  c->pts = (struct pflex_curve_point *)(c->ys + m);
+  memcpy(c->pts, p, m * sizeof *p);
+  free(p);
   p = NULL;
   c->n = m;
   c->p_min = c->pts[0].power_w;
   c->p_max = c->pts[m - 1].power_w;
   c->t_max = c->pts[m - 1].tput;
+  for (size_t i = 0; i < m; i++) {
+    c->xs[i] = c->pts[i].power_w;
+    c->ys[i] = c->pts[i].tput;
+  }
   if (m >= 2) {
-    err = -ENOMEM;
-    c->xs = malloc(m * sizeof *c->xs);
-    c->ys = malloc(m * sizeof *c->ys);
-    if (!c->xs || !c->ys) goto fail;
-    for (size_t i = 0; i < m; i++) {
-      c->xs[i] = c->pts[i].power_w;
-      c->ys[i] = c->pts[i].tput;
-    }
-    const gsl_interp_type *type =
-        (interp == PFLEX_INTERP_LINEAR || m < 3) ? gsl_interp_linear : gsl_interp_steffen;
-    c->linear = type == gsl_interp_linear;
+    const gsl_interp_type *type = steffen ? gsl_interp_steffen : gsl_interp_linear;
+    c->linear = !steffen;
     c->interp = gsl_interp_alloc(type, m);
     if (!c->interp) goto fail;
     if (gsl_interp_init(c->interp, c->xs, c->ys, m) != GSL_SUCCESS) {
       err = -EINVAL;
       goto fail;
     }
-    if (!c->linear) {
-      err = -ENOMEM;
-      if (!(c->poly = malloc(4 * (m - 1) * sizeof *c->poly))) goto fail;
-      steffen_poly(c->xs, c->ys, m, c->poly);
-    }
+    if (steffen) steffen_poly(c->xs, c->ys, m, c->poly);
   }
   set_digest(c);
   *ret_curve = c;
@@ -353,10 +359,7 @@ int pflex_curve_new_callback(const struct pflex_curve_fn *fn, double p_min, doub
 void pflex_curve_free(struct pflex_curve *curve) {
   if (!curve) return;
   if (curve->interp) gsl_interp_free(curve->interp);
-  free(curve->poly);
-  free(curve->xs);
-  free(curve->ys);
-  free(curve->pts);
+  free(curve->block); /* xs, poly, ys and pts */
   free(curve);
 }
 
