@@ -14,8 +14,8 @@
  * by 0.1% (opt-warm), against the same round solved cold (opt-cold, the
  * same work as optimal). The warm answer is checked to be the cold one, bit
  * for bit. equal/bounds: equal on the same jobs with their bounds given and
- * no curves (caps p / gpus): the water filling alone. Peak memory: the process's maximum resident set after each size
- * (sizes run in the order given, so give them ascending).
+ * no curves (caps p / gpus): the water filling alone. Peak memory: the process's maximum resident
+ * set after each size (sizes run in the order given, so give them ascending).
  *
  * usage: bench_alloc [--sizes N,N,...] [--repeats R] [--seed S] [--knots K] */
 #include <stdio.h>
@@ -94,11 +94,10 @@ static void release(struct workload *w) {
   free(w->bare);
 }
 
-
 enum { NROWS = 13, MAXSIZES = 8 };
 static const char *const row_names[NROWS] = {
-    "equal",     "moe-ft",   "dram",     "pfi",      "equal/caps",  "moe-ft/caps", "dram/caps",
-    "pfi/caps",  "optimal",  "opt-nols", "opt-cold", "opt-warm",    "equal/bounds"};
+    "equal",    "moe-ft",  "dram",     "pfi",      "equal/caps", "moe-ft/caps", "dram/caps",
+    "pfi/caps", "optimal", "opt-nols", "opt-cold", "opt-warm",   "equal/bounds"};
 
 static double median(double *v, int n) {
   gsl_sort(v, 1, (size_t)n);
@@ -109,10 +108,10 @@ static double median(double *v, int n) {
 static int time_row(int row, struct workload *w, struct pflex_curve **alt, double target,
                     unsigned knots, int reps, struct pflex_alloc_result *r, double *ret_ms,
                     double *ret_tput, bool *ret_same) {
-  struct pflex_alloc_opts o = {.knots = knots, .skip_tput = row >= 4 && row < 8,
-                               .no_local_search = row == 9};
-  enum pflex_alloc_strategy st = row < 8 ? (enum pflex_alloc_strategy)(row % 4)
-                                         : PFLEX_ALLOC_OPTIMAL;
+  struct pflex_alloc_opts o = {
+      .knots = knots, .skip_tput = row >= 4 && row < 8, .no_local_search = row == 9};
+  enum pflex_alloc_strategy st =
+      row < 8 ? (enum pflex_alloc_strategy)(row % 4) : PFLEX_ALLOC_OPTIMAL;
   if (row == 12) { /* equal on given bounds, no curves: the water filling alone */
     o = (struct pflex_alloc_opts){.skip_tput = true};
     st = PFLEX_ALLOC_EQUAL;
@@ -129,9 +128,10 @@ static int time_row(int row, struct workload *w, struct pflex_curve **alt, doubl
     if (row >= 10) {
       /* A controller round: the previous one (primes the context), then 1%
        * of the jobs with a new curve (swapped in untimed) and a new target. */
-      if (row == 11 && (pflex_alloc_ctx_new(&ctx) ||
-                        pflex_alloc_run(w->jobs, w->n, st, t, &(struct pflex_alloc_opts){
-                                            .knots = knots, .ctx = ctx}, r, &sum)))
+      if (row == 11 &&
+          (pflex_alloc_ctx_new(&ctx) ||
+           pflex_alloc_run(w->jobs, w->n, st, t,
+                           &(struct pflex_alloc_opts){.knots = knots, .ctx = ctx}, r, &sum)))
         return -1;
       for (size_t k = 0; k < nalt; k++) {
         size_t i = k * (w->n / nalt);

@@ -94,13 +94,13 @@ int main(int argc, char **argv) {
   struct pflex_alloc_job jobs[JOBS];
   struct pflex_alloc_result r[JOBS];
   double tot[2][NCUT][NST] = {{{0}}};
-  const double p_pt = (double)PFLEX_ACME_PRETRAIN_JOBS /
-                      (PFLEX_ACME_PRETRAIN_JOBS + PFLEX_ACME_SFT_JOBS);
+  const double p_pt =
+      (double)PFLEX_ACME_PRETRAIN_JOBS / (PFLEX_ACME_PRETRAIN_JOBS + PFLEX_ACME_SFT_JOBS);
   double t0 = now();
   for (int sc = 0; sc < 2; sc++)
     for (size_t w = 0; w < workloads; w++) {
       for (int j = 0; j < JOBS; j++) {
-        size_t k = sc == 0 ? gsl_rng_uniform_int(rng, ng)
+        size_t k = sc == 0                       ? gsl_rng_uniform_int(rng, ng)
                    : gsl_rng_uniform(rng) < p_pt ? pt[gsl_rng_uniform_int(rng, npt)]
                                                  : ft[gsl_rng_uniform_int(rng, nft)];
         jobs[j] = proto[k];
@@ -121,7 +121,8 @@ int main(int argc, char **argv) {
     }
   double dt = now() - t0;
   printf("pflex (C): %.3f s for %zu workloads x %d jobs x %d cuts x 2 scenarios x %d strategies "
-         "(%zu groups)\n", dt, workloads, JOBS, NCUT, NST, ng);
+         "(%zu groups)\n",
+         dt, workloads, JOBS, NCUT, NST, ng);
   for (int sc = 0; sc < 2; sc++) {
     printf("  %-10s 30%% gap recovered:", sc ? "production" : "random");
     double gap = tot[sc][6][4] - tot[sc][6][0];

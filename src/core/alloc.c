@@ -446,7 +446,8 @@ static uint64_t dbits(double x) {
 }
 
 static size_t key_slot(const struct hull_key *k, size_t nslots) {
-  uint64_t h = mix(mix(mix(mix(k->digest, dbits(k->lo)), dbits(k->hi)), dbits(k->weight)), k->knots);
+  uint64_t h =
+      mix(mix(mix(mix(k->digest, dbits(k->lo)), dbits(k->hi)), dbits(k->weight)), k->knots);
   return (size_t)(h ^ (h >> 31)) & (nslots - 1);
 }
 
@@ -606,7 +607,8 @@ static int pass_hulls(const struct pflex_alloc_job *jobs, size_t n, const double
     first[h] = SIZE_MAX;
   for (size_t i = 0; i < n; i++) {
     if (!(whi[i] > wlo[i]) || !(jobs[i].weight > 0)) continue;
-    struct hull_key key = {pflex_curve_digest(jobs[i].curve), wlo[i], whi[i], jobs[i].weight, knots};
+    struct hull_key key = {pflex_curve_digest(jobs[i].curve), wlo[i], whi[i], jobs[i].weight,
+                           knots};
     size_t h = key_slot(&key, nslots);
     for (; first[h] != SIZE_MAX; h = (h + 1) & (nslots - 1)) {
       size_t j = first[h];
@@ -1092,8 +1094,8 @@ static double objective(const struct pflex_alloc_job *jobs, size_t n, const doub
  * only if it is better on the curves themselves, so it never hurts; it is
  * skipped when every curve is piecewise linear (the first pass is exact). */
 static int optimal(const struct pflex_alloc_job *jobs, size_t n, const struct prep *pr,
-                   double target, double min_w, unsigned knots, bool search,
-                   struct hull_cache *hc, double *p, double *ret_gap) {
+                   double target, double min_w, unsigned knots, bool search, struct hull_cache *hc,
+                   double *p, double *ret_gap) {
   double *lo = calloc(n ? n : 1, sizeof *lo), *hi = calloc(n ? n : 1, sizeof *hi),
          *q = calloc(n ? n : 1, sizeof *q);
   int err = -ENOMEM;

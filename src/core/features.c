@@ -135,7 +135,8 @@ static int util_fraction(const struct pflex_runset *set, size_t i, const char *n
     return pflex_diag_set(diag, -ERANGE, "", set->runs[i].line, name,
                           "%g is not a utilization (0-1 or 0-100)", v);
   size_t k;
-  bool percent = pflex_runset_find_column(set, name, &k) == 0 && pflex_runset_column_over_one(set, k);
+  bool percent =
+      pflex_runset_find_column(set, name, &k) == 0 && pflex_runset_column_over_one(set, k);
   *ret = percent ? v / 100.0 : v;
   return 0;
 }

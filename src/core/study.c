@@ -287,7 +287,8 @@ static int predicted_curve_data(const struct study *s, size_t k, size_t gi, doub
    * across the file) so that the shapes cost linear time in groups, not
    * quadratic; up to that many all are used, as always. */
   size_t nall = ps->templates ? ps->ntemplates : s->ng;
-  size_t stride = nall > STUDY_MAX_TEMPLATES ? (nall + STUDY_MAX_TEMPLATES - 1) / STUDY_MAX_TEMPLATES : 1;
+  size_t stride =
+      nall > STUDY_MAX_TEMPLATES ? (nall + STUDY_MAX_TEMPLATES - 1) / STUDY_MAX_TEMPLATES : 1;
   if (ps->templates) {
     for (size_t j = 0; j < ps->ntemplates; j += stride)
       tmpl[nt++] = ps->templates[j];

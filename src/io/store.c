@@ -596,7 +596,8 @@ int pflex_store_put_runs(struct pflex_store *store, const struct pflex_runset *s
                   " source_line) VALUES (?, ?, ?, ?, ?, ?, ?)",
                   &c.insert_run, diag);
   size_t tail = set->nextra % EXTRA_ROWS;
-  if (!err && set->nextra >= EXTRA_ROWS) err = prepare_extras(store, EXTRA_ROWS, &c.insert_extra, diag);
+  if (!err && set->nextra >= EXTRA_ROWS)
+    err = prepare_extras(store, EXTRA_ROWS, &c.insert_extra, diag);
   if (!err && tail) err = prepare_extras(store, tail, &c.insert_extra_tail, diag);
   /* A page cache of up to 64 MiB (allocated as used) for the import: with
    * SQLite's 2 MiB default a large import spills dirty pages to the file

@@ -37,8 +37,9 @@ static void compare(const struct pflex_curve *c, enum pflex_curve_interp interp)
   assert_non_null(g);
   assert_int_equal(gsl_interp_init(g, xs, ys, n), 0);
   for (size_t k = 0; k < 200 + 2 * n; k++) {
-    double p = k < n ? xs[k] : k < 2 * n ? nextafter(xs[k - n], INFINITY)
-                                          : xs[0] + (xs[n - 1] - xs[0]) * uniform();
+    double p = k < n       ? xs[k]
+               : k < 2 * n ? nextafter(xs[k - n], INFINITY)
+                           : xs[0] + (xs[n - 1] - xs[0]) * uniform();
     if (p > xs[n - 1]) p = xs[n - 1];
     double want = gsl_interp_eval(g, xs, ys, p, NULL), got = pflex_curve_eval(c, p);
     assert_memory_equal(&want, &got, sizeof want); /* bit for bit */
@@ -56,7 +57,7 @@ static void test_eval_matches_gsl(void **state) {
     double p = 500 + 2000 * uniform(), t = 100 * uniform() + 1;
     for (size_t i = 0; i < n; i++) {
       p += 1 + 400 * uniform() * (trial % 3 == 0 ? 1e-6 : 1); /* some nearly equal powers */
-      t += (trial % 2 ? uniform() - 0.3 : uniform()) * 50;   /* half of them not monotone */
+      t += (trial % 2 ? uniform() - 0.3 : uniform()) * 50;    /* half of them not monotone */
       if (t <= 0) t = 0.5;
       pt[i] = (struct pflex_curve_point){p, t, 0};
     }
