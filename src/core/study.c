@@ -271,11 +271,11 @@ static int predicted_curve(const struct study *s, size_t gi, double pfi, struct 
   return pflex_curve_new_parametric(&q, p_min, p_max, t_max, ret);
 }
 
-/* The predicted curve of group gi under prediction set k, shaped by the
- * curves the set's fold allows (pflex_study_predset). */
 /* The most template curves one predicted data-shape curve averages over. */
 #define STUDY_MAX_TEMPLATES 512
 
+/* The predicted curve of group gi under prediction set k, shaped by the
+ * curves the set's fold allows (pflex_study_predset). */
 static int predicted_curve_data(const struct study *s, size_t k, size_t gi, double pfi,
                                 const struct pflex_curve **tmpl, struct pflex_curve **ret) {
   const struct pflex_study_predset *ps = &s->preds[k];
