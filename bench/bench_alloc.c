@@ -6,12 +6,22 @@
  * uncapped) sampled from the parametric family with compute share c uniform
  * in [0.2, 1] and 0.5% throughput noise, interpolated with Steffen's method.
  *
- * The row opt-nols is optimal without its local search on the curves.
+ * Rows: each strategy as pflex allocate runs it (powers, caps, throughput);
+ * the proportional ones again with skip_tput (powers and caps only, what a
+ * controller sets); optimal without its local search (opt-nols); and the
+ * controller's warm start: a pflex_alloc_ctx primed by the previous round,
+ * then a round in which 1% of the jobs have new curves and the target moved
+ * by 0.1% (opt-warm), against the same round solved cold (opt-cold, the
+ * same work as optimal). The warm answer is checked to be the cold one, bit
+ * for bit. equal/bounds: equal on the same jobs with their bounds given and
+ * no curves (caps p / gpus): the water filling alone. Peak memory: the process's maximum resident
+ * set after each size (sizes run in the order given, so give them ascending).
  *
  * usage: bench_alloc [--sizes N,N,...] [--repeats R] [--seed S] [--knots K] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include <gsl/gsl_randist.h>
@@ -30,6 +40,7 @@ static double now(void) {
 
 struct workload {
   struct pflex_alloc_job *jobs;
+  struct pflex_alloc_job *bare; /* the same jobs without curves, bounds given */
   struct pflex_curve **curves;
   size_t n;
 };
@@ -39,7 +50,8 @@ static int make(struct workload *w, size_t n, gsl_rng *rng) {
   w->n = n;
   w->jobs = calloc(n, sizeof *w->jobs);
   w->curves = calloc(n, sizeof *w->curves);
-  if (!w->jobs || !w->curves) return -1;
+  w->bare = calloc(n, sizeof *w->bare);
+  if (!w->jobs || !w->curves || !w->bare) return -1;
   for (size_t i = 0; i < n; i++) {
     int g = gpus[gsl_rng_uniform_int(rng, 3)];
     double pmax = g * (450 + 250 * gsl_rng_uniform(rng)), tmax = 1000.0 * g;
@@ -66,12 +78,12 @@ static int make(struct workload *w, size_t n, gsl_rng *rng) {
     w->jobs[i].dram_copy = gsl_rng_uniform(rng);
     w->jobs[i].arch = gsl_rng_uniform(rng) < 0.5 ? PFLEX_ARCH_MOE : PFLEX_ARCH_DENSE;
     w->jobs[i].task = gsl_rng_uniform(rng) < 0.5 ? PFLEX_TASK_FT : PFLEX_TASK_PT;
+    w->bare[i] = w->jobs[i];
+    w->bare[i].curve = NULL;
+    w->bare[i].p_min = pflex_curve_p_min(w->curves[i]);
+    w->bare[i].p_max = pflex_curve_p_max(w->curves[i]);
   }
   return 0;
-}
-
-static const char *row_name(int s) {
-  return s == PFLEX_ALLOC_NSTRATEGIES ? "opt-nols" : pflex_alloc_strategy_name(s);
 }
 
 static void release(struct workload *w) {
@@ -79,17 +91,111 @@ static void release(struct workload *w) {
     pflex_curve_free(w->curves[i]);
   free(w->curves);
   free(w->jobs);
+  free(w->bare);
+}
+
+enum { NROWS = 13, MAXSIZES = 8 };
+static const char *const row_names[NROWS] = {
+    "equal",    "moe-ft",  "dram",     "pfi",      "equal/caps", "moe-ft/caps", "dram/caps",
+    "pfi/caps", "optimal", "opt-nols", "opt-cold", "opt-warm",   "equal/bounds"};
+
+static double median(double *v, int n) {
+  gsl_sort(v, 1, (size_t)n);
+  return gsl_stats_median_from_sorted_data(v, 1, (size_t)n);
+}
+
+/* One row at one size: the median ms of reps calls; *ret_tput the total. */
+static int time_row(int row, struct workload *w, struct pflex_curve **alt, double target,
+                    unsigned knots, int reps, struct pflex_alloc_result *r, double *ret_ms,
+                    double *ret_tput, bool *ret_same) {
+  struct pflex_alloc_opts o = {
+      .knots = knots, .skip_tput = row >= 4 && row < 8, .no_local_search = row == 9};
+  enum pflex_alloc_strategy st =
+      row < 8 ? (enum pflex_alloc_strategy)(row % 4) : PFLEX_ALLOC_OPTIMAL;
+  if (row == 12) { /* equal on given bounds, no curves: the water filling alone */
+    o = (struct pflex_alloc_opts){.skip_tput = true};
+    st = PFLEX_ALLOC_EQUAL;
+  }
+  double *times = malloc((size_t)reps * sizeof *times);
+  struct pflex_alloc_result *cold = row == 11 ? malloc(w->n * sizeof *cold) : NULL;
+  if (!times || (row == 11 && !cold)) return -1;
+  struct pflex_alloc_summary sum;
+  struct pflex_alloc_ctx *ctx = NULL;
+  size_t nalt = w->n / 100 ? w->n / 100 : 1;
+  *ret_same = true;
+  for (int rep = 0; rep < reps; rep++) {
+    double t = target;
+    if (row >= 10) {
+      /* A controller round: the previous one (primes the context), then 1%
+       * of the jobs with a new curve (swapped in untimed) and a new target. */
+      if (row == 11 &&
+          (pflex_alloc_ctx_new(&ctx) ||
+           pflex_alloc_run(w->jobs, w->n, st, t,
+                           &(struct pflex_alloc_opts){.knots = knots, .ctx = ctx}, r, &sum)))
+        return -1;
+      for (size_t k = 0; k < nalt; k++) {
+        size_t i = k * (w->n / nalt);
+        const struct pflex_curve *c = w->jobs[i].curve;
+        w->jobs[i].curve = alt[k];
+        alt[k] = (struct pflex_curve *)c;
+      }
+      t = target * 1.001;
+      o.ctx = ctx;
+    }
+    const struct pflex_alloc_job *jobs = row == 12 ? w->bare : w->jobs;
+    double a = now();
+    int err = pflex_alloc_run(jobs, w->n, st, t, &o, r, &sum);
+    times[rep] = 1e3 * (now() - a);
+    if (!err && row == 11) { /* the same round cold: the same answer */
+      struct pflex_alloc_opts oc = {.knots = knots};
+      err = pflex_alloc_run(w->jobs, w->n, st, t, &oc, cold, NULL);
+      for (size_t i = 0; !err && i < w->n; i++)
+        if (memcmp(&cold[i], &r[i], sizeof *r) != 0) *ret_same = false;
+    }
+    if (row >= 10) /* swap the curves back for the next repeat */
+      for (size_t k = 0; k < nalt; k++) {
+        size_t i = k * (w->n / nalt);
+        const struct pflex_curve *c = w->jobs[i].curve;
+        w->jobs[i].curve = alt[k];
+        alt[k] = (struct pflex_curve *)c;
+      }
+    pflex_alloc_ctx_free(ctx);
+    ctx = NULL;
+    if (err) {
+      fprintf(stderr, "bench_alloc: %s: %s\n", row_names[row], pflex_strerror(err));
+      return -1;
+    }
+  }
+  *ret_ms = median(times, reps);
+  *ret_tput = sum.total_tput;
+  free(times);
+  free(cold);
+  return 0;
+}
+
+static void print_table(const char *title, const size_t *sizes, size_t nsizes,
+                        double v[NROWS][MAXSIZES], double scale, int digits, int nrows) {
+  printf("%s\n%-12s", title, "strategy");
+  for (size_t k = 0; k < nsizes; k++)
+    printf(" %12zu", sizes[k]);
+  printf("\n");
+  for (int s = 0; s < nrows; s++) {
+    printf("%-12s", row_names[s]);
+    for (size_t k = 0; k < nsizes; k++)
+      printf(" %12.*f", digits, v[s][k] * (scale > 0 ? scale / (double)sizes[k] : 1));
+    printf("\n");
+  }
 }
 
 int main(int argc, char **argv) {
-  size_t sizes[8] = {100, 10000, 1000000}, nsizes = 3;
+  size_t sizes[MAXSIZES] = {1000, 10000, 100000, 1000000}, nsizes = 4;
   int repeats = 0;
   unsigned long seed = 1;
   unsigned knots = 0;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) {
       nsizes = 0;
-      for (char *s = strtok(argv[++i], ","); s && nsizes < 8; s = strtok(NULL, ","))
+      for (char *s = strtok(argv[++i], ","); s && nsizes < MAXSIZES; s = strtok(NULL, ","))
         sizes[nsizes++] = strtoull(s, NULL, 10);
     } else if (strcmp(argv[i], "--repeats") == 0 && i + 1 < argc) {
       repeats = atoi(argv[++i]);
@@ -105,88 +211,57 @@ int main(int argc, char **argv) {
   }
   gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
   gsl_rng_set(rng, seed);
-  struct pflex_alloc_opts opts = {.knots = knots};
-  /* Row NSTRATEGIES: optimal without its local search (docs/allocation.md). */
-  double ms[PFLEX_ALLOC_NSTRATEGIES + 1][8], tput[PFLEX_ALLOC_NSTRATEGIES + 1][8], build_ms[8];
+  double ms[NROWS][MAXSIZES], tput[NROWS][MAXSIZES], build_ms[MAXSIZES], rss_mb[MAXSIZES];
+  bool same[MAXSIZES];
   for (size_t k = 0; k < nsizes; k++) {
-    size_t n = sizes[k];
+    size_t n = sizes[k], nalt = n / 100 ? n / 100 : 1;
     int reps = repeats > 0 ? repeats : n <= 1000 ? 51 : n <= 100000 ? 7 : 3;
-    struct workload w = {0};
+    struct workload w = {0}, alt = {0};
     double t0 = now();
-    if (make(&w, n, rng)) {
+    if (make(&w, n, rng) || make(&alt, nalt, rng)) {
       fprintf(stderr, "bench_alloc: cannot build %zu jobs\n", n);
       return 1;
     }
     build_ms[k] = 1e3 * (now() - t0);
     struct pflex_alloc_result *r = malloc(n * sizeof *r);
-    double target, *times = malloc((size_t)reps * sizeof *times);
-    if (!r || !times || pflex_alloc_target_for_cut(w.jobs, n, 0.30, &target)) return 1;
-    for (int s = 0; s <= PFLEX_ALLOC_NSTRATEGIES; s++) {
-      struct pflex_alloc_summary sum;
-      struct pflex_alloc_opts o = opts;
-      o.no_local_search = s == PFLEX_ALLOC_NSTRATEGIES;
-      enum pflex_alloc_strategy st = s == PFLEX_ALLOC_NSTRATEGIES ? PFLEX_ALLOC_OPTIMAL : s;
-      for (int rep = 0; rep < reps; rep++) {
-        double a = now();
-        int err = pflex_alloc_run(w.jobs, n, st, target, &o, r, &sum);
-        times[rep] = 1e3 * (now() - a);
-        if (err) {
-          fprintf(stderr, "bench_alloc: %s: %s\n", pflex_alloc_strategy_name(st),
-                  pflex_strerror(err));
-          return 1;
-        }
-      }
-      gsl_sort(times, 1, (size_t)reps);
-      ms[s][k] = gsl_stats_median_from_sorted_data(times, 1, (size_t)reps);
-      tput[s][k] = sum.total_tput;
+    double target;
+    if (!r || pflex_alloc_target_for_cut(w.jobs, n, 0.30, &target)) return 1;
+    for (int s = 0; s < NROWS; s++) {
+      bool ok = true;
+      if (time_row(s, &w, alt.curves, target, knots, reps, r, &ms[s][k], &tput[s][k], &ok))
+        return 1;
+      if (s == 11) same[k] = ok;
     }
-    free(times);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    rss_mb[k] = (double)ru.ru_maxrss / 1024.0;
     free(r);
     release(&w);
+    release(&alt);
   }
-  printf("allocator wall time, median ms per call (30%% cut, synthetic measured curves, seed %lu, "
-         "knots %u)\n",
+  printf("allocator, median wall ms per call (30%% cut, synthetic measured curves, seed %lu, "
+         "knots %u, one thread)\n",
          seed, knots ? knots : 17);
-  printf("%-8s", "strategy");
+  print_table("time (ms):", sizes, nsizes, ms, 0, 3, NROWS);
+  print_table("per job (ns/job): flat across a row = linear", sizes, nsizes, ms, 1e6, 1, NROWS);
+  double rel[NROWS][MAXSIZES];
+  for (int s = 0; s < NROWS; s++)
+    for (size_t k = 0; k < nsizes; k++)
+      rel[s][k] = tput[s][k] / tput[8][k];
+  print_table("total throughput relative to optimal (same workload; /caps rows: not computed):",
+              sizes, nsizes, rel, 0, 7, 4);
+  printf("%-12s", "curves ms");
   for (size_t k = 0; k < nsizes; k++)
-    printf(" %12zu", sizes[k]);
-  printf("   ratio to equal:");
+    printf(" %12.1f", build_ms[k]);
+  printf("   (building the measured curves, once)\n%-12s", "peak RSS MB");
   for (size_t k = 0; k < nsizes; k++)
-    printf(" %9zu", sizes[k]);
+    printf(" %12.1f", rss_mb[k]);
+  printf("\n%-12s", "warm==cold");
+  for (size_t k = 0; k < nsizes; k++)
+    printf(" %12s", same[k] ? "identical" : "DIFFERENT");
   printf("\n");
-  for (int s = 0; s <= PFLEX_ALLOC_NSTRATEGIES; s++) {
-    printf("%-8s", row_name(s));
-    for (size_t k = 0; k < nsizes; k++)
-      printf(" %12.3f", ms[s][k]);
-    printf("   %15s", "");
-    for (size_t k = 0; k < nsizes; k++)
-      printf(" %9.1f", ms[s][k] / ms[PFLEX_ALLOC_EQUAL][k]);
-    printf("\n");
-  }
-  printf("%-8s", "curves");
-  for (size_t k = 0; k < nsizes; k++)
-    printf(" %12.3f", build_ms[k]);
-  printf("   (building the n measured curves, once)\n");
-  printf("per-job time (us/job):\n%-8s", "strategy");
-  for (size_t k = 0; k < nsizes; k++)
-    printf(" %12zu", sizes[k]);
-  printf("\n");
-  for (int s = 0; s <= PFLEX_ALLOC_NSTRATEGIES; s++) {
-    printf("%-8s", row_name(s));
-    for (size_t k = 0; k < nsizes; k++)
-      printf(" %12.3f", 1e3 * ms[s][k] / (double)sizes[k]);
-    printf("\n");
-  }
-  printf("total throughput relative to optimal (same workload):\n%-8s", "strategy");
-  for (size_t k = 0; k < nsizes; k++)
-    printf(" %12zu", sizes[k]);
-  printf("\n");
-  for (int s = 0; s <= PFLEX_ALLOC_NSTRATEGIES; s++) {
-    printf("%-8s", row_name(s));
-    for (size_t k = 0; k < nsizes; k++)
-      printf(" %12.7f", tput[s][k] / tput[PFLEX_ALLOC_OPTIMAL][k]);
-    printf("\n");
-  }
   gsl_rng_free(rng);
+  for (size_t k = 0; k < nsizes; k++)
+    if (!same[k]) return 1;
   return 0;
 }

@@ -61,6 +61,21 @@ struct pflex_alloc_job {
 /* Sets the defaults: everything 0/NULL/unknown, weight 1, gpus 1. */
 void pflex_alloc_job_init(struct pflex_alloc_job *job);
 
+/* Reusable state for repeated allocations: a study's workloads and cuts, a
+ * controller's rounds. It keeps the optimizer's piecewise-linear hulls of the
+ * curves it has seen, keyed by curve digest (pflex_curve_digest), window,
+ * weight and knots, so that a job whose curve and bounds did not change
+ * since an earlier call costs no curve evaluation for its hull: the warm
+ * start for a controller (the next round with few changed jobs re-samples
+ * only those). Callback curves are not kept across calls (their digest
+ * names the function, not what it computes now). Results are bit for bit
+ * those of a call without it. It holds no pointer to a curve; its size is
+ * bounded (past 4 hulls per job of a call plus 65536 it starts afresh). One
+ * context per thread. */
+struct pflex_alloc_ctx;
+int pflex_alloc_ctx_new(struct pflex_alloc_ctx **ret_ctx);
+void pflex_alloc_ctx_free(struct pflex_alloc_ctx *ctx); /* NULL allowed */
+
 struct pflex_alloc_opts {
   /* optimal: points per curve for the piecewise-linear approximation (uniform
    * on [lo, P_max]; a measured curve's points are always added). 0: 33. A
@@ -70,6 +85,13 @@ struct pflex_alloc_opts {
    * when some curve is not known to be concave (docs/allocation.md); for
    * comparison and tests. false (default): search. */
   bool no_local_search;
+  /* optional: reused state (see pflex_alloc_ctx); NULL: none */
+  struct pflex_alloc_ctx *ctx;
+  /* Powers and caps only: no curve evaluation for each job's throughput
+   * (result tput and the summary's total_tput and weighted_tput are NAN).
+   * For a controller's re-plan, which sets caps; the proportional strategies
+   * then cost no curve evaluation at all (unless pfi needs T_max). */
+  bool skip_tput;
 };
 
 /* What one job gets. */

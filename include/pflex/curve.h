@@ -19,6 +19,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 enum pflex_curve_kind { PFLEX_CURVE_MEASURED = 0, PFLEX_CURVE_PARAMETRIC, PFLEX_CURVE_CALLBACK };
 
@@ -95,6 +96,14 @@ double pflex_curve_p_min(const struct pflex_curve *curve);
 double pflex_curve_p_max(const struct pflex_curve *curve);
 /* Throughput at P_max. */
 double pflex_curve_t_max(const struct pflex_curve *curve);
+
+/* A 64-bit digest of what the curve is: its kind, range and points and
+ * interpolation (measured), parameters (parametric) or function and context
+ * pointers (callback). Curves with different digests differ; equal digests
+ * mean the same curve, up to a 64-bit hash collision. For caches (the
+ * allocator's pflex_alloc_ctx) that must not trust a pointer: a freed curve's
+ * address may come back holding another. */
+uint64_t pflex_curve_digest(const struct pflex_curve *curve);
 
 /* True for a measured curve interpolated linearly (or with fewer than 3
  * points): then its points describe it exactly. */

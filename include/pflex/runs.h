@@ -68,7 +68,10 @@ struct pflex_runset {
   char **extra_names; /* names of the columns kept verbatim (telemetry, unknown) */
   size_t nextra;
   enum pflex_tput_unit unit;
-  char *source; /* file it was read from, or NULL */
+  char *source;       /* file it was read from, or NULL */
+  unsigned char *over_one; /* internal: cache of pflex_runset_column_over_one per extra
+                              column (0 not known, 1 no, 2 yes), NULL when empty; the
+                              functions below that change the runset drop it */
 };
 
 struct pflex_group {
@@ -84,6 +87,12 @@ void pflex_runset_release(struct pflex_runset *set);
 
 /* The index of extra column name in *ret_index: 0, or -ENOENT when there is none. */
 int pflex_runset_find_column(const struct pflex_runset *set, const char *name, size_t *ret_index);
+
+/* True when some cell of extra column k holds a finite number above 1 (a
+ * utilization column in percent rather than as a fraction). Linear in the runs
+ * the first time for a column, then constant: the answer is cached in the
+ * runset until it changes (not thread-safe while the cache fills). */
+bool pflex_runset_column_over_one(const struct pflex_runset *set, size_t k);
 
 /* Registers an extra column name (idempotent) and returns its index in *ret_index. */
 int pflex_runset_add_column(struct pflex_runset *set, const char *name, size_t *ret_index);

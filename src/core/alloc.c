@@ -69,10 +69,8 @@ static int prepare(const struct pflex_alloc_job *jobs, size_t n, struct prep *pr
     else /* no curve: the least power the GPU caps allow */
       p->lo = fmin(p->hi, j->gpus * p->cap_min);
     if (!isfinite(p->hi) || !(p->lo <= p->hi)) return -EINVAL;
-    if (j->t_max > 0)
-      p->tmax = j->t_max;
-    else
-      p->tmax = c ? pflex_curve_eval(c, p->hi) : NAN;
+    /* T_max matters to the pfi strategy only (share_weights): evaluated there. */
+    p->tmax = j->t_max > 0 ? j->t_max : NAN;
     if (j->min_tput > 0) {
       double pf;
       if (!c) return -EINVAL;
@@ -98,7 +96,7 @@ static int prepare(const struct pflex_alloc_job *jobs, size_t n, struct prep *pr
 
 /* ---- proportional strategies ------------------------------------------------ */
 
-static int share_weights(const struct pflex_alloc_job *jobs, size_t n, const struct prep *pr,
+static int share_weights(const struct pflex_alloc_job *jobs, size_t n, struct prep *pr,
                          enum pflex_alloc_strategy s, double *w) {
   for (size_t i = 0; i < n; i++) {
     const struct pflex_alloc_job *j = &jobs[i];
@@ -112,6 +110,7 @@ static int share_weights(const struct pflex_alloc_job *jobs, size_t n, const str
       w[i] = j->dram_copy;
       break;
     case PFLEX_ALLOC_PFI:
+      if (!(j->t_max > 0) && j->curve) pr[i].tmax = pflex_curve_eval(j->curve, pr[i].hi);
       if (isnan(j->pfi) || !(pr[i].tmax > 0) || !isfinite(pr[i].tmax)) return -EINVAL;
       w[i] = pr[i].hi / pr[i].tmax * (j->pfi > 0 ? fmin(j->pfi, 1e12) : 0.0);
       break;
@@ -129,13 +128,20 @@ static int share_weights(const struct pflex_alloc_job *jobs, size_t n, const str
  * below the level only raises the level). So the clipped set is a prefix of
  * that order, found here by a quickselect on the ratio instead of a sort:
  * expected linear time. */
+/* A job in the water filling's selection: its values travel with it, so the
+ * partitions read memory in order (an index into the jobs would miss the
+ * cache on every step at a million jobs); same values, same order, same
+ * sums as reading them through the index. */
+struct wf_job {
+  double ratio, h, w;
+  size_t i;
+};
+
 static int water_fill(const struct prep *pr, const double *w, size_t n, double cut, double *p) {
-  size_t *idx = malloc((n ? n : 1) * sizeof *idx);
-  double *ratio = malloc((n ? n : 1) * sizeof *ratio);
+  struct wf_job *job = malloc((n ? n : 1) * sizeof *job);
   bool *clip = calloc(n ? n : 1, sizeof *clip);
-  if (!idx || !ratio || !clip) {
-    free(idx);
-    free(ratio);
+  if (!job || !clip) {
+    free(job);
     free(clip);
     return -ENOMEM;
   }
@@ -143,48 +149,48 @@ static int water_fill(const struct prep *pr, const double *w, size_t n, double c
   double wsum = 0;
   for (size_t i = 0; i < n; i++) {
     p[i] = pr[i].hi;
-    ratio[i] = w[i] > 0 ? (pr[i].hi - pr[i].lo) / w[i] : INFINITY;
     if (w[i] > 0) { /* zero-weight jobs are cut only when nothing else is left */
-      idx[m++] = i;
+      double h = pr[i].hi - pr[i].lo;
+      job[m++] = (struct wf_job){h / w[i], h, w[i], i};
       wsum += w[i];
     }
   }
   double hacc = 0, wacc = 0; /* headroom and weight of the jobs known to be clipped */
-  size_t a = 0, b = m;       /* the undecided jobs: idx[a..b) */
+  size_t a = 0, b = m;       /* the undecided jobs: job[a..b) */
   while (a < b) {
-    double x = ratio[idx[a]], y = ratio[idx[a + (b - a) / 2]], z = ratio[idx[b - 1]];
+    double x = job[a].ratio, y = job[a + (b - a) / 2].ratio, z = job[b - 1].ratio;
     double piv = x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
     size_t lt = a, i = a, gt = b; /* [a,lt) < piv, [lt,i) == piv, [gt,b) > piv */
     while (i < gt) {
-      size_t v = idx[i];
-      if (ratio[v] < piv) {
-        idx[i++] = idx[lt];
-        idx[lt++] = v;
-      } else if (ratio[v] > piv) {
-        idx[i] = idx[--gt];
-        idx[gt] = v;
+      struct wf_job v = job[i];
+      if (v.ratio < piv) {
+        job[i++] = job[lt];
+        job[lt++] = v;
+      } else if (v.ratio > piv) {
+        job[i] = job[--gt];
+        job[gt] = v;
       } else {
         i++;
       }
     }
     double hl = 0, wl = 0;
     for (size_t k = a; k < lt; k++) {
-      hl += pr[idx[k]].hi - pr[idx[k]].lo;
-      wl += w[idx[k]];
+      hl += job[k].h;
+      wl += job[k].w;
     }
     double wrest = wsum - wacc - wl;
     bool clipped = wrest > 0 && piv <= (cut - hacc - hl) / wrest;
     if (clipped) {
       /* Every job up to the pivot's ratio is clipped. */
       for (size_t k = lt; k < gt; k++) {
-        hl += pr[idx[k]].hi - pr[idx[k]].lo;
-        wl += w[idx[k]];
+        hl += job[k].h;
+        wl += job[k].w;
       }
       hacc += hl;
       wacc += wl;
       for (size_t k = a; k < gt; k++) {
-        p[idx[k]] = pr[idx[k]].lo;
-        clip[idx[k]] = true;
+        p[job[k].i] = pr[job[k].i].lo;
+        clip[job[k].i] = true;
       }
       a = gt;
     } else {
@@ -208,8 +214,7 @@ static int water_fill(const struct prep *pr, const double *w, size_t n, double c
       p[i] = pr[i].hi - fmin(share, h);
     }
   }
-  free(idx);
-  free(ratio);
+  free(job);
   free(clip);
   return 0;
 }
@@ -316,15 +321,15 @@ static double val(const struct pflex_alloc_job *j, double p) {
   return j->weight * pflex_curve_eval(j->curve, p);
 }
 
-/* Job pj ended `take` W into hull segment pm, where a non-concave curve lies
+/* Job pj ended `take` W into its hull segment pm, where a non-concave curve lies
  * below its hull. Two feasible neighbours of the greedy answer are tried and
  * the best of the three kept: (a) pj back to the segment's start, the freed
  * power to the other jobs' next segments, steepest first; (b) pj to the
  * segment's end, the power taken from the other jobs' last segments, flattest
  * first. The objective is evaluated on the curves themselves, so *ret_better
  * (>= 0) is a true improvement. */
-static int repair(const struct pflex_alloc_job *jobs, size_t n, const struct seg *segs,
-                  const size_t *off, const size_t *nfull, double *p, size_t pj, size_t pm,
+static int repair(const struct pflex_alloc_job *jobs, size_t n, const struct seg *const *js,
+                  const size_t *jn, const size_t *nfull, double *p, size_t pj, size_t pm,
                   double take, double *ret_better) {
   struct cand *c = malloc((n ? n : 1) * sizeof *c);
   double *pa = malloc((n ? n : 1) * sizeof *pa), *pb = malloc((n ? n : 1) * sizeof *pb);
@@ -340,8 +345,8 @@ static int repair(const struct pflex_alloc_job *jobs, size_t n, const struct seg
   /* (a) */
   size_t nc = 0;
   for (size_t i = 0; i < n; i++) {
-    size_t k = off[i] + nfull[i];
-    if (i != pj && k < off[i + 1]) c[nc++] = (struct cand){segs[k].slope, segs[k].dp, i};
+    size_t k = nfull[i];
+    if (i != pj && k < jn[i]) c[nc++] = (struct cand){js[i][k].slope, js[i][k].dp, i};
   }
   qsort(c, nc, sizeof *c, cand_desc);
   pa[pj] = p[pj] - take;
@@ -357,11 +362,11 @@ static int repair(const struct pflex_alloc_job *jobs, size_t n, const struct seg
   nc = 0;
   for (size_t i = 0; i < n; i++)
     if (i != pj && nfull[i] > 0) {
-      size_t k = off[i] + nfull[i] - 1;
-      c[nc++] = (struct cand){segs[k].slope, segs[k].dp, i};
+      size_t k = nfull[i] - 1;
+      c[nc++] = (struct cand){js[i][k].slope, js[i][k].dp, i};
     }
   qsort(c, nc, sizeof *c, cand_asc);
-  double need = segs[pm].dp - take, db = -INFINITY;
+  double need = js[pj][pm].dp - take, db = -INFINITY;
   pb[pj] = p[pj] + need;
   double acc = val(&jobs[pj], pb[pj]) - base;
   for (size_t k = 0; k < nc && need > 0; k++) {
@@ -387,130 +392,342 @@ static int repair(const struct pflex_alloc_job *jobs, size_t n, const struct seg
   return 0;
 }
 
-/* One greedy pass with job i confined to the window [wlo[i], whi[i]] inside
- * its bounds; budget is the power above the sum of wlo. */
-static int greedy(const struct pflex_alloc_job *jobs, size_t n, const struct prep *pr,
-                  const double *wlo, const double *whi, double budget, unsigned knots, double *p,
-                  double *ret_gap) {
-  size_t cap = 0, ns = 0;
-  struct seg *segs = NULL, *work = NULL;
-  size_t *off = malloc((n + 1) * sizeof *off), *nfull = malloc((n ? n : 1) * sizeof *nfull);
+/* ---- hull cache --------------------------------------------------------------- */
+
+/* The segments of a job's hull depend only on its curve (by digest), window,
+ * weight and knots: a cache of them serves the jobs of one call that share a
+ * curve, and with a pflex_alloc_ctx the calls after it. A hit returns the
+ * very values a fresh sampling would compute. */
+struct hull_key {
+  uint64_t digest;
+  double lo, hi, weight;
+  unsigned knots;
+};
+
+struct hull_entry {
+  struct hull_key key;
+  size_t off, len; /* in pool */
+  bool used;
+};
+
+struct hull_cache {
+  struct hull_entry *tab;
+  size_t nslots, nused;
+  struct seg *pool;
+  size_t npool, cap_pool;
+};
+
+struct pflex_alloc_ctx {
+  struct hull_cache hulls;
+};
+
+static void hull_cache_release(struct hull_cache *hc) {
+  free(hc->tab);
+  free(hc->pool);
+  memset(hc, 0, sizeof *hc);
+}
+
+static void hull_cache_clear(struct hull_cache *hc) {
+  for (size_t h = 0; h < hc->nslots; h++)
+    hc->tab[h].used = false;
+  hc->nused = 0;
+  hc->npool = 0;
+}
+
+static uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+  return h * 0xff51afd7ed558ccdull;
+}
+
+static uint64_t dbits(double x) {
+  uint64_t u;
+  memcpy(&u, &x, sizeof u);
+  return u;
+}
+
+static size_t key_slot(const struct hull_key *k, size_t nslots) {
+  uint64_t h =
+      mix(mix(mix(mix(k->digest, dbits(k->lo)), dbits(k->hi)), dbits(k->weight)), k->knots);
+  return (size_t)(h ^ (h >> 31)) & (nslots - 1);
+}
+
+static bool key_eq(const struct hull_key *a, const struct hull_key *b) {
+  return a->digest == b->digest && a->lo == b->lo && a->hi == b->hi && a->weight == b->weight &&
+         a->knots == b->knots;
+}
+
+/* The entry for key k, or NULL. */
+static const struct hull_entry *hull_find(const struct hull_cache *hc, const struct hull_key *k) {
+  if (!hc->nslots) return NULL;
+  for (size_t h = key_slot(k, hc->nslots);; h = (h + 1) & (hc->nslots - 1)) {
+    if (!hc->tab[h].used) return NULL;
+    if (key_eq(&hc->tab[h].key, k)) return &hc->tab[h];
+  }
+}
+
+static int hull_grow(struct hull_cache *hc) {
+  size_t ns = hc->nslots ? 2 * hc->nslots : 256;
+  struct hull_entry *t = calloc(ns, sizeof *t);
+  if (!t) return -ENOMEM;
+  for (size_t h = 0; h < hc->nslots; h++)
+    if (hc->tab[h].used) {
+      size_t g = key_slot(&hc->tab[h].key, ns);
+      while (t[g].used)
+        g = (g + 1) & (ns - 1);
+      t[g] = hc->tab[h];
+    }
+  free(hc->tab);
+  hc->tab = t;
+  hc->nslots = ns;
+  return 0;
+}
+
+/* Stores a copy of segs[0..len) under key k (not yet in the cache): the
+ * entry, or NULL when out of memory. */
+static const struct hull_entry *hull_put(struct hull_cache *hc, const struct hull_key *k,
+                                         const struct seg *segs, size_t len) {
+  if (2 * (hc->nused + 1) > hc->nslots && hull_grow(hc)) return NULL;
+  if (hc->npool + len > hc->cap_pool) {
+    size_t nc = hc->cap_pool ? 2 * hc->cap_pool : 4096;
+    while (nc < hc->npool + len)
+      nc *= 2;
+    struct seg *t = realloc(hc->pool, nc * sizeof *t);
+    if (!t) return NULL;
+    hc->pool = t;
+    hc->cap_pool = nc;
+  }
+  memcpy(&hc->pool[hc->npool], segs, len * sizeof *segs);
+  size_t h = key_slot(k, hc->nslots);
+  while (hc->tab[h].used)
+    h = (h + 1) & (hc->nslots - 1);
+  hc->tab[h] = (struct hull_entry){.key = *k, .off = hc->npool, .len = len, .used = true};
+  hc->npool += len;
+  hc->nused++;
+  return &hc->tab[h];
+}
+
+int pflex_alloc_ctx_new(struct pflex_alloc_ctx **ret_ctx) {
+  if (!ret_ctx) return -EINVAL;
+  struct pflex_alloc_ctx *c = calloc(1, sizeof *c);
+  if (!c) return -ENOMEM;
+  *ret_ctx = c;
+  return 0;
+}
+
+void pflex_alloc_ctx_free(struct pflex_alloc_ctx *ctx) {
+  if (!ctx) return;
+  hull_cache_release(&ctx->hulls);
+  free(ctx);
+}
+
+/* Samples job j's curve on [lo, hi] (knots as in knots_of) and writes the
+ * segments of its weighted upper hull that gain throughput, steepest first,
+ * to out (room for knots + points + 2): their number. */
+static size_t hull_segments(const struct pflex_alloc_job *j, double lo, double hi, unsigned knots,
+                            double *xs, double *ys, struct hullpt *hp, struct seg *out) {
+  size_t nk;
+  if (pflex_curve_kind(j->curve) == PFLEX_CURVE_PARAMETRIC) {
+    /* Knots uniform in clock: exact points of the curve, cheaply. */
+    nk = knots;
+    pflex_curve_sample(j->curve, lo, hi, nk, xs, ys);
+    for (size_t m = 0; m < nk; m++)
+      hp[m] = (struct hullpt){xs[m], j->weight * ys[m]};
+    /* Rounding in the clock round trip must not unsort the knots. */
+    size_t u = 0;
+    for (size_t m = 0; m < nk; m++)
+      if (u == 0 || hp[m].x > hp[u - 1].x) hp[u++] = hp[m];
+    nk = u;
+  } else {
+    nk = knots_of(j->curve, lo, hi, knots, xs);
+    for (size_t m = 0; m < nk; m++)
+      hp[m] = (struct hullpt){xs[m], j->weight * pflex_curve_eval(j->curve, xs[m])};
+  }
+  size_t nh = upper_hull(hp, nk), ns = 0;
+  for (size_t m = 0; m + 1 < nh; m++) {
+    double dp = hp[m + 1].x - hp[m].x, slope = (hp[m + 1].y - hp[m].y) / dp;
+    if (!(slope > 0)) break; /* flat from here: power without gain */
+    out[ns++] = (struct seg){slope, dp};
+  }
+  return ns;
+}
+
+/* One greedy pass's hulls: job i's segments js[i][0..jn[i]), steepest first;
+ * jobs with the same hull key share one (distinct hull d: its first job
+ * rep[d], mult[d] jobs). Hulls sampled in this pass live in local, the
+ * context's in its pool. */
+struct pass {
+  const struct seg **js;
+  size_t *jn, *nfull, *rep, nd;
+  double *mult;
+  struct seg *local;
+  size_t nlocal, cap_local;
+};
+
+static void pass_release(struct pass *ps) {
+  free(ps->js);
+  free(ps->jn);
+  free(ps->nfull);
+  free(ps->rep);
+  free(ps->mult);
+  free(ps->local);
+}
+
+/* Finds or samples every job's hull on its window (see struct pass). */
+static int pass_hulls(const struct pflex_alloc_job *jobs, size_t n, const double *wlo,
+                      const double *whi, unsigned knots, struct hull_cache *hc, struct pass *ps) {
   size_t maxk = 0;
   for (size_t i = 0; i < n; i++) {
     size_t np;
-    if (!jobs[i].curve) {
-      free(off);
-      free(nfull);
-      return -EINVAL;
-    }
+    if (!jobs[i].curve) return -EINVAL;
     pflex_curve_points(jobs[i].curve, &np);
     if (knots + np + 2 > maxk) maxk = knots + np + 2;
   }
+  if (hc && hc->nused > 4 * n + 65536) hull_cache_clear(hc);
+  /* first[h]: the first job with a hull key (open addressing); where[i]:
+   * job i's hull, in the pool (from the context) or in local. */
+  size_t nslots = 16, m = n ? n : 1;
+  while (nslots < 2 * n)
+    nslots *= 2;
+  size_t *first = malloc(nslots * sizeof *first), *dist = malloc(m * sizeof *dist);
+  uint64_t *fdig = malloc(nslots * sizeof *fdig); /* first[h]'s digest: no pointer chase */
+  size_t *where = malloc(m * sizeof *where);
+  bool *in_pool = malloc(m * sizeof *in_pool);
   double *xs = malloc(maxk * sizeof *xs), *ys = malloc(maxk * sizeof *ys);
   struct hullpt *hp = malloc(maxk * sizeof *hp);
-  /* Jobs often share a curve (a workload of many jobs of a few types): the
-   * last job seen with each curve, by an open-addressing hash on the
-   * pointer, so that a job with the same curve, bounds and weight copies its
-   * segments instead of sampling the curve again (same values, bit for bit). */
-  size_t nhash = 16;
-  while (nhash < 2 * n)
-    nhash *= 2;
-  size_t *hash = malloc(nhash * sizeof *hash);
+  ps->js = malloc(m * sizeof *ps->js);
+  ps->jn = calloc(m, sizeof *ps->jn);
+  ps->nfull = calloc(m, sizeof *ps->nfull);
+  ps->rep = malloc(m * sizeof *ps->rep);
+  ps->mult = malloc(m * sizeof *ps->mult);
   int err = -ENOMEM;
-  if (!off || !nfull || !xs || !ys || !hp || !hash) goto out;
-  for (size_t h = 0; h < nhash; h++)
-    hash[h] = SIZE_MAX;
+  if (!first || !fdig || !dist || !where || !in_pool || !xs || !ys || !hp || !ps->js || !ps->jn ||
+      !ps->nfull || !ps->rep || !ps->mult)
+    goto out;
+  for (size_t h = 0; h < nslots; h++)
+    first[h] = SIZE_MAX;
   for (size_t i = 0; i < n; i++) {
-    off[i] = ns;
-    p[i] = wlo[i];
     if (!(whi[i] > wlo[i]) || !(jobs[i].weight > 0)) continue;
-    size_t h = (size_t)(((uintptr_t)jobs[i].curve >> 4) * 0x9E3779B97F4A7C15ull) & (nhash - 1);
-    while (hash[h] != SIZE_MAX && jobs[hash[h]].curve != jobs[i].curve)
-      h = (h + 1) & (nhash - 1);
-    size_t j = hash[h];
-    hash[h] = i;
-    if (j != SIZE_MAX && wlo[j] == wlo[i] && whi[j] == whi[i] &&
-        jobs[j].weight == jobs[i].weight) {
-      size_t len = off[j + 1] - off[j];
-      if (ns + len > cap) {
-        size_t nc = cap ? 2 * cap : 1024;
-        while (nc < ns + len)
-          nc *= 2;
-        struct seg *t = realloc(segs, nc * sizeof *t);
-        if (!t) goto out;
-        segs = t;
-        cap = nc;
-      }
-      memcpy(&segs[ns], &segs[off[j]], len * sizeof *segs);
-      ns += len;
+    struct hull_key key = {pflex_curve_digest(jobs[i].curve), wlo[i], whi[i], jobs[i].weight,
+                           knots};
+    size_t h = key_slot(&key, nslots);
+    for (; first[h] != SIZE_MAX; h = (h + 1) & (nslots - 1)) {
+      size_t j = first[h];
+      if (fdig[h] == key.digest && wlo[j] == wlo[i] && whi[j] == whi[i] &&
+          jobs[j].weight == jobs[i].weight)
+        break;
+    }
+    if (first[h] != SIZE_MAX) { /* as an earlier job of this pass */
+      size_t j = first[h];
+      where[i] = where[j], in_pool[i] = in_pool[j], ps->jn[i] = ps->jn[j];
+      ps->mult[dist[i] = dist[j]]++;
       continue;
     }
-    size_t nk;
-    if (pflex_curve_kind(jobs[i].curve) == PFLEX_CURVE_PARAMETRIC) {
-      /* Knots uniform in clock: exact points of the curve, cheaply. */
-      nk = knots;
-      pflex_curve_sample(jobs[i].curve, wlo[i], whi[i], nk, xs, ys);
-      for (size_t m = 0; m < nk; m++)
-        hp[m] = (struct hullpt){xs[m], jobs[i].weight * ys[m]};
-      /* Rounding in the clock round trip must not unsort the knots. */
-      size_t u = 0;
-      for (size_t m = 0; m < nk; m++)
-        if (u == 0 || hp[m].x > hp[u - 1].x) hp[u++] = hp[m];
-      nk = u;
+    first[h] = i;
+    fdig[h] = key.digest;
+    /* A callback curve's digest names its function, not what it computes
+     * now: it is shared within this pass only, never kept in the context. */
+    bool keep = hc && pflex_curve_kind(jobs[i].curve) != PFLEX_CURVE_CALLBACK;
+    const struct hull_entry *e = keep ? hull_find(hc, &key) : NULL;
+    if (e) {
+      where[i] = e->off, in_pool[i] = true, ps->jn[i] = e->len;
     } else {
-      nk = knots_of(jobs[i].curve, wlo[i], whi[i], knots, xs);
-      for (size_t m = 0; m < nk; m++)
-        hp[m] = (struct hullpt){xs[m], jobs[i].weight * pflex_curve_eval(jobs[i].curve, xs[m])};
+      if (ps->nlocal + maxk > ps->cap_local) {
+        size_t nc = ps->cap_local ? 2 * ps->cap_local : 1024;
+        while (nc < ps->nlocal + maxk)
+          nc *= 2;
+        struct seg *t = realloc(ps->local, nc * sizeof *t);
+        if (!t) goto out;
+        ps->local = t;
+        ps->cap_local = nc;
+      }
+      struct seg *out = &ps->local[ps->nlocal];
+      size_t len = hull_segments(&jobs[i], wlo[i], whi[i], knots, xs, ys, hp, out);
+      if (keep && !hull_put(hc, &key, out, len)) goto out;
+      where[i] = ps->nlocal, in_pool[i] = false, ps->jn[i] = len;
+      ps->nlocal += len;
     }
-    size_t nh = upper_hull(hp, nk);
-    if (ns + nh > cap) {
-      size_t nc = cap ? 2 * cap : 1024;
-      while (nc < ns + nh)
-        nc *= 2;
-      struct seg *t = realloc(segs, nc * sizeof *t);
-      if (!t) goto out;
-      segs = t;
-      cap = nc;
-    }
-    for (size_t m = 0; m + 1 < nh; m++) {
-      double dp = hp[m + 1].x - hp[m].x, slope = (hp[m + 1].y - hp[m].y) / dp;
-      if (!(slope > 0)) break; /* flat from here: power without gain */
-      segs[ns++] = (struct seg){slope, dp};
-    }
+    dist[i] = ps->nd;
+    ps->rep[ps->nd] = i;
+    ps->mult[ps->nd++] = 1;
   }
-  off[n] = ns;
-  work = malloc((ns ? ns : 1) * sizeof *work);
-  if (!work) goto out;
-  if (ns) memcpy(work, segs, ns * sizeof *work); /* segs is NULL when no job has a segment */
-  double lambda = threshold(work, ns, budget);
+  /* Pointers only now: the pool and local may have moved while growing. */
+  for (size_t i = 0; i < n; i++)
+    ps->js[i] = ps->jn[i] ? (in_pool[i] ? hc->pool : ps->local) + where[i] : NULL;
+  err = 0;
+out:
+  free(first);
+  free(fdig);
+  free(dist);
+  free(where);
+  free(in_pool);
+  free(xs);
+  free(ys);
+  free(hp);
+  return err;
+}
+
+/* The threshold slope of the pass: it depends on each slope's total length
+ * only, so a hull shared by m jobs enters once, its lengths times m. */
+static int pass_threshold(const struct pass *ps, double budget, double *ret_lambda) {
+  size_t nw = 0;
+  for (size_t d = 0; d < ps->nd; d++)
+    nw += ps->jn[ps->rep[d]];
+  struct seg *work = malloc((nw ? nw : 1) * sizeof *work);
+  if (!work) return -ENOMEM;
+  nw = 0;
+  for (size_t d = 0; d < ps->nd; d++) {
+    size_t i = ps->rep[d];
+    for (size_t m = 0; m < ps->jn[i]; m++)
+      work[nw++] = (struct seg){ps->js[i][m].slope, ps->js[i][m].dp * ps->mult[d]};
+  }
+  *ret_lambda = threshold(work, nw, budget);
+  free(work);
+  return 0;
+}
+
+/* One greedy pass with job i confined to the window [wlo[i], whi[i]] inside
+ * its bounds; budget is the power above the sum of wlo. hc (may be NULL)
+ * caches hulls across calls. */
+static int greedy(const struct pflex_alloc_job *jobs, size_t n, const struct prep *pr,
+                  const double *wlo, const double *whi, double budget, unsigned knots,
+                  struct hull_cache *hc, double *p, double *ret_gap) {
+  struct pass ps = {0};
+  double lambda;
+  int err = pass_hulls(jobs, n, wlo, whi, knots, hc, &ps);
+  if (!err) err = pass_threshold(&ps, budget, &lambda);
+  if (err) goto out;
+  const struct seg *const *js = ps.js;
+  const size_t *jn = ps.jn;
+  size_t *nfull = ps.nfull;
   /* Take every segment steeper than lambda; segments at exactly lambda share
    * what is left in job order, so at most one job ends inside a segment. */
   double left = budget;
   for (size_t i = 0; i < n; i++) {
+    p[i] = wlo[i];
     nfull[i] = 0;
-    for (size_t m = off[i]; m < off[i + 1] && segs[m].slope > lambda; m++) {
-      p[i] += segs[m].dp;
-      left -= segs[m].dp;
+    for (size_t m = 0; m < jn[i] && js[i][m].slope > lambda; m++) {
+      p[i] += js[i][m].dp;
+      left -= js[i][m].dp;
       nfull[i]++;
     }
   }
   double gap = 0;
   for (size_t i = 0; i < n && left > 0; i++)
-    for (size_t m = off[i] + nfull[i]; m < off[i + 1] && left > 0; m++) {
-      if (segs[m].slope < lambda) break;
-      double take = fmin(segs[m].dp, left);
+    for (size_t m = nfull[i]; m < jn[i] && left > 0; m++) {
+      if (js[i][m].slope < lambda) break;
+      double take = fmin(js[i][m].dp, left);
       p[i] += take;
       left -= take;
-      if (take < segs[m].dp) {
+      if (take < js[i][m].dp) {
         /* Inside a hull segment: the hull may lie above the curve there. */
         double start = p[i] - take;
         double w = jobs[i].weight;
-        double hull = w * pflex_curve_eval(jobs[i].curve, start) + segs[m].slope * take;
+        double hull = w * pflex_curve_eval(jobs[i].curve, start) + js[i][m].slope * take;
         double got = w * pflex_curve_eval(jobs[i].curve, p[i]);
         if (hull - got > gap) {
           gap = hull - got;
           double better;
-          if ((err = repair(jobs, n, segs, off, nfull, p, i, m, take, &better))) goto out;
+          if ((err = repair(jobs, n, js, jn, nfull, p, i, m, take, &better))) goto out;
           gap = fmax(0.0, gap - better);
         }
       } else {
@@ -529,16 +746,8 @@ static int greedy(const struct pflex_alloc_job *jobs, size_t n, const struct pre
   for (size_t i = 0; i < n; i++)
     p[i] = fmin(fmax(p[i], wlo[i]), pr[i].hi);
   *ret_gap = gap;
-  err = 0;
 out:
-  free(hash);
-  free(off);
-  free(nfull);
-  free(xs);
-  free(ys);
-  free(hp);
-  free(segs);
-  free(work);
+  pass_release(&ps);
   return err;
 }
 
@@ -626,25 +835,58 @@ static void fill_row(const struct pflex_alloc_job *jobs, const struct prep *pr, 
 
 #define NONE SIZE_MAX
 
-/* Inserts row x into the top three t of column col (x not in t); ties go to
- * the lower row, as in top3. */
-static void top_insert(const double *col, size_t *t, size_t x) {
-  int at = 3;
-  while (at > 0 && (t[at - 1] == NONE || col[x] > col[t[at - 1]] ||
-                    (col[x] == col[t[at - 1]] && x < t[at - 1])))
-    at--;
-  if (at == 3) return;
-  for (int m = 2; m > at; m--)
-    t[m] = t[m - 1];
-  t[at] = x;
+/* The best rows of a column, in the order (value descending, row ascending):
+ * a true top-n (every other row comes after all of them), n <= LS_TOPK. The
+ * search needs the top three; keeping a few more spares most rescans when a
+ * leader's value falls. */
+#define LS_TOPK 5
+struct topk {
+  size_t r[LS_TOPK];
+  int n;
+};
+
+static bool before(const double *col, size_t a, size_t b) {
+  return col[a] > col[b] || (col[a] == col[b] && a < b);
 }
 
-/* The three best rows of col[0..ns) (NONE where ns < 3). */
-static void top3(const double *col, size_t ns, size_t *t) {
-  t[0] = t[1] = t[2] = NONE;
-  for (size_t s = 0; s < ns; s++)
-    if (t[2] == NONE || col[s] > col[t[2]]) /* rows come in order: a tie stays out */
-      top_insert(col, t, s);
+/* Inserts row x (not in t) where it belongs if it comes before the last kept
+ * row, or if t is known to hold every row so far (complete, while scanning);
+ * past LS_TOPK the last drops out. Otherwise x stays out: its place among the
+ * rows not kept is unknown. */
+static void topk_offer(const double *col, struct topk *t, size_t x, bool complete) {
+  if (!(t->n > 0 && before(col, x, t->r[t->n - 1])) && !(complete && t->n < LS_TOPK)) return;
+  int at = t->n;
+  while (at > 0 && before(col, x, t->r[at - 1]))
+    at--;
+  int end = t->n < LS_TOPK ? t->n : LS_TOPK - 1;
+  for (int m = end; m > at; m--)
+    t->r[m] = t->r[m - 1];
+  t->r[at] = x;
+  if (t->n < LS_TOPK) t->n++;
+}
+
+static void topk_scan(const double *col, size_t ns, struct topk *t) {
+  t->n = 0;
+  for (size_t s = 0; s < ns; s++) /* rows come in order: a tie with the last stays out */
+    if (t->n < LS_TOPK || col[s] > col[t->r[LS_TOPK - 1]]) topk_offer(col, t, s, true);
+}
+
+static void topk_remove(struct topk *t, size_t x) {
+  for (int m = 0; m < t->n; m++)
+    if (t->r[m] == x) {
+      for (int k = m + 1; k < t->n; k++)
+        t->r[k - 1] = t->r[k];
+      t->n--;
+      return;
+    }
+}
+
+#define NONE SIZE_MAX
+
+/* The three best rows (NONE where fewer). */
+static void top3_of(const struct topk *t, size_t *top) {
+  for (int m = 0; m < 3; m++)
+    top[m] = m < t->n ? t->r[m] : NONE;
 }
 
 /* After the hull greedy, moves power between jobs on the curves themselves
@@ -723,8 +965,9 @@ static int local_search(const struct pflex_alloc_job *jobs, size_t n, const stru
     if (in[i]) set[ns++] = i;
   /* Jobs of a workload often share a curve and sit at the same point of it
    * (the greedy puts equal jobs on equal knots): such a job copies the row of
-   * the last one seen (hash on the curve pointer) instead of evaluating the
-   * curve again; same values, bit for bit. */
+   * the first one seen with the same curve, power, bounds and weight (a hash
+   * table on them) instead of evaluating the curve again; same values, bit
+   * for bit. */
   size_t nhash = 16;
   while (nhash < 2 * ns)
     nhash *= 2;
@@ -732,28 +975,33 @@ static int local_search(const struct pflex_alloc_job *jobs, size_t n, const stru
   for (size_t h = 0; h < nhash; h++)
     hash[h] = NONE;
   for (size_t s = 0; s < ns; s++) {
-    const struct pflex_alloc_job *js = &jobs[set[s]];
-    size_t h = (size_t)(((uintptr_t)js->curve >> 4) * 0x9E3779B97F4A7C15ull) & (nhash - 1);
-    while (hash[h] != NONE && jobs[set[hash[h]]].curve != js->curve)
-      h = (h + 1) & (nhash - 1);
-    size_t t = hash[h], i = set[s];
-    hash[h] = s;
-    if (t != NONE) {
-      size_t o = set[t];
-      if (p[o] == p[i] && pr[o].lo == pr[i].lo && pr[o].hi == pr[i].hi &&
-          jobs[o].weight == js->weight) {
-        for (int c = 0; c < 2 * LS_STEPS; c++)
-          tab[c * ns + s] = tab[c * ns + t];
-        continue;
-      }
+    size_t i = set[s];
+    const struct pflex_alloc_job *js = &jobs[i];
+    uint64_t key = mix(mix(mix((uint64_t)(uintptr_t)js->curve, dbits(p[i])), dbits(pr[i].lo)),
+                       dbits(pr[i].hi));
+    size_t h = (size_t)(key ^ (key >> 29)) & (nhash - 1);
+    for (; hash[h] != NONE; h = (h + 1) & (nhash - 1)) {
+      size_t o = set[hash[h]];
+      if (jobs[o].curve == js->curve && p[o] == p[i] && pr[o].lo == pr[i].lo &&
+          pr[o].hi == pr[i].hi && jobs[o].weight == js->weight)
+        break;
     }
+    if (hash[h] != NONE) {
+      for (int c = 0; c < 2 * LS_STEPS; c++)
+        tab[c * ns + s] = tab[c * ns + hash[h]];
+      continue;
+    }
+    hash[h] = s;
     fill_row(jobs, pr, p, f, set, ns, ds, tab, s);
   }
   /* top[c][0..2]: the three best rows of column c (receivers for even c,
    * donors for odd c; NONE when ns < 3), kept up to date as rows change. */
   size_t top[2 * LS_STEPS][3];
-  for (int c = 0; c < 2 * LS_STEPS; c++)
-    top3(&tab[c * ns], ns, top[c]);
+  struct topk best_rows[2 * LS_STEPS];
+  for (int c = 0; c < 2 * LS_STEPS; c++) {
+    topk_scan(&tab[c * ns], ns, &best_rows[c]);
+    top3_of(&best_rows[c], top[c]);
+  }
   double gain = 0;
   for (int round = 0; round < LS_ROUNDS; round++) {
     /* The best move: one receiver and one donor of ds[k]; or one receiver of
@@ -811,16 +1059,13 @@ static int local_search(const struct pflex_alloc_job *jobs, size_t n, const stru
     for (int m = 0; m < nm; m++)
       fill_row(jobs, pr, p, f, set, ns, ds, tab, mv[m]);
     for (int c = 0; c < 2 * LS_STEPS; c++) {
-      size_t *t = top[c];
-      bool lead = false;
+      struct topk *t = &best_rows[c];
       for (int m = 0; m < nm; m++)
-        lead |= t[0] == mv[m] || t[1] == mv[m] || t[2] == mv[m];
-      if (lead) {
-        top3(&tab[c * ns], ns, t); /* a leader changed: rescan */
-      } else {
-        for (int m = 0; m < nm; m++)
-          top_insert(&tab[c * ns], t, mv[m]);
-      }
+        topk_remove(t, mv[m]);
+      for (int m = 0; m < nm; m++)
+        topk_offer(&tab[c * ns], t, mv[m], false);
+      if ((size_t)t->n < (ns < 3 ? ns : 3)) topk_scan(&tab[c * ns], ns, t); /* too few known */
+      top3_of(t, top[c]);
     }
   }
   *ret_gain = gain;
@@ -849,8 +1094,8 @@ static double objective(const struct pflex_alloc_job *jobs, size_t n, const doub
  * only if it is better on the curves themselves, so it never hurts; it is
  * skipped when every curve is piecewise linear (the first pass is exact). */
 static int optimal(const struct pflex_alloc_job *jobs, size_t n, const struct prep *pr,
-                   double target, double min_w, unsigned knots, bool search, double *p,
-                   double *ret_gap) {
+                   double target, double min_w, unsigned knots, bool search, struct hull_cache *hc,
+                   double *p, double *ret_gap) {
   double *lo = calloc(n ? n : 1, sizeof *lo), *hi = calloc(n ? n : 1, sizeof *hi),
          *q = calloc(n ? n : 1, sizeof *q);
   int err = -ENOMEM;
@@ -869,7 +1114,7 @@ static int optimal(const struct pflex_alloc_job *jobs, size_t n, const struct pr
   for (size_t i = 0; i < n && concave && search; i++)
     concave = known_concave(jobs[i].curve);
   double gap;
-  if ((err = greedy(jobs, n, pr, lo, hi, target - min_w, knots, p, &gap))) goto out;
+  if ((err = greedy(jobs, n, pr, lo, hi, target - min_w, knots, hc, p, &gap))) goto out;
   if (!exact) {
     double wsum = 0;
     for (size_t i = 0; i < n; i++) {
@@ -880,7 +1125,7 @@ static int optimal(const struct pflex_alloc_job *jobs, size_t n, const struct pr
     }
     double gap2;
     if (wsum <= target) {
-      if ((err = greedy(jobs, n, pr, lo, hi, target - wsum, knots, q, &gap2))) goto out;
+      if ((err = greedy(jobs, n, pr, lo, hi, target - wsum, knots, hc, q, &gap2))) goto out;
       if (objective(jobs, n, q) > objective(jobs, n, p)) memcpy(p, q, n * sizeof *p);
     }
   }
@@ -961,8 +1206,9 @@ int pflex_alloc_run(const struct pflex_alloc_job *jobs, size_t n,
     for (size_t i = 0; i < n; i++)
       p[i] = pr[i].hi;
   } else if (strategy == PFLEX_ALLOC_OPTIMAL || strategy == PFLEX_ALLOC_ORACLE) {
-    if ((err = optimal(jobs, n, pr, target_w, min_w, knots, !(opts && opts->no_local_search), p,
-                       &gap))) goto out;
+    if ((err = optimal(jobs, n, pr, target_w, min_w, knots, !(opts && opts->no_local_search),
+                       opts && opts->ctx ? &opts->ctx->hulls : NULL, p, &gap)))
+      goto out;
   } else {
     err = -ENOMEM;
     if (!(w = malloc(n * sizeof *w))) goto out;
@@ -971,13 +1217,14 @@ int pflex_alloc_run(const struct pflex_alloc_job *jobs, size_t n,
   }
   enforce_target(p, pr, n, target_w);
   sum.gap_bound = gap;
+  bool skip_tput = opts && opts->skip_tput;
   for (size_t i = 0; i < n; i++) {
     const struct pflex_curve *c = jobs[i].curve;
     struct pflex_alloc_result *r = &results[i];
     r->power_w = p[i];
     r->floor_w = pr[i].lo;
     if (c) {
-      r->tput = pflex_curve_eval(c, p[i]);
+      r->tput = skip_tput ? NAN : pflex_curve_eval(c, p[i]);
       r->cap_w = pflex_curve_cap_for_power(c, p[i], jobs[i].gpus, pr[i].cap_min, pr[i].cap_max);
     } else {
       r->tput = NAN;

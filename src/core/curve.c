@@ -3,6 +3,7 @@
  * callback curves behind one interface, plus fitting and PFI inversion. */
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +26,9 @@ struct pflex_curve {
   struct pflex_curve_point *pts; /* repaired, sorted by power */
   double *xs, *ys;               /* power and throughput arrays for GSL */
   gsl_interp *interp;            /* NULL when n < 2 */
+  double *poly;                  /* Steffen: per interval a, b, c, d of the cubic (steffen_poly) */
+  double *block;                 /* one allocation holding xs, poly, ys and pts */
+  uint64_t digest;               /* pflex_curve_digest */
   bool have_caps;
   bool linear; /* interpolated linearly */
   /* parametric */
@@ -88,6 +92,99 @@ static bool params_valid(const struct pflex_curve_params *q) {
 }
 
 /* ---- construction --------------------------------------------------------- */
+
+/* ---- measured curves: evaluation -------------------------------------------
+ *
+ * Evaluation is the allocator's and the study's inner loop (millions of calls
+ * per run), so measured curves are evaluated here rather than through
+ * gsl_interp_eval (a range check, an indirect call and a search per call).
+ * The interpolant is GSL's and stays bit for bit the same: Steffen's method
+ * (M. Steffen, Astron. Astrophys. 239, 443-450, 1990) as GSL sets it up, its
+ * cubics' coefficients computed by the same expressions in the same order,
+ * and the same interval search; GSL's object still serves derivatives. The
+ * unit tests compare the two on random curves for exact equality. */
+
+static double sign_of(double x, double y) { /* x with the sign of y (x >= 0) */
+  return (x < 0 && y > 0) || (x > 0 && y < 0) ? -x : x;
+}
+
+/* The cubic of interval i, d + t (c + t (b + t a)) with t = x - xs[i], in
+ * poly[4i..4i+3] = a, b, c, d: the slopes at the points are the paper's
+ * (eq. 11; one-sided at the ends), the coefficients its eqs. 2-5. */
+static void steffen_poly(const double *xs, const double *ys, size_t n, double *poly) {
+  double yp_prev = (ys[1] - ys[0]) / (xs[1] - xs[0]);
+  for (size_t i = 0; i + 1 < n; i++) {
+    double yp_next;
+    if (i + 2 < n) {
+      double hi = xs[i + 2] - xs[i + 1], him1 = xs[i + 1] - xs[i];
+      double si = (ys[i + 2] - ys[i + 1]) / hi, sim1 = (ys[i + 1] - ys[i]) / him1;
+      double pi = (sim1 * hi + si * him1) / (him1 + hi);
+      double m = fabs(si) < 0.5 * fabs(pi) ? fabs(si) : 0.5 * fabs(pi);
+      m = fabs(sim1) < m ? fabs(sim1) : m;
+      yp_next = (sign_of(1.0, sim1) + sign_of(1.0, si)) * m;
+    } else {
+      yp_next = (ys[n - 1] - ys[n - 2]) / (xs[n - 1] - xs[n - 2]);
+    }
+    double h = xs[i + 1] - xs[i], s = (ys[i + 1] - ys[i]) / h;
+    poly[4 * i] = (yp_prev + yp_next - 2 * s) / h / h;
+    poly[4 * i + 1] = (3 * s - 2 * yp_prev - yp_next) / h;
+    poly[4 * i + 2] = yp_prev;
+    poly[4 * i + 3] = ys[i];
+    yp_prev = yp_next;
+  }
+}
+
+/* A measured curve with >= 2 points at p in [P_min, P_max]: the interval
+ * found as gsl_interp_bsearch finds it (the last i with xs[i] <= p, at most
+ * n - 2), then GSL's formula for the curve's interpolation type. */
+static double measured_eval(const struct pflex_curve *c, double p) {
+  const double *xs = c->xs, *base = xs;
+  /* Branch-free: the answer stays in [base, base + len), len halving. */
+  size_t len = c->n - 1;
+  while (len > 1) {
+    size_t half = len / 2;
+    base = base[half] <= p ? base + half : base;
+    len -= half;
+  }
+  size_t lo = (size_t)(base - xs);
+  double t = p - xs[lo];
+  if (c->poly) {
+    const double *q = &c->poly[4 * lo];
+    return q[3] + t * (q[2] + t * (q[1] + t * q[0]));
+  }
+  double dx = xs[lo + 1] - xs[lo];
+  return dx > 0.0 ? c->ys[lo] + t / dx * (c->ys[lo + 1] - c->ys[lo]) : c->ys[lo];
+}
+
+/* FNV-1a over n bytes, continuing from h. */
+static uint64_t fnv(uint64_t h, const void *data, size_t n) {
+  const unsigned char *b = data;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ b[i]) * 0x100000001b3ull;
+  return h;
+}
+
+/* The digest of everything that decides what c evaluates to (and its caps). */
+static void set_digest(struct pflex_curve *c) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  h = fnv(h, &c->kind, sizeof c->kind);
+  double b[3] = {c->p_min, c->p_max, c->t_max};
+  h = fnv(h, b, sizeof b);
+  switch (c->kind) {
+  case PFLEX_CURVE_MEASURED:
+    h = fnv(h, &c->n, sizeof c->n);
+    h = fnv(h, &c->linear, sizeof c->linear);
+    h = fnv(h, c->pts, c->n * sizeof *c->pts);
+    break;
+  case PFLEX_CURVE_PARAMETRIC: h = fnv(h, &c->par, sizeof c->par); break;
+  case PFLEX_CURVE_CALLBACK: h = fnv(h, &c->fn, sizeof c->fn); break;
+  }
+  c->digest = h;
+}
+
+uint64_t pflex_curve_digest(const struct pflex_curve *c) {
+  return c->digest;
+}
 
 static struct pflex_curve *curve_alloc(enum pflex_curve_kind kind) {
   struct pflex_curve *c = calloc(1, sizeof *c);
@@ -178,23 +275,38 @@ static int make_monotone(struct pflex_curve_point *p, size_t m, const double *w,
   return 0;
 }
 
-/* The interpolant through the curve's m >= 2 points: Steffen (monotone)
- * unless linear is asked for or there are only two. */
-static int build_interp(struct pflex_curve *c, enum pflex_curve_interp interp) {
-  size_t m = c->n;
-  c->xs = malloc(m * sizeof *c->xs);
-  c->ys = malloc(m * sizeof *c->ys);
-  if (!c->xs || !c->ys) return -ENOMEM;
+/* The curve's storage and interpolant for its m sorted, monotone points p:
+ * one block for what evaluation reads, in the order it reads it (xs, the
+ * cubics, ys), then the points, so that a curve costs fewer cache misses when
+ * there are a million of them. Steffen (monotone) unless linear is asked for
+ * or there are only two points. */
+static int build_interp(struct pflex_curve *c, const struct pflex_curve_point *p, size_t m,
+                        enum pflex_curve_interp interp) {
+  bool steffen = m >= 3 && interp != PFLEX_INTERP_LINEAR;
+  size_t npoly = steffen ? 4 * (m - 1) : 0;
+  double *block = malloc((2 * m + npoly) * sizeof *block + m * sizeof *c->pts);
+  if (!block) return -ENOMEM;
+  c->block = block;
+  c->xs = block;
+  c->poly = steffen ? block + m : NULL;
+  c->ys = block + m + npoly;
+  c->pts = (struct pflex_curve_point *)(c->ys + m);
+  memcpy(c->pts, p, m * sizeof *p);
+  c->n = m;
+  c->p_min = c->pts[0].power_w;
+  c->p_max = c->pts[m - 1].power_w;
+  c->t_max = c->pts[m - 1].tput;
   for (size_t i = 0; i < m; i++) {
     c->xs[i] = c->pts[i].power_w;
     c->ys[i] = c->pts[i].tput;
   }
-  const gsl_interp_type *type =
-      (interp == PFLEX_INTERP_LINEAR || m < 3) ? gsl_interp_linear : gsl_interp_steffen;
-  c->linear = type == gsl_interp_linear;
-  c->interp = gsl_interp_alloc(type, m);
+  if (m < 2) return 0;
+  c->linear = !steffen;
+  c->interp = gsl_interp_alloc(steffen ? gsl_interp_steffen : gsl_interp_linear, m);
   if (!c->interp) return -ENOMEM;
-  return gsl_interp_init(c->interp, c->xs, c->ys, m) == GSL_SUCCESS ? 0 : -EINVAL;
+  if (gsl_interp_init(c->interp, c->xs, c->ys, m) != GSL_SUCCESS) return -EINVAL;
+  if (steffen) steffen_poly(c->xs, c->ys, m, c->poly);
+  return 0;
 }
 
 int pflex_curve_new_measured(const struct pflex_curve_point *points, size_t n,
@@ -213,15 +325,7 @@ int pflex_curve_new_measured(const struct pflex_curve_point *points, size_t n,
     qsort(p, n, sizeof *p, cmp_point);
     size_t m = merge_equal_powers(p, n, w);
     err = make_monotone(p, m, w, tmp, &c->have_caps);
-    if (!err) {
-      c->pts = p;
-      p = NULL;
-      c->n = m;
-      c->p_min = c->pts[0].power_w;
-      c->p_max = c->pts[m - 1].power_w;
-      c->t_max = c->pts[m - 1].tput;
-      if (m >= 2) err = build_interp(c, interp);
-    }
+    if (!err) err = build_interp(c, p, m, interp);
   }
   free(p);
   free(w);
@@ -230,6 +334,7 @@ int pflex_curve_new_measured(const struct pflex_curve_point *points, size_t n,
     pflex_curve_free(c);
     return err;
   }
+  set_digest(c);
   *ret_curve = c;
   return 0;
 }
@@ -245,6 +350,7 @@ int pflex_curve_new_parametric(const struct pflex_curve_params *params, double p
   c->p_min = p_min;
   c->p_max = p_max;
   c->t_max = t_max;
+  set_digest(c);
   *ret_curve = c;
   return 0;
 }
@@ -258,6 +364,7 @@ int pflex_curve_new_callback(const struct pflex_curve_fn *fn, double p_min, doub
   c->p_min = p_min;
   c->p_max = p_max;
   c->t_max = fn->eval(fn->ctx, p_max);
+  set_digest(c);
   *ret_curve = c;
   return 0;
 }
@@ -265,9 +372,7 @@ int pflex_curve_new_callback(const struct pflex_curve_fn *fn, double p_min, doub
 void pflex_curve_free(struct pflex_curve *curve) {
   if (!curve) return;
   if (curve->interp) gsl_interp_free(curve->interp);
-  free(curve->xs);
-  free(curve->ys);
-  free(curve->pts);
+  free(curve->block); /* xs, poly, ys and pts */
   free(curve);
 }
 
@@ -299,7 +404,7 @@ double pflex_curve_eval(const struct pflex_curve *c, double p) {
   switch (c->kind) {
   case PFLEX_CURVE_MEASURED:
     if (!c->interp) return c->pts[0].tput;
-    return gsl_interp_eval(c->interp, c->xs, c->ys, p, NULL);
+    return measured_eval(c, p);
   case PFLEX_CURVE_PARAMETRIC:
     return c->t_max * par_tput_rel(&c->par, par_clock(&c->par, p / c->p_max));
   case PFLEX_CURVE_CALLBACK: return c->fn.eval(c->fn.ctx, p);

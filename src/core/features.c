@@ -134,11 +134,9 @@ static int util_fraction(const struct pflex_runset *set, size_t i, const char *n
   if (v < 0 || v > 100)
     return pflex_diag_set(diag, -ERANGE, "", set->runs[i].line, name,
                           "%g is not a utilization (0-1 or 0-100)", v);
-  bool percent = false;
-  for (size_t r = 0; r < set->n && !percent; r++) {
-    double w;
-    if (pflex_runset_metric(set, r, name, &w) == 0 && w > 1.0) percent = true;
-  }
+  size_t k;
+  bool percent =
+      pflex_runset_find_column(set, name, &k) == 0 && pflex_runset_column_over_one(set, k);
   *ret = percent ? v / 100.0 : v;
   return 0;
 }

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,7 @@ void pflex_runset_release(struct pflex_runset *set) {
     free(set->extra_names[k]);
   free(set->extra_names);
   free(set->source);
+  free(set->over_one);
   pflex_runset_init(set);
 }
 
@@ -51,8 +53,14 @@ int pflex_runset_find_column(const struct pflex_runset *set, const char *name, s
   return -ENOENT;
 }
 
+static void drop_cache(struct pflex_runset *set) {
+  free(set->over_one);
+  set->over_one = NULL;
+}
+
 int pflex_runset_add_column(struct pflex_runset *set, const char *name, size_t *ret_index) {
   if (pflex_runset_find_column(set, name, ret_index) == 0) return 0;
+  drop_cache(set);
   char *copy = strdup(name);
   char **names = copy ? realloc(set->extra_names, (set->nextra + 1) * sizeof *names) : NULL;
   if (!names) {
@@ -82,6 +90,7 @@ int pflex_runset_add_column(struct pflex_runset *set, const char *name, size_t *
 
 int pflex_runset_append(struct pflex_runset *set, const struct pflex_run *run) {
   if (!run->group || !run->gpu) return -EINVAL;
+  drop_cache(set);
   if (set->n == set->cap_runs) {
     size_t cap = set->cap_runs ? 2 * set->cap_runs : 64;
     struct pflex_run *runs = realloc(set->runs, cap * sizeof *runs);
@@ -117,16 +126,14 @@ int pflex_runset_set_extra(struct pflex_runset *set, size_t i, const char *name,
   if (err) return err;
   char *v = strdup(value ? value : "");
   if (!v) return -ENOMEM;
+  drop_cache(set);
   free(set->runs[i].extra[k]);
   set->runs[i].extra[k] = v;
   return 0;
 }
 
-int pflex_runset_metric(const struct pflex_runset *set, size_t i, const char *name, double *ret) {
-  if (i >= set->n) return -EINVAL;
-  size_t k;
-  if (pflex_runset_find_column(set, name, &k)) return -ENOENT;
-  const char *s = set->runs[i].extra[k];
+/* A cell as a finite number: 0, -ENODATA when empty, -EINVAL when not a number. */
+static int parse_cell(const char *s, double *ret) {
   if (!s || !*s) return -ENODATA;
   char *end;
   errno = 0;
@@ -138,45 +145,119 @@ int pflex_runset_metric(const struct pflex_runset *set, size_t i, const char *na
   return 0;
 }
 
+int pflex_runset_metric(const struct pflex_runset *set, size_t i, const char *name, double *ret) {
+  if (i >= set->n) return -EINVAL;
+  size_t k;
+  if (pflex_runset_find_column(set, name, &k)) return -ENOENT;
+  return parse_cell(set->runs[i].extra[k], ret);
+}
+
+bool pflex_runset_column_over_one(const struct pflex_runset *set, size_t k) {
+  if (k >= set->nextra) return false;
+  /* The cache is the runset's own, filled on demand: casting const away is
+   * sound (no runset is defined const) and changes nothing a caller sees. */
+  struct pflex_runset *s = (struct pflex_runset *)set;
+  if (!s->over_one) s->over_one = calloc(set->nextra, 1);
+  if (s->over_one && s->over_one[k]) return s->over_one[k] == 2;
+  bool over = false;
+  for (size_t i = 0; i < set->n && !over; i++) {
+    double v;
+    over = parse_cell(set->runs[i].extra[k], &v) == 0 && v > 1.0;
+  }
+  if (s->over_one) s->over_one[k] = over ? 2 : 1;
+  return over;
+}
+
+/* FNV-1a: group names are short strings; the table below needs only a
+ * well-spread hash, not a keyed one (a runs file is the user's own). */
+static size_t name_hash(const char *s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (; *s; s++)
+    h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+  return (size_t)(h ^ (h >> 29));
+}
+
+/* Sorts a group's run indexes by cap ascending, equal caps in index order (as
+ * pflex__sort_index): insertion sort for the usual few runs, else that. */
+static int sort_by_cap(size_t *idx, size_t n, const struct pflex_run *runs) {
+  if (n > 16)
+    return pflex__sort_index(idx, n, runs, sizeof *runs, offsetof(struct pflex_run, cap_w));
+  for (size_t k = 1; k < n; k++) {
+    size_t v = idx[k], m = k;
+    while (m > 0 && (runs[idx[m - 1]].cap_w > runs[v].cap_w ||
+                     (runs[idx[m - 1]].cap_w == runs[v].cap_w && idx[m - 1] > v))) {
+      idx[m] = idx[m - 1];
+      m--;
+    }
+    idx[m] = v;
+  }
+  return 0;
+}
+
+/* owner[i] = the group of run i, groups numbered in order of first appearance,
+ * by an open-addressing hash table of group names: expected linear time. */
+static int assign_owners(const struct pflex_runset *set, size_t *owner, size_t *ret_ng,
+                         size_t **ret_first) {
+  size_t nslots = 16;
+  while (nslots < 2 * set->n)
+    nslots *= 2;
+  size_t *slot = malloc(nslots * sizeof *slot);
+  size_t *first = malloc((set->n ? set->n : 1) * sizeof *first); /* group -> its first run */
+  if (!slot || !first) {
+    free(slot);
+    free(first);
+    return -ENOMEM;
+  }
+  for (size_t h = 0; h < nslots; h++)
+    slot[h] = SIZE_MAX;
+  size_t ng = 0;
+  for (size_t i = 0; i < set->n; i++) {
+    const char *name = set->runs[i].group;
+    size_t h = name_hash(name) & (nslots - 1);
+    while (slot[h] != SIZE_MAX && strcmp(set->runs[first[slot[h]]].group, name) != 0)
+      h = (h + 1) & (nslots - 1);
+    if (slot[h] == SIZE_MAX) {
+      slot[h] = ng;
+      first[ng++] = i;
+    }
+    owner[i] = slot[h];
+  }
+  free(slot);
+  *ret_ng = ng;
+  *ret_first = first;
+  return 0;
+}
+
 int pflex_runset_groups(const struct pflex_runset *set, struct pflex_group **ret_groups,
                         size_t *ret_n) {
   struct pflex_group *g = NULL;
-  size_t ng = 0;
+  size_t ng = 0, *first = NULL;
   size_t *owner = malloc((set->n ? set->n : 1) * sizeof *owner);
   if (!owner) return -ENOMEM;
-  for (size_t i = 0; i < set->n; i++) {
-    size_t j;
-    for (j = 0; j < ng; j++)
-      if (strcmp(g[j].name, set->runs[i].group) == 0) break;
-    if (j == ng) {
-      struct pflex_group *ng2 = realloc(g, (ng + 1) * sizeof *g);
-      if (!ng2) goto fail;
-      g = ng2;
-      g[ng] = (struct pflex_group){.name = set->runs[i].group};
-      ng++;
-    }
-    owner[i] = j;
-    g[j].n++;
-  }
+  if (assign_owners(set, owner, &ng, &first)) goto fail;
+  if (!(g = calloc(ng ? ng : 1, sizeof *g))) goto fail;
+  for (size_t j = 0; j < ng; j++)
+    g[j].name = set->runs[first[j]].group;
+  for (size_t i = 0; i < set->n; i++)
+    g[owner[i]].n++;
   for (size_t j = 0; j < ng; j++) {
-    g[j].runs = malloc(g[j].n * sizeof *g[j].runs);
-    if (!g[j].runs) goto fail;
+    if (!(g[j].runs = malloc(g[j].n * sizeof *g[j].runs))) goto fail;
     g[j].n = 0;
   }
   for (size_t i = 0; i < set->n; i++)
     g[owner[i]].runs[g[owner[i]].n++] = i;
   for (size_t j = 0; j < ng; j++) {
-    if (pflex__sort_index(g[j].runs, g[j].n, set->runs, sizeof *set->runs,
-                          offsetof(struct pflex_run, cap_w)))
-      goto fail;
+    if (sort_by_cap(g[j].runs, g[j].n, set->runs)) goto fail;
     g[j].uncapped = g[j].runs[g[j].n - 1];
   }
   free(owner);
+  free(first);
   *ret_groups = g;
   *ret_n = ng;
   return 0;
 fail:
   free(owner);
+  free(first);
   pflex_groups_free(g, ng);
   return -ENOMEM;
 }

@@ -124,6 +124,9 @@ static void study_release(struct study *s) {
   free(s->lines);
 }
 
+/* The most template curves one predicted data-shape curve averages over. */
+#define STUDY_MAX_TEMPLATES 512
+
 /* The refinement module's view of group gi under prediction set k: its
  * bounds, its predicted PFI and the curves that may shape it
  * (pflex_study_predset), collected into tmpl. */
@@ -132,11 +135,17 @@ static struct pflex_refine_job refine_job(const struct study *s, size_t k, size_
   const struct pflex_study_predset *ps = &s->preds[k];
   const struct pflex_study_group *g = &s->g[gi];
   size_t nt = 0;
+  /* Past STUDY_MAX_TEMPLATES candidates, every k-th (a systematic sample
+   * across the file) so that the shapes cost linear time in groups, not
+   * quadratic; up to that many all are used, as always. */
+  size_t nall = ps->templates ? ps->ntemplates : s->ng;
+  size_t stride =
+      nall > STUDY_MAX_TEMPLATES ? (nall + STUDY_MAX_TEMPLATES - 1) / STUDY_MAX_TEMPLATES : 1;
   if (ps->templates) {
-    for (size_t j = 0; j < ps->ntemplates; j++)
+    for (size_t j = 0; j < ps->ntemplates; j += stride)
       tmpl[nt++] = ps->templates[j];
   } else {
-    for (size_t j = 0; j < s->ng; j++)
+    for (size_t j = 0; j < s->ng; j += stride)
       if (!ps->fold || ps->fold[j] != ps->fold[gi]) tmpl[nt++] = s->g[j].curve;
   }
   bool family = s->o->shape == PFLEX_STUDY_SHAPE_FAMILY;
@@ -223,7 +232,8 @@ struct work {
   struct pflex_alloc_result *r;
   struct pflex_refine **ref; /* closed loop: per job */
   double *tl;                /* per line: this workload's throughput; then rounds + 1 */
-  struct pflex_alloc_opts ao;
+  struct pflex_alloc_opts ao, ao_powers; /* ao_powers: ao with skip_tput */
+  struct pflex_alloc_ctx *actx;
 };
 
 static void work_free(struct work *w, size_t n) {
@@ -236,6 +246,7 @@ static void work_free(struct work *w, size_t n) {
   free(w->r);
   free(w->ref);
   free(w->tl);
+  pflex_alloc_ctx_free(w->actx);
 }
 
 static int work_alloc(struct work *w, const struct study *s) {
@@ -246,8 +257,15 @@ static int work_alloc(struct work *w, const struct study *s) {
   w->r = calloc(n, sizeof *w->r);
   w->ref = calloc(n, sizeof *w->ref);
   w->tl = calloc(s->nlines + s->o->rounds + 1, sizeof *w->tl);
-  w->ao = (struct pflex_alloc_opts){.knots = s->o->knots};
-  return w->gi && w->jt && w->jp && w->r && w->ref && w->tl ? 0 : -ENOMEM;
+  if (!(w->gi && w->jt && w->jp && w->r && w->ref && w->tl)) return -ENOMEM;
+  /* One allocator context for the whole run: the same curves come back in
+   * every workload and cut, their hulls are sampled once (same results). */
+  int err = pflex_alloc_ctx_new(&w->actx);
+  w->ao = (struct pflex_alloc_opts){.knots = s->o->knots, .ctx = w->actx};
+  /* optimal's powers only: its throughput is read on the true curves. */
+  w->ao_powers = w->ao;
+  w->ao_powers.skip_tput = true;
+  return err;
 }
 
 /* Draws one workload's jobs for scenario sc. */
@@ -296,7 +314,7 @@ static int run_optimal(const struct study *s, struct work *w, size_t k, double t
     w->jp[j] = w->jt[j];
     w->jp[j].curve = s->pcurve[k * s->ng + w->gi[j]];
   }
-  int err = pflex_alloc_run(w->jp, n, PFLEX_ALLOC_OPTIMAL, target, &w->ao, w->r, &sum);
+  int err = pflex_alloc_run(w->jp, n, PFLEX_ALLOC_OPTIMAL, target, &w->ao_powers, w->r, &sum);
   if (err) return err;
   t[0] = true_tput(s, w);
   struct pflex_refine_opts ro = {
@@ -314,7 +332,7 @@ static int run_optimal(const struct study *s, struct work *w, size_t k, double t
       if ((err = pflex_refine_observe(w->ref[j], pw, obs))) return err;
       w->jp[j].curve = pflex_refine_curve(w->ref[j]);
     }
-    if ((err = pflex_alloc_run(w->jp, n, PFLEX_ALLOC_OPTIMAL, target, &w->ao, w->r, &sum)))
+    if ((err = pflex_alloc_run(w->jp, n, PFLEX_ALLOC_OPTIMAL, target, &w->ao_powers, w->r, &sum)))
       return err;
     t[round] = true_tput(s, w);
   }

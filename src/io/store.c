@@ -11,6 +11,7 @@
  * SQLITE_BUSY halfway through, where the timeout does not help. */
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -383,13 +384,18 @@ static void group_row_to_run(sqlite3_stmt *st, struct pflex_run *r) {
   r->grad_ckpt = sqlite3_column_int(st, GC_GRAD_CKPT) != 0;
 }
 
+/* Extra columns stored per INSERT statement: one statement per run for the
+ * usual dozen or two (far below SQLite's 32766 bound parameters). */
+#define EXTRA_ROWS 64
+
 /* Statements of one put_runs call, prepared once and reset per row. */
 struct put_ctx {
   struct pflex_store *s;
   const char *src; /* file the runs came from (their lines count there), else the store */
   const struct pflex_runset *set;
   struct pflex_diag *diag;
-  sqlite3_stmt *find_group, *delete_group, *insert_group, *touch_group, *insert_run, *insert_extra;
+  sqlite3_stmt *find_group, *delete_group, *insert_group, *touch_group, *insert_run, *insert_extra,
+      *insert_extra_tail;
 };
 
 static int step_done(struct put_ctx *c, sqlite3_stmt *st, const char *what) {
@@ -439,16 +445,40 @@ static int insert_run(struct put_ctx *c, sqlite3_int64 group_id, size_t i) {
                           "group '%s' already has a run at cap %g W", r->group, r->cap_w);
   if (rc != SQLITE_DONE) return sql_fail(c->s, rc, c->diag, "cannot store a run");
   sqlite3_int64 run_id = sqlite3_last_insert_rowid(c->s->db);
-  for (size_t k = 0; k < c->set->nextra; k++) {
-    st = c->insert_extra;
-    sqlite3_bind_int64(st, 1, run_id);
-    sqlite3_bind_int64(st, 2, (sqlite3_int64)k);
-    sqlite3_bind_text(st, 3, c->set->extra_names[k], -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 4, r->extra && r->extra[k] ? r->extra[k] : "", -1, SQLITE_TRANSIENT);
-    int err = step_done(c, st, "cannot store an extra column");
-    if (err) return err;
+  /* The extras in statements of EXTRA_ROWS rows (the last one shorter):
+   * every parameter is bound anew, the strings outlive the step, so no
+   * copies and no clearing (an import writes millions of these). */
+  for (size_t k0 = 0; k0 < c->set->nextra; k0 += EXTRA_ROWS) {
+    size_t rows = c->set->nextra - k0 < EXTRA_ROWS ? c->set->nextra - k0 : EXTRA_ROWS;
+    st = rows == EXTRA_ROWS ? c->insert_extra : c->insert_extra_tail;
+    for (size_t m = 0; m < rows; m++) {
+      size_t k = k0 + m;
+      int b = 4 * (int)m;
+      sqlite3_bind_int64(st, b + 1, run_id);
+      sqlite3_bind_int64(st, b + 2, (sqlite3_int64)k);
+      sqlite3_bind_text(st, b + 3, c->set->extra_names[k], -1, SQLITE_STATIC);
+      sqlite3_bind_text(st, b + 4, r->extra && r->extra[k] ? r->extra[k] : "", -1, SQLITE_STATIC);
+    }
+    rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) return sql_fail(c->s, rc, c->diag, "cannot store an extra column");
   }
   return 0;
+}
+
+/* "INSERT INTO run_extras ... VALUES (?, ?, ?, ?), ..." for rows rows (1 <= rows <= EXTRA_ROWS). */
+static int prepare_extras(struct pflex_store *s, size_t rows, sqlite3_stmt **st,
+                          struct pflex_diag *diag) {
+  static const char head[] = "INSERT INTO run_extras (run_id, position, name, value) VALUES ";
+  char sql[sizeof head + EXTRA_ROWS * 16];
+  size_t len = sizeof head - 1;
+  memcpy(sql, head, len);
+  for (size_t m = 0; m < rows; m++) {
+    memcpy(sql + len, m ? ",(?,?,?,?)" : "(?,?,?,?)", m ? 10 : 9);
+    len += m ? 10 : 9;
+  }
+  sql[len] = '\0';
+  return prepare(s, sql, st, diag);
 }
 
 /* Stores one sweep group (runs indexes idx[0..n)) inside the open transaction. */
@@ -522,6 +552,11 @@ static int put_group(struct put_ctx *c, const size_t *idx, size_t n, enum pflex_
   return 0;
 }
 
+static int cmp_size(const void *a, const void *b) {
+  size_t x = *(const size_t *)a, y = *(const size_t *)b;
+  return (x > y) - (x < y);
+}
+
 int pflex_store_put_runs(struct pflex_store *store, const struct pflex_runset *set,
                          enum pflex_store_put_mode mode, struct pflex_store_put_result *ret_result,
                          struct pflex_diag *diag) {
@@ -560,16 +595,20 @@ int pflex_store_put_runs(struct pflex_store *store, const struct pflex_runset *s
                   "INSERT INTO runs (group_id, cap_w, power_w, tput, power_sd, tput_sd,"
                   " source_line) VALUES (?, ?, ?, ?, ?, ?, ?)",
                   &c.insert_run, diag);
-  if (!err)
-    err =
-        prepare(store, "INSERT INTO run_extras (run_id, position, name, value) VALUES (?, ?, ?, ?)",
-                &c.insert_extra, diag);
+  size_t tail = set->nextra % EXTRA_ROWS;
+  if (!err && set->nextra >= EXTRA_ROWS)
+    err = prepare_extras(store, EXTRA_ROWS, &c.insert_extra, diag);
+  if (!err && tail) err = prepare_extras(store, tail, &c.insert_extra_tail, diag);
+  /* A page cache of up to 64 MiB (allocated as used) for the import: with
+   * SQLite's 2 MiB default a large import spills dirty pages to the file
+   * mid-transaction, each spill syncing the journal first. */
+  if (!err) err = exec(store, "PRAGMA cache_size = -65536", diag, "cannot size the page cache");
   if (!err) err = exec(store, "BEGIN IMMEDIATE", diag, "cannot start a transaction");
   for (size_t g = 0; !err && g < ngroups; g++) {
     /* File order within the group, not the cap order pflex_runset_groups gives. */
-    size_t n = 0;
-    for (size_t i = 0; i < set->n; i++)
-      if (strcmp(set->runs[i].group, groups[g].name) == 0) idx[n++] = i;
+    size_t n = groups[g].n;
+    memcpy(idx, groups[g].runs, n * sizeof *idx);
+    qsort(idx, n, sizeof *idx, cmp_size);
     err = put_group(&c, idx, n, mode, &res);
   }
   if (!err) err = exec(store, "COMMIT", diag, "cannot commit");
@@ -581,6 +620,7 @@ out:
   sqlite3_finalize(c.touch_group);
   sqlite3_finalize(c.insert_run);
   sqlite3_finalize(c.insert_extra);
+  sqlite3_finalize(c.insert_extra_tail);
   free(idx);
   pflex_groups_free(groups, ngroups);
   if (!err && ret_result) *ret_result = res;
@@ -589,39 +629,51 @@ out:
 
 /* ---- reading runs ---- */
 
-static int append_group_runs(struct pflex_store *s, sqlite3_stmt *runs_st, sqlite3_stmt *extras_st,
+/* Appends the runs of group group_id, each with its extra columns, read by
+ * one indexed query (runs joined with their extras, in run and column order). */
+static int append_group_runs(struct pflex_store *s, sqlite3_stmt *runs_st,
                              const struct pflex_run *proto, sqlite3_int64 group_id,
                              struct pflex_runset *out, struct pflex_diag *diag) {
   sqlite3_bind_int64(runs_st, 1, group_id);
   int rc, err = 0;
+  sqlite3_int64 last = 0; /* run ids are >= 1 */
   while (!err && (rc = sqlite3_step(runs_st)) == SQLITE_ROW) {
-    struct pflex_run r = *proto;
-    r.extra = NULL;
-    r.line = 0; /* the runs do not come from a file here */
-    r.cap_w = sqlite3_column_double(runs_st, 1);
-    r.power_w = sqlite3_column_double(runs_st, 2);
-    r.tput = sqlite3_column_double(runs_st, 3);
-    if (sqlite3_column_type(runs_st, 4) != SQLITE_NULL) {
-      r.have |= PFLEX_RUN_POWER_SD;
-      r.power_sd = sqlite3_column_double(runs_st, 4);
+    sqlite3_int64 id = sqlite3_column_int64(runs_st, 0);
+    if (id != last) {
+      last = id;
+      struct pflex_run r = *proto;
+      r.extra = NULL;
+      r.line = 0; /* the runs do not come from a file here */
+      r.cap_w = sqlite3_column_double(runs_st, 1);
+      r.power_w = sqlite3_column_double(runs_st, 2);
+      r.tput = sqlite3_column_double(runs_st, 3);
+      if (sqlite3_column_type(runs_st, 4) != SQLITE_NULL) {
+        r.have |= PFLEX_RUN_POWER_SD;
+        r.power_sd = sqlite3_column_double(runs_st, 4);
+      }
+      if (sqlite3_column_type(runs_st, 5) != SQLITE_NULL) {
+        r.have |= PFLEX_RUN_TPUT_SD;
+        r.tput_sd = sqlite3_column_double(runs_st, 5);
+      }
+      if ((err = pflex_runset_append(out, &r))) break;
     }
-    if (sqlite3_column_type(runs_st, 5) != SQLITE_NULL) {
-      r.have |= PFLEX_RUN_TPUT_SD;
-      r.tput_sd = sqlite3_column_double(runs_st, 5);
-    }
-    err = pflex_runset_append(out, &r);
-    if (err) break;
-    size_t i = out->n - 1;
-    sqlite3_bind_int64(extras_st, 1, sqlite3_column_int64(runs_st, 0));
-    while (!err && (rc = sqlite3_step(extras_st)) == SQLITE_ROW)
-      err = pflex_runset_set_extra(out, i, col_text(extras_st, 0), col_text(extras_st, 1));
-    if (!err && rc != SQLITE_DONE) err = sql_fail(s, rc, diag, "cannot read extra columns");
-    sqlite3_reset(extras_st);
+    if (sqlite3_column_type(runs_st, 6) != SQLITE_NULL)
+      err = pflex_runset_set_extra(out, out->n - 1, col_text(runs_st, 6), col_text(runs_st, 7));
     rc = SQLITE_DONE;
   }
   if (!err && rc != SQLITE_DONE) err = sql_fail(s, rc, diag, "cannot read runs");
   sqlite3_reset(runs_st);
   return err;
+}
+
+/* Adds id (> 0) to the set ids of nslots (a power of two): whether it was there. */
+static bool id_seen(sqlite3_int64 *ids, size_t nslots, sqlite3_int64 id) {
+  size_t h = (size_t)((uint64_t)id * 0x9E3779B97F4A7C15ull >> 17) & (nslots - 1);
+  while (ids[h] && ids[h] != id)
+    h = (h + 1) & (nslots - 1);
+  bool seen = ids[h] == id;
+  ids[h] = id;
+  return seen;
 }
 
 int pflex_store_get_runs(struct pflex_store *store, const char *const *groups, size_t ngroups,
@@ -630,27 +682,32 @@ int pflex_store_get_runs(struct pflex_store *store, const char *const *groups, s
   if (!store || !ret_set || (ngroups && !groups)) return -EINVAL;
   struct pflex_runset out;
   pflex_runset_init(&out);
-  sqlite3_stmt *all = NULL, *one = NULL, *runs_st = NULL, *extras_st = NULL;
+  sqlite3_stmt *all = NULL, *one = NULL, *runs_st = NULL;
   sqlite3_int64 *ids = NULL;
-  size_t nids = 0;
   bool have_unit = false;
   char first_group[128] = "";
   /* One read transaction: a concurrent import cannot tear the result. */
-  int err = exec(store, "BEGIN", diag, "cannot start a transaction");
+  /* The page cache as for an import: a large read revisits index pages. */
+  int err = exec(store, "PRAGMA cache_size = -65536", diag, "cannot size the page cache");
+  if (!err) err = exec(store, "BEGIN", diag, "cannot start a transaction");
   if (!err) err = prepare(store, "SELECT " GROUP_COLS " FROM groups g ORDER BY g.id", &all, diag);
   if (!err)
     err = prepare(store, "SELECT " GROUP_COLS " FROM groups g WHERE g.name = ?", &one, diag);
   if (!err)
     err = prepare(store,
-                  "SELECT id, cap_w, power_w, tput, power_sd, tput_sd FROM runs"
-                  " WHERE group_id = ? ORDER BY id",
+                  "SELECT r.id, r.cap_w, r.power_w, r.tput, r.power_sd, r.tput_sd, e.name, e.value"
+                  " FROM runs r LEFT JOIN run_extras e ON e.run_id = r.id"
+                  " WHERE r.group_id = ? ORDER BY r.id, e.position",
                   &runs_st, diag);
-  if (!err)
-    err = prepare(store, "SELECT name, value FROM run_extras WHERE run_id = ? ORDER BY position",
-                  &extras_st, diag);
+  /* The ids already read, for a group named twice: an open-addressing set. */
+  size_t nslots = 16;
+  while (nslots < 2 * ngroups)
+    nslots *= 2;
   if (!err && ngroups) {
-    ids = malloc(ngroups * sizeof *ids);
+    ids = malloc(nslots * sizeof *ids);
     if (!ids) err = -ENOMEM;
+    for (size_t k = 0; ids && k < nslots; k++)
+      ids[k] = 0; /* rowids of groups are >= 1 */
   }
   size_t gi = 0;
   while (!err) {
@@ -677,10 +734,7 @@ int pflex_store_get_runs(struct pflex_store *store, const char *const *groups, s
       break;
     }
     sqlite3_int64 id = sqlite3_column_int64(st, GC_ID);
-    bool dup = false;
-    for (size_t k = 0; k < nids; k++)
-      dup = dup || ids[k] == id;
-    if (ngroups && !dup) ids[nids++] = id;
+    bool dup = ngroups && id_seen(ids, nslots, id);
     enum pflex_tput_unit unit = PFLEX_TPUT_TOKENS_PER_S;
     if (!dup && pflex_tput_unit_from_key(col_text(st, GC_UNIT), &unit))
       err = pflex_diag_set(diag, -PFLEX_E_SCHEMA, store->path, 0, "unit",
@@ -697,14 +751,13 @@ int pflex_store_get_runs(struct pflex_store *store, const char *const *groups, s
       have_unit = true;
       struct pflex_run proto;
       group_row_to_run(st, &proto);
-      err = append_group_runs(store, runs_st, extras_st, &proto, id, &out, diag);
+      err = append_group_runs(store, runs_st, &proto, id, &out, diag);
     }
     if (ngroups) sqlite3_reset(one);
   }
   sqlite3_finalize(all);
   sqlite3_finalize(one);
   sqlite3_finalize(runs_st);
-  sqlite3_finalize(extras_st);
   free(ids);
   if (!err) err = exec(store, "COMMIT", diag, "cannot end the transaction");
   if (err) {

@@ -601,6 +601,131 @@ static void test_names(void **state) {
   assert_int_equal(pflex_alloc_strategy_parse("best", &s), -EINVAL);
 }
 
+/* The proportional strategies' water filling against its definition: job i
+ * gives min(h_i, L w_i) of the cut, h_i its headroom and w_i its share weight,
+ * for the level L at which the gifts sum to the cut, found here by bisection
+ * (an independent method). Random jobs, many of them clipped; skip_tput gives
+ * the same powers and caps, and no throughput. */
+static void test_water_fill_brute(void **state) {
+  (void)state;
+  gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+  gsl_rng_set(rng, 13);
+  enum { N = 400 };
+  struct pflex_alloc_job j[N];
+  struct pflex_curve *c[N];
+  struct pflex_alloc_result r[N], q[N];
+  for (int trial = 0; trial < 20; trial++) {
+    double total = 0;
+    for (int i = 0; i < N; i++) {
+      double hi = 2000 + 6000 * gsl_rng_uniform(rng);
+      double lo = hi * (0.2 + 0.75 * gsl_rng_uniform(rng));
+      c[i] = line(lo, 100, hi, 200);
+      pflex_alloc_job_init(&j[i]);
+      j[i].curve = c[i];
+      j[i].dram_copy = trial % 2 ? gsl_rng_uniform(rng) : 1.0;
+      total += hi;
+    }
+    double cut = (0.05 + 0.5 * gsl_rng_uniform(rng)) * total;
+    struct pflex_alloc_summary sum;
+    int err = pflex_alloc_run(j, N, PFLEX_ALLOC_DRAM, total - cut, NULL, r, &sum);
+    if (err == -PFLEX_E_INFEASIBLE) {
+      for (int i = 0; i < N; i++)
+        pflex_curve_free(c[i]);
+      continue;
+    }
+    assert_int_equal(err, 0);
+    double a = 0, b = 1e9;
+    for (int it = 0; it < 200; it++) {
+      double L = 0.5 * (a + b), g = 0;
+      for (int i = 0; i < N; i++)
+        g += fmin(pflex_curve_p_max(c[i]) - pflex_curve_p_min(c[i]), L * j[i].dram_copy);
+      if (g < cut)
+        a = L;
+      else
+        b = L;
+    }
+    for (int i = 0; i < N; i++) {
+      double h = pflex_curve_p_max(c[i]) - pflex_curve_p_min(c[i]);
+      double want = pflex_curve_p_max(c[i]) - fmin(h, b * j[i].dram_copy);
+      NEAR(r[i].power_w, want, 1e-6 * want);
+    }
+    struct pflex_alloc_opts o = {.skip_tput = true};
+    assert_int_equal(pflex_alloc_run(j, N, PFLEX_ALLOC_DRAM, total - cut, &o, q, &sum), 0);
+    for (int i = 0; i < N; i++) {
+      assert_true(q[i].power_w == r[i].power_w && q[i].cap_w == r[i].cap_w);
+      assert_true(isnan(q[i].tput));
+    }
+    assert_true(isnan(sum.total_tput));
+    for (int i = 0; i < N; i++)
+      pflex_curve_free(c[i]);
+  }
+  gsl_rng_free(rng);
+}
+
+/* A callback whose answer changes while its function and context stay the
+ * same: a context must not reuse its hull. */
+static double scaled_eval(void *ctx, double p) {
+  return *(const double *)ctx * sqrt(p);
+}
+
+/* The controller's warm start: rounds of allocation with one pflex_alloc_ctx,
+ * each after some jobs got a new curve (the old one freed, so its address
+ * may come back holding another), a new target and new weights, against the
+ * same round without the context: bit for bit the same results. Curves of
+ * every kind, shared and not, a callback that changes behind the same
+ * pointers, and throughput floors. */
+static void test_ctx_warm_equals_cold(void **state) {
+  (void)state;
+  gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+  gsl_rng_set(rng, 21);
+  enum { N = 240, ROUNDS = 12 };
+  struct pflex_alloc_job j[N];
+  struct pflex_curve *c[N];
+  struct pflex_alloc_result warm[N], cold[N];
+  double scale = 1.0;
+  struct pflex_curve_fn fn = {.eval = scaled_eval, .ctx = &scale};
+  struct pflex_curve *cb;
+  assert_int_equal(pflex_curve_new_callback(&fn, 1000, 4000, &cb), 0);
+  struct pflex_alloc_ctx *ctx;
+  assert_int_equal(pflex_alloc_ctx_new(&ctx), 0);
+  for (int i = 0; i < N; i++)
+    c[i] = i % 3 ? random_curve(rng, i % 5 == 0, i % 7 == 0, 4 + (size_t)(i % 4)) : NULL;
+  for (int i = 0; i < N; i++) {
+    pflex_alloc_job_init(&j[i]);
+    j[i].curve = c[i] ? c[i] : c[i + 1]; /* every third job shares its neighbour's curve */
+  }
+  j[N - 1].curve = cb;
+  for (int round = 0; round < ROUNDS; round++) {
+    for (int i = 0; i < N; i++) {
+      if (c[i] && i != N - 1 && gsl_rng_uniform(rng) < 0.05) {
+        pflex_curve_free(c[i]);
+        c[i] = random_curve(rng, false, false, 5);
+        j[i].curve = c[i];
+        if (i % 3 == 1) j[i - 1].curve = c[i];
+      }
+      j[i].weight = round % 3 == 2 && i % 4 == 0 ? 1.5 : 1.0;
+      j[i].min_tput = round % 4 == 3 && i % 11 == 0 ? 0.5 * pflex_curve_t_max(j[i].curve) : 0;
+    }
+    scale = 1.0 + 0.3 * round; /* the callback's curve changes, its pointers do not */
+    double target;
+    assert_int_equal(pflex_alloc_target_for_cut(j, N, 0.1 + 0.02 * round, &target), 0);
+    struct pflex_alloc_opts ow = {.ctx = ctx}, oc = {0};
+    struct pflex_alloc_summary sw, sc;
+    int ew = pflex_alloc_run(j, N, PFLEX_ALLOC_OPTIMAL, target, &ow, warm, &sw);
+    int ec = pflex_alloc_run(j, N, PFLEX_ALLOC_OPTIMAL, target, &oc, cold, &sc);
+    assert_int_equal(ew, ec);
+    assert_int_equal(ew, 0);
+    assert_memory_equal(warm, cold, sizeof warm);
+    assert_memory_equal(&sw, &sc, sizeof sw);
+  }
+  for (int i = 0; i < N; i++)
+    pflex_curve_free(c[i]);
+  pflex_curve_free(cb);
+  pflex_alloc_ctx_free(ctx);
+  pflex_alloc_ctx_free(NULL);
+  gsl_rng_free(rng);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_proportional_by_hand),
@@ -616,6 +741,8 @@ int main(void) {
       cmocka_unit_test(test_shared_curves),
       cmocka_unit_test(test_no_curve),
       cmocka_unit_test(test_names),
+      cmocka_unit_test(test_water_fill_brute),
+      cmocka_unit_test(test_ctx_warm_equals_cold),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

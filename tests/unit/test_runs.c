@@ -2,8 +2,10 @@
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -183,11 +185,121 @@ static void test_tput_unit_table(void **state) {
   assert_int_equal(pflex_tput_unit_parse(NULL, &u), -EINVAL);
 }
 
+/* The hash grouping against the definition it replaced: groups in order of
+ * first appearance found by a linear search, each group's runs sorted by cap
+ * with ties in file order (insertion sort, stable). Many interleaved groups
+ * of random sizes (up to 40 runs, so both the short and the long sort path
+ * run), names that share prefixes and lengths, and repeated caps. */
+static void test_groups_match_linear_definition(void **state) {
+  (void)state;
+  enum { NR = 6000, NG = 700 };
+  struct pflex_runset set;
+  pflex_runset_init(&set);
+  char names[NG][24];
+  for (size_t j = 0; j < NG; j++)
+    snprintf(names[j], sizeof names[j], "g%zu-%zu", j % 37, j);
+  uint64_t x = 88172645463325252ull;
+  for (size_t i = 0; i < NR; i++) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    size_t j = (size_t)(x % NG);
+    /* Group j takes about j / NG of the draws beyond the first few: uneven sizes. */
+    if (j % 5 == 0) j = (size_t)((x >> 20) % 40);
+    double cap = 200 + 50 * (double)((x >> 33) % 11);
+    struct pflex_run r = mkrun(names[j], cap, cap * 8, cap);
+    assert_int_equal(pflex_runset_append(&set, &r), 0);
+  }
+  /* Reference: linear search per run, then a stable insertion sort by cap. */
+  size_t *owner = malloc(NR * sizeof *owner), *count = calloc(NR, sizeof *count);
+  const char **gname = malloc(NR * sizeof *gname);
+  assert_non_null(owner);
+  assert_non_null(count);
+  assert_non_null(gname);
+  size_t ng_ref = 0;
+  for (size_t i = 0; i < NR; i++) {
+    size_t j = 0;
+    while (j < ng_ref && strcmp(gname[j], set.runs[i].group) != 0)
+      j++;
+    if (j == ng_ref) gname[ng_ref++] = set.runs[i].group;
+    owner[i] = j;
+    count[j]++;
+  }
+  struct pflex_group *g;
+  size_t ng;
+  assert_int_equal(pflex_runset_groups(&set, &g, &ng), 0);
+  assert_int_equal(ng, ng_ref);
+  size_t *want = malloc(NR * sizeof *want);
+  assert_non_null(want);
+  bool long_group = false;
+  for (size_t j = 0; j < ng; j++) {
+    assert_string_equal(g[j].name, gname[j]);
+    assert_int_equal(g[j].n, count[j]);
+    long_group |= g[j].n > 16;
+    size_t n = 0;
+    for (size_t i = 0; i < NR; i++)
+      if (owner[i] == j) {
+        size_t m = n++;
+        while (m > 0 && set.runs[want[m - 1]].cap_w > set.runs[i].cap_w) {
+          want[m] = want[m - 1];
+          m--;
+        }
+        want[m] = i;
+      }
+    for (size_t k = 0; k < n; k++)
+      assert_int_equal(g[j].runs[k], want[k]);
+    assert_int_equal(g[j].uncapped, want[n - 1]);
+  }
+  assert_true(long_group);
+  free(want);
+  free(owner);
+  free(count);
+  free(gname);
+  pflex_groups_free(g, ng);
+  pflex_runset_release(&set);
+}
+
+/* pflex_runset_column_over_one: cached, and the cache follows changes. */
+static void test_column_over_one(void **state) {
+  (void)state;
+  struct pflex_runset set;
+  pflex_runset_init(&set);
+  struct pflex_run r = mkrun("a", 700, 5000, 100);
+  assert_int_equal(pflex_runset_append(&set, &r), 0);
+  assert_int_equal(pflex_runset_append(&set, &r), 0);
+  assert_int_equal(pflex_runset_set_extra(&set, 0, "util", "0.5"), 0);
+  assert_int_equal(pflex_runset_set_extra(&set, 1, "util", ""), 0);
+  size_t k;
+  assert_int_equal(pflex_runset_find_column(&set, "util", &k), 0);
+  assert_false(pflex_runset_column_over_one(&set, k));
+  assert_false(pflex_runset_column_over_one(&set, k)); /* from the cache */
+  assert_int_equal(pflex_runset_set_extra(&set, 1, "util", "42"), 0);
+  assert_true(pflex_runset_column_over_one(&set, k));
+  assert_int_equal(pflex_runset_set_extra(&set, 1, "util", "1"), 0);
+  assert_false(pflex_runset_column_over_one(&set, k));
+  assert_int_equal(pflex_runset_set_extra(&set, 1, "util", "inf"), 0);
+  assert_false(pflex_runset_column_over_one(&set, k)); /* not a finite number */
+  assert_int_equal(pflex_runset_set_extra(&set, 0, "other", "7"), 0);
+  assert_false(pflex_runset_column_over_one(&set, k));
+  assert_true(pflex_runset_column_over_one(&set, k + 1));
+  assert_false(pflex_runset_column_over_one(&set, k + 2)); /* no such column */
+  struct pflex_run big = mkrun("b", 700, 5000, 100);
+  char *ex[] = {"99", "0"};
+  big.extra = ex;
+  assert_int_equal(pflex_runset_append(&set, &big), 0);
+  assert_true(pflex_runset_column_over_one(&set, k));
+  assert_true(pflex_runset_column_over_one(&set, k + 1)); /* "7" still there */
+  pflex_runset_release(&set);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_groups_sorted_by_cap), cmocka_unit_test(test_groups_ties_keep_order),
-      cmocka_unit_test(test_check_groups),         cmocka_unit_test(test_extra_columns),
-      cmocka_unit_test(test_arch_task_parse),      cmocka_unit_test(test_tput_unit_table),
+      cmocka_unit_test(test_groups_sorted_by_cap),
+      cmocka_unit_test(test_groups_ties_keep_order),
+      cmocka_unit_test(test_groups_match_linear_definition),
+      cmocka_unit_test(test_column_over_one),
+      cmocka_unit_test(test_check_groups),
+      cmocka_unit_test(test_extra_columns),
+      cmocka_unit_test(test_arch_task_parse),
+      cmocka_unit_test(test_tput_unit_table),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

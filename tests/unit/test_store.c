@@ -597,6 +597,53 @@ static void test_samples(void **state) {
   pflex_store_close(s);
 }
 
+/* Many groups whose runs come interleaved (as in an archive of sweeps run
+ * side by side): each group is stored with its runs in file order and read
+ * back in import order of groups, runs and extras as before the per-group
+ * rescans were removed; a filter naming groups several times, in any order,
+ * returns each once, in the order first named. */
+static void test_many_interleaved_groups(void **state) {
+  struct fixture *f = *state;
+  enum { NG = 300, PER = 4 };
+  struct pflex_runset set, got;
+  pflex_runset_init(&set);
+  char names[NG][16];
+  for (int j = 0; j < NG; j++)
+    snprintf(names[j], sizeof names[j], "g%03d", (j * 37) % NG); /* not in name order */
+  for (int k = 0; k < PER; k++)
+    for (int j = 0; j < NG; j++) {
+      struct pflex_run r = mkrun(names[j], "H200", 8, 700 - 100 * k, 5000 - 500 * k - j, 900 - k);
+      r.line = (size_t)(2 + k * NG + j);
+      add(&set, r);
+      char v[16];
+      snprintf(v, sizeof v, "%d.%d", j, k);
+      assert_int_equal(pflex_runset_set_extra(&set, set.n - 1, "tag", v), 0);
+    }
+  struct pflex_store *s = open_rw(f->db);
+  struct pflex_store_put_result res;
+  struct pflex_diag d;
+  assert_int_equal(pflex_store_put_runs(s, &set, PFLEX_STORE_REJECT_EXISTING, &res, &d), 0);
+  assert_int_equal(res.groups_new, NG);
+  assert_int_equal(res.runs, NG * PER);
+  assert_int_equal(pflex_store_get_runs(s, NULL, 0, &got, &d), 0);
+  assert_int_equal(got.n, NG * PER);
+  /* Groups in order of first appearance, each group's runs in file order. */
+  for (int j = 0; j < NG; j++)
+    for (int k = 0; k < PER; k++)
+      assert_same_run(&set, (size_t)(k * NG + j), &got, (size_t)(j * PER + k));
+  pflex_runset_release(&got);
+  const char *want[] = {names[5], names[2], names[5], names[299], names[2], names[0]};
+  assert_int_equal(pflex_store_get_runs(s, want, 6, &got, &d), 0);
+  assert_int_equal(got.n, 4 * PER);
+  const int order[] = {5, 2, 299, 0};
+  for (int g = 0; g < 4; g++)
+    for (int k = 0; k < PER; k++)
+      assert_same_run(&set, (size_t)(k * NG + order[g]), &got, (size_t)(g * PER + k));
+  pflex_runset_release(&got);
+  pflex_store_close(s);
+  pflex_runset_release(&set);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_fresh_store_gets_latest_schema, setup, teardown),
@@ -612,6 +659,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_group_with_two_configurations_refused, setup, teardown),
       cmocka_unit_test_setup_teardown(test_units_do_not_mix, setup, teardown),
       cmocka_unit_test_setup_teardown(test_samples, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_many_interleaved_groups, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,79 @@
+/* Measured curves are evaluated by pflex's own code instead of
+ * gsl_interp_eval, for speed (src/core/curve.c): it must give GSL's
+ * interpolant bit for bit, or every study result would move. Compared here
+ * on random curves (Steffen and linear, 2 to 40 points, noisy and monotone)
+ * at random powers, at every point and at both ends. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+#include <gsl/gsl_interp.h>
+
+#include "pflex/curve.h"
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+
+static double uniform(void) {
+  rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+  return (double)(rng >> 11) * 0x1p-53;
+}
+
+static void compare(const struct pflex_curve *c, enum pflex_curve_interp interp) {
+  size_t n;
+  const struct pflex_curve_point *pt = pflex_curve_points(c, &n);
+  assert_true(n >= 2);
+  double *xs = malloc(n * sizeof *xs), *ys = malloc(n * sizeof *ys);
+  assert_non_null(xs);
+  assert_non_null(ys);
+  for (size_t i = 0; i < n; i++)
+    xs[i] = pt[i].power_w, ys[i] = pt[i].tput;
+  const gsl_interp_type *type =
+      interp == PFLEX_INTERP_LINEAR || n < 3 ? gsl_interp_linear : gsl_interp_steffen;
+  gsl_interp *g = gsl_interp_alloc(type, n);
+  assert_non_null(g);
+  assert_int_equal(gsl_interp_init(g, xs, ys, n), 0);
+  for (size_t k = 0; k < 200 + 2 * n; k++) {
+    double p = k < n       ? xs[k]
+               : k < 2 * n ? nextafter(xs[k - n], INFINITY)
+                           : xs[0] + (xs[n - 1] - xs[0]) * uniform();
+    if (p > xs[n - 1]) p = xs[n - 1];
+    double want = gsl_interp_eval(g, xs, ys, p, NULL), got = pflex_curve_eval(c, p);
+    assert_memory_equal(&want, &got, sizeof want); /* bit for bit */
+  }
+  gsl_interp_free(g);
+  free(xs);
+  free(ys);
+}
+
+static void test_eval_matches_gsl(void **state) {
+  (void)state;
+  for (int trial = 0; trial < 3000; trial++) {
+    size_t n = 2 + (size_t)(uniform() * 39);
+    struct pflex_curve_point pt[40];
+    double p = 500 + 2000 * uniform(), t = 100 * uniform() + 1;
+    for (size_t i = 0; i < n; i++) {
+      p += 1 + 400 * uniform() * (trial % 3 == 0 ? 1e-6 : 1); /* some nearly equal powers */
+      t += (trial % 2 ? uniform() - 0.3 : uniform()) * 50;    /* half of them not monotone */
+      if (t <= 0) t = 0.5;
+      pt[i] = (struct pflex_curve_point){p, t, 0};
+    }
+    enum pflex_curve_interp interp = trial % 4 == 1 ? PFLEX_INTERP_LINEAR : PFLEX_INTERP_STEFFEN;
+    struct pflex_curve *c;
+    assert_int_equal(pflex_curve_new_measured(pt, n, interp, &c), 0);
+    size_t m;
+    pflex_curve_points(c, &m);
+    if (m >= 2) compare(c, interp);
+    pflex_curve_free(c);
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_eval_matches_gsl),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
