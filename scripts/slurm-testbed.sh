@@ -165,11 +165,14 @@ start_munged() {
 
 munge_ok() { munge -n -S "$DIR/munge/munge.socket" | unmunge -S "$DIR/munge/munge.socket" >/dev/null 2>&1; }
 
-# wait_for WHAT SECONDS CMD...: runs CMD every 0.2 s until it succeeds.
+# wait_for WHAT SECONDS CMD...: runs CMD every 0.2 s until it succeeds, for
+# at most SECONDS of wall time (a client such as sinfo can itself take
+# seconds to give up on a controller that is not there).
 wait_for() {
-  local what=$1 limit=$2 i
+  local what=$1 limit=$2 deadline
   shift 2
-  for ((i = 0; i < limit * 5; i++)); do
+  deadline=$((SECONDS + limit))
+  while ((SECONDS < deadline)); do
     "$@" && return 0
     sleep 0.2
   done
@@ -195,6 +198,9 @@ node_responds() {
   [ -n "$st" ] && [[ $st != *'*' ]] && [[ $st != down* ]]
 }
 node_idle() { [ "$(sinfo -h -N -n "$(hostname -s)" -o %T 2>/dev/null)" = idle ]; }
+# For the start: done waiting when it is up, or when the daemon died.
+ctld_up_or_dead() { ! daemon_alive slurmctld || ctld_up; }
+node_idle_or_dead() { ! daemon_alive slurmd || ! daemon_alive slurmctld || node_idle; }
 
 cmd_start() {
   local plugstack=$1 prolog_env=$2
@@ -212,10 +218,30 @@ cmd_start() {
     cmd_stop
     die "munged did not start"
   fi
-  start_daemon slurmctld slurmctld -D -i
-  wait_for "slurmctld answers" "$READY_S" ctld_up || true
-  start_daemon slurmd slurmd -D -N "$(hostname -s)"
-  if ! wait_for "node $(hostname -s) idle" "$READY_S" node_idle; then
+  # The ports were free when chosen; another program may take one before the
+  # daemons bind it (seen with tests running side by side): then choose new
+  # ones and start again, at most three times.
+  local try
+  for try in 1 2 3; do
+    start_daemon slurmctld slurmctld -D -i
+    wait_for "slurmctld answers" "$READY_S" ctld_up_or_dead || true
+    if daemon_alive slurmctld; then
+      start_daemon slurmd slurmd -D -N "$(hostname -s)"
+      wait_for "node $(hostname -s) idle" "$READY_S" node_idle_or_dead && daemon_alive slurmd && break
+    fi
+    if ! grep -qs "Address already in use" "$DIR"/log/slurmctld.log "$DIR"/log/slurmd.log || [ "$try" = 3 ]; then
+      try=fail
+      break
+    fi
+    echo "slurm-testbed: a port was taken meanwhile; new ports (try $((try + 1)))" >&2
+    stop_daemon slurmd
+    stop_daemon slurmctld
+    rm -f "$DIR"/run/slurmctld.pid "$DIR"/run/slurmd.pid
+    mv "$DIR/log/slurmctld.log" "$DIR/log/slurmctld.try$try.log" 2>/dev/null || true
+    mv "$DIR/log/slurmd.log" "$DIR/log/slurmd.try$try.log" 2>/dev/null || true
+    write_config "$plugstack" "$prolog_env"
+  done
+  if [ "$try" = fail ]; then
     dump_logs
     cmd_stop
     die "the test bed did not come up"
