@@ -10,8 +10,8 @@ source "$(dirname "$0")/controller_common.bash"
   2> "$T/sim.log" || { cat "$T/sim.log"; fail "sim-cluster failed"; }
 cat "$T/out.json"
 jq -e '.simulated == true and .nodes == 20 and .gpus == 160' "$T/out.json" >/dev/null || fail "size"
-jq -e '.caps_applied_s != null and .caps_applied_s < 1' "$T/out.json" >/dev/null || fail "caps_applied_s"
-jq -e '.compliance_s != null and .compliance_s < 5' "$T/out.json" >/dev/null || fail "compliance_s"
+jq -e '.caps_applied_s != null and .caps_applied_s < (1 * $scale)' --argjson scale "$TIME_SCALE" "$T/out.json" >/dev/null || fail "caps_applied_s"
+jq -e '.compliance_s != null and .compliance_s < (5 * $scale)' --argjson scale "$TIME_SCALE" "$T/out.json" >/dev/null || fail "compliance_s"
 jq -e '.overshoot_samples == 0' "$T/out.json" >/dev/null || fail "overshoot after compliance"
 jq -e '.samples > 100' "$T/out.json" >/dev/null || fail "too few power samples"
 jq -e '.tput_vs_equal >= 1.0 and .tput_vs_oracle <= 1.0' "$T/out.json" >/dev/null ||

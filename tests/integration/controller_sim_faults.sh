@@ -13,7 +13,7 @@ source "$(dirname "$0")/controller_common.bash"
 cat "$T/out.json"
 jq -e '[.faults[] | select(.fired and .healed_after_s != null)] | length == 3' "$T/out.json" \
   >/dev/null || fail "not every fault fired and healed"
-jq -e '.compliance_s != null and .compliance_s < 5' "$T/out.json" >/dev/null || fail "compliance_s"
+jq -e '.compliance_s != null and .compliance_s < (5 * $scale)' --argjson scale "$TIME_SCALE" "$T/out.json" >/dev/null || fail "compliance_s"
 jq -e '.overshoot_samples == 0' "$T/out.json" >/dev/null || fail "over target + 1% during a fault"
 jq -e '.wrong_limits_after == 0 and .wrong_limits_final == 0' "$T/out.json" >/dev/null ||
   fail "GPUs left at a wrong limit"

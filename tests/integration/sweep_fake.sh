@@ -58,7 +58,9 @@ while True:
     owed -= n
     s.sendto(b"tokens:%d|c" % n, addr[5:])
 EOS
-"$PFLEX" sweep --gpus 0 --caps 400,700 --hz 10 --duration 1 --pause 0 --sustain 0.2 \
+# 2 s a run: python3 alone can take a second to start on a loaded machine
+# (seen under ASan with -j2), and the training phase needs samples.
+"$PFLEX" sweep --gpus 0 --caps 400,700 --hz 10 --duration 2 --pause 0 --sustain 0.2 \
   --statsd "unix:$T/statsd.sock" --group fake-statsd --out runs2.csv --quiet -- python3 statsd_job.py > out2.txt 2> err2.txt \
   || { cat err2.txt; fail "statsd sweep failed"; }
 cat out2.txt
