@@ -13,13 +13,19 @@ api PUT /v1/caps '{"caps":[{"gpu":1,"watts":450}],"lease_s":30}'
 api PUT /v1/jobs/42 '{"gpus":[1]}'
 api PUT /v1/caps '{"caps":[{"gpu":9,"watts":450}]}'
 expect_code 422 "a bad request, to count"
-curl -s -D "$T/h" -o "$T/m" "$URL/metrics"
+value() { awk -v k="$1" '$1 == k { print $2 }' "$T/m"; }
+g1='gpu="1",uuid="GPU-fake-0000-0000-0000-000000000001"'
+# The metrics show the last sample (10 Hz): wait, at most 3 s, for one taken
+# after the cap, as a scraper would see on its next scrape.
+for _ in $(seq 30); do
+  curl -s -D "$T/h" -o "$T/m" "$URL/metrics"
+  [ "$(value "pflex_gpu_power_watts{$g1}")" = 450 ] && break
+  sleep 0.1
+done
 grep -qi '^Content-Type: text/plain; version=0.0.4' "$T/h" || fail "content type: $(cat "$T/h")"
 promtool check metrics < "$T/m" > "$T/lint" 2>&1 || fail "promtool check metrics: $(cat "$T/lint")"
 [ ! -s "$T/lint" ] || fail "promtool lint: $(cat "$T/lint")"
 
-value() { awk -v k="$1" '$1 == k { print $2 }' "$T/m"; }
-g1='gpu="1",uuid="GPU-fake-0000-0000-0000-000000000001"'
 expect_eq "$(value "pflex_gpu_energy_joules_total{$g1}")" 123456.789 "energy counter"
 expect_eq "$(value "pflex_gpu_power_watts{$g1}")" 450 "power under the cap"
 expect_eq "$(value "pflex_gpu_power_limit_watts{$g1}")" 450 "limit"
