@@ -39,6 +39,28 @@ bad 400 "name" /v1/jobs/b2 '{"gpus":[2],"name":"x"}'
 bad 409 "gpus" /v1/jobs/b2 '{"gpus":[1,2]}'
 api GET /v1/jobs
 expect_eq "$(echo "$BODY" | jq -c '[.jobs[] | [.id, .gpus]]')" '[["a1",[0,1]]]' "jobs after the refused requests"
+expect_eq "$(echo "$BODY" | jq -c '.jobs[0] | [.class, .weight, .min_throughput]')" '[null,null,null]' "no metadata given"
+
+# The job's metadata (the SPANK plugin's options): returned as given; a bad
+# value is refused naming the field, and the job keeps what it had.
+api PUT /v1/jobs/a1 '{"gpus":[0,1],"class":"flex25","weight":2.5,"min_throughput":0.6}'
+expect_code 200 "PUT /v1/jobs/a1 with metadata"
+expect_eq "$(echo "$BODY" | jq -c '[.class, .weight, .min_throughput]')" '["flex25",2.5,0.6]' "the reply's metadata"
+bad 400 "class" /v1/jobs/a1 '{"gpus":[0],"class":"flex 25"}'
+bad 400 "class" /v1/jobs/a1 "{\"gpus\":[0],\"class\":\"$(printf 'c%.0s' {1..33})\"}"
+bad 400 "class" /v1/jobs/a1 '{"gpus":[0],"class":25}'
+bad 422 "weight" /v1/jobs/a1 '{"gpus":[0],"weight":0}'
+bad 422 "weight" /v1/jobs/a1 '{"gpus":[0],"weight":1001}'
+bad 400 "weight" /v1/jobs/a1 '{"gpus":[0],"weight":"2"}'
+bad 422 "min_throughput" /v1/jobs/a1 '{"gpus":[0],"min_throughput":1.5}'
+bad 422 "min_throughput" /v1/jobs/a1 '{"gpus":[0],"min_throughput":-0.1}'
+bad 400 "min_throughput" /v1/jobs/a1 '{"gpus":[0],"min_throughput":"0.5"}'
+api GET /v1/jobs
+expect_eq "$(echo "$BODY" | jq -c '.jobs[] | select(.id == "a1") | [.gpus, .class, .weight, .min_throughput]')" \
+  '[[0,1],"flex25",2.5,0.6]' "a1 after the refused metadata"
+# Registering again without them replaces them too.
+api PUT /v1/jobs/a1 '{"gpus":[0,1],"class":"rigid"}'
+expect_eq "$(echo "$BODY" | jq -c '[.class, .weight, .min_throughput]')" '["rigid",null,null]' "metadata replaced"
 
 # Re-registering replaces the GPU set; DELETE restores only the job's GPUs.
 api PUT /v1/jobs/b2 '{"gpus":[2,3]}'
