@@ -162,7 +162,8 @@ static void h_job_delete(struct agent *a, const struct agent_request *rq, struct
     return agent_reply_error(rp, 404, "id", "no such job on this node");
   struct agent_error e;
   json_t *out = NULL;
-  int err = agent_caps_release(a, gpus, &out, &e);
+  int err = agent_caps_release_job(a, gpus, &out, &e);
+  if (!out) return agent_reply_error(rp, e.status, e.field, e.message);
   json_object_set_new(out, "id", json_string(rq->arg));
   if (err) json_object_set_new(out, "error", json_string(e.message));
   rp->status = err ? 500 : 200;

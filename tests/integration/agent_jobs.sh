@@ -73,6 +73,36 @@ expect_eq "$(echo "$BODY" | jq -c '[.restored[].gpu]')" '[0,1]' "restored GPUs o
 expect_eq "$(limit 0),$(limit 1),$(limit 2),$(limit 3)" 700000,700000,350000,350000 "limits after the job ended"
 api DELETE /v1/jobs/a1
 expect_error 404 "id" "DELETE of an unknown job"
+
+# A job that ends under a lease with a wattage fallback (an event is on):
+# its GPUs go to that fallback, the event-safe cap, not to their default; a
+# lease already fallen back stays there. DELETE /v1/caps then restores them.
+api PUT /v1/jobs/e5 '{"gpus":[0]}'
+api PUT /v1/jobs/e6 '{"gpus":[1]}'
+# (A request renews every held lease to its own: b2's too, which runs out
+# to its default fallback here.)
+api PUT /v1/caps '{"caps":[{"job":"e6","watts":320}],"lease_s":0.5,"fallback":{"watts":450}}'
+expect_code 200 "caps on e6 with a short lease"
+for ((i = 0; i < 50; i++)); do [ "$(limit 1)" = 450000 ] && break; sleep 0.1; done
+expect_eq "$(limit 1)" 450000 "e6's GPU at its fallback after its lease ran out"
+api PUT /v1/caps '{"caps":[{"job":"e5","watts":300}],"lease_s":60,"fallback":{"watts":500}}'
+expect_code 200 "caps on e5 with a wattage fallback"
+expect_eq "$(limit 0)" 300000 "e5's GPU capped"
+api DELETE /v1/jobs/e5
+expect_code 200 "DELETE /v1/jobs/e5"
+expect_eq "$(echo "$BODY" | jq -c '[(.fallback[] | [.gpu, .limit_w]), .restored]')" '[[0,500],[]]' "e5's reply"
+api DELETE /v1/jobs/e6
+expect_code 200 "DELETE /v1/jobs/e6"
+expect_eq "$(limit 0),$(limit 1),$(limit 2),$(limit 3)" 500000,450000,700000,700000 "limits after the jobs ended in an event"
+api_noauth GET /v1/gpus
+expect_eq "$(echo "$BODY" | jq -c '[.gpus[0,1] | [.job, .lease_state]]')" '[[null,"fallback"],[null,"fallback"]]' "their lease state"
+# Without a wattage fallback the GPUs go back to their default (a1 above);
+# the controller's DELETE /v1/caps at the event's end restores these.
+api DELETE /v1/caps
+expect_code 200 "DELETE /v1/caps"
+expect_eq "$(limit 0),$(limit 1),$(limit 2),$(limit 3)" 700000,700000,700000,700000 "limits after DELETE /v1/caps"
+api PUT /v1/caps '{"caps":[{"job":"b2","watts":350}],"lease_s":60}'
+expect_code 200 "b2 capped again"
 api_noauth DELETE /v1/jobs/b2
 expect_error 401 "" "DELETE without a token"
 
