@@ -197,9 +197,32 @@ static int parse_scrape(json_t *root, struct agent_job_req *r, struct agent_erro
   return 0;
 }
 
+/* "class", "weight", "min_throughput": each optional. */
+static int parse_meta(json_t *root, struct agent_job_meta *m, struct agent_error *e) {
+  json_t *cls = json_object_get(root, "class"), *w = json_object_get(root, "weight"),
+         *mt = json_object_get(root, "min_throughput");
+  *m = (struct agent_job_meta){.weight = 0, .min_throughput = -1};
+  if (cls && (!json_is_string(cls) || !agent_class_name_valid(json_string_value(cls))))
+    return agent_error_set(e, 400, "class", "must be a class name (1-%d of A-Z a-z 0-9 _ -)",
+                           AGENT_CLASS_MAX);
+  if (cls) snprintf(m->class_name, sizeof m->class_name, "%s", json_string_value(cls));
+  if (w && !json_is_number(w)) return agent_error_set(e, 400, "weight", "must be a number");
+  if (w && !(json_number_value(w) > 0 && json_number_value(w) <= AGENT_JOB_WEIGHT_MAX))
+    return agent_error_set(e, 422, "weight", "%g is outside (0, %g]", json_number_value(w),
+                           AGENT_JOB_WEIGHT_MAX);
+  if (w) m->weight = json_number_value(w);
+  if (mt && !json_is_number(mt))
+    return agent_error_set(e, 400, "min_throughput", "must be a number (a fraction)");
+  if (mt && !(json_number_value(mt) >= 0 && json_number_value(mt) <= 1))
+    return agent_error_set(e, 422, "min_throughput", "%g is outside [0, 1]", json_number_value(mt));
+  if (mt) m->min_throughput = json_number_value(mt);
+  return 0;
+}
+
 int agent_job_parse(const char *body, size_t len, unsigned ngpus, struct agent_job_req *ret,
                     struct agent_error *e) {
-  static const char *const known[] = {"gpus", "metrics_url", "metric", NULL};
+  static const char *const known[] = {"gpus",   "metrics_url",    "metric", "class",
+                                      "weight", "min_throughput", NULL};
   json_t *root = load_object(body, len, e);
   if (!root) return -EINVAL;
   struct agent_job_req r = {0};
@@ -218,6 +241,7 @@ int agent_job_parse(const char *body, size_t len, unsigned ngpus, struct agent_j
         err = agent_error_set(e, 422, field, "GPU %u given twice (also gpus[%zu])", r.gpus[k], j);
   }
   if (!err) err = parse_scrape(root, &r, e);
+  if (!err) err = parse_meta(root, &r.meta, e);
   r.n = err ? 0 : json_array_size(gpus);
   json_decref(root);
   if (!err) *ret = r;
@@ -231,6 +255,17 @@ bool agent_job_id_valid(const char *id) {
     bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
               c == '_' || c == '+' || c == '-';
     if (!ok || n >= AGENT_JOB_ID_MAX) return false;
+  }
+  return n > 0;
+}
+
+bool agent_class_name_valid(const char *name) {
+  size_t n = 0;
+  for (const char *p = name; *p; p++, n++) {
+    char c = *p;
+    bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-';
+    if (!ok || n >= AGENT_CLASS_MAX) return false;
   }
   return n > 0;
 }

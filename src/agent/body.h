@@ -50,17 +50,32 @@ int agent_caps_parse(const char *body, size_t len, unsigned ngpus, double defaul
 #define AGENT_URL_MAX 256
 #define AGENT_PROM_NAME_MAX 128
 
+#define AGENT_CLASS_MAX 32 /* characters of a job class name */
+#define AGENT_JOB_WEIGHT_MAX 1000.0
+
+/* What the job was submitted with (the SPANK plugin's --pflex-class,
+ * --pflex-weight, --pflex-min-throughput), passed on to the controller. */
+struct agent_job_meta {
+  char class_name[AGENT_CLASS_MAX + 1]; /* "" : not given */
+  double weight;                        /* 0 : not given; else (0, 1000] */
+  double min_throughput;                /* < 0 : not given; else [0, 1] */
+};
+
 struct agent_job_req {
   unsigned gpus[AGENT_MAX_GPUS];
   size_t n;
   char metrics_url[AGENT_URL_MAX]; /* "" : none */
   char metric[AGENT_PROM_NAME_MAX];
+  struct agent_job_meta meta;
 };
 
-/* Parses {"gpus":[0,1,...], "metrics_url":URL, "metric":NAME} (distinct
- * indexes below ngpus, at least one; optionally the training process's
- * Prometheus endpoint, http on loopback only, and the throughput metric in
- * it, default "tokens_per_second"). */
+/* Parses {"gpus":[0,1,...], "metrics_url":URL, "metric":NAME, "class":NAME,
+ * "weight":X, "min_throughput":F} (distinct indexes below ngpus, at least
+ * one; optionally the training process's Prometheus endpoint, http on
+ * loopback only, and the throughput metric in it, default
+ * "tokens_per_second"; optionally the job's class, 1-32 of A-Z a-z 0-9 _ -,
+ * its weight in (0, 1000] and its least throughput as a fraction of its
+ * uncapped one, in [0, 1]). */
 int agent_job_parse(const char *body, size_t len, unsigned ngpus, struct agent_job_req *ret,
                     struct agent_error *e);
 
@@ -68,5 +83,8 @@ int agent_job_parse(const char *body, size_t len, unsigned ngpus, struct agent_j
  * "123", "123_4", "123+0"); '.' is not allowed: it separates the job from
  * the metric in StatsD names. */
 bool agent_job_id_valid(const char *id);
+
+/* True for a class name of 1-32 characters from [A-Za-z0-9_-]. */
+bool agent_class_name_valid(const char *name);
 
 #endif

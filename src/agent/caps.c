@@ -207,6 +207,66 @@ int agent_caps_release(struct agent *a, uint64_t mask, json_t **ret, struct agen
   return rerr;
 }
 
+/* The GPUs of mask that a lease with a wattage fallback holds (HELD) or
+ * has fallen back to (FALLBACK): an event is on, and the original limit
+ * could push the cluster over its target. */
+static uint64_t event_safe(const struct agent *a, uint64_t mask) {
+  uint64_t m = 0;
+  for (unsigned i = 0; i < a->n; i++) {
+    const struct agent_lease *l = &a->g[i].lease;
+    bool watts =
+        (l->state == AGENT_LEASE_HELD && !l->fallback_default) || l->state == AGENT_LEASE_FALLBACK;
+    if ((mask >> i & 1) && watts) m |= (uint64_t)1 << i;
+  }
+  return m;
+}
+
+/* Moves the HELD GPUs of mask to their fallback wattage now (lease file
+ * first, then the limits all-or-nothing); FALLBACK ones stay where they are.
+ * Appends {"gpu","limit_w"} of each to list. */
+static int to_fallback(struct agent *a, uint64_t mask, json_t *list, struct agent_error *e) {
+  struct agent_lease old[AGENT_MAX_GPUS], next[AGENT_MAX_GPUS];
+  struct pflex_limit_change c[AGENT_MAX_GPUS];
+  size_t n = 0, failed = 0;
+  current_leases(a, old);
+  current_leases(a, next);
+  for (unsigned i = 0; i < a->n; i++)
+    if ((mask >> i & 1) && next[i].state == AGENT_LEASE_HELD) {
+      agent_lease_fall_back(&next[i]);
+      c[n++] = (struct pflex_limit_change){.index = i, .mw = next[i].fallback_mw};
+    }
+  int err = n ? agent_caps_save(a, next) : 0;
+  if (err)
+    return agent_error_set(e, 500, "", "cannot write the lease state '%s': %s; nothing changed",
+                           a->state_path, pflex_strerror(err));
+  err = n ? pflex_restore_apply_limits(a->rs, a->gpu, c, n, PFLEX_APPLY_CLAMP, &failed) : 0;
+  if (err) {
+    if (agent_caps_save(a, old))
+      agent_log("error", "cannot put back the lease state '%s' after a failed fallback",
+                a->state_path);
+    return apply_failure(a, e, c, n, failed, "cannot apply its fallback limit", err);
+  }
+  commit_leases(a, next);
+  for (unsigned i = 0; i < a->n; i++)
+    if (mask >> i & 1)
+      json_array_append_new(list, json_pack("{s:I, s:f}", "gpu", (json_int_t)i, "limit_w",
+                                            a->g[i].lease.fallback_mw / 1000.0));
+  return 0;
+}
+
+int agent_caps_release_job(struct agent *a, uint64_t mask, json_t **ret, struct agent_error *e) {
+  uint64_t safe = event_safe(a, mask);
+  json_t *fb = json_array();
+  int err = to_fallback(a, safe, fb, e);
+  if (err) {
+    json_decref(fb);
+    return err;
+  }
+  err = agent_caps_release(a, mask & ~safe, ret, e);
+  json_object_set_new(*ret, "fallback", fb);
+  return err;
+}
+
 /* Applies the fallback wattage of every GPU in `mask` (all-or-nothing). */
 static int apply_fallbacks(struct agent *a, uint64_t mask) {
   struct pflex_limit_change c[AGENT_MAX_GPUS];

@@ -24,6 +24,14 @@ int agent_caps_put(struct agent *a, const struct agent_caps_req *r, json_t **ret
  * -EIO with e (500) naming the first that was not (its record is kept). */
 int agent_caps_release(struct agent *a, uint64_t mask, json_t **ret, struct agent_error *e);
 
+/* The GPUs of a job that ended (DELETE /v1/jobs/{id}): those under a lease
+ * with a wattage fallback (held, or fallen back) go to that fallback, the
+ * event-safe cap, and stay there until the next request; the others go back
+ * to their original limits (agent_caps_release). *ret as
+ * agent_caps_release's plus "fallback": [{"gpu", "limit_w"}]. On a failure
+ * to reach the fallback: -EINVAL with e, nothing changed. */
+int agent_caps_release_job(struct agent *a, uint64_t mask, json_t **ret, struct agent_error *e);
+
 /* Moves every lease that ran out by `now` to its fallback. Returns the
  * number of GPUs moved. */
 unsigned agent_caps_expire(struct agent *a, double now);

@@ -64,6 +64,7 @@ static struct agent_job *job_add(struct agent_jobs *j, const char *id) {
   if (!job->tput) return NULL;
   job->tput_cap = j->ring;
   snprintf(job->id, sizeof job->id, "%s", id);
+  job->meta = (struct agent_job_meta){.weight = 0, .min_throughput = -1};
   /* A counter's rate over at least a second: several ranks sending per step
    * would otherwise give jittery per-step rates. */
   pflex_tput_meter_init(&job->meter, j->metric, 1.0);

@@ -32,6 +32,7 @@ struct agent_job {
   double prev_value, prev_time_s; /* a counter's previous scrape (rate = delta / time) */
   bool have_prev;
   unsigned long long scrape_failures;
+  struct agent_job_meta meta; /* as last registered through the API */
 };
 
 struct agent_jobs {
@@ -53,6 +54,8 @@ uint64_t agent_job_gpus(const struct agent_jobs *j, const struct agent_job *job)
 const struct agent_job *agent_jobs_of_gpu(const struct agent_jobs *j, unsigned gpu);
 
 /* Registers (or replaces) job id with exactly these GPUs through the API.
+ * A job that only the mapping directory names has no metadata (class,
+ * weight, min_throughput not given) until it is registered.
  * -EBUSY when a GPU is registered to another job through the API (*ret_gpu
  * names it; nothing changed), -ENOMEM. */
 int agent_jobs_put(struct agent_jobs *j, const char *id, uint64_t gpus, unsigned *ret_gpu);

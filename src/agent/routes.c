@@ -82,6 +82,14 @@ static void h_caps_delete(struct agent *a, const struct agent_request *rq, struc
   if (err) json_object_set_new(out, "error", json_string(e.message));
 }
 
+/* The job's class, weight and min_throughput; null where not given. */
+static void add_meta(json_t *o, const struct agent_job_meta *m) {
+  json_object_set_new(o, "class", m->class_name[0] ? json_string(m->class_name) : json_null());
+  json_object_set_new(o, "weight", m->weight > 0 ? json_real(m->weight) : json_null());
+  json_object_set_new(o, "min_throughput",
+                      m->min_throughput >= 0 ? json_real(m->min_throughput) : json_null());
+}
+
 static json_t *job_json(const struct agent *a, const struct agent_job *job) {
   json_t *gpus = json_array();
   uint64_t m = agent_job_gpus(&a->jobs, job);
@@ -95,6 +103,7 @@ static json_t *job_json(const struct agent *a, const struct agent_job *job) {
                         source, "throughput", s ? json_real(s->value) : json_null(),
                         "throughput_time", s ? json_real(s->time_s) : json_null(),
                         "throughput_samples", (json_int_t)job->tput_total);
+  add_meta(o, &job->meta);
   if (job->scrape_url[0]) {
     json_object_set_new(o, "metrics_url", json_string(job->scrape_url));
     json_object_set_new(o, "metric", json_string(job->scrape_metric));
@@ -135,6 +144,7 @@ static void h_job_put(struct agent *a, const struct agent_request *rq, struct ag
   }
   if (err) return agent_reply_error(rp, 500, "", pflex_strerror(err));
   struct agent_job *job = agent_jobs_find(&a->jobs, rq->arg);
+  job->meta = r.meta;
   if (strcmp(job->scrape_url, r.metrics_url) != 0 || strcmp(job->scrape_metric, r.metric) != 0) {
     snprintf(job->scrape_url, sizeof job->scrape_url, "%s", r.metrics_url);
     snprintf(job->scrape_metric, sizeof job->scrape_metric, "%s", r.metric);
@@ -152,7 +162,8 @@ static void h_job_delete(struct agent *a, const struct agent_request *rq, struct
     return agent_reply_error(rp, 404, "id", "no such job on this node");
   struct agent_error e;
   json_t *out = NULL;
-  int err = agent_caps_release(a, gpus, &out, &e);
+  int err = agent_caps_release_job(a, gpus, &out, &e);
+  if (!out) return agent_reply_error(rp, e.status, e.field, e.message);
   json_object_set_new(out, "id", json_string(rq->arg));
   if (err) json_object_set_new(out, "error", json_string(e.message));
   rp->status = err ? 500 : 200;

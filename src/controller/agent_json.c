@@ -103,6 +103,31 @@ int ctl_parse_gpus(const char *body, size_t len, struct ctl_gpu_state *gpus, siz
   return rc;
 }
 
+/* A missing key is the same as null: agents before job metadata lack them. */
+static bool opt_num(const json_t *o, const char *key, double lo, double hi, double none,
+                    double *ret) {
+  const json_t *v = json_object_get(o, key);
+  *ret = none;
+  if (!v || json_is_null(v)) return true;
+  if (!json_is_number(v)) return false;
+  double x = json_number_value(v);
+  if (!(x >= lo && x <= hi)) return false;
+  *ret = x;
+  return true;
+}
+
+static int parse_job_meta(const json_t *o, size_t i, struct ctl_job_meta *m, char *err,
+                          size_t errlen) {
+  m->class_name[0] = '\0';
+  if (json_object_get(o, "class") && !str_or_null(o, "class", m->class_name, sizeof m->class_name))
+    return bad(err, errlen, "jobs", i, "class");
+  if (!opt_num(o, "weight", 1e-300, 1000, 0, &m->weight))
+    return bad(err, errlen, "jobs", i, "weight");
+  if (!opt_num(o, "min_throughput", 0, 1, -1, &m->min_tput))
+    return bad(err, errlen, "jobs", i, "min_throughput");
+  return 0;
+}
+
 int ctl_parse_jobs(const char *body, size_t len, struct ctl_job_tput *jobs, size_t max,
                    size_t *ret_n, char *err, size_t errlen) {
   json_t *a = load_array(body, len, "jobs", err, errlen);
@@ -134,6 +159,7 @@ int ctl_parse_jobs(const char *body, size_t len, struct ctl_job_tput *jobs, size
       rc = bad(err, errlen, "jobs", i, "throughput_time");
       break;
     }
+    rc = parse_job_meta(o, i, &j->meta, err, errlen);
   }
   json_decref(a);
   if (rc == 0) *ret_n = n;

@@ -19,8 +19,19 @@ struct ctl_gpu_state {
   char lease_state[16];     /* pflexd's "held", "fallback", "none", ...; "" = not given */
 };
 
+#define CTL_CLASS_NAME_MAX 33 /* 32 characters, as pflexd allows */
+
+/* What a job was submitted with, as its agent reports it (the SPANK
+ * plugin's options through pflexd's PUT /v1/jobs/{id}). */
+struct ctl_job_meta {
+  char class_name[CTL_CLASS_NAME_MAX]; /* "" : not given */
+  double weight;                       /* 0 : not given, else (0, 1000] */
+  double min_tput;                     /* < 0 : not given, else [0, 1] */
+};
+
 struct ctl_job_tput {
   char id[CTL_JOB_ID_MAX];
+  struct ctl_job_meta meta;
   bool has_tput;
   double tput, tput_time; /* last sample and its time (epoch s) */
   double samples;         /* samples received so far */
@@ -30,7 +41,8 @@ struct ctl_job_tput {
  * field on a malformed body. */
 int ctl_parse_gpus(const char *body, size_t len, struct ctl_gpu_state *gpus, size_t max,
                    size_t *ret_n, char *err, size_t errlen);
-/* Parses GET /v1/jobs. */
+/* Parses GET /v1/jobs: id, throughput, and the optional class, weight and
+ * min_throughput (absent or null: not given; out of range: refused). */
 int ctl_parse_jobs(const char *body, size_t len, struct ctl_job_tput *jobs, size_t max,
                    size_t *ret_n, char *err, size_t errlen);
 

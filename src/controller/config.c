@@ -138,7 +138,7 @@ static struct ctl_class *class_get(struct ctl_config *cfg, const char *name, cha
   struct ctl_class *c = &cfg->classes[cfg->nclasses++];
   memset(c, 0, sizeof *c);
   snprintf(c->name, sizeof c->name, "%s", name);
-  snprintf(c->match, sizeof c->match, "*");
+  c->match[0] = '\0'; /* no match key: the class is only chosen by name */
   c->weight = 1;
   return c;
 }
@@ -314,8 +314,15 @@ void ctl_config_usage(FILE *out) {
   }
 }
 
+const struct ctl_class *ctl_config_class_named(const struct ctl_config *cfg, const char *name) {
+  for (size_t i = 0; i < cfg->nclasses; i++)
+    if (strcmp(cfg->classes[i].name, name) == 0) return &cfg->classes[i];
+  return NULL;
+}
+
 const struct ctl_class *ctl_config_class_for(const struct ctl_config *cfg, const char *job) {
   for (size_t i = 0; i < cfg->nclasses; i++)
-    if (fnmatch(cfg->classes[i].match, job, 0) == 0) return &cfg->classes[i];
+    if (cfg->classes[i].match[0] && fnmatch(cfg->classes[i].match, job, 0) == 0)
+      return &cfg->classes[i];
   return NULL;
 }

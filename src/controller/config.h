@@ -4,8 +4,10 @@
  *
  * Job classes are sections "[class NAME]" with keys match (a glob on the job
  * id), weight and floor_pct; on the command line --class
- * "NAME,match=GLOB,weight=W,floor_pct=F". A job takes the first class it
- * matches, else weight 1 and no floor. */
+ * "NAME,match=GLOB,weight=W,floor_pct=F". A job takes the class it was
+ * submitted with (its agent reports it), else the first class whose match
+ * it matches (a class without match is only taken by name), else weight 1
+ * and no floor. */
 #ifndef CTL_CONFIG_H
 #define CTL_CONFIG_H
 
@@ -67,7 +69,10 @@ int ctl_config_check(const struct ctl_config *cfg, char *err, size_t errlen);
 /* Prints the options with their defaults and help, for --help. */
 void ctl_config_usage(FILE *out);
 
-/* The class of a job id, or NULL. */
+/* The class called name, or NULL. */
+const struct ctl_class *ctl_config_class_named(const struct ctl_config *cfg, const char *name);
+
+/* The class whose match the job id matches first, or NULL. */
 const struct ctl_class *ctl_config_class_for(const struct ctl_config *cfg, const char *job);
 
 #endif

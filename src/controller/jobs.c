@@ -70,6 +70,7 @@ static void reset_round(struct ctl_job *j) {
   j->max_w = INFINITY;
   j->limit_w = INFINITY;
   j->has_tput = false;
+  j->meta = (struct ctl_job_meta){.weight = 0, .min_tput = -1};
   j->alloc_w = j->cap_w = j->pred_tput = 0;
 }
 
@@ -83,10 +84,19 @@ static void add_gpu(struct ctl_job *j, const struct ctl_gpu_state *g) {
   if (!(fabs(g->limit_w - g->default_w) <= 0.5)) j->uncapped = false;
 }
 
+/* A job on several nodes: each field from the first node that gives it. */
+static void add_meta(struct ctl_job *j, const struct ctl_job_meta *m) {
+  if (!j->meta.class_name[0])
+    snprintf(j->meta.class_name, sizeof j->meta.class_name, "%s", m->class_name);
+  if (!(j->meta.weight > 0)) j->meta.weight = m->weight;
+  if (j->meta.min_tput < 0) j->meta.min_tput = m->min_tput;
+}
+
 static void add_tput(struct ctl_jobset *js, size_t sorted_n, const struct ctl_job_tput *t) {
-  if (!t->has_tput) return;
   struct ctl_job *j = find_or_add(js, sorted_n, t->id);
-  if (j && j->present && (!j->has_tput || t->tput_time > j->tput_time)) {
+  if (!j || !j->present) return;
+  add_meta(j, &t->meta);
+  if (t->has_tput && (!j->has_tput || t->tput_time > j->tput_time)) {
     j->has_tput = true;
     j->tput = t->tput;
     j->tput_time = t->tput_time;
@@ -251,6 +261,14 @@ static bool observe(struct ctl_job *j) {
   return true;
 }
 
+void ctl_job_resolve_class(struct ctl_job *j, const struct ctl_config *cfg) {
+  j->cls = j->meta.class_name[0] ? ctl_config_class_named(cfg, j->meta.class_name) : NULL;
+  if (!j->cls) j->cls = ctl_config_class_for(cfg, j->id);
+  j->weight = j->meta.weight > 0 ? j->meta.weight : j->cls ? j->cls->weight : 1.0;
+  double cls_floor = j->cls ? j->cls->floor_pct / 100.0 : 0;
+  j->floor_frac = fmax(cls_floor, j->meta.min_tput);
+}
+
 size_t ctl_jobset_learn(struct ctl_jobset *js, const struct ctl_config *cfg) {
   size_t obs = 0;
   for (size_t i = 0; i < js->n; i++) {
@@ -260,7 +278,7 @@ size_t ctl_jobset_learn(struct ctl_jobset *js, const struct ctl_config *cfg) {
     obs += observe(j);
     (void)ensure_curve(j, cfg->prior_pfi); /* without a curve the job keeps its floor */
     j->probe = !(j->p_max > 0) && !(j->t_est > 0);
-    j->cls = ctl_config_class_for(cfg, j->id);
+    ctl_job_resolve_class(j, cfg);
   }
   return obs;
 }

@@ -22,9 +22,10 @@ struct ctl_job {
   double limit_w;      /* lowest limit among its GPUs */
   bool uncapped;       /* every GPU at its default limit */
   bool has_tput;
-  double tput, tput_time; /* last throughput sample (sum over nodes) */
-  bool complete;          /* every GPU on a node that answered */
-  bool present;           /* seen this round */
+  double tput, tput_time;   /* last throughput sample (sum over nodes) */
+  struct ctl_job_meta meta; /* class, weight, min_throughput as submitted */
+  bool complete;            /* every GPU on a node that answered */
+  bool present;             /* seen this round */
   double last_seen;
   /* Learnt. */
   double p_max, t_max; /* uncapped draw and throughput (0 = not yet measured) */
@@ -44,7 +45,9 @@ struct ctl_job {
   bool relative;                   /* no throughput known: the curve's T_max is 1 */
   size_t observations;
   /* Decided this round. */
-  const struct ctl_class *cls;
+  const struct ctl_class *cls; /* by the job's class name, else by match; NULL */
+  double weight;               /* the job's weight, else its class's, else 1 */
+  double floor_frac;           /* least throughput / T_max: the stricter of class and job */
   double alloc_w, cap_w, pred_tput;
 };
 
@@ -62,6 +65,10 @@ int ctl_jobset_gather(struct ctl_jobset *js, const struct ctl_node *nodes, size_
                       double forget_s);
 
 struct ctl_job *ctl_jobset_find(struct ctl_jobset *js, const char *id);
+
+/* The job's class, weight and floor from what it was submitted with and
+ * the configured classes (see config.h). */
+void ctl_job_resolve_class(struct ctl_job *j, const struct ctl_config *cfg);
 
 /* After gathering: learns the uncapped point of uncapped jobs, feeds settled
  * caps to the refinement, and makes sure every present job has a curve.

@@ -90,14 +90,13 @@ static void alloc_job(const struct ctl_job *j, const struct ctl_config *cfg, dou
   a->gpus = j->gpus;
   a->cap_min_w = j->min_w;
   a->cap_max_w = j->max_w;
-  double w = j->cls ? j->cls->weight : 1.0;
+  double w = j->weight > 0 ? j->weight : 1.0;
   double t_max = j->prior_t_max;
   if (cfg->objective == CTL_OBJECTIVE_PROGRESS)
     a->weight = w / t_max;
   else
     a->weight = j->relative ? w * tok_per_w * j->prior_p_max : w;
-  if (floors && j->cls && j->cls->floor_pct > 0)
-    a->min_tput = j->cls->floor_pct / 100.0 * pflex_curve_t_max(a->curve);
+  if (floors && j->floor_frac > 0) a->min_tput = j->floor_frac * pflex_curve_t_max(a->curve);
 }
 
 /* Runs the allocator; without floors, or with every job at its least, when

@@ -25,6 +25,10 @@ static json_t *job_json(const struct ctl_job *j) {
       ctl_job_confidence(j), "observations", (json_int_t)j->observations);
   if (o) {
     json_object_set_new(o, "class", j->cls ? json_string(j->cls->name) : json_null());
+    json_object_set_new(o, "requested_class",
+                        j->meta.class_name[0] ? json_string(j->meta.class_name) : json_null());
+    json_object_set_new(o, "weight", json_real(j->weight > 0 ? j->weight : 1.0));
+    json_object_set_new(o, "floor", json_real(j->floor_frac));
     json_object_set_new(o, "complete", json_boolean(j->complete));
   }
   return o;

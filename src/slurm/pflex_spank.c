@@ -169,11 +169,11 @@ static int drop_stale(const char *job, const unsigned *gpus, size_t n, char *msg
 
 /* PUT the job; on a clash with a stale job, drop it and try once more. */
 static int register_job(const char *job, const unsigned *gpus, size_t n, char *msg, size_t len) {
-  int err = pflex_spank_agent_put_job(&conf, job, gpus, n, msg, len);
+  int err = pflex_spank_agent_put_job(&conf, job, gpus, n, &opts, msg, len);
   if (err != -EBUSY) return err;
   slurm_info("pflex: job %s: %s", job, msg);
   err = drop_stale(job, gpus, n, msg, len);
-  return err ? err : pflex_spank_agent_put_job(&conf, job, gpus, n, msg, len);
+  return err ? err : pflex_spank_agent_put_job(&conf, job, gpus, n, &opts, msg, len);
 }
 
 EXPORT int slurm_spank_job_prolog(spank_t sp, int ac, char **av) {

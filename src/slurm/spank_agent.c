@@ -111,13 +111,28 @@ static int request(const struct pflex_spank_conf *c, const char *method, const c
   return err;
 }
 
+/* The options the job was given, beside its GPUs. */
+static bool add_options(json_t *root, const struct pflex_spank_job_opts *o) {
+  bool ok = true;
+  if (o && o->has_class) ok &= json_object_set_new(root, "class", json_string(o->class_name)) == 0;
+  if (o && o->has_weight) ok &= json_object_set_new(root, "weight", json_real(o->weight)) == 0;
+  if (o && o->has_min_tput)
+    ok &= json_object_set_new(root, "min_throughput", json_real(o->min_tput)) == 0;
+  return ok;
+}
+
 int pflex_spank_agent_put_job(const struct pflex_spank_conf *c, const char *job,
-                              const unsigned *gpus, size_t n, char *msg, size_t msglen) {
+                              const unsigned *gpus, size_t n,
+                              const struct pflex_spank_job_opts *opts, char *msg, size_t msglen) {
   json_t *list = json_array();
   bool ok = list != NULL;
   for (size_t k = 0; ok && k < n; k++)
     ok = json_array_append_new(list, json_integer(gpus[k])) == 0;
   json_t *root = ok ? json_pack("{s:O}", "gpus", list) : NULL;
+  if (root && !add_options(root, opts)) {
+    json_decref(root);
+    root = NULL;
+  }
   char *body = root ? json_dumps(root, JSON_COMPACT) : NULL;
   json_decref(root);
   json_decref(list);

@@ -18,8 +18,11 @@
 #include "spank_args.h"
 #include "spank_reply.h"
 
+/* PUT /v1/jobs/{job} {"gpus":[...]} with the options given (opts may be
+ * NULL): "class", "weight", "min_throughput". */
 int pflex_spank_agent_put_job(const struct pflex_spank_conf *c, const char *job,
-                              const unsigned *gpus, size_t n, char *msg, size_t msglen);
+                              const unsigned *gpus, size_t n,
+                              const struct pflex_spank_job_opts *opts, char *msg, size_t msglen);
 int pflex_spank_agent_delete_job(const struct pflex_spank_conf *c, const char *job, char *msg,
                                  size_t msglen);
 

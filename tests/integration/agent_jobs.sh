@@ -39,6 +39,28 @@ bad 400 "name" /v1/jobs/b2 '{"gpus":[2],"name":"x"}'
 bad 409 "gpus" /v1/jobs/b2 '{"gpus":[1,2]}'
 api GET /v1/jobs
 expect_eq "$(echo "$BODY" | jq -c '[.jobs[] | [.id, .gpus]]')" '[["a1",[0,1]]]' "jobs after the refused requests"
+expect_eq "$(echo "$BODY" | jq -c '.jobs[0] | [.class, .weight, .min_throughput]')" '[null,null,null]' "no metadata given"
+
+# The job's metadata (the SPANK plugin's options): returned as given; a bad
+# value is refused naming the field, and the job keeps what it had.
+api PUT /v1/jobs/a1 '{"gpus":[0,1],"class":"flex25","weight":2.5,"min_throughput":0.6}'
+expect_code 200 "PUT /v1/jobs/a1 with metadata"
+expect_eq "$(echo "$BODY" | jq -c '[.class, .weight, .min_throughput]')" '["flex25",2.5,0.6]' "the reply's metadata"
+bad 400 "class" /v1/jobs/a1 '{"gpus":[0],"class":"flex 25"}'
+bad 400 "class" /v1/jobs/a1 "{\"gpus\":[0],\"class\":\"$(printf 'c%.0s' {1..33})\"}"
+bad 400 "class" /v1/jobs/a1 '{"gpus":[0],"class":25}'
+bad 422 "weight" /v1/jobs/a1 '{"gpus":[0],"weight":0}'
+bad 422 "weight" /v1/jobs/a1 '{"gpus":[0],"weight":1001}'
+bad 400 "weight" /v1/jobs/a1 '{"gpus":[0],"weight":"2"}'
+bad 422 "min_throughput" /v1/jobs/a1 '{"gpus":[0],"min_throughput":1.5}'
+bad 422 "min_throughput" /v1/jobs/a1 '{"gpus":[0],"min_throughput":-0.1}'
+bad 400 "min_throughput" /v1/jobs/a1 '{"gpus":[0],"min_throughput":"0.5"}'
+api GET /v1/jobs
+expect_eq "$(echo "$BODY" | jq -c '.jobs[] | select(.id == "a1") | [.gpus, .class, .weight, .min_throughput]')" \
+  '[[0,1],"flex25",2.5,0.6]' "a1 after the refused metadata"
+# Registering again without them replaces them too.
+api PUT /v1/jobs/a1 '{"gpus":[0,1],"class":"rigid"}'
+expect_eq "$(echo "$BODY" | jq -c '[.class, .weight, .min_throughput]')" '["rigid",null,null]' "metadata replaced"
 
 # Re-registering replaces the GPU set; DELETE restores only the job's GPUs.
 api PUT /v1/jobs/b2 '{"gpus":[2,3]}'
@@ -51,6 +73,36 @@ expect_eq "$(echo "$BODY" | jq -c '[.restored[].gpu]')" '[0,1]' "restored GPUs o
 expect_eq "$(limit 0),$(limit 1),$(limit 2),$(limit 3)" 700000,700000,350000,350000 "limits after the job ended"
 api DELETE /v1/jobs/a1
 expect_error 404 "id" "DELETE of an unknown job"
+
+# A job that ends under a lease with a wattage fallback (an event is on):
+# its GPUs go to that fallback, the event-safe cap, not to their default; a
+# lease already fallen back stays there. DELETE /v1/caps then restores them.
+api PUT /v1/jobs/e5 '{"gpus":[0]}'
+api PUT /v1/jobs/e6 '{"gpus":[1]}'
+# (A request renews every held lease to its own: b2's too, which runs out
+# to its default fallback here.)
+api PUT /v1/caps '{"caps":[{"job":"e6","watts":320}],"lease_s":0.5,"fallback":{"watts":450}}'
+expect_code 200 "caps on e6 with a short lease"
+for ((i = 0; i < 50; i++)); do [ "$(limit 1)" = 450000 ] && break; sleep 0.1; done
+expect_eq "$(limit 1)" 450000 "e6's GPU at its fallback after its lease ran out"
+api PUT /v1/caps '{"caps":[{"job":"e5","watts":300}],"lease_s":60,"fallback":{"watts":500}}'
+expect_code 200 "caps on e5 with a wattage fallback"
+expect_eq "$(limit 0)" 300000 "e5's GPU capped"
+api DELETE /v1/jobs/e5
+expect_code 200 "DELETE /v1/jobs/e5"
+expect_eq "$(echo "$BODY" | jq -c '[(.fallback[] | [.gpu, .limit_w]), .restored]')" '[[0,500],[]]' "e5's reply"
+api DELETE /v1/jobs/e6
+expect_code 200 "DELETE /v1/jobs/e6"
+expect_eq "$(limit 0),$(limit 1),$(limit 2),$(limit 3)" 500000,450000,700000,700000 "limits after the jobs ended in an event"
+api_noauth GET /v1/gpus
+expect_eq "$(echo "$BODY" | jq -c '[.gpus[0,1] | [.job, .lease_state]]')" '[[null,"fallback"],[null,"fallback"]]' "their lease state"
+# Without a wattage fallback the GPUs go back to their default (a1 above);
+# the controller's DELETE /v1/caps at the event's end restores these.
+api DELETE /v1/caps
+expect_code 200 "DELETE /v1/caps"
+expect_eq "$(limit 0),$(limit 1),$(limit 2),$(limit 3)" 700000,700000,700000,700000 "limits after DELETE /v1/caps"
+api PUT /v1/caps '{"caps":[{"job":"b2","watts":350}],"lease_s":60}'
+expect_code 200 "b2 capped again"
 api_noauth DELETE /v1/jobs/b2
 expect_error 401 "" "DELETE without a token"
 

@@ -45,6 +45,18 @@ wait_until 5 sh -c "curl -sf $C/v1/status | jq -e '.round >= 2'" || fail "no rou
 curl -sf "$C/v1/status" | jq -e '.target_w == null and .compliant == null and .nodes == 2 and
   (.measured_w > 2300) and (.jobs | length) == 0' >/dev/null || fail "status without an event"
 
+# A job's metadata flows from the agent's job API into the controller's
+# view: no class "gold" is configured here, so no class, but its weight and
+# min_throughput (as its floor) are used.
+ATOK="Authorization: Bearer $(cat "$T/atok")"
+curl -sf -X PUT "127.0.0.1:${APORT[0]}/v1/jobs/meta1" -H "$ATOK" \
+  -d '{"gpus":[0,1],"class":"gold","weight":3,"min_throughput":0.4}' > /dev/null || fail "PUT /v1/jobs/meta1"
+meta_seen() { curl -sf "$C/v1/status" | jq -e '.jobs[] | select(.id == "meta1") |
+  .requested_class == "gold" and .class == null and .weight == 3 and .floor == 0.4'; }
+wait_until 5 meta_seen || fail "the job's metadata did not reach the controller: $(curl -s "$C/v1/status")"
+curl -sf -X DELETE "127.0.0.1:${APORT[0]}/v1/jobs/meta1" -H "$ATOK" > /dev/null || fail "DELETE /v1/jobs/meta1"
+wait_until 5 sh -c "curl -sf $C/v1/status | jq -e '(.jobs | length) == 0'" || fail "meta1 still listed"
+
 # bad requests: status and field, nothing stored
 expect_error() { # STATUS FIELD BODY [AUTH]
   local out code

@@ -49,6 +49,12 @@ grep -qx "PFLEX_WEIGHT=2" "$T/job-$rigid.out" || fail "rigid job's tasks lack PF
 grep -qx "PFLEX_MIN_THROUGHPUT=0.6" "$T/job-$flex.out" || fail "flex job's tasks lack PFLEX_MIN_THROUGHPUT"
 slurmd_log_has "pflex: job $flex: GPUs $g_flex registered with pflexd (class flex50, weight 1, min throughput 0.6)" ||
   fail "slurmd log lacks the flex job's registration with its options"
+# The options reach pflexd, where the controller reads them (GET /v1/jobs).
+api_unix GET /v1/jobs
+expect_eq "$(echo "$BODY" | jq -c --arg j "$rigid" '.jobs[] | select(.id == $j) | [.class, .weight, .min_throughput]')" \
+  '["rigid",2,null]' "rigid job's options at pflexd"
+expect_eq "$(echo "$BODY" | jq -c --arg j "$flex" '.jobs[] | select(.id == $j) | [.class, .weight, .min_throughput]')" \
+  '["flex50",null,0.6]' "flex job's options at pflexd"
 
 # -- A cut on the flexible job's GPUs; its end restores them, the rigid job's stay.
 cap_gpus "$g_flex" 350 600

@@ -163,6 +163,54 @@ static void test_job_scrape_fields(void **state) {
   }
 }
 
+static void test_job_meta(void **state) {
+  (void)state;
+  struct agent_job_req r;
+  struct agent_error e;
+  const char *none = "{\"gpus\":[0]}";
+  assert_int_equal(agent_job_parse(none, strlen(none), 4, &r, &e), 0);
+  assert_string_equal(r.meta.class_name, "");
+  assert_true(r.meta.weight == 0);
+  assert_true(r.meta.min_throughput < 0);
+  const char *ok = "{\"gpus\":[0,2],\"class\":\"flex_50-b\",\"weight\":2.5,"
+                   "\"min_throughput\":0.8}";
+  assert_int_equal(agent_job_parse(ok, strlen(ok), 4, &r, &e), 0);
+  assert_string_equal(r.meta.class_name, "flex_50-b");
+  assert_true(r.meta.weight == 2.5);
+  assert_true(r.meta.min_throughput == 0.8);
+  const char *edges = "{\"gpus\":[1],\"weight\":1000,\"min_throughput\":0}";
+  assert_int_equal(agent_job_parse(edges, strlen(edges), 4, &r, &e), 0);
+  assert_true(r.meta.weight == 1000 && r.meta.min_throughput == 0);
+  const char *one = "{\"gpus\":[1],\"min_throughput\":1,"
+                    "\"class\":\"abcdefghijabcdefghijabcdefghij12\"}";
+  assert_int_equal(agent_job_parse(one, strlen(one), 4, &r, &e), 0);
+  assert_true(r.meta.min_throughput == 1);
+  assert_int_equal(strlen(r.meta.class_name), 32);
+  static const struct bad_case cases[] = {
+      {"{\"gpus\":[0],\"class\":\"\"}", 400, "class"},
+      {"{\"gpus\":[0],\"class\":\"flex 50\"}", 400, "class"},
+      {"{\"gpus\":[0],\"class\":\"a.b\"}", 400, "class"},
+      {"{\"gpus\":[0],\"class\":\"abcdefghijabcdefghijabcdefghij123\"}", 400, "class"},
+      {"{\"gpus\":[0],\"class\":7}", 400, "class"},
+      {"{\"gpus\":[0],\"class\":null}", 400, "class"},
+      {"{\"gpus\":[0],\"weight\":0}", 422, "weight"},
+      {"{\"gpus\":[0],\"weight\":-1}", 422, "weight"},
+      {"{\"gpus\":[0],\"weight\":1000.5}", 422, "weight"},
+      {"{\"gpus\":[0],\"weight\":\"2\"}", 400, "weight"},
+      {"{\"gpus\":[0],\"min_throughput\":-0.1}", 422, "min_throughput"},
+      {"{\"gpus\":[0],\"min_throughput\":1.01}", 422, "min_throughput"},
+      {"{\"gpus\":[0],\"min_throughput\":true}", 400, "min_throughput"},
+      {"{\"gpus\":[0],\"klass\":\"rigid\"}", 400, "klass"},
+      {"{\"gpus\":[9],\"class\":\"rigid\"}", 422, "gpus[0]"},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    e = (struct agent_error){0};
+    int err = agent_job_parse(cases[k].body, strlen(cases[k].body), 4, &r, &e);
+    if (err != -EINVAL || e.status != cases[k].status || strcmp(e.field, cases[k].field) != 0)
+      fail_msg("%s: got %d, status %d, field '%s'", cases[k].body, err, e.status, e.field);
+  }
+}
+
 static void test_prom_sum(void **state) {
   (void)state;
   const char *text = "# HELP tps x\n# TYPE tps gauge\ntps{rank=\"0\"} 1000\n"
@@ -191,6 +239,7 @@ int main(void) {
       cmocka_unit_test(test_jobs),
       cmocka_unit_test(test_job_ids),
       cmocka_unit_test(test_job_scrape_fields),
+      cmocka_unit_test(test_job_meta),
       cmocka_unit_test(test_prom_sum),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
