@@ -137,6 +137,107 @@ struct wf_job {
   size_t i;
 };
 
+/* Puts every job at its upper bound and gathers the jobs with a weight into
+ * job (zero-weight jobs are cut only when nothing else is left): their
+ * number; *ret_wsum their total weight. */
+static size_t wf_gather(const struct prep *pr, const double *w, size_t n, double *p,
+                        struct wf_job *job, double *ret_wsum) {
+  size_t m = 0;
+  double wsum = 0;
+  for (size_t i = 0; i < n; i++) {
+    p[i] = pr[i].hi;
+    if (w[i] > 0) {
+      double h = pr[i].hi - pr[i].lo;
+      job[m++] = (struct wf_job){h / w[i], h, w[i], i};
+      wsum += w[i];
+    }
+  }
+  *ret_wsum = wsum;
+  return m;
+}
+
+static double median3(double x, double y, double z) {
+  return x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
+}
+
+/* Three-way partition of job[a..b) around piv by ratio: afterwards
+ * [a, *ret_lt) < piv, [*ret_lt, *ret_gt) == piv, [*ret_gt, b) > piv. */
+static void wf_partition(struct wf_job *job, size_t a, size_t b, double piv, size_t *ret_lt,
+                         size_t *ret_gt) {
+  size_t lt = a, i = a, gt = b;
+  while (i < gt) {
+    struct wf_job v = job[i];
+    if (v.ratio < piv) {
+      job[i++] = job[lt];
+      job[lt++] = v;
+    } else if (v.ratio > piv) {
+      job[i] = job[--gt];
+      job[gt] = v;
+    } else {
+      i++;
+    }
+  }
+  *ret_lt = lt;
+  *ret_gt = gt;
+}
+
+/* Finds the clipped prefix of job[0..m) (in ratio order) by quickselect,
+ * puts those jobs at their lower bounds and marks them in clip: the headroom
+ * they give up. */
+static double wf_clip(const struct prep *pr, struct wf_job *job, size_t m, double wsum,
+                      double cut, double *p, bool *clip) {
+  double hacc = 0, wacc = 0; /* headroom and weight of the jobs known to be clipped */
+  size_t a = 0, b = m;       /* the undecided jobs: job[a..b) */
+  while (a < b) {
+    double piv = median3(job[a].ratio, job[a + (b - a) / 2].ratio, job[b - 1].ratio);
+    size_t lt, gt;
+    wf_partition(job, a, b, piv, &lt, &gt);
+    double hl = 0, wl = 0;
+    for (size_t k = a; k < lt; k++) {
+      hl += job[k].h;
+      wl += job[k].w;
+    }
+    double wrest = wsum - wacc - wl;
+    bool clipped = wrest > 0 && piv <= (cut - hacc - hl) / wrest;
+    if (!clipped) {
+      b = lt;
+      continue;
+    }
+    /* Every job up to the pivot's ratio is clipped. */
+    for (size_t k = lt; k < gt; k++) {
+      hl += job[k].h;
+      wl += job[k].w;
+    }
+    hacc += hl;
+    wacc += wl;
+    for (size_t k = a; k < gt; k++) {
+      p[job[k].i] = pr[job[k].i].lo;
+      clip[job[k].i] = true;
+    }
+    a = gt;
+  }
+  return hacc;
+}
+
+/* Takes `rest` W from the jobs not clipped, by weight (by headroom when all
+ * their weights are zero, e.g. no DRAM activity). */
+static void wf_spread(const struct prep *pr, const double *w, size_t n, const bool *clip,
+                      double rest, double *p) {
+  /* Recomputed, not carried, so rounding cannot leave a phantom weight. */
+  double wr = 0, hr = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!clip[i]) {
+      wr += w[i];
+      hr += pr[i].hi - pr[i].lo;
+    }
+  for (size_t i = 0; i < n; i++) {
+    if (clip[i]) continue;
+    double h = pr[i].hi - pr[i].lo;
+    double share = wr > 0 ? rest * (w[i] / wr) : (hr > 0 ? rest * (h / hr) : 0);
+    p[i] = pr[i].hi - fmin(share, h);
+  }
+}
+
 static int water_fill(const struct prep *pr, const double *w, size_t n, double cut, double *p) {
   struct wf_job *job = malloc((n ? n : 1) * sizeof *job);
   bool *clip = calloc(n ? n : 1, sizeof *clip);
@@ -145,75 +246,10 @@ static int water_fill(const struct prep *pr, const double *w, size_t n, double c
     free(clip);
     return -ENOMEM;
   }
-  size_t m = 0;
-  double wsum = 0;
-  for (size_t i = 0; i < n; i++) {
-    p[i] = pr[i].hi;
-    if (w[i] > 0) { /* zero-weight jobs are cut only when nothing else is left */
-      double h = pr[i].hi - pr[i].lo;
-      job[m++] = (struct wf_job){h / w[i], h, w[i], i};
-      wsum += w[i];
-    }
-  }
-  double hacc = 0, wacc = 0; /* headroom and weight of the jobs known to be clipped */
-  size_t a = 0, b = m;       /* the undecided jobs: job[a..b) */
-  while (a < b) {
-    double x = job[a].ratio, y = job[a + (b - a) / 2].ratio, z = job[b - 1].ratio;
-    double piv = x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
-    size_t lt = a, i = a, gt = b; /* [a,lt) < piv, [lt,i) == piv, [gt,b) > piv */
-    while (i < gt) {
-      struct wf_job v = job[i];
-      if (v.ratio < piv) {
-        job[i++] = job[lt];
-        job[lt++] = v;
-      } else if (v.ratio > piv) {
-        job[i] = job[--gt];
-        job[gt] = v;
-      } else {
-        i++;
-      }
-    }
-    double hl = 0, wl = 0;
-    for (size_t k = a; k < lt; k++) {
-      hl += job[k].h;
-      wl += job[k].w;
-    }
-    double wrest = wsum - wacc - wl;
-    bool clipped = wrest > 0 && piv <= (cut - hacc - hl) / wrest;
-    if (clipped) {
-      /* Every job up to the pivot's ratio is clipped. */
-      for (size_t k = lt; k < gt; k++) {
-        hl += job[k].h;
-        wl += job[k].w;
-      }
-      hacc += hl;
-      wacc += wl;
-      for (size_t k = a; k < gt; k++) {
-        p[job[k].i] = pr[job[k].i].lo;
-        clip[job[k].i] = true;
-      }
-      a = gt;
-    } else {
-      b = lt;
-    }
-  }
-  double rest = cut - hacc;
-  if (rest > 0) {
-    /* Recomputed, not carried, so rounding cannot leave a phantom weight. */
-    double wr = 0, hr = 0;
-    for (size_t i = 0; i < n; i++)
-      if (!clip[i]) {
-        wr += w[i];
-        hr += pr[i].hi - pr[i].lo;
-      }
-    for (size_t i = 0; i < n; i++) {
-      if (clip[i]) continue;
-      double h = pr[i].hi - pr[i].lo;
-      /* All remaining weights zero (e.g. no DRAM activity): cut by headroom. */
-      double share = wr > 0 ? rest * (w[i] / wr) : (hr > 0 ? rest * (h / hr) : 0);
-      p[i] = pr[i].hi - fmin(share, h);
-    }
-  }
+  double wsum;
+  size_t m = wf_gather(pr, w, n, p, job, &wsum);
+  double rest = cut - wf_clip(pr, job, m, wsum, cut, p, clip);
+  if (rest > 0) wf_spread(pr, w, n, clip, rest, p);
   free(job);
   free(clip);
   return 0;
