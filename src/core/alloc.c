@@ -608,9 +608,10 @@ static void pass_release(struct pass *ps) {
   free(ps->local);
 }
 
-/* Finds or samples every job's hull on its window (see struct pass). */
-static int pass_hulls(const struct pflex_alloc_job *jobs, size_t n, const double *wlo,
-                      const double *whi, unsigned knots, struct hull_cache *hc, struct pass *ps) {
+/* The room one job's sampling needs (knots + points + 2, as hull_segments):
+ * the most over the jobs in *ret_maxk; -EINVAL for a job without a curve. */
+static int pass_max_knots(const struct pflex_alloc_job *jobs, size_t n, unsigned knots,
+                          size_t *ret_maxk) {
   size_t maxk = 0;
   for (size_t i = 0; i < n; i++) {
     size_t np;
@@ -618,87 +619,143 @@ static int pass_hulls(const struct pflex_alloc_job *jobs, size_t n, const double
     pflex_curve_points(jobs[i].curve, &np);
     if (knots + np + 2 > maxk) maxk = knots + np + 2;
   }
-  if (hc && hc->nused > 4 * n + 65536) hull_cache_clear(hc);
-  /* first[h]: the first job with a hull key (open addressing); where[i]:
-   * job i's hull, in the pool (from the context) or in local. */
+  *ret_maxk = maxk;
+  return 0;
+}
+
+/* pass_hulls's working memory. first[h]: the first job with a hull key (open
+ * addressing), fdig[h] its digest (no pointer chase); where[i]: job i's hull,
+ * in the pool (in_pool[i], from the context) or in the pass's local; dist[i]:
+ * its distinct hull; xs, ys, hp: room for one job's sampling (maxk). */
+struct pass_scratch {
+  size_t *first, *dist, *where, nslots, maxk;
+  uint64_t *fdig;
+  bool *in_pool;
+  double *xs, *ys;
+  struct hullpt *hp;
+};
+
+static void pass_scratch_release(struct pass_scratch *sc) {
+  free(sc->first);
+  free(sc->fdig);
+  free(sc->dist);
+  free(sc->where);
+  free(sc->in_pool);
+  free(sc->xs);
+  free(sc->ys);
+  free(sc->hp);
+}
+
+/* Allocates the scratch for n jobs and ps's arrays (ps releases its own). */
+static int pass_scratch_init(struct pass_scratch *sc, struct pass *ps, size_t n, size_t maxk) {
   size_t nslots = 16, m = n ? n : 1;
   while (nslots < 2 * n)
     nslots *= 2;
-  size_t *first = malloc(nslots * sizeof *first), *dist = malloc(m * sizeof *dist);
-  uint64_t *fdig = malloc(nslots * sizeof *fdig); /* first[h]'s digest: no pointer chase */
-  size_t *where = malloc(m * sizeof *where);
-  bool *in_pool = malloc(m * sizeof *in_pool);
-  double *xs = malloc(maxk * sizeof *xs), *ys = malloc(maxk * sizeof *ys);
-  struct hullpt *hp = malloc(maxk * sizeof *hp);
+  *sc = (struct pass_scratch){.nslots = nslots, .maxk = maxk};
+  sc->first = malloc(nslots * sizeof *sc->first);
+  sc->dist = malloc(m * sizeof *sc->dist);
+  sc->fdig = malloc(nslots * sizeof *sc->fdig);
+  sc->where = malloc(m * sizeof *sc->where);
+  sc->in_pool = malloc(m * sizeof *sc->in_pool);
+  sc->xs = malloc(maxk * sizeof *sc->xs);
+  sc->ys = malloc(maxk * sizeof *sc->ys);
+  sc->hp = malloc(maxk * sizeof *sc->hp);
   ps->js = malloc(m * sizeof *ps->js);
   ps->jn = calloc(m, sizeof *ps->jn);
   ps->nfull = calloc(m, sizeof *ps->nfull);
   ps->rep = malloc(m * sizeof *ps->rep);
   ps->mult = malloc(m * sizeof *ps->mult);
-  int err = -ENOMEM;
-  if (!first || !fdig || !dist || !where || !in_pool || !xs || !ys || !hp || !ps->js || !ps->jn ||
-      !ps->nfull || !ps->rep || !ps->mult)
-    goto out;
+  if (!sc->first || !sc->fdig || !sc->dist || !sc->where || !sc->in_pool || !sc->xs || !sc->ys ||
+      !sc->hp || !ps->js || !ps->jn || !ps->nfull || !ps->rep || !ps->mult)
+    return -ENOMEM;
   for (size_t h = 0; h < nslots; h++)
-    first[h] = SIZE_MAX;
-  for (size_t i = 0; i < n; i++) {
+    sc->first[h] = SIZE_MAX;
+  return 0;
+}
+
+/* The slot of job i's key: the one of the earlier job of this pass with the
+ * same hull, or the empty one where it goes. */
+static size_t pass_slot(const struct pass_scratch *sc, const struct pflex_alloc_job *jobs,
+                        const double *wlo, const double *whi, const struct hull_key *key,
+                        size_t i) {
+  size_t h = key_slot(key, sc->nslots);
+  for (; sc->first[h] != SIZE_MAX; h = (h + 1) & (sc->nslots - 1)) {
+    size_t j = sc->first[h];
+    if (sc->fdig[h] == key->digest && wlo[j] == wlo[i] && whi[j] == whi[i] &&
+        jobs[j].weight == jobs[i].weight)
+      break;
+  }
+  return h;
+}
+
+/* Room for one more job's segments (maxk) at the end of ps's local. */
+static int pass_reserve_local(struct pass *ps, size_t maxk) {
+  if (ps->nlocal + maxk <= ps->cap_local) return 0;
+  size_t nc = ps->cap_local ? 2 * ps->cap_local : 1024;
+  while (nc < ps->nlocal + maxk)
+    nc *= 2;
+  struct seg *t = realloc(ps->local, nc * sizeof *t);
+  if (!t) return -ENOMEM;
+  ps->local = t;
+  ps->cap_local = nc;
+  return 0;
+}
+
+/* Job i's hull, the first of its key in this pass: from the context when it
+ * holds it, else sampled into local (and kept in the context). */
+static int pass_find_or_sample(const struct pflex_alloc_job *jobs, const double *wlo,
+                               const double *whi, const struct hull_key *key, size_t i,
+                               struct hull_cache *hc, struct pass_scratch *sc, struct pass *ps) {
+  /* A callback curve's digest names its function, not what it computes
+   * now: it is shared within this pass only, never kept in the context. */
+  bool keep = hc && pflex_curve_kind(jobs[i].curve) != PFLEX_CURVE_CALLBACK;
+  const struct hull_entry *e = keep ? hull_find(hc, key) : NULL;
+  if (e) {
+    sc->where[i] = e->off, sc->in_pool[i] = true, ps->jn[i] = e->len;
+    return 0;
+  }
+  if (pass_reserve_local(ps, sc->maxk) < 0) return -ENOMEM;
+  struct seg *out = &ps->local[ps->nlocal];
+  size_t len =
+      hull_segments(&jobs[i], wlo[i], whi[i], key->knots, sc->xs, sc->ys, sc->hp, out);
+  if (keep && !hull_put(hc, key, out, len)) return -ENOMEM;
+  sc->where[i] = ps->nlocal, sc->in_pool[i] = false, ps->jn[i] = len;
+  ps->nlocal += len;
+  return 0;
+}
+
+/* Finds or samples every job's hull on its window (see struct pass): each
+ * job with room and weight either shares the hull of an earlier job of the
+ * pass with the same key or starts a distinct hull of its own. */
+static int pass_hulls(const struct pflex_alloc_job *jobs, size_t n, const double *wlo,
+                      const double *whi, unsigned knots, struct hull_cache *hc, struct pass *ps) {
+  size_t maxk;
+  if (pass_max_knots(jobs, n, knots, &maxk) < 0) return -EINVAL;
+  if (hc && hc->nused > 4 * n + 65536) hull_cache_clear(hc);
+  struct pass_scratch sc;
+  int err = pass_scratch_init(&sc, ps, n, maxk);
+  for (size_t i = 0; !err && i < n; i++) {
     if (!(whi[i] > wlo[i]) || !(jobs[i].weight > 0)) continue;
     struct hull_key key = {pflex_curve_digest(jobs[i].curve), wlo[i], whi[i], jobs[i].weight,
                            knots};
-    size_t h = key_slot(&key, nslots);
-    for (; first[h] != SIZE_MAX; h = (h + 1) & (nslots - 1)) {
-      size_t j = first[h];
-      if (fdig[h] == key.digest && wlo[j] == wlo[i] && whi[j] == whi[i] &&
-          jobs[j].weight == jobs[i].weight)
-        break;
-    }
-    if (first[h] != SIZE_MAX) { /* as an earlier job of this pass */
-      size_t j = first[h];
-      where[i] = where[j], in_pool[i] = in_pool[j], ps->jn[i] = ps->jn[j];
-      ps->mult[dist[i] = dist[j]]++;
+    size_t h = pass_slot(&sc, jobs, wlo, whi, &key, i);
+    if (sc.first[h] != SIZE_MAX) { /* as an earlier job of this pass */
+      size_t j = sc.first[h];
+      sc.where[i] = sc.where[j], sc.in_pool[i] = sc.in_pool[j], ps->jn[i] = ps->jn[j];
+      ps->mult[sc.dist[i] = sc.dist[j]]++;
       continue;
     }
-    first[h] = i;
-    fdig[h] = key.digest;
-    /* A callback curve's digest names its function, not what it computes
-     * now: it is shared within this pass only, never kept in the context. */
-    bool keep = hc && pflex_curve_kind(jobs[i].curve) != PFLEX_CURVE_CALLBACK;
-    const struct hull_entry *e = keep ? hull_find(hc, &key) : NULL;
-    if (e) {
-      where[i] = e->off, in_pool[i] = true, ps->jn[i] = e->len;
-    } else {
-      if (ps->nlocal + maxk > ps->cap_local) {
-        size_t nc = ps->cap_local ? 2 * ps->cap_local : 1024;
-        while (nc < ps->nlocal + maxk)
-          nc *= 2;
-        struct seg *t = realloc(ps->local, nc * sizeof *t);
-        if (!t) goto out;
-        ps->local = t;
-        ps->cap_local = nc;
-      }
-      struct seg *out = &ps->local[ps->nlocal];
-      size_t len = hull_segments(&jobs[i], wlo[i], whi[i], knots, xs, ys, hp, out);
-      if (keep && !hull_put(hc, &key, out, len)) goto out;
-      where[i] = ps->nlocal, in_pool[i] = false, ps->jn[i] = len;
-      ps->nlocal += len;
-    }
-    dist[i] = ps->nd;
+    sc.first[h] = i;
+    sc.fdig[h] = key.digest;
+    if ((err = pass_find_or_sample(jobs, wlo, whi, &key, i, hc, &sc, ps)) < 0) break;
+    sc.dist[i] = ps->nd;
     ps->rep[ps->nd] = i;
     ps->mult[ps->nd++] = 1;
   }
   /* Pointers only now: the pool and local may have moved while growing. */
-  for (size_t i = 0; i < n; i++)
-    ps->js[i] = ps->jn[i] ? (in_pool[i] ? hc->pool : ps->local) + where[i] : NULL;
-  err = 0;
-out:
-  free(first);
-  free(fdig);
-  free(dist);
-  free(where);
-  free(in_pool);
-  free(xs);
-  free(ys);
-  free(hp);
+  for (size_t i = 0; !err && i < n; i++)
+    ps->js[i] = ps->jn[i] ? (sc.in_pool[i] ? hc->pool : ps->local) + sc.where[i] : NULL;
+  pass_scratch_release(&sc);
   return err;
 }
 
