@@ -982,6 +982,181 @@ static void top3_of(const struct topk *t, size_t *top) {
     top[m] = m < t->n ? t->r[m] : NONE;
 }
 
+/* The local search's state: the amounts ds (halving from the widest range),
+ * the candidate jobs set[0..ns), their gains tab[(2k) ns + s] for +ds[k] and
+ * tab[(2k+1) ns + s] for -ds[k], and per column c the best rows (receivers
+ * for even c, donors for odd c), top[c][0..2] the three best (NONE when
+ * ns < 3), kept up to date as rows change. */
+struct ls {
+  const struct pflex_alloc_job *jobs;
+  const struct prep *pr;
+  double *p, *f, obj;
+  double ds[LS_STEPS];
+  size_t *set, ns;
+  double *tab;
+  struct topk best_rows[2 * LS_STEPS];
+  size_t top[2 * LS_STEPS][3];
+};
+
+/* A move: rows row[0..n) each moved by the amount of column col[m]. */
+struct ls_move {
+  double gain;
+  size_t row[3];
+  int col[3], n;
+};
+
+/* Marks in in[] the candidates: per amount and direction the LS_KEEP best
+ * jobs of one scan (every job when n <= LS_KEEP); their number. */
+static int ls_candidates(const struct ls *s, size_t n, bool *in, size_t *ret_ns) {
+  if (n <= LS_KEEP) {
+    for (size_t i = 0; i < n; i++)
+      in[i] = true;
+    *ret_ns = n;
+    return 0;
+  }
+  /* One pass; per column a heap of its LS_KEEP best so far, worst on top.
+   * Jobs come in index order, so a tie with the worst kept stays out. */
+  size_t hn[2 * LS_STEPS] = {0}, ns = 0;
+  struct keep *heap = malloc(2 * LS_STEPS * LS_KEEP * sizeof *heap);
+  if (!heap) return -ENOMEM;
+  for (size_t i = 0; i < n; i++)
+    for (int c = 0; c < 2 * LS_STEPS; c++) {
+      double x = delta_of(s->jobs, s->pr, s->p, s->f, i, c % 2 ? -s->ds[c / 2] : s->ds[c / 2]);
+      struct keep *h = &heap[c * LS_KEEP];
+      if (hn[c] < LS_KEEP)
+        keep_push(h, hn[c]++, (struct keep){x, i});
+      else if (x > h[0].v)
+        keep_replace(h, LS_KEEP, (struct keep){x, i});
+    }
+  for (int c = 0; c < 2 * LS_STEPS; c++)
+    for (size_t m = 0; m < hn[c]; m++) {
+      size_t i = heap[c * LS_KEEP + m].i;
+      if (!in[i]) {
+        in[i] = true;
+        ns++;
+      }
+    }
+  free(heap);
+  *ret_ns = ns;
+  return 0;
+}
+
+/* Fills every row of the table. Jobs of a workload often share a curve and
+ * sit at the same point of it (the greedy puts equal jobs on equal knots):
+ * such a job copies the row of the first one seen with the same curve,
+ * power, bounds and weight (a hash table on them) instead of evaluating the
+ * curve again; same values, bit for bit. */
+static int ls_fill_table(struct ls *s) {
+  const struct pflex_alloc_job *jobs = s->jobs;
+  const struct prep *pr = s->pr;
+  const double *p = s->p;
+  size_t ns = s->ns, nhash = 16;
+  while (nhash < 2 * ns)
+    nhash *= 2;
+  size_t *hash = malloc(nhash * sizeof *hash);
+  if (!hash) return -ENOMEM;
+  for (size_t h = 0; h < nhash; h++)
+    hash[h] = NONE;
+  for (size_t r = 0; r < ns; r++) {
+    size_t i = s->set[r];
+    const struct pflex_alloc_job *js = &jobs[i];
+    uint64_t key = mix(mix(mix((uint64_t)(uintptr_t)js->curve, dbits(p[i])), dbits(pr[i].lo)),
+                       dbits(pr[i].hi));
+    size_t h = (size_t)(key ^ (key >> 29)) & (nhash - 1);
+    for (; hash[h] != NONE; h = (h + 1) & (nhash - 1)) {
+      size_t o = s->set[hash[h]];
+      if (jobs[o].curve == js->curve && p[o] == p[i] && pr[o].lo == pr[i].lo &&
+          pr[o].hi == pr[i].hi && jobs[o].weight == js->weight)
+        break;
+    }
+    if (hash[h] != NONE) {
+      for (int c = 0; c < 2 * LS_STEPS; c++)
+        s->tab[c * ns + r] = s->tab[c * ns + hash[h]];
+      continue;
+    }
+    hash[h] = r;
+    fill_row(jobs, pr, p, s->f, s->set, ns, s->ds, s->tab, r);
+  }
+  free(hash);
+  return 0;
+}
+
+/* The best pair move into *mv: one receiver and one donor of ds[k]. */
+static void ls_best_pair(const struct ls *s, struct ls_move *mv) {
+  size_t ns = s->ns;
+  for (int k = 0; k < LS_STEPS; k++) {
+    const size_t *tu = s->top[2 * k], *td = s->top[2 * k + 1];
+    const double *u = &s->tab[(2 * k) * ns], *d = &s->tab[(2 * k + 1) * ns];
+    for (int x = 0; x < 3; x++)
+      for (int y = 0; y < 3; y++) {
+        if (tu[x] == NONE || td[y] == NONE || tu[x] == td[y]) continue;
+        double g = u[tu[x]] + d[td[y]];
+        if (g > mv->gain)
+          *mv = (struct ls_move){g, {tu[x], td[y]}, {2 * k, 2 * k + 1}, 2};
+      }
+  }
+}
+
+/* A better three-job move into *mv, if there is one: one receiver of ds[k]
+ * and two donors of ds[k + 1] = ds[k] / 2 each, or one donor and two
+ * receivers. */
+static void ls_best_triple(const struct ls *s, struct ls_move *mv) {
+  size_t ns = s->ns;
+  for (int k = 0; k + 1 < LS_STEPS; k++) {
+    for (int side = 0; side < 2; side++) {
+      /* side 0: receiver of ds[k], donors of ds[k+1]; side 1: the reverse. */
+      int c1 = 2 * k + side, c2 = 2 * (k + 1) + 1 - side;
+      const size_t *t1 = s->top[c1], *t2 = s->top[c2];
+      const double *v1 = &s->tab[c1 * ns], *v2 = &s->tab[c2 * ns];
+      for (int x = 0; x < 3; x++)
+        for (int y = 0; y < 3; y++)
+          for (int z = y + 1; z < 3; z++) {
+            size_t a = t1[x], b = t2[y], c = t2[z];
+            if (a == NONE || b == NONE || c == NONE || a == b || a == c) continue;
+            double g = v1[a] + v2[b] + v2[c];
+            if (g > mv->gain) *mv = (struct ls_move){g, {a, b, c}, {c1, c2, c2}, 3};
+          }
+    }
+  }
+}
+
+/* The best move of a round (n == 0: none gains). Only the top three of each
+ * column can be part of it. Three-job moves only when no pair move is worth
+ * taking: they are rarer and cost more to look for. */
+static struct ls_move ls_best_move(const struct ls *s) {
+  struct ls_move mv = {.gain = 0, .n = 0};
+  ls_best_pair(s, &mv);
+  if (!(mv.gain > LS_TOL * fabs(s->obj))) ls_best_triple(s, &mv);
+  return mv;
+}
+
+/* Carries out the move: powers, values, the objective, the moved rows and
+ * the best rows of every column. Its rise of the objective. */
+static double ls_apply(struct ls *s, const struct ls_move *mv) {
+  double g = 0;
+  for (int m = 0; m < mv->n; m++) {
+    size_t i = s->set[mv->row[m]];
+    s->p[i] += mv->col[m] % 2 ? -s->ds[mv->col[m] / 2] : s->ds[mv->col[m] / 2];
+    double fi = val(&s->jobs[i], s->p[i]);
+    g += fi - s->f[i];
+    s->f[i] = fi;
+  }
+  s->obj += g;
+  size_t ns = s->ns;
+  for (int m = 0; m < mv->n; m++)
+    fill_row(s->jobs, s->pr, s->p, s->f, s->set, ns, s->ds, s->tab, mv->row[m]);
+  for (int c = 0; c < 2 * LS_STEPS; c++) {
+    struct topk *t = &s->best_rows[c];
+    for (int m = 0; m < mv->n; m++)
+      topk_remove(t, mv->row[m]);
+    for (int m = 0; m < mv->n; m++)
+      topk_offer(&s->tab[c * ns], t, mv->row[m], false);
+    if ((size_t)t->n < (ns < 3 ? ns : 3)) topk_scan(&s->tab[c * ns], ns, t); /* too few known */
+    top3_of(t, s->top[c]);
+  }
+  return g;
+}
+
 /* After the hull greedy, moves power between jobs on the curves themselves
  * while the weighted total rises. Each round takes the best move of these
  * kinds, exactly over all jobs and amounts of the ladder: one receiver of
@@ -996,7 +1171,9 @@ static void top3_of(const struct topk *t, size_t *top) {
  * LS_KEEP - 3r of each list are unchanged and still beat every job outside
  * it: with LS_KEEP = 3 LS_ROUNDS + 3 the restricted search is the exact one.
  * Power sums change only by rounding (the caller enforces the target); each
- * job stays in its bounds. *ret_gain is the rise of the objective. */
+ * job stays in its bounds. *ret_gain is the rise of the objective. The search in parts: ls_candidates
+ * picks the set, ls_fill_table its gains, ls_best_move the move of a round,
+ * ls_apply carries it out. */
 static int local_search(const struct pflex_alloc_job *jobs, size_t n, const struct prep *pr,
                         double *p, double *ret_gain) {
   *ret_gain = 0;
@@ -1005,171 +1182,43 @@ static int local_search(const struct pflex_alloc_job *jobs, size_t n, const stru
   for (size_t i = 0; i < n; i++)
     dmax = fmax(dmax, pr[i].hi - pr[i].lo);
   if (!(dmax > 0)) return 0;
-  double ds[LS_STEPS];
+  struct ls s = {.jobs = jobs, .pr = pr, .p = p, .obj = 0};
   for (int k = 0; k < LS_STEPS; k++)
-    ds[k] = dmax * ldexp(1.0, -k);
-  double *f = malloc(n * sizeof *f);
+    s.ds[k] = dmax * ldexp(1.0, -k);
+  s.f = malloc(n * sizeof *s.f);
   bool *in = calloc(n, sizeof *in);
-  size_t *set = NULL;
-  double *tab = NULL;
-  struct keep *heap = NULL;
-  size_t *hash = NULL;
   int err = -ENOMEM;
-  if (!f || !in) goto out;
-  double obj = 0;
+  if (!s.f || !in) goto out;
   for (size_t i = 0; i < n; i++) {
-    f[i] = val(&jobs[i], p[i]);
-    obj += f[i];
+    s.f[i] = val(&jobs[i], p[i]);
+    s.obj += s.f[i];
   }
-  size_t ns = 0;
-  if (n <= LS_KEEP) {
-    for (size_t i = 0; i < n; i++)
-      in[i] = true;
-    ns = n;
-  } else {
-    /* One pass; per column a heap of its LS_KEEP best so far, worst on top.
-     * Jobs come in index order, so a tie with the worst kept stays out. */
-    size_t hn[2 * LS_STEPS] = {0};
-    if (!(heap = malloc(2 * LS_STEPS * LS_KEEP * sizeof *heap))) goto out;
-    for (size_t i = 0; i < n; i++)
-      for (int c = 0; c < 2 * LS_STEPS; c++) {
-        double x = delta_of(jobs, pr, p, f, i, c % 2 ? -ds[c / 2] : ds[c / 2]);
-        struct keep *h = &heap[c * LS_KEEP];
-        if (hn[c] < LS_KEEP)
-          keep_push(h, hn[c]++, (struct keep){x, i});
-        else if (x > h[0].v)
-          keep_replace(h, LS_KEEP, (struct keep){x, i});
-      }
-    for (int c = 0; c < 2 * LS_STEPS; c++)
-      for (size_t m = 0; m < hn[c]; m++) {
-        size_t i = heap[c * LS_KEEP + m].i;
-        if (!in[i]) {
-          in[i] = true;
-          ns++;
-        }
-      }
-  }
-  set = malloc(ns * sizeof *set);
-  /* tab[(2k) ns + s]: set[s]'s gain for +ds[k]; tab[(2k+1) ns + s]: for -ds[k]. */
-  tab = malloc(ns * 2 * LS_STEPS * sizeof *tab);
-  if (!set || !tab) goto out;
-  ns = 0;
+  if ((err = ls_candidates(&s, n, in, &s.ns)) < 0) goto out;
+  err = -ENOMEM;
+  s.set = malloc(s.ns * sizeof *s.set);
+  s.tab = malloc(s.ns * 2 * LS_STEPS * sizeof *s.tab);
+  if (!s.set || !s.tab) goto out;
+  s.ns = 0;
   for (size_t i = 0; i < n; i++)
-    if (in[i]) set[ns++] = i;
-  /* Jobs of a workload often share a curve and sit at the same point of it
-   * (the greedy puts equal jobs on equal knots): such a job copies the row of
-   * the first one seen with the same curve, power, bounds and weight (a hash
-   * table on them) instead of evaluating the curve again; same values, bit
-   * for bit. */
-  size_t nhash = 16;
-  while (nhash < 2 * ns)
-    nhash *= 2;
-  if (!(hash = malloc(nhash * sizeof *hash))) goto out;
-  for (size_t h = 0; h < nhash; h++)
-    hash[h] = NONE;
-  for (size_t s = 0; s < ns; s++) {
-    size_t i = set[s];
-    const struct pflex_alloc_job *js = &jobs[i];
-    uint64_t key = mix(mix(mix((uint64_t)(uintptr_t)js->curve, dbits(p[i])), dbits(pr[i].lo)),
-                       dbits(pr[i].hi));
-    size_t h = (size_t)(key ^ (key >> 29)) & (nhash - 1);
-    for (; hash[h] != NONE; h = (h + 1) & (nhash - 1)) {
-      size_t o = set[hash[h]];
-      if (jobs[o].curve == js->curve && p[o] == p[i] && pr[o].lo == pr[i].lo &&
-          pr[o].hi == pr[i].hi && jobs[o].weight == js->weight)
-        break;
-    }
-    if (hash[h] != NONE) {
-      for (int c = 0; c < 2 * LS_STEPS; c++)
-        tab[c * ns + s] = tab[c * ns + hash[h]];
-      continue;
-    }
-    hash[h] = s;
-    fill_row(jobs, pr, p, f, set, ns, ds, tab, s);
-  }
-  /* top[c][0..2]: the three best rows of column c (receivers for even c,
-   * donors for odd c; NONE when ns < 3), kept up to date as rows change. */
-  size_t top[2 * LS_STEPS][3];
-  struct topk best_rows[2 * LS_STEPS];
+    if (in[i]) s.set[s.ns++] = i;
+  if ((err = ls_fill_table(&s)) < 0) goto out;
   for (int c = 0; c < 2 * LS_STEPS; c++) {
-    topk_scan(&tab[c * ns], ns, &best_rows[c]);
-    top3_of(&best_rows[c], top[c]);
+    topk_scan(&s.tab[c * s.ns], s.ns, &s.best_rows[c]);
+    top3_of(&s.best_rows[c], s.top[c]);
   }
   double gain = 0;
   for (int round = 0; round < LS_ROUNDS; round++) {
-    /* The best move: one receiver and one donor of ds[k]; or one receiver of
-     * ds[k] and two donors of ds[k + 1] = ds[k] / 2 each; or one donor and two
-     * receivers. Only the top three of each column can be part of it. */
-    double best = 0;
-    size_t mv[3];
-    int mk[3], nm = 0;
-    for (int k = 0; k < LS_STEPS; k++) {
-      const size_t *tu = top[2 * k], *td = top[2 * k + 1];
-      const double *u = &tab[(2 * k) * ns], *d = &tab[(2 * k + 1) * ns];
-      for (int x = 0; x < 3; x++)
-        for (int y = 0; y < 3; y++) {
-          if (tu[x] == NONE || td[y] == NONE || tu[x] == td[y]) continue;
-          double g = u[tu[x]] + d[td[y]];
-          if (g > best) {
-            best = g, nm = 2;
-            mv[0] = tu[x], mk[0] = 2 * k, mv[1] = td[y], mk[1] = 2 * k + 1;
-          }
-        }
-    }
-    /* Three-job moves only when no pair move is worth taking: they are rarer
-     * and cost more to look for. */
-    bool triples = !(best > LS_TOL * fabs(obj));
-    for (int k = 0; triples && k + 1 < LS_STEPS; k++) {
-      for (int side = 0; side < 2; side++) {
-        /* side 0: receiver of ds[k], donors of ds[k+1]; side 1: the reverse. */
-        int c1 = 2 * k + side, c2 = 2 * (k + 1) + 1 - side;
-        const size_t *t1 = top[c1], *t2 = top[c2];
-        const double *v1 = &tab[c1 * ns], *v2 = &tab[c2 * ns];
-        for (int x = 0; x < 3; x++)
-          for (int y = 0; y < 3; y++)
-            for (int z = y + 1; z < 3; z++) {
-              size_t a = t1[x], b = t2[y], c = t2[z];
-              if (a == NONE || b == NONE || c == NONE || a == b || a == c) continue;
-              double g = v1[a] + v2[b] + v2[c];
-              if (g > best) {
-                best = g, nm = 3;
-                mv[0] = a, mk[0] = c1, mv[1] = b, mk[1] = c2, mv[2] = c, mk[2] = c2;
-              }
-            }
-      }
-    }
-    if (nm == 0 || !(best > LS_TOL * fabs(obj))) break;
-    double g = 0;
-    for (int m = 0; m < nm; m++) {
-      size_t i = set[mv[m]];
-      p[i] += mk[m] % 2 ? -ds[mk[m] / 2] : ds[mk[m] / 2];
-      double fi = val(&jobs[i], p[i]);
-      g += fi - f[i];
-      f[i] = fi;
-    }
-    gain += g;
-    obj += g;
-    for (int m = 0; m < nm; m++)
-      fill_row(jobs, pr, p, f, set, ns, ds, tab, mv[m]);
-    for (int c = 0; c < 2 * LS_STEPS; c++) {
-      struct topk *t = &best_rows[c];
-      for (int m = 0; m < nm; m++)
-        topk_remove(t, mv[m]);
-      for (int m = 0; m < nm; m++)
-        topk_offer(&tab[c * ns], t, mv[m], false);
-      if ((size_t)t->n < (ns < 3 ? ns : 3)) topk_scan(&tab[c * ns], ns, t); /* too few known */
-      top3_of(t, top[c]);
-    }
+    struct ls_move mv = ls_best_move(&s);
+    if (mv.n == 0 || !(mv.gain > LS_TOL * fabs(s.obj))) break;
+    gain += ls_apply(&s, &mv);
   }
   *ret_gain = gain;
   err = 0;
 out:
-  free(f);
+  free(s.f);
   free(in);
-  free(set);
-  free(tab);
-  free(heap);
-  free(hash);
+  free(s.set);
+  free(s.tab);
   return err;
 }
 
