@@ -137,6 +137,107 @@ struct wf_job {
   size_t i;
 };
 
+/* Puts every job at its upper bound and gathers the jobs with a weight into
+ * job (zero-weight jobs are cut only when nothing else is left): their
+ * number; *ret_wsum their total weight. */
+static size_t wf_gather(const struct prep *pr, const double *w, size_t n, double *p,
+                        struct wf_job *job, double *ret_wsum) {
+  size_t m = 0;
+  double wsum = 0;
+  for (size_t i = 0; i < n; i++) {
+    p[i] = pr[i].hi;
+    if (w[i] > 0) {
+      double h = pr[i].hi - pr[i].lo;
+      job[m++] = (struct wf_job){h / w[i], h, w[i], i};
+      wsum += w[i];
+    }
+  }
+  *ret_wsum = wsum;
+  return m;
+}
+
+static double median3(double x, double y, double z) {
+  return x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
+}
+
+/* Three-way partition of job[a..b) around piv by ratio: afterwards
+ * [a, *ret_lt) < piv, [*ret_lt, *ret_gt) == piv, [*ret_gt, b) > piv. */
+static void wf_partition(struct wf_job *job, size_t a, size_t b, double piv, size_t *ret_lt,
+                         size_t *ret_gt) {
+  size_t lt = a, i = a, gt = b;
+  while (i < gt) {
+    struct wf_job v = job[i];
+    if (v.ratio < piv) {
+      job[i++] = job[lt];
+      job[lt++] = v;
+    } else if (v.ratio > piv) {
+      job[i] = job[--gt];
+      job[gt] = v;
+    } else {
+      i++;
+    }
+  }
+  *ret_lt = lt;
+  *ret_gt = gt;
+}
+
+/* Finds the clipped prefix of job[0..m) (in ratio order) by quickselect,
+ * puts those jobs at their lower bounds and marks them in clip: the headroom
+ * they give up. */
+static double wf_clip(const struct prep *pr, struct wf_job *job, size_t m, double wsum,
+                      double cut, double *p, bool *clip) {
+  double hacc = 0, wacc = 0; /* headroom and weight of the jobs known to be clipped */
+  size_t a = 0, b = m;       /* the undecided jobs: job[a..b) */
+  while (a < b) {
+    double piv = median3(job[a].ratio, job[a + (b - a) / 2].ratio, job[b - 1].ratio);
+    size_t lt, gt;
+    wf_partition(job, a, b, piv, &lt, &gt);
+    double hl = 0, wl = 0;
+    for (size_t k = a; k < lt; k++) {
+      hl += job[k].h;
+      wl += job[k].w;
+    }
+    double wrest = wsum - wacc - wl;
+    bool clipped = wrest > 0 && piv <= (cut - hacc - hl) / wrest;
+    if (!clipped) {
+      b = lt;
+      continue;
+    }
+    /* Every job up to the pivot's ratio is clipped. */
+    for (size_t k = lt; k < gt; k++) {
+      hl += job[k].h;
+      wl += job[k].w;
+    }
+    hacc += hl;
+    wacc += wl;
+    for (size_t k = a; k < gt; k++) {
+      p[job[k].i] = pr[job[k].i].lo;
+      clip[job[k].i] = true;
+    }
+    a = gt;
+  }
+  return hacc;
+}
+
+/* Takes `rest` W from the jobs not clipped, by weight (by headroom when all
+ * their weights are zero, e.g. no DRAM activity). */
+static void wf_spread(const struct prep *pr, const double *w, size_t n, const bool *clip,
+                      double rest, double *p) {
+  /* Recomputed, not carried, so rounding cannot leave a phantom weight. */
+  double wr = 0, hr = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!clip[i]) {
+      wr += w[i];
+      hr += pr[i].hi - pr[i].lo;
+    }
+  for (size_t i = 0; i < n; i++) {
+    if (clip[i]) continue;
+    double h = pr[i].hi - pr[i].lo;
+    double share = wr > 0 ? rest * (w[i] / wr) : (hr > 0 ? rest * (h / hr) : 0);
+    p[i] = pr[i].hi - fmin(share, h);
+  }
+}
+
 static int water_fill(const struct prep *pr, const double *w, size_t n, double cut, double *p) {
   struct wf_job *job = malloc((n ? n : 1) * sizeof *job);
   bool *clip = calloc(n ? n : 1, sizeof *clip);
@@ -145,75 +246,10 @@ static int water_fill(const struct prep *pr, const double *w, size_t n, double c
     free(clip);
     return -ENOMEM;
   }
-  size_t m = 0;
-  double wsum = 0;
-  for (size_t i = 0; i < n; i++) {
-    p[i] = pr[i].hi;
-    if (w[i] > 0) { /* zero-weight jobs are cut only when nothing else is left */
-      double h = pr[i].hi - pr[i].lo;
-      job[m++] = (struct wf_job){h / w[i], h, w[i], i};
-      wsum += w[i];
-    }
-  }
-  double hacc = 0, wacc = 0; /* headroom and weight of the jobs known to be clipped */
-  size_t a = 0, b = m;       /* the undecided jobs: job[a..b) */
-  while (a < b) {
-    double x = job[a].ratio, y = job[a + (b - a) / 2].ratio, z = job[b - 1].ratio;
-    double piv = x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
-    size_t lt = a, i = a, gt = b; /* [a,lt) < piv, [lt,i) == piv, [gt,b) > piv */
-    while (i < gt) {
-      struct wf_job v = job[i];
-      if (v.ratio < piv) {
-        job[i++] = job[lt];
-        job[lt++] = v;
-      } else if (v.ratio > piv) {
-        job[i] = job[--gt];
-        job[gt] = v;
-      } else {
-        i++;
-      }
-    }
-    double hl = 0, wl = 0;
-    for (size_t k = a; k < lt; k++) {
-      hl += job[k].h;
-      wl += job[k].w;
-    }
-    double wrest = wsum - wacc - wl;
-    bool clipped = wrest > 0 && piv <= (cut - hacc - hl) / wrest;
-    if (clipped) {
-      /* Every job up to the pivot's ratio is clipped. */
-      for (size_t k = lt; k < gt; k++) {
-        hl += job[k].h;
-        wl += job[k].w;
-      }
-      hacc += hl;
-      wacc += wl;
-      for (size_t k = a; k < gt; k++) {
-        p[job[k].i] = pr[job[k].i].lo;
-        clip[job[k].i] = true;
-      }
-      a = gt;
-    } else {
-      b = lt;
-    }
-  }
-  double rest = cut - hacc;
-  if (rest > 0) {
-    /* Recomputed, not carried, so rounding cannot leave a phantom weight. */
-    double wr = 0, hr = 0;
-    for (size_t i = 0; i < n; i++)
-      if (!clip[i]) {
-        wr += w[i];
-        hr += pr[i].hi - pr[i].lo;
-      }
-    for (size_t i = 0; i < n; i++) {
-      if (clip[i]) continue;
-      double h = pr[i].hi - pr[i].lo;
-      /* All remaining weights zero (e.g. no DRAM activity): cut by headroom. */
-      double share = wr > 0 ? rest * (w[i] / wr) : (hr > 0 ? rest * (h / hr) : 0);
-      p[i] = pr[i].hi - fmin(share, h);
-    }
-  }
+  double wsum;
+  size_t m = wf_gather(pr, w, n, p, job, &wsum);
+  double rest = cut - wf_clip(pr, job, m, wsum, cut, p, clip);
+  if (rest > 0) wf_spread(pr, w, n, clip, rest, p);
   free(job);
   free(clip);
   return 0;
@@ -572,9 +608,10 @@ static void pass_release(struct pass *ps) {
   free(ps->local);
 }
 
-/* Finds or samples every job's hull on its window (see struct pass). */
-static int pass_hulls(const struct pflex_alloc_job *jobs, size_t n, const double *wlo,
-                      const double *whi, unsigned knots, struct hull_cache *hc, struct pass *ps) {
+/* The room one job's sampling needs (knots + points + 2, as hull_segments):
+ * the most over the jobs in *ret_maxk; -EINVAL for a job without a curve. */
+static int pass_max_knots(const struct pflex_alloc_job *jobs, size_t n, unsigned knots,
+                          size_t *ret_maxk) {
   size_t maxk = 0;
   for (size_t i = 0; i < n; i++) {
     size_t np;
@@ -582,87 +619,143 @@ static int pass_hulls(const struct pflex_alloc_job *jobs, size_t n, const double
     pflex_curve_points(jobs[i].curve, &np);
     if (knots + np + 2 > maxk) maxk = knots + np + 2;
   }
-  if (hc && hc->nused > 4 * n + 65536) hull_cache_clear(hc);
-  /* first[h]: the first job with a hull key (open addressing); where[i]:
-   * job i's hull, in the pool (from the context) or in local. */
+  *ret_maxk = maxk;
+  return 0;
+}
+
+/* pass_hulls's working memory. first[h]: the first job with a hull key (open
+ * addressing), fdig[h] its digest (no pointer chase); where[i]: job i's hull,
+ * in the pool (in_pool[i], from the context) or in the pass's local; dist[i]:
+ * its distinct hull; xs, ys, hp: room for one job's sampling (maxk). */
+struct pass_scratch {
+  size_t *first, *dist, *where, nslots, maxk;
+  uint64_t *fdig;
+  bool *in_pool;
+  double *xs, *ys;
+  struct hullpt *hp;
+};
+
+static void pass_scratch_release(struct pass_scratch *sc) {
+  free(sc->first);
+  free(sc->fdig);
+  free(sc->dist);
+  free(sc->where);
+  free(sc->in_pool);
+  free(sc->xs);
+  free(sc->ys);
+  free(sc->hp);
+}
+
+/* Allocates the scratch for n jobs and ps's arrays (ps releases its own). */
+static int pass_scratch_init(struct pass_scratch *sc, struct pass *ps, size_t n, size_t maxk) {
   size_t nslots = 16, m = n ? n : 1;
   while (nslots < 2 * n)
     nslots *= 2;
-  size_t *first = malloc(nslots * sizeof *first), *dist = malloc(m * sizeof *dist);
-  uint64_t *fdig = malloc(nslots * sizeof *fdig); /* first[h]'s digest: no pointer chase */
-  size_t *where = malloc(m * sizeof *where);
-  bool *in_pool = malloc(m * sizeof *in_pool);
-  double *xs = malloc(maxk * sizeof *xs), *ys = malloc(maxk * sizeof *ys);
-  struct hullpt *hp = malloc(maxk * sizeof *hp);
+  *sc = (struct pass_scratch){.nslots = nslots, .maxk = maxk};
+  sc->first = malloc(nslots * sizeof *sc->first);
+  sc->dist = malloc(m * sizeof *sc->dist);
+  sc->fdig = malloc(nslots * sizeof *sc->fdig);
+  sc->where = malloc(m * sizeof *sc->where);
+  sc->in_pool = malloc(m * sizeof *sc->in_pool);
+  sc->xs = malloc(maxk * sizeof *sc->xs);
+  sc->ys = malloc(maxk * sizeof *sc->ys);
+  sc->hp = malloc(maxk * sizeof *sc->hp);
   ps->js = malloc(m * sizeof *ps->js);
   ps->jn = calloc(m, sizeof *ps->jn);
   ps->nfull = calloc(m, sizeof *ps->nfull);
   ps->rep = malloc(m * sizeof *ps->rep);
   ps->mult = malloc(m * sizeof *ps->mult);
-  int err = -ENOMEM;
-  if (!first || !fdig || !dist || !where || !in_pool || !xs || !ys || !hp || !ps->js || !ps->jn ||
-      !ps->nfull || !ps->rep || !ps->mult)
-    goto out;
+  if (!sc->first || !sc->fdig || !sc->dist || !sc->where || !sc->in_pool || !sc->xs || !sc->ys ||
+      !sc->hp || !ps->js || !ps->jn || !ps->nfull || !ps->rep || !ps->mult)
+    return -ENOMEM;
   for (size_t h = 0; h < nslots; h++)
-    first[h] = SIZE_MAX;
-  for (size_t i = 0; i < n; i++) {
+    sc->first[h] = SIZE_MAX;
+  return 0;
+}
+
+/* The slot of job i's key: the one of the earlier job of this pass with the
+ * same hull, or the empty one where it goes. */
+static size_t pass_slot(const struct pass_scratch *sc, const struct pflex_alloc_job *jobs,
+                        const double *wlo, const double *whi, const struct hull_key *key,
+                        size_t i) {
+  size_t h = key_slot(key, sc->nslots);
+  for (; sc->first[h] != SIZE_MAX; h = (h + 1) & (sc->nslots - 1)) {
+    size_t j = sc->first[h];
+    if (sc->fdig[h] == key->digest && wlo[j] == wlo[i] && whi[j] == whi[i] &&
+        jobs[j].weight == jobs[i].weight)
+      break;
+  }
+  return h;
+}
+
+/* Room for one more job's segments (maxk) at the end of ps's local. */
+static int pass_reserve_local(struct pass *ps, size_t maxk) {
+  if (ps->nlocal + maxk <= ps->cap_local) return 0;
+  size_t nc = ps->cap_local ? 2 * ps->cap_local : 1024;
+  while (nc < ps->nlocal + maxk)
+    nc *= 2;
+  struct seg *t = realloc(ps->local, nc * sizeof *t);
+  if (!t) return -ENOMEM;
+  ps->local = t;
+  ps->cap_local = nc;
+  return 0;
+}
+
+/* Job i's hull, the first of its key in this pass: from the context when it
+ * holds it, else sampled into local (and kept in the context). */
+static int pass_find_or_sample(const struct pflex_alloc_job *jobs, const double *wlo,
+                               const double *whi, const struct hull_key *key, size_t i,
+                               struct hull_cache *hc, struct pass_scratch *sc, struct pass *ps) {
+  /* A callback curve's digest names its function, not what it computes
+   * now: it is shared within this pass only, never kept in the context. */
+  bool keep = hc && pflex_curve_kind(jobs[i].curve) != PFLEX_CURVE_CALLBACK;
+  const struct hull_entry *e = keep ? hull_find(hc, key) : NULL;
+  if (e) {
+    sc->where[i] = e->off, sc->in_pool[i] = true, ps->jn[i] = e->len;
+    return 0;
+  }
+  if (pass_reserve_local(ps, sc->maxk) < 0) return -ENOMEM;
+  struct seg *out = &ps->local[ps->nlocal];
+  size_t len =
+      hull_segments(&jobs[i], wlo[i], whi[i], key->knots, sc->xs, sc->ys, sc->hp, out);
+  if (keep && !hull_put(hc, key, out, len)) return -ENOMEM;
+  sc->where[i] = ps->nlocal, sc->in_pool[i] = false, ps->jn[i] = len;
+  ps->nlocal += len;
+  return 0;
+}
+
+/* Finds or samples every job's hull on its window (see struct pass): each
+ * job with room and weight either shares the hull of an earlier job of the
+ * pass with the same key or starts a distinct hull of its own. */
+static int pass_hulls(const struct pflex_alloc_job *jobs, size_t n, const double *wlo,
+                      const double *whi, unsigned knots, struct hull_cache *hc, struct pass *ps) {
+  size_t maxk;
+  if (pass_max_knots(jobs, n, knots, &maxk) < 0) return -EINVAL;
+  if (hc && hc->nused > 4 * n + 65536) hull_cache_clear(hc);
+  struct pass_scratch sc;
+  int err = pass_scratch_init(&sc, ps, n, maxk);
+  for (size_t i = 0; !err && i < n; i++) {
     if (!(whi[i] > wlo[i]) || !(jobs[i].weight > 0)) continue;
     struct hull_key key = {pflex_curve_digest(jobs[i].curve), wlo[i], whi[i], jobs[i].weight,
                            knots};
-    size_t h = key_slot(&key, nslots);
-    for (; first[h] != SIZE_MAX; h = (h + 1) & (nslots - 1)) {
-      size_t j = first[h];
-      if (fdig[h] == key.digest && wlo[j] == wlo[i] && whi[j] == whi[i] &&
-          jobs[j].weight == jobs[i].weight)
-        break;
-    }
-    if (first[h] != SIZE_MAX) { /* as an earlier job of this pass */
-      size_t j = first[h];
-      where[i] = where[j], in_pool[i] = in_pool[j], ps->jn[i] = ps->jn[j];
-      ps->mult[dist[i] = dist[j]]++;
+    size_t h = pass_slot(&sc, jobs, wlo, whi, &key, i);
+    if (sc.first[h] != SIZE_MAX) { /* as an earlier job of this pass */
+      size_t j = sc.first[h];
+      sc.where[i] = sc.where[j], sc.in_pool[i] = sc.in_pool[j], ps->jn[i] = ps->jn[j];
+      ps->mult[sc.dist[i] = sc.dist[j]]++;
       continue;
     }
-    first[h] = i;
-    fdig[h] = key.digest;
-    /* A callback curve's digest names its function, not what it computes
-     * now: it is shared within this pass only, never kept in the context. */
-    bool keep = hc && pflex_curve_kind(jobs[i].curve) != PFLEX_CURVE_CALLBACK;
-    const struct hull_entry *e = keep ? hull_find(hc, &key) : NULL;
-    if (e) {
-      where[i] = e->off, in_pool[i] = true, ps->jn[i] = e->len;
-    } else {
-      if (ps->nlocal + maxk > ps->cap_local) {
-        size_t nc = ps->cap_local ? 2 * ps->cap_local : 1024;
-        while (nc < ps->nlocal + maxk)
-          nc *= 2;
-        struct seg *t = realloc(ps->local, nc * sizeof *t);
-        if (!t) goto out;
-        ps->local = t;
-        ps->cap_local = nc;
-      }
-      struct seg *out = &ps->local[ps->nlocal];
-      size_t len = hull_segments(&jobs[i], wlo[i], whi[i], knots, xs, ys, hp, out);
-      if (keep && !hull_put(hc, &key, out, len)) goto out;
-      where[i] = ps->nlocal, in_pool[i] = false, ps->jn[i] = len;
-      ps->nlocal += len;
-    }
-    dist[i] = ps->nd;
+    sc.first[h] = i;
+    sc.fdig[h] = key.digest;
+    if ((err = pass_find_or_sample(jobs, wlo, whi, &key, i, hc, &sc, ps)) < 0) break;
+    sc.dist[i] = ps->nd;
     ps->rep[ps->nd] = i;
     ps->mult[ps->nd++] = 1;
   }
   /* Pointers only now: the pool and local may have moved while growing. */
-  for (size_t i = 0; i < n; i++)
-    ps->js[i] = ps->jn[i] ? (in_pool[i] ? hc->pool : ps->local) + where[i] : NULL;
-  err = 0;
-out:
-  free(first);
-  free(fdig);
-  free(dist);
-  free(where);
-  free(in_pool);
-  free(xs);
-  free(ys);
-  free(hp);
+  for (size_t i = 0; !err && i < n; i++)
+    ps->js[i] = ps->jn[i] ? (sc.in_pool[i] ? hc->pool : ps->local) + sc.where[i] : NULL;
+  pass_scratch_release(&sc);
   return err;
 }
 
@@ -889,6 +982,181 @@ static void top3_of(const struct topk *t, size_t *top) {
     top[m] = m < t->n ? t->r[m] : NONE;
 }
 
+/* The local search's state: the amounts ds (halving from the widest range),
+ * the candidate jobs set[0..ns), their gains tab[(2k) ns + s] for +ds[k] and
+ * tab[(2k+1) ns + s] for -ds[k], and per column c the best rows (receivers
+ * for even c, donors for odd c), top[c][0..2] the three best (NONE when
+ * ns < 3), kept up to date as rows change. */
+struct ls {
+  const struct pflex_alloc_job *jobs;
+  const struct prep *pr;
+  double *p, *f, obj;
+  double ds[LS_STEPS];
+  size_t *set, ns;
+  double *tab;
+  struct topk best_rows[2 * LS_STEPS];
+  size_t top[2 * LS_STEPS][3];
+};
+
+/* A move: rows row[0..n) each moved by the amount of column col[m]. */
+struct ls_move {
+  double gain;
+  size_t row[3];
+  int col[3], n;
+};
+
+/* Marks in in[] the candidates: per amount and direction the LS_KEEP best
+ * jobs of one scan (every job when n <= LS_KEEP); their number. */
+static int ls_candidates(const struct ls *s, size_t n, bool *in, size_t *ret_ns) {
+  if (n <= LS_KEEP) {
+    for (size_t i = 0; i < n; i++)
+      in[i] = true;
+    *ret_ns = n;
+    return 0;
+  }
+  /* One pass; per column a heap of its LS_KEEP best so far, worst on top.
+   * Jobs come in index order, so a tie with the worst kept stays out. */
+  size_t hn[2 * LS_STEPS] = {0}, ns = 0;
+  struct keep *heap = malloc(2 * LS_STEPS * LS_KEEP * sizeof *heap);
+  if (!heap) return -ENOMEM;
+  for (size_t i = 0; i < n; i++)
+    for (int c = 0; c < 2 * LS_STEPS; c++) {
+      double x = delta_of(s->jobs, s->pr, s->p, s->f, i, c % 2 ? -s->ds[c / 2] : s->ds[c / 2]);
+      struct keep *h = &heap[c * LS_KEEP];
+      if (hn[c] < LS_KEEP)
+        keep_push(h, hn[c]++, (struct keep){x, i});
+      else if (x > h[0].v)
+        keep_replace(h, LS_KEEP, (struct keep){x, i});
+    }
+  for (int c = 0; c < 2 * LS_STEPS; c++)
+    for (size_t m = 0; m < hn[c]; m++) {
+      size_t i = heap[c * LS_KEEP + m].i;
+      if (!in[i]) {
+        in[i] = true;
+        ns++;
+      }
+    }
+  free(heap);
+  *ret_ns = ns;
+  return 0;
+}
+
+/* Fills every row of the table. Jobs of a workload often share a curve and
+ * sit at the same point of it (the greedy puts equal jobs on equal knots):
+ * such a job copies the row of the first one seen with the same curve,
+ * power, bounds and weight (a hash table on them) instead of evaluating the
+ * curve again; same values, bit for bit. */
+static int ls_fill_table(struct ls *s) {
+  const struct pflex_alloc_job *jobs = s->jobs;
+  const struct prep *pr = s->pr;
+  const double *p = s->p;
+  size_t ns = s->ns, nhash = 16;
+  while (nhash < 2 * ns)
+    nhash *= 2;
+  size_t *hash = malloc(nhash * sizeof *hash);
+  if (!hash) return -ENOMEM;
+  for (size_t h = 0; h < nhash; h++)
+    hash[h] = NONE;
+  for (size_t r = 0; r < ns; r++) {
+    size_t i = s->set[r];
+    const struct pflex_alloc_job *js = &jobs[i];
+    uint64_t key = mix(mix(mix((uint64_t)(uintptr_t)js->curve, dbits(p[i])), dbits(pr[i].lo)),
+                       dbits(pr[i].hi));
+    size_t h = (size_t)(key ^ (key >> 29)) & (nhash - 1);
+    for (; hash[h] != NONE; h = (h + 1) & (nhash - 1)) {
+      size_t o = s->set[hash[h]];
+      if (jobs[o].curve == js->curve && p[o] == p[i] && pr[o].lo == pr[i].lo &&
+          pr[o].hi == pr[i].hi && jobs[o].weight == js->weight)
+        break;
+    }
+    if (hash[h] != NONE) {
+      for (int c = 0; c < 2 * LS_STEPS; c++)
+        s->tab[c * ns + r] = s->tab[c * ns + hash[h]];
+      continue;
+    }
+    hash[h] = r;
+    fill_row(jobs, pr, p, s->f, s->set, ns, s->ds, s->tab, r);
+  }
+  free(hash);
+  return 0;
+}
+
+/* The best pair move into *mv: one receiver and one donor of ds[k]. */
+static void ls_best_pair(const struct ls *s, struct ls_move *mv) {
+  size_t ns = s->ns;
+  for (int k = 0; k < LS_STEPS; k++) {
+    const size_t *tu = s->top[2 * k], *td = s->top[2 * k + 1];
+    const double *u = &s->tab[(2 * k) * ns], *d = &s->tab[(2 * k + 1) * ns];
+    for (int x = 0; x < 3; x++)
+      for (int y = 0; y < 3; y++) {
+        if (tu[x] == NONE || td[y] == NONE || tu[x] == td[y]) continue;
+        double g = u[tu[x]] + d[td[y]];
+        if (g > mv->gain)
+          *mv = (struct ls_move){g, {tu[x], td[y]}, {2 * k, 2 * k + 1}, 2};
+      }
+  }
+}
+
+/* A better three-job move into *mv, if there is one: one receiver of ds[k]
+ * and two donors of ds[k + 1] = ds[k] / 2 each, or one donor and two
+ * receivers. */
+static void ls_best_triple(const struct ls *s, struct ls_move *mv) {
+  size_t ns = s->ns;
+  for (int k = 0; k + 1 < LS_STEPS; k++) {
+    for (int side = 0; side < 2; side++) {
+      /* side 0: receiver of ds[k], donors of ds[k+1]; side 1: the reverse. */
+      int c1 = 2 * k + side, c2 = 2 * (k + 1) + 1 - side;
+      const size_t *t1 = s->top[c1], *t2 = s->top[c2];
+      const double *v1 = &s->tab[c1 * ns], *v2 = &s->tab[c2 * ns];
+      for (int x = 0; x < 3; x++)
+        for (int y = 0; y < 3; y++)
+          for (int z = y + 1; z < 3; z++) {
+            size_t a = t1[x], b = t2[y], c = t2[z];
+            if (a == NONE || b == NONE || c == NONE || a == b || a == c) continue;
+            double g = v1[a] + v2[b] + v2[c];
+            if (g > mv->gain) *mv = (struct ls_move){g, {a, b, c}, {c1, c2, c2}, 3};
+          }
+    }
+  }
+}
+
+/* The best move of a round (n == 0: none gains). Only the top three of each
+ * column can be part of it. Three-job moves only when no pair move is worth
+ * taking: they are rarer and cost more to look for. */
+static struct ls_move ls_best_move(const struct ls *s) {
+  struct ls_move mv = {.gain = 0, .n = 0};
+  ls_best_pair(s, &mv);
+  if (!(mv.gain > LS_TOL * fabs(s->obj))) ls_best_triple(s, &mv);
+  return mv;
+}
+
+/* Carries out the move: powers, values, the objective, the moved rows and
+ * the best rows of every column. Its rise of the objective. */
+static double ls_apply(struct ls *s, const struct ls_move *mv) {
+  double g = 0;
+  for (int m = 0; m < mv->n; m++) {
+    size_t i = s->set[mv->row[m]];
+    s->p[i] += mv->col[m] % 2 ? -s->ds[mv->col[m] / 2] : s->ds[mv->col[m] / 2];
+    double fi = val(&s->jobs[i], s->p[i]);
+    g += fi - s->f[i];
+    s->f[i] = fi;
+  }
+  s->obj += g;
+  size_t ns = s->ns;
+  for (int m = 0; m < mv->n; m++)
+    fill_row(s->jobs, s->pr, s->p, s->f, s->set, ns, s->ds, s->tab, mv->row[m]);
+  for (int c = 0; c < 2 * LS_STEPS; c++) {
+    struct topk *t = &s->best_rows[c];
+    for (int m = 0; m < mv->n; m++)
+      topk_remove(t, mv->row[m]);
+    for (int m = 0; m < mv->n; m++)
+      topk_offer(&s->tab[c * ns], t, mv->row[m], false);
+    if ((size_t)t->n < (ns < 3 ? ns : 3)) topk_scan(&s->tab[c * ns], ns, t); /* too few known */
+    top3_of(t, s->top[c]);
+  }
+  return g;
+}
+
 /* After the hull greedy, moves power between jobs on the curves themselves
  * while the weighted total rises. Each round takes the best move of these
  * kinds, exactly over all jobs and amounts of the ladder: one receiver of
@@ -903,7 +1171,9 @@ static void top3_of(const struct topk *t, size_t *top) {
  * LS_KEEP - 3r of each list are unchanged and still beat every job outside
  * it: with LS_KEEP = 3 LS_ROUNDS + 3 the restricted search is the exact one.
  * Power sums change only by rounding (the caller enforces the target); each
- * job stays in its bounds. *ret_gain is the rise of the objective. */
+ * job stays in its bounds. *ret_gain is the rise of the objective. The search in parts: ls_candidates
+ * picks the set, ls_fill_table its gains, ls_best_move the move of a round,
+ * ls_apply carries it out. */
 static int local_search(const struct pflex_alloc_job *jobs, size_t n, const struct prep *pr,
                         double *p, double *ret_gain) {
   *ret_gain = 0;
@@ -912,171 +1182,43 @@ static int local_search(const struct pflex_alloc_job *jobs, size_t n, const stru
   for (size_t i = 0; i < n; i++)
     dmax = fmax(dmax, pr[i].hi - pr[i].lo);
   if (!(dmax > 0)) return 0;
-  double ds[LS_STEPS];
+  struct ls s = {.jobs = jobs, .pr = pr, .p = p, .obj = 0};
   for (int k = 0; k < LS_STEPS; k++)
-    ds[k] = dmax * ldexp(1.0, -k);
-  double *f = malloc(n * sizeof *f);
+    s.ds[k] = dmax * ldexp(1.0, -k);
+  s.f = malloc(n * sizeof *s.f);
   bool *in = calloc(n, sizeof *in);
-  size_t *set = NULL;
-  double *tab = NULL;
-  struct keep *heap = NULL;
-  size_t *hash = NULL;
   int err = -ENOMEM;
-  if (!f || !in) goto out;
-  double obj = 0;
+  if (!s.f || !in) goto out;
   for (size_t i = 0; i < n; i++) {
-    f[i] = val(&jobs[i], p[i]);
-    obj += f[i];
+    s.f[i] = val(&jobs[i], p[i]);
+    s.obj += s.f[i];
   }
-  size_t ns = 0;
-  if (n <= LS_KEEP) {
-    for (size_t i = 0; i < n; i++)
-      in[i] = true;
-    ns = n;
-  } else {
-    /* One pass; per column a heap of its LS_KEEP best so far, worst on top.
-     * Jobs come in index order, so a tie with the worst kept stays out. */
-    size_t hn[2 * LS_STEPS] = {0};
-    if (!(heap = malloc(2 * LS_STEPS * LS_KEEP * sizeof *heap))) goto out;
-    for (size_t i = 0; i < n; i++)
-      for (int c = 0; c < 2 * LS_STEPS; c++) {
-        double x = delta_of(jobs, pr, p, f, i, c % 2 ? -ds[c / 2] : ds[c / 2]);
-        struct keep *h = &heap[c * LS_KEEP];
-        if (hn[c] < LS_KEEP)
-          keep_push(h, hn[c]++, (struct keep){x, i});
-        else if (x > h[0].v)
-          keep_replace(h, LS_KEEP, (struct keep){x, i});
-      }
-    for (int c = 0; c < 2 * LS_STEPS; c++)
-      for (size_t m = 0; m < hn[c]; m++) {
-        size_t i = heap[c * LS_KEEP + m].i;
-        if (!in[i]) {
-          in[i] = true;
-          ns++;
-        }
-      }
-  }
-  set = malloc(ns * sizeof *set);
-  /* tab[(2k) ns + s]: set[s]'s gain for +ds[k]; tab[(2k+1) ns + s]: for -ds[k]. */
-  tab = malloc(ns * 2 * LS_STEPS * sizeof *tab);
-  if (!set || !tab) goto out;
-  ns = 0;
+  if ((err = ls_candidates(&s, n, in, &s.ns)) < 0) goto out;
+  err = -ENOMEM;
+  s.set = malloc(s.ns * sizeof *s.set);
+  s.tab = malloc(s.ns * 2 * LS_STEPS * sizeof *s.tab);
+  if (!s.set || !s.tab) goto out;
+  s.ns = 0;
   for (size_t i = 0; i < n; i++)
-    if (in[i]) set[ns++] = i;
-  /* Jobs of a workload often share a curve and sit at the same point of it
-   * (the greedy puts equal jobs on equal knots): such a job copies the row of
-   * the first one seen with the same curve, power, bounds and weight (a hash
-   * table on them) instead of evaluating the curve again; same values, bit
-   * for bit. */
-  size_t nhash = 16;
-  while (nhash < 2 * ns)
-    nhash *= 2;
-  if (!(hash = malloc(nhash * sizeof *hash))) goto out;
-  for (size_t h = 0; h < nhash; h++)
-    hash[h] = NONE;
-  for (size_t s = 0; s < ns; s++) {
-    size_t i = set[s];
-    const struct pflex_alloc_job *js = &jobs[i];
-    uint64_t key = mix(mix(mix((uint64_t)(uintptr_t)js->curve, dbits(p[i])), dbits(pr[i].lo)),
-                       dbits(pr[i].hi));
-    size_t h = (size_t)(key ^ (key >> 29)) & (nhash - 1);
-    for (; hash[h] != NONE; h = (h + 1) & (nhash - 1)) {
-      size_t o = set[hash[h]];
-      if (jobs[o].curve == js->curve && p[o] == p[i] && pr[o].lo == pr[i].lo &&
-          pr[o].hi == pr[i].hi && jobs[o].weight == js->weight)
-        break;
-    }
-    if (hash[h] != NONE) {
-      for (int c = 0; c < 2 * LS_STEPS; c++)
-        tab[c * ns + s] = tab[c * ns + hash[h]];
-      continue;
-    }
-    hash[h] = s;
-    fill_row(jobs, pr, p, f, set, ns, ds, tab, s);
-  }
-  /* top[c][0..2]: the three best rows of column c (receivers for even c,
-   * donors for odd c; NONE when ns < 3), kept up to date as rows change. */
-  size_t top[2 * LS_STEPS][3];
-  struct topk best_rows[2 * LS_STEPS];
+    if (in[i]) s.set[s.ns++] = i;
+  if ((err = ls_fill_table(&s)) < 0) goto out;
   for (int c = 0; c < 2 * LS_STEPS; c++) {
-    topk_scan(&tab[c * ns], ns, &best_rows[c]);
-    top3_of(&best_rows[c], top[c]);
+    topk_scan(&s.tab[c * s.ns], s.ns, &s.best_rows[c]);
+    top3_of(&s.best_rows[c], s.top[c]);
   }
   double gain = 0;
   for (int round = 0; round < LS_ROUNDS; round++) {
-    /* The best move: one receiver and one donor of ds[k]; or one receiver of
-     * ds[k] and two donors of ds[k + 1] = ds[k] / 2 each; or one donor and two
-     * receivers. Only the top three of each column can be part of it. */
-    double best = 0;
-    size_t mv[3];
-    int mk[3], nm = 0;
-    for (int k = 0; k < LS_STEPS; k++) {
-      const size_t *tu = top[2 * k], *td = top[2 * k + 1];
-      const double *u = &tab[(2 * k) * ns], *d = &tab[(2 * k + 1) * ns];
-      for (int x = 0; x < 3; x++)
-        for (int y = 0; y < 3; y++) {
-          if (tu[x] == NONE || td[y] == NONE || tu[x] == td[y]) continue;
-          double g = u[tu[x]] + d[td[y]];
-          if (g > best) {
-            best = g, nm = 2;
-            mv[0] = tu[x], mk[0] = 2 * k, mv[1] = td[y], mk[1] = 2 * k + 1;
-          }
-        }
-    }
-    /* Three-job moves only when no pair move is worth taking: they are rarer
-     * and cost more to look for. */
-    bool triples = !(best > LS_TOL * fabs(obj));
-    for (int k = 0; triples && k + 1 < LS_STEPS; k++) {
-      for (int side = 0; side < 2; side++) {
-        /* side 0: receiver of ds[k], donors of ds[k+1]; side 1: the reverse. */
-        int c1 = 2 * k + side, c2 = 2 * (k + 1) + 1 - side;
-        const size_t *t1 = top[c1], *t2 = top[c2];
-        const double *v1 = &tab[c1 * ns], *v2 = &tab[c2 * ns];
-        for (int x = 0; x < 3; x++)
-          for (int y = 0; y < 3; y++)
-            for (int z = y + 1; z < 3; z++) {
-              size_t a = t1[x], b = t2[y], c = t2[z];
-              if (a == NONE || b == NONE || c == NONE || a == b || a == c) continue;
-              double g = v1[a] + v2[b] + v2[c];
-              if (g > best) {
-                best = g, nm = 3;
-                mv[0] = a, mk[0] = c1, mv[1] = b, mk[1] = c2, mv[2] = c, mk[2] = c2;
-              }
-            }
-      }
-    }
-    if (nm == 0 || !(best > LS_TOL * fabs(obj))) break;
-    double g = 0;
-    for (int m = 0; m < nm; m++) {
-      size_t i = set[mv[m]];
-      p[i] += mk[m] % 2 ? -ds[mk[m] / 2] : ds[mk[m] / 2];
-      double fi = val(&jobs[i], p[i]);
-      g += fi - f[i];
-      f[i] = fi;
-    }
-    gain += g;
-    obj += g;
-    for (int m = 0; m < nm; m++)
-      fill_row(jobs, pr, p, f, set, ns, ds, tab, mv[m]);
-    for (int c = 0; c < 2 * LS_STEPS; c++) {
-      struct topk *t = &best_rows[c];
-      for (int m = 0; m < nm; m++)
-        topk_remove(t, mv[m]);
-      for (int m = 0; m < nm; m++)
-        topk_offer(&tab[c * ns], t, mv[m], false);
-      if ((size_t)t->n < (ns < 3 ? ns : 3)) topk_scan(&tab[c * ns], ns, t); /* too few known */
-      top3_of(t, top[c]);
-    }
+    struct ls_move mv = ls_best_move(&s);
+    if (mv.n == 0 || !(mv.gain > LS_TOL * fabs(s.obj))) break;
+    gain += ls_apply(&s, &mv);
   }
   *ret_gain = gain;
   err = 0;
 out:
-  free(f);
+  free(s.f);
   free(in);
-  free(set);
-  free(tab);
-  free(heap);
-  free(hash);
+  free(s.set);
+  free(s.tab);
   return err;
 }
 

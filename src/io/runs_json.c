@@ -151,68 +151,93 @@ static const char *const run_keys[] = {"group",   "gpu",       "gpus",    "cap_w
                                        "compile", "grad_ckpt", "extra",   NULL};
 static const char *const root_keys[] = {"format", "version", "unit", "columns", "runs", NULL};
 
-static int read_run(struct reader *rd, struct pflex_runset *set, json_t *o, size_t run) {
-  if (!json_is_object(o)) return fail(rd, -PFLEX_E_PARSE, run, NULL, "not an object");
-  struct json_fields f = fields(rd, run);
-  int err = pflex__json_check_keys(&f, o, run_keys, "(other columns belong under \"extra\")");
-  if (err) return err;
-  struct pflex_run r = {0};
-  const char *group, *gpu, *model, *arch, *task, *sname;
+/* Where and what was measured: group, GPU, GPU count, cap, power and
+ * throughput (each > 0), and the optional SDs. */
+static int read_measurement(const struct json_fields *f, json_t *o, struct pflex_run *r) {
+  const char *group = NULL, *gpu = NULL;
   bool have = false;
-  err = pflex__json_get_string(&f, o, "group", true, &group);
-  if (!err) err = pflex__json_get_string(&f, o, "gpu", true, &gpu);
-  if (!err) err = get_int(&f, o, "gpus", true, &r.gpus, &have);
+  int err = pflex__json_get_string(f, o, "group", true, &group);
+  if (!err) err = pflex__json_get_string(f, o, "gpu", true, &gpu);
+  if (!err) err = get_int(f, o, "gpus", true, &r->gpus, &have);
   if (!err)
-    err = pflex__json_get_number(&f, o, "cap_w", 0, INFINITY, JSON_REQUIRED | JSON_OPEN_MIN,
-                                 &r.cap_w, &have);
+    err = pflex__json_get_number(f, o, "cap_w", 0, INFINITY, JSON_REQUIRED | JSON_OPEN_MIN,
+                                 &r->cap_w, &have);
   if (!err)
-    err = pflex__json_get_number(&f, o, "power_w", 0, INFINITY, JSON_REQUIRED | JSON_OPEN_MIN,
-                                 &r.power_w, &have);
+    err = pflex__json_get_number(f, o, "power_w", 0, INFINITY, JSON_REQUIRED | JSON_OPEN_MIN,
+                                 &r->power_w, &have);
   if (!err)
-    err = pflex__json_get_number(&f, o, "tput", 0, INFINITY, JSON_REQUIRED | JSON_OPEN_MIN, &r.tput,
-                                 &have);
-  if (!err) err = pflex__json_get_number(&f, o, "power_sd", 0, INFINITY, 0, &r.power_sd, &have);
-  if (!err && have) r.have |= PFLEX_RUN_POWER_SD;
-  if (!err) err = pflex__json_get_number(&f, o, "tput_sd", 0, INFINITY, 0, &r.tput_sd, &have);
-  if (!err && have) r.have |= PFLEX_RUN_TPUT_SD;
-  if (!err) err = pflex__json_get_string(&f, o, "model", false, &model);
-  if (!err) err = pflex__json_get_string(&f, o, "set", false, &sname);
-  if (!err) err = pflex__json_get_string(&f, o, "arch", false, &arch);
-  if (!err && arch) {
-    if (pflex_arch_parse(arch, &r.arch))
-      err = fail(rd, -PFLEX_E_DATA, run, "arch", "'%s' is not dense or moe", arch);
+    err = pflex__json_get_number(f, o, "tput", 0, INFINITY, JSON_REQUIRED | JSON_OPEN_MIN,
+                                 &r->tput, &have);
+  if (!err) err = pflex__json_get_number(f, o, "power_sd", 0, INFINITY, 0, &r->power_sd, &have);
+  if (!err && have) r->have |= PFLEX_RUN_POWER_SD;
+  if (!err) err = pflex__json_get_number(f, o, "tput_sd", 0, INFINITY, 0, &r->tput_sd, &have);
+  if (!err && have) r->have |= PFLEX_RUN_TPUT_SD;
+  r->group = (char *)group;
+  r->gpu = (char *)gpu;
+  return err;
+}
+
+/* The workload, all optional: model, set, architecture and task. */
+static int read_workload(struct reader *rd, const struct json_fields *f, json_t *o, size_t run,
+                         struct pflex_run *r) {
+  const char *model = NULL, *sname = NULL, *arch = NULL, *task = NULL;
+  int err = pflex__json_get_string(f, o, "model", false, &model);
+  if (!err) err = pflex__json_get_string(f, o, "set", false, &sname);
+  if (!err) err = pflex__json_get_string(f, o, "arch", false, &arch);
+  if (!err && arch && pflex_arch_parse(arch, &r->arch))
+    err = fail(rd, -PFLEX_E_DATA, run, "arch", "'%s' is not dense or moe", arch);
+  if (!err) err = pflex__json_get_string(f, o, "task", false, &task);
+  if (!err && task && pflex_task_parse(task, &r->task))
+    err = fail(rd, -PFLEX_E_DATA, run, "task", "'%s' is not pt or ft", task);
+  r->model = (char *)model;
+  r->set = (char *)sname;
+  return err;
+}
+
+/* The training configuration, all optional, each with its have flag. */
+static int read_config(const struct json_fields *f, json_t *o, struct pflex_run *r) {
+  const struct {
+    const char *key;
+    int *dst;
+    unsigned flag;
+  } ints[] = {{"seq_len", &r->seq_len, PFLEX_RUN_SEQ_LEN},
+              {"batch", &r->batch, PFLEX_RUN_BATCH},
+              {"ep", &r->ep, PFLEX_RUN_EP}};
+  const struct {
+    const char *key;
+    bool *dst;
+    unsigned flag;
+  } bools[] = {{"compile", &r->compile, PFLEX_RUN_COMPILE},
+               {"grad_ckpt", &r->grad_ckpt, PFLEX_RUN_GRAD_CKPT}};
+  bool have;
+  for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++) {
+    int err = get_int(f, o, ints[k].key, false, ints[k].dst, &have);
+    if (err) return err;
+    if (have) r->have |= ints[k].flag;
   }
-  if (!err) err = pflex__json_get_string(&f, o, "task", false, &task);
-  if (!err && task) {
-    if (pflex_task_parse(task, &r.task))
-      err = fail(rd, -PFLEX_E_DATA, run, "task", "'%s' is not pt or ft", task);
+  for (size_t k = 0; k < sizeof bools / sizeof bools[0]; k++) {
+    int err = pflex__json_get_bool(f, o, bools[k].key, bools[k].dst, &have);
+    if (err) return err;
+    if (have) r->have |= bools[k].flag;
   }
-  if (!err) err = get_int(&f, o, "seq_len", false, &r.seq_len, &have);
-  if (!err && have) r.have |= PFLEX_RUN_SEQ_LEN;
-  if (!err) err = get_int(&f, o, "batch", false, &r.batch, &have);
-  if (!err && have) r.have |= PFLEX_RUN_BATCH;
-  if (!err) err = get_int(&f, o, "ep", false, &r.ep, &have);
-  if (!err && have) r.have |= PFLEX_RUN_EP;
-  if (!err) err = pflex__json_get_bool(&f, o, "compile", &r.compile, &have);
-  if (!err && have) r.have |= PFLEX_RUN_COMPILE;
-  if (!err) err = pflex__json_get_bool(&f, o, "grad_ckpt", &r.grad_ckpt, &have);
-  if (!err && have) r.have |= PFLEX_RUN_GRAD_CKPT;
-  /* A time-per-step runset is exported as s_per_step = 1 / tput (pflex_runs_write_csv). */
-  if (!err && set->unit == PFLEX_TPUT_PER_STEP_TIME &&
-      (!isfinite(1.0 / r.tput) ||
-       ((r.have & PFLEX_RUN_TPUT_SD) && !isfinite(r.tput_sd / r.tput / r.tput))))
-    err = fail(rd, -PFLEX_E_DATA, run, "tput", "too small for a time per step (1 / tput, or the "
-               "SD of the time, is infinite)");
-  json_t *extra = json_object_get(o, "extra");
-  if (!err && extra && !json_is_object(extra))
-    err = fail(rd, -PFLEX_E_PARSE, run, "extra", "not an object");
-  if (err) return err;
-  r.group = (char *)group;
-  r.gpu = (char *)gpu;
-  r.model = (char *)model;
-  r.set = (char *)sname;
-  err = pflex_runset_append(set, &r);
-  if (err || !extra) return err;
+  return 0;
+}
+
+/* A time-per-step runset is exported as s_per_step = 1 / tput
+ * (pflex_runs_write_csv): that and its SD must be finite. */
+static int check_per_step(struct reader *rd, const struct pflex_runset *set, size_t run,
+                          const struct pflex_run *r) {
+  if (set->unit != PFLEX_TPUT_PER_STEP_TIME) return 0;
+  if (isfinite(1.0 / r->tput) &&
+      !((r->have & PFLEX_RUN_TPUT_SD) && !isfinite(r->tput_sd / r->tput / r->tput)))
+    return 0;
+  return fail(rd, -PFLEX_E_DATA, run, "tput",
+              "too small for a time per step (1 / tput, or the SD of the time, is infinite)");
+}
+
+/* The extra columns of the run just appended (last in set): strings, or
+ * numbers kept as their JSON text. */
+static int read_extra(struct reader *rd, struct pflex_runset *set, json_t *extra, size_t run) {
   const char *key;
   json_t *val;
   json_object_foreach(extra, key, val) {
@@ -233,10 +258,29 @@ static int read_run(struct reader *rd, struct pflex_runset *set, json_t *o, size
     } else {
       return fail(rd, -PFLEX_E_PARSE, run, key, "extra column value is not a string or number");
     }
-    err = pflex_runset_set_extra(set, set->n - 1, key, s);
+    int err = pflex_runset_set_extra(set, set->n - 1, key, s);
     if (err) return err;
   }
   return 0;
+}
+
+static int read_run(struct reader *rd, struct pflex_runset *set, json_t *o, size_t run) {
+  if (!json_is_object(o)) return fail(rd, -PFLEX_E_PARSE, run, NULL, "not an object");
+  struct json_fields f = fields(rd, run);
+  int err = pflex__json_check_keys(&f, o, run_keys, "(other columns belong under \"extra\")");
+  if (err) return err;
+  struct pflex_run r = {0};
+  err = read_measurement(&f, o, &r);
+  if (!err) err = read_workload(rd, &f, o, run, &r);
+  if (!err) err = read_config(&f, o, &r);
+  if (!err) err = check_per_step(rd, set, run, &r);
+  json_t *extra = json_object_get(o, "extra");
+  if (!err && extra && !json_is_object(extra))
+    err = fail(rd, -PFLEX_E_PARSE, run, "extra", "not an object");
+  if (err) return err;
+  err = pflex_runset_append(set, &r);
+  if (err || !extra) return err;
+  return read_extra(rd, set, extra, run);
 }
 
 int pflex_runs_from_json(const char *text, const char *name, struct pflex_runset *ret_set,

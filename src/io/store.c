@@ -676,96 +676,131 @@ static bool id_seen(sqlite3_int64 *ids, size_t nslots, sqlite3_int64 id) {
   return seen;
 }
 
+/* pflex_store_get_runs's reading: its statements (all groups, one group by
+ * name, a group's runs with their extras), the group ids already read (for a
+ * group named twice: an open-addressing set of nslots), and the unit of the
+ * first group read, which every other must share. */
+struct runs_reader {
+  struct pflex_store *store;
+  sqlite3_stmt *all, *one, *runs_st;
+  sqlite3_int64 *ids;
+  size_t nslots;
+  bool have_unit;
+  char first_group[128];
+  struct pflex_runset out;
+  struct pflex_diag *diag;
+};
+
+static int reader_prepare(struct runs_reader *rd, size_t ngroups) {
+  struct pflex_store *s = rd->store;
+  int err = prepare(s, "SELECT " GROUP_COLS " FROM groups g ORDER BY g.id", &rd->all, rd->diag);
+  if (!err)
+    err = prepare(s, "SELECT " GROUP_COLS " FROM groups g WHERE g.name = ?", &rd->one, rd->diag);
+  if (!err)
+    err = prepare(s,
+                  "SELECT r.id, r.cap_w, r.power_w, r.tput, r.power_sd, r.tput_sd, e.name, e.value"
+                  " FROM runs r LEFT JOIN run_extras e ON e.run_id = r.id"
+                  " WHERE r.group_id = ? ORDER BY r.id, e.position",
+                  &rd->runs_st, rd->diag);
+  rd->nslots = 16;
+  while (rd->nslots < 2 * ngroups)
+    rd->nslots *= 2;
+  if (!err && ngroups) {
+    rd->ids = malloc(rd->nslots * sizeof *rd->ids);
+    if (!rd->ids) return -ENOMEM;
+    for (size_t k = 0; k < rd->nslots; k++)
+      rd->ids[k] = 0; /* rowids of groups are >= 1 */
+  }
+  return err;
+}
+
+static void reader_release(struct runs_reader *rd) {
+  sqlite3_finalize(rd->all);
+  sqlite3_finalize(rd->one);
+  sqlite3_finalize(rd->runs_st);
+  free(rd->ids);
+}
+
+/* Steps to the next group row: of all groups (name NULL), or of the group
+ * named `name`. 1 with *ret_st on the row, 0 when all groups are read, or an
+ * error (-ENOENT: no group of that name). */
+static int reader_next_group(struct runs_reader *rd, bool by_name, const char *name,
+                             sqlite3_stmt **ret_st) {
+  sqlite3_stmt *st = rd->all;
+  if (by_name) {
+    sqlite3_bind_text(rd->one, 1, name ? name : "", -1, SQLITE_TRANSIENT);
+    st = rd->one;
+  }
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) {
+    *ret_st = st;
+    return 1;
+  }
+  if (rc != SQLITE_DONE) return sql_fail(rd->store, rc, rd->diag, "cannot read groups");
+  if (!by_name) return 0;
+  sqlite3_reset(rd->one);
+  return pflex_diag_set(rd->diag, -ENOENT, rd->store->path, 0, "group",
+                        "no group '%s' in the store", name ? name : "");
+}
+
+/* Appends the runs of the group on row st, after checking that its unit is
+ * known and the same as the groups' read before. */
+static int reader_take_group(struct runs_reader *rd, sqlite3_stmt *st, sqlite3_int64 id) {
+  const char *path = rd->store->path;
+  enum pflex_tput_unit unit = PFLEX_TPUT_TOKENS_PER_S;
+  if (pflex_tput_unit_from_key(col_text(st, GC_UNIT), &unit))
+    return pflex_diag_set(rd->diag, -PFLEX_E_SCHEMA, path, 0, "unit",
+                          "group '%s' has an unknown unit", col_text(st, GC_NAME));
+  if (rd->have_unit && unit != rd->out.unit)
+    return pflex_diag_set(rd->diag, -PFLEX_E_DATA, path, 0, "unit",
+                          "groups '%s' (%s) and '%s' (%s) have different throughput units; "
+                          "read them separately",
+                          rd->first_group, pflex_tput_unit_name(rd->out.unit),
+                          col_text(st, GC_NAME), pflex_tput_unit_name(unit));
+  if (!rd->have_unit)
+    snprintf(rd->first_group, sizeof rd->first_group, "%s", col_text(st, GC_NAME));
+  rd->out.unit = unit;
+  rd->have_unit = true;
+  struct pflex_run proto;
+  group_row_to_run(st, &proto);
+  return append_group_runs(rd->store, rd->runs_st, &proto, id, &rd->out, rd->diag);
+}
+
+/* Reads the groups named (all of them, in id order, when ngroups is 0). */
+static int reader_read(struct runs_reader *rd, const char *const *groups, size_t ngroups) {
+  for (size_t gi = 0; !ngroups || gi < ngroups; gi++) {
+    sqlite3_stmt *st = NULL;
+    int err = reader_next_group(rd, ngroups > 0, ngroups ? groups[gi] : NULL, &st);
+    if (err <= 0) return err;
+    sqlite3_int64 id = sqlite3_column_int64(st, GC_ID);
+    bool dup = ngroups && id_seen(rd->ids, rd->nslots, id);
+    err = dup ? 0 : reader_take_group(rd, st, id);
+    if (ngroups) sqlite3_reset(rd->one);
+    if (err) return err;
+  }
+  return 0;
+}
+
 int pflex_store_get_runs(struct pflex_store *store, const char *const *groups, size_t ngroups,
                          struct pflex_runset *ret_set, struct pflex_diag *diag) {
   pflex_diag_clear(diag);
   if (!store || !ret_set || (ngroups && !groups)) return -EINVAL;
-  struct pflex_runset out;
-  pflex_runset_init(&out);
-  sqlite3_stmt *all = NULL, *one = NULL, *runs_st = NULL;
-  sqlite3_int64 *ids = NULL;
-  bool have_unit = false;
-  char first_group[128] = "";
+  struct runs_reader rd = {.store = store, .diag = diag};
+  pflex_runset_init(&rd.out);
   /* One read transaction: a concurrent import cannot tear the result. */
   /* The page cache as for an import: a large read revisits index pages. */
   int err = exec(store, "PRAGMA cache_size = -65536", diag, "cannot size the page cache");
   if (!err) err = exec(store, "BEGIN", diag, "cannot start a transaction");
-  if (!err) err = prepare(store, "SELECT " GROUP_COLS " FROM groups g ORDER BY g.id", &all, diag);
-  if (!err)
-    err = prepare(store, "SELECT " GROUP_COLS " FROM groups g WHERE g.name = ?", &one, diag);
-  if (!err)
-    err = prepare(store,
-                  "SELECT r.id, r.cap_w, r.power_w, r.tput, r.power_sd, r.tput_sd, e.name, e.value"
-                  " FROM runs r LEFT JOIN run_extras e ON e.run_id = r.id"
-                  " WHERE r.group_id = ? ORDER BY r.id, e.position",
-                  &runs_st, diag);
-  /* The ids already read, for a group named twice: an open-addressing set. */
-  size_t nslots = 16;
-  while (nslots < 2 * ngroups)
-    nslots *= 2;
-  if (!err && ngroups) {
-    ids = malloc(nslots * sizeof *ids);
-    if (!ids) err = -ENOMEM;
-    for (size_t k = 0; ids && k < nslots; k++)
-      ids[k] = 0; /* rowids of groups are >= 1 */
-  }
-  size_t gi = 0;
-  while (!err) {
-    sqlite3_stmt *st;
-    if (ngroups) {
-      if (gi == ngroups) break;
-      const char *name = groups[gi++];
-      sqlite3_bind_text(one, 1, name ? name : "", -1, SQLITE_TRANSIENT);
-      st = one;
-    } else {
-      st = all;
-    }
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_DONE) {
-      if (ngroups) {
-        err = pflex_diag_set(diag, -ENOENT, store->path, 0, "group", "no group '%s' in the store",
-                             groups[gi - 1] ? groups[gi - 1] : "");
-        sqlite3_reset(one);
-      }
-      break;
-    }
-    if (rc != SQLITE_ROW) {
-      err = sql_fail(store, rc, diag, "cannot read groups");
-      break;
-    }
-    sqlite3_int64 id = sqlite3_column_int64(st, GC_ID);
-    bool dup = ngroups && id_seen(ids, nslots, id);
-    enum pflex_tput_unit unit = PFLEX_TPUT_TOKENS_PER_S;
-    if (!dup && pflex_tput_unit_from_key(col_text(st, GC_UNIT), &unit))
-      err = pflex_diag_set(diag, -PFLEX_E_SCHEMA, store->path, 0, "unit",
-                           "group '%s' has an unknown unit", col_text(st, GC_NAME));
-    if (!err && !dup && have_unit && unit != out.unit)
-      err = pflex_diag_set(diag, -PFLEX_E_DATA, store->path, 0, "unit",
-                           "groups '%s' (%s) and '%s' (%s) have different throughput units; "
-                           "read them separately",
-                           first_group, pflex_tput_unit_name(out.unit), col_text(st, GC_NAME),
-                           pflex_tput_unit_name(unit));
-    if (!err && !dup) {
-      if (!have_unit) snprintf(first_group, sizeof first_group, "%s", col_text(st, GC_NAME));
-      out.unit = unit;
-      have_unit = true;
-      struct pflex_run proto;
-      group_row_to_run(st, &proto);
-      err = append_group_runs(store, runs_st, &proto, id, &out, diag);
-    }
-    if (ngroups) sqlite3_reset(one);
-  }
-  sqlite3_finalize(all);
-  sqlite3_finalize(one);
-  sqlite3_finalize(runs_st);
-  free(ids);
+  if (!err) err = reader_prepare(&rd, ngroups);
+  if (!err) err = reader_read(&rd, groups, ngroups);
+  reader_release(&rd);
   if (!err) err = exec(store, "COMMIT", diag, "cannot end the transaction");
   if (err) {
     rollback(store);
-    pflex_runset_release(&out);
+    pflex_runset_release(&rd.out);
     return err;
   }
-  *ret_set = out;
+  *ret_set = rd.out;
   return 0;
 }
 
