@@ -110,6 +110,8 @@ struct state {
   char *buf;                         /* the file's text, keys and values cut in place */
   char *key[MAXKEYS], *val[MAXKEYS]; /* key: after "gpuN." for GPU keys */
   int gpu[MAXKEYS];                  /* N for "gpuN.field" keys, -1 otherwise */
+  int prev[MAXKEYS];                 /* the entry before this one of the same GPU, or -1 */
+  int last[MAXGPU];                  /* each GPU's last entry, or -1: lookups walk one GPU */
   size_t n;
   unsigned count; /* highest index with a uuid + 1 */
   int valid;      /* buf holds the file as identified by st */
@@ -150,6 +152,8 @@ static int parse_line(struct state *s, char *p) {
   s->key[s->n] = is_gpu ? dot + 1 : p;
   s->val[s->n] = eq + 1;
   if (is_gpu && strcmp(dot + 1, "uuid") == 0 && g + 1 > s->count) s->count = (unsigned)g + 1;
+  s->prev[s->n] = is_gpu ? s->last[g] : -1;
+  if (is_gpu) s->last[g] = (int)s->n;
   s->n++;
   return 0;
 }
@@ -172,6 +176,8 @@ static int state_read(struct state *s, const char *path) {
   buf[got] = '\0';
   free(s->buf);
   *s = (struct state){.buf = buf, .st = st};
+  for (unsigned g = 0; g < MAXGPU; g++)
+    s->last[g] = -1;
   for (char *line = buf, *next; line && s->n < MAXKEYS; line = next) {
     next = strchr(line, '\n');
     if (next) *next++ = '\0';
@@ -210,8 +216,8 @@ static const char *state_get(const char *key) {
 }
 
 static const char *gpu_get(unsigned g, const char *field) {
-  for (size_t i = cache.n; i-- > 0;)
-    if (cache.gpu[i] == (int)g && strcmp(cache.key[i], field) == 0) return cache.val[i];
+  for (int i = g < MAXGPU && cache.n ? cache.last[g] : -1; i >= 0; i = cache.prev[i])
+    if (strcmp(cache.key[i], field) == 0) return cache.val[i];
   return NULL;
 }
 
