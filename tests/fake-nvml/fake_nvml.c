@@ -279,18 +279,9 @@ static int state_update(const char *key, const char *value) {
   return rc;
 }
 
-/* Common prologue of every per-GPU call: initialised, valid handle, injected
- * failures. On OK it returns with the state current and cache_lock held: the
- * caller reads what it needs and calls end(). */
-static nvmlReturn_t begin(nvmlDevice_t d, const char *call, unsigned *ret_i) {
-  if (!initialized) return E_UNINITIALIZED;
-  if (!d || d < devices || d >= devices + MAXGPU) return E_INVALID_ARGUMENT;
-  unsigned i = d->index;
-  pthread_mutex_lock(&cache_lock);
-  if (state_refresh() != 0) {
-    pthread_mutex_unlock(&cache_lock);
-    return E_UNKNOWN;
-  }
+/* One counted call on GPU i (the state current, cache_lock held): its index,
+ * lost_after and injected failures. */
+static nvmlReturn_t check(unsigned i, const char *call) {
   nvmlReturn_t r = OK;
   if (i >= gpu_count()) r = E_INVALID_ARGUMENT;
   unsigned long long lost_after = gpu_num(i, "lost_after", 0);
@@ -302,6 +293,19 @@ static nvmlReturn_t begin(nvmlDevice_t d, const char *call, unsigned *ret_i) {
     snprintf(f, sizeof f, "fail.%s", call);
     r = parse_err(gpu_get(i, f));
   }
+  return r;
+}
+
+/* Common prologue of every per-GPU call: initialised, valid handle, injected
+ * failures. On OK it returns with the state current and cache_lock held: the
+ * caller reads what it needs (an entry point that used to make two lookups
+ * calls check() again, so lost_after counts as it always did) and calls end(). */
+static nvmlReturn_t begin(nvmlDevice_t d, const char *call, unsigned *ret_i) {
+  if (!initialized) return E_UNINITIALIZED;
+  if (!d || d < devices || d >= devices + MAXGPU) return E_INVALID_ARGUMENT;
+  unsigned i = d->index;
+  pthread_mutex_lock(&cache_lock);
+  nvmlReturn_t r = state_refresh() != 0 ? E_UNKNOWN : check(i, call);
   if (r) {
     pthread_mutex_unlock(&cache_lock);
     return r;
@@ -393,27 +397,36 @@ EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t d, nvmlPciInfo_t *pci) 
   return get_string(d, "pci", "pci", pci->busId, sizeof pci->busId);
 }
 
-/* One unsigned field of the state, optionally transformed. */
-static nvmlReturn_t get_num(nvmlDevice_t d, const char *call, const char *field,
-                            unsigned long long *ret) {
-  unsigned i;
-  if (!ret) return E_INVALID_ARGUMENT;
-  nvmlReturn_t r = begin(d, call, &i);
-  if (r) return r;
-  if (!gpu_get(i, field)) {
-    end();
-    return E_NOT_SUPPORTED;
-  }
+/* One unsigned field of GPU i (cache_lock held), optionally transformed. */
+static nvmlReturn_t num_locked(unsigned i, const char *field, unsigned long long *ret) {
+  if (!gpu_get(i, field)) return E_NOT_SUPPORTED;
   unsigned long long v = gpu_num(i, field, 0);
   if (strcmp(field, "power_mw") == 0) {
     unsigned long long lim = gpu_num(i, "limit_mw", v);
     if (v > lim) v = lim;
-  } else if (strcmp(field, "enforced_mw") == 0) {
-    v = gpu_num(i, "limit_mw", 0);
   }
-  end();
   *ret = v;
   return OK;
+}
+
+/* One or two fields of a call (two: counted as two calls, as it always was). */
+static nvmlReturn_t get_nums(nvmlDevice_t d, const char *call, const char *field,
+                             unsigned long long *ret, const char *field2,
+                             unsigned long long *ret2) {
+  unsigned i;
+  if (!ret) return E_INVALID_ARGUMENT;
+  nvmlReturn_t r = begin(d, call, &i);
+  if (r) return r;
+  r = num_locked(i, field, ret);
+  if (!r && field2) r = check(i, call);
+  if (!r && field2) r = num_locked(i, field2, ret2);
+  end();
+  return r;
+}
+
+static nvmlReturn_t get_num(nvmlDevice_t d, const char *call, const char *field,
+                            unsigned long long *ret) {
+  return get_nums(d, call, field, ret, NULL, NULL);
 }
 
 #define GET_UINT(fn, call, field)                                                                  \
@@ -431,20 +444,19 @@ GET_UINT(nvmlDeviceGetPowerManagementDefaultLimit, "default_limit", "default_mw"
 
 EXPORT nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t d, unsigned int *out) {
   unsigned long long v;
+  unsigned i;
   if (!out) return E_INVALID_ARGUMENT;
   /* enforced follows the limit unless the state pins it (an out-of-band limit). */
-  nvmlReturn_t r = get_num(d, "enforced", "limit_mw", &v);
+  nvmlReturn_t r = begin(d, "enforced", &i);
   if (r) return r;
-  unsigned i;
-  if (begin(d, "enforced", &i) == OK) {
-    if (gpu_get(i, "enforced_mw")) {
-      unsigned long long e = gpu_num(i, "enforced_mw", v);
-      if (e < v) v = e;
-    }
-    end();
+  r = num_locked(i, "limit_mw", &v);
+  if (!r && check(i, "enforced") == OK && gpu_get(i, "enforced_mw")) {
+    unsigned long long e = gpu_num(i, "enforced_mw", v);
+    if (e < v) v = e;
   }
-  *out = (unsigned)v;
-  return OK;
+  end();
+  if (!r) *out = (unsigned)v;
+  return r;
 }
 
 EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d, unsigned long long *e) {
@@ -480,8 +492,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t d, int type, unsigned in
 EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t *u) {
   unsigned long long g, m;
   if (!u) return E_INVALID_ARGUMENT;
-  nvmlReturn_t r = get_num(d, "util", "util_gpu", &g);
-  if (!r) r = get_num(d, "util", "util_mem", &m);
+  nvmlReturn_t r = get_nums(d, "util", "util_gpu", &g, "util_mem", &m);
   if (!r) u->gpu = (unsigned)g, u->memory = (unsigned)m;
   return r;
 }
@@ -496,8 +507,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t d, nvmlMemory_v2_t *
   if (!m) return E_INVALID_ARGUMENT;
   if (m->version != ((unsigned)sizeof(nvmlMemory_v2_t) | (2u << 24)))
     return 25; /* VERSION_MISMATCH */
-  nvmlReturn_t r = get_num(d, "memory", "mem_used", &used);
-  if (!r) r = get_num(d, "memory", "mem_total", &total);
+  nvmlReturn_t r = get_nums(d, "memory", "mem_used", &used, "mem_total", &total);
   if (!r) {
     m->used = used;
     m->total = total;
