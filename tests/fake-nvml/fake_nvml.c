@@ -10,6 +10,10 @@
  *   gpu0.sm_mhz=1980  gpu0.mem_mhz=3201  gpu0.util_gpu=97  gpu0.util_mem=60
  *   gpu0.throttle=0   gpu0.mem_used=...  gpu0.mem_total=...
  *
+ * The fake keeps the parsed state in memory and reads the file again only when
+ * it changed (see "state file" below): a call costs about what a driver call
+ * does, and an edit a test makes from the shell is seen on the next call.
+ *
  * A GPU exists when its `uuid` key does; the count is the highest such index + 1.
  * Reported power is min(power_mw, limit_mw), so a cap shows in the readings.
  *
@@ -42,12 +46,14 @@
  * (not ...ClocksEventReasons), to exercise the loader's fallback. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 typedef int nvmlReturn_t;
@@ -90,72 +96,137 @@ static struct nvmlDevice_st devices[MAXGPU];
 static unsigned calls[MAXGPU];
 static int initialized;
 
-/* ---- state file ---- */
+/* ---- state file ----
+ * The parsed state lives in memory, like a driver's; every call first checks
+ * (one stat) whether the file changed, so a test's shell edits are seen on the
+ * next call. "Changed" is a different inode, size, mtime or ctime (in ns); a
+ * file whose ctime is within RACY_NS of when it was read is read again on
+ * every call until it is older (git's racy-clean rule: the kernel's file
+ * clock is coarse, so a same-size rewrite within one tick would otherwise
+ * keep its old identity). Calls are serialised by one mutex. */
 #define MAXKEYS 1024
+#define RACY_NS 100000000LL /* 100 ms, well above the coarse clock's tick */
 struct state {
-  char *key[MAXKEYS], *val[MAXKEYS];
+  char *buf;                         /* the file's text, keys and values cut in place */
+  char *key[MAXKEYS], *val[MAXKEYS]; /* key: after "gpuN." for GPU keys */
+  int gpu[MAXKEYS];                  /* N for "gpuN.field" keys, -1 otherwise */
+  int prev[MAXKEYS];                 /* the entry before this one of the same GPU, or -1 */
+  int last[MAXGPU];                  /* each GPU's last entry, or -1: lookups walk one GPU */
   size_t n;
+  unsigned count; /* highest index with a uuid + 1 */
+  int valid;      /* buf holds the file as identified by st */
+  struct stat st;
 };
-
-static void state_free(struct state *s) {
-  for (size_t i = 0; i < s->n; i++)
-    free(s->key[i]), free(s->val[i]);
-  s->n = 0;
-}
+static struct state cache;
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static const char *state_path(void) {
   const char *p = getenv("FAKE_NVML_STATE");
   return p && *p ? p : NULL;
 }
 
-static int state_load(struct state *s) {
-  s->n = 0;
-  const char *path = state_path();
-  if (!path) return -1;
-  FILE *f = fopen(path, "r");
-  if (!f) return -1;
-  char line[1024];
-  while (fgets(line, sizeof line, f) && s->n < MAXKEYS) {
-    line[strcspn(line, "\r\n")] = '\0';
-    char *p = line;
-    while (*p == ' ' || *p == '\t')
-      p++;
-    if (!*p || *p == '#') continue;
-    char *eq = strchr(p, '=');
-    if (!eq) continue;
-    *eq = '\0';
-    s->key[s->n] = strdup(p);
-    s->val[s->n] = strdup(eq + 1);
-    s->n++;
-  }
-  fclose(f);
+static int same_time(struct timespec a, struct timespec b) {
+  return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+
+static int same_file(const struct stat *a, const struct stat *b) {
+  return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+         same_time(a->st_mtim, b->st_mtim) && same_time(a->st_ctim, b->st_ctim);
+}
+
+/* Cuts one line ("key=value", leading blanks, '#' comments) into entry n. */
+static int parse_line(struct state *s, char *p) {
+  p[strcspn(p, "\r")] = '\0';
+  while (*p == ' ' || *p == '\t')
+    p++;
+  if (!*p || *p == '#') return 0;
+  char *eq = strchr(p, '=');
+  if (!eq) return 0;
+  *eq = '\0';
+  char *dot = NULL;
+  unsigned long g = 0;
+  if (strncmp(p, "gpu", 3) == 0 && p[3] >= '0' && p[3] <= '9') g = strtoul(p + 3, &dot, 10);
+  /* only the spelling the lookups used to build: "gpu%u." (so not "gpu01.") */
+  int is_gpu = dot && *dot == '.' && g < MAXGPU && (p[3] != '0' || dot == p + 4);
+  s->gpu[s->n] = is_gpu ? (int)g : -1;
+  s->key[s->n] = is_gpu ? dot + 1 : p;
+  s->val[s->n] = eq + 1;
+  if (is_gpu && strcmp(dot + 1, "uuid") == 0 && g + 1 > s->count) s->count = (unsigned)g + 1;
+  s->prev[s->n] = is_gpu ? s->last[g] : -1;
+  if (is_gpu) s->last[g] = (int)s->n;
+  s->n++;
   return 0;
 }
 
-static const char *state_get(const struct state *s, const char *key) {
-  for (size_t i = s->n; i-- > 0;)
-    if (strcmp(s->key[i], key) == 0) return s->val[i];
+static int state_read(struct state *s, const char *path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  struct stat st;
+  char *buf = NULL;
+  ssize_t got = 0;
+  if (fstat(fd, &st) == 0 && (buf = malloc((size_t)st.st_size + 1)))
+    while (got < st.st_size) {
+      ssize_t r = read(fd, buf + got, (size_t)(st.st_size - got));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) break;
+      got += r;
+    }
+  close(fd);
+  if (!buf) return -1;
+  buf[got] = '\0';
+  free(s->buf);
+  *s = (struct state){.buf = buf, .st = st};
+  for (unsigned g = 0; g < MAXGPU; g++)
+    s->last[g] = -1;
+  for (char *line = buf, *next; line && s->n < MAXKEYS; line = next) {
+    next = strchr(line, '\n');
+    if (next) *next++ = '\0';
+    parse_line(s, line);
+  }
+  /* Racy: changed so recently that a same-size rewrite could keep this identity. */
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  long long age = (now.tv_sec - st.st_ctim.tv_sec) * 1000000000LL + (now.tv_nsec - st.st_ctim.tv_nsec);
+  s->valid = age > RACY_NS;
+  return 0;
+}
+
+/* Brings the cache up to date with the file; call with cache_lock held. */
+static int state_refresh(void) {
+  const char *path = state_path();
+  struct stat st;
+  if (!path || stat(path, &st) != 0) {
+    cache.valid = 0;
+    return -1;
+  }
+  if (cache.valid && same_file(&st, &cache.st)) return 0;
+  return state_read(&cache, path);
+}
+
+/* The cache goes with the library (dlclose, exit), so valgrind sees no leak. */
+__attribute__((destructor)) static void state_drop(void) {
+  free(cache.buf);
+  cache = (struct state){0};
+}
+
+static const char *state_get(const char *key) {
+  for (size_t i = cache.n; i-- > 0;)
+    if (cache.gpu[i] < 0 && strcmp(cache.key[i], key) == 0) return cache.val[i];
   return NULL;
 }
 
-static const char *gpu_get(const struct state *s, unsigned i, const char *field) {
-  char key[128];
-  snprintf(key, sizeof key, "gpu%u.%s", i, field);
-  return state_get(s, key);
+static const char *gpu_get(unsigned g, const char *field) {
+  for (int i = g < MAXGPU && cache.n ? cache.last[g] : -1; i >= 0; i = cache.prev[i])
+    if (strcmp(cache.key[i], field) == 0) return cache.val[i];
+  return NULL;
 }
 
-static unsigned long long gpu_num(const struct state *s, unsigned i, const char *field,
-                                  unsigned long long dflt) {
-  const char *v = gpu_get(s, i, field);
+static unsigned long long gpu_num(unsigned i, const char *field, unsigned long long dflt) {
+  const char *v = gpu_get(i, field);
   return v ? strtoull(v, NULL, 10) : dflt;
 }
 
-static unsigned gpu_count(const struct state *s) {
-  unsigned n = 0;
-  for (unsigned i = 0; i < MAXGPU; i++)
-    if (gpu_get(s, i, "uuid")) n = i + 1;
-  return n;
-}
+static unsigned gpu_count(void) { return cache.count; }
 
 static nvmlReturn_t parse_err(const char *v) {
   if (!v || !*v || strcmp(v, "none") == 0) return OK;
@@ -202,40 +273,54 @@ static int state_update(const char *key, const char *value) {
   if (rc) unlink(tmp);
   flock(lock, LOCK_UN);
   close(lock);
+  pthread_mutex_lock(&cache_lock); /* the new file has a new inode anyway; be explicit */
+  cache.valid = 0;
+  pthread_mutex_unlock(&cache_lock);
   return rc;
 }
 
-/* Common prologue of every per-GPU call: initialised, valid handle, injected
- * failures. Loads the state into *s (freed by the caller on OK). */
-static nvmlReturn_t begin(nvmlDevice_t d, const char *call, struct state *s, unsigned *ret_i) {
-  if (!initialized) return E_UNINITIALIZED;
-  if (!d || d < devices || d >= devices + MAXGPU) return E_INVALID_ARGUMENT;
-  unsigned i = d->index;
-  if (state_load(s) != 0) return E_UNKNOWN;
+/* One counted call on GPU i (the state current, cache_lock held): its index,
+ * lost_after and injected failures. */
+static nvmlReturn_t check(unsigned i, const char *call) {
   nvmlReturn_t r = OK;
-  if (i >= gpu_count(s)) r = E_INVALID_ARGUMENT;
-  unsigned long long lost_after = gpu_num(s, i, "lost_after", 0);
+  if (i >= gpu_count()) r = E_INVALID_ARGUMENT;
+  unsigned long long lost_after = gpu_num(i, "lost_after", 0);
   calls[i]++;
-  if (!r && gpu_get(s, i, "lost_after") && calls[i] > lost_after) r = E_GPU_IS_LOST;
-  if (!r) r = parse_err(gpu_get(s, i, "fail"));
+  if (!r && gpu_get(i, "lost_after") && calls[i] > lost_after) r = E_GPU_IS_LOST;
+  if (!r) r = parse_err(gpu_get(i, "fail"));
   if (!r) {
     char f[64];
     snprintf(f, sizeof f, "fail.%s", call);
-    r = parse_err(gpu_get(s, i, f));
+    r = parse_err(gpu_get(i, f));
   }
+  return r;
+}
+
+/* Common prologue of every per-GPU call: initialised, valid handle, injected
+ * failures. On OK it returns with the state current and cache_lock held: the
+ * caller reads what it needs (an entry point that used to make two lookups
+ * calls check() again, so lost_after counts as it always did) and calls end(). */
+static nvmlReturn_t begin(nvmlDevice_t d, const char *call, unsigned *ret_i) {
+  if (!initialized) return E_UNINITIALIZED;
+  if (!d || d < devices || d >= devices + MAXGPU) return E_INVALID_ARGUMENT;
+  unsigned i = d->index;
+  pthread_mutex_lock(&cache_lock);
+  nvmlReturn_t r = state_refresh() != 0 ? E_UNKNOWN : check(i, call);
   if (r) {
-    state_free(s);
+    pthread_mutex_unlock(&cache_lock);
     return r;
   }
   *ret_i = i;
   return OK;
 }
 
+static void end(void) { pthread_mutex_unlock(&cache_lock); }
+
 EXPORT nvmlReturn_t nvmlInit_v2(void) {
-  struct state s;
-  if (state_load(&s) != 0) return E_UNKNOWN; /* like a driver that is not loaded */
-  nvmlReturn_t r = parse_err(state_get(&s, "fail.init"));
-  state_free(&s);
+  pthread_mutex_lock(&cache_lock);
+  nvmlReturn_t r = E_UNKNOWN; /* no state file: like a driver that is not loaded */
+  if (state_refresh() == 0) r = parse_err(state_get("fail.init"));
+  pthread_mutex_unlock(&cache_lock);
   if (r) return r;
   for (unsigned i = 0; i < MAXGPU; i++)
     devices[i].index = i;
@@ -264,39 +349,37 @@ EXPORT const char *nvmlErrorString(nvmlReturn_t r) {
 EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *n) {
   if (!initialized) return E_UNINITIALIZED;
   if (!n) return E_INVALID_ARGUMENT;
-  struct state s;
-  if (state_load(&s) != 0) return E_UNKNOWN;
-  *n = gpu_count(&s);
-  state_free(&s);
-  return OK;
+  pthread_mutex_lock(&cache_lock);
+  int rc = state_refresh();
+  if (rc == 0) *n = gpu_count();
+  pthread_mutex_unlock(&cache_lock);
+  return rc == 0 ? OK : E_UNKNOWN;
 }
 
 EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int i, nvmlDevice_t *d) {
   if (!initialized) return E_UNINITIALIZED;
   if (!d || i >= MAXGPU) return E_INVALID_ARGUMENT;
-  struct state s;
   unsigned idx;
-  nvmlReturn_t r = begin(&devices[i], "handle", &s, &idx);
+  nvmlReturn_t r = begin(&devices[i], "handle", &idx);
   if (r) return r;
-  state_free(&s);
+  end();
   *d = &devices[i];
   return OK;
 }
 
 static nvmlReturn_t get_string(nvmlDevice_t d, const char *call, const char *field, char *buf,
                                unsigned len) {
-  struct state s;
   unsigned i;
   if (!buf) return E_INVALID_ARGUMENT;
-  nvmlReturn_t r = begin(d, call, &s, &i);
+  nvmlReturn_t r = begin(d, call, &i);
   if (r) return r;
-  const char *v = gpu_get(&s, i, field);
+  const char *v = gpu_get(i, field);
   if (!v) v = "";
   if (strlen(v) + 1 > len)
     r = E_INSUFFICIENT_SIZE;
   else
     memcpy(buf, v, strlen(v) + 1);
-  state_free(&s);
+  end();
   return r;
 }
 
@@ -314,28 +397,36 @@ EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t d, nvmlPciInfo_t *pci) 
   return get_string(d, "pci", "pci", pci->busId, sizeof pci->busId);
 }
 
-/* One unsigned field of the state, optionally transformed. */
-static nvmlReturn_t get_num(nvmlDevice_t d, const char *call, const char *field,
-                            unsigned long long *ret) {
-  struct state s;
-  unsigned i;
-  if (!ret) return E_INVALID_ARGUMENT;
-  nvmlReturn_t r = begin(d, call, &s, &i);
-  if (r) return r;
-  if (!gpu_get(&s, i, field)) {
-    state_free(&s);
-    return E_NOT_SUPPORTED;
-  }
-  unsigned long long v = gpu_num(&s, i, field, 0);
+/* One unsigned field of GPU i (cache_lock held), optionally transformed. */
+static nvmlReturn_t num_locked(unsigned i, const char *field, unsigned long long *ret) {
+  if (!gpu_get(i, field)) return E_NOT_SUPPORTED;
+  unsigned long long v = gpu_num(i, field, 0);
   if (strcmp(field, "power_mw") == 0) {
-    unsigned long long lim = gpu_num(&s, i, "limit_mw", v);
+    unsigned long long lim = gpu_num(i, "limit_mw", v);
     if (v > lim) v = lim;
-  } else if (strcmp(field, "enforced_mw") == 0) {
-    v = gpu_num(&s, i, "limit_mw", 0);
   }
-  state_free(&s);
   *ret = v;
   return OK;
+}
+
+/* One or two fields of a call (two: counted as two calls, as it always was). */
+static nvmlReturn_t get_nums(nvmlDevice_t d, const char *call, const char *field,
+                             unsigned long long *ret, const char *field2,
+                             unsigned long long *ret2) {
+  unsigned i;
+  if (!ret) return E_INVALID_ARGUMENT;
+  nvmlReturn_t r = begin(d, call, &i);
+  if (r) return r;
+  r = num_locked(i, field, ret);
+  if (!r && field2) r = check(i, call);
+  if (!r && field2) r = num_locked(i, field2, ret2);
+  end();
+  return r;
+}
+
+static nvmlReturn_t get_num(nvmlDevice_t d, const char *call, const char *field,
+                            unsigned long long *ret) {
+  return get_nums(d, call, field, ret, NULL, NULL);
 }
 
 #define GET_UINT(fn, call, field)                                                                  \
@@ -353,21 +444,19 @@ GET_UINT(nvmlDeviceGetPowerManagementDefaultLimit, "default_limit", "default_mw"
 
 EXPORT nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t d, unsigned int *out) {
   unsigned long long v;
+  unsigned i;
   if (!out) return E_INVALID_ARGUMENT;
   /* enforced follows the limit unless the state pins it (an out-of-band limit). */
-  nvmlReturn_t r = get_num(d, "enforced", "limit_mw", &v);
+  nvmlReturn_t r = begin(d, "enforced", &i);
   if (r) return r;
-  struct state s;
-  unsigned i;
-  if (begin(d, "enforced", &s, &i) == OK) {
-    if (gpu_get(&s, i, "enforced_mw")) {
-      unsigned long long e = gpu_num(&s, i, "enforced_mw", v);
-      if (e < v) v = e;
-    }
-    state_free(&s);
+  r = num_locked(i, "limit_mw", &v);
+  if (!r && check(i, "enforced") == OK && gpu_get(i, "enforced_mw")) {
+    unsigned long long e = gpu_num(i, "enforced_mw", v);
+    if (e < v) v = e;
   }
-  *out = (unsigned)v;
-  return OK;
+  end();
+  if (!r) *out = (unsigned)v;
+  return r;
 }
 
 EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d, unsigned long long *e) {
@@ -376,18 +465,17 @@ EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d, unsigned
 
 EXPORT nvmlReturn_t nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice_t d, unsigned int *lo,
                                                                  unsigned int *hi) {
-  struct state s;
   unsigned i;
   if (!lo || !hi) return E_INVALID_ARGUMENT;
-  nvmlReturn_t r = begin(d, "constraints", &s, &i);
+  nvmlReturn_t r = begin(d, "constraints", &i);
   if (r) return r;
-  if (!gpu_get(&s, i, "min_mw") || !gpu_get(&s, i, "max_mw"))
+  if (!gpu_get(i, "min_mw") || !gpu_get(i, "max_mw"))
     r = E_NOT_SUPPORTED;
   else {
-    *lo = (unsigned)gpu_num(&s, i, "min_mw", 0);
-    *hi = (unsigned)gpu_num(&s, i, "max_mw", 0);
+    *lo = (unsigned)gpu_num(i, "min_mw", 0);
+    *hi = (unsigned)gpu_num(i, "max_mw", 0);
   }
-  state_free(&s);
+  end();
   return r;
 }
 
@@ -404,8 +492,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t d, int type, unsigned in
 EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t *u) {
   unsigned long long g, m;
   if (!u) return E_INVALID_ARGUMENT;
-  nvmlReturn_t r = get_num(d, "util", "util_gpu", &g);
-  if (!r) r = get_num(d, "util", "util_mem", &m);
+  nvmlReturn_t r = get_nums(d, "util", "util_gpu", &g, "util_mem", &m);
   if (!r) u->gpu = (unsigned)g, u->memory = (unsigned)m;
   return r;
 }
@@ -420,8 +507,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t d, nvmlMemory_v2_t *
   if (!m) return E_INVALID_ARGUMENT;
   if (m->version != ((unsigned)sizeof(nvmlMemory_v2_t) | (2u << 24)))
     return 25; /* VERSION_MISMATCH */
-  nvmlReturn_t r = get_num(d, "memory", "mem_used", &used);
-  if (!r) r = get_num(d, "memory", "mem_total", &total);
+  nvmlReturn_t r = get_nums(d, "memory", "mem_used", &used, "mem_total", &total);
   if (!r) {
     m->used = used;
     m->total = total;
@@ -455,15 +541,14 @@ static int restore_recorded(const char *uuid) {
 }
 
 EXPORT nvmlReturn_t nvmlDeviceSetPowerManagementLimit(nvmlDevice_t d, unsigned int mw) {
-  struct state s;
   unsigned i;
-  nvmlReturn_t r = begin(d, "set_limit", &s, &i);
+  nvmlReturn_t r = begin(d, "set_limit", &i);
   if (r) return r;
-  unsigned long long lo = gpu_num(&s, i, "min_mw", 0), hi = gpu_num(&s, i, "max_mw", ~0ULL);
-  const char *uuid = gpu_get(&s, i, "uuid");
+  unsigned long long lo = gpu_num(i, "min_mw", 0), hi = gpu_num(i, "max_mw", ~0ULL);
+  const char *uuid = gpu_get(i, "uuid");
   char key[64], val[64];
   if (mw < lo || mw > hi) {
-    state_free(&s);
+    end();
     return E_INVALID_ARGUMENT;
   }
   if (!restore_recorded(uuid ? uuid : "")) {
@@ -472,14 +557,14 @@ EXPORT nvmlReturn_t nvmlDeviceSetPowerManagementLimit(nvmlDevice_t d, unsigned i
             "record in '%s'\n",
             i, uuid ? uuid : "?", mw, getenv("FAKE_NVML_RESTORE_CHECK"));
     snprintf(key, sizeof key, "gpu%u.violation", i);
-    state_free(&s);
+    end();
     state_update(key, "1");
     return E_UNKNOWN;
   }
-  unsigned long long count = gpu_num(&s, i, "set_count", 0) + 1;
-  unsigned long long delay_ms = gpu_num(&s, i, "set_delay_ms", 0);
-  int signo = (int)gpu_num(&s, i, "signal_on_set", 0);
-  state_free(&s);
+  unsigned long long count = gpu_num(i, "set_count", 0) + 1;
+  unsigned long long delay_ms = gpu_num(i, "set_delay_ms", 0);
+  int signo = (int)gpu_num(i, "signal_on_set", 0);
+  end();
   if (delay_ms)
     nanosleep(&(struct timespec){.tv_sec = (time_t)(delay_ms / 1000),
                                  .tv_nsec = (long)(delay_ms % 1000) * 1000000L},

@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -208,6 +210,61 @@ static void test_nvml_lost_after(void **state) {
   assert_int_equal(pflex_gpu_get_limit(g, 0, &mw), 0);
   assert_int_equal(pflex_gpu_get_limit(g, 0, &mw), -ENODEV);
   assert_int_equal(pflex_gpu_get_limit(g, 1, &mw), 0); /* the other GPU carries on */
+  pflex_gpu_close(g);
+}
+
+/* Rewrites the fake's state file in place (same inode, same size): the one
+ * edit the fake's change check could miss if it compared only size and a
+ * coarse mtime. `from` and `to` have the same length. */
+static void rewrite_in_place(const char *from, const char *to) {
+  assert_int_equal(strlen(from), strlen(to));
+  struct stat before, after;
+  assert_int_equal(stat(state_path, &before), 0);
+  FILE *f = fopen(state_path, "r+");
+  assert_non_null(f);
+  static char buf[8192];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = '\0';
+  char *at = strstr(buf, from);
+  assert_non_null(at);
+  memcpy(at, to, strlen(to));
+  rewind(f);
+  assert_int_equal(fwrite(buf, 1, n, f), n);
+  assert_int_equal(fclose(f), 0);
+  assert_int_equal(stat(state_path, &after), 0);
+  assert_true(after.st_ino == before.st_ino && after.st_size == before.st_size);
+}
+
+/* The fake keeps its state in memory but sees every edit of the file on the
+ * next call: in-place rewrites right after a read and long after one, an
+ * appended line, and its own set_limit. */
+static void test_nvml_fake_sees_edits(void **state) {
+  (void)state;
+  fake_state(NULL);
+  struct pflex_gpu *g;
+  char msg[256];
+  assert_int_equal(pflex_gpu_open("nvml", FAKE_SPEC, &g, msg, sizeof msg), 0);
+  struct pflex_gpu_reading r;
+  assert_int_equal(pflex_gpu_read(g, 0, &r), 0);
+  assert_int_equal(r.power_mw, 512345);
+  rewrite_in_place("gpu0.power_mw=512345", "gpu0.power_mw=612345"); /* within a clock tick */
+  assert_int_equal(pflex_gpu_read(g, 0, &r), 0);
+  assert_int_equal(r.power_mw, 612345);
+  nanosleep(&(struct timespec){.tv_nsec = 250000000L}, NULL); /* past the fake's racy window */
+  assert_int_equal(pflex_gpu_read(g, 0, &r), 0);
+  assert_int_equal(r.power_mw, 612345);
+  rewrite_in_place("gpu0.min_mw=200000", "gpu0.min_mw=300000");
+  assert_int_equal(pflex_gpu_read(g, 0, &r), 0);
+  assert_int_equal(r.min_limit_mw, 300000);
+  assert_int_equal(pflex__gpu_set_limit_unrecorded(g, 0, 450000), 0);
+  assert_int_equal(pflex_gpu_read(g, 0, &r), 0);
+  assert_int_equal(r.limit_mw, 450000);
+  assert_int_equal(r.power_mw, 450000); /* the fake reports min(power, limit) */
+  FILE *f = fopen(state_path, "a");
+  assert_non_null(f);
+  fputs("gpu0.fail.power=gpu_lost\n", f);
+  assert_int_equal(fclose(f), 0);
+  assert_int_equal(pflex_gpu_read(g, 0, &r), -ENODEV);
   pflex_gpu_close(g);
 }
 
@@ -438,6 +495,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_nvml_read, teardown_state),
       cmocka_unit_test_teardown(test_nvml_errors, teardown_state),
       cmocka_unit_test_teardown(test_nvml_lost_after, teardown_state),
+      cmocka_unit_test_teardown(test_nvml_fake_sees_edits, teardown_state),
       cmocka_unit_test(test_sim_backend),
       cmocka_unit_test(test_sim_sweep_pfi),
       cmocka_unit_test(test_sweep_cancel),
