@@ -797,6 +797,7 @@ static void teardown(struct sim *s) {
     close(s->host_fd);
   }
   for (size_t i = 0; s->agent_pid && i < s->o.nodes; i++) {
+    if (s->agent_pid[i] <= 0) continue; /* hosted, or never started: kill(0) is the group */
     kill(s->agent_pid[i], SIGCONT);
     kill(s->agent_pid[i], SIGTERM);
   }

@@ -17,8 +17,9 @@ int sim_hosted_specs(const struct sim_world *w, struct sim_host_node *nodes, cha
       return -EINVAL;
     }
     snprintf(nodes[i].sim_job, sizeof nodes[i].sim_job,
-             "group=%s,gpus=%zu,clock=real,seed=%zu,warmup=%g,startup=%g,eval=0,ckpt=0%s", k->group,
-             w->gpus_per_node, i + 1, SIM_GAP_S, SIM_STARTUP_S, ji >= 0 ? "" : ",start=call");
+             "group=%s,gpus=%zu,clock=real,seed=%zu,warmup=%g,startup=%g,eval=0,ckpt=0,%s",
+             k->group, w->gpus_per_node, i + 1, SIM_GAP_S, SIM_STARTUP_S,
+             ji >= 0 ? "since=3600" : "start=call"); /* the world's jobs train from its start */
     nodes[i].port = w->statsd_port[i];
   }
   return 0;

@@ -13,8 +13,8 @@
 
 /* The sim backend's spec for every node: its job's twin group on the real
  * clock, the world's gap and startup as the sim's warmup and startup
- * phases, no eval or checkpoint dips; a node without a job idles
- * (start=call). -EINVAL with err when a group cannot be named in a spec. */
+ * phases (after a churn), no eval or checkpoint dips; the first job is
+ * already training (since=), a node without a job idles (start=call). -EINVAL with err when a group cannot be named in a spec. */
 int sim_hosted_specs(const struct sim_world *w, struct sim_host_node *nodes, char *err,
                      size_t errlen);
 

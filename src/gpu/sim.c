@@ -28,6 +28,8 @@
  *   start=open|call  open (default): the job runs from the backend's open, as on a
  *                node whose job is already there (pflexd); call: only from
  *                pflex_gpu_job_start (each call restarts it, as pflex sweep does)
+ *   since=S      start=open: the job started S seconds before the open (default 0),
+ *                e.g. past its warmup and startup on a node that was already busy
  *
  * Timeline of a job start: warmup (frame buffer below 10 GiB, idle power),
  * startup (weights loaded, utilization 0), training (the twin's settled point
@@ -95,7 +97,7 @@ struct sim {
   double job_t0;
   double prev_t0; /* the previous job start (-1: none): its run until job_t0 */
   bool start_at_open;
-  double avg_s, lag_s;
+  double avg_s, lag_s, since_s;
   unsigned runs; /* job starts so far: seeds the per-run noise */
   int noise;     /* 0 off, 1 sample jitter, 2 jitter + repeat-to-repeat run offsets */
   unsigned long long seed;
@@ -180,6 +182,8 @@ static int parse_spec(struct sim *s, const char *spec, char *errbuf, size_t errl
       err = parse_num(v, 0, 10, &s->avg_s);
     } else if (strcmp(k, "lag") == 0) {
       err = parse_num(v, 0, 10, &s->lag_s);
+    } else if (strcmp(k, "since") == 0) {
+      err = parse_num(v, 0, 1e9, &s->since_s);
     } else if (strcmp(k, "start") == 0) {
       if (strcmp(v, "open") == 0)
         s->start_at_open = true;
@@ -192,7 +196,7 @@ static int parse_spec(struct sim *s, const char *spec, char *errbuf, size_t errl
     } else {
       snprintf(errbuf, errlen,
                "sim spec: unknown key '%s' (group, gpus, clock, seed, noise, "
-               "warmup, startup, eval, ckpt, avg, lag, start, calibrate)",
+               "warmup, startup, eval, ckpt, avg, lag, start, since, calibrate)",
                k);
       err = -EINVAL;
       break;
@@ -259,7 +263,10 @@ static int sim_open(const char *spec, void **ret_ctx, char *errbuf, size_t errle
   for (unsigned i = 0; i < s->n; i++)
     s->g[i].limit_mw = s->g[i].base_mw = (unsigned)lround(s->type->tdp_w * 1000);
   s->real0 = mono();
-  if (s->start_at_open) s->job_running = true; /* job_t0 = 0, runs = 0 */
+  if (s->start_at_open) { /* runs = 0 */
+    s->job_running = true;
+    s->job_t0 = -s->since_s;
+  }
   *ret_ctx = s;
   return 0;
 }

@@ -141,9 +141,22 @@ static void test_start_call(void **state) {
   pflex_gpu_close(g);
 }
 
+static void test_since(void **state) {
+  (void)state;
+  struct pflex_gpu *g;
+  char msg[256];
+  /* default warmup 60 s and startup 30 s, but the job began 100 s before the open */
+  assert_int_equal(pflex_gpu_open("sim", "noise=off,gpus=2,since=100", &g, msg, sizeof msg), 0);
+  struct pflex_gpu_reading r = read0(g, 0.5);
+  assert_true(r.valid & PFLEX_GPU_TPUT);
+  assert_near(W(r.power_mw), twin_at(700).power_w, 0.0015); /* the window before the open too */
+  pflex_gpu_close(g);
+}
+
 static void test_bad_specs(void **state) {
   (void)state;
-  static const char *const bad[] = {"avg=-1", "avg=11", "lag=x", "lag=-0.1", "start=later"};
+  static const char *const bad[] = {"avg=-1",   "avg=11",      "lag=x",
+                                    "lag=-0.1", "start=later", "since=-5"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     struct pflex_gpu *g = NULL;
     char msg[256] = "";
@@ -158,7 +171,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_lag_and_average), cmocka_unit_test(test_average_over_changes),
       cmocka_unit_test(test_instant),         cmocka_unit_test(test_start_call),
-      cmocka_unit_test(test_bad_specs),
+      cmocka_unit_test(test_since),           cmocka_unit_test(test_bad_specs),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
