@@ -1,4 +1,4 @@
-# pflex-controller sim-cluster at a CI size: 20 nodes (160 GPUs) of real
+# pflex-controller sim-cluster --agents process at a CI size: 20 nodes (160 GPUs) of real
 # pflexd agents on loopback, a 30% cut held 25 s with job churn. Asserts what
 # the run must show: caps acknowledged within a second, compliance within
 # 5 s and no sample over target + 1% after it, throughput at least the equal
@@ -6,7 +6,7 @@
 source "$(dirname "$0")/controller_common.bash"
 
 "$CTL" sim-cluster --nodes 20 --gpus-per-node 8 --cut 30 --duration 25 --warmup 10 --seed 3 \
-  --churn 120 --pflexd "$PFLEXD" --fake-nvml "$FAKE_LIB" --dir "$T/sim" --json > "$T/out.json" \
+  --churn 120 --agents process --pflexd "$PFLEXD" --fake-nvml "$FAKE_LIB" --dir "$T/sim" --json > "$T/out.json" \
   2> "$T/sim.log" || { cat "$T/sim.log"; fail "sim-cluster failed"; }
 cat "$T/out.json"
 jq -e '.simulated == true and .nodes == 20 and .gpus == 160' "$T/out.json" >/dev/null || fail "size"
