@@ -22,6 +22,8 @@
 
 #include "controller/client.h"
 #include "controller/controller.h"
+#include "controller/sim_host.h"
+#include "controller/sim_hosted.h"
 #include "controller/sim_procs.h"
 #include "controller/sim_score.h"
 #include "controller/sim_world.h"
@@ -48,6 +50,7 @@ struct opts {
   int lease_rounds;
   unsigned long seed;
   bool json, keep;
+  bool hosted; /* --agents hosted: every agent in one host process on the sim backend */
   char pflexd[PATH_MAX], fake_nvml[PATH_MAX], dir[PATH_MAX], self[PATH_MAX];
   struct fault faults[MAX_FAULTS];
   size_t nfaults;
@@ -59,7 +62,8 @@ struct sim {
   struct sim_world w;
   pid_t *agent_pid;
   int *agent_port;
-  pid_t ctl_pid;
+  pid_t ctl_pid, host_pid;
+  int host_fd; /* the host's command pipe */
   int ctl_port;
   char ctl_url[64];
   struct ctl_client *agents, *ctl;
@@ -109,6 +113,10 @@ static void usage(FILE *out) {
           "  --dir DIR             work directory (default: a new one under /tmp)\n"
           "  --keep                keep the work directory\n"
           "  --base-port N         first loopback port to try (default 20000)\n"
+          "  --agents MODE         hosted (default): every pflexd agent in one host process,\n"
+          "                        each on its own port and state directory, on the sim\n"
+          "                        backend (NVML's 1 s average, 100 ms limit lag); process:\n"
+          "                        one pflexd process per node on the fake NVML\n"
           "  --json                print the result as JSON\n");
 }
 
@@ -169,31 +177,18 @@ enum {
   O_KEEP,
   O_PORT,
   O_JSON,
+  O_AGENTS,
   O_HELP
 };
-static const struct option LONGOPTS[] = {{"nodes", 1, 0, O_NODES},
-                                         {"gpus-per-node", 1, 0, O_GPN},
-                                         {"cut", 1, 0, O_CUT},
-                                         {"duration", 1, 0, O_DUR},
-                                         {"ramp", 1, 0, O_RAMP},
-                                         {"warmup", 1, 0, O_WARM},
-                                         {"seed", 1, 0, O_SEED},
-                                         {"fault", 1, 0, O_FAULT},
-                                         {"heal", 1, 0, O_HEAL},
-                                         {"churn", 1, 0, O_CHURN},
-                                         {"idle-frac", 1, 0, O_IDLE},
-                                         {"round-s", 1, 0, O_ROUND},
-                                         {"lease-rounds", 1, 0, O_LEASE},
-                                         {"tick", 1, 0, O_TICK},
-                                         {"agent-hz", 1, 0, O_HZ},
-                                         {"pflexd", 1, 0, O_PFLEXD},
-                                         {"fake-nvml", 1, 0, O_FAKE},
-                                         {"dir", 1, 0, O_DIR},
-                                         {"keep", 0, 0, O_KEEP},
-                                         {"base-port", 1, 0, O_PORT},
-                                         {"json", 0, 0, O_JSON},
-                                         {"help", 0, 0, O_HELP},
-                                         {0, 0, 0, 0}};
+static const struct option LONGOPTS[] = {
+    {"nodes", 1, 0, O_NODES},        {"gpus-per-node", 1, 0, O_GPN}, {"cut", 1, 0, O_CUT},
+    {"duration", 1, 0, O_DUR},       {"ramp", 1, 0, O_RAMP},         {"warmup", 1, 0, O_WARM},
+    {"seed", 1, 0, O_SEED},          {"fault", 1, 0, O_FAULT},       {"heal", 1, 0, O_HEAL},
+    {"churn", 1, 0, O_CHURN},        {"idle-frac", 1, 0, O_IDLE},    {"round-s", 1, 0, O_ROUND},
+    {"lease-rounds", 1, 0, O_LEASE}, {"tick", 1, 0, O_TICK},         {"agent-hz", 1, 0, O_HZ},
+    {"pflexd", 1, 0, O_PFLEXD},      {"fake-nvml", 1, 0, O_FAKE},    {"dir", 1, 0, O_DIR},
+    {"keep", 0, 0, O_KEEP},          {"base-port", 1, 0, O_PORT},    {"json", 0, 0, O_JSON},
+    {"agents", 1, 0, O_AGENTS},      {"help", 0, 0, O_HELP},         {0, 0, 0, 0}};
 
 struct num_opt {
   int id;
@@ -253,7 +248,8 @@ static int parse_args(int argc, char **argv, struct opts *o) {
                      .heal_s = -1,
                      .lease_rounds = 5,
                      .seed = 1,
-                     .base_port = 20000};
+                     .base_port = 20000,
+                     .hosted = true};
   default_paths(o);
   int c, idx;
   optind = 1;
@@ -276,6 +272,12 @@ static int parse_args(int argc, char **argv, struct opts *o) {
       snprintf(dst, PATH_MAX, "%s", optarg);
     } else if (c == O_KEEP || c == O_JSON) {
       *(c == O_KEEP ? &o->keep : &o->json) = true;
+    } else if (c == O_AGENTS) {
+      if (strcmp(optarg, "hosted") != 0 && strcmp(optarg, "process") != 0) {
+        fprintf(stderr, "error: --agents: '%s' is not hosted or process\n", optarg);
+        return 2;
+      }
+      o->hosted = optarg[0] == 'h';
     } else if (c == O_HELP) {
       usage(stdout);
       return 1;
@@ -431,8 +433,7 @@ static void tell_agents(struct sim *s, const struct sim_change *ch, size_t nch) 
     for (size_t nd = j->node0; nd < j->node0 + j->nnodes; nd++) {
       free(s->bodies[nd]);
       s->bodies[nd] = malloc(700);
-      if (!s->bodies[nd])
-        continue;
+      if (!s->bodies[nd]) continue;
       char *path = s->bodies[nd] + 600;
       snprintf(s->bodies[nd], 600, "{\"gpus\":[%s]}", gpus);
       snprintf(path, 100, "/v1/jobs/%s", ch[k].id);
@@ -492,7 +493,9 @@ static int64_t fire_event(struct sim *s, struct ctl_event *ev) {
 static void fire_fault(struct sim *s, struct fault *f, double t) {
   size_t n = s->o.nodes;
   f->node = f->kind == F_AGENT_STALL ? (n / 2 + 1) % n : n / 2;
-  if (f->kind == F_AGENT_KILL)
+  if (s->o.hosted && f->kind != F_CONTROLLER_KILL)
+    sim_host_command(s->host_fd, f->kind == F_AGENT_KILL ? "kill" : "stall", f->node);
+  else if (f->kind == F_AGENT_KILL)
     sim_signal(s->agent_pid[f->node], SIGKILL, 2);
   else if (f->kind == F_AGENT_STALL)
     sim_signal(s->agent_pid[f->node], SIGSTOP, 0);
@@ -505,7 +508,9 @@ static void fire_fault(struct sim *s, struct fault *f, double t) {
 }
 
 static void heal_fault(struct sim *s, struct fault *f, double t) {
-  if (f->kind == F_AGENT_KILL)
+  if (s->o.hosted && f->kind != F_CONTROLLER_KILL)
+    sim_host_command(s->host_fd, f->kind == F_AGENT_KILL ? "heal" : "cont", f->node);
+  else if (f->kind == F_AGENT_KILL)
     s->agent_pid[f->node] = start_agent(s, f->node);
   else if (f->kind == F_AGENT_STALL)
     sim_signal(s->agent_pid[f->node], SIGCONT, 0);
@@ -518,6 +523,10 @@ static void heal_fault(struct sim *s, struct fault *f, double t) {
 /* GPUs whose limit (as the fake NVML holds it) is not the default. */
 static size_t wrong_limits(struct sim *s) {
   size_t n = 0;
+  if (s->o.hosted) {
+    sim_hosted_read(&s->w, s->agents, s->reqs, &n, NULL);
+    return n;
+  }
   for (size_t i = 0; i < s->o.nodes; i++) {
     sim_node_read_limits(&s->w.nodes[i], now_s(), 0);
     for (size_t g = 0; g < s->w.nodes[i].ngpus; g++)
@@ -552,7 +561,10 @@ static void poll_status(struct sim *s, struct run_state *rs) {
 
 static void world_step(struct sim *s, struct run_state *rs, double t, double dt, size_t *tick) {
   size_t avg = (size_t)lround(1.0 / s->o.tick_s);
-  if (sim_world_tick(&s->w, t, dt, avg, 0.1) < 0)
+  if (s->o.hosted) { /* the agents' sim backends are the physics: read what they read */
+    sim_hosted_read(&s->w, s->agents, s->reqs, NULL, NULL);
+    sim_world_update_tput(&s->w);
+  } else if (sim_world_tick(&s->w, t, dt, avg, 0.1) < 0)
     fprintf(stderr, "warning: sim: a node's state file could not be written\n");
   if (++*tick % (size_t)fmax(1, lround(0.5 / s->o.tick_s)) == 0) sim_world_report_tput(&s->w);
   double idle;
@@ -571,6 +583,13 @@ static void churn_step(struct sim *s, double t) {
   struct sim_change ch[256];
   size_t n = sim_world_churn(&s->w, t, ch, 256);
   if (n) tell_agents(s, ch, n);
+  /* hosted: a job that ended leaves its GPUs idle and the next one loads (the
+     sim's warmup = the world's gap, its startup = the world's startup) */
+  for (size_t k = 0; s->o.hosted && k < n; k++) {
+    const struct sim_job *j = &s->w.jobs[ch[k].job];
+    for (size_t nd = j->node0; !ch[k].put && nd < j->node0 + j->nnodes; nd++)
+      sim_host_command(s->host_fd, "job", nd);
+  }
 }
 
 static void fault_step(struct sim *s, struct run_state *rs, double t) {
@@ -666,10 +685,40 @@ static json_t *result_json(struct sim *s, struct run_state *rs, size_t wrong_aft
   return o;
 }
 
+/* Every agent in one host process on the sim backend (sim_host.h). */
+static int start_host(struct sim *s, char *err, size_t errlen) {
+  struct sim_host_node *nodes = calloc(s->o.nodes, sizeof *nodes);
+  if (!nodes) return -ENOMEM;
+  int rc = sim_hosted_specs(&s->w, nodes, err, errlen);
+  char tok[PATH_MAX + 32];
+  snprintf(tok, sizeof tok, "%s/agent.token", s->o.dir);
+  struct sim_host_cfg c = {
+      .dir = s->o.dir, .token_file = tok, .hz = s->o.agent_hz, .n = s->o.nodes, .nodes = nodes};
+  pid_t pid = rc < 0 ? rc : sim_host_spawn(&c, &s->host_fd);
+  free(nodes);
+  if (pid < 0) {
+    if (!err[0]) snprintf(err, errlen, "cannot start the agent host: %s", strerror((int)-pid));
+    return (int)pid;
+  }
+  s->host_pid = pid;
+  return 0;
+}
+
+/* hosted: what the host counted after releasing every cap (-1: unknown). */
+static long host_wrong_final(const struct sim *s) {
+  char path[PATH_MAX + 32];
+  snprintf(path, sizeof path, "%s/host.json", s->o.dir);
+  json_t *o = json_load_file(path, 0, NULL);
+  json_t *v = json_object_get(o, "wrong_limits_final");
+  long n = json_is_integer(v) ? (long)json_integer_value(v) : -1;
+  json_decref(o);
+  return n;
+}
+
 static int setup(struct sim *s, char *err, size_t errlen) {
   struct opts *o = &s->o;
   size_t n = o->nodes;
-  if (access(o->pflexd, X_OK) < 0 || access(o->fake_nvml, R_OK) < 0) {
+  if (!o->hosted && (access(o->pflexd, X_OK) < 0 || access(o->fake_nvml, R_OK) < 0)) {
     snprintf(err, errlen,
              "need pflexd ('%.200s') and the fake NVML ('%.200s'): --pflexd, --fake-nvml",
              o->pflexd, o->fake_nvml);
@@ -683,6 +732,7 @@ static int setup(struct sim *s, char *err, size_t errlen) {
   rc = sim_world_init(&s->w, o->dir, n, o->gpus_per_node, o->churn_s, o->idle_frac, o->seed,
                       now_s(), err, errlen);
   if (rc < 0) return rc;
+  s->w.fixed_kinds = s->w.raw_readings = o->hosted;
   s->agent_pid = calloc(n, sizeof *s->agent_pid);
   s->agent_port = calloc(n, sizeof *s->agent_port);
   s->reqs = calloc(n + 1, sizeof *s->reqs);
@@ -719,7 +769,11 @@ static int setup(struct sim *s, char *err, size_t errlen) {
     snprintf(err, errlen, "cannot set up the agents file or HTTP clients");
     return -EIO;
   }
-  for (size_t i = 0; i < n; i++)
+  if (o->hosted) {
+    rc = start_host(s, err, errlen);
+    if (rc < 0) return rc;
+  }
+  for (size_t i = 0; !o->hosted && i < n; i++)
     s->agent_pid[i] = start_agent(s, i);
   if (!agents_healthy(s, 10 + n * 0.05)) {
     snprintf(err, errlen, "not every pflexd answered /v1/health (logs in '%.300s')", o->dir);
@@ -738,7 +792,12 @@ static int setup(struct sim *s, char *err, size_t errlen) {
 
 static void teardown(struct sim *s) {
   sim_signal(s->ctl_pid, SIGTERM, 5);
+  if (s->host_pid > 0) {
+    sim_signal(s->host_pid, SIGTERM, 30);
+    close(s->host_fd);
+  }
   for (size_t i = 0; s->agent_pid && i < s->o.nodes; i++) {
+    if (s->agent_pid[i] <= 0) continue; /* hosted, or never started: kill(0) is the group */
     kill(s->agent_pid[i], SIGCONT);
     kill(s->agent_pid[i], SIGTERM);
   }
@@ -793,7 +852,7 @@ int ctl_sim_cluster_main(int argc, char **argv) {
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
   signal(SIGPIPE, SIG_IGN);
-  char err[512];
+  char err[512] = "";
   struct run_state rs = {.caps_applied_s = -1};
   sim_score_init(&rs.score);
   int rc = setup(&s, err, sizeof err);
@@ -808,7 +867,10 @@ int ctl_sim_cluster_main(int argc, char **argv) {
     fprintf(stderr, "error: sim-cluster: %s\n", err);
   size_t wrong_after = rc == 0 ? wrong_limits(&s) : 0;
   teardown(&s);
-  size_t wrong_final = s.w.nodes ? wrong_limits(&s) : 0;
+  long hw = s.o.hosted ? host_wrong_final(&s) : 0;
+  size_t wrong_final = s.o.hosted  ? (hw < 0 ? s.o.nodes * s.o.gpus_per_node : (size_t)hw)
+                       : s.w.nodes ? wrong_limits(&s)
+                                   : 0;
   if (rc == 0) {
     json_t *o = result_json(&s, &rs, wrong_after, wrong_final);
     if (s.o.json) {

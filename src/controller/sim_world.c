@@ -132,9 +132,7 @@ static double noisy(struct sim_world *w, double x) {
   return x * (1 + gsl_ran_gaussian(w->rng, NOISE));
 }
 
-int sim_world_tick(struct sim_world *w, double now, double dt, size_t avg_ticks, double lag_s) {
-  for (size_t n = 0; n < w->nnodes; n++)
-    (void)sim_node_read_limits(&w->nodes[n], now, lag_s); /* a missing read keeps the last */
+void sim_world_update_tput(struct sim_world *w) {
   for (size_t i = 0; i < w->njobs; i++) {
     struct sim_job *j = &w->jobs[i];
     double low = INFINITY;
@@ -144,6 +142,12 @@ int sim_world_tick(struct sim_world *w, double now, double dt, size_t avg_ticks,
     /* Synchronous training runs at the pace of its slowest GPU. */
     j->tput_now = j->running ? sim_kind_tput(j->kind, low) * j->gpus / j->kind->gpus : 0;
   }
+}
+
+int sim_world_tick(struct sim_world *w, double now, double dt, size_t avg_ticks, double lag_s) {
+  for (size_t n = 0; n < w->nnodes; n++)
+    (void)sim_node_read_limits(&w->nodes[n], now, lag_s); /* a missing read keeps the last */
+  sim_world_update_tput(w);
   int rc = 0;
   for (size_t n = 0; n < w->nnodes; n++) {
     struct sim_node *nd = &w->nodes[n];
@@ -182,7 +186,8 @@ size_t sim_world_churn(struct sim_world *w, double now, struct sim_change *ret, 
     if (j->phase == SIM_RUNNING && now >= j->t_end) {
       size_t need;
       const struct sim_kind *k = draw_kind(w, j->kind->gpu->name, j->nnodes, &need);
-      j->next = k && need == j->nnodes ? k : j->kind; /* nothing else fits: the same kind */
+      /* nothing else fits (or the kinds are fixed): the same kind */
+      j->next = k && need == j->nnodes && !w->fixed_kinds ? k : j->kind;
       ret[n++] = (struct sim_change){.job = i, .put = false};
       snprintf(ret[n - 1].id, sizeof ret[n - 1].id, "%s", j->id);
       j->phase = SIM_GAP;
@@ -218,7 +223,7 @@ double sim_world_reported_w(const struct sim_world *w, double *ret_idle_w) {
   for (size_t n = 0; n < w->nnodes; n++) {
     const struct sim_node *nd = &w->nodes[n];
     for (size_t g = 0; g < nd->ngpus; g++) {
-      double p = sim_node_reported(nd, g);
+      double p = w->raw_readings ? nd->g[g].avg_w : sim_node_reported(nd, g);
       s += p;
       int ji = nd->job[g];
       if (ji < 0 || !w->jobs[ji].running) idle += p;

@@ -55,6 +55,9 @@ struct sim_world {
   int statsd_fd;
   int *statsd_port; /* per node */
   size_t churned;
+  bool fixed_kinds;  /* churn keeps each job's kind (hosted: the sim backend's group is fixed) */
+  bool raw_readings; /* the nodes' avg_w is what the agents read (hosted agents on the
+                        sim backend), not this physics' average: reported as is */
 };
 
 /* Builds the truth, the nodes' state files under dir, and places jobs.
@@ -63,6 +66,9 @@ int sim_world_init(struct sim_world *w, const char *dir, size_t nnodes, size_t g
                    double churn_s, double idle_frac, unsigned long seed, double now, char *err,
                    size_t errlen);
 void sim_world_release(struct sim_world *w);
+
+/* Every job's noise-free throughput at the lowest limit in effect on its GPUs. */
+void sim_world_update_tput(struct sim_world *w);
 
 /* One physics tick at time now (dt since the last), limits read first. */
 int sim_world_tick(struct sim_world *w, double now, double dt, size_t avg_ticks, double lag_s);

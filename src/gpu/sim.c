@@ -20,6 +20,16 @@
  *                phases after each job start (default 60 and 30)
  *   eval=S ckpt=S        an eval at 10 min and a checkpoint at 20 min of each run,
  *                lasting S seconds (default 60 and 45; 0 = none), as in the paper
+ *   avg=S        the power reading is the mean of the true draw over the last S
+ *                seconds (default 1, as NVML's power reading; 0 = instantaneous)
+ *   lag=S        a new limit takes effect S seconds after it is set (default 0.1,
+ *                as the driver's power limiter): the reported limit changes at
+ *                once, the enforced limit and the draw only then
+ *   start=open|call  open (default): the job runs from the backend's open, as on a
+ *                node whose job is already there (pflexd); call: only from
+ *                pflex_gpu_job_start (each call restarts it, as pflex sweep does)
+ *   since=S      start=open: the job started S seconds before the open (default 0),
+ *                e.g. past its warmup and startup on a node that was already busy
  *
  * Timeline of a job start: warmup (frame buffer below 10 GiB, idle power),
  * startup (weights loaded, utilization 0), training (the twin's settled point
@@ -45,18 +55,33 @@
 #define SIM_DEFAULT_GROUP "Dense PT H200x8 Qwen3-32B no-compile"
 #define SIM_MAX_GPUS 64
 #define SIM_JITTER 0.005
+#define SIM_POINTS 4      /* cached twin points per GPU (limits before and after changes) */
+#define SIM_CHANGES 8     /* limit changes remembered per GPU (for the trailing average) */
+#define SIM_AVG_STEP 0.05 /* the trailing average samples the true draw every 50 ms */
+#define SIM_AVG_MAX 64    /* and at most this many times */
+
+struct sim_point {
+  unsigned mw, run;
+  bool ok;
+  struct pflex_twin_point p;
+};
+
+/* A limit that takes effect at time t (set at t - lag). */
+struct sim_change {
+  double t;
+  unsigned mw;
+};
 
 struct sim_gpu {
-  unsigned limit_mw;
+  unsigned limit_mw;                 /* the last limit set (what NVML reports as the limit) */
+  unsigned base_mw;                  /* in effect before the oldest remembered change */
+  struct sim_change ch[SIM_CHANGES]; /* oldest first */
+  unsigned nch;
   unsigned long long energy_mj;
   double energy_t; /* time up to which energy is integrated */
   bool energy_started;
-  double last_power_w;
-  /* cached twin point for (limit_mw, run) */
-  unsigned point_mw;
-  unsigned point_run;
-  bool point_ok;
-  struct pflex_twin_point point;
+  struct sim_point pt[SIM_POINTS]; /* cached twin points for (mw, run) */
+  unsigned pt_next;
 };
 
 struct sim {
@@ -70,6 +95,9 @@ struct sim {
   double real0; /* real clock origin */
   bool job_running;
   double job_t0;
+  double prev_t0; /* the previous job start (-1: none): its run until job_t0 */
+  bool start_at_open;
+  double avg_s, lag_s, since_s;
   unsigned runs; /* job starts so far: seeds the per-run noise */
   int noise;     /* 0 off, 1 sample jitter, 2 jitter + repeat-to-repeat run offsets */
   unsigned long long seed;
@@ -150,12 +178,25 @@ static int parse_spec(struct sim *s, const char *spec, char *errbuf, size_t errl
       err = parse_num(v, 0, 500, &s->eval_s);
     } else if (strcmp(k, "ckpt") == 0) {
       err = parse_num(v, 0, 500, &s->ckpt_s);
+    } else if (strcmp(k, "avg") == 0) {
+      err = parse_num(v, 0, 10, &s->avg_s);
+    } else if (strcmp(k, "lag") == 0) {
+      err = parse_num(v, 0, 10, &s->lag_s);
+    } else if (strcmp(k, "since") == 0) {
+      err = parse_num(v, 0, 1e9, &s->since_s);
+    } else if (strcmp(k, "start") == 0) {
+      if (strcmp(v, "open") == 0)
+        s->start_at_open = true;
+      else if (strcmp(v, "call") == 0)
+        s->start_at_open = false;
+      else
+        err = -EINVAL;
     } else if (strcmp(k, "calibrate") == 0) {
       /* handled by the caller */
     } else {
       snprintf(errbuf, errlen,
                "sim spec: unknown key '%s' (group, gpus, clock, seed, noise, "
-               "warmup, startup, eval, ckpt, calibrate)",
+               "warmup, startup, eval, ckpt, avg, lag, start, since, calibrate)",
                k);
       err = -EINVAL;
       break;
@@ -177,6 +218,10 @@ static int sim_open(const char *spec, void **ret_ctx, char *errbuf, size_t errle
   s->startup_s = 30;
   s->eval_s = 60;
   s->ckpt_s = 45;
+  s->avg_s = 1.0;
+  s->lag_s = 0.1;
+  s->start_at_open = true;
+  s->prev_t0 = -1;
   if (errlen) errbuf[0] = '\0';
   int err = parse_spec(s, spec, errbuf, errlen);
   if (err) {
@@ -216,8 +261,12 @@ static int sim_open(const char *spec, void **ret_ctx, char *errbuf, size_t errle
   }
   gsl_rng_set(s->rng, (unsigned long)s->seed);
   for (unsigned i = 0; i < s->n; i++)
-    s->g[i].limit_mw = (unsigned)lround(s->type->tdp_w * 1000);
+    s->g[i].limit_mw = s->g[i].base_mw = (unsigned)lround(s->type->tdp_w * 1000);
   s->real0 = mono();
+  if (s->start_at_open) { /* runs = 0 */
+    s->job_running = true;
+    s->job_t0 = -s->since_s;
+  }
   *ret_ctx = s;
   return 0;
 }
@@ -259,34 +308,139 @@ static unsigned long long mix(unsigned long long x) {
   return x ^ (x >> 31);
 }
 
-/* The settled point at limit mw for the current run (cached). */
-static int point_at(struct sim *s, struct sim_gpu *g, unsigned mw, struct pflex_twin_point *ret) {
-  if (!(g->point_ok && g->point_mw == mw && g->point_run == s->runs)) {
-    struct pflex_twin_point p;
-    int err;
-    if (s->noise < 2) {
-      err = pflex_twin_eval(s->type, &s->job, mw / 1000.0, &p);
-    } else {
-      struct pflex_twin_noise nz;
-      pflex_twin_noise_default(&nz); /* the paper's repeat-to-repeat CVs */
-      unsigned long long seed = mix(s->seed ^ mix((unsigned long long)s->runs * 1000003ull + mw));
-      err = pflex_twin_eval_noisy(s->type, &s->job, mw / 1000.0, &nz, seed, &p);
+/* The settled point at limit mw for `run` (cached: a few limits per GPU). */
+static int point_at(struct sim *s, struct sim_gpu *g, unsigned mw, unsigned run,
+                    struct pflex_twin_point *ret) {
+  for (unsigned k = 0; k < SIM_POINTS; k++)
+    if (g->pt[k].ok && g->pt[k].mw == mw && g->pt[k].run == run) {
+      *ret = g->pt[k].p;
+      return 0;
     }
-    if (err) {
-      snprintf(s->err, sizeof s->err, "the twin cannot settle at %.1f W", mw / 1000.0);
-      return err;
-    }
-    g->point = p;
-    g->point_mw = mw;
-    g->point_run = s->runs;
-    g->point_ok = true;
+  struct pflex_twin_point p;
+  int err;
+  if (s->noise < 2) {
+    err = pflex_twin_eval(s->type, &s->job, mw / 1000.0, &p);
+  } else {
+    struct pflex_twin_noise nz;
+    pflex_twin_noise_default(&nz); /* the paper's repeat-to-repeat CVs */
+    unsigned long long seed = mix(s->seed ^ mix((unsigned long long)run * 1000003ull + mw));
+    err = pflex_twin_eval_noisy(s->type, &s->job, mw / 1000.0, &nz, seed, &p);
   }
-  *ret = g->point;
+  if (err) {
+    snprintf(s->err, sizeof s->err, "the twin cannot settle at %.1f W", mw / 1000.0);
+    return err;
+  }
+  struct sim_point *slot = &g->pt[g->pt_next++ % SIM_POINTS];
+  *slot = (struct sim_point){.mw = mw, .run = run, .ok = true, .p = p};
+  *ret = p;
   return 0;
+}
+
+/* The limit in effect at time t: the newest change that has taken effect. */
+static unsigned eff_mw(const struct sim_gpu *g, double t) {
+  for (unsigned k = g->nch; k-- > 0;)
+    if (g->ch[k].t <= t) return g->ch[k].mw;
+  return g->base_mw;
 }
 
 static double jitter(struct sim *s) {
   return s->noise ? 1.0 + gsl_ran_gaussian(s->rng, SIM_JITTER) : 1.0;
+}
+
+/* What one GPU truly does at time t (noise-free). */
+struct sim_draw {
+  double power_w, util, mem_util, fb_mib, sm_mhz;
+  bool training, limited;
+};
+
+/* The job's phase at time t: warmup, startup, then training with the eval
+ * and checkpoint dips. Before the current start, the previous run (if any). */
+static int draw_at(struct sim *s, struct sim_gpu *g, double t, struct sim_draw *d) {
+  *d = (struct sim_draw){.power_w = s->type->idle_w, .fb_mib = 512, .sm_mhz = s->type->f_max_mhz};
+  if (!s->job_running) return 0;
+  double t0 = s->job_t0;
+  unsigned run = s->runs;
+  if (t < t0) {
+    if (s->prev_t0 < 0 || run == 0) return 0;
+    t0 = s->prev_t0;
+    run--;
+  }
+  double tj = t - t0, tt = tj - s->warmup_s - s->startup_s;
+  struct pflex_twin_point p;
+  int err = point_at(s, g, eff_mw(g, t), run, &p);
+  if (err) return err;
+  if (tj < s->warmup_s) {
+    d->fb_mib = 512 + 4096 * (tj / (s->warmup_s > 0 ? s->warmup_s : 1)); /* below 10 GiB */
+    return 0;
+  }
+  d->fb_mib = p.metrics[PFLEX_TWIN_NMETRICS - 1];
+  if (tt < 0) {
+    d->power_w = s->type->idle_w * 1.1;
+    return 0;
+  }
+  double run_t = fmod(tt, 1800.0); /* the paper's 30-minute run, repeating */
+  bool in_eval = s->eval_s > 0 && run_t >= 600 && run_t < 600 + s->eval_s;
+  bool in_ckpt = s->ckpt_s > 0 && run_t >= 1200 && run_t < 1200 + s->ckpt_s;
+  d->sm_mhz = p.sm_clock_mhz;
+  if (in_eval) {
+    d->power_w = s->type->idle_w + 0.5 * (p.power_w - s->type->idle_w);
+    d->util = 35;
+  } else if (in_ckpt) {
+    d->power_w = s->type->idle_w * 1.05;
+  } else {
+    d->power_w = p.power_w;
+    d->util = 100.0 * p.util;
+    d->mem_util = 100.0 * p.metrics[6]; /* dram_active */
+    d->training = true;
+    d->limited = p.limited;
+  }
+  return 0;
+}
+
+/* Mean of the true draw over (t0, t1]: midpoints at most SIM_AVG_STEP apart. */
+static int mean_draw(struct sim *s, struct sim_gpu *g, double t0, double t1, double *ret_w) {
+  struct sim_draw d;
+  if (!(t1 > t0)) {
+    int err = draw_at(s, g, t1, &d);
+    *ret_w = d.power_w;
+    return err;
+  }
+  int k = (int)ceil((t1 - t0) / SIM_AVG_STEP - 1e-9);
+  if (k < 1) k = 1;
+  if (k > SIM_AVG_MAX) k = SIM_AVG_MAX;
+  double sum = 0, h = (t1 - t0) / k;
+  for (int m = 0; m < k; m++) {
+    int err = draw_at(s, g, t0 + (m + 0.5) * h, &d);
+    if (err) return err;
+    sum += d.power_w;
+  }
+  *ret_w = sum / k;
+  return 0;
+}
+
+static void fill_static(struct sim *s, const struct sim_gpu *g, double now,
+                        struct pflex_gpu_reading *r) {
+  r->time_s = now;
+  r->valid = PFLEX_GPU_POWER | PFLEX_GPU_ENERGY | PFLEX_GPU_LIMIT | PFLEX_GPU_DEFAULT_LIMIT |
+             PFLEX_GPU_CONSTRAINTS | PFLEX_GPU_ENFORCED | PFLEX_GPU_SM_CLOCK | PFLEX_GPU_MEM_CLOCK |
+             PFLEX_GPU_UTIL | PFLEX_GPU_THROTTLE | PFLEX_GPU_MEMORY;
+  r->limit_mw = g->limit_mw;
+  r->enforced_limit_mw = eff_mw(g, now);
+  r->default_limit_mw = r->max_limit_mw = (unsigned)lround(s->type->tdp_w * 1000);
+  r->min_limit_mw = (unsigned)lround(s->type->cap_min_w * 1000);
+  r->mem_clock_mhz = (unsigned)lround(s->type->mem_clock_mhz);
+  r->mem_total_bytes = (unsigned long long)(s->type->hbm_gib * 1073741824.0);
+}
+
+/* Synchronous training: the slowest GPU (lowest limit in effect) sets the pace. */
+static int job_tput(struct sim *s, double now, double *ret) {
+  unsigned low = 0;
+  for (unsigned k = 1; k < s->n; k++)
+    if (eff_mw(&s->g[k], now) < eff_mw(&s->g[low], now)) low = k;
+  struct pflex_twin_point p;
+  int err = point_at(s, &s->g[low], eff_mw(&s->g[low], now), s->runs, &p);
+  if (!err) *ret = p.tokens_per_s * jitter(s);
+  return err;
 }
 
 static int sim_read(void *ctx, unsigned i, struct pflex_gpu_reading *r) {
@@ -294,72 +448,30 @@ static int sim_read(void *ctx, unsigned i, struct pflex_gpu_reading *r) {
   int err = check(s, i);
   if (err) return err;
   struct sim_gpu *g = &s->g[i];
-  double now = sim_time(s);
-  r->time_s = now;
-  r->valid = PFLEX_GPU_POWER | PFLEX_GPU_ENERGY | PFLEX_GPU_LIMIT | PFLEX_GPU_DEFAULT_LIMIT |
-             PFLEX_GPU_CONSTRAINTS | PFLEX_GPU_ENFORCED | PFLEX_GPU_SM_CLOCK | PFLEX_GPU_MEM_CLOCK |
-             PFLEX_GPU_UTIL | PFLEX_GPU_THROTTLE | PFLEX_GPU_MEMORY;
-  r->limit_mw = r->enforced_limit_mw = g->limit_mw;
-  r->default_limit_mw = r->max_limit_mw = (unsigned)lround(s->type->tdp_w * 1000);
-  r->min_limit_mw = (unsigned)lround(s->type->cap_min_w * 1000);
-  r->mem_clock_mhz = (unsigned)lround(s->type->mem_clock_mhz);
-  r->mem_total_bytes = (unsigned long long)(s->type->hbm_gib * 1073741824.0);
-
-  double power = s->type->idle_w, util = 0, mem_util = 0, fb_mib = 512, sm = s->type->f_max_mhz;
-  bool training = false;
-  if (s->job_running) {
-    double t = now - s->job_t0, tt = t - s->warmup_s - s->startup_s;
-    struct pflex_twin_point p;
-    err = point_at(s, g, g->limit_mw, &p);
-    if (err) return err;
-    if (t < s->warmup_s) {
-      fb_mib = 512 + 4096 * (t / (s->warmup_s > 0 ? s->warmup_s : 1)); /* below 10 GiB */
-    } else if (tt < 0) {
-      fb_mib = p.metrics[PFLEX_TWIN_NMETRICS - 1];
-      power = s->type->idle_w * 1.1;
-    } else {
-      fb_mib = p.metrics[PFLEX_TWIN_NMETRICS - 1];
-      double run_t = fmod(tt, 1800.0); /* the paper's 30-minute run, repeating */
-      bool in_eval = s->eval_s > 0 && run_t >= 600 && run_t < 600 + s->eval_s;
-      bool in_ckpt = s->ckpt_s > 0 && run_t >= 1200 && run_t < 1200 + s->ckpt_s;
-      sm = p.sm_clock_mhz;
-      if (in_eval) {
-        power = s->type->idle_w + 0.5 * (p.power_w - s->type->idle_w);
-        util = 35;
-      } else if (in_ckpt) {
-        power = s->type->idle_w * 1.05;
-        util = 0;
-      } else {
-        power = p.power_w;
-        util = 100.0 * p.util;
-        mem_util = 100.0 * p.metrics[6]; /* dram_active */
-        training = true;
-        if (p.limited) r->throttle_reasons = 0x4; /* sw_power_cap */
-      }
-    }
-  }
-  power *= jitter(s);
-  r->power_mw = (unsigned)lround(power * 1000);
-  r->sm_clock_mhz = (unsigned)lround(sm);
-  r->util_gpu_pct = (unsigned)lround(fmin(100, fmax(0, util)));
-  r->util_mem_pct = (unsigned)lround(fmin(100, fmax(0, mem_util)));
-  r->mem_used_bytes = (unsigned long long)(fb_mib * 1048576.0);
-  /* energy: power held since the previous reading */
+  double now = sim_time(s), avg_w, energy_w = 0;
+  fill_static(s, g, now, r);
+  struct sim_draw d;
+  err = draw_at(s, g, now, &d);
+  /* NVML's reading: the mean draw over the trailing window, with sample noise */
+  if (!err) err = mean_draw(s, g, now - s->avg_s, now, &avg_w);
+  /* energy integrates the true draw since the previous reading */
+  if (!err && g->energy_started && now > g->energy_t)
+    err = mean_draw(s, g, g->energy_t, now, &energy_w);
+  if (err) return err;
   if (g->energy_started && now > g->energy_t)
-    g->energy_mj += (unsigned long long)llround(g->last_power_w * (now - g->energy_t) * 1000.0);
+    g->energy_mj += (unsigned long long)llround(energy_w * (now - g->energy_t) * 1000.0);
   g->energy_t = now;
   g->energy_started = true;
-  g->last_power_w = power;
   r->energy_mj = g->energy_mj;
-  if (training) {
-    /* synchronous training: the slowest GPU (lowest limit) sets the pace */
-    unsigned low = 0;
-    for (unsigned k = 1; k < s->n; k++)
-      if (s->g[k].limit_mw < s->g[low].limit_mw) low = k;
-    struct pflex_twin_point p;
-    err = point_at(s, &s->g[low], s->g[low].limit_mw, &p);
+  r->power_mw = (unsigned)lround(avg_w * jitter(s) * 1000);
+  r->sm_clock_mhz = (unsigned)lround(d.sm_mhz);
+  r->util_gpu_pct = (unsigned)lround(fmin(100, fmax(0, d.util)));
+  r->util_mem_pct = (unsigned)lround(fmin(100, fmax(0, d.mem_util)));
+  r->mem_used_bytes = (unsigned long long)(d.fb_mib * 1048576.0);
+  if (d.limited) r->throttle_reasons = 0x4; /* sw_power_cap */
+  if (d.training) {
+    err = job_tput(s, now, &r->tput);
     if (err) return err;
-    r->tput = p.tokens_per_s * jitter(s);
     r->valid |= PFLEX_GPU_TPUT;
   }
   return 0;
@@ -383,7 +495,17 @@ static int sim_set_limit(void *ctx, unsigned i, unsigned mw) {
              s->type->cap_min_w, s->type->tdp_w);
     return -EINVAL;
   }
-  s->g[i].limit_mw = mw;
+  struct sim_gpu *g = &s->g[i];
+  double now = sim_time(s);
+  /* Forget changes the trailing average no longer reaches; keep room for one. */
+  while (g->nch > 0 &&
+         (g->nch == SIM_CHANGES || (g->nch > 1 && g->ch[1].t <= now - s->avg_s - SIM_AVG_STEP))) {
+    g->base_mw = g->ch[0].mw;
+    memmove(g->ch, g->ch + 1, (g->nch - 1) * sizeof g->ch[0]);
+    g->nch--;
+  }
+  g->ch[g->nch++] = (struct sim_change){.t = now + s->lag_s, .mw = mw};
+  g->limit_mw = mw; /* reported at once; in effect after the lag */
   return 0;
 }
 
@@ -420,6 +542,7 @@ static bool sim_virtual(void *ctx) {
 
 static int sim_job_start(void *ctx) {
   struct sim *s = ctx;
+  s->prev_t0 = s->job_running ? s->job_t0 : -1;
   s->job_running = true;
   s->job_t0 = sim_time(s);
   s->runs++;

@@ -8,7 +8,7 @@ source "$(dirname "$0")/controller_common.bash"
 
 "$CTL" sim-cluster --nodes 20 --cut 30 --duration 34 --warmup 10 --seed 5 --churn 120 \
   --fault agent-kill:4 --fault agent-stall:12 --fault controller-kill:20 --heal 7 \
-  --pflexd "$PFLEXD" --fake-nvml "$FAKE_LIB" --dir "$T/sim" --json > "$T/out.json" \
+  --agents process --pflexd "$PFLEXD" --fake-nvml "$FAKE_LIB" --dir "$T/sim" --json > "$T/out.json" \
   2> "$T/sim.log" || { cat "$T/sim.log"; fail "sim-cluster failed"; }
 cat "$T/out.json"
 jq -e '[.faults[] | select(.fired and .healed_after_s != null)] | length == 3' "$T/out.json" \
