@@ -74,7 +74,10 @@ static int parse_double(const struct ctx *c, const struct pflex__csv_record *r, 
   if (end == s || *end)
     return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, r->line, name, "'%s' is not a number",
                           s);
-  if (!isfinite(v) || errno == ERANGE)
+  /* strtod's ERANGE also flags an underflow to a subnormal or zero value: that
+   * is a number (the JSON reader takes it too; range checks follow); only an
+   * overflow, which gives HUGE_VAL, is not finite. */
+  if (!isfinite(v))
     return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, r->line, name,
                           "'%s' is not a finite number", s);
   *ret = v;
