@@ -9,6 +9,9 @@
 #   FUZZ_SECONDS  seconds per harness (default 15)
 #   FUZZ_JOBS     harnesses run at once (default: the number of CPUs)
 #   FUZZ_RSS_MB   memory limit per harness (default 1536)
+#   FUZZ_SEED     libFuzzer's seed (default 1, so that CI's short run explores
+#                 the same way each time; 0 asks libFuzzer for a random one,
+#                 for longer hunts)
 #
 # The inputs libFuzzer finds are kept in build-fuzz/corpus/NAME/ (the seeds in
 # tests/fuzz/corpus/NAME/ are only read), so a second run starts from them.
@@ -18,6 +21,7 @@ cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-15}
 jobs=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 2)}
 rss_mb=${FUZZ_RSS_MB:-1536}
+seed=${FUZZ_SEED:-1}
 build=build-fuzz
 
 # libFuzzer's runtime is libclang-rt-dev, only a Recommends of clang.
@@ -49,7 +53,7 @@ run_one() {
   [ -x "$exe" ] || { echo "fuzz: no harness $exe" >"$build/logs/$name.log"; return 2; }
   mkdir -p "$corpus" "$art"
   local args=(-max_total_time="$seconds" -rss_limit_mb="$rss_mb" -timeout=10 -print_final_stats=1
-              -artifact_prefix="$art")
+              -seed="$seed" -artifact_prefix="$art")
   [ -f "tests/fuzz/$name.dict" ] && args+=(-dict="tests/fuzz/$name.dict")
   # Options a harness asks for: comment lines "fuzz-args: ..." in its source.
   local extra
