@@ -21,7 +21,13 @@ expect_eq "$(echo "$BODY" | jq '.gpus[2].enforced_limit_w')" 400 "enforced limit
 api PUT /v1/caps '{"caps":[{"gpu":0,"watts":300}],"lease_s":40}'
 expect_code 200 "cap"
 api PUT /v1/jobs/77 '{"gpus":[0]}'
-api_noauth GET /v1/gpus
+# Readings are the last sample (10 Hz): wait, at most 3 s, for one taken
+# after the cap, as a client would see on its next read.
+for _ in $(seq 30); do
+  api_noauth GET /v1/gpus
+  [ "$(echo "$BODY" | jq '.gpus[0].power_w')" = 300 ] && break
+  sleep 0.1
+done
 expect_eq "$(echo "$BODY" | jq -c '.gpus[0] | [.limit_w, .power_w, .job]')" '[300,300,"77"]' "GPU 0 capped, with its job"
 echo "$BODY" | jq -e '.gpus[0].lease_s_left > 35 and .gpus[0].lease_s_left <= 40' >/dev/null || fail "lease_s_left: $BODY"
 
