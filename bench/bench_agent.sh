@@ -20,29 +20,9 @@ chmod 600 "$T/token"
 TOKEN=$(cat "$T/token")
 TCK=$(getconf CLK_TCK)
 
-fake_state() {
-  : > "$T/fake.state"
-  for ((i = 0; i < 8; i++)); do
-    cat >> "$T/fake.state" <<EOS
-gpu$i.name=NVIDIA H200
-gpu$i.uuid=GPU-bench-0000-0000-0000-00000000000$i
-gpu$i.pci=00000000:1$i:00.0
-gpu$i.power_mw=650000
-gpu$i.energy_mj=123456789
-gpu$i.limit_mw=700000
-gpu$i.default_mw=700000
-gpu$i.min_mw=200000
-gpu$i.max_mw=700000
-gpu$i.sm_mhz=1980
-gpu$i.mem_mhz=3201
-gpu$i.util_gpu=97
-gpu$i.util_mem=61
-gpu$i.throttle=4
-gpu$i.mem_used=85899345920
-gpu$i.mem_total=150323855360
-EOS
-  done
-}
+# shellcheck source=../tests/fake-nvml/state.bash
+source "$(dirname "$0")/../tests/fake-nvml/state.bash"
+fake_state() { fake_nvml_write_state "$T/fake.state" 8 bench; }
 
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 

@@ -16,31 +16,10 @@ export FAKE_NVML_STATE="$T/fake.state"
 export PFLEX_STATE_DIR="$T/state"
 export PFLEX_GPU_BACKEND=nvml
 
+# shellcheck source=../fake-nvml/state.bash
+source "$(dirname "${BASH_SOURCE[0]}")/../fake-nvml/state.bash"
 # fake_state N: N H200-like GPUs at their default 700 W limit, range 200-700 W.
-fake_state() {
-  local n=$1 i
-  : > "$FAKE_NVML_STATE"
-  for ((i = 0; i < n; i++)); do
-    cat >> "$FAKE_NVML_STATE" <<EOS
-gpu$i.name=NVIDIA H200
-gpu$i.uuid=GPU-fake-0000-0000-0000-00000000000$i
-gpu$i.pci=00000000:1$i:00.0
-gpu$i.power_mw=650000
-gpu$i.energy_mj=123456789
-gpu$i.limit_mw=700000
-gpu$i.default_mw=700000
-gpu$i.min_mw=200000
-gpu$i.max_mw=700000
-gpu$i.sm_mhz=1980
-gpu$i.mem_mhz=3201
-gpu$i.util_gpu=97
-gpu$i.util_mem=61
-gpu$i.throttle=4
-gpu$i.mem_used=85899345920
-gpu$i.mem_total=150323855360
-EOS
-  done
-}
+fake_state() { fake_nvml_write_state "$FAKE_NVML_STATE" "$1"; }
 
 # fake_get KEY: the value of KEY in the fake's state (last one wins, as in the fake).
 fake_get() { grep "^$1=" "$FAKE_NVML_STATE" | tail -n1 | cut -d= -f2-; }
