@@ -23,7 +23,7 @@ set(PFLEX_LAYER_telemetry_HEADERS series.h tput.h)
 set(PFLEX_LAYER_telemetry_LIBS m)
 
 set(PFLEX_LAYER_io_DEPS telemetry core base)
-set(PFLEX_LAYER_io_HEADERS csv.h runs_csv.h runs_json.h jobs_json.h series_csv.h model_json.h
+set(PFLEX_LAYER_io_HEADERS caps_plan.h csv.h runs_csv.h runs_json.h jobs_json.h series_csv.h model_json.h
                            store.h)
 set(PFLEX_LAYER_io_LIBS ${CSV_LIBRARY} PkgConfig::JANSSON PkgConfig::SQLITE m)
 

@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/util.h"
 #include "pflex/alloc.h"
+#include "pflex/caps_plan.h"
 #include "pflex/csv.h"
 #include "pflex/curve.h"
 #include "pflex/jobs.h"
@@ -26,6 +27,7 @@ struct args {
   enum objective objective;
   struct pflex_alloc_opts alloc;
   enum pflex_tput_unit unit;
+  const char *set, *mapping, *caps_out;
   bool json, csv;
 };
 
@@ -49,6 +51,14 @@ static const struct cli_option options[] = {
                "(default 17)")},
     {CLI_ENUM_FN("unit", "UNIT", A, unit, cli_unit_name,
                  "runs CSV throughput column: tokens, samples, steps, step-time")},
+    {CLI_STRING("set", "NAME", A, set,
+                "runs CSV: use only runs whose set column is NAME (e.g. headline); without it "
+                "a file of several sets is used whole, with a note")},
+    {CLI_STRING("mapping", "FILE", A, mapping,
+                "job to GPU indexes per node (JSON, docs/allocation.md): with --caps-out, "
+                "writes each GPU's cap for 'pflex cap set --from'")},
+    {CLI_STRING("caps-out", "FILE", A, caps_out,
+                "the caps file to write (replaced atomically); needs --mapping")},
     {CLI_FLAG("json", A, json, "print JSON")},
     {CLI_FLAG("csv", A, csv, "print CSV, one row per job")},
     {CLI_END}};
@@ -76,18 +86,41 @@ static bool looks_like_json(const char *path) {
   return c == '{' || c == '[';
 }
 
-static int load(const char *path, enum pflex_tput_unit unit, struct pflex_jobset *set) {
+/* A runs file of several sets (headline, validation, h100) used whole: say so. */
+static void note_mixed_sets(const char *path, const struct pflex_runset *runs) {
+  const char *first = NULL;
+  for (size_t i = 0; i < runs->n; i++) {
+    const char *s = runs->runs[i].set;
+    if (!s || !s[0]) continue;
+    if (!first) {
+      first = s;
+    } else if (strcmp(first, s) != 0) {
+      cli_warn("'%s' holds runs of several sets ('%s', '%s', ...): all are used; --set NAME "
+               "keeps one",
+               path, first, s);
+      return;
+    }
+  }
+}
+
+static int load(const char *path, enum pflex_tput_unit unit, const char *set_filter,
+                struct pflex_jobset *set) {
   struct pflex_diag diag;
   pflex_diag_clear(&diag);
   int err;
   if (looks_like_json(path)) {
+    if (set_filter) {
+      cli_error("'%s' is a jobs file: --set applies to a runs CSV", path);
+      return -EINVAL;
+    }
     if ((err = pflex_jobs_read_json(path, set, &diag))) cli_error_diag("cannot read", &diag, err);
     return err;
   }
-  struct pflex_runs_read_opts opts = {.unit = unit};
+  struct pflex_runs_read_opts opts = {.unit = unit, .set_filter = set_filter};
   struct pflex_runset runs;
   pflex_runset_init(&runs);
   if ((err = cli_load_runs(path, &opts, &runs))) return err;
+  if (!set_filter) note_mixed_sets(path, &runs);
   err = pflex_jobs_from_runs(&runs, set, &diag);
   if (err) cli_error_diag("cannot use", &diag, err);
   pflex_runset_release(&runs);
@@ -206,6 +239,40 @@ static void print_table(const struct pflex_jobset *set, enum pflex_alloc_strateg
     printf("note: oracle is optimal on the curves given, taken as the true curves\n");
 }
 
+/* --mapping FILE --caps-out OUT: each mapped GPU's cap, written for 'pflex cap set --from'. */
+static int write_caps(const struct args *a, const struct pflex_jobset *set,
+                      const struct pflex_alloc_result *r, enum pflex_alloc_strategy st,
+                      double target) {
+  struct pflex_diag diag;
+  pflex_diag_clear(&diag);
+  struct pflex_caps_plan map, plan;
+  int err = pflex_mapping_read_json(a->mapping, &map, &diag);
+  if (err) {
+    cli_error_diag("cannot read the mapping", &diag, err);
+    return err;
+  }
+  struct pflex_caps_job *jobs = calloc(set->n, sizeof *jobs);
+  if (!jobs) err = -ENOMEM;
+  for (size_t i = 0; jobs && i < set->n; i++)
+    jobs[i] = (struct pflex_caps_job){set->jobs[i].name, set->jobs[i].gpus, r[i].cap_w};
+  if (!err)
+    err = pflex_caps_plan_build(&map, a->mapping, jobs, set->n, pflex_alloc_strategy_name(st),
+                                target, &plan, &diag);
+  free(jobs);
+  pflex_caps_plan_release(&map);
+  if (err) {
+    cli_error_diag("cannot use the mapping", &diag, err);
+    return err;
+  }
+  if ((err = pflex_caps_plan_write_json(a->caps_out, &plan)))
+    cli_error("cannot write '%s': %s", a->caps_out, pflex_strerror(err));
+  else
+    fprintf(stderr, "wrote %zu GPU caps to '%s' ('pflex cap set --from %s' applies them)\n",
+            plan.n, a->caps_out, a->caps_out);
+  pflex_caps_plan_release(&plan);
+  return err;
+}
+
 static int run(int argc, char **argv) {
   struct args a = {.cut = NAN,
                    .target_w = NAN,
@@ -226,7 +293,11 @@ static int run(int argc, char **argv) {
   const char *path = p.operands[0];
   struct pflex_jobset set;
   pflex_jobset_init(&set);
-  if (load(path, a.unit, &set)) return PFLEX_EXIT_FAIL;
+  if (!a.mapping != !a.caps_out) {
+    cli_usage_error(&spec, "--mapping and --caps-out go together");
+    return PFLEX_EXIT_USAGE;
+  }
+  if (load(path, a.unit, a.set, &set)) return PFLEX_EXIT_FAIL;
   int status = PFLEX_EXIT_FAIL;
   struct pflex_alloc_result *r = calloc(set.n ? set.n : 1, sizeof *r);
   if (!r) {
@@ -269,6 +340,7 @@ static int run(int argc, char **argv) {
     goto out;
   }
   cut = s.max_w > 0 ? 1 - target / s.max_w : 0;
+  if (a.mapping && write_caps(&a, &set, r, st, target)) goto out;
   if (json) {
     if (print_json(&set, st, cut, r, &s)) goto out;
   } else if (csv) {

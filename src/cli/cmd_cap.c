@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/gpu_cli.h"
 #include "cli/util.h"
+#include "pflex/caps_plan.h"
 
 /* The options every subcommand takes. */
 struct common {
@@ -22,6 +23,7 @@ struct common {
 struct opts {
   struct common c;
   double watts;
+  const char *from, *node;
   bool clamp, dry_run, json, force;
 };
 
@@ -38,7 +40,12 @@ static const struct cli_option common_options[] = {
 
 static const struct cli_option set_options[] = {
     {CLI_DOUBLE("watts", "W", struct opts, watts, 0, 100000, "the new per-GPU limit in watts"),
-     .flags = CLI_REQUIRED | CLI_OPEN_MIN},
+     .flags = CLI_OPEN_MIN},
+    {CLI_STRING("from", "FILE", struct opts, from,
+                "a caps file ('pflex allocate --mapping M --caps-out FILE'): each of this "
+                "node's GPUs gets its own cap, all or nothing")},
+    {CLI_STRING("node", "NAME", struct opts, node,
+                "with --from: the node whose caps to apply (default: this host's name)")},
     {CLI_FLAG("clamp", struct opts, clamp,
               "a limit outside a GPU's range is set to the nearest end of the range (default: "
               "refuse, and change nothing)")},
@@ -61,12 +68,14 @@ static const struct cli_option restore_options[] = {
 static const struct cli_spec set_spec = {
     .name = "cap set",
     .help_cmd = "cap",
-    .usage = "pflex cap set --watts W [--gpus LIST] [--clamp] [--dry-run] [options]",
+    .usage = "pflex cap set (--watts W [--gpus LIST] | --from FILE [--node NAME]) [--clamp] "
+             "[--dry-run] [options]",
     .about = "Sets the power limit of each selected GPU to W watts, all or nothing: every "
              "original limit is written durably to the restore file first, and when one GPU "
              "fails the others go back. Needs root or CAP_SYS_ADMIN. Limits do not survive a "
              "reboot or driver reload; run 'pflex cap restore' after one to clear the records.",
-    .options = set_options};
+    .options = set_options,
+    .exclusive = (const char *const[]){"watts from", "gpus from", NULL}};
 
 static const struct cli_spec get_spec = {
     .name = "cap get",
@@ -160,25 +169,100 @@ static void say_failure(struct pflex_gpu *gpu, struct pflex_restore *rs,
             c[failed].index);
 }
 
-static int cap_set(struct pflex_gpu *gpu, const struct opts *o) {
+/* The GPUs of --gpus, each at --watts. */
+static int changes_from_watts(struct pflex_gpu *gpu, const struct opts *o,
+                              struct pflex_limit_change **ret, size_t *ret_n) {
   unsigned *idx;
   size_t n;
-  if (cli_gpu_select(gpu, o->c.gpus, &idx, &n)) return PFLEX_EXIT_FAIL;
-  struct pflex_limit_change *c = calloc(n, sizeof *c);
-  struct pflex_restore *rs = NULL;
-  int status = PFLEX_EXIT_FAIL;
+  if (cli_gpu_select(gpu, o->c.gpus, &idx, &n)) return -EINVAL;
+  struct pflex_limit_change *c = calloc(n ? n : 1, sizeof *c);
   if (!c) {
+    free(idx);
     cli_error("out of memory");
-    goto out;
+    return -ENOMEM;
   }
-  if (open_for_set(gpu, o, &rs)) goto out;
   unsigned req = (unsigned)lround(o->watts * 1000.0);
   for (size_t k = 0; k < n; k++)
     c[k] = (struct pflex_limit_change){.index = idx[k], .mw = req};
+  free(idx);
+  *ret = c;
+  *ret_n = n;
+  return 0;
+}
+
+/* This node's entries of the caps file; none is an error naming the nodes it has. */
+static int pick_node(const struct pflex_caps_plan *plan, const char *path, const char *node,
+                     unsigned ngpus, struct pflex_limit_change *c, size_t *ret_n) {
+  size_t n = 0;
+  for (size_t i = 0; i < plan->n; i++) {
+    const struct pflex_gpu_cap *e = &plan->caps[i];
+    if (strcmp(e->node, node) != 0) continue;
+    if (e->gpu >= ngpus) {
+      cli_error("'%s': node '%s' GPU %u (job '%s'): this node has %u GPUs; nothing changed",
+                path, node, e->gpu, e->job, ngpus);
+      return -ENODEV;
+    }
+    c[n++] = (struct pflex_limit_change){.index = e->gpu, .mw = (unsigned)lround(e->cap_w * 1e3)};
+  }
+  if (n == 0) {
+    cli_error("'%s' has no caps for node '%s' (it has node '%s'%s; --node NAME picks one)", path,
+              node, plan->n ? plan->caps[0].node : "", plan->n > 1 ? " and others" : "");
+    return -ENOENT;
+  }
+  *ret_n = n;
+  return 0;
+}
+
+/* The GPUs of this node in the caps file --from, each at its own cap. */
+static int changes_from_file(struct pflex_gpu *gpu, const struct opts *o,
+                             struct pflex_limit_change **ret, size_t *ret_n) {
+  char host[256] = "";
+  const char *node = o->node;
+  if (!node) {
+    if (gethostname(host, sizeof host - 1) != 0) {
+      cli_error("cannot tell this host's name: %s; give --node NAME", strerror(errno));
+      return -errno;
+    }
+    node = host;
+  }
+  struct pflex_diag diag;
+  pflex_diag_clear(&diag);
+  struct pflex_caps_plan plan;
+  int err = pflex_caps_plan_read_json(o->from, &plan, &diag);
+  if (err) {
+    cli_error_diag("cannot read", &diag, err);
+    return err;
+  }
+  struct pflex_limit_change *c = calloc(plan.n ? plan.n : 1, sizeof *c);
+  unsigned ngpus = 0;
+  if (!c) {
+    err = -ENOMEM;
+    cli_error("out of memory");
+  } else if ((err = pflex_gpu_count(gpu, &ngpus))) {
+    cli_error("cannot count the GPUs: %s", pflex_strerror(err));
+  }
+  if (!err) err = pick_node(&plan, o->from, node, ngpus, c, ret_n);
+  pflex_caps_plan_release(&plan);
+  if (err) {
+    free(c);
+    return err;
+  }
+  *ret = c;
+  return 0;
+}
+
+static int cap_set(struct pflex_gpu *gpu, const struct opts *o) {
+  struct pflex_limit_change *c = NULL;
+  size_t n = 0;
+  int err = o->from ? changes_from_file(gpu, o, &c, &n) : changes_from_watts(gpu, o, &c, &n);
+  if (err) return PFLEX_EXIT_FAIL;
+  struct pflex_restore *rs = NULL;
+  int status = PFLEX_EXIT_FAIL;
+  if (open_for_set(gpu, o, &rs)) goto out;
   /* All or nothing: every original recorded first; when one GPU cannot be set
    * (GPU 3 of 0-7), those set before it go back and their new records go. */
   size_t failed;
-  int err = pflex_restore_apply_limits(rs, gpu, c, n,
+  err = pflex_restore_apply_limits(rs, gpu, c, n,
                                        (o->clamp ? PFLEX_APPLY_CLAMP : 0u) |
                                            (o->dry_run ? PFLEX_APPLY_DRY_RUN : 0u),
                                        &failed);
@@ -197,7 +281,6 @@ static int cap_set(struct pflex_gpu *gpu, const struct opts *o) {
   status = PFLEX_EXIT_OK;
 out:
   pflex_restore_free(rs);
-  free(idx);
   free(c);
   return status;
 }
@@ -371,10 +454,18 @@ static int run(int argc, char **argv) {
   }
   /* Usage errors before opening the backend, so they are not hidden behind a
    * missing driver. */
-  struct opts o = {0};
+  struct opts o = {.watts = NAN};
   struct cli_parsed p;
   int err = cli_parse(subcommands[k].spec, argc - 1, argv + 1, &o, &p);
   if (err) return cli_parse_status(err);
+  if (subcommands[k].fn == cap_set && isnan(o.watts) && !o.from) {
+    cli_usage_error(&set_spec, "give --watts W or --from FILE");
+    return PFLEX_EXIT_USAGE;
+  }
+  if (o.node && !o.from) {
+    cli_usage_error(&set_spec, "--node needs --from");
+    return PFLEX_EXIT_USAGE;
+  }
   struct pflex_gpu *gpu;
   err = cli_gpu_open(o.c.backend, o.c.spec, &gpu);
   if (err) return err == -ENOENT ? PFLEX_EXIT_USAGE : PFLEX_EXIT_FAIL;
