@@ -11,7 +11,9 @@
 #  3. squeue failing (a wrapper exits 1) keeps the last good inventory: the
 #     node stays, its caps hold, the failure shows in /v1/status and
 #     /metrics; when squeue works again, so does the discovery.
-#  4. Both jobs end mid-event; the discovery stops listing them.
+#  4. slurmd killed (-9) and restarted mid-event: the jobs run on, capped.
+#     Then the flex50 job is killed with scancel, the rigid one ends by
+#     itself, both mid-event; the discovery stops listing them.
 #  5. The node leaves the Slurm inventory mid-event (the wrapper hides its
 #     GPUs and lists another GPU node, one without an agent): it stays an
 #     agent, departed, its GPUs still capped; the event's end lifts its caps
@@ -123,11 +125,20 @@ rm -f "$T/fail"
 until_status 10 '.discovery.ok and .discovery.error == null'
 grep -qx 'pflex_controller_discovery_ok 1' <<< "$(curl -sf "$C/metrics")" || fail "metrics: discovery_ok not 1 again"
 
-# 4. Both jobs end mid-event.
+# 4. slurmd killed (-9) and restarted mid-event: the jobs live on, still
+# capped; then the flex50 job is killed with scancel and the rigid one ends
+# by itself, both mid-event.
+bash "$TESTBED" restart-slurmd --dir "$BED" --signal KILL
+expect_eq "$(job_state "$rigid")" RUNNING "rigid job after slurmd restarted"
+expect_eq "$(job_state "$flex")" RUNNING "flex50 job after slurmd restarted"
+until_status 10 '.discovery.ok and .unreachable == 0'
+for ((i = 0; i < 50; i++)); do capped && break; sleep 0.1; done
+capped || fail "the caps did not hold across the slurmd restart"
+scancel "$flex"
 release "$rigid"
-release "$flex"
-wait_ended "$rigid" 30
 wait_ended "$flex" 30
+wait_ended "$rigid" 30
+expect_eq "$(job_state "$flex")" CANCELLED "flex50 job after scancel"
 until_status 10 ".discovery.jobs | map(select(.id == \"$rigid\" or .id == \"$flex\")) | length == 0"
 
 # 5. The node leaves Slurm's list mid-event: kept, departed, still capped.
