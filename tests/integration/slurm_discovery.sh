@@ -6,8 +6,8 @@
 #
 #  1. The controller discovers the node (its agent at {addr}:PORT) and the
 #     two running sbatch jobs (rigid and flex50), registered through pflexd.
-#  2. A 30% event caps the flex50 job's GPUs more than the rigid one's, the
-#     cluster compliant.
+#  2. A 30% event caps the flex50 job's GPUs more than the rigid one's, each
+#     within its floor, the cluster compliant.
 #  3. squeue failing (a wrapper exits 1) keeps the last good inventory: the
 #     node stays, its caps hold, the failure shows in /v1/status and
 #     /metrics; when squeue works again, so does the discovery.
@@ -22,8 +22,6 @@
 # Every wait is bounded; the EXIT trap stops Slurm, pflexd and the controller.
 source "$(dirname "$0")/slurm_common.bash"
 
-CTL="$PFLEX_BINARY_DIR/pflex-controller"
-[ -x "$CTL" ] || fail "missing $CTL"
 start_pflexd --hz 5
 start_bed timeout_ms=2000
 
@@ -45,21 +43,9 @@ cat > "$T/bin/sinfo" <<EOF
 EOF
 chmod 755 "$T/bin/sinfo" "$T/bin/squeue"
 
-echo "controller-token-slurm-discovery-1" > "$T/ctok"
-chmod 600 "$T/ctok"
-CPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 # No agents file: the one given does not exist and must not be needed.
-"$CTL" --inventory slurm --agents-file "$T/no-such-agents-file" --slurm-bin-dir "$T/bin" \
-  --agent-url-template "http://{addr}:$PORT" --slurm-poll-s 1 --slurm-timeout-s 20 \
-  --agent-token-file "$T/token" --token-file "$T/ctok" \
-  --state-db "$T/ctl.db" --listen "127.0.0.1:$CPORT" --round-s 0.5 --lease-rounds 4 \
-  --agent-timeout-s 0.4 --class rigid,floor_pct=99 --class flex50,floor_pct=50 > "$T/ctl.log" 2>&1 &
-CTL_PID=$!
-AGENT_PIDS+=($CTL_PID)
-C="http://127.0.0.1:$CPORT"
-AUTH="Authorization: Bearer $(cat "$T/ctok")"
-for ((i = 0; i < 100; i++)); do curl -sf "$C/v1/health" > /dev/null && break; sleep 0.1; done
-curl -sf "$C/v1/health" > /dev/null || fail "the controller did not start: $(cat "$T/ctl.log")"
+start_controller --inventory slurm --agents-file "$T/no-such-agents-file" --slurm-bin-dir "$T/bin" \
+  --agent-url-template "http://{addr}:$PORT" --slurm-poll-s 1 --slurm-timeout-s 20
 status() { curl -sf "$C/v1/status"; }
 # until SECONDS JQ-FILTER: waits until the status satisfies the filter.
 until_status() {
@@ -80,13 +66,7 @@ status | jq -e --arg n "$NODE" --arg a "http://127.0.0.1:$PORT" \
   '.discovery.slurm_nodes == [{name: $n, state: "idle", drain: false, agent: $a}]' > /dev/null ||
   fail "the discovered node: $(status | jq -c .discovery.slurm_nodes)"
 
-rigid=$(submit_held --gres=gpu:1 --pflex-class=rigid)
-flex=$(submit_held --gres=gpu:2 --pflex-class=flex50)
-wait_state "$rigid" RUNNING 30
-wait_state "$flex" RUNNING 30
-g_rigid=$(wait_registered "$rigid" 10)
-g_flex=$(wait_registered "$flex" 10)
-echo "rigid job $rigid: GPU $g_rigid; flex50 job $flex: GPUs $g_flex"
+submit_rigid_flex
 # Slurm lists both jobs on the node; pflexd registered them with their classes.
 jobs_seen=".discovery.jobs | map(select(.id == \"$rigid\" or .id == \"$flex\"))
   | length == 2 and all(.nodes == [\"$NODE\"] and .gpus and .registered)"
@@ -99,16 +79,8 @@ sleep 2
 # 2. A 30% cut of the measured 2600 W.
 id=$(curl -sf -X POST "$C/v1/events" -H "$AUTH" -d '{"cut_pct":30,"start":"now","duration_s":300}' | jq -e '.id') ||
   fail "POST /v1/events refused"
-gpu_limit_w() { api_unix GET /v1/gpus; echo "$BODY" | jq --argjson g "$1" '.gpus[] | select(.index == $g) | .limit_w'; }
-max_limit() { local g m=0 l; for g in ${1//,/ }; do l=$(gpu_limit_w "$g"); m=$(jq -n "[$m, $l] | max"); done; echo "$m"; }
-capped() {
-  local r f
-  r=$(max_limit "$g_rigid") f=$(max_limit "$g_flex")
-  jq -ne "$f < $r and $f < 700" > /dev/null && status | jq -e '.compliant == true' > /dev/null
-}
-for ((i = 0; i < 150; i++)); do capped && break; sleep 0.1; done
-capped || fail "the event did not cap the flex job more than the rigid one within 15 s: rigid $(max_limit "$g_rigid") W, flex $(max_limit "$g_flex") W; $(status)"
-echo "during the event: rigid at $(max_limit "$g_rigid") W, flex50 at $(max_limit "$g_flex") W"
+wait_flex_capped_more 15
+check_floors
 
 # 3. squeue fails: the last good inventory stays, and says so.
 touch "$T/fail"
@@ -120,7 +92,7 @@ grep -qx 'pflex_controller_discovery_ok 0' <<< "$metrics" || fail "metrics: disc
 grep -Eq '^pflex_controller_discovery_failures_total [1-9]' <<< "$metrics" || fail "metrics: no failure counted"
 grep -q 'discovery from Slurm failed (keeping the last good inventory): squeue --json: exit status 1' "$T/ctl.log" ||
   fail "the failure is not logged: $(tail -n 5 "$T/ctl.log")"
-capped || fail "the caps did not hold while squeue failed"
+flex_capped_more || fail "the caps did not hold while squeue failed"
 rm -f "$T/fail"
 until_status 10 '.discovery.ok and .discovery.error == null'
 grep -qx 'pflex_controller_discovery_ok 1' <<< "$(curl -sf "$C/metrics")" || fail "metrics: discovery_ok not 1 again"
@@ -132,8 +104,7 @@ bash "$TESTBED" restart-slurmd --dir "$BED" --signal KILL
 expect_eq "$(job_state "$rigid")" RUNNING "rigid job after slurmd restarted"
 expect_eq "$(job_state "$flex")" RUNNING "flex50 job after slurmd restarted"
 until_status 10 '.discovery.ok and .unreachable == 0'
-for ((i = 0; i < 50; i++)); do capped && break; sleep 0.1; done
-capped || fail "the caps did not hold across the slurmd restart"
+flex_capped_more || wait_flex_capped_more 5
 scancel "$flex"
 release "$rigid"
 wait_ended "$flex" 30
