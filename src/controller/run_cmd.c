@@ -124,6 +124,9 @@ static void close_fd(int *fd) {
 int ctl_cmd_run(char *const argv[], double timeout_s, size_t max_out, struct ctl_cmd_result *ret) {
   memset(ret, 0, sizeof *ret);
   ret->status = -1;
+  /* posix_spawn reports a failed exec only where it is built on vfork
+   * semantics (not under valgrind, for one): check first. */
+  if (access(argv[0], X_OK) < 0) return -errno;
   int po[2], pe[2];
   if (pipe2(po, O_CLOEXEC) < 0) return -errno;
   if (pipe2(pe, O_CLOEXEC) < 0) {
