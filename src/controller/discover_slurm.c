@@ -53,14 +53,19 @@ int ctl_discovery_poll(const struct ctl_config *cfg, struct ctl_slurm_nodes *ret
   rc = ctl_slurm_parse_nodes(r.out ? r.out : "", r.out_len, &nodes, err, errlen);
   ctl_cmd_result_release(&r);
   if (rc < 0) return rc;
-  size_t agents = 0;
-  for (size_t i = 0; i < nodes.n; i++)
-    agents += ctl_discovery_is_agent(&nodes.v[i]);
-  if (agents == 0) { /* a Slurm without GPU nodes is no inventory to switch to */
+  /* Every agent's URL must fit, and a Slurm without GPU nodes is no
+   * inventory to switch to: both fail the poll, not the round. */
+  struct ctl_inventory inv;
+  rc = ctl_discovery_urls(&nodes, cfg->agent_url_template, &inv, err, errlen);
+  if (rc == 0 && inv.n == 0) {
     snprintf(err, errlen, "sinfo lists no node with a GPU (GRES gpu) that is not FUTURE or "
                           "POWERED_DOWN");
+    rc = -ENODEV;
+  }
+  if (rc == 0) ctl_inventory_release(&inv);
+  if (rc < 0) {
     ctl_slurm_nodes_release(&nodes);
-    return -ENODEV;
+    return rc;
   }
   rc = run_json(cfg, "squeue", &r, err, errlen);
   if (rc < 0) {
