@@ -57,12 +57,14 @@ int ctl_discovery_poll(const struct ctl_config *cfg, struct ctl_slurm_nodes *ret
    * inventory to switch to: both fail the poll, not the round. */
   struct ctl_inventory inv;
   rc = ctl_discovery_urls(&nodes, cfg->agent_url_template, &inv, err, errlen);
-  if (rc == 0 && inv.n == 0) {
-    snprintf(err, errlen, "sinfo lists no node with a GPU (GRES gpu) that is not FUTURE or "
-                          "POWERED_DOWN");
-    rc = -ENODEV;
+  if (rc == 0) {
+    if (inv.n == 0) {
+      snprintf(err, errlen, "sinfo lists no node with a GPU (GRES gpu) that is not FUTURE or "
+                            "POWERED_DOWN");
+      rc = -ENODEV;
+    }
+    ctl_inventory_release(&inv);
   }
-  if (rc == 0) ctl_inventory_release(&inv);
   if (rc < 0) {
     ctl_slurm_nodes_release(&nodes);
     return rc;

@@ -531,6 +531,60 @@ static void a_departed_node_that_returns_is_an_agent_again(void **state) {
   controller_free(&c);
 }
 
+/* Slurm's running jobs against what the agents list: a job with GPUs that
+ * no answering agent of its nodes registered, past the grace after its
+ * start, is unregistered; one whose node did not answer, one just started,
+ * one without GPUs or one registered is not. */
+static void unregistered_jobs_are_reported(void **state) {
+  (void)state;
+  struct ctl_controller c;
+  const char *urls[] = {"http://a:1", "http://b:1"};
+  controller_with(&c, urls, 2);
+  c.nodes[0].reachable = true; /* b does not answer */
+  struct ctl_discovery *d = c.disc;
+  publish(&c, (const char *[]){"a", "b"}, 2);
+  ctl_discovery_apply(&c);
+  double now = 2e9;
+  static const struct {
+    const char *id, *node;
+    bool gpus;
+    double age_s;
+  } jobs[] = {{"10", "a", true, 600}, {"11", "b", true, 600}, {"12", "a", true, 5},
+              {"13", "a", false, 600}, {"14", "a", true, 600}};
+  size_t nj = sizeof jobs / sizeof jobs[0];
+  d->jobs.v = calloc(nj, sizeof *d->jobs.v);
+  d->jobs.names = calloc(nj, sizeof *d->jobs.names);
+  for (size_t i = 0; i < nj; i++) {
+    snprintf(d->jobs.names[i], CTL_SLURM_NAME_MAX, "%s", jobs[i].node);
+    d->jobs.v[i] = (struct ctl_slurm_job){.first = i, .count = 1, .gpus = jobs[i].gpus,
+                                          .start_time = now - jobs[i].age_s};
+    snprintf(d->jobs.v[i].id, sizeof d->jobs.v[i].id, "%s", jobs[i].id);
+  }
+  d->jobs.n = d->jobs.nnames = nj;
+  /* pflexd lists job 14. */
+  ctl_jobset_init(&c.jobs);
+  c.jobs.v = calloc(1, sizeof *c.jobs.v);
+  snprintf(c.jobs.v[0].id, sizeof c.jobs.v[0].id, "14");
+  c.jobs.v[0].present = true;
+  c.jobs.n = c.jobs.cap = 1;
+  json_t *o = ctl_discovery_json(&c, now);
+  assert_non_null(o);
+  char *un = json_dumps(json_object_get(o, "unregistered"), JSON_COMPACT);
+  assert_string_equal(un, "[\"10\"]");
+  free(un);
+  json_t *j14 = json_array_get(json_object_get(o, "jobs"), 4);
+  assert_string_equal(json_string_value(json_object_get(j14, "id")), "14");
+  assert_true(json_is_true(json_object_get(j14, "registered")));
+  assert_int_equal(d->unregistered, 1);
+  char *m = ctl_discovery_metrics(&c, now);
+  assert_non_null(strstr(m, "\npflex_controller_slurm_jobs_unregistered 1\n"));
+  assert_non_null(strstr(m, "\npflex_controller_slurm_jobs 5\n"));
+  free(m);
+  json_decref(o);
+  ctl_jobset_release(&c.jobs);
+  controller_free(&c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(captured_nodes_parse),
@@ -542,6 +596,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(polls_fail_clearly, setup_bindir, teardown_bindir),
       cmocka_unit_test(departed_nodes_stay_until_restored),
       cmocka_unit_test(a_departed_node_that_returns_is_an_agent_again),
+      cmocka_unit_test(unregistered_jobs_are_reported),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
