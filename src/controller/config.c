@@ -10,6 +10,8 @@
 
 #include <ini.h>
 
+#include "controller/discover_slurm.h"
+
 enum key_type { K_STRING, K_DOUBLE, K_INT, K_CHOICE };
 
 struct key {
@@ -33,7 +35,17 @@ static const struct key KEYS[] = {
     {"listen", STR(listen), "127.0.0.1:9180", "API address HOST:PORT (\"\" = no API)"},
     {"token_file", STR(token_file), "", "bearer token file for writes to the API"},
     {"read_auth", CHO(read_auth, "open|token"), "open", "reads of the API: open or token"},
+    {"inventory", CHO(inventory, "file|slurm"), "file",
+     "where the agents come from: agents_file, or discovery from Slurm (sinfo, squeue)"},
     {"agents_file", STR(agents_file), "/etc/pflex/agents", "agent URLs, one per line"},
+    {"agent_url_template", STR(agent_url_template), "http://{node}:9400",
+     "inventory = slurm: a node's pflexd URL ({node}: its name, {addr}: its NodeAddr)"},
+    {"slurm_bin_dir", STR(slurm_bin_dir), "/usr/bin", "directory of Slurm's sinfo and squeue"},
+    {"slurm_poll_s", DBL(slurm_poll_s, 1, 3600), "30", "re-discovery from Slurm every this, s"},
+    {"slurm_timeout_s", DBL(slurm_timeout_s, 0.1, 600), "15",
+     "time limit of one sinfo/squeue run, s (then killed; the last good inventory stays)"},
+    {"slurm_max_output_mb", INT(slurm_max_output_mb, 1, 4096), "256",
+     "largest sinfo/squeue output read, MiB"},
     {"agent_token_file", STR(agent_token_file), "", "bearer token the agents expect"},
     {"state_db", STR(state_db), "/var/lib/pflex/controller.db", "SQLite state file"},
     {"schedule_file", STR(schedule_file), "", "planned events (JSON), \"\" = none"},
@@ -283,10 +295,17 @@ int ctl_config_parse_args(struct ctl_config *cfg, int argc, char **argv, char *e
 }
 
 int ctl_config_check(const struct ctl_config *cfg, char *err, size_t errlen) {
-  if (!cfg->agents_file[0]) {
+  if (cfg->inventory == CTL_INVENTORY_FILE && !cfg->agents_file[0]) {
     snprintf(err, errlen, "no agents_file (--agents-file)");
     return -EINVAL;
   }
+  if (cfg->inventory == CTL_INVENTORY_SLURM && cfg->slurm_bin_dir[0] != '/') {
+    snprintf(err, errlen, "slurm_bin_dir '%s': want an absolute path", cfg->slurm_bin_dir);
+    return -EINVAL;
+  }
+  if (cfg->inventory == CTL_INVENTORY_SLURM &&
+      ctl_discovery_template_check(cfg->agent_url_template, err, errlen) < 0)
+    return -EINVAL;
   if (!cfg->state_db[0]) {
     snprintf(err, errlen, "no state_db (--state-db)");
     return -EINVAL;

@@ -20,6 +20,7 @@
 enum ctl_objective { CTL_OBJECTIVE_TOKENS = 0, CTL_OBJECTIVE_PROGRESS };
 enum ctl_unassigned { CTL_UNASSIGNED_MIN = 0, CTL_UNASSIGNED_DEFAULT };
 enum ctl_read_auth { CTL_READ_OPEN = 0, CTL_READ_TOKEN };
+enum ctl_inventory_source { CTL_INVENTORY_FILE = 0, CTL_INVENTORY_SLURM };
 
 struct ctl_class {
   char name[64];
@@ -32,7 +33,13 @@ struct ctl_config {
   char listen[128];           /* API address HOST:PORT ("" = none) */
   char token_file[512];       /* bearer token for writes to the controller's API */
   int read_auth;              /* enum ctl_read_auth */
+  int inventory;              /* enum ctl_inventory_source: agents_file or Slurm */
   char agents_file[512];      /* one agent URL per line */
+  char agent_url_template[256]; /* inventory = slurm: a node's agent, {node} / {addr} */
+  char slurm_bin_dir[256];      /* where sinfo and squeue are */
+  double slurm_poll_s;          /* re-discovery period */
+  double slurm_timeout_s;       /* one Slurm command */
+  int slurm_max_output_mb;      /* one Slurm command's output */
   char agent_token_file[512]; /* bearer token the agents expect */
   char state_db[512];         /* SQLite file */
   char schedule_file[512];    /* planned events ("" = none) */

@@ -78,7 +78,9 @@ int ctl_controller_open(struct ctl_controller *c, const struct ctl_config *cfg, 
                                  cfg->max_over_pct / 100.0, 0.3};
   ctl_feedback_init(&c->fb, &fo);
   c->caps_in_force_w = INFINITY;
-  int rc = ctl_inventory_load(cfg->agents_file, &c->inv, err, errlen);
+  int rc = cfg->inventory == CTL_INVENTORY_SLURM
+               ? ctl_discovery_open(cfg, &c->disc, &c->inv, err, errlen)
+               : ctl_inventory_load(cfg->agents_file, &c->inv, err, errlen);
   if (rc < 0) return rc;
   if (cfg->token_file[0]) {
     rc = ctl_read_secret(cfg->token_file, c->api_token, sizeof c->api_token, err, errlen);
@@ -93,6 +95,7 @@ int ctl_controller_open(struct ctl_controller *c, const struct ctl_config *cfg, 
 }
 
 void ctl_controller_close(struct ctl_controller *c) {
+  ctl_discovery_close(c->disc);
   ctl_client_free(c->client);
   for (size_t i = 0; c->bodies && i < c->nnodes; i++)
     free(c->bodies[i]);

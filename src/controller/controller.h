@@ -17,6 +17,7 @@
 
 #include "controller/client.h"
 #include "controller/config.h"
+#include "controller/discover_slurm.h"
 #include "controller/events.h"
 #include "controller/feedback.h"
 #include "controller/inventory.h"
@@ -30,6 +31,7 @@
 struct ctl_controller {
   struct ctl_config cfg;
   struct ctl_inventory inv;
+  struct ctl_discovery *disc; /* inventory = slurm (discover_slurm.h), else NULL */
   struct ctl_node *nodes;
   size_t nnodes;
   struct ctl_client *client;

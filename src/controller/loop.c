@@ -307,6 +307,7 @@ static void hold_target(struct ctl_controller *c, double now, double target, dou
 
 int ctl_controller_round(struct ctl_controller *c, double now) {
   double t0 = ctl_mono_now();
+  if (c->disc) ctl_discovery_apply(c); /* between rounds: a new inventory from Slurm */
   int rc = read_agents(c, now);
   if (rc < 0) return rc;
   size_t unreachable;

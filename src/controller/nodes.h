@@ -28,6 +28,7 @@ struct ctl_node {
   double fb_sent_w[CTL_MAX_NODE_GPUS]; /* the fallback each GPU's lease holds (0 = none) */
   bool sent[CTL_MAX_NODE_GPUS];        /* in this round's PUT */
   bool restore_pending;                /* DELETE /v1/caps not yet acknowledged */
+  bool departed; /* no longer in the discovered inventory; kept until it holds no cap of ours */
 };
 
 /* Updates a node from this round's answers (NULL bodies: no answer, with why).

@@ -68,6 +68,7 @@ static json_t *status_json(struct ctl_controller *c, double now, double measured
     json_object_set_new(o, "caps_acked_at", json_null());
   }
   json_object_set_new(o, "infeasible", json_boolean(has_target && c->last_plan.infeasible));
+  json_object_set_new(o, "discovery", ctl_discovery_json(c, now));
   return o;
 }
 
@@ -163,6 +164,9 @@ static char *metrics_text(struct ctl_controller *c, double measured, double targ
       "pflex_controller_api_errors_total %llu\n",
       c->api_errors);
   job_metrics(&t, c);
+  char *disc = ctl_discovery_metrics(c, ctl_epoch_now());
+  if (disc) put(&t, "%s", disc);
+  free(disc);
   return t.s;
 }
 

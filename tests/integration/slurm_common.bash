@@ -121,3 +121,75 @@ all_original() {
 }
 
 slurmd_log_has() { grep -qF "$1" "$BED/log/slurmd.log"; }
+
+# --- pflex-controller on the test bed (slurm_event.sh, slurm_discovery.sh)
+
+# start_controller OPTIONS...: pflex-controller with the classes rigid
+# (floor 99%) and flex50 (floor 50%), half-second rounds, its API on a free
+# loopback port, and OPTIONS (where its agents come from); waits (at most
+# 10 s) until it serves. Sets C, AUTH, CTL_PID; its log is $T/ctl.log.
+start_controller() {
+  local cport i
+  CTL="$PFLEX_BINARY_DIR/pflex-controller"
+  [ -x "$CTL" ] || fail "missing $CTL"
+  echo "controller-token-slurm-$RANDOM-1" > "$T/ctok"
+  chmod 600 "$T/ctok"
+  cport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  "$CTL" "$@" --agent-token-file "$T/token" --token-file "$T/ctok" \
+    --state-db "$T/ctl.db" --listen "127.0.0.1:$cport" --round-s 0.5 --lease-rounds 4 \
+    --agent-timeout-s 0.4 --class rigid,floor_pct=99 --class flex50,floor_pct=50 > "$T/ctl.log" 2>&1 &
+  CTL_PID=$!
+  AGENT_PIDS+=("$CTL_PID")
+  C="http://127.0.0.1:$cport"
+  AUTH="Authorization: Bearer $(cat "$T/ctok")"
+  for ((i = 0; i < 100; i++)); do curl -sf "$C/v1/health" > /dev/null && return 0; sleep 0.1; done
+  fail "the controller did not start: $(cat "$T/ctl.log")"
+}
+
+# submit_rigid_flex: a rigid job on one GPU and a flex50 job on two, both
+# running and registered with pflexd. Sets rigid, flex, g_rigid, g_flex.
+submit_rigid_flex() {
+  rigid=$(submit_held --gres=gpu:1 --pflex-class=rigid)
+  flex=$(submit_held --gres=gpu:2 --pflex-class=flex50)
+  wait_state "$rigid" RUNNING 30
+  wait_state "$flex" RUNNING 30
+  g_rigid=$(wait_registered "$rigid" 10)
+  g_flex=$(wait_registered "$flex" 10)
+  echo "rigid job $rigid: GPU $g_rigid; flex50 job $flex: GPUs $g_flex"
+  [[ $g_flex =~ ^[0-3],[0-3]$ ]] || fail "flex job has GPUs '$g_flex', want two"
+}
+
+# gpu_limit_w GPU: pflexd's limit of it, in W.
+gpu_limit_w() {
+  api_unix GET /v1/gpus
+  echo "$BODY" | jq --argjson g "$1" '.gpus[] | select(.index == $g) | .limit_w'
+}
+# max_limit "0,1": the highest limit among those GPUs, in W.
+max_limit() { local g m=0 l; for g in ${1//,/ }; do l=$(gpu_limit_w "$g"); m=$(jq -n "[$m, $l] | max"); done; echo "$m"; }
+# flex_capped_more: the flex50 job's GPUs capped below the rigid job's and
+# below 700 W, and the controller compliant.
+flex_capped_more() {
+  local r f
+  r=$(max_limit "$g_rigid") f=$(max_limit "$g_flex")
+  jq -ne "$f < $r and $f < 700" > /dev/null &&
+    curl -sf "$C/v1/status" | jq -e '.compliant == true' > /dev/null
+}
+# wait_flex_capped_more SECONDS
+wait_flex_capped_more() {
+  local i
+  for ((i = 0; i < $1 * 10; i++)); do flex_capped_more && return 0; sleep 0.1; done
+  fail "the event did not cap the flex job more than the rigid one within $1 s: rigid $(max_limit "$g_rigid") W, flex $(max_limit "$g_flex") W; $(curl -s "$C/v1/status")"
+}
+# check_floors: prints the caps in force; each job within its floor (the
+# throughput the controller predicts at its cap, relative to the job's
+# uncapped throughput, its curve's T_max).
+check_floors() {
+  local st j
+  st=$(curl -sf "$C/v1/status")
+  echo "during the event: rigid at $(max_limit "$g_rigid") W, flex50 at $(max_limit "$g_flex") W; target $(jq .target_w <<< "$st") W, measured $(jq .measured_w <<< "$st") W"
+  for j in "$rigid" "$flex"; do
+    jq -e --arg j "$j" '.jobs[] | select(.id == $j) |
+      (.predicted_throughput / (.throughput_uncapped // 1)) >= .floor - 1e-3' <<< "$st" > /dev/null ||
+      fail "job $j below its floor: $(jq -c --arg j "$j" '.jobs[] | select(.id == $j)' <<< "$st")"
+  done
+}

@@ -12,32 +12,11 @@
 # wait is bounded; the EXIT trap stops Slurm, pflexd and the controller.
 source "$(dirname "$0")/slurm_common.bash"
 
-CTL="$PFLEX_BINARY_DIR/pflex-controller"
-[ -x "$CTL" ] || fail "missing $CTL"
 start_pflexd --hz 5
 start_bed timeout_ms=2000
-
-echo "controller-token-slurm-event-1" > "$T/ctok"
-chmod 600 "$T/ctok"
 echo "$URL" > "$T/agents"
-CPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$CTL" --agents-file "$T/agents" --agent-token-file "$T/token" --token-file "$T/ctok" \
-  --state-db "$T/ctl.db" --listen "127.0.0.1:$CPORT" --round-s 0.5 --lease-rounds 4 \
-  --agent-timeout-s 0.4 --class rigid,floor_pct=99 --class flex50,floor_pct=50 > "$T/ctl.log" 2>&1 &
-AGENT_PIDS+=($!)
-C="http://127.0.0.1:$CPORT"
-AUTH="Authorization: Bearer $(cat "$T/ctok")"
-for ((i = 0; i < 100; i++)); do curl -sf "$C/v1/health" > /dev/null && break; sleep 0.1; done
-curl -sf "$C/v1/health" > /dev/null || fail "the controller did not start: $(cat "$T/ctl.log")"
-
-rigid=$(submit_held --gres=gpu:1 --pflex-class=rigid)
-flex=$(submit_held --gres=gpu:2 --pflex-class=flex50)
-wait_state "$rigid" RUNNING 30
-wait_state "$flex" RUNNING 30
-g_rigid=$(wait_registered "$rigid" 10)
-g_flex=$(wait_registered "$flex" 10)
-echo "rigid job $rigid: GPU $g_rigid; flex50 job $flex: GPUs $g_flex"
-[[ $g_flex =~ ^[0-3],[0-3]$ ]] || fail "flex job has GPUs '$g_flex', want two"
+start_controller --agents-file "$T/agents"
+submit_rigid_flex
 
 # The controller sees both jobs with the classes they were submitted with,
 # uncapped long enough to learn their draw.
@@ -51,28 +30,8 @@ sleep 2
 # A 30% cut of the measured 2600 W.
 id=$(curl -sf -X POST "$C/v1/events" -H "$AUTH" -d '{"cut_pct":30,"start":"now","duration_s":120}' | jq -e '.id') ||
   fail "POST /v1/events refused"
-gpu_limit_w() { # GPU: pflexd's limit of it, in W
-  api_unix GET /v1/gpus
-  echo "$BODY" | jq --argjson g "$1" '.gpus[] | select(.index == $g) | .limit_w'
-}
-max_limit() { local g m=0 l; for g in ${1//,/ }; do l=$(gpu_limit_w "$g"); m=$(jq -n "[$m, $l] | max"); done; echo "$m"; }
-capped() {
-  local r f
-  r=$(max_limit "$g_rigid") f=$(max_limit "$g_flex")
-  jq -ne "$f < $r and $f < 700" > /dev/null &&
-    curl -sf "$C/v1/status" | jq -e '.compliant == true' > /dev/null
-}
-for ((i = 0; i < 150; i++)); do capped && break; sleep 0.1; done
-capped || fail "the event did not cap the flex job more than the rigid one within 15 s: rigid $(max_limit "$g_rigid") W, flex $(max_limit "$g_flex") W; $(curl -s "$C/v1/status")"
-st=$(curl -sf "$C/v1/status")
-echo "during the event: rigid at $(max_limit "$g_rigid") W, flex50 at $(max_limit "$g_flex") W; target $(jq .target_w <<< "$st") W, measured $(jq .measured_w <<< "$st") W"
-# Each within its floor: the throughput the controller predicts at the cap,
-# relative to the job's uncapped throughput (its curve's T_max).
-for j in "$rigid" "$flex"; do
-  jq -e --arg j "$j" '.jobs[] | select(.id == $j) |
-    (.predicted_throughput / (.throughput_uncapped // 1)) >= .floor - 1e-3' <<< "$st" > /dev/null ||
-    fail "job $j below its floor: $(jq -c --arg j "$j" '.jobs[] | select(.id == $j)' <<< "$st")"
-done
+wait_flex_capped_more 15
+check_floors
 
 # The flex job ends mid-event: its GPUs go to the lease's event-safe
 # fallback, not to their default limit (the controller may cap them lower
