@@ -48,8 +48,7 @@ int pflex_runset_check_reference(const struct pflex_runset *set, double cap_w,
   for (size_t j = 0; !err && j < ng; j++) {
     const struct pflex_run *top = &set->runs[g[j].uncapped];
     if (fabs(top->cap_w - cap_w) > PFLEX_REFERENCE_TOL_W)
-      err = pflex_diag_set(diag, -PFLEX_E_DATA, set->source ? set->source : "", top->line,
-                           "cap_w",
+      err = pflex_diag_set(diag, -PFLEX_E_DATA, set->source ? set->source : "", top->line, "cap_w",
                            "group '%s' has no run at the reference cap %g W (its highest cap "
                            "is %g W)",
                            g[j].name, cap_w, top->cap_w);
