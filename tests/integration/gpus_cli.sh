@@ -78,6 +78,28 @@ set -e
   fail "stats on the unknown-GPU file"
 [ "$(grep -c '"reference_note"' out)" -eq 6 ] || fail "stats --json: expected 6 reference notes"
 
+# --- a jobs file: an A100 job's cap range is the A100's (100-400 W), not 200-700 W;
+# a job on a type pflex does not know must give its cap range
+cat > jobs.json <<'JSON'
+{"jobs": [{"name": "a", "gpu": "A100", "gpus": 8, "p_max": 3000, "t_max": 1000, "pfi": 1.5},
+          {"name": "h", "gpu": "H200", "gpus": 8, "p_max": 5200, "t_max": 2000, "pfi": 1.3}]}
+JSON
+"$PFLEX" allocate jobs.json --cut 40 --csv >out 2>err || fail "allocate an A100 jobs file: $(cat err)"
+awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+  $1 == "a" { if ($(c["cap_w"]) < 100 - 1e-9 || $(c["cap_w"]) > 400 + 1e-9) bad = 1; seen = 1 }
+  END { exit bad || !seen }' out || fail "A100 job's cap outside 100-400 W: $(cat out)"
+cat > unk.json <<'JSON'
+[{"name": "m", "gpu": "MI300X", "gpus": 8, "p_max": 5000, "t_max": 1000, "pfi": 1.5}]
+JSON
+set +e
+"$PFLEX" allocate unk.json --cut 20 >out 2>err; rc=$?
+set -e
+[ "$rc" -eq 1 ] || fail "a job on an unknown GPU without cap limits should be refused, got $rc"
+has "cap_min_w" err || fail "unknown-GPU job: the message must name cap_min_w: $(cat err)"
+has "not in pflex's GPU table" err || fail "unknown-GPU job: $(cat err)"
+sed -e 's/"pfi": 1.5/"pfi": 1.5, "cap_min_w": 300, "cap_max_w": 750/' unk.json >unk2.json
+"$PFLEX" allocate unk2.json --cut 20 >/dev/null 2>err || fail "unknown GPU with its cap range: $(cat err)"
+
 # --- the store keeps its rule: a whole group needs its uncapped run
 set +e
 "$PFLEX" import "$A100" --db "$tmp/s.db" >out 2>err; rc=$?
