@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "cli/commands.h"
+#include "cli/reference_notes.h"
 #include "cli/util.h"
 #include "pflex/alloc.h"
 #include "pflex/csv.h"
@@ -81,8 +82,10 @@ static bool looks_like_json(const char *path) {
   return c == '{' || c == '[';
 }
 
+/* Reads the jobs; for a runs CSV also *ret_notes, the groups' reference notes
+ * (cli_reference_notes_json, in job order). */
 static int load(const char *path, enum pflex_tput_unit unit, double reference_cap,
-                struct pflex_jobset *set) {
+                struct pflex_jobset *set, json_t **ret_notes) {
   struct pflex_diag diag;
   pflex_diag_clear(&diag);
   int err;
@@ -96,6 +99,11 @@ static int load(const char *path, enum pflex_tput_unit unit, double reference_ca
   if ((err = cli_load_runs(path, &opts, &runs))) return err;
   err = pflex_jobs_from_runs(&runs, set, &diag);
   if (err) cli_error_diag("cannot use", &diag, err);
+  if (!err && !(*ret_notes = cli_reference_notes_json(&runs))) {
+    cli_error("out of memory");
+    pflex_jobset_release(set);
+    err = -ENOMEM;
+  }
   pflex_runset_release(&runs);
   return err;
 }
@@ -133,7 +141,8 @@ static double job_pmax(const struct pflex_alloc_job *j) {
 }
 
 static int print_json(const struct pflex_jobset *set, enum pflex_alloc_strategy st, double cut,
-                      const struct pflex_alloc_result *r, const struct pflex_alloc_summary *s) {
+                      const struct pflex_alloc_result *r, const struct pflex_alloc_summary *s,
+                      json_t *notes) {
   json_t *root = json_object(), *arr = json_array();
   if (!root || !arr) {
     json_decref(arr);
@@ -167,6 +176,8 @@ static int print_json(const struct pflex_jobset *set, enum pflex_alloc_strategy 
     double t_max = j->t_max > 0 ? j->t_max : j->curve ? pflex_curve_t_max(j->curve) : NAN;
     json_object_set_new(o, "t_max", isfinite(t_max) ? json_real(t_max) : json_null());
     json_object_set_new(o, "weight", json_real(j->weight));
+    json_t *note = json_array_get(notes, i); /* a runs CSV's groups, as the jobs */
+    if (json_is_string(note)) json_object_set(o, "reference_note", note);
     json_array_append_new(arr, o);
   }
   json_object_set_new(root, "jobs", arr);
@@ -232,7 +243,8 @@ static int run(int argc, char **argv) {
   const char *path = p.operands[0];
   struct pflex_jobset set;
   pflex_jobset_init(&set);
-  if (load(path, a.unit, a.reference_cap, &set)) return PFLEX_EXIT_FAIL;
+  json_t *notes = NULL;
+  if (load(path, a.unit, a.reference_cap, &set, &notes)) return PFLEX_EXIT_FAIL;
   int status = PFLEX_EXIT_FAIL;
   struct pflex_alloc_result *r = calloc(set.n ? set.n : 1, sizeof *r);
   if (!r) {
@@ -276,7 +288,7 @@ static int run(int argc, char **argv) {
   }
   cut = s.max_w > 0 ? 1 - target / s.max_w : 0;
   if (json) {
-    if (print_json(&set, st, cut, r, &s)) goto out;
+    if (print_json(&set, st, cut, r, &s, notes)) goto out;
   } else if (csv) {
     print_csv(&set, r);
   } else {
@@ -285,6 +297,7 @@ static int run(int argc, char **argv) {
   status = PFLEX_EXIT_OK;
 out:
   free(r);
+  json_decref(notes);
   pflex_jobset_release(&set);
   return status;
 }

@@ -50,3 +50,23 @@ int cli_reference_note_json(json_t *obj, const struct pflex_runset *set,
   if (group_note(set, g, note, sizeof note)) return 0;
   return json_object_set_new(obj, "reference_note", json_string(note)) ? -ENOMEM : 0;
 }
+
+json_t *cli_reference_notes_json(const struct pflex_runset *set) {
+  struct pflex_group *g = NULL;
+  size_t ng = 0;
+  json_t *arr = json_array();
+  if (!arr || pflex_runset_groups(set, &g, &ng)) {
+    json_decref(arr);
+    return NULL;
+  }
+  for (size_t j = 0; arr && j < ng; j++) {
+    char note[512];
+    json_t *v = group_note(set, &g[j], note, sizeof note) ? json_null() : json_string(note);
+    if (json_array_append_new(arr, v)) {
+      json_decref(arr);
+      arr = NULL;
+    }
+  }
+  pflex_groups_free(g, ng);
+  return arr;
+}

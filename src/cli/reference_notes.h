@@ -20,4 +20,8 @@ void cli_reference_notes_print(const struct pflex_runset *set,
 int cli_reference_note_json(json_t *obj, const struct pflex_runset *set,
                             const struct pflex_group *g);
 
+/* One entry per group of set, in pflex_runset_groups order: its reference
+ * note as a string, or null when it needs none; NULL when out of memory. */
+json_t *cli_reference_notes_json(const struct pflex_runset *set);
+
 #endif

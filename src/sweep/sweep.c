@@ -16,8 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "pflex/gpu_models.h"
 #include "pflex/error.h"
+#include "pflex/gpu_models.h"
 #include "pflex/sweep.h"
 #include "pflex/tput.h"
 

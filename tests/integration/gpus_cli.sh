@@ -57,6 +57,11 @@ has "is the reference (uncapped) run" err || fail "study: no reference note"
 awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
   { if ($(c["cap_w"]) < 100 - 1e-9 || $(c["cap_w"]) > 340 + 1e-9) bad = 1 } END { exit bad }' out ||
   fail "allocate: a cap outside 100-340 W: $(cat out)"
+"$PFLEX" allocate "$A100" --cut 30 --json >out 2>/dev/null || fail "allocate --json on the A100 file"
+[ "$(grep -c '"reference_note": "group .*its highest cap, 340 W, is the reference' out)" -eq 8 ] ||
+  fail "allocate --json: expected a reference_note per job: $(cat out)"
+"$PFLEX" allocate "$PFLEX_SOURCE_DIR/data/reference/runs.csv" --cut 30 --json >out 2>/dev/null
+! grep -q '"reference_note"' out || fail "allocate --json: no note on the reference set"
 
 # --- an unknown GPU type, throughput in a `throughput` column
 "$PFLEX" pfi "$UNK" --tput-column throughput --unit samples --draws 200 >out 2>err ||

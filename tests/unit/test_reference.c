@@ -21,8 +21,8 @@ static void test_kinds_and_notes(void **state) {
   (void)state;
   struct pflex_runset set;
   pflex_runset_init(&set);
-  struct pflex_run r[] = {run("h", "H200", 700, 5000, 100), run("h", "H200", 300, 2300, 70),
-                          run("a", "A100", 300, 2300, 70),  run("a", "A100", 200, 1500, 50),
+  struct pflex_run r[] = {run("h", "H200", 700, 5000, 100),  run("h", "H200", 300, 2300, 70),
+                          run("a", "A100", 300, 2300, 70),   run("a", "A100", 200, 1500, 50),
                           run("x", "MI300X", 750, 5800, 90), run("x", "MI300X", 300, 2300, 40)};
   for (size_t i = 0; i < 6; i++)
     assert_int_equal(pflex_runset_append(&set, &r[i]), 0);
