@@ -15,7 +15,8 @@ set(PFLEX_LAYER_base_LIBS)
 
 set(PFLEX_LAYER_core_DEPS base)
 set(PFLEX_LAYER_core_HEADERS runs.h pfi.h curve.h stats.h features.h predict.h alloc.h jobs.h
-                             study.h twin.h refine.h study_predict.h)
+                             study.h twin.h refine.h study_predict.h gpu_models.h
+                             reference.h)
 set(PFLEX_LAYER_core_LIBS PkgConfig::GSL m)
 
 set(PFLEX_LAYER_telemetry_DEPS core base)

@@ -118,8 +118,10 @@ int pflex_sweep_run(struct pflex_gpu *gpu, struct pflex_restore *restore,
  * -PFLEX_E_NOPOINTS with fewer than two runs. */
 int pflex_sweep_pfi(const struct pflex_sweep_result *res, struct pflex_pfi_result *ret);
 
-/* The GPU type for the runs CSV from a device name: "NVIDIA H200" -> "H200",
- * "NVIDIA H100 80GB HBM3" -> "H100"; the name itself when nothing fits. */
+/* The GPU type for the runs CSV from a device name: the GPU table's name when
+ * it knows the GPU ("NVIDIA H200" -> "H200", "NVIDIA H100 80GB HBM3" -> "H100",
+ * "NVIDIA H100 PCIe" -> "H100-PCIE", "Tesla V100-SXM2-32GB" -> "V100"), else
+ * the first word after "NVIDIA ", or the name itself when nothing fits. */
 void pflex_sweep_gpu_type(const char *device_name, char *buf, size_t size);
 
 #endif

@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "cli/commands.h"
+#include "cli/reference_notes.h"
 #include "cli/util.h"
 #include "pflex/alloc.h"
 #include "pflex/caps_plan.h"
@@ -28,6 +29,7 @@ struct args {
   struct pflex_alloc_opts alloc;
   enum pflex_tput_unit unit;
   const char *set, *mapping, *caps_out;
+  double reference_cap;
   bool json, csv;
 };
 
@@ -59,6 +61,10 @@ static const struct cli_option options[] = {
                 "writes each GPU's cap for 'pflex cap set --from'")},
     {CLI_STRING("caps-out", "FILE", A, caps_out,
                 "the caps file to write (replaced atomically); needs --mapping")},
+    {CLI_DOUBLE("reference-cap", "W", A, reference_cap, 0, INFINITY,
+                "runs CSV: each group's run at W per GPU is its reference (uncapped) run; runs "
+                "above it are left out (default: the highest cap)"),
+     .flags = CLI_OPEN_MIN},
     {CLI_FLAG("json", A, json, "print JSON")},
     {CLI_FLAG("csv", A, csv, "print CSV, one row per job")},
     {CLI_END}};
@@ -103,8 +109,11 @@ static void note_mixed_sets(const char *path, const struct pflex_runset *runs) {
   }
 }
 
-static int load(const char *path, enum pflex_tput_unit unit, const char *set_filter,
-                struct pflex_jobset *set) {
+/* Reads the jobs; for a runs CSV also *ret_notes, the groups' reference notes
+ * (cli_reference_notes_json, in job order). */
+static int load(const char *path, const struct args *a, struct pflex_jobset *set,
+                json_t **ret_notes) {
+  const char *set_filter = a->set;
   struct pflex_diag diag;
   pflex_diag_clear(&diag);
   int err;
@@ -116,13 +125,19 @@ static int load(const char *path, enum pflex_tput_unit unit, const char *set_fil
     if ((err = pflex_jobs_read_json(path, set, &diag))) cli_error_diag("cannot read", &diag, err);
     return err;
   }
-  struct pflex_runs_read_opts opts = {.unit = unit, .set_filter = set_filter};
+  struct pflex_runs_read_opts opts = {
+      .unit = a->unit, .set_filter = set_filter, .reference_cap_w = a->reference_cap};
   struct pflex_runset runs;
   pflex_runset_init(&runs);
   if ((err = cli_load_runs(path, &opts, &runs))) return err;
   if (!set_filter) note_mixed_sets(path, &runs);
   err = pflex_jobs_from_runs(&runs, set, &diag);
   if (err) cli_error_diag("cannot use", &diag, err);
+  if (!err && !(*ret_notes = cli_reference_notes_json(&runs))) {
+    cli_error("out of memory");
+    pflex_jobset_release(set);
+    err = -ENOMEM;
+  }
   pflex_runset_release(&runs);
   return err;
 }
@@ -160,7 +175,8 @@ static double job_pmax(const struct pflex_alloc_job *j) {
 }
 
 static int print_json(const struct pflex_jobset *set, enum pflex_alloc_strategy st, double cut,
-                      const struct pflex_alloc_result *r, const struct pflex_alloc_summary *s) {
+                      const struct pflex_alloc_result *r, const struct pflex_alloc_summary *s,
+                      json_t *notes) {
   json_t *root = json_object(), *arr = json_array();
   if (!root || !arr) {
     json_decref(arr);
@@ -194,6 +210,8 @@ static int print_json(const struct pflex_jobset *set, enum pflex_alloc_strategy 
     double t_max = j->t_max > 0 ? j->t_max : j->curve ? pflex_curve_t_max(j->curve) : NAN;
     json_object_set_new(o, "t_max", isfinite(t_max) ? json_real(t_max) : json_null());
     json_object_set_new(o, "weight", json_real(j->weight));
+    json_t *note = json_array_get(notes, i); /* a runs CSV's groups, as the jobs */
+    if (json_is_string(note)) json_object_set(o, "reference_note", note);
     json_array_append_new(arr, o);
   }
   json_object_set_new(root, "jobs", arr);
@@ -297,7 +315,8 @@ static int run(int argc, char **argv) {
     cli_usage_error(&spec, "--mapping and --caps-out go together");
     return PFLEX_EXIT_USAGE;
   }
-  if (load(path, a.unit, a.set, &set)) return PFLEX_EXIT_FAIL;
+  json_t *notes = NULL;
+  if (load(path, &a, &set, &notes)) return PFLEX_EXIT_FAIL;
   int status = PFLEX_EXIT_FAIL;
   struct pflex_alloc_result *r = calloc(set.n ? set.n : 1, sizeof *r);
   if (!r) {
@@ -342,7 +361,7 @@ static int run(int argc, char **argv) {
   cut = s.max_w > 0 ? 1 - target / s.max_w : 0;
   if (a.mapping && write_caps(&a, &set, r, st, target)) goto out;
   if (json) {
-    if (print_json(&set, st, cut, r, &s)) goto out;
+    if (print_json(&set, st, cut, r, &s, notes)) goto out;
   } else if (csv) {
     print_csv(&set, r);
   } else {
@@ -351,6 +370,7 @@ static int run(int argc, char **argv) {
   status = PFLEX_EXIT_OK;
 out:
   free(r);
+  json_decref(notes);
   pflex_jobset_release(&set);
   return status;
 }

@@ -15,6 +15,7 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/pfi_args.h"
 #include "cli/util.h"
 #include "pflex/study.h"
 #include "pflex/study_figures.h"
@@ -115,6 +116,7 @@ static const struct cli_option options[] = {
                 "predict every job of RUNS, unseen in fitting ('unseen')")},
     {CLI_ENUM_FN("unit", "UNIT", A, ro.unit, cli_unit_name,
                  "throughput column: tokens, samples, steps, step-time")},
+    {CLI_INCLUDE(A, ro, cli_runs_source_options)}, /* --tput-column, --reference-cap */
     {CLI_STRING("out", "DIR", A, outdir,
                 "also write the figures there (created if missing): fig8.svg/.png (throughput "
                 "relative to oracle by cut, per strategy and scenario) and fig4.svg/.png (PFI by "

@@ -67,11 +67,20 @@ const struct cli_option cli_pfi_target_options[] = {
                 "relative noise of throughput when tokens_sd is absent (default 0.005)")},
     {CLI_END}};
 
+const struct cli_option cli_runs_source_options[] = {
+    {CLI_STRING("tput-column", "C", struct pflex_runs_read_opts, tput_column,
+                "read the throughput from column C (in the unit --unit names)")},
+    {CLI_DOUBLE("reference-cap", "W", struct pflex_runs_read_opts, reference_cap_w, 0, INFINITY,
+                "each group's run at W per GPU is its reference (uncapped) run; runs above it "
+                "are left out (default: the highest cap, noted when below the GPU's default "
+                "limit)"),
+     .flags = CLI_OPEN_MIN},
+    {CLI_END}};
+
 const struct cli_option cli_pfi_read_options[] = {
     {CLI_ENUM_FN("unit", "U", A, read.unit, cli_unit_name,
                  "throughput column: tokens (default), samples, steps, step-time")},
-    {CLI_STRING("tput-column", "C", A, read.tput_column,
-                "read the throughput from column C (in the unit --unit names)")},
+    {CLI_INCLUDE(A, read, cli_runs_source_options)},
     {CLI_END}};
 
 const struct cli_option cli_pfi_ci_options[] = {

@@ -29,6 +29,9 @@ struct cli_pfi_args {
  * fit, predict and ablation filter their data sets with a --set of their own). */
 extern const struct cli_option cli_pfi_target_options[];
 extern const struct cli_option cli_pfi_read_options[];
+/* --tput-column and --reference-cap over a struct pflex_runs_read_opts (in
+ * cli_pfi_read_options; pflex study includes them on its own reader options). */
+extern const struct cli_option cli_runs_source_options[];
 extern const struct cli_option cli_pfi_ci_options[];
 extern const struct cli_option cli_pfi_set_option[];
 

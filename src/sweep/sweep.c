@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "pflex/error.h"
+#include "pflex/gpu_models.h"
 #include "pflex/sweep.h"
 #include "pflex/tput.h"
 
@@ -56,6 +57,12 @@ int pflex_sweep_pfi(const struct pflex_sweep_result *res, struct pflex_pfi_resul
 }
 
 void pflex_sweep_gpu_type(const char *name, char *buf, size_t size) {
+  /* The GPU table's name tells the board apart ("NVIDIA H100 PCIe" is not an H100 SXM). */
+  const struct pflex_gpu_model *m = pflex_gpu_model_find(name);
+  if (m) {
+    snprintf(buf, size, "%s", m->name);
+    return;
+  }
   const char *p = name;
   if (strncmp(p, "NVIDIA ", 7) == 0) p += 7;
   size_t len = strcspn(p, " ");

@@ -11,6 +11,7 @@
 
 #include "pflex/curve.h"
 #include "pflex/error.h"
+#include "pflex/gpu_models.h"
 
 #define NEAR(a, b, tol) assert_true(fabs((a) - (b)) <= (tol))
 
@@ -204,6 +205,16 @@ static void test_from_pfi(void **state) {
   struct pflex_curve_params base;
   pflex_curve_params_default("H200", 8, 5000, &base);
   NEAR(base.idle_frac, 8 * 75.0 / 5000, 1e-12);
+  /* Each GPU's own idle power (the GPU table), never the H200's for another type. */
+  struct pflex_curve_params other;
+  pflex_curve_params_default("H100", 8, 5000, &other);
+  NEAR(other.idle_frac, 8 * 79.0 / 5000, 1e-12);
+  pflex_curve_params_default("A100", 4, 1500, &other);
+  NEAR(other.idle_frac, 4 * 55.0 / 1500, 1e-12);
+  pflex_curve_params_default("MI300X", 4, 2800, &other);
+  NEAR(other.idle_frac, pflex_gpu_idle_share(), 1e-12);
+  pflex_curve_params_default(NULL, 8, 5000, &other);
+  NEAR(other.idle_frac, base.idle_frac, 0);
   for (size_t i = 0; i < sizeof pfis / sizeof pfis[0]; i++) {
     struct pflex_curve *c = NULL;
     assert_int_equal(pflex_curve_from_pfi(pfis[i], 1600, 5000, 1234, grid, 5, &base, &c), 0);

@@ -93,6 +93,12 @@ static void test_limit_fit_and_names(void **state) {
   assert_string_equal(t, "H100");
   pflex_sweep_gpu_type("NVIDIA H200", t, sizeof t);
   assert_string_equal(t, "H200");
+  pflex_sweep_gpu_type("NVIDIA H100 PCIe", t, sizeof t);
+  assert_string_equal(t, "H100-PCIE");
+  pflex_sweep_gpu_type("Tesla V100-SXM2-32GB", t, sizeof t);
+  assert_string_equal(t, "V100");
+  pflex_sweep_gpu_type("NVIDIA RTX 9999 Hypothetical", t, sizeof t);
+  assert_string_equal(t, "RTX");
 }
 
 static void test_registry(void **state) {

@@ -428,6 +428,27 @@ static void test_paper_grid(void **state) {
   assert_int_equal(pflex_jobs_paper_grid(8, 3000, g), 2);
   assert_int_equal(pflex_jobs_paper_grid(32, 1e6, g), 3);
   assert_true(g[0] == 6400 && g[1] == 16000 && g[2] == 19200);
+  /* In another GPU's range: an A100 (100-400 W) gets 100, 160, ..., 340 W per
+   * GPU, an 8-GPU job measured up to 2,800 W all five; the paper's grid
+   * (200 W and up) would leave it only the 200 W point (issue 12). */
+  assert_int_equal(pflex_jobs_range_grid(100, 400, 8, 2800, g), 5);
+  const double a100[] = {800, 1280, 1760, 2240, 2720};
+  for (size_t i = 0; i < 5; i++)
+    assert_float_equal(g[i], a100[i], 1e-9);
+  assert_int_equal(pflex_jobs_paper_grid(8, 2800, g), 2);
+  assert_int_equal(pflex_jobs_gpu_grid("A100", 0, 0, 8, 2800, g), 5);
+  assert_float_equal(g[0], 800, 1e-9);
+  /* H200 and H100: the paper's grid to the bit */
+  double h[5];
+  assert_int_equal(pflex_jobs_gpu_grid("H200", 0, 0, 8, 5000, h), 5);
+  assert_int_equal(pflex_jobs_paper_grid(8, 5000, g), 5);
+  for (size_t i = 0; i < 5; i++)
+    assert_true(g[i] == h[i]);
+  /* a type pflex does not know: the job's own cap range (300-750 W) */
+  assert_int_equal(pflex_jobs_gpu_grid("MI300X", 300, 750, 1, 800, g), 5);
+  assert_float_equal(g[0], 300, 1e-9);
+  assert_float_equal(g[4], 660, 1e-9);
+  assert_int_equal(pflex_jobs_gpu_grid("MI300X", 0, 0, 1, 800, g), 0);
 }
 
 /* The one group PFI: the paper's mean of Eq. 1 over the capped runs by default
