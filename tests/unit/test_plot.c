@@ -45,7 +45,7 @@ static void skip_render_under_valgrind(void) {
 static void test_plot_args(void **state) {
   (void)state;
   assert_string_equal(pflex_plot_device("a.PNG"), "pngcairo");
-  assert_string_equal(pflex_plot_device("dir.v/a.svg"), "svgcairo");
+  assert_string_equal(pflex_plot_device("dir.v/a.svg"), "svg");
   assert_string_equal(pflex_plot_device("a.pdf"), "pdfcairo");
   assert_null(pflex_plot_device("a.jpg"));
   assert_null(pflex_plot_device("noext"));
