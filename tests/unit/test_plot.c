@@ -253,9 +253,60 @@ static void test_curves_figure(void **state) {
   pflex_runset_release(&set);
 }
 
+/* "&#xNN;" for every character of the ASCII text s: how PLplot's svg driver
+ * writes the characters of a <text> element. */
+static void svg_encode(const char *s, char *out, size_t size) {
+  size_t o = 0;
+  for (; *s && o + 8 < size; s++) o += (size_t)snprintf(out + o, size - o, "&#x%x;", (unsigned char)*s);
+  out[o] = '\0';
+}
+
+/* SVG text is text: the title, the note, a legend entry and an x tick label
+ * are <text> elements, not glyph outlines. */
+static void test_svg_text(void **state) {
+  (void)state;
+  skip_render_under_valgrind();
+  char path[] = "/tmp/pflex-test-plot-XXXXXX.svg";
+  int fd = mkstemps(path, 4);
+  assert_true(fd >= 0);
+  close(fd);
+  double x[] = {1, 2, 3}, y[] = {1, 0.5, 0.8};
+  const char *ticks[] = {"group one", "group two", "group three"};
+  struct pflex_plot_series s[] = {{.label = "series label", .x = x, .y = y, .n = 3,
+                                   .style = PFLEX_PLOT_LINE_POINTS, .color = 2,
+                                   .dash = PFLEX_PLOT_DASHDOT, .marker = "\u25B2"}};
+  struct pflex_plot_panel p = {.xmin = 0.5, .xmax = 3.5, .ymin = NAN, .ymax = NAN, .series = s,
+                               .nseries = 1, .legend = true, .xticks = ticks, .nxticks = 3,
+                               .bottom = 0.3};
+  struct pflex_plot fig = {.title = "figure title", .panels = &p, .npanels = 1,
+                           .note = "data: simulated"};
+  assert_int_equal(pflex_plot_render(&fig, path), 0);
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  char *buf = calloc(1, 1 << 20);
+  assert_non_null(buf);
+  size_t n = fread(buf, 1, (1 << 20) - 1, f);
+  fclose(f);
+  unlink(path);
+  assert_true(n > 0);
+  assert_non_null(strstr(buf, "<text"));
+  const char *want[] = {"figure title", "data: simulated", "series label", "group three"};
+  for (size_t k = 0; k < 4; k++) {
+    char enc[512];
+    svg_encode(want[k], enc, sizeof enc);
+    assert_non_null(strstr(buf, enc));
+  }
+  char tri[64];
+  snprintf(tri, sizeof tri, "&#x%x;", 0x25B2); /* the marker: in the plot and the legend */
+  char *first = strstr(buf, tri);
+  assert_non_null(first);
+  assert_non_null(strstr(first + 1, tri));
+  free(buf);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_plot_args),
+      cmocka_unit_test(test_plot_args), cmocka_unit_test(test_svg_text),
       cmocka_unit_test(test_plot),
       cmocka_unit_test(test_multi_panel_png),
       cmocka_unit_test(test_legend_positions),

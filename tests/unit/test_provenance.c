@@ -13,6 +13,8 @@
 
 #include <cmocka.h>
 
+#include "pflex/jobs_json.h"
+#include "pflex/model_json.h"
 #include "pflex/provenance.h"
 #include "pflex/runs_csv.h"
 #include "pflex/runs_json.h"
@@ -168,9 +170,71 @@ static void test_old_file(void **state) {
   unlink(path);
 }
 
+/* Model files: written with the field, read back; absent (an older file):
+ * unknown; a value that is not a name: refused, naming the field. */
+static void test_model_file(void **state) {
+  (void)state;
+  struct pflex_model m, back;
+  pflex_model_init(&m);
+  m.kind = PFLEX_MODEL_PRIOR;
+  m.prior_mean = 1.5;
+  m.provenance = PFLEX_PROV_SIMULATED;
+  char *text = NULL;
+  assert_int_equal(pflex_model_to_json(&m, &text), 0);
+  struct pflex_diag diag;
+  pflex_diag_clear(&diag);
+  assert_int_equal(pflex_model_from_json(text, "m.json", &back, &diag), 0);
+  assert_int_equal(back.provenance, PFLEX_PROV_SIMULATED);
+  pflex_model_release(&back);
+  char *at = strstr(text, "\"provenance\": \"simulated\"");
+  assert_non_null(at);
+  memcpy(at, "\"provenancx\"", 12); /* the key renamed: as if absent */
+  assert_int_equal(pflex_model_from_json(text, "m.json", &back, &diag), 0);
+  assert_int_equal(back.provenance, PFLEX_PROV_UNKNOWN);
+  pflex_model_release(&back);
+  static const char bad_value[] = "\"provenance\": \"simulatex\"";
+  memcpy(at, bad_value, strlen(bad_value));
+  assert_int_not_equal(pflex_model_from_json(text, "m.json", &back, &diag), 0);
+  assert_non_null(strstr(diag.column, "provenance"));
+  free(text);
+  pflex_model_release(&m);
+}
+
+/* Jobs JSON: "provenance" read; absent: unknown; a bad value refused. */
+static void test_jobs_file(void **state) {
+  (void)state;
+  static const char *const bodies[] = {
+      "{\"provenance\": \"measured\", \"jobs\": [{\"name\": \"a\", \"gpus\": 8, \"p_max\": 5600, "
+      "\"pfi\": 1.5, \"t_max\": 1000}]}",
+      "{\"jobs\": [{\"name\": \"a\", \"gpus\": 8, \"p_max\": 5600, \"pfi\": 1.5, \"t_max\": 1000}]}",
+      "{\"provenance\": 3, \"jobs\": [{\"name\": \"a\", \"gpus\": 8, \"p_max\": 5600, \"pfi\": 1.5, \"t_max\": 1000}]}"};
+  const int want[] = {PFLEX_PROV_MEASURED, PFLEX_PROV_UNKNOWN, -1};
+  for (size_t k = 0; k < 3; k++) {
+    char path[] = "/tmp/pflex-prov-jobs-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, bodies[k], strlen(bodies[k])), (ssize_t)strlen(bodies[k]));
+    close(fd);
+    struct pflex_jobset set;
+    struct pflex_diag diag;
+    pflex_diag_clear(&diag);
+    int err = pflex_jobs_read_json(path, &set, &diag);
+    if (want[k] < 0) {
+      assert_int_not_equal(err, 0);
+      assert_non_null(strstr(diag.column, "provenance"));
+    } else {
+      assert_int_equal(err, 0);
+      assert_int_equal(set.provenance, want[k]);
+      pflex_jobset_release(&set);
+    }
+    unlink(path);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_names), cmocka_unit_test(test_combine), cmocka_unit_test(test_runs),
-      cmocka_unit_test(test_round_trip), cmocka_unit_test(test_old_file)};
+      cmocka_unit_test(test_round_trip), cmocka_unit_test(test_old_file),
+      cmocka_unit_test(test_model_file), cmocka_unit_test(test_jobs_file)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
