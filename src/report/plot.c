@@ -171,7 +171,7 @@ static void draw_axes(const struct pflex_plot_panel *p, double xmin, double xmax
   plwidth(1.0);
   plbox(p->nxticks ? "bct" : "bcnst", xstep, 0, "bcnstv", 0, 0);
   if (p->nxticks) {
-    plschr(0, 0.5);
+    plschr(0, 0.45);
     for (size_t k = 0; k < p->nxticks; k++) /* vertical, ending at the axis */
       plmtex("bv", 0.7, ((double)(k + 1) - xmin) / (xmax - xmin), 1.0, p->xticks[k]);
     plschr(0, 0.7);
@@ -189,7 +189,7 @@ static int draw_panel(const struct pflex_plot_panel *p, double x0, double x1, do
   bool outside = p->legend && p->legend_pos == PFLEX_PLOT_LEGEND_OUTSIDE_RIGHT && !legend_band;
   double right = outside ? 0.36 : 0.04;
   double below = (p->bottom > 0 ? p->bottom : 0.2) * (y1 - y0), above = fmin(0.13 * (y1 - y0), 0.06);
-  plvpor(x0 + 0.15 / cols, x1 - right / cols, y0 + below, y1 - above);
+  plvpor(x0 + 0.17 / cols, x1 - right / cols, y0 + below, y1 - above);
   double xmin, xmax, ymin, ymax;
   data_range(p, &xmin, &xmax, &ymin, &ymax);
   plwind(xmin, xmax, ymin, ymax);
@@ -217,6 +217,10 @@ static void draw_banner(const char *text, double y0, double y1, bool centred, do
   plptex(centred ? 0.5 : 0.012, 0.35, 1, 0, centred ? 0.5 : 0.0, text);
 }
 
+/* The default character height in pixels: the same on every page size (PLplot
+ * scales its own default with the page, so text grew as panels shrank). */
+#define TEXT_PX 24.0
+
 /* Opens a fresh PLplot stream on path (w x h pixels); the caller's stream in *old. */
 static void open_stream(const char *dev, const char *path, int w, int h, PLINT *old) {
   plgstrm(old);
@@ -232,9 +236,10 @@ static void open_stream(const char *dev, const char *path, int w, int h, PLINT *
   plssub(1, 1);
   pladv(0);
   /* The svg driver sets its text about 1.2 times larger than cairo does for
-   * the same character height: scale its default so both look alike. */
-  PLFLT def, ht;
-  plgchr(&def, &ht);
+   * the same character height: scale it so that both look alike. */
+  PLFLT x0, x1, y0, y1;
+  plgspa(&x0, &x1, &y0, &y1);
+  double def = TEXT_PX * (y1 - y0) / h;
   plschr(strcmp(dev, "svg") == 0 ? def / 1.22 : def, 1.0);
 }
 

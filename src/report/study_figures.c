@@ -116,9 +116,11 @@ static unsigned max_round(const struct fig8 *f) {
   return k;
 }
 
-/* The series of one row for scenario sc, from f->series[f->ns]. */
-static void row_series(struct fig8 *f, int row, int sc, const struct pflex_study_data *d) {
+/* The series of one row for scenario sc, from f->series[f->ns]; returns how
+ * many there are besides the oracle. */
+static size_t row_series(struct fig8 *f, int row, int sc, const struct pflex_study_data *d) {
   char label[64];
+  size_t first = f->ns;
   if (row == ROW_STRATEGIES) {
     for (int st = 0; st < PFLEX_ALLOC_NSTRATEGIES; st++) {
       if (st == PFLEX_ALLOC_ORACLE) continue;
@@ -156,7 +158,9 @@ static void row_series(struct fig8 *f, int row, int sc, const struct pflex_study
       }
     }
   }
+  size_t lines = f->ns - first;
   add_oracle(f, sc);
+  return lines;
 }
 
 /* One panel per scenario for each row that has lines; returns the rows drawn. */
@@ -169,8 +173,7 @@ static int build_panels(struct fig8 *f, unsigned scenarios, const struct pflex_s
     for (int sc = 0; sc < PFLEX_SCENARIO_N; sc++) {
       if (!(scenarios & (1u << sc))) continue;
       size_t first = f->ns;
-      row_series(f, row, sc, d);
-      any |= f->ns - first > 1; /* more than the oracle */
+      any |= row_series(f, row, sc, d) > 0;
       size_t k = f->np++;
       snprintf(f->titles[k], sizeof f->titles[k], "(%c) %s: %s", 'a' + rows,
                pflex_study_scenario_name(sc), row_title[row]);
@@ -187,7 +190,9 @@ static int build_panels(struct fig8 *f, unsigned scenarios, const struct pflex_s
                                                      .grid = true};
     }
     f->panels[f->np - 1].legend = true; /* one legend per row, right of its last panel */
-    if (!any) { /* a row with nothing but the oracle: drop it */
+    /* A row with nothing but the oracle is dropped (the first kept, so that
+     * a study of the oracle alone still draws its line). */
+    if (!any && (row != ROW_STRATEGIES)) {
       f->ns = ns0;
       f->np = np0;
       continue;
@@ -286,11 +291,11 @@ int pflex_study_fig4(const struct pflex_study_data *d, const char *path) {
                                    .grid = true,
                                    .xticks = ticks,
                                    .nxticks = n,
-                                   .bottom = 0.44};
+                                   .bottom = 0.46};
   char note[160];
   snprintf(note, sizeof note, "data: %s", pflex_provenance_note(js->provenance));
   struct pflex_plot fig = {.title = "PFI by sweep group: the runs' PFI and its predictions",
-                           .panels = &panel, .npanels = 1, .width_px = 1200, .height_px = 900,
+                           .panels = &panel, .npanels = 1, .width_px = 1200, .height_px = 1050,
                            .note = note};
   err = pflex_plot_render(&fig, path);
 out:
