@@ -213,9 +213,12 @@ int pflex_study_fig8(const struct pflex_study_result *r, size_t n, const double 
   if (f->xs && f->ys) {
     int rows = build_panels(f, scenarios, d);
     int cols = rows ? (int)f->np / rows : 0;
+    size_t most = 0; /* workloads per point: those where the cut is feasible */
+    for (size_t i = 0; i < n; i++)
+      if (r[i].workloads > most) most = r[i].workloads;
     char note[192];
-    snprintf(note, sizeof note, "data: %s; each point the mean over %zu workloads",
-             pflex_provenance_note(d->jobs.provenance), n ? r[0].workloads : (size_t)0);
+    snprintf(note, sizeof note, "data: %s; each point a mean over up to %zu workloads",
+             pflex_provenance_note(d->jobs.provenance), most);
     struct pflex_plot fig = {.title = "Throughput relative to the oracle, by cluster power cut",
                              .cols = cols,
                              .rows = rows,
