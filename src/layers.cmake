@@ -10,7 +10,7 @@
 set(PFLEX_LAYERS base core telemetry io gpu sweep report)
 
 set(PFLEX_LAYER_base_DEPS)
-set(PFLEX_LAYER_base_HEADERS error.h format.h)
+set(PFLEX_LAYER_base_HEADERS error.h format.h provenance.h)
 set(PFLEX_LAYER_base_LIBS)
 
 set(PFLEX_LAYER_core_DEPS base)
@@ -24,8 +24,8 @@ set(PFLEX_LAYER_telemetry_HEADERS series.h tput.h)
 set(PFLEX_LAYER_telemetry_LIBS m)
 
 set(PFLEX_LAYER_io_DEPS telemetry core base)
-set(PFLEX_LAYER_io_HEADERS caps_plan.h csv.h runs_csv.h runs_json.h jobs_json.h series_csv.h model_json.h
-                           store.h)
+set(PFLEX_LAYER_io_HEADERS caps_plan.h csv.h runs_csv.h runs_json.h jobs_json.h series_csv.h
+                           model_json.h store.h runs_provenance.h)
 set(PFLEX_LAYER_io_LIBS ${CSV_LIBRARY} PkgConfig::JANSSON PkgConfig::SQLITE m)
 
 set(PFLEX_LAYER_gpu_DEPS core base)

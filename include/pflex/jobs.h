@@ -8,6 +8,7 @@
 
 #include "pflex/alloc.h"
 #include "pflex/error.h"
+#include "pflex/provenance.h"
 #include "pflex/runs.h"
 
 struct pflex_jobset {
@@ -18,6 +19,8 @@ struct pflex_jobset {
   double *pfi_true;             /* PFI (Eq. 1) of a measured curve's own points, NAN if none */
   size_t n;
   enum pflex_tput_unit unit; /* throughput unit of the curves */
+  enum pflex_provenance provenance; /* of the curves: a jobs file's "provenance"; from runs, set by
+                                       the caller (pflex_runs_provenance); unknown by default */
 };
 
 /* Sets *set to the empty job set; release frees jobs, names and curves and leaves it empty. */

@@ -18,6 +18,7 @@
 #include <stddef.h>
 
 #include "pflex/features.h"
+#include "pflex/provenance.h"
 #include "pflex/runs.h"
 
 enum pflex_model_kind { PFLEX_MODEL_OLS = 0, PFLEX_MODEL_RIDGE, PFLEX_MODEL_PRIOR };
@@ -129,6 +130,7 @@ struct pflex_model {
   char *source;     /* runs file, or NULL */
   char *set_filter; /* --set value, or NULL */
   char *version;    /* pflex version that fitted it */
+  enum pflex_provenance provenance; /* of the training runs (unknown in older files) */
 };
 
 /* Initializes an empty model; its target options are the paper's (ratio,

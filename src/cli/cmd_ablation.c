@@ -15,6 +15,7 @@
 #include "cli/util.h"
 #include "pflex/csv.h"
 #include "pflex/predict.h"
+#include "pflex/runs_provenance.h"
 
 struct args {
   struct cli_pfi_args pfi;
@@ -159,6 +160,7 @@ struct ablation {
   struct pflex_dataset groups;
   struct pflex_clusters clusters;
   struct result res[NSETS];
+  enum pflex_provenance provenance; /* of the runs */
 };
 
 /* Fits every predictor set; returns how many could be fitted. Failures are
@@ -232,6 +234,7 @@ static int print_json(const struct ablation *ab) {
                 "loco_clusters", pflex_loco_name(ab->loco), "clusters", cl, "dcgm_columns",
                 json_names(dcgm_columns(ab)), "ridge_lambda",
                 "nested: chosen in each fold by leave-one-out on 1e-3..1e4", "rows", rows);
+  if (root && cli_json_provenance(root, ab->provenance)) json_decref(root), root = NULL;
   if (root)
     json_object_set_new(root, "target",
                         json_pack("{s:s, s:s, s:o}", "definition",
@@ -244,7 +247,7 @@ static int print_json(const struct ablation *ab) {
 static void print_csv(const struct ablation *ab) {
   printf("id,label,p,r2_in,loo_r2,loo_rmse,loo_rho,loco_r2,loco_rmse,loco_rho,"
          "ridge_r2_in,ridge_loo_r2,ridge_loo_rmse,ridge_loo_rho,ridge_loco_r2,ridge_loco_rmse,"
-         "ridge_loco_rho,ridge_lambda,error\n");
+         "ridge_loco_rho,ridge_lambda,error,provenance\n");
   for (size_t s = 0; s < NSETS; s++) {
     const struct result *r = &ab->res[s];
     printf("%s,", sets[s].id);
@@ -256,7 +259,7 @@ static void print_csv(const struct ablation *ab) {
     if (r->have_ridge) pflex_csv_write_double(stdout, r->ridge.lin.lambda, 0);
     printf(",");
     pflex_csv_write_field(stdout, r->error, 0);
-    printf("\n");
+    printf(",%s\n", pflex_provenance_name(ab->provenance));
   }
 }
 
@@ -305,6 +308,7 @@ static void print_table(const struct ablation *ab) {
   printf("PFI predictors on '%s'%s%s: %zu groups; OLS unless noted\n", ab->path,
          ab->filter ? ", set " : "", ab->filter ? ab->filter : "", ab->groups.n);
   cli_target_line(stdout, ab->opts);
+  cli_print_provenance(stdout, ab->provenance);
   printf("LOCO clusters (%s):", pflex_loco_name(ab->loco));
   const struct pflex_clusters *cl = &ab->clusters;
   for (size_t k = 0; k < cl->n; k++)
@@ -364,6 +368,7 @@ static int run(int argc, char **argv) {
     cli_release(&spec, &args);
     return PFLEX_EXIT_FAIL;
   }
+  ab.provenance = pflex_runs_provenance(&set, NULL, 0);
   if (build_groups(&set, &ab)) {
     pflex_runset_release(&set);
     cli_release(&spec, &args);

@@ -19,6 +19,7 @@
 #include "pflex/curve.h"
 #include "pflex/jobs.h"
 #include "pflex/jobs_json.h"
+#include "pflex/runs_provenance.h"
 
 enum objective { OBJECTIVE_TOKENS, OBJECTIVE_PROGRESS };
 
@@ -133,6 +134,7 @@ static int load(const char *path, const struct args *a, struct pflex_jobset *set
   if (!set_filter) note_mixed_sets(path, &runs);
   err = pflex_jobs_from_runs(&runs, set, &diag);
   if (err) cli_error_diag("cannot use", &diag, err);
+  if (!err) set->provenance = pflex_runs_provenance(&runs, NULL, 0);
   if (!err && !(*ret_notes = cli_reference_notes_json(&runs))) {
     cli_error("out of memory");
     pflex_jobset_release(set);
@@ -186,6 +188,7 @@ static int print_json(const struct pflex_jobset *set, enum pflex_alloc_strategy 
   json_object_set_new(root, "strategy", json_string(pflex_alloc_strategy_name(st)));
   json_object_set_new(root, "unit", json_string(pflex_tput_unit_name(set->unit)));
   json_object_set_new(root, "relative", json_boolean(!pflex_tput_unit_absolute(set->unit)));
+  cli_json_provenance(root, set->provenance);
   json_object_set_new(root, "target_w", json_real(s->target_w));
   json_object_set_new(root, "cut", json_real(cut));
   json_object_set_new(root, "uncapped_w", json_real(s->max_w));
@@ -219,14 +222,16 @@ static int print_json(const struct pflex_jobset *set, enum pflex_alloc_strategy 
 }
 
 static void print_csv(const struct pflex_jobset *set, const struct pflex_alloc_result *r) {
-  printf("job,gpus,power_w,cap_w,tput,floor_w,p_max_w\n");
+  const char *prov = pflex_provenance_name(set->provenance);
+  printf("job,gpus,power_w,cap_w,tput,floor_w,p_max_w,provenance\n");
   for (size_t i = 0; i < set->n; i++) {
     const struct pflex_alloc_job *j = &set->jobs[i];
     pflex_csv_write_field(stdout, j->name, ',');
     printf("%d,", j->gpus);
     const double v[] = {r[i].power_w, r[i].cap_w, r[i].tput, r[i].floor_w, job_pmax(j)};
     for (size_t k = 0; k < 5; k++)
-      pflex_csv_write_double(stdout, v[k], k + 1 < 5 ? ',' : '\n');
+      pflex_csv_write_double(stdout, v[k], ',');
+    printf("%s\n", prov);
   }
 }
 
@@ -249,6 +254,7 @@ static void print_table(const struct pflex_jobset *set, enum pflex_alloc_strateg
   }
   printf("%-*s %5s %10.1f %10.1f %8s %12.1f\n", (int)w, "total", "", s->total_w, s->max_w, "",
          s->total_tput);
+  cli_print_provenance(stdout, set->provenance);
   if (s->gap_bound > 0)
     printf("note: some curves are not concave; the optimum may be up to %.3g (weighted "
            "throughput) higher than this allocation (docs/allocation.md)\n",

@@ -12,6 +12,7 @@
 #include "cli/util.h"
 #include "pflex/model_json.h"
 #include "pflex/predict.h"
+#include "pflex/runs_provenance.h"
 
 struct args {
   struct cli_pfi_args pfi;
@@ -63,6 +64,7 @@ static void print_summary(const struct pflex_model *m) {
   if (m->set_filter) printf(" (set %s)", m->set_filter);
   printf("\n");
   cli_target_line(stdout, &m->target);
+  cli_print_provenance(stdout, m->provenance);
   if (m->kind == PFLEX_MODEL_PRIOR) {
     printf("prior: overall mean PFI %.3f\n", m->prior_mean);
     for (size_t k = 0; k < m->nprior; k++)
@@ -125,9 +127,10 @@ static int training_set(const struct pflex_runset *set, const struct args *a,
 }
 
 /* Fits the model and records how and on what: the target's options, the
- * runs file, the set, this pflex's version. */
-static int fit(const char *path, const struct args *a, const struct pflex_dataset *d,
-               struct pflex_model *m) {
+ * runs file, the set, this pflex's version, the runs' provenance (of every
+ * run of the file: never stronger than the set's). */
+static int fit(const char *path, const struct pflex_runset *set, const struct args *a,
+               const struct pflex_dataset *d, struct pflex_model *m) {
   struct pflex_fit_opts fo = {.kind = a->model, .lambda = a->lambda};
   int err = pflex_model_fit(d, &fo, a->loco, m);
   if (err) {
@@ -138,6 +141,7 @@ static int fit(const char *path, const struct args *a, const struct pflex_datase
   m->source = strdup(path);
   m->set_filter = a->set ? strdup(a->set) : NULL;
   m->version = strdup(PFLEX_VERSION);
+  m->provenance = pflex_runs_provenance(set, NULL, 0);
   if (pflex_model_set_target(m, &a->pfi.opts) || !m->source || !m->version ||
       (a->set && !m->set_filter)) {
     cli_error("out of memory");
@@ -191,7 +195,7 @@ static int run(int argc, char **argv) {
   pflex_model_init(&m);
   int rc = PFLEX_EXIT_FAIL;
   if (!cli_load_runs(path, &args.pfi.read, &set) && !training_set(&set, &args, &d) &&
-      !fit(path, &args, &d, &m) && !emit(&m, args.out, args.json))
+      !fit(path, &set, &args, &d, &m) && !emit(&m, args.out, args.json))
     rc = PFLEX_EXIT_OK;
   pflex_model_release(&m);
   pflex_dataset_release(&d);

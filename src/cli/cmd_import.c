@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/util.h"
 #include "pflex/runs_json.h"
+#include "pflex/runs_provenance.h"
 #include "pflex/store.h"
 
 struct args {
@@ -121,11 +122,13 @@ static int run(int argc, char **argv) {
                           (json_int_t)ngroups, "new", (json_int_t)res.groups_new, "replaced",
                           (json_int_t)res.groups_replaced, "appended",
                           (json_int_t)res.groups_appended, "runs", (json_int_t)res.runs);
+    if (o && cli_json_provenance(o, pflex_runs_provenance(&set, NULL, 0))) json_decref(o), o = NULL;
     cli_print_json(o, 0); /* the import is done: a lost report does not undo it */
   } else {
     printf("imported %zu runs in %zu groups (%zu new, %zu replaced, %zu appended to) from '%s' "
-           "into '%s'\n",
-           res.runs, ngroups, res.groups_new, res.groups_replaced, res.groups_appended, path, db);
+           "into '%s'; provenance %s\n",
+           res.runs, ngroups, res.groups_new, res.groups_replaced, res.groups_appended, path, db,
+           pflex_provenance_name(pflex_runs_provenance(&set, NULL, 0)));
   }
   pflex_runset_release(&set);
   return PFLEX_EXIT_OK;

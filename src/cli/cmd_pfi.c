@@ -14,6 +14,7 @@
 #include "cli/reference_notes.h"
 #include "cli/util.h"
 #include "pflex/csv.h"
+#include "pflex/runs_provenance.h"
 
 struct args {
   struct cli_pfi_args pfi;
@@ -113,6 +114,7 @@ static void print_table(const struct row *rows, size_t n, const struct cli_pfi_a
   if (a->opts.draws)
     printf("; 95%% CI from %zu Monte Carlo draws, seed %lu", a->opts.draws, a->opts.seed);
   printf("; runs counts the uncapped run\n");
+  cli_print_provenance(stdout, pflex_runs_provenance(set, NULL, 0));
   if (a->grid.v) printf("grid: caps %s W and the uncapped run\n", gt);
   if (!pflex_tput_unit_absolute(set->unit))
     printf("throughput unit %s: PFI uses ratios only\n", pflex_tput_unit_name(set->unit));
@@ -161,6 +163,7 @@ static int print_json(const struct row *rows, size_t n, const struct cli_pfi_arg
     e |= json_object_set_new(o, "noise_k", json_real(a->opts.noise_k));
     e |= json_object_set_new(o, "draws", json_integer((json_int_t)a->opts.draws));
     e |= json_object_set_new(o, "seed", json_integer((json_int_t)a->opts.seed));
+    e |= cli_json_provenance(o, pflex_runs_provenance(set, r->g->runs, r->g->n));
     e |= cli_pfi_value_json(o, "", &r->full);
     json_t *g = json_null();
     if (a->grid.v) {
@@ -209,10 +212,11 @@ static void csv_value(const struct cli_pfi_value *v) {
     }
 }
 
-static void print_csv(const struct row *rows, size_t n, const struct cli_pfi_args *a) {
+static void print_csv(const struct row *rows, size_t n, const struct cli_pfi_args *a,
+                      const struct pflex_runset *set) {
   printf("group,gpu,gpus,arch,task,definition,exclude,runs,pfi,ci_low,ci_high,excluded");
   if (a->grid.v) printf(",grid,grid_runs,grid_pfi,grid_ci_low,grid_ci_high,grid_excluded");
-  printf("\n");
+  printf(",provenance\n");
   char gt[256];
   grid_text(gt, sizeof gt, a, ";"); /* ';' like the excluded list: no quoting needed */
   for (size_t i = 0; i < n; i++) {
@@ -227,7 +231,7 @@ static void print_csv(const struct row *rows, size_t n, const struct cli_pfi_arg
       printf(",%s", gt);
       csv_value(&r->grid);
     }
-    printf("\n");
+    printf(",%s\n", pflex_provenance_name(pflex_runs_provenance(set, r->g->runs, r->g->n)));
   }
 }
 
@@ -273,7 +277,7 @@ static int run(int argc, char **argv) {
   if (json) {
     if (print_json(rows, ng, a, &set)) goto out;
   } else if (csv)
-    print_csv(rows, ng, a);
+    print_csv(rows, ng, a, &set);
   else
     print_table(rows, ng, a, &set);
   for (size_t i = 0; i < ng; i++)

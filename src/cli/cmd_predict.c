@@ -16,6 +16,7 @@
 #include "pflex/csv.h"
 #include "pflex/model_json.h"
 #include "pflex/predict.h"
+#include "pflex/runs_provenance.h"
 
 struct args {
   const char *model, *set;
@@ -66,6 +67,7 @@ struct prediction {
   size_t nprior;
   struct pflex_scores sc;
   size_t nmeasured; /* groups the scores are over */
+  enum pflex_provenance provenance; /* the model's training runs and these runs, combined */
 };
 
 static const char *by(const struct prediction *pr, size_t i) {
@@ -121,19 +123,20 @@ static int print_json(const struct prediction *pr) {
                 "kind", pflex_model_kind_name(pr->m->kind), "features", fa, "runs", pr->runs_path,
                 "predictions", arr, "scores", "n", (json_int_t)pr->nmeasured, "r2", jnum(sc->r2),
                 "rmse", jnum(sc->rmse), "rho", jnum(sc->rho));
+  if (root && cli_json_provenance(root, pr->provenance)) json_decref(root), root = NULL;
   return cli_print_json(root, JSON_REAL_PRECISION(17));
 }
 
 static void print_csv(const struct prediction *pr) {
   const struct pflex_dataset *d = &pr->d;
-  printf("group,arch,task,runs,predicted,prediction,measured\n");
+  printf("group,arch,task,runs,predicted,prediction,measured,provenance\n");
   for (size_t i = 0; i < d->n; i++) {
     pflex_csv_write_field(stdout, d->groups[i], ',');
     printf("%s,%s,%zu,", pflex_arch_name(d->arch[i]), pflex_task_name(d->task[i]), d->nruns[i]);
     pflex_csv_write_double(stdout, pr->pred[i], ',');
     printf("%s,", by(pr, i));
     if (isfinite(d->y[i])) pflex_csv_write_double(stdout, d->y[i], 0);
-    printf("\n");
+    printf(",%s\n", pflex_provenance_name(pr->provenance));
   }
 }
 
@@ -143,9 +146,12 @@ static void print_table(const struct prediction *pr) {
   printf("model '%s' (%s", pr->model_path, pflex_model_kind_name(m->kind));
   for (size_t j = 0; j < m->feats.n; j++)
     printf("%s%s", j ? "," : ": ", m->feats.names[j]);
-  printf(")\nmeasured ");
+  printf(")\n");
+  cli_print_provenance(stdout, pr->provenance);
+  /* "runs": Eq. 1 on the runs' own points, a measurement only if they are. */
+  printf("runs' ");
   cli_target_line(stdout, &m->target);
-  printf("%-44s %-9s %4s %9s %9s  %s\n", "group", "cluster", "runs", "predicted", "measured", "by");
+  printf("%-44s %-9s %4s %9s %9s  %s\n", "group", "cluster", "runs", "predicted", "runs' PFI", "by");
   for (size_t i = 0; i < d->n; i++) {
     printf("%-44s %-9s %4zu", d->groups[i],
            pflex_cluster_name(d->arch[i], d->task[i], PFLEX_LOCO_ARCH_TASK), d->nruns[i]);
@@ -154,7 +160,8 @@ static void print_table(const struct prediction *pr) {
     printf("  %s\n", by(pr, i));
   }
   if (pr->nmeasured >= 2) {
-    printf("\nagainst the measured PFI (%zu groups): ", pr->nmeasured);
+    printf("\nagainst the runs' PFI (%zu groups, %s): ", pr->nmeasured,
+           pflex_provenance_name(pr->provenance));
     cli_scores(stdout, &pr->sc);
     printf("\n");
   }
@@ -191,6 +198,7 @@ static int run(int argc, char **argv) {
     goto out;
   }
   if (predict_groups(&set, args.prior_fallback, &pr)) goto out;
+  pr.provenance = pflex_provenance_combine(m.provenance, pflex_runs_provenance(&set, NULL, 0));
   if (args.json) {
     if (print_json(&pr)) goto out;
   } else if (args.csv) {

@@ -13,6 +13,7 @@
 #include "cli/pfi_args.h"
 #include "cli/reference_notes.h"
 #include "cli/util.h"
+#include "pflex/runs_provenance.h"
 #include "pflex/stats.h"
 
 struct args {
@@ -150,6 +151,7 @@ static json_t *json_groups(const struct stats *st) {
                           pflex_task_name(r->task), "cluster", cl_name[st->cl[i]]);
     cli_pfi_value_json(o, "", &st->vals[i]);
     cli_reference_note_json(o, st->set, &st->groups[i]);
+    cli_json_provenance(o, pflex_runs_provenance(st->set, st->groups[i].runs, st->groups[i].n));
     json_array_append_new(pg, o);
   }
   return pg;
@@ -170,6 +172,7 @@ static int print_json(const struct stats *st) {
   json_object_set_new(root, "definition",
                       json_string(pflex_pfi_definition_name(st->opts->definition)));
   json_object_set_new(root, "exclude", json_string(pflex_pfi_exclude_name(st->opts->exclude)));
+  cli_json_provenance(root, pflex_runs_provenance(st->set, NULL, 0));
   json_object_set_new(root, "pfi", json_groups(st));
   json_object_set_new(root, "groups", cg);
   json_object_set_new(root, "kruskal",
@@ -198,9 +201,10 @@ static void print_groups(const struct stats *st) {
   }
   for (size_t i = 0; i < st->ng; i++) /* only a CI on fewer draws than asked for: no group failed */
     cli_pfi_value_notes(stdout, st->groups[i].name, &st->vals[i], st->opts, "", false);
-  printf("\n(definition %s, exclusion rule %s)\n\n",
-         pflex_pfi_definition_name(st->opts->definition),
+  printf("\n(definition %s, exclusion rule %s)\n", pflex_pfi_definition_name(st->opts->definition),
          pflex_pfi_exclude_name(st->opts->exclude));
+  cli_print_provenance(stdout, pflex_runs_provenance(st->set, NULL, 0));
+  printf("\n");
 }
 
 /* The clusters' medians and means, Kruskal-Wallis and Dunn's pairs. */

@@ -17,6 +17,7 @@
 #include "cli/options.h"
 #include "cli/pfi_args.h"
 #include "cli/util.h"
+#include "pflex/runs_provenance.h"
 #include "pflex/study.h"
 #include "pflex/study_figures.h"
 #include "pflex/study_predict.h"
@@ -285,6 +286,7 @@ static int print_json(const struct args *a, const struct pflex_study_data *d,
   json_object_set_new(root, "groups", json_integer((json_int_t)d->ngroups));
   json_object_set_new(root, "unit", json_string(pflex_tput_unit_name(d->runs.unit)));
   json_object_set_new(root, "relative", json_boolean(!pflex_tput_unit_absolute(d->runs.unit)));
+  cli_json_provenance(root, d->jobs.provenance);
   json_object_set_new(root, "workloads", json_integer((json_int_t)a->so.workloads));
   json_object_set_new(root, "jobs", json_integer((json_int_t)a->so.jobs));
   json_object_set_new(root, "rounds", json_integer(a->so.rounds));
@@ -314,15 +316,18 @@ static void print_text(const struct args *a, const struct pflex_study_data *d,
   printf("allocation study: %zu groups of '%s'%s%s, %zu workloads x %zu jobs, seed %lu%s\n",
          d->ngroups, a->path, d->set ? ", set " : "", d->set ? d->set : "", a->so.workloads,
          a->so.jobs, a->so.seed, relative ? "; throughput in relative units" : "");
+  cli_print_provenance(stdout, d->jobs.provenance);
+  /* "true" is Eq. 1 on the runs' curves: measured only when the runs are. */
+  const char *truth = pflex_provenance_name(d->jobs.provenance);
   if (d->pred.unseen)
     printf("predictions: section-5 model fitted on '%s', never on these jobs (unseen); true = "
-           "measured\n",
-           a->train);
+           "PFI of the runs (%s)\n",
+           a->train, truth);
   else
-    printf("predictions: %s\n",
-           d->pred.in ? "section-5 model on the features given: in-sample, loo, loco; true = "
-                        "measured"
-                      : "population prior (no telemetry), leave-one-out; true = measured");
+    printf("predictions: %s; true = PFI of the runs (%s)\n",
+           d->pred.in ? "section-5 model on the features given: in-sample, loo, loco"
+                      : "population prior (no telemetry), leave-one-out",
+           truth);
   print_tables(res, nres, a->so.cuts, a->so.ncuts, a->so.scenarios, relative);
   if (hp)
     printf("\nheadline (production mix, 30%% cut): pfi with %s predictions recovers %.0f%% of "
@@ -402,6 +407,11 @@ static int run(int argc, char **argv) {
     cli_error_diag("cannot run the study:", &diag, err);
     goto done;
   }
+  /* The study's numbers are as good as its weakest input. */
+  d.jobs.provenance = pflex_runs_provenance(&d.runs, NULL, 0);
+  if (a.train)
+    d.jobs.provenance =
+        pflex_provenance_combine(d.jobs.provenance, pflex_runs_provenance(&train, NULL, 0));
   print_notes(&a, &d);
   if (study(&a, &d, &res, &nres)) goto done;
   const struct pflex_study_result *hp =

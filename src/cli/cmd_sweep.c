@@ -16,6 +16,7 @@
 #include "cli/util.h"
 #include "pflex/pfi.h"
 #include "pflex/runs_csv.h"
+#include "pflex/runs_provenance.h"
 #include "pflex/store.h"
 #include "pflex/sweep.h"
 
@@ -166,6 +167,7 @@ static void print_results(const struct pflex_sweep_result *res, const char *unit
     printf("PFI: not available (%s)\n",
            perr == -PFLEX_E_NOPOINTS ? "needs the highest-cap run and a capped run that binds"
                                      : pflex_strerror(perr));
+  cli_print_provenance(stdout, pflex_runs_provenance(&res->runs, NULL, 0));
   pflex_pfi_result_release(&pr);
 }
 

@@ -15,6 +15,7 @@
 #include "pflex/curves_figure.h"
 #include "pflex/plot.h"
 #include "pflex/runs_csv.h"
+#include "pflex/runs_provenance.h"
 #include "pflex/twin.h"
 
 #define DEFAULT_RUNS "the built-in reference set"
@@ -163,6 +164,7 @@ static const struct cli_spec check_spec = {
 /* A twin check: the comparison rows, their misses, and the DRAM-copy fit. */
 struct check {
   const char *path;
+  enum pflex_provenance provenance; /* of the runs checked */
   struct pflex_twin_check_row *rows;
   size_t n, bad, known; /* rows, misses, documented known misses among them */
   int fit_err;          /* 0 when the fit's numbers hold */
@@ -193,6 +195,7 @@ static int check_json(const struct check *c) {
   for (size_t i = 0; i < c->n; i++)
     json_array_append_new(arr, check_row_json(&c->rows[i]));
   json_object_set_new(o, "file", json_string(c->path));
+  cli_json_provenance(o, c->provenance);
   json_object_set_new(o, "rows", arr);
   json_object_set_new(o, "misses", json_integer((json_int_t)c->bad));
   json_object_set_new(o, "known_misses", json_integer((json_int_t)c->known));
@@ -208,7 +211,7 @@ static int check_json(const struct check *c) {
 }
 
 static void check_csv(const struct check *c) {
-  printf("group,set,grid,published,reconstructed,diff,tolerance,ok\n");
+  printf("group,set,grid,published,reconstructed,diff,tolerance,ok,provenance\n");
   for (size_t i = 0; i < c->n; i++) {
     const struct pflex_twin_check_row *r = &c->rows[i];
     pflex_csv_write_field(stdout, r->group, ',');
@@ -216,7 +219,8 @@ static void check_csv(const struct check *c) {
     const double v[] = {r->published, r->reconstructed, r->diff, r->tol};
     for (size_t k = 0; k < 4; k++)
       pflex_csv_write_double(stdout, v[k], ',');
-    printf("%s\n", r->ok ? "yes" : r->known ? "known-miss" : "no");
+    printf("%s,%s\n", r->ok ? "yes" : r->known ? "known-miss" : "no",
+           pflex_provenance_name(c->provenance));
   }
 }
 
@@ -233,6 +237,7 @@ static void check_table(const struct check *c) {
   }
   printf("\n%zu of %zu comparisons within tolerance (own grid 0.01, 4-cap grid 0.03)\n",
          c->n - c->bad, c->n);
+  cli_print_provenance(stdout, c->provenance);
   for (size_t i = 0; i < c->n; i++)
     if (!c->rows[i].ok && c->rows[i].known)
       printf("known miss (documented in data/reference/README.md): %s, %s grid: %s\n",
@@ -253,6 +258,7 @@ static int cmd_check(int argc, char **argv) {
                     .r2_in = NAN, .r2_loo = NAN};
   struct pflex_runset set;
   if (cli_load_runs(c.path, NULL, &set) < 0) return PFLEX_EXIT_FAIL;
+  c.provenance = pflex_runs_provenance(&set, NULL, 0);
   int r = pflex_twin_check(&set, &c.rows, &c.n);
   if (r < 0) {
     cli_error("cannot check '%s': %s", c.path, pflex_strerror(r));
@@ -430,8 +436,10 @@ static int cmd_plot(int argc, char **argv) {
   }
   struct pflex_curves_figure fig;
   int err = pflex_curves_figure_build(
-      &set, groups, ng,
-      title ? title : "Normalized power-throughput curves (twin model, not measurements)", &fig);
+      &set, groups, ng, title ? title : "Normalized power-throughput curves by arch x task", &fig);
+  char note[160]; /* what the curves are: the runs' provenance, never assumed */
+  snprintf(note, sizeof note, "data: %s", pflex_provenance_note(pflex_runs_provenance(&set, NULL, 0)));
+  fig.plot.note = note;
   if (!err) err = pflex_plot_render(&fig.plot, out);
   pflex_curves_figure_release(&fig);
   pflex_groups_free(groups, ng);

@@ -154,6 +154,14 @@ int cli_load_runs(const char *path, const struct pflex_runs_read_opts *opts,
   return 0;
 }
 
+void cli_print_provenance(FILE *f, enum pflex_provenance p) {
+  fprintf(f, "provenance: %s\n", pflex_provenance_note(p));
+}
+
+int cli_json_provenance(json_t *o, enum pflex_provenance p) {
+  return json_object_set_new(o, "provenance", json_string(pflex_provenance_name(p))) ? -ENOMEM : 0;
+}
+
 int cli_parse_list(const char *s, double **ret_values, size_t *ret_n) {
   return cli_decimal_list(s, ret_values, ret_n);
 }

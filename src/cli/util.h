@@ -9,6 +9,7 @@
 
 #include "cli/options.h"
 #include "pflex/error.h"
+#include "pflex/provenance.h"
 #include "pflex/runs.h"
 #include "pflex/runs_csv.h"
 
@@ -63,6 +64,12 @@ const char *cli_default_db(void);
  * GPU's default limit (cli/reference_notes.h). 0 or -errno. */
 int cli_load_runs(const char *path, const struct pflex_runs_read_opts *opts,
                   struct pflex_runset *ret_set);
+
+/* Provenance in outputs (docs/formats.md, "Provenance"): the line of a human
+ * table ("provenance: reconstructed (...)"), and the "provenance" field of a
+ * JSON object (0 or -ENOMEM). */
+void cli_print_provenance(FILE *f, enum pflex_provenance p);
+int cli_json_provenance(json_t *o, enum pflex_provenance p);
 
 /* Parses a comma-separated list of decimal numbers with optional a:b:step
  * ranges (cli_decimal_list). */

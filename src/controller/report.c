@@ -88,20 +88,21 @@ int ctl_report_plot(struct ctl_store *st, int64_t id, const char *path, char *er
     rel[i] = r[i].tput_uncapped > 0 ? r[i].tput / r[i].tput_uncapped : NAN;
   }
   struct pflex_plot_series power[] = {
-      {"target", x, tg, n, PFLEX_PLOT_LINE, 1, PFLEX_PLOT_DASHED, 0},
-      {"measured", x, ms, n, PFLEX_PLOT_LINE, 0, PFLEX_PLOT_SOLID, 0},
+      {"target", x, tg, n, PFLEX_PLOT_LINE, 1, PFLEX_PLOT_DASHED, 0, NULL},
+      {"measured", x, ms, n, PFLEX_PLOT_LINE, 0, PFLEX_PLOT_SOLID, 0, NULL},
   };
   struct pflex_plot_series tput[] = {
-      {"all jobs", x, rel, n, PFLEX_PLOT_LINE, 2, PFLEX_PLOT_SOLID, 0}};
+      {"all jobs", x, rel, n, PFLEX_PLOT_LINE, 2, PFLEX_PLOT_SOLID, 0, NULL}};
   char title[96];
   snprintf(title, sizeof title, "event %lld", (long long)id);
   struct pflex_plot_panel panels[] = {
       {"cluster power", "s since the event's start", "kW", NAN, NAN, NAN, NAN, power, 2, true,
-       PFLEX_PLOT_LEGEND_BOTTOM_RIGHT, true},
+       PFLEX_PLOT_LEGEND_BOTTOM_RIGHT, true, NULL, 0, 0},
       {"throughput relative to uncapped", "s since the event's start", "T / T uncapped", NAN, NAN,
-       0, 1.05, tput, 1, false, PFLEX_PLOT_LEGEND_TOP_LEFT, true},
+       0, 1.05, tput, 1, false, PFLEX_PLOT_LEGEND_TOP_LEFT, true, NULL, 0, 0},
   };
-  struct pflex_plot plot = {title, 1, 2, panels, 2, 800, 700};
+  struct pflex_plot plot = {
+      .title = title, .cols = 1, .rows = 2, .panels = panels, .npanels = 2, .width_px = 800, .height_px = 700};
   if (rc == 0 && (rc = pflex_plot_render(&plot, path)) < 0)
     snprintf(err, errlen, "cannot draw '%s': %s", path, strerror(-rc));
   free(x);

@@ -35,7 +35,7 @@ static const char *const job_keys[] = {"name",      "gpu",       "gpus",   "p_ma
                                        "cap_min_w", "cap_max_w", "arch",   "task",     "points",
                                        "params",    NULL};
 static const char *const param_keys[] = {"c", "knee", "idle_frac", "vratio", NULL};
-static const char *const root_keys[] = {"jobs", "unit", NULL};
+static const char *const root_keys[] = {"jobs", "unit", "provenance", NULL};
 
 static int read_points(const struct json_fields *r, json_t *arr, struct pflex_curve **ret) {
   size_t n = json_array_size(arr);
@@ -260,6 +260,13 @@ int pflex_jobs_read_json(const char *path, struct pflex_jobset *ret_set, struct 
                            "must be \"tokens\", \"samples\" or \"steps\"");
       goto out;
     }
+  }
+  json_t *prov = json_is_object(root) ? json_object_get(root, "provenance") : NULL;
+  if (prov && (!json_is_string(prov) ||
+               pflex_provenance_parse(json_string_value(prov), &set.provenance))) {
+    err = pflex_diag_set(diag, -PFLEX_E_DATA, path, 0, "provenance",
+                         "must be \"measured\", \"simulated\", \"reconstructed\" or \"unknown\"");
+    goto out;
   }
   for (size_t i = 0; i < set.n; i++) {
     if ((err = read_job(&f, json_array_get(arr, i), &set, i))) goto out;

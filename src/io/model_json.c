@@ -79,6 +79,8 @@ int pflex_model_to_json(const struct pflex_model *m, char **ret_json) {
   json_decref(feats);
   json_decref(cells);
   json_decref(groups);
+  if (root && json_object_set_new(root, "provenance", json_string(pflex_provenance_name(m->provenance))))
+    json_decref(root), root = NULL;
   if (!root) return -ENOMEM;
   char *s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
   json_decref(root);
@@ -287,6 +289,10 @@ static int read_root(const struct json_fields *r, json_t *root, struct pflex_mod
   if (!json_is_string(v) || pflex_model_kind_parse(json_string_value(v), &m->kind))
     return bad(r, "kind", "missing, or not ols, ridge or prior");
   m->version = dup_str(json_object_get(root, "pflex_version"));
+  /* Absent in files written before provenance: unknown. */
+  v = json_object_get(root, "provenance");
+  if (v && (!json_is_string(v) || pflex_provenance_parse(json_string_value(v), &m->provenance)))
+    return bad(r, "provenance", "not unknown, measured, simulated or reconstructed");
   int err = read_target(r, json_object_get(root, "target"), m);
   if (!err) err = read_features(r, json_object_get(root, "features"), m);
   if (err) return err;

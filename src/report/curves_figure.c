@@ -65,6 +65,8 @@ static void build_panel(struct pflex_curves_figure *f, int k, const struct pflex
                                            .series = f->series + first,
                                            .nseries = *ns - first,
                                            .legend = true,
+                                           /* below the diagonal, where no curve goes */
+                                           .legend_pos = PFLEX_PLOT_LEGEND_BOTTOM_RIGHT,
                                            .grid = true};
 }
 

@@ -16,13 +16,15 @@ static const int palette[][3] = {
     {0, 114, 178},  {213, 94, 0},   {0, 158, 115},   {204, 121, 167},
     {230, 159, 0},  {86, 180, 233}, {117, 112, 179}, {102, 102, 102},
     {170, 68, 153}, {136, 34, 85},  {68, 170, 153},  {153, 153, 51},
+    {0, 0, 0}, /* 12: black */
 };
 #define NPAL (int)(sizeof palette / sizeof palette[0])
 
 const char *pflex_plot_device(const char *path) {
   const char *dot = path ? strrchr(path, '.') : NULL;
   if (!dot) return NULL;
-  if (strcasecmp(dot, ".svg") == 0) return "svgcairo";
+  /* PLplot's own svg driver: text as <text>, which svgcairo draws as glyph outlines. */
+  if (strcasecmp(dot, ".svg") == 0) return "svg";
   if (strcasecmp(dot, ".png") == 0) return "pngcairo";
   if (strcasecmp(dot, ".pdf") == 0) return "pdfcairo";
   return NULL;
@@ -56,15 +58,16 @@ static void set_color(int c) {
   plcol0(15);
 }
 
-static void set_dash(enum pflex_plot_dash d) {
-  static PLINT mark_dash[] = {1500}, space_dash[] = {1000};
-  static PLINT mark_dot[] = {300}, space_dot[] = {700};
-  if (d == PFLEX_PLOT_DASHED)
-    plstyl(1, mark_dash, space_dash);
-  else if (d == PFLEX_PLOT_DOTTED)
-    plstyl(1, mark_dot, space_dot);
-  else
-    plstyl(0, NULL, NULL);
+/* PLplot's predefined line styles (pllsty), one per dash, so that the legend
+ * (which takes the same numbers) draws each line as the plot does: solid,
+ * long dashes, short dashes, long-short dashes. */
+static PLINT line_style(enum pflex_plot_dash d) {
+  static const PLINT styles[] = {1, 3, 2, 5};
+  return (unsigned)d < sizeof styles / sizeof *styles ? styles[d] : 1;
+}
+
+static const char *marker(const struct pflex_plot_series *s) {
+  return s->marker && *s->marker ? s->marker : "\u25CF"; /* ● */
 }
 
 static int draw_series(const struct pflex_plot_series *s, int color) {
@@ -80,13 +83,14 @@ static int draw_series(const struct pflex_plot_series *s, int color) {
   plwidth(s->width > 0 ? s->width : 1.5);
   enum pflex_plot_style st = s->style ? s->style : PFLEX_PLOT_LINE;
   if ((st & PFLEX_PLOT_LINE) && n > 1) {
-    set_dash(s->dash);
+    pllsty(line_style(s->dash));
     plline(n, x, y);
-    set_dash(PFLEX_PLOT_SOLID);
+    pllsty(1);
   }
   if ((st & PFLEX_PLOT_POINTS) && n > 0) {
-    plssym(0, 0.8);
-    plpoin(n, x, y, 17);
+    plschr(0, 0.55); /* the marker glyphs' size */
+    plstring(n, x, y, marker(s));
+    plschr(0, 0.7);
   }
   free(x), free(y);
   return 0;
@@ -116,14 +120,14 @@ static int draw_legend(const struct pflex_plot_panel *p, const int *colors) {
     enum pflex_plot_style st = p->series[s].style ? p->series[s].style : PFLEX_PLOT_LINE;
     opt[k] = ((st & PFLEX_PLOT_LINE) ? PL_LEGEND_LINE : 0) |
              ((st & PFLEX_PLOT_POINTS) ? PL_LEGEND_SYMBOL : 0);
-    tcol[k] = 1 + c % 14;
+    tcol[k] = 15; /* black text: cmap0 15 is set to black below */
     lcol[k] = 1 + c % 14;
     scol[k] = 1 + c % 14;
-    lsty[k] = 1;
-    lwid[k] = 1.5;
+    lsty[k] = line_style(p->series[s].dash);
+    lwid[k] = p->series[s].width > 0 ? p->series[s].width : 1.5;
     snum[k] = 1;
-    sscale[k] = 0.8;
-    sym[k] = "#(728)";
+    sscale[k] = 0.6;
+    sym[k] = marker(&p->series[s]);
     text[k] = p->series[s].label;
     k++;
   }
@@ -141,7 +145,7 @@ static int draw_legend(const struct pflex_plot_panel *p, const int *colors) {
   default: pos = PL_POSITION_INSIDE | PL_POSITION_TOP | PL_POSITION_LEFT;
   }
   /* Many entries get smaller text so the legend stays within the page. */
-  PLFLT text_scale = n > 8 ? 0.6 : 0.8;
+  PLFLT text_scale = n > 8 ? 0.5 : 0.6;
   pllegend(&w, &h, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX, pos, 0.02, 0.02, 0.1, 0, 0, 1,
            0, 0, n, opt, 0.8, text_scale, 1.8, 0.0, tcol, (const char *const *)text, NULL, NULL,
            NULL, NULL,
@@ -150,6 +154,93 @@ out:
   free(opt), free(tcol), free(lcol), free(lsty), free(scol), free(snum), free(lwid), free(sscale);
   free(text), free(sym);
   return err;
+}
+
+/* The axes of panel p: a grid, the box, numbers or the text ticks, labels. */
+static void draw_axes(const struct pflex_plot_panel *p, double xmin, double xmax) {
+  plwidth(0.5);
+  plschr(0, 0.7);
+  double xstep = p->nxticks ? 1 : 0;
+  if (p->grid) {
+    plscol0(15, 215, 215, 215);
+    plcol0(15);
+    plbox("g", xstep, 0, "g", 0, 0);
+  }
+  plscol0(15, 0, 0, 0);
+  plcol0(15);
+  plwidth(1.0);
+  plbox(p->nxticks ? "bct" : "bcnst", xstep, 0, "bcnstv", 0, 0);
+  if (p->nxticks) {
+    plschr(0, 0.45);
+    for (size_t k = 0; k < p->nxticks; k++) /* vertical, ending at the axis */
+      plmtex("bv", 0.7, ((double)(k + 1) - xmin) / (xmax - xmin), 1.0, p->xticks[k]);
+    plschr(0, 0.7);
+    pllab("", p->ylabel ? p->ylabel : "", p->title ? p->title : ""); /* the ticks name x */
+  } else {
+    pllab(p->xlabel ? p->xlabel : "", p->ylabel ? p->ylabel : "", p->title ? p->title : "");
+  }
+}
+
+/* Panel p in the page cell [x0, x1] x [y0, y1] of a cols-wide grid. */
+static int draw_panel(const struct pflex_plot_panel *p, double x0, double x1, double y0, double y1,
+                      int cols, bool legend_band) {
+  /* Room for the y label on the left, the x label below and the title above;
+   * an outside legend takes room from its panel unless the page keeps a band. */
+  bool outside = p->legend && p->legend_pos == PFLEX_PLOT_LEGEND_OUTSIDE_RIGHT && !legend_band;
+  double right = outside ? 0.36 : 0.04;
+  double below = (p->bottom > 0 ? p->bottom : 0.2) * (y1 - y0), above = fmin(0.13 * (y1 - y0), 0.06);
+  plvpor(x0 + 0.17 / cols, x1 - right / cols, y0 + below, y1 - above);
+  double xmin, xmax, ymin, ymax;
+  data_range(p, &xmin, &xmax, &ymin, &ymax);
+  plwind(xmin, xmax, ymin, ymax);
+  draw_axes(p, xmin, xmax);
+  int *colors = calloc(p->nseries ? p->nseries : 1, sizeof *colors);
+  if (!colors) return -ENOMEM;
+  int next = 0, err = 0;
+  for (size_t s = 0; s < p->nseries; s++)
+    colors[s] = p->series[s].color >= 0 ? p->series[s].color : next++;
+  for (size_t s = 0; s < p->nseries && !err; s++)
+    err = draw_series(&p->series[s], colors[s]);
+  if (!err && p->legend) err = draw_legend(p, colors);
+  free(colors);
+  return err;
+}
+
+/* One line of text across the page band [y0, y1]: centred (the title) or
+ * from the left (the note). */
+static void draw_banner(const char *text, double y0, double y1, bool centred, double size) {
+  plvpor(0, 1, y0, y1);
+  plwind(0, 1, 0, 1);
+  plscol0(15, 0, 0, 0);
+  plcol0(15);
+  plschr(0, size);
+  plptex(centred ? 0.5 : 0.012, 0.35, 1, 0, centred ? 0.5 : 0.0, text);
+}
+
+/* The default character height in pixels: the same on every page size (PLplot
+ * scales its own default with the page, so text grew as panels shrank). */
+#define TEXT_PX 24.0
+
+/* Opens a fresh PLplot stream on path (w x h pixels); the caller's stream in *old. */
+static void open_stream(const char *dev, const char *path, int w, int h, PLINT *old) {
+  plgstrm(old);
+  PLINT strm;
+  plmkstrm(&strm);
+  plsdev(dev);
+  plsfnam(path);
+  char geom[64];
+  snprintf(geom, sizeof geom, "%dx%d", w, h);
+  plsetopt("geometry", geom);
+  plscolbg(255, 255, 255);
+  plinit();
+  plssub(1, 1);
+  pladv(0);
+  /* The svg driver sets its text about 1.2 times larger than cairo does for
+   * the same character height: scale it so that both look alike. */
+  PLFLT x0, x1, y0, y1;
+  plgspa(&x0, &x1, &y0, &y1);
+  double def = TEXT_PX * (y1 - y0) / h;
+  plschr(strcmp(dev, "svg") == 0 ? def / 1.22 : def, 1.0);
 }
 
 int pflex_plot_render(const struct pflex_plot *plot, const char *path) {
@@ -164,66 +255,21 @@ int pflex_plot_render(const struct pflex_plot *plot, const char *path) {
   FILE *probe = fopen(path, "wb");
   if (!probe) return -EIO;
   fclose(probe);
-
   PLINT old;
-  plgstrm(&old);
-  PLINT strm;
-  plmkstrm(&strm);
-  plsdev(dev);
-  plsfnam(path);
-  char geom[64];
-  snprintf(geom, sizeof geom, "%dx%d", w, h);
-  plsetopt("geometry", geom);
-  plscolbg(255, 255, 255);
-  plinit();
-  plssub(1, 1);
-  pladv(0);
+  open_stream(dev, path, w, h, &old);
+  /* Bands of the page: the title on top, the note at the bottom, the
+   * legends' band on the right, panels between. */
+  double top = plot->title ? 1 - 56.0 / h : 0.99, bottom = plot->note ? 36.0 / h : 0;
+  double lw = plot->legend_width > 0 && plot->legend_width < 0.5 ? plot->legend_width : 0;
   int err = 0;
-  double top = plot->title ? 0.94 : 0.99;
   for (size_t i = 0; i < plot->npanels && !err; i++) {
-    const struct pflex_plot_panel *p = &plot->panels[i];
     int c = (int)i % cols, r = (int)i / cols;
-    double x0 = (double)c / cols, x1 = (double)(c + 1) / cols;
-    double y1 = top - top * r / rows, y0 = top - top * (r + 1) / rows;
-    /* Room for the y label on the left, the x label below and the title above. */
-    double right = p->legend && p->legend_pos == PFLEX_PLOT_LEGEND_OUTSIDE_RIGHT ? 0.36 : 0.04;
-    plvpor(x0 + 0.17 / cols, x1 - right / cols, y0 + 0.16 / rows, y1 - 0.09 / rows);
-    double xmin, xmax, ymin, ymax;
-    data_range(p, &xmin, &xmax, &ymin, &ymax);
-    plwind(xmin, xmax, ymin, ymax);
-    plwidth(0.5);
-    plschr(0, 0.7);
-    if (p->grid) {
-      plscol0(15, 215, 215, 215);
-      plcol0(15);
-      plbox("g", 0, 0, "g", 0, 0);
-    }
-    plscol0(15, 0, 0, 0);
-    plcol0(15);
-    plwidth(1.0);
-    plbox("bcnst", 0, 0, "bcnstv", 0, 0);
-    pllab(p->xlabel ? p->xlabel : "", p->ylabel ? p->ylabel : "", p->title ? p->title : "");
-    int *colors = calloc(p->nseries ? p->nseries : 1, sizeof *colors);
-    if (!colors) {
-      err = -ENOMEM;
-      break;
-    }
-    int next = 0;
-    for (size_t s = 0; s < p->nseries; s++)
-      colors[s] = p->series[s].color >= 0 ? p->series[s].color : next++;
-    for (size_t s = 0; s < p->nseries && !err; s++)
-      err = draw_series(&p->series[s], colors[s]);
-    if (!err && p->legend) err = draw_legend(p, colors);
-    free(colors);
+    double cell = (top - bottom) / rows, width = (1 - lw) / cols;
+    err = draw_panel(&plot->panels[i], width * c, width * (c + 1), top - cell * (r + 1),
+                     top - cell * r, cols, lw > 0);
   }
-  if (!err && plot->title) {
-    plvpor(0, 1, top, 1);
-    plwind(0, 1, 0, 1);
-    plscol0(15, 0, 0, 0);
-    plcol0(15);
-    plschr(0, 0.9);
-    plptex(0.5, 0.35, 1, 0, 0.5, plot->title);
-  }
+  if (!err && plot->title) draw_banner(plot->title, top, 1, true, 0.9);
+  if (!err && plot->note) draw_banner(plot->note, 0, bottom, false, 0.6);
   plend1();
   plsstrm(old);
   return err;

@@ -86,7 +86,7 @@ jq -e --slurpfile m m.json '
   || fail "predict does not reproduce fit's in-sample predictions"
 v=$(jq -r '.predictions[] | select(.group == "v-1") | .measured' pred.json)
 close "$v" 2.625 1e-9 || fail "measured PFI of v-1: $v"
-"$PFLEX" predict --model m.json runs.csv --csv | head -1 | grep >/dev/null '^group,arch,task,runs,predicted,prediction,measured$' \
+"$PFLEX" predict --model m.json runs.csv --csv | head -1 | grep >/dev/null '^group,arch,task,runs,predicted,prediction,measured,provenance$' \
   || fail "predict --csv header"
 
 # --- predict on live telemetry (one run per job, no PFI) ----------------------

@@ -33,6 +33,7 @@ assert all(r["group"] == "fake-regex" and r["gpu"] == "H200" and r["gpus"] == "2
 assert all(r["provenance"] == "measured" and float(r["gpu_util"]) == 97 for r in rows), rows
 PY
 grep >/dev/null "^PFI 0.875 " out.txt || fail "PFI line"
+grep >/dev/null "^provenance: measured" out.txt || fail "sweep: no provenance line"
 grep >/dev/null "restored 2 GPUs to their original limits" err.txt || fail "restore not reported"
 expect_eq "$(fake_get gpu0.limit_mw)" 700000 "GPU 0 restored"
 expect_eq "$(fake_get gpu1.limit_mw)" 700000 "GPU 1 restored"

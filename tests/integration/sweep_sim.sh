@@ -16,6 +16,7 @@ cat out.txt
 [ $((end - start)) -le 20 ] || fail "a virtual-time sweep took $((end - start)) s"
 grep >/dev/null "note: sim backend: simulated GPUs and job, modelled readings" err.txt || fail "simulation not said"
 grep >/dev/null "restored 8 GPUs to their original limits" err.txt || fail "restore"
+grep >/dev/null "^provenance: simulated" out.txt || fail "sweep: no provenance line"
 pfi=$(sed -n 's/^PFI \([0-9.]*\) .*/\1/p' out.txt)
 ci=$(sed -n 's/^PFI .*95% CI \([0-9.]*\)-\([0-9.]*\);.*/\1 \2/p' out.txt)
 python3 - "$pfi" $ci <<'PY'

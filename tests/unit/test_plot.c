@@ -45,7 +45,7 @@ static void skip_render_under_valgrind(void) {
 static void test_plot_args(void **state) {
   (void)state;
   assert_string_equal(pflex_plot_device("a.PNG"), "pngcairo");
-  assert_string_equal(pflex_plot_device("dir.v/a.svg"), "svgcairo");
+  assert_string_equal(pflex_plot_device("dir.v/a.svg"), "svg");
   assert_string_equal(pflex_plot_device("a.pdf"), "pdfcairo");
   assert_null(pflex_plot_device("a.jpg"));
   assert_null(pflex_plot_device("noext"));
@@ -76,13 +76,29 @@ const char *__lsan_default_suppressions(void) {
          "leak:libharfbuzz\nleak:libplplot\nleak:libfreetype\n";
 }
 
-static void test_plot(void **state) {
-  (void)state;
-  skip_render_under_valgrind();
+/* Renders fig to a fresh SVG file and returns its text (NUL-terminated,
+ * free it), its length in *ret_len; the file is removed. */
+static char *render_svg(const struct pflex_plot *fig, size_t *ret_len) {
   char path[] = "/tmp/pflex-test-plot-XXXXXX.svg";
   int fd = mkstemps(path, 4);
   assert_true(fd >= 0);
   close(fd);
+  assert_int_equal(pflex_plot_render(fig, path), 0);
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  char *buf = calloc(1, 1 << 20);
+  assert_non_null(buf);
+  size_t n = fread(buf, 1, (1 << 20) - 1, f);
+  fclose(f);
+  unlink(path);
+  assert_true(n > 0);
+  *ret_len = n;
+  return buf;
+}
+
+static void test_plot(void **state) {
+  (void)state;
+  skip_render_under_valgrind();
   double x[] = {0, 0.5, 1}, y[] = {0, 0.7, 1};
   struct pflex_plot_series s[] = {
       {.label = "curve", .x = x, .y = y, .n = 3, .style = PFLEX_PLOT_LINE_POINTS, .color = -1}};
@@ -97,15 +113,10 @@ static void test_plot(void **state) {
                                .nseries = 1,
                                .legend = true};
   struct pflex_plot fig = {.panels = &p, .npanels = 1};
-  assert_int_equal(pflex_plot_render(&fig, path), 0);
-  FILE *f = fopen(path, "rb");
-  assert_non_null(f);
-  char head[256] = {0};
-  size_t got = fread(head, 1, sizeof head - 1, f);
-  fclose(f);
-  assert_true(got > 0);
-  assert_non_null(strstr(head, "<svg") ? strstr(head, "<svg") : strstr(head, "<?xml"));
-  unlink(path);
+  size_t n;
+  char *svg = render_svg(&fig, &n);
+  assert_non_null(strstr(svg, "<svg"));
+  free(svg);
 }
 
 static void test_multi_panel_png(void **state) {
@@ -151,23 +162,13 @@ static void test_multi_panel_png(void **state) {
 /* Each legend position draws a different picture: the legend box moves (and
  * OUTSIDE_RIGHT narrows the panel), so no two SVGs are byte-identical. */
 static char *render_svg_with_legend(enum pflex_plot_legend_pos pos, size_t *ret_len) {
-  char path[] = "/tmp/pflex-test-plot-XXXXXX.svg";
-  int fd = mkstemps(path, 4);
-  assert_true(fd >= 0);
-  close(fd);
   double x[] = {0, 0.5, 1}, y[] = {0, 0.7, 1};
   struct pflex_plot_series s[] = {{.label = "a", .x = x, .y = y, .n = 3, .color = -1}};
   struct pflex_plot_panel p = {.xmin = NAN, .xmax = NAN, .ymin = 0, .ymax = 1, .series = s,
                                .nseries = 1, .legend = true, .legend_pos = pos};
   struct pflex_plot fig = {.panels = &p, .npanels = 1};
-  assert_int_equal(pflex_plot_render(&fig, path), 0);
-  FILE *f = fopen(path, "rb");
-  assert_non_null(f);
-  char *buf = malloc(1 << 20);
-  assert_non_null(buf);
-  size_t n = fread(buf, 1, (1 << 20) - 1, f);
-  fclose(f);
-  unlink(path);
+  size_t n;
+  char *buf = render_svg(&fig, &n);
   /* cairo numbers its surfaces per process ("surface6"): drop those digits so
    * that only the drawing is compared. */
   buf[n] = '\0';
@@ -253,9 +254,49 @@ static void test_curves_figure(void **state) {
   pflex_runset_release(&set);
 }
 
+/* "&#xNN;" for every character of the ASCII text s: how PLplot's svg driver
+ * writes the characters of a <text> element. */
+static void svg_encode(const char *s, char *out, size_t size) {
+  size_t o = 0;
+  for (; *s && o + 8 < size; s++) o += (size_t)snprintf(out + o, size - o, "&#x%x;", (unsigned char)*s);
+  out[o] = '\0';
+}
+
+/* SVG text is text: the title, the note, a legend entry and an x tick label
+ * are <text> elements, not glyph outlines. */
+static void test_svg_text(void **state) {
+  (void)state;
+  skip_render_under_valgrind();
+  double x[] = {1, 2, 3}, y[] = {1, 0.5, 0.8};
+  const char *ticks[] = {"group one", "group two", "group three"};
+  struct pflex_plot_series s[] = {{.label = "series label", .x = x, .y = y, .n = 3,
+                                   .style = PFLEX_PLOT_LINE_POINTS, .color = 2,
+                                   .dash = PFLEX_PLOT_DASHDOT, .marker = "\u25B2"}};
+  struct pflex_plot_panel p = {.xmin = 0.5, .xmax = 3.5, .ymin = NAN, .ymax = NAN, .series = s,
+                               .nseries = 1, .legend = true, .xticks = ticks, .nxticks = 3,
+                               .bottom = 0.3};
+  struct pflex_plot fig = {.title = "figure title", .panels = &p, .npanels = 1,
+                           .note = "data: simulated"};
+  size_t n;
+  char *buf = render_svg(&fig, &n);
+  assert_non_null(strstr(buf, "<text"));
+  const char *want[] = {"figure title", "data: simulated", "series label", "group three"};
+  for (size_t k = 0; k < 4; k++) {
+    char enc[512];
+    svg_encode(want[k], enc, sizeof enc);
+    assert_non_null(strstr(buf, enc));
+  }
+  char tri[64];
+  snprintf(tri, sizeof tri, "&#x%x;", 0x25B2); /* the marker: in the plot and the legend */
+  char *first = strstr(buf, tri);
+  assert_non_null(first);
+  assert_non_null(strstr(first + 1, tri));
+  free(buf);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_plot_args),
+      cmocka_unit_test(test_plot_args), cmocka_unit_test(test_svg_text),
       cmocka_unit_test(test_plot),
       cmocka_unit_test(test_multi_panel_png),
       cmocka_unit_test(test_legend_positions),
