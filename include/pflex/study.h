@@ -34,6 +34,7 @@
 
 #include "pflex/alloc.h"
 #include "pflex/curve.h"
+#include "pflex/progress.h"
 #include "pflex/runs.h"
 
 /* Acme trace, Seren cluster, GPU jobs of all end states (Hu et al., NSDI 2024;
@@ -115,7 +116,7 @@ struct pflex_study_opts {
   unsigned knots;      /* optimizer knots (pflex_alloc_opts), default 17 */
   enum pflex_study_shape shape; /* default PFLEX_STUDY_SHAPE_DATA */
   double bandwidth;             /* data shape: PFI kernel width, default 0.25 (about the
-                                   paper's LOO RMSE of model (i), 0.241) */
+                                   paper's LOO RMSE of model (i), 0.241) */  struct pflex_progress progress; /* told each workload done ("workloads"); default none */
 };
 
 /* Fills the defaults listed above. */

@@ -13,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "cli/gpu_cli.h"
+#include "cli/progress.h"
 #include "cli/util.h"
 #include "pflex/pfi.h"
 #include "pflex/runs_csv.h"
@@ -97,8 +98,7 @@ static void on_signal(int signo) {
 }
 
 struct ui {
-  bool progress;
-  bool line_open;
+  struct cli_progress pr;
   bool echo_output;
 };
 
@@ -113,19 +113,18 @@ static const char *stage_name(enum pflex_sweep_stage st) {
 
 static void on_progress(const struct pflex_sweep_progress *p, void *ud) {
   struct ui *ui = ud;
-  if (!ui->progress) return;
   char pw[32] = "-", tp[32] = "-";
   if (isfinite(p->power_w)) snprintf(pw, sizeof pw, "%.0f W", p->power_w);
   if (isfinite(p->tput)) snprintf(tp, sizeof tp, "%.6g/s", p->tput);
-  fprintf(stderr, "\r\033[K[run %zu/%zu] cap %.0f W  %-12s %6.1f/%.1f s  power %s  tput %s",
-          p->run + 1, p->nruns, p->cap_w, stage_name(p->stage), p->elapsed_s, p->total_s, pw, tp);
-  ui->line_open = true;
+  cli_progress_printf(&ui->pr, false, "[run %zu/%zu] cap %.0f W  %-12s %6.1f/%.1f s  power %s  tput %s",
+                      p->run + 1, p->nruns, p->cap_w, stage_name(p->stage), p->elapsed_s,
+                      p->total_s, pw, tp);
 }
 
 static void on_output(const char *data, size_t len, void *ud) {
   struct ui *ui = ud;
   if (!ui->echo_output) return;
-  if (ui->line_open) fputs("\r\033[K", stderr), ui->line_open = false;
+  cli_progress_clear(&ui->pr);
   fwrite(data, 1, len, stderr);
 }
 
@@ -332,13 +331,14 @@ static int sweep(struct pflex_gpu *gpu, struct pflex_restore *rs, const struct a
     return 0;
   }
   struct pflex_phase_opts phase;
-  struct ui ui = {.progress = !a->quiet && cli_progress_enabled(), .echo_output = true};
+  struct ui ui = {.echo_output = true};
+  cli_progress_init(&ui.pr, "sweep", a->quiet);
   struct pflex_sweep_opts o;
   engine_opts(a, cmd, idx, n, &phase, &ui, &o);
   announce(gpu, rs, a, n);
   struct pflex_sweep_result res;
   int err = pflex_sweep_run(gpu, rs, &o, &res);
-  if (ui.line_open) fputs("\r\033[K", stderr);
+  cli_progress_clear(&ui.pr);
   int signo = signals_release(&sg);
   if (res.stop_err && res.stop_err != -ECANCELED) cli_error("sweep stopped: %s", res.stop_message);
   report_restore(&res, rs);

@@ -154,10 +154,6 @@ int cli_parse_list(const char *s, double **ret_values, size_t *ret_n) {
   return cli_decimal_list(s, ret_values, ret_n);
 }
 
-bool cli_progress_enabled(void) {
-  return isatty(STDERR_FILENO);
-}
-
 const char *cli_reference_runs(void) {
   static char path[4096];
   const char *dir = getenv("PFLEX_DATA_DIR");

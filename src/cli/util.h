@@ -71,7 +71,4 @@ int cli_parse_list(const char *s, double **ret_values, size_t *ret_n);
  * data/reference/runs.csv (a build run from anywhere), else that relative path. */
 const char *cli_reference_runs(void);
 
-/* True when stderr is a terminal (progress output goes there only then). */
-bool cli_progress_enabled(void);
-
 #endif

@@ -33,7 +33,12 @@ struct pflex_store {
   sqlite3 *db;
   char *path;
   bool readonly;
+  struct pflex_progress progress; /* told each group stored (pflex_store_set_progress) */
 };
+
+void pflex_store_set_progress(struct pflex_store *store, const struct pflex_progress *p) {
+  if (store) store->progress = p ? *p : (struct pflex_progress){0};
+}
 
 int pflex_store_schema_latest(void) {
   return pflex__store_migrations[pflex__store_nmigrations - 1].version;
@@ -610,6 +615,7 @@ int pflex_store_put_runs(struct pflex_store *store, const struct pflex_runset *s
     memcpy(idx, groups[g].runs, n * sizeof *idx);
     qsort(idx, n, sizeof *idx, cmp_size);
     err = put_group(&c, idx, n, mode, &res);
+    pflex_progress_report(&store->progress, "groups", g + 1, ngroups);
   }
   if (!err) err = exec(store, "COMMIT", diag, "cannot commit");
   if (err) rollback(store);
