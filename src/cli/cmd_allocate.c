@@ -1,7 +1,6 @@
 /* `pflex allocate`: splits a cluster power target among jobs with one of the
  * allocation strategies and prints each job's power, per-GPU cap and expected
  * throughput (docs/allocation.md). */
-#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -67,14 +66,15 @@ static const struct cli_spec spec = {
     .max_operands = 1,
     .exclusive = (const char *const[]){"cut target-w", "json csv", NULL}};
 
-static bool looks_like_json(const char *path) {
-  FILE *f = fopen(path, "r");
-  if (!f) return false;
-  int c;
-  while ((c = fgetc(f)) != EOF && isspace(c)) {
-  }
-  fclose(f);
-  return c == '{' || c == '[';
+/* A jobs JSON file, not a runs JSON file (pflex export --format json, which
+ * names its format): the latter is read as runs, one job per group. */
+static bool is_jobs_json(const char *path) {
+  if (!cli_looks_like_json(path)) return false;
+  json_t *root = json_load_file(path, 0, NULL);
+  const char *format = json_string_value(json_object_get(root, "format"));
+  bool runs = format && strcmp(format, "pflex-runs") == 0;
+  json_decref(root);
+  return !runs;
 }
 
 /* A capped run faster than its group's uncapped run, by pfi's rule
@@ -131,7 +131,7 @@ static int load(const char *path, enum pflex_tput_unit unit, struct pflex_jobset
   struct pflex_diag diag;
   pflex_diag_clear(&diag);
   int err;
-  if (looks_like_json(path)) {
+  if (is_jobs_json(path)) {
     if ((err = pflex_jobs_read_json(path, set, &diag))) cli_error_diag("cannot read", &diag, err);
     return err;
   }

@@ -1,4 +1,5 @@
 /* Helpers shared by the commands (see util.h). */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -10,6 +11,7 @@
 #include "pflex/alloc.h"
 #include "pflex/predict.h"
 #include "pflex/runs_csv.h"
+#include "pflex/runs_json.h"
 
 void cli_error(const char *fmt, ...) {
   va_list ap;
@@ -115,11 +117,37 @@ const char *cli_default_db(void) {
   return db && *db ? db : "pflex.db";
 }
 
+bool cli_looks_like_json(const char *path) {
+  if (cli_ends_with(path, ".json")) return true;
+  FILE *f = fopen(path, "r");
+  if (!f) return false;
+  int c;
+  while ((c = fgetc(f)) != EOF && isspace(c)) {
+  }
+  fclose(f);
+  return c == '{' || c == '[';
+}
+
+/* A runs JSON file (pflex export --format json), read as import reads it. */
+static int read_runs_json(const char *path, const struct pflex_runs_read_opts *opts,
+                          struct pflex_runset *ret_set, struct pflex_diag *diag) {
+  if (opts && (opts->set_filter || opts->tput_column))
+    return pflex_diag_set(diag, -EINVAL, path, 0, NULL,
+                          "a runs JSON file carries its own unit and every run: --%s is for a "
+                          "runs CSV (pflex export --format csv writes one)",
+                          opts->set_filter ? "set" : "tput-column");
+  int err = pflex_runs_read_json(path, ret_set, diag);
+  if (!err) err = pflex_runset_check_groups(ret_set, opts && opts->partial_groups, diag);
+  if (err) pflex_runset_release(ret_set);
+  return err;
+}
+
 int cli_load_runs(const char *path, const struct pflex_runs_read_opts *opts,
                   struct pflex_runset *ret_set) {
   struct pflex_diag diag;
   pflex_diag_clear(&diag);
-  int err = pflex_runs_read_csv(path, opts, ret_set, &diag);
+  int err = cli_looks_like_json(path) ? read_runs_json(path, opts, ret_set, &diag)
+                                      : pflex_runs_read_csv(path, opts, ret_set, &diag);
   if (err) {
     cli_error_diag("cannot read", &diag, err);
     return err;

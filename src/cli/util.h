@@ -57,7 +57,12 @@ bool cli_ends_with(const char *s, const char *suffix);
 /* The store file when --db is not given: $PFLEX_DB if set and not empty, else ./pflex.db. */
 const char *cli_default_db(void);
 
-/* Loads a runs CSV and prints any error; prints the reconstructed-data notice
+/* True when path names a JSON file: it ends in .json or its first character
+ * (after blanks) opens a JSON object or array. */
+bool cli_looks_like_json(const char *path);
+
+/* Loads a runs CSV, or a runs JSON file (cli_looks_like_json; the format
+ * pflex export --format json writes), and prints any error; prints the reconstructed-data notice
  * when the runs carry set values of the reference reconstruction. 0 or -errno. */
 int cli_load_runs(const char *path, const struct pflex_runs_read_opts *opts,
                   struct pflex_runset *ret_set);
