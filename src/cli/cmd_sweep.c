@@ -25,7 +25,7 @@ struct args {
   const char *gpus, *backend, *spec, *statsd, *metric, *regex, *group, *gpu_type, *out, *db,
       *state_dir;
   double hz, duration, pause, sustain, grace;
-  bool attach, step_time, quiet;
+  bool attach, step_time, quiet, force;
   int unit; /* enum pflex_tput_unit */
 };
 
@@ -62,7 +62,10 @@ static const struct cli_option options[] = {
                 "GPU column of the runs (default: from the device name, e.g. H200)")},
     {CLI_DOUBLE("sustain", "S", struct args, sustain, 0, 1e6,
                 "training phase: utilization >= threshold for S seconds (default 30)")},
-    {CLI_STRING("out", "FILE", struct args, out, "runs CSV to write (default runs.csv)")},
+    {CLI_STRING("out", "FILE", struct args, out,
+                "runs CSV to write (default runs.csv); an existing file is refused unless "
+                "--force")},
+    {CLI_FLAG("force", struct args, force, "replace an existing --out file")},
     {CLI_STRING("db", "FILE", struct args, db,
                 "also store the runs in this pflex store (SQLite; created if missing; a group "
                 "already stored is refused: choose another --group)")},
@@ -365,6 +368,8 @@ static int run(int argc, char **argv) {
   else if ((a.regex || a.step_time) && !cmd)
     cli_usage_error(&spec, "--tput-regex and --step-time read the output of a COMMAND given "
                            "after '--'");
+  else if (!a.force && access(a.out, F_OK) == 0) /* hours of measurement must not replace it */
+    cli_usage_error(&spec, "'%s' exists: give --out another file, or --force to replace it", a.out);
   else
     status = PFLEX_EXIT_FAIL;
   struct pflex_gpu *gpu = NULL;
