@@ -262,11 +262,11 @@ static int run(int argc, char **argv) {
   struct cli_progress pr; /* Monte Carlo draws of many groups take minutes */
   cli_progress_init(&pr, "pfi", false);
   for (size_t i = 0; i < ng; i++) {
-    cli_progress_update(&pr, "groups", i, ng);
     rows[i].g = &groups[i];
     rows[i].run = &set.runs[groups[i].uncapped];
     if (cli_pfi_value_compute(&set, &groups[i], &full, &rows[i].full)) missing = true;
     if (a->grid.v) cli_pfi_value_compute(&set, &groups[i], &a->opts, &rows[i].grid);
+    cli_progress_update(&pr, "groups", i + 1, ng);
     if (rows[i].full.err == -ENOMEM || rows[i].grid.err == -ENOMEM) {
       cli_progress_clear(&pr);
       cli_error("pfi: out of memory");
