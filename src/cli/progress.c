@@ -40,9 +40,13 @@ static bool due(struct cli_progress *pr, bool force) {
 void cli_progress_update(struct cli_progress *pr, const char *what, size_t done, size_t total) {
   if (!due(pr, total > 0 && done >= total)) return;
   double elapsed = pr->last_s - pr->start_s;
-  if (total > 0)
-    fprintf(stderr, "\r\033[K%s: %s %zu/%zu (%.0f%%), %.0f s", pr->label, what, done, total,
-            100.0 * (double)done / (double)total, elapsed);
+  if (total > 0 && done > 0 && done < total && elapsed >= 1)
+    fprintf(stderr, "\r\033[K%s: %s %zu/%zu (%zu%%), %.0f s, about %.0f s left", pr->label, what,
+            done, total, (size_t)(100.0 * (double)done / (double)total), elapsed,
+            elapsed * (double)(total - done) / (double)done);
+  else if (total > 0) /* the percentage rounded down: 100% only when done */
+    fprintf(stderr, "\r\033[K%s: %s %zu/%zu (%zu%%), %.0f s", pr->label, what, done, total,
+            (size_t)(100.0 * (double)done / (double)total), elapsed);
   else
     fprintf(stderr, "\r\033[K%s: %s %zu, %.0f s", pr->label, what, done, elapsed);
   fflush(stderr);

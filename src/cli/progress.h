@@ -24,7 +24,8 @@ void cli_progress_init(struct cli_progress *pr, const char *label, bool quiet);
 /* The hook a library call takes (its report calls cli_progress_update). */
 struct pflex_progress cli_progress_hook(struct cli_progress *pr);
 
-/* "label: what done/total (P%), S s" (or "what done" when total is 0),
+/* "label: what done/total (P%), S s[, about R s left]" (or "what done"
+ * when total is 0; P rounded down, so 100% means done),
  * unless the line was drawn less than 0.1 s ago (the last unit, done ==
  * total, is always drawn). */
 void cli_progress_update(struct cli_progress *pr, const char *what, size_t done, size_t total);
