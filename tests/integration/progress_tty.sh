@@ -3,14 +3,7 @@
 # (a pseudo-terminal from util-linux's script) one line redrawn in place,
 # at most 10 times a second, ending at 100% and erased at the end; with
 # stderr a file, not one byte of it, and stdout the same either way.
-set -uo pipefail
-: "${PFLEX:?PFLEX must name the pflex program}"
-: "${PFLEX_SOURCE_DIR:?PFLEX_SOURCE_DIR must name the source tree}"
-ref="$PFLEX_SOURCE_DIR/data/reference/runs.csv"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp" || exit 1
-fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$(dirname "$0")/cli_common.bash"
 command -v script > /dev/null || fail "script (util-linux) is needed"
 
 # at_tty NAME CMD: runs CMD (a shell line; its stdout to NAME.out) with

@@ -3,14 +3,7 @@
 # row each: the input, the command, the exit status and the message, which
 # names the file and the line, column or field at fault. Inputs that are
 # accepted are checked for what a later command would choke on.
-set -uo pipefail
-: "${PFLEX:?PFLEX must name the pflex program}"
-: "${PFLEX_SOURCE_DIR:?PFLEX_SOURCE_DIR must name the source tree}"
-ref="$PFLEX_SOURCE_DIR/data/reference/runs.csv"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp" || exit 1
-fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$(dirname "$0")/cli_common.bash"
 
 # row RC WANT ARGS...: pflex ARGS exits RC and its stderr holds WANT (a fixed
 # string; empty: anything). Leaves stdout in out, stderr in err.
@@ -25,6 +18,8 @@ row() {
 # out_has TEXT / out_lacks TEXT: about the stdout of the last row.
 out_has() { grep -qF -- "$1" out || fail "stdout lacks '$1': $(head -3 out)"; }
 out_lacks() { ! grep -qF -- "$1" out || fail "stdout has '$1': $(head -3 out)"; }
+# json_ok EXPR WHY: the Python expression EXPR holds of the JSON stdout d.
+json_ok() { python3 -c "import json; d = json.load(open('out')); assert $1, d" > /dev/null || fail "$2"; }
 # usage ARGS...: the parser's usage error (exit 2, "error: ...", the pointer to help).
 usage() {
   local cmd=$1 want=$2
@@ -43,14 +38,12 @@ row 0 "" allocate "$ref" --target-w 283981.9
 out_has "no cut is needed"
 out_lacks "-0.0%"
 row 0 "" allocate "$ref" --target-w 283981.6 --json
-python3 -c 'import json,sys; d=json.load(open("out")); assert 0 <= d["cut"] < 1e-5, d["cut"]' ||
-  fail "a target just under the total: cut not a tiny non-negative fraction"
+json_ok '0 <= d["cut"] < 1e-5' "a target just under the total: cut not a tiny non-negative fraction"
 row 0 "" allocate "$ref" --target-w 283981.6
 out_has "<0.1% cut"
 out_lacks "-0.0%"
 row 0 "" allocate "$ref" --target-w 1e12 --json
-python3 -c 'import json; d=json.load(open("out")); assert d["cut"] == 0, d["cut"]' ||
-  fail "a target above the total: JSON cut is not 0"
+json_ok 'd["cut"] == 0' "a target above the total: JSON cut is not 0"
 # 1 - 83506.5 / 283981.7 = 70.594%: said as 70.59% (feasible), never 70.6% (not).
 row 1 "the deepest feasible cut is 70.59%" allocate "$ref" --cut 90
 row 0 "" allocate "$ref" --cut 70.59
@@ -70,15 +63,13 @@ out_has "500 W excluded: throughput 10.00% above the uncapped run's, beyond nois
 # Within noise (0.5% over, under 2 x 0.71%): the cap does not bind; t_max stays the measured one.
 sed 's/3800,1100/3800,1005/' fast.csv > near.csv
 row 0 "" allocate near.csv --cut 10 --json
-python3 -c 'import json; d=json.load(open("out")); assert d["jobs"][0]["t_max"] == 1000, d["jobs"][0]' ||
-  fail "t_max above the measured uncapped throughput"
+json_ok 'd["jobs"][0]["t_max"] == 1000' "t_max above the measured uncapped throughput"
 echo '{"jobs":[{"name":"a","gpus":8,"points":[[2000,100],[3000,90],[5000,80]]}]}' > falling.json
 row 1 "cannot read 'falling.json': column 'points': job 1 ('a'): point 1 ([2000, 100]) has 25.00% more throughput than the point at the highest power" \
   allocate falling.json --cut 10
 echo '{"jobs":[{"name":"a","gpus":8,"points":[[2000,70],[3000,80.5],[5000,80]]}]}' > flat.json
 row 0 "" allocate flat.json --cut 10 --json
-python3 -c 'import json; d=json.load(open("out")); assert d["jobs"][0]["t_max"] == 80, d["jobs"][0]' ||
-  fail "jobs JSON: t_max above the highest-power point's throughput"
+json_ok 'd["jobs"][0]["t_max"] == 80' "jobs JSON: t_max above the highest-power point's throughput"
 
 # ---- jobs JSON: each fault blamed on its field ----
 jobs() { printf '{"jobs":[%s]}\n' "$1" > jobs.json; }

@@ -4,13 +4,7 @@
 # transaction) opens for reading at once: `pflex export --list` rolls the
 # journal back and lists exactly the groups stored before, and an unwritable
 # store says why instead of "attempt to write a readonly database".
-set -uo pipefail
-: "${PFLEX:?PFLEX must name the pflex program}"
-: "${PFLEX_SOURCE_DIR:?PFLEX_SOURCE_DIR must name the source tree}"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp" || exit 1
-fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$(dirname "$0")/cli_common.bash"
 
 bash "$PFLEX_SOURCE_DIR/bench/gen_runs.sh" "$PFLEX" 20000 big.csv > /dev/null 2>&1 ||
   fail "cannot generate the runs file"
@@ -20,7 +14,7 @@ bash "$PFLEX_SOURCE_DIR/bench/gen_runs.sh" "$PFLEX" 20000 big.csv > /dev/null 2>
 hot=0
 for try in 1 2 3 4 5; do
   rm -f s.db s.db-journal
-  "$PFLEX" import "$PFLEX_SOURCE_DIR/data/reference/runs.csv" --db s.db > /dev/null 2>&1 ||
+  "$PFLEX" import "$ref" --db s.db > /dev/null 2>&1 ||
     fail "first import failed"
   "$PFLEX" export --db s.db --list 2> /dev/null | sort > before.txt
   size=$(stat -c %s s.db)
