@@ -116,7 +116,9 @@ struct pflex_study_opts {
   unsigned knots;      /* optimizer knots (pflex_alloc_opts), default 17 */
   enum pflex_study_shape shape; /* default PFLEX_STUDY_SHAPE_DATA */
   double bandwidth;             /* data shape: PFI kernel width, default 0.25 (about the
-                                   paper's LOO RMSE of model (i), 0.241) */  struct pflex_progress progress; /* told each workload done ("workloads"); default none */
+                                   paper's LOO RMSE of model (i), 0.241) */
+  /* Told each workload done ("workloads", done of total); default none. */
+  struct pflex_progress progress;
 };
 
 /* Fills the defaults listed above. */

@@ -120,9 +120,9 @@ static void on_progress(const struct pflex_sweep_progress *p, void *ud) {
   char pw[32] = "-", tp[32] = "-";
   if (isfinite(p->power_w)) snprintf(pw, sizeof pw, "%.0f W", p->power_w);
   if (isfinite(p->tput)) snprintf(tp, sizeof tp, "%.6g/s", p->tput);
-  cli_progress_printf(&ui->pr, false, "[run %zu/%zu] cap %.0f W  %-12s %6.1f/%.1f s  power %s  tput %s",
-                      p->run + 1, p->nruns, p->cap_w, stage_name(p->stage), p->elapsed_s,
-                      p->total_s, pw, tp);
+  cli_progress_printf(&ui->pr, false,
+                      "[run %zu/%zu] cap %.0f W  %-12s %6.1f/%.1f s  power %s  tput %s", p->run + 1,
+                      p->nruns, p->cap_w, stage_name(p->stage), p->elapsed_s, p->total_s, pw, tp);
 }
 
 static void on_output(const char *data, size_t len, void *ud) {

@@ -11,9 +11,9 @@
 #include "pflex/progress.h"
 
 struct cli_progress {
-  bool on;        /* stderr is a terminal and the command was not asked to be quiet */
-  bool line_open; /* a progress line is on the screen */
-  const char *label; /* the command ("study"), first on the line */
+  bool on;                /* stderr is a terminal and the command was not asked to be quiet */
+  bool line_open;         /* a progress line is on the screen */
+  const char *label;      /* the command ("study"), first on the line */
   double start_s, last_s; /* monotonic clock: when the work began, when last drawn */
 };
 
