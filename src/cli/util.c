@@ -128,15 +128,38 @@ bool cli_looks_like_json(const char *path) {
   return c == '{' || c == '[';
 }
 
-/* A runs JSON file (pflex export --format json), read as import reads it. */
+/* The runs of all whose set column is name, into out (empty). 0 or -ENOMEM. */
+static int keep_set(const struct pflex_runset *all, const char *name, struct pflex_runset *out) {
+  out->unit = all->unit;
+  int err = all->source && !(out->source = strdup(all->source)) ? -ENOMEM : 0;
+  for (size_t k = 0; !err && k < all->nextra; k++)
+    err = pflex_runset_add_column(out, all->extra_names[k], NULL);
+  for (size_t i = 0; !err && i < all->n; i++)
+    if (all->runs[i].set && strcmp(all->runs[i].set, name) == 0)
+      err = pflex_runset_append(out, &all->runs[i]);
+  return err;
+}
+
+/* A runs JSON file (pflex export --format json), read as import reads it,
+ * --set applied as the CSV reader applies it. */
 static int read_runs_json(const char *path, const struct pflex_runs_read_opts *opts,
                           struct pflex_runset *ret_set, struct pflex_diag *diag) {
-  if (opts && (opts->set_filter || opts->tput_column))
+  if (opts && opts->tput_column)
     return pflex_diag_set(diag, -EINVAL, path, 0, NULL,
-                          "a runs JSON file carries its own unit and every run: --%s is for a "
-                          "runs CSV (pflex export --format csv writes one)",
-                          opts->set_filter ? "set" : "tput-column");
-  int err = pflex_runs_read_json(path, ret_set, diag);
+                          "a runs JSON file names its own throughput: --tput-column is for a "
+                          "runs CSV");
+  struct pflex_runset all;
+  pflex_runset_init(&all);
+  int err = pflex_runs_read_json(path, &all, diag);
+  if (!err && opts && opts->set_filter) {
+    err = keep_set(&all, opts->set_filter, ret_set);
+    if (!err && ret_set->n == 0)
+      err = pflex_diag_set(diag, -PFLEX_E_DATA, path, 0, "set", "no run has set '%s'",
+                           opts->set_filter);
+    pflex_runset_release(&all);
+  } else if (!err) {
+    *ret_set = all;
+  }
   if (!err) err = pflex_runset_check_groups(ret_set, opts && opts->partial_groups, diag);
   if (err) pflex_runset_release(ret_set);
   return err;

@@ -119,6 +119,11 @@ row 0 "" pfi "$ref" --draws 200
 mv out pfi_csv.txt
 row 0 "" pfi runs.json --draws 200
 cmp -s out pfi_csv.txt || fail "pfi on the exported runs JSON differs from pfi on the CSV"
+row 0 "" pfi "$ref" --draws 200 --set headline
+mv out pfi_csv.txt
+row 0 "" pfi runs.json --draws 200 --set headline
+cmp -s out pfi_csv.txt || fail "pfi --set on the runs JSON differs from pfi --set on the CSV"
+row 1 "cannot read 'runs.json': column 'set': no run has set 'nosuch'" pfi runs.json --set nosuch
 row 0 "" allocate runs.json --cut 30
 out_has "30.0% cut of 283982 W uncapped"
 
