@@ -60,7 +60,14 @@ at_tty pfi "$PFLEX pfi $ref --draws 20000"
 check_line pfi pfi groups 35
 quiet pfi "$PFLEX pfi $ref --draws 20000"
 
-# The sweep's line goes through the same printer; --quiet turns it off.
-at_tty sweep "$PFLEX sweep --backend sim --caps 300,700 --out s1.csv --quiet"
-! grep -q '\[run ' sweep.tty || fail "sweep --quiet drew progress"
+# The sweep's line goes through the same printer, erased before the summary
+# (the sim backend's clock is virtual: a few draws); --quiet turns it off.
+at_tty sweep "$PFLEX sweep --backend sim --caps 300,700 --out s1.csv"
+python3 - << 'PY' || fail "sweep progress: see above"
+t = open("sweep.tty", newline="").read()
+assert "\r\x1b[K[run 1/2] cap 300 W" in t, t[-300:]
+assert "\r\x1b[Krestored 8 GPUs" in t, ("the line is not erased before the summary", t[-300:])
+PY
+at_tty sweepq "$PFLEX sweep --backend sim --caps 300,700 --out s2.csv --quiet"
+! grep -q '\[run ' sweepq.tty || fail "sweep --quiet drew progress"
 echo ok
