@@ -10,7 +10,7 @@
 set(PFLEX_LAYERS base core telemetry io gpu sweep report)
 
 set(PFLEX_LAYER_base_DEPS)
-set(PFLEX_LAYER_base_HEADERS error.h format.h provenance.h)
+set(PFLEX_LAYER_base_HEADERS error.h format.h progress.h provenance.h)
 set(PFLEX_LAYER_base_LIBS)
 
 set(PFLEX_LAYER_core_DEPS base)

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "pflex/error.h"
+#include "pflex/progress.h"
 #include "pflex/runs.h"
 
 struct pflex_store; /* opaque: one open SQLite connection */
@@ -48,6 +49,10 @@ void pflex_store_close(struct pflex_store *store);
 
 /* The schema version recorded in the open store. */
 int pflex_store_schema_version(struct pflex_store *store, int *ret_version);
+
+/* Has the store's long calls (pflex_store_put_runs: each group stored) tell p
+ * how far they are; NULL: no progress (the default). *p is copied. */
+void pflex_store_set_progress(struct pflex_store *store, const struct pflex_progress *p);
 
 /* How many groups and runs a pflex_store_put_runs call wrote. */
 struct pflex_store_put_result {

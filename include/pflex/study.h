@@ -34,6 +34,7 @@
 
 #include "pflex/alloc.h"
 #include "pflex/curve.h"
+#include "pflex/progress.h"
 #include "pflex/runs.h"
 
 /* Acme trace, Seren cluster, GPU jobs of all end states (Hu et al., NSDI 2024;
@@ -116,6 +117,8 @@ struct pflex_study_opts {
   enum pflex_study_shape shape; /* default PFLEX_STUDY_SHAPE_DATA */
   double bandwidth;             /* data shape: PFI kernel width, default 0.25 (about the
                                    paper's LOO RMSE of model (i), 0.241) */
+  /* Told each workload done ("workloads", done of total); default none. */
+  struct pflex_progress progress;
 };
 
 /* Fills the defaults listed above. */

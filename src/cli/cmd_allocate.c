@@ -1,7 +1,6 @@
 /* `pflex allocate`: splits a cluster power target among jobs with one of the
  * allocation strategies and prints each job's power, per-GPU cap and expected
  * throughput (docs/allocation.md). */
-#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -19,6 +18,7 @@
 #include "pflex/curve.h"
 #include "pflex/jobs.h"
 #include "pflex/jobs_json.h"
+#include "pflex/pfi.h"
 #include "pflex/runs_provenance.h"
 
 enum objective { OBJECTIVE_TOKENS, OBJECTIVE_PROGRESS };
@@ -83,14 +83,65 @@ static const struct cli_spec spec = {
     .max_operands = 1,
     .exclusive = (const char *const[]){"cut target-w", "json csv", NULL}};
 
-static bool looks_like_json(const char *path) {
-  FILE *f = fopen(path, "r");
-  if (!f) return false;
-  int c;
-  while ((c = fgetc(f)) != EOF && isspace(c)) {
+/* A jobs JSON file, not a runs JSON file (pflex export --format json, which
+ * names its format): the latter is read as runs, one job per group. */
+static bool is_jobs_json(const char *path) {
+  if (!cli_looks_like_json(path)) return false;
+  json_t *root = json_load_file(path, 0, NULL);
+  const char *format = json_string_value(json_object_get(root, "format"));
+  bool runs = format && strcmp(format, "pflex-runs") == 0;
+  json_decref(root);
+  return !runs;
+}
+
+/* A capped run faster than its group's uncapped run, by pfi's rule
+ * (docs/pfi.md): within noise the cap does not bind, and the run counts at
+ * the uncapped throughput, so that no curve promises more than the job's
+ * measured uncapped speed; beyond noise the file is refused, as the likelier
+ * story is a bad uncapped run (pfi leaves such a run out of the PFI and says
+ * so; a curve through it would be wrong everywhere). */
+static int check_faster(const char *path, struct pflex_runset *set, const struct pflex_group *g,
+                        const struct pflex_pfi_opts *o) {
+  struct pflex_pfi_point *pts = NULL;
+  struct pflex_pfi_run_result *rr = calloc(g->n, sizeof *rr);
+  int err = rr ? pflex_pfi_group_points(set, g, &pts) : -ENOMEM;
+  if (!err && pflex_pfi_classify(pts, g->n, o, rr) != 0) g = NULL; /* jobs_from_runs says why */
+  struct pflex_run *u = g && !err ? &set->runs[g->uncapped] : NULL;
+  for (size_t k = 0; u && !err && k < g->n; k++) {
+    struct pflex_run *r = &set->runs[g->runs[k]];
+    if (r == u || !(r->tput > u->tput)) continue;
+    if (rr[k].drop >= -o->noise_k * rr[k].drop_se) {
+      r->tput = u->tput;
+      continue;
+    }
+    cli_error("cannot use '%s': line %zu, group '%s': the %g W run's throughput is %.2f%% above "
+              "the uncapped run's (line %zu), beyond noise (%g x %.2f%%): check the uncapped run "
+              "(pfi leaves this run out; a curve through it would promise more than the job's "
+              "uncapped speed)",
+              path, r->line, g->name, r->cap_w, -100 * rr[k].drop, u->line, o->noise_k,
+              100 * rr[k].drop_se);
+    err = -PFLEX_E_DATA;
   }
-  fclose(f);
-  return c == '{' || c == '[';
+  if (err == -ENOMEM) cli_error("out of memory");
+  free(pts);
+  free(rr);
+  return err;
+}
+
+static int check_faster_runs(const char *path, struct pflex_runset *set) {
+  struct pflex_group *groups = NULL;
+  size_t ng = 0;
+  if (pflex_runset_groups(set, &groups, &ng)) {
+    cli_error("out of memory");
+    return -ENOMEM;
+  }
+  struct pflex_pfi_opts o;
+  pflex_pfi_opts_init(&o);
+  int err = 0;
+  for (size_t i = 0; !err && i < ng; i++)
+    err = check_faster(path, set, &groups[i], &o);
+  pflex_groups_free(groups, ng);
+  return err;
 }
 
 /* A runs file of several sets (headline, validation, h100) used whole: say so. */
@@ -118,9 +169,9 @@ static int load(const char *path, const struct args *a, struct pflex_jobset *set
   struct pflex_diag diag;
   pflex_diag_clear(&diag);
   int err;
-  if (looks_like_json(path)) {
+  if (is_jobs_json(path)) {
     if (set_filter) {
-      cli_error("'%s' is a jobs file: --set applies to a runs CSV", path);
+      cli_error("'%s' is a jobs file: --set applies to a runs CSV or JSON", path);
       return -EINVAL;
     }
     if ((err = pflex_jobs_read_json(path, set, &diag))) cli_error_diag("cannot read", &diag, err);
@@ -132,6 +183,10 @@ static int load(const char *path, const struct args *a, struct pflex_jobset *set
   pflex_runset_init(&runs);
   if ((err = cli_load_runs(path, &opts, &runs))) return err;
   if (!set_filter) note_mixed_sets(path, &runs);
+  if ((err = check_faster_runs(path, &runs))) {
+    pflex_runset_release(&runs);
+    return err;
+  }
   err = pflex_jobs_from_runs(&runs, set, &diag);
   if (err) cli_error_diag("cannot use", &diag, err);
   if (!err) set->provenance = pflex_runs_provenance(&runs, NULL, 0);
@@ -238,8 +293,16 @@ static void print_csv(const struct pflex_jobset *set, const struct pflex_alloc_r
 static void print_table(const struct pflex_jobset *set, enum pflex_alloc_strategy st, double cut,
                         const struct pflex_alloc_result *r, const struct pflex_alloc_summary *s) {
   const char *unit = pflex_tput_unit_absolute(set->unit) ? "tokens/s" : "relative";
-  printf("strategy %s: target %.0f W = %.1f%% cut of %.0f W uncapped\n",
-         pflex_alloc_strategy_name(st), s->target_w, 100 * cut, s->max_w);
+  if (s->target_w >= s->max_w)
+    printf("strategy %s: target %.1f W is at or above the jobs' %.1f W uncapped: no cut is "
+           "needed, every job runs uncapped\n",
+           pflex_alloc_strategy_name(st), s->target_w, s->max_w);
+  else if (cut < 0.0005) /* "0.0%" would read as no cut */
+    printf("strategy %s: target %.1f W = <0.1%% cut of %.1f W uncapped\n",
+           pflex_alloc_strategy_name(st), s->target_w, s->max_w);
+  else
+    printf("strategy %s: target %.0f W = %.1f%% cut of %.0f W uncapped\n",
+           pflex_alloc_strategy_name(st), s->target_w, 100 * cut, s->max_w);
   size_t w = 4;
   for (size_t i = 0; i < set->n; i++)
     if (strlen(set->jobs[i].name) > w) w = strlen(set->jobs[i].name);
@@ -355,16 +418,17 @@ static int run(int argc, char **argv) {
   struct pflex_alloc_summary s;
   err = pflex_alloc_run(set.jobs, set.n, st, target, &opts, r, &s);
   if (err == -PFLEX_E_INFEASIBLE) {
+    /* Rounded down: a cut of the printed size must be feasible. */
     cli_error("target %.1f W is infeasible: the jobs need at least %.1f W (their floors and "
-              "throughput minimums); the deepest feasible cut is %.1f%%",
-              target, s.min_w, 100 * s.deepest_cut);
+              "throughput minimums); the deepest feasible cut is %.2f%%",
+              target, ceil(s.min_w * 10) / 10, floor(s.deepest_cut * 1e4) / 100);
     goto out;
   }
   if (err) {
     cli_error("cannot allocate: %s", pflex_strerror(err));
     goto out;
   }
-  cut = s.max_w > 0 ? 1 - target / s.max_w : 0;
+  cut = s.max_w > 0 ? fmax(0, 1 - target / s.max_w) : 0; /* a target above the total: none */
   if (a.mapping && write_caps(&a, &set, r, st, target)) goto out;
   if (json) {
     if (print_json(&set, st, cut, r, &s, notes)) goto out;

@@ -28,7 +28,8 @@ struct opts {
 };
 
 static const struct cli_option common_options[] = {
-    {CLI_STRING("gpus", "LIST", struct common, gpus, "GPU indexes such as 0,1 or 0-7 (default: all)")},
+    {CLI_CUSTOM("gpus", "LIST", struct common, gpus, cli_gpu_list_check, CLI_GPU_LIST_EXPECT,
+                "GPU indexes such as 0,1 or 0-7 (default: all)")},
     {CLI_STRING("backend", "NAME", struct common, backend,
                 "nvml (default; env PFLEX_GPU_BACKEND) or sim")},
     {CLI_STRING("sim-job", "SPEC", struct common, spec,
@@ -444,14 +445,8 @@ static int run(int argc, char **argv) {
   size_t k = 0;
   while (argc >= 2 && k < NSUB && strcmp(argv[1], subcommands[k].name) != 0)
     k++;
-  if (argc < 2 || k == NSUB) {
-    if (argc < 2)
-      cli_error("'cap' needs a subcommand (set, get, restore)");
-    else
-      cli_error("unknown 'cap' subcommand '%s' (set, get, restore)", argv[1]);
-    fprintf(stderr, "try 'pflex help cap'\n");
-    return PFLEX_EXIT_USAGE;
-  }
+  if (argc < 2 || k == NSUB)
+    return cli_subcommand_error("cap", argc < 2 ? NULL : argv[1], "set, get, restore");
   /* Usage errors before opening the backend, so they are not hidden behind a
    * missing driver. */
   struct opts o = {.watts = NAN};

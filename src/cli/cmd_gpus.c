@@ -31,7 +31,8 @@ static const struct cli_option options[] = {
     {CLI_DOUBLE("hz", "N", struct args, hz, 0.1, 10,
                 "samples per second with --watch, 0.1-10 (default 1)"),
      .needs = "watch"},
-    {CLI_STRING("gpus", "LIST", struct args, gpus, "GPUs to watch (default: all)"),
+    {CLI_CUSTOM("gpus", "LIST", struct args, gpus, cli_gpu_list_check, CLI_GPU_LIST_EXPECT,
+                "GPUs to watch (default: all)"),
      .needs = "watch"},
     {CLI_END}};
 

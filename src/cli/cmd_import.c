@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "cli/util.h"
 #include "pflex/runs_json.h"
 #include "pflex/runs_provenance.h"
@@ -104,8 +105,13 @@ static int run(int argc, char **argv) {
     return PFLEX_EXIT_FAIL;
   }
   struct pflex_store_put_result res;
+  struct cli_progress pr;
+  cli_progress_init(&pr, "import", false);
+  struct pflex_progress hook = cli_progress_hook(&pr);
+  pflex_store_set_progress(store, &hook);
   err = pflex_store_put_runs(store, &set, mode, &res, &diag);
   pflex_store_close(store);
+  cli_progress_clear(&pr);
   if (err) {
     cli_error_diag("cannot import", &diag, err);
     fprintf(stderr, "nothing was imported into '%s'%s\n", db,

@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/pfi_args.h"
+#include "cli/progress.h"
 #include "cli/reference_notes.h"
 #include "cli/util.h"
 #include "pflex/csv.h"
@@ -264,16 +265,21 @@ static int run(int argc, char **argv) {
   struct pflex_pfi_opts full = a->opts;
   full.grid = NULL;
   full.ngrid = 0;
+  struct cli_progress pr; /* Monte Carlo draws of many groups take minutes */
+  cli_progress_init(&pr, "pfi", false);
   for (size_t i = 0; i < ng; i++) {
     rows[i].g = &groups[i];
     rows[i].run = &set.runs[groups[i].uncapped];
     if (cli_pfi_value_compute(&set, &groups[i], &full, &rows[i].full)) missing = true;
     if (a->grid.v) cli_pfi_value_compute(&set, &groups[i], &a->opts, &rows[i].grid);
+    cli_progress_update(&pr, "groups", i + 1, ng);
     if (rows[i].full.err == -ENOMEM || rows[i].grid.err == -ENOMEM) {
+      cli_progress_clear(&pr);
       cli_error("pfi: out of memory");
       goto out;
     }
   }
+  cli_progress_clear(&pr);
   if (json) {
     if (print_json(rows, ng, a, &set)) goto out;
   } else if (csv)

@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/pfi_args.h"
+#include "cli/progress.h"
 #include "cli/util.h"
 #include "pflex/runs_provenance.h"
 #include "pflex/study.h"
@@ -371,7 +372,12 @@ static void print_notes(const struct args *a, const struct pflex_study_data *d) 
 /* Runs the study on the data; prints its error. */
 static int study(const struct args *a, const struct pflex_study_data *d,
                  struct pflex_study_result **res, size_t *nres) {
-  int err = pflex_study_run(d->groups, d->ngroups, d->sets, d->nsets, &a->so, res, nres);
+  struct cli_progress pr;
+  cli_progress_init(&pr, "study", false);
+  struct pflex_study_opts so = a->so;
+  so.progress = cli_progress_hook(&pr);
+  int err = pflex_study_run(d->groups, d->ngroups, d->sets, d->nsets, &so, res, nres);
+  cli_progress_clear(&pr);
   if (err == -PFLEX_E_DATA)
     cli_error("the production scenario needs pretraining and fine-tuning groups: '%s' lacks a "
               "task column or one of the tasks (use --scenarios random)",

@@ -13,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "cli/gpu_cli.h"
+#include "cli/progress.h"
 #include "cli/util.h"
 #include "pflex/pfi.h"
 #include "pflex/runs_csv.h"
@@ -25,7 +26,7 @@ struct args {
   const char *gpus, *backend, *spec, *statsd, *metric, *regex, *group, *gpu_type, *out, *db,
       *state_dir;
   double hz, duration, pause, sustain, grace;
-  bool attach, step_time, quiet;
+  bool attach, step_time, quiet, force;
   int unit; /* enum pflex_tput_unit */
 };
 
@@ -33,7 +34,8 @@ static const struct cli_option options[] = {
     {CLI_LIST("caps", "LIST", struct args, caps, 0, 100000,
               "per-GPU caps in W, run in this order: 200:700:100 or 200,500,700"),
      .flags = CLI_REQUIRED | CLI_OPEN_MIN, .expect = "a list of caps in W (e.g. 200:700:100)"},
-    {CLI_STRING("gpus", "LIST", struct args, gpus, "GPUs of the job, e.g. 0-7 (default: all)")},
+    {CLI_CUSTOM("gpus", "LIST", struct args, gpus, cli_gpu_list_check, CLI_GPU_LIST_EXPECT,
+                "GPUs of the job, e.g. 0-7 (default: all)")},
     {CLI_STRING("backend", "NAME", struct args, backend,
                 "nvml (default; env PFLEX_GPU_BACKEND) or sim")},
     {CLI_STRING("sim-job", "SPEC", struct args, spec,
@@ -61,7 +63,10 @@ static const struct cli_option options[] = {
                 "GPU column of the runs (default: from the device name, e.g. H200)")},
     {CLI_DOUBLE("sustain", "S", struct args, sustain, 0, 1e6,
                 "training phase: utilization >= threshold for S seconds (default 30)")},
-    {CLI_STRING("out", "FILE", struct args, out, "runs CSV to write (default runs.csv)")},
+    {CLI_STRING("out", "FILE", struct args, out,
+                "runs CSV to write (default runs.csv); an existing file is refused unless "
+                "--force")},
+    {CLI_FLAG("force", struct args, force, "replace an existing --out file")},
     {CLI_STRING("db", "FILE", struct args, db,
                 "also store the runs in this pflex store (SQLite; created if missing; a group "
                 "already stored is refused: choose another --group)")},
@@ -98,8 +103,7 @@ static void on_signal(int signo) {
 }
 
 struct ui {
-  bool progress;
-  bool line_open;
+  struct cli_progress pr;
   bool echo_output;
 };
 
@@ -114,19 +118,18 @@ static const char *stage_name(enum pflex_sweep_stage st) {
 
 static void on_progress(const struct pflex_sweep_progress *p, void *ud) {
   struct ui *ui = ud;
-  if (!ui->progress) return;
   char pw[32] = "-", tp[32] = "-";
   if (isfinite(p->power_w)) snprintf(pw, sizeof pw, "%.0f W", p->power_w);
   if (isfinite(p->tput)) snprintf(tp, sizeof tp, "%.6g/s", p->tput);
-  fprintf(stderr, "\r\033[K[run %zu/%zu] cap %.0f W  %-12s %6.1f/%.1f s  power %s  tput %s",
-          p->run + 1, p->nruns, p->cap_w, stage_name(p->stage), p->elapsed_s, p->total_s, pw, tp);
-  ui->line_open = true;
+  cli_progress_printf(&ui->pr, false,
+                      "[run %zu/%zu] cap %.0f W  %-12s %6.1f/%.1f s  power %s  tput %s", p->run + 1,
+                      p->nruns, p->cap_w, stage_name(p->stage), p->elapsed_s, p->total_s, pw, tp);
 }
 
 static void on_output(const char *data, size_t len, void *ud) {
   struct ui *ui = ud;
   if (!ui->echo_output) return;
-  if (ui->line_open) fputs("\r\033[K", stderr), ui->line_open = false;
+  cli_progress_clear(&ui->pr);
   fwrite(data, 1, len, stderr);
 }
 
@@ -334,13 +337,14 @@ static int sweep(struct pflex_gpu *gpu, struct pflex_restore *rs, const struct a
     return 0;
   }
   struct pflex_phase_opts phase;
-  struct ui ui = {.progress = !a->quiet && cli_progress_enabled(), .echo_output = true};
+  struct ui ui = {.echo_output = true};
+  cli_progress_init(&ui.pr, "sweep", a->quiet);
   struct pflex_sweep_opts o;
   engine_opts(a, cmd, idx, n, &phase, &ui, &o);
   announce(gpu, rs, a, n);
   struct pflex_sweep_result res;
   int err = pflex_sweep_run(gpu, rs, &o, &res);
-  if (ui.line_open) fputs("\r\033[K", stderr);
+  cli_progress_clear(&ui.pr);
   int signo = signals_release(&sg);
   if (res.stop_err && res.stop_err != -ECANCELED) cli_error("sweep stopped: %s", res.stop_message);
   report_restore(&res, rs);
@@ -366,6 +370,8 @@ static int run(int argc, char **argv) {
   else if ((a.regex || a.step_time) && !cmd)
     cli_usage_error(&spec, "--tput-regex and --step-time read the output of a COMMAND given "
                            "after '--'");
+  else if (!a.force && access(a.out, F_OK) == 0) /* hours of measurement must not replace it */
+    cli_usage_error(&spec, "'%s' exists: give --out another file, or --force to replace it", a.out);
   else
     status = PFLEX_EXIT_FAIL;
   struct pflex_gpu *gpu = NULL;

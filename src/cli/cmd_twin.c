@@ -453,21 +453,13 @@ static int cmd_plot(int argc, char **argv) {
 }
 
 static int run(int argc, char **argv) {
-  if (argc < 2) {
-    fprintf(stderr, "error: missing subcommand (reference, check, population, plot)\n"
-                    "try 'pflex help twin'\n");
-    return PFLEX_EXIT_USAGE;
-  }
+  if (argc < 2) return cli_subcommand_error("twin", NULL, "reference, check, population, plot");
   const char *sub = argv[1];
   if (strcmp(sub, "reference") == 0) return cmd_reference(argc - 1, argv + 1);
   if (strcmp(sub, "check") == 0) return cmd_check(argc - 1, argv + 1);
   if (strcmp(sub, "population") == 0) return cmd_population(argc - 1, argv + 1);
   if (strcmp(sub, "plot") == 0) return cmd_plot(argc - 1, argv + 1);
-  fprintf(stderr,
-          "error: unknown subcommand '%s' (reference, check, population, plot)\n"
-          "try 'pflex help twin'\n",
-          sub);
-  return PFLEX_EXIT_USAGE;
+  return cli_subcommand_error("twin", sub, "reference, check, population, plot");
 }
 
 const struct pflex_cmd pflex_cmd_twin = {

@@ -88,6 +88,15 @@ void cli_gpu_error(struct pflex_gpu *gpu, const char *what, unsigned index, int 
     cli_error("%s GPU %u: %s%s", what, index, pflex_strerror(err), hint);
 }
 
+int cli_gpu_list_check(const char *arg, void *field) {
+  unsigned *idx = NULL;
+  size_t n = 0;
+  if (pflex_gpu_parse_indexes(arg, &idx, &n) != 0) return -EINVAL;
+  free(idx);
+  *(const char **)field = arg;
+  return 0;
+}
+
 int cli_gpu_select(struct pflex_gpu *gpu, const char *list, unsigned **ret_idx, size_t *ret_n) {
   unsigned count;
   int err = pflex_gpu_count(gpu, &count);

@@ -31,6 +31,12 @@ int cli_restore_open(struct pflex_gpu *gpu, const char *state_dir, bool hold,
  * (root or CAP_SYS_ADMIN for -EPERM, a lost GPU for -ENODEV, ...). */
 void cli_gpu_error(struct pflex_gpu *gpu, const char *what, unsigned index, int err);
 
+/* The parse function of a --gpus LIST row (CLI_CUSTOM on a const char *
+ * field): a list pflex_gpu_parse_indexes reads, so a bad one is a usage error
+ * (exit 2) before any GPU is opened; the field keeps the text. */
+int cli_gpu_list_check(const char *arg, void *field);
+#define CLI_GPU_LIST_EXPECT "a list of GPU indexes such as 0,1 or 0-7"
+
 /* Resolves --gpus (NULL = all) against the backend's count; prints errors. */
 int cli_gpu_select(struct pflex_gpu *gpu, const char *list, unsigned **ret_idx, size_t *ret_n);
 

@@ -69,7 +69,7 @@ static int help(int argc, char **argv) {
   }
   const struct pflex_cmd *c = find(argv[2]);
   if (!c) {
-    fprintf(stderr, "error: unknown command '%s'; see 'pflex help'\n", argv[2]);
+    fprintf(stderr, "error: unknown command '%s'\ntry 'pflex help'\n", argv[2]);
     return PFLEX_EXIT_USAGE;
   }
   command_help(stdout, c);
@@ -89,7 +89,7 @@ int main(int argc, char **argv) {
   if (strcmp(argv[1], "--version") == 0) argv[1] = "version";
   const struct pflex_cmd *c = find(argv[1]);
   if (!c) {
-    fprintf(stderr, "error: unknown command '%s'; see 'pflex help'\n", argv[1]);
+    fprintf(stderr, "error: unknown command '%s'\ntry 'pflex help'\n", argv[1]);
     return PFLEX_EXIT_USAGE;
   }
   for (int i = 2; i < argc; i++)

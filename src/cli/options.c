@@ -154,6 +154,15 @@ void cli_usage_error(const struct cli_spec *spec, const char *fmt, ...) {
   va_end(ap);
 }
 
+int cli_subcommand_error(const char *cmd, const char *given, const char *choices) {
+  if (given)
+    fprintf(stderr, "error: unknown subcommand '%s' (%s)\n", given, choices);
+  else
+    fprintf(stderr, "error: missing subcommand (%s)\n", choices);
+  fprintf(stderr, "try 'pflex help %s'\n", cmd);
+  return 2;
+}
+
 int cli_parse_status(int err) {
   return err == -EINVAL ? 2 : 1;
 }

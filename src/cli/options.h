@@ -144,6 +144,12 @@ void cli_release(const struct cli_spec *spec, void *args);
 void cli_usage_error(const struct cli_spec *spec, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* A command with subcommands given none (given NULL) or an unknown one, in
+ * the parser's wording: "error: missing subcommand (CHOICES)" or "error:
+ * unknown subcommand 'GIVEN' (CHOICES)", then "try 'pflex help CMD'".
+ * Returns the usage exit status, 2. */
+int cli_subcommand_error(const char *cmd, const char *given, const char *choices);
+
 /* Prints spec's help: the usage line, the about text, the options (name,
  * argument, help wrapped at 80 columns) and the notes, every line prefixed by
  * indent spaces. */

@@ -1,4 +1,5 @@
 /* Helpers shared by the commands (see util.h). */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -11,6 +12,7 @@
 #include "pflex/alloc.h"
 #include "pflex/predict.h"
 #include "pflex/runs_csv.h"
+#include "pflex/runs_json.h"
 
 void cli_error(const char *fmt, ...) {
   va_list ap;
@@ -116,11 +118,60 @@ const char *cli_default_db(void) {
   return db && *db ? db : "pflex.db";
 }
 
+bool cli_looks_like_json(const char *path) {
+  if (cli_ends_with(path, ".json")) return true;
+  FILE *f = fopen(path, "r");
+  if (!f) return false;
+  int c;
+  while ((c = fgetc(f)) != EOF && isspace(c)) {
+  }
+  fclose(f);
+  return c == '{' || c == '[';
+}
+
+/* The runs of all whose set column is name, into out (empty). 0 or -ENOMEM. */
+static int keep_set(const struct pflex_runset *all, const char *name, struct pflex_runset *out) {
+  out->unit = all->unit;
+  int err = all->source && !(out->source = strdup(all->source)) ? -ENOMEM : 0;
+  for (size_t k = 0; !err && k < all->nextra; k++)
+    err = pflex_runset_add_column(out, all->extra_names[k], NULL);
+  for (size_t i = 0; !err && i < all->n; i++)
+    if (all->runs[i].set && strcmp(all->runs[i].set, name) == 0)
+      err = pflex_runset_append(out, &all->runs[i]);
+  return err;
+}
+
+/* A runs JSON file (pflex export --format json), read as import reads it,
+ * --set applied as the CSV reader applies it. */
+static int read_runs_json(const char *path, const struct pflex_runs_read_opts *opts,
+                          struct pflex_runset *ret_set, struct pflex_diag *diag) {
+  if (opts && opts->tput_column)
+    return pflex_diag_set(diag, -EINVAL, path, 0, NULL,
+                          "a runs JSON file names its own throughput: --tput-column is for a "
+                          "runs CSV");
+  struct pflex_runset all;
+  pflex_runset_init(&all);
+  int err = pflex_runs_read_json(path, &all, diag);
+  if (!err && opts && opts->set_filter) {
+    err = keep_set(&all, opts->set_filter, ret_set);
+    if (!err && ret_set->n == 0)
+      err = pflex_diag_set(diag, -PFLEX_E_DATA, path, 0, "set", "no run has set '%s'",
+                           opts->set_filter);
+    pflex_runset_release(&all);
+  } else if (!err) {
+    *ret_set = all;
+  }
+  if (!err) err = pflex_runset_check_groups(ret_set, opts && opts->partial_groups, diag);
+  if (err) pflex_runset_release(ret_set);
+  return err;
+}
+
 int cli_load_runs(const char *path, const struct pflex_runs_read_opts *opts,
                   struct pflex_runset *ret_set) {
   struct pflex_diag diag;
   pflex_diag_clear(&diag);
-  int err = pflex_runs_read_csv(path, opts, ret_set, &diag);
+  int err = cli_looks_like_json(path) ? read_runs_json(path, opts, ret_set, &diag)
+                                      : pflex_runs_read_csv(path, opts, ret_set, &diag);
   if (err) {
     cli_error_diag("cannot read", &diag, err);
     return err;
@@ -164,10 +215,6 @@ int cli_json_provenance(json_t *o, enum pflex_provenance p) {
 
 int cli_parse_list(const char *s, double **ret_values, size_t *ret_n) {
   return cli_decimal_list(s, ret_values, ret_n);
-}
-
-bool cli_progress_enabled(void) {
-  return isatty(STDERR_FILENO);
 }
 
 const char *cli_reference_runs(void) {

@@ -58,10 +58,16 @@ bool cli_ends_with(const char *s, const char *suffix);
 /* The store file when --db is not given: $PFLEX_DB if set and not empty, else ./pflex.db. */
 const char *cli_default_db(void);
 
-/* Loads a runs CSV and prints any error; prints the reconstructed-data notice
- * when the runs carry set values of the reference reconstruction, and (unless
- * reading for the store) notes on groups whose reference run is not at their
- * GPU's default limit (cli/reference_notes.h). 0 or -errno. */
+/* True when path names a JSON file: it ends in .json or its first character
+ * (after blanks) opens a JSON object or array. */
+bool cli_looks_like_json(const char *path);
+
+/* Loads a runs CSV, or a runs JSON file (cli_looks_like_json; the format
+ * pflex export --format json writes), and prints any error; prints the
+ * reconstructed-data notice when the runs carry set values of the reference
+ * reconstruction, and (unless reading for the store) notes on groups whose
+ * reference run is not at their GPU's default limit (cli/reference_notes.h).
+ * 0 or -errno. */
 int cli_load_runs(const char *path, const struct pflex_runs_read_opts *opts,
                   struct pflex_runset *ret_set);
 
@@ -79,8 +85,5 @@ int cli_parse_list(const char *s, double **ret_values, size_t *ret_n);
  * when that variable is set, else the installed copy, else this source tree's
  * data/reference/runs.csv (a build run from anywhere), else that relative path. */
 const char *cli_reference_runs(void);
-
-/* True when stderr is a terminal (progress output goes there only then). */
-bool cli_progress_enabled(void);
 
 #endif

@@ -422,6 +422,9 @@ static int run_scenarios(const struct study *s, struct sums *m) {
   struct work w = {0};
   gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937), *noise = gsl_rng_alloc(gsl_rng_mt19937);
   int err = rng && noise ? work_alloc(&w, s) : -ENOMEM;
+  size_t done = 0, total = 0;
+  for (int sc = 0; sc < PFLEX_SCENARIO_N; sc++)
+    if (s->o->scenarios & (1u << sc)) total += s->o->workloads;
   for (int sc = 0; sc < PFLEX_SCENARIO_N && !err; sc++) {
     if (!(s->o->scenarios & (1u << sc))) continue;
     gsl_rng_set(rng, s->o->seed * 1000003ul + (unsigned long)sc);
@@ -429,6 +432,7 @@ static int run_scenarios(const struct study *s, struct sums *m) {
     for (size_t wl = 0; wl < s->o->workloads && !err; wl++) {
       sample_workload(s, &w, sc, rng);
       err = run_workload(s, &w, sc, m, noise);
+      pflex_progress_report(&s->o->progress, "workloads", ++done, total);
     }
   }
   work_free(&w, s->o->jobs);

@@ -74,10 +74,16 @@ static int model_dataset(const struct pflex_runset *runs, const char *filter, co
   if (err) return context(diag, err, "cannot compute the groups' PFI");
   err = pflex_featlist_parse(spec, runs, groups.uncapped, groups.n, &feats, diag);
   if (!err) err = pflex_dataset_build(runs, filter, &feats, NULL, true, d, diag);
+  /* A name that is itself the missing column is not a feature of these runs
+   * at all (a typo, as `pflex fit` says): only the telemetry behind a known
+   * feature may be missing, and then the prior stands in. */
+  bool named = false;
+  for (size_t k = 0; err == -ENOENT && diag && k < feats.n; k++)
+    named |= strcmp(feats.names[k], diag->column) == 0;
   pflex_featlist_release(&feats);
   pflex_dataset_release(&groups);
   if (ret_prior) *ret_prior = false;
-  if (ret_prior && missing && (err == -ENOENT || err == -ENODATA)) {
+  if (ret_prior && missing && !named && (err == -ENOENT || err == -ENODATA)) {
     /* No telemetry for the features: the population prior. */
     snprintf(missing, nmissing, "%s", diag ? diag->column : "");
     pflex_dataset_release(d);

@@ -14,6 +14,7 @@
 #include "pflex/gpu_models.h"
 #include "pflex/jobs.h"
 #include "pflex/jobs_json.h"
+#include "pflex/pfi.h"
 
 /* The reader of job index (0-based) named name: errors say "job N ('name')". */
 static void job_fields(struct json_fields *f, size_t index, const char *name) {
@@ -36,6 +37,35 @@ static const char *const job_keys[] = {"name",      "gpu",       "gpus",   "p_ma
                                        "params",    NULL};
 static const char *const param_keys[] = {"c", "knee", "idle_frac", "vratio", NULL};
 static const char *const root_keys[] = {"jobs", "unit", "provenance", NULL};
+
+/* Throughput that falls as power rises, against the point at the highest
+ * power (the uncapped one), by pfi's noise rule with its default throughput
+ * noise (docs/pfi.md): beyond noise the points are refused (a curve through
+ * them would promise more than the job's uncapped speed); within noise the
+ * point counts at the uncapped throughput, so t_max is never above it. */
+static int check_falling(const struct json_fields *r, struct pflex_curve_point *p, size_t n) {
+  size_t top = 0;
+  for (size_t i = 1; i < n; i++)
+    if (p[i].power_w > p[top].power_w) top = i;
+  struct pflex_pfi_opts o;
+  pflex_pfi_opts_init(&o);
+  for (size_t i = 0; i < n; i++) {
+    double ratio = p[i].tput / p[top].tput;
+    if (ratio <= 1) continue;
+    double se = ratio * sqrt(2) * o.tput_cv; /* SE of T_i / T_max, both at the default noise */
+    if (ratio - 1 <= o.noise_k * se) {
+      p[i].tput = p[top].tput;
+      continue;
+    }
+    return pflex__json_fail(r, -PFLEX_E_DATA, "points",
+                            "point %zu ([%g, %g]) has %.2f%% more throughput than the point at "
+                            "the highest power (%g W): throughput must not fall as power rises "
+                            "(beyond noise, %g x %.2f%%)",
+                            i + 1, p[i].power_w, p[i].tput, 100 * (ratio - 1), p[top].power_w,
+                            o.noise_k, 100 * se);
+  }
+  return 0;
+}
 
 static int read_points(const struct json_fields *r, json_t *arr, struct pflex_curve **ret) {
   size_t n = json_array_size(arr);
@@ -62,7 +92,8 @@ static int read_points(const struct json_fields *r, json_t *arr, struct pflex_cu
     }
     p[i] = (struct pflex_curve_point){v[0], v[1], v[2]};
   }
-  int err = pflex_curve_new_measured(p, n, PFLEX_INTERP_STEFFEN, ret);
+  int err = check_falling(r, p, n);
+  if (!err) err = pflex_curve_new_measured(p, n, PFLEX_INTERP_STEFFEN, ret);
   free(p);
   if (err == -EINVAL) return bad(r, "points", "not a valid curve");
   return err;
@@ -113,6 +144,15 @@ static int read_numbers(const struct json_fields *r, json_t *o, struct pflex_all
       (err = number(r, o, "cap_min_w", 0, JSON_OPEN_MIN, &j->cap_min_w, NULL)) ||
       (err = number(r, o, "cap_max_w", 0, JSON_OPEN_MIN, &j->cap_max_w, NULL)))
     return err;
+  /* Checked here, before a curve is built on them, so the message names them. */
+  if (g->p_min && g->p_max && j->p_min > j->p_max) return bad(r, "p_min", "above p_max");
+  double cap_min = j->cap_min_w > 0 ? j->cap_min_w : PFLEX_ALLOC_CAP_MIN_W;
+  double cap_max = j->cap_max_w > 0 ? j->cap_max_w : PFLEX_ALLOC_CAP_MAX_W;
+  if (cap_min > cap_max)
+    return bad(r, j->cap_min_w > 0 ? "cap_min_w" : "cap_max_w",
+               j->cap_min_w > 0 && j->cap_max_w > 0 ? "above cap_max_w"
+               : j->cap_min_w > 0                   ? "above the default cap_max_w (700 W)"
+                                                    : "below the default cap_min_w (200 W)");
   if (!json_object_get(o, "dram_copy")) j->dram_copy = NAN;
   if (!g->pfi) j->pfi = NAN;
   json_t *arch = json_object_get(o, "arch"), *task = json_object_get(o, "task");
@@ -232,6 +272,38 @@ static int read_job(struct json_fields *r, json_t *o, struct pflex_jobset *set, 
   return 0;
 }
 
+struct named {
+  const char *name;
+  size_t index;
+};
+
+static int cmp_named(const void *a, const void *b) {
+  const struct named *x = a, *y = b;
+  int c = strcmp(x->name, y->name);
+  return c ? c : (x->index > y->index) - (x->index < y->index);
+}
+
+/* No job name twice (caps, output and mappings go by name): sorted, so
+ * O(n log n) for the largest files; the later job of a pair is blamed. */
+static int check_names(struct json_fields *f, const struct pflex_jobset *set) {
+  if (set->n < 2) return 0;
+  struct named *v = malloc(set->n * sizeof *v);
+  if (!v) return -ENOMEM;
+  for (size_t i = 0; i < set->n; i++)
+    v[i] = (struct named){set->names[i], i};
+  qsort(v, set->n, sizeof *v, cmp_named);
+  int err = 0;
+  for (size_t k = 1; !err && k < set->n; k++) {
+    if (strcmp(v[k - 1].name, v[k].name) != 0) continue;
+    job_fields(f, v[k].index, v[k].name);
+    err = pflex__json_fail(f, -PFLEX_E_DATA, "name",
+                           "the same name as job %zu: job names must be distinct",
+                           v[k - 1].index + 1);
+  }
+  free(v);
+  return err;
+}
+
 int pflex_jobs_read_json(const char *path, struct pflex_jobset *ret_set, struct pflex_diag *diag) {
   json_error_t jerr;
   json_t *root = json_load_file(path, 0, &jerr);
@@ -271,6 +343,7 @@ int pflex_jobs_read_json(const char *path, struct pflex_jobset *ret_set, struct 
   for (size_t i = 0; i < set.n; i++) {
     if ((err = read_job(&f, json_array_get(arr, i), &set, i))) goto out;
   }
+  if ((err = check_names(&f, &set))) goto out;
   *ret_set = set;
   pflex_jobset_init(&set);
   err = 0;

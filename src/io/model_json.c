@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <jansson.h>
 
@@ -333,6 +334,11 @@ int pflex_model_from_json(const char *text, const char *file, struct pflex_model
 }
 
 int pflex_model_read_json(const char *path, struct pflex_model *ret, struct pflex_diag *diag) {
+  struct stat sb;
+  if (path && stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) /* jansson would say "not JSON" */
+    return pflex_diag_set(diag, -EISDIR, path, 0, "",
+                          "is a directory, not a model file (pflex "
+                          "fit --out FILE writes one)");
   json_error_t je;
   json_t *root = json_load_file(path, 0, &je);
   if (!root) {

@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "base/atomic.h"
+#include "base/utf8.h"
 #include "io/csv_table.h"
 #include "io/runs_internal.h"
 #include "pflex/csv.h"
@@ -289,15 +290,34 @@ static int read_optional(const struct ctx *c, const struct layout *L,
   return 0;
 }
 
+#define UTF8_HINT "convert the file to UTF-8, e.g. with iconv"
+
+/* Every field of record r (the header too) is UTF-8: names and kept columns
+ * are written back as JSON, which cannot carry anything else. */
+static int check_utf8(const struct ctx *c, const struct pflex__csv_record *r) {
+  size_t at;
+  for (size_t k = 0; k < r->n; k++)
+    if (!pflex__utf8_valid(r->fields[k], &at)) {
+      if (r == &c->t->header)
+        return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, r->line, NULL,
+                              "column name %zu is not UTF-8 text (byte %zu); " UTF8_HINT, k + 1,
+                              at + 1);
+      return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, r->line, c->t->header.fields[k],
+                            "not UTF-8 text (byte %zu of the field); " UTF8_HINT, at + 1);
+    }
+  return 0;
+}
+
 /* One row into run (its strings point into the table). */
 static int read_row(const struct ctx *c, const struct layout *L, enum pflex_tput_unit unit,
                     const struct pflex__csv_record *r, struct pflex_run *run) {
+  int err = check_utf8(c, r);
+  if (err) return err;
   run->group = r->fields[L->col[COL_GROUP]];
   run->gpu = r->fields[L->col[COL_GPU]];
   if (!*run->group)
     return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, r->line, "group", "empty");
   if (!*run->gpu) return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, r->line, "gpu", "empty");
-  int err;
   if ((err = parse_int(c, r, L->col[COL_GPUS], 1, &run->gpus)) ||
       (err = parse_positive(c, r, L->col[COL_CAP], &run->cap_w)) ||
       (err = parse_positive(c, r, L->col[COL_POWER], &run->power_w)) ||
@@ -313,7 +333,7 @@ static int read_rows(const struct ctx *c, const struct layout *L,
                      const struct pflex_runs_read_opts *opts, struct pflex_runset *set) {
   char **extra = set->nextra ? calloc(set->nextra, sizeof *extra) : NULL;
   if (set->nextra && !extra) return -ENOMEM;
-  int err = 0;
+  int err = check_utf8(c, &c->t->header);
   for (size_t i = 0; !err && i < c->t->nrows; i++) {
     const struct pflex__csv_record *r = &c->t->rows[i];
     struct pflex_run run = {.line = r->line, .extra = extra};

@@ -118,6 +118,27 @@ static int add_tput(struct reader *rd, double t, const char *cell) {
   return r < 0 ? fail(rd, r, rd->row_line, col, "cannot add sample", NULL) : 0;
 }
 
+/* Metrics with a physical range: a value outside it is a corrupt file or a
+ * unit mix-up (a sentinel such as -500, milliwatts), not a sample. */
+static const struct {
+  const char *name;
+  double min, max;
+  const char *what;
+} metric_ranges[] = {
+    {"power_w", 0, INFINITY, "a power must be >= 0 W"},
+    {"gpu_util", 0, 100, "a utilization must be from 0 to 100 (%)"},
+    {"fb_used_mib", 0, INFINITY, "a frame-buffer use must be >= 0 MiB"},
+};
+
+/* 0, or the failure (said) of column c's value v out of its range. */
+static int check_range(struct reader *rd, size_t c, double v, const char *cell) {
+  for (size_t k = 0; k < sizeof metric_ranges / sizeof *metric_ranges; k++)
+    if (strcmp(rd->header[c], metric_ranges[k].name) == 0 &&
+        !(v >= metric_ranges[k].min && v <= metric_ranges[k].max))
+      return fail(rd, -PFLEX_E_DATA, rd->row_line, rd->header[c], metric_ranges[k].what, cell);
+  return 0;
+}
+
 static void do_row(struct reader *rd) {
   char **f = rd->fields;
   double t;
@@ -175,6 +196,7 @@ static void do_row(struct reader *rd) {
       fail(rd, -PFLEX_E_PARSE, rd->row_line, rd->header[c], "not a number", f[c]);
       return;
     }
+    if (check_range(rd, c, v, f[c])) return;
     rd->s.values[m][i] = v;
   }
 }

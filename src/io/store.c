@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <sqlite3.h>
 
@@ -33,7 +34,12 @@ struct pflex_store {
   sqlite3 *db;
   char *path;
   bool readonly;
+  struct pflex_progress progress; /* told each group stored (pflex_store_set_progress) */
 };
+
+void pflex_store_set_progress(struct pflex_store *store, const struct pflex_progress *p) {
+  if (store) store->progress = p ? *p : (struct pflex_progress){0};
+}
 
 int pflex_store_schema_latest(void) {
   return pflex__store_migrations[pflex__store_nmigrations - 1].version;
@@ -65,6 +71,12 @@ static int map_rc(sqlite3 *db, int rc) {
 /* Records an SQLite failure in diag and returns the mapped code. */
 static int sql_fail(struct pflex_store *s, int rc, struct pflex_diag *diag, const char *what) {
   int err = map_rc(s->db, rc);
+  if (rc == SQLITE_READONLY_ROLLBACK) /* recover_hot_journal could not write */
+    return pflex_diag_set(diag, err, s->path, 0, NULL,
+                          "left mid-write by a process that was killed (hot journal "
+                          "'%s-journal'); open it once with write access (e.g. pflex export as "
+                          "its owner) to roll the unfinished write back; stored data is intact",
+                          s->path);
   return pflex_diag_set(diag, err ? err : -EIO, s->path, 0, NULL, "%s: %s", what,
                         s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
 }
@@ -167,6 +179,27 @@ void pflex_store_close(struct pflex_store *store) {
   free(store);
 }
 
+/* A process killed mid-write (kill -9 of an import) leaves a hot journal
+ * beside the store; SQLite rolls it back on the next read, but only through a
+ * connection that may write, so a read-only open would fail with "attempt to
+ * write a readonly database" until something wrote. Roll it back here with a
+ * short read-write connection when the store may be written; otherwise the
+ * read-only open fails and says why (store_open_hint). */
+static void recover_hot_journal(const char *path) {
+  char journal[4096];
+  struct stat sb;
+  if (snprintf(journal, sizeof journal, "%s-journal", path) >= (int)sizeof journal ||
+      stat(journal, &sb) != 0 || sb.st_size == 0 || access(path, W_OK) != 0)
+    return;
+  sqlite3 *db = NULL;
+  if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) == SQLITE_OK) {
+    sqlite3_busy_timeout(db, BUSY_TIMEOUT_MS);
+    /* Any read takes the shared lock that rolls the journal back. */
+    sqlite3_exec(db, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL);
+  }
+  sqlite3_close(db);
+}
+
 int pflex_store_open(const char *path, unsigned flags, struct pflex_store **ret_store,
                      struct pflex_diag *diag) {
   pflex_diag_clear(diag);
@@ -189,6 +222,7 @@ int pflex_store_open(const char *path, unsigned flags, struct pflex_store **ret_
     free(s);
     return -ENOMEM;
   }
+  if (readonly) recover_hot_journal(path);
   int oflags = readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
   int rc = sqlite3_open_v2(path, &s->db, oflags | SQLITE_OPEN_NOMUTEX, NULL);
   int err = 0, version = 0;
@@ -610,6 +644,7 @@ int pflex_store_put_runs(struct pflex_store *store, const struct pflex_runset *s
     memcpy(idx, groups[g].runs, n * sizeof *idx);
     qsort(idx, n, sizeof *idx, cmp_size);
     err = put_group(&c, idx, n, mode, &res);
+    pflex_progress_report(&store->progress, "groups", g + 1, ngroups);
   }
   if (!err) err = exec(store, "COMMIT", diag, "cannot commit");
   if (err) rollback(store);

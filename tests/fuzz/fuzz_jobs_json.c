@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <string.h>
 
 #include "pflex/alloc.h"
 #include "pflex/jobs.h"
@@ -46,8 +47,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   int err = pflex_jobs_read_json(path, &set, &diag);
   fuzz_check(err <= 0);
   if (err == 0) {
-    for (size_t i = 0; i < set.n; i++)
+    for (size_t i = 0; i < set.n; i++) {
       fuzz_check(set.jobs[i].gpus >= 1 && set.jobs[i].name != NULL);
+      const struct pflex_alloc_job *j = &set.jobs[i];
+      fuzz_check(!(j->p_min > 0 && j->p_max > 0) || j->p_min <= j->p_max);
+      for (size_t k = 0; k < i && set.n <= 64; k++) /* names are distinct */
+        fuzz_check(strcmp(set.jobs[k].name, j->name) != 0);
+    }
     if (set.n > 0 && set.n <= 64) allocate(&set);
   }
   pflex_jobset_release(&set);

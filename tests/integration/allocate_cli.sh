@@ -55,7 +55,7 @@ grep -q 'strategy optimal' <<<"$out" || fail "default strategy is not optimal: $
 
 # Infeasible: the floors are 3200 W.
 if "$PFLEX" allocate "$tmp/runs.csv" --target-w 3000 2>"$tmp/err"; then fail "infeasible accepted"; fi
-grep -q 'deepest feasible cut is 65.6%' "$tmp/err" || fail "no deepest cut: $(cat "$tmp/err")"
+grep -q 'deepest feasible cut is 65.59%' "$tmp/err" || fail "no deepest cut: $(cat "$tmp/err")"
 
 # A jobs JSON: a PFI-derived curve, a parametric curve, measured points, a floor.
 cat >"$tmp/jobs.json" <<'EOF'

@@ -116,7 +116,7 @@ expect_eq "$(fake_get gpu0.limit_mw)" 700000 "GPU 0 restored after the attached 
 
 # Caps outside the range are refused before anything changes.
 set +e
-"$PFLEX" sweep --gpus 0 --caps 100,700 --duration 0.1 --quiet -- true 2> err4.txt; rc=$?
+"$PFLEX" sweep --gpus 0 --caps 100,700 --duration 0.1 --out runs4.csv --quiet -- true 2> err4.txt; rc=$?
 set -e
 expect_eq "$rc" 1 "out-of-range sweep"
 grep >/dev/null "cap 100.0 W is outside the settable range 200.0-700.0 W of GPU 0; nothing changed" err4.txt || fail "range message"

@@ -164,6 +164,13 @@ static void test_errors(void **state) {
   (void)state;
   expect_error("", -PFLEX_E_PARSE, 0, NULL, "empty file");
   expect_error(HEADER, -PFLEX_E_PARSE, 1, NULL, "header only");
+  /* Text that is not UTF-8 (Latin-1 "é"): refused where it is read, any column. */
+  expect_error(HEADER "ok,H200,8,700,5000,10\nok,H200,8,300,2300,6\nb\xe9,H200,8,700,5000,10\n",
+               -PFLEX_E_PARSE, 4, "group", "not UTF-8 text (byte 2 of the field)");
+  expect_error("group,gpu,gpus,cap_w,power_w,tokens_per_s,note\ng,H200,8,700,5000,10,caf\xe9\n",
+               -PFLEX_E_PARSE, 2, "note", "not UTF-8");
+  expect_error("group,gpu,gpus,cap_w,power_w,tokens_per_s,n\xe9\ng,H200,8,700,5000,10,1\n",
+               -PFLEX_E_PARSE, 1, NULL, "column name 7 is not UTF-8");
   expect_error("group,gpu,gpus,cap_w,tokens_per_s\ng,H200,8,700,5\n", -PFLEX_E_PARSE, 1, "power_w",
                "missing");
   expect_error("group,gpu,gpus,cap_w,power_w\ng,H200,8,700,5\n", -PFLEX_E_PARSE, 1, "tokens_per_s",
