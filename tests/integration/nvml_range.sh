@@ -39,7 +39,7 @@ set +e
 msg=$(PFLEX_NVML_LIB=/nonexistent "$PFLEX" cap set --gpus 0 2>&1); rc=$?
 set -e
 expect_eq "$rc" 2 "cap set without --watts"
-echo "$msg" | grep >/dev/null -- "--watts W is required" || fail "missing --watts not said"
+echo "$msg" | grep >/dev/null -- "give --watts W or --from FILE" || fail "missing --watts not said"
 set +e
 "$PFLEX" cap get --backend nosuch >/dev/null 2>&1; rc=$?
 set -e
