@@ -1,0 +1,116 @@
+/* Shrunk curves: a prediction's gains counted only as far as its uncertainty
+ * supports (include/pflex/shrink.h). */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+
+#include "pflex/error.h"
+#include "pflex/shrink.h"
+
+#define PFI_FLOOR 0.05 /* as the predicted curves (refine.c's data_curve) */
+
+int pflex_shrink_factors(double pfi, double sd, double z, double *ret_gain, double *ret_loss) {
+  if (!isfinite(pfi) || !isfinite(sd) || !isfinite(z) || sd < 0 || z < 0) return -EINVAL;
+  double v = pfi > PFI_FLOOR ? pfi : PFI_FLOOR, w = z * sd;
+  double loss = v - w > v / PFLEX_SHRINK_MAX_LOSS ? v / (v - w) : PFLEX_SHRINK_MAX_LOSS;
+  *ret_gain = v / (v + w);
+  *ret_loss = loss;
+  return 0;
+}
+
+static double shrunk_eval(void *ctx, double p) {
+  const struct pflex_shrink *s = ctx;
+  double d = pflex_curve_eval(s->base, p) - s->t_anchor;
+  double t = s->t_anchor + (p >= s->anchor_w ? s->gain : s->loss) * d;
+  return t > 0 ? t : 0;
+}
+
+static double shrunk_deriv(void *ctx, double p) {
+  const struct pflex_shrink *s = ctx;
+  if (shrunk_eval(ctx, p) <= 0) return 0;
+  return (p >= s->anchor_w ? s->gain : s->loss) * pflex_curve_deriv(s->base, p);
+}
+
+int pflex_shrink_init(struct pflex_shrink *s, const struct pflex_curve *base, double anchor_w,
+                      double gain, double loss) {
+  if (!s) return -EINVAL;
+  memset(s, 0, sizeof *s);
+  if (!base || !isfinite(anchor_w) || !(gain > 0 && gain <= 1) || !(loss >= 1 && isfinite(loss)))
+    return -EINVAL;
+  double lo = pflex_curve_p_min(base), hi = pflex_curve_p_max(base);
+  s->base = base;
+  s->anchor_w = anchor_w < lo ? lo : anchor_w > hi ? hi : anchor_w;
+  s->t_anchor = pflex_curve_eval(base, s->anchor_w);
+  s->gain = gain;
+  s->loss = loss;
+  struct pflex_curve_fn fn = {.eval = shrunk_eval, .deriv = shrunk_deriv, .ctx = s};
+  return pflex_curve_new_callback(&fn, lo, hi, &s->curve);
+}
+
+void pflex_shrink_release(struct pflex_shrink *s) {
+  if (!s) return;
+  pflex_curve_free(s->curve);
+  s->curve = NULL;
+}
+
+/* The change of curve c from x P_max to y P_max (clamped to its range). */
+static double change(const struct pflex_curve *c, double x, double y) {
+  double pm = pflex_curve_p_max(c);
+  return pflex_curve_eval(c, y * pm) - pflex_curve_eval(c, x * pm);
+}
+
+int pflex_shrink_calibrate(const struct pflex_curve *const *pred,
+                           const struct pflex_curve *const *truth, size_t n, double x, double step,
+                           double q, double *ret_gain, double *ret_loss) {
+  if ((n && (!pred || !truth)) || !(q > 0 && q < 1) || !(step > 0 && step < 1) ||
+      !(x > 0 && x <= 1))
+    return -EINVAL;
+  double *rise = malloc((n ? n : 1) * sizeof *rise), *fall = malloc((n ? n : 1) * sizeof *fall);
+  size_t nr = 0, nf = 0;
+  for (size_t j = 0; rise && fall && j < n; j++) {
+    double dp = change(pred[j], x, x + step), dt = change(truth[j], x, x + step);
+    if (dp > 0) rise[nr++] = dt / dp;
+    dp = change(pred[j], x - step, x), dt = change(truth[j], x - step, x);
+    if (dp > 0) fall[nf++] = dt / dp;
+  }
+  int err = !rise || !fall ? -ENOMEM : nr && nf ? 0 : -PFLEX_E_NOPOINTS;
+  if (!err) {
+    gsl_sort(rise, 1, nr);
+    gsl_sort(fall, 1, nf);
+    double g = gsl_stats_quantile_from_sorted_data(rise, 1, nr, q);
+    double l = gsl_stats_quantile_from_sorted_data(fall, 1, nf, 1 - q);
+    *ret_gain = g < 1e-3 ? 1e-3 : g > 1 ? 1 : g;
+    *ret_loss = l < 1 ? 1 : l > PFLEX_SHRINK_MAX_LOSS ? PFLEX_SHRINK_MAX_LOSS : l;
+  }
+  free(rise);
+  free(fall);
+  return err;
+}
+
+bool pflex_shrink_worth(const struct pflex_alloc_job *jobs, const double *power_w,
+                        const double *anchor_w, size_t n, double min_gain) {
+  double v = 0, v0 = 0;
+  for (size_t i = 0; i < n; i++) {
+    v += jobs[i].weight * pflex_curve_eval(jobs[i].curve, power_w[i]);
+    v0 += jobs[i].weight * pflex_curve_eval(jobs[i].curve, anchor_w[i]);
+  }
+  return v > v0 + min_gain * fabs(v0);
+}
+
+double pflex_shrink_fold_sd(const double *pred, const double *truth, const int *fold, size_t n,
+                            size_t i) {
+  double ss = 0;
+  size_t m = 0;
+  for (size_t j = 0; j < n; j++) {
+    if (j == i || (fold && fold[j] == fold[i])) continue;
+    double e = pred[j] - truth[j];
+    if (!isfinite(e)) continue;
+    ss += e * e;
+    m++;
+  }
+  return m ? sqrt(ss / (double)m) : NAN;
+}
