@@ -53,11 +53,12 @@ struct pflex_curve_params {
   double vratio;    /* voltage at full clock over voltage floor, >= 1 */
 };
 
-/* Default shape constants. H200 idle board power is about 75 W (paper.md
- * section 7); the voltage ratio and the knee are modelling choices
- * (docs/allocation.md), not measured facts. */
+/* Default shape constants. The idle share comes from each GPU's idle power
+ * in the GPU table (pflex/gpu_models.h; the H200's 75 W is kept here for the
+ * simulated controller, pflex_gpu_model_find("H200")->idle_w is the same);
+ * the voltage ratio and the knee are modelling choices (docs/allocation.md),
+ * not measured facts. */
 #define PFLEX_CURVE_IDLE_W_H200 75.0
-#define PFLEX_CURVE_IDLE_W_H100 79.0
 #define PFLEX_CURVE_DEFAULT_VRATIO 1.4
 #define PFLEX_CURVE_DEFAULT_KNEE 0.6
 
@@ -198,7 +199,8 @@ double pflex_curve_family_power(const struct pflex_curve_params *params, double 
 double pflex_curve_family_clock(const struct pflex_curve_params *params, double p_rel);
 
 /* Default params for a GPU type and job: idle_frac = gpus * idle_w / p_max
- * (idle_w from the GPU type, H200 when unknown), knee and vratio the defaults,
+ * (idle_w from the GPU table; gpu NULL: the H200's; a type the table does not
+ * know: pflex_gpu_idle_share()), at most 0.9; knee and vratio the defaults,
  * c = 1. */
 void pflex_curve_params_default(const char *gpu, int gpus, double p_max,
                                 struct pflex_curve_params *ret);

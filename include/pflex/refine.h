@@ -56,9 +56,10 @@ struct pflex_refine_job {
   double pfi;                 /* predicted Eq. 1 PFI (finite) */
   double p_min, p_max, t_max; /* aggregate power range (W), throughput at P_max */
   int gpus;                   /* GPUs of the job (> 0) */
-  const char *gpu;            /* GPU type for the family's idle power; NULL: H200 */
-  const double *grid;         /* Eq. 1 grid of aggregate powers; NULL: the paper's */
-  size_t ngrid;               /* (pflex_jobs_paper_grid for gpus and p_max) */
+  const char *gpu;            /* GPU type for the idle power and grid; NULL: H200 */
+  const double *grid;         /* Eq. 1 grid of aggregate powers; NULL: the paper's in */
+  size_t ngrid;               /* the GPU's range (pflex_jobs_gpu_grid; unknown type:
+                                 p_min / gpus to p_max / gpus) */
   enum pflex_refine_shape shape;
   const struct pflex_curve *const *templates; /* data shape: curves that shape this one; */
   size_t ntemplates;                          /* read while building, not kept */

@@ -115,7 +115,9 @@ int pflex_runset_groups(const struct pflex_runset *set, struct pflex_group **ret
 void pflex_groups_free(struct pflex_group *groups, size_t n);
 
 /* Checks the rules that span runs of a group: one GPU type and count, no cap
- * twice, and (unless partial) an uncapped run for GPU types with a known TDP.
+ * twice, and (unless partial) an uncapped run for GPU types whose default
+ * limit pflex knows (pflex/gpu_models.h). The analysis commands read with
+ * partial set: there the highest-cap run is the reference (pflex/reference.h).
  * 0, or a pflex error with diag naming set->source and the run's line (or, for
  * runs without one, its position "run N"). */
 int pflex_runset_check_groups(const struct pflex_runset *set, bool partial,

@@ -15,8 +15,14 @@
 struct pflex_runs_read_opts {
   enum pflex_tput_unit unit; /* which throughput column to expect when tokens_per_s is absent */
   const char *tput_column;   /* explicit throughput column name, or NULL for the default */
-  bool partial_groups;       /* allow groups without their uncapped run (runs added to stored groups) */
+  bool require_uncapped;     /* refuse a group whose highest cap is below its GPU's default limit
+                                (the store's import rule); otherwise that run is the group's
+                                reference run (pflex/reference.h) */
+  bool partial_groups;       /* allow groups without their uncapped run (runs added to stored
+                                groups): lifts require_uncapped */
   const char *set_filter;    /* keep only runs whose `set` column equals this (NULL: all runs) */
+  double reference_cap_w;    /* > 0: leave out runs above this cap; every group's run at it is
+                                its reference (uncapped) run (pflex_runset_check_reference) */
 };
 int pflex_runs_read_csv(const char *path, const struct pflex_runs_read_opts *opts,
                         struct pflex_runset *ret_set, struct pflex_diag *diag);

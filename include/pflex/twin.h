@@ -245,11 +245,16 @@ int pflex_twin_dram_fit(const struct pflex_runset *set, const char *set_name, do
 struct pflex_twin_population_opts {
   size_t jobs; /* number of jobs (sweep groups) to draw */
   uint64_t seed;
+  const char *const *gpus; /* GPU types to draw from with equal odds (twin names);
+                              NULL: H100 and H200 */
+  size_t ngpus;
 };
 
-/* Draws opts->jobs new jobs from the job model (other models and sizes, H100
- * and H200, GPU counts from the Acme trace) and appends a full 6-cap sweep of
- * each, with telemetry and provenance "simulated", to ret_set (initialized here). */
+/* Draws opts->jobs new jobs from the job model (other models and sizes, GPU
+ * types from opts->gpus, GPU counts from the Acme trace) and appends a full
+ * 6-cap sweep of each (the paper's caps placed in each GPU's own limit range,
+ * pflex_gpu_cap_relative), with telemetry and provenance "simulated", to
+ * ret_set (initialized here). -ENOENT when a GPU type is not in the twin's table. */
 int pflex_twin_population(const struct pflex_twin_population_opts *opts,
                           struct pflex_runset *ret_set);
 

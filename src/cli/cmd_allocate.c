@@ -25,6 +25,7 @@ struct args {
   enum pflex_objective objective;
   struct pflex_alloc_opts alloc;
   enum pflex_tput_unit unit;
+  double reference_cap;
   bool json, csv;
 };
 
@@ -45,6 +46,10 @@ static const struct cli_option options[] = {
                "(default 17)")},
     {CLI_ENUM_FN("unit", "UNIT", A, unit, cli_unit_name,
                  "runs CSV throughput column: tokens, samples, steps, step-time")},
+    {CLI_DOUBLE("reference-cap", "W", A, reference_cap, 0, INFINITY,
+                "runs CSV: each group's run at W per GPU is its reference (uncapped) run; runs "
+                "above it are left out (default: the highest cap)"),
+     .flags = CLI_OPEN_MIN},
     {CLI_FLAG("json", A, json, "print JSON")},
     {CLI_FLAG("csv", A, csv, "print CSV, one row per job")},
     {CLI_END}};
@@ -72,7 +77,8 @@ static bool looks_like_json(const char *path) {
   return c == '{' || c == '[';
 }
 
-static int load(const char *path, enum pflex_tput_unit unit, struct pflex_jobset *set) {
+static int load(const char *path, enum pflex_tput_unit unit, double reference_cap,
+                struct pflex_jobset *set) {
   struct pflex_diag diag;
   pflex_diag_clear(&diag);
   int err;
@@ -80,7 +86,7 @@ static int load(const char *path, enum pflex_tput_unit unit, struct pflex_jobset
     if ((err = pflex_jobs_read_json(path, set, &diag))) cli_error_diag("cannot read", &diag, err);
     return err;
   }
-  struct pflex_runs_read_opts opts = {.unit = unit};
+  struct pflex_runs_read_opts opts = {.unit = unit, .reference_cap_w = reference_cap};
   struct pflex_runset runs;
   pflex_runset_init(&runs);
   if ((err = cli_load_runs(path, &opts, &runs))) return err;
@@ -222,7 +228,7 @@ static int run(int argc, char **argv) {
   const char *path = p.operands[0];
   struct pflex_jobset set;
   pflex_jobset_init(&set);
-  if (load(path, a.unit, &set)) return PFLEX_EXIT_FAIL;
+  if (load(path, a.unit, a.reference_cap, &set)) return PFLEX_EXIT_FAIL;
   int status = PFLEX_EXIT_FAIL;
   struct pflex_alloc_result *r = calloc(set.n ? set.n : 1, sizeof *r);
   if (!r) {

@@ -59,9 +59,12 @@ static int run(int argc, char **argv) {
   enum pflex_store_put_mode mode = a.replace  ? PFLEX_STORE_REPLACE_GROUP
                                    : a.append ? PFLEX_STORE_APPEND
                                               : PFLEX_STORE_REJECT_EXISTING;
-  /* With --append the stored group already has its uncapped run. */
-  struct pflex_runs_read_opts ropts = {
-      .unit = a.unit, .tput_column = a.tput_column, .partial_groups = a.append};
+  /* With --append the stored group already has its uncapped run; without,
+   * a group must hold it (a partial file must not replace a whole group). */
+  struct pflex_runs_read_opts ropts = {.unit = a.unit,
+                                       .tput_column = a.tput_column,
+                                       .require_uncapped = true,
+                                       .partial_groups = a.append};
   const char *path = p.operands[0];
   const char *format = a.format == CLI_FORMAT_JSON    ? "json"
                        : a.format == CLI_FORMAT_CSV   ? "csv"

@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/pfi_args.h"
+#include "cli/reference_notes.h"
 #include "cli/util.h"
 #include "pflex/csv.h"
 
@@ -173,6 +174,7 @@ static int print_json(const struct row *rows, size_t n, const struct cli_pfi_arg
       e |= json_object_set_new(o, "grid_missing", miss);
     }
     e |= json_object_set_new(o, "grid", g);
+    e |= cli_reference_note_json(o, set, r->g);
     e |= json_array_append_new(arr, o);
   }
   if (e) {

@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/pfi_args.h"
+#include "cli/reference_notes.h"
 #include "cli/util.h"
 #include "pflex/stats.h"
 
@@ -148,6 +149,7 @@ static json_t *json_groups(const struct stats *st) {
                           r->gpu, "gpus", r->gpus, "arch", pflex_arch_name(r->arch), "task",
                           pflex_task_name(r->task), "cluster", cl_name[st->cl[i]]);
     cli_pfi_value_json(o, "", &st->vals[i]);
+    cli_reference_note_json(o, st->set, &st->groups[i]);
     json_array_append_new(pg, o);
   }
   return pg;

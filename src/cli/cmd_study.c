@@ -124,6 +124,13 @@ static const struct cli_option options[] = {
                 "predict every job of RUNS, unseen in fitting ('unseen')")},
     {CLI_ENUM_FN("unit", "UNIT", A, ro.unit, cli_unit_name,
                  "throughput column: tokens, samples, steps, step-time")},
+    {CLI_STRING("tput-column", "C", A, ro.tput_column,
+                "read the throughput from column C (in the unit --unit names), as pflex pfi")},
+    {CLI_DOUBLE("reference-cap", "W", A, ro.reference_cap_w, 0, INFINITY,
+                "each group's run at W per GPU is its reference (uncapped) run; runs above it "
+                "are left out (default: the highest cap, noted when below the GPU's default "
+                "limit)"),
+     .flags = CLI_OPEN_MIN},
     {CLI_STRING("out", "DIR", A, outdir,
                 "also write the figures there (created if missing): fig8.svg/.png (throughput "
                 "relative to oracle by cut, per strategy and scenario) and fig4.svg/.png (PFI by "

@@ -281,7 +281,7 @@ static int cmd_check(int argc, char **argv) {
 
 struct population_args {
   uint64_t jobs, seed;
-  const char *out;
+  const char *out, *gpus;
 };
 
 static const struct cli_option population_options[] = {
@@ -292,15 +292,53 @@ static const struct cli_option population_options[] = {
      .short_name = 's'},
     {CLI_STRING("out", "FILE", struct population_args, out, "runs CSV to write"),
      .short_name = 'o'},
+    {CLI_STRING("gpus", "LIST", struct population_args, gpus,
+                "GPU types to draw from with equal odds, comma-separated (e.g. "
+                "A100,H100,H200,L40S; default H100,H200)")},
     {CLI_END}};
 
 static const struct cli_spec population_spec = {
     .name = "twin population",
     .help_cmd = "twin",
-    .usage = "pflex twin population --jobs N [--seed S] [--out FILE]",
-    .about = "Draws N new simulated jobs (H100/H200, Acme GPU counts) with 6-cap sweeps and "
-             "telemetry; writes FILE (runs CSV) or prints a summary.",
+    .usage = "pflex twin population --jobs N [--seed S] [--gpus LIST] [--out FILE]",
+    .about = "Draws N new simulated jobs (GPU types from LIST, default H100/H200; Acme GPU "
+             "counts) with 6-cap sweeps in each GPU's limit range and telemetry; writes FILE "
+             "(runs CSV) or prints a summary.",
     .options = population_options};
+
+#define POP_MAX_TYPES 32
+
+/* --gpus A100,H100,...: the GPU types, each checked against the twin's table
+ * (a usage error names the first unknown one and the known ones). names point
+ * into buf. 0 or -EINVAL (reported). */
+static int population_gpus(const char *list, char *buf, size_t size, const char **names,
+                           size_t *ret_n) {
+  snprintf(buf, size, "%s", list);
+  size_t n = 0;
+  char *save = NULL;
+  for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    if (n == POP_MAX_TYPES) {
+      cli_usage_error(&population_spec, "--gpus: at most %d GPU types", POP_MAX_TYPES);
+      return -EINVAL;
+    }
+    if (!pflex_twin_gpu_find(t)) {
+      char known[512] = "";
+      for (size_t i = 0; i < pflex_twin_gpu_count(); i++)
+        snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "",
+                 pflex_twin_gpu_get(i)->name);
+      cli_usage_error(&population_spec,
+                      "--gpus: the twin does not model GPU type '%s' (it models %s)", t, known);
+      return -EINVAL;
+    }
+    names[n++] = t;
+  }
+  if (n == 0) {
+    cli_usage_error(&population_spec, "--gpus: '%s' names no GPU type", list);
+    return -EINVAL;
+  }
+  *ret_n = n;
+  return 0;
+}
 
 static int cmd_population(int argc, char **argv) {
   struct population_args a = {.seed = 1};
@@ -311,6 +349,12 @@ static int cmd_population(int argc, char **argv) {
   const char *out = a.out;
   struct pflex_runset set;
   struct pflex_twin_population_opts po = {.jobs = (size_t)jobs, .seed = seed};
+  char buf[1024];
+  const char *names[POP_MAX_TYPES];
+  if (a.gpus) {
+    if (population_gpus(a.gpus, buf, sizeof buf, names, &po.ngpus)) return PFLEX_EXIT_USAGE;
+    po.gpus = names;
+  }
   int r = pflex_twin_population(&po, &set);
   if (r < 0) {
     cli_error("cannot draw the population: %s", pflex_strerror(r));

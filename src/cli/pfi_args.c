@@ -72,6 +72,11 @@ const struct cli_option cli_pfi_read_options[] = {
                  "throughput column: tokens (default), samples, steps, step-time")},
     {CLI_STRING("tput-column", "C", A, read.tput_column,
                 "read the throughput from column C (in the unit --unit names)")},
+    {CLI_DOUBLE("reference-cap", "W", A, read.reference_cap_w, 0, INFINITY,
+                "each group's run at W per GPU is its reference (uncapped) run; runs above it "
+                "are left out (default: the highest cap, noted when below the GPU's default "
+                "limit)"),
+     .flags = CLI_OPEN_MIN},
     {CLI_END}};
 
 const struct cli_option cli_pfi_ci_options[] = {

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/reference_notes.h"
 #include "cli/util.h"
 #include "pflex/alloc.h"
 #include "pflex/objective.h"
@@ -152,6 +153,9 @@ int cli_load_runs(const char *path, const struct pflex_runs_read_opts *opts,
             "note: throughput in '%s' is %s: only ratios are meaningful, tokens/s "
             "figures are relative\n",
             path, pflex_tput_unit_name(ret_set->unit));
+  /* For analysis (not the store's import): which run each group is compared with. */
+  if (!(opts && (opts->require_uncapped || opts->partial_groups)))
+    cli_reference_notes_print(ret_set, opts);
   return 0;
 }
 

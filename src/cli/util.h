@@ -59,7 +59,9 @@ bool cli_ends_with(const char *s, const char *suffix);
 const char *cli_default_db(void);
 
 /* Loads a runs CSV and prints any error; prints the reconstructed-data notice
- * when the runs carry set values of the reference reconstruction. 0 or -errno. */
+ * when the runs carry set values of the reference reconstruction, and (unless
+ * reading for the store) notes on groups whose reference run is not at their
+ * GPU's default limit (cli/reference_notes.h). 0 or -errno. */
 int cli_load_runs(const char *path, const struct pflex_runs_read_opts *opts,
                   struct pflex_runset *ret_set);
 

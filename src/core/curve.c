@@ -16,6 +16,7 @@
 
 #include "pflex/curve.h"
 #include "pflex/error.h"
+#include "pflex/gpu_models.h"
 #include "pflex/pfi.h"
 
 struct pflex_curve {
@@ -575,9 +576,12 @@ double pflex_curve_family_clock(const struct pflex_curve_params *q, double p_rel
 
 void pflex_curve_params_default(const char *gpu, int gpus, double p_max,
                                 struct pflex_curve_params *ret) {
-  double idle = PFLEX_CURVE_IDLE_W_H200;
-  if (gpu && strcmp(gpu, "H100") == 0) idle = PFLEX_CURVE_IDLE_W_H100;
-  double s = p_max > 0 ? (gpus > 0 ? gpus : 1) * idle / p_max : 0;
+  /* The GPU table's idle power; for a type pflex does not know, the table's
+   * typical idle share of the job's top power (an estimate, docs/gpus.md). */
+  const struct pflex_gpu_model *m = pflex_gpu_model_find(gpu ? gpu : "H200"); /* NULL: H200 */
+  double s = !(p_max > 0) ? 0
+             : m          ? (gpus > 0 ? gpus : 1) * m->idle_w / p_max
+                          : pflex_gpu_idle_share();
   if (s > 0.9) s = 0.9;
   *ret = (struct pflex_curve_params){.c = 1.0,
                                      .knee = PFLEX_CURVE_DEFAULT_KNEE,

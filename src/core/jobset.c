@@ -8,6 +8,7 @@
 
 #include "core/jobset_internal.h"
 #include "pflex/features.h"
+#include "pflex/gpu_models.h"
 #include "pflex/jobs.h"
 #include "pflex/pfi.h"
 
@@ -49,12 +50,25 @@ int pflex__jobset_alloc(struct pflex_jobset *set, size_t n) {
   return 0;
 }
 
-size_t pflex_jobs_paper_grid(int gpus, double p_max, double grid_w[5]) {
+size_t pflex_jobs_range_grid(double lo_w, double hi_w, int gpus, double p_max, double grid_w[5]) {
   const double *caps;
   size_t nc = pflex_pfi_paper_grid(gpus, &caps) - 1, k = 0; /* the capped runs: not the last */
-  for (size_t i = 0; i < nc; i++)
-    if (caps[i] * gpus < p_max) grid_w[k++] = caps[i] * gpus;
+  for (size_t i = 0; i < nc; i++) {
+    double cap = pflex_gpu_cap_relative(caps[i], lo_w, hi_w);
+    if (cap * gpus < p_max) grid_w[k++] = cap * gpus;
+  }
   return k;
+}
+
+size_t pflex_jobs_paper_grid(int gpus, double p_max, double grid_w[5]) {
+  return pflex_jobs_range_grid(200.0, 700.0, gpus, p_max, grid_w);
+}
+
+size_t pflex_jobs_gpu_grid(const char *gpu, double cap_lo_w, double cap_hi_w, int gpus,
+                           double p_max, double grid_w[5]) {
+  struct pflex_gpu_limits l;
+  if (pflex_gpu_limits_resolve(gpu, cap_lo_w, cap_hi_w, &l)) return 0;
+  return pflex_jobs_range_grid(l.min_w, l.default_w, gpus, p_max, grid_w);
 }
 
 int pflex_jobs_from_runs(const struct pflex_runset *runs, struct pflex_jobset *ret_set,
@@ -92,7 +106,11 @@ int pflex_jobs_from_runs(const struct pflex_runset *runs, struct pflex_jobset *r
     j->gpus = top->gpus;
     j->arch = top->arch;
     j->task = top->task;
-    j->cap_min_w = fmin(200.0, lowest_cap);
+    /* Down to the GPU's lowest limit (the data's lowest cap for a type pflex
+     * does not know), up to the reference run's cap. */
+    struct pflex_gpu_limits lim;
+    if ((err = pflex_gpu_limits_resolve(top->gpu, lowest_cap, top->cap_w, &lim))) goto out;
+    j->cap_min_w = fmin(lim.min_w, lowest_cap);
     j->cap_max_w = top->cap_w;
     /* The predictor's definition (features.h): utilizations as fractions. */
     double dram;

@@ -56,9 +56,13 @@ static int job_check(const struct pflex_refine_job *j) {
   return 0;
 }
 
-/* The job's Eq. 1 grid: its own, or the paper's; returns its size. */
+/* The job's Eq. 1 grid: its own, or the paper's placed in its GPU's limit
+ * range (for a type pflex does not know, the per-GPU range of its powers);
+ * returns its size. */
 static size_t job_grid(const struct pflex_refine_job *j, double *grid, size_t cap) {
-  if (!j->grid) return pflex_jobs_paper_grid(j->gpus, j->p_max, grid);
+  if (!j->grid)
+    return pflex_jobs_gpu_grid(j->gpu ? j->gpu : "H200", j->p_min / j->gpus, j->p_max / j->gpus,
+                               j->gpus, j->p_max, grid);
   size_t n = j->ngrid < cap ? j->ngrid : cap;
   memcpy(grid, j->grid, n * sizeof *grid);
   return n;

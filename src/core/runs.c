@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "core/sort_index.h"
+#include "pflex/gpu_models.h"
 #include "pflex/runs.h"
 
 void pflex_runset_init(struct pflex_runset *set) {
@@ -269,14 +270,6 @@ void pflex_groups_free(struct pflex_group *groups, size_t n) {
   free(groups);
 }
 
-/* Per-GPU default power limits (TDP, W) of the GPU types pflex knows; a run at
- * or above it is uncapped. For other types the run at the highest cap is taken
- * as the uncapped one (docs/formats.md). */
-static const struct {
-  const char *gpu;
-  double tdp_w;
-} known_tdp[] = {{"H100", 700}, {"H200", 700}, {"A100", 400}, {"B200", 1000}};
-
 /* Names run r for a message: its line when it came from a file with lines
  * (CSV), else its 1-based position in the runset (JSON). */
 static size_t run_number(const struct pflex_runset *set, const struct pflex_run *r) {
@@ -321,16 +314,17 @@ int pflex_runset_check_groups(const struct pflex_runset *set, bool partial,
       }
     }
     if (err) break;
+    /* A whole group (not runs added to a stored one) holds its uncapped run
+     * when pflex knows its GPU's default limit (pflex/gpu_models.h). */
     const struct pflex_run *top = &set->runs[g[j].uncapped];
-    for (size_t i = 0; !partial && i < sizeof known_tdp / sizeof *known_tdp; i++)
-      if (strcasecmp(top->gpu, known_tdp[i].gpu) == 0 && top->cap_w < known_tdp[i].tdp_w) {
-        snprintf(msg, sizeof msg,
-                 "group '%s' has no uncapped run: its highest cap is %g W, below the %s's %g W "
-                 "default limit",
-                 top->group, top->cap_w, top->gpu, known_tdp[i].tdp_w);
-        err = group_fail(set, top, -PFLEX_E_NOUNCAPPED, "cap_w", msg, diag);
-        break;
-      }
+    const struct pflex_gpu_model *m = partial ? NULL : pflex_gpu_model_find(top->gpu);
+    if (m && top->cap_w < m->default_limit_w) {
+      snprintf(msg, sizeof msg,
+               "group '%s' has no uncapped run: its highest cap is %g W, below the %s's %g W "
+               "default limit",
+               top->group, top->cap_w, top->gpu, m->default_limit_w);
+      err = group_fail(set, top, -PFLEX_E_NOUNCAPPED, "cap_w", msg, diag);
+    }
   }
   pflex_groups_free(g, ng);
   return err;

@@ -34,7 +34,18 @@
  *    1 - 0.02 cap/700 of the limit; we use target = cap (1 - 0.02 cap/TDP).
  *  - A100 SXM 80GB: TDP 400 W, limit range 100-400 W, max SM clock 1410 MHz,
  *    memory clock 1593 MHz, idle about 55 W; its knee and floor are scaled from
- *    the H100 ones (an assumption, no published A100 series was used). */
+ *    the H100 ones (an assumption, no published A100 series was used).
+ *  - Every GPU's limits and idle power come from the GPU table
+ *    (core/gpu_models_data.h, docs/gpus.md), except the H100's idle (80 W, the
+ *    value the reference set was calibrated with). For the GPUs beyond
+ *    H100/H200/A100 (simulated only, never calibrated to a measurement): max
+ *    SM and memory clocks, memory bandwidth and size, dense BF16 tensor peak
+ *    (FP16 before Ampere) and NVLink (PCIe for PCIe cards, no bridge) are
+ *    data-sheet values (docs/gpus.md); the knee sits at 0.7 f_max with the
+ *    H100's floor voltage, sm_dyn_w is about 1.4 x the default limit (so
+ *    GEMM-heavy training runs power-limited, as on the H100) and mem_dyn_w
+ *    about 3.5 pJ/bit for HBM (2.8 for the Blackwells' HBM3e), 7.5 pJ/bit for
+ *    GDDR6: all assumptions. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -46,14 +57,16 @@
 #include <gsl/gsl_rng.h>
 #include <gsl/gsl_roots.h>
 
+#include "core/gpu_models_data.h"
 #include "core/twin_internal.h"
+#include "pflex/gpu_models.h"
 
 static const struct pflex_twin_gpu gpu_table[] = {
     {.name = "H100",
      .long_name = "NVIDIA H100 SXM 80GB",
-     .tdp_w = 700,
-     .cap_min_w = 200,
-     .idle_w = 80,
+     .tdp_w = PFLEX__GPU_DEFAULT(PFLEX__GPU_H100),
+     .cap_min_w = PFLEX__GPU_MIN(PFLEX__GPU_H100),
+     .idle_w = 80, /* the calibrated reference set's value, inside the paper's 72-86 W */
      .f_max_mhz = 1980,
      .f_min_mhz = 210,
      .f_knee_mhz = 1380,
@@ -67,9 +80,9 @@ static const struct pflex_twin_gpu gpu_table[] = {
      .nvlink_gbs = 450},
     {.name = "H200",
      .long_name = "NVIDIA H200 SXM 141GB",
-     .tdp_w = 700,
-     .cap_min_w = 200,
-     .idle_w = 75,
+     .tdp_w = PFLEX__GPU_DEFAULT(PFLEX__GPU_H200),
+     .cap_min_w = PFLEX__GPU_MIN(PFLEX__GPU_H200),
+     .idle_w = PFLEX__GPU_IDLE(PFLEX__GPU_H200),
      .f_max_mhz = 1980,
      .f_min_mhz = 210,
      .f_knee_mhz = 1380,
@@ -83,9 +96,9 @@ static const struct pflex_twin_gpu gpu_table[] = {
      .nvlink_gbs = 450},
     {.name = "A100",
      .long_name = "NVIDIA A100 SXM 80GB",
-     .tdp_w = 400,
-     .cap_min_w = 100,
-     .idle_w = 55,
+     .tdp_w = PFLEX__GPU_DEFAULT(PFLEX__GPU_A100),
+     .cap_min_w = PFLEX__GPU_MIN(PFLEX__GPU_A100),
+     .idle_w = PFLEX__GPU_IDLE(PFLEX__GPU_A100),
      .f_max_mhz = 1410,
      .f_min_mhz = 210,
      .f_knee_mhz = 1000,
@@ -97,6 +110,166 @@ static const struct pflex_twin_gpu gpu_table[] = {
      .peak_tflops = 312,
      .hbm_gib = 80,
      .nvlink_gbs = 300},
+    {.name = "A100-PCIE",
+     .long_name = "NVIDIA A100 PCIe 80GB",
+     .tdp_w = PFLEX__GPU_DEFAULT(PFLEX__GPU_A100_PCIE),
+     .cap_min_w = PFLEX__GPU_MIN(PFLEX__GPU_A100_PCIE),
+     .idle_w = PFLEX__GPU_IDLE(PFLEX__GPU_A100_PCIE),
+     .f_max_mhz = 1410,
+     .f_min_mhz = 210,
+     .f_knee_mhz = 1000,
+     .v_floor = 0.825,
+     .sm_dyn_w = 420,
+     .mem_clock_mhz = 1512,
+     .mem_dyn_w = 54,
+     .mem_bw_gbs = 1935,
+     .peak_tflops = 312,
+     .hbm_gib = 80,
+     .nvlink_gbs = 32},
+    {.name = "H100-PCIE",
+     .long_name = "NVIDIA H100 PCIe 80GB",
+     .tdp_w = PFLEX__GPU_DEFAULT(PFLEX__GPU_H100_PCIE),
+     .cap_min_w = PFLEX__GPU_MIN(PFLEX__GPU_H100_PCIE),
+     .idle_w = PFLEX__GPU_IDLE(PFLEX__GPU_H100_PCIE),
+     .f_max_mhz = 1755,
+     .f_min_mhz = 210,
+     .f_knee_mhz = 1225,
+     .v_floor = 0.825,
+     .sm_dyn_w = 490,
+     .mem_clock_mhz = 1593,
+     .mem_dyn_w = 56,
+     .mem_bw_gbs = 2000,
+     .peak_tflops = 756,
+     .hbm_gib = 80,
+     .nvlink_gbs = 64},
+    {.name = "L40S",
+     .long_name = "NVIDIA L40S 48GB",
+     .tdp_w = PFLEX__GPU_DEFAULT(PFLEX__GPU_L40S),
+     .cap_min_w = PFLEX__GPU_MIN(PFLEX__GPU_L40S),
+     .idle_w = PFLEX__GPU_IDLE(PFLEX__GPU_L40S),
+     .f_max_mhz = 2520,
+     .f_min_mhz = 210,
+     .f_knee_mhz = 1755,
+     .v_floor = 0.825,
+     .sm_dyn_w = 490,
+     .mem_clock_mhz = 9001,
+     .mem_dyn_w = 52,
+     .mem_bw_gbs = 864,
+     .peak_tflops = 362,
+     .hbm_gib = 48,
+     .nvlink_gbs = 32},
+    {.name = "A40",
+     .long_name = "NVIDIA A40 48GB",
+     .tdp_w = PFLEX__GPU_DEFAULT(PFLEX__GPU_A40),
+     .cap_min_w = PFLEX__GPU_MIN(PFLEX__GPU_A40),
+     .idle_w = PFLEX__GPU_IDLE(PFLEX__GPU_A40),
+     .f_max_mhz = 1740,
+     .f_min_mhz = 210,
+     .f_knee_mhz = 1215,
+     .v_floor = 0.825,
+     .sm_dyn_w = 420,
+     .mem_clock_mhz = 7251,
+     .mem_dyn_w = 42,
+     .mem_bw_gbs = 696,
+     .peak_tflops = 150,
+     .hbm_gib = 48,
+     .nvlink_gbs = 56},
+    {.name = "A10",
+     .long_name = "NVIDIA A10 24GB",
+     .tdp_w = PFLEX__GPU_DEFAULT(PFLEX__GPU_A10),
+     .cap_min_w = PFLEX__GPU_MIN(PFLEX__GPU_A10),
+     .idle_w = PFLEX__GPU_IDLE(PFLEX__GPU_A10),
+     .f_max_mhz = 1695,
+     .f_min_mhz = 210,
+     .f_knee_mhz = 1180,
+     .v_floor = 0.825,
+     .sm_dyn_w = 210,
+     .mem_clock_mhz = 6251,
+     .mem_dyn_w = 36,
+     .mem_bw_gbs = 600,
+     .peak_tflops = 125,
+     .hbm_gib = 24,
+     .nvlink_gbs = 32},
+    {.name = "T4",
+     .long_name = "NVIDIA T4 16GB",
+     .tdp_w = PFLEX__GPU_DEFAULT(PFLEX__GPU_T4),
+     .cap_min_w = PFLEX__GPU_MIN(PFLEX__GPU_T4),
+     .idle_w = PFLEX__GPU_IDLE(PFLEX__GPU_T4),
+     .f_max_mhz = 1590,
+     .f_min_mhz = 300,
+     .f_knee_mhz = 1110,
+     .v_floor = 0.825,
+     .sm_dyn_w = 100,
+     .mem_clock_mhz = 5001,
+     .mem_dyn_w = 19,
+     .mem_bw_gbs = 320,
+     .peak_tflops = 65,
+     .hbm_gib = 16,
+     .nvlink_gbs = 16},
+    {.name = "V100",
+     .long_name = "NVIDIA Tesla V100 SXM2 32GB",
+     .tdp_w = PFLEX__GPU_DEFAULT(PFLEX__GPU_V100),
+     .cap_min_w = PFLEX__GPU_MIN(PFLEX__GPU_V100),
+     .idle_w = PFLEX__GPU_IDLE(PFLEX__GPU_V100),
+     .f_max_mhz = 1530,
+     .f_min_mhz = 135,
+     .f_knee_mhz = 1070,
+     .v_floor = 0.825,
+     .sm_dyn_w = 420,
+     .mem_clock_mhz = 877,
+     .mem_dyn_w = 25,
+     .mem_bw_gbs = 900,
+     .peak_tflops = 125,
+     .hbm_gib = 32,
+     .nvlink_gbs = 150},
+    {.name = "P100",
+     .long_name = "NVIDIA Tesla P100 SXM2 16GB",
+     .tdp_w = PFLEX__GPU_DEFAULT(PFLEX__GPU_P100),
+     .cap_min_w = PFLEX__GPU_MIN(PFLEX__GPU_P100),
+     .idle_w = PFLEX__GPU_IDLE(PFLEX__GPU_P100),
+     .f_max_mhz = 1480,
+     .f_min_mhz = 544,
+     .f_knee_mhz = 1035,
+     .v_floor = 0.825,
+     .sm_dyn_w = 420,
+     .mem_clock_mhz = 715,
+     .mem_dyn_w = 23,
+     .mem_bw_gbs = 732,
+     .peak_tflops = 21.2,
+     .hbm_gib = 16,
+     .nvlink_gbs = 80},
+    {.name = "B200",
+     .long_name = "NVIDIA B200 SXM 180GB",
+     .tdp_w = PFLEX__GPU_DEFAULT(PFLEX__GPU_B200),
+     .cap_min_w = PFLEX__GPU_MIN(PFLEX__GPU_B200),
+     .idle_w = PFLEX__GPU_IDLE(PFLEX__GPU_B200),
+     .f_max_mhz = 1965,
+     .f_min_mhz = 210,
+     .f_knee_mhz = 1370,
+     .v_floor = 0.825,
+     .sm_dyn_w = 1400,
+     .mem_clock_mhz = 3996,
+     .mem_dyn_w = 180,
+     .mem_bw_gbs = 8000,
+     .peak_tflops = 2250,
+     .hbm_gib = 180,
+     .nvlink_gbs = 900},
+    {.name = "GB200",
+     .long_name = "NVIDIA GB200 (Blackwell GPU) 186GB",
+     .tdp_w = PFLEX__GPU_DEFAULT(PFLEX__GPU_GB200),
+     .cap_min_w = PFLEX__GPU_MIN(PFLEX__GPU_GB200),
+     .idle_w = PFLEX__GPU_IDLE(PFLEX__GPU_GB200),
+     .f_max_mhz = 2062,
+     .f_min_mhz = 210,
+     .f_knee_mhz = 1440,
+     .v_floor = 0.825,
+     .sm_dyn_w = 1680,
+     .mem_clock_mhz = 3996,
+     .mem_dyn_w = 180,
+     .mem_bw_gbs = 8000,
+     .peak_tflops = 2500,
+     .hbm_gib = 186,
+     .nvlink_gbs = 900},
 };
 #define NGPUS (sizeof gpu_table / sizeof gpu_table[0])
 
@@ -113,12 +286,10 @@ const struct pflex_twin_gpu *pflex_twin_gpu_find(const char *name) {
   for (size_t i = 0; i < NGPUS; i++)
     if (strcasecmp(gpu_table[i].name, name) == 0 || strcasecmp(gpu_table[i].long_name, name) == 0)
       return &gpu_table[i];
-  /* Accept "H200 SXM" and similar spellings that start with the short name. */
-  for (size_t i = 0; i < NGPUS; i++) {
-    size_t n = strlen(gpu_table[i].name);
-    if (strncasecmp(gpu_table[i].name, name, n) == 0 && (name[n] == ' ' || name[n] == '-'))
-      return &gpu_table[i];
-  }
+  /* Other spellings ("H200 SXM", "NVIDIA A100-PCIE-80GB"): the GPU table's reading of them. */
+  const struct pflex_gpu_model *m = pflex_gpu_model_find(name);
+  for (size_t i = 0; m && i < NGPUS; i++)
+    if (strcmp(gpu_table[i].name, m->name) == 0) return &gpu_table[i];
   return NULL;
 }
 

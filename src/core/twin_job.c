@@ -70,8 +70,10 @@ int pflex_twin_job_derive(const struct pflex_twin_gpu *gpu, struct pflex_twin_jo
   if (job->gpus > 8) comm += 0.05 * log2(job->gpus / 8.0);      /* inter-node RoCE */
   if (moe && job->ep > 1) comm += 0.03 * log2((double)job->ep); /* all-to-all */
   s -= comm * 0.5;
-  /* H100 has 30% less HBM bandwidth than H200: memory-bound time is longer. */
-  double mem_time = (1.0 - s) * (4800.0 / gpu->mem_bw_gbs);
+  /* The class shares are the H200's (989 TFLOPS, 4.8 TB/s): a GPU with less
+   * bandwidth per FLOP (the H100: 30% less HBM bandwidth) spends longer in
+   * memory-bound work. For a 989-TFLOPS GPU the second factor is exactly 1. */
+  double mem_time = (1.0 - s) * (4800.0 / gpu->mem_bw_gbs) * (gpu->peak_tflops / 989.0);
   s = s / (s + mem_time);
   job->compute_share = clamp(s, 0.05, 0.98);
   job->comm_share = comm;

@@ -26,7 +26,10 @@
 #include <gsl/gsl_rng.h>
 
 #include "core/twin_internal.h"
+#include "pflex/gpu_models.h"
 #include "pflex/pfi.h"
+
+#define POP_MAX_GPUS 32 /* GPU types one population draws from */
 
 struct bucket {
   int gpus;
@@ -86,10 +89,34 @@ static double clampd(double x, double lo, double hi) {
   return fmin(fmax(x, lo), hi);
 }
 
+/* The GPU types to draw from: the options' list, or H100 and H200. */
+static int gpu_types(const struct pflex_twin_population_opts *opts,
+                     const struct pflex_twin_gpu *ret[POP_MAX_GPUS], size_t *ret_n) {
+  static const char *const dflt[] = {"H100", "H200"};
+  const char *const *names = opts->gpus ? opts->gpus : dflt;
+  size_t n = opts->gpus ? opts->ngpus : 2;
+  if (n == 0 || n > POP_MAX_GPUS) return -EINVAL;
+  for (size_t i = 0; i < n; i++)
+    if (!(ret[i] = pflex_twin_gpu_find(names[i]))) return -ENOENT;
+  *ret_n = n;
+  return 0;
+}
+
+/* The paper's 6-cap sweep (every job swept as the paper's x8 groups), placed
+ * in the GPU's own limit range: 200-700 W on the H100 and H200. */
+static void sweep_caps(const struct pflex_twin_gpu *gpu, double caps[6]) {
+  static const double paper[] = {PFLEX_PFI_PAPER_CAPS6};
+  for (size_t i = 0; i < 6; i++)
+    caps[i] = pflex_gpu_cap_relative(paper[i], gpu->cap_min_w, gpu->tdp_w);
+}
+
 int pflex_twin_population(const struct pflex_twin_population_opts *opts,
                           struct pflex_runset *ret_set) {
   if (!opts || !ret_set || !opts->jobs) return -EINVAL;
-  static const double caps[] = {PFLEX_PFI_PAPER_CAPS6}; /* every job swept as the paper's x8 */
+  const struct pflex_twin_gpu *types[POP_MAX_GPUS];
+  size_t ntypes = 0;
+  int err = gpu_types(opts, types, &ntypes);
+  if (err) return err;
   static const int seqs[] = {2048, 4096, 8192}, batches[] = {1, 2, 4, 8, 16};
   gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
   if (!rng) return -ENOMEM;
@@ -99,8 +126,9 @@ int pflex_twin_population(const struct pflex_twin_population_opts *opts,
   int r = 0;
   double pt_share = 4026.0 / (4026.0 + 66971.0);
   for (size_t j = 0; r == 0 && j < opts->jobs; j++) {
-    const struct pflex_twin_gpu *gpu =
-        pflex_twin_gpu_find(gsl_rng_uniform(rng) < 0.5 ? "H100" : "H200");
+    /* One uniform draw, as before the list existed: H100,H200 gives the default population. */
+    size_t t = (size_t)(gsl_rng_uniform(rng) * (double)ntypes);
+    const struct pflex_twin_gpu *gpu = types[t < ntypes ? t : ntypes - 1];
     struct pflex_twin_job job = {0};
     job.task = gsl_rng_uniform(rng) < pt_share ? PFLEX_TASK_PT : PFLEX_TASK_FT;
     job.gpus = job.task == PFLEX_TASK_PT
@@ -145,9 +173,11 @@ int pflex_twin_population(const struct pflex_twin_population_opts *opts,
     double p_split = job.arch == PFLEX_ARCH_MOE && job.ep == 1 ? 0.5 : 0.1;
     job.phase_split = gsl_rng_uniform(rng) < p_split ? gsl_ran_flat(rng, 0.25, 1.0) : 0.0;
     pflex_twin_job_refresh(&job);
-    /* As in every published group, the highest capped run (600 W) must bind:
-     * raise the activity of a job that would not draw 5% above it. */
-    while (pflex_twin_natural_power(gpu, &job) < 1.05 * 600 && job.compute_activity < 1.8)
+    /* As in every published group, the highest capped run (600 W on an H200)
+     * must bind: raise the activity of a job that would not draw 5% above it. */
+    double caps[6];
+    sweep_caps(gpu, caps);
+    while (pflex_twin_natural_power(gpu, &job) < 1.05 * caps[4] && job.compute_activity < 1.8)
       job.compute_activity += 0.05;
     char name[128];
     snprintf(name, sizeof name, "sim-%04zu %s %s %sx%d %s", j + 1,

@@ -11,6 +11,7 @@
 
 #include "core/jobset_internal.h"
 #include "io/json_fields.h"
+#include "pflex/gpu_models.h"
 #include "pflex/jobs.h"
 #include "pflex/jobs_json.h"
 
@@ -145,18 +146,34 @@ static int read_params(const struct json_fields *r, json_t *params, struct pflex
   return err;
 }
 
-/* The curve of the family with the job's PFI on the paper's cap grid. */
-static int pfi_curve(const struct json_fields *r, const struct pflex_alloc_job *j,
+/* The curve of the family with the job's PFI on the paper's cap grid (in
+ * its GPU's limit range). */
+static int pfi_curve(const struct json_fields *r, const struct pflex_alloc_job *j, const char *gpu,
                      struct pflex_curve_params *q, struct pflex_curve **ret) {
   double grid[5];
-  size_t ng = pflex_jobs_paper_grid(j->gpus, j->p_max, grid);
+  size_t ng = pflex_jobs_gpu_grid(gpu, j->cap_min_w, j->cap_max_w, j->gpus, j->p_max, grid);
   int err = pflex_curve_from_pfi(j->pfi, j->p_min, j->p_max, j->t_max, grid, ng, q, ret);
   if (err == -ERANGE || err == -PFLEX_E_NOPOINTS || err == -EINVAL)
     return bad(r, "pfi",
                "no curve of the family has this PFI on the paper's cap grid "
                "(it must exceed 1 - idle power share, and p_max must exceed "
-               "200 W per GPU)");
+               "the GPU's lowest limit per GPU)");
   return err;
+}
+
+/* The per-GPU cap limits a file omits: its GPU's lowest and default limit
+ * (pflex/gpu_models.h); a type pflex does not know needs both in the file. */
+static int cap_limits(const struct json_fields *r, struct pflex_jobset *set, size_t i) {
+  struct pflex_alloc_job *j = &set->jobs[i];
+  const struct pflex_gpu_model *m = pflex_gpu_model_find(set->gpu[i]);
+  if (!m && !(j->cap_min_w > 0 && j->cap_max_w > 0))
+    return bad(r, j->cap_min_w > 0 ? "cap_max_w" : "cap_min_w",
+               "missing: the job's GPU type is not in pflex's GPU table, so its per-GPU cap "
+               "limits cap_min_w and cap_max_w must be given");
+  if (!(j->cap_min_w > 0)) j->cap_min_w = m->limit_min_w;
+  if (!(j->cap_max_w > 0)) j->cap_max_w = m->default_limit_w;
+  if (j->cap_min_w > j->cap_max_w) return bad(r, "cap_min_w", "above cap_max_w");
+  return 0;
 }
 
 /* The job's curve, in the order of preference: measured points, parametric
@@ -170,12 +187,11 @@ static int read_curve(const struct json_fields *r, json_t *o, struct pflex_jobse
     return g->p_max ? 0 : bad(r, "p_max", "missing (a job needs p_max, or points)");
   if (!g->p_max) return bad(r, "p_max", "missing (needed for a parametric curve)");
   if (!g->t_max) return bad(r, "t_max", "missing (needed for a parametric curve)");
-  double cap_min = j->cap_min_w > 0 ? j->cap_min_w : PFLEX_ALLOC_CAP_MIN_W;
-  if (!g->p_min) j->p_min = fmin(j->p_max, j->gpus * cap_min);
+  if (!g->p_min) j->p_min = fmin(j->p_max, j->gpus * j->cap_min_w);
   struct pflex_curve_params q;
   pflex_curve_params_default(set->gpu[i], j->gpus, j->p_max, &q);
   return params ? read_params(r, params, &q, j, &set->curves[i])
-                : pfi_curve(r, j, &q, &set->curves[i]);
+                : pfi_curve(r, j, set->gpu[i], &q, &set->curves[i]);
 }
 
 /* A curve from points sets the bounds unless the file narrows them, and
@@ -190,7 +206,8 @@ static int curve_bounds(const struct json_fields *r, struct pflex_jobset *set, s
     return bad(r, "p_max", "above the highest measured power");
   if (!g->pfi && points) {
     double grid[5];
-    size_t ng = pflex_jobs_paper_grid(j->gpus, pflex_curve_p_max(j->curve), grid);
+    size_t ng = pflex_jobs_gpu_grid(set->gpu[i], j->cap_min_w, j->cap_max_w, j->gpus,
+                                    pflex_curve_p_max(j->curve), grid);
     double v;
     if (pflex_curve_pfi(j->curve, grid, ng, &v) == 0) j->pfi = v;
     set->pfi_true[i] = j->pfi;
@@ -205,6 +222,7 @@ static int read_job(struct json_fields *r, json_t *o, struct pflex_jobset *set, 
   if (!json_is_object(o)) return bad(r, "", "not an object");
   int err = read_identity(r, o, set, i);
   if (!err) err = read_numbers(r, o, j, &g);
+  if (!err) err = cap_limits(r, set, i);
   if (!err) err = read_curve(r, o, set, i, &g);
   if (err) return err;
   j->curve = set->curves[i];

@@ -15,6 +15,7 @@
 #include "pflex/csv.h"
 #include "pflex/format.h"
 #include "pflex/runs.h"
+#include "pflex/reference.h"
 #include "pflex/runs_csv.h"
 
 /* Columns pflex interprets; every other column is kept verbatim in extra. */
@@ -320,6 +321,9 @@ static int read_rows(const struct ctx *c, const struct layout *L,
     for (size_t k = 0; k < set->nextra; k++)
       extra[k] = r->fields[L->extra_col[k]];
     if (opts && opts->set_filter && !(run.set && strcmp(run.set, opts->set_filter) == 0)) continue;
+    if (opts && opts->reference_cap_w > 0 &&
+        run.cap_w > opts->reference_cap_w + PFLEX_REFERENCE_TOL_W)
+      continue;
     err = pflex_runset_append(set, &run);
   }
   free(extra);
@@ -344,7 +348,10 @@ int pflex_runs_read_csv(const char *path, const struct pflex_runs_read_opts *opt
   if (!err && set.n == 0)
     err = pflex_diag_set(diag, -PFLEX_E_DATA, path, 0, "set", "no run has set '%s'",
                          opts->set_filter);
-  if (!err) err = pflex_runset_check_groups(&set, opts && opts->partial_groups, diag);
+  bool partial = !(opts && opts->require_uncapped) || opts->partial_groups;
+  if (!err) err = pflex_runset_check_groups(&set, partial, diag);
+  if (!err && opts && opts->reference_cap_w > 0)
+    err = pflex_runset_check_reference(&set, opts->reference_cap_w, diag);
   free(L.extra_col);
   pflex__csv_release(&t);
   if (err) {

@@ -46,6 +46,19 @@ echo "$out" | grep >/dev/null "^Dense PT H200x8 Qwen3-32B compile .* own .*MISS"
 cmp "$tmp/p1.csv" "$tmp/p2.csv" || fail "population not deterministic"
 [ "$(wc -l <"$tmp/p1.csv")" -eq 31 ] || fail "expected 30 population runs"
 grep >/dev/null ',simulated,' "$tmp/p1.csv" || fail "population lacks provenance"
+"$PFLEX" twin population --jobs 40 --seed 3 --gpus A100,H100,H200,L40S,H100-PCIE --out "$tmp/mix.csv" >/dev/null ||
+  fail "population --gpus"
+for g in A100 H100 H200 L40S H100-PCIE; do
+  grep >/dev/null "^sim-[0-9]* [^,]* ${g}x[0-9]* [^,]*,${g}," "$tmp/mix.csv" || fail "--gpus drew no $g job"
+done
+[ "$(cut -d, -f2 "$tmp/mix.csv" | sort -u | grep -vc '^gpu$')" -eq 5 ] || fail "--gpus drew other types"
+# the L40S sweep spans its own 100-350 W range
+grep >/dev/null ',L40S,[0-9]*,100,' "$tmp/mix.csv" || fail "no L40S run at its 100 W minimum"
+grep >/dev/null ',L40S,[0-9]*,350,' "$tmp/mix.csv" || fail "no L40S run at its 350 W default"
+set +e
+msg=$("$PFLEX" twin population --jobs 2 --gpus H100,MI300X 2>&1); [ $? -eq 2 ] || fail "unknown --gpus type should be a usage error"
+set -e
+echo "$msg" | grep >/dev/null "does not model GPU type 'MI300X'" || fail "unknown type not named: $msg"
 
 "$PFLEX" twin plot --out "$tmp/fig.svg" "$PFLEX_SOURCE_DIR/data/reference/runs.csv" >/dev/null 2>&1 || fail "plot"
 grep >/dev/null '<svg' "$tmp/fig.svg" || fail "not an SVG"

@@ -179,8 +179,6 @@ static void test_errors(void **state) {
                "greater than zero");
   expect_error(HEADER "g,H200,8,700,5000,100\ng,H200,8,500,4000,90\ng,H200,8,500,4100,91\n",
                -PFLEX_E_DATA, 4, "cap_w", "twice");
-  expect_error(HEADER "g,H200,8,600,5000,100\ng,H200,8,500,4000,90\n", -PFLEX_E_NOUNCAPPED, 2,
-               "cap_w", "no uncapped run");
   expect_error(HEADER "g,H200,8,700,5000,100\ng,H100,8,500,4000,90\n", -PFLEX_E_DATA, 3, "gpu",
                "mixes GPU types");
   expect_error(HEADER "g,H200,8,700,5000,100\ng,H200,16,500,4000,90\n", -PFLEX_E_DATA, 3, "gpus",
@@ -271,8 +269,38 @@ static int teardown(void **state) {
   return system(cmd);
 }
 
+/* A group whose highest cap is below its GPU's default limit: its highest-cap
+ * run is the reference run when reading for analysis; refused under the
+ * store's rule (require_uncapped), unless runs are added to a stored group. */
+static void test_reference_below_default(void **state) {
+  (void)state;
+  const char *path = write_file("ref.csv", HEADER "g,A100,8,300,2000,100\ng,A100,8,200,1500,80\n");
+  struct pflex_runset set;
+  struct pflex_diag diag;
+  assert_int_equal(pflex_runs_read_csv(path, NULL, &set, &diag), 0);
+  assert_int_equal(set.n, 2);
+  pflex_runset_release(&set);
+  struct pflex_runs_read_opts o = {.require_uncapped = true};
+  assert_int_equal(pflex_runs_read_csv(path, &o, &set, &diag), -PFLEX_E_NOUNCAPPED);
+  assert_int_equal(diag.line, 2);
+  assert_non_null(strstr(diag.message, "below the A100's 400 W default limit"));
+  o.partial_groups = true;
+  assert_int_equal(pflex_runs_read_csv(path, &o, &set, &diag), 0);
+  pflex_runset_release(&set);
+  /* the reference cap: runs above it left out, every group needs a run at it */
+  struct pflex_runs_read_opts r = {.reference_cap_w = 200};
+  assert_int_equal(pflex_runs_read_csv(path, &r, &set, &diag), 0);
+  assert_int_equal(set.n, 1);
+  assert_float_equal(set.runs[0].cap_w, 200, 0);
+  pflex_runset_release(&set);
+  r.reference_cap_w = 250;
+  assert_int_equal(pflex_runs_read_csv(path, &r, &set, &diag), -PFLEX_E_DATA);
+  assert_non_null(strstr(diag.message, "group 'g' has no run at the reference cap 250 W"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_reference_below_default),
       cmocka_unit_test(test_reads_valid_file),
       cmocka_unit_test(test_round_trip),
       cmocka_unit_test(test_step_time_is_inverted),

@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "pflex/gpu_models.h"
 #include "pflex/runs_csv.h"
 #include "pflex/twin.h"
 
@@ -48,7 +49,7 @@ static void test_gpu_table(void **state) {
   assert_float_equal(h200->mem_clock_mhz, 3201, 0);
   assert_float_equal(pflex_twin_gpu_find("H100 SXM")->mem_clock_mhz, 2619, 0);
   assert_non_null(pflex_twin_gpu_find("A100"));
-  assert_null(pflex_twin_gpu_find("B200"));
+  assert_float_equal(pflex_twin_gpu_find("B200")->tdp_w, 1000, 0);
   assert_null(pflex_twin_gpu_get(pflex_twin_gpu_count()));
 }
 
@@ -386,6 +387,80 @@ static void test_population_mix(void **state) {
   pflex_runset_release(&set);
 }
 
+/* --gpus: every job on one of the listed types, its sweep spread over that
+ * type's own limit range (lowest cap = its minimum limit, highest = its
+ * default), the highest capped run binding; H100,H200 is the default
+ * population draw for draw; an unknown type is refused. */
+static void test_population_gpus(void **state) {
+  (void)state;
+  const char *const mix[] = {"A100", "H100", "H200", "L40S", "T4", "B200"};
+  struct pflex_twin_population_opts o = {.jobs = 300, .seed = 5, .gpus = mix, .ngpus = 6};
+  struct pflex_runset set;
+  assert_int_equal(pflex_twin_population(&o, &set), 0);
+  assert_int_equal(set.n, 300 * 6);
+  size_t seen[6] = {0};
+  for (size_t i = 0; i < set.n; i += 6) {
+    const struct pflex_twin_gpu *g = pflex_twin_gpu_find(set.runs[i].gpu);
+    const struct pflex_gpu_model *m = pflex_gpu_model_find(set.runs[i].gpu);
+    assert_non_null(g);
+    assert_non_null(m);
+    size_t k = 0;
+    while (k < 6 && strcmp(mix[k], set.runs[i].gpu) != 0)
+      k++;
+    assert_true(k < 6);
+    seen[k]++;
+    assert_float_equal(set.runs[i].cap_w, m->limit_min_w, 1e-9);
+    assert_float_equal(set.runs[i + 5].cap_w, m->default_limit_w, 1e-9);
+    for (size_t r = i; r < i + 6; r++)
+      assert_true(set.runs[r].power_w <= set.runs[r].cap_w * set.runs[r].gpus * (1 + 5 * 0.0004));
+    /* the 600-W-equivalent cap binds: its throughput is below the uncapped run's */
+    assert_true(set.runs[i + 4].tput < set.runs[i + 5].tput);
+  }
+  /* each of 6 types with odds 1/6 over 300 jobs: mean 50, SD 6.5 */
+  for (size_t k = 0; k < 6; k++)
+    assert_true(seen[k] >= 24 && seen[k] <= 76);
+  pflex_runset_release(&set);
+
+  const char *const hh[] = {"H100", "H200"};
+  struct pflex_twin_population_opts d = {.jobs = 30, .seed = 9}, l = d;
+  l.gpus = hh;
+  l.ngpus = 2;
+  struct pflex_runset a, b;
+  assert_int_equal(pflex_twin_population(&d, &a), 0);
+  assert_int_equal(pflex_twin_population(&l, &b), 0);
+  assert_int_equal(a.n, b.n);
+  for (size_t i = 0; i < a.n; i++) {
+    assert_string_equal(a.runs[i].group, b.runs[i].group);
+    assert_float_equal(a.runs[i].tput, b.runs[i].tput, 0);
+  }
+  pflex_runset_release(&a);
+  pflex_runset_release(&b);
+
+  const char *const bad[] = {"H200", "Z80"};
+  struct pflex_twin_population_opts u = {.jobs = 3, .seed = 1, .gpus = bad, .ngpus = 2};
+  assert_int_equal(pflex_twin_population(&u, &set), -ENOENT);
+  u.ngpus = 0;
+  assert_int_equal(pflex_twin_population(&u, &set), -EINVAL);
+}
+
+/* The twin's limits are the GPU table's (one source), and NVML-style names
+ * find the right board form. */
+static void test_gpu_table_limits(void **state) {
+  (void)state;
+  for (size_t i = 0; i < pflex_twin_gpu_count(); i++) {
+    const struct pflex_twin_gpu *g = pflex_twin_gpu_get(i);
+    const struct pflex_gpu_model *m = pflex_gpu_model_find(g->name);
+    assert_non_null(m);
+    assert_string_equal(m->name, g->name);
+    assert_float_equal(g->tdp_w, m->default_limit_w, 0);
+    assert_float_equal(g->cap_min_w, m->limit_min_w, 0);
+  }
+  assert_string_equal(pflex_twin_gpu_find("NVIDIA H100 PCIe")->name, "H100-PCIE");
+  assert_string_equal(pflex_twin_gpu_find("NVIDIA A100-SXM4-80GB")->name, "A100");
+  assert_string_equal(pflex_twin_gpu_find("H200 SXM")->name, "H200");
+  assert_null(pflex_twin_gpu_find("MI300X"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gpu_table),
@@ -401,6 +476,8 @@ int main(void) {
       cmocka_unit_test(test_reference_job),
       cmocka_unit_test(test_population),
       cmocka_unit_test(test_population_mix),
+      cmocka_unit_test(test_population_gpus),
+      cmocka_unit_test(test_gpu_table_limits),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
