@@ -231,20 +231,44 @@ static int study_curves(struct study *s) {
 #define CAL_NX 15
 #define CAL_STEP 0.10
 
-/* Set k's shrinkage factors for group gi, calibrated on the groups outside
- * its fold (the same folds as its prediction; a systematic sample past
- * STUDY_MAX_TEMPLATES): how far the other groups' true curves rose and fell
- * from each anchor against their predicted curves, the quantiles of a
- * Gaussian's z = opts.shrink SDs. */
-static int calibrate_group(const struct study *s, size_t k, size_t gi,
-                           const struct pflex_curve **pred, const struct pflex_curve **truth) {
+/* The fewest calibration pairs of one kinship that are used on their own
+ * (else those of the next looser one). */
+#define CAL_MIN_SAME_GPU 8
+
+/* How alike two groups are for the calibration: 1 the same GPU type, else
+ * 0. (Also requiring the same arch x task cell left too few pairs: on the
+ * mixed clusters of tests/integration/study_fair.sh it did no better.) */
+static int kinship(const struct pflex_study_group *a, const struct pflex_study_group *b) {
+  const char *x = a->gpu ? a->gpu : "H200", *y = b->gpu ? b->gpu : "H200";
+  return strcmp(x, y) == 0;
+}
+
+/* The calibration pairs of set k for group gi: the groups outside its fold
+ * (the same folds as its prediction; a systematic sample past
+ * STUDY_MAX_TEMPLATES), those of its own GPU type when there are enough of
+ * them (a prediction errs alike on one GPU type), else of every type. */
+static size_t calibration_pairs(const struct study *s, size_t k, size_t gi,
+                                const struct pflex_curve **pred, const struct pflex_curve **truth) {
   const struct pflex_study_predset *ps = &s->preds[k];
   size_t n = 0, stride = s->ng > STUDY_MAX_TEMPLATES ? s->ng / STUDY_MAX_TEMPLATES + 1 : 1;
-  for (size_t j = 0; j < s->ng; j += stride)
-    if (j != gi && (!ps->fold || ps->fold[j] != ps->fold[gi]) && s->pcurve[k * s->ng + j]) {
-      pred[n] = s->pcurve[k * s->ng + j];
-      truth[n++] = s->g[j].curve;
-    }
+  for (int kin = 1; kin >= 0 && n < CAL_MIN_SAME_GPU; kin--) {
+    n = 0;
+    for (size_t j = 0; j < s->ng; j += stride)
+      if (j != gi && (!ps->fold || ps->fold[j] != ps->fold[gi]) && s->pcurve[k * s->ng + j] &&
+          kinship(&s->g[j], &s->g[gi]) >= kin) {
+        pred[n] = s->pcurve[k * s->ng + j];
+        truth[n++] = s->g[j].curve;
+      }
+  }
+  return n;
+}
+
+/* Set k's shrinkage factors for group gi, calibrated on its calibration
+ * pairs: how far their true curves rose and fell from each anchor against
+ * their predicted curves, the quantiles of a Gaussian's z = opts.shrink SDs. */
+static int calibrate_group(const struct study *s, size_t k, size_t gi,
+                           const struct pflex_curve **pred, const struct pflex_curve **truth) {
+  size_t n = calibration_pairs(s, k, gi, pred, truth);
   double q = gsl_cdf_ugaussian_P(-s->o->shrink), *f = &s->fac[2 * CAL_NX * (k * s->ng + gi)];
   for (size_t x = 0; x < CAL_NX; x++) {
     int err = pflex_shrink_calibrate(pred, truth, n, CAL_X0 + CAL_DX * (double)x, CAL_STEP, q,
