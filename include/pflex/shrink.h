@@ -66,13 +66,15 @@ void pflex_shrink_release(struct pflex_shrink *s); /* s->curve NULL afterwards; 
  * job's predicted curve and its true (measured) curve, the ratio of the true
  * rise from x P_max to (x + step) P_max to the predicted rise, and the same
  * for the fall to (x - step) P_max (each curve's own P_max; points clamped
- * to its range; pairs whose predicted change is 0 left out). gain is the
- * q-quantile of the rise ratios (at most 1), loss the (1 - q)-quantile of
- * the fall ratios (at least 1, at most PFLEX_SHRINK_MAX_LOSS): the band that
- * held the other jobs' true changes but for a share q on each side. So the
- * band holds what a PFI's SD misses, the error of the curve's shape.
- * -EINVAL on bad arguments (0 < q < 1, 0 < step < 1, x in (0, 1]),
- * -PFLEX_E_NOPOINTS when no pair counts, -ENOMEM. */
+ * to its range; pairs whose predicted change is 0 left out, a true change of
+ * 0 counted as a ratio of 1e-3). A log-normal is fitted to each set of
+ * ratios (the mean and SD of their logarithms: a few dozen pairs cannot
+ * show a small quantile, a fit can extrapolate to it); gain is its
+ * q-quantile for the rises (at most 1), loss its (1 - q)-quantile for the
+ * falls (at least 1, at most PFLEX_SHRINK_MAX_LOSS). So the band holds what
+ * a PFI's SD misses, the error of the curve's shape. -EINVAL on bad
+ * arguments (0 < q < 1, 0 < step < 1, x in (0, 1]), -PFLEX_E_NOPOINTS when
+ * fewer than 2 pairs count, -ENOMEM. */
 int pflex_shrink_calibrate(const struct pflex_curve *const *pred,
                            const struct pflex_curve *const *truth, size_t n, double x, double step,
                            double q, double *ret_gain, double *ret_loss);

@@ -5,8 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <gsl/gsl_sort.h>
-#include <gsl/gsl_statistics_double.h>
+#include <gsl/gsl_cdf.h>
 
 #include "pflex/error.h"
 #include "pflex/shrink.h"
@@ -63,6 +62,18 @@ static double change(const struct pflex_curve *c, double x, double y) {
   return pflex_curve_eval(c, y * pm) - pflex_curve_eval(c, x * pm);
 }
 
+/* The z-quantile of a log-normal fitted to the n positive values v (mean
+ * and SD of their logarithms). */
+static double lognormal_quantile(const double *v, size_t n, double z) {
+  double m = 0, ss = 0;
+  for (size_t i = 0; i < n; i++)
+    m += log(v[i]);
+  m /= (double)n;
+  for (size_t i = 0; i < n; i++)
+    ss += (log(v[i]) - m) * (log(v[i]) - m);
+  return exp(m + z * (n > 1 ? sqrt(ss / (double)(n - 1)) : 0));
+}
+
 int pflex_shrink_calibrate(const struct pflex_curve *const *pred,
                            const struct pflex_curve *const *truth, size_t n, double x, double step,
                            double q, double *ret_gain, double *ret_loss) {
@@ -71,18 +82,16 @@ int pflex_shrink_calibrate(const struct pflex_curve *const *pred,
     return -EINVAL;
   double *rise = malloc((n ? n : 1) * sizeof *rise), *fall = malloc((n ? n : 1) * sizeof *fall);
   size_t nr = 0, nf = 0;
-  for (size_t j = 0; rise && fall && j < n; j++) {
+  for (size_t j = 0; rise && fall && j < n; j++) { /* a true change of 0 counts as 1e-3 */
     double dp = change(pred[j], x, x + step), dt = change(truth[j], x, x + step);
-    if (dp > 0) rise[nr++] = dt / dp;
+    if (dp > 0) rise[nr++] = fmax(dt / dp, 1e-3);
     dp = change(pred[j], x - step, x), dt = change(truth[j], x - step, x);
-    if (dp > 0) fall[nf++] = dt / dp;
+    if (dp > 0) fall[nf++] = fmax(dt / dp, 1e-3);
   }
-  int err = !rise || !fall ? -ENOMEM : nr && nf ? 0 : -PFLEX_E_NOPOINTS;
+  int err = !rise || !fall ? -ENOMEM : nr > 1 && nf > 1 ? 0 : -PFLEX_E_NOPOINTS;
   if (!err) {
-    gsl_sort(rise, 1, nr);
-    gsl_sort(fall, 1, nf);
-    double g = gsl_stats_quantile_from_sorted_data(rise, 1, nr, q);
-    double l = gsl_stats_quantile_from_sorted_data(fall, 1, nf, 1 - q);
+    double z = gsl_cdf_ugaussian_Pinv(q); /* < 0 */
+    double g = lognormal_quantile(rise, nr, z), l = lognormal_quantile(fall, nf, -z);
     *ret_gain = g < 1e-3 ? 1e-3 : g > 1 ? 1 : g;
     *ret_loss = l < 1 ? 1 : l > PFLEX_SHRINK_MAX_LOSS ? PFLEX_SHRINK_MAX_LOSS : l;
   }

@@ -225,11 +225,13 @@ static int study_curves(struct study *s) {
 }
 
 /* The anchors at which the shrinkage is calibrated: x P_max for x = CAL_X0,
- * CAL_X0 + CAL_DX, ..., 1; the rise and fall measured over CAL_STEP P_max. */
+ * CAL_X0 + CAL_DX, ..., 1; the rise and fall measured over CAL_STEP_SMALL
+ * and CAL_STEP P_max. */
 #define CAL_X0 0.30
 #define CAL_DX 0.05
 #define CAL_NX 15
 #define CAL_STEP 0.10
+#define CAL_STEP_SMALL 0.02 /* and over this: a small move is judged on the local slopes */
 
 /* The fewest calibration pairs of one kinship that are used on their own
  * (else those of the next looser one). */
@@ -268,13 +270,26 @@ static size_t calibration_pairs(const struct study *s, size_t k, size_t gi,
  * their predicted curves, the quantiles of a Gaussian's z = opts.shrink SDs. */
 static int calibrate_group(const struct study *s, size_t k, size_t gi,
                            const struct pflex_curve **pred, const struct pflex_curve **truth) {
+  static const double steps[] = {CAL_STEP_SMALL, CAL_STEP};
   size_t n = calibration_pairs(s, k, gi, pred, truth);
-  double q = gsl_cdf_ugaussian_P(-s->o->shrink), *f = &s->fac[2 * CAL_NX * (k * s->ng + gi)];
+  /* Each of a workload's jobs in its band: Phi(-z) shared among them (a
+   * union bound), so that the whole allocation's bound holds. */
+  double q = gsl_cdf_ugaussian_P(-s->o->shrink) / (double)s->o->jobs;
+  double *f = &s->fac[2 * CAL_NX * (k * s->ng + gi)];
   for (size_t x = 0; x < CAL_NX; x++) {
-    int err = pflex_shrink_calibrate(pred, truth, n, CAL_X0 + CAL_DX * (double)x, CAL_STEP, q,
-                                     &f[2 * x], &f[2 * x + 1]);
-    if (err == -PFLEX_E_NOPOINTS) f[2 * x] = f[2 * x + 1] = NAN; /* too few: the PFI's SD */
-    else if (err) return err;
+    f[2 * x] = 1, f[2 * x + 1] = 1;
+    for (size_t m = 0; m < sizeof steps / sizeof steps[0]; m++) {
+      double g, l; /* the more pessimistic of small and large moves */
+      int err = pflex_shrink_calibrate(pred, truth, n, CAL_X0 + CAL_DX * (double)x, steps[m], q,
+                                       &g, &l);
+      if (err == -PFLEX_E_NOPOINTS) { /* too few: the PFI's SD */
+        f[2 * x] = f[2 * x + 1] = NAN;
+        break;
+      }
+      if (err) return err;
+      f[2 * x] = fmin(f[2 * x], g);
+      f[2 * x + 1] = fmax(f[2 * x + 1], l);
+    }
   }
   return 0;
 }

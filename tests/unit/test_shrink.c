@@ -146,38 +146,50 @@ static void test_fold_sd(void **state) {
   assert_true(isnan(pflex_shrink_fold_sd(pred, truth, same, 2, 0)));
 }
 
-/* Calibration on pairs whose true changes are known multiples of the
- * predicted ones: the quantiles of those multiples. */
-static void test_calibrate(void **state) {
-  (void)state;
-  enum { N = 5 };
-  struct pflex_curve *pred[N], *truth[N];
-  /* truth = a + k (pred - a) with pred linear: the change ratio is k. */
-  double k[N] = {0.6, 0.8, 1.0, 1.1, 1.2};
-  for (int i = 0; i < N; i++) {
+/* Calibration on pairs whose true changes are known multiples k of the
+ * predicted ones: a log-normal fitted to the multiples, its quantiles. */
+static void calibrate_pairs(const double *k, int n, double q, double *g, double *l) {
+  struct pflex_curve *pred[8], *truth[8];
+  for (int i = 0; i < n; i++) { /* truth = 40 - k (40 - pred), pred linear 10..40 */
     struct pflex_curve_point pp[2] = {{.power_w = 100, .tput = 10}, {.power_w = 400, .tput = 40}};
     struct pflex_curve_point tp[2] = {{.power_w = 100, .tput = 40 - k[i] * 30},
                                       {.power_w = 400, .tput = 40}};
     assert_int_equal(pflex_curve_new_measured(pp, 2, PFLEX_INTERP_LINEAR, &pred[i]), 0);
     assert_int_equal(pflex_curve_new_measured(tp, 2, PFLEX_INTERP_LINEAR, &truth[i]), 0);
   }
-  double g, l;
   assert_int_equal(pflex_shrink_calibrate((const struct pflex_curve *const *)pred,
-                                          (const struct pflex_curve *const *)truth, N, 0.6, 0.1,
-                                          0.25, &g, &l),
+                                          (const struct pflex_curve *const *)truth, (size_t)n,
+                                          0.6, 0.1, q, g, l),
                    0);
-  NEAR(g, 0.8, 1e-9); /* 25% quantile of the rise ratios */
-  NEAR(l, 1.1, 1e-9); /* 75% quantile of the fall ratios */
-  assert_int_equal(pflex_shrink_calibrate(NULL, NULL, 0, 0.6, 0.1, 0.25, &g, &l),
-                   -PFLEX_E_NOPOINTS);
-  assert_int_equal(pflex_shrink_calibrate((const struct pflex_curve *const *)pred,
-                                          (const struct pflex_curve *const *)truth, N, 0.6, 0.1,
-                                          1.0, &g, &l),
-                   -EINVAL);
-  for (int i = 0; i < N; i++) {
+  for (int i = 0; i < n; i++) {
     pflex_curve_free(pred[i]);
     pflex_curve_free(truth[i]);
   }
+}
+
+static void test_calibrate(void **state) {
+  (void)state;
+  const double k[5] = {0.6, 0.8, 1.0, 1.1, 1.2};
+  double m = 0, ss = 0, g, l;
+  for (int i = 0; i < 5; i++)
+    m += log(k[i]) / 5;
+  for (int i = 0; i < 5; i++)
+    ss += (log(k[i]) - m) * (log(k[i]) - m);
+  double sd = sqrt(ss / 4), z25 = -0.6744897501960817; /* Phi^-1(0.25) */
+  calibrate_pairs(k, 5, 0.25, &g, &l);
+  NEAR(g, exp(m + z25 * sd), 1e-9); /* rises and falls are both k here */
+  NEAR(l, exp(m - z25 * sd), 1e-9);
+  assert_true(g < 1 && l > 1);
+  /* Every prediction too flat by 1.25: no rise counts more than predicted
+   * (gain 1 at most), every fall 1.25 times. */
+  const double same[3] = {1.25, 1.25, 1.25};
+  calibrate_pairs(same, 3, 0.25, &g, &l);
+  NEAR(g, 1, 1e-12);
+  NEAR(l, 1.25, 1e-9);
+  double gg, ll;
+  assert_int_equal(pflex_shrink_calibrate(NULL, NULL, 0, 0.6, 0.1, 0.25, &gg, &ll),
+                   -PFLEX_E_NOPOINTS);
+  assert_int_equal(pflex_shrink_calibrate(NULL, NULL, 0, 0.6, 0.1, 1.0, &gg, &ll), -EINVAL);
 }
 
 int main(void) {
