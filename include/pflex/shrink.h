@@ -62,22 +62,24 @@ int pflex_shrink_init(struct pflex_shrink *s, const struct pflex_curve *base, do
                       double gain, double loss);
 void pflex_shrink_release(struct pflex_shrink *s); /* s->curve NULL afterwards; idempotent */
 
-/* Factors calibrated on other jobs instead of a PFI's SD: for n pairs of a
- * job's predicted curve and its true (measured) curve, the ratio of the true
- * rise from x P_max to (x + step) P_max to the predicted rise, and the same
- * for the fall to (x - step) P_max (each curve's own P_max; points clamped
- * to its range; pairs whose predicted change is 0 left out, a true change of
- * 0 counted as a ratio of 1e-3). A log-normal is fitted to each set of
- * ratios (the mean and SD of their logarithms: a few dozen pairs cannot
- * show a small quantile, a fit can extrapolate to it); gain is its
- * q-quantile for the rises (at most 1), loss its (1 - q)-quantile for the
- * falls (at least 1, at most PFLEX_SHRINK_MAX_LOSS). So the band holds what
- * a PFI's SD misses, the error of the curve's shape. -EINVAL on bad
- * arguments (0 < q < 1, 0 < step < 1, x in (0, 1]), -PFLEX_E_NOPOINTS when
- * fewer than 2 pairs count, -ENOMEM. */
-int pflex_shrink_calibrate(const struct pflex_curve *const *pred,
-                           const struct pflex_curve *const *truth, size_t n, double x, double step,
-                           double q, double *ret_gain, double *ret_loss);
+/* Factors calibrated on other jobs instead of a PFI's SD. For a pair of a
+ * job's model curve (predicted, or refined after an observation) and its
+ * true (measured) one, the ratio of the true change from x0 P_max to x1
+ * P_max (x0 < x1, each curve's own P_max, clamped to its range) to the
+ * model's: NAN where the model does not change, at least 1e-3. */
+double pflex_shrink_ratio(const struct pflex_curve *model, const struct pflex_curve *truth,
+                          double x0, double x1);
+
+/* The band from other jobs' ratios of rises (above an anchor) and falls
+ * (below it): a log-normal fitted to each (mean and SD of the logarithms of
+ * the finite values: a few dozen pairs cannot show a small quantile, a fit
+ * can extrapolate to it); gain is its q-quantile for the rises (at most 1),
+ * loss its (1 - q)-quantile for the falls (at least 1, at most
+ * PFLEX_SHRINK_MAX_LOSS). So the band holds what a PFI's SD misses, the
+ * error of the curve's shape. -EINVAL on bad arguments (0 < q < 1),
+ * -PFLEX_E_NOPOINTS when either has fewer than 2 finite values. */
+int pflex_shrink_band(const double *rise, size_t nr, const double *fall, size_t nf, double q,
+                      double *ret_gain, double *ret_loss);
 
 /* Whether an allocation found on the jobs' (shrunk) curves beats the
  * anchors' by enough to be taken: sum of weight x curve at power[i] exceeds

@@ -2,7 +2,6 @@
  * supports (include/pflex/shrink.h). */
 #include <errno.h>
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include <gsl/gsl_cdf.h>
@@ -56,48 +55,40 @@ void pflex_shrink_release(struct pflex_shrink *s) {
   s->curve = NULL;
 }
 
-/* The change of curve c from x P_max to y P_max (clamped to its range). */
-static double change(const struct pflex_curve *c, double x, double y) {
-  double pm = pflex_curve_p_max(c);
-  return pflex_curve_eval(c, y * pm) - pflex_curve_eval(c, x * pm);
+/* Curve c at x P_max (its own P_max; clamped to its range). */
+static double at(const struct pflex_curve *c, double x) {
+  return pflex_curve_eval(c, x * pflex_curve_p_max(c));
 }
 
-/* The z-quantile of a log-normal fitted to the n positive values v (mean
- * and SD of their logarithms). */
+double pflex_shrink_ratio(const struct pflex_curve *model, const struct pflex_curve *truth,
+                          double x0, double x1) {
+  double dm = at(model, x1) - at(model, x0);
+  return dm > 0 ? fmax((at(truth, x1) - at(truth, x0)) / dm, 1e-3) : NAN;
+}
+
+/* The z-quantile of a log-normal fitted to the finite values of v (mean and
+ * SD of their logarithms); NAN with fewer than 2. */
 static double lognormal_quantile(const double *v, size_t n, double z) {
   double m = 0, ss = 0;
+  size_t k = 0;
   for (size_t i = 0; i < n; i++)
-    m += log(v[i]);
-  m /= (double)n;
+    if (isfinite(v[i])) m += log(v[i]), k++;
+  if (k < 2) return NAN;
+  m /= (double)k;
   for (size_t i = 0; i < n; i++)
-    ss += (log(v[i]) - m) * (log(v[i]) - m);
-  return exp(m + z * (n > 1 ? sqrt(ss / (double)(n - 1)) : 0));
+    if (isfinite(v[i])) ss += (log(v[i]) - m) * (log(v[i]) - m);
+  return exp(m + z * sqrt(ss / (double)(k - 1)));
 }
 
-int pflex_shrink_calibrate(const struct pflex_curve *const *pred,
-                           const struct pflex_curve *const *truth, size_t n, double x, double step,
-                           double q, double *ret_gain, double *ret_loss) {
-  if ((n && (!pred || !truth)) || !(q > 0 && q < 1) || !(step > 0 && step < 1) ||
-      !(x > 0 && x <= 1))
-    return -EINVAL;
-  double *rise = malloc((n ? n : 1) * sizeof *rise), *fall = malloc((n ? n : 1) * sizeof *fall);
-  size_t nr = 0, nf = 0;
-  for (size_t j = 0; rise && fall && j < n; j++) { /* a true change of 0 counts as 1e-3 */
-    double dp = change(pred[j], x, x + step), dt = change(truth[j], x, x + step);
-    if (dp > 0) rise[nr++] = fmax(dt / dp, 1e-3);
-    dp = change(pred[j], x - step, x), dt = change(truth[j], x - step, x);
-    if (dp > 0) fall[nf++] = fmax(dt / dp, 1e-3);
-  }
-  int err = !rise || !fall ? -ENOMEM : nr > 1 && nf > 1 ? 0 : -PFLEX_E_NOPOINTS;
-  if (!err) {
-    double z = gsl_cdf_ugaussian_Pinv(q); /* < 0 */
-    double g = lognormal_quantile(rise, nr, z), l = lognormal_quantile(fall, nf, -z);
-    *ret_gain = g < 1e-3 ? 1e-3 : g > 1 ? 1 : g;
-    *ret_loss = l < 1 ? 1 : l > PFLEX_SHRINK_MAX_LOSS ? PFLEX_SHRINK_MAX_LOSS : l;
-  }
-  free(rise);
-  free(fall);
-  return err;
+int pflex_shrink_band(const double *rise, size_t nr, const double *fall, size_t nf, double q,
+                      double *ret_gain, double *ret_loss) {
+  if ((nr && !rise) || (nf && !fall) || !(q > 0 && q < 1)) return -EINVAL;
+  double z = gsl_cdf_ugaussian_Pinv(q); /* < 0 */
+  double g = lognormal_quantile(rise, nr, z), l = lognormal_quantile(fall, nf, -z);
+  if (isnan(g) || isnan(l)) return -PFLEX_E_NOPOINTS;
+  *ret_gain = g < 1e-3 ? 1e-3 : g > 1 ? 1 : g;
+  *ret_loss = l < 1 ? 1 : l > PFLEX_SHRINK_MAX_LOSS ? PFLEX_SHRINK_MAX_LOSS : l;
+  return 0;
 }
 
 bool pflex_shrink_worth(const struct pflex_alloc_job *jobs, const double *power_w,

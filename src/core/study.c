@@ -111,8 +111,9 @@ struct study {
   const struct pflex_curve **pcurve;  /* np * ng predicted curves (own[] or the priors') */
   struct pflex_curve **own;           /* open loop: np * ng predicted curves */
   struct pflex_refine_prior **prior;  /* closed loop: np * ng priors */
-  double *fac; /* shrinkage: np * ng * CAL_NX (gain, loss) pairs calibrated on the other folds'
-                  curves (pflex_shrink_calibrate); NAN where not calibrated */
+  double *fac;   /* shrinkage: CAL_PHASES * np * ng * CAL_NX (gain, loss) bands calibrated on
+                    the other folds' curves (pflex_shrink_band); NAN where not calibrated */
+  double *ratio; /* CAL_PHASES * np * ng * CAL_NX * CAL_NR: each group's change ratios */
   size_t *pt, *ft, npt, nft;          /* groups by task */
   double *oscale;                     /* PFLEX_OBJECTIVE_N * ng: a group's throughput's weight in
                                          each objective (pflex_objective_scale) */
@@ -133,6 +134,7 @@ static void study_release(struct study *s) {
   free(s->ft);
   free(s->oscale);
   free(s->fac);
+  free(s->ratio);
   free(s->lines);
 }
 
@@ -225,17 +227,76 @@ static int study_curves(struct study *s) {
 }
 
 /* The anchors at which the shrinkage is calibrated: x P_max for x = CAL_X0,
- * CAL_X0 + CAL_DX, ..., 1; the rise and fall measured over CAL_STEP_SMALL
- * and CAL_STEP P_max. */
+ * CAL_X0 + CAL_DX, ..., 1; rises and falls over CAL_STEP_SMALL and CAL_STEP
+ * P_max (CAL_NR ratios per anchor: rise small, rise large, fall small, fall
+ * large). Phase 0: the predicted curves; phase 1: the curves refined after
+ * one observation at the anchor (the closed loop's). */
 #define CAL_X0 0.30
 #define CAL_DX 0.05
 #define CAL_NX 15
 #define CAL_STEP 0.10
 #define CAL_STEP_SMALL 0.02 /* and over this: a small move is judged on the local slopes */
+#define CAL_NR 4
+#define CAL_PHASES 2
 
 /* The fewest calibration pairs of one kinship that are used on their own
  * (else those of the next looser one). */
 #define CAL_MIN_SAME_GPU 8
+
+static double *ratios_at(const struct study *s, int phase, size_t k, size_t j, size_t x) {
+  return &s->ratio[(((size_t)phase * s->np + k) * s->ng + j) * CAL_NX * CAL_NR + x * CAL_NR];
+}
+
+static double *band_at(const struct study *s, int phase, size_t k, size_t i, size_t x) {
+  return &s->fac[(((size_t)phase * s->np + k) * s->ng + i) * CAL_NX * 2 + x * 2];
+}
+
+/* The CAL_NR ratios of truth's changes to model's around anchor x. */
+static void change_ratios(const struct pflex_curve *model, const struct pflex_curve *truth,
+                          double x, double *r) {
+  static const double steps[2] = {CAL_STEP_SMALL, CAL_STEP};
+  for (int m = 0; m < 2; m++) {
+    r[m] = pflex_shrink_ratio(model, truth, x, x + steps[m]);
+    r[2 + m] = pflex_shrink_ratio(model, truth, x - steps[m], x);
+  }
+}
+
+/* Phase 1 of set k's group j: at each anchor, its refinement after one
+ * observation there of its true curve (with the study's noise), against
+ * the truth. */
+static int loop_ratios(const struct study *s, size_t k, size_t j, gsl_rng *noise) {
+  const struct pflex_curve *t = s->g[j].curve;
+  struct pflex_refine_opts ro = {
+      .noise = s->o->noise, .prior_sd = s->o->prior_sd, .max_obs = s->o->rounds};
+  struct pflex_refine *r;
+  int err = pflex_refine_new(s->prior[k * s->ng + j], &ro, &r);
+  for (size_t x = 0; x < CAL_NX && !err; x++) {
+    double pw = (CAL_X0 + CAL_DX * (double)x) * pflex_curve_p_max(t);
+    double obs = pflex_curve_eval(t, pw) * (1 + gsl_ran_gaussian(noise, s->o->noise));
+    if (!(err = pflex_refine_reset(r, s->prior[k * s->ng + j])) &&
+        !(err = pflex_refine_observe(r, pw, obs)))
+      change_ratios(pflex_refine_curve(r), t, CAL_X0 + CAL_DX * (double)x,
+                    ratios_at(s, 1, k, j, x));
+  }
+  pflex_refine_free(r);
+  return err;
+}
+
+/* Every calibration group's ratios: phase 0, and phase 1 in the closed
+ * loop. A systematic sample past STUDY_MAX_TEMPLATES groups. */
+static int study_ratios(struct study *s, gsl_rng *noise) {
+  size_t stride = s->ng > STUDY_MAX_TEMPLATES ? s->ng / STUDY_MAX_TEMPLATES + 1 : 1;
+  int err = 0;
+  for (size_t k = 0; k < s->np && !err; k++)
+    for (size_t j = 0; j < s->ng && !err && !s->preds[k].templates; j += stride) {
+      if (!s->pcurve[k * s->ng + j]) continue;
+      for (size_t x = 0; x < CAL_NX; x++)
+        change_ratios(s->pcurve[k * s->ng + j], s->g[j].curve, CAL_X0 + CAL_DX * (double)x,
+                      ratios_at(s, 0, k, j, x));
+      if (s->prior) err = loop_ratios(s, k, j, noise);
+    }
+  return err;
+}
 
 /* How alike two groups are for the calibration: 1 the same GPU type, else
  * 0. (Also requiring the same arch x task cell left too few pairs: on the
@@ -245,69 +306,80 @@ static int kinship(const struct pflex_study_group *a, const struct pflex_study_g
   return strcmp(x, y) == 0;
 }
 
-/* The calibration pairs of set k for group gi: the groups outside its fold
- * (the same folds as its prediction; a systematic sample past
- * STUDY_MAX_TEMPLATES), those of its own GPU type when there are enough of
- * them (a prediction errs alike on one GPU type), else of every type. */
-static size_t calibration_pairs(const struct study *s, size_t k, size_t gi,
-                                const struct pflex_curve **pred, const struct pflex_curve **truth) {
+/* The calibration groups of set k for group gi (into idx): those outside its
+ * fold (the same folds as its prediction) with ratios, of its own GPU type
+ * when there are enough of them (a prediction errs alike on one GPU type),
+ * else of every type. */
+static size_t calibration_pairs(const struct study *s, size_t k, size_t gi, size_t *idx) {
   const struct pflex_study_predset *ps = &s->preds[k];
   size_t n = 0, stride = s->ng > STUDY_MAX_TEMPLATES ? s->ng / STUDY_MAX_TEMPLATES + 1 : 1;
   for (int kin = 1; kin >= 0 && n < CAL_MIN_SAME_GPU; kin--) {
     n = 0;
     for (size_t j = 0; j < s->ng; j += stride)
       if (j != gi && (!ps->fold || ps->fold[j] != ps->fold[gi]) && s->pcurve[k * s->ng + j] &&
-          kinship(&s->g[j], &s->g[gi]) >= kin) {
-        pred[n] = s->pcurve[k * s->ng + j];
-        truth[n++] = s->g[j].curve;
-      }
+          kinship(&s->g[j], &s->g[gi]) >= kin)
+        idx[n++] = j;
   }
   return n;
 }
 
-/* Set k's shrinkage factors for group gi, calibrated on its calibration
- * pairs: how far their true curves rose and fell from each anchor against
- * their predicted curves, the quantiles of a Gaussian's z = opts.shrink SDs. */
-static int calibrate_group(const struct study *s, size_t k, size_t gi,
-                           const struct pflex_curve **pred, const struct pflex_curve **truth) {
-  static const double steps[] = {CAL_STEP_SMALL, CAL_STEP};
-  size_t n = calibration_pairs(s, k, gi, pred, truth);
-  /* Each of a workload's jobs in its band: Phi(-z) shared among them (a
-   * union bound), so that the whole allocation's bound holds. */
-  double q = gsl_cdf_ugaussian_P(-s->o->shrink) / (double)s->o->jobs;
-  double *f = &s->fac[2 * CAL_NX * (k * s->ng + gi)];
+/* Set k's bands for group gi in a phase, from its calibration groups'
+ * ratios: at each anchor the more pessimistic of small and large moves, the
+ * quantiles of a Gaussian's z = opts.shrink SDs; NAN where too few. At
+ * round 0 they are shared among a workload's jobs (a union bound,
+ * Phi(-z) / jobs, so that the whole allocation's bound holds: it is taken
+ * blind); in the closed loop each job's own (Phi(-z)): a move that was
+ * wrong shows at the moved job's next observation and is undone. */
+static int calibrate_group(const struct study *s, int phase, size_t k, size_t gi, size_t *idx,
+                           double *rise, double *fall) {
+  size_t n = calibration_pairs(s, k, gi, idx);
+  double q = gsl_cdf_ugaussian_P(-s->o->shrink) / (phase ? 1.0 : (double)s->o->jobs);
   for (size_t x = 0; x < CAL_NX; x++) {
-    f[2 * x] = 1, f[2 * x + 1] = 1;
-    for (size_t m = 0; m < sizeof steps / sizeof steps[0]; m++) {
-      double g, l; /* the more pessimistic of small and large moves */
-      int err = pflex_shrink_calibrate(pred, truth, n, CAL_X0 + CAL_DX * (double)x, steps[m], q,
-                                       &g, &l);
+    double *f = band_at(s, phase, k, gi, x);
+    f[0] = f[1] = 1;
+    for (int m = 0; m < 2; m++) {
+      for (size_t p = 0; p < n; p++) {
+        rise[p] = ratios_at(s, phase, k, idx[p], x)[m];
+        fall[p] = ratios_at(s, phase, k, idx[p], x)[2 + m];
+      }
+      double g, l;
+      int err = pflex_shrink_band(rise, n, fall, n, q, &g, &l);
       if (err == -PFLEX_E_NOPOINTS) { /* too few: the PFI's SD */
-        f[2 * x] = f[2 * x + 1] = NAN;
+        f[0] = f[1] = NAN;
         break;
       }
       if (err) return err;
-      f[2 * x] = fmin(f[2 * x], g);
-      f[2 * x + 1] = fmax(f[2 * x + 1], l);
+      f[0] = fmin(f[0], g), f[1] = fmax(f[1], l);
     }
   }
   return 0;
 }
 
-/* The shrinkage's calibrated factors of every set whose folds are the
- * study's own groups (not a training file's: its curves are not here). */
+/* The shrinkage's calibrated bands of every set whose folds are the study's
+ * own groups (not a training file's: its curves are not here). */
 static int study_calibrate(struct study *s) {
   if (!(s->o->shrink > 0)) return 0;
-  s->fac = malloc(s->np * s->ng * 2 * CAL_NX * sizeof *s->fac + 1);
-  const struct pflex_curve **pred = calloc(s->ng, sizeof *pred), **truth = calloc(s->ng, sizeof *truth);
-  int err = s->fac && pred && truth ? 0 : -ENOMEM;
-  for (size_t i = 0; !err && i < s->np * s->ng * 2 * CAL_NX; i++)
+  size_t nb = CAL_PHASES * s->np * s->ng * CAL_NX;
+  s->fac = malloc(nb * 2 * sizeof *s->fac + 1);
+  s->ratio = malloc(nb * CAL_NR * sizeof *s->ratio + 1);
+  size_t *idx = calloc(s->ng, sizeof *idx);
+  double *rise = calloc(s->ng, sizeof *rise), *fall = calloc(s->ng, sizeof *fall);
+  gsl_rng *noise = gsl_rng_alloc(gsl_rng_mt19937);
+  int err = s->fac && s->ratio && idx && rise && fall && noise ? 0 : -ENOMEM;
+  for (size_t i = 0; !err && i < nb * 2; i++)
     s->fac[i] = NAN;
-  for (size_t k = 0; k < s->np && !err; k++)
-    for (size_t i = 0; i < s->ng && !err && !s->preds[k].templates; i++)
-      if (s->pcurve[k * s->ng + i]) err = calibrate_group(s, k, i, pred, truth);
-  free(pred);
-  free(truth);
+  for (size_t i = 0; !err && i < nb * CAL_NR; i++)
+    s->ratio[i] = NAN;
+  if (!err) gsl_rng_set(noise, s->o->seed * 104723ul + 31ul);
+  if (!err) err = study_ratios(s, noise);
+  for (int ph = 0; ph < (s->prior ? 2 : 1) && !err; ph++)
+    for (size_t k = 0; k < s->np && !err; k++)
+      for (size_t i = 0; i < s->ng && !err && !s->preds[k].templates; i++)
+        if (s->pcurve[k * s->ng + i]) err = calibrate_group(s, ph, k, i, idx, rise, fall);
+  gsl_rng_free(noise);
+  free(idx);
+  free(rise);
+  free(fall);
   return err;
 }
 
@@ -431,23 +503,30 @@ static bool predicted(const struct study *s, const struct work *w, size_t k) {
   return true;
 }
 
-/* Set k's round-0 shrinkage factors for group gi around an anchor power:
- * calibrated on the other folds' curves at the nearest calibration anchor,
- * else from the PFI's SD, else none (1, 1). */
-static void factors(const struct study *s, size_t k, size_t gi, double anchor, double *f) {
+/* Set k's shrinkage factors for group gi around an anchor power, in a
+ * phase (0: the predicted curve, 1: the curve refined after observations):
+ * calibrated on the other folds' curves at the nearest calibration anchor
+ * (true), else phase 0's or the PFI's SD (false: the caller narrows them by
+ * what the observations pinned), else none (1, 1). */
+static bool factors(const struct study *s, int phase, size_t k, size_t gi, double anchor,
+                    double *f) {
   const struct pflex_study_predset *ps = &s->preds[k];
   f[0] = f[1] = 1;
-  if (!(s->o->shrink > 0)) return;
+  if (!(s->o->shrink > 0)) return false;
   double x = anchor / pflex_curve_p_max(s->g[gi].curve);
   long xi = lround((x - CAL_X0) / CAL_DX);
   xi = xi < 0 ? 0 : xi >= CAL_NX ? CAL_NX - 1 : xi;
-  const double *c = s->fac ? &s->fac[2 * (CAL_NX * (k * s->ng + gi) + (size_t)xi)] : NULL;
-  if (c && !isnan(c[0])) {
-    f[0] = c[0], f[1] = c[1];
-  } else if (ps->sd && ps->sd[gi] > 0 &&
-             pflex_shrink_factors(ps->pfi[gi], ps->sd[gi], s->o->shrink, &f[0], &f[1])) {
-    f[0] = f[1] = 1;
+  for (int ph = phase; ph >= 0 && s->fac; ph--) {
+    const double *c = band_at(s, ph, k, gi, (size_t)xi);
+    if (!isnan(c[0])) {
+      f[0] = c[0], f[1] = c[1];
+      return ph == phase;
+    }
   }
+  if (ps->sd && ps->sd[gi] > 0 &&
+      pflex_shrink_factors(ps->pfi[gi], ps->sd[gi], s->o->shrink, &f[0], &f[1]))
+    f[0] = f[1] = 1;
+  return false;
 }
 
 /* Job j's curve for optimal: base, or base shrunk around the anchor with
@@ -503,9 +582,9 @@ static int closed_loop(const struct study *s, struct work *w, size_t k, double t
       double obs = pflex_curve_eval(s->g[gi].curve, pw) * (1 + gsl_ran_gaussian(noise, s->o->noise));
       if ((err = pflex_refine_observe(w->ref[j], pw, obs))) break;
       double f[2];
-      factors(s, k, gi, pw, f);
+      bool own = factors(s, 1, k, gi, pw, f);
       err = shrunk_curve(w, j, pflex_refine_curve(w->ref[j]), f,
-                         1 - pflex_refine_confidence(w->ref[j]), pw);
+                         own ? 1 : 1 - pflex_refine_confidence(w->ref[j]), pw);
     }
     if (!err) err = allocate_shrunk(s, w, target);
     if (!err) score(s, w, t + PFLEX_OBJECTIVE_N * round);
@@ -526,7 +605,7 @@ static int run_optimal(const struct study *s, struct work *w, size_t k, double t
     w->jp[j] = w->jt[j];
     w->anc[j] = w->eq[j];
     double f[2];
-    factors(s, k, gi, w->eq[j], f);
+    factors(s, 0, k, gi, w->eq[j], f);
     err = shrunk_curve(w, j, s->pcurve[k * s->ng + gi], f, 1, w->eq[j]);
   }
   if (!err) err = allocate_shrunk(s, w, target);

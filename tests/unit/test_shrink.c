@@ -146,50 +146,44 @@ static void test_fold_sd(void **state) {
   assert_true(isnan(pflex_shrink_fold_sd(pred, truth, same, 2, 0)));
 }
 
-/* Calibration on pairs whose true changes are known multiples k of the
- * predicted ones: a log-normal fitted to the multiples, its quantiles. */
-static void calibrate_pairs(const double *k, int n, double q, double *g, double *l) {
-  struct pflex_curve *pred[8], *truth[8];
-  for (int i = 0; i < n; i++) { /* truth = 40 - k (40 - pred), pred linear 10..40 */
-    struct pflex_curve_point pp[2] = {{.power_w = 100, .tput = 10}, {.power_w = 400, .tput = 40}};
-    struct pflex_curve_point tp[2] = {{.power_w = 100, .tput = 40 - k[i] * 30},
-                                      {.power_w = 400, .tput = 40}};
-    assert_int_equal(pflex_curve_new_measured(pp, 2, PFLEX_INTERP_LINEAR, &pred[i]), 0);
-    assert_int_equal(pflex_curve_new_measured(tp, 2, PFLEX_INTERP_LINEAR, &truth[i]), 0);
-  }
-  assert_int_equal(pflex_shrink_calibrate((const struct pflex_curve *const *)pred,
-                                          (const struct pflex_curve *const *)truth, (size_t)n,
-                                          0.6, 0.1, q, g, l),
-                   0);
-  for (int i = 0; i < n; i++) {
-    pflex_curve_free(pred[i]);
-    pflex_curve_free(truth[i]);
-  }
+/* A change ratio: the truth's change over the model's. */
+static void test_ratio(void **state) {
+  (void)state;
+  struct pflex_curve *model = sqrt_curve(100, 400, 50), *truth = sqrt_curve(100, 400, 80);
+  /* the same shape, T_max 80 against 50: every change 1.6 times */
+  NEAR(pflex_shrink_ratio(model, truth, 0.5, 0.6), 1.6, 1e-9);
+  struct pflex_curve_point flat[2] = {{.power_w = 100, .tput = 50}, {.power_w = 400, .tput = 50}};
+  struct pflex_curve *f;
+  assert_int_equal(pflex_curve_new_measured(flat, 2, PFLEX_INTERP_LINEAR, &f), 0);
+  assert_true(isnan(pflex_shrink_ratio(f, truth, 0.5, 0.6))); /* the model does not change */
+  NEAR(pflex_shrink_ratio(model, f, 0.5, 0.6), 1e-3, 1e-15);  /* the truth does not: 1e-3 */
+  pflex_curve_free(f);
+  pflex_curve_free(model);
+  pflex_curve_free(truth);
 }
 
-static void test_calibrate(void **state) {
+/* The band: a log-normal fitted to the ratios, its quantiles. */
+static void test_band(void **state) {
   (void)state;
-  const double k[5] = {0.6, 0.8, 1.0, 1.1, 1.2};
+  const double k[6] = {0.6, 0.8, 1.0, 1.1, 1.2, NAN}; /* NAN: left out */
   double m = 0, ss = 0, g, l;
   for (int i = 0; i < 5; i++)
     m += log(k[i]) / 5;
   for (int i = 0; i < 5; i++)
     ss += (log(k[i]) - m) * (log(k[i]) - m);
   double sd = sqrt(ss / 4), z25 = -0.6744897501960817; /* Phi^-1(0.25) */
-  calibrate_pairs(k, 5, 0.25, &g, &l);
-  NEAR(g, exp(m + z25 * sd), 1e-9); /* rises and falls are both k here */
+  assert_int_equal(pflex_shrink_band(k, 6, k, 6, 0.25, &g, &l), 0);
+  NEAR(g, exp(m + z25 * sd), 1e-9);
   NEAR(l, exp(m - z25 * sd), 1e-9);
   assert_true(g < 1 && l > 1);
   /* Every prediction too flat by 1.25: no rise counts more than predicted
    * (gain 1 at most), every fall 1.25 times. */
   const double same[3] = {1.25, 1.25, 1.25};
-  calibrate_pairs(same, 3, 0.25, &g, &l);
+  assert_int_equal(pflex_shrink_band(same, 3, same, 3, 0.25, &g, &l), 0);
   NEAR(g, 1, 1e-12);
   NEAR(l, 1.25, 1e-9);
-  double gg, ll;
-  assert_int_equal(pflex_shrink_calibrate(NULL, NULL, 0, 0.6, 0.1, 0.25, &gg, &ll),
-                   -PFLEX_E_NOPOINTS);
-  assert_int_equal(pflex_shrink_calibrate(NULL, NULL, 0, 0.6, 0.1, 1.0, &gg, &ll), -EINVAL);
+  assert_int_equal(pflex_shrink_band(k, 1, k, 6, 0.25, &g, &l), -PFLEX_E_NOPOINTS);
+  assert_int_equal(pflex_shrink_band(k, 6, k, 6, 1.0, &g, &l), -EINVAL);
 }
 
 int main(void) {
@@ -197,7 +191,7 @@ int main(void) {
       cmocka_unit_test(test_objective_scale), cmocka_unit_test(test_objective_apply),
       cmocka_unit_test(test_factors),         cmocka_unit_test(test_shrunk_curve),
       cmocka_unit_test(test_worth),           cmocka_unit_test(test_fold_sd),
-      cmocka_unit_test(test_calibrate),
+      cmocka_unit_test(test_ratio),           cmocka_unit_test(test_band),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
