@@ -1,5 +1,5 @@
 /* Never worse than an equal cut (issue 12 item 4; docs/study.md,
- * "Never worse than equal").
+ * "Never worse than an equal cut").
  *
  * A predicted curve is a guess: allocating on it as if it were true moves
  * power away from the equal split as far as the guess says, and when the
@@ -12,17 +12,17 @@
  *     g(p) = f(a) + gain * (f(p) - f(a))   for p >= a
  *     g(p) = f(a) + loss * (f(p) - f(a))   for p <  a     (never below 0)
  *
- * with f the predicted curve and a the anchor. The factors come from the
- * predicted PFI and the SD of its error: a curve's throughput deficit
- * 1 - T/T_max scales as 1/PFI (exactly for the data shape's scaled
- * template average, approximately for the family), so the curve with PFI
+ * with f the predicted curve and a the anchor. The factors are calibrated
+ * on other jobs (pflex_shrink_ratio, pflex_shrink_band: how their true
+ * curves rose and fell against their model curves), or come from the
+ * predicted PFI and the SD of its error (pflex_shrink_factors: a curve's
+ * throughput deficit 1 - T/T_max scales as 1/PFI, so the curve with PFI
  * pfi + z sd has every rise from the anchor pfi / (pfi + z sd) times the
- * predicted one (gain, the flattest plausible curve) and the one with
- * pfi - z sd every fall pfi / (pfi - z sd) times (loss, the steepest).
- * Maximizing the sum of g is maximizing a pessimistic bound: the anchor
- * allocation is always available, so when each true curve's rises and falls
- * from its anchor are at least those of g (its PFI within z SDs), the
- * allocation found is not worse than the anchors'. With sd 0, g is f.
+ * predicted one, the one with pfi - z sd every fall pfi / (pfi - z sd)
+ * times). Maximizing the sum of g is maximizing a pessimistic bound: the
+ * anchor allocation is always available, so when each true curve's rises
+ * and falls from its anchor are at least those of g, the allocation found
+ * is not worse than the anchors'. With gain = loss = 1, g is f.
  *
  * g is concave where f is (the factor drops from loss >= 1 to gain <= 1 at
  * the anchor). No globals; the curve points at the struct, which must stay

@@ -130,10 +130,13 @@ struct pflex_study_opts {
                                    paper's LOO RMSE of model (i), 0.241) */
   enum pflex_objective objective; /* what optimal and oracle maximize and the results measure;
                                      default PFLEX_OBJECTIVE_TOKENS (the paper's) */
-  double shrink; /* optimal: z, the width in SDs of the prediction's error by which each
-                    predicted curve's gains are shrunk toward the equal cut (round 0) or the
-                    last applied power (closed loop, SD times 1 - the refinement's
-                    confidence); default 0: none (include/pflex/shrink.h) */
+  double shrink; /* optimal: z > 0 shrinks each job's curve toward an anchor, the equal
+                    cut (round 0) or the power last observed (closed loop), by a band
+                    calibrated on the other folds' groups' curves (their true against
+                    predicted, or refined, rises and falls; Gaussian quantile Phi(-z),
+                    shared among the workload's jobs at round 0), else by z SDs of the
+                    PFI (predset.sd); default 0: none (include/pflex/shrink.h,
+                    docs/study.md) */
 };
 
 /* Fills the defaults listed above. */
