@@ -35,6 +35,7 @@
 #include "pflex/alloc.h"
 #include "pflex/curve.h"
 #include "pflex/progress.h"
+#include "pflex/objective.h"
 #include "pflex/runs.h"
 
 /* Acme trace, Seren cluster, GPU jobs of all end states (Hu et al., NSDI 2024;
@@ -48,6 +49,10 @@
  * strategies were seen to beat it by at most 5e-6 of the total, in 4 of
  * 9,000 workload-cuts. */
 #define PFLEX_STUDY_ORACLE_TOL 1e-5
+
+/* Relative tolerance of "worse than an equal cut": a workload counts as worse
+ * when the strategy's objective is below equal's by more than this share. */
+#define PFLEX_STUDY_EQUAL_TOL 1e-5
 
 enum pflex_study_scenario {
   PFLEX_SCENARIO_RANDOM = 0, /* jobs drawn uniformly, with replacement, from all groups */
@@ -80,7 +85,14 @@ struct pflex_study_group {
 /* Predicted PFI of every group under one prediction mode. */
 struct pflex_study_predset {
   enum pflex_study_pred mode;
-  const double *pfi; /* ngroups values */
+  /* ngroups values; NAN: no prediction for that group (a fold that could not
+   * be fitted): the set's lines then count only the workloads without it. */
+  const double *pfi;
+  /* ngroups values or NULL: the SD of each prediction's error (e.g.
+   * pflex_shrink_fold_sd), by which optimal shrinks the group's predicted
+   * curve toward the equal cut (include/pflex/shrink.h). NULL, 0 or NAN: no
+   * shrinkage. */
+  const double *sd;
   /* Shape PFLEX_STUDY_SHAPE_DATA: which curves may shape group i's predicted
    * curve. With templates (e.g. another runs file's groups, for jobs never
    * seen in fitting): those. Else with fold: the groups j with fold[j] !=
@@ -119,15 +131,37 @@ struct pflex_study_opts {
                                    paper's LOO RMSE of model (i), 0.241) */
   /* Told each workload done ("workloads", done of total); default none. */
   struct pflex_progress progress;
+  enum pflex_objective objective; /* what optimal and oracle maximize and the results measure;
+                                     default PFLEX_OBJECTIVE_TOKENS (the paper's) */
+  double shrink; /* optimal: z > 0 shrinks each job's curve toward an anchor, the equal
+                    cut (round 0) or the power last observed (closed loop), by a band
+                    calibrated on the other folds' groups' curves (their true against
+                    predicted, or refined, rises and falls; Gaussian quantile Phi(-z),
+                    shared among the workload's jobs at round 0), else by z SDs of the
+                    PFI (predset.sd); default 0: none (include/pflex/shrink.h,
+                    docs/study.md) */
 };
 
 /* Fills the defaults listed above. */
 void pflex_study_opts_init(struct pflex_study_opts *opts);
 
+/* A result's numbers under one objective (opts.objective, or the other one),
+ * against that objective's equal cut and oracle. */
+struct pflex_study_score {
+  double loss_vs_oracle;   /* 1 - sum V / sum V_oracle */
+  double gap_recovered;    /* (sum V - sum V_equal) / (sum V_oracle - sum V_equal); NAN if no gap */
+  double gain_per_job;     /* (sum V - sum V_equal) / (workloads * jobs) */
+  double worse_than_equal; /* share of the workloads where V < V_equal (PFLEX_STUDY_EQUAL_TOL) */
+};
+
 /* One line of the results: a scenario, strategy, prediction mode, round and
- * cut, over all workloads for which the cut was feasible. Strategies that use
- * no prediction (equal, moe-ft, dram, oracle) are reported once, with
- * prediction PFLEX_PRED_TRUE. */
+ * cut, over all workloads for which the cut was feasible (and, for a
+ * prediction set with a group left unpredicted, that hold no such group).
+ * Strategies that use no prediction (equal, moe-ft, dram, oracle) are
+ * reported once, with prediction PFLEX_PRED_TRUE. loss_vs_oracle,
+ * gap_recovered, gain_per_job and worse_than_equal are under opts.objective
+ * (V: total throughput for tokens, sum of GPUs x T / T_max for progress);
+ * `other` is the same under the other objective, against its own oracle. */
 struct pflex_study_result {
   enum pflex_study_scenario scenario;
   enum pflex_alloc_strategy strategy;
@@ -136,11 +170,14 @@ struct pflex_study_result {
   double cut;
   size_t workloads;      /* workloads counted (the cut was feasible) */
   double tokens_per_s;   /* mean total true throughput per workload */
+  double progress;       /* mean sum over jobs of GPUs x T / T_max per workload */
   double loss_vs_oracle; /* 1 - sum T / sum T_oracle */
   double gap_recovered;  /* (sum T - sum T_equal) / (sum T_oracle - sum T_equal); NAN if no gap */
   double gain_per_job;   /* (sum T - sum T_equal) / (workloads * jobs) */
   size_t above_oracle;   /* workloads where this strategy beat the oracle by more than
                             PFLEX_STUDY_ORACLE_TOL (relative) */
+  double worse_than_equal;
+  struct pflex_study_score other;
 };
 
 /* Study groups from a job set (e.g. pflex_jobs_from_runs): one per job with a
@@ -158,7 +195,8 @@ const char *pflex_study_pred_name(enum pflex_study_pred p);
  * order scenario, cut, strategy, prediction set (in the order given), round.
  * -PFLEX_E_DATA when the production scenario is asked for and the groups lack
  * pretraining or fine-tuning groups (a task column); -EINVAL on bad options
- * (bandwidth <= 0 included), a NaN prediction or a group without a curve;
+ * (bandwidth <= 0, shrink < 0 included), an infinite prediction or SD, a
+ * group without a curve, or (objective progress) a curve without T_max;
  * -ENOMEM. */
 int pflex_study_run(const struct pflex_study_group *groups, size_t ngroups,
                     const struct pflex_study_predset *preds, size_t npreds,

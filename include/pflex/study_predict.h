@@ -35,13 +35,19 @@ struct pflex_study_pred_opts {
 };
 void pflex_study_pred_opts_init(struct pflex_study_pred_opts *opts);
 
-/* Predicted PFI per group (in group order); NULL where not made. Exactly one
+/* Predicted PFI per group (in group order); NULL where not made; NAN for a
+ * group whose fold could not be fitted (pflex_study_predset). Exactly one
  * family is set: in + loo + loco (the model was fitted), prior (the runs lack
  * the features), or unseen (training runs given). */
 struct pflex_study_predictions {
   double *in, *loo, *loco, *prior, *unseen;
-  size_t loco_replaced; /* LOCO predictions not computable (a cluster too small to leave
-                           out), replaced by the prior's value */
+  /* Per mode, each group's prediction error SD for the shrinkage toward an
+   * equal cut (pflex_shrink_fold_sd over the other folds' errors; unseen:
+   * the training model's larger of its LOO and LOCO RMSE); NULL for true. */
+  double *sd[PFLEX_PRED_N];
+  size_t loco_unfitted; /* groups whose LOCO fold could not be fitted (a cluster too small to
+                           leave out, e.g. no arch/task columns): their LOCO prediction is NAN,
+                           never filled from a model that saw their cluster */
   size_t unseen_prior;  /* unseen jobs lacking a feature: the prior's value */
   bool fell_back;       /* the runs lack the features: the population prior */
   char missing[64];     /* then: the first column missing */

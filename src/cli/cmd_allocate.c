@@ -18,24 +18,20 @@
 #include "pflex/curve.h"
 #include "pflex/jobs.h"
 #include "pflex/jobs_json.h"
+#include "pflex/objective.h"
 #include "pflex/pfi.h"
 #include "pflex/runs_provenance.h"
-
-enum objective { OBJECTIVE_TOKENS, OBJECTIVE_PROGRESS };
 
 struct args {
   double cut, target_w;
   enum pflex_alloc_strategy strategy;
-  enum objective objective;
+  enum pflex_objective objective;
   struct pflex_alloc_opts alloc;
   enum pflex_tput_unit unit;
   const char *set, *mapping, *caps_out;
   double reference_cap;
   bool json, csv;
 };
-
-static const struct cli_choice objectives[] = {
-    {"tokens", OBJECTIVE_TOKENS}, {"progress", OBJECTIVE_PROGRESS}, {NULL, 0}};
 
 #define A struct args
 static const struct cli_option options[] = {
@@ -44,7 +40,7 @@ static const struct cli_option options[] = {
     {CLI_DOUBLE("target-w", "W", A, target_w, 0, INFINITY, "total power target in W")},
     {CLI_ENUM_FN("strategy", "NAME", A, strategy, cli_strategy_name,
                  "equal | moe-ft | dram | pfi | optimal | oracle (default optimal)")},
-    {CLI_ENUM("objective", "OBJ", A, objective, objectives,
+    {CLI_ENUM_FN("objective", "OBJ", A, objective, cli_objective_name,
               "optimal/oracle: tokens (default: total throughput, the paper's objective) or "
               "progress (sum over jobs of GPUs x T/T_max: each job's kept fraction of speed, by "
               "its size; big slow models are no longer starved for small fast ones); multiplies "
@@ -364,7 +360,7 @@ static int run(int argc, char **argv) {
   struct args a = {.cut = NAN,
                    .target_w = NAN,
                    .strategy = PFLEX_ALLOC_OPTIMAL,
-                   .objective = OBJECTIVE_TOKENS,
+                   .objective = PFLEX_OBJECTIVE_TOKENS,
                    .unit = PFLEX_TPUT_TOKENS_PER_S};
   struct cli_parsed p;
   int perr = cli_parse(&spec, argc, argv, &a, &p);
@@ -376,7 +372,7 @@ static int run(int argc, char **argv) {
   double cut = a.cut / 100, target = a.target_w;
   enum pflex_alloc_strategy st = a.strategy;
   struct pflex_alloc_opts opts = a.alloc;
-  bool json = a.json, csv = a.csv, progress = a.objective == OBJECTIVE_PROGRESS;
+  bool json = a.json, csv = a.csv;
   const char *path = p.operands[0];
   struct pflex_jobset set;
   pflex_jobset_init(&set);
@@ -397,17 +393,12 @@ static int run(int argc, char **argv) {
     goto out;
   }
   if (check_needs(&set, st)) goto out;
-  if (progress) /* weighted throughput = GPUs x T / T_max summed: "effective GPUs" */
-    for (size_t i = 0; i < set.n; i++) {
-      struct pflex_alloc_job *j = &set.jobs[i];
-      double t_max = j->t_max > 0 ? j->t_max : j->curve ? pflex_curve_t_max(j->curve) : 0;
-      if (!(t_max > 0)) {
-        cli_error("--objective progress: job '%s' has no uncapped throughput",
-                  j->name ? j->name : "?");
-        goto out;
-      }
-      j->weight *= j->gpus / t_max;
-    }
+  size_t bad;
+  if (pflex_objective_apply(a.objective, set.jobs, set.n, &bad)) {
+    cli_error("--objective %s: job '%s' has no uncapped throughput",
+              pflex_objective_name(a.objective), set.jobs[bad].name ? set.jobs[bad].name : "?");
+    goto out;
+  }
   int err;
   if (isnan(target)) {
     if ((err = pflex_alloc_target_for_cut(set.jobs, set.n, cut, &target))) {

@@ -75,7 +75,8 @@ static int parse_strategies(const char *arg, void *field) {
 }
 
 static const struct cli_choice model_kinds[] = {
-    {"ols", PFLEX_MODEL_OLS}, {"ridge", PFLEX_MODEL_RIDGE}, {NULL, 0}};
+    {"ols", PFLEX_MODEL_OLS}, {"ridge", PFLEX_MODEL_RIDGE}, {"prior", PFLEX_MODEL_PRIOR},
+    {NULL, 0}};
 static const struct cli_choice shapes[] = {
     {"data", PFLEX_STUDY_SHAPE_DATA}, {"family", PFLEX_STUDY_SHAPE_FAMILY}, {NULL, 0}};
 
@@ -103,7 +104,9 @@ static const struct cli_option options[] = {
     {CLI_COUNT("seed", "S", A, so.seed, 0, 100000000, "random seed (default 1)")},
     {CLI_STRING("features", "LIST", A, po.features,
                 "predictor features (default dram_copy, the paper's model (i))")},
-    {CLI_ENUM("model", "KIND", A, po.kind, model_kinds, "ols (default) or ridge")},
+    {CLI_ENUM("model", "KIND", A, po.kind, model_kinds,
+              "ols (default), ridge, or prior (the population prior alone, as without "
+              "telemetry)")},
     {CLI_ENUM_FN("loco", "SCHEME", A, po.loco, cli_loco_name,
                  "arch-task (default) or pooled-dense")},
     {CLI_ENUM("shape", "KIND", A, so.shape, shapes,
@@ -113,6 +116,12 @@ static const struct cli_option options[] = {
     {CLI_DOUBLE("bandwidth", "X", A, so.bandwidth, 0, INFINITY,
                 "data shape: PFI kernel width (default 0.25)"),
      .flags = CLI_OPEN_MIN},
+    {CLI_ENUM_FN("objective", "OBJ", A, so.objective, cli_objective_name,
+                 "what optimal and oracle maximize and the tables measure: tokens (default: "
+                 "total throughput, the paper's) or progress (sum over jobs of GPUs x T/T_max)")},
+    {CLI_DOUBLE("shrink", "Z", A, so.shrink, 0, 100,
+                "optimal: shrink each predicted curve toward the equal cut by Z SDs of its "
+                "prediction's error (default 0: none; 1 is one SD)")},
     {CLI_STRING("train", "RUNS", A, train,
                 "fit the model on this runs file instead (its headline set when it has one) and "
                 "predict every job of RUNS, unseen in fitting ('unseen')")},
@@ -187,48 +196,99 @@ static int prepare_outdir(const char *dir) {
   return 0;
 }
 
-static void print_tables(const struct pflex_study_result *r, size_t n, const double *cuts,
-                         size_t ncuts, unsigned scenarios, bool relative) {
-  static const char *const metric[] = {"total throughput per workload", "loss against oracle (%)",
-                                       "gap recovered (equal = 0%, oracle = 100%)",
-                                       "gain per job over equal"};
-  for (int sc = 0; sc < PFLEX_SCENARIO_N; sc++) {
-    if (!(scenarios & (1u << sc))) continue;
-    for (int m = 0; m < 4; m++) {
-      printf("\n%s: %s%s\n", pflex_study_scenario_name(sc), metric[m],
-             (m == 0 || m == 3) ? (relative ? " (relative units)" : " (tokens/s)") : "");
-      printf("%-26s", "strategy / cut");
-      for (size_t c = 0; c < ncuts; c++)
-        printf(" %8.0f%%", 100 * cuts[c]);
-      printf("\n");
-      for (size_t i = 0; i < n; i++) {
-        if ((int)r[i].scenario != sc || fabs(r[i].cut - cuts[0]) > 1e-9) continue;
-        char label[64];
-        if (r[i].round)
-          snprintf(label, sizeof label, "%s %s r%u", pflex_alloc_strategy_name(r[i].strategy),
-                   pflex_study_pred_name(r[i].prediction), r[i].round);
-        else if (r[i].strategy == PFLEX_ALLOC_PFI || r[i].strategy == PFLEX_ALLOC_OPTIMAL)
-          snprintf(label, sizeof label, "%s %s", pflex_alloc_strategy_name(r[i].strategy),
-                   pflex_study_pred_name(r[i].prediction));
-        else
-          snprintf(label, sizeof label, "%s", pflex_alloc_strategy_name(r[i].strategy));
-        printf("%-26s", label);
-        for (size_t c = 0; c < ncuts; c++) {
-          const struct pflex_study_result *x =
-              pflex_study_find(r, n, sc, r[i].strategy, r[i].prediction, r[i].round, cuts[c]);
-          double v = !x       ? NAN
-                     : m == 0 ? x->tokens_per_s
-                     : m == 1 ? 100 * x->loss_vs_oracle
-                     : m == 2 ? 100 * x->gap_recovered
-                              : x->gain_per_job;
-          if (isfinite(v))
-            printf(m == 0 ? " %9.0f" : " %9.1f", v);
-          else
-            printf(" %9s", "-");
-        }
-        printf("\n");
-      }
+/* One table of the text output: a number of each result. */
+enum tail { TAIL_NONE, TAIL_UNIT, TAIL_OTHER }; /* what follows the title */
+struct metric {
+  const char *title;
+  double (*get)(const struct pflex_study_result *r);
+  bool whole; /* printed without decimals */
+  enum tail tail;
+};
+
+static double m_value(const struct pflex_study_result *r) { return r->tokens_per_s; }
+static double m_progress(const struct pflex_study_result *r) { return r->progress; }
+static double m_loss(const struct pflex_study_result *r) { return 100 * r->loss_vs_oracle; }
+static double m_gap(const struct pflex_study_result *r) { return 100 * r->gap_recovered; }
+static double m_gain(const struct pflex_study_result *r) { return r->gain_per_job; }
+static double m_worse(const struct pflex_study_result *r) { return 100 * r->worse_than_equal; }
+static double m_other_gap(const struct pflex_study_result *r) {
+  return 100 * r->other.gap_recovered;
+}
+
+/* The first table, per objective: what it sums. */
+static const struct metric value_metric[PFLEX_OBJECTIVE_N] = {
+    [PFLEX_OBJECTIVE_TOKENS] = {"total throughput per workload", m_value, true, TAIL_UNIT},
+    [PFLEX_OBJECTIVE_PROGRESS] = {"progress per workload", m_progress, false, TAIL_UNIT},
+};
+
+static const struct metric metrics[] = {
+    {"loss against oracle (%)", m_loss, false, TAIL_NONE},
+    {"gap recovered (equal = 0%, oracle = 100%)", m_gap, false, TAIL_NONE},
+    {"gain per job over equal", m_gain, false, TAIL_UNIT},
+    {"worse than equal (% of workloads)", m_worse, false, TAIL_NONE},
+    {"gap recovered", m_other_gap, false, TAIL_OTHER},
+};
+
+/* The objective's unit in the tables. */
+static const char *value_unit(enum pflex_objective ob, bool relative) {
+  if (ob == PFLEX_OBJECTIVE_PROGRESS) return "effective GPUs: sum of GPUs x T/T_max";
+  return relative ? "relative units" : "tokens/s";
+}
+
+static enum pflex_objective other_objective(enum pflex_objective ob) {
+  return ob == PFLEX_OBJECTIVE_TOKENS ? PFLEX_OBJECTIVE_PROGRESS : PFLEX_OBJECTIVE_TOKENS;
+}
+
+/* A result's row label: strategy, prediction, round. */
+static void row_label(const struct pflex_study_result *r, char *label, size_t n) {
+  if (r->round)
+    snprintf(label, n, "%s %s r%u", pflex_alloc_strategy_name(r->strategy),
+             pflex_study_pred_name(r->prediction), r->round);
+  else if (r->strategy == PFLEX_ALLOC_PFI || r->strategy == PFLEX_ALLOC_OPTIMAL)
+    snprintf(label, n, "%s %s", pflex_alloc_strategy_name(r->strategy),
+             pflex_study_pred_name(r->prediction));
+  else
+    snprintf(label, n, "%s", pflex_alloc_strategy_name(r->strategy));
+}
+
+/* One table: a row per strategy, prediction and round, a column per cut. */
+static void print_table(const struct pflex_study_result *r, size_t n, const double *cuts,
+                        size_t ncuts, int sc, const struct metric *m, const char *unit,
+                        const char *other) {
+  printf("\n%s: %s", pflex_study_scenario_name(sc), m->title);
+  if (m->tail == TAIL_UNIT) printf(" (%s)", unit);
+  if (m->tail == TAIL_OTHER) printf(" under the other objective, %s (its own oracle)", other);
+  printf("\n%-26s", "strategy / cut");
+  for (size_t c = 0; c < ncuts; c++)
+    printf(" %8.0f%%", 100 * cuts[c]);
+  printf("\n");
+  for (size_t i = 0; i < n; i++) {
+    if ((int)r[i].scenario != sc || fabs(r[i].cut - cuts[0]) > 1e-9) continue;
+    char label[64];
+    row_label(&r[i], label, sizeof label);
+    printf("%-26s", label);
+    for (size_t c = 0; c < ncuts; c++) {
+      const struct pflex_study_result *x =
+          pflex_study_find(r, n, sc, r[i].strategy, r[i].prediction, r[i].round, cuts[c]);
+      double v = x ? m->get(x) : NAN;
+      if (isfinite(v))
+        printf(m->whole ? " %9.0f" : " %9.1f", v);
+      else
+        printf(" %9s", "-");
     }
+    printf("\n");
+  }
+}
+
+static void print_tables(const struct pflex_study_result *r, size_t n, const struct args *a,
+                         bool relative) {
+  enum pflex_objective ob = a->so.objective;
+  const char *unit = value_unit(ob, relative), *other = pflex_objective_name(other_objective(ob));
+  for (int sc = 0; sc < PFLEX_SCENARIO_N; sc++) {
+    if (!(a->so.scenarios & (1u << sc))) continue;
+    print_table(r, n, a->so.cuts, a->so.ncuts, sc, &value_metric[ob], unit, other);
+    for (size_t k = 0; k < sizeof metrics / sizeof metrics[0]; k++)
+      print_table(r, n, a->so.cuts, a->so.ncuts, sc, &metrics[k], unit, other);
   }
 }
 
@@ -257,7 +317,8 @@ static json_t *json_predictions(const struct pflex_study_data *d) {
   return pa;
 }
 
-static json_t *json_results(const struct pflex_study_result *res, size_t nres) {
+static json_t *json_results(const struct pflex_study_result *res, size_t nres,
+                            enum pflex_objective other_ob) {
   json_t *arr = json_array();
   for (size_t i = 0; i < nres; i++) {
     const struct pflex_study_result *x = &res[i];
@@ -273,6 +334,15 @@ static json_t *json_results(const struct pflex_study_result *res, size_t nres) {
     json_object_set_new(o, "gap_recovered", num(x->gap_recovered));
     json_object_set_new(o, "gain_per_job", num(x->gain_per_job));
     json_object_set_new(o, "above_oracle", json_integer((json_int_t)x->above_oracle));
+    json_object_set_new(o, "progress", num(x->progress));
+    json_object_set_new(o, "worse_than_equal", num(x->worse_than_equal));
+    json_t *other = json_object();
+    json_object_set_new(other, "objective", json_string(pflex_objective_name(other_ob)));
+    json_object_set_new(other, "loss_vs_oracle", num(x->other.loss_vs_oracle));
+    json_object_set_new(other, "gap_recovered", num(x->other.gap_recovered));
+    json_object_set_new(other, "gain_per_job", num(x->other.gain_per_job));
+    json_object_set_new(other, "worse_than_equal", num(x->other.worse_than_equal));
+    json_object_set_new(o, "other", other);
     json_array_append_new(arr, o);
   }
   return arr;
@@ -297,7 +367,10 @@ static int print_json(const struct args *a, const struct pflex_study_data *d,
   json_object_set_new(root, "train", a->train ? json_string(a->train) : json_null());
   json_object_set_new(root, "model", json_string(pflex_model_kind_name(d->pred.model.kind)));
   json_object_set_new(root, "predictions", json_predictions(d));
-  json_object_set_new(root, "results", json_results(res, nres));
+  json_object_set_new(root, "objective", json_string(pflex_objective_name(a->so.objective)));
+  json_object_set_new(root, "shrink", json_real(a->so.shrink));
+  json_object_set_new(root, "results",
+                      json_results(res, nres, other_objective(a->so.objective)));
   if (hp) {
     json_t *h = json_object();
     json_object_set_new(h, "gap_recovered", num(hp->gap_recovered));
@@ -309,11 +382,7 @@ static int print_json(const struct args *a, const struct pflex_study_data *d,
   return cli_print_json(root, JSON_REAL_PRECISION(10));
 }
 
-static void print_text(const struct args *a, const struct pflex_study_data *d,
-                       const struct pflex_study_result *res, size_t nres,
-                       const struct pflex_study_result *hp, const struct pflex_study_result *ho) {
-  bool relative = !pflex_tput_unit_absolute(d->runs.unit);
-  const char *units = relative ? "relative units" : "tokens/s";
+static void print_header(const struct args *a, const struct pflex_study_data *d, bool relative) {
   printf("allocation study: %zu groups of '%s'%s%s, %zu workloads x %zu jobs, seed %lu%s\n",
          d->ngroups, a->path, d->set ? ", set " : "", d->set ? d->set : "", a->so.workloads,
          a->so.jobs, a->so.seed, relative ? "; throughput in relative units" : "");
@@ -329,17 +398,47 @@ static void print_text(const struct args *a, const struct pflex_study_data *d,
            d->pred.in ? "section-5 model on the features given: in-sample, loo, loco"
                       : "population prior (no telemetry), leave-one-out",
            truth);
-  print_tables(res, nres, a->so.cuts, a->so.ncuts, a->so.scenarios, relative);
+  static const char *const about[PFLEX_OBJECTIVE_N] = {
+      [PFLEX_OBJECTIVE_TOKENS] = "total throughput, the paper's",
+      [PFLEX_OBJECTIVE_PROGRESS] = "sum over jobs of GPUs x T/T_max, effective GPUs"};
+  enum pflex_objective ob = a->so.objective, other = other_objective(ob);
+  printf("objective: %s (%s); the last table of each scenario is under %s (%s)\n",
+         pflex_objective_name(ob), about[ob], pflex_objective_name(other), about[other]);
+  if (a->so.shrink > 0)
+    printf("optimal: each predicted curve shrunk toward the equal cut by %g SD of its "
+           "prediction's error (docs/study.md)\n",
+           a->so.shrink);
+  else
+    printf("optimal: predicted curves used as predicted, no shrinkage (--shrink 0)\n");
+}
+
+static void print_summary(const struct args *a, const struct pflex_study_result *hp,
+                          const struct pflex_study_result *ho, bool relative) {
+  bool prog = a->so.objective == PFLEX_OBJECTIVE_PROGRESS;
+  const char *units = prog ? "effective GPUs" : relative ? "relative units" : "tokens/s";
+  const char *other = pflex_objective_name(other_objective(a->so.objective));
+  int digits = prog ? 3 : 0;
   if (hp)
-    printf("\nheadline (production mix, 30%% cut): pfi with %s predictions recovers %.0f%% of "
-           "the equal-to-oracle gap, %.0f %s per job over equal (paper: 63%%, about 1,500 "
+    printf("\nheadline (production mix, 30%% cut%s): pfi with %s predictions recovers %.0f%% of "
+           "the equal-to-oracle gap, %.*f %s per job over equal (paper%s: 63%%, about 1,500 "
            "tokens/s)\n",
-           pflex_study_pred_name(hp->prediction), 100 * hp->gap_recovered, hp->gain_per_job,
-           units);
+           prog ? ", objective progress" : "", pflex_study_pred_name(hp->prediction),
+           100 * hp->gap_recovered, digits, hp->gain_per_job, units, prog ? ", under tokens" : "");
   if (ho)
-    printf("optimal with %s predictions: %.0f%% of the gap, %.0f %s per job\n",
-           pflex_study_pred_name(ho->prediction), 100 * ho->gap_recovered, ho->gain_per_job,
-           units);
+    printf("optimal with %s predictions: %.0f%% of the gap, %.*f %s per job; worse than equal "
+           "in %.1f%% of workloads; under %s %.0f%% of its gap\n",
+           pflex_study_pred_name(ho->prediction), 100 * ho->gap_recovered, digits,
+           ho->gain_per_job, units, 100 * ho->worse_than_equal, other,
+           100 * ho->other.gap_recovered);
+}
+
+static void print_text(const struct args *a, const struct pflex_study_data *d,
+                       const struct pflex_study_result *res, size_t nres,
+                       const struct pflex_study_result *hp, const struct pflex_study_result *ho) {
+  bool relative = !pflex_tput_unit_absolute(d->runs.unit);
+  print_header(a, d, relative);
+  print_tables(res, nres, a, relative);
+  print_summary(a, hp, ho, relative);
   size_t above = 0;
   for (size_t i = 0; i < nres; i++)
     above += res[i].above_oracle;
@@ -352,7 +451,10 @@ static void print_text(const struct args *a, const struct pflex_study_data *d,
 /* What the predictions had to fall back on. */
 static void print_notes(const struct args *a, const struct pflex_study_data *d) {
   const struct pflex_study_predictions *p = &d->pred;
-  if (p->fell_back)
+  if (p->fell_back && a->po.kind == PFLEX_MODEL_PRIOR)
+    fprintf(stderr, "note: --model prior: predictions are the population prior's, marked "
+                    "'prior'\n");
+  else if (p->fell_back)
     fprintf(stderr,
             "note: the runs lack the features '%s' (%s): predictions fall back to the "
             "population prior, marked 'prior'\n",
@@ -362,11 +464,12 @@ static void print_notes(const struct args *a, const struct pflex_study_data *d) 
             "note: %zu jobs lack a feature's telemetry: their prediction is the model's "
             "population prior\n",
             p->unseen_prior);
-  if (p->loco_replaced)
+  if (p->loco_unfitted)
     fprintf(stderr,
-            "note: %zu LOCO predictions could not be made (a cluster too small to leave "
-            "out); they use the population prior\n",
-            p->loco_replaced);
+            "note: %zu groups' LOCO folds could not be fitted (a cluster too small to leave "
+            "out, e.g. no arch/task columns): they have no LOCO prediction, and loco counts only "
+            "the workloads without them ('-' where none)\n",
+            p->loco_unfitted);
 }
 
 /* Runs the study on the data; prints its error. */

@@ -10,6 +10,7 @@
 #include "cli/reference_notes.h"
 #include "cli/util.h"
 #include "pflex/alloc.h"
+#include "pflex/objective.h"
 #include "pflex/predict.h"
 #include "pflex/runs_csv.h"
 #include "pflex/runs_json.h"
@@ -56,6 +57,10 @@ const char *cli_loco_name(int i) {
   return i >= PFLEX_LOCO_ARCH_TASK && i <= PFLEX_LOCO_POOLED_DENSE
              ? pflex_loco_name((enum pflex_loco)i)
              : NULL;
+}
+
+const char *cli_objective_name(int i) {
+  return i >= 0 && i < PFLEX_OBJECTIVE_N ? pflex_objective_name((enum pflex_objective)i) : NULL;
 }
 
 const char *cli_strategy_name(int i) {

@@ -31,6 +31,7 @@ const char *cli_unit_name(int i);
 const char *cli_model_kind_name(int i);
 const char *cli_loco_name(int i);
 const char *cli_strategy_name(int i);
+const char *cli_objective_name(int i); /* tokens, progress (include/pflex/objective.h) */
 
 /* For commands without an option table yet (options.h does this by itself):
  * the value of option opt as a finite decimal number in [lo, hi] (hi may be

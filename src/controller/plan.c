@@ -9,6 +9,7 @@
 
 #include "pflex/alloc.h"
 #include "pflex/error.h"
+#include "pflex/objective.h"
 
 static double now_ms(void) {
   struct timespec ts;
@@ -91,9 +92,10 @@ static void alloc_job(const struct ctl_job *j, const struct ctl_config *cfg, dou
   a->cap_min_w = j->min_w;
   a->cap_max_w = j->max_w;
   double w = j->weight > 0 ? j->weight : 1.0;
-  double t_max = j->prior_t_max;
-  if (cfg->objective == CTL_OBJECTIVE_PROGRESS)
-    a->weight = w / t_max;
+  double scale; /* progress: GPUs / T_max (include/pflex/objective.h) */
+  if (cfg->objective == CTL_OBJECTIVE_PROGRESS &&
+      pflex_objective_scale(PFLEX_OBJECTIVE_PROGRESS, j->gpus, j->prior_t_max, &scale) == 0)
+    a->weight = w * scale;
   else
     a->weight = j->relative ? w * tok_per_w * j->prior_p_max : w;
   if (floors && j->floor_frac > 0) a->min_tput = j->floor_frac * pflex_curve_t_max(a->curve);

@@ -7,12 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <gsl/gsl_cdf.h>
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 
 #include "pflex/error.h"
 #include "pflex/jobs.h"
 #include "pflex/refine.h"
+#include "pflex/shrink.h"
 #include "pflex/study.h"
 
 static const double default_cuts[] = {0, 0.05, 0.10, 0.15, 0.20, 0.25, 0.30, 0.35, 0.40};
@@ -31,6 +33,8 @@ void pflex_study_opts_init(struct pflex_study_opts *o) {
   o->knots = 17;
   o->shape = PFLEX_STUDY_SHAPE_DATA;
   o->bandwidth = 0.25;
+  o->objective = PFLEX_OBJECTIVE_TOKENS;
+  o->shrink = 0;
 }
 
 const char *pflex_study_scenario_name(enum pflex_study_scenario s) {
@@ -89,9 +93,11 @@ struct line {
   unsigned round;
 };
 
+/* A line's sums over the workloads it counted, per objective: its value, the
+ * equal cut's and the oracle's (the oracle of that objective). */
 struct acc {
-  double sum_t;
-  size_t above;
+  double v[PFLEX_OBJECTIVE_N], eq[PFLEX_OBJECTIVE_N], orc[PFLEX_OBJECTIVE_N];
+  size_t count, above, worse[PFLEX_OBJECTIVE_N];
 };
 
 struct study {
@@ -105,7 +111,12 @@ struct study {
   const struct pflex_curve **pcurve;  /* np * ng predicted curves (own[] or the priors') */
   struct pflex_curve **own;           /* open loop: np * ng predicted curves */
   struct pflex_refine_prior **prior;  /* closed loop: np * ng priors */
+  double *fac;   /* shrinkage: CAL_PHASES * np * ng * CAL_NX (gain, loss) bands calibrated on
+                    the other folds' curves (pflex_shrink_band); NAN where not calibrated */
+  double *ratio; /* CAL_PHASES * np * ng * CAL_NX * CAL_NR: each group's change ratios */
   size_t *pt, *ft, npt, nft;          /* groups by task */
+  double *oscale;                     /* PFLEX_OBJECTIVE_N * ng: a group's throughput's weight in
+                                         each objective (pflex_objective_scale) */
   bool have_dram;
   struct line *lines;
   size_t nlines;
@@ -121,6 +132,9 @@ static void study_release(struct study *s) {
   free(s->prior);
   free(s->pt);
   free(s->ft);
+  free(s->oscale);
+  free(s->fac);
+  free(s->ratio);
   free(s->lines);
 }
 
@@ -165,11 +179,16 @@ static struct pflex_refine_job refine_job(const struct study *s, size_t k, size_
 static int study_groups(struct study *s) {
   s->pt = calloc(s->ng, sizeof *s->pt);
   s->ft = calloc(s->ng, sizeof *s->ft);
-  if (!s->pt || !s->ft) return -ENOMEM;
+  s->oscale = calloc(PFLEX_OBJECTIVE_N * s->ng, sizeof *s->oscale);
+  if (!s->pt || !s->ft || !s->oscale) return -ENOMEM;
   s->have_dram = true;
   for (size_t i = 0; i < s->ng; i++) {
     const struct pflex_study_group *g = &s->g[i];
     if (!g->curve || g->gpus <= 0) return -EINVAL;
+    for (int ob = 0; ob < PFLEX_OBJECTIVE_N; ob++)
+      if (pflex_objective_scale((enum pflex_objective)ob, g->gpus, pflex_curve_t_max(g->curve),
+                                &s->oscale[ob * s->ng + i]))
+        return -EINVAL;
     if (g->task == PFLEX_TASK_PT) s->pt[s->npt++] = i;
     if (g->task == PFLEX_TASK_FT) s->ft[s->nft++] = i;
     if (!(g->dram_copy >= 0) || !isfinite(g->dram_copy)) s->have_dram = false;
@@ -193,6 +212,7 @@ static int study_curves(struct study *s) {
   for (size_t k = 0; k < s->np && !err; k++)
     for (size_t i = 0; i < s->ng && !err; i++) {
       size_t at = k * s->ng + i;
+      if (isnan(s->preds[k].pfi[i])) continue; /* not predicted: the set's lines skip it */
       struct pflex_refine_job job = refine_job(s, k, i, tmpl);
       if (s->prior) {
         err = pflex_refine_prior_new(&job, &s->prior[at]);
@@ -203,6 +223,163 @@ static int study_curves(struct study *s) {
       }
     }
   free(tmpl);
+  return err;
+}
+
+/* The anchors at which the shrinkage is calibrated: x P_max for x = CAL_X0,
+ * CAL_X0 + CAL_DX, ..., 1; rises and falls over CAL_STEP_SMALL and CAL_STEP
+ * P_max (CAL_NR ratios per anchor: rise small, rise large, fall small, fall
+ * large). Phase 0: the predicted curves; phase 1: the curves refined after
+ * one observation at the anchor (the closed loop's). */
+#define CAL_X0 0.30
+#define CAL_DX 0.05
+#define CAL_NX 15
+#define CAL_STEP 0.10
+#define CAL_STEP_SMALL 0.02 /* and over this: a small move is judged on the local slopes */
+#define CAL_NR 4
+#define CAL_PHASES 2
+
+/* The fewest calibration pairs of one kinship that are used on their own
+ * (else those of the next looser one). */
+#define CAL_MIN_SAME_GPU 8
+
+static double *ratios_at(const struct study *s, int phase, size_t k, size_t j, size_t x) {
+  return &s->ratio[(((size_t)phase * s->np + k) * s->ng + j) * CAL_NX * CAL_NR + x * CAL_NR];
+}
+
+static double *band_at(const struct study *s, int phase, size_t k, size_t i, size_t x) {
+  return &s->fac[(((size_t)phase * s->np + k) * s->ng + i) * CAL_NX * 2 + x * 2];
+}
+
+/* The CAL_NR ratios of truth's changes to model's around anchor x. */
+static void change_ratios(const struct pflex_curve *model, const struct pflex_curve *truth,
+                          double x, double *r) {
+  static const double steps[2] = {CAL_STEP_SMALL, CAL_STEP};
+  for (int m = 0; m < 2; m++) {
+    r[m] = pflex_shrink_ratio(model, truth, x, x + steps[m]);
+    r[2 + m] = pflex_shrink_ratio(model, truth, x - steps[m], x);
+  }
+}
+
+/* Phase 1 of set k's group j: at each anchor, its refinement after one
+ * observation there of its true curve (with the study's noise), against
+ * the truth. */
+static int loop_ratios(const struct study *s, size_t k, size_t j, gsl_rng *noise) {
+  const struct pflex_curve *t = s->g[j].curve;
+  struct pflex_refine_opts ro = {
+      .noise = s->o->noise, .prior_sd = s->o->prior_sd, .max_obs = s->o->rounds};
+  struct pflex_refine *r;
+  int err = pflex_refine_new(s->prior[k * s->ng + j], &ro, &r);
+  for (size_t x = 0; x < CAL_NX && !err; x++) {
+    double pw = (CAL_X0 + CAL_DX * (double)x) * pflex_curve_p_max(t);
+    double obs = pflex_curve_eval(t, pw) * (1 + gsl_ran_gaussian(noise, s->o->noise));
+    if (!(err = pflex_refine_reset(r, s->prior[k * s->ng + j])) &&
+        !(err = pflex_refine_observe(r, pw, obs)))
+      change_ratios(pflex_refine_curve(r), t, CAL_X0 + CAL_DX * (double)x,
+                    ratios_at(s, 1, k, j, x));
+  }
+  pflex_refine_free(r);
+  return err;
+}
+
+/* Every calibration group's ratios: phase 0, and phase 1 in the closed
+ * loop. A systematic sample past STUDY_MAX_TEMPLATES groups. */
+static int study_ratios(struct study *s, gsl_rng *noise) {
+  size_t stride = s->ng > STUDY_MAX_TEMPLATES ? s->ng / STUDY_MAX_TEMPLATES + 1 : 1;
+  int err = 0;
+  for (size_t k = 0; k < s->np && !err; k++)
+    for (size_t j = 0; j < s->ng && !err && !s->preds[k].templates; j += stride) {
+      if (!s->pcurve[k * s->ng + j]) continue;
+      for (size_t x = 0; x < CAL_NX; x++)
+        change_ratios(s->pcurve[k * s->ng + j], s->g[j].curve, CAL_X0 + CAL_DX * (double)x,
+                      ratios_at(s, 0, k, j, x));
+      if (s->prior) err = loop_ratios(s, k, j, noise);
+    }
+  return err;
+}
+
+/* How alike two groups are for the calibration: 1 the same GPU type, else
+ * 0. (Also requiring the same arch x task cell left too few pairs: on the
+ * mixed clusters of tests/integration/study_fair.sh it did no better.) */
+static int kinship(const struct pflex_study_group *a, const struct pflex_study_group *b) {
+  const char *x = a->gpu ? a->gpu : "H200", *y = b->gpu ? b->gpu : "H200";
+  return strcmp(x, y) == 0;
+}
+
+/* The calibration groups of set k for group gi (into idx): those outside its
+ * fold (the same folds as its prediction) with ratios, of its own GPU type
+ * when there are enough of them (a prediction errs alike on one GPU type),
+ * else of every type. */
+static size_t calibration_pairs(const struct study *s, size_t k, size_t gi, size_t *idx) {
+  const struct pflex_study_predset *ps = &s->preds[k];
+  size_t n = 0, stride = s->ng > STUDY_MAX_TEMPLATES ? s->ng / STUDY_MAX_TEMPLATES + 1 : 1;
+  for (int kin = 1; kin >= 0 && n < CAL_MIN_SAME_GPU; kin--) {
+    n = 0;
+    for (size_t j = 0; j < s->ng; j += stride)
+      if (j != gi && (!ps->fold || ps->fold[j] != ps->fold[gi]) && s->pcurve[k * s->ng + j] &&
+          kinship(&s->g[j], &s->g[gi]) >= kin)
+        idx[n++] = j;
+  }
+  return n;
+}
+
+/* Set k's bands for group gi in a phase, from its calibration groups'
+ * ratios: at each anchor the more pessimistic of small and large moves, the
+ * quantiles of a Gaussian's z = opts.shrink SDs; NAN where too few. At
+ * round 0 they are shared among a workload's jobs (a union bound,
+ * Phi(-z) / jobs, so that the whole allocation's bound holds: it is taken
+ * blind); in the closed loop each job's own (Phi(-z)): a move that was
+ * wrong shows at the moved job's next observation and is undone. */
+static int calibrate_group(const struct study *s, int phase, size_t k, size_t gi, size_t *idx,
+                           double *rise, double *fall) {
+  size_t n = calibration_pairs(s, k, gi, idx);
+  double q = gsl_cdf_ugaussian_P(-s->o->shrink) / (phase ? 1.0 : (double)s->o->jobs);
+  for (size_t x = 0; x < CAL_NX; x++) {
+    double *f = band_at(s, phase, k, gi, x);
+    f[0] = f[1] = 1;
+    for (int m = 0; m < 2; m++) {
+      for (size_t p = 0; p < n; p++) {
+        rise[p] = ratios_at(s, phase, k, idx[p], x)[m];
+        fall[p] = ratios_at(s, phase, k, idx[p], x)[2 + m];
+      }
+      double g, l;
+      int err = pflex_shrink_band(rise, n, fall, n, q, &g, &l);
+      if (err == -PFLEX_E_NOPOINTS) { /* too few: the PFI's SD */
+        f[0] = f[1] = NAN;
+        break;
+      }
+      if (err) return err;
+      f[0] = fmin(f[0], g), f[1] = fmax(f[1], l);
+    }
+  }
+  return 0;
+}
+
+/* The shrinkage's calibrated bands of every set whose folds are the study's
+ * own groups (not a training file's: its curves are not here). */
+static int study_calibrate(struct study *s) {
+  if (!(s->o->shrink > 0)) return 0;
+  size_t nb = CAL_PHASES * s->np * s->ng * CAL_NX;
+  s->fac = malloc(nb * 2 * sizeof *s->fac + 1);
+  s->ratio = malloc(nb * CAL_NR * sizeof *s->ratio + 1);
+  size_t *idx = calloc(s->ng, sizeof *idx);
+  double *rise = calloc(s->ng, sizeof *rise), *fall = calloc(s->ng, sizeof *fall);
+  gsl_rng *noise = gsl_rng_alloc(gsl_rng_mt19937);
+  int err = s->fac && s->ratio && idx && rise && fall && noise ? 0 : -ENOMEM;
+  for (size_t i = 0; !err && i < nb * 2; i++)
+    s->fac[i] = NAN;
+  for (size_t i = 0; !err && i < nb * CAL_NR; i++)
+    s->ratio[i] = NAN;
+  if (!err) gsl_rng_set(noise, s->o->seed * 104723ul + 31ul);
+  if (!err) err = study_ratios(s, noise);
+  for (int ph = 0; ph < (s->prior ? 2 : 1) && !err; ph++)
+    for (size_t k = 0; k < s->np && !err; k++)
+      for (size_t i = 0; i < s->ng && !err && !s->preds[k].templates; i++)
+        if (s->pcurve[k * s->ng + i]) err = calibrate_group(s, ph, k, i, idx, rise, fall);
+  gsl_rng_free(noise);
+  free(idx);
+  free(rise);
+  free(fall);
   return err;
 }
 
@@ -231,20 +408,28 @@ struct work {
   struct pflex_alloc_job *jt, *jp; /* on true curves, on predicted/refined curves */
   struct pflex_alloc_result *r;
   struct pflex_refine **ref; /* closed loop: per job */
-  double *tl;                /* per line: this workload's throughput; then rounds + 1 */
+  struct pflex_shrink *shr;  /* optimal: per job, its shrunk curve */
+  double *eq;                /* per job: its power in the equal cut (the shrinkage's anchor) */
+  double *anc, *pw;          /* per job: the anchors of the allocation, and its powers */
+  double *tl; /* per line, then rounds + 1: this workload's value in each objective */
   struct pflex_alloc_opts ao, ao_powers; /* ao_powers: ao with skip_tput */
   struct pflex_alloc_ctx *actx;
 };
 
 static void work_free(struct work *w, size_t n) {
-  if (w->ref)
-    for (size_t j = 0; j < n; j++)
-      pflex_refine_free(w->ref[j]);
+  for (size_t j = 0; j < n; j++) {
+    if (w->ref) pflex_refine_free(w->ref[j]);
+    if (w->shr) pflex_shrink_release(&w->shr[j]);
+  }
   free(w->gi);
   free(w->jt);
   free(w->jp);
   free(w->r);
   free(w->ref);
+  free(w->shr);
+  free(w->eq);
+  free(w->anc);
+  free(w->pw);
   free(w->tl);
   pflex_alloc_ctx_free(w->actx);
 }
@@ -256,8 +441,13 @@ static int work_alloc(struct work *w, const struct study *s) {
   w->jp = calloc(n, sizeof *w->jp);
   w->r = calloc(n, sizeof *w->r);
   w->ref = calloc(n, sizeof *w->ref);
-  w->tl = calloc(s->nlines + s->o->rounds + 1, sizeof *w->tl);
-  if (!(w->gi && w->jt && w->jp && w->r && w->ref && w->tl)) return -ENOMEM;
+  w->shr = calloc(n, sizeof *w->shr);
+  w->eq = calloc(n, sizeof *w->eq);
+  w->anc = calloc(n, sizeof *w->anc);
+  w->pw = calloc(n, sizeof *w->pw);
+  w->tl = calloc(PFLEX_OBJECTIVE_N * (s->nlines + s->o->rounds + 1), sizeof *w->tl);
+  if (!(w->gi && w->jt && w->jp && w->r && w->ref && w->shr && w->eq && w->anc && w->pw && w->tl))
+    return -ENOMEM;
   /* One allocator context for the whole run: the same curves come back in
    * every workload and cut, their hulls are sampled once (same results). */
   int err = pflex_alloc_ctx_new(&w->actx);
@@ -290,101 +480,222 @@ static void sample_workload(const struct study *s, struct work *w, int sc, gsl_r
     w->jt[j].task = g->task;
     w->jt[j].dram_copy = s->have_dram ? g->dram_copy : 0;
     w->jt[j].pfi = 0;
+    w->jt[j].weight = s->oscale[s->o->objective * s->ng + gi];
   }
 }
 
-/* Sum of true throughput of an allocation. */
-static double true_tput(const struct study *s, const struct work *w) {
-  double t = 0;
-  for (size_t j = 0; j < s->o->jobs; j++)
-    t += pflex_curve_eval(s->g[w->gi[j]].curve, w->r[j].power_w);
-  return t;
+/* The true value of the allocation in w->r under every objective: v[ob] =
+ * sum of the jobs' true throughputs, each times its weight in ob. */
+static void score(const struct study *s, const struct work *w, double *v) {
+  for (int ob = 0; ob < PFLEX_OBJECTIVE_N; ob++)
+    v[ob] = 0;
+  for (size_t j = 0; j < s->o->jobs; j++) {
+    double t = pflex_curve_eval(s->g[w->gi[j]].curve, w->r[j].power_w);
+    for (int ob = 0; ob < PFLEX_OBJECTIVE_N; ob++)
+      v[ob] += s->oscale[ob * s->ng + w->gi[j]] * t;
+  }
 }
 
-/* optimal with prediction set k on one workload and cut, with the closed
- * loop: every job's true throughput at its allocated power is observed with
- * Gaussian relative noise and fed to the job's refinement; the cluster is
- * re-allocated on the refined curves. Writes the true throughput after each
- * round into t[0..rounds]. */
-static int run_optimal(const struct study *s, struct work *w, size_t k, double target,
-                       gsl_rng *noise, double *t) {
+/* Whether prediction set k predicts every job of the workload. */
+static bool predicted(const struct study *s, const struct work *w, size_t k) {
+  for (size_t j = 0; j < s->o->jobs; j++)
+    if (isnan(s->preds[k].pfi[w->gi[j]])) return false;
+  return true;
+}
+
+/* Set k's shrinkage factors for group gi around an anchor power, in a
+ * phase (0: the predicted curve, 1: the curve refined after observations):
+ * calibrated on the other folds' curves at the nearest calibration anchor
+ * (true), else phase 0's or the PFI's SD (false: the caller narrows them by
+ * what the observations pinned), else none (1, 1). */
+static bool factors(const struct study *s, int phase, size_t k, size_t gi, double anchor,
+                    double *f) {
+  const struct pflex_study_predset *ps = &s->preds[k];
+  f[0] = f[1] = 1;
+  if (!(s->o->shrink > 0)) return false;
+  double x = anchor / pflex_curve_p_max(s->g[gi].curve);
+  long xi = lround((x - CAL_X0) / CAL_DX);
+  xi = xi < 0 ? 0 : xi >= CAL_NX ? CAL_NX - 1 : xi;
+  for (int ph = phase; ph >= 0 && s->fac; ph--) {
+    const double *c = band_at(s, ph, k, gi, (size_t)xi);
+    if (!isnan(c[0])) {
+      f[0] = c[0], f[1] = c[1];
+      return ph == phase;
+    }
+  }
+  if (ps->sd && ps->sd[gi] > 0 &&
+      pflex_shrink_factors(ps->pfi[gi], ps->sd[gi], s->o->shrink, &f[0], &f[1]))
+    f[0] = f[1] = 1;
+  return false;
+}
+
+/* Job j's curve for optimal: base, or base shrunk around the anchor with
+ * factors f (include/pflex/shrink.h), their band narrowed to the share
+ * `left` (1 - the refinement's confidence in the closed loop). */
+static int shrunk_curve(struct work *w, size_t j, const struct pflex_curve *base,
+                        const double *f, double left, double anchor) {
+  pflex_shrink_release(&w->shr[j]);
+  w->jp[j].curve = base;
+  double gain = 1 - (1 - f[0]) * left, loss = 1 + (f[1] - 1) * left;
+  if (gain >= 1 && loss <= 1) return 0;
+  int err = pflex_shrink_init(&w->shr[j], base, anchor, gain, loss);
+  if (!err) w->jp[j].curve = w->shr[j].curve;
+  return err;
+}
+
+/* optimal on w->jp's curves, whose shrunk ones are anchored at w->anc: the
+ * optimizer's powers, or the anchors where those are not better on the
+ * pessimistic bound by more than the tolerance of "worse than equal"
+ * (pflex_shrink_worth). */
+static int allocate_shrunk(const struct study *s, struct work *w, double target) {
   size_t n = s->o->jobs;
   struct pflex_alloc_summary sum;
-  for (size_t j = 0; j < n; j++) {
-    w->jp[j] = w->jt[j];
-    w->jp[j].curve = s->pcurve[k * s->ng + w->gi[j]];
-  }
   int err = pflex_alloc_run(w->jp, n, PFLEX_ALLOC_OPTIMAL, target, &w->ao_powers, w->r, &sum);
-  if (err) return err;
-  t[0] = true_tput(s, w);
-  struct pflex_refine_opts ro = {
-      .noise = s->o->noise, .prior_sd = s->o->prior_sd, .max_obs = s->o->rounds};
-  for (size_t j = 0; j < n && s->o->rounds; j++) {
-    const struct pflex_refine_prior *prior = s->prior[k * s->ng + w->gi[j]];
-    err = w->ref[j] ? pflex_refine_reset(w->ref[j], prior) : pflex_refine_new(prior, &ro, &w->ref[j]);
-    if (err) return err;
-  }
-  for (size_t round = 1; round <= s->o->rounds; round++) {
-    for (size_t j = 0; j < n; j++) {
-      double pw = w->r[j].power_w;
-      double obs = pflex_curve_eval(s->g[w->gi[j]].curve, pw) *
-                   (1 + gsl_ran_gaussian(noise, s->o->noise));
-      if ((err = pflex_refine_observe(w->ref[j], pw, obs))) return err;
-      w->jp[j].curve = pflex_refine_curve(w->ref[j]);
-    }
-    if ((err = pflex_alloc_run(w->jp, n, PFLEX_ALLOC_OPTIMAL, target, &w->ao_powers, w->r, &sum)))
-      return err;
-    t[round] = true_tput(s, w);
-  }
+  if (err || !(s->o->shrink > 0)) return err;
+  for (size_t j = 0; j < n; j++)
+    w->pw[j] = w->r[j].power_w;
+  if (!pflex_shrink_worth(w->jp, w->pw, w->anc, n, PFLEX_STUDY_EQUAL_TOL))
+    for (size_t j = 0; j < n; j++)
+      w->r[j].power_w = w->anc[j];
   return 0;
 }
 
-/* Every line's throughput on one workload at a target: w->tl[]. */
-static int score_lines(const struct study *s, struct work *w, double target, double t_eq,
-                       double t_or, gsl_rng *noise) {
+/* The closed loop's rounds after optimal's first allocation: every job's
+ * true throughput at its allocated power is observed with Gaussian relative
+ * noise and fed to the job's refinement; the cluster is re-allocated on the
+ * refined curves, each shrunk around the power just observed by its SD times
+ * what the observations left of it (1 - confidence). t as run_optimal's. */
+static int closed_loop(const struct study *s, struct work *w, size_t k, double target,
+                       gsl_rng *noise, double *t) {
   size_t n = s->o->jobs;
-  double *tround = w->tl + s->nlines; /* rounds + 1 scratch values */
-  struct pflex_alloc_summary sum;
+  struct pflex_refine_opts ro = {
+      .noise = s->o->noise, .prior_sd = s->o->prior_sd, .max_obs = s->o->rounds};
   int err = 0;
-  for (size_t l = 0; l < s->nlines && !err; l++) {
-    const struct line *ln = &s->lines[l];
-    switch (ln->st) {
-    case PFLEX_ALLOC_EQUAL: w->tl[l] = t_eq; break;
-    case PFLEX_ALLOC_ORACLE: w->tl[l] = t_or; break;
-    case PFLEX_ALLOC_MOE_FT:
-    case PFLEX_ALLOC_DRAM:
-      err = pflex_alloc_run(w->jt, n, ln->st, target, &w->ao, w->r, &sum);
-      w->tl[l] = sum.total_tput;
-      break;
-    case PFLEX_ALLOC_PFI:
-      for (size_t j = 0; j < n; j++)
-        w->jt[j].pfi = s->preds[ln->pred].pfi[w->gi[j]];
-      err = pflex_alloc_run(w->jt, n, PFLEX_ALLOC_PFI, target, &w->ao, w->r, &sum);
-      w->tl[l] = sum.total_tput;
-      break;
-    case PFLEX_ALLOC_OPTIMAL:
-      /* All rounds of one prediction set come from one closed loop. */
-      if (ln->round == 0) err = run_optimal(s, w, ln->pred, target, noise, tround);
-      w->tl[l] = tround[ln->round];
-      break;
-    default: break;
+  for (size_t j = 0; j < n && !err; j++) {
+    const struct pflex_refine_prior *prior = s->prior[k * s->ng + w->gi[j]];
+    err = w->ref[j] ? pflex_refine_reset(w->ref[j], prior) : pflex_refine_new(prior, &ro, &w->ref[j]);
+  }
+  for (size_t round = 1; round <= s->o->rounds && !err; round++) {
+    for (size_t j = 0; j < n && !err; j++) {
+      size_t gi = w->gi[j];
+      double pw = w->anc[j] = w->r[j].power_w;
+      double obs = pflex_curve_eval(s->g[gi].curve, pw) * (1 + gsl_ran_gaussian(noise, s->o->noise));
+      if ((err = pflex_refine_observe(w->ref[j], pw, obs))) break;
+      double f[2];
+      bool own = factors(s, 1, k, gi, pw, f);
+      err = shrunk_curve(w, j, pflex_refine_curve(w->ref[j]), f,
+                         own ? 1 : 1 - pflex_refine_confidence(w->ref[j]), pw);
     }
+    if (!err) err = allocate_shrunk(s, w, target);
+    if (!err) score(s, w, t + PFLEX_OBJECTIVE_N * round);
   }
   return err;
 }
 
-/* Per scenario and cut: the sums over the workloads the cut was feasible for. */
+/* optimal with prediction set k on one workload and cut, each predicted
+ * curve shrunk toward the job's power in the equal cut; then the closed
+ * loop. Writes the true value after each round in each objective into
+ * t[PFLEX_OBJECTIVE_N * round + objective], round 0 .. rounds. */
+static int run_optimal(const struct study *s, struct work *w, size_t k, double target,
+                       gsl_rng *noise, double *t) {
+  size_t n = s->o->jobs;
+  int err = 0;
+  for (size_t j = 0; j < n && !err; j++) {
+    size_t gi = w->gi[j];
+    w->jp[j] = w->jt[j];
+    w->anc[j] = w->eq[j];
+    double f[2];
+    factors(s, 0, k, gi, w->eq[j], f);
+    err = shrunk_curve(w, j, s->pcurve[k * s->ng + gi], f, 1, w->eq[j]);
+  }
+  if (!err) err = allocate_shrunk(s, w, target);
+  if (err) return err;
+  score(s, w, t);
+  return s->o->rounds ? closed_loop(s, w, k, target, noise, t) : 0;
+}
+
+/* One line's value on one workload at a target, in every objective (v), or
+ * NAN where the line does not count the workload (a job its set does not
+ * predict). eq and orc: the equal cut's and the oracle's values. */
+static int score_line(const struct study *s, struct work *w, size_t l, double target,
+                      const double *eq, const double *orc, gsl_rng *noise, double *v) {
+  const struct line *ln = &s->lines[l];
+  size_t n = s->o->jobs;
+  double *tround = w->tl + PFLEX_OBJECTIVE_N * s->nlines; /* rounds + 1 scratch values */
+  struct pflex_alloc_summary sum;
+  int err = 0;
+  if (ln->pred != (size_t)-1 && !predicted(s, w, ln->pred)) {
+    for (int ob = 0; ob < PFLEX_OBJECTIVE_N; ob++)
+      v[ob] = NAN;
+    return 0;
+  }
+  switch (ln->st) {
+  case PFLEX_ALLOC_EQUAL: memcpy(v, eq, PFLEX_OBJECTIVE_N * sizeof *v); return 0;
+  case PFLEX_ALLOC_ORACLE: memcpy(v, orc, PFLEX_OBJECTIVE_N * sizeof *v); return 0;
+  case PFLEX_ALLOC_OPTIMAL:
+    /* All rounds of one prediction set come from one closed loop. */
+    if (ln->round == 0) err = run_optimal(s, w, ln->pred, target, noise, tround);
+    memcpy(v, tround + PFLEX_OBJECTIVE_N * ln->round, PFLEX_OBJECTIVE_N * sizeof *v);
+    return err;
+  case PFLEX_ALLOC_PFI:
+    for (size_t j = 0; j < n; j++)
+      w->jt[j].pfi = s->preds[ln->pred].pfi[w->gi[j]];
+    break;
+  default: break;
+  }
+  err = pflex_alloc_run(w->jt, n, ln->st, target, &w->ao, w->r, &sum);
+  if (!err) score(s, w, v);
+  return err;
+}
+
+/* The sums per scenario, cut and line. */
 struct sums {
   struct acc *acc; /* cell * nlines + line */
-  double *sum_or, *sum_eq;
-  size_t *count;
 };
 
 static void sums_free(struct sums *m) {
   free(m->acc);
-  free(m->sum_or);
-  free(m->sum_eq);
-  free(m->count);
+}
+
+/* The oracle of objective ob (optimal on the true curves with ob's weights)
+ * and its value under every objective (v). */
+static int oracle_of(const struct study *s, struct work *w, double target, int ob, double *v) {
+  struct pflex_alloc_summary sum;
+  for (size_t j = 0; j < s->o->jobs; j++)
+    w->jt[j].weight = s->oscale[ob * s->ng + w->gi[j]];
+  int err = pflex_alloc_run(w->jt, s->o->jobs, PFLEX_ALLOC_ORACLE, target, &w->ao, w->r, &sum);
+  if (!err) score(s, w, v);
+  return err;
+}
+
+/* orc[ob]: the value of objective ob's oracle under ob; orc_line: the values
+ * of the study objective's oracle (its line) under every objective. The jobs'
+ * weights are the study objective's again afterwards. */
+static int oracles(const struct study *s, struct work *w, double target, double *orc,
+                   double *orc_line) {
+  int o = (int)s->o->objective;
+  double v[PFLEX_OBJECTIVE_N];
+  int err = oracle_of(s, w, target, o, orc_line);
+  orc[o] = orc_line[o];
+  for (int ob = 0; ob < PFLEX_OBJECTIVE_N && !err; ob++)
+    if (ob != o && !(err = oracle_of(s, w, target, ob, v))) orc[ob] = v[ob];
+  for (size_t j = 0; j < s->o->jobs; j++)
+    w->jt[j].weight = s->oscale[o * s->ng + w->gi[j]];
+  return err;
+}
+
+/* Adds one line's values on one workload to its sums. */
+static void accumulate(struct acc *a, const double *v, const double *eq, const double *orc,
+                       enum pflex_objective objective) {
+  if (isnan(v[0])) return; /* the line does not count this workload */
+  a->count++;
+  for (int ob = 0; ob < PFLEX_OBJECTIVE_N; ob++) {
+    a->v[ob] += v[ob];
+    a->eq[ob] += eq[ob];
+    a->orc[ob] += orc[ob];
+    if (v[ob] < eq[ob] * (1 - PFLEX_STUDY_EQUAL_TOL)) a->worse[ob]++;
+  }
+  if (v[objective] > orc[objective] * (1 + PFLEX_STUDY_ORACLE_TOL)) a->above++;
 }
 
 /* One workload at every cut of scenario sc, into the sums. */
@@ -392,26 +703,25 @@ static int run_workload(const struct study *s, struct work *w, int sc, struct su
                         gsl_rng *noise) {
   size_t n = s->o->jobs;
   for (size_t c = 0; c < s->ncuts; c++) {
-    double target;
+    double target, eq[PFLEX_OBJECTIVE_N], orc[PFLEX_OBJECTIVE_N], orc_line[PFLEX_OBJECTIVE_N];
     struct pflex_alloc_summary sum;
     int err = pflex_alloc_target_for_cut(w->jt, n, s->cuts[c], &target);
     if (err) return err;
-    err = pflex_alloc_run(w->jt, n, PFLEX_ALLOC_ORACLE, target, &w->ao, w->r, &sum);
+    err = oracles(s, w, target, orc, orc_line);
     if (err == -PFLEX_E_INFEASIBLE) continue; /* this workload cannot take this cut */
     if (err) return err;
-    double t_or = sum.total_tput;
     if ((err = pflex_alloc_run(w->jt, n, PFLEX_ALLOC_EQUAL, target, &w->ao, w->r, &sum)))
       return err;
-    double t_eq = sum.total_tput;
-    if ((err = score_lines(s, w, target, t_eq, t_or, noise))) return err;
-    size_t cell = (size_t)sc * s->ncuts + c;
-    m->sum_or[cell] += t_or;
-    m->sum_eq[cell] += t_eq;
-    m->count[cell]++;
-    for (size_t l = 0; l < s->nlines; l++) {
-      m->acc[cell * s->nlines + l].sum_t += w->tl[l];
-      if (w->tl[l] > t_or * (1 + PFLEX_STUDY_ORACLE_TOL)) m->acc[cell * s->nlines + l].above++;
+    score(s, w, eq);
+    for (size_t j = 0; j < n; j++)
+      w->eq[j] = w->r[j].power_w;
+    struct acc *cell = &m->acc[((size_t)sc * s->ncuts + c) * s->nlines];
+    for (size_t l = 0; l < s->nlines && !err; l++) {
+      double *v = w->tl + PFLEX_OBJECTIVE_N * l;
+      err = score_line(s, w, l, target, eq, orc_line, noise, v);
+      if (!err) accumulate(&cell[l], v, eq, orc, s->o->objective);
     }
+    if (err) return err;
   }
   return 0;
 }
@@ -441,6 +751,44 @@ static int run_scenarios(const struct study *s, struct sums *m) {
   return err;
 }
 
+/* A line's numbers under objective ob from its sums. */
+static struct pflex_study_score score_of(const struct acc *a, int ob, size_t jobs) {
+  double cnt = (double)a->count, gap = a->orc[ob] - a->eq[ob];
+  return (struct pflex_study_score){
+      .loss_vs_oracle = a->orc[ob] > 0 ? 1 - a->v[ob] / a->orc[ob] : NAN,
+      /* Relative to the gap's size: no gap at a 0% cut, or where the oracle
+       * and equal agree to rounding. */
+      .gap_recovered = a->count && gap > 1e-12 * a->orc[ob] ? (a->v[ob] - a->eq[ob]) / gap : NAN,
+      .gain_per_job = a->count ? (a->v[ob] - a->eq[ob]) / (cnt * (double)jobs) : NAN,
+      .worse_than_equal = a->count ? (double)a->worse[ob] / cnt : NAN,
+  };
+}
+
+/* One result line from its sums. */
+static struct pflex_study_result result_of(const struct study *s, const struct acc *a, int sc,
+                                           size_t c, const struct line *ln) {
+  int ob = (int)s->o->objective, other = ob == PFLEX_OBJECTIVE_TOKENS ? PFLEX_OBJECTIVE_PROGRESS
+                                                                     : PFLEX_OBJECTIVE_TOKENS;
+  struct pflex_study_score main = score_of(a, ob, s->o->jobs);
+  double cnt = (double)a->count;
+  return (struct pflex_study_result){
+      .scenario = (enum pflex_study_scenario)sc,
+      .strategy = ln->st,
+      .prediction = ln->pred == (size_t)-1 ? PFLEX_PRED_TRUE : s->preds[ln->pred].mode,
+      .round = ln->round,
+      .cut = s->cuts[c],
+      .workloads = a->count,
+      .tokens_per_s = a->count ? a->v[PFLEX_OBJECTIVE_TOKENS] / cnt : NAN,
+      .progress = a->count ? a->v[PFLEX_OBJECTIVE_PROGRESS] / cnt : NAN,
+      .loss_vs_oracle = main.loss_vs_oracle,
+      .gap_recovered = main.gap_recovered,
+      .gain_per_job = main.gain_per_job,
+      .above_oracle = a->above,
+      .worse_than_equal = main.worse_than_equal,
+      .other = score_of(a, other, s->o->jobs),
+  };
+}
+
 /* The result lines from the sums. */
 static int study_results(const struct study *s, const struct sums *m,
                          struct pflex_study_result **ret, size_t *ret_n) {
@@ -449,30 +797,10 @@ static int study_results(const struct study *s, const struct sums *m,
   if (!res) return -ENOMEM;
   for (int sc = 0; sc < PFLEX_SCENARIO_N; sc++) {
     if (!(s->o->scenarios & (1u << sc))) continue;
-    for (size_t c = 0; c < s->ncuts; c++) {
-      size_t cell = (size_t)sc * s->ncuts + c, cnt = m->count[cell];
-      double gap = m->sum_or[cell] - m->sum_eq[cell], sum_or = m->sum_or[cell];
-      for (size_t l = 0; l < nl; l++) {
-        const struct acc *a = &m->acc[cell * nl + l];
-        const struct line *ln = &s->lines[l];
-        res[nres++] = (struct pflex_study_result){
-            .scenario = (enum pflex_study_scenario)sc,
-            .strategy = ln->st,
-            .prediction = ln->pred == (size_t)-1 ? PFLEX_PRED_TRUE : s->preds[ln->pred].mode,
-            .round = ln->round,
-            .cut = s->cuts[c],
-            .workloads = cnt,
-            .tokens_per_s = cnt ? a->sum_t / (double)cnt : NAN,
-            .loss_vs_oracle = sum_or > 0 ? 1 - a->sum_t / sum_or : NAN,
-            /* Relative to the gap's size: no gap at a 0% cut, or where the
-             * oracle and equal agree to rounding. */
-            .gap_recovered = cnt && gap > 1e-12 * sum_or ? (a->sum_t - m->sum_eq[cell]) / gap : NAN,
-            .gain_per_job = cnt ? (a->sum_t - m->sum_eq[cell]) / ((double)cnt * (double)s->o->jobs)
-                                : NAN,
-            .above_oracle = a->above,
-        };
-      }
-    }
+    for (size_t c = 0; c < s->ncuts; c++)
+      for (size_t l = 0; l < nl; l++)
+        res[nres++] = result_of(s, &m->acc[((size_t)sc * s->ncuts + c) * nl + l], sc, c,
+                                &s->lines[l]);
   }
   *ret = res;
   *ret_n = nres;
@@ -484,14 +812,15 @@ static int opts_check(const struct pflex_study_group *groups, size_t ngroups,
                       const struct pflex_study_opts *o) {
   if (!groups || ngroups == 0 || (npreds && !preds) || o->jobs == 0 || o->workloads == 0 ||
       !(o->noise >= 0) || !(o->prior_sd > 0) || (o->ncuts && !o->cuts) || o->rounds > 100 ||
-      !(o->bandwidth > 0))
+      !(o->bandwidth > 0) || !(o->shrink >= 0) || !isfinite(o->shrink) ||
+      (unsigned)o->objective >= PFLEX_OBJECTIVE_N)
     return -EINVAL;
   for (size_t c = 0; o->cuts && c < o->ncuts; c++)
     if (!(o->cuts[c] >= 0 && o->cuts[c] <= 1)) return -EINVAL;
   for (size_t k = 0; k < npreds; k++) {
     if (!preds[k].pfi || (unsigned)preds[k].mode >= PFLEX_PRED_N) return -EINVAL;
-    for (size_t i = 0; i < ngroups; i++)
-      if (!isfinite(preds[k].pfi[i])) return -EINVAL;
+    for (size_t i = 0; i < ngroups; i++) /* NAN: not predicted; infinity: an error */
+      if (isinf(preds[k].pfi[i]) || (preds[k].sd && isinf(preds[k].sd[i]))) return -EINVAL;
   }
   return 0;
 }
@@ -515,14 +844,12 @@ int pflex_study_run(const struct pflex_study_group *groups, size_t ngroups,
       (opts->scenarios & (1u << PFLEX_SCENARIO_PRODUCTION)) && (s.npt == 0 || s.nft == 0))
     err = -PFLEX_E_DATA;
   if (!err) err = study_curves(&s);
+  if (!err) err = study_calibrate(&s);
   if (!err) err = study_lines(&s);
   size_t ncell = PFLEX_SCENARIO_N * s.ncuts;
   if (!err) {
     m.acc = calloc(ncell * (s.nlines ? s.nlines : 1), sizeof *m.acc);
-    m.sum_or = calloc(ncell, sizeof *m.sum_or);
-    m.sum_eq = calloc(ncell, sizeof *m.sum_eq);
-    m.count = calloc(ncell, sizeof *m.count);
-    err = m.acc && m.sum_or && m.sum_eq && m.count ? 0 : -ENOMEM;
+    err = m.acc ? 0 : -ENOMEM;
   }
   if (!err) err = run_scenarios(&s, &m);
   if (!err) err = study_results(&s, &m, ret_results, ret_n);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "pflex/features.h"
+#include "pflex/shrink.h"
 #include "pflex/study_predict.h"
 
 void pflex_study_pred_opts_init(struct pflex_study_pred_opts *o) {
@@ -56,12 +57,15 @@ static void predictions_release(struct pflex_study_predictions *p) {
   free(p->prior);
   free(p->loo_fold);
   free(p->loco_fold);
+  for (int m = 0; m < PFLEX_PRED_N; m++)
+    free(p->sd[m]);
   if (p->fitted) pflex_model_release(&p->model);
   memset(p, 0, sizeof *p);
 }
 
 /* The data set of the model: the groups' features, or with none of the
- * features' columns there, no features (the prior, *ret_prior). */
+ * features' columns there (or spec NULL: the prior asked for), no features
+ * (the prior, *ret_prior). */
 static int model_dataset(const struct pflex_runset *runs, const char *filter, const char *spec,
                          struct pflex_dataset *d, bool *ret_prior, char *missing, size_t nmissing,
                          struct pflex_diag *diag) {
@@ -72,6 +76,11 @@ static int model_dataset(const struct pflex_runset *runs, const char *filter, co
   pflex_dataset_init(d);
   int err = pflex_dataset_build(runs, filter, &none, NULL, true, &groups, diag);
   if (err) return context(diag, err, "cannot compute the groups' PFI");
+  if (!spec && ret_prior) {
+    *ret_prior = true;
+    *d = groups;
+    return 0;
+  }
   err = pflex_featlist_parse(spec, runs, groups.uncapped, groups.n, &feats, diag);
   if (!err) err = pflex_dataset_build(runs, filter, &feats, NULL, true, d, diag);
   /* A name that is itself the missing column is not a feature of these runs
@@ -111,6 +120,29 @@ static int job_rows(const struct pflex_model *m, const struct pflex_jobset *js, 
   return 0;
 }
 
+/* One SD per group: pflex_shrink_fold_sd of the predictions against the
+ * measured PFIs over the other folds. */
+static double *fold_sds(const double *pred, const struct pflex_jobset *js, const int *fold) {
+  double *sd = calloc(js->n ? js->n : 1, sizeof *sd);
+  for (size_t i = 0; sd && i < js->n; i++)
+    sd[i] = pflex_shrink_fold_sd(pred, js->pfi_true, fold, js->n, i);
+  return sd;
+}
+
+/* The SDs of the fitted model's predictions: in-sample values take the LOO
+ * errors' (an in-sample residual understates the error on a new job). */
+static int fitted_sds(const struct pflex_jobset *js, struct pflex_study_predictions *p) {
+  if (p->fell_back) {
+    p->sd[PFLEX_PRED_PRIOR] = fold_sds(p->prior, js, p->loo_fold);
+    return p->sd[PFLEX_PRED_PRIOR] ? 0 : -ENOMEM;
+  }
+  p->sd[PFLEX_PRED_IN_SAMPLE] = fold_sds(p->loo, js, p->loo_fold);
+  p->sd[PFLEX_PRED_LOO] = fold_sds(p->loo, js, p->loo_fold);
+  p->sd[PFLEX_PRED_LOCO] = fold_sds(p->loco, js, p->loco_fold);
+  return p->sd[PFLEX_PRED_IN_SAMPLE] && p->sd[PFLEX_PRED_LOO] && p->sd[PFLEX_PRED_LOCO] ? 0
+                                                                                      : -ENOMEM;
+}
+
 /* The model fitted on these groups: in-sample, LOO and LOCO predictions (or
  * the prior's LOO values), and the folds, from the data set's own fold
  * builder mapped to the groups. */
@@ -118,8 +150,9 @@ static int predict_fitted(const struct pflex_runset *runs, const struct pflex_jo
                           const struct pflex_study_pred_opts *o, struct pflex_study_predictions *p,
                           struct pflex_diag *diag) {
   struct pflex_dataset d;
-  int err = model_dataset(runs, NULL, o->features, &d, &p->fell_back, p->missing,
-                          sizeof p->missing, diag);
+  bool prior_only = o->kind == PFLEX_MODEL_PRIOR;
+  int err = model_dataset(runs, NULL, prior_only ? NULL : o->features, &d, &p->fell_back,
+                          p->missing, sizeof p->missing, diag);
   if (err) return err;
   struct pflex_fit_opts fo = {.kind = p->fell_back ? PFLEX_MODEL_PRIOR : o->kind, .lambda = -1};
   pflex_model_init(&p->model);
@@ -139,16 +172,19 @@ static int predict_fitted(const struct pflex_runset *runs, const struct pflex_jo
   for (size_t i = 0; !err && i < n; i++) {
     const struct pflex_model_group *g = &p->model.groups[rows[i]];
     double pr = pflex_model_prior(&p->model, js->jobs[i].arch, js->jobs[i].task);
+    /* Out of sample, a fold that could not be fitted stays without a
+     * prediction: the prior here was fitted on every group, the held-out
+     * one included. */
     a[i] = isfinite(g->fitted) ? g->fitted : pr;
-    b[i] = isfinite(g->loo) ? g->loo : pr;
-    c[i] = isfinite(g->loco) ? g->loco : pr;
-    p->loco_replaced += !isfinite(g->loco);
+    b[i] = isfinite(g->loo) ? g->loo : NAN;
+    c[i] = isfinite(g->loco) ? g->loco : NAN;
+    p->loco_unfitted += !isfinite(g->loco);
     p->loco_fold[i] = dfold[rows[i]];
   }
   if (!err) pflex_folds_loo(n, p->loo_fold);
   if (!err && p->fell_back) {
     p->prior = b, b = NULL;
-    p->loco_replaced = 0;
+    p->loco_unfitted = 0;
   } else if (!err) {
     p->in = a, p->loo = b, p->loco = c;
     a = b = c = NULL;
@@ -159,7 +195,7 @@ static int predict_fitted(const struct pflex_runset *runs, const struct pflex_jo
   free(rows);
   free(dfold);
   pflex_dataset_release(&d);
-  return err;
+  return err ? err : fitted_sds(js, p);
 }
 
 /* The training groups' measured curves, which shape the unseen jobs'. */
@@ -213,6 +249,13 @@ static int predict_unseen(const struct pflex_runset *train, const struct pflex_r
     p->unseen_prior += was_prior;
   }
   pflex_groups_free(g, ng);
+  /* Jobs never seen: the model's larger out-of-sample error, as they may
+   * come from a cluster (or GPU) it never saw. */
+  double e = fmax(p->model.loo.rmse, p->model.loco.rmse);
+  if (!err && !(p->sd[PFLEX_PRED_UNSEEN] = calloc(js->n ? js->n : 1, sizeof(double))))
+    err = -ENOMEM;
+  for (size_t i = 0; !err && i < js->n; i++)
+    p->sd[PFLEX_PRED_UNSEEN][i] = isfinite(e) ? e : NAN;
   return err;
 }
 
@@ -241,6 +284,8 @@ static void prediction_sets(struct pflex_study_data *d) {
     ps[n++] = (struct pflex_study_predset){.mode = PFLEX_PRED_PRIOR, .pfi = p->prior,
                                            .fold = p->loo_fold};
   }
+  for (size_t k = 0; k < n; k++)
+    ps[k].sd = p->sd[ps[k].mode]; /* NULL for true: the PFI is known */
   d->nsets = n;
 }
 

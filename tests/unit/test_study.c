@@ -299,6 +299,127 @@ static void test_study_data(void **state) {
   pflex_runset_release(&all);
 }
 
+/* Under the progress objective the oracle is that of progress: no strategy
+ * beats it on progress, equal and the oracle are never worse than equal,
+ * and `other` holds the tokens numbers against the tokens oracle (whose
+ * line, here, is not the oracle's: the tokens oracle is another allocation). */
+static void test_objective_progress(void **state) {
+  struct fixture *f = *state;
+  struct pflex_study_predset p[1] = {{.mode = PFLEX_PRED_LOO, .pfi = f->pfi_bad}};
+  struct pflex_study_opts o;
+  opts(&o);
+  o.rounds = 0;
+  o.objective = PFLEX_OBJECTIVE_PROGRESS;
+  struct pflex_study_result *r;
+  size_t n;
+  assert_int_equal(pflex_study_run(f->g, NG, p, 1, &o, &r, &n), 0);
+  for (size_t i = 0; i < n; i++) {
+    assert_int_equal(r[i].above_oracle, 0);
+    assert_true(r[i].loss_vs_oracle >= -1e-12);
+    assert_true(r[i].progress > 0 && r[i].tokens_per_s > r[i].progress);
+    assert_true(r[i].worse_than_equal >= 0 && r[i].worse_than_equal <= 1);
+    assert_true(r[i].other.loss_vs_oracle >= -1e-9); /* the tokens oracle bounds tokens */
+  }
+  const struct pflex_study_result *orc = find(r, n, 1, PFLEX_ALLOC_ORACLE, 0, 0, 0.3);
+  const struct pflex_study_result *eq = find(r, n, 1, PFLEX_ALLOC_EQUAL, 0, 0, 0.3);
+  NEAR(orc->gap_recovered, 1, 1e-12);
+  assert_true(orc->worse_than_equal == 0 && eq->worse_than_equal == 0);
+  NEAR(eq->other.gap_recovered, 0, 1e-12);
+  assert_true(orc->other.gap_recovered < 1); /* progress's optimum is not tokens' */
+  /* The tokens run measures the same allocations: equal's progress agrees. */
+  struct pflex_study_result *t;
+  size_t nt;
+  o.objective = PFLEX_OBJECTIVE_TOKENS;
+  assert_int_equal(pflex_study_run(f->g, NG, p, 1, &o, &t, &nt), 0);
+  const struct pflex_study_result *teq = find(t, nt, 1, PFLEX_ALLOC_EQUAL, 0, 0, 0.3);
+  NEAR(teq->progress, eq->progress, 1e-9 * eq->progress);
+  NEAR(teq->tokens_per_s, eq->tokens_per_s, 1e-9 * eq->tokens_per_s);
+  free(t);
+  free(r);
+}
+
+/* With shrinkage and an uninformative prediction (PFI 1.5 for all: the
+ * band calibrated on the other groups is wide, and the PFI's SD is 10),
+ * optimal stays at the equal cut (never worse), and a group without a
+ * prediction (NAN) takes its set's lines off the workloads holding it. */
+static void test_shrink_and_unpredicted(void **state) {
+  struct fixture *f = *state;
+  double sd[NG], pfi[NG];
+  for (int i = 0; i < NG; i++) {
+    sd[i] = 10;
+    pfi[i] = f->pfi_bad[i];
+  }
+  struct pflex_study_predset p[1] = {{.mode = PFLEX_PRED_PRIOR, .pfi = f->pfi_bad, .sd = sd}};
+  struct pflex_study_opts o;
+  opts(&o);
+  o.rounds = 0;
+  o.shrink = 1;
+  struct pflex_study_result *r;
+  size_t n;
+  assert_int_equal(pflex_study_run(f->g, NG, p, 1, &o, &r, &n), 0);
+  for (size_t i = 0; i < n; i++)
+    if (r[i].strategy == PFLEX_ALLOC_OPTIMAL) {
+      assert_true(r[i].worse_than_equal == 0);
+      if (r[i].cut > 0) NEAR(r[i].gap_recovered, 0, 1e-6);
+    }
+  free(r);
+  pfi[NG - 1] = NAN; /* group 11 unpredicted */
+  p[0] = (struct pflex_study_predset){.mode = PFLEX_PRED_PRIOR, .pfi = pfi};
+  o.shrink = 0;
+  assert_int_equal(pflex_study_run(f->g, NG, p, 1, &o, &r, &n), 0);
+  const struct pflex_study_result *opt = find(r, n, 0, PFLEX_ALLOC_OPTIMAL, PFLEX_PRED_PRIOR, 0, 0.3);
+  const struct pflex_study_result *eq = find(r, n, 0, PFLEX_ALLOC_EQUAL, 0, 0, 0.3);
+  assert_int_equal(eq->workloads, 30);
+  /* 20 jobs from 12 groups: P(no job of group 11) = (11/12)^20 = 18% */
+  assert_true(opt->workloads < 30);
+  assert_true(find(r, n, 0, PFLEX_ALLOC_PFI, PFLEX_PRED_PRIOR, 0, 0.3)->workloads == opt->workloads);
+  free(r);
+  pfi[NG - 1] = INFINITY;
+  assert_int_equal(pflex_study_run(f->g, NG, p, 1, &o, &r, &n), -EINVAL);
+}
+
+/* LOCO honest: without arch/task columns every group is in one cluster,
+ * which cannot be left out: no LOCO number, never the prior fitted on all. */
+static void test_loco_unfitted(void **state) {
+  (void)state;
+  struct pflex_runset all, bare;
+  struct pflex_diag diag;
+  pflex_diag_clear(&diag);
+  assert_int_equal(pflex_runs_read_csv(PFLEX_SOURCE_DIR "/data/reference/runs.csv", NULL, &all,
+                                       &diag),
+                   0);
+  assert_int_equal(pflex_study_runs_of_set(&all, "headline", &bare), 0);
+  for (size_t i = 0; i < bare.n; i++) {
+    bare.runs[i].arch = PFLEX_ARCH_UNKNOWN;
+    bare.runs[i].task = PFLEX_TASK_UNKNOWN;
+  }
+  struct pflex_study_data d;
+  assert_int_equal(pflex_study_data_build(&bare, NULL, NULL, NULL, &d, &diag), 0);
+  assert_int_equal(d.pred.loco_unfitted, d.ngroups);
+  for (size_t i = 0; i < d.ngroups; i++) {
+    assert_true(isnan(d.pred.loco[i]));
+    assert_true(isfinite(d.pred.loo[i]) && isfinite(d.pred.sd[PFLEX_PRED_LOO][i]));
+  }
+  struct pflex_study_opts o;
+  pflex_study_opts_init(&o);
+  o.workloads = 5;
+  o.scenarios = 1u << PFLEX_SCENARIO_RANDOM;
+  struct pflex_study_result *r;
+  size_t n;
+  assert_int_equal(pflex_study_run(d.groups, d.ngroups, d.sets, d.nsets, &o, &r, &n), 0);
+  for (size_t i = 0; i < n; i++)
+    if (r[i].prediction == PFLEX_PRED_LOCO) {
+      assert_int_equal(r[i].workloads, 0);
+      assert_true(isnan(r[i].gap_recovered) && isnan(r[i].tokens_per_s));
+    } else {
+      assert_int_equal(r[i].workloads, 5);
+    }
+  free(r);
+  pflex_study_data_release(&d);
+  pflex_runset_release(&bare);
+  pflex_runset_release(&all);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_definitions_and_oracle),
@@ -308,6 +429,9 @@ int main(void) {
       cmocka_unit_test(test_production_needs_task),
       cmocka_unit_test(test_groups_from_jobs),
       cmocka_unit_test(test_study_data),
+      cmocka_unit_test(test_objective_progress),
+      cmocka_unit_test(test_shrink_and_unpredicted),
+      cmocka_unit_test(test_loco_unfitted),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,101 @@
+/* Never worse than an equal cut (issue 12 item 4; docs/study.md,
+ * "Never worse than an equal cut").
+ *
+ * A predicted curve is a guess: allocating on it as if it were true moves
+ * power away from the equal split as far as the guess says, and when the
+ * guess is poor (a prior, an unseen GPU type) that does worse than not
+ * moving at all. A shrunk curve counts a job's rise above an anchor power
+ * (the equal cut's power for the job, or the power last applied and
+ * observed) and its fall below it only as far as the prediction's
+ * uncertainty supports:
+ *
+ *     g(p) = f(a) + gain * (f(p) - f(a))   for p >= a
+ *     g(p) = f(a) + loss * (f(p) - f(a))   for p <  a     (never below 0)
+ *
+ * with f the predicted curve and a the anchor. The factors are calibrated
+ * on other jobs (pflex_shrink_ratio, pflex_shrink_band: how their true
+ * curves rose and fell against their model curves), or come from the
+ * predicted PFI and the SD of its error (pflex_shrink_factors: a curve's
+ * throughput deficit 1 - T/T_max scales as 1/PFI, so the curve with PFI
+ * pfi + z sd has every rise from the anchor pfi / (pfi + z sd) times the
+ * predicted one, the one with pfi - z sd every fall pfi / (pfi - z sd)
+ * times). Maximizing the sum of g is maximizing a pessimistic bound: the
+ * anchor allocation is always available, so when each true curve's rises
+ * and falls from its anchor are at least those of g, the allocation found
+ * is not worse than the anchors'. With gain = loss = 1, g is f.
+ *
+ * g is concave where f is (the factor drops from loss >= 1 to gain <= 1 at
+ * the anchor). No globals; the curve points at the struct, which must stay
+ * where it is while the curve is used. */
+#ifndef PFLEX_SHRINK_H
+#define PFLEX_SHRINK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "pflex/alloc.h"
+#include "pflex/curve.h"
+
+/* The most a fall below the anchor is multiplied by: a PFI within z SDs of 0
+ * leaves the job at its anchor unless power is left over. */
+#define PFLEX_SHRINK_MAX_LOSS 10.0
+
+/* The factors for a predicted PFI with error SD sd, z SDs wide: gain =
+ * pfi / (pfi + z sd) in (0, 1], loss = pfi / (pfi - z sd) in [1,
+ * PFLEX_SHRINK_MAX_LOSS] (a PFI at or below 0.05 counts as 0.05, as the
+ * predicted curves do). -EINVAL when a number is not finite or sd, z < 0. */
+int pflex_shrink_factors(double pfi, double sd, double z, double *ret_gain, double *ret_loss);
+
+/* A shrunk curve: set up with pflex_shrink_init, used as s->curve, freed
+ * with pflex_shrink_release. */
+struct pflex_shrink {
+  const struct pflex_curve *base; /* f: borrowed, must outlive the shrunk curve */
+  double anchor_w, t_anchor;      /* a, f(a) */
+  double gain, loss;
+  struct pflex_curve *curve; /* g, on base's [P_min, P_max] (a callback curve on *s) */
+};
+
+/* g for base around anchor_w (clamped to base's range) with the factors
+ * (0 < gain <= 1 <= loss). -EINVAL on bad arguments, -ENOMEM. On error s
+ * holds no curve. */
+int pflex_shrink_init(struct pflex_shrink *s, const struct pflex_curve *base, double anchor_w,
+                      double gain, double loss);
+void pflex_shrink_release(struct pflex_shrink *s); /* s->curve NULL afterwards; idempotent */
+
+/* Factors calibrated on other jobs instead of a PFI's SD. For a pair of a
+ * job's model curve (predicted, or refined after an observation) and its
+ * true (measured) one, the ratio of the true change from x0 P_max to x1
+ * P_max (x0 < x1, each curve's own P_max, clamped to its range) to the
+ * model's: NAN where the model does not change, at least 1e-3. */
+double pflex_shrink_ratio(const struct pflex_curve *model, const struct pflex_curve *truth,
+                          double x0, double x1);
+
+/* The band from other jobs' ratios of rises (above an anchor) and falls
+ * (below it): a log-normal fitted to each (mean and SD of the logarithms of
+ * the finite values: a few dozen pairs cannot show a small quantile, a fit
+ * can extrapolate to it); gain is its q-quantile for the rises (at most 1),
+ * loss its (1 - q)-quantile for the falls (at least 1, at most
+ * PFLEX_SHRINK_MAX_LOSS). So the band holds what a PFI's SD misses, the
+ * error of the curve's shape. -EINVAL on bad arguments (0 < q < 1),
+ * -PFLEX_E_NOPOINTS when either has fewer than 2 finite values. */
+int pflex_shrink_band(const double *rise, size_t nr, const double *fall, size_t nf, double q,
+                      double *ret_gain, double *ret_loss);
+
+/* Whether an allocation found on the jobs' (shrunk) curves beats the
+ * anchors' by enough to be taken: sum of weight x curve at power[i] exceeds
+ * the same at anchor_w[i] by more than min_gain of the latter. The
+ * optimizer's answer is a numerical one: where it is not better on the
+ * pessimistic bound than the anchors (which are feasible), the anchors are
+ * the answer (a controller keeps the caps it has, the study the equal cut). */
+bool pflex_shrink_worth(const struct pflex_alloc_job *jobs, const double *power_w,
+                        const double *anchor_w, size_t n, double min_gain);
+
+/* The SD of a prediction's error for group i, from the other folds alone:
+ * the root mean square of pred[j] - truth[j] over the groups j with
+ * fold[j] != fold[i] (fold NULL: every j != i) whose both values are
+ * finite. So a held-out group's uncertainty never uses its own error (or its
+ * cluster's). NAN when no such group. */
+double pflex_shrink_fold_sd(const double *pred, const double *truth, const int *fold, size_t n,
+                            size_t i);
+
+#endif
