@@ -88,9 +88,11 @@ static void sleep_s(double s) {
 
 static void usage(FILE *out) {
   fprintf(out,
-          "usage: pflex-controller sim-cluster [OPTIONS]\n"
-          "A simulated cluster: N real pflexd agents on loopback over the fake NVML, this\n"
-          "process as their GPUs' physics (the twin), a real pflex-controller, one event.\n\n"
+          "usage: pflex sim-cluster [OPTIONS]\n"
+          "       pflex-controller sim-cluster [OPTIONS]   (the same program)\n"
+          "A simulated cluster: N real pflexd agents on loopback (by default all in one host\n"
+          "process on the sim backend), a real pflex-controller, one event, faults, and the\n"
+          "run scored against an equal cut and the oracle (docs/controller.md).\n\n"
           "  --nodes N             nodes (default 20)\n"
           "  --gpus-per-node G     GPUs per node (default 8)\n"
           "  --cut P               event: cut_pct P of the uncapped draw (default 30)\n"
