@@ -147,6 +147,30 @@ static int parse_job_meta(const json_t *o, size_t i, struct ctl_job_meta *m, cha
   return 0;
 }
 
+static bool telemetry_name_ok(const char *s) {
+  size_t n = strlen(s);
+  if (n == 0 || n >= CTL_TELEMETRY_NAME_MAX) return false;
+  for (; *s; s++)
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_')) return false;
+  return true;
+}
+
+static bool parse_telemetry(const json_t *o, struct ctl_telemetry *t) {
+  const json_t *v = json_object_get(o, "telemetry");
+  t->n = 0;
+  if (!v || json_is_null(v)) return true;
+  if (!json_is_object(v) || json_object_size(v) > CTL_TELEMETRY_MAX) return false;
+  const char *key;
+  const json_t *x;
+  json_object_foreach((json_t *)v, key, x) {
+    if (!telemetry_name_ok(key) || !json_is_number(x) || !isfinite(json_number_value(x)))
+      return false;
+    snprintf(t->name[t->n], sizeof t->name[t->n], "%s", key);
+    t->value[t->n++] = json_number_value(x);
+  }
+  return true;
+}
+
 int ctl_parse_jobs(const char *body, size_t len, struct ctl_job_tput *jobs, size_t max,
                    size_t *ret_n, char *err, size_t errlen) {
   json_t *a = load_array(body, len, "jobs", err, errlen);
@@ -179,6 +203,7 @@ int ctl_parse_jobs(const char *body, size_t len, struct ctl_job_tput *jobs, size
       break;
     }
     rc = parse_job_meta(o, i, &j->meta, err, errlen);
+    if (rc == 0 && !parse_telemetry(o, &j->telemetry)) rc = bad(err, errlen, "jobs", i, "telemetry");
   }
   json_decref(a);
   if (rc == 0) *ret_n = n;

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <ini.h>
 
@@ -37,6 +38,8 @@ static const struct key KEYS[] = {
     {"agent_token_file", STR(agent_token_file), "", "bearer token the agents expect"},
     {"state_db", STR(state_db), "/var/lib/pflex/controller.db", "SQLite state file"},
     {"schedule_file", STR(schedule_file), "", "planned events (JSON), \"\" = none"},
+    {"model_file", STR(model_file), "",
+     "`pflex fit` model: a job's prior PFI from its telemetry (\"\" = prior_pfi for all)"},
     {"templates_file", STR(templates_file), "",
      "runs CSV of measured sweeps whose curves shape every job's (\"\" = the parametric family)"},
     {"round_s", DBL(round_s, 0.05, 60), "1", "control round period, s"},
@@ -222,13 +225,28 @@ static size_t bad_line(const char *text, size_t n, const char **why) {
   return 0;
 }
 
-/* The whole file, NUL-terminated (free() it); -errno. */
+/* The whole file, NUL-terminated (free() it); -errno, -EFBIG over 1 MiB. */
 static int read_text(const char *path, char **ret, size_t *ret_n) {
   FILE *f = fopen(path, "r");
   if (!f) return -errno;
-  char *buf = malloc(CONFIG_FILE_MAX + 1);
-  size_t n = buf ? fread(buf, 1, CONFIG_FILE_MAX + 1, f) : 0;
-  int rc = !buf ? -ENOMEM : ferror(f) ? -EIO : n > CONFIG_FILE_MAX ? -EFBIG : 0;
+  struct stat st;
+  int rc = fstat(fileno(f), &st) < 0 ? -errno : st.st_size > CONFIG_FILE_MAX ? -EFBIG : 0;
+  size_t want = rc == 0 && st.st_size > 0 ? (size_t)st.st_size : 4096; /* a pipe: read to EOF */
+  char *buf = rc == 0 ? malloc(want + 1) : NULL;
+  size_t n = 0;
+  while (buf && rc == 0) {
+    n += fread(buf + n, 1, want - n, f);
+    if (ferror(f)) rc = -EIO;
+    if (rc || n < want) break;
+    char *p = want < CONFIG_FILE_MAX ? realloc(buf, 2 * want + 1) : NULL;
+    if (!p) {
+      rc = want < CONFIG_FILE_MAX ? -ENOMEM : -EFBIG;
+      break;
+    }
+    buf = p;
+    want *= 2;
+  }
+  if (!buf && rc == 0) rc = -ENOMEM;
   fclose(f);
   if (rc < 0) {
     free(buf);

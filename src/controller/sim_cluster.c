@@ -27,8 +27,12 @@
 #include "controller/sim_procs.h"
 #include "controller/sim_score.h"
 #include "controller/sim_world.h"
+#include "pflex/error.h"
+#include "pflex/runs_csv.h"
+#include "pflex/twin.h"
 
 #define MAX_FAULTS 8
+#define MAX_CTL_OPTS 8
 #define AGENT_TOKEN "sim-agent-token-0123456789"
 #define CTL_TOKEN "sim-controller-token-0123456789"
 
@@ -51,9 +55,11 @@ struct opts {
   unsigned long seed;
   bool json, keep;
   bool hosted; /* --agents hosted: every agent in one host process on the sim backend */
-  char pflexd[PATH_MAX], fake_nvml[PATH_MAX], dir[PATH_MAX], self[PATH_MAX];
+  char pflexd[PATH_MAX], fake_nvml[PATH_MAX], dir[PATH_MAX], self[PATH_MAX], templates[PATH_MAX];
   struct fault faults[MAX_FAULTS];
   size_t nfaults;
+  const char *ctl_opts[MAX_CTL_OPTS]; /* --controller-option: handed to pflex-controller */
+  size_t nctl_opts;
   int base_port;
 };
 
@@ -119,6 +125,13 @@ static void usage(FILE *out) {
           "                        each on its own port and state directory, on the sim\n"
           "                        backend (NVML's 1 s average, 100 ms limit lag); process:\n"
           "                        one pflexd process per node on the fake NVML\n"
+          "  --templates FILE      runs CSV whose measured curves shape the controller's job\n"
+          "                        curves (its templates_file); default: the sweeps of 100\n"
+          "                        twin-population jobs (other models than the sim's, seed 7);\n"
+          "                        none: the parametric family\n"
+          "  --controller-option --KEY=VALUE\n"
+          "                        a pflex-controller option for its run (repeatable, up to 8;\n"
+          "                        e.g. --controller-option --margin-pct=0.2)\n"
           "  --json                print the result as JSON\n");
 }
 
@@ -180,6 +193,8 @@ enum {
   O_PORT,
   O_JSON,
   O_AGENTS,
+  O_TEMPLATES,
+  O_CTL_OPT,
   O_HELP
 };
 static const struct option LONGOPTS[] = {
@@ -190,7 +205,8 @@ static const struct option LONGOPTS[] = {
     {"lease-rounds", 1, 0, O_LEASE}, {"tick", 1, 0, O_TICK},         {"agent-hz", 1, 0, O_HZ},
     {"pflexd", 1, 0, O_PFLEXD},      {"fake-nvml", 1, 0, O_FAKE},    {"dir", 1, 0, O_DIR},
     {"keep", 0, 0, O_KEEP},          {"base-port", 1, 0, O_PORT},    {"json", 0, 0, O_JSON},
-    {"agents", 1, 0, O_AGENTS},      {"help", 0, 0, O_HELP},         {0, 0, 0, 0}};
+    {"agents", 1, 0, O_AGENTS},      {"help", 0, 0, O_HELP},         {"templates", 1, 0, O_TEMPLATES},
+    {"controller-option", 1, 0, O_CTL_OPT}, {0, 0, 0, 0}};
 
 struct num_opt {
   int id;
@@ -269,9 +285,19 @@ static int parse_args(int argc, char **argv, struct opts *o) {
                 optarg, MAX_FAULTS);
         return 2;
       }
-    } else if (c == O_PFLEXD || c == O_FAKE || c == O_DIR) {
-      char *dst = c == O_PFLEXD ? o->pflexd : c == O_FAKE ? o->fake_nvml : o->dir;
+    } else if (c == O_PFLEXD || c == O_FAKE || c == O_DIR || c == O_TEMPLATES) {
+      char *dst = c == O_PFLEXD ? o->pflexd
+                  : c == O_FAKE ? o->fake_nvml
+                  : c == O_DIR  ? o->dir
+                                : o->templates;
       snprintf(dst, PATH_MAX, "%s", optarg);
+    } else if (c == O_CTL_OPT) {
+      if (strncmp(optarg, "--", 2) != 0 || !strchr(optarg, '=') || o->nctl_opts == MAX_CTL_OPTS) {
+        fprintf(stderr, "error: --controller-option: '%s' is not --KEY=VALUE, or more than %d\n",
+                optarg, MAX_CTL_OPTS);
+        return 2;
+      }
+      o->ctl_opts[o->nctl_opts++] = optarg;
     } else if (c == O_KEEP || c == O_JSON) {
       *(c == O_KEEP ? &o->keep : &o->json) = true;
     } else if (c == O_AGENTS) {
@@ -393,7 +419,26 @@ static pid_t start_controller(struct sim *s) {
                   lease,
                   "--agent-timeout-s",
                   timeout,
+                  NULL, /* then --templates-file, the --controller-options, NULL */
+                  NULL,
+                  NULL,
+                  NULL,
+                  NULL,
+                  NULL,
+                  NULL,
+                  NULL,
+                  NULL,
+                  NULL,
                   NULL};
+  size_t k = 0;
+  while (argv[k])
+    k++;
+  if (strcmp(o->templates, "none") != 0) {
+    argv[k++] = "--templates-file";
+    argv[k++] = (char *)o->templates;
+  }
+  for (size_t i = 0; i < o->nctl_opts; i++)
+    argv[k++] = (char *)o->ctl_opts[i];
   return sim_spawn(argv, NULL, log);
 }
 
@@ -577,7 +622,7 @@ static void world_step(struct sim *s, struct run_state *rs, double t, double dt,
             idle);
   if (rs->event_read) {
     if (*tick % (size_t)fmax(1, lround(1.0 / s->o.tick_s)) == 0)
-      sim_score_tput(&rs->score, &s->w, t, idle);
+      sim_score_tput(&rs->score, &s->w, t, idle, total);
   }
 }
 
@@ -672,6 +717,8 @@ static json_t *result_json(struct sim *s, struct run_state *rs, size_t wrong_aft
   json_object_set_new(o, "samples", json_integer((json_int_t)r.samples));
   json_object_set_new(o, "max_over_pct", num(r.max_over_pct));
   json_object_set_new(o, "gap_recovered", num(r.gap_recovered));
+  json_object_set_new(o, "gap_recovered_drawn", num(r.gap_recovered_drawn));
+  json_object_set_new(o, "budget_used", num(r.budget_used));
   json_object_set_new(o, "tput_vs_equal", num(r.vs_equal));
   json_object_set_new(o, "tput_vs_oracle", num(r.vs_oracle));
   json_object_set_new(o, "tput_vs_uncapped", num(r.vs_uncapped));
@@ -684,6 +731,7 @@ static json_t *result_json(struct sim *s, struct run_state *rs, size_t wrong_aft
   json_object_set_new(o, "controller_rounds_over", json_integer((json_int_t)rs->ctl_samples_over));
   json_object_set_new(o, "event", json_integer(rs->event_id));
   json_object_set_new(o, "dir", json_string(s->o.dir));
+  json_object_set_new(o, "templates", json_string(s->o.templates));
   return o;
 }
 
@@ -717,6 +765,22 @@ static long host_wrong_final(const struct sim *s) {
   return n;
 }
 
+/* The default templates: sweeps of jobs drawn like `pflex twin population
+ * --jobs 100 --seed 7`, models the sim's jobs (the published groups) are not. */
+static int write_templates(struct opts *o, char *err, size_t errlen) {
+  if (o->templates[0]) return 0;
+  snprintf(o->templates, sizeof o->templates, "%.3000s/templates.csv", o->dir);
+  struct pflex_twin_population_opts po = {.jobs = 100, .seed = 7};
+  struct pflex_runset set;
+  int rc = pflex_twin_population(&po, &set);
+  if (rc == 0) {
+    rc = pflex_runs_write_csv(&set, o->templates);
+    pflex_runset_release(&set);
+  }
+  if (rc < 0) snprintf(err, errlen, "cannot write the templates: %s", pflex_strerror(rc));
+  return rc;
+}
+
 static int setup(struct sim *s, char *err, size_t errlen) {
   struct opts *o = &s->o;
   size_t n = o->nodes;
@@ -731,6 +795,8 @@ static int setup(struct sim *s, char *err, size_t errlen) {
     snprintf(err, errlen, "cannot make the work directory '%.300s': %s", o->dir, strerror(-rc));
     return rc;
   }
+  rc = write_templates(o, err, errlen);
+  if (rc < 0) return rc;
   rc = sim_world_init(&s->w, o->dir, n, o->gpus_per_node, o->churn_s, o->idle_frac, o->seed,
                       now_s(), err, errlen);
   if (rc < 0) return rc;
@@ -863,8 +929,14 @@ int ctl_sim_cluster_main(int argc, char **argv) {
     snprintf(path, sizeof path, "%s/power.csv", s.o.dir);
     rs.trace = fopen(path, "w");
     if (rs.trace) fprintf(rs.trace, "t_s,reported_w,limits_w,no_job_w\n");
+    snprintf(path, sizeof path, "%s/score.csv", s.o.dir);
+    rs.score.trace = fopen(path, "w");
+    if (rs.score.trace)
+      fprintf(rs.score.trace, "t_s,ctl,equal,oracle,equal_drawn,oracle_drawn,budget_w,drawn_w\n");
     rc = run_loop(&s, &rs);
     if (rs.trace) fclose(rs.trace);
+    if (rs.score.trace) fclose(rs.score.trace);
+    rs.score.trace = NULL;
   } else
     fprintf(stderr, "error: sim-cluster: %s\n", err);
   size_t wrong_after = rc == 0 ? wrong_limits(&s) : 0;

@@ -56,7 +56,8 @@ static double strategy_tput(const struct pflex_alloc_job *aj, size_t n,
   return rc == 0 ? sum.total_tput : NAN;
 }
 
-int sim_score_tput(struct sim_score *s, const struct sim_world *w, double t, double idle_w) {
+int sim_score_tput(struct sim_score *s, const struct sim_world *w, double t, double idle_w,
+                   double total_w) {
   double level;
   if (t < s->held_from || t >= ctl_event_end(&s->ev) || !ctl_event_level(&s->ev, t, &level))
     return 0;
@@ -76,16 +77,25 @@ int sim_score_tput(struct sim_score *s, const struct sim_world *w, double t, dou
     ctl += j->tput_now;
     unc += pflex_curve_t_max(j->curve);
   }
-  double budget = level - idle_w;
+  double budget = level - idle_w, drawn = total_w - idle_w;
   double eq = strategy_tput(aj, n, PFLEX_ALLOC_EQUAL, budget);
   double orc = strategy_tput(aj, n, PFLEX_ALLOC_ORACLE, budget);
+  double eq_d = strategy_tput(aj, n, PFLEX_ALLOC_EQUAL, drawn);
+  double orc_d = strategy_tput(aj, n, PFLEX_ALLOC_ORACLE, drawn);
   free(aj);
-  if (isfinite(eq) && isfinite(orc)) {
+  if (isfinite(eq) && isfinite(orc) && isfinite(eq_d) && isfinite(orc_d)) {
     s->ctl += ctl;
     s->eq += eq;
     s->orc += orc;
+    s->eq_d += eq_d;
+    s->orc_d += orc_d;
     s->unc += unc;
+    s->budget += budget;
+    s->drawn += drawn;
     s->held++;
+    if (s->trace)
+      fprintf(s->trace, "%.3f,%.2f,%.2f,%.2f,%.2f,%.2f,%.1f,%.1f\n", t - s->ev.start, ctl, eq, orc,
+              eq_d, orc_d, budget, drawn);
   }
   return 0;
 }
@@ -116,6 +126,9 @@ void sim_score_result(const struct sim_score *s, struct sim_result *r) {
   r->max_over_pct = from < s->n ? worst : NAN;
   bool held = s->held > 0;
   r->gap_recovered = held && s->orc > s->eq ? (s->ctl - s->eq) / (s->orc - s->eq) : NAN;
+  r->gap_recovered_drawn =
+      held && s->orc_d > s->eq_d ? (s->ctl - s->eq_d) / (s->orc_d - s->eq_d) : NAN;
+  r->budget_used = held && s->budget > 0 ? s->drawn / s->budget : NAN;
   r->vs_equal = held ? s->ctl / s->eq : NAN;
   r->vs_oracle = held ? s->ctl / s->orc : NAN;
   r->vs_uncapped = held ? s->ctl / s->unc : NAN;

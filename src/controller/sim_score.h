@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "controller/events.h"
 #include "controller/sim_world.h"
@@ -19,7 +20,10 @@ struct sim_score {
   double *t, *p, *target;
   size_t n, cap;
   double ctl, eq, orc, unc; /* sums of throughput over the held samples */
+  double eq_d, orc_d;       /* equal and oracle at the power the jobs drew */
+  double budget, drawn;     /* sums of the jobs' budget and of what they drew */
   size_t held;
+  FILE *trace; /* NULL, or every held second: t,ctl,equal,oracle,equal_drawn,oracle_drawn,budget,drawn */
   double alloc_ms_max, round_ms_max;
 };
 
@@ -33,14 +37,19 @@ int sim_score_power(struct sim_score *s, double t, double reported_w);
 
 /* A throughput sample at time t: the jobs' true throughput now against equal
  * and oracle at the budget the jobs had (the target minus what GPUs without
- * a running job reported). */
-int sim_score_tput(struct sim_score *s, const struct sim_world *w, double t, double idle_w);
+ * a running job reported, idle_w), and at the power the jobs drew (the
+ * total reported, total_w, minus idle_w): the second separates how well the
+ * power was divided from how much of the budget the feedback used. */
+int sim_score_tput(struct sim_score *s, const struct sim_world *w, double t, double idle_w,
+                   double total_w);
 
 struct sim_result {
   double compliance_s; /* NAN: never compliant */
   size_t overshoot_samples, samples;
   double max_over_pct;                                    /* after compliance_s */
   double gap_recovered, vs_equal, vs_oracle, vs_uncapped; /* NAN without held samples */
+  double gap_recovered_drawn; /* the same gap with equal and oracle at the power drawn */
+  double budget_used;         /* what the jobs drew / their budget */
 };
 void sim_score_result(const struct sim_score *s, struct sim_result *r);
 

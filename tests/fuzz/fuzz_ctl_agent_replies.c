@@ -39,6 +39,12 @@ static void check_jobs(const struct ctl_job_tput *j, size_t n) {
     fuzz_check(j[i].meta.weight == 0 || (j[i].meta.weight > 0 && j[i].meta.weight <= 1000));
     fuzz_check(j[i].meta.min_tput == -1 || (j[i].meta.min_tput >= 0 && j[i].meta.min_tput <= 1));
     fuzz_check(j[i].has_tput == isfinite(j[i].tput));
+    fuzz_check(j[i].telemetry.n <= CTL_TELEMETRY_MAX);
+    for (size_t k = 0; k < j[i].telemetry.n; k++) {
+      const char *name = j[i].telemetry.name[k];
+      fuzz_check(name[0] && strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_") == strlen(name));
+      fuzz_check(isfinite(j[i].telemetry.value[k]));
+    }
   }
 }
 
