@@ -588,6 +588,8 @@ struct run_state {
   double t_event, t_end, caps_applied_s, max_alloc_ms, max_round_ms;
   bool event_read;
   size_t ctl_samples_over; /* rounds the controller itself saw over target + 1% */
+  double ctl_rounds;       /* the controller's round count at the last status poll */
+  double cpu_ctl_s, cpu_host_s, cpu_sim_s; /* CPU time used, read before the teardown */
   FILE *trace;             /* <dir>/power.csv: every tick's totals */
 };
 
@@ -603,6 +605,7 @@ static void poll_status(struct sim *s, struct run_state *rs) {
       json_integer_value(json_object_get(o, "event")) == rs->event_id)
     rs->caps_applied_s = json_number_value(acked) - rs->t_event;
   if (json_is_false(json_object_get(o, "compliant"))) rs->ctl_samples_over++;
+  rs->ctl_rounds = json_number_value(json_object_get(o, "rounds"));
   json_decref(o);
 }
 
@@ -649,6 +652,31 @@ static void fault_step(struct sim *s, struct run_state *rs, double t) {
   }
 }
 
+/* CPU seconds (user + system) a live child has used so far, from /proc; NAN
+ * when it is gone. */
+static double proc_cpu_s(pid_t pid) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = pid > 0 ? fopen(path, "r") : NULL;
+  size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+  if (f) fclose(f);
+  buf[n] = '\0';
+  const char *p = strrchr(buf, ')'); /* the command name may hold spaces */
+  unsigned long ut, st;
+  if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+    return NAN;
+  return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+static void read_cpu(const struct sim *s, struct run_state *rs) {
+  rs->cpu_ctl_s = proc_cpu_s(s->ctl_pid);
+  rs->cpu_host_s = s->o.hosted ? proc_cpu_s(s->host_pid) : NAN;
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  rs->cpu_sim_s = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+                  (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
 /* The run: warmup, event, release; one tick of physics at a time. */
 static int run_loop(struct sim *s, struct run_state *rs) {
   double t0 = now_s(), last = t0, next_poll = t0 + 1;
@@ -679,7 +707,10 @@ static int run_loop(struct sim *s, struct run_state *rs) {
     }
     if (rs->event_id > 0 && t >= rs->t_end && stop_at == INFINITY)
       stop_at = t + 3 * s->o.round_s + 2; /* the controller lifts the caps */
-    if (t >= stop_at) return 0;
+    if (t >= stop_at) {
+      read_cpu(s, rs);
+      return 0;
+    }
     sleep_s(s->o.tick_s - (now_s() - t));
   }
   return -EINTR;
@@ -692,7 +723,15 @@ static json_t *num(double x) {
 static json_t *result_json(struct sim *s, struct run_state *rs, size_t wrong_after,
                            size_t wrong_final) {
   struct sim_result r;
-  sim_score_result(&rs->score, &r);
+  char path[PATH_MAX + 32];
+  snprintf(path, sizeof path, "%s/score.csv", s->o.dir); /* every held second's score */
+  rs->score.trace = fopen(path, "w");
+  if (rs->score.trace)
+    fprintf(rs->score.trace, "t_s,ctl,equal,oracle,equal_drawn,oracle_drawn,budget_w,drawn_w\n");
+  if (sim_score_result(&rs->score, &r) < 0)
+    fprintf(stderr, "warning: sim: out of memory scoring the throughput\n");
+  if (rs->score.trace) fclose(rs->score.trace);
+  rs->score.trace = NULL;
   size_t gpus = s->o.nodes * s->o.gpus_per_node, jobs = 0;
   for (size_t i = 0; i < s->w.njobs; i++)
     jobs += s->w.jobs[i].running;
@@ -729,6 +768,16 @@ static json_t *result_json(struct sim *s, struct run_state *rs, size_t wrong_aft
   json_object_set_new(o, "alloc_ms_max", json_real(rs->max_alloc_ms));
   json_object_set_new(o, "round_ms_max", json_real(rs->max_round_ms));
   json_object_set_new(o, "controller_rounds_over", json_integer((json_int_t)rs->ctl_samples_over));
+  /* CPU: of the controller process running at the end (a controller-kill
+   * fault restarts it), of the agent host (hosted), and of the sim itself. */
+  json_object_set_new(o, "controller_cpu_s", num(rs->cpu_ctl_s));
+  json_object_set_new(o, "controller_rounds", json_integer((json_int_t)rs->ctl_rounds));
+  json_object_set_new(o, "controller_cpu_ms_per_round",
+                      num(rs->ctl_rounds > 0 ? 1e3 * rs->cpu_ctl_s / rs->ctl_rounds : NAN));
+  json_object_set_new(o, "host_cpu_s", num(rs->cpu_host_s));
+  json_object_set_new(o, "host_cpu_ms_per_round",
+                      num(rs->ctl_rounds > 0 ? 1e3 * rs->cpu_host_s / rs->ctl_rounds : NAN));
+  json_object_set_new(o, "sim_cpu_s", num(rs->cpu_sim_s));
   json_object_set_new(o, "event", json_integer(rs->event_id));
   json_object_set_new(o, "dir", json_string(s->o.dir));
   json_object_set_new(o, "templates", json_string(s->o.templates));
@@ -929,14 +978,8 @@ int ctl_sim_cluster_main(int argc, char **argv) {
     snprintf(path, sizeof path, "%s/power.csv", s.o.dir);
     rs.trace = fopen(path, "w");
     if (rs.trace) fprintf(rs.trace, "t_s,reported_w,limits_w,no_job_w\n");
-    snprintf(path, sizeof path, "%s/score.csv", s.o.dir);
-    rs.score.trace = fopen(path, "w");
-    if (rs.score.trace)
-      fprintf(rs.score.trace, "t_s,ctl,equal,oracle,equal_drawn,oracle_drawn,budget_w,drawn_w\n");
     rc = run_loop(&s, &rs);
     if (rs.trace) fclose(rs.trace);
-    if (rs.score.trace) fclose(rs.score.trace);
-    rs.score.trace = NULL;
   } else
     fprintf(stderr, "error: sim-cluster: %s\n", err);
   size_t wrong_after = rc == 0 ? wrong_limits(&s) : 0;
