@@ -59,7 +59,7 @@ static int resume(struct ctl_controller *c, char *err, size_t errlen) {
     c->rounds = r.rounds;
     double target;
     if (ctl_events_target(c->events, c->nevents, now, &target, NULL)) {
-      c->fb.offset_w = r.offset_w;
+      ctl_feedback_resume(&c->fb, r.offset_w);
       ctl_log("note",
               "resuming an active event (target %.0f W, feedback offset %.0f W, "
               "last round %.1f s ago)",

@@ -278,6 +278,7 @@ static void hold_target(struct ctl_controller *c, double now, double target, dou
     c->in_event = true;
     c->event_t0 = now;
     c->caps_acked_at = 0;
+    ctl_feedback_start(&c->fb, target);
   }
   double budget = isfinite(c->caps_in_force_w)
                       ? ctl_feedback_step(&c->fb, target, measured, c->caps_in_force_w,

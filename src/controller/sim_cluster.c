@@ -892,7 +892,7 @@ static int setup(struct sim *s, char *err, size_t errlen) {
   }
   for (size_t i = 0; !o->hosted && i < n; i++)
     s->agent_pid[i] = start_agent(s, i);
-  if (!agents_healthy(s, 10 + n * 0.05)) {
+  if (!agents_healthy(s, 30 + n * 0.15)) {
     snprintf(err, errlen, "not every pflexd answered /v1/health (logs in '%.300s')", o->dir);
     return -ETIMEDOUT;
   }
