@@ -299,7 +299,7 @@ static void hold_target(struct ctl_controller *c, double now, double target, dou
   for (size_t i = 0; i < c->nnodes; i++)
     reachable += c->nodes[i].reachable && c->nodes[i].ngpus;
   size_t acked = push_caps(c);
-  if (acked == reachable && !c->caps_acked_at) c->caps_acked_at = ctl_epoch_now();
+  if (reachable && acked == reachable && !c->caps_acked_at) c->caps_acked_at = ctl_epoch_now();
   c->caps_in_force_w = s.caps_w;
   c->saturated = s.saturated;
   c->last_plan = s;

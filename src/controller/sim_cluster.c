@@ -605,7 +605,7 @@ static void poll_status(struct sim *s, struct run_state *rs) {
       json_integer_value(json_object_get(o, "event")) == rs->event_id)
     rs->caps_applied_s = json_number_value(acked) - rs->t_event;
   if (json_is_false(json_object_get(o, "compliant"))) rs->ctl_samples_over++;
-  rs->ctl_rounds = json_number_value(json_object_get(o, "rounds"));
+  rs->ctl_rounds = json_number_value(json_object_get(o, "round"));
   json_decref(o);
 }
 
