@@ -6,7 +6,11 @@
  * the caps the plan gives are the twin's, with 0.5% noise. Timings are wall
  * clock on this machine, median and maximum over the capped rounds.
  *
- * usage: bench_controller [NODES...]   (default 125 1000) */
+ * With --templates FILE (a runs CSV) the curves are data-shaped by its
+ * sweeps, as pflex-controller's templates_file; "first learn" is the round
+ * that builds every job's prior.
+ *
+ * usage: bench_controller [--templates FILE] [NODES...]   (default 125 1000) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +24,7 @@
 #include "controller/jobs.h"
 #include "controller/plan.h"
 #include "controller/sim_truth.h"
+#include "controller/templates.h"
 
 #define GPUS 8
 #define ROUNDS 12
@@ -54,7 +59,7 @@ static void physics(struct ctl_node *nodes, size_t n, const struct sim_kind **ki
   }
 }
 
-static void run(size_t n, const struct sim_truth *truth) {
+static void run(size_t n, const struct sim_truth *truth, const struct ctl_templates *tpl) {
   struct ctl_node *nodes = calloc(n, sizeof *nodes);
   const struct sim_kind **kind = calloc(n, sizeof *kind);
   gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
@@ -62,7 +67,9 @@ static void run(size_t n, const struct sim_truth *truth) {
   ctl_config_defaults(&cfg);
   struct ctl_jobset js;
   ctl_jobset_init(&js);
-  double uncapped = 0;
+  js.templates = tpl ? tpl->curves : NULL;
+  js.ntemplates = tpl ? tpl->n : 0;
+  double uncapped = 0, first_learn = 0;
   for (size_t k = 0; k < n; k++) { /* one job per node: n jobs */
     struct ctl_node *nd = &nodes[k];
     kind[k] = &truth->kinds[gsl_rng_uniform_int(rng, truth->n)];
@@ -90,6 +97,7 @@ static void run(size_t n, const struct sim_truth *truth) {
     double t1 = now_ms();
     ctl_jobset_learn(&js, &cfg);
     double t2 = now_ms();
+    first_learn = fmax(first_learn, t2 - t1);
     if (r < 5) continue; /* uncapped: P_max and T_max learnt */
     struct ctl_plan_summary s;
     double target = 0.7 * uncapped;
@@ -108,6 +116,8 @@ static void run(size_t n, const struct sim_truth *truth) {
     printf("%6zu jobs %6zu GPUs  %-26s median %8.2f ms  max %8.2f ms\n", n, n * GPUS, names[i],
            v[i][m / 2], v[i][m - 1]);
   }
+  printf("%6zu jobs %6zu GPUs  %-26s          %8.2f ms (the priors built)\n", n, n * GPUS,
+         "slowest uncapped learn", first_learn);
   ctl_jobset_release(&js);
   gsl_rng_free(rng);
   free(kind);
@@ -123,13 +133,26 @@ int main(int argc, char **argv) {
   }
   size_t sizes[16] = {125, 1000};
   size_t ns = 2;
-  if (argc > 1) {
+  struct ctl_templates tpl = {0};
+  bool with_tpl = false;
+  int first = 1;
+  if (argc > 2 && strcmp(argv[1], "--templates") == 0) {
+    char err[512];
+    if (ctl_templates_load(argv[2], &tpl, err, sizeof err) < 0) {
+      fprintf(stderr, "error: %s\n", err);
+      return 1;
+    }
+    with_tpl = true;
+    first = 3;
+  }
+  if (argc > first) {
     ns = 0;
-    for (int i = 1; i < argc && ns < 16; i++)
+    for (int i = first; i < argc && ns < 16; i++)
       sizes[ns++] = strtoul(argv[i], NULL, 10);
   }
   for (size_t i = 0; i < ns; i++)
-    if (sizes[i] > 0) run(sizes[i], &truth);
+    if (sizes[i] > 0) run(sizes[i], &truth, with_tpl ? &tpl : NULL);
+  if (with_tpl) ctl_templates_release(&tpl);
   sim_truth_release(&truth);
   return 0;
 }

@@ -4,8 +4,10 @@
 # HTTP endpoint on its own loopback port and state directory, all in one host
 # process, on the sim backend), at growing sizes, one cut each. Prints one
 # line per size from the sim's --json, the CPU the whole run used (the sim,
-# its agent host and the controller), and the load average around it: on a
-# shared machine the load says how much of the two cores the run had.
+# its agent host and the controller) and per round of the controller and of
+# the agent host, and the load average around it: on a shared machine the
+# load says how much of the two cores the run had. gap_drwn and used separate
+# the allocation from the budget the feedback used (docs/controller.md).
 #
 #   bench/bench_sim_scale.sh [BUILD_DIR] [NODES...]    (default: build 50 200 1000)
 #   env: CUT (30), DURATION (60 s), WARMUP (15 s), CHURN (300 s), TICK (1 s),
@@ -20,8 +22,8 @@ ctl="$build/pflex-controller"
 cut=${CUT:-30} duration=${DURATION:-60} warmup=${WARMUP:-15} churn=${CHURN:-300} tick=${TICK:-1}
 fault=()
 [ -z "${FAULT:-}" ] || fault=(--fault "$FAULT")
-printf '%-6s %-6s %8s %8s %6s %8s %8s %8s %6s %9s %9s %8s %s\n' nodes gpus caps_s compl_s over \
-  gap vs_eq vs_or wrong round_ms alloc_ms cpu_s load
+printf '%-6s %-6s %8s %8s %6s %8s %8s %7s %8s %8s %6s %9s %9s %9s %9s %8s %s\n' nodes gpus caps_s \
+  compl_s over gap gap_drwn used vs_eq vs_or wrong round_ms alloc_ms ctl_ms/r host_ms/r cpu_s load
 for n in "${sizes[@]}"; do
   t=$(mktemp)
   load0=$(cut -d' ' -f1 /proc/loadavg)
@@ -39,9 +41,10 @@ for n in "${sizes[@]}"; do
   echo "$out" | jq -r --arg cpu "$cpu" --arg load "$load0-$load1" '
     def r3: if . == null then "-" else (. * 1000 | round / 1000 | tostring) end;
     [.nodes, .gpus, (.caps_applied_s | r3), (.compliance_s | r3), .overshoot_samples,
-     (.gap_recovered | r3), (.tput_vs_equal | r3), (.tput_vs_oracle | r3),
+     (.gap_recovered | r3), (.gap_recovered_drawn | r3), (.budget_used | r3),
+     (.tput_vs_equal | r3), (.tput_vs_oracle | r3),
      (.wrong_limits_after + .wrong_limits_final), (.round_ms_max | r3), (.alloc_ms_max | r3),
-     $cpu, $load] | @tsv' |
-    awk -F'\t' '{printf "%-6s %-6s %8s %8s %6s %8s %8s %8s %6s %9s %9s %8s %s\n",
-      $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13}'
+     (.controller_cpu_ms_per_round | r3), (.host_cpu_ms_per_round | r3), $cpu, $load] | @tsv' |
+    awk -F'\t' '{printf "%-6s %-6s %8s %8s %6s %8s %8s %7s %8s %8s %6s %9s %9s %9s %9s %8s %s\n",
+      $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17}'
 done

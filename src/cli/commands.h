@@ -3,6 +3,8 @@
 #ifndef PFLEX_CLI_COMMANDS_H
 #define PFLEX_CLI_COMMANDS_H
 
+#include <stdbool.h>
+
 struct cli_spec;
 
 struct pflex_cmd {
@@ -15,6 +17,9 @@ struct pflex_cmd {
    * usage is the full help text. */
   const struct cli_spec *const *specs;
   const char *usage;
+  /* The command hands its arguments to another program, which prints its
+   * own help: `--help` and `pflex help <command>` go to run(). */
+  bool own_help;
 };
 
 /* Exit statuses (README.md, "What it does"). */
@@ -36,5 +41,6 @@ extern const struct pflex_cmd pflex_cmd_predict;
 extern const struct pflex_cmd pflex_cmd_ablation;
 extern const struct pflex_cmd pflex_cmd_allocate;
 extern const struct pflex_cmd pflex_cmd_study;
+extern const struct pflex_cmd pflex_cmd_sim_cluster;
 
 #endif

@@ -14,7 +14,7 @@ static const struct pflex_cmd *const commands[] = {
     &pflex_cmd_study,   &pflex_cmd_pfi,      &pflex_cmd_stats,    &pflex_cmd_aggregate,
     &pflex_cmd_import,  &pflex_cmd_export,   &pflex_cmd_twin,     &pflex_cmd_fit,
     &pflex_cmd_predict, &pflex_cmd_ablation, &pflex_cmd_allocate, &pflex_cmd_gpus,
-    &pflex_cmd_cap,     &pflex_cmd_sweep,    &pflex_cmd_version,
+    &pflex_cmd_cap,     &pflex_cmd_sweep,    &pflex_cmd_sim_cluster, &pflex_cmd_version,
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
@@ -72,6 +72,10 @@ static int help(int argc, char **argv) {
     fprintf(stderr, "error: unknown command '%s'\ntry 'pflex help'\n", argv[2]);
     return PFLEX_EXIT_USAGE;
   }
+  if (c->own_help) {
+    char *args[] = {(char *)c->name, "--help", NULL};
+    return finish(c->run(2, args));
+  }
   command_help(stdout, c);
   return finish(PFLEX_EXIT_OK);
 }
@@ -92,7 +96,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "error: unknown command '%s'\ntry 'pflex help'\n", argv[1]);
     return PFLEX_EXIT_USAGE;
   }
-  for (int i = 2; i < argc; i++)
+  for (int i = 2; i < argc && !c->own_help; i++)
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       command_help(stdout, c);
       return finish(PFLEX_EXIT_OK);

@@ -8,8 +8,14 @@
 
 #include <jansson.h>
 
+#include "agent/body.h" /* the job id and class name rules pflexd applies */
+
+/* Watts a GPU may report or be limited to; more is a broken reply (and
+ * would make the cluster's sums meaningless). */
+#define MAX_GPU_W 100000.0
+
 static int bad(char *err, size_t errlen, const char *what, size_t i, const char *field) {
-  snprintf(err, errlen, "%s[%zu]: field '%s' missing or of the wrong type", what, i, field);
+  snprintf(err, errlen, "%s[%zu]: field '%s' missing, of the wrong type or out of range", what, i, field);
   return -EINVAL;
 }
 
@@ -63,21 +69,27 @@ static int parse_gpu(const json_t *o, size_t i, struct ctl_gpu_state *g, char *e
     const char *key;
     size_t off;
     double fallback;
+    double lo, hi; /* accepted range of a number (null: the fallback) */
   } nums[] = {
-      {"power_w", offsetof(struct ctl_gpu_state, power_w), NAN},
-      {"limit_w", offsetof(struct ctl_gpu_state, limit_w), NAN},
-      {"enforced_limit_w", offsetof(struct ctl_gpu_state, enforced_w), NAN},
-      {"default_limit_w", offsetof(struct ctl_gpu_state, default_w), NAN},
-      {"min_limit_w", offsetof(struct ctl_gpu_state, min_w), NAN},
-      {"max_limit_w", offsetof(struct ctl_gpu_state, max_w), NAN},
-      {"energy_j", offsetof(struct ctl_gpu_state, energy_j), NAN},
-      {"lease_s_left", offsetof(struct ctl_gpu_state, lease_s_left), -1},
+      {"power_w", offsetof(struct ctl_gpu_state, power_w), NAN, 0, MAX_GPU_W},
+      {"limit_w", offsetof(struct ctl_gpu_state, limit_w), NAN, 0, MAX_GPU_W},
+      {"enforced_limit_w", offsetof(struct ctl_gpu_state, enforced_w), NAN, 0, MAX_GPU_W},
+      {"default_limit_w", offsetof(struct ctl_gpu_state, default_w), NAN, 0, MAX_GPU_W},
+      {"min_limit_w", offsetof(struct ctl_gpu_state, min_w), NAN, 0, MAX_GPU_W},
+      {"max_limit_w", offsetof(struct ctl_gpu_state, max_w), NAN, 0, MAX_GPU_W},
+      {"energy_j", offsetof(struct ctl_gpu_state, energy_j), NAN, 0, INFINITY},
+      {"lease_s_left", offsetof(struct ctl_gpu_state, lease_s_left), -1, 0, INFINITY},
   };
-  for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++)
-    if (!num_or_null(o, nums[k].key, nums[k].fallback, (double *)((char *)g + nums[k].off)))
+  for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++) {
+    double *x = (double *)((char *)g + nums[k].off);
+    if (!num_or_null(o, nums[k].key, nums[k].fallback, x) ||
+        (*x != nums[k].fallback && !(*x >= nums[k].lo && *x <= nums[k].hi)))
       return bad(err, errlen, "gpus", i, nums[k].key);
+  }
+  if (g->min_w > g->max_w) return bad(err, errlen, "gpus", i, "min_limit_w");
   if (!str_or_null(o, "uuid", g->uuid, sizeof g->uuid)) return bad(err, errlen, "gpus", i, "uuid");
-  if (!str_or_null(o, "job", g->job, sizeof g->job)) return bad(err, errlen, "gpus", i, "job");
+  if (!str_or_null(o, "job", g->job, sizeof g->job) || (g->job[0] && !agent_job_id_valid(g->job)))
+    return bad(err, errlen, "gpus", i, "job");
   if (json_object_get(o, "lease_state") && /* optional: not in issue 9's list */
       !str_or_null(o, "lease_state", g->lease_state, sizeof g->lease_state))
     return bad(err, errlen, "gpus", i, "lease_state");
@@ -97,6 +109,11 @@ int ctl_parse_gpus(const char *body, size_t len, struct ctl_gpu_state *gpus, siz
   for (size_t i = 0; rc == 0 && i < n; i++) {
     memset(&gpus[i], 0, sizeof gpus[i]);
     rc = parse_gpu(json_array_get(a, i), i, &gpus[i], err, errlen);
+    for (size_t k = 0; rc == 0 && k < i; k++)
+      if (gpus[k].index == gpus[i].index) {
+        snprintf(err, errlen, "gpus[%zu]: index %u listed twice", i, gpus[i].index);
+        rc = -EINVAL;
+      }
   }
   json_decref(a);
   if (rc == 0) *ret_n = n;
@@ -119,13 +136,39 @@ static bool opt_num(const json_t *o, const char *key, double lo, double hi, doub
 static int parse_job_meta(const json_t *o, size_t i, struct ctl_job_meta *m, char *err,
                           size_t errlen) {
   m->class_name[0] = '\0';
-  if (json_object_get(o, "class") && !str_or_null(o, "class", m->class_name, sizeof m->class_name))
+  if (json_object_get(o, "class") &&
+      (!str_or_null(o, "class", m->class_name, sizeof m->class_name) ||
+       (m->class_name[0] && !agent_class_name_valid(m->class_name))))
     return bad(err, errlen, "jobs", i, "class");
   if (!opt_num(o, "weight", 1e-300, 1000, 0, &m->weight))
     return bad(err, errlen, "jobs", i, "weight");
   if (!opt_num(o, "min_throughput", 0, 1, -1, &m->min_tput))
     return bad(err, errlen, "jobs", i, "min_throughput");
   return 0;
+}
+
+static bool telemetry_name_ok(const char *s) {
+  size_t n = strlen(s);
+  if (n == 0 || n >= CTL_TELEMETRY_NAME_MAX) return false;
+  for (; *s; s++)
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_')) return false;
+  return true;
+}
+
+static bool parse_telemetry(const json_t *o, struct ctl_telemetry *t) {
+  const json_t *v = json_object_get(o, "telemetry");
+  t->n = 0;
+  if (!v || json_is_null(v)) return true;
+  if (!json_is_object(v) || json_object_size(v) > CTL_TELEMETRY_MAX) return false;
+  const char *key;
+  const json_t *x;
+  json_object_foreach((json_t *)v, key, x) {
+    if (!telemetry_name_ok(key) || !json_is_number(x) || !isfinite(json_number_value(x)))
+      return false;
+    snprintf(t->name[t->n], sizeof t->name[t->n], "%s", key);
+    t->value[t->n++] = json_number_value(x);
+  }
+  return true;
 }
 
 int ctl_parse_jobs(const char *body, size_t len, struct ctl_job_tput *jobs, size_t max,
@@ -143,8 +186,8 @@ int ctl_parse_jobs(const char *body, size_t len, struct ctl_job_tput *jobs, size
     struct ctl_job_tput *j = &jobs[i];
     memset(j, 0, sizeof *j);
     const json_t *id = json_object_get(o, "id");
-    if (!json_is_string(id) || !*json_string_value(id) ||
-        strlen(json_string_value(id)) >= sizeof j->id) {
+    if (!json_is_string(id) || strlen(json_string_value(id)) >= sizeof j->id ||
+        !agent_job_id_valid(json_string_value(id))) {
       rc = bad(err, errlen, "jobs", i, "id");
       break;
     }
@@ -160,6 +203,7 @@ int ctl_parse_jobs(const char *body, size_t len, struct ctl_job_tput *jobs, size
       break;
     }
     rc = parse_job_meta(o, i, &j->meta, err, errlen);
+    if (rc == 0 && !parse_telemetry(o, &j->telemetry)) rc = bad(err, errlen, "jobs", i, "telemetry");
   }
   json_decref(a);
   if (rc == 0) *ret_n = n;

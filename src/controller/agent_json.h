@@ -29,9 +29,21 @@ struct ctl_job_meta {
   double min_tput;                     /* < 0 : not given, else [0, 1] */
 };
 
+/* A job's telemetry, if its agent reports it: DCGM fields by name (lower
+ * case without prefix, as in runs files: dram_active, sm_active, ...) over
+ * the job's GPUs, the inputs of a `pflex fit` model. */
+#define CTL_TELEMETRY_MAX 32
+#define CTL_TELEMETRY_NAME_MAX 32
+struct ctl_telemetry {
+  size_t n;
+  char name[CTL_TELEMETRY_MAX][CTL_TELEMETRY_NAME_MAX];
+  double value[CTL_TELEMETRY_MAX]; /* finite */
+};
+
 struct ctl_job_tput {
   char id[CTL_JOB_ID_MAX];
   struct ctl_job_meta meta;
+  struct ctl_telemetry telemetry; /* n = 0: none reported */
   bool has_tput;
   double tput, tput_time; /* last sample and its time (epoch s) */
   double samples;         /* samples received so far */
@@ -42,7 +54,9 @@ struct ctl_job_tput {
 int ctl_parse_gpus(const char *body, size_t len, struct ctl_gpu_state *gpus, size_t max,
                    size_t *ret_n, char *err, size_t errlen);
 /* Parses GET /v1/jobs: id, throughput, and the optional class, weight and
- * min_throughput (absent or null: not given; out of range: refused). */
+ * min_throughput (absent or null: not given; out of range: refused), and
+ * telemetry ({"NAME": number, ...}: names of [a-z0-9_], at most 32 of
+ * them, finite numbers; absent or null: none). */
 int ctl_parse_jobs(const char *body, size_t len, struct ctl_job_tput *jobs, size_t max,
                    size_t *ret_n, char *err, size_t errlen);
 

@@ -84,18 +84,10 @@ static enum MHD_Result get_events(struct ctl_api *api, struct MHD_Connection *co
 
 static enum MHD_Result post_event(struct ctl_api *api, struct MHD_Connection *conn,
                                   struct request *rq) {
-  json_error_t je;
-  json_t *body = json_loadb(rq->body ? rq->body : "", rq->len, JSON_REJECT_DUPLICATES, &je);
-  if (!body) {
-    char msg[200];
-    snprintf(msg, sizeof msg, "malformed JSON: %s (offset %d)", je.text, je.position);
-    return send_error(api, conn, 400, "", msg);
-  }
   struct ctl_event e;
   struct ctl_field_error fe;
   double now = ctl_epoch_now();
-  int rc = ctl_event_from_json(body, now, &e, &fe);
-  json_decref(body);
+  int rc = ctl_event_parse_body(rq->body, rq->len, now, &e, &fe);
   if (rc < 0) return send_error(api, conn, (unsigned)fe.status, fe.field, fe.message);
   if (ctl_controller_add_event(api->c, &e) < 0)
     return send_error(api, conn, 500, NULL, "cannot store the event");

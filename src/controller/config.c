@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <ini.h>
 
@@ -49,6 +50,10 @@ static const struct key KEYS[] = {
     {"agent_token_file", STR(agent_token_file), "", "bearer token the agents expect"},
     {"state_db", STR(state_db), "/var/lib/pflex/controller.db", "SQLite state file"},
     {"schedule_file", STR(schedule_file), "", "planned events (JSON), \"\" = none"},
+    {"model_file", STR(model_file), "",
+     "`pflex fit` model: a job's prior PFI from its telemetry (\"\" = prior_pfi for all)"},
+    {"templates_file", STR(templates_file), "",
+     "runs CSV of measured sweeps whose curves shape every job's (\"\" = the parametric family)"},
     {"round_s", DBL(round_s, 0.05, 60), "1", "control round period, s"},
     {"lease_rounds", INT(lease_rounds, 2, 600), "5", "a cap's lease, in rounds"},
     {"agent_timeout_s", DBL(agent_timeout_s, 0.01, 60), "0.5", "timeout of one agent request, s"},
@@ -186,6 +191,7 @@ static int class_set(struct ctl_class *c, const char *key, const char *v, char *
 
 struct ini_ctx {
   struct ctl_config *cfg;
+  struct ctl_config tmp[1]; /* what the file sets, kept only if all of it is good */
   char err[256];
 };
 
@@ -208,20 +214,90 @@ static int on_ini_key(void *user, const char *section, const char *name, const c
   return key_set(ctx->cfg, k, value, ctx->err, sizeof ctx->err) == 0;
 }
 
-int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t errlen) {
-  FILE *f = fopen(path, "r");
-  if (!f) {
-    int e = errno;
-    snprintf(err, errlen, "cannot read '%s': %s", path, strerror(e));
-    return -e;
+/* libinih reads a line in pieces of INI_MAX_LINE (200) bytes and takes each
+ * piece as a line (the tail of a long comment could set a key), and stops at
+ * a NUL byte: both are refused first, naming the line. */
+#define INI_LINE_MAX 197
+#define CONFIG_FILE_MAX (1 << 20)
+
+static size_t bad_line(const char *text, size_t n, const char **why) {
+  size_t line = 1, col = 0;
+  for (size_t i = 0; i < n; i++, col++) {
+    if (text[i] == '\n') {
+      line++;
+      col = (size_t)-1;
+    } else if (text[i] == '\0') {
+      *why = "holds a NUL byte";
+      return line;
+    } else if (col >= INI_LINE_MAX) {
+      *why = "longer than 197 characters";
+      return line;
+    }
   }
-  struct ini_ctx ctx = {.cfg = cfg};
-  int line = ini_parse_file(f, on_ini_key, &ctx);
+  return 0;
+}
+
+/* The whole file, NUL-terminated (free() it); -errno, -EFBIG over 1 MiB. */
+static int read_text(const char *path, char **ret, size_t *ret_n) {
+  FILE *f = fopen(path, "r");
+  if (!f) return -errno;
+  struct stat st;
+  int rc = fstat(fileno(f), &st) < 0 ? -errno : st.st_size > CONFIG_FILE_MAX ? -EFBIG : 0;
+  size_t want = rc == 0 && st.st_size > 0 ? (size_t)st.st_size : 4096; /* a pipe: read to EOF */
+  char *buf = rc == 0 ? malloc(want + 1) : NULL;
+  size_t n = 0;
+  while (buf && rc == 0) {
+    n += fread(buf + n, 1, want - n, f);
+    if (ferror(f)) rc = -EIO;
+    if (rc || n < want) break;
+    char *p = want < CONFIG_FILE_MAX ? realloc(buf, 2 * want + 1) : NULL;
+    if (!p) {
+      rc = want < CONFIG_FILE_MAX ? -ENOMEM : -EFBIG;
+      break;
+    }
+    buf = p;
+    want *= 2;
+  }
+  if (!buf && rc == 0) rc = -ENOMEM;
   fclose(f);
+  if (rc < 0) {
+    free(buf);
+    return rc;
+  }
+  buf[n] = '\0';
+  *ret = buf;
+  *ret_n = n;
+  return 0;
+}
+
+/* Settings change only when the whole file is good. */
+int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t errlen) {
+  char *text = NULL;
+  size_t n = 0;
+  int rc = read_text(path, &text, &n);
+  if (rc < 0) {
+    snprintf(err, errlen, "cannot read '%s': %s", path,
+             rc == -EFBIG ? "larger than 1 MiB" : strerror(-rc));
+    return rc;
+  }
+  const char *why = NULL;
+  size_t bad = bad_line(text, n, &why);
+  struct ini_ctx *ctx = bad ? NULL : calloc(1, sizeof *ctx);
+  int line = bad ? (int)bad : -1;
+  if (ctx) {
+    ctx->cfg = ctx->tmp;
+    *ctx->tmp = *cfg;
+    line = ini_parse_string(text, on_ini_key, ctx);
+    if (line == 0) *cfg = *ctx->tmp;
+  }
+  free(text);
   if (line != 0) {
-    snprintf(err, errlen, "'%s': line %d: %s", path, line, ctx.err[0] ? ctx.err : "syntax error");
+    snprintf(err, errlen, "'%s': line %d: %s", path, line,
+             why ? why : !ctx ? "out of memory" : ctx->err[0] ? ctx->err : "syntax error");
+    free(ctx);
     return -EINVAL;
   }
+  free(ctx);
   snprintf(cfg->config_file, sizeof cfg->config_file, "%s", path);
   return 0;
 }

@@ -43,6 +43,8 @@ struct ctl_config {
   char agent_token_file[512]; /* bearer token the agents expect */
   char state_db[512];         /* SQLite file */
   char schedule_file[512];    /* planned events ("" = none) */
+  char templates_file[512];   /* runs CSV whose curves shape the jobs' ("" = the family) */
+  char model_file[512];       /* `pflex fit` model: PFI from a job's telemetry ("" = none) */
   double round_s;             /* control round period */
   int lease_rounds;           /* a cap's lease, in rounds */
   double agent_timeout_s;     /* one agent request */

@@ -8,6 +8,8 @@
 #include "controller/controller.h"
 #include "controller/log.h"
 #include "controller/schedule.h"
+#include "pflex/error.h"
+#include "pflex/model_json.h"
 
 static int open_nodes(struct ctl_controller *c, char *err, size_t errlen) {
   c->nnodes = c->inv.n;
@@ -57,13 +59,27 @@ static int resume(struct ctl_controller *c, char *err, size_t errlen) {
     c->rounds = r.rounds;
     double target;
     if (ctl_events_target(c->events, c->nevents, now, &target, NULL)) {
-      c->fb.offset_w = r.offset_w;
+      ctl_feedback_resume(&c->fb, r.offset_w);
       ctl_log("note",
               "resuming an active event (target %.0f W, feedback offset %.0f W, "
               "last round %.1f s ago)",
               target, r.offset_w, now - r.last_round);
     }
   }
+  return 0;
+}
+
+static int load_model(struct ctl_controller *c, const char *path, char *err, size_t errlen) {
+  struct pflex_diag d;
+  pflex_diag_clear(&d);
+  int rc = pflex_model_read_json(path, &c->model, &d);
+  if (rc < 0) {
+    snprintf(err, errlen, "model '%s': %s%s%s", path, d.column[0] ? d.column : "",
+             d.column[0] ? ": " : "", d.message[0] ? d.message : pflex_strerror(rc));
+    return rc;
+  }
+  c->has_model = true;
+  c->jobs.model = &c->model;
   return 0;
 }
 
@@ -82,6 +98,16 @@ int ctl_controller_open(struct ctl_controller *c, const struct ctl_config *cfg, 
                ? ctl_discovery_open(cfg, &c->disc, &c->inv, err, errlen)
                : ctl_inventory_load(cfg->agents_file, &c->inv, err, errlen);
   if (rc < 0) return rc;
+  if (cfg->templates_file[0]) {
+    rc = ctl_templates_load(cfg->templates_file, &c->templates, err, errlen);
+    if (rc < 0) return rc;
+    c->jobs.templates = c->templates.curves;
+    c->jobs.ntemplates = c->templates.n;
+  }
+  if (cfg->model_file[0]) {
+    rc = load_model(c, cfg->model_file, err, errlen);
+    if (rc < 0) return rc;
+  }
   if (cfg->token_file[0]) {
     rc = ctl_read_secret(cfg->token_file, c->api_token, sizeof c->api_token, err, errlen);
     if (rc < 0) return rc;
@@ -103,6 +129,8 @@ void ctl_controller_close(struct ctl_controller *c) {
   free(c->reqs);
   free(c->nodes);
   ctl_jobset_release(&c->jobs);
+  ctl_templates_release(&c->templates);
+  if (c->has_model) pflex_model_release(&c->model);
   ctl_store_close(c->store);
   ctl_inventory_release(&c->inv);
   free(c->events);

@@ -25,6 +25,7 @@
 #include "controller/nodes.h"
 #include "controller/plan.h"
 #include "controller/store.h"
+#include "controller/templates.h"
 
 #define CTL_BASELINE_RING 64
 
@@ -38,6 +39,9 @@ struct ctl_controller {
   struct ctl_request *reqs; /* 2 per node: GET /v1/gpus, GET /v1/jobs (or a write) */
   char **bodies;            /* PUT bodies of this round, per node */
   struct ctl_jobset jobs;
+  struct ctl_templates templates; /* templates_file's curves (none: the family shape) */
+  struct pflex_model model;       /* model_file's (has_model) */
+  bool has_model;
   struct ctl_feedback fb;
   struct ctl_store *store;
   char api_token[CTL_TOKEN_MAX + 1];

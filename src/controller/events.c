@@ -125,6 +125,20 @@ int ctl_event_from_json(const json_t *body, double now, struct ctl_event *ret,
   return 0;
 }
 
+int ctl_event_parse_body(const char *body, size_t len, double now, struct ctl_event *ret,
+                         struct ctl_field_error *err) {
+  json_error_t je;
+  json_t *o = json_loadb(body ? body : "", len, JSON_REJECT_DUPLICATES, &je);
+  if (!o) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "malformed JSON: %.100s (offset %d)", je.text, je.position);
+    return field_error(err, 400, "", msg);
+  }
+  int rc = ctl_event_from_json(o, now, ret, err);
+  json_decref(o);
+  return rc;
+}
+
 static int two(const char *s) {
   if (s[0] < '0' || s[0] > '9' || s[1] < '0' || s[1] > '9') return -1;
   return (s[0] - '0') * 10 + (s[1] - '0');
@@ -174,17 +188,25 @@ int ctl_parse_iso8601(const char *s, double *ret_epoch) {
   } else {
     return -EINVAL;
   }
-  *ret_epoch =
-      (double)(days_from_civil(y, mo, d) * 86400L + h * 3600L + mi * 60L + se - offset) + frac;
+  long t = days_from_civil(y, mo, d) * 86400L + h * 3600L + mi * 60L + se - offset;
+  if (t < 0) return -EINVAL; /* before 1970 UTC (a 1970 date with an offset east) */
+  *ret_epoch = (double)t + frac;
   return 0;
 }
 
 void ctl_format_iso8601(double epoch, char *buf, size_t size) {
-  time_t t = (time_t)floor(epoch);
-  int ms = (int)floor((epoch - (double)t) * 1000.0);
+  /* The nearest millisecond: flooring (epoch - t) * 1000 turned x.9 s into
+   * x.899 where a double holds x.9 just below (found by fuzz_ctl_event). */
+  double whole = floor(epoch);
+  long ms = lround((epoch - whole) * 1000.0);
+  if (ms >= 1000) {
+    whole += 1;
+    ms -= 1000;
+  }
+  time_t t = (time_t)whole;
   struct tm tm;
   gmtime_r(&t, &tm);
-  snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+  snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900, tm.tm_mon + 1,
            tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
 }
 

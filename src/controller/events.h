@@ -62,6 +62,11 @@ struct ctl_field_error {
 int ctl_event_from_json(const json_t *body, double now, struct ctl_event *ret,
                         struct ctl_field_error *err);
 
+/* The same from the raw body of POST /v1/events (len bytes; duplicate keys
+ * refused): malformed JSON is a 400 naming the offset. */
+int ctl_event_parse_body(const char *body, size_t len, double now, struct ctl_event *ret,
+                         struct ctl_field_error *err);
+
 /* Parses ISO 8601 "YYYY-MM-DDTHH:MM:SS[.frac](Z|+HH:MM|-HH:MM)" (a time zone
  * is required) into epoch seconds. -EINVAL otherwise. */
 int ctl_parse_iso8601(const char *s, double *ret_epoch);

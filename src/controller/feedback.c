@@ -11,13 +11,28 @@ void ctl_feedback_opts_default(struct ctl_feedback_opts *opts) {
   opts->max_under = 0.3;
 }
 
+#define LAG_ROUNDS 2
+
 void ctl_feedback_init(struct ctl_feedback *fb, const struct ctl_feedback_opts *opts) {
   fb->opts = *opts;
-  fb->offset_w = 0;
+  ctl_feedback_reset(fb);
 }
 
 void ctl_feedback_reset(struct ctl_feedback *fb) {
   fb->offset_w = 0;
+  fb->started = false;
+  fb->lag_rounds = 0;
+}
+
+void ctl_feedback_start(struct ctl_feedback *fb, double target_w) {
+  if (fb->started) return;
+  fb->offset_w = fb->opts.max_over * target_w;
+  fb->started = true;
+}
+
+void ctl_feedback_resume(struct ctl_feedback *fb, double offset_w) {
+  fb->offset_w = offset_w;
+  fb->started = true;
 }
 
 static double clamp(double x, double lo, double hi) {
@@ -27,8 +42,11 @@ static double clamp(double x, double lo, double hi) {
 double ctl_feedback_step(struct ctl_feedback *fb, double target_w, double measured_w, double caps_w,
                          enum ctl_feedback_limit limit) {
   const struct ctl_feedback_opts *o = &fb->opts;
+  bool lag = isfinite(measured_w) && measured_w > caps_w; /* the reading predates the caps */
+  fb->lag_rounds = lag ? fb->lag_rounds + 1 : 0;
+  if (lag && fb->lag_rounds <= LAG_ROUNDS) return ctl_feedback_budget(fb, target_w);
   if (isfinite(measured_w) && target_w > 0) {
-    if (measured_w > caps_w) measured_w = caps_w; /* lag: the reading predates the caps */
+    if (lag) measured_w = caps_w; /* above the caps this long: counted at them */
     double err = target_w * (1.0 - o->margin) - measured_w;
     double gain = measured_w > target_w ? o->gain_down : o->gain_up;
     double step = gain * err;

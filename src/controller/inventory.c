@@ -21,7 +21,9 @@ static char *trim(char *s) {
 
 static int check_url(const char *u) {
   if (strncmp(u, "http://", 7) != 0 && strncmp(u, "https://", 8) != 0) return -1;
-  if (strlen(u) >= CTL_URL_MAX || strpbrk(u, " \t\"'\\")) return -2;
+  if (strlen(u) >= CTL_URL_MAX || strpbrk(u, "\"'\\")) return -2;
+  for (const unsigned char *p = (const unsigned char *)u; *p; p++)
+    if (*p <= ' ' || *p >= 0x7f) return -2; /* a space, control byte or non-ASCII */
   return 0;
 }
 
@@ -57,18 +59,24 @@ int ctl_inventory_load(const char *path, struct ctl_inventory *ret, char *err, s
     return -e;
   }
   struct ctl_inventory inv = {0};
-  size_t cap = 0, lineno = 0;
-  char line[1024];
+  size_t cap = 0, lineno = 0, linecap = 0;
+  char *line = NULL; /* a whole line, however long (a long comment is one line) */
+  ssize_t len;
   int rc = 0;
-  while (rc == 0 && fgets(line, sizeof line, f)) {
+  while (rc == 0 && (len = getline(&line, &linecap, f)) >= 0) {
     lineno++;
+    if (strlen(line) != (size_t)len) {
+      snprintf(err, errlen, "'%s': line %zu: holds a NUL byte", path, lineno);
+      rc = -EINVAL;
+      break;
+    }
     char *u = trim(line);
     if (!*u || *u == '#') continue;
     int bad = check_url(u);
     if (bad) {
       snprintf(err, errlen, "'%s': line %zu: %s", path, lineno,
                bad == -1 ? "not an http:// or https:// URL"
-                         : "URL too long or holds a space/quote");
+                         : "URL too long or holds a space, quote, control byte or non-ASCII");
       rc = -EINVAL;
     } else if (is_duplicate(&inv, u)) {
       snprintf(err, errlen, "'%s': line %zu: agent '%s' listed twice", path, lineno, u);
@@ -80,6 +88,7 @@ int ctl_inventory_load(const char *path, struct ctl_inventory *ret, char *err, s
       rc = add_url(&inv, &cap, u);
     }
   }
+  free(line);
   fclose(f);
   if (rc == 0 && inv.n == 0) {
     snprintf(err, errlen, "'%s': no agent URLs", path);

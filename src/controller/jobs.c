@@ -3,8 +3,10 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define SETTLE_ROUNDS 2 /* a cap (or no cap) holds this long before its reading counts */
 #define OBS_EVERY_ROUNDS 10
@@ -25,7 +27,8 @@ void ctl_jobset_release(struct ctl_jobset *js) {
   for (size_t i = 0; i < js->n; i++)
     job_release(&js->v[i]);
   free(js->v);
-  memset(js, 0, sizeof *js);
+  js->v = NULL;
+  js->n = js->cap = 0; /* the templates stay: they are the caller's */
 }
 
 static int cmp_job(const void *a, const void *b) {
@@ -71,6 +74,7 @@ static void reset_round(struct ctl_job *j) {
   j->limit_w = INFINITY;
   j->has_tput = false;
   j->meta = (struct ctl_job_meta){.weight = 0, .min_tput = -1};
+  j->telemetry.n = 0;
   j->alloc_w = j->cap_w = j->pred_tput = 0;
 }
 
@@ -96,6 +100,7 @@ static void add_tput(struct ctl_jobset *js, size_t sorted_n, const struct ctl_jo
   struct ctl_job *j = find_or_add(js, sorted_n, t->id);
   if (!j || !j->present) return;
   add_meta(j, &t->meta);
+  if (!j->telemetry.n) j->telemetry = t->telemetry;
   if (t->has_tput && (!j->has_tput || t->tput_time > j->tput_time)) {
     j->has_tput = true;
     j->tput = t->tput;
@@ -166,15 +171,17 @@ static void learn_uncapped(struct ctl_job *j) {
   if (j->has_tput) j->t_max = j->t_max > 0 ? (1 - EMA) * j->t_max + EMA * j->tput : j->tput;
 }
 
-static void refine_job(const struct ctl_job *j, double p_max, double t_max, double pfi,
-                       struct pflex_refine_job *rj) {
+static void refine_job(const struct ctl_jobset *js, const struct ctl_job *j, double p_max,
+                       double t_max, double pfi, bool data, struct pflex_refine_job *rj) {
   memset(rj, 0, sizeof *rj);
   rj->pfi = pfi;
   rj->p_min = j->gpus * j->min_w;
   rj->p_max = p_max;
   rj->t_max = t_max;
   rj->gpus = j->gpus;
-  rj->shape = PFLEX_REFINE_FAMILY;
+  rj->shape = data && js->ntemplates ? PFLEX_REFINE_DATA : PFLEX_REFINE_FAMILY;
+  rj->templates = rj->shape == PFLEX_REFINE_DATA ? js->templates : NULL;
+  rj->ntemplates = rj->shape == PFLEX_REFINE_DATA ? js->ntemplates : 0;
 }
 
 /* The P_max and T_max to build a curve on: measured, else the most the GPUs
@@ -183,7 +190,8 @@ static void refine_job(const struct ctl_job *j, double p_max, double t_max, doub
  * That estimate is made once and kept: the refinement then fits the curve
  * through what the job's caps do, which a new estimate (and prior) every
  * round would throw away. */
-static bool curve_bounds(struct ctl_job *j, double pfi, double *ret_p, double *ret_t) {
+static bool curve_bounds(const struct ctl_jobset *js, struct ctl_job *j, double pfi, double *ret_p,
+                         double *ret_t) {
   double p = j->p_max > 0 ? j->p_max : j->gpus * j->max_w;
   p = fmax(p, 1.02 * j->gpus * j->min_w);
   *ret_p = p;
@@ -201,7 +209,7 @@ static bool curve_bounds(struct ctl_job *j, double pfi, double *ret_p, double *r
   bool at_share = j->probe_cap_w > 0 && fabs(j->held_cap_w - j->probe_cap_w) <= 1.0;
   if (!j->has_tput || j->held_rounds < SETTLE_ROUNDS || j->uncapped || !at_share) return true;
   struct pflex_refine_job rj;
-  refine_job(j, p, 1.0, pfi, &rj);
+  refine_job(js, j, p, 1.0, pfi, true, &rj);
   struct pflex_curve *c;
   if (pflex_refine_predicted_curve(&rj, &c) < 0) return true;
   double rel = pflex_curve_eval(c, j->power_w);
@@ -210,16 +218,65 @@ static bool curve_bounds(struct ctl_job *j, double pfi, double *ret_p, double *r
   return true;
 }
 
-static bool needs_prior(const struct ctl_job *j, double p, double t) {
+static bool needs_prior(const struct ctl_job *j, double p, double t, double pfi) {
   return !j->prior || fabs(p - j->prior_p_max) > 0.03 * j->prior_p_max ||
-         fabs(t - j->prior_t_max) > 0.03 * j->prior_t_max;
+         fabs(t - j->prior_t_max) > 0.03 * j->prior_t_max || pfi != j->prior_pfi;
 }
 
-static int ensure_curve(struct ctl_job *j, double pfi) {
-  double p, t;
-  if (!curve_bounds(j, pfi, &p, &t) || !needs_prior(j, p, t)) return 0;
+/* The model's prediction from the job's telemetry, as one uncapped run of
+ * live telemetry (so that derived features such as dram_copy are computed
+ * as for a runs file). False when a feature is missing: the prior then. */
+static bool predict_pfi(const struct pflex_model *m, const struct ctl_job *j, double *ret) {
+  struct pflex_runset set;
+  pflex_runset_init(&set);
+  struct pflex_run run = {.group = (char *)j->id, .gpu = "", .gpus = j->gpus,
+                          .cap_w = j->max_w, .power_w = j->power_w, .tput = 1};
+  int rc = pflex_runset_append(&set, &run);
+  for (size_t k = 0; rc == 0 && k < j->telemetry.n; k++) {
+    char v[32];
+    snprintf(v, sizeof v, "%.17g", j->telemetry.value[k]);
+    rc = pflex_runset_set_extra(&set, 0, j->telemetry.name[k], v);
+  }
+  bool was_prior = true;
+  if (rc == 0) rc = pflex_model_predict_run(m, &set, 0, true, ret, &was_prior, NULL);
+  pflex_runset_release(&set);
+  return rc == 0 && !was_prior && isfinite(*ret);
+}
+
+/* The PFI a job's prior is built at: the model's prediction from the job's
+ * telemetry (made once, when the model's features are reported), else the
+ * model's population prior, else the configured prior_pfi. */
+static double job_pfi(const struct ctl_jobset *js, struct ctl_job *j, double prior_pfi) {
+  const struct pflex_model *m = js->model;
+  if (j->model_pfi > 0 || !m) return j->model_pfi > 0 ? j->model_pfi : prior_pfi;
+  double pfi;
+  if (j->telemetry.n && predict_pfi(m, j, &pfi)) {
+    j->model_pfi = fmin(fmax(pfi, 0.6), 6.0); /* the refinement's candidate range */
+    return j->model_pfi;
+  }
+  double prior = pflex_model_prior(m, PFLEX_ARCH_UNKNOWN, PFLEX_TASK_UNKNOWN);
+  return isfinite(prior) && prior > 0 ? fmin(fmax(prior, 0.6), 6.0) : prior_pfi;
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* A template-shaped prior costs milliseconds (PFLEX_REFINE_NPFI template
+ * constructions): a round builds them for SHAPE_SHARE of its period at most,
+ * and a job waiting its turn runs on the family (cheap) meanwhile. */
+#define SHAPE_SHARE 0.1
+
+static int ensure_curve(struct ctl_jobset *js, struct ctl_job *j, double prior_pfi) {
+  double p, t, pfi = job_pfi(js, j, prior_pfi);
+  bool data = js->ntemplates && js->shape_budget_ms > 0;
+  if (!curve_bounds(js, j, pfi, &p, &t) || (!needs_prior(j, p, t, pfi) && !(data && !j->data_shaped)))
+    return 0;
+  double t0 = now_ms();
   struct pflex_refine_job rj;
-  refine_job(j, p, t, pfi, &rj);
+  refine_job(js, j, p, t, pfi, data, &rj);
   struct pflex_refine_prior *prior;
   struct pflex_refine *r;
   int rc = pflex_refine_prior_new(&rj, &prior);
@@ -234,6 +291,9 @@ static int ensure_curve(struct ctl_job *j, double pfi) {
   j->refine = r;
   j->prior_p_max = p;
   j->prior_t_max = t;
+  j->prior_pfi = pfi;
+  j->data_shaped = rj.shape == PFLEX_REFINE_DATA;
+  if (j->data_shaped) js->shape_budget_ms -= now_ms() - t0;
   j->relative = !(j->t_max > 0) && !(j->t_est > 0);
   j->observations = 0;
   return 0;
@@ -271,12 +331,13 @@ void ctl_job_resolve_class(struct ctl_job *j, const struct ctl_config *cfg) {
 
 size_t ctl_jobset_learn(struct ctl_jobset *js, const struct ctl_config *cfg) {
   size_t obs = 0;
+  js->shape_budget_ms = SHAPE_SHARE * cfg->round_s * 1e3;
   for (size_t i = 0; i < js->n; i++) {
     struct ctl_job *j = &js->v[i];
     if (!j->present || !j->complete || j->gpus == 0) continue;
     learn_uncapped(j);
     obs += observe(j);
-    (void)ensure_curve(j, cfg->prior_pfi); /* without a curve the job keeps its floor */
+    (void)ensure_curve(js, j, cfg->prior_pfi); /* without a curve the job keeps its floor */
     j->probe = !(j->p_max > 0) && !(j->t_est > 0);
     ctl_job_resolve_class(j, cfg);
   }

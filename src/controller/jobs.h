@@ -11,6 +11,7 @@
 #include "controller/agent_json.h"
 #include "controller/config.h"
 #include "controller/nodes.h"
+#include "pflex/predict.h"
 #include "pflex/refine.h"
 
 struct ctl_job {
@@ -24,6 +25,7 @@ struct ctl_job {
   bool has_tput;
   double tput, tput_time;   /* last throughput sample (sum over nodes) */
   struct ctl_job_meta meta; /* class, weight, min_throughput as submitted */
+  struct ctl_telemetry telemetry; /* as its agent reports it (n = 0: none) */
   bool complete;            /* every GPU on a node that answered */
   bool present;             /* seen this round */
   double last_seen;
@@ -42,6 +44,9 @@ struct ctl_job {
   struct pflex_refine_prior *prior;
   struct pflex_refine *refine;
   double prior_p_max, prior_t_max; /* what the prior was built on */
+  double prior_pfi;                /* and at which PFI */
+  bool data_shaped;                /* on the templates' shape (else the family) */
+  double model_pfi;                /* the model's prediction from its telemetry (0: none) */
   bool relative;                   /* no throughput known: the curve's T_max is 1 */
   size_t observations;
   /* Decided this round. */
@@ -54,6 +59,15 @@ struct ctl_job {
 struct ctl_jobset {
   struct ctl_job *v; /* sorted by id */
   size_t n, cap;
+  /* Measured curves that shape every job's (PFLEX_REFINE_DATA); none: the
+   * parametric family. Not owned; kept by ctl_jobset_init's caller. */
+  const struct pflex_curve *const *templates;
+  size_t ntemplates;
+  /* A `pflex fit` model: a job whose agent reports the model's features as
+   * telemetry starts from the PFI it predicts; the others from the model's
+   * population prior. NULL: every job from the configured prior_pfi. */
+  const struct pflex_model *model;
+  double shape_budget_ms; /* left in this round for template-shaped priors (jobs.c) */
 };
 
 void ctl_jobset_init(struct ctl_jobset *js);

@@ -278,6 +278,7 @@ static void hold_target(struct ctl_controller *c, double now, double target, dou
     c->in_event = true;
     c->event_t0 = now;
     c->caps_acked_at = 0;
+    ctl_feedback_start(&c->fb, target);
   }
   double budget = isfinite(c->caps_in_force_w)
                       ? ctl_feedback_step(&c->fb, target, measured, c->caps_in_force_w,
@@ -298,7 +299,7 @@ static void hold_target(struct ctl_controller *c, double now, double target, dou
   for (size_t i = 0; i < c->nnodes; i++)
     reachable += c->nodes[i].reachable && c->nodes[i].ngpus;
   size_t acked = push_caps(c);
-  if (acked == reachable && !c->caps_acked_at) c->caps_acked_at = ctl_epoch_now();
+  if (reachable && acked == reachable && !c->caps_acked_at) c->caps_acked_at = ctl_epoch_now();
   c->caps_in_force_w = s.caps_w;
   c->saturated = s.saturated;
   c->last_plan = s;

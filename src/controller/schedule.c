@@ -23,15 +23,15 @@ static int parse_all(json_t *arr, const char *path, double now, struct ctl_event
   for (size_t i = 0; i < json_array_size(arr); i++) {
     json_t *o = json_array_get(arr, i);
     struct ctl_field_error fe;
-    /* Parsed as of its own start so that an event already over is recognised, not refused. */
-    if (ctl_event_from_json(o, -INFINITY, &v[n], &fe) < 0) {
-      snprintf(err, errlen, "'%s': events[%zu]: field '%s': %s", path, i, fe.field, fe.message);
-      return -EINVAL;
-    }
     if (json_is_string(json_object_get(o, "start")) &&
         strcmp(json_string_value(json_object_get(o, "start")), "now") == 0) {
       snprintf(err, errlen,
                "'%s': events[%zu]: field 'start': a schedule needs a time, not \"now\"", path, i);
+      return -EINVAL;
+    }
+    /* Parsed as of its own start so that an event already over is recognised, not refused. */
+    if (ctl_event_from_json(o, -INFINITY, &v[n], &fe) < 0) {
+      snprintf(err, errlen, "'%s': events[%zu]: field '%s': %s", path, i, fe.field, fe.message);
       return -EINVAL;
     }
     v[n].created = now;
@@ -42,8 +42,8 @@ static int parse_all(json_t *arr, const char *path, double now, struct ctl_event
   return 0;
 }
 
-int ctl_schedule_load(const char *path, struct ctl_store *st, double now, char *err,
-                      size_t errlen) {
+int ctl_schedule_read(const char *path, double now, struct ctl_event **ret, size_t *ret_n,
+                      char *err, size_t errlen) {
   json_error_t je;
   json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
   if (!root) {
@@ -56,19 +56,39 @@ int ctl_schedule_load(const char *path, struct ctl_store *st, double now, char *
     snprintf(err, errlen, "'%s': expected {\"events\":[...]} and nothing else", path);
     return -EINVAL;
   }
-  size_t n = 0, nold = 0;
-  struct ctl_event *v = calloc(json_array_size(arr) + 1, sizeof *v), *old = NULL;
+  size_t n = 0;
+  struct ctl_event *v = calloc(json_array_size(arr) + 1, sizeof *v);
   int rc = v ? parse_all(arr, path, now, v, &n, err, errlen) : -ENOMEM;
   json_decref(root);
-  if (rc == 0) rc = ctl_store_events(st, true, now, &old, &nold);
-  for (size_t i = 0; rc == 0 && i < n; i++) {
+  if (rc < 0) {
+    if (rc == -ENOMEM) snprintf(err, errlen, "'%s': out of memory", path);
+    free(v);
+    return rc;
+  }
+  *ret = v;
+  *ret_n = n;
+  return 0;
+}
+
+int ctl_schedule_load(const char *path, struct ctl_store *st, double now, char *err,
+                      size_t errlen) {
+  size_t n = 0, nold = 0, nnew = 0;
+  struct ctl_event *v = NULL, *old = NULL;
+  int rc = ctl_schedule_read(path, now, &v, &n, err, errlen);
+  if (rc < 0) return rc;
+  rc = ctl_store_events(st, true, now, &old, &nold);
+  for (size_t i = 0; rc == 0 && i < n; i++) { /* keep only the events not stored yet */
     bool known = false;
     for (size_t k = 0; k < nold && !known; k++)
       known = same(&v[i], &old[k]);
-    if (!known && ctl_store_event_add(st, &v[i]) < 0) {
-      snprintf(err, errlen, "'%s': cannot store events[%zu]: %s", path, i, ctl_store_errmsg(st));
-      rc = -EIO;
-    }
+    if (!known) v[nnew++] = v[i];
+  }
+  if (rc < 0)
+    snprintf(err, errlen, "'%s': cannot read the stored events: %s", path, ctl_store_errmsg(st));
+  else if (ctl_store_events_add(st, v, nnew) < 0) {
+    snprintf(err, errlen, "'%s': cannot store its events (none added): %s", path,
+             ctl_store_errmsg(st));
+    rc = -EIO;
   }
   free(old);
   free(v);

@@ -9,7 +9,14 @@
 
 #include <stddef.h>
 
+#include "controller/events.h"
 #include "controller/store.h"
+
+/* Reads and validates the file: the events not over at now, in *ret (free()
+ * it) and *ret_n. -EINVAL with err naming the file, entry and field;
+ * nothing is returned then. */
+int ctl_schedule_read(const char *path, double now, struct ctl_event **ret, size_t *ret_n,
+                      char *err, size_t errlen);
 
 int ctl_schedule_load(const char *path, struct ctl_store *st, double now, char *err, size_t errlen);
 

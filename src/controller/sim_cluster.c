@@ -27,8 +27,12 @@
 #include "controller/sim_procs.h"
 #include "controller/sim_score.h"
 #include "controller/sim_world.h"
+#include "pflex/error.h"
+#include "pflex/runs_csv.h"
+#include "pflex/twin.h"
 
 #define MAX_FAULTS 8
+#define MAX_CTL_OPTS 8
 #define AGENT_TOKEN "sim-agent-token-0123456789"
 #define CTL_TOKEN "sim-controller-token-0123456789"
 
@@ -51,9 +55,11 @@ struct opts {
   unsigned long seed;
   bool json, keep;
   bool hosted; /* --agents hosted: every agent in one host process on the sim backend */
-  char pflexd[PATH_MAX], fake_nvml[PATH_MAX], dir[PATH_MAX], self[PATH_MAX];
+  char pflexd[PATH_MAX], fake_nvml[PATH_MAX], dir[PATH_MAX], self[PATH_MAX], templates[PATH_MAX];
   struct fault faults[MAX_FAULTS];
   size_t nfaults;
+  const char *ctl_opts[MAX_CTL_OPTS]; /* --controller-option: handed to pflex-controller */
+  size_t nctl_opts;
   int base_port;
 };
 
@@ -88,9 +94,11 @@ static void sleep_s(double s) {
 
 static void usage(FILE *out) {
   fprintf(out,
-          "usage: pflex-controller sim-cluster [OPTIONS]\n"
-          "A simulated cluster: N real pflexd agents on loopback over the fake NVML, this\n"
-          "process as their GPUs' physics (the twin), a real pflex-controller, one event.\n\n"
+          "usage: pflex sim-cluster [OPTIONS]\n"
+          "       pflex-controller sim-cluster [OPTIONS]   (the same program)\n"
+          "A simulated cluster: N real pflexd agents on loopback (by default all in one host\n"
+          "process on the sim backend), a real pflex-controller, one event, faults, and the\n"
+          "run scored against an equal cut and the oracle (docs/controller.md).\n\n"
           "  --nodes N             nodes (default 20)\n"
           "  --gpus-per-node G     GPUs per node (default 8)\n"
           "  --cut P               event: cut_pct P of the uncapped draw (default 30)\n"
@@ -117,6 +125,13 @@ static void usage(FILE *out) {
           "                        each on its own port and state directory, on the sim\n"
           "                        backend (NVML's 1 s average, 100 ms limit lag); process:\n"
           "                        one pflexd process per node on the fake NVML\n"
+          "  --templates FILE      runs CSV whose measured curves shape the controller's job\n"
+          "                        curves (its templates_file); default: the sweeps of 100\n"
+          "                        twin-population jobs (other models than the sim's, seed 7);\n"
+          "                        none: the parametric family\n"
+          "  --controller-option --KEY=VALUE\n"
+          "                        a pflex-controller option for its run (repeatable, up to 8;\n"
+          "                        e.g. --controller-option --margin-pct=0.2)\n"
           "  --json                print the result as JSON\n");
 }
 
@@ -178,6 +193,8 @@ enum {
   O_PORT,
   O_JSON,
   O_AGENTS,
+  O_TEMPLATES,
+  O_CTL_OPT,
   O_HELP
 };
 static const struct option LONGOPTS[] = {
@@ -188,7 +205,8 @@ static const struct option LONGOPTS[] = {
     {"lease-rounds", 1, 0, O_LEASE}, {"tick", 1, 0, O_TICK},         {"agent-hz", 1, 0, O_HZ},
     {"pflexd", 1, 0, O_PFLEXD},      {"fake-nvml", 1, 0, O_FAKE},    {"dir", 1, 0, O_DIR},
     {"keep", 0, 0, O_KEEP},          {"base-port", 1, 0, O_PORT},    {"json", 0, 0, O_JSON},
-    {"agents", 1, 0, O_AGENTS},      {"help", 0, 0, O_HELP},         {0, 0, 0, 0}};
+    {"agents", 1, 0, O_AGENTS},      {"help", 0, 0, O_HELP},         {"templates", 1, 0, O_TEMPLATES},
+    {"controller-option", 1, 0, O_CTL_OPT}, {0, 0, 0, 0}};
 
 struct num_opt {
   int id;
@@ -267,9 +285,19 @@ static int parse_args(int argc, char **argv, struct opts *o) {
                 optarg, MAX_FAULTS);
         return 2;
       }
-    } else if (c == O_PFLEXD || c == O_FAKE || c == O_DIR) {
-      char *dst = c == O_PFLEXD ? o->pflexd : c == O_FAKE ? o->fake_nvml : o->dir;
+    } else if (c == O_PFLEXD || c == O_FAKE || c == O_DIR || c == O_TEMPLATES) {
+      char *dst = c == O_PFLEXD ? o->pflexd
+                  : c == O_FAKE ? o->fake_nvml
+                  : c == O_DIR  ? o->dir
+                                : o->templates;
       snprintf(dst, PATH_MAX, "%s", optarg);
+    } else if (c == O_CTL_OPT) {
+      if (strncmp(optarg, "--", 2) != 0 || !strchr(optarg, '=') || o->nctl_opts == MAX_CTL_OPTS) {
+        fprintf(stderr, "error: --controller-option: '%s' is not --KEY=VALUE, or more than %d\n",
+                optarg, MAX_CTL_OPTS);
+        return 2;
+      }
+      o->ctl_opts[o->nctl_opts++] = optarg;
     } else if (c == O_KEEP || c == O_JSON) {
       *(c == O_KEEP ? &o->keep : &o->json) = true;
     } else if (c == O_AGENTS) {
@@ -391,7 +419,26 @@ static pid_t start_controller(struct sim *s) {
                   lease,
                   "--agent-timeout-s",
                   timeout,
+                  NULL, /* then --templates-file, the --controller-options, NULL */
+                  NULL,
+                  NULL,
+                  NULL,
+                  NULL,
+                  NULL,
+                  NULL,
+                  NULL,
+                  NULL,
+                  NULL,
                   NULL};
+  size_t k = 0;
+  while (argv[k])
+    k++;
+  if (strcmp(o->templates, "none") != 0) {
+    argv[k++] = "--templates-file";
+    argv[k++] = (char *)o->templates;
+  }
+  for (size_t i = 0; i < o->nctl_opts; i++)
+    argv[k++] = (char *)o->ctl_opts[i];
   return sim_spawn(argv, NULL, log);
 }
 
@@ -541,6 +588,8 @@ struct run_state {
   double t_event, t_end, caps_applied_s, max_alloc_ms, max_round_ms;
   bool event_read;
   size_t ctl_samples_over; /* rounds the controller itself saw over target + 1% */
+  double ctl_rounds;       /* the controller's round count at the last status poll */
+  double cpu_ctl_s, cpu_host_s, cpu_sim_s; /* CPU time used, read before the teardown */
   FILE *trace;             /* <dir>/power.csv: every tick's totals */
 };
 
@@ -556,6 +605,7 @@ static void poll_status(struct sim *s, struct run_state *rs) {
       json_integer_value(json_object_get(o, "event")) == rs->event_id)
     rs->caps_applied_s = json_number_value(acked) - rs->t_event;
   if (json_is_false(json_object_get(o, "compliant"))) rs->ctl_samples_over++;
+  rs->ctl_rounds = json_number_value(json_object_get(o, "round"));
   json_decref(o);
 }
 
@@ -575,7 +625,7 @@ static void world_step(struct sim *s, struct run_state *rs, double t, double dt,
             idle);
   if (rs->event_read) {
     if (*tick % (size_t)fmax(1, lround(1.0 / s->o.tick_s)) == 0)
-      sim_score_tput(&rs->score, &s->w, t, idle);
+      sim_score_tput(&rs->score, &s->w, t, idle, total);
   }
 }
 
@@ -600,6 +650,31 @@ static void fault_step(struct sim *s, struct run_state *rs, double t) {
     else if (f->fired && !f->healed && t >= f->fired_t + (f->heal_s >= 0 ? f->heal_s : s->o.heal_s))
       heal_fault(s, f, t);
   }
+}
+
+/* CPU seconds (user + system) a live child has used so far, from /proc; NAN
+ * when it is gone. */
+static double proc_cpu_s(pid_t pid) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = pid > 0 ? fopen(path, "r") : NULL;
+  size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+  if (f) fclose(f);
+  buf[n] = '\0';
+  const char *p = strrchr(buf, ')'); /* the command name may hold spaces */
+  unsigned long ut, st;
+  if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+    return NAN;
+  return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+static void read_cpu(const struct sim *s, struct run_state *rs) {
+  rs->cpu_ctl_s = proc_cpu_s(s->ctl_pid);
+  rs->cpu_host_s = s->o.hosted ? proc_cpu_s(s->host_pid) : NAN;
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  rs->cpu_sim_s = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+                  (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
 }
 
 /* The run: warmup, event, release; one tick of physics at a time. */
@@ -632,7 +707,10 @@ static int run_loop(struct sim *s, struct run_state *rs) {
     }
     if (rs->event_id > 0 && t >= rs->t_end && stop_at == INFINITY)
       stop_at = t + 3 * s->o.round_s + 2; /* the controller lifts the caps */
-    if (t >= stop_at) return 0;
+    if (t >= stop_at) {
+      read_cpu(s, rs);
+      return 0;
+    }
     sleep_s(s->o.tick_s - (now_s() - t));
   }
   return -EINTR;
@@ -645,7 +723,15 @@ static json_t *num(double x) {
 static json_t *result_json(struct sim *s, struct run_state *rs, size_t wrong_after,
                            size_t wrong_final) {
   struct sim_result r;
-  sim_score_result(&rs->score, &r);
+  char path[PATH_MAX + 32];
+  snprintf(path, sizeof path, "%s/score.csv", s->o.dir); /* every held second's score */
+  rs->score.trace = fopen(path, "w");
+  if (rs->score.trace)
+    fprintf(rs->score.trace, "t_s,ctl,equal,oracle,equal_drawn,oracle_drawn,budget_w,drawn_w\n");
+  if (sim_score_result(&rs->score, &r) < 0)
+    fprintf(stderr, "warning: sim: out of memory scoring the throughput\n");
+  if (rs->score.trace) fclose(rs->score.trace);
+  rs->score.trace = NULL;
   size_t gpus = s->o.nodes * s->o.gpus_per_node, jobs = 0;
   for (size_t i = 0; i < s->w.njobs; i++)
     jobs += s->w.jobs[i].running;
@@ -670,6 +756,8 @@ static json_t *result_json(struct sim *s, struct run_state *rs, size_t wrong_aft
   json_object_set_new(o, "samples", json_integer((json_int_t)r.samples));
   json_object_set_new(o, "max_over_pct", num(r.max_over_pct));
   json_object_set_new(o, "gap_recovered", num(r.gap_recovered));
+  json_object_set_new(o, "gap_recovered_drawn", num(r.gap_recovered_drawn));
+  json_object_set_new(o, "budget_used", num(r.budget_used));
   json_object_set_new(o, "tput_vs_equal", num(r.vs_equal));
   json_object_set_new(o, "tput_vs_oracle", num(r.vs_oracle));
   json_object_set_new(o, "tput_vs_uncapped", num(r.vs_uncapped));
@@ -680,8 +768,19 @@ static json_t *result_json(struct sim *s, struct run_state *rs, size_t wrong_aft
   json_object_set_new(o, "alloc_ms_max", json_real(rs->max_alloc_ms));
   json_object_set_new(o, "round_ms_max", json_real(rs->max_round_ms));
   json_object_set_new(o, "controller_rounds_over", json_integer((json_int_t)rs->ctl_samples_over));
+  /* CPU: of the controller process running at the end (a controller-kill
+   * fault restarts it), of the agent host (hosted), and of the sim itself. */
+  json_object_set_new(o, "controller_cpu_s", num(rs->cpu_ctl_s));
+  json_object_set_new(o, "controller_rounds", json_integer((json_int_t)rs->ctl_rounds));
+  json_object_set_new(o, "controller_cpu_ms_per_round",
+                      num(rs->ctl_rounds > 0 ? 1e3 * rs->cpu_ctl_s / rs->ctl_rounds : NAN));
+  json_object_set_new(o, "host_cpu_s", num(rs->cpu_host_s));
+  json_object_set_new(o, "host_cpu_ms_per_round",
+                      num(rs->ctl_rounds > 0 ? 1e3 * rs->cpu_host_s / rs->ctl_rounds : NAN));
+  json_object_set_new(o, "sim_cpu_s", num(rs->cpu_sim_s));
   json_object_set_new(o, "event", json_integer(rs->event_id));
   json_object_set_new(o, "dir", json_string(s->o.dir));
+  json_object_set_new(o, "templates", json_string(s->o.templates));
   return o;
 }
 
@@ -715,6 +814,22 @@ static long host_wrong_final(const struct sim *s) {
   return n;
 }
 
+/* The default templates: sweeps of jobs drawn like `pflex twin population
+ * --jobs 100 --seed 7`, models the sim's jobs (the published groups) are not. */
+static int write_templates(struct opts *o, char *err, size_t errlen) {
+  if (o->templates[0]) return 0;
+  snprintf(o->templates, sizeof o->templates, "%.3000s/templates.csv", o->dir);
+  struct pflex_twin_population_opts po = {.jobs = 100, .seed = 7};
+  struct pflex_runset set;
+  int rc = pflex_twin_population(&po, &set);
+  if (rc == 0) {
+    rc = pflex_runs_write_csv(&set, o->templates);
+    pflex_runset_release(&set);
+  }
+  if (rc < 0) snprintf(err, errlen, "cannot write the templates: %s", pflex_strerror(rc));
+  return rc;
+}
+
 static int setup(struct sim *s, char *err, size_t errlen) {
   struct opts *o = &s->o;
   size_t n = o->nodes;
@@ -729,6 +844,8 @@ static int setup(struct sim *s, char *err, size_t errlen) {
     snprintf(err, errlen, "cannot make the work directory '%.300s': %s", o->dir, strerror(-rc));
     return rc;
   }
+  rc = write_templates(o, err, errlen);
+  if (rc < 0) return rc;
   rc = sim_world_init(&s->w, o->dir, n, o->gpus_per_node, o->churn_s, o->idle_frac, o->seed,
                       now_s(), err, errlen);
   if (rc < 0) return rc;
@@ -775,7 +892,7 @@ static int setup(struct sim *s, char *err, size_t errlen) {
   }
   for (size_t i = 0; !o->hosted && i < n; i++)
     s->agent_pid[i] = start_agent(s, i);
-  if (!agents_healthy(s, 10 + n * 0.05)) {
+  if (!agents_healthy(s, 30 + n * 0.15)) {
     snprintf(err, errlen, "not every pflexd answered /v1/health (logs in '%.300s')", o->dir);
     return -ETIMEDOUT;
   }

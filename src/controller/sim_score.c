@@ -16,6 +16,9 @@ void sim_score_release(struct sim_score *s) {
   free(s->t);
   free(s->p);
   free(s->target);
+  free(s->held_v);
+  free(s->kinds);
+  free(s->gpus);
   memset(s, 0, sizeof *s);
 }
 
@@ -56,41 +59,115 @@ static double strategy_tput(const struct pflex_alloc_job *aj, size_t n,
   return rc == 0 ? sum.total_tput : NAN;
 }
 
-int sim_score_tput(struct sim_score *s, const struct sim_world *w, double t, double idle_w) {
+int sim_score_tput(struct sim_score *s, const struct sim_world *w, double t, double idle_w,
+                   double total_w) {
   double level;
   if (t < s->held_from || t >= ctl_event_end(&s->ev) || !ctl_event_level(&s->ev, t, &level))
     return 0;
-  struct pflex_alloc_job *aj = calloc(w->njobs ? w->njobs : 1, sizeof *aj);
-  if (!aj) return -ENOMEM;
-  size_t n = 0;
-  double ctl = 0, unc = 0;
+  if (s->held == s->held_cap) {
+    size_t nc = s->held_cap ? 2 * s->held_cap : 256;
+    void *p = realloc(s->held_v, nc * sizeof *s->held_v);
+    if (!p) return -ENOMEM;
+    s->held_v = p;
+    s->held_cap = nc;
+  }
+  struct sim_held h = {.t = t, .budget = level - idle_w, .drawn = total_w - idle_w,
+                       .first = s->nkinds};
   for (size_t i = 0; i < w->njobs; i++) {
     const struct sim_job *j = &w->jobs[i];
     if (!j->running) continue;
-    pflex_alloc_job_init(&aj[n]);
-    aj[n].curve = j->curve;
-    aj[n].gpus = j->gpus;
-    aj[n].cap_min_w = j->kind->cap_min;
-    aj[n].cap_max_w = j->kind->cap_max;
-    n++;
-    ctl += j->tput_now;
-    unc += pflex_curve_t_max(j->curve);
+    if (s->nkinds == s->kinds_cap) {
+      size_t nc = s->kinds_cap ? 2 * s->kinds_cap : 4096;
+      const struct sim_kind **a = realloc(s->kinds, nc * sizeof *a);
+      if (a) s->kinds = a;
+      int *b = a ? realloc(s->gpus, nc * sizeof *b) : NULL;
+      if (!b) return -ENOMEM;
+      s->gpus = b;
+      s->kinds_cap = nc;
+    }
+    s->kinds[s->nkinds] = j->kind;
+    s->gpus[s->nkinds++] = j->gpus;
+    h.ctl += j->tput_now;
+    h.unc += pflex_curve_t_max(j->curve);
   }
-  double budget = level - idle_w;
-  double eq = strategy_tput(aj, n, PFLEX_ALLOC_EQUAL, budget);
-  double orc = strategy_tput(aj, n, PFLEX_ALLOC_ORACLE, budget);
-  free(aj);
-  if (isfinite(eq) && isfinite(orc)) {
-    s->ctl += ctl;
-    s->eq += eq;
-    s->orc += orc;
-    s->unc += unc;
-    s->held++;
-  }
+  h.n = s->nkinds - h.first;
+  s->held_v[s->held++] = h;
   return 0;
 }
 
-void sim_score_result(const struct sim_score *s, struct sim_result *r) {
+/* The true curves of the (kind, size) pairs the held seconds saw, built once. */
+struct curve_cache {
+  const struct sim_kind *kind[256];
+  int gpus[256];
+  struct pflex_curve *curve[256];
+  size_t n;
+};
+
+static const struct pflex_curve *cached_curve(struct curve_cache *c, const struct sim_kind *k,
+                                              int gpus) {
+  for (size_t i = 0; i < c->n; i++)
+    if (c->kind[i] == k && c->gpus[i] == gpus) return c->curve[i];
+  if (c->n == 256 || sim_kind_curve(k, gpus, &c->curve[c->n]) < 0) return NULL;
+  c->kind[c->n] = k;
+  c->gpus[c->n] = gpus;
+  return c->curve[c->n++];
+}
+
+struct sums {
+  double ctl, eq, orc, eq_d, orc_d, unc, budget, drawn;
+  size_t held;
+};
+
+/* One held second: equal and oracle at the jobs' budget and at what they drew. */
+static int score_second(const struct sim_score *s, const struct sim_held *h,
+                        struct curve_cache *cc, struct pflex_alloc_job *aj, struct sums *u) {
+  for (size_t k = 0; k < h->n; k++) {
+    const struct sim_kind *kd = s->kinds[h->first + k];
+    pflex_alloc_job_init(&aj[k]);
+    aj[k].curve = cached_curve(cc, kd, s->gpus[h->first + k]);
+    if (!aj[k].curve) return -ENOMEM;
+    aj[k].gpus = s->gpus[h->first + k];
+    aj[k].cap_min_w = kd->cap_min;
+    aj[k].cap_max_w = kd->cap_max;
+  }
+  double eq = strategy_tput(aj, h->n, PFLEX_ALLOC_EQUAL, h->budget);
+  double orc = strategy_tput(aj, h->n, PFLEX_ALLOC_ORACLE, h->budget);
+  double eq_d = strategy_tput(aj, h->n, PFLEX_ALLOC_EQUAL, h->drawn);
+  double orc_d = strategy_tput(aj, h->n, PFLEX_ALLOC_ORACLE, h->drawn);
+  if (!(isfinite(eq) && isfinite(orc) && isfinite(eq_d) && isfinite(orc_d))) return 0;
+  u->ctl += h->ctl;
+  u->eq += eq;
+  u->orc += orc;
+  u->eq_d += eq_d;
+  u->orc_d += orc_d;
+  u->unc += h->unc;
+  u->budget += h->budget;
+  u->drawn += h->drawn;
+  u->held++;
+  if (s->trace)
+    fprintf(s->trace, "%.3f,%.2f,%.2f,%.2f,%.2f,%.2f,%.1f,%.1f\n", h->t - s->ev.start, h->ctl, eq,
+            orc, eq_d, orc_d, h->budget, h->drawn);
+  return 0;
+}
+
+static int score_held(const struct sim_score *s, struct sums *u) {
+  memset(u, 0, sizeof *u);
+  size_t most = 1;
+  for (size_t i = 0; i < s->held; i++)
+    if (s->held_v[i].n > most) most = s->held_v[i].n;
+  struct pflex_alloc_job *aj = calloc(most, sizeof *aj);
+  struct curve_cache *cc = calloc(1, sizeof *cc);
+  int rc = aj && cc ? 0 : -ENOMEM;
+  for (size_t i = 0; rc == 0 && i < s->held; i++)
+    rc = score_second(s, &s->held_v[i], cc, aj, u);
+  for (size_t i = 0; cc && i < cc->n; i++)
+    pflex_curve_free(cc->curve[i]);
+  free(cc);
+  free(aj);
+  return rc;
+}
+
+int sim_score_result(struct sim_score *s, struct sim_result *r) {
   memset(r, 0, sizeof *r);
   levels(s);
   r->samples = s->n;
@@ -114,9 +191,14 @@ void sim_score_result(const struct sim_score *s, struct sim_result *r) {
     worst = fmax(worst, 100 * (s->p[i] - s->target[i]) / s->target[i]);
   }
   r->max_over_pct = from < s->n ? worst : NAN;
-  bool held = s->held > 0;
-  r->gap_recovered = held && s->orc > s->eq ? (s->ctl - s->eq) / (s->orc - s->eq) : NAN;
-  r->vs_equal = held ? s->ctl / s->eq : NAN;
-  r->vs_oracle = held ? s->ctl / s->orc : NAN;
-  r->vs_uncapped = held ? s->ctl / s->unc : NAN;
+  struct sums u;
+  int rc = score_held(s, &u);
+  bool held = rc == 0 && u.held > 0;
+  r->gap_recovered = held && u.orc > u.eq ? (u.ctl - u.eq) / (u.orc - u.eq) : NAN;
+  r->gap_recovered_drawn = held && u.orc_d > u.eq_d ? (u.ctl - u.eq_d) / (u.orc_d - u.eq_d) : NAN;
+  r->budget_used = held && u.budget > 0 ? u.drawn / u.budget : NAN;
+  r->vs_equal = held ? u.ctl / u.eq : NAN;
+  r->vs_oracle = held ? u.ctl / u.orc : NAN;
+  r->vs_uncapped = held ? u.ctl / u.unc : NAN;
+  return rc;
 }

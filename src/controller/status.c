@@ -30,6 +30,8 @@ static json_t *job_json(const struct ctl_job *j) {
     json_object_set_new(o, "weight", json_real(j->weight > 0 ? j->weight : 1.0));
     json_object_set_new(o, "floor", json_real(j->floor_frac));
     json_object_set_new(o, "complete", json_boolean(j->complete));
+    json_object_set_new(o, "prior_pfi", j->prior ? json_real(j->prior_pfi) : json_null());
+    json_object_set_new(o, "pfi_from", json_string(j->model_pfi > 0 ? "telemetry" : "prior"));
   }
   return o;
 }

@@ -132,6 +132,20 @@ int ctl_store_event_add(struct ctl_store *st, struct ctl_event *e) {
   return rc;
 }
 
+int ctl_store_events_add(struct ctl_store *st, struct ctl_event *v, size_t n) {
+  if (sqlite3_exec(st->db, "BEGIN", NULL, NULL, NULL)) return -EIO;
+  int rc = 0;
+  for (size_t i = 0; rc == 0 && i < n; i++)
+    rc = ctl_store_event_add(st, &v[i]);
+  if (rc == 0 && sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL)) rc = -EIO;
+  if (rc < 0) {
+    sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+    for (size_t i = 0; i < n; i++)
+      v[i].id = 0;
+  }
+  return rc;
+}
+
 int ctl_store_event_update(struct ctl_store *st, const struct ctl_event *e) {
   sqlite3_stmt *q;
   if (sqlite3_prepare_v2(st->db, "UPDATE events SET ended_early=?, baseline_w=? WHERE id=?", -1, &q,

@@ -45,6 +45,8 @@ void ctl_store_close(struct ctl_store *st);
 
 /* Inserts an event and sets e->id. */
 int ctl_store_event_add(struct ctl_store *st, struct ctl_event *e);
+/* Adds n events in one transaction: all of them, or (-EIO) none. */
+int ctl_store_events_add(struct ctl_store *st, struct ctl_event *v, size_t n);
 /* Writes back an event's mutable fields (baseline_w, ended_early). */
 int ctl_store_event_update(struct ctl_store *st, const struct ctl_event *e);
 /* Events not yet done at time now (or all with all = true), oldest first;

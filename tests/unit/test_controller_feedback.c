@@ -158,6 +158,25 @@ static void lag_after_a_cut_is_not_demand(void **state) {
   assert_true(budget > 10000 * (1 - 2 * o.margin));
 }
 
+static void an_event_starts_at_the_top_and_lag_moves_nothing(void **state) {
+  struct ctl_feedback_opts o;
+  ctl_feedback_opts_default(&o);
+  struct ctl_feedback fb;
+  ctl_feedback_init(&fb, &o);
+  ctl_feedback_start(&fb, 10000);
+  assert_near(ctl_feedback_budget(&fb, 10000), 10000 * (1 + o.max_over), 1e-9);
+  ctl_feedback_start(&fb, 10000); /* once per event */
+  assert_near(fb.offset_w, 10000 * o.max_over, 1e-9);
+  /* Two lagging readings (above the caps) move nothing; a third counts, at the caps. */
+  for (int k = 0; k < 2; k++)
+    assert_near(ctl_feedback_step(&fb, 10000, 14000, 10100, CTL_FB_FREE), 10100, 1e-9);
+  assert_true(ctl_feedback_step(&fb, 10000, 14000, 10100, CTL_FB_FREE) < 10100);
+  ctl_feedback_reset(&fb);
+  ctl_feedback_resume(&fb, -250); /* a restarted controller keeps its offset */
+  ctl_feedback_start(&fb, 10000);
+  assert_near(fb.offset_w, -250, 1e-9);
+}
+
 static void too_high_a_gain_rings(void **state) {
   struct ctl_feedback_opts o;
   ctl_feedback_opts_default(&o);
@@ -171,6 +190,7 @@ static void too_high_a_gain_rings(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(settles_under_target_without_oscillation),
+      cmocka_unit_test(an_event_starts_at_the_top_and_lag_moves_nothing),
       cmocka_unit_test(caps_never_sum_above_max_over),
       cmocka_unit_test(no_growth_while_saturated),
       cmocka_unit_test(lag_after_a_cut_is_not_demand),

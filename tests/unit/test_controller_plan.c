@@ -1,19 +1,28 @@
-/* Unit tests of one round's decision (src/controller/plan.c, jobs.c): jobs
- * gathered from nodes and learnt uncapped, then a cut: the caps fit the
- * budget, the fallbacks fit the target, a node that stops answering counts at
- * the caps it acknowledged, and a target below the floors is flagged. */
+/* Unit tests of one round's decision (src/controller/plan.c, jobs.c,
+ * templates.c): jobs gathered from nodes and learnt uncapped, then a cut: the
+ * caps fit the budget, the fallbacks fit the target, a node that stops
+ * answering counts at the caps it acknowledged, and a target below the floors
+ * is flagged. Where a job's curve comes from: with a `pflex fit` model, a job
+ * whose agent reports the model's telemetry starts from the PFI the model
+ * predicts (dram_copy computed from dram_active and mem_copy_util as for a
+ * runs file), one without telemetry from the model's population prior, and
+ * without a model from prior_pfi; templates from a runs file give the curves
+ * another shape than the family's, and a file without two groups is refused. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "assert_near.h"
 #include "controller/plan.h"
+#include "controller/templates.h"
 
 #define NNODES 4
 
@@ -143,6 +152,106 @@ static void a_target_below_the_floors_is_flagged(void **state) {
       assert_near(f->nodes[k].cap_w[g], 200, 0); /* every GPU at its least */
 }
 
+/* Telemetry as an agent reports it for the node's job. */
+static void set_telemetry(struct ctl_node *nd, double dram, double copy) {
+  struct ctl_telemetry *t = &nd->jobs[0].telemetry;
+  t->n = 2;
+  snprintf(t->name[0], sizeof t->name[0], "dram_active");
+  snprintf(t->name[1], sizeof t->name[1], "mem_copy_util");
+  t->value[0] = dram;
+  t->value[1] = copy;
+}
+
+/* PFI = 1 + 2 x dram_copy; population prior 1.7. */
+static void model_init(struct pflex_model *m) {
+  pflex_model_init(m);
+  m->kind = PFLEX_MODEL_OLS;
+  assert_int_equal(pflex_featlist_add(&m->feats, "dram_copy"), 0);
+  m->lin.p = 1;
+  m->lin.intercept = 1.0;
+  m->lin.coef = calloc(1, sizeof(double));
+  m->lin.mean = calloc(1, sizeof(double));
+  m->lin.sd = calloc(1, sizeof(double));
+  m->lin.beta_std = calloc(1, sizeof(double));
+  m->lin.coef[0] = 2.0;
+  m->lin.sd[0] = 1;
+  m->prior_mean = 1.7;
+}
+
+static void learn(struct ctl_jobset *js, struct ctl_node *nodes, size_t n,
+                  const struct ctl_config *cfg) {
+  for (int r = 0; r < 4; r++) {
+    assert_int_equal(ctl_jobset_gather(js, nodes, n, r, 120), 0);
+    ctl_jobset_learn(js, cfg);
+  }
+}
+
+static void model_pfi_from_telemetry(void **state) {
+  (void)state;
+  struct ctl_config cfg;
+  ctl_config_defaults(&cfg);
+  struct pflex_model m;
+  model_init(&m);
+  struct ctl_jobset js;
+  ctl_jobset_init(&js);
+  js.model = &m;
+  struct ctl_node nodes[2];
+  node_init(&nodes[0], "seen", 650, 10000);
+  set_telemetry(&nodes[0], 50, 40); /* percent: dram_copy = 0.5 x 0.4 = 0.2 */
+  node_init(&nodes[1], "dark", 650, 10000);
+  learn(&js, nodes, 2, &cfg);
+  const struct ctl_job *a = ctl_jobset_find(&js, "seen"), *b = ctl_jobset_find(&js, "dark");
+  assert_non_null(a);
+  assert_non_null(b);
+  assert_near(a->prior_pfi, 1.4, 1e-9);
+  assert_near(a->model_pfi, 1.4, 1e-9);
+  assert_near(b->prior_pfi, 1.7, 1e-9);
+  assert_true(b->model_pfi == 0);
+  assert_non_null(ctl_job_curve(a));
+  ctl_jobset_release(&js);
+  js.model = NULL; /* without a model: the configured prior */
+  learn(&js, nodes, 2, &cfg);
+  assert_near(ctl_jobset_find(&js, "seen")->prior_pfi, cfg.prior_pfi, 1e-12);
+  ctl_jobset_release(&js);
+  pflex_model_release(&m);
+}
+
+static void templates_shape_the_curves(void **state) {
+  (void)state;
+  struct ctl_templates t;
+  char err[512];
+  assert_int_equal(
+      ctl_templates_load(PFLEX_SOURCE_DIR "/data/reference/runs.csv", &t, err, sizeof err), 0);
+  assert_true(t.n >= 2);
+  struct ctl_config cfg;
+  ctl_config_defaults(&cfg);
+  struct ctl_jobset js;
+  ctl_jobset_init(&js);
+  js.templates = t.curves;
+  js.ntemplates = t.n;
+  struct ctl_node nodes[1];
+  node_init(&nodes[0], "job", 650, 10000);
+  learn(&js, nodes, 1, &cfg);
+  const struct pflex_curve *c = ctl_job_curve(ctl_jobset_find(&js, "job"));
+  assert_non_null(c);
+  assert_near(pflex_curve_t_max(c), 10000, 1);
+  double p = 0.6 * pflex_curve_p_max(c), shaped = pflex_curve_eval(c, p);
+  ctl_jobset_release(&js);
+  ctl_jobset_init(&js); /* the same job on the family alone: another curve */
+  learn(&js, nodes, 1, &cfg);
+  double family = pflex_curve_eval(ctl_job_curve(ctl_jobset_find(&js, "job")), p);
+  assert_true(fabs(shaped - family) > 1e-3 * family);
+  ctl_jobset_release(&js);
+  ctl_templates_release(&t);
+  FILE *f = fopen("/tmp/pflex-ctl-one-group.csv", "w");
+  assert_non_null(f);
+  fprintf(f, "group,gpu,gpus,cap_w,power_w,tokens_per_s\na,H100,8,700,5000,100\na,H100,8,400,3000,80\n");
+  fclose(f);
+  assert_true(ctl_templates_load("/tmp/pflex-ctl-one-group.csv", &t, err, sizeof err) < 0);
+  assert_non_null(strstr(err, "at least two sweep groups"));
+  unlink("/tmp/pflex-ctl-one-group.csv");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(jobs_are_gathered_across_nodes, setup, teardown),
@@ -151,6 +260,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(an_unreachable_node_counts_at_its_acknowledged_caps, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(a_target_below_the_floors_is_flagged, setup, teardown),
+      cmocka_unit_test(model_pfi_from_telemetry),
+      cmocka_unit_test(templates_shape_the_curves),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,42 @@
+# `pflex sim-cluster` (issue 10's name) is `pflex-controller sim-cluster`:
+# the same help, the same refusals with the same exit status, and a run with
+# the issue's --json fields; without the controller beside it, a clear error.
+source "$(dirname "$0")/controller_common.bash"
+: "${PFLEX:?}"
+
+"$PFLEX" sim-cluster --help > "$T/help.pflex" || fail "pflex sim-cluster --help failed"
+"$CTL" sim-cluster --help > "$T/help.ctl" || fail "pflex-controller sim-cluster --help failed"
+cmp "$T/help.pflex" "$T/help.ctl" || fail "the two helps differ"
+grep -q -- '--nodes N' "$T/help.pflex" || fail "help does not list --nodes"
+"$PFLEX" help sim-cluster | cmp -s - "$T/help.ctl" || fail "pflex help sim-cluster differs"
+"$PFLEX" help | grep -q '^  sim-cluster ' || fail "pflex help does not list sim-cluster"
+
+for bad in "--nodes 0" "--cut abc" "--fault agent-explode:3" "--agents remote" "stray"; do
+  # shellcheck disable=SC2086
+  rc=0; "$PFLEX" sim-cluster $bad > /dev/null 2> "$T/err.pflex" || rc=$?
+  [ "$rc" -eq 2 ] || fail "pflex sim-cluster $bad: exit $rc, not 2"
+  # shellcheck disable=SC2086
+  "$CTL" sim-cluster $bad > /dev/null 2> "$T/err.ctl" || true
+  cmp -s "$T/err.pflex" "$T/err.ctl" || fail "pflex sim-cluster $bad: another message"
+  grep -q '^error: ' "$T/err.pflex" || fail "pflex sim-cluster $bad: no error line"
+done
+
+rc=0; PFLEX_CONTROLLER="$T/no-such-controller" "$PFLEX" sim-cluster --nodes 2 2> "$T/err" || rc=$?
+[ "$rc" -eq 1 ] || fail "missing controller: exit $rc, not 1"
+grep -q "cannot run '$T/no-such-controller'" "$T/err" || fail "missing controller: $(cat "$T/err")"
+
+"$PFLEX" sim-cluster --nodes 4 --cut 30 --duration 8 --warmup 5 --seed 2 --churn 0 --tick 0.5 \
+  --json > "$T/out.json" 2> "$T/sim.log" || { cat "$T/sim.log"; fail "pflex sim-cluster failed"; }
+cat "$T/out.json"
+# (gap_recovered is null when the oracle is no better than the equal cut, as
+# with a single job on 4 nodes: there is no gap to recover.)
+jq -e '.simulated == true and .nodes == 4 and .gpus == 32 and (.target_w | type) == "number"
+       and (.caps_applied_s | type) == "number" and (.compliance_s | type) == "number"
+       and (.overshoot_samples | type) == "number" and has("gap_recovered")
+       and .wrong_limits_after == 0 and .wrong_limits_final == 0 and (.faults | type) == "array"' \
+  "$T/out.json" > /dev/null || fail "the issue's --json fields"
+# The plain output names the same quantities.
+"$PFLEX" sim-cluster --nodes 2 --duration 3 --warmup 3 --churn 0 --tick 0.5 > "$T/out.txt" 2>/dev/null ||
+  fail "pflex sim-cluster (text) failed"
+grep -q '^compliance_s ' "$T/out.txt" || fail "text output: $(cat "$T/out.txt")"
+echo "controller_sim_pflex: ok"
