@@ -460,6 +460,12 @@ void pflex_model_release(struct pflex_model *m) {
   pflex_model_init(m);
 }
 
+/* The index of an arch x task cell (0-3), or -1 when either is unknown. */
+static int prior_cell(enum pflex_arch arch, enum pflex_task task) {
+  if (arch == PFLEX_ARCH_UNKNOWN || task == PFLEX_TASK_UNKNOWN) return -1;
+  return (arch == PFLEX_ARCH_MOE) * 2 + (task == PFLEX_TASK_FT);
+}
+
 /* Fits the prior on the rows where use[i] (all rows when use is NULL). */
 static void prior_fit(const struct pflex_dataset *d, const bool *use, struct pflex_model *m) {
   double sum = 0;
@@ -611,6 +617,27 @@ static int ols_loo(const struct pflex_dataset *d, double *yhat, bool *done) {
   return err;
 }
 
+/* The prior's leave-one-out predictions from sums over all rows (in long
+ * double, so that taking row i out loses nothing to cancellation): row i's
+ * arch x task cell mean without it when the cell has other rows, else the
+ * mean of the other rows, as a refit of the prior without row i gives. */
+static void prior_loo(const struct pflex_dataset *d, double *yhat, bool *done) {
+  size_t n = d->n, count[4] = {0};
+  if (n < 3) return;
+  long double all = 0, sum[4] = {0};
+  for (size_t i = 0; i < n; i++) {
+    all += d->y[i];
+    int c = prior_cell(d->arch[i], d->task[i]);
+    if (c >= 0) sum[c] += d->y[i], count[c]++;
+  }
+  for (size_t i = 0; i < n; i++) {
+    int c = prior_cell(d->arch[i], d->task[i]);
+    yhat[i] = c >= 0 && count[c] > 1 ? (double)((sum[c] - d->y[i]) / (long double)(count[c] - 1))
+                                     : (double)((all - d->y[i]) / (long double)(n - 1));
+    done[i] = true;
+  }
+}
+
 /* Buffers of one fold's training set. */
 struct cv_work {
   double *xt, *yt;
@@ -679,9 +706,11 @@ int pflex_cv_predict(const struct pflex_dataset *d, const struct pflex_fit_opts 
   bool *done = calloc(n ? n : 1, sizeof *done), loo = false;
   double *yhat = malloc((n ? n : 1) * sizeof *yhat);
   int err = w.xt && w.yt && w.use && done && yhat ? 0 : -ENOMEM;
-  /* OLS leave-one-out in closed form; the rows it cannot take are refitted. */
-  if (!err && opts->kind == PFLEX_MODEL_OLS) err = folds_singletons(fold, n, &loo);
-  if (!err && loo) err = ols_loo(d, yhat, done);
+  /* Leave-one-out of OLS and the prior in closed form; the rows it cannot
+   * take are refitted. */
+  if (!err && opts->kind != PFLEX_MODEL_RIDGE) err = folds_singletons(fold, n, &loo);
+  if (!err && loo && opts->kind == PFLEX_MODEL_OLS) err = ols_loo(d, yhat, done);
+  if (!err && loo && opts->kind == PFLEX_MODEL_PRIOR) prior_loo(d, yhat, done);
   for (size_t i0 = 0; !err && i0 < n; i0++)
     if (!done[i0]) err = fold_predict(d, opts, fold, fold[i0], &w, done, yhat);
   if (!err) memcpy(ret_yhat, yhat, n * sizeof *yhat);

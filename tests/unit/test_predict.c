@@ -255,6 +255,44 @@ static void test_loo_closed_form_matches_refits(void **state) {
   check_loo_against_refits(x, y, n, p);
 }
 
+/* The prior's LOO against brute force: for each row, the mean of the other
+ * rows of its arch x task cell, or of all other rows when the cell has no
+ * other row or the row's arch or task is unknown. */
+static void test_loo_prior_matches_refits(void **state) {
+  (void)state;
+  enum { N = 41 };
+  enum pflex_arch a[N];
+  enum pflex_task t[N];
+  double y[N], loo[N];
+  uint64_t rng = 7;
+  for (size_t i = 0; i < N; i++) {
+    a[i] = i % 4 == 0 ? PFLEX_ARCH_UNKNOWN : PFLEX_ARCH_DENSE;
+    t[i] = PFLEX_TASK_PT;
+    y[i] = 1.0 + uniform(&rng);
+  }
+  a[3] = a[7] = PFLEX_ARCH_MOE, t[3] = t[7] = PFLEX_TASK_FT; /* moe-ft: two rows */
+  t[5] = PFLEX_TASK_FT;                                     /* dense-ft: row 5 alone */
+  t[9] = PFLEX_TASK_UNKNOWN;
+  struct pflex_dataset d;
+  mkdata(&d, N, 0, NULL, y, a, t);
+  struct pflex_fit_opts o = {.kind = PFLEX_MODEL_PRIOR};
+  int fold[N];
+  pflex_folds_loo(N, fold);
+  assert_int_equal(pflex_cv_predict(&d, &o, fold, loo), 0);
+  for (size_t i = 0; i < N; i++) {
+    double cell = 0, all = 0;
+    size_t nc = 0;
+    for (size_t j = 0; j < N; j++) {
+      if (j == i) continue;
+      all += y[j];
+      if (a[i] && t[i] && a[j] == a[i] && t[j] == t[i]) cell += y[j], nc++;
+    }
+    double want = nc ? cell / (double)nc : all / (N - 1);
+    CLOSE(loo[i], want, 1e-13);
+  }
+  pflex_dataset_release(&d);
+}
+
 static void test_loco_assignment(void **state) {
   (void)state;
   const enum pflex_arch a[] = {PFLEX_ARCH_DENSE, PFLEX_ARCH_MOE, PFLEX_ARCH_DENSE,
@@ -632,6 +670,7 @@ int main(void) {
       cmocka_unit_test(test_loo_hand),
       cmocka_unit_test(test_loo_hat_identity),
       cmocka_unit_test(test_loo_closed_form_matches_refits),
+      cmocka_unit_test(test_loo_prior_matches_refits),
       cmocka_unit_test(test_loco_assignment),
       cmocka_unit_test(test_scores_hand),
       cmocka_unit_test(test_ridge_hand),
