@@ -1,7 +1,8 @@
 /* The runs CSV (docs/formats.md): reading with validation, and atomic writing.
  *
- * Reading is all or nothing: the whole file is parsed and checked into a
- * local runset, which replaces *ret_set only when every rule holds. */
+ * Reading is all or nothing: the file is read as a stream of records, each
+ * checked as it comes, into a local runset, which replaces *ret_set only
+ * when every rule holds. */
 #include <errno.h>
 #include <math.h>
 #include <stddef.h>
