@@ -775,17 +775,30 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* Relative throughput of template c at relative power p (power / its P_max):
+/* Relative throughput of a template at relative power p (power / its P_max):
  * below its P_min, extended linearly with the secant over the next 5% of
  * P_max (a job capped lower keeps losing throughput at about the same rate),
- * floored at 0. */
-static double tmpl_rel(const struct pflex_curve *c, double p) {
-  double pm = c->p_min / c->p_max;
-  if (p >= pm) return pflex_curve_eval(c, p * c->p_max) / c->t_max;
-  double h = 0.05, r0 = pflex_curve_eval(c, c->p_min) / c->t_max;
-  double r1 = pflex_curve_eval(c, (pm + h) * c->p_max) / c->t_max;
-  double v = r0 - (r1 - r0) / h * (pm - p);
-  return v > 0 ? v : 0;
+ * floored at 0. The secant's ends are read once per template (r0 NAN until
+ * then), not at every point below P_min. */
+struct tmpl_view {
+  const struct pflex_curve *c;
+  double pm, r0, r1;
+};
+
+static struct tmpl_view tmpl_view(const struct pflex_curve *c) {
+  return (struct tmpl_view){c, c->p_min / c->p_max, NAN, NAN};
+}
+
+static double tmpl_rel(struct tmpl_view *v, double p) {
+  const struct pflex_curve *c = v->c;
+  if (p >= v->pm) return pflex_curve_eval(c, p * c->p_max) / c->t_max;
+  double h = 0.05;
+  if (isnan(v->r0)) {
+    v->r0 = pflex_curve_eval(c, c->p_min) / c->t_max;
+    v->r1 = pflex_curve_eval(c, (v->pm + h) * c->p_max) / c->t_max;
+  }
+  double r = v->r0 - (v->r1 - v->r0) / h * (v->pm - p);
+  return r > 0 ? r : 0;
 }
 
 /* The PFI grid in relative power as Eq. 1 sees it: power from the grid (gp),
@@ -822,16 +835,17 @@ static double grid_pfi(const struct rel_grid *g, const double *deficit) {
 
 /* Gaussian kernel weights of the templates by how far their PFI on the grid
  * lies from pfi (in bandwidths), relative to the nearest template so that
- * they cannot all underflow however far the PFI lies from every template.
+ * they cannot all underflow however far the PFI lies from every template;
+ * each template's deficit on the grid kept in gdefs[16 j ..].
  * -EINVAL on a template without a curve, -ERANGE when none has a PFI. */
-static int template_weights(double pfi, const struct pflex_curve *const *tmpl, size_t nt,
-                            const struct rel_grid *g, double bandwidth, double *w,
+static int template_weights(double pfi, struct tmpl_view *views, size_t nt,
+                            const struct rel_grid *g, double bandwidth, double *w, double *gdefs,
                             double *ret_wsum) {
-  double dmin = INFINITY, deficit[16];
+  double dmin = INFINITY;
   for (size_t j = 0; j < nt; j++) {
-    if (!tmpl[j] || !(tmpl[j]->t_max > 0) || !(tmpl[j]->p_max > 0)) return -EINVAL;
+    double *deficit = gdefs + 16 * j;
     for (size_t i = 0; i < g->n; i++)
-      deficit[i] = 1 - tmpl_rel(tmpl[j], g->ge[i]);
+      deficit[i] = 1 - tmpl_rel(&views[j], g->ge[i]);
     double v = grid_pfi(g, deficit);
     w[j] = isnan(v) ? INFINITY : (v - pfi) / bandwidth; /* the distance, for now */
     if (fabs(w[j]) < dmin) dmin = fabs(w[j]);
@@ -871,25 +885,30 @@ int pflex_curve_from_pfi_templates(double pfi, double p_min, double p_max, doubl
   struct rel_grid g;
   relative_grid(grid, n, p_min, p_max, &g);
   if (g.n == 0) return -PFLEX_E_NOPOINTS;
-  double *w = malloc(nt * sizeof *w), wsum;
-  if (!w) return -ENOMEM;
-  int err = template_weights(pfi, tmpl, nt, &g, bandwidth, w, &wsum);
-  if (err) {
-    free(w);
-    return err;
-  }
+  double *w = malloc(nt * sizeof *w), *gdefs = malloc(16 * nt * sizeof *gdefs), wsum = 0;
+  struct tmpl_view *views = malloc(nt * sizeof *views);
+  int err = w && gdefs && views ? 0 : -ENOMEM;
+  for (size_t j = 0; !err && j < nt; j++)
+    if (!tmpl[j] || !(tmpl[j]->t_max > 0) || !(tmpl[j]->p_max > 0))
+      err = -EINVAL;
+    else
+      views[j] = tmpl_view(tmpl[j]);
+  if (!err) err = template_weights(pfi, views, nt, &g, bandwidth, w, gdefs, &wsum);
   /* The weighted mean deficit of the templates at the knots and on the grid. */
   double knots[K + 16], def[K + 16] = {0}, gdef[16] = {0};
   size_t np = curve_knots(p_min, p_max, grid, n, knots);
-  for (size_t j = 0; j < nt; j++) {
+  for (size_t j = 0; !err && j < nt; j++) {
     if (w[j] == 0) continue;
     double f = w[j] / wsum;
     for (size_t m = 0; m < np; m++)
-      def[m] += f * (1 - tmpl_rel(tmpl[j], knots[m] / p_max));
+      def[m] += f * (1 - tmpl_rel(&views[j], knots[m] / p_max));
     for (size_t i = 0; i < g.n; i++)
-      gdef[i] += f * (1 - tmpl_rel(tmpl[j], g.ge[i]));
+      gdef[i] += f * gdefs[16 * j + i];
   }
   free(w);
+  free(gdefs);
+  free(views);
+  if (err) return err;
   /* Scaling the deficit by lambda divides every PFI_i by lambda. */
   double mean = grid_pfi(&g, gdef);
   if (isnan(mean)) return -ERANGE;

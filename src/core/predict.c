@@ -55,6 +55,13 @@ void pflex_linmodel_release(struct pflex_linmodel *m) {
   pflex_linmodel_init(m);
 }
 
+/* A column whose SD is at most this share of its mean's size is constant. */
+#define CONST_RTOL 1e-12
+
+static bool relative_sd_above(double sd, double mean, double rtol) {
+  return sd > rtol * (fabs(mean) + 1e-300);
+}
+
 /* Standardizes n rows into an m x p matrix (m >= n; rows past n stay zero,
  * which leaves least-squares solutions unchanged and lets GSL's SVD, which
  * wants at least as many rows as columns, handle p > n). Also centres y. */
@@ -62,6 +69,7 @@ struct stdz {
   gsl_matrix *z;
   gsl_vector *yc;
   double *mean, *sd, ybar;
+  bool *constant; /* column j left as zeros */
 };
 
 static void stdz_free(struct stdz *s) {
@@ -69,6 +77,7 @@ static void stdz_free(struct stdz *s) {
   gsl_vector_free(s->yc);
   free(s->mean);
   free(s->sd);
+  free(s->constant);
 }
 
 static int stdz_make(const double *x, const double *y, size_t n, size_t p, struct stdz *s) {
@@ -78,7 +87,8 @@ static int stdz_make(const double *x, const double *y, size_t n, size_t p, struc
   s->yc = gsl_vector_calloc(m);
   s->mean = calloc(p ? p : 1, sizeof *s->mean);
   s->sd = calloc(p ? p : 1, sizeof *s->sd);
-  if (!s->z || !s->yc || !s->mean || !s->sd) {
+  s->constant = calloc(p ? p : 1, sizeof *s->constant);
+  if (!s->z || !s->yc || !s->mean || !s->sd || !s->constant) {
     stdz_free(s);
     return -ENOMEM;
   }
@@ -90,8 +100,9 @@ static int stdz_make(const double *x, const double *y, size_t n, size_t p, struc
     double sd = n > 1 ? gsl_stats_sd_m(x + j, p, n, s->mean[j]) : 0;
     /* A constant column (relative to its size) carries no information on
      * these rows: leave it as zeros so that it gets coefficient 0. */
-    bool constant = !(sd > 1e-12 * (fabs(s->mean[j]) + 1e-300));
+    bool constant = !relative_sd_above(sd, s->mean[j], CONST_RTOL);
     s->sd[j] = constant ? 1.0 : sd;
+    s->constant[j] = constant;
     for (size_t i = 0; i < n; i++)
       gsl_matrix_set(s->z, i, j, constant ? 0.0 : (x[i * p + j] - s->mean[j]) / sd);
   }
@@ -449,6 +460,12 @@ void pflex_model_release(struct pflex_model *m) {
   pflex_model_init(m);
 }
 
+/* The index of an arch x task cell (0-3), or -1 when either is unknown. */
+static int prior_cell(enum pflex_arch arch, enum pflex_task task) {
+  if (arch == PFLEX_ARCH_UNKNOWN || task == PFLEX_TASK_UNKNOWN) return -1;
+  return (arch == PFLEX_ARCH_MOE) * 2 + (task == PFLEX_TASK_FT);
+}
+
 /* Fits the prior on the rows where use[i] (all rows when use is NULL). */
 static void prior_fit(const struct pflex_dataset *d, const bool *use, struct pflex_model *m) {
   double sum = 0;
@@ -519,50 +536,187 @@ int pflex_model_predict_run(const struct pflex_model *m, const struct pflex_runs
   return err;
 }
 
+/* The closed form of OLS leave-one-out takes a design whose condition
+ * number is below 1/LOO_RCOND, and rows whose leverage leaves 1 - h_ii above
+ * LOO_MIN_RESID and whose removal keeps every column's constancy clear of
+ * CONST_RTOL by a factor LOO_CONST_MARGIN; the others are refitted. */
+#define LOO_RCOND 1e-8
+#define LOO_MIN_RESID 1e-8
+#define LOO_CONST_MARGIN 100.0
+
+/* Whether the columns stay on the same side of the constancy threshold
+ * without row i (mean and sum of squares downdated) as with it, by a margin.
+ * ss[j] is column j's sum of squared deviations over all n rows. */
+static bool loo_columns_clear(const struct pflex_dataset *d, const struct stdz *s,
+                              const double *ss, size_t i) {
+  size_t n = d->n, p = d->feats.n;
+  for (size_t j = 0; j < p; j++) {
+    double dx = d->x[i * p + j] - s->mean[j];
+    double mean = ((double)n * s->mean[j] - d->x[i * p + j]) / (double)(n - 1);
+    double rest = ss[j] - (double)n / (double)(n - 1) * dx * dx;
+    double sd = sqrt(rest > 0 ? rest / (double)(n - 2) : 0);
+    bool clear = s->constant[j] ? !relative_sd_above(sd, mean, CONST_RTOL / LOO_CONST_MARGIN)
+                              : relative_sd_above(sd, mean, CONST_RTOL * LOO_CONST_MARGIN);
+    if (!clear) return false;
+  }
+  return true;
+}
+
+/* The OLS leave-one-out predictions from one fit on all rows: the LOO
+ * residual is e_i / (1 - h_ii), with h_ii = 1/n + sum_k U_ik^2 over the
+ * standardized design's nonzero singular directions (the intercept is
+ * orthogonal to the centred columns). The refit that this replaces gives the
+ * same values up to rounding (tests/unit/test_predict.c). Sets done[i] for
+ * the rows it predicts and leaves the rest (see LOO_RCOND) to refits. */
+static void ols_loo_rows(const struct pflex_dataset *d, const struct stdz *s,
+                         const struct svd *v, double *ss, double *uty, double *yhat, bool *done) {
+  size_t n = d->n, p = d->feats.n, live = 0, kept = 0;
+  for (size_t j = 0; j < p; j++) {
+    for (size_t i = 0; i < n; i++) {
+      double dx = d->x[i * p + j] - s->mean[j];
+      ss[j] += dx * dx;
+    }
+    live += !s->constant[j];
+  }
+  for (size_t k = 0; k < p && kept < live; k++)
+    kept += gsl_vector_get(v->s, k) > LOO_RCOND * gsl_vector_get(v->s, 0);
+  if (kept < live) return; /* ill-conditioned: every row refitted */
+  for (size_t k = 0; k < kept; k++)
+    for (size_t i = 0; i < n; i++)
+      uty[k] += gsl_matrix_get(v->u, i, k) * gsl_vector_get(s->yc, i);
+  for (size_t i = 0; i < n; i++) {
+    double h = 1.0 / (double)n, fit = 0;
+    for (size_t k = 0; k < kept; k++) {
+      double u = gsl_matrix_get(v->u, i, k);
+      h += u * u;
+      fit += u * uty[k];
+    }
+    if (!(1.0 - h > LOO_MIN_RESID) || !loo_columns_clear(d, s, ss, i)) continue;
+    yhat[i] = d->y[i] - (gsl_vector_get(s->yc, i) - fit) / (1.0 - h);
+    done[i] = true;
+  }
+}
+
+static int ols_loo(const struct pflex_dataset *d, double *yhat, bool *done) {
+  size_t n = d->n, p = d->feats.n;
+  if (n < 3 || n < p + 2) return 0;
+  double *ss = calloc(p + 1, sizeof *ss), *uty = calloc(p + 1, sizeof *uty);
+  struct stdz s;
+  struct svd v = {0};
+  int err = ss && uty ? stdz_make(d->x, d->y, n, p, &s) : -ENOMEM;
+  if (!err) {
+    /* An SVD that fails to converge leaves every row to the refits. */
+    int e = p > 0 ? svd_make(s.z, &v) : 0;
+    if (!e) ols_loo_rows(d, &s, &v, ss, uty, yhat, done);
+    if (!e && p > 0) svd_free(&v);
+    if (e == -ENOMEM) err = e;
+    stdz_free(&s);
+  }
+  free(ss);
+  free(uty);
+  return err;
+}
+
+/* The prior's leave-one-out predictions from sums over all rows (in long
+ * double, so that taking row i out loses nothing to cancellation): row i's
+ * arch x task cell mean without it when the cell has other rows, else the
+ * mean of the other rows, as a refit of the prior without row i gives. */
+static void prior_loo(const struct pflex_dataset *d, double *yhat, bool *done) {
+  size_t n = d->n, count[4] = {0};
+  if (n < 3) return;
+  long double all = 0, sum[4] = {0};
+  for (size_t i = 0; i < n; i++) {
+    all += d->y[i];
+    int c = prior_cell(d->arch[i], d->task[i]);
+    if (c >= 0) sum[c] += d->y[i], count[c]++;
+  }
+  for (size_t i = 0; i < n; i++) {
+    int c = prior_cell(d->arch[i], d->task[i]);
+    yhat[i] = c >= 0 && count[c] > 1 ? (double)((sum[c] - d->y[i]) / (long double)(count[c] - 1))
+                                     : (double)((all - d->y[i]) / (long double)(n - 1));
+    done[i] = true;
+  }
+}
+
+/* Buffers of one fold's training set. */
+struct cv_work {
+  double *xt, *yt;
+  bool *use;
+};
+
+/* Predicts the rows of fold f (setting done[i] for them) from a model
+ * fitted on the other rows; NAN when fewer than 2 remain. */
+static int fold_predict(const struct pflex_dataset *d, const struct pflex_fit_opts *opts,
+                        const int *fold, int f, struct cv_work *w, bool *done, double *yhat) {
+  size_t n = d->n, p = d->feats.n, nt = 0;
+  for (size_t i = 0; i < n; i++) {
+    w->use[i] = fold[i] != f;
+    if (!w->use[i]) continue;
+    memcpy(w->xt + nt * p, d->x + i * p, p * sizeof *w->xt);
+    w->yt[nt++] = d->y[i];
+  }
+  struct pflex_model pm;
+  pflex_model_init(&pm);
+  bool ok = nt >= 2;
+  int err = 0;
+  if (ok && opts->kind == PFLEX_MODEL_PRIOR) {
+    prior_fit(d, w->use, &pm);
+    pm.kind = PFLEX_MODEL_PRIOR;
+  } else if (ok) {
+    pm.kind = opts->kind;
+    int e = pflex_linmodel_fit(w->xt, w->yt, nt, p, opts, &pm.lin);
+    if (e == -PFLEX_E_NOPOINTS)
+      ok = false;
+    else if (e)
+      err = e;
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (fold[i] != f) continue;
+    done[i] = true;
+    yhat[i] = ok && !err ? pflex_model_predict(&pm, d->x + i * p, d->arch[i], d->task[i]) : NAN;
+  }
+  pflex_model_release(&pm);
+  return err;
+}
+
+static int cmp_int(const void *a, const void *b) {
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
+}
+
+/* Whether every row is a fold of its own (leave-one-out). */
+static int folds_singletons(const int *fold, size_t n, bool *ret) {
+  int *s = malloc((n ? n : 1) * sizeof *s);
+  if (!s) return -ENOMEM;
+  memcpy(s, fold, n * sizeof *s);
+  qsort(s, n, sizeof *s, cmp_int);
+  *ret = true;
+  for (size_t i = 1; i < n && *ret; i++)
+    *ret = s[i] != s[i - 1];
+  free(s);
+  return 0;
+}
+
 int pflex_cv_predict(const struct pflex_dataset *d, const struct pflex_fit_opts *opts,
                      const int *fold, double *ret_yhat) {
   size_t n = d->n, p = d->feats.n;
-  double *xt = malloc((n * p > 0 ? n * p : 1) * sizeof *xt);
-  double *yt = malloc((n ? n : 1) * sizeof *yt);
-  bool *use = malloc((n ? n : 1) * sizeof *use);
-  bool *done = calloc(n ? n : 1, sizeof *done);
+  struct cv_work w = {.xt = malloc((n * p > 0 ? n * p : 1) * sizeof *w.xt),
+                      .yt = malloc((n ? n : 1) * sizeof *w.yt),
+                      .use = malloc((n ? n : 1) * sizeof *w.use)};
+  bool *done = calloc(n ? n : 1, sizeof *done), loo = false;
   double *yhat = malloc((n ? n : 1) * sizeof *yhat);
-  int err = xt && yt && use && done && yhat ? 0 : -ENOMEM;
-  for (size_t i0 = 0; !err && i0 < n; i0++) {
-    if (done[i0]) continue;
-    int f = fold[i0];
-    size_t nt = 0;
-    for (size_t i = 0; i < n; i++) {
-      use[i] = fold[i] != f;
-      if (!use[i]) continue;
-      memcpy(xt + nt * p, d->x + i * p, p * sizeof *xt);
-      yt[nt++] = d->y[i];
-    }
-    struct pflex_model pm;
-    pflex_model_init(&pm);
-    bool ok = nt >= 2;
-    if (ok && opts->kind == PFLEX_MODEL_PRIOR) {
-      prior_fit(d, use, &pm);
-      pm.kind = PFLEX_MODEL_PRIOR;
-    } else if (ok) {
-      pm.kind = opts->kind;
-      int e = pflex_linmodel_fit(xt, yt, nt, p, opts, &pm.lin);
-      if (e == -PFLEX_E_NOPOINTS)
-        ok = false;
-      else if (e)
-        err = e;
-    }
-    for (size_t i = 0; i < n; i++) {
-      if (fold[i] != f) continue;
-      done[i] = true;
-      yhat[i] = ok && !err ? pflex_model_predict(&pm, d->x + i * p, d->arch[i], d->task[i]) : NAN;
-    }
-    pflex_model_release(&pm);
-  }
+  int err = w.xt && w.yt && w.use && done && yhat ? 0 : -ENOMEM;
+  /* Leave-one-out of OLS and the prior in closed form; the rows it cannot
+   * take are refitted. */
+  if (!err && opts->kind != PFLEX_MODEL_RIDGE) err = folds_singletons(fold, n, &loo);
+  if (!err && loo && opts->kind == PFLEX_MODEL_OLS) err = ols_loo(d, yhat, done);
+  if (!err && loo && opts->kind == PFLEX_MODEL_PRIOR) prior_loo(d, yhat, done);
+  for (size_t i0 = 0; !err && i0 < n; i0++)
+    if (!done[i0]) err = fold_predict(d, opts, fold, fold[i0], &w, done, yhat);
   if (!err) memcpy(ret_yhat, yhat, n * sizeof *yhat);
-  free(xt);
-  free(yt);
-  free(use);
+  free(w.xt);
+  free(w.yt);
+  free(w.use);
   free(done);
   free(yhat);
   return err;

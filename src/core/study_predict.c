@@ -3,6 +3,7 @@
  * the prediction sets of pflex_study_run. */
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,20 +105,49 @@ static int model_dataset(const struct pflex_runset *runs, const char *filter, co
   return err ? context(diag, err, "cannot build the predictor's data set") : 0;
 }
 
+/* Names sorted for lookup (ties in index order), so that finding every job's
+ * group costs O(n log n), not O(n^2). */
+struct name_at {
+  const char *name;
+  size_t at;
+};
+
+static int cmp_name_at(const void *a, const void *b) {
+  const struct name_at *x = a, *y = b;
+  int c = strcmp(x->name, y->name);
+  return c ? c : (x->at > y->at) - (x->at < y->at);
+}
+
+/* The smallest index with this name in the sorted ix[0..n) (what a linear
+ * search from the start finds), or SIZE_MAX when absent. */
+static size_t name_find(const struct name_at *ix, size_t n, const char *name) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (strcmp(ix[mid].name, name) < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < n && strcmp(ix[lo].name, name) == 0 ? ix[lo].at : SIZE_MAX;
+}
+
 /* Row of the model's training groups for each job; -PFLEX_E_NOPOINTS names
  * a job the model has no PFI for. */
 static int job_rows(const struct pflex_model *m, const struct pflex_jobset *js, size_t *rows,
                     struct pflex_diag *diag) {
-  for (size_t i = 0; i < js->n; i++) {
-    size_t k;
-    for (k = 0; k < m->n; k++)
-      if (strcmp(m->groups[k].group, js->names[i]) == 0) break;
-    if (k == m->n)
-      return pflex_diag_set(diag, -PFLEX_E_NOPOINTS, NULL, 0, NULL,
-                            "group '%s' has no PFI (no usable capped run)", js->names[i]);
-    rows[i] = k;
-  }
-  return 0;
+  struct name_at *ix = malloc((m->n ? m->n : 1) * sizeof *ix);
+  if (!ix) return -ENOMEM;
+  for (size_t k = 0; k < m->n; k++)
+    ix[k] = (struct name_at){m->groups[k].group, k};
+  qsort(ix, m->n, sizeof *ix, cmp_name_at);
+  int err = 0;
+  for (size_t i = 0; !err && i < js->n; i++)
+    if ((rows[i] = name_find(ix, m->n, js->names[i])) == SIZE_MAX)
+      err = pflex_diag_set(diag, -PFLEX_E_NOPOINTS, NULL, 0, NULL,
+                           "group '%s' has no PFI (no usable capped run)", js->names[i]);
+  free(ix);
+  return err;
 }
 
 /* One SD per group: pflex_shrink_fold_sd of the predictions against the
@@ -235,10 +265,13 @@ static int predict_unseen(const struct pflex_runset *train, const struct pflex_r
   size_t ng = 0;
   if (!(p->unseen = calloc(js->n ? js->n : 1, sizeof *p->unseen))) return -ENOMEM;
   if ((err = pflex_runset_groups(runs, &g, &ng))) return err;
+  struct name_at *ix = malloc((ng ? ng : 1) * sizeof *ix);
+  if (!ix) err = -ENOMEM;
+  for (size_t k = 0; !err && k < ng; k++)
+    ix[k] = (struct name_at){g[k].name, k};
+  if (!err) qsort(ix, ng, sizeof *ix, cmp_name_at);
   for (size_t i = 0; !err && i < js->n; i++) {
-    size_t k;
-    for (k = 0; k < ng; k++)
-      if (strcmp(g[k].name, js->names[i]) == 0) break;
+    size_t k = name_find(ix, ng, js->names[i]);
     bool was_prior = false;
     err = k < ng ? pflex_model_predict_run(&p->model, runs, g[k].uncapped, true, &p->unseen[i],
                                            &was_prior, diag)
@@ -248,6 +281,7 @@ static int predict_unseen(const struct pflex_runset *train, const struct pflex_r
                      pflex_strerror(err));
     p->unseen_prior += was_prior;
   }
+  free(ix);
   pflex_groups_free(g, ng);
   /* Jobs never seen: the model's larger out-of-sample error, as they may
    * come from a cluster (or GPU) it never saw. */

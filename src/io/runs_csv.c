@@ -1,7 +1,8 @@
 /* The runs CSV (docs/formats.md): reading with validation, and atomic writing.
  *
- * Reading is all or nothing: the whole file is parsed and checked into a
- * local runset, which replaces *ret_set only when every rule holds. */
+ * Reading is all or nothing: the file is read as a stream of records, each
+ * checked as it comes, into a local runset, which replaces *ret_set only
+ * when every rule holds. */
 #include <errno.h>
 #include <math.h>
 #include <stddef.h>
@@ -61,14 +62,14 @@ static const struct {
 
 struct ctx {
   const char *path;
-  const struct pflex__csv_table *t;
+  const struct pflex__csv_record *h; /* the header */
   struct pflex_diag *diag;
 };
 
 static int parse_double(const struct ctx *c, const struct pflex__csv_record *r, long col,
                         double *ret) {
   const char *s = r->fields[col];
-  const char *name = c->t->header.fields[col];
+  const char *name = c->h->fields[col];
   if (!*s) return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, r->line, name, "empty");
   char *end;
   errno = 0;
@@ -92,7 +93,7 @@ static int parse_positive(const struct ctx *c, const struct pflex__csv_record *r
   int err = parse_double(c, r, col, &v);
   if (err) return err;
   if (!(v > 0))
-    return pflex_diag_set(c->diag, -PFLEX_E_DATA, c->path, r->line, c->t->header.fields[col],
+    return pflex_diag_set(c->diag, -PFLEX_E_DATA, c->path, r->line, c->h->fields[col],
                           "must be greater than zero, got %s", r->fields[col]);
   *ret = v;
   return 0;
@@ -105,7 +106,7 @@ static int parse_int(const struct ctx *c, const struct pflex__csv_record *r, lon
   errno = 0;
   long v = strtol(s, &end, 10);
   if (!*s || *end || errno || v < min || v > PFLEX_RUN_INT_MAX)
-    return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, r->line, c->t->header.fields[col],
+    return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, r->line, c->h->fields[col],
                           "'%s' is not a whole number from %d to %d", s, min, PFLEX_RUN_INT_MAX);
   *ret = (int)v;
   return 0;
@@ -119,7 +120,7 @@ static int parse_bool(const struct ctx *c, const struct pflex__csv_record *r, lo
     if (strcasecmp(s, yes[i]) == 0) return *ret = true, 0;
     if (strcasecmp(s, no[i]) == 0) return *ret = false, 0;
   }
-  return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, r->line, c->t->header.fields[col],
+  return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, r->line, c->h->fields[col],
                         "'%s' is not a boolean (1/0, true/false, yes/no, y/n)", s);
 }
 
@@ -150,18 +151,18 @@ static bool is_known(const char *name) {
  * tokens_per_s; else the only rate column present. */
 static int pick_tput(const struct ctx *c, const struct pflex_runs_read_opts *opts, long *ret_col,
                      long *ret_sd, enum pflex_tput_unit *ret_unit) {
-  const struct pflex__csv_table *t = c->t;
+  const struct pflex__csv_record *h = c->h;
   enum pflex_tput_unit want = opts ? opts->unit : PFLEX_TPUT_TOKENS_PER_S;
   if (opts && opts->tput_column) {
-    long col = pflex__csv_column(t, opts->tput_column);
+    long col = pflex__csv_column(h, opts->tput_column);
     if (col < 0)
-      return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, t->header.line, opts->tput_column,
+      return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, h->line, opts->tput_column,
                             "throughput column missing from the header");
     *ret_col = col;
     *ret_unit = want;
     char sd[80];
     snprintf(sd, sizeof sd, "%s_sd", opts->tput_column);
-    *ret_sd = pflex__csv_column(t, sd);
+    *ret_sd = pflex__csv_column(h, sd);
     return 0;
   }
   /* The throughput columns are those of the unit table. */
@@ -169,10 +170,10 @@ static int pick_tput(const struct ctx *c, const struct pflex_runs_read_opts *opt
   size_t nfound = 0;
   long found = -1;
   for (size_t i = 0; (u = pflex_tput_unit_at(i)); i++) {
-    long col = pflex__csv_column(t, u->column);
+    long col = pflex__csv_column(h, u->column);
     if (want != PFLEX_TPUT_TOKENS_PER_S && u->unit == want) {
       if (col < 0)
-        return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, t->header.line, u->column,
+        return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, h->line, u->column,
                               "required column missing from the header (the unit asked for)");
       found = col, which = u, nfound = 1;
       break;
@@ -181,15 +182,15 @@ static int pick_tput(const struct ctx *c, const struct pflex_runs_read_opts *opt
     if (nfound++ == 0 || u->unit == PFLEX_TPUT_TOKENS_PER_S) found = col, which = u;
   }
   if (nfound == 0)
-    return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, t->header.line, "tokens_per_s",
+    return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, h->line, "tokens_per_s",
                           "required column missing from the header (or samples_per_s, "
                           "steps_per_s, s_per_step)");
   if (nfound > 1 && which->unit != PFLEX_TPUT_TOKENS_PER_S)
-    return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, t->header.line, NULL,
+    return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, h->line, NULL,
                           "several throughput columns and none chosen (--unit)");
   *ret_col = found;
   *ret_unit = which->unit;
-  *ret_sd = pflex__csv_column(t, which->sd_column);
+  *ret_sd = pflex__csv_column(h, which->sd_column);
   return 0;
 }
 
@@ -199,8 +200,7 @@ bool pflex__runs_column_reserved(const char *name, enum pflex_tput_unit unit) {
   return is_known(name);
 }
 
-static bool tput_column_name(const struct pflex__csv_table *t, size_t col, long tput_col,
-                             long tput_sd) {
+static bool tput_column_name(size_t col, long tput_col, long tput_sd) {
   return (long)col == tput_col || (long)col == tput_sd;
 }
 
@@ -216,21 +216,21 @@ struct layout {
  * the extra columns to set. */
 static int find_columns(const struct ctx *c, const struct pflex_runs_read_opts *opts,
                         struct pflex_runset *set, struct layout *L) {
-  const struct pflex__csv_table *t = c->t;
+  const struct pflex__csv_record *h = c->h;
   for (size_t i = 0; i < NCOLS; i++) {
-    L->col[i] = pflex__csv_column(t, known_columns[i]);
+    L->col[i] = pflex__csv_column(h, known_columns[i]);
     if (i < NREQUIRED && L->col[i] < 0)
-      return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, t->header.line, known_columns[i],
+      return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, h->line, known_columns[i],
                             "required column missing from the header");
   }
   int err = pick_tput(c, opts, &L->tput, &L->tput_sd, &set->unit);
   if (err) return err;
-  L->extra_col = calloc(t->header.n, sizeof *L->extra_col);
+  L->extra_col = calloc(h->n ? h->n : 1, sizeof *L->extra_col);
   if (!L->extra_col) return -ENOMEM;
   size_t nextra = 0;
-  for (size_t k = 0; k < t->header.n; k++) {
-    const char *name = t->header.fields[k];
-    if (is_known(name) || tput_column_name(t, k, L->tput, L->tput_sd)) continue;
+  for (size_t k = 0; k < h->n; k++) {
+    const char *name = h->fields[k];
+    if (is_known(name) || tput_column_name(k, L->tput, L->tput_sd)) continue;
     if ((err = pflex_runset_add_column(set, name, NULL))) return err;
     L->extra_col[nextra++] = k;
   }
@@ -254,11 +254,11 @@ static int read_sds(const struct ctx *c, const struct layout *L, enum pflex_tput
     if ((err = parse_double(c, r, L->tput_sd, &v))) return err;
     if (v < 0)
       return pflex_diag_set(c->diag, -PFLEX_E_DATA, c->path, r->line,
-                            c->t->header.fields[L->tput_sd], "negative");
+                            c->h->fields[L->tput_sd], "negative");
     if (unit == PFLEX_TPUT_PER_STEP_TIME) v = v * run->tput * run->tput;
     if (!isfinite(v))
       return pflex_diag_set(c->diag, -PFLEX_E_DATA, c->path, r->line,
-                            c->t->header.fields[L->tput_sd],
+                            c->h->fields[L->tput_sd],
                             "too large for the time per step (the throughput SD is infinite)");
     run->tput_sd = v, run->have |= PFLEX_RUN_TPUT_SD;
   }
@@ -298,11 +298,11 @@ static int check_utf8(const struct ctx *c, const struct pflex__csv_record *r) {
   size_t at;
   for (size_t k = 0; k < r->n; k++)
     if (!pflex__utf8_valid(r->fields[k], &at)) {
-      if (r == &c->t->header)
+      if (r == c->h)
         return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, r->line, NULL,
                               "column name %zu is not UTF-8 text (byte %zu); " UTF8_HINT, k + 1,
                               at + 1);
-      return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, r->line, c->t->header.fields[k],
+      return pflex_diag_set(c->diag, -PFLEX_E_PARSE, c->path, r->line, c->h->fields[k],
                             "not UTF-8 text (byte %zu of the field); " UTF8_HINT, at + 1);
     }
   return 0;
@@ -328,57 +328,75 @@ static int read_row(const struct ctx *c, const struct layout *L, enum pflex_tput
   return read_optional(c, L, r, run);
 }
 
-/* Every row is validated; only those of the set asked for (if any) are kept. */
-static int read_rows(const struct ctx *c, const struct layout *L,
-                     const struct pflex_runs_read_opts *opts, struct pflex_runset *set) {
-  char **extra = set->nextra ? calloc(set->nextra, sizeof *extra) : NULL;
-  if (set->nextra && !extra) return -ENOMEM;
-  int err = check_utf8(c, &c->t->header);
-  for (size_t i = 0; !err && i < c->t->nrows; i++) {
-    const struct pflex__csv_record *r = &c->t->rows[i];
-    struct pflex_run run = {.line = r->line, .extra = extra};
-    if ((err = read_row(c, L, set->unit, r, &run))) break;
-    for (size_t k = 0; k < set->nextra; k++)
-      extra[k] = r->fields[L->extra_col[k]];
-    if (opts && opts->set_filter && !(run.set && strcmp(run.set, opts->set_filter) == 0)) continue;
-    if (opts && opts->reference_cap_w > 0 &&
-        run.cap_w > opts->reference_cap_w + PFLEX_REFERENCE_TOL_W)
-      continue;
-    err = pflex_runset_append(set, &run);
+/* The file read as a stream: every row is validated as it comes; only those
+ * of the set asked for (if any) are kept, their strings copied. */
+struct stream {
+  struct ctx c;
+  const struct pflex_runs_read_opts *opts;
+  struct pflex_runset set;
+  struct layout L;
+  char **extra; /* one row's extra cells */
+  size_t nrows, header_line;
+  bool columns_found;
+};
+
+static int on_header(void *ctx, const struct pflex__csv_record *h) {
+  struct stream *st = ctx;
+  st->c.h = h;
+  st->header_line = h->line;
+  return check_utf8(&st->c, h);
+}
+
+/* The columns are found at the first row, so that a file of only a header
+ * is refused as such whatever its columns. */
+static int on_row(void *ctx, const struct pflex__csv_record *r) {
+  struct stream *st = ctx;
+  struct pflex_runset *set = &st->set;
+  int err = 0;
+  if (!st->columns_found) {
+    st->columns_found = true;
+    if ((err = find_columns(&st->c, st->opts, set, &st->L))) return err;
+    if (set->nextra && !(st->extra = calloc(set->nextra, sizeof *st->extra))) return -ENOMEM;
   }
-  free(extra);
-  return err;
+  st->nrows++;
+  struct pflex_run run = {.line = r->line, .extra = st->extra};
+  if ((err = read_row(&st->c, &st->L, set->unit, r, &run))) return err;
+  for (size_t k = 0; k < set->nextra; k++)
+    st->extra[k] = r->fields[st->L.extra_col[k]];
+  const char *filter = st->opts ? st->opts->set_filter : NULL;
+  if (filter && !(run.set && strcmp(run.set, filter) == 0)) return 0;
+  double ref = st->opts ? st->opts->reference_cap_w : 0;
+  if (ref > 0 && run.cap_w > ref + PFLEX_REFERENCE_TOL_W) return 0;
+  return pflex_runset_append(set, &run);
 }
 
 int pflex_runs_read_csv(const char *path, const struct pflex_runs_read_opts *opts,
                         struct pflex_runset *ret_set, struct pflex_diag *diag) {
-  struct pflex__csv_table t;
-  int err = pflex__csv_read(path, &t, diag);
-  if (err) return err;
-  struct ctx c = {.path = path, .t = &t, .diag = diag};
-  struct pflex_runset set;
-  pflex_runset_init(&set);
-  struct layout L = {.tput = -1, .tput_sd = -1};
-  if (t.nrows == 0)
-    err = pflex_diag_set(diag, -PFLEX_E_PARSE, path, t.header.line, NULL,
+  struct stream st = {.c = {.path = path, .diag = diag},
+                      .opts = opts,
+                      .L = {.tput = -1, .tput_sd = -1}};
+  pflex_runset_init(&st.set);
+  struct pflex__csv_sink sink = {on_header, on_row, &st};
+  int err = pflex__csv_stream(path, &sink, diag);
+  if (!err && st.nrows == 0)
+    err = pflex_diag_set(diag, -PFLEX_E_PARSE, path, st.header_line, NULL,
                          "header only: the file has no runs");
-  if (!err) err = find_columns(&c, opts, &set, &L);
-  if (!err) err = read_rows(&c, &L, opts, &set);
-  if (!err && !(set.source = strdup(path))) err = -ENOMEM;
-  if (!err && set.n == 0)
+  struct pflex_runset *set = &st.set;
+  if (!err && !(set->source = strdup(path))) err = -ENOMEM;
+  if (!err && set->n == 0)
     err = pflex_diag_set(diag, -PFLEX_E_DATA, path, 0, "set", "no run has set '%s'",
                          opts->set_filter);
   bool partial = !(opts && opts->require_uncapped) || opts->partial_groups;
-  if (!err) err = pflex_runset_check_groups(&set, partial, diag);
+  if (!err) err = pflex_runset_check_groups(set, partial, diag);
   if (!err && opts && opts->reference_cap_w > 0)
-    err = pflex_runset_check_reference(&set, opts->reference_cap_w, diag);
-  free(L.extra_col);
-  pflex__csv_release(&t);
+    err = pflex_runset_check_reference(set, opts->reference_cap_w, diag);
+  free(st.L.extra_col);
+  free(st.extra);
   if (err) {
-    pflex_runset_release(&set);
+    pflex_runset_release(set);
     return err;
   }
-  *ret_set = set;
+  *ret_set = *set;
   return 0;
 }
 

@@ -167,6 +167,132 @@ static void test_loo_hat_identity(void **state) {
   pflex_dataset_release(&d);
 }
 
+/* Explicit LOO refits: row i predicted by pflex_linmodel_fit on the other rows. */
+static void loo_by_refits(const double *x, const double *y, size_t n, size_t p, double *ret) {
+  double *xt = malloc((n * p + 1) * sizeof *xt), *yt = malloc(n * sizeof *yt);
+  struct pflex_fit_opts o = {.kind = PFLEX_MODEL_OLS};
+  for (size_t i = 0; i < n; i++) {
+    size_t nt = 0;
+    for (size_t r = 0; r < n; r++) {
+      if (r == i) continue;
+      memcpy(xt + nt * p, x + r * p, p * sizeof *xt);
+      yt[nt++] = y[r];
+    }
+    struct pflex_linmodel m;
+    assert_int_equal(pflex_linmodel_fit(xt, yt, nt, p, &o, &m), 0);
+    ret[i] = pflex_linmodel_predict(&m, x + i * p);
+    pflex_linmodel_release(&m);
+  }
+  free(xt);
+  free(yt);
+}
+
+/* pflex_cv_predict's LOO (the closed form, refits where it cannot) against
+ * explicit refits, to rounding, on a data set of n rows and p columns. */
+static void check_loo_against_refits(const double *x, const double *y, size_t n, size_t p) {
+  struct pflex_dataset d;
+  mkdata(&d, n, p, x, y, NULL, NULL);
+  struct pflex_fit_opts o = {.kind = PFLEX_MODEL_OLS};
+  int *fold = malloc(n * sizeof *fold);
+  double *loo = malloc(n * sizeof *loo), *want = malloc(n * sizeof *want);
+  pflex_folds_loo(n, fold);
+  assert_int_equal(pflex_cv_predict(&d, &o, fold, loo), 0);
+  loo_by_refits(x, y, n, p, want);
+  for (size_t i = 0; i < n; i++)
+    CLOSE(loo[i], want[i], 1e-9 * (fabs(want[i]) + 1));
+  free(fold);
+  free(loo);
+  free(want);
+  pflex_dataset_release(&d);
+}
+
+static double uniform(uint64_t *state) {
+  *state = *state * 6364136223846793005u + 1442695040888963407u;
+  return (double)(*state >> 11) / 9007199254740992.0;
+}
+
+/* Random data sets (n from 3 to 60, p from 0 to 3, features of different
+ * scales and offsets), and the designs where the closed form must hand rows
+ * to refits: a column constant but for one row (leverage 1 there), a constant
+ * column, collinear columns, a row repeated, more columns than the LOO fits
+ * can use. */
+static void test_loo_closed_form_matches_refits(void **state) {
+  (void)state;
+  enum { NMAX = 60, PMAX = 4 };
+  static double x[NMAX * PMAX], y[NMAX];
+  uint64_t rng = 42;
+  const size_t sizes[][2] = {{3, 0}, {3, 1}, {4, 2}, {5, 1}, {12, 3}, {60, 2}, {60, 3}, {30, 0}};
+  for (size_t c = 0; c < sizeof sizes / sizeof *sizes; c++) {
+    size_t n = sizes[c][0], p = sizes[c][1];
+    for (size_t i = 0; i < n; i++) {
+      for (size_t j = 0; j < p; j++)
+        x[i * p + j] = pow(10.0, (double)j) * (uniform(&rng) - 0.3) + 100.0 * (double)j;
+      y[i] = 1.0 + 0.5 * (p ? x[i * p] : 0) + uniform(&rng);
+    }
+    check_loo_against_refits(x, y, n, p);
+  }
+  /* Column 1 constant but for row 3; column 2 constant. */
+  size_t n = 10, p = 3;
+  for (size_t i = 0; i < n; i++) {
+    x[i * p] = uniform(&rng);
+    x[i * p + 1] = i == 3 ? 9.0 : 5.0;
+    x[i * p + 2] = 7.0;
+    y[i] = 2.0 * x[i * p] + uniform(&rng);
+  }
+  check_loo_against_refits(x, y, n, p);
+  /* Column 1 = 2 x column 0 + 1 (collinear), and rows 0 and 1 equal. */
+  p = 2;
+  for (size_t i = 0; i < n; i++) {
+    x[i * p] = i == 1 ? x[0] : uniform(&rng);
+    x[i * p + 1] = 2.0 * x[i * p] + 1.0;
+    y[i] = x[i * p] + uniform(&rng);
+  }
+  check_loo_against_refits(x, y, n, p);
+  /* 4 rows, 3 columns: each LOO fit has 3 rows for 3 columns and an intercept. */
+  n = 4, p = 3;
+  for (size_t i = 0; i < n * p; i++)
+    x[i] = uniform(&rng);
+  check_loo_against_refits(x, y, n, p);
+}
+
+/* The prior's LOO against brute force: for each row, the mean of the other
+ * rows of its arch x task cell, or of all other rows when the cell has no
+ * other row or the row's arch or task is unknown. */
+static void test_loo_prior_matches_refits(void **state) {
+  (void)state;
+  enum { N = 41 };
+  enum pflex_arch a[N];
+  enum pflex_task t[N];
+  double y[N], loo[N];
+  uint64_t rng = 7;
+  for (size_t i = 0; i < N; i++) {
+    a[i] = i % 4 == 0 ? PFLEX_ARCH_UNKNOWN : PFLEX_ARCH_DENSE;
+    t[i] = PFLEX_TASK_PT;
+    y[i] = 1.0 + uniform(&rng);
+  }
+  a[3] = a[7] = PFLEX_ARCH_MOE, t[3] = t[7] = PFLEX_TASK_FT; /* moe-ft: two rows */
+  t[5] = PFLEX_TASK_FT;                                     /* dense-ft: row 5 alone */
+  t[9] = PFLEX_TASK_UNKNOWN;
+  struct pflex_dataset d;
+  mkdata(&d, N, 0, NULL, y, a, t);
+  struct pflex_fit_opts o = {.kind = PFLEX_MODEL_PRIOR};
+  int fold[N];
+  pflex_folds_loo(N, fold);
+  assert_int_equal(pflex_cv_predict(&d, &o, fold, loo), 0);
+  for (size_t i = 0; i < N; i++) {
+    double cell = 0, all = 0;
+    size_t nc = 0;
+    for (size_t j = 0; j < N; j++) {
+      if (j == i) continue;
+      all += y[j];
+      if (a[i] && t[i] && a[j] == a[i] && t[j] == t[i]) cell += y[j], nc++;
+    }
+    double want = nc ? cell / (double)nc : all / (N - 1);
+    CLOSE(loo[i], want, 1e-13);
+  }
+  pflex_dataset_release(&d);
+}
+
 static void test_loco_assignment(void **state) {
   (void)state;
   const enum pflex_arch a[] = {PFLEX_ARCH_DENSE, PFLEX_ARCH_MOE, PFLEX_ARCH_DENSE,
@@ -543,6 +669,8 @@ int main(void) {
       cmocka_unit_test(test_ols_intercept_only_and_constant_feature),
       cmocka_unit_test(test_loo_hand),
       cmocka_unit_test(test_loo_hat_identity),
+      cmocka_unit_test(test_loo_closed_form_matches_refits),
+      cmocka_unit_test(test_loo_prior_matches_refits),
       cmocka_unit_test(test_loco_assignment),
       cmocka_unit_test(test_scores_hand),
       cmocka_unit_test(test_ridge_hand),
