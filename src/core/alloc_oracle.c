@@ -35,8 +35,10 @@
 
 /* Sample intervals on a job's range (fewer past 1024 jobs: memory linear). */
 #define ORACLE_INTERVALS 1024u
-/* Branch and bound limits; past them the certified gap says what is left. */
+/* Branch and bound limits; past them the certified gap says what is left.
+ * A node costs time linear in the jobs: fewer nodes for many jobs. */
 #define ORACLE_MAX_NODES 4096
+#define ORACLE_NODE_WORK (1u << 20)
 #define ORACLE_MAX_DEPTH 48
 #define NONE SIZE_MAX
 
@@ -257,7 +259,7 @@ struct orc {
   double *npl; /* node pool: the restricted majorants */
   size_t nnpl, cap_npl, kmax;
   struct pflex__hullpt *hp;
-  int nodes;
+  int nodes, max_nodes;
 };
 
 static void orc_release(struct orc *o) {
@@ -707,7 +709,7 @@ static int node(struct orc *o, int depth) {
       j = i;
     }
   if (j == NONE || dmax < 0.125 * tol_of(o) || depth >= ORACLE_MAX_DEPTH ||
-      o->nodes >= ORACLE_MAX_NODES) {
+      o->nodes >= o->max_nodes) {
     o->open = fmax(o->open, ub); /* left open: the reported gap says so */
     return 0;
   }
@@ -752,7 +754,8 @@ int pflex__alloc_oracle(const struct pflex_alloc_job *jobs, size_t n, const doub
                   .hi = hi,
                   .target = target,
                   .best = -INFINITY,
-                  .open = -INFINITY};
+                  .open = -INFINITY,
+                  .max_nodes = (int)fmin(ORACLE_MAX_NODES, 4.0 + ORACLE_NODE_WORK / (n ? n : 1))};
   struct pflex__oracle_cache *local = NULL;
   int err = orc_alloc(&o, n);
   if (!err && cache && !*cache) err = oracle_cache_new(cache);
