@@ -337,14 +337,23 @@ struct cand {
   size_t job;
 };
 
-static int cand_desc(const void *a, const void *b) {
-  const struct cand *x = a, *y = b;
-  if (x->slope != y->slope) return x->slope < y->slope ? 1 : -1;
-  return (x->job > y->job) - (x->job < y->job);
+/* Whether x comes before y in order of decreasing slope, ties by job (a
+ * strict total order: jobs differ); `asc` reverses it. */
+static bool cand_before(const struct cand *x, const struct cand *y, bool asc) {
+  bool desc = x->slope != y->slope ? x->slope > y->slope : x->job < y->job;
+  return asc ? !desc : desc;
 }
 
-static int cand_asc(const void *a, const void *b) {
-  return -cand_desc(a, b);
+/* Moves the first of c[k..nc) in that order to c[k]. The repair walks the
+ * candidates in order only until the power is placed, usually one or two:
+ * selecting them one at a time gives the order a sort would, for less. */
+static void cand_select(struct cand *c, size_t k, size_t nc, bool asc) {
+  size_t best = k;
+  for (size_t m = k + 1; m < nc; m++)
+    if (cand_before(&c[m], &c[best], asc)) best = m;
+  struct cand t = c[k];
+  c[k] = c[best];
+  c[best] = t;
 }
 
 static double val(const struct pflex_alloc_job *j, double p) {
@@ -378,10 +387,10 @@ static int repair(const struct pflex_alloc_job *jobs, size_t n, const struct pfl
     size_t k = nfull[i];
     if (i != pj && k < jn[i]) c[nc++] = (struct cand){js[i][k].slope, js[i][k].dp, i};
   }
-  qsort(c, nc, sizeof *c, cand_desc);
   pa[pj] = p[pj] - take;
   double da = val(&jobs[pj], pa[pj]) - base, freed = take;
   for (size_t k = 0; k < nc && freed > 0; k++) {
+    cand_select(c, k, nc, false);
     size_t i = c[k].job;
     double add = fmin(c[k].dp, freed);
     pa[i] = p[i] + add;
@@ -395,11 +404,11 @@ static int repair(const struct pflex_alloc_job *jobs, size_t n, const struct pfl
       size_t k = nfull[i] - 1;
       c[nc++] = (struct cand){js[i][k].slope, js[i][k].dp, i};
     }
-  qsort(c, nc, sizeof *c, cand_asc);
   double need = js[pj][pm].dp - take, db = -INFINITY;
   pb[pj] = p[pj] + need;
   double acc = val(&jobs[pj], pb[pj]) - base;
   for (size_t k = 0; k < nc && need > 0; k++) {
+    cand_select(c, k, nc, true);
     size_t i = c[k].job;
     double rem = fmin(c[k].dp, need);
     pb[i] = p[i] - rem;

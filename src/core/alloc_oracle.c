@@ -8,7 +8,7 @@
  * interval's ends and its two third-points, which is the curve itself for a
  * measured Steffen curve (a cubic between measured points, and the samples
  * include them) and 0 for a linear one; for parametric and callback curves it
- * is the cubic model of the curve on an interval of 1/1024 of its range (error
+ * is the cubic model of the curve on an interval of 1/512 of its range (error
  * fourth order in the interval). The upper concave hull of the lifted samples
  * is a concave majorant U_i >= weight_i T_i. Maximizing sum U_i under the
  * target is a continuous knapsack: every segment steeper than a threshold
@@ -33,8 +33,8 @@
 #include "core/alloc_internal.h"
 #include "pflex/alloc.h"
 
-/* Sample intervals on a job's range (fewer past 1024 jobs: memory linear). */
-#define ORACLE_INTERVALS 1024u
+/* Sample intervals on a job's range (fewer past 1024 jobs: memory linear in jobs). */
+#define ORACLE_INTERVALS 512u
 /* Branch and bound limits; past them the certified gap says what is left.
  * A node costs time linear in the jobs: fewer nodes for many jobs. */
 #define ORACLE_MAX_NODES 4096
@@ -762,7 +762,8 @@ int pflex__alloc_oracle(const struct pflex_alloc_job *jobs, size_t n, const doub
   if (!err) err = oracle_cache_new(&local);
   struct pflex__oracle_cache *persist = cache ? *cache : NULL;
   if (!err && persist && persist->nused > 4 * n + 65536) oc_clear(persist);
-  unsigned nint = n <= 1024 ? ORACLE_INTERVALS : (unsigned)fmax(4.0, ORACLE_INTERVALS * 1024.0 / n);
+  unsigned nint =
+      n <= 1024 ? ORACLE_INTERVALS : (unsigned)fmax(4.0, ORACLE_INTERVALS * 1024.0 / (double)n);
   if (!err) err = orc_groups(&o, nint, persist, local);
   if (!err) err = reserve_nodes(&o, persist ? persist : local);
   if (!err) err = node(&o, 0);
