@@ -1,6 +1,7 @@
-/* Unit tests of the allocator (src/core/alloc.c): hand-worked proportional
- * cuts, optimal against brute force (also on non-concave curves, with and
- * without the local search), oracle against every strategy, target,
+/* Unit tests of the allocator (src/core/alloc.c, alloc_oracle.c):
+ * hand-worked proportional cuts, optimal against brute force (also on
+ * non-concave curves, with and without the local search), the exact oracle
+ * against brute force, oracle against every strategy, target,
  * bounds, floors, weights, infeasibility, determinism. */
 #include <errno.h>
 #include <math.h>
@@ -831,12 +832,15 @@ static void test_ctx_warm_equals_cold(void **state) {
     assert_int_equal(pflex_alloc_target_for_cut(j, N, 0.1 + 0.02 * round, &target), 0);
     struct pflex_alloc_opts ow = {.ctx = ctx}, oc = {0};
     struct pflex_alloc_summary sw, sc;
-    int ew = pflex_alloc_run(j, N, PFLEX_ALLOC_OPTIMAL, target, &ow, warm, &sw);
-    int ec = pflex_alloc_run(j, N, PFLEX_ALLOC_OPTIMAL, target, &oc, cold, &sc);
-    assert_int_equal(ew, ec);
-    assert_int_equal(ew, 0);
-    assert_memory_equal(warm, cold, sizeof warm);
-    assert_memory_equal(&sw, &sc, sizeof sw);
+    /* the oracle keeps its majorants in the same context */
+    for (int st = PFLEX_ALLOC_OPTIMAL; st <= PFLEX_ALLOC_ORACLE; st++) {
+      int ew = pflex_alloc_run(j, N, st, target, &ow, warm, &sw);
+      int ec = pflex_alloc_run(j, N, st, target, &oc, cold, &sc);
+      assert_int_equal(ew, ec);
+      assert_int_equal(ew, 0);
+      assert_memory_equal(warm, cold, sizeof warm);
+      assert_memory_equal(&sw, &sc, sizeof sw);
+    }
   }
   for (int i = 0; i < N; i++)
     pflex_curve_free(c[i]);
