@@ -40,6 +40,17 @@ static double now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* One study run and its wall time; -1 (said on stderr) on a failure. */
+static int timed_run(const struct pflex_study_group *g, const struct pflex_study_predset *p,
+                     const struct pflex_study_opts *o, struct pflex_study_result **ret_res,
+                     size_t *ret_n, double *ret_s) {
+  double t0 = now();
+  int err = pflex_study_run(g, NG, p, 3, o, ret_res, ret_n);
+  *ret_s = now() - t0;
+  if (err) fprintf(stderr, "bench_study: %s\n", pflex_strerror(err));
+  return err ? -1 : 0;
+}
+
 /* The scaling table: one workload of each size (see the top). */
 static int scale(const struct pflex_study_group *g, const struct pflex_study_predset *p,
                  const size_t *sizes, size_t nsizes) {
@@ -57,13 +68,8 @@ static int scale(const struct pflex_study_group *g, const struct pflex_study_pre
     o.scenarios = 1u << PFLEX_SCENARIO_PRODUCTION;
     struct pflex_study_result *res;
     size_t nres;
-    double t0 = now();
-    int err = pflex_study_run(g, NG, p, 3, &o, &res, &nres);
-    double dt = now() - t0;
-    if (err) {
-      fprintf(stderr, "bench_study: %s\n", pflex_strerror(err));
-      return 1;
-    }
+    double dt;
+    if (timed_run(g, p, &o, &res, &nres, &dt)) return 1;
     free(res);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
@@ -153,13 +159,8 @@ int main(int argc, char **argv) {
       o.shape = sh ? PFLEX_STUDY_SHAPE_FAMILY : PFLEX_STUDY_SHAPE_DATA;
       struct pflex_study_result *res;
       size_t nres;
-      double t0 = now();
-      int err = pflex_study_run(g, NG, p, 3, &o, &res, &nres);
-      double dt = now() - t0;
-      if (err) {
-        fprintf(stderr, "bench_study: %s\n", pflex_strerror(err));
-        return 1;
-      }
+      double dt;
+      if (timed_run(g, p, &o, &res, &nres, &dt)) return 1;
       secs[r ? 1 : 0][sh] = dt;
       printf("rounds %u, shape %-6s: %.2f s (%zu result lines)\n", r, shape_name[sh], dt, nres);
       for (size_t i = 0; i < nres; i++)

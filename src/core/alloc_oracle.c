@@ -263,43 +263,37 @@ struct orc {
 };
 
 static void orc_release(struct orc *o) {
-  free(o->hid);
-  free(o->gof);
-  free(o->rk);
-  free(o->mem);
-  free(o->goff);
-  free(o->p);
-  free(o->u);
-  free(o->tv);
-  free(o->bestp);
+  free(o->hid); /* one block for the index arrays */
+  free(o->p);   /* one for the values */
   free(o->lv);
   free(o->gs);
   free(o->mids);
-  free(o->rl);
-  free(o->rr);
   free(o->hp);
 }
 
+/* The per-call arrays: the index ones (hid, gof, rk, mem: one per job; goff
+ * one per group and one; rl, rr: one per live entry) in one block, the
+ * values (p, u, tv, bestp: one per job) in another. */
 static int orc_alloc(struct orc *o, size_t n) {
   size_t m = n ? n : 1, nl = m + 2 * ORACLE_MAX_DEPTH + 2;
-  o->hid = malloc(m * sizeof *o->hid);
-  o->gof = malloc(m * sizeof *o->gof);
-  o->rk = malloc(m * sizeof *o->rk);
-  o->mem = malloc(m * sizeof *o->mem);
-  o->goff = malloc((m + 1) * sizeof *o->goff);
-  o->p = malloc(m * sizeof *o->p);
-  o->u = malloc(m * sizeof *o->u);
-  o->tv = malloc(m * sizeof *o->tv);
-  o->bestp = malloc(m * sizeof *o->bestp);
+  size_t *ix = malloc((5 * m + 1 + 2 * nl) * sizeof *ix);
+  double *v = malloc(4 * m * sizeof *v);
+  o->hid = ix;
+  o->p = v;
   o->lv = malloc(nl * sizeof *o->lv);
   o->gs = malloc(m * sizeof *o->gs);
   o->mids = malloc(nl * sizeof *o->mids);
-  o->rl = malloc(nl * sizeof *o->rl);
-  o->rr = malloc(nl * sizeof *o->rr);
-  return o->hid && o->gof && o->rk && o->mem && o->goff && o->p && o->u && o->tv && o->bestp &&
-                 o->lv && o->gs && o->mids && o->rl && o->rr
-             ? 0
-             : -ENOMEM;
+  if (!ix || !v || !o->lv || !o->gs || !o->mids) return -ENOMEM;
+  o->gof = ix + m;
+  o->rk = ix + 2 * m;
+  o->mem = ix + 3 * m;
+  o->goff = ix + 4 * m;
+  o->rl = ix + 5 * m + 1;
+  o->rr = o->rl + nl;
+  o->u = v + m;
+  o->tv = v + 2 * m;
+  o->bestp = v + 3 * m;
+  return 0;
 }
 
 /* The cache entry of job i (sampled now if new): the cache persist holds
