@@ -1297,18 +1297,32 @@ out:
   return err;
 }
 
-/* The exact oracle on the prepared bounds (alloc_oracle.c). */
+/* The exact oracle on the prepared bounds (alloc_oracle.c). When it could
+ * not certify its answer (a node limit; past 1,024 jobs its samples are
+ * coarser), the fast optimizer's answer may be better: the better of the two
+ * on the curves is kept, its gap measured from the oracle's bound. */
 static int oracle(const struct pflex_alloc_job *jobs, size_t n, const struct prep *pr,
-                  double target, struct pflex_alloc_ctx *ctx, double *p, double *ret_gap) {
-  double *lo = malloc((n ? n : 1) * sizeof *lo), *hi = malloc((n ? n : 1) * sizeof *hi);
+                  double target, double min_w, unsigned knots, struct pflex_alloc_ctx *ctx,
+                  double *p, double *ret_gap) {
+  double *lo = malloc((n ? n : 1) * sizeof *lo), *hi = malloc((n ? n : 1) * sizeof *hi), gap;
   int err = lo && hi ? 0 : -ENOMEM;
   for (size_t i = 0; i < n && !err; i++) {
     if (!jobs[i].curve) err = -EINVAL;
     lo[i] = pr[i].lo;
     hi[i] = pr[i].hi;
   }
-  if (!err)
-    err = pflex__alloc_oracle(jobs, n, lo, hi, target, ctx ? &ctx->oracle : NULL, p, ret_gap);
+  if (!err) err = pflex__alloc_oracle(jobs, n, lo, hi, target, ctx ? &ctx->oracle : NULL, p, &gap);
+  double vp = err ? 0 : objective(jobs, n, p);
+  if (!err && gap > PFLEX__ORACLE_TOL * fabs(vp)) {
+    double g2, *q = lo; /* lo is free again */
+    err = optimal(jobs, n, pr, target, min_w, knots, true, ctx ? &ctx->hulls : NULL, q, &g2);
+    double vq = err ? 0 : objective(jobs, n, q);
+    if (!err && vq > vp) {
+      memcpy(p, q, n * sizeof *p);
+      gap = fmax(0.0, vp + gap - vq);
+    }
+  }
+  if (!err) *ret_gap = gap;
   free(lo);
   free(hi);
   return err;
@@ -1377,7 +1391,8 @@ int pflex_alloc_run(const struct pflex_alloc_job *jobs, size_t n,
     for (size_t i = 0; i < n; i++)
       p[i] = pr[i].hi;
   } else if (strategy == PFLEX_ALLOC_ORACLE) {
-    if ((err = oracle(jobs, n, pr, target_w, opts ? opts->ctx : NULL, p, &gap))) goto out;
+    if ((err = oracle(jobs, n, pr, target_w, min_w, knots, opts ? opts->ctx : NULL, p, &gap)))
+      goto out;
   } else if (strategy == PFLEX_ALLOC_OPTIMAL) {
     if ((err = optimal(jobs, n, pr, target_w, min_w, knots, !(opts && opts->no_local_search),
                        opts && opts->ctx ? &opts->ctx->hulls : NULL, p, &gap)))

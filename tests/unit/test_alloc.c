@@ -556,6 +556,36 @@ static void test_oracle_exact_vs_brute_force(void **state) {
   gsl_rng_free(rng);
 }
 
+/* Past 1,024 jobs the oracle samples more coarsely and may not certify its
+ * answer; it is still never below optimal, and its certified bound (value
+ * plus gap) is never below optimal's value. */
+static void test_oracle_many_jobs(void **state) {
+  (void)state;
+  gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+  gsl_rng_set(rng, 41);
+  enum { N = 3000 };
+  static struct pflex_alloc_job j[N];
+  static struct pflex_curve *c[N];
+  static struct pflex_alloc_result r[N];
+  for (int i = 0; i < N; i++) {
+    c[i] = i % 2 ? s_curve(rng) : random_curve(rng, false, false, 6);
+    pflex_alloc_job_init(&j[i]);
+    j[i].curve = c[i];
+  }
+  double target;
+  assert_int_equal(pflex_alloc_target_for_cut(j, N, 0.3, &target), 0);
+  struct pflex_alloc_summary so, sr;
+  assert_int_equal(pflex_alloc_run(j, N, PFLEX_ALLOC_OPTIMAL, target, NULL, r, &so), 0);
+  assert_int_equal(pflex_alloc_run(j, N, PFLEX_ALLOC_ORACLE, target, NULL, r, &sr), 0);
+  assert_true(sum_left_to_right(r, N) <= target);
+  assert_true(sr.weighted_tput >= so.weighted_tput);
+  assert_true(sr.gap_bound >= 0);
+  assert_true(sr.weighted_tput + sr.gap_bound >= so.weighted_tput);
+  for (int i = 0; i < N; i++)
+    pflex_curve_free(c[i]);
+  gsl_rng_free(rng);
+}
+
 /* The sum never exceeds the target, for awkward targets and many jobs. */
 static void test_target_never_exceeded(void **state) {
   (void)state;
@@ -861,6 +891,7 @@ int main(void) {
       cmocka_unit_test(test_local_search_many),
       cmocka_unit_test(test_oracle_dominates),
       cmocka_unit_test(test_oracle_exact_vs_brute_force),
+      cmocka_unit_test(test_oracle_many_jobs),
       cmocka_unit_test(test_target_never_exceeded),
       cmocka_unit_test(test_deterministic),
       cmocka_unit_test(test_shared_curves),
