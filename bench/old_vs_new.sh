@@ -2,8 +2,8 @@
 # The allocator and the study, old build against new, side by side in one
 # run (alternating, so both see the same machine load): the default study
 # (`pflex study`, user CPU seconds, REPEATS pairs, medians and their ratio),
-# then bench_alloc at SIZES for each build (median ms per call) and the
-# ratio new / old of every row both have.
+# then bench_alloc at each of SIZES, old then new (median ms per call), and
+# per size the ratio new / old of every row both have.
 #
 #   git archive <old-commit> | tar -x -C /tmp/old && cmake -S /tmp/old -B /tmp/old/build \
 #     && cmake --build /tmp/old/build --target pflex-cli bench_alloc
@@ -32,18 +32,24 @@ mn=$(median <"$tmp/study_new")
 echo "pflex study (default run), user s: old $(paste -sd' ' "$tmp/study_old") new $(paste -sd' ' "$tmp/study_new")"
 echo "medians: old $mo s, new $mn s, new / old = $(awk -v a="$mn" -v b="$mo" 'BEGIN {printf "%.3f", a / b}')"
 
-for which in old new; do
-  dir=$old
-  [ "$which" = new ] && dir=$new
-  "$dir/bench/bench_alloc" --sizes "$sizes" --repeats "$reps" >"$tmp/alloc_$which" || true
-  echo "--- bench_alloc, $which ($dir)"
-  cat "$tmp/alloc_$which"
+# bench_alloc one size at a time, old then new, so that both see the same load.
+table() { awk '/^time \(ms\):/ {on = 1; next} /^per job/ {on = 0} on && NF > 1 && $1 != "strategy" {print $1, $2}' "$1"; }
+for n in ${sizes//,/ }; do
+  for which in old new; do
+    dir=$old
+    [ "$which" = new ] && dir=$new
+    "$dir/bench/bench_alloc" --sizes "$n" --repeats "$reps" >"$tmp/alloc_${which}_$n" || true
+    echo "--- bench_alloc $n jobs, $which ($dir), load $(cut -d' ' -f1 /proc/loadavg)"
+    cat "$tmp/alloc_${which}_$n"
+  done
+  table "$tmp/alloc_old_$n" | sort >"$tmp/t_old_$n"
+  table "$tmp/alloc_new_$n" | sort >"$tmp/t_new_$n"
 done
-# The "time (ms):" table of each, row by row: new / old.
-table() { awk '/^time \(ms\):/ {on = 1; next} /^per job/ {on = 0} on && NF > 1 && $1 != "strategy"' "$1"; }
-echo "--- new / old, median ms per call"
-join <(table "$tmp/alloc_old" | sort) <(table "$tmp/alloc_new" | sort) | awk '{
-  n = (NF - 1) / 2; printf "%-12s", $1
-  for (k = 2; k <= n + 1; k++) printf " %10.3f", $(k + n) / $k
-  printf "\n" }'
+echo "--- median ms per call at each size: old, new, new / old"
+for n in ${sizes//,/ }; do
+  echo "$n jobs:"
+  join -a 2 "$tmp/t_old_$n" "$tmp/t_new_$n" | awk '{
+    if (NF == 3) printf "  %-12s %12.3f %12.3f %8.3f\n", $1, $2, $3, $3 / $2
+    else printf "  %-12s %12s %12.3f %8s\n", $1, "-", $2, "-" }'
+done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
