@@ -1,11 +1,12 @@
-/* Shared between the allocator's files (src/core/alloc.c, alloc_oracle.c):
- * the piecewise-linear pieces both samplings use, and the exact oracle's
- * entry point and cache. Not public API. */
+/* Shared between the allocator's files (src/core/alloc.c, alloc_oracle.c,
+ * alloc_hull.c): the piecewise-linear pieces both samplings use, and the
+ * exact oracle's entry point and cache. Not public API. */
 #ifndef PFLEX_CORE_ALLOC_INTERNAL_H
 #define PFLEX_CORE_ALLOC_INTERNAL_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "pflex/alloc.h"
 
@@ -33,8 +34,16 @@ size_t pflex__alloc_knots(const struct pflex_curve *c, double lo, double hi, uns
 double pflex__alloc_threshold(struct pflex__seg *s, size_t n, double budget);
 
 /* Hash mixing for the caches' keys. */
-uint64_t pflex__alloc_mix(uint64_t h, uint64_t v);
-uint64_t pflex__alloc_dbits(double x);
+static inline uint64_t pflex__alloc_mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+  return h * 0xff51afd7ed558ccdull;
+}
+
+static inline uint64_t pflex__alloc_dbits(double x) {
+  uint64_t u;
+  memcpy(&u, &x, sizeof u);
+  return u;
+}
 
 /* The oracle's cache of concave majorants (alloc_oracle.c), kept in a
  * pflex_alloc_ctx across calls. */
