@@ -14,7 +14,9 @@
  * by 0.1% (opt-warm), against the same round solved cold (opt-cold, the
  * same work as optimal). The warm answer is checked to be the cold one, bit
  * for bit. equal/bounds: equal on the same jobs with their bounds given and
- * no curves (caps p / gpus): the water filling alone. Peak memory: the process's maximum resident
+ * no curves (caps p / gpus): the water filling alone. oracle: the exact
+ * oracle (its certified gap and optimal's shortfall against it are printed
+ * below the tables). Peak memory: the process's maximum resident
  * set after each size (sizes run in the order given, so give them ascending).
  *
  * usage: bench_alloc [--sizes N,N,...] [--repeats R] [--seed S] [--knots K] */
@@ -94,10 +96,10 @@ static void release(struct workload *w) {
   free(w->bare);
 }
 
-enum { NROWS = 13, MAXSIZES = 8 };
+enum { NROWS = 14, MAXSIZES = 8, ROW_ORACLE = 13 };
 static const char *const row_names[NROWS] = {
-    "equal",    "moe-ft",  "dram",     "pfi",      "equal/caps", "moe-ft/caps", "dram/caps",
-    "pfi/caps", "optimal", "opt-nols", "opt-cold", "opt-warm",   "equal/bounds"};
+    "equal",    "moe-ft",  "dram",     "pfi",      "equal/caps", "moe-ft/caps",  "dram/caps",
+    "pfi/caps", "optimal", "opt-nols", "opt-cold", "opt-warm",   "equal/bounds", "oracle"};
 
 static double median(double *v, int n) {
   gsl_sort(v, 1, (size_t)n);
@@ -107,11 +109,12 @@ static double median(double *v, int n) {
 /* One row at one size: the median ms of reps calls; *ret_tput the total. */
 static int time_row(int row, struct workload *w, struct pflex_curve **alt, double target,
                     unsigned knots, int reps, struct pflex_alloc_result *r, double *ret_ms,
-                    double *ret_tput, bool *ret_same) {
+                    double *ret_tput, double *ret_gap, bool *ret_same) {
   struct pflex_alloc_opts o = {
       .knots = knots, .skip_tput = row >= 4 && row < 8, .no_local_search = row == 9};
-  enum pflex_alloc_strategy st =
-      row < 8 ? (enum pflex_alloc_strategy)(row % 4) : PFLEX_ALLOC_OPTIMAL;
+  enum pflex_alloc_strategy st = row < 8             ? (enum pflex_alloc_strategy)(row % 4)
+                                 : row == ROW_ORACLE ? PFLEX_ALLOC_ORACLE
+                                                     : PFLEX_ALLOC_OPTIMAL;
   if (row == 12) { /* equal on given bounds, no curves: the water filling alone */
     o = (struct pflex_alloc_opts){.skip_tput = true};
     st = PFLEX_ALLOC_EQUAL;
@@ -168,6 +171,7 @@ static int time_row(int row, struct workload *w, struct pflex_curve **alt, doubl
   }
   *ret_ms = median(times, reps);
   *ret_tput = sum.total_tput;
+  *ret_gap = sum.gap_bound;
   free(times);
   free(cold);
   return 0;
@@ -211,7 +215,8 @@ int main(int argc, char **argv) {
   }
   gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
   gsl_rng_set(rng, seed);
-  double ms[NROWS][MAXSIZES], tput[NROWS][MAXSIZES], build_ms[MAXSIZES], rss_mb[MAXSIZES];
+  double ms[NROWS][MAXSIZES], tput[NROWS][MAXSIZES], gap[NROWS][MAXSIZES], build_ms[MAXSIZES],
+      rss_mb[MAXSIZES];
   bool same[MAXSIZES];
   for (size_t k = 0; k < nsizes; k++) {
     size_t n = sizes[k], nalt = n / 100 ? n / 100 : 1;
@@ -228,7 +233,8 @@ int main(int argc, char **argv) {
     if (!r || pflex_alloc_target_for_cut(w.jobs, n, 0.30, &target)) return 1;
     for (int s = 0; s < NROWS; s++) {
       bool ok = true;
-      if (time_row(s, &w, alt.curves, target, knots, reps, r, &ms[s][k], &tput[s][k], &ok))
+      if (time_row(s, &w, alt.curves, target, knots, reps, r, &ms[s][k], &tput[s][k], &gap[s][k],
+                   &ok))
         return 1;
       if (s == 11) same[k] = ok;
     }
@@ -250,6 +256,14 @@ int main(int argc, char **argv) {
       rel[s][k] = tput[s][k] / tput[8][k];
   print_table("total throughput relative to optimal (same workload; /caps rows: not computed):",
               sizes, nsizes, rel, 0, 7, 4);
+  printf("%-12s", "opt/oracle");
+  for (size_t k = 0; k < nsizes; k++)
+    printf(" %12.3g", 1 - tput[8][k] / tput[ROW_ORACLE][k]);
+  printf("   (1 - optimal / oracle: optimal's shortfall against the exact oracle)\n%-12s",
+         "oracle gap");
+  for (size_t k = 0; k < nsizes; k++)
+    printf(" %12.3g", gap[ROW_ORACLE][k] / tput[ROW_ORACLE][k]);
+  printf("   (the oracle's certified gap to the optimum, relative)\n");
   printf("%-12s", "curves ms");
   for (size_t k = 0; k < nsizes; k++)
     printf(" %12.1f", build_ms[k]);

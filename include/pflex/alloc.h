@@ -13,8 +13,10 @@
  * filling). optimal maximizes the total weighted throughput on the curves it
  * is given: exact for concave piecewise-linear curves; on curves not known to
  * be concave a local search on the curves themselves follows the hull greedy
- * (docs/allocation.md). oracle is optimal on true curves: the
- * API is the same, the caller passes the true curves.
+ * (docs/allocation.md). oracle is the exact optimum of the same problem,
+ * certified to a relative 1e-6, by branch and bound on concave majorants of
+ * the curves (docs/allocation.md); by convention the caller passes the true
+ * curves. It ignores knots and no_local_search.
  *
  * The target is never exceeded: the returned powers, summed left to right in
  * double precision, are <= the target. A target below the sum of the lower
@@ -34,7 +36,7 @@ enum pflex_alloc_strategy {
   PFLEX_ALLOC_DRAM,      /* cut proportional to the DRAM copy product */
   PFLEX_ALLOC_PFI,       /* cut proportional to (P_max / T_max) * PFI (paper Eq. 2) */
   PFLEX_ALLOC_OPTIMAL,   /* max total weighted throughput on the given curves */
-  PFLEX_ALLOC_ORACLE,    /* optimal; by convention the curves are the true ones */
+  PFLEX_ALLOC_ORACLE,    /* the exact optimum (to 1e-6); by convention on the true curves */
   PFLEX_ALLOC_NSTRATEGIES
 };
 
@@ -65,13 +67,13 @@ void pflex_alloc_job_init(struct pflex_alloc_job *job);
  * controller's rounds. It keeps the optimizer's piecewise-linear hulls of the
  * curves it has seen, keyed by curve digest (pflex_curve_digest), window,
  * weight and knots, so that a job whose curve and bounds did not change
- * since an earlier call costs no curve evaluation for its hull: the warm
- * start for a controller (the next round with few changed jobs re-samples
- * only those). Callback curves are not kept across calls (their digest
- * names the function, not what it computes now). Results are bit for bit
- * those of a call without it. It holds no pointer to a curve; its size is
- * bounded (past 4 hulls per job of a call plus 65536 it starts afresh). One
- * context per thread. */
+ * since an earlier call costs no curve evaluation for its hull (nor, for
+ * the oracle, its majorant): the warm start for a controller (the next
+ * round with few changed jobs re-samples only those). Callback curves are
+ * not kept across calls (their digest names the function, not what it
+ * computes now). Results are bit for bit those of a call without it. It
+ * holds no pointer to a curve; its size is bounded (past 4 hulls per job of
+ * a call plus 65536 it starts afresh). One context per thread. */
 struct pflex_alloc_ctx;
 int pflex_alloc_ctx_new(struct pflex_alloc_ctx **ret_ctx);
 void pflex_alloc_ctx_free(struct pflex_alloc_ctx *ctx); /* NULL allowed */
@@ -112,7 +114,9 @@ struct pflex_alloc_summary {
   double deepest_cut;   /* 1 - min_w / max_w: the deepest feasible cut as a fraction */
   double gap_bound;     /* optimal: upper bound on the weighted throughput lost to
                            non-concavity of the piecewise-linear curves (0 if concave);
-                           0 for the other strategies */
+                           oracle: certified bound on its shortfall against the
+                           optimum (at most 1e-6 of the total unless a node limit
+                           was reached); 0 for the other strategies */
 };
 
 const char *pflex_alloc_strategy_name(enum pflex_alloc_strategy s);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc_internal.h"
 #include "pflex/alloc.h"
 #include "pflex/error.h"
 
@@ -184,8 +185,8 @@ static void wf_partition(struct wf_job *job, size_t a, size_t b, double piv, siz
 /* Finds the clipped prefix of job[0..m) (in ratio order) by quickselect,
  * puts those jobs at their lower bounds and marks them in clip: the headroom
  * they give up. */
-static double wf_clip(const struct prep *pr, struct wf_job *job, size_t m, double wsum,
-                      double cut, double *p, bool *clip) {
+static double wf_clip(const struct prep *pr, struct wf_job *job, size_t m, double wsum, double cut,
+                      double *p, bool *clip) {
   double hacc = 0, wacc = 0; /* headroom and weight of the jobs known to be clipped */
   size_t a = 0, b = m;       /* the undecided jobs: job[a..b) */
   while (a < b) {
@@ -257,100 +258,28 @@ static int water_fill(const struct prep *pr, const double *w, size_t n, double c
 
 /* ---- optimal -------------------------------------------------------------------- */
 
-struct hullpt {
-  double x, y;
-};
-
-/* Knots of job i's piecewise-linear approximation on [lo, hi], sorted, unique:
- * a uniform grid merged with the curve's measured points (already sorted). */
-static size_t knots_of(const struct pflex_curve *c, double lo, double hi, unsigned k, double *xs) {
-  size_t np, n = 0, m = 0;
-  const struct pflex_curve_point *pts = pflex_curve_points(c, &np);
-  unsigned ng = pflex_curve_piecewise_linear(c) ? 2 : k; /* exact: the ends only */
-  while (m < np && !(pts[m].power_w > lo))
-    m++;
-  for (unsigned g = 0; g < ng; g++) {
-    double x = g + 1 == ng ? hi : lo + (hi - lo) * g / (ng - 1);
-    for (; m < np && pts[m].power_w < x; m++)
-      if (n == 0 || pts[m].power_w > xs[n - 1]) xs[n++] = pts[m].power_w;
-    if (n == 0 || x > xs[n - 1]) xs[n++] = x;
-  }
-  return n;
-}
-
-/* Upper concave hull (monotone chain) of points sorted by x, in place. */
-static size_t upper_hull(struct hullpt *p, size_t n) {
-  size_t h = 0;
-  for (size_t i = 0; i < n; i++) {
-    while (h >= 2) {
-      struct hullpt a = p[h - 2], b = p[h - 1];
-      double cross = (b.x - a.x) * (p[i].y - a.y) - (b.y - a.y) * (p[i].x - a.x);
-      if (cross >= 0)
-        h--; /* b lies on or below the chord a-p[i] */
-      else
-        break;
-    }
-    p[h++] = p[i];
-  }
-  return h;
-}
-
-struct seg {
-  double slope, dp;
-};
-
-/* The slope lambda of the segment at which the cumulative length, in order of
- * decreasing slope, first reaches budget; -INFINITY when all segments together
- * are shorter. Expected linear time: 3-way quickselect weighted by length. */
-static double threshold(struct seg *s, size_t n, double budget) {
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    double a = s[lo].slope, b = s[lo + (hi - lo) / 2].slope, c = s[hi - 1].slope;
-    double pivot = a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));
-    /* Dutch flag: [lo, gt) > pivot, [gt, i) == pivot, [lt, hi) < pivot; the
-     * lengths of the first two parts are summed on the way. */
-    size_t gt = lo, i = lo, lt = hi;
-    double g = 0, e = 0;
-    while (i < lt) {
-      if (s[i].slope > pivot) {
-        g += s[i].dp;
-        struct seg t = s[gt];
-        s[gt++] = s[i];
-        s[i++] = t;
-      } else if (s[i].slope < pivot) {
-        struct seg t = s[--lt];
-        s[lt] = s[i];
-        s[i] = t;
-      } else {
-        e += s[i].dp;
-        i++;
-      }
-    }
-    if (g >= budget) {
-      hi = gt;
-    } else if (g + e >= budget) {
-      return pivot;
-    } else {
-      budget -= g + e;
-      lo = lt;
-    }
-  }
-  return -INFINITY;
-}
-
 struct cand {
   double slope, dp;
   size_t job;
 };
 
-static int cand_desc(const void *a, const void *b) {
-  const struct cand *x = a, *y = b;
-  if (x->slope != y->slope) return x->slope < y->slope ? 1 : -1;
-  return (x->job > y->job) - (x->job < y->job);
+/* Whether x comes before y in order of decreasing slope, ties by job (a
+ * strict total order: jobs differ); `asc` reverses it. */
+static bool cand_before(const struct cand *x, const struct cand *y, bool asc) {
+  bool desc = x->slope != y->slope ? x->slope > y->slope : x->job < y->job;
+  return asc ? !desc : desc;
 }
 
-static int cand_asc(const void *a, const void *b) {
-  return -cand_desc(a, b);
+/* Moves the first of c[k..nc) in that order to c[k]. The repair walks the
+ * candidates in order only until the power is placed, usually one or two:
+ * selecting them one at a time gives the order a sort would, for less. */
+static void cand_select(struct cand *c, size_t k, size_t nc, bool asc) {
+  size_t best = k;
+  for (size_t m = k + 1; m < nc; m++)
+    if (cand_before(&c[m], &c[best], asc)) best = m;
+  struct cand t = c[k];
+  c[k] = c[best];
+  c[best] = t;
 }
 
 static double val(const struct pflex_alloc_job *j, double p) {
@@ -364,7 +293,7 @@ static double val(const struct pflex_alloc_job *j, double p) {
  * segment's end, the power taken from the other jobs' last segments, flattest
  * first. The objective is evaluated on the curves themselves, so *ret_better
  * (>= 0) is a true improvement. */
-static int repair(const struct pflex_alloc_job *jobs, size_t n, const struct seg *const *js,
+static int repair(const struct pflex_alloc_job *jobs, size_t n, const struct pflex__seg *const *js,
                   const size_t *jn, const size_t *nfull, double *p, size_t pj, size_t pm,
                   double take, double *ret_better) {
   struct cand *c = malloc((n ? n : 1) * sizeof *c);
@@ -384,10 +313,10 @@ static int repair(const struct pflex_alloc_job *jobs, size_t n, const struct seg
     size_t k = nfull[i];
     if (i != pj && k < jn[i]) c[nc++] = (struct cand){js[i][k].slope, js[i][k].dp, i};
   }
-  qsort(c, nc, sizeof *c, cand_desc);
   pa[pj] = p[pj] - take;
   double da = val(&jobs[pj], pa[pj]) - base, freed = take;
   for (size_t k = 0; k < nc && freed > 0; k++) {
+    cand_select(c, k, nc, false);
     size_t i = c[k].job;
     double add = fmin(c[k].dp, freed);
     pa[i] = p[i] + add;
@@ -401,11 +330,11 @@ static int repair(const struct pflex_alloc_job *jobs, size_t n, const struct seg
       size_t k = nfull[i] - 1;
       c[nc++] = (struct cand){js[i][k].slope, js[i][k].dp, i};
     }
-  qsort(c, nc, sizeof *c, cand_asc);
   double need = js[pj][pm].dp - take, db = -INFINITY;
   pb[pj] = p[pj] + need;
   double acc = val(&jobs[pj], pb[pj]) - base;
   for (size_t k = 0; k < nc && need > 0; k++) {
+    cand_select(c, k, nc, true);
     size_t i = c[k].job;
     double rem = fmin(c[k].dp, need);
     pb[i] = p[i] - rem;
@@ -449,12 +378,13 @@ struct hull_entry {
 struct hull_cache {
   struct hull_entry *tab;
   size_t nslots, nused;
-  struct seg *pool;
+  struct pflex__seg *pool;
   size_t npool, cap_pool;
 };
 
 struct pflex_alloc_ctx {
   struct hull_cache hulls;
+  struct pflex__oracle_cache *oracle; /* the exact oracle's majorants (alloc_oracle.c) */
 };
 
 static void hull_cache_release(struct hull_cache *hc) {
@@ -470,15 +400,13 @@ static void hull_cache_clear(struct hull_cache *hc) {
   hc->npool = 0;
 }
 
+/* The shared hash mixing (alloc_internal.h), by short names. */
 static uint64_t mix(uint64_t h, uint64_t v) {
-  h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
-  return h * 0xff51afd7ed558ccdull;
+  return pflex__alloc_mix(h, v);
 }
 
 static uint64_t dbits(double x) {
-  uint64_t u;
-  memcpy(&u, &x, sizeof u);
-  return u;
+  return pflex__alloc_dbits(x);
 }
 
 static size_t key_slot(const struct hull_key *k, size_t nslots) {
@@ -521,13 +449,13 @@ static int hull_grow(struct hull_cache *hc) {
 /* Stores a copy of segs[0..len) under key k (not yet in the cache): the
  * entry, or NULL when out of memory. */
 static const struct hull_entry *hull_put(struct hull_cache *hc, const struct hull_key *k,
-                                         const struct seg *segs, size_t len) {
+                                         const struct pflex__seg *segs, size_t len) {
   if (2 * (hc->nused + 1) > hc->nslots && hull_grow(hc)) return NULL;
   if (hc->npool + len > hc->cap_pool) {
     size_t nc = hc->cap_pool ? 2 * hc->cap_pool : 4096;
     while (nc < hc->npool + len)
       nc *= 2;
-    struct seg *t = realloc(hc->pool, nc * sizeof *t);
+    struct pflex__seg *t = realloc(hc->pool, nc * sizeof *t);
     if (!t) return NULL;
     hc->pool = t;
     hc->cap_pool = nc;
@@ -553,36 +481,38 @@ int pflex_alloc_ctx_new(struct pflex_alloc_ctx **ret_ctx) {
 void pflex_alloc_ctx_free(struct pflex_alloc_ctx *ctx) {
   if (!ctx) return;
   hull_cache_release(&ctx->hulls);
+  pflex__oracle_cache_free(ctx->oracle);
   free(ctx);
 }
 
-/* Samples job j's curve on [lo, hi] (knots as in knots_of) and writes the
+/* Samples job j's curve on [lo, hi] (knots as in pflex__alloc_knots) and writes the
  * segments of its weighted upper hull that gain throughput, steepest first,
  * to out (room for knots + points + 2): their number. */
 static size_t hull_segments(const struct pflex_alloc_job *j, double lo, double hi, unsigned knots,
-                            double *xs, double *ys, struct hullpt *hp, struct seg *out) {
+                            double *xs, double *ys, struct pflex__hullpt *hp,
+                            struct pflex__seg *out) {
   size_t nk;
   if (pflex_curve_kind(j->curve) == PFLEX_CURVE_PARAMETRIC) {
     /* Knots uniform in clock: exact points of the curve, cheaply. */
     nk = knots;
     pflex_curve_sample(j->curve, lo, hi, nk, xs, ys);
     for (size_t m = 0; m < nk; m++)
-      hp[m] = (struct hullpt){xs[m], j->weight * ys[m]};
+      hp[m] = (struct pflex__hullpt){xs[m], j->weight * ys[m]};
     /* Rounding in the clock round trip must not unsort the knots. */
     size_t u = 0;
     for (size_t m = 0; m < nk; m++)
       if (u == 0 || hp[m].x > hp[u - 1].x) hp[u++] = hp[m];
     nk = u;
   } else {
-    nk = knots_of(j->curve, lo, hi, knots, xs);
+    nk = pflex__alloc_knots(j->curve, lo, hi, knots, xs);
     for (size_t m = 0; m < nk; m++)
-      hp[m] = (struct hullpt){xs[m], j->weight * pflex_curve_eval(j->curve, xs[m])};
+      hp[m] = (struct pflex__hullpt){xs[m], j->weight * pflex_curve_eval(j->curve, xs[m])};
   }
-  size_t nh = upper_hull(hp, nk), ns = 0;
+  size_t nh = pflex__alloc_upper_hull(hp, nk), ns = 0;
   for (size_t m = 0; m + 1 < nh; m++) {
     double dp = hp[m + 1].x - hp[m].x, slope = (hp[m + 1].y - hp[m].y) / dp;
     if (!(slope > 0)) break; /* flat from here: power without gain */
-    out[ns++] = (struct seg){slope, dp};
+    out[ns++] = (struct pflex__seg){slope, dp};
   }
   return ns;
 }
@@ -592,10 +522,10 @@ static size_t hull_segments(const struct pflex_alloc_job *j, double lo, double h
  * rep[d], mult[d] jobs). Hulls sampled in this pass live in local, the
  * context's in its pool. */
 struct pass {
-  const struct seg **js;
+  const struct pflex__seg **js;
   size_t *jn, *nfull, *rep, nd;
   double *mult;
-  struct seg *local;
+  struct pflex__seg *local;
   size_t nlocal, cap_local;
 };
 
@@ -632,7 +562,7 @@ struct pass_scratch {
   uint64_t *fdig;
   bool *in_pool;
   double *xs, *ys;
-  struct hullpt *hp;
+  struct pflex__hullpt *hp;
 };
 
 static void pass_scratch_release(struct pass_scratch *sc) {
@@ -694,7 +624,7 @@ static int pass_reserve_local(struct pass *ps, size_t maxk) {
   size_t nc = ps->cap_local ? 2 * ps->cap_local : 1024;
   while (nc < ps->nlocal + maxk)
     nc *= 2;
-  struct seg *t = realloc(ps->local, nc * sizeof *t);
+  struct pflex__seg *t = realloc(ps->local, nc * sizeof *t);
   if (!t) return -ENOMEM;
   ps->local = t;
   ps->cap_local = nc;
@@ -715,9 +645,8 @@ static int pass_find_or_sample(const struct pflex_alloc_job *jobs, const double 
     return 0;
   }
   if (pass_reserve_local(ps, sc->maxk) < 0) return -ENOMEM;
-  struct seg *out = &ps->local[ps->nlocal];
-  size_t len =
-      hull_segments(&jobs[i], wlo[i], whi[i], key->knots, sc->xs, sc->ys, sc->hp, out);
+  struct pflex__seg *out = &ps->local[ps->nlocal];
+  size_t len = hull_segments(&jobs[i], wlo[i], whi[i], key->knots, sc->xs, sc->ys, sc->hp, out);
   if (keep && !hull_put(hc, key, out, len)) return -ENOMEM;
   sc->where[i] = ps->nlocal, sc->in_pool[i] = false, ps->jn[i] = len;
   ps->nlocal += len;
@@ -765,15 +694,15 @@ static int pass_threshold(const struct pass *ps, double budget, double *ret_lamb
   size_t nw = 0;
   for (size_t d = 0; d < ps->nd; d++)
     nw += ps->jn[ps->rep[d]];
-  struct seg *work = malloc((nw ? nw : 1) * sizeof *work);
+  struct pflex__seg *work = malloc((nw ? nw : 1) * sizeof *work);
   if (!work) return -ENOMEM;
   nw = 0;
   for (size_t d = 0; d < ps->nd; d++) {
     size_t i = ps->rep[d];
     for (size_t m = 0; m < ps->jn[i]; m++)
-      work[nw++] = (struct seg){ps->js[i][m].slope, ps->js[i][m].dp * ps->mult[d]};
+      work[nw++] = (struct pflex__seg){ps->js[i][m].slope, ps->js[i][m].dp * ps->mult[d]};
   }
-  *ret_lambda = threshold(work, nw, budget);
+  *ret_lambda = pflex__alloc_threshold(work, nw, budget);
   free(work);
   return 0;
 }
@@ -789,7 +718,7 @@ static int greedy(const struct pflex_alloc_job *jobs, size_t n, const struct pre
   int err = pass_hulls(jobs, n, wlo, whi, knots, hc, &ps);
   if (!err) err = pass_threshold(&ps, budget, &lambda);
   if (err) goto out;
-  const struct seg *const *js = ps.js;
+  const struct pflex__seg *const *js = ps.js;
   const size_t *jn = ps.jn;
   size_t *nfull = ps.nfull;
   /* Take every segment steeper than lambda; segments at exactly lambda share
@@ -1091,8 +1020,7 @@ static void ls_best_pair(const struct ls *s, struct ls_move *mv) {
       for (int y = 0; y < 3; y++) {
         if (tu[x] == NONE || td[y] == NONE || tu[x] == td[y]) continue;
         double g = u[tu[x]] + d[td[y]];
-        if (g > mv->gain)
-          *mv = (struct ls_move){g, {tu[x], td[y]}, {2 * k, 2 * k + 1}, 2};
+        if (g > mv->gain) *mv = (struct ls_move){g, {tu[x], td[y]}, {2 * k, 2 * k + 1}, 2};
       }
   }
 }
@@ -1171,9 +1099,9 @@ static double ls_apply(struct ls *s, const struct ls_move *mv) {
  * LS_KEEP - 3r of each list are unchanged and still beat every job outside
  * it: with LS_KEEP = 3 LS_ROUNDS + 3 the restricted search is the exact one.
  * Power sums change only by rounding (the caller enforces the target); each
- * job stays in its bounds. *ret_gain is the rise of the objective. The search in parts: ls_candidates
- * picks the set, ls_fill_table its gains, ls_best_move the move of a round,
- * ls_apply carries it out. */
+ * job stays in its bounds. *ret_gain is the rise of the objective. The search in parts:
+ * ls_candidates picks the set, ls_fill_table its gains, ls_best_move the move of a round, ls_apply
+ * carries it out. */
 static int local_search(const struct pflex_alloc_job *jobs, size_t n, const struct prep *pr,
                         double *p, double *ret_gain) {
   *ret_gain = 0;
@@ -1285,6 +1213,37 @@ out:
   return err;
 }
 
+/* The exact oracle on the prepared bounds (alloc_oracle.c). When it could
+ * not certify its answer (a node limit; past 1,024 jobs its samples are
+ * coarser), the fast optimizer's answer may be better: the better of the two
+ * on the curves is kept, its gap measured from the oracle's bound. */
+static int oracle(const struct pflex_alloc_job *jobs, size_t n, const struct prep *pr,
+                  double target, double min_w, unsigned knots, struct pflex_alloc_ctx *ctx,
+                  double *p, double *ret_gap) {
+  double *lo = malloc((n ? n : 1) * sizeof *lo), *hi = malloc((n ? n : 1) * sizeof *hi), gap;
+  int err = lo && hi ? 0 : -ENOMEM;
+  for (size_t i = 0; i < n && !err; i++) {
+    if (!jobs[i].curve) err = -EINVAL;
+    lo[i] = pr[i].lo;
+    hi[i] = pr[i].hi;
+  }
+  if (!err) err = pflex__alloc_oracle(jobs, n, lo, hi, target, ctx ? &ctx->oracle : NULL, p, &gap);
+  double vp = err ? 0 : objective(jobs, n, p);
+  if (!err && gap > PFLEX__ORACLE_TOL * fabs(vp)) {
+    double g2, *q = lo; /* lo is free again */
+    err = optimal(jobs, n, pr, target, min_w, knots, true, ctx ? &ctx->hulls : NULL, q, &g2);
+    double vq = err ? 0 : objective(jobs, n, q);
+    if (!err && vq > vp) {
+      memcpy(p, q, n * sizeof *p);
+      gap = fmax(0.0, vp + gap - vq);
+    }
+  }
+  if (!err) *ret_gap = gap;
+  free(lo);
+  free(hi);
+  return err;
+}
+
 /* ---- common ---------------------------------------------------------------- */
 
 /* Rounding can leave the sum a few ulps over the target: take the excess (and
@@ -1347,7 +1306,10 @@ int pflex_alloc_run(const struct pflex_alloc_job *jobs, size_t n,
   if (target_w >= max_w) {
     for (size_t i = 0; i < n; i++)
       p[i] = pr[i].hi;
-  } else if (strategy == PFLEX_ALLOC_OPTIMAL || strategy == PFLEX_ALLOC_ORACLE) {
+  } else if (strategy == PFLEX_ALLOC_ORACLE) {
+    if ((err = oracle(jobs, n, pr, target_w, min_w, knots, opts ? opts->ctx : NULL, p, &gap)))
+      goto out;
+  } else if (strategy == PFLEX_ALLOC_OPTIMAL) {
     if ((err = optimal(jobs, n, pr, target_w, min_w, knots, !(opts && opts->no_local_search),
                        opts && opts->ctx ? &opts->ctx->hulls : NULL, p, &gap)))
       goto out;

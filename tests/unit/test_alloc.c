@@ -1,6 +1,7 @@
-/* Unit tests of the allocator (src/core/alloc.c): hand-worked proportional
- * cuts, optimal against brute force (also on non-concave curves, with and
- * without the local search), oracle against every strategy, target,
+/* Unit tests of the allocator (src/core/alloc.c, alloc_oracle.c):
+ * hand-worked proportional cuts, optimal against brute force (also on
+ * non-concave curves, with and without the local search), the exact oracle
+ * against brute force, oracle against every strategy, target,
  * bounds, floors, weights, infeasibility, determinism. */
 #include <errno.h>
 #include <math.h>
@@ -357,9 +358,9 @@ static void test_local_search_many(void **state) {
   for (int k = 1; k <= 4; k++) {
     double target;
     assert_int_equal(pflex_alloc_target_for_cut(j, N, 0.1 * k, &target), 0);
-    assert_int_equal(pflex_alloc_run(j, N, PFLEX_ALLOC_ORACLE, target, NULL, a, &sa), 0);
-    assert_int_equal(pflex_alloc_run(j, N, PFLEX_ALLOC_ORACLE, target, NULL, b, &sb), 0);
-    assert_int_equal(pflex_alloc_run(j, N, PFLEX_ALLOC_ORACLE, target, &off, z, &sz), 0);
+    assert_int_equal(pflex_alloc_run(j, N, PFLEX_ALLOC_OPTIMAL, target, NULL, a, &sa), 0);
+    assert_int_equal(pflex_alloc_run(j, N, PFLEX_ALLOC_OPTIMAL, target, NULL, b, &sb), 0);
+    assert_int_equal(pflex_alloc_run(j, N, PFLEX_ALLOC_OPTIMAL, target, &off, z, &sz), 0);
     assert_memory_equal(a, b, sizeof a);
     assert_true(sa.weighted_tput >= sz.weighted_tput);
     assert_true(sum_left_to_right(a, N) <= target);
@@ -379,8 +380,8 @@ static void test_local_search_many(void **state) {
   }
   double target;
   assert_int_equal(pflex_alloc_target_for_cut(j, N, 0.3, &target), 0);
-  assert_int_equal(pflex_alloc_run(j, N, PFLEX_ALLOC_ORACLE, target, NULL, a, &sa), 0);
-  assert_int_equal(pflex_alloc_run(j, N, PFLEX_ALLOC_ORACLE, target, &off, z, &sz), 0);
+  assert_int_equal(pflex_alloc_run(j, N, PFLEX_ALLOC_OPTIMAL, target, NULL, a, &sa), 0);
+  assert_int_equal(pflex_alloc_run(j, N, PFLEX_ALLOC_OPTIMAL, target, &off, z, &sz), 0);
   assert_memory_equal(a, z, sizeof a);
   for (int i = 0; i < N; i++)
     pflex_curve_free(c[i]);
@@ -432,6 +433,156 @@ static void test_oracle_dominates(void **state) {
     for (int i = 0; i < N; i++)
       pflex_curve_free(c[i]);
   }
+  gsl_rng_free(rng);
+}
+
+/* A curve for the oracle's brute-force test: 4 to 7 measured points over a
+ * range of 300-900 W, throughput rising with random, non-monotone slopes
+ * (convex and concave stretches), or an S shape; Steffen or linear. */
+static struct pflex_curve *oracle_curve(gsl_rng *rng) {
+  struct pflex_curve_point p[7];
+  size_t np = 4 + gsl_rng_uniform_int(rng, 4);
+  double lo = 800 + 400 * gsl_rng_uniform(rng), span = 300 + 600 * gsl_rng_uniform(rng);
+  double t = 50 + 100 * gsl_rng_uniform(rng), mid = 0.2 + 0.6 * gsl_rng_uniform(rng);
+  bool s_shape = gsl_rng_uniform(rng) < 0.4;
+  for (size_t i = 0; i < np; i++) {
+    double x = i / (double)(np - 1);
+    if (s_shape)
+      t = 60 + 120 / (1 + exp(-12 * (x - mid)));
+    else if (i)
+      t += span / (double)(np - 1) * 0.15 * gsl_rng_uniform(rng);
+    p[i] = (struct pflex_curve_point){lo + span * x, t, 0};
+  }
+  struct pflex_curve *c = NULL;
+  bool linear = gsl_rng_uniform(rng) < 0.25;
+  assert_int_equal(
+      pflex_curve_new_measured(p, np, linear ? PFLEX_INTERP_LINEAR : PFLEX_INTERP_STEFFEN, &c), 0);
+  return c;
+}
+
+/* Brute force: the best of every allocation in which jobs 0..n-2 sit on a
+ * grid of `step` W from their floors (dynamic programming over the budget
+ * in steps) and the last job takes what is left, continuously; a lower bound
+ * of the optimum within second order in step (the last job absorbs the
+ * rounding of the others). */
+static double brute_dp(const struct pflex_alloc_job *j, size_t n, double target, double step) {
+  double lo[8], hi[8], sum_lo = 0;
+  size_t steps[8], bmax = 0;
+  for (size_t i = 0; i < n; i++) {
+    lo[i] = pflex_curve_p_min(j[i].curve);
+    hi[i] = pflex_curve_p_max(j[i].curve);
+    sum_lo += lo[i];
+    steps[i] = (size_t)((hi[i] - lo[i]) / step);
+  }
+  for (size_t i = 0; i + 1 < n; i++)
+    bmax += steps[i];
+  double *f = malloc((bmax + 1) * sizeof *f), *g = malloc((bmax + 1) * sizeof *g);
+  assert_non_null(f);
+  assert_non_null(g);
+  for (size_t c = 0; c <= bmax; c++)
+    f[c] = c == 0 ? 0 : -INFINITY;
+  size_t used = 0;
+  for (size_t i = 0; i + 1 < n; i++) {
+    for (size_t c = 0; c <= bmax; c++)
+      g[c] = -INFINITY;
+    for (size_t t = 0; t <= steps[i]; t++) {
+      double v = j[i].weight * pflex_curve_eval(j[i].curve, lo[i] + step * (double)t);
+      for (size_t c = 0; c <= used; c++)
+        if (f[c] + v > g[c + t]) g[c + t] = f[c] + v;
+    }
+    used += steps[i];
+    double *tmp = f;
+    f = g;
+    g = tmp;
+  }
+  double best = -INFINITY;
+  for (size_t c = 0; c <= bmax; c++) {
+    double rest = target - (sum_lo - lo[n - 1]) - step * (double)c;
+    if (!(f[c] > -INFINITY) || rest < lo[n - 1]) continue;
+    double v = f[c] + j[n - 1].weight * pflex_curve_eval(j[n - 1].curve, fmin(rest, hi[n - 1]));
+    if (v > best) best = v;
+  }
+  free(f);
+  free(g);
+  return best;
+}
+
+/* The exact oracle against brute force on 300 small random workloads (2-5
+ * jobs, non-concave Steffen and linear curves, random weights, some jobs
+ * sharing a curve): never below the brute force's best by more than its
+ * tolerance (1e-6), its certified gap within it, and value plus gap at
+ * least the brute force's best. The same check fails for optimal (the hull
+ * greedy with its local search) on some of them: the test can tell. */
+static void test_oracle_exact_vs_brute_force(void **state) {
+  (void)state;
+  gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+  gsl_rng_set(rng, 31);
+  int optimal_short = 0;
+  for (int w = 0; w < 300; w++) {
+    size_t n = 2 + gsl_rng_uniform_int(rng, 4);
+    struct pflex_alloc_job j[5];
+    struct pflex_curve *c[5] = {0};
+    for (size_t i = 0; i < n; i++) {
+      bool share = i > 0 && gsl_rng_uniform(rng) < 0.3;
+      if (!share) c[i] = oracle_curve(rng);
+      pflex_alloc_job_init(&j[i]);
+      j[i].curve = share ? j[i - 1].curve : c[i];
+      j[i].weight = share ? j[i - 1].weight : 0.5 + 1.5 * gsl_rng_uniform(rng);
+    }
+    double target;
+    assert_int_equal(pflex_alloc_target_for_cut(j, n, 0.05 + 0.4 * gsl_rng_uniform(rng), &target),
+                     0);
+    struct pflex_alloc_result r[5];
+    struct pflex_alloc_summary s, so;
+    int err = pflex_alloc_run(j, n, PFLEX_ALLOC_ORACLE, target, NULL, r, &s);
+    if (err == -PFLEX_E_INFEASIBLE) {
+      for (size_t i = 0; i < n; i++)
+        pflex_curve_free(c[i]);
+      continue;
+    }
+    assert_int_equal(err, 0);
+    assert_true(sum_left_to_right(r, n) <= target);
+    double brute = brute_dp(j, n, target, 1.0);
+    double tol = 1e-6 * brute;
+    assert_true(s.weighted_tput >= brute - tol);
+    assert_true(s.gap_bound <= tol);
+    assert_true(s.weighted_tput + s.gap_bound >= brute * (1 - 1e-12));
+    assert_int_equal(pflex_alloc_run(j, n, PFLEX_ALLOC_OPTIMAL, target, NULL, r, &so), 0);
+    if (so.weighted_tput < brute - tol) optimal_short++;
+    for (size_t i = 0; i < n; i++)
+      pflex_curve_free(c[i]);
+  }
+  assert_true(optimal_short > 0);
+  gsl_rng_free(rng);
+}
+
+/* Past 1,024 jobs the oracle samples more coarsely and may not certify its
+ * answer; it is still never below optimal, and its certified bound (value
+ * plus gap) is never below optimal's value. */
+static void test_oracle_many_jobs(void **state) {
+  (void)state;
+  gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+  gsl_rng_set(rng, 41);
+  enum { N = 3000 };
+  static struct pflex_alloc_job j[N];
+  static struct pflex_curve *c[N];
+  static struct pflex_alloc_result r[N];
+  for (int i = 0; i < N; i++) {
+    c[i] = i % 2 ? s_curve(rng) : random_curve(rng, false, false, 6);
+    pflex_alloc_job_init(&j[i]);
+    j[i].curve = c[i];
+  }
+  double target;
+  assert_int_equal(pflex_alloc_target_for_cut(j, N, 0.3, &target), 0);
+  struct pflex_alloc_summary so, sr;
+  assert_int_equal(pflex_alloc_run(j, N, PFLEX_ALLOC_OPTIMAL, target, NULL, r, &so), 0);
+  assert_int_equal(pflex_alloc_run(j, N, PFLEX_ALLOC_ORACLE, target, NULL, r, &sr), 0);
+  assert_true(sum_left_to_right(r, N) <= target);
+  assert_true(sr.weighted_tput >= so.weighted_tput);
+  assert_true(sr.gap_bound >= 0);
+  assert_true(sr.weighted_tput + sr.gap_bound >= so.weighted_tput);
+  for (int i = 0; i < N; i++)
+    pflex_curve_free(c[i]);
   gsl_rng_free(rng);
 }
 
@@ -711,12 +862,15 @@ static void test_ctx_warm_equals_cold(void **state) {
     assert_int_equal(pflex_alloc_target_for_cut(j, N, 0.1 + 0.02 * round, &target), 0);
     struct pflex_alloc_opts ow = {.ctx = ctx}, oc = {0};
     struct pflex_alloc_summary sw, sc;
-    int ew = pflex_alloc_run(j, N, PFLEX_ALLOC_OPTIMAL, target, &ow, warm, &sw);
-    int ec = pflex_alloc_run(j, N, PFLEX_ALLOC_OPTIMAL, target, &oc, cold, &sc);
-    assert_int_equal(ew, ec);
-    assert_int_equal(ew, 0);
-    assert_memory_equal(warm, cold, sizeof warm);
-    assert_memory_equal(&sw, &sc, sizeof sw);
+    /* the oracle keeps its majorants in the same context */
+    for (int st = PFLEX_ALLOC_OPTIMAL; st <= PFLEX_ALLOC_ORACLE; st++) {
+      int ew = pflex_alloc_run(j, N, st, target, &ow, warm, &sw);
+      int ec = pflex_alloc_run(j, N, st, target, &oc, cold, &sc);
+      assert_int_equal(ew, ec);
+      assert_int_equal(ew, 0);
+      assert_memory_equal(warm, cold, sizeof warm);
+      assert_memory_equal(&sw, &sc, sizeof sw);
+    }
   }
   for (int i = 0; i < N; i++)
     pflex_curve_free(c[i]);
@@ -736,6 +890,8 @@ int main(void) {
       cmocka_unit_test(test_nonconcave_vs_exhaustive),
       cmocka_unit_test(test_local_search_many),
       cmocka_unit_test(test_oracle_dominates),
+      cmocka_unit_test(test_oracle_exact_vs_brute_force),
+      cmocka_unit_test(test_oracle_many_jobs),
       cmocka_unit_test(test_target_never_exceeded),
       cmocka_unit_test(test_deterministic),
       cmocka_unit_test(test_shared_curves),

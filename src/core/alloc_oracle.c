@@ -1,0 +1,771 @@
+/* The exact oracle (PFLEX_ALLOC_ORACLE, include/pflex/alloc.h): maximizes
+ * the total weighted throughput on the curves themselves to a certified
+ * relative tolerance, by branch and bound on concave majorants.
+ *
+ * Each job's curve is sampled on its range (ORACLE_INTERVALS intervals plus
+ * its measured points). On each sample interval the curve's rise above the
+ * chord is bounded by lifting the chord: the excess of the cubic through the
+ * interval's ends and its two third-points, which is the curve itself for a
+ * measured Steffen curve (a cubic between measured points, and the samples
+ * include them) and 0 for a linear one; for parametric and callback curves it
+ * is the cubic model of the curve on an interval of 1/512 of its range (error
+ * fourth order in the interval). The upper concave hull of the lifted samples
+ * is a concave majorant U_i >= weight_i T_i. Maximizing sum U_i under the
+ * target is a continuous knapsack: every segment steeper than a threshold
+ * slope, found by a search over the hulls' sorted slopes (logarithmic in
+ * their length per hull). Its value bounds the optimum from above; its
+ * solution is a feasible allocation whose true value bounds it from below.
+ * A node whose bound is within the tolerance of the best allocation found is
+ * closed; otherwise the job whose majorant is furthest above its curve at the
+ * solution (the one job inside a hull segment, or one at a lifted sample) has
+ * its range split there, and each part gets the hull of its own samples. The
+ * answer's certified shortfall (bound minus value) is reported as gap_bound.
+ *
+ * Majorants depend on (curve digest, range, weight, intervals) only and are
+ * kept in the caller's pflex_alloc_ctx, so a study or a controller samples
+ * each curve once. */
+#include <errno.h>
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc_internal.h"
+#include "pflex/alloc.h"
+
+/* Sample intervals on a job's range (fewer past 1024 jobs: memory linear in jobs). */
+#define ORACLE_INTERVALS 512u
+/* Branch and bound limits; past them the certified gap says what is left.
+ * A node costs time linear in the jobs: fewer nodes for many jobs. */
+#define ORACLE_MAX_NODES 4096
+#define ORACLE_NODE_WORK (1u << 20)
+#define ORACLE_MAX_DEPTH 48
+#define NONE SIZE_MAX
+
+/* ---- the cache of sampled, lifted curves ------------------------------------- */
+
+struct okey {
+  uint64_t digest;
+  double lo, hi, weight;
+  unsigned nint;
+};
+
+/* In the pool at off: xs[k], ys[k] (weighted), eps[k - 1] (each interval's
+ * lift), then the whole range's hull: X[len + 1], S[len], Q[len + 1]. */
+struct oentry {
+  struct okey key;
+  size_t off, k, len;
+  double base;
+  unsigned long stamp; /* the call that last grouped jobs on it */
+  size_t gid;          /* its group in that call */
+  bool used;
+};
+
+struct pflex__oracle_cache {
+  struct oentry *tab;
+  size_t nslots, nused;
+  double *pool;
+  size_t npool, cap;
+  unsigned long calls;
+  /* branch-and-bound scratch, kept between calls */
+  double *npl;
+  size_t ncap;
+};
+
+void pflex__oracle_cache_free(struct pflex__oracle_cache *oc) {
+  if (!oc) return;
+  free(oc->tab);
+  free(oc->pool);
+  free(oc->npl);
+  free(oc);
+}
+
+static size_t okey_slot(const struct okey *k, size_t nslots) {
+  uint64_t h = pflex__alloc_mix(
+      pflex__alloc_mix(pflex__alloc_mix(pflex__alloc_mix(k->digest, pflex__alloc_dbits(k->lo)),
+                                        pflex__alloc_dbits(k->hi)),
+                       pflex__alloc_dbits(k->weight)),
+      k->nint);
+  return (size_t)(h ^ (h >> 31)) & (nslots - 1);
+}
+
+static bool okey_eq(const struct okey *a, const struct okey *b) {
+  return a->digest == b->digest && a->lo == b->lo && a->hi == b->hi && a->weight == b->weight &&
+         a->nint == b->nint;
+}
+
+/* The slot holding key k, or the empty one where it goes. */
+static size_t oc_slot(const struct pflex__oracle_cache *oc, const struct okey *k) {
+  size_t h = okey_slot(k, oc->nslots);
+  while (oc->tab[h].used && !okey_eq(&oc->tab[h].key, k))
+    h = (h + 1) & (oc->nslots - 1);
+  return h;
+}
+
+static int oc_grow(struct pflex__oracle_cache *oc) {
+  size_t ns = oc->nslots ? 2 * oc->nslots : 64;
+  struct oentry *t = calloc(ns, sizeof *t), *old = oc->tab;
+  if (!t) return -ENOMEM;
+  size_t on = oc->nslots;
+  oc->tab = t;
+  oc->nslots = ns;
+  for (size_t h = 0; h < on; h++)
+    if (old[h].used) oc->tab[oc_slot(oc, &old[h].key)] = old[h];
+  free(old);
+  return 0;
+}
+
+static int oc_reserve(struct pflex__oracle_cache *oc, size_t more) {
+  if (oc->npool + more <= oc->cap) return 0;
+  size_t nc = oc->cap ? 2 * oc->cap : 4096;
+  while (nc < oc->npool + more)
+    nc *= 2;
+  double *t = realloc(oc->pool, nc * sizeof *t);
+  if (!t) return -ENOMEM;
+  oc->pool = t;
+  oc->cap = nc;
+  return 0;
+}
+
+static void oc_clear(struct pflex__oracle_cache *oc) {
+  for (size_t h = 0; h < oc->nslots; h++)
+    oc->tab[h].used = false;
+  oc->nused = 0;
+  oc->npool = 0;
+}
+
+/* ---- sampling ----------------------------------------------------------------- */
+
+/* An upper bound on how far weight * T rises above its chord on [x0, x1]
+ * (ends y0, y1, weighted): the largest excess of the cubic through the ends
+ * and the two third-points, e(u) = u (u - 1) (A u + B) with u in [0, 1], plus
+ * a margin for rounding. */
+static double chord_excess(const struct pflex_curve *c, double w, double x0, double x1, double y0,
+                           double y1) {
+  double h = x1 - x0, dy = y1 - y0;
+  if (!(h > 0)) return 0;
+  double e1 = w * pflex_curve_eval(c, x0 + h / 3) - (y0 + dy / 3);
+  double e2 = w * pflex_curve_eval(c, x0 + 2 * h / 3) - (y0 + 2 * dy / 3);
+  double A = -13.5 * (e2 - e1), B = -4.5 * e1 - A / 3, best = fmax(0.0, fmax(e1, e2));
+  /* e'(u) = 3 A u^2 + 2 (B - A) u - B */
+  double qa = 3 * A, qb = 2 * (B - A), qc = -B, u[2];
+  int nu = 0;
+  if (fabs(qa) < 1e-300) {
+    if (qb != 0) u[nu++] = -qc / qb;
+  } else {
+    double disc = qb * qb - 4 * qa * qc;
+    if (disc >= 0) {
+      double r = sqrt(disc);
+      u[nu++] = (-qb + r) / (2 * qa);
+      u[nu++] = (-qb - r) / (2 * qa);
+    }
+  }
+  for (int m = 0; m < nu; m++)
+    if (u[m] > 0 && u[m] < 1) best = fmax(best, u[m] * (u[m] - 1) * (A * u[m] + B));
+  return best > 0 ? best * (1 + 1e-9) + 1e-12 * (fabs(y0) + fabs(y1)) : 0;
+}
+
+/* The lifted value of the samples at position m: the larger lift of its two
+ * intervals. */
+static double lifted(const double *ys, const double *eps, size_t k, size_t m) {
+  double l = m > 0 ? eps[m - 1] : 0, r = m + 1 < k ? eps[m] : 0;
+  return ys[m] + fmax(l, r);
+}
+
+/* The hull of hp[0..nh) (a majorant's vertices) into X, S, Q (room nh each):
+ * its segments that gain, and *ret_base its first value. Their number. */
+static size_t hull_arrays(const struct pflex__hullpt *hp, size_t nh, double *X, double *S,
+                          double *Q, double *ret_base) {
+  size_t len = 0;
+  *ret_base = hp[0].y;
+  X[0] = hp[0].x;
+  Q[0] = 0;
+  for (size_t v = 0; v + 1 < nh; v++) {
+    double dp = hp[v + 1].x - hp[v].x, slope = (hp[v + 1].y - hp[v].y) / dp;
+    if (!(slope > 0)) break;
+    S[len] = slope;
+    X[len + 1] = hp[v + 1].x;
+    Q[len + 1] = hp[v + 1].y - hp[0].y;
+    len++;
+  }
+  return len;
+}
+
+/* Samples job j on [lo, hi] into a new cache entry at slot h. */
+static int oc_build(struct pflex__oracle_cache *oc, const struct pflex_alloc_job *j,
+                    const struct okey *key, size_t h, struct pflex__hullpt *hp) {
+  size_t np;
+  pflex_curve_points(j->curve, &np);
+  size_t room = key->nint + np + 3;
+  if (oc_reserve(oc, 6 * room) < 0) return -ENOMEM;
+  double *xs = &oc->pool[oc->npool];
+  size_t k = pflex__alloc_knots(j->curve, key->lo, key->hi, key->nint + 1, xs);
+  double *ys = xs + k, *eps = ys + k;
+  for (size_t m = 0; m < k; m++)
+    ys[m] = j->weight * pflex_curve_eval(j->curve, xs[m]);
+  bool linear = pflex_curve_piecewise_linear(j->curve);
+  for (size_t m = 0; m + 1 < k; m++)
+    eps[m] = linear ? 0 : chord_excess(j->curve, j->weight, xs[m], xs[m + 1], ys[m], ys[m + 1]);
+  for (size_t m = 0; m < k; m++)
+    hp[m] = (struct pflex__hullpt){xs[m], lifted(ys, eps, k, m)};
+  size_t nh = pflex__alloc_upper_hull(hp, k);
+  double *X = eps + (k > 0 ? k - 1 : 0), base;
+  /* X, S, Q need len + 1, len, len + 1 <= nh each: laid out after the fact. */
+  double *S = X + nh, *Q = S + nh;
+  size_t len = hull_arrays(hp, nh, X, S, Q, &base);
+  memmove(X + len + 1, S, len * sizeof *S);
+  memmove(X + 2 * len + 1, Q, (len + 1) * sizeof *Q);
+  oc->tab[h] = (struct oentry){
+      .key = *key, .off = oc->npool, .k = k, .len = len, .base = base, .gid = NONE, .used = true};
+  oc->npool += 3 * k - 1 + 3 * len + 2;
+  oc->nused++;
+  return 0;
+}
+
+/* ---- one call's state ----------------------------------------------------------- */
+
+/* A majorant in play: the jobs of ranks [r0, r1) of group g (jobs with the
+ * same curve, range and weight, in job order), m = r1 - r0 of them, all on
+ * the range [a, b] (the group's, or part of it after branching). */
+struct live {
+  const double *X, *S, *Q;
+  double base, m, a, b;
+  size_t g, r0, r1, len;
+  size_t cgt, cge; /* this node: segments steeper than lambda / at least as steep */
+  double tval;     /* weight * T at X[cgt] (NAN: not yet evaluated) */
+};
+
+/* A group's samples, for the branching's sub-ranges. */
+struct gsamp {
+  const double *xs, *ys, *eps;
+  size_t k;
+  const struct pflex_alloc_job *job; /* its first job: curve and weight */
+};
+
+struct orc {
+  const struct pflex_alloc_job *jobs;
+  size_t n;
+  const double *lo, *hi;
+  double target, asum, fixed_val;
+  size_t *hid, *gof;       /* job's live majorant; its group (NONE: fixed at lo) */
+  size_t *rk, *mem, *goff; /* job's rank in its group; group g's jobs mem[goff[g]..goff[g+1]) */
+  double *p, *u, *tv, *bestp;
+  struct live *lv;
+  size_t ng, nlive;
+  struct gsamp *gs;
+  struct pflex__seg *mids;
+  size_t *rl, *rr;
+  double best, open;
+  double *npl; /* node pool: the restricted majorants */
+  size_t nnpl, cap_npl, kmax;
+  struct pflex__hullpt *hp;
+  int nodes, max_nodes;
+};
+
+static void orc_release(struct orc *o) {
+  free(o->hid); /* one block for the index arrays */
+  free(o->p);   /* one for the values */
+  free(o->lv);
+  free(o->gs);
+  free(o->mids);
+  free(o->hp);
+}
+
+/* The per-call arrays: the index ones (hid, gof, rk, mem: one per job; goff
+ * one per group and one; rl, rr: one per live entry) in one block, the
+ * values (p, u, tv, bestp: one per job) in another. */
+static int orc_alloc(struct orc *o, size_t n) {
+  size_t m = n ? n : 1, nl = m + 2 * ORACLE_MAX_DEPTH + 2;
+  size_t *ix = malloc((5 * m + 1 + 2 * nl) * sizeof *ix);
+  double *v = malloc(4 * m * sizeof *v);
+  o->hid = ix;
+  o->p = v;
+  o->lv = malloc(nl * sizeof *o->lv);
+  o->gs = malloc(m * sizeof *o->gs);
+  o->mids = malloc(nl * sizeof *o->mids);
+  if (!ix || !v || !o->lv || !o->gs || !o->mids) return -ENOMEM;
+  o->gof = ix + m;
+  o->rk = ix + 2 * m;
+  o->mem = ix + 3 * m;
+  o->goff = ix + 4 * m;
+  o->rl = ix + 5 * m + 1;
+  o->rr = o->rl + nl;
+  o->u = v + m;
+  o->tv = v + 2 * m;
+  o->bestp = v + 3 * m;
+  return 0;
+}
+
+/* The cache entry of job i (sampled now if new): the cache persist holds
+ * curves that stay what they are (not callbacks), local the others. */
+static int job_entry(struct orc *o, size_t i, unsigned nint, struct pflex__oracle_cache *persist,
+                     struct pflex__oracle_cache *local, struct pflex__oracle_cache **ret_oc,
+                     size_t *ret_slot) {
+  const struct pflex_alloc_job *j = &o->jobs[i];
+  struct pflex__oracle_cache *oc =
+      persist && pflex_curve_kind(j->curve) != PFLEX_CURVE_CALLBACK ? persist : local;
+  struct okey key = {pflex_curve_digest(j->curve), o->lo[i], o->hi[i], j->weight, nint};
+  if (2 * (oc->nused + 1) > oc->nslots && oc_grow(oc) < 0) return -ENOMEM;
+  size_t h = oc_slot(oc, &key);
+  if (!oc->tab[h].used) {
+    size_t np;
+    pflex_curve_points(j->curve, &np);
+    if (nint + np + 3 > o->kmax) {
+      o->kmax = nint + np + 3;
+      free(o->hp);
+      if (!(o->hp = malloc(o->kmax * sizeof *o->hp))) return -ENOMEM;
+    }
+    int err = oc_build(oc, j, &key, h, o->hp);
+    if (err) return err;
+  }
+  *ret_oc = oc;
+  *ret_slot = h;
+  return 0;
+}
+
+/* Each group's jobs in job order (mem, goff), each job's rank in it, and the
+ * groups' live entries on their whole ranges. */
+static void group_members(struct orc *o) {
+  for (size_t g = 0; g <= o->ng; g++)
+    o->goff[g] = 0;
+  for (size_t i = 0; i < o->n; i++)
+    if (o->gof[i] != NONE) o->goff[o->gof[i] + 1]++;
+  for (size_t g = 0; g < o->ng; g++)
+    o->goff[g + 1] += o->goff[g];
+  for (size_t g = 0; g < o->ng; g++) {
+    o->lv[g].g = g;
+    o->lv[g].r0 = o->lv[g].r1 = 0;
+  }
+  for (size_t i = 0; i < o->n; i++) {
+    size_t g = o->gof[i];
+    if (g == NONE) continue;
+    struct live *l = &o->lv[g];
+    o->rk[i] = l->r1++;
+    o->mem[o->goff[g] + o->rk[i]] = i;
+    l->a = o->lo[i];
+    l->b = o->hi[i];
+  }
+}
+
+/* Groups the jobs on their cache entries; fixed jobs (no room, no weight) stay
+ * at lo. Pointers into the pools are taken once every entry exists. */
+static int orc_groups(struct orc *o, unsigned nint, struct pflex__oracle_cache *persist,
+                      struct pflex__oracle_cache *local) {
+  /* Entries move when a table grows: each group keeps a copy of its own. */
+  struct pflex__oracle_cache **goc = malloc((o->n ? o->n : 1) * sizeof *goc);
+  struct oentry *ge = malloc((o->n ? o->n : 1) * sizeof *ge);
+  int err = goc && ge ? 0 : -ENOMEM;
+  if (persist) persist->calls++;
+  local->calls++;
+  for (size_t i = 0; i < o->n && !err; i++) {
+    const struct pflex_alloc_job *j = &o->jobs[i];
+    o->asum += o->lo[i];
+    if (!(o->hi[i] > o->lo[i]) || !(j->weight > 0)) {
+      o->gof[i] = o->hid[i] = NONE;
+      o->fixed_val += j->weight * pflex_curve_eval(j->curve, o->lo[i]);
+      continue;
+    }
+    struct pflex__oracle_cache *oc;
+    size_t h;
+    if ((err = job_entry(o, i, nint, persist, local, &oc, &h))) break;
+    struct oentry *e = &oc->tab[h];
+    if (e->stamp != oc->calls) {
+      e->stamp = oc->calls;
+      e->gid = o->ng;
+      goc[o->ng] = oc;
+      ge[o->ng] = *e;
+      o->gs[o->ng].job = j;
+      o->lv[o->ng++].m = 0;
+    }
+    o->gof[i] = o->hid[i] = e->gid;
+    o->lv[e->gid].m += 1;
+  }
+  for (size_t g = 0; g < o->ng && !err; g++) {
+    const struct oentry *e = &ge[g];
+    const double *base = &goc[g]->pool[e->off];
+    o->gs[g] = (struct gsamp){base, base + e->k, base + 2 * e->k, e->k, o->gs[g].job};
+    const double *X = base + 3 * e->k - 1;
+    o->lv[g].X = X;
+    o->lv[g].S = X + e->len + 1;
+    o->lv[g].Q = X + 2 * e->len + 1;
+    o->lv[g].base = e->base;
+    o->lv[g].len = e->len;
+  }
+  o->nlive = o->ng;
+  if (!err) group_members(o);
+  free(goc);
+  free(ge);
+  return err;
+}
+
+/* ---- the relaxation ------------------------------------------------------------- */
+
+/* Number of slopes of S[0..len) (strictly falling) above v, and at least v. */
+static void count_slopes(const double *S, size_t len, double v, size_t *ret_gt, size_t *ret_ge) {
+  size_t lo = 0, hi = len;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (S[mid] > v)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  *ret_gt = lo;
+  *ret_ge = lo < len && S[lo] == v ? lo + 1 : lo;
+}
+
+/* Length of the live majorants' segments counted by cgt (or cge). */
+static double live_len(const struct orc *o, bool ge) {
+  double s = 0;
+  for (size_t k = 0; k < o->nlive; k++) {
+    const struct live *l = &o->lv[k];
+    if (l->m > 0) s += l->m * (l->X[ge ? l->cge : l->cgt] - l->X[0]);
+  }
+  return s;
+}
+
+static void set_counts(struct orc *o, double v) {
+  for (size_t k = 0; k < o->nlive; k++)
+    count_slopes(o->lv[k].S, o->lv[k].len, v, &o->lv[k].cgt, &o->lv[k].cge);
+}
+
+/* The threshold slope for budget B over the live majorants (+INF when B <= 0,
+ * -INF when all their segments are shorter), by a search over their sorted
+ * slopes: each round takes the weighted median of the middle slopes of the
+ * ranges still open, so at least a quarter of what is open closes. Leaves
+ * cgt/cge set for it. */
+static double lp_lambda(struct orc *o, double B) {
+  if (!(B > 0)) {
+    set_counts(o, INFINITY);
+    return INFINITY;
+  }
+  for (size_t k = 0; k < o->nlive; k++) {
+    o->rl[k] = 0;
+    o->rr[k] = o->lv[k].m > 0 ? o->lv[k].len : 0;
+  }
+  for (;;) {
+    size_t nm = 0;
+    double tot = 0;
+    for (size_t k = 0; k < o->nlive; k++)
+      if (o->rl[k] < o->rr[k]) {
+        double wgt = (double)(o->rr[k] - o->rl[k]);
+        o->mids[nm++] = (struct pflex__seg){o->lv[k].S[(o->rl[k] + o->rr[k]) / 2], wgt};
+        tot += wgt;
+      }
+    if (nm == 0) break;
+    double v = pflex__alloc_threshold(o->mids, nm, 0.5 * tot);
+    set_counts(o, v);
+    double g = live_len(o, false);
+    if (g >= B) {
+      for (size_t k = 0; k < o->nlive; k++)
+        if (o->lv[k].cgt < o->rr[k]) o->rr[k] = o->lv[k].cgt;
+    } else if (live_len(o, true) >= B) {
+      return v;
+    } else {
+      for (size_t k = 0; k < o->nlive; k++)
+        if (o->lv[k].cge > o->rl[k]) o->rl[k] = o->lv[k].cge;
+    }
+  }
+  set_counts(o, -INFINITY);
+  return -INFINITY;
+}
+
+/* The relaxation's value for budget B at threshold lambda. */
+static double lp_bound(const struct orc *o, double B, double lambda) {
+  double ub = o->fixed_val;
+  for (size_t k = 0; k < o->nlive; k++) {
+    const struct live *l = &o->lv[k];
+    if (l->m > 0) ub += l->m * (l->base + l->Q[l->cgt]);
+  }
+  if (isfinite(lambda)) ub += lambda * (B - live_len(o, false));
+  return ub;
+}
+
+/* The relaxation's solution: p, each job's majorant value u and weighted
+ * throughput tv there; segments at exactly lambda share what is left in job
+ * order, so one job at most ends inside one. Power left when every
+ * majorant is spent goes out in job order up to each job's upper bound. Its
+ * true value (the incumbent if best so far). */
+static double lp_point(struct orc *o, double B, double lambda) {
+  double left = isfinite(lambda) ? B - live_len(o, false) : 0;
+  for (size_t k = 0; k < o->nlive; k++)
+    o->lv[k].tval = NAN;
+  double val = 0;
+  for (size_t i = 0; i < o->n; i++) {
+    if (o->hid[i] == NONE) {
+      o->p[i] = o->lo[i];
+      o->u[i] = o->tv[i] = o->jobs[i].weight * pflex_curve_eval(o->jobs[i].curve, o->lo[i]);
+      val += o->tv[i];
+      continue;
+    }
+    struct live *l = &o->lv[o->hid[i]];
+    double x = l->X[l->cgt], ui = l->base + l->Q[l->cgt], w = o->jobs[i].weight;
+    bool tie = left > 0 && l->cgt < l->len && l->S[l->cgt] == lambda;
+    if (tie) {
+      double take = fmin(l->X[l->cgt + 1] - x, left);
+      left -= take;
+      x += take;
+      ui += lambda * take;
+      o->tv[i] = w * pflex_curve_eval(o->jobs[i].curve, x);
+    } else {
+      if (isnan(l->tval)) l->tval = w * pflex_curve_eval(o->jobs[i].curve, x);
+      o->tv[i] = l->tval;
+    }
+    o->p[i] = x;
+    o->u[i] = ui;
+    val += o->tv[i];
+  }
+  if (isinf(lambda) && lambda < 0) {
+    double rest = B - live_len(o, false);
+    for (size_t i = 0; i < o->n && rest > 0; i++) {
+      double take = fmin(o->hi[i] - o->p[i], rest);
+      if (!(take > 0)) continue;
+      double w = o->jobs[i].weight;
+      double t = w * pflex_curve_eval(o->jobs[i].curve, o->p[i] + take);
+      if (!(t >= o->tv[i])) continue; /* a curve that falls: keep the power */
+      o->p[i] += take;
+      rest -= take;
+      val += t - o->tv[i];
+      o->tv[i] = t;
+    }
+  }
+  if (val > o->best) {
+    o->best = val;
+    memcpy(o->bestp, o->p, o->n * sizeof *o->p);
+  }
+  return val;
+}
+
+/* ---- branching ------------------------------------------------------------------ */
+
+/* The sample of group g at x, or NONE. */
+static size_t sample_at(const struct gsamp *g, double x) {
+  size_t lo = 0, hi = g->k;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (g->xs[mid] < x)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < g->k && g->xs[lo] == x ? lo : NONE;
+}
+
+/* The first sample above x. */
+static size_t first_above(const struct gsamp *g, double x) {
+  size_t lo = 0, hi = g->k;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (g->xs[mid] <= x)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* The lift a range [x0, x1] between two neighbouring points needs (their
+ * weighted values y0, y1): the curve's excess over their chord. */
+static double end_lift(const struct gsamp *g, double x0, double x1, double y0, double y1) {
+  const struct pflex_alloc_job *j = g->job;
+  return pflex_curve_piecewise_linear(j->curve) ? 0
+                                                : chord_excess(j->curve, j->weight, x0, x1, y0, y1);
+}
+
+/* The majorant of group g on [a, b] into the node pool as live entry L
+ * (ranks set by the caller): the hull of the range's lifted points. Samples
+ * strictly inside keep their lifts (the larger of their two intervals'); an
+ * end that is not a sample gets the curve's value there, lifted by the
+ * excess over the chord to the nearest sample inside (or to the other end
+ * when none is inside), which shrinks with the range: a job confined to a
+ * small part of one sample interval is bounded ever more tightly. */
+static int live_sub(struct orc *o, size_t g, double a, double b, struct live *L) {
+  const struct gsamp *s = &o->gs[g];
+  const struct pflex_alloc_job *j = s->job;
+  if (o->nnpl + 3 * (s->k + 2) > o->cap_npl) return -ENOMEM; /* reserved for the deepest path */
+  size_t sa = sample_at(s, a), sb = sample_at(s, b), fa = first_above(s, a), lb = fa;
+  while (lb < s->k && s->xs[lb] < b)
+    lb++;
+  /* samples strictly inside: [fa, lb) */
+  double ya = sa != NONE ? s->ys[sa] : j->weight * pflex_curve_eval(j->curve, a);
+  double yb = sb != NONE ? s->ys[sb] : j->weight * pflex_curve_eval(j->curve, b);
+  struct pflex__hullpt *hp = o->hp;
+  size_t nh = 0;
+  if (fa == lb) { /* no sample inside */
+    double e = end_lift(s, a, b, ya, yb);
+    hp[nh++] = (struct pflex__hullpt){a, ya + e};
+    if (b > a) hp[nh++] = (struct pflex__hullpt){b, yb + e};
+  } else {
+    /* the lift of the end's interval: a sample's own one inside the range */
+    double ea = sa != NONE ? s->eps[sa] : end_lift(s, a, s->xs[fa], ya, s->ys[fa]);
+    double eb = sb != NONE ? s->eps[sb - 1] : end_lift(s, s->xs[lb - 1], b, s->ys[lb - 1], yb);
+    hp[nh++] = (struct pflex__hullpt){a, ya + ea};
+    for (size_t m = fa; m < lb; m++) {
+      double left = m == fa ? ea : s->eps[m - 1], right = m + 1 == lb ? eb : s->eps[m];
+      hp[nh++] = (struct pflex__hullpt){s->xs[m], s->ys[m] + fmax(left, right)};
+    }
+    hp[nh++] = (struct pflex__hullpt){b, yb + eb};
+  }
+  nh = pflex__alloc_upper_hull(hp, nh);
+  double *X = &o->npl[o->nnpl], *S = X + nh, *Q = S + nh, base;
+  size_t len = hull_arrays(hp, nh, X, S, Q, &base);
+  *L = (struct live){.X = X, .S = S, .Q = Q, .base = base, .a = a, .b = b, .g = g, .len = len};
+  o->nnpl += 3 * nh;
+  return 0;
+}
+
+static int node(struct orc *o, int depth);
+
+/* A part of a live entry for a child node: ranks [r0, r1) on [a, b]. */
+struct piece {
+  size_t r0, r1;
+  double a, b;
+};
+
+/* Explores the child in which live entry L is replaced by its pieces. */
+static int split(struct orc *o, size_t L, const struct piece *pc, int npc, int depth) {
+  struct live old = o->lv[L];
+  size_t old_nlive = o->nlive, old_npl = o->nnpl;
+  double old_asum = o->asum;
+  const size_t *mem = &o->mem[o->goff[old.g]];
+  o->lv[L].m = 0;
+  o->asum -= old.m * old.a;
+  int err = 0;
+  for (int q = 0; q < npc && !err; q++) {
+    if (pc[q].r1 == pc[q].r0) continue;
+    size_t N = o->nlive;
+    if (pc[q].a == old.a && pc[q].b == old.b)
+      o->lv[N] = old; /* same range, same majorant */
+    else if ((err = live_sub(o, old.g, pc[q].a, pc[q].b, &o->lv[N])))
+      break;
+    o->lv[N].r0 = pc[q].r0;
+    o->lv[N].r1 = pc[q].r1;
+    o->lv[N].m = (double)(pc[q].r1 - pc[q].r0);
+    o->asum += o->lv[N].m * pc[q].a;
+    o->nlive++;
+    for (size_t r = pc[q].r0; r < pc[q].r1; r++)
+      o->hid[mem[r]] = N;
+  }
+  if (!err) err = node(o, depth + 1);
+  for (size_t r = old.r0; r < old.r1; r++)
+    o->hid[mem[r]] = L;
+  o->lv[L] = old;
+  o->nlive = old_nlive;
+  o->nnpl = old_npl;
+  o->asum = old_asum;
+  return err;
+}
+
+/* Splits at x the range of job j, the one of rank k in its live entry L.
+ * Jobs of a group are interchangeable, so only allocations in which their
+ * powers do not rise with rank need be searched: either the job of rank k
+ * is at most x, and so are those after it, or it is at least x, and so are
+ * those before it. Without this, each identical job would be split in turn. */
+static int branch(struct orc *o, size_t j, double x, int depth) {
+  size_t L = o->hid[j];
+  const struct live *l = &o->lv[L];
+  size_t k = o->rk[j];
+  struct piece left[2] = {{l->r0, k, l->a, l->b}, {k, l->r1, l->a, x}};
+  struct piece right[2] = {{l->r0, k + 1, x, l->b}, {k + 1, l->r1, l->a, l->b}};
+  int err = split(o, L, left, 2, depth);
+  if (!err) err = split(o, L, right, 2, depth);
+  return err;
+}
+
+static double tol_of(const struct orc *o) {
+  return PFLEX__ORACLE_TOL * fabs(o->best);
+}
+
+/* One node: the relaxation under the current ranges; closed when its bound
+ * is within the tolerance of the best found, else split at the job whose
+ * majorant lies furthest above its curve. */
+static int node(struct orc *o, int depth) {
+  o->nodes++;
+  double B = o->target - o->asum;
+  if (B < -1e-12 * fabs(o->target)) return 0; /* the ranges' floors exceed the target */
+  double lambda = lp_lambda(o, B), ub = lp_bound(o, B, lambda);
+  /* Every node that is not split leaves its bound in open: the largest,
+   * less the best value, is the certified gap. */
+  if (ub <= o->best + tol_of(o)) {
+    o->open = fmax(o->open, ub);
+    return 0;
+  }
+  lp_point(o, B, lambda);
+  if (ub <= o->best + tol_of(o)) {
+    o->open = fmax(o->open, ub);
+    return 0;
+  }
+  size_t j = NONE;
+  double dmax = 0;
+  for (size_t i = 0; i < o->n; i++)
+    if (o->hid[i] != NONE && o->u[i] - o->tv[i] > dmax) {
+      dmax = o->u[i] - o->tv[i];
+      j = i;
+    }
+  if (j == NONE || dmax < 0.125 * tol_of(o) || depth >= ORACLE_MAX_DEPTH ||
+      o->nodes >= o->max_nodes) {
+    o->open = fmax(o->open, ub); /* left open: the reported gap says so */
+    return 0;
+  }
+  const struct live *l = &o->lv[o->hid[j]];
+  double a = l->a, b = l->b, x = o->p[j];
+  if (!(x > a + 1e-9 * (b - a) && x < b - 1e-9 * (b - a))) x = 0.5 * (a + b);
+  return branch(o, j, x, depth);
+}
+
+/* Room in the node pool for the deepest path of restricted majorants. */
+static int reserve_nodes(struct orc *o, struct pflex__oracle_cache *keep) {
+  size_t kmax = 0;
+  for (size_t g = 0; g < o->ng; g++)
+    if (o->gs[g].k > kmax) kmax = o->gs[g].k;
+  size_t need = (size_t)(ORACLE_MAX_DEPTH + 1) * 2 * 3 * (kmax + 2);
+  if (keep->ncap < need) {
+    double *t = realloc(keep->npl, need * sizeof *t);
+    if (!t) return -ENOMEM;
+    keep->npl = t;
+    keep->ncap = need;
+  }
+  o->npl = keep->npl;
+  o->cap_npl = keep->ncap;
+  if (kmax + 2 > o->kmax) {
+    o->kmax = kmax + 2;
+    free(o->hp);
+    if (!(o->hp = malloc(o->kmax * sizeof *o->hp))) return -ENOMEM;
+  }
+  return 0;
+}
+
+static int oracle_cache_new(struct pflex__oracle_cache **ret) {
+  return (*ret = calloc(1, sizeof **ret)) ? 0 : -ENOMEM;
+}
+
+int pflex__alloc_oracle(const struct pflex_alloc_job *jobs, size_t n, const double *lo,
+                        const double *hi, double target, struct pflex__oracle_cache **cache,
+                        double *p, double *ret_gap) {
+  struct orc o = {.jobs = jobs,
+                  .n = n,
+                  .lo = lo,
+                  .hi = hi,
+                  .target = target,
+                  .best = -INFINITY,
+                  .open = -INFINITY,
+                  .max_nodes = (int)fmin(ORACLE_MAX_NODES, 4.0 + ORACLE_NODE_WORK / (n ? n : 1))};
+  struct pflex__oracle_cache *local = NULL;
+  int err = orc_alloc(&o, n);
+  if (!err && cache && !*cache) err = oracle_cache_new(cache);
+  if (!err) err = oracle_cache_new(&local);
+  struct pflex__oracle_cache *persist = cache ? *cache : NULL;
+  if (!err && persist && persist->nused > 4 * n + 65536) oc_clear(persist);
+  unsigned nint =
+      n <= 1024 ? ORACLE_INTERVALS : (unsigned)fmax(4.0, ORACLE_INTERVALS * 1024.0 / (double)n);
+  if (!err) err = orc_groups(&o, nint, persist, local);
+  if (!err) err = reserve_nodes(&o, persist ? persist : local);
+  if (!err) err = node(&o, 0);
+  if (!err) {
+    memcpy(p, o.bestp, n * sizeof *p);
+    *ret_gap = fmax(0.0, o.open - o.best);
+  }
+  orc_release(&o);
+  pflex__oracle_cache_free(local);
+  return err;
+}
