@@ -43,11 +43,10 @@
 #define PFLEX_ACME_PRETRAIN_JOBS 4026
 #define PFLEX_ACME_SFT_JOBS 66971
 
-/* Relative tolerance of "the oracle is at least every strategy": the oracle's
- * optimizer is exact for concave piecewise-linear curves only; on the
- * reference set's measured (Steffen, slightly non-concave) curves other
- * strategies were seen to beat it by at most 5e-6 of the total, in 4 of
- * 9,000 workload-cuts. */
+/* Relative tolerance of "the oracle is at least every strategy": the oracle
+ * is certified within 1e-6 of the optimum (a branch and bound,
+ * docs/allocation.md), so a strategy above it by more than this is a bug
+ * to look at; the default study has none. */
 #define PFLEX_STUDY_ORACLE_TOL 1e-5
 
 /* Relative tolerance of "worse than an equal cut": a workload counts as worse

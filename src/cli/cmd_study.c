@@ -444,7 +444,8 @@ static void print_text(const struct args *a, const struct pflex_study_data *d,
     above += res[i].above_oracle;
   if (above)
     printf("note: in %zu workload-cuts a strategy beat the oracle by more than %g of the "
-           "total: the optimizer is exact only for concave curves (docs/allocation.md)\n",
+           "total: the oracle is certified within 1e-6 of the optimum, so this is a defect "
+           "to report (docs/allocation.md)\n",
            above, PFLEX_STUDY_ORACLE_TOL);
 }
 
