@@ -5,7 +5,8 @@
  *
  * Mapping JSON:  {"jobs": {"JOB": {"NODE": [GPU index, ...], ...}, ...}}
  * Caps JSON:     {"format": "pflex-caps/1", "strategy": "optimal",
- *                 "target_w": W, "caps": [{"node": "n1", "gpu": 0,
+ *                 "target_w": W, "provenance": "simulated",
+ *                 "caps": [{"node": "n1", "gpu": 0,
  *                 "cap_w": 412.5, "job": "JOB"}, ...]} */
 #ifndef PFLEX_CAPS_PLAN_H
 #define PFLEX_CAPS_PLAN_H
@@ -13,6 +14,7 @@
 #include <stddef.h>
 
 #include "pflex/error.h"
+#include "pflex/provenance.h"
 
 #define PFLEX_CAPS_FORMAT "pflex-caps/1"
 #define PFLEX_MAX_GPU_INDEX 4095
@@ -31,6 +33,7 @@ struct pflex_caps_plan {
   size_t n;
   char *strategy; /* caps file only; may be NULL */
   double target_w;
+  enum pflex_provenance provenance; /* of the allocation's input (caps file only) */
 };
 
 void pflex_caps_plan_init(struct pflex_caps_plan *plan);
@@ -55,7 +58,8 @@ struct pflex_caps_job {
  * otherwise (diag's file is map_path). */
 int pflex_caps_plan_build(const struct pflex_caps_plan *mapping, const char *map_path,
                           const struct pflex_caps_job *jobs, size_t n, const char *strategy,
-                          double target_w, struct pflex_caps_plan *ret, struct pflex_diag *diag);
+                          double target_w, enum pflex_provenance provenance,
+                          struct pflex_caps_plan *ret, struct pflex_diag *diag);
 
 /* Replaces path atomically with the caps file of plan. */
 int pflex_caps_plan_write_json(const char *path, const struct pflex_caps_plan *plan);

@@ -340,7 +340,7 @@ static int write_caps(const struct args *a, const struct pflex_jobset *set,
     jobs[i] = (struct pflex_caps_job){set->jobs[i].name, set->jobs[i].gpus, r[i].cap_w};
   if (!err)
     err = pflex_caps_plan_build(&map, a->mapping, jobs, set->n, pflex_alloc_strategy_name(st),
-                                target, &plan, &diag);
+                                target, set->provenance, &plan, &diag);
   free(jobs);
   pflex_caps_plan_release(&map);
   if (err) {

@@ -205,7 +205,8 @@ static int assign(const struct pflex_caps_plan *m, const struct pflex_caps_job *
 
 int pflex_caps_plan_build(const struct pflex_caps_plan *mapping, const char *map_path,
                           const struct pflex_caps_job *jobs, size_t n, const char *strategy,
-                          double target_w, struct pflex_caps_plan *ret, struct pflex_diag *diag) {
+                          double target_w, enum pflex_provenance provenance,
+                          struct pflex_caps_plan *ret, struct pflex_diag *diag) {
   pflex_caps_plan_init(ret);
   struct json_fields f = {.file = map_path, .diag = diag};
   const struct pflex_caps_job **v;
@@ -228,6 +229,7 @@ int pflex_caps_plan_build(const struct pflex_caps_plan *mapping, const char *map
                              v[k]->gpus, counts[k]);
   if (!err && strategy && !(ret->strategy = strdup(strategy))) err = -ENOMEM;
   ret->target_w = target_w;
+  ret->provenance = provenance;
   free(counts);
   free(v);
   if (err) pflex_caps_plan_release(ret);
@@ -244,6 +246,7 @@ static json_t *caps_json(const struct pflex_caps_plan *plan) {
   json_object_set_new(root, "format", json_string(PFLEX_CAPS_FORMAT));
   if (plan->strategy) json_object_set_new(root, "strategy", json_string(plan->strategy));
   if (isfinite(plan->target_w)) json_object_set_new(root, "target_w", json_real(plan->target_w));
+  json_object_set_new(root, "provenance", json_string(pflex_provenance_name(plan->provenance)));
   for (size_t i = 0; i < plan->n; i++) {
     const struct pflex_gpu_cap *c = &plan->caps[i];
     json_t *o = json_pack("{s:s, s:I, s:f, s:s}", "node", c->node, "gpu", (json_int_t)c->gpu,
@@ -293,8 +296,9 @@ static int read_cap(struct json_fields *f, size_t i, json_t *o, struct pflex_cap
 }
 
 static int read_caps(struct json_fields *f, json_t *root, struct pflex_caps_plan *p) {
-  static const char *const keys[] = {"format", "strategy", "target_w", "caps", NULL};
-  const char *format, *strategy;
+  static const char *const keys[] = {"format", "strategy", "target_w", "provenance", "caps",
+                                     NULL};
+  const char *format, *strategy, *prov;
   int err = pflex__json_check_keys(f, root, keys, NULL);
   if (!err) err = pflex__json_get_string(f, root, "format", true, &format);
   if (!err && strcmp(format, PFLEX_CAPS_FORMAT) != 0)
@@ -302,6 +306,10 @@ static int read_caps(struct json_fields *f, json_t *root, struct pflex_caps_plan
                            PFLEX_CAPS_FORMAT);
   if (!err) err = pflex__json_get_string(f, root, "strategy", false, &strategy);
   if (!err && strategy && !(p->strategy = strdup(strategy))) err = -ENOMEM;
+  if (!err) err = pflex__json_get_string(f, root, "provenance", false, &prov);
+  if (!err && prov && pflex_provenance_parse(prov, &p->provenance))
+    err = pflex__json_fail(f, -PFLEX_E_DATA, "provenance",
+                           "'%s' is not unknown, measured, simulated or reconstructed", prov);
   if (!err)
     err = pflex__json_get_number(f, root, "target_w", 0, INFINITY, JSON_NULL_ABSENT, &p->target_w,
                                  NULL);

@@ -21,7 +21,7 @@ static void check_round_trip(const struct pflex_caps_plan *p) {
   fuzz_check(pflex_caps_plan_write_json(tmpl, p) == 0);
   fuzz_check(pflex_caps_plan_read_json(tmpl, &q, &diag) == 0);
   unlink(tmpl);
-  fuzz_check(q.n == p->n);
+  fuzz_check(q.n == p->n && q.provenance == p->provenance);
   for (size_t i = 0; i < p->n; i++) {
     fuzz_check(strcmp(q.caps[i].node, p->caps[i].node) == 0);
     fuzz_check(strcmp(q.caps[i].job, p->caps[i].job) == 0);

@@ -15,6 +15,7 @@ import json, sys
 alloc = {j["name"]: j for j in json.load(open(sys.argv[1]))["jobs"]}
 caps = json.load(open(sys.argv[2]))
 assert caps["format"] == "pflex-caps/1" and caps["strategy"] == "optimal", caps
+assert caps["provenance"] == json.load(open(sys.argv[1]))["provenance"] == "unknown", caps
 per_job = {}
 for c in caps["caps"]:
     assert abs(c["cap_w"] - alloc[c["job"]]["cap_w"]) < 1e-6, c

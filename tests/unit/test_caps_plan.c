@@ -43,7 +43,7 @@ static void test_build_gives_each_gpu_its_jobs_cap(void **state) {
   struct pflex_diag d;
   assert_int_equal(read_mapping(two_jobs, &m, &d), 0);
   assert_int_equal(m.n, 4);
-  assert_int_equal(pflex_caps_plan_build(&m, "m.json", jobs, 2, "optimal", 1500, &plan, &d), 0);
+  assert_int_equal(pflex_caps_plan_build(&m, "m.json", jobs, 2, "optimal", 1500, PFLEX_PROV_SIMULATED, &plan, &d), 0);
   assert_int_equal(plan.n, 4);
   assert_string_equal(plan.caps[2].node, "n2");
   assert_int_equal(plan.caps[2].gpu, 5);
@@ -66,6 +66,7 @@ static void test_build_gives_each_gpu_its_jobs_cap(void **state) {
     assert_true(back.caps[i].cap_w == plan.caps[i].cap_w);
   }
   assert_true(back.target_w == 1500);
+  assert_int_equal(back.provenance, PFLEX_PROV_SIMULATED);
   pflex_caps_plan_release(&back);
   pflex_caps_plan_release(&plan);
   pflex_caps_plan_release(&m);
@@ -86,7 +87,7 @@ static void test_build_refuses(void **state) {
     struct pflex_caps_plan m, plan;
     struct pflex_diag d;
     assert_int_equal(read_mapping(cases[k].mapping, &m, &d), 0);
-    assert_int_equal(pflex_caps_plan_build(&m, "m.json", jobs, 2, NULL, NAN, &plan, &d),
+    assert_int_equal(pflex_caps_plan_build(&m, "m.json", jobs, 2, NULL, NAN, PFLEX_PROV_UNKNOWN, &plan, &d),
                      -PFLEX_E_DATA);
     if (!strstr(d.message, cases[k].why)) fail_msg("case %zu: '%s'", k, d.message);
     assert_null(plan.caps);
@@ -97,7 +98,7 @@ static void test_build_refuses(void **state) {
   struct pflex_caps_plan m, plan;
   struct pflex_diag d;
   assert_int_equal(read_mapping("{\"jobs\": {\"a\": {\"n\": [0]}}}", &m, &d), 0);
-  assert_int_equal(pflex_caps_plan_build(&m, "m.json", twins, 2, NULL, NAN, &plan, &d),
+  assert_int_equal(pflex_caps_plan_build(&m, "m.json", twins, 2, NULL, NAN, PFLEX_PROV_UNKNOWN, &plan, &d),
                    -PFLEX_E_DATA);
   assert_non_null(strstr(d.message, "two allocated jobs are named 'a'"));
   pflex_caps_plan_release(&m);
@@ -140,6 +141,7 @@ static void test_caps_file_errors(void **state) {
       "{\"format\": \"pflex-caps/1\", \"caps\": [{\"node\": \"n\", \"gpu\": 1, \"cap_w\": 300}, "
       "{\"node\": \"n\", \"gpu\": 1, \"cap_w\": 200}]}",
       "[]",
+      "{\"format\": \"pflex-caps/1\", \"provenance\": \"real\", \"caps\": []}",
   };
   for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
     char *path = write_tmp(bad[k]);
