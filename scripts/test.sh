@@ -17,7 +17,10 @@ echo "== tests"
 ctest --test-dir build --output-on-failure -j"$jobs"
 
 echo "== all tests under AddressSanitizer + UndefinedBehaviorSanitizer"
-cmake -S . -B build-asan -DPFLEX_SANITIZE=ON -DPFLEX_WERROR=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
+# -O1: the sanitizers' usual level (full checks, readable stacks), about twice
+# as fast as -O0 on the long integration tests.
+cmake -S . -B build-asan -DPFLEX_SANITIZE=ON -DPFLEX_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g -UNDEBUG" >/dev/null
 cmake --build build-asan -j"$jobs"
 # readme_commands is left out here: it checks the README's command lines
 # (the normal stage runs it), and each command it runs is run under the

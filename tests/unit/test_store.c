@@ -615,7 +615,7 @@ static void test_many_interleaved_groups(void **state) {
       struct pflex_run r = mkrun(names[j], "H200", 8, 700 - 100 * k, 5000 - 500 * k - j, 900 - k);
       r.line = (size_t)(2 + k * NG + j);
       add(&set, r);
-      char v[16];
+      char v[32];
       snprintf(v, sizeof v, "%d.%d", j, k);
       assert_int_equal(pflex_runset_set_extra(&set, set.n - 1, "tag", v), 0);
     }
