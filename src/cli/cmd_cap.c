@@ -71,7 +71,8 @@ static const struct cli_spec set_spec = {
     .help_cmd = "cap",
     .usage = "pflex cap set (--watts W [--gpus LIST] | --from FILE [--node NAME]) [--clamp] "
              "[--dry-run] [options]",
-    .about = "Sets the power limit of each selected GPU to W watts, all or nothing: every "
+    .about = "Sets the power limit of each selected GPU to W watts (or, with --from, each GPU "
+             "of this node in a caps file to its own cap), all or nothing: every "
              "original limit is written durably to the restore file first, and when one GPU "
              "fails the others go back. Needs root or CAP_SYS_ADMIN. Limits do not survive a "
              "reboot or driver reload; run 'pflex cap restore' after one to clear the records.",
