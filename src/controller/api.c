@@ -147,12 +147,12 @@ static enum MHD_Result dispatch(struct ctl_api *api, struct MHD_Connection *conn
   struct ctl_controller *c = api->c;
   switch (ROUTES[r].id) {
   case R_HEALTH: {
+    /* Both under the lock: discovery from Slurm swaps the nodes under it. */
     pthread_mutex_lock(&c->lock);
-    json_int_t rounds = (json_int_t)c->rounds_done;
+    json_int_t rounds = (json_int_t)c->rounds_done, nodes = (json_int_t)c->nnodes;
     pthread_mutex_unlock(&c->lock);
     return send_json(conn, 200,
-                     json_pack("{s:s, s:I, s:I}", "status", "ok", "nodes", (json_int_t)c->nnodes,
-                               "round", rounds));
+                     json_pack("{s:s, s:I, s:I}", "status", "ok", "nodes", nodes, "round", rounds));
   }
   case R_STATUS: return send_text(conn, 200, copy_snapshot(c, false), "application/json");
   case R_METRICS: return send_text(conn, 200, copy_snapshot(c, true), "text/plain; version=0.0.4");
