@@ -7,16 +7,11 @@
 # 340 W of 400 W); the highest-cap run is then the reference run, with a note
 # on stderr and in JSON; --reference-cap chooses another; the store's import
 # still wants the uncapped run; twin population --gpus feeds the study.
-set -euo pipefail
-: "${PFLEX:?PFLEX must name the pflex program}"
-: "${PFLEX_SOURCE_DIR:?PFLEX_SOURCE_DIR must name the source tree}"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$(dirname "$0")/cli_common.bash"
+set -e
 has() { grep "$@" > /dev/null; }
 A100="$PFLEX_SOURCE_DIR/tests/fixtures/a100_to_340w.csv"
 UNK="$PFLEX_SOURCE_DIR/tests/fixtures/unknown_gpu_samples.csv"
-cd "$tmp"
 
 # --- highest cap below the default limit: pfi
 "$PFLEX" pfi "$A100" --draws 200 >out 2>err || fail "pfi on the A100 file: $(cat err)"

@@ -6,12 +6,8 @@
 # without a number. Asserted: the issue's target that is met (worse than
 # equal in at most 1% of workloads at every cut); the one that is not (90%
 # of the gap after two rounds) is printed, met or not (docs/study.md).
-set -euo pipefail
-: "${PFLEX:?PFLEX must name the built pflex program}"
-: "${PFLEX_SOURCE_DIR:?}"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$(dirname "$0")/cli_common.bash"
+set -e
 
 "$PFLEX" twin population --jobs 100 --seed 7 --gpus A100,H100,H200,H100-PCIE \
   --out "$tmp/pop.csv" >/dev/null 2>&1 || fail "twin population --gpus"
