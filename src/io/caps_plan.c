@@ -108,11 +108,9 @@ static int read_job(struct json_fields *f, const char *job, json_t *nodes,
 
 /* Loads path's top-level JSON object (duplicate keys refused). */
 static int load_object(const struct json_fields *f, const char *path, json_t **ret) {
-  json_error_t je;
-  json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-  if (!root)
-    return pflex_diag_set(f->diag, je.line > 0 ? -PFLEX_E_PARSE : -ENOENT, path,
-                          je.line > 0 ? (size_t)je.line : 0, NULL, "%s", je.text);
+  json_t *root;
+  int err = pflex__json_load(path, JSON_REJECT_DUPLICATES, &root, f->diag);
+  if (err) return err;
   if (!json_is_object(root)) {
     json_decref(root);
     return pflex__json_fail(f, -PFLEX_E_PARSE, NULL, "expected a JSON object");

@@ -305,15 +305,12 @@ static int check_names(struct json_fields *f, const struct pflex_jobset *set) {
 }
 
 int pflex_jobs_read_json(const char *path, struct pflex_jobset *ret_set, struct pflex_diag *diag) {
-  json_error_t jerr;
-  json_t *root = json_load_file(path, 0, &jerr);
-  if (!root)
-    return pflex_diag_set(diag, jerr.line > 0 ? -PFLEX_E_PARSE : -ENOENT, path,
-                          jerr.line > 0 ? (size_t)jerr.line : 0, NULL, "%s", jerr.text);
+  json_t *root;
+  int err = pflex__json_load(path, 0, &root, diag);
+  if (err) return err;
   json_t *arr = json_is_array(root) ? root : json_object_get(root, "jobs");
   struct pflex_jobset set;
   pflex_jobset_init(&set);
-  int err;
   if (!json_is_array(arr)) {
     err = pflex_diag_set(diag, -PFLEX_E_DATA, path, 0, "jobs",
                          "expected an array of jobs or an object with a \"jobs\" array");

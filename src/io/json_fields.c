@@ -1,4 +1,5 @@
 /* The JSON field readers (json_fields.h). */
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -8,6 +9,14 @@
 
 static int data_err(const struct json_fields *f) {
   return f->data_err ? f->data_err : -PFLEX_E_DATA;
+}
+
+int pflex__json_load(const char *path, size_t flags, json_t **ret, struct pflex_diag *diag) {
+  json_error_t je;
+  *ret = json_load_file(path, flags, &je);
+  if (*ret) return 0;
+  return pflex_diag_set(diag, je.line > 0 ? -PFLEX_E_PARSE : -ENOENT, path,
+                        je.line > 0 ? (size_t)je.line : 0, NULL, "%s", je.text);
 }
 
 int pflex__json_fail(const struct json_fields *f, int err, const char *field, const char *fmt,

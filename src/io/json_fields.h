@@ -32,6 +32,10 @@ enum {
   JSON_OPEN_MIN = 1u << 2,    /* min itself is not allowed */
 };
 
+/* Loads path with jansson's flags into *ret; on failure the diag names the
+ * file and line: -PFLEX_E_PARSE for malformed JSON, -ENOENT when unreadable. */
+int pflex__json_load(const char *path, size_t flags, json_t **ret, struct pflex_diag *diag);
+
 /* Sets the diag (message prefixed by f->where) and returns err. */
 int pflex__json_fail(const struct json_fields *f, int err, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
