@@ -33,6 +33,7 @@ struct pflex_diag {
   char file[512];
   size_t line;     /* 1-based physical line; 0 when not line-specific */
   char column[64]; /* column (field) name, when one is to blame */
+  int is_field;    /* nonzero: column names a field of a JSON file ("field 'x'") */
   char message[256];
 };
 
@@ -46,7 +47,8 @@ int pflex_diag_set(struct pflex_diag *diag, int err, const char *file, size_t li
                    const char *column, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
 
-/* Formats a diagnostic as "'FILE': line N, column 'C': MESSAGE" into buf. */
+/* Formats a diagnostic as "'FILE': line N, column 'C': MESSAGE" into buf
+ * ("field 'C'" when is_field is set). */
 void pflex_diag_format(const struct pflex_diag *diag, char *buf, size_t size);
 
 #endif

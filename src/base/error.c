@@ -64,7 +64,8 @@ void pflex_diag_format(const struct pflex_diag *diag, char *buf, size_t size) {
   if (diag->file[0]) PFLEX_APPEND("'%s'", diag->file);
   if (diag->line) PFLEX_APPEND("%sline %zu", off ? ": " : "", diag->line);
   if (diag->column[0])
-    PFLEX_APPEND("%scolumn '%s'", off ? (diag->line ? ", " : ": ") : "", diag->column);
+    PFLEX_APPEND("%s%s '%s'", off ? (diag->line ? ", " : ": ") : "",
+                 diag->is_field ? "field" : "column", diag->column);
   PFLEX_APPEND("%s%s", off ? ": " : "", diag->message[0] ? diag->message : "error");
 #undef PFLEX_APPEND
 }

@@ -147,7 +147,7 @@ static int read_with(const char *path, struct pflex_caps_plan *ret, struct pflex
   err = body(&f, root, ret);
   json_decref(root);
   if (err) pflex_caps_plan_release(ret);
-  return err;
+  return pflex__json_said(diag, err);
 }
 
 int pflex_mapping_read_json(const char *path, struct pflex_caps_plan *ret,

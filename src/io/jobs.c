@@ -347,5 +347,5 @@ int pflex_jobs_read_json(const char *path, struct pflex_jobset *ret_set, struct 
 out:
   pflex_jobset_release(&set);
   json_decref(root);
-  return err;
+  return pflex__json_said(diag, err);
 }

@@ -19,6 +19,11 @@ int pflex__json_load(const char *path, size_t flags, json_t **ret, struct pflex_
                         je.line > 0 ? (size_t)je.line : 0, NULL, "%s", je.text);
 }
 
+int pflex__json_said(struct pflex_diag *diag, int err) {
+  if (err && diag && diag->column[0]) diag->is_field = 1;
+  return err;
+}
+
 int pflex__json_fail(const struct json_fields *f, int err, const char *field, const char *fmt,
                      ...) {
   char msg[256];

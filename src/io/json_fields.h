@@ -3,7 +3,7 @@
  * runs JSON, jobs JSON and model file readers (internal to io). Every
  * function returns 0 or the error it set in the diag:
  *
- *   'jobs.json': column 'weight': job 3 ('llama'): negative
+ *   'jobs.json': field 'weight': job 3 ('llama'): negative
  *
  * A type error (a string where a number belongs) is -PFLEX_E_PARSE; a
  * missing, unknown or out-of-range field is f->data_err (-PFLEX_E_DATA
@@ -35,6 +35,10 @@ enum {
 /* Loads path with jansson's flags into *ret; on failure the diag names the
  * file and line: -PFLEX_E_PARSE for malformed JSON, -ENOENT when unreadable. */
 int pflex__json_load(const char *path, size_t flags, json_t **ret, struct pflex_diag *diag);
+
+/* Marks a diag set while reading a JSON file as naming a field, not a
+ * column (the runs' checks shared with CSV set a column); returns err. */
+int pflex__json_said(struct pflex_diag *diag, int err);
 
 /* Sets the diag (message prefixed by f->where) and returns err. */
 int pflex__json_fail(const struct json_fields *f, int err, const char *field, const char *fmt, ...)

@@ -315,7 +315,7 @@ static int from_json(json_t *root, const char *file, struct pflex_model *ret,
   int err = read_root(&r, root, &m);
   if (err) {
     pflex_model_release(&m);
-    return err;
+    return pflex__json_said(diag, err);
   }
   *ret = m;
   return 0;

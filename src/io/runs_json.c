@@ -335,7 +335,7 @@ int pflex_runs_from_json(const char *text, const char *name, struct pflex_runset
   json_decref(root);
   if (err) {
     pflex_runset_release(&set);
-    return err;
+    return pflex__json_said(diag, err);
   }
   *ret_set = set;
   return 0;

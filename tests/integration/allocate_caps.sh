@@ -45,7 +45,7 @@ bad_map "{\"jobs\": {$full, \"llama-70b-pt\": {\"n1\": [0,1,2,3,4,5,6,7], \"n2\"
 bad_map "{\"jobs\": {$full, \"llama-70b-pt\": {\"n1\": [0,1,2,3,4,5,6,7], \"n5\": [0,1,2,3,4,5,6,7]}}}" \
   "node 'n5' GPU 0 is given twice"
 bad_map '{"jobs": {"bert-ft": {"n5": [0, -1]}}}' "job 'bert-ft', node 'n5': a GPU index must be an integer"
-bad_map '{"job": {}}' "column 'job': unknown field"
+bad_map '{"job": {}}' "field 'job': unknown field"
 rc=0; "$PFLEX" allocate "$EX/jobs.json" --cut 30 --mapping "$EX/mapping.json" 2>/dev/null || rc=$?
 expect_eq "$rc" 2 "--mapping without --caps-out"
 

@@ -65,7 +65,7 @@ sed 's/3800,1100/3800,1005/' fast.csv > near.csv
 row 0 "" allocate near.csv --cut 10 --json
 json_ok 'd["jobs"][0]["t_max"] == 1000' "t_max above the measured uncapped throughput"
 echo '{"jobs":[{"name":"a","gpus":8,"points":[[2000,100],[3000,90],[5000,80]]}]}' > falling.json
-row 1 "cannot read 'falling.json': column 'points': job 1 ('a'): point 1 ([2000, 100]) has 25.00% more throughput than the point at the highest power" \
+row 1 "cannot read 'falling.json': field 'points': job 1 ('a'): point 1 ([2000, 100]) has 25.00% more throughput than the point at the highest power" \
   allocate falling.json --cut 10
 echo '{"jobs":[{"name":"a","gpus":8,"points":[[2000,70],[3000,80.5],[5000,80]]}]}' > flat.json
 row 0 "" allocate flat.json --cut 10 --json
@@ -74,18 +74,18 @@ json_ok 'd["jobs"][0]["t_max"] == 80' "jobs JSON: t_max above the highest-power 
 # ---- jobs JSON: each fault blamed on its field ----
 jobs() { printf '{"jobs":[%s]}\n' "$1" > jobs.json; }
 jobs '{"name":"a","gpus":8,"p_max":5000},{"name":"b","gpus":8,"p_max":5000},{"name":"a","gpus":8,"p_max":5000}'
-row 1 "cannot read 'jobs.json': column 'name': job 3 ('a'): the same name as job 1" \
+row 1 "cannot read 'jobs.json': field 'name': job 3 ('a'): the same name as job 1" \
   allocate jobs.json --cut 10 --strategy equal
 jobs '{"name":"a","gpus":8,"p_max":5000,"p_min":6000,"t_max":100,"pfi":1.5}'
-row 1 "cannot read 'jobs.json': column 'p_min': job 1 ('a'): above p_max" allocate jobs.json --cut 10
+row 1 "cannot read 'jobs.json': field 'p_min': job 1 ('a'): above p_max" allocate jobs.json --cut 10
 jobs '{"name":"a","gpus":8,"p_max":5000,"t_max":100,"pfi":1.5,"cap_min_w":600,"cap_max_w":300}'
-row 1 "cannot read 'jobs.json': column 'cap_min_w': job 1 ('a'): above cap_max_w" \
+row 1 "cannot read 'jobs.json': field 'cap_min_w': job 1 ('a'): above cap_max_w" \
   allocate jobs.json --cut 10
 jobs '{"name":"a","gpus":8,"p_max":5000,"cap_max_w":150}'
-row 1 "column 'cap_max_w': job 1 ('a'): below the default cap_min_w (200 W)" \
+row 1 "field 'cap_max_w': job 1 ('a'): below the default cap_min_w (200 W)" \
   allocate jobs.json --cut 10 --strategy equal
 jobs '{"name":"a","gpus":8,"p_max":5000,"wieght":2}'
-row 1 "cannot read 'jobs.json': column 'wieght': job 1 ('a'): unknown field" \
+row 1 "cannot read 'jobs.json': field 'wieght': job 1 ('a'): unknown field" \
   allocate jobs.json --cut 10 --strategy equal
 
 # ---- names that are not UTF-8: refused where they are read, with the line ----

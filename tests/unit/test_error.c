@@ -31,6 +31,12 @@ static void test_diag_format(void **state) {
   pflex_diag_set(&d, -PFLEX_E_DATA, "r.json", 0, "cap_w", "run 3: bad");
   pflex_diag_format(&d, buf, sizeof buf);
   assert_string_equal(buf, "'r.json': column 'cap_w': run 3: bad");
+  /* A JSON reader's diag names a field; pflex_diag_set clears the mark. */
+  d.is_field = 1;
+  pflex_diag_format(&d, buf, sizeof buf);
+  assert_string_equal(buf, "'r.json': field 'cap_w': run 3: bad");
+  pflex_diag_set(&d, -PFLEX_E_DATA, "r.json", 0, "cap_w", "run 3: bad");
+  assert_int_equal(d.is_field, 0);
   /* Nothing but a message; an empty message reads "error". */
   pflex_diag_set(&d, -EIO, NULL, 0, NULL, "%s", "");
   pflex_diag_format(&d, buf, sizeof buf);
