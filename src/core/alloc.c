@@ -892,10 +892,35 @@ static void topk_offer(const double *col, struct topk *t, size_t x, bool complet
   if (t->n < LS_TOPK) t->n++;
 }
 
+/* A complete scan, as topk_offer(col, t, s, true) for s = 0..ns-1 would
+ * build it; with the kept values in locals (no reloads through t). Rows
+ * come in order, so a row goes before a kept one only by a greater value:
+ * a tie with the last stays out. */
 static void topk_scan(const double *col, size_t ns, struct topk *t) {
-  t->n = 0;
-  for (size_t s = 0; s < ns; s++) /* rows come in order: a tie with the last stays out */
-    if (t->n < LS_TOPK || col[s] > col[t->r[LS_TOPK - 1]]) topk_offer(col, t, s, true);
+  double v[LS_TOPK];
+  size_t r[LS_TOPK];
+  int n = 0;
+  size_t s = 0;
+  for (; s < ns; s++) {
+    if (n == LS_TOPK) {
+      /* Full: most rows fail the test against the last kept value alone. */
+      double last = v[LS_TOPK - 1];
+      while (s < ns && !(col[s] > last))
+        s++;
+      if (s == ns) break;
+    }
+    double x = col[s];
+    int at = n < LS_TOPK ? n : LS_TOPK - 1;
+    for (; at > 0 && x > v[at - 1]; at--) {
+      v[at] = v[at - 1];
+      r[at] = r[at - 1];
+    }
+    v[at] = x;
+    r[at] = s;
+    if (n < LS_TOPK) n++;
+  }
+  t->n = n;
+  memcpy(t->r, r, (size_t)n * sizeof *r);
 }
 
 static void topk_remove(struct topk *t, size_t x) {
