@@ -97,11 +97,23 @@ static void release(struct workload *w) {
   free(w->bare);
 }
 
-enum { NROWS = 20, MAXSIZES = 8, ROW_ORACLE = 13, ROW_FLAT = 14, ROW_FILL = 18, ROW_POWERS = 19 };
+enum {
+  NROWS = 23,
+  MAXSIZES = 8,
+  ROW_OPTIMAL = 8,
+  ROW_ORACLE = 13,
+  ROW_FLAT = 14,
+  ROW_FILL = 18,
+  ROW_POWERS = 19,
+  ROW_OPT_FLAT = 20,
+  ROW_OPT_FILL = 21,
+  ROW_OPT_FLATWARM = 22
+};
 static const char *const row_names[NROWS] = {
-    "equal",      "moe-ft",      "dram",      "pfi",      "equal/caps", "moe-ft/caps",  "dram/caps",
-    "pfi/caps",   "optimal",     "opt-nols",  "opt-cold", "opt-warm",   "equal/bounds", "oracle",
-    "equal/flat", "moe-ft/flat", "dram/flat", "pfi/flat", "flat/fill", "flat/powers"};
+    "equal",        "moe-ft",      "dram",       "pfi",         "equal/caps",  "moe-ft/caps",
+    "dram/caps",    "pfi/caps",    "optimal",    "opt-nols",    "opt-cold",    "opt-warm",
+    "equal/bounds", "oracle",      "equal/flat", "moe-ft/flat", "dram/flat",   "pfi/flat",
+    "flat/fill",    "flat/powers", "opt/flat",   "opt/fill",    "opt/flatwarm"};
 
 static double median(double *v, int n) {
   gsl_sort(v, 1, (size_t)n);
@@ -114,8 +126,8 @@ static double median(double *v, int n) {
  * total cut, and whether every cap is the same function of the power. */
 static int time_flat(int row, struct workload *w, double target, int reps, double *ret_ms,
                      double *ret_diff) {
-  enum pflex_alloc_strategy st = row >= ROW_FILL ? PFLEX_ALLOC_EQUAL
-                                                 : (enum pflex_alloc_strategy)(row - ROW_FLAT);
+  enum pflex_alloc_strategy st =
+      row >= ROW_FILL ? PFLEX_ALLOC_EQUAL : (enum pflex_alloc_strategy)(row - ROW_FLAT);
   double *times = malloc((size_t)reps * sizeof *times), *pw = malloc(w->n * sizeof *pw),
          *cw = malloc(w->n * sizeof *cw);
   struct pflex_alloc_result *r = malloc(w->n * sizeof *r);
@@ -125,7 +137,7 @@ static int time_flat(int row, struct workload *w, double target, int reps, doubl
     pflex_alloc_flat_free(f);
     f = NULL;
     double a = now();
-    err = pflex_alloc_flat_new(w->jobs, w->n, st, &f);
+    err = pflex_alloc_flat_new(w->jobs, w->n, st, NULL, &f);
     if (row == ROW_FILL) times[rep] = 1e3 * (now() - a);
     a = now();
     if (!err) err = pflex_alloc_flat_run(f, target, pw, row == ROW_POWERS ? NULL : cw, NULL);
@@ -148,6 +160,70 @@ static int time_flat(int row, struct workload *w, double target, int reps, doubl
   free(pw);
   free(cw);
   free(r);
+  return err;
+}
+
+/* Swaps jobs k * (n / nalt) with alt[k]'s curves, and with flat (unless
+ * NULL) the same jobs there: the changes of a controller's round. */
+static int swap_alt(struct workload *w, struct pflex_curve **alt, struct pflex_alloc_flat *flat) {
+  size_t nalt = w->n / 100 ? w->n / 100 : 1;
+  for (size_t k = 0; k < nalt; k++) {
+    size_t i = k * (w->n / nalt);
+    const struct pflex_curve *c = w->jobs[i].curve;
+    w->jobs[i].curve = alt[k];
+    alt[k] = (struct pflex_curve *)c;
+    if (flat && pflex_alloc_flat_set(flat, i, &w->jobs[i])) return -1;
+  }
+  return 0;
+}
+
+/* optimal on a flat: opt/flat the run on a flat filled once (untimed),
+ * opt/fill pflex_alloc_flat_new, opt/flatwarm a round of the flat primed by
+ * the previous one: 1% of the jobs replaced (pflex_alloc_flat_set) and the
+ * target moved by 0.1%, checked to be, bit for bit, the answer of a flat
+ * filled afresh (*ret_same). *ret_tput: the throughput of its powers on
+ * the curves. */
+static int time_flat_opt(int row, struct workload *w, struct pflex_curve **alt, double target,
+                         unsigned knots, int reps, double *ret_ms, double *ret_tput,
+                         bool *ret_same) {
+  double *times = malloc((size_t)reps * sizeof *times), *pw = malloc(w->n * sizeof *pw),
+         *cw = malloc(w->n * sizeof *cw), *p2 = malloc(w->n * sizeof *p2);
+  struct pflex_alloc_opts o = {.knots = knots};
+  struct pflex_alloc_flat *f = NULL, *g = NULL;
+  int err = times && pw && cw && p2 ? 0 : -1;
+  for (int rep = 0; !err && rep < reps; rep++) {
+    pflex_alloc_flat_free(f);
+    f = NULL;
+    double a = now(), t = row == ROW_OPT_FLATWARM ? target * 1.001 : target;
+    err = pflex_alloc_flat_new(w->jobs, w->n, PFLEX_ALLOC_OPTIMAL, &o, &f);
+    if (row == ROW_OPT_FILL) times[rep] = 1e3 * (now() - a);
+    if (!err && row == ROW_OPT_FLATWARM) { /* the previous round, then this one */
+      err = pflex_alloc_flat_run(f, target, pw, cw, NULL);
+      a = now();
+      if (!err) err = swap_alt(w, alt, f);
+    } else {
+      a = now();
+    }
+    if (!err) err = pflex_alloc_flat_run(f, t, pw, cw, NULL);
+    if (row != ROW_OPT_FILL) times[rep] = 1e3 * (now() - a);
+    if (!err && row == ROW_OPT_FLATWARM) {
+      err = pflex_alloc_flat_new(w->jobs, w->n, PFLEX_ALLOC_OPTIMAL, &o, &g);
+      if (!err) err = pflex_alloc_flat_run(g, t, p2, cw, NULL);
+      if (!err && memcmp(pw, p2, w->n * sizeof *pw) != 0) *ret_same = false;
+      pflex_alloc_flat_free(g);
+      g = NULL;
+      if (!err) err = swap_alt(w, alt, NULL);
+    }
+  }
+  double tput = 0;
+  for (size_t i = 0; !err && i < w->n; i++)
+    tput += pflex_curve_eval(w->jobs[i].curve, pw[i]);
+  if (!err) *ret_ms = median(times, reps), *ret_tput = tput;
+  pflex_alloc_flat_free(f);
+  free(times);
+  free(pw);
+  free(cw);
+  free(p2);
   return err;
 }
 
@@ -303,6 +379,12 @@ int main(int argc, char **argv) {
       bool ok = true;
       ms[s][k] = tput[s][k] = gap[s][k] = flat_diff[s][k] = NAN;
       if (!want[s]) continue;
+      if (s >= ROW_OPT_FLAT) {
+        if (time_flat_opt(s, &w, alt.curves, target, knots, reps, &ms[s][k], &tput[s][k], &ok))
+          return 1;
+        if (!ok) same[k] = false;
+        continue;
+      }
       if (s >= ROW_FLAT) {
         if (time_flat(s, &w, target, reps, &ms[s][k], &flat_diff[s][k])) return 1;
         continue;
@@ -337,7 +419,10 @@ int main(int argc, char **argv) {
          "oracle gap");
   for (size_t k = 0; k < nsizes; k++)
     printf(" %12.3g", gap[ROW_ORACLE][k] / tput[ROW_ORACLE][k]);
-  printf("   (the oracle's certified gap to the optimum, relative)\n");
+  printf("   (the oracle's certified gap to the optimum, relative)\n%-12s", "opt/flat");
+  for (size_t k = 0; k < nsizes; k++)
+    printf(" %12.3g", 1 - tput[ROW_OPT_FLAT][k] / tput[ROW_OPTIMAL][k]);
+  printf("   (1 - flat optimal / optimal: the flat hull greedy's shortfall)\n");
   printf("%-12s", "curves ms");
   for (size_t k = 0; k < nsizes; k++)
     printf(" %12.1f", build_ms[k]);

@@ -13,7 +13,6 @@
 #include "pflex/alloc.h"
 #include "pflex/error.h"
 
-#define DEFAULT_KNOTS 17u
 
 static const char *const names[PFLEX_ALLOC_NSTRATEGIES] = {
     [PFLEX_ALLOC_EQUAL] = "equal",     [PFLEX_ALLOC_MOE_FT] = "moe-ft",
@@ -490,12 +489,10 @@ void pflex_alloc_ctx_free(struct pflex_alloc_ctx *ctx) {
   free(ctx);
 }
 
-/* Samples job j's curve on [lo, hi] (knots as in pflex__alloc_knots) and writes the
- * segments of its weighted upper hull that gain throughput, steepest first,
- * to out (room for knots + points + 2): their number. */
-static size_t hull_segments(const struct pflex_alloc_job *j, double lo, double hi, unsigned knots,
-                            double *xs, double *ys, struct pflex__hullpt *hp,
-                            struct pflex__seg *out) {
+/* Job j's hull segments (alloc_internal.h). */
+size_t pflex__alloc_hull_segments(const struct pflex_alloc_job *j, double lo, double hi,
+                                  unsigned knots, double *xs, double *ys, struct pflex__hullpt *hp,
+                                  struct pflex__seg *out) {
   size_t nk;
   if (pflex_curve_kind(j->curve) == PFLEX_CURVE_PARAMETRIC) {
     /* Knots uniform in clock: exact points of the curve, cheaply. */
@@ -543,7 +540,7 @@ static void pass_release(struct pass *ps) {
   free(ps->local);
 }
 
-/* The room one job's sampling needs (knots + points + 2, as hull_segments):
+/* The room one job's sampling needs (knots + points + 2, as pflex__alloc_hull_segments):
  * the most over the jobs in *ret_maxk; -EINVAL for a job without a curve. */
 static int pass_max_knots(const struct pflex_alloc_job *jobs, size_t n, unsigned knots,
                           size_t *ret_maxk) {
@@ -651,7 +648,8 @@ static int pass_find_or_sample(const struct pflex_alloc_job *jobs, const double 
   }
   if (pass_reserve_local(ps, sc->maxk) < 0) return -ENOMEM;
   struct pflex__seg *out = &ps->local[ps->nlocal];
-  size_t len = hull_segments(&jobs[i], wlo[i], whi[i], key->knots, sc->xs, sc->ys, sc->hp, out);
+  size_t len =
+      pflex__alloc_hull_segments(&jobs[i], wlo[i], whi[i], key->knots, sc->xs, sc->ys, sc->hp, out);
   if (keep && !hull_put(hc, key, out, len)) return -ENOMEM;
   sc->where[i] = ps->nlocal, sc->in_pool[i] = false, ps->jn[i] = len;
   ps->nlocal += len;
@@ -1314,7 +1312,7 @@ int pflex_alloc_run(const struct pflex_alloc_job *jobs, size_t n,
                     struct pflex_alloc_summary *summary) {
   if ((!jobs && n) || !results || isnan(target_w) || (unsigned)strategy >= PFLEX_ALLOC_NSTRATEGIES)
     return -EINVAL;
-  unsigned knots = opts && opts->knots ? opts->knots : DEFAULT_KNOTS;
+  unsigned knots = opts && opts->knots ? opts->knots : PFLEX__ALLOC_DEFAULT_KNOTS;
   if (knots < 2) knots = 2;
   struct pflex__prep *pr = malloc((n ? n : 1) * sizeof *pr);
   double *p = malloc((n ? n : 1) * sizeof *p), *w = NULL;

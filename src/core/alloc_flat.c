@@ -26,8 +26,8 @@
  * carry caps nk knots (power, cap) at knot[off]. */
 struct flat_cap {
   double cpmin, cpmax, cap_min, cap_max;
-  size_t off;
-  uint32_t nk;
+  size_t off;      /* in the pool: nk knots, then (optimal) ns hull segments */
+  uint32_t nk, ns; /* pairs (power, cap); pairs (slope, length) */
   int gpus;
   bool curve;
 };
@@ -40,8 +40,14 @@ struct pflex_alloc_flat {
   size_t nbad;
   uint64_t rlo, rhi; /* bits of the least and largest ratio seen (a bracket) */
   struct flat_cap *cap;
-  double *knot; /* pairs (power, cap) */
+  double *knot; /* the pool, in pairs: per job its cap knots, then its segments */
   size_t nknot, cap_knot, live_knot;
+  unsigned knots; /* optimal: points per curve */
+  /* optimal: one job's sampling (room for maxk points) */
+  double *xs, *ys;
+  struct pflex__hullpt *hp;
+  struct pflex__seg *seg;
+  size_t maxk;
 };
 
 static uint64_t bits(double x) {
@@ -62,9 +68,10 @@ static int knot_reserve(struct pflex_alloc_flat *f, size_t k) {
     if (!t) return -ENOMEM;
     size_t m = 0;
     for (size_t i = 0; i < f->n; i++) {
-      memcpy(&t[2 * m], &f->knot[2 * f->cap[i].off], 2 * f->cap[i].nk * sizeof *t);
+      size_t len = f->cap[i].nk + f->cap[i].ns;
+      memcpy(&t[2 * m], &f->knot[2 * f->cap[i].off], 2 * len * sizeof *t);
       f->cap[i].off = m;
-      m += f->cap[i].nk;
+      m += len;
     }
     free(f->knot);
     f->knot = t;
@@ -82,35 +89,63 @@ static int knot_reserve(struct pflex_alloc_flat *f, size_t k) {
   return 0;
 }
 
-/* Job i's cap mapping from its curve (as pflex_curve_cap_for_power). Only
- * the reservation can fail, before anything of job i changed. */
-static int fill_cap(struct pflex_alloc_flat *f, size_t i, const struct pflex_alloc_job *j,
-                    const struct pflex__prep *p) {
+/* Room for one job's sampling (optimal): knots + points + 2. */
+static int sample_reserve(struct pflex_alloc_flat *f, size_t k) {
+  if (k <= f->maxk) return 0;
+  free(f->xs), free(f->ys), free(f->hp), free(f->seg);
+  f->xs = malloc(k * sizeof *f->xs);
+  f->ys = malloc(k * sizeof *f->ys);
+  f->hp = malloc(k * sizeof *f->hp);
+  f->seg = malloc(k * sizeof *f->seg);
+  f->maxk = f->xs && f->ys && f->hp && f->seg ? k : 0;
+  return f->maxk ? 0 : -ENOMEM;
+}
+
+/* Job j's hull segments on its bounds into f->seg (optimal; as one greedy
+ * pass of pflex_alloc_run would sample them): their number. */
+static int sample(struct pflex_alloc_flat *f, const struct pflex_alloc_job *j,
+                  const struct pflex__prep *p, size_t *ret_ns) {
+  size_t np;
+  *ret_ns = 0;
+  if (f->strategy != PFLEX_ALLOC_OPTIMAL) return 0;
+  if (!j->curve) return -EINVAL;
+  pflex_curve_points(j->curve, &np);
+  if (sample_reserve(f, f->knots + np + 2) < 0) return -ENOMEM;
+  if (p->hi > p->lo && j->weight > 0)
+    *ret_ns = pflex__alloc_hull_segments(j, p->lo, p->hi, f->knots, f->xs, f->ys, f->hp, f->seg);
+  return 0;
+}
+
+/* Job i's cap mapping from its curve (as pflex_curve_cap_for_power) and its
+ * ns segments from f->seg. Only the reservation can fail, before anything
+ * of job i changed. */
+static int fill_pool(struct pflex_alloc_flat *f, size_t i, const struct pflex_alloc_job *j,
+                     const struct pflex__prep *p, size_t ns) {
   size_t np = 0;
   const struct pflex_curve_point *pt = j->curve ? pflex_curve_points(j->curve, &np) : NULL;
   bool with_caps = np > 0;
   for (size_t m = 0; m < np; m++)
     with_caps = with_caps && pt[m].cap_w > 0;
-  uint32_t old = f->cap[i].nk;
-  bool moved = with_caps && np > old;
-  if (moved && knot_reserve(f, np) < 0) return -ENOMEM;
+  size_t nk = with_caps ? np : 0, old = f->cap[i].nk + f->cap[i].ns;
+  bool moved = nk + ns > old;
+  if (moved && knot_reserve(f, nk + ns) < 0) return -ENOMEM;
   struct flat_cap *c = &f->cap[i];
   *c = (struct flat_cap){.cpmin = j->curve ? pflex_curve_p_min(j->curve) : -INFINITY,
                          .cpmax = j->curve ? pflex_curve_p_max(j->curve) : p->hi,
                          .cap_min = p->cap_min,
                          .cap_max = p->cap_max,
                          .off = moved ? f->nknot : c->off,
+                         .nk = (uint32_t)nk,
+                         .ns = (uint32_t)ns,
                          .gpus = j->gpus,
                          .curve = j->curve != NULL};
-  f->live_knot -= old;
-  if (!with_caps) return 0;
-  if (moved) f->nknot += np;
-  for (size_t m = 0; m < np; m++) {
-    f->knot[2 * (c->off + m)] = pt[m].power_w;
-    f->knot[2 * (c->off + m) + 1] = pt[m].cap_w;
-  }
-  c->nk = (uint32_t)np;
-  f->live_knot += np;
+  if (moved) f->nknot += nk + ns;
+  f->live_knot += nk + ns - old;
+  double *k = &f->knot[2 * c->off];
+  for (size_t m = 0; m < nk; m++)
+    k[2 * m] = pt[m].power_w, k[2 * m + 1] = pt[m].cap_w;
+  for (size_t m = 0; m < ns; m++)
+    k[2 * (nk + m)] = f->seg[m].slope, k[2 * (nk + m) + 1] = f->seg[m].dp;
   return 0;
 }
 
@@ -119,9 +154,14 @@ static int fill_job(struct pflex_alloc_flat *f, size_t i, const struct pflex_all
   struct pflex__prep p;
   bool bad;
   double w;
+  size_t ns = 0;
   int err = pflex__alloc_prep_job(j, &p, &bad);
-  if (!err) err = pflex__alloc_share_weight(j, &p, f->strategy, &w);
-  if (!err) err = fill_cap(f, i, j, &p);
+  if (!err && f->strategy == PFLEX_ALLOC_OPTIMAL)
+    w = j->weight;
+  else if (!err)
+    err = pflex__alloc_share_weight(j, &p, f->strategy, &w);
+  if (!err) err = sample(f, j, &p, &ns);
+  if (!err) err = fill_pool(f, i, j, &p, ns);
   if (err) return err;
   f->nbad = f->nbad - f->bad[i] + bad;
   f->bad[i] = bad;
@@ -129,7 +169,7 @@ static int fill_job(struct pflex_alloc_flat *f, size_t i, const struct pflex_all
   f->hi[i] = p.hi;
   f->w[i] = w;
   f->r[i] = w > 0 ? (p.hi - p.lo) / w : 0;
-  if (w > 0) {
+  if (w > 0 && f->strategy != PFLEX_ALLOC_OPTIMAL) {
     uint64_t b = bits(f->r[i]);
     if (b < f->rlo) f->rlo = b;
     if (b > f->rhi) f->rhi = b;
@@ -137,12 +177,15 @@ static int fill_job(struct pflex_alloc_flat *f, size_t i, const struct pflex_all
   return 0;
 }
 int pflex_alloc_flat_new(const struct pflex_alloc_job *jobs, size_t n,
-                         enum pflex_alloc_strategy strategy, struct pflex_alloc_flat **ret_flat) {
-  if ((!jobs && n) || !ret_flat || (unsigned)strategy > PFLEX_ALLOC_PFI) return -EINVAL;
+                         enum pflex_alloc_strategy strategy, const struct pflex_alloc_opts *opts,
+                         struct pflex_alloc_flat **ret_flat) {
+  if ((!jobs && n) || !ret_flat || (unsigned)strategy > PFLEX_ALLOC_OPTIMAL) return -EINVAL;
   struct pflex_alloc_flat *f = calloc(1, sizeof *f);
   size_t m = n ? n : 1;
   if (!f) return -ENOMEM;
-  *f = (struct pflex_alloc_flat){.strategy = strategy, .n = n, .rlo = UINT64_MAX};
+  unsigned knots = opts && opts->knots ? opts->knots : PFLEX__ALLOC_DEFAULT_KNOTS;
+  *f = (struct pflex_alloc_flat){
+      .strategy = strategy, .n = n, .rlo = UINT64_MAX, .knots = knots < 2 ? 2 : knots};
   f->lo = malloc(m * sizeof *f->lo);
   f->hi = malloc(m * sizeof *f->hi);
   f->w = malloc(m * sizeof *f->w);
@@ -174,6 +217,10 @@ void pflex_alloc_flat_free(struct pflex_alloc_flat *f) {
   free(f->bad);
   free(f->cap);
   free(f->knot);
+  free(f->xs);
+  free(f->ys);
+  free(f->hp);
+  free(f->seg);
   free(f);
 }
 
@@ -205,10 +252,11 @@ static void bucket_pass(const struct pflex_alloc_flat *f, struct buckets *bk, do
   while ((span >> bk->shift) >= nb)
     bk->shift++;
   double min_w = 0, max_w = 0;
+  bool by_ratio = f->strategy != PFLEX_ALLOC_OPTIMAL;
   for (size_t i = 0; i < f->n; i++) {
     min_w += f->lo[i];
     max_w += f->hi[i];
-    if (f->w[i] > 0) {
+    if (by_ratio && f->w[i] > 0) {
       size_t b = bucket_of(f, bk, f->r[i]);
       bk->h[b] += f->hi[i] - f->lo[i];
       bk->w[b] += f->w[i];
@@ -326,6 +374,57 @@ static void caps(const struct pflex_alloc_flat *f, const double *p, double *cap)
   }
 }
 
+/* Job i's segments (pairs slope, length) in the pool. */
+static const double *segs_of(const struct pflex_alloc_flat *f, size_t i) {
+  return &f->knot[2 * (f->cap[i].off + f->cap[i].nk)];
+}
+
+/* optimal on the flat hulls: the greedy pass of alloc.c's greedy() on the
+ * sampled hulls (every segment steeper than the threshold slope, segments
+ * at it sharing what is left in job order, then power no hull turns into
+ * throughput up to P_max in job order), without its refinement pass, its
+ * repair and the local search, which evaluate the curves. */
+static int run_optimal(const struct pflex_alloc_flat *f, double budget, double *p) {
+  size_t total = 0;
+  for (size_t i = 0; i < f->n; i++)
+    total += f->cap[i].ns;
+  struct pflex__seg *work = malloc((total ? total : 1) * sizeof *work);
+  if (!work) return -ENOMEM;
+  size_t m = 0;
+  for (size_t i = 0; i < f->n; i++) {
+    const double *s = segs_of(f, i);
+    for (uint32_t k = 0; k < f->cap[i].ns; k++)
+      work[m++] = (struct pflex__seg){s[2 * k], s[2 * k + 1]};
+  }
+  double lambda = pflex__alloc_threshold(work, total, budget), left = budget;
+  free(work);
+  for (size_t i = 0; i < f->n; i++) {
+    const double *s = segs_of(f, i);
+    p[i] = f->lo[i];
+    for (uint32_t k = 0; k < f->cap[i].ns && s[2 * k] > lambda; k++) {
+      p[i] += s[2 * k + 1];
+      left -= s[2 * k + 1];
+    }
+  }
+  for (size_t i = 0; i < f->n && left > 0; i++) {
+    const double *s = segs_of(f, i);
+    for (uint32_t k = 0; k < f->cap[i].ns && left > 0; k++) {
+      if (s[2 * k] > lambda) continue;
+      if (s[2 * k] < lambda) break;
+      double take = fmin(s[2 * k + 1], left);
+      p[i] += take;
+      left -= take;
+    }
+  }
+  for (size_t i = 0; i < f->n && left > 0; i++) {
+    double take = fmin(f->hi[i] - p[i], left);
+    if (take > 0) p[i] += take, left -= take;
+  }
+  for (size_t i = 0; i < f->n; i++)
+    p[i] = fmin(fmax(p[i], f->lo[i]), f->hi[i]);
+  return 0;
+}
+
 int pflex_alloc_flat_run(const struct pflex_alloc_flat *f, double target_w, double *power_w,
                          double *cap_w, struct pflex_alloc_summary *summary) {
   if (!f || !power_w || isnan(target_w)) return -EINVAL;
@@ -338,12 +437,15 @@ int pflex_alloc_flat_run(const struct pflex_alloc_flat *f, double target_w, doub
                                     .weighted_tput = NAN,
                                     .min_w = min_w,
                                     .max_w = max_w,
-                                    .deepest_cut = max_w > 0 ? 1.0 - min_w / max_w : 0};
+                                    .deepest_cut = max_w > 0 ? 1.0 - min_w / max_w : 0,
+                                    .gap_bound = f->strategy == PFLEX_ALLOC_OPTIMAL ? NAN : 0};
   int err = 0;
   if (f->nbad || target_w < min_w) {
     err = -PFLEX_E_INFEASIBLE;
   } else if (target_w >= max_w) {
     memcpy(power_w, f->hi, f->n * sizeof *power_w);
+  } else if (f->strategy == PFLEX_ALLOC_OPTIMAL) {
+    err = run_optimal(f, target_w - min_w, power_w);
   } else {
     double thr, rest, wr;
     if (!(err = find_level(f, bk, max_w - target_w, &thr, &rest, &wr)))

@@ -29,10 +29,21 @@ size_t pflex__alloc_upper_hull(struct pflex__hullpt *p, size_t n);
 size_t pflex__alloc_knots(const struct pflex_curve *c, double lo, double hi, unsigned k,
                           double *xs);
 
+/* Samples job j's curve on [lo, hi] (knots as in pflex__alloc_knots; a
+ * parametric curve uniformly in clock) and writes the segments of its
+ * weighted upper hull that gain throughput, steepest first, to out: their
+ * number. xs, ys, hp, out: room for knots + points + 2 (alloc.c). */
+size_t pflex__alloc_hull_segments(const struct pflex_alloc_job *j, double lo, double hi,
+                                  unsigned knots, double *xs, double *ys, struct pflex__hullpt *hp,
+                                  struct pflex__seg *out);
+
 /* The slope at which the cumulative length of s[0..n) in order of decreasing
  * slope first reaches budget (-INFINITY when all are shorter); permutes s.
  * Expected linear time. */
 double pflex__alloc_threshold(struct pflex__seg *s, size_t n, double budget);
+
+/* optimal's points per curve when the options do not say. */
+#define PFLEX__ALLOC_DEFAULT_KNOTS 17u
 
 /* A job's resolved bounds (lo raised to its throughput floor) and data. */
 struct pflex__prep {

@@ -153,7 +153,7 @@ static void test_flat_vs_run(void **state) {
     make(r, &w, n, rep % 4 == 1);
     for (int s = 0; s <= PFLEX_ALLOC_PFI; s++) {
       struct pflex_alloc_flat *f = NULL;
-      assert_int_equal(pflex_alloc_flat_new(w.j, n, (enum pflex_alloc_strategy)s, &f), 0);
+      assert_int_equal(pflex_alloc_flat_new(w.j, n, (enum pflex_alloc_strategy)s, NULL, &f), 0);
       for (double cut = 0; cut <= 0.75; cut += 0.05) {
         double target, pw[MAXJ];
         assert_int_equal(pflex_alloc_target_for_cut(w.j, n, cut, &target), 0);
@@ -181,11 +181,11 @@ static void test_flat_set(void **state) {
   make(r, &a, 400, false);
   make(r, &b, 400, false);
   struct pflex_alloc_flat *f = NULL, *g = NULL;
-  assert_int_equal(pflex_alloc_flat_new(a.j, a.n, PFLEX_ALLOC_EQUAL, &f), 0);
+  assert_int_equal(pflex_alloc_flat_new(a.j, a.n, PFLEX_ALLOC_EQUAL, NULL, &f), 0);
   for (int round = 0; round < 5; round++)
     for (size_t i = 0; i < a.n; i++) /* every job to b's and back, then to b's */
       assert_int_equal(pflex_alloc_flat_set(f, i, round % 2 ? &a.j[i] : &b.j[i]), 0);
-  assert_int_equal(pflex_alloc_flat_new(b.j, b.n, PFLEX_ALLOC_EQUAL, &g), 0);
+  assert_int_equal(pflex_alloc_flat_new(b.j, b.n, PFLEX_ALLOC_EQUAL, NULL, &g), 0);
   struct pflex_alloc_job bad = b.j[3];
   bad.gpus = 0;
   assert_int_equal(pflex_alloc_flat_set(f, 3, &bad), -EINVAL);
@@ -224,12 +224,12 @@ static void test_flat_errors(void **state) {
   j[0].gpus = j[1].gpus = 4;
   j[0].pfi = j[1].pfi = 1.5;
   struct pflex_alloc_flat *f = NULL;
-  assert_int_equal(pflex_alloc_flat_new(j, 2, PFLEX_ALLOC_OPTIMAL, &f), -EINVAL);
+  assert_int_equal(pflex_alloc_flat_new(j, 2, PFLEX_ALLOC_ORACLE, NULL, &f), -EINVAL);
   j[1].pfi = NAN;
-  assert_int_equal(pflex_alloc_flat_new(j, 2, PFLEX_ALLOC_PFI, &f), -EINVAL);
+  assert_int_equal(pflex_alloc_flat_new(j, 2, PFLEX_ALLOC_PFI, NULL, &f), -EINVAL);
   j[1].pfi = 1.5;
   j[1].min_tput = 200; /* above T_max */
-  assert_int_equal(pflex_alloc_flat_new(j, 2, PFLEX_ALLOC_PFI, &f), 0);
+  assert_int_equal(pflex_alloc_flat_new(j, 2, PFLEX_ALLOC_PFI, NULL, &f), 0);
   double p[2] = {-1, -1}, cap[2];
   struct pflex_alloc_summary s;
   assert_int_equal(pflex_alloc_flat_run(f, 6000, p, cap, &s), -PFLEX_E_INFEASIBLE);
