@@ -38,7 +38,7 @@ struct pflex_alloc_flat {
   double *lo, *hi, *w, *r; /* r: headroom / weight, for a weight > 0 */
   bool *bad;               /* the job's throughput floor is above its T_max */
   size_t nbad;
-  uint64_t rlo, rhi; /* bits of the least and largest ratio seen (a bracket) */
+  uint64_t rlo, rhi; /* bits of the least and largest ratio (optimal: slope) seen */
   struct flat_cap *cap;
   double *knot; /* the pool, in pairs: per job its cap knots, then its segments */
   size_t nknot, cap_knot, live_knot;
@@ -113,6 +113,11 @@ static int sample(struct pflex_alloc_flat *f, const struct pflex_alloc_job *j,
   if (sample_reserve(f, f->knots + np + 2) < 0) return -ENOMEM;
   if (p->hi > p->lo && j->weight > 0)
     *ret_ns = pflex__alloc_hull_segments(j, p->lo, p->hi, f->knots, f->xs, f->ys, f->hp, f->seg);
+  for (size_t m = 0; m < *ret_ns; m++) { /* the bracket of slopes (flat_threshold) */
+    uint64_t b = bits(f->seg[m].slope);
+    if (b < f->rlo) f->rlo = b;
+    if (b > f->rhi) f->rhi = b;
+  }
   return 0;
 }
 
@@ -232,6 +237,15 @@ struct buckets {
   unsigned shift;
 };
 
+/* The shift that maps the bracket [rlo, rhi] of bits onto nb buckets. */
+static unsigned bucket_shift(const struct pflex_alloc_flat *f, size_t nb) {
+  uint64_t span = f->rhi >= f->rlo ? f->rhi - f->rlo : 0;
+  unsigned shift = 0;
+  while ((span >> shift) >= nb)
+    shift++;
+  return shift;
+}
+
 static size_t bucket_of(const struct pflex_alloc_flat *f, const struct buckets *bk, double r) {
   return (size_t)((bits(r) - f->rlo) >> bk->shift);
 }
@@ -247,10 +261,7 @@ static void bucket_pass(const struct pflex_alloc_flat *f, struct buckets *bk, do
   memset(bk->w, 0, nb * sizeof *bk->w);
   memset(bk->cnt, 0, nb * sizeof *bk->cnt);
   bk->nb = nb;
-  bk->shift = 0;
-  uint64_t span = f->rhi >= f->rlo ? f->rhi - f->rlo : 0;
-  while ((span >> bk->shift) >= nb)
-    bk->shift++;
+  bk->shift = bucket_shift(f, nb);
   double min_w = 0, max_w = 0;
   bool by_ratio = f->strategy != PFLEX_ALLOC_OPTIMAL;
   for (size_t i = 0; i < f->n; i++) {
@@ -379,25 +390,78 @@ static const double *segs_of(const struct pflex_alloc_flat *f, size_t i) {
   return &f->knot[2 * (f->cap[i].off + f->cap[i].nk)];
 }
 
-/* optimal on the flat hulls: the greedy pass of alloc.c's greedy() on the
- * sampled hulls (every segment steeper than the threshold slope, segments
+/* The slopes of job i's segments are s[2k], their lengths s[2k + 1]. */
+#define SLOPE(s, k) ((s)[2 * (k)])
+#define LEN(s, k) ((s)[2 * (k) + 1])
+
+/* Selects within the one bucket the threshold falls in (as
+ * pflex__alloc_threshold over every segment, up to rounding in the sums):
+ * the bucket's segments, the budget left above it. */
+static int bucket_select(const struct pflex_alloc_flat *f, unsigned shift, size_t b, size_t cnt,
+                         double budget, double *ret_lambda) {
+  struct pflex__seg *sub = malloc((cnt ? cnt : 1) * sizeof *sub);
+  if (!sub) return -ENOMEM;
+  size_t m = 0;
+  double least = INFINITY;
+  for (size_t i = 0; i < f->n; i++) {
+    const double *s = segs_of(f, i);
+    for (uint32_t k = 0; k < f->cap[i].ns; k++)
+      if ((size_t)((bits(SLOPE(s, k)) - f->rlo) >> shift) == b) {
+        sub[m++] = (struct pflex__seg){SLOPE(s, k), LEN(s, k)};
+        least = fmin(least, SLOPE(s, k));
+      }
+  }
+  double lambda = pflex__alloc_threshold(sub, m, budget);
+  /* Rounding may leave the bucket's sum here just short of what its total
+   * said: then the budget is reached at its last (least steep) segment. */
+  *ret_lambda = lambda == -INFINITY ? least : lambda;
+  free(sub);
+  return 0;
+}
+
+/* The threshold slope of the flat hulls for budget: the segments bucketed
+ * by the bits of their slopes (ordered as the slopes), the buckets walked
+ * from the steepest down to the one where the cumulative length reaches
+ * budget, the selection within it. -INFINITY when all are shorter (or
+ * budget <= 0, as pflex__alloc_threshold). */
+static int flat_threshold(const struct pflex_alloc_flat *f, double budget, double *ret_lambda) {
+  *ret_lambda = -INFINITY;
+  if (!(budget > 0) || f->rlo > f->rhi) return 0;
+  size_t nb = MAX_BUCKETS;
+  double *len = calloc(nb, sizeof *len);
+  size_t *cnt = calloc(nb, sizeof *cnt);
+  int err = len && cnt ? 0 : -ENOMEM;
+  unsigned shift = bucket_shift(f, nb);
+  for (size_t i = 0; !err && i < f->n; i++) {
+    const double *s = segs_of(f, i);
+    for (uint32_t k = 0; k < f->cap[i].ns; k++) {
+      size_t b = (size_t)((bits(SLOPE(s, k)) - f->rlo) >> shift);
+      len[b] += LEN(s, k);
+      cnt[b]++;
+    }
+  }
+  double above = 0;
+  for (size_t b = nb; !err && b-- > 0;) {
+    if (cnt[b] && above + len[b] >= budget) {
+      err = bucket_select(f, shift, b, cnt[b], budget - above, ret_lambda);
+      break;
+    }
+    above += len[b];
+  }
+  free(len);
+  free(cnt);
+  return err;
+}
+
+/* optimal on the flat hulls: the greedy pass of alloc.c's
+ * greedy() on the sampled hulls (every segment steeper than the threshold slope, segments
  * at it sharing what is left in job order, then power no hull turns into
  * throughput up to P_max in job order), without its refinement pass, its
  * repair and the local search, which evaluate the curves. */
 static int run_optimal(const struct pflex_alloc_flat *f, double budget, double *p) {
-  size_t total = 0;
-  for (size_t i = 0; i < f->n; i++)
-    total += f->cap[i].ns;
-  struct pflex__seg *work = malloc((total ? total : 1) * sizeof *work);
-  if (!work) return -ENOMEM;
-  size_t m = 0;
-  for (size_t i = 0; i < f->n; i++) {
-    const double *s = segs_of(f, i);
-    for (uint32_t k = 0; k < f->cap[i].ns; k++)
-      work[m++] = (struct pflex__seg){s[2 * k], s[2 * k + 1]};
-  }
-  double lambda = pflex__alloc_threshold(work, total, budget), left = budget;
-  free(work);
+  double lambda, left = budget;
+  int err = flat_threshold(f, budget, &lambda);
+  if (err) return err;
   for (size_t i = 0; i < f->n; i++) {
     const double *s = segs_of(f, i);
     p[i] = f->lo[i];
