@@ -253,11 +253,127 @@ static void test_flat_errors(void **state) {
   pflex_curve_free(c);
 }
 
+/* A concave piecewise-linear curve: 2-5 points, falling secant slopes. */
+static struct pflex_curve *concave(gsl_rng *r, double lo, double hi) {
+  struct pflex_curve_point pt[5];
+  size_t np = 2 + gsl_rng_uniform_int(r, 4);
+  double slope = 0.05 + 0.1 * gsl_rng_uniform(r), t = 100 + 100 * gsl_rng_uniform(r);
+  for (size_t m = 0; m < np; m++) {
+    double x = lo + (hi - lo) * (double)m / (double)(np - 1);
+    if (m > 0) t += slope * (x - pt[m - 1].power_w), slope *= 0.2 + 0.7 * gsl_rng_uniform(r);
+    pt[m] = (struct pflex_curve_point){x, t, 0};
+  }
+  struct pflex_curve *c = NULL;
+  assert_int_equal(pflex_curve_new_measured(pt, np, PFLEX_INTERP_LINEAR, &c), 0);
+  return c;
+}
+
+/* optimal on a flat: on concave piecewise-linear curves, where
+ * pflex_alloc_run's first pass is exact and it does nothing more, the same
+ * powers up to rounding; on smooth curves (Steffen, parametric) within
+ * 1e-3 of pflex_alloc_run's weighted throughput, never above its target;
+ * replaced jobs as a flat filled afresh, bit for bit. */
+static void test_flat_optimal(void **state) {
+  (void)state;
+  gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+  gsl_rng_set(r, 5);
+  static struct wl w;
+  size_t same = 0, all = 0;
+  double worst = 0; /* the largest shortfall on smooth curves */
+  for (int rep = 0; rep < 80; rep++) {
+    bool smooth = rep % 2;
+    w.n = 2 + gsl_rng_uniform_int(r, 300);
+    for (size_t i = 0; i < w.n; i++) {
+      make_job(r, &w, i, false);
+      pflex_curve_free(w.c[i]);
+      double pmax = 8 * (450 + 250 * gsl_rng_uniform(r));
+      w.c[i] = smooth ? (i % 2 ? measured(r, 8, pmax, true) : parametric(r, 8, pmax))
+                      : concave(r, 0.4 * pmax, pmax);
+      w.j[i].curve = w.c[i];
+      w.j[i].gpus = 8;
+      w.j[i].p_min = w.j[i].p_max = w.j[i].t_max = w.j[i].min_tput = 0;
+      w.j[i].weight = gsl_rng_uniform(r) < 0.3 ? 0.5 + gsl_rng_uniform(r) : 1;
+    }
+    struct pflex_alloc_flat *f = NULL;
+    assert_int_equal(pflex_alloc_flat_new(w.j, w.n, PFLEX_ALLOC_OPTIMAL, NULL, &f), 0);
+    for (double cut = 0.05; cut < 0.5; cut += 0.1) {
+      struct pflex_alloc_result res[MAXJ];
+      struct pflex_alloc_summary sr, sf;
+      double target, pw[MAXJ], cw[MAXJ], vf = 0, vr = 0, total = 0;
+      assert_int_equal(pflex_alloc_target_for_cut(w.j, w.n, cut, &target), 0);
+      assert_int_equal(pflex_alloc_run(w.j, w.n, PFLEX_ALLOC_OPTIMAL, target, NULL, res, &sr), 0);
+      assert_int_equal(pflex_alloc_flat_run(f, target, pw, cw, &sf), 0);
+      for (size_t i = 0; i < w.n; i++) {
+        assert_true(pw[i] >= res[i].floor_w && pw[i] <= pflex_curve_p_max(w.c[i]));
+        vf += w.j[i].weight * pflex_curve_eval(w.c[i], pw[i]);
+        vr += w.j[i].weight * res[i].tput;
+        total += pw[i];
+        if (!smooth) assert_true(fabs(pw[i] - res[i].power_w) <= 1e-9 * target);
+        if (!smooth) same += pw[i] == res[i].power_w, all++;
+        if (pw[i] == res[i].power_w) assert_true(cw[i] == res[i].cap_w);
+      }
+      assert_true(total <= target && isnan(sf.gap_bound));
+      assert_true(vf >= vr * (1 - (smooth ? 1e-3 : 1e-12)));
+      if (smooth) worst = fmax(worst, 1 - vf / vr);
+    }
+    pflex_alloc_flat_free(f);
+    release(&w);
+  }
+  print_message("concave: %zu of %zu powers bit for bit; smooth: shortfall at most %.3g\n", same,
+                all, worst);
+  gsl_rng_free(r);
+}
+
+/* pflex_alloc_flat_set for optimal: as a flat filled afresh, bit for bit. */
+static void test_flat_optimal_set(void **state) {
+  (void)state;
+  gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+  gsl_rng_set(r, 9);
+  static struct wl a, b;
+  make(r, &a, 300, false);
+  make(r, &b, 300, false);
+  for (size_t i = 0; i < a.n; i++) /* optimal needs curves */
+    if (!a.c[i] || !b.c[i]) {
+      pflex_curve_free(a.c[i]), pflex_curve_free(b.c[i]);
+      a.j[i].curve = a.c[i] = parametric(r, 8, 5000);
+      b.j[i].curve = b.c[i] = measured(r, 8, 5000, true);
+      a.j[i].gpus = b.j[i].gpus = 8;
+      a.j[i].p_min = a.j[i].p_max = b.j[i].p_min = b.j[i].p_max = 0;
+    }
+  struct pflex_alloc_opts o = {.knots = 9};
+  struct pflex_alloc_flat *f = NULL, *g = NULL;
+  assert_int_equal(pflex_alloc_flat_new(a.j, a.n, PFLEX_ALLOC_OPTIMAL, &o, &f), 0);
+  /* Every job to b's, the odd ones back to a's, every third to b's again. */
+  struct pflex_alloc_job mix[MAXJ];
+  for (size_t i = 0; i < a.n; i++)
+    assert_int_equal(pflex_alloc_flat_set(f, i, &b.j[i]), 0);
+  for (size_t i = 1; i < a.n; i += 2)
+    assert_int_equal(pflex_alloc_flat_set(f, i, &a.j[i]), 0);
+  for (size_t i = 0; i < a.n; i += 3)
+    assert_int_equal(pflex_alloc_flat_set(f, i, &b.j[i]), 0);
+  for (size_t i = 0; i < a.n; i++)
+    mix[i] = i % 3 != 0 && i % 2 ? a.j[i] : b.j[i];
+  assert_int_equal(pflex_alloc_flat_new(mix, a.n, PFLEX_ALLOC_OPTIMAL, &o, &g), 0);
+  double target, p1[MAXJ], p2[MAXJ], c1[MAXJ], c2[MAXJ];
+  assert_int_equal(pflex_alloc_target_for_cut(mix, a.n, 0.3, &target), 0);
+  int e = pflex_alloc_flat_run(f, target, p1, c1, NULL);
+  assert_int_equal(e, pflex_alloc_flat_run(g, target, p2, c2, NULL));
+  if (!e) {
+    assert_memory_equal(p1, p2, a.n * sizeof *p1);
+    assert_memory_equal(c1, c2, a.n * sizeof *c1);
+  }
+  pflex_alloc_flat_free(f);
+  pflex_alloc_flat_free(g);
+  release(&a);
+  release(&b);
+  gsl_rng_free(r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_flat_vs_run),
-      cmocka_unit_test(test_flat_set),
-      cmocka_unit_test(test_flat_errors),
+      cmocka_unit_test(test_flat_vs_run),      cmocka_unit_test(test_flat_set),
+      cmocka_unit_test(test_flat_errors),      cmocka_unit_test(test_flat_optimal),
+      cmocka_unit_test(test_flat_optimal_set),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
