@@ -16,10 +16,19 @@
  * for bit. equal/bounds: equal on the same jobs with their bounds given and
  * no curves (caps p / gpus): the water filling alone. oracle: the exact
  * oracle (its certified gap and optimal's shortfall against it are printed
- * below the tables). Peak memory: the process's maximum resident
- * set after each size (sizes run in the order given, so give them ascending).
+ * below the tables). The flat rows (pflex_alloc_flat, what a controller
+ * keeps between rounds): */flat a run of each proportional strategy on a
+ * flat filled once (powers and caps; flat/powers: equal, powers only),
+ * flat/fill the filling for equal; opt/flat, opt/fill the same for optimal,
+ * opt/flatwarm a round of a primed flat in which 1% of the jobs are
+ * replaced (pflex_alloc_flat_set, timed) and the target moved by 0.1%,
+ * checked bit for bit against a flat filled afresh (warm==cold). Below the
+ * tables: each flat proportional strategy's largest power difference from
+ * pflex_alloc_run, and the flat optimal's shortfall against optimal. Peak
+ * memory: the process's maximum resident set after each size (sizes run in
+ * the order given, so give them ascending). --rows runs only the rows named.
  *
- * usage: bench_alloc [--sizes N,N,...] [--repeats R] [--seed S] [--knots K] */
+ * usage: bench_alloc [--sizes N,N,...] [--repeats R] [--seed S] [--knots K] [--rows NAME,...] */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
