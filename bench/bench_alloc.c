@@ -17,7 +17,7 @@
  * no curves (caps p / gpus): the water filling alone. oracle: the exact
  * oracle (its certified gap and optimal's shortfall against it are printed
  * below the tables). The flat rows (pflex_alloc_flat, what a controller
- * keeps between rounds): */flat a run of each proportional strategy on a
+ * keeps between rounds): the NAME/flat rows a run of each proportional strategy on a
  * flat filled once (powers and caps; flat/powers: equal, powers only),
  * flat/fill the filling for equal; opt/flat, opt/fill the same for optimal,
  * opt/flatwarm a round of a primed flat in which 1% of the jobs are
