@@ -16,10 +16,20 @@
  * for bit. equal/bounds: equal on the same jobs with their bounds given and
  * no curves (caps p / gpus): the water filling alone. oracle: the exact
  * oracle (its certified gap and optimal's shortfall against it are printed
- * below the tables). Peak memory: the process's maximum resident
- * set after each size (sizes run in the order given, so give them ascending).
+ * below the tables). The flat rows (pflex_alloc_flat, what a controller
+ * keeps between rounds): the NAME/flat rows a run of each proportional strategy on a
+ * flat filled once (powers and caps; flat/powers: equal, powers only),
+ * flat/fill the filling for equal; opt/flat, opt/fill the same for optimal,
+ * opt/flatwarm a round of a primed flat in which 1% of the jobs are
+ * replaced (pflex_alloc_flat_set, timed) and the target moved by 0.1%,
+ * checked bit for bit against a flat filled afresh (warm==cold). Below the
+ * tables: each flat proportional strategy's largest power difference from
+ * pflex_alloc_run, and the flat optimal's shortfall against optimal. Peak
+ * memory: the process's maximum resident set after each size (sizes run in
+ * the order given, so give them ascending). --rows runs only the rows named.
  *
- * usage: bench_alloc [--sizes N,N,...] [--repeats R] [--seed S] [--knots K] */
+ * usage: bench_alloc [--sizes N,N,...] [--repeats R] [--seed S] [--knots K] [--rows NAME,...] */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,14 +106,134 @@ static void release(struct workload *w) {
   free(w->bare);
 }
 
-enum { NROWS = 14, MAXSIZES = 8, ROW_ORACLE = 13 };
+enum {
+  NROWS = 23,
+  MAXSIZES = 8,
+  ROW_OPTIMAL = 8,
+  ROW_ORACLE = 13,
+  ROW_FLAT = 14,
+  ROW_FILL = 18,
+  ROW_POWERS = 19,
+  ROW_OPT_FLAT = 20,
+  ROW_OPT_FILL = 21,
+  ROW_OPT_FLATWARM = 22
+};
 static const char *const row_names[NROWS] = {
-    "equal",    "moe-ft",  "dram",     "pfi",      "equal/caps", "moe-ft/caps",  "dram/caps",
-    "pfi/caps", "optimal", "opt-nols", "opt-cold", "opt-warm",   "equal/bounds", "oracle"};
+    "equal",        "moe-ft",      "dram",       "pfi",         "equal/caps",  "moe-ft/caps",
+    "dram/caps",    "pfi/caps",    "optimal",    "opt-nols",    "opt-cold",    "opt-warm",
+    "equal/bounds", "oracle",      "equal/flat", "moe-ft/flat", "dram/flat",   "pfi/flat",
+    "flat/fill",    "flat/powers", "opt/flat",   "opt/fill",    "opt/flatwarm"};
 
 static double median(double *v, int n) {
   gsl_sort(v, 1, (size_t)n);
   return gsl_stats_median_from_sorted_data(v, 1, (size_t)n);
+}
+
+/* The flat rows (pflex_alloc_flat_run on a flat filled once, untimed; powers
+ * and caps) and flat/fill (pflex_alloc_flat_new for equal, timed). The
+ * largest difference of a flat power from the /caps row's, relative to the
+ * total cut, and whether every cap is the same function of the power. */
+static int time_flat(int row, struct workload *w, double target, int reps, double *ret_ms,
+                     double *ret_diff) {
+  enum pflex_alloc_strategy st =
+      row >= ROW_FILL ? PFLEX_ALLOC_EQUAL : (enum pflex_alloc_strategy)(row - ROW_FLAT);
+  double *times = malloc((size_t)reps * sizeof *times), *pw = malloc(w->n * sizeof *pw),
+         *cw = malloc(w->n * sizeof *cw);
+  struct pflex_alloc_result *r = malloc(w->n * sizeof *r);
+  struct pflex_alloc_flat *f = NULL;
+  int err = times && pw && cw && r ? 0 : -1;
+  for (int rep = 0; !err && rep < reps; rep++) {
+    pflex_alloc_flat_free(f);
+    f = NULL;
+    double a = now();
+    err = pflex_alloc_flat_new(w->jobs, w->n, st, NULL, &f);
+    if (row == ROW_FILL) times[rep] = 1e3 * (now() - a);
+    a = now();
+    if (!err) err = pflex_alloc_flat_run(f, target, pw, row == ROW_POWERS ? NULL : cw, NULL);
+    if (row != ROW_FILL) times[rep] = 1e3 * (now() - a);
+  }
+  struct pflex_alloc_opts o = {.skip_tput = true};
+  if (!err) err = pflex_alloc_run(w->jobs, w->n, st, target, &o, r, NULL);
+  double diff = 0, cut = 0;
+  for (size_t i = 0; !err && i < w->n; i++) {
+    cut += w->jobs[i].curve ? pflex_curve_p_max(w->jobs[i].curve) - r[i].power_w : 0;
+    diff = fmax(diff, fabs(pw[i] - r[i].power_w));
+    if (row != ROW_POWERS && pw[i] == r[i].power_w && cw[i] != r[i].cap_w) diff = INFINITY;
+  }
+  if (!err) {
+    *ret_ms = median(times, reps);
+    *ret_diff = cut > 0 ? diff / cut : diff;
+  }
+  pflex_alloc_flat_free(f);
+  free(times);
+  free(pw);
+  free(cw);
+  free(r);
+  return err;
+}
+
+/* Swaps jobs k * (n / nalt) with alt[k]'s curves, and with flat (unless
+ * NULL) the same jobs there: the changes of a controller's round. */
+static int swap_alt(struct workload *w, struct pflex_curve **alt, struct pflex_alloc_flat *flat) {
+  size_t nalt = w->n / 100 ? w->n / 100 : 1;
+  for (size_t k = 0; k < nalt; k++) {
+    size_t i = k * (w->n / nalt);
+    const struct pflex_curve *c = w->jobs[i].curve;
+    w->jobs[i].curve = alt[k];
+    alt[k] = (struct pflex_curve *)c;
+    if (flat && pflex_alloc_flat_set(flat, i, &w->jobs[i])) return -1;
+  }
+  return 0;
+}
+
+/* optimal on a flat: opt/flat the run on a flat filled once (untimed),
+ * opt/fill pflex_alloc_flat_new, opt/flatwarm a round of the flat primed by
+ * the previous one: 1% of the jobs replaced (pflex_alloc_flat_set) and the
+ * target moved by 0.1%, checked to be, bit for bit, the answer of a flat
+ * filled afresh (*ret_same). *ret_tput: the throughput of its powers on
+ * the curves. */
+static int time_flat_opt(int row, struct workload *w, struct pflex_curve **alt, double target,
+                         unsigned knots, int reps, double *ret_ms, double *ret_tput,
+                         bool *ret_same) {
+  double *times = malloc((size_t)reps * sizeof *times), *pw = malloc(w->n * sizeof *pw),
+         *cw = malloc(w->n * sizeof *cw), *p2 = malloc(w->n * sizeof *p2);
+  struct pflex_alloc_opts o = {.knots = knots};
+  struct pflex_alloc_flat *f = NULL, *g = NULL;
+  int err = times && pw && cw && p2 ? 0 : -1;
+  for (int rep = 0; !err && rep < reps; rep++) {
+    pflex_alloc_flat_free(f);
+    f = NULL;
+    double a = now(), t = row == ROW_OPT_FLATWARM ? target * 1.001 : target;
+    err = pflex_alloc_flat_new(w->jobs, w->n, PFLEX_ALLOC_OPTIMAL, &o, &f);
+    if (row == ROW_OPT_FILL) times[rep] = 1e3 * (now() - a);
+    if (!err && row == ROW_OPT_FLATWARM) { /* the previous round, then this one */
+      err = pflex_alloc_flat_run(f, target, pw, cw, NULL);
+      a = now();
+      if (!err) err = swap_alt(w, alt, f);
+    } else {
+      a = now();
+    }
+    if (!err) err = pflex_alloc_flat_run(f, t, pw, cw, NULL);
+    if (row != ROW_OPT_FILL) times[rep] = 1e3 * (now() - a);
+    if (!err && row == ROW_OPT_FLATWARM) {
+      err = pflex_alloc_flat_new(w->jobs, w->n, PFLEX_ALLOC_OPTIMAL, &o, &g);
+      if (!err) err = pflex_alloc_flat_run(g, t, p2, cw, NULL);
+      if (!err && memcmp(pw, p2, w->n * sizeof *pw) != 0) *ret_same = false;
+      pflex_alloc_flat_free(g);
+      g = NULL;
+      if (!err) err = swap_alt(w, alt, NULL);
+    }
+  }
+  double tput = 0;
+  for (size_t i = 0; !err && i < w->n; i++)
+    tput += pflex_curve_eval(w->jobs[i].curve, pw[i]);
+  if (!err) *ret_ms = median(times, reps), *ret_tput = tput;
+  pflex_alloc_flat_free(f);
+  free(times);
+  free(pw);
+  free(cw);
+  free(p2);
+  return err;
 }
 
 /* One row at one size: the median ms of reps calls; *ret_tput the total. */
@@ -191,11 +321,31 @@ static void print_table(const char *title, const size_t *sizes, size_t nsizes,
   }
 }
 
+/* --rows: the rows to run, by name (the others print nan). */
+static int parse_rows(char *list, bool *want) {
+  for (int s = 0; s < NROWS; s++)
+    want[s] = false;
+  for (char *t = strtok(list, ","); t; t = strtok(NULL, ",")) {
+    int s = 0;
+    while (s < NROWS && strcmp(t, row_names[s]) != 0)
+      s++;
+    if (s == NROWS) {
+      fprintf(stderr, "bench_alloc: no row '%s'\n", t);
+      return -1;
+    }
+    want[s] = true;
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   size_t sizes[MAXSIZES] = {1000, 10000, 100000, 1000000}, nsizes = 4;
   int repeats = 0;
   unsigned long seed = 1;
   unsigned knots = 0;
+  bool want[NROWS];
+  for (int s = 0; s < NROWS; s++)
+    want[s] = true;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) {
       nsizes = 0;
@@ -207,16 +357,18 @@ int main(int argc, char **argv) {
       seed = strtoul(argv[++i], NULL, 10);
     } else if (strcmp(argv[i], "--knots") == 0 && i + 1 < argc) {
       knots = (unsigned)atoi(argv[++i]);
+    } else if (strcmp(argv[i], "--rows") == 0 && i + 1 < argc) {
+      if (parse_rows(argv[++i], want)) return 2;
     } else {
-      fprintf(stderr,
-              "usage: bench_alloc [--sizes N,N,...] [--repeats R] [--seed S] [--knots K]\n");
+      fprintf(stderr, "usage: bench_alloc [--sizes N,N,...] [--repeats R] [--seed S] [--knots K] "
+                      "[--rows NAME,...]\n");
       return 2;
     }
   }
   gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
   gsl_rng_set(rng, seed);
-  double ms[NROWS][MAXSIZES], tput[NROWS][MAXSIZES], gap[NROWS][MAXSIZES], build_ms[MAXSIZES],
-      rss_mb[MAXSIZES];
+  double flat_diff[NROWS][MAXSIZES], ms[NROWS][MAXSIZES], tput[NROWS][MAXSIZES],
+      gap[NROWS][MAXSIZES], build_ms[MAXSIZES], rss_mb[MAXSIZES];
   bool same[MAXSIZES];
   for (size_t k = 0; k < nsizes; k++) {
     size_t n = sizes[k], nalt = n / 100 ? n / 100 : 1;
@@ -231,8 +383,21 @@ int main(int argc, char **argv) {
     struct pflex_alloc_result *r = malloc(n * sizeof *r);
     double target;
     if (!r || pflex_alloc_target_for_cut(w.jobs, n, 0.30, &target)) return 1;
+    same[k] = true;
     for (int s = 0; s < NROWS; s++) {
       bool ok = true;
+      ms[s][k] = tput[s][k] = gap[s][k] = flat_diff[s][k] = NAN;
+      if (!want[s]) continue;
+      if (s >= ROW_OPT_FLAT) {
+        if (time_flat_opt(s, &w, alt.curves, target, knots, reps, &ms[s][k], &tput[s][k], &ok))
+          return 1;
+        if (!ok) same[k] = false;
+        continue;
+      }
+      if (s >= ROW_FLAT) {
+        if (time_flat(s, &w, target, reps, &ms[s][k], &flat_diff[s][k])) return 1;
+        continue;
+      }
       if (time_row(s, &w, alt.curves, target, knots, reps, r, &ms[s][k], &tput[s][k], &gap[s][k],
                    &ok))
         return 1;
@@ -263,19 +428,32 @@ int main(int argc, char **argv) {
          "oracle gap");
   for (size_t k = 0; k < nsizes; k++)
     printf(" %12.3g", gap[ROW_ORACLE][k] / tput[ROW_ORACLE][k]);
-  printf("   (the oracle's certified gap to the optimum, relative)\n");
+  printf("   (the oracle's certified gap to the optimum, relative)\n%-12s", "opt/flat");
+  for (size_t k = 0; k < nsizes; k++)
+    printf(" %12.3g", 1 - tput[ROW_OPT_FLAT][k] / tput[ROW_OPTIMAL][k]);
+  printf("   (1 - flat optimal / optimal: the flat hull greedy's shortfall)\n");
   printf("%-12s", "curves ms");
   for (size_t k = 0; k < nsizes; k++)
     printf(" %12.1f", build_ms[k]);
   printf("   (building the measured curves, once)\n%-12s", "peak RSS MB");
   for (size_t k = 0; k < nsizes; k++)
     printf(" %12.1f", rss_mb[k]);
-  printf("\n%-12s", "warm==cold");
+  for (int s = ROW_FLAT; s < ROW_FILL; s++) {
+    printf("\n%-12s", row_names[s]);
+    for (size_t k = 0; k < nsizes; k++)
+      printf(" %12.3g", flat_diff[s][k]);
+  }
+  printf("   (flat vs pflex_alloc_run: largest power difference / total cut; inf: a cap "
+         "differs)\n%-12s",
+         "warm==cold");
   for (size_t k = 0; k < nsizes; k++)
     printf(" %12s", same[k] ? "identical" : "DIFFERENT");
   printf("\n");
   gsl_rng_free(rng);
-  for (size_t k = 0; k < nsizes; k++)
+  for (size_t k = 0; k < nsizes; k++) {
     if (!same[k]) return 1;
+    for (int s = ROW_FLAT; s < ROW_FILL; s++)
+      if (flat_diff[s][k] > 1e-9) return 1;
+  }
   return 0;
 }

@@ -139,4 +139,39 @@ int pflex_alloc_run(const struct pflex_alloc_job *jobs, size_t n,
                     const struct pflex_alloc_opts *opts, struct pflex_alloc_result *results,
                     struct pflex_alloc_summary *summary);
 
+/* A flat copy of jobs for repeated allocations (a controller's rounds at
+ * 10^5-10^6 jobs): each job's bounds, its weight for one strategy and what
+ * its cap mapping needs, in arrays filled once (pflex_alloc_flat_new reads
+ * every curve; pflex_alloc_flat_set reads the one of the job it replaces:
+ * a round in which few jobs change re-reads only those). A run then reads
+ * no curve: powers and caps, no throughput (as skip_tput). The jobs' checks
+ * and errors are pflex_alloc_run's, at new/set time (a throughput floor
+ * above T_max makes every run -PFLEX_E_INFEASIBLE until that job is
+ * replaced). It holds no pointer to the jobs or their curves. One flat per
+ * strategy; a run does not change it (runs may share it). opts: knots only.
+ *
+ * The proportional strategies (equal, moe-ft, dram, pfi): pflex_alloc_run's
+ * answer up to rounding (its water filling sums in another order, so a
+ * power may differ in its last bits; tests: within 1e-9 of the total cut,
+ * caps the same function of the power).
+ * optimal: the hull greedy on each curve's hull sampled once at `knots`
+ * points on the job's bounds (pflex_alloc_run's first pass, exact for
+ * piecewise-linear concave curves), without the refinement pass and the
+ * local search that need the curves at each round: for smooth or
+ * non-concave curves a coarser answer than pflex_alloc_run's (bench_alloc
+ * prints the shortfall, `opt/flat`); the summary's gap_bound is NAN. */
+struct pflex_alloc_flat;
+int pflex_alloc_flat_new(const struct pflex_alloc_job *jobs, size_t n,
+                         enum pflex_alloc_strategy strategy, const struct pflex_alloc_opts *opts,
+                         struct pflex_alloc_flat **ret_flat);
+/* Replaces job i (0 <= i < n) with *job; on an error job i stays as it was. */
+int pflex_alloc_flat_set(struct pflex_alloc_flat *flat, size_t i,
+                         const struct pflex_alloc_job *job);
+void pflex_alloc_flat_free(struct pflex_alloc_flat *flat); /* NULL allowed */
+/* Allocates target_w: power_w (n entries) and, unless NULL, cap_w (n) are
+ * written on success only; summary (may be NULL) as pflex_alloc_run's, its
+ * throughputs NAN. */
+int pflex_alloc_flat_run(const struct pflex_alloc_flat *flat, double target_w, double *power_w,
+                         double *cap_w, struct pflex_alloc_summary *summary);
+
 #endif

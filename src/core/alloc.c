@@ -13,7 +13,6 @@
 #include "pflex/alloc.h"
 #include "pflex/error.h"
 
-#define DEFAULT_KNOTS 17u
 
 static const char *const names[PFLEX_ALLOC_NSTRATEGIES] = {
     [PFLEX_ALLOC_EQUAL] = "equal",     [PFLEX_ALLOC_MOE_FT] = "moe-ft",
@@ -40,54 +39,56 @@ void pflex_alloc_job_init(struct pflex_alloc_job *job) {
   job->gpus = 1;
 }
 
-/* A job's resolved bounds and data. */
-struct prep {
-  double lo, hi, tmax;
-  double cap_min, cap_max;
-};
+int pflex__alloc_prep_job(const struct pflex_alloc_job *j, struct pflex__prep *p,
+                          bool *ret_floor_bad) {
+  const struct pflex_curve *c = j->curve;
+  if (j->gpus <= 0 || !(j->weight >= 0) || !isfinite(j->weight)) return -EINVAL;
+  p->cap_min = j->cap_min_w > 0 ? j->cap_min_w : PFLEX_ALLOC_CAP_MIN_W;
+  p->cap_max = j->cap_max_w > 0 ? j->cap_max_w : PFLEX_ALLOC_CAP_MAX_W;
+  if (j->p_max > 0)
+    p->hi = j->p_max;
+  else if (c)
+    p->hi = pflex_curve_p_max(c);
+  else
+    return -EINVAL;
+  if (j->p_min > 0)
+    p->lo = j->p_min;
+  else if (c)
+    p->lo = pflex_curve_p_min(c);
+  else /* no curve: the least power the GPU caps allow */
+    p->lo = fmin(p->hi, j->gpus * p->cap_min);
+  if (!isfinite(p->hi) || !(p->lo <= p->hi)) return -EINVAL;
+  /* T_max matters to the pfi strategy only (share_weights): evaluated there. */
+  p->tmax = j->t_max > 0 ? j->t_max : NAN;
+  *ret_floor_bad = false;
+  if (j->min_tput > 0) {
+    double pf;
+    if (!c) return -EINVAL;
+    int err = pflex_curve_inverse(c, j->min_tput, &pf);
+    if (err == -ERANGE || (err == 0 && pf > p->hi)) {
+      *ret_floor_bad = true;
+      pf = p->hi;
+    } else if (err) {
+      return err;
+    }
+    if (pf > p->lo) p->lo = pf;
+  } else if (!(j->min_tput >= 0)) {
+    return -EINVAL;
+  }
+  return 0;
+}
 
-static int prepare(const struct pflex_alloc_job *jobs, size_t n, struct prep *pr, double *ret_min_w,
-                   double *ret_max_w, bool *ret_floor_infeasible) {
+static int prepare(const struct pflex_alloc_job *jobs, size_t n, struct pflex__prep *pr,
+                   double *ret_min_w, double *ret_max_w, bool *ret_floor_infeasible) {
   double min_w = 0, max_w = 0;
   bool infeasible = false;
   for (size_t i = 0; i < n; i++) {
-    const struct pflex_alloc_job *j = &jobs[i];
-    const struct pflex_curve *c = j->curve;
-    struct prep *p = &pr[i];
-    if (j->gpus <= 0 || !(j->weight >= 0) || !isfinite(j->weight)) return -EINVAL;
-    p->cap_min = j->cap_min_w > 0 ? j->cap_min_w : PFLEX_ALLOC_CAP_MIN_W;
-    p->cap_max = j->cap_max_w > 0 ? j->cap_max_w : PFLEX_ALLOC_CAP_MAX_W;
-    if (j->p_max > 0)
-      p->hi = j->p_max;
-    else if (c)
-      p->hi = pflex_curve_p_max(c);
-    else
-      return -EINVAL;
-    if (j->p_min > 0)
-      p->lo = j->p_min;
-    else if (c)
-      p->lo = pflex_curve_p_min(c);
-    else /* no curve: the least power the GPU caps allow */
-      p->lo = fmin(p->hi, j->gpus * p->cap_min);
-    if (!isfinite(p->hi) || !(p->lo <= p->hi)) return -EINVAL;
-    /* T_max matters to the pfi strategy only (share_weights): evaluated there. */
-    p->tmax = j->t_max > 0 ? j->t_max : NAN;
-    if (j->min_tput > 0) {
-      double pf;
-      if (!c) return -EINVAL;
-      int err = pflex_curve_inverse(c, j->min_tput, &pf);
-      if (err == -ERANGE || (err == 0 && pf > p->hi)) {
-        infeasible = true;
-        pf = p->hi;
-      } else if (err) {
-        return err;
-      }
-      if (pf > p->lo) p->lo = pf;
-    } else if (!(j->min_tput >= 0)) {
-      return -EINVAL;
-    }
-    min_w += p->lo;
-    max_w += p->hi;
+    bool bad;
+    int err = pflex__alloc_prep_job(&jobs[i], &pr[i], &bad);
+    if (err) return err;
+    infeasible |= bad;
+    min_w += pr[i].lo;
+    max_w += pr[i].hi;
   }
   *ret_min_w = min_w;
   *ret_max_w = max_w;
@@ -97,26 +98,31 @@ static int prepare(const struct pflex_alloc_job *jobs, size_t n, struct prep *pr
 
 /* ---- proportional strategies ------------------------------------------------ */
 
-static int share_weights(const struct pflex_alloc_job *jobs, size_t n, struct prep *pr,
+int pflex__alloc_share_weight(const struct pflex_alloc_job *j, struct pflex__prep *p,
+                              enum pflex_alloc_strategy s, double *ret_w) {
+  switch (s) {
+  case PFLEX_ALLOC_EQUAL: *ret_w = p->hi; return 0;
+  case PFLEX_ALLOC_MOE_FT:
+    *ret_w = p->hi * (j->arch == PFLEX_ARCH_MOE && j->task == PFLEX_TASK_FT ? 2.0 : 1.0);
+    return 0;
+  case PFLEX_ALLOC_DRAM:
+    if (!(j->dram_copy >= 0) || !isfinite(j->dram_copy)) return -EINVAL;
+    *ret_w = j->dram_copy;
+    return 0;
+  case PFLEX_ALLOC_PFI:
+    if (!(j->t_max > 0) && j->curve) p->tmax = pflex_curve_eval(j->curve, p->hi);
+    if (isnan(j->pfi) || !(p->tmax > 0) || !isfinite(p->tmax)) return -EINVAL;
+    *ret_w = p->hi / p->tmax * (j->pfi > 0 ? fmin(j->pfi, 1e12) : 0.0);
+    return 0;
+  default: return -EINVAL;
+  }
+}
+
+static int share_weights(const struct pflex_alloc_job *jobs, size_t n, struct pflex__prep *pr,
                          enum pflex_alloc_strategy s, double *w) {
   for (size_t i = 0; i < n; i++) {
-    const struct pflex_alloc_job *j = &jobs[i];
-    switch (s) {
-    case PFLEX_ALLOC_EQUAL: w[i] = pr[i].hi; break;
-    case PFLEX_ALLOC_MOE_FT:
-      w[i] = pr[i].hi * (j->arch == PFLEX_ARCH_MOE && j->task == PFLEX_TASK_FT ? 2.0 : 1.0);
-      break;
-    case PFLEX_ALLOC_DRAM:
-      if (!(j->dram_copy >= 0) || !isfinite(j->dram_copy)) return -EINVAL;
-      w[i] = j->dram_copy;
-      break;
-    case PFLEX_ALLOC_PFI:
-      if (!(j->t_max > 0) && j->curve) pr[i].tmax = pflex_curve_eval(j->curve, pr[i].hi);
-      if (isnan(j->pfi) || !(pr[i].tmax > 0) || !isfinite(pr[i].tmax)) return -EINVAL;
-      w[i] = pr[i].hi / pr[i].tmax * (j->pfi > 0 ? fmin(j->pfi, 1e12) : 0.0);
-      break;
-    default: return -EINVAL;
-    }
+    int err = pflex__alloc_share_weight(&jobs[i], &pr[i], s, &w[i]);
+    if (err) return err;
   }
   return 0;
 }
@@ -129,27 +135,22 @@ static int share_weights(const struct pflex_alloc_job *jobs, size_t n, struct pr
  * below the level only raises the level). So the clipped set is a prefix of
  * that order, found here by a quickselect on the ratio instead of a sort:
  * expected linear time. */
-/* A job in the water filling's selection: its values travel with it, so the
- * partitions read memory in order (an index into the jobs would miss the
- * cache on every step at a million jobs); same values, same order, same
- * sums as reading them through the index. */
-struct wf_job {
-  double ratio, h, w;
-  size_t i;
-};
+/* A job in the selection is a struct pflex__wf_job (alloc_internal.h): an
+ * index into the jobs would miss the cache on every step at a million
+ * jobs; same values, same order, same sums as reading them through it. */
 
 /* Puts every job at its upper bound and gathers the jobs with a weight into
  * job (zero-weight jobs are cut only when nothing else is left): their
  * number; *ret_wsum their total weight. */
-static size_t wf_gather(const struct prep *pr, const double *w, size_t n, double *p,
-                        struct wf_job *job, double *ret_wsum) {
+static size_t wf_gather(const struct pflex__prep *pr, const double *w, size_t n, double *p,
+                        struct pflex__wf_job *job, double *ret_wsum) {
   size_t m = 0;
   double wsum = 0;
   for (size_t i = 0; i < n; i++) {
     p[i] = pr[i].hi;
     if (w[i] > 0) {
       double h = pr[i].hi - pr[i].lo;
-      job[m++] = (struct wf_job){h / w[i], h, w[i], i};
+      job[m++] = (struct pflex__wf_job){h / w[i], h, w[i], i};
       wsum += w[i];
     }
   }
@@ -163,11 +164,11 @@ static double median3(double x, double y, double z) {
 
 /* Three-way partition of job[a..b) around piv by ratio: afterwards
  * [a, *ret_lt) < piv, [*ret_lt, *ret_gt) == piv, [*ret_gt, b) > piv. */
-static void wf_partition(struct wf_job *job, size_t a, size_t b, double piv, size_t *ret_lt,
+static void wf_partition(struct pflex__wf_job *job, size_t a, size_t b, double piv, size_t *ret_lt,
                          size_t *ret_gt) {
   size_t lt = a, i = a, gt = b;
   while (i < gt) {
-    struct wf_job v = job[i];
+    struct pflex__wf_job v = job[i];
     if (v.ratio < piv) {
       job[i++] = job[lt];
       job[lt++] = v;
@@ -182,11 +183,9 @@ static void wf_partition(struct wf_job *job, size_t a, size_t b, double piv, siz
   *ret_gt = gt;
 }
 
-/* Finds the clipped prefix of job[0..m) (in ratio order) by quickselect,
- * puts those jobs at their lower bounds and marks them in clip: the headroom
- * they give up. */
-static double wf_clip(const struct prep *pr, struct wf_job *job, size_t m, double wsum, double cut,
-                      double *p, bool *clip) {
+/* Finds the clipped prefix of job[0..m) (in ratio order) by quickselect. */
+size_t pflex__alloc_wf_clip(struct pflex__wf_job *job, size_t m, double wsum, double cut,
+                            double *ret_hacc, double *ret_wacc) {
   double hacc = 0, wacc = 0; /* headroom and weight of the jobs known to be clipped */
   size_t a = 0, b = m;       /* the undecided jobs: job[a..b) */
   while (a < b) {
@@ -211,18 +210,16 @@ static double wf_clip(const struct prep *pr, struct wf_job *job, size_t m, doubl
     }
     hacc += hl;
     wacc += wl;
-    for (size_t k = a; k < gt; k++) {
-      p[job[k].i] = pr[job[k].i].lo;
-      clip[job[k].i] = true;
-    }
     a = gt;
   }
-  return hacc;
+  *ret_hacc = hacc;
+  *ret_wacc = wacc;
+  return a;
 }
 
 /* Takes `rest` W from the jobs not clipped, by weight (by headroom when all
  * their weights are zero, e.g. no DRAM activity). */
-static void wf_spread(const struct prep *pr, const double *w, size_t n, const bool *clip,
+static void wf_spread(const struct pflex__prep *pr, const double *w, size_t n, const bool *clip,
                       double rest, double *p) {
   /* Recomputed, not carried, so rounding cannot leave a phantom weight. */
   double wr = 0, hr = 0;
@@ -239,8 +236,9 @@ static void wf_spread(const struct prep *pr, const double *w, size_t n, const bo
   }
 }
 
-static int water_fill(const struct prep *pr, const double *w, size_t n, double cut, double *p) {
-  struct wf_job *job = malloc((n ? n : 1) * sizeof *job);
+static int water_fill(const struct pflex__prep *pr, const double *w, size_t n, double cut,
+                      double *p) {
+  struct pflex__wf_job *job = malloc((n ? n : 1) * sizeof *job);
   bool *clip = calloc(n ? n : 1, sizeof *clip);
   if (!job || !clip) {
     free(job);
@@ -249,7 +247,13 @@ static int water_fill(const struct prep *pr, const double *w, size_t n, double c
   }
   double wsum;
   size_t m = wf_gather(pr, w, n, p, job, &wsum);
-  double rest = cut - wf_clip(pr, job, m, wsum, cut, p, clip);
+  double hacc, wacc;
+  size_t nclip = pflex__alloc_wf_clip(job, m, wsum, cut, &hacc, &wacc);
+  for (size_t k = 0; k < nclip; k++) {
+    p[job[k].i] = pr[job[k].i].lo;
+    clip[job[k].i] = true;
+  }
+  double rest = cut - hacc;
   if (rest > 0) wf_spread(pr, w, n, clip, rest, p);
   free(job);
   free(clip);
@@ -485,12 +489,10 @@ void pflex_alloc_ctx_free(struct pflex_alloc_ctx *ctx) {
   free(ctx);
 }
 
-/* Samples job j's curve on [lo, hi] (knots as in pflex__alloc_knots) and writes the
- * segments of its weighted upper hull that gain throughput, steepest first,
- * to out (room for knots + points + 2): their number. */
-static size_t hull_segments(const struct pflex_alloc_job *j, double lo, double hi, unsigned knots,
-                            double *xs, double *ys, struct pflex__hullpt *hp,
-                            struct pflex__seg *out) {
+/* Job j's hull segments (alloc_internal.h). */
+size_t pflex__alloc_hull_segments(const struct pflex_alloc_job *j, double lo, double hi,
+                                  unsigned knots, double *xs, double *ys, struct pflex__hullpt *hp,
+                                  struct pflex__seg *out) {
   size_t nk;
   if (pflex_curve_kind(j->curve) == PFLEX_CURVE_PARAMETRIC) {
     /* Knots uniform in clock: exact points of the curve, cheaply. */
@@ -538,7 +540,7 @@ static void pass_release(struct pass *ps) {
   free(ps->local);
 }
 
-/* The room one job's sampling needs (knots + points + 2, as hull_segments):
+/* The room one job's sampling needs (knots + points + 2, as pflex__alloc_hull_segments):
  * the most over the jobs in *ret_maxk; -EINVAL for a job without a curve. */
 static int pass_max_knots(const struct pflex_alloc_job *jobs, size_t n, unsigned knots,
                           size_t *ret_maxk) {
@@ -646,7 +648,8 @@ static int pass_find_or_sample(const struct pflex_alloc_job *jobs, const double 
   }
   if (pass_reserve_local(ps, sc->maxk) < 0) return -ENOMEM;
   struct pflex__seg *out = &ps->local[ps->nlocal];
-  size_t len = hull_segments(&jobs[i], wlo[i], whi[i], key->knots, sc->xs, sc->ys, sc->hp, out);
+  size_t len =
+      pflex__alloc_hull_segments(&jobs[i], wlo[i], whi[i], key->knots, sc->xs, sc->ys, sc->hp, out);
   if (keep && !hull_put(hc, key, out, len)) return -ENOMEM;
   sc->where[i] = ps->nlocal, sc->in_pool[i] = false, ps->jn[i] = len;
   ps->nlocal += len;
@@ -710,7 +713,7 @@ static int pass_threshold(const struct pass *ps, double budget, double *ret_lamb
 /* One greedy pass with job i confined to the window [wlo[i], whi[i]] inside
  * its bounds; budget is the power above the sum of wlo. hc (may be NULL)
  * caches hulls across calls. */
-static int greedy(const struct pflex_alloc_job *jobs, size_t n, const struct prep *pr,
+static int greedy(const struct pflex_alloc_job *jobs, size_t n, const struct pflex__prep *pr,
                   const double *wlo, const double *whi, double budget, unsigned knots,
                   struct hull_cache *hc, double *p, double *ret_gap) {
   struct pass ps = {0};
@@ -804,8 +807,8 @@ static bool known_concave(const struct pflex_curve *c) {
 
 /* Change of job i's weighted throughput when its power moves by d (W); -INF
  * when that leaves its bounds. */
-static double delta_of(const struct pflex_alloc_job *jobs, const struct prep *pr, const double *p,
-                       const double *f, size_t i, double d) {
+static double delta_of(const struct pflex_alloc_job *jobs, const struct pflex__prep *pr,
+                       const double *p, const double *f, size_t i, double d) {
   double x = p[i] + d;
   if (!(x <= pr[i].hi) || !(x >= pr[i].lo)) return -INFINITY;
   return val(&jobs[i], x) - f[i];
@@ -846,9 +849,9 @@ static void keep_replace(struct keep *h, size_t n, struct keep x) {
 }
 
 /* Row s of the local-search table: set[s]'s gains for every amount, both ways. */
-static void fill_row(const struct pflex_alloc_job *jobs, const struct prep *pr, const double *p,
-                     const double *f, const size_t *set, size_t ns, const double *ds, double *tab,
-                     size_t s) {
+static void fill_row(const struct pflex_alloc_job *jobs, const struct pflex__prep *pr,
+                     const double *p, const double *f, const size_t *set, size_t ns,
+                     const double *ds, double *tab, size_t s) {
   for (int k = 0; k < LS_STEPS; k++) {
     tab[(2 * k) * ns + s] = delta_of(jobs, pr, p, f, set[s], ds[k]);
     tab[(2 * k + 1) * ns + s] = delta_of(jobs, pr, p, f, set[s], -ds[k]);
@@ -887,10 +890,35 @@ static void topk_offer(const double *col, struct topk *t, size_t x, bool complet
   if (t->n < LS_TOPK) t->n++;
 }
 
+/* A complete scan, as topk_offer(col, t, s, true) for s = 0..ns-1 would
+ * build it; with the kept values in locals (no reloads through t). Rows
+ * come in order, so a row goes before a kept one only by a greater value:
+ * a tie with the last stays out. */
 static void topk_scan(const double *col, size_t ns, struct topk *t) {
-  t->n = 0;
-  for (size_t s = 0; s < ns; s++) /* rows come in order: a tie with the last stays out */
-    if (t->n < LS_TOPK || col[s] > col[t->r[LS_TOPK - 1]]) topk_offer(col, t, s, true);
+  double v[LS_TOPK];
+  size_t r[LS_TOPK];
+  int n = 0;
+  size_t s = 0;
+  for (; s < ns; s++) {
+    if (n == LS_TOPK) {
+      /* Full: most rows fail the test against the last kept value alone. */
+      double last = v[LS_TOPK - 1];
+      while (s < ns && !(col[s] > last))
+        s++;
+      if (s == ns) break;
+    }
+    double x = col[s];
+    int at = n < LS_TOPK ? n : LS_TOPK - 1;
+    for (; at > 0 && x > v[at - 1]; at--) {
+      v[at] = v[at - 1];
+      r[at] = r[at - 1];
+    }
+    v[at] = x;
+    r[at] = s;
+    if (n < LS_TOPK) n++;
+  }
+  t->n = n;
+  memcpy(t->r, r, (size_t)n * sizeof *r);
 }
 
 static void topk_remove(struct topk *t, size_t x) {
@@ -918,7 +946,7 @@ static void top3_of(const struct topk *t, size_t *top) {
  * ns < 3), kept up to date as rows change. */
 struct ls {
   const struct pflex_alloc_job *jobs;
-  const struct prep *pr;
+  const struct pflex__prep *pr;
   double *p, *f, obj;
   double ds[LS_STEPS];
   size_t *set, ns;
@@ -977,7 +1005,7 @@ static int ls_candidates(const struct ls *s, size_t n, bool *in, size_t *ret_ns)
  * curve again; same values, bit for bit. */
 static int ls_fill_table(struct ls *s) {
   const struct pflex_alloc_job *jobs = s->jobs;
-  const struct prep *pr = s->pr;
+  const struct pflex__prep *pr = s->pr;
   const double *p = s->p;
   size_t ns = s->ns, nhash = 16;
   while (nhash < 2 * ns)
@@ -1102,7 +1130,7 @@ static double ls_apply(struct ls *s, const struct ls_move *mv) {
  * job stays in its bounds. *ret_gain is the rise of the objective. The search in parts:
  * ls_candidates picks the set, ls_fill_table its gains, ls_best_move the move of a round, ls_apply
  * carries it out. */
-static int local_search(const struct pflex_alloc_job *jobs, size_t n, const struct prep *pr,
+static int local_search(const struct pflex_alloc_job *jobs, size_t n, const struct pflex__prep *pr,
                         double *p, double *ret_gain) {
   *ret_gain = 0;
   if (n < 2) return 0;
@@ -1163,7 +1191,7 @@ static double objective(const struct pflex_alloc_job *jobs, size_t n, const doub
  * each job refines the answer to (spacing / knots). The second pass is kept
  * only if it is better on the curves themselves, so it never hurts; it is
  * skipped when every curve is piecewise linear (the first pass is exact). */
-static int optimal(const struct pflex_alloc_job *jobs, size_t n, const struct prep *pr,
+static int optimal(const struct pflex_alloc_job *jobs, size_t n, const struct pflex__prep *pr,
                    double target, double min_w, unsigned knots, bool search, struct hull_cache *hc,
                    double *p, double *ret_gap) {
   double *lo = calloc(n ? n : 1, sizeof *lo), *hi = calloc(n ? n : 1, sizeof *hi),
@@ -1217,7 +1245,7 @@ out:
  * not certify its answer (a node limit; past 1,024 jobs its samples are
  * coarser), the fast optimizer's answer may be better: the better of the two
  * on the curves is kept, its gap measured from the oracle's bound. */
-static int oracle(const struct pflex_alloc_job *jobs, size_t n, const struct prep *pr,
+static int oracle(const struct pflex_alloc_job *jobs, size_t n, const struct pflex__prep *pr,
                   double target, double min_w, unsigned knots, struct pflex_alloc_ctx *ctx,
                   double *p, double *ret_gap) {
   double *lo = malloc((n ? n : 1) * sizeof *lo), *hi = malloc((n ? n : 1) * sizeof *hi), gap;
@@ -1246,9 +1274,8 @@ static int oracle(const struct pflex_alloc_job *jobs, size_t n, const struct pre
 
 /* ---- common ---------------------------------------------------------------- */
 
-/* Rounding can leave the sum a few ulps over the target: take the excess (and
- * a margin of a few ulps of the sum) from jobs above their floor. */
-static void enforce_target(double *p, const struct prep *pr, size_t n, double target) {
+void pflex__alloc_enforce_target(double *p, const double *lo, size_t lo_stride, size_t n,
+                                 double target) {
   for (int iter = 0; iter < 8; iter++) {
     double s = 0;
     for (size_t i = 0; i < n; i++)
@@ -1256,7 +1283,7 @@ static void enforce_target(double *p, const struct prep *pr, size_t n, double ta
     if (s <= target) return;
     double excess = (s - target) + 4 * DBL_EPSILON * fabs(s) + DBL_MIN;
     for (size_t i = 0; i < n && excess > 0; i++) {
-      double d = fmin(p[i] - pr[i].lo, excess);
+      double d = fmin(p[i] - lo[i * lo_stride], excess);
       if (d > 0) {
         p[i] -= d;
         excess -= d;
@@ -1285,9 +1312,9 @@ int pflex_alloc_run(const struct pflex_alloc_job *jobs, size_t n,
                     struct pflex_alloc_summary *summary) {
   if ((!jobs && n) || !results || isnan(target_w) || (unsigned)strategy >= PFLEX_ALLOC_NSTRATEGIES)
     return -EINVAL;
-  unsigned knots = opts && opts->knots ? opts->knots : DEFAULT_KNOTS;
+  unsigned knots = opts && opts->knots ? opts->knots : PFLEX__ALLOC_DEFAULT_KNOTS;
   if (knots < 2) knots = 2;
-  struct prep *pr = malloc((n ? n : 1) * sizeof *pr);
+  struct pflex__prep *pr = malloc((n ? n : 1) * sizeof *pr);
   double *p = malloc((n ? n : 1) * sizeof *p), *w = NULL;
   int err = -ENOMEM;
   if (!pr || !p) goto out;
@@ -1319,7 +1346,7 @@ int pflex_alloc_run(const struct pflex_alloc_job *jobs, size_t n,
     if ((err = share_weights(jobs, n, pr, strategy, w))) goto out;
     if ((err = water_fill(pr, w, n, max_w - target_w, p))) goto out;
   }
-  enforce_target(p, pr, n, target_w);
+  pflex__alloc_enforce_target(p, &pr[0].lo, sizeof *pr / sizeof(double), n, target_w);
   sum.gap_bound = gap;
   bool skip_tput = opts && opts->skip_tput;
   for (size_t i = 0; i < n; i++) {

@@ -4,6 +4,7 @@
 #ifndef PFLEX_CORE_ALLOC_INTERNAL_H
 #define PFLEX_CORE_ALLOC_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -28,10 +29,59 @@ size_t pflex__alloc_upper_hull(struct pflex__hullpt *p, size_t n);
 size_t pflex__alloc_knots(const struct pflex_curve *c, double lo, double hi, unsigned k,
                           double *xs);
 
+/* Samples job j's curve on [lo, hi] (knots as in pflex__alloc_knots; a
+ * parametric curve uniformly in clock) and writes the segments of its
+ * weighted upper hull that gain throughput, steepest first, to out: their
+ * number. xs, ys, hp, out: room for knots + points + 2 (alloc.c). */
+size_t pflex__alloc_hull_segments(const struct pflex_alloc_job *j, double lo, double hi,
+                                  unsigned knots, double *xs, double *ys, struct pflex__hullpt *hp,
+                                  struct pflex__seg *out);
+
 /* The slope at which the cumulative length of s[0..n) in order of decreasing
  * slope first reaches budget (-INFINITY when all are shorter); permutes s.
  * Expected linear time. */
 double pflex__alloc_threshold(struct pflex__seg *s, size_t n, double budget);
+
+/* optimal's points per curve when the options do not say. */
+#define PFLEX__ALLOC_DEFAULT_KNOTS 17u
+
+/* A job's resolved bounds (lo raised to its throughput floor) and data. */
+struct pflex__prep {
+  double lo, hi, tmax;
+  double cap_min, cap_max;
+};
+
+_Static_assert(sizeof(struct pflex__prep) % sizeof(double) == 0, "prep: a stride of doubles");
+
+/* Resolves job j's bounds into *p (alloc.c); *ret_floor_bad is set when
+ * its throughput floor lies above its T_max. -EINVAL as pflex_alloc_run. */
+int pflex__alloc_prep_job(const struct pflex_alloc_job *j, struct pflex__prep *p,
+                          bool *ret_floor_bad);
+
+/* Job j's weight in the cut of a proportional strategy s (alloc.c); may
+ * evaluate T_max into p->tmax (pfi). -EINVAL on a bad feature. */
+int pflex__alloc_share_weight(const struct pflex_alloc_job *j, struct pflex__prep *p,
+                              enum pflex_alloc_strategy s, double *ret_w);
+
+/* A job in the water filling's selection: its values travel with it, so the
+ * partitions read memory in order. */
+struct pflex__wf_job {
+  double ratio, h, w;
+  size_t i;
+};
+
+/* The water filling's exact selection (alloc.c): permutes job[0..m) so that
+ * the jobs clipped to their lower bound come first, in ratio order a prefix
+ * (ties together), and returns their number; *ret_hacc and *ret_wacc their
+ * headroom and weight. wsum: the weight of these jobs and of every job
+ * above them in ratio; cut: what is to be taken from them all. */
+size_t pflex__alloc_wf_clip(struct pflex__wf_job *job, size_t m, double wsum, double cut,
+                            double *ret_hacc, double *ret_wacc);
+
+/* Rounding can leave the sum of p a few ulps over the target: takes the
+ * excess (and a margin) from jobs above their floor lo[i * lo_stride]. */
+void pflex__alloc_enforce_target(double *p, const double *lo, size_t lo_stride, size_t n,
+                                 double target);
 
 /* Hash mixing for the caches' keys. */
 static inline uint64_t pflex__alloc_mix(uint64_t h, uint64_t v) {

@@ -1,0 +1,528 @@
+/* The proportional strategies on a flat copy of the jobs (include/pflex/
+ * alloc.h, pflex_alloc_flat): bounds, weights, ratios and what the cap
+ * mapping needs in arrays read front to back, filled once; a round reads no
+ * curve. The water filling is the one of alloc.c with a different search
+ * for its level: one pass buckets the jobs by ratio (the bits of a positive
+ * double order like the double), the bucket sums place the level in one
+ * bucket, and only that bucket's jobs go through the exact selection
+ * (pflex__alloc_wf_clip). Same clipped set as alloc.c up to rounding in the
+ * sums; powers agree to rounding (tests/unit/test_alloc_flat.c). */
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc_internal.h"
+#include "pflex/alloc.h"
+#include "pflex/error.h"
+
+/* Buckets of the level search: about one per 8 jobs, at most 4096 (their
+ * sums stay in the L1/L2 cache), at least 16. */
+#define MAX_BUCKETS 4096
+
+/* What pflex_curve_cap_for_power reads, per job: the curve's power range
+ * (no curve: -INF and P_max), the cap limits, and when the curve's points
+ * carry caps nk knots (power, cap) at knot[off]. */
+struct flat_cap {
+  double cpmin, cpmax, cap_min, cap_max;
+  size_t off;      /* in the pool: nk knots, then (optimal) ns hull segments */
+  uint32_t nk, ns; /* pairs (power, cap); pairs (slope, length) */
+  int gpus;
+  bool curve;
+};
+
+struct pflex_alloc_flat {
+  enum pflex_alloc_strategy strategy;
+  size_t n;
+  double *lo, *hi, *w, *r; /* r: headroom / weight, for a weight > 0 */
+  bool *bad;               /* the job's throughput floor is above its T_max */
+  size_t nbad;
+  uint64_t rlo, rhi; /* bits of the least and largest ratio (optimal: slope) seen */
+  struct flat_cap *cap;
+  double *knot; /* the pool, in pairs: per job its cap knots, then its segments */
+  size_t nknot, cap_knot, live_knot;
+  unsigned knots; /* optimal: points per curve */
+  /* optimal: one job's sampling (room for maxk points) */
+  double *xs, *ys;
+  struct pflex__hullpt *hp;
+  struct pflex__seg *seg;
+  size_t maxk;
+};
+
+static uint64_t bits(double x) {
+  return pflex__alloc_dbits(x);
+}
+
+static double from_bits(uint64_t u) {
+  double x;
+  memcpy(&x, &u, sizeof x);
+  return x;
+}
+
+/* Room for k more knots at the end of the pool, compacting it first when
+ * replaced jobs left more than half of it unused. */
+static int knot_reserve(struct pflex_alloc_flat *f, size_t k) {
+  if (f->nknot > 2 * f->live_knot + 1024) {
+    double *t = malloc((2 * f->live_knot + 2 * k + 2) * sizeof *t);
+    if (!t) return -ENOMEM;
+    size_t m = 0;
+    for (size_t i = 0; i < f->n; i++) {
+      size_t len = f->cap[i].nk + f->cap[i].ns;
+      memcpy(&t[2 * m], &f->knot[2 * f->cap[i].off], 2 * len * sizeof *t);
+      f->cap[i].off = m;
+      m += len;
+    }
+    free(f->knot);
+    f->knot = t;
+    f->nknot = m;
+    f->cap_knot = f->live_knot + k + 1;
+  }
+  if (f->nknot + k <= f->cap_knot) return 0;
+  size_t nc = f->cap_knot ? 2 * f->cap_knot : 1024;
+  while (nc < f->nknot + k)
+    nc *= 2;
+  double *t = realloc(f->knot, 2 * nc * sizeof *t);
+  if (!t) return -ENOMEM;
+  f->knot = t;
+  f->cap_knot = nc;
+  return 0;
+}
+
+/* Room for one job's sampling (optimal): knots + points + 2. */
+static int sample_reserve(struct pflex_alloc_flat *f, size_t k) {
+  if (k <= f->maxk) return 0;
+  free(f->xs), free(f->ys), free(f->hp), free(f->seg);
+  f->xs = malloc(k * sizeof *f->xs);
+  f->ys = malloc(k * sizeof *f->ys);
+  f->hp = malloc(k * sizeof *f->hp);
+  f->seg = malloc(k * sizeof *f->seg);
+  f->maxk = f->xs && f->ys && f->hp && f->seg ? k : 0;
+  return f->maxk ? 0 : -ENOMEM;
+}
+
+/* Job j's hull segments on its bounds into f->seg (optimal; as one greedy
+ * pass of pflex_alloc_run would sample them): their number. */
+static int sample(struct pflex_alloc_flat *f, const struct pflex_alloc_job *j,
+                  const struct pflex__prep *p, size_t *ret_ns) {
+  size_t np;
+  *ret_ns = 0;
+  if (f->strategy != PFLEX_ALLOC_OPTIMAL) return 0;
+  if (!j->curve) return -EINVAL;
+  pflex_curve_points(j->curve, &np);
+  if (sample_reserve(f, f->knots + np + 2) < 0) return -ENOMEM;
+  if (p->hi > p->lo && j->weight > 0)
+    *ret_ns = pflex__alloc_hull_segments(j, p->lo, p->hi, f->knots, f->xs, f->ys, f->hp, f->seg);
+  for (size_t m = 0; m < *ret_ns; m++) { /* the bracket of slopes (flat_threshold) */
+    uint64_t b = bits(f->seg[m].slope);
+    if (b < f->rlo) f->rlo = b;
+    if (b > f->rhi) f->rhi = b;
+  }
+  return 0;
+}
+
+/* Job i's cap mapping from its curve (as pflex_curve_cap_for_power) and its
+ * ns segments from f->seg. Only the reservation can fail, before anything
+ * of job i changed. */
+static int fill_pool(struct pflex_alloc_flat *f, size_t i, const struct pflex_alloc_job *j,
+                     const struct pflex__prep *p, size_t ns) {
+  size_t np = 0;
+  const struct pflex_curve_point *pt = j->curve ? pflex_curve_points(j->curve, &np) : NULL;
+  bool with_caps = np > 0;
+  for (size_t m = 0; m < np; m++)
+    with_caps = with_caps && pt[m].cap_w > 0;
+  size_t nk = with_caps ? np : 0, old = f->cap[i].nk + f->cap[i].ns;
+  bool moved = nk + ns > old;
+  if (moved && knot_reserve(f, nk + ns) < 0) return -ENOMEM;
+  struct flat_cap *c = &f->cap[i];
+  *c = (struct flat_cap){.cpmin = j->curve ? pflex_curve_p_min(j->curve) : -INFINITY,
+                         .cpmax = j->curve ? pflex_curve_p_max(j->curve) : p->hi,
+                         .cap_min = p->cap_min,
+                         .cap_max = p->cap_max,
+                         .off = moved ? f->nknot : c->off,
+                         .nk = (uint32_t)nk,
+                         .ns = (uint32_t)ns,
+                         .gpus = j->gpus,
+                         .curve = j->curve != NULL};
+  if (moved) f->nknot += nk + ns;
+  f->live_knot += nk + ns - old;
+  double *k = &f->knot[2 * c->off];
+  for (size_t m = 0; m < nk; m++)
+    k[2 * m] = pt[m].power_w, k[2 * m + 1] = pt[m].cap_w;
+  for (size_t m = 0; m < ns; m++)
+    k[2 * (nk + m)] = f->seg[m].slope, k[2 * (nk + m) + 1] = f->seg[m].dp;
+  return 0;
+}
+
+/* Resolves job i into the arrays: all of it, or (on an error) nothing. */
+static int fill_job(struct pflex_alloc_flat *f, size_t i, const struct pflex_alloc_job *j) {
+  struct pflex__prep p;
+  bool bad;
+  double w;
+  size_t ns = 0;
+  int err = pflex__alloc_prep_job(j, &p, &bad);
+  if (!err && f->strategy == PFLEX_ALLOC_OPTIMAL)
+    w = j->weight;
+  else if (!err)
+    err = pflex__alloc_share_weight(j, &p, f->strategy, &w);
+  if (!err) err = sample(f, j, &p, &ns);
+  if (!err) err = fill_pool(f, i, j, &p, ns);
+  if (err) return err;
+  f->nbad = f->nbad - f->bad[i] + bad;
+  f->bad[i] = bad;
+  f->lo[i] = p.lo;
+  f->hi[i] = p.hi;
+  f->w[i] = w;
+  f->r[i] = w > 0 ? (p.hi - p.lo) / w : 0;
+  if (w > 0 && f->strategy != PFLEX_ALLOC_OPTIMAL) {
+    uint64_t b = bits(f->r[i]);
+    if (b < f->rlo) f->rlo = b;
+    if (b > f->rhi) f->rhi = b;
+  }
+  return 0;
+}
+int pflex_alloc_flat_new(const struct pflex_alloc_job *jobs, size_t n,
+                         enum pflex_alloc_strategy strategy, const struct pflex_alloc_opts *opts,
+                         struct pflex_alloc_flat **ret_flat) {
+  if ((!jobs && n) || !ret_flat || (unsigned)strategy > PFLEX_ALLOC_OPTIMAL) return -EINVAL;
+  struct pflex_alloc_flat *f = calloc(1, sizeof *f);
+  size_t m = n ? n : 1;
+  if (!f) return -ENOMEM;
+  unsigned knots = opts && opts->knots ? opts->knots : PFLEX__ALLOC_DEFAULT_KNOTS;
+  *f = (struct pflex_alloc_flat){
+      .strategy = strategy, .n = n, .rlo = UINT64_MAX, .knots = knots < 2 ? 2 : knots};
+  f->lo = malloc(m * sizeof *f->lo);
+  f->hi = malloc(m * sizeof *f->hi);
+  f->w = malloc(m * sizeof *f->w);
+  f->r = malloc(m * sizeof *f->r);
+  f->bad = calloc(m, sizeof *f->bad);
+  f->cap = calloc(m, sizeof *f->cap);
+  int err = f->lo && f->hi && f->w && f->r && f->bad && f->cap ? 0 : -ENOMEM;
+  for (size_t i = 0; !err && i < n; i++)
+    err = fill_job(f, i, &jobs[i]);
+  if (err) {
+    pflex_alloc_flat_free(f);
+    return err;
+  }
+  *ret_flat = f;
+  return 0;
+}
+
+int pflex_alloc_flat_set(struct pflex_alloc_flat *f, size_t i, const struct pflex_alloc_job *job) {
+  if (!f || !job || i >= f->n) return -EINVAL;
+  return fill_job(f, i, job);
+}
+
+void pflex_alloc_flat_free(struct pflex_alloc_flat *f) {
+  if (!f) return;
+  free(f->lo);
+  free(f->hi);
+  free(f->w);
+  free(f->r);
+  free(f->bad);
+  free(f->cap);
+  free(f->knot);
+  free(f->xs);
+  free(f->ys);
+  free(f->hp);
+  free(f->seg);
+  free(f);
+}
+
+/* The level search's bucket sums: headroom, weight and count of the jobs
+ * with a weight per bucket of ratio bits (bucket b from rlo + (b << shift)). */
+struct buckets {
+  double h[MAX_BUCKETS], w[MAX_BUCKETS], wsuf[MAX_BUCKETS + 1];
+  size_t cnt[MAX_BUCKETS], nb;
+  unsigned shift;
+};
+
+/* The shift that maps the bracket [rlo, rhi] of bits onto nb buckets. */
+static unsigned bucket_shift(const struct pflex_alloc_flat *f, size_t nb) {
+  uint64_t span = f->rhi >= f->rlo ? f->rhi - f->rlo : 0;
+  unsigned shift = 0;
+  while ((span >> shift) >= nb)
+    shift++;
+  return shift;
+}
+
+static size_t bucket_of(const struct pflex_alloc_flat *f, const struct buckets *bk, double r) {
+  return (size_t)((bits(r) - f->rlo) >> bk->shift);
+}
+
+/* One pass: the bucket sums, and the sums of the bounds (left to right, as
+ * pflex_alloc_run's). */
+static void bucket_pass(const struct pflex_alloc_flat *f, struct buckets *bk, double *ret_min_w,
+                        double *ret_max_w) {
+  size_t nb = 16;
+  while (nb < MAX_BUCKETS && 8 * nb < f->n)
+    nb *= 2;
+  memset(bk->h, 0, nb * sizeof *bk->h);
+  memset(bk->w, 0, nb * sizeof *bk->w);
+  memset(bk->cnt, 0, nb * sizeof *bk->cnt);
+  bk->nb = nb;
+  bk->shift = bucket_shift(f, nb);
+  double min_w = 0, max_w = 0;
+  bool by_ratio = f->strategy != PFLEX_ALLOC_OPTIMAL;
+  for (size_t i = 0; i < f->n; i++) {
+    min_w += f->lo[i];
+    max_w += f->hi[i];
+    if (by_ratio && f->w[i] > 0) {
+      size_t b = bucket_of(f, bk, f->r[i]);
+      bk->h[b] += f->hi[i] - f->lo[i];
+      bk->w[b] += f->w[i];
+      bk->cnt[b]++;
+    }
+  }
+  bk->wsuf[nb] = 0;
+  for (size_t b = nb; b-- > 0;)
+    bk->wsuf[b] = bk->wsuf[b + 1] + bk->w[b];
+  *ret_min_w = min_w;
+  *ret_max_w = max_w;
+}
+
+/* The level lies in one bucket: the first whose lowest ratio r already
+ * fails the clipping test (r * weight at or above r + headroom below r >
+ * cut; the test's left side grows with r), less one. Every job below that
+ * bucket is clipped, none above it. *ret_hbelow: the headroom below it. */
+static size_t level_bucket(const struct pflex_alloc_flat *f, const struct buckets *bk, double cut,
+                           double *ret_hbelow) {
+  double hb = 0, hprev = 0;
+  for (size_t b = 0; b < bk->nb; b++) {
+    double r = from_bits(f->rlo + ((uint64_t)b << bk->shift));
+    if (bk->cnt[b] && r * bk->wsuf[b] + hb > cut) {
+      *ret_hbelow = hprev;
+      return b;
+    }
+    if (bk->cnt[b]) hprev = hb;
+    hb += bk->h[b];
+  }
+  *ret_hbelow = hprev;
+  return bk->nb;
+}
+
+/* The clipping threshold: a job with a weight is clipped when its ratio is
+ * at most *ret_thr (-1: none). *ret_rest: the cut left for the jobs not
+ * clipped, *ret_wr their weight. */
+static int find_level(const struct pflex_alloc_flat *f, const struct buckets *bk, double cut,
+                      double *ret_thr, double *ret_rest, double *ret_wr) {
+  double hbelow;
+  size_t e = level_bucket(f, bk, cut, &hbelow), b = e;
+  /* The undecided bucket: the last non-empty one before e. */
+  while (b > 0 && !bk->cnt[b - 1])
+    b--;
+  if (b == 0) { /* nothing clipped */
+    *ret_thr = -1, *ret_rest = cut, *ret_wr = bk->wsuf[0];
+    return 0;
+  }
+  b--;
+  struct pflex__wf_job *sub = malloc(bk->cnt[b] * sizeof *sub);
+  if (!sub) return -ENOMEM;
+  size_t m = 0;
+  for (size_t i = 0; i < f->n; i++)
+    if (f->w[i] > 0 && bucket_of(f, bk, f->r[i]) == b)
+      sub[m++] = (struct pflex__wf_job){f->r[i], f->hi[i] - f->lo[i], f->w[i], i};
+  double hacc, wacc;
+  size_t nclip = pflex__alloc_wf_clip(sub, m, bk->wsuf[b], cut - hbelow, &hacc, &wacc);
+  uint64_t start = f->rlo + ((uint64_t)b << bk->shift);
+  double thr = start > 0 ? from_bits(start - 1) : -1; /* everything below the bucket */
+  double wr = bk->wsuf[b + 1];
+  for (size_t k = 0; k < nclip; k++)
+    thr = fmax(thr, sub[k].ratio);
+  for (size_t k = nclip; k < m; k++)
+    wr += sub[k].w;
+  free(sub);
+  *ret_thr = thr, *ret_rest = cut - (hbelow + hacc), *ret_wr = wr;
+  return 0;
+}
+
+/* The powers: clipped jobs at their lower bound, the others cut by weight
+ * (by headroom when none of them has a weight), as alloc.c's wf_spread. */
+static void spread(const struct pflex_alloc_flat *f, double thr, double rest, double wr,
+                   double *p) {
+  double hr = 0;
+  if (!(wr > 0))
+    for (size_t i = 0; i < f->n; i++)
+      if (!(f->w[i] > 0 && f->r[i] <= thr)) hr += f->hi[i] - f->lo[i];
+  for (size_t i = 0; i < f->n; i++) {
+    double w = f->w[i], h = f->hi[i] - f->lo[i];
+    if (w > 0 && f->r[i] <= thr) {
+      p[i] = f->lo[i];
+      continue;
+    }
+    double share = !(rest > 0) ? 0 : wr > 0 ? rest * (w / wr) : (hr > 0 ? rest * (h / hr) : 0);
+    p[i] = f->hi[i] - fmin(share, h);
+  }
+}
+
+static double clamp(double v, double lo, double hi) {
+  return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* Per-GPU caps for the powers, as pflex_curve_cap_for_power (or, without a
+ * curve, as pflex_alloc_run), operation for operation. */
+static void caps(const struct pflex_alloc_flat *f, const double *p, double *cap) {
+  for (size_t i = 0; i < f->n; i++) {
+    const struct flat_cap *c = &f->cap[i];
+    if (!c->curve) {
+      cap[i] = p[i] >= c->cpmax ? c->cap_max : fmin(fmax(p[i] / c->gpus, c->cap_min), c->cap_max);
+      continue;
+    }
+    double x = clamp(p[i], c->cpmin, c->cpmax), v;
+    if (c->nk == 1) {
+      v = f->knot[2 * c->off + 1];
+    } else if (c->nk > 1) {
+      const double *k = &f->knot[2 * c->off];
+      size_t j = 1;
+      while (j < c->nk - 1 && k[2 * j] < x)
+        j++;
+      double t = (x - k[2 * (j - 1)]) / (k[2 * j] - k[2 * (j - 1)]);
+      v = k[2 * (j - 1) + 1] + t * (k[2 * j + 1] - k[2 * (j - 1) + 1]);
+    } else {
+      v = x >= c->cpmax ? c->cap_max : x / c->gpus;
+    }
+    cap[i] = clamp(v, c->cap_min, c->cap_max);
+  }
+}
+
+/* Job i's segments (pairs slope, length) in the pool. */
+static const double *segs_of(const struct pflex_alloc_flat *f, size_t i) {
+  return &f->knot[2 * (f->cap[i].off + f->cap[i].nk)];
+}
+
+/* The slopes of job i's segments are s[2k], their lengths s[2k + 1]. */
+#define SLOPE(s, k) ((s)[2 * (k)])
+#define LEN(s, k) ((s)[2 * (k) + 1])
+
+/* Selects within the one bucket the threshold falls in (as
+ * pflex__alloc_threshold over every segment, up to rounding in the sums):
+ * the bucket's segments, the budget left above it. */
+static int bucket_select(const struct pflex_alloc_flat *f, unsigned shift, size_t b, size_t cnt,
+                         double budget, double *ret_lambda) {
+  struct pflex__seg *sub = malloc((cnt ? cnt : 1) * sizeof *sub);
+  if (!sub) return -ENOMEM;
+  size_t m = 0;
+  double least = INFINITY;
+  for (size_t i = 0; i < f->n; i++) {
+    const double *s = segs_of(f, i);
+    for (uint32_t k = 0; k < f->cap[i].ns; k++)
+      if ((size_t)((bits(SLOPE(s, k)) - f->rlo) >> shift) == b) {
+        sub[m++] = (struct pflex__seg){SLOPE(s, k), LEN(s, k)};
+        least = fmin(least, SLOPE(s, k));
+      }
+  }
+  double lambda = pflex__alloc_threshold(sub, m, budget);
+  /* Rounding may leave the bucket's sum here just short of what its total
+   * said: then the budget is reached at its last (least steep) segment. */
+  *ret_lambda = lambda == -INFINITY ? least : lambda;
+  free(sub);
+  return 0;
+}
+
+/* The threshold slope of the flat hulls for budget: the segments bucketed
+ * by the bits of their slopes (ordered as the slopes), the buckets walked
+ * from the steepest down to the one where the cumulative length reaches
+ * budget, the selection within it. -INFINITY when all are shorter (or
+ * budget <= 0, as pflex__alloc_threshold). */
+static int flat_threshold(const struct pflex_alloc_flat *f, double budget, double *ret_lambda) {
+  *ret_lambda = -INFINITY;
+  if (!(budget > 0) || f->rlo > f->rhi) return 0;
+  size_t nb = MAX_BUCKETS;
+  double *len = calloc(nb, sizeof *len);
+  size_t *cnt = calloc(nb, sizeof *cnt);
+  int err = len && cnt ? 0 : -ENOMEM;
+  unsigned shift = bucket_shift(f, nb);
+  for (size_t i = 0; !err && i < f->n; i++) {
+    const double *s = segs_of(f, i);
+    for (uint32_t k = 0; k < f->cap[i].ns; k++) {
+      size_t b = (size_t)((bits(SLOPE(s, k)) - f->rlo) >> shift);
+      len[b] += LEN(s, k);
+      cnt[b]++;
+    }
+  }
+  double above = 0;
+  for (size_t b = nb; !err && b-- > 0;) {
+    if (cnt[b] && above + len[b] >= budget) {
+      err = bucket_select(f, shift, b, cnt[b], budget - above, ret_lambda);
+      break;
+    }
+    above += len[b];
+  }
+  free(len);
+  free(cnt);
+  return err;
+}
+
+/* optimal on the flat hulls: the greedy pass of alloc.c's
+ * greedy() on the sampled hulls (every segment steeper than the threshold slope, segments
+ * at it sharing what is left in job order, then power no hull turns into
+ * throughput up to P_max in job order), without its refinement pass, its
+ * repair and the local search, which evaluate the curves. */
+static int run_optimal(const struct pflex_alloc_flat *f, double budget, double *p) {
+  double lambda, left = budget;
+  int err = flat_threshold(f, budget, &lambda);
+  if (err) return err;
+  for (size_t i = 0; i < f->n; i++) {
+    const double *s = segs_of(f, i);
+    p[i] = f->lo[i];
+    for (uint32_t k = 0; k < f->cap[i].ns && s[2 * k] > lambda; k++) {
+      p[i] += s[2 * k + 1];
+      left -= s[2 * k + 1];
+    }
+  }
+  for (size_t i = 0; i < f->n && left > 0; i++) {
+    const double *s = segs_of(f, i);
+    for (uint32_t k = 0; k < f->cap[i].ns && left > 0; k++) {
+      if (s[2 * k] > lambda) continue;
+      if (s[2 * k] < lambda) break;
+      double take = fmin(s[2 * k + 1], left);
+      p[i] += take;
+      left -= take;
+    }
+  }
+  for (size_t i = 0; i < f->n && left > 0; i++) {
+    double take = fmin(f->hi[i] - p[i], left);
+    if (take > 0) p[i] += take, left -= take;
+  }
+  for (size_t i = 0; i < f->n; i++)
+    p[i] = fmin(fmax(p[i], f->lo[i]), f->hi[i]);
+  return 0;
+}
+
+int pflex_alloc_flat_run(const struct pflex_alloc_flat *f, double target_w, double *power_w,
+                         double *cap_w, struct pflex_alloc_summary *summary) {
+  if (!f || !power_w || isnan(target_w)) return -EINVAL;
+  struct buckets *bk = malloc(sizeof *bk);
+  if (!bk) return -ENOMEM;
+  double min_w, max_w;
+  bucket_pass(f, bk, &min_w, &max_w);
+  struct pflex_alloc_summary sum = {.target_w = target_w,
+                                    .total_tput = NAN,
+                                    .weighted_tput = NAN,
+                                    .min_w = min_w,
+                                    .max_w = max_w,
+                                    .deepest_cut = max_w > 0 ? 1.0 - min_w / max_w : 0,
+                                    .gap_bound = f->strategy == PFLEX_ALLOC_OPTIMAL ? NAN : 0};
+  int err = 0;
+  if (f->nbad || target_w < min_w) {
+    err = -PFLEX_E_INFEASIBLE;
+  } else if (target_w >= max_w) {
+    memcpy(power_w, f->hi, f->n * sizeof *power_w);
+  } else if (f->strategy == PFLEX_ALLOC_OPTIMAL) {
+    err = run_optimal(f, target_w - min_w, power_w);
+  } else {
+    double thr, rest, wr;
+    if (!(err = find_level(f, bk, max_w - target_w, &thr, &rest, &wr)))
+      spread(f, thr, rest, wr, power_w);
+  }
+  free(bk);
+  if (err && err != -PFLEX_E_INFEASIBLE) return err;
+  if (!err) {
+    pflex__alloc_enforce_target(power_w, f->lo, 1, f->n, target_w);
+    for (size_t i = 0; i < f->n; i++)
+      sum.total_w += power_w[i];
+    if (cap_w) caps(f, power_w, cap_w);
+  }
+  if (summary) *summary = sum;
+  return err;
+}

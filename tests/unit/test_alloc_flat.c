@@ -1,0 +1,379 @@
+/* Unit tests of the flat proportional path (src/core/alloc_flat.c,
+ * pflex_alloc_flat_*): on random workloads of mixed curves (measured with
+ * and without caps, parametric, none), floors, zero weights and ties, its
+ * powers are pflex_alloc_run's up to rounding (1e-9 of the total cut) and
+ * its caps the same function of the power, bit for bit; replacing jobs
+ * gives what a flat filled afresh gives; errors leave the flat as it was. */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <gsl/gsl_rng.h>
+
+#include "pflex/alloc.h"
+#include "pflex/error.h"
+
+#define MAXJ 600
+
+/* Jobs the comparisons saw at their floor (below P_max), and strictly between. */
+static size_t n_clipped, n_between;
+
+struct wl {
+  struct pflex_alloc_job j[MAXJ];
+  struct pflex_curve *c[MAXJ];
+  size_t n;
+};
+
+/* A measured curve of 2-6 points on the cap grid, with caps or without. */
+static struct pflex_curve *measured(gsl_rng *r, int g, double pmax, bool caps) {
+  struct pflex_curve_point pt[6];
+  size_t np = 0;
+  double t = 100;
+  for (int cap = 200; cap <= 600; cap += 100)
+    if (cap * g < pmax && gsl_rng_uniform(r) < 0.8) {
+      t += 50 * gsl_rng_uniform(r);
+      pt[np++] = (struct pflex_curve_point){cap * g, t, caps ? cap : 0};
+    }
+  pt[np++] = (struct pflex_curve_point){pmax, t + 30, caps ? 700 : 0};
+  struct pflex_curve *c = NULL;
+  enum pflex_curve_interp in =
+      gsl_rng_uniform(r) < 0.5 ? PFLEX_INTERP_STEFFEN : PFLEX_INTERP_LINEAR;
+  assert_int_equal(pflex_curve_new_measured(pt, np, in, &c), 0);
+  return c;
+}
+
+static struct pflex_curve *parametric(gsl_rng *r, int g, double pmax) {
+  struct pflex_curve_params q;
+  pflex_curve_params_default("H200", g, pmax, &q);
+  q.c = 0.2 + 0.8 * gsl_rng_uniform(r);
+  struct pflex_curve *c = NULL;
+  assert_int_equal(pflex_curve_new_parametric(&q, 200.0 * g, pmax, 1000.0 * g, &c), 0);
+  return c;
+}
+
+/* Job i of a random workload; every `tie`-th job copies job 0's features. */
+static void make_job(gsl_rng *r, struct wl *w, size_t i, bool ties) {
+  struct pflex_alloc_job *j = &w->j[i];
+  static const int gpus[] = {1, 8, 16};
+  int g = gpus[gsl_rng_uniform_int(r, 3)];
+  double pmax = g * (450 + 250 * gsl_rng_uniform(r));
+  unsigned kind = (unsigned)gsl_rng_uniform_int(r, 4);
+  pflex_alloc_job_init(j);
+  j->gpus = g;
+  w->c[i] = kind == 0   ? measured(r, g, pmax, true)
+            : kind == 1 ? measured(r, g, pmax, false)
+            : kind == 2 ? parametric(r, g, pmax)
+                        : NULL;
+  j->curve = w->c[i];
+  if (!j->curve) { /* bounds given */
+    j->p_max = pmax;
+    j->p_min = gsl_rng_uniform(r) < 0.5 ? 0 : pmax * (0.3 + 0.5 * gsl_rng_uniform(r));
+    j->t_max = 1000.0 * g;
+  } else if (gsl_rng_uniform(r) < 0.2) {
+    j->min_tput = 0.9 * pflex_curve_t_max(j->curve); /* a floor */
+  }
+  if (gsl_rng_uniform(r) < 0.1) j->cap_min_w = 150, j->cap_max_w = 650;
+  j->pfi = gsl_rng_uniform(r) < 0.1 ? 0 : 1 + 1.5 * gsl_rng_uniform(r);
+  j->dram_copy = gsl_rng_uniform(r) < 0.2 ? 0 : gsl_rng_uniform(r);
+  j->arch = gsl_rng_uniform(r) < 0.5 ? PFLEX_ARCH_MOE : PFLEX_ARCH_DENSE;
+  j->task = gsl_rng_uniform(r) < 0.5 ? PFLEX_TASK_FT : PFLEX_TASK_PT;
+  if (ties && i > 0 && gsl_rng_uniform(r) < 0.3) { /* the same bounds and weight as job 0 */
+    pflex_curve_free(w->c[i]);
+    w->c[i] = NULL;
+    *j = w->j[0];
+    j->curve = NULL;
+    j->p_min = 0.5 * (j->p_max = 4000);
+    j->t_max = 1000;
+    j->min_tput = 0;
+  }
+}
+
+static void make(gsl_rng *r, struct wl *w, size_t n, bool ties) {
+  w->n = n;
+  for (size_t i = 0; i < n; i++)
+    make_job(r, w, i, ties);
+  if (ties) { /* job 0 as the tied ones */
+    pflex_curve_free(w->c[0]);
+    w->c[0] = NULL;
+    w->j[0].curve = NULL;
+    w->j[0].p_min = 0.5 * (w->j[0].p_max = 4000);
+    w->j[0].t_max = 1000;
+    w->j[0].min_tput = 0;
+  }
+}
+
+static void release(struct wl *w) {
+  for (size_t i = 0; i < w->n; i++)
+    pflex_curve_free(w->c[i]);
+}
+
+/* Flat against pflex_alloc_run for one strategy and target; the flat's
+ * powers into pw when asked. Returns pflex_alloc_run's error. */
+static int compare(const struct wl *w, struct pflex_alloc_flat *f, enum pflex_alloc_strategy s,
+                   double target, double *pw_out) {
+  struct pflex_alloc_result r[MAXJ];
+  struct pflex_alloc_summary sr, sf;
+  double pw[MAXJ], cw[MAXJ];
+  struct pflex_alloc_opts o = {.skip_tput = true};
+  int er = pflex_alloc_run(w->j, w->n, s, target, &o, r, &sr);
+  int ef = pflex_alloc_flat_run(f, target, pw, cw, &sf);
+  assert_int_equal(ef, er);
+  if (er && er != -PFLEX_E_INFEASIBLE) return er;
+  assert_true(sf.min_w == sr.min_w && sf.max_w == sr.max_w && sf.deepest_cut == sr.deepest_cut);
+  if (er) return er;
+  double cut = fmax(sr.max_w - target, 0), total = 0;
+  for (size_t i = 0; i < w->n; i++) {
+    assert_true(fabs(pw[i] - r[i].power_w) <= 1e-9 * cut);
+    assert_true(pw[i] >= r[i].floor_w && pw[i] <= sr.max_w);
+    if (pw[i] == r[i].power_w) assert_true(cw[i] == r[i].cap_w);
+    n_clipped += pw[i] == r[i].floor_w && cut > 0;
+    n_between += pw[i] > r[i].floor_w && cut > 0 && r[i].power_w < w->j[i].p_max;
+    total += pw[i];
+  }
+  assert_true(total <= target && sf.total_w == total && isnan(sf.total_tput));
+  if (pw_out) memcpy(pw_out, pw, w->n * sizeof *pw);
+  return 0;
+}
+
+static void test_flat_vs_run(void **state) {
+  (void)state;
+  gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+  gsl_rng_set(r, 7);
+  static struct wl w;
+  size_t runs = 0;
+  for (int rep = 0; rep < 60; rep++) {
+    size_t n =
+        rep % 3 == 0 ? 1 + gsl_rng_uniform_int(r, 8) : 50 + gsl_rng_uniform_int(r, MAXJ - 50);
+    make(r, &w, n, rep % 4 == 1);
+    for (int s = 0; s <= PFLEX_ALLOC_PFI; s++) {
+      struct pflex_alloc_flat *f = NULL;
+      assert_int_equal(pflex_alloc_flat_new(w.j, n, (enum pflex_alloc_strategy)s, NULL, &f), 0);
+      for (double cut = 0; cut <= 0.75; cut += 0.05) {
+        double target, pw[MAXJ];
+        assert_int_equal(pflex_alloc_target_for_cut(w.j, n, cut, &target), 0);
+        if (compare(&w, f, (enum pflex_alloc_strategy)s, target, pw) == 0) runs++;
+      }
+      pflex_alloc_flat_free(f);
+    }
+    release(&w);
+  }
+  /* Most targets feasible, and many jobs clipped to their floor with others
+   * not: the comparison ran and the level search had work to do. */
+  print_message("%zu runs, %zu clipped, %zu between\n", runs, n_clipped, n_between);
+  assert_true(runs > 2000 && n_clipped > 10000 && n_between > 10000);
+  gsl_rng_free(r);
+}
+
+/* pflex_alloc_flat_set: jobs replaced one by one give, bit for bit, what a
+ * flat filled afresh with the new jobs gives (the knot pool reused, grown
+ * and compacted on the way); a refused job leaves the flat as it was. */
+static void test_flat_set(void **state) {
+  (void)state;
+  gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+  gsl_rng_set(r, 11);
+  static struct wl a, b;
+  make(r, &a, 400, false);
+  make(r, &b, 400, false);
+  struct pflex_alloc_flat *f = NULL, *g = NULL;
+  assert_int_equal(pflex_alloc_flat_new(a.j, a.n, PFLEX_ALLOC_EQUAL, NULL, &f), 0);
+  for (int round = 0; round < 5; round++)
+    for (size_t i = 0; i < a.n; i++) /* every job to b's and back, then to b's */
+      assert_int_equal(pflex_alloc_flat_set(f, i, round % 2 ? &a.j[i] : &b.j[i]), 0);
+  assert_int_equal(pflex_alloc_flat_new(b.j, b.n, PFLEX_ALLOC_EQUAL, NULL, &g), 0);
+  struct pflex_alloc_job bad = b.j[3];
+  bad.gpus = 0;
+  assert_int_equal(pflex_alloc_flat_set(f, 3, &bad), -EINVAL);
+  assert_int_equal(pflex_alloc_flat_set(f, b.n, &b.j[0]), -EINVAL);
+  double target, p1[MAXJ], p2[MAXJ], c1[MAXJ], c2[MAXJ];
+  struct pflex_alloc_summary s1, s2;
+  for (double cut = 0.05; cut < 0.5; cut += 0.1) {
+    assert_int_equal(pflex_alloc_target_for_cut(b.j, b.n, cut, &target), 0);
+    int e1 = pflex_alloc_flat_run(f, target, p1, c1, &s1);
+    assert_int_equal(e1, pflex_alloc_flat_run(g, target, p2, c2, &s2));
+    assert_true(s1.min_w == s2.min_w && s1.max_w == s2.max_w);
+    if (e1) continue;
+    assert_memory_equal(p1, p2, b.n * sizeof *p1);
+    assert_memory_equal(c1, c2, b.n * sizeof *c1);
+    assert_int_equal(compare(&b, f, PFLEX_ALLOC_EQUAL, target, NULL), 0);
+  }
+  pflex_alloc_flat_free(f);
+  pflex_alloc_flat_free(g);
+  release(&a);
+  release(&b);
+  gsl_rng_free(r);
+}
+
+/* Errors as pflex_alloc_run's: a strategy that is not proportional, a NaN
+ * PFI, a job without bounds; an infeasible floor makes runs infeasible
+ * until the job is replaced. */
+static void test_flat_errors(void **state) {
+  (void)state;
+  struct pflex_curve_point pt[] = {{1000, 50, 200}, {4000, 100, 700}};
+  struct pflex_curve *c = NULL;
+  assert_int_equal(pflex_curve_new_measured(pt, 2, PFLEX_INTERP_LINEAR, &c), 0);
+  struct pflex_alloc_job j[2];
+  pflex_alloc_job_init(&j[0]);
+  pflex_alloc_job_init(&j[1]);
+  j[0].curve = j[1].curve = c;
+  j[0].gpus = j[1].gpus = 4;
+  j[0].pfi = j[1].pfi = 1.5;
+  struct pflex_alloc_flat *f = NULL;
+  assert_int_equal(pflex_alloc_flat_new(j, 2, PFLEX_ALLOC_ORACLE, NULL, &f), -EINVAL);
+  j[1].pfi = NAN;
+  assert_int_equal(pflex_alloc_flat_new(j, 2, PFLEX_ALLOC_PFI, NULL, &f), -EINVAL);
+  j[1].pfi = 1.5;
+  j[1].min_tput = 200; /* above T_max */
+  assert_int_equal(pflex_alloc_flat_new(j, 2, PFLEX_ALLOC_PFI, NULL, &f), 0);
+  double p[2] = {-1, -1}, cap[2];
+  struct pflex_alloc_summary s;
+  assert_int_equal(pflex_alloc_flat_run(f, 6000, p, cap, &s), -PFLEX_E_INFEASIBLE);
+  assert_true(p[0] == -1 && s.max_w == 8000);
+  j[1].min_tput = 75; /* reached at 2500 W */
+  assert_int_equal(pflex_alloc_flat_set(f, 1, &j[1]), 0);
+  assert_int_equal(pflex_alloc_flat_run(f, 4500, p, cap, &s), 0);
+  /* Equal PFI and T_max: cut 3500 by P_max, 1750 each; job 1's floor 2500
+   * clips it at 1500 of cut, job 0 takes the other 2000: 2000 and 2500. */
+  assert_true(fabs(p[0] - 2000) < 1e-9 && fabs(p[1] - 2500) < 1e-9);
+  assert_true(fabs(cap[0] - pflex_curve_cap_for_power(c, 2000, 4, 200, 700)) < 1e-12);
+  assert_int_equal(pflex_alloc_flat_run(f, 1000, p, cap, &s), -PFLEX_E_INFEASIBLE);
+  assert_true(fabs(s.min_w - 3500) < 1e-9);
+  struct pflex_alloc_job none;
+  pflex_alloc_job_init(&none);
+  assert_int_equal(pflex_alloc_flat_set(f, 0, &none), -EINVAL);   /* no curve, no P_max */
+  assert_int_equal(pflex_alloc_flat_run(f, 4500, p, cap, &s), 0); /* unchanged */
+  assert_true(fabs(p[0] - 2000) < 1e-9);
+  pflex_alloc_flat_free(f);
+  pflex_alloc_flat_free(NULL);
+  pflex_curve_free(c);
+}
+
+/* A concave piecewise-linear curve: 2-5 points, falling secant slopes. */
+static struct pflex_curve *concave(gsl_rng *r, double lo, double hi) {
+  struct pflex_curve_point pt[5];
+  size_t np = 2 + gsl_rng_uniform_int(r, 4);
+  double slope = 0.05 + 0.1 * gsl_rng_uniform(r), t = 100 + 100 * gsl_rng_uniform(r);
+  for (size_t m = 0; m < np; m++) {
+    double x = lo + (hi - lo) * (double)m / (double)(np - 1);
+    if (m > 0) t += slope * (x - pt[m - 1].power_w), slope *= 0.2 + 0.7 * gsl_rng_uniform(r);
+    pt[m] = (struct pflex_curve_point){x, t, 0};
+  }
+  struct pflex_curve *c = NULL;
+  assert_int_equal(pflex_curve_new_measured(pt, np, PFLEX_INTERP_LINEAR, &c), 0);
+  return c;
+}
+
+/* optimal on a flat: on concave piecewise-linear curves, where
+ * pflex_alloc_run's first pass is exact and it does nothing more, the same
+ * powers up to rounding; on smooth curves (Steffen, parametric) within
+ * 1e-3 of pflex_alloc_run's weighted throughput, never above its target;
+ * replaced jobs as a flat filled afresh, bit for bit. */
+static void test_flat_optimal(void **state) {
+  (void)state;
+  gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+  gsl_rng_set(r, 5);
+  static struct wl w;
+  size_t same = 0, all = 0;
+  double worst = 0; /* the largest shortfall on smooth curves */
+  for (int rep = 0; rep < 80; rep++) {
+    bool smooth = rep % 2;
+    w.n = 2 + gsl_rng_uniform_int(r, 300);
+    for (size_t i = 0; i < w.n; i++) {
+      make_job(r, &w, i, false);
+      pflex_curve_free(w.c[i]);
+      double pmax = 8 * (450 + 250 * gsl_rng_uniform(r));
+      w.c[i] = smooth ? (i % 2 ? measured(r, 8, pmax, true) : parametric(r, 8, pmax))
+                      : concave(r, 0.4 * pmax, pmax);
+      w.j[i].curve = w.c[i];
+      w.j[i].gpus = 8;
+      w.j[i].p_min = w.j[i].p_max = w.j[i].t_max = w.j[i].min_tput = 0;
+      w.j[i].weight = gsl_rng_uniform(r) < 0.3 ? 0.5 + gsl_rng_uniform(r) : 1;
+    }
+    struct pflex_alloc_flat *f = NULL;
+    assert_int_equal(pflex_alloc_flat_new(w.j, w.n, PFLEX_ALLOC_OPTIMAL, NULL, &f), 0);
+    for (double cut = 0.05; cut < 0.5; cut += 0.1) {
+      struct pflex_alloc_result res[MAXJ];
+      struct pflex_alloc_summary sr, sf;
+      double target, pw[MAXJ], cw[MAXJ], vf = 0, vr = 0, total = 0;
+      assert_int_equal(pflex_alloc_target_for_cut(w.j, w.n, cut, &target), 0);
+      assert_int_equal(pflex_alloc_run(w.j, w.n, PFLEX_ALLOC_OPTIMAL, target, NULL, res, &sr), 0);
+      assert_int_equal(pflex_alloc_flat_run(f, target, pw, cw, &sf), 0);
+      for (size_t i = 0; i < w.n; i++) {
+        assert_true(pw[i] >= res[i].floor_w && pw[i] <= pflex_curve_p_max(w.c[i]));
+        vf += w.j[i].weight * pflex_curve_eval(w.c[i], pw[i]);
+        vr += w.j[i].weight * res[i].tput;
+        total += pw[i];
+        if (!smooth) assert_true(fabs(pw[i] - res[i].power_w) <= 1e-9 * target);
+        if (!smooth) same += pw[i] == res[i].power_w, all++;
+        if (pw[i] == res[i].power_w) assert_true(cw[i] == res[i].cap_w);
+      }
+      assert_true(total <= target && isnan(sf.gap_bound));
+      assert_true(vf >= vr * (1 - (smooth ? 1e-3 : 1e-12)));
+      if (smooth) worst = fmax(worst, 1 - vf / vr);
+    }
+    pflex_alloc_flat_free(f);
+    release(&w);
+  }
+  print_message("concave: %zu of %zu powers bit for bit; smooth: shortfall at most %.3g\n", same,
+                all, worst);
+  gsl_rng_free(r);
+}
+
+/* pflex_alloc_flat_set for optimal: as a flat filled afresh, bit for bit. */
+static void test_flat_optimal_set(void **state) {
+  (void)state;
+  gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+  gsl_rng_set(r, 9);
+  static struct wl a, b;
+  make(r, &a, 300, false);
+  make(r, &b, 300, false);
+  for (size_t i = 0; i < a.n; i++) /* optimal needs curves */
+    if (!a.c[i] || !b.c[i]) {
+      pflex_curve_free(a.c[i]), pflex_curve_free(b.c[i]);
+      a.j[i].curve = a.c[i] = parametric(r, 8, 5000);
+      b.j[i].curve = b.c[i] = measured(r, 8, 5000, true);
+      a.j[i].gpus = b.j[i].gpus = 8;
+      a.j[i].p_min = a.j[i].p_max = b.j[i].p_min = b.j[i].p_max = 0;
+    }
+  struct pflex_alloc_opts o = {.knots = 9};
+  struct pflex_alloc_flat *f = NULL, *g = NULL;
+  assert_int_equal(pflex_alloc_flat_new(a.j, a.n, PFLEX_ALLOC_OPTIMAL, &o, &f), 0);
+  /* Every job to b's, the odd ones back to a's, every third to b's again. */
+  struct pflex_alloc_job mix[MAXJ];
+  for (size_t i = 0; i < a.n; i++)
+    assert_int_equal(pflex_alloc_flat_set(f, i, &b.j[i]), 0);
+  for (size_t i = 1; i < a.n; i += 2)
+    assert_int_equal(pflex_alloc_flat_set(f, i, &a.j[i]), 0);
+  for (size_t i = 0; i < a.n; i += 3)
+    assert_int_equal(pflex_alloc_flat_set(f, i, &b.j[i]), 0);
+  for (size_t i = 0; i < a.n; i++)
+    mix[i] = i % 3 != 0 && i % 2 ? a.j[i] : b.j[i];
+  assert_int_equal(pflex_alloc_flat_new(mix, a.n, PFLEX_ALLOC_OPTIMAL, &o, &g), 0);
+  double target, p1[MAXJ], p2[MAXJ], c1[MAXJ], c2[MAXJ];
+  assert_int_equal(pflex_alloc_target_for_cut(mix, a.n, 0.3, &target), 0);
+  int e = pflex_alloc_flat_run(f, target, p1, c1, NULL);
+  assert_int_equal(e, pflex_alloc_flat_run(g, target, p2, c2, NULL));
+  if (!e) {
+    assert_memory_equal(p1, p2, a.n * sizeof *p1);
+    assert_memory_equal(c1, c2, a.n * sizeof *c1);
+  }
+  pflex_alloc_flat_free(f);
+  pflex_alloc_flat_free(g);
+  release(&a);
+  release(&b);
+  gsl_rng_free(r);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_flat_vs_run),      cmocka_unit_test(test_flat_set),
+      cmocka_unit_test(test_flat_errors),      cmocka_unit_test(test_flat_optimal),
+      cmocka_unit_test(test_flat_optimal_set),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
