@@ -189,6 +189,31 @@ int pflex_curve_from_pfi_templates(double pfi, double p_min, double p_max, doubl
                                    const struct pflex_curve *const *templates, size_t ntemplates,
                                    double bandwidth, struct pflex_curve **ret_curve);
 
+/* The templates of pflex_curve_from_pfi_templates read once on one job's
+ * knots and grid (p_min, p_max, t_max and grid_w as there): each template's
+ * deficit at every knot and grid point and its PFI on the grid. A curve
+ * from it (pflex_curve_from_templates) then costs one weighted sum, so that
+ * one job's curves at many PFIs (a closed loop's candidates) or with
+ * different subsets of the templates (a study's prediction sets) read each
+ * template once; the result is bit for bit pflex_curve_from_pfi_templates
+ * on the templates used, in their order. Keeps no pointer to the templates.
+ * -EINVAL, -PFLEX_E_NOPOINTS and -ENOMEM as pflex_curve_from_pfi_templates. */
+struct pflex_curve_templates;
+int pflex_curve_templates_new(double p_min, double p_max, double t_max, const double *grid_w,
+                              size_t n, const struct pflex_curve *const *templates,
+                              size_t ntemplates, struct pflex_curve_templates **ret);
+void pflex_curve_templates_free(struct pflex_curve_templates *t); /* accepts NULL */
+size_t pflex_curve_templates_count(const struct pflex_curve_templates *t);
+/* Whether t was built for these arguments (the same values, bit for bit). */
+bool pflex_curve_templates_match(const struct pflex_curve_templates *t, double p_min, double p_max,
+                                 double t_max, const double *grid_w, size_t n);
+/* The curve with Eq. 1 PFI pfi shaped by t's templates j with use[j] != 0
+ * (use NULL: all of them). -EINVAL on bad input, -ERANGE when no template
+ * used falls below T_max on the grid, -ENOMEM. */
+int pflex_curve_from_templates(const struct pflex_curve_templates *t, double pfi,
+                               const unsigned char *use, double bandwidth,
+                               struct pflex_curve **ret_curve);
+
 /* Relative throughput T/T_max of the family at relative power P/P_max (clamped
  * to [0, 1]); no allocation, for fitting loops. */
 double pflex_curve_family_tput(const struct pflex_curve_params *params, double p_rel);

@@ -64,7 +64,21 @@ struct pflex_refine_job {
   const struct pflex_curve *const *templates; /* data shape: curves that shape this one; */
   size_t ntemplates;                          /* read while building, not kept */
   double bandwidth; /* data shape: PFI kernel width; 0 = 0.25 */
+  /* data shape, optional: the templates already read on this job's grid
+   * (pflex_refine_templates_new of a job with the same range, GPU and grid),
+   * used instead of templates; use[j] != 0 for those that shape this job
+   * (NULL: all). A table built for another job is -EINVAL. */
+  const struct pflex_curve_templates *table;
+  const unsigned char *use;
 };
+
+/* The job's templates read on its Eq. 1 grid (pflex_curve_templates_new),
+ * to share among jobs of the same range, GPU and grid that use some of the
+ * same templates (e.g. one group under several predictions). -EINVAL on a
+ * bad job or one without templates, -PFLEX_E_NOPOINTS when no grid point
+ * lies below P_max, -ENOMEM. Freed with pflex_curve_templates_free. */
+int pflex_refine_templates_new(const struct pflex_refine_job *job,
+                               struct pflex_curve_templates **ret);
 
 /* The predicted curve of a job (what a controller allocates on before any
  * observation): the family's member with the job's PFI on its grid (outside

@@ -98,4 +98,13 @@ bool pflex_shrink_worth(const struct pflex_alloc_job *jobs, const double *power_
 double pflex_shrink_fold_sd(const double *pred, const double *truth, const int *fold, size_t n,
                             size_t i);
 
+/* pflex_shrink_fold_sd for every group i at once (into ret_sd[0 .. n)), in
+ * O(n log n) instead of O(n^2): the squared errors summed per fold, each
+ * group's sum over the other folds the sum of the folds before its own and
+ * of those after (no subtraction, so no cancellation). Equal to
+ * pflex_shrink_fold_sd up to rounding (the sums are taken in another
+ * order). -ENOMEM. (src/core/shrink_folds.c) */
+int pflex_shrink_fold_sds(const double *pred, const double *truth, const int *fold, size_t n,
+                          double *ret_sd);
+
 #endif

@@ -9,7 +9,11 @@
  * and T_max: by default shaped by the other groups' curves of similar PFI
  * (pflex_curve_from_pfi_templates, the templates restricted to the
  * prediction's cross-validation fold), or the parametric family's member
- * (pflex_curve_from_pfi).
+ * (pflex_curve_from_pfi). A group's predicted curves are built when a
+ * workload first gives optimal one of its jobs (all of them up front with
+ * the shrinkage, whose calibration reads every group), its templates read
+ * on its grid once for all prediction sets (pflex_curve_templates_new): the
+ * same curves as building each on its own, only those used.
  * oracle allocates on the true curves. Every allocation is scored on the true
  * curves.
  *

@@ -135,9 +135,22 @@ static void steffen_poly(const double *xs, const double *ys, size_t n, double *p
   }
 }
 
+/* A measured curve's value at p in interval lo: GSL's formula for its
+ * interpolation type. */
+static double measured_at(const struct pflex_curve *c, size_t lo, double p) {
+  const double *xs = c->xs;
+  double t = p - xs[lo];
+  if (c->poly) {
+    const double *q = &c->poly[4 * lo];
+    return q[3] + t * (q[2] + t * (q[1] + t * q[0]));
+  }
+  double dx = xs[lo + 1] - xs[lo];
+  return dx > 0.0 ? c->ys[lo] + t / dx * (c->ys[lo + 1] - c->ys[lo]) : c->ys[lo];
+}
+
 /* A measured curve with >= 2 points at p in [P_min, P_max]: the interval
  * found as gsl_interp_bsearch finds it (the last i with xs[i] <= p, at most
- * n - 2), then GSL's formula for the curve's interpolation type. */
+ * n - 2), then measured_at. */
 static double measured_eval(const struct pflex_curve *c, double p) {
   const double *xs = c->xs, *base = xs;
   /* Branch-free: the answer stays in [base, base + len), len halving. */
@@ -147,14 +160,7 @@ static double measured_eval(const struct pflex_curve *c, double p) {
     base = base[half] <= p ? base + half : base;
     len -= half;
   }
-  size_t lo = (size_t)(base - xs);
-  double t = p - xs[lo];
-  if (c->poly) {
-    const double *q = &c->poly[4 * lo];
-    return q[3] + t * (q[2] + t * (q[1] + t * q[0]));
-  }
-  double dx = xs[lo + 1] - xs[lo];
-  return dx > 0.0 ? c->ys[lo] + t / dx * (c->ys[lo + 1] - c->ys[lo]) : c->ys[lo];
+  return measured_at(c, (size_t)(base - xs), p);
 }
 
 /* FNV-1a over n bytes, continuing from h. */
@@ -411,6 +417,21 @@ double pflex_curve_eval(const struct pflex_curve *c, double p) {
   case PFLEX_CURVE_CALLBACK: return c->fn.eval(c->fn.ctx, p);
   }
   return NAN;
+}
+
+/* pflex_curve_eval for a run of powers: the interval search walks on from
+ * the previous power's interval (*lo) while the powers do not fall, and
+ * starts over when they do; it finds the same interval as the binary
+ * search (the last i with xs[i] <= p, at most n - 2), so the same bits. */
+static double eval_from(const struct pflex_curve *c, double p, size_t *lo) {
+  if (c->kind != PFLEX_CURVE_MEASURED || !c->interp) return pflex_curve_eval(c, p);
+  p = clamp(p, c->p_min, c->p_max);
+  size_t i = *lo;
+  if (!(c->xs[i] <= p)) i = 0;
+  while (i + 2 < c->n && c->xs[i + 1] <= p)
+    i++;
+  *lo = i;
+  return measured_at(c, i, p);
 }
 
 int pflex_curve_sample(const struct pflex_curve *c, double lo, double hi, size_t k, double *ret_p,
@@ -779,19 +800,20 @@ static int cmp_double(const void *a, const void *b) {
  * below its P_min, extended linearly with the secant over the next 5% of
  * P_max (a job capped lower keeps losing throughput at about the same rate),
  * floored at 0. The secant's ends are read once per template (r0 NAN until
- * then), not at every point below P_min. */
+ * then), not at every point below P_min; lo is eval_from's interval. */
 struct tmpl_view {
   const struct pflex_curve *c;
   double pm, r0, r1;
+  size_t lo;
 };
 
 static struct tmpl_view tmpl_view(const struct pflex_curve *c) {
-  return (struct tmpl_view){c, c->p_min / c->p_max, NAN, NAN};
+  return (struct tmpl_view){c, c->p_min / c->p_max, NAN, NAN, 0};
 }
 
 static double tmpl_rel(struct tmpl_view *v, double p) {
   const struct pflex_curve *c = v->c;
-  if (p >= v->pm) return pflex_curve_eval(c, p * c->p_max) / c->t_max;
+  if (p >= v->pm) return eval_from(c, p * c->p_max, &v->lo) / c->t_max;
   double h = 0.05;
   if (isnan(v->r0)) {
     v->r0 = pflex_curve_eval(c, c->p_min) / c->t_max;
@@ -833,32 +855,6 @@ static double grid_pfi(const struct rel_grid *g, const double *deficit) {
   return k ? s / (double)k : NAN;
 }
 
-/* Gaussian kernel weights of the templates by how far their PFI on the grid
- * lies from pfi (in bandwidths), relative to the nearest template so that
- * they cannot all underflow however far the PFI lies from every template;
- * each template's deficit on the grid kept in gdefs[16 j ..].
- * -EINVAL on a template without a curve, -ERANGE when none has a PFI. */
-static int template_weights(double pfi, struct tmpl_view *views, size_t nt,
-                            const struct rel_grid *g, double bandwidth, double *w, double *gdefs,
-                            double *ret_wsum) {
-  double dmin = INFINITY;
-  for (size_t j = 0; j < nt; j++) {
-    double *deficit = gdefs + 16 * j;
-    for (size_t i = 0; i < g->n; i++)
-      deficit[i] = 1 - tmpl_rel(&views[j], g->ge[i]);
-    double v = grid_pfi(g, deficit);
-    w[j] = isnan(v) ? INFINITY : (v - pfi) / bandwidth; /* the distance, for now */
-    if (fabs(w[j]) < dmin) dmin = fabs(w[j]);
-  }
-  if (!isfinite(dmin)) return -ERANGE;
-  *ret_wsum = 0;
-  for (size_t j = 0; j < nt; j++) {
-    w[j] = isfinite(w[j]) ? exp(-0.5 * (w[j] * w[j] - dmin * dmin)) : 0;
-    *ret_wsum += w[j];
-  }
-  return 0;
-}
-
 /* The curve's knots: K uniform in power from P_min to P_max, plus the grid
  * points inside, so that the curve holds the averaged deficit exactly where
  * Eq. 1 reads it. In watts by the same formula as the optimizer's uniform
@@ -874,52 +870,146 @@ static size_t curve_knots(double p_min, double p_max, const double *grid, size_t
   return np;
 }
 
+/* Every template's deficit at the knots (row[0 .. np)) then at the grid
+ * points (row[np .. np + g.n)), one row of `stride` per template, and its
+ * PFI on the grid (pi, NAN when it loses nothing there). */
+struct pflex_curve_templates {
+  double p_min, p_max, t_max;
+  double *grid; /* as given, for pflex_curve_templates_match */
+  size_t ngrid;
+  struct rel_grid g;
+  double knots[PFLEX_CURVE_TEMPLATE_POINTS + 16];
+  size_t np, nt, stride;
+  double *pi, *def;
+};
+
+void pflex_curve_templates_free(struct pflex_curve_templates *t) {
+  if (!t) return;
+  free(t->grid);
+  free(t->pi);
+  free(t->def);
+  free(t);
+}
+
+size_t pflex_curve_templates_count(const struct pflex_curve_templates *t) {
+  return t ? t->nt : 0;
+}
+
+bool pflex_curve_templates_match(const struct pflex_curve_templates *t, double p_min, double p_max,
+                                 double t_max, const double *grid_w, size_t n) {
+  return t && t->p_min == p_min && t->p_max == p_max && t->t_max == t_max && t->ngrid == n &&
+         (n == 0 || memcmp(t->grid, grid_w, n * sizeof *grid_w) == 0);
+}
+
+/* Template c's row: its deficit at the knots, then on the grid. */
+static void template_row(const struct pflex_curve_templates *t, const struct pflex_curve *c,
+                         double *row) {
+  struct tmpl_view v = tmpl_view(c);
+  for (size_t m = 0; m < t->np; m++)
+    row[m] = 1 - tmpl_rel(&v, t->knots[m] / t->p_max);
+  for (size_t i = 0; i < t->g.n; i++)
+    row[t->np + i] = 1 - tmpl_rel(&v, t->g.ge[i]);
+}
+
+int pflex_curve_templates_new(double p_min, double p_max, double t_max, const double *grid_w,
+                              size_t n, const struct pflex_curve *const *tmpl, size_t nt,
+                              struct pflex_curve_templates **ret) {
+  if (!ret || !grid_w || !tmpl || nt == 0 || !(p_min > 0) || !(p_max >= p_min) ||
+      !isfinite(p_max) || !(t_max > 0) || !isfinite(t_max))
+    return -EINVAL;
+  struct rel_grid g;
+  relative_grid(grid_w, n, p_min, p_max, &g);
+  if (g.n == 0) return -PFLEX_E_NOPOINTS;
+  for (size_t j = 0; j < nt; j++)
+    if (!tmpl[j] || !(tmpl[j]->t_max > 0) || !(tmpl[j]->p_max > 0)) return -EINVAL;
+  struct pflex_curve_templates *t = calloc(1, sizeof *t);
+  if (!t) return -ENOMEM;
+  *t = (struct pflex_curve_templates){.p_min = p_min, .p_max = p_max, .t_max = t_max,
+                                      .ngrid = n, .g = g, .nt = nt};
+  t->np = curve_knots(p_min, p_max, grid_w, n, t->knots);
+  t->stride = t->np + g.n;
+  t->grid = malloc(n * sizeof *t->grid);
+  t->pi = malloc(nt * sizeof *t->pi);
+  t->def = malloc(nt * t->stride * sizeof *t->def);
+  if (!t->grid || !t->pi || !t->def) {
+    pflex_curve_templates_free(t);
+    return -ENOMEM;
+  }
+  memcpy(t->grid, grid_w, n * sizeof *grid_w);
+  for (size_t j = 0; j < nt; j++) {
+    double *row = t->def + j * t->stride;
+    template_row(t, tmpl[j], row);
+    t->pi[j] = grid_pfi(&t->g, row + t->np);
+  }
+  *ret = t;
+  return 0;
+}
+
+/* Gaussian kernel weights of the templates used by how far their PFI on the
+ * grid lies from pfi (in bandwidths), relative to the nearest one so that
+ * they cannot all underflow however far the PFI lies from every template;
+ * 0 for those not used. -ERANGE when no template used has a PFI. */
+static int template_weights(const struct pflex_curve_templates *t, double pfi,
+                            const unsigned char *use, double bandwidth, double *w,
+                            double *ret_wsum) {
+  double dmin = INFINITY;
+  for (size_t j = 0; j < t->nt; j++) {
+    bool on = !use || use[j];
+    w[j] = !on || isnan(t->pi[j]) ? INFINITY : (t->pi[j] - pfi) / bandwidth; /* the distance */
+    if (fabs(w[j]) < dmin) dmin = fabs(w[j]);
+  }
+  if (!isfinite(dmin)) return -ERANGE;
+  *ret_wsum = 0;
+  for (size_t j = 0; j < t->nt; j++) {
+    w[j] = isfinite(w[j]) ? exp(-0.5 * (w[j] * w[j] - dmin * dmin)) : 0;
+    *ret_wsum += w[j];
+  }
+  return 0;
+}
+
+int pflex_curve_from_templates(const struct pflex_curve_templates *t, double pfi,
+                               const unsigned char *use, double bandwidth,
+                               struct pflex_curve **ret_curve) {
+  enum { K = PFLEX_CURVE_TEMPLATE_POINTS };
+  if (!t || !ret_curve || !(pfi > 0) || !isfinite(pfi) || !(bandwidth > 0)) return -EINVAL;
+  double *w = malloc(t->nt * sizeof *w), wsum = 0;
+  int err = w ? template_weights(t, pfi, use, bandwidth, w, &wsum) : -ENOMEM;
+  /* The weighted mean deficit of the templates at the knots and on the grid. */
+  double def[K + 32] = {0};
+  for (size_t j = 0; !err && j < t->nt; j++) {
+    if (w[j] == 0) continue;
+    double f = w[j] / wsum;
+    const double *row = t->def + j * t->stride;
+    for (size_t m = 0; m < t->stride; m++)
+      def[m] += f * row[m];
+  }
+  free(w);
+  if (err) return err;
+  /* Scaling the deficit by lambda divides every PFI_i by lambda. */
+  double mean = grid_pfi(&t->g, def + t->np);
+  if (isnan(mean)) return -ERANGE;
+  double lambda = mean / pfi;
+  struct pflex_curve_point pts[K + 16];
+  size_t np = t->np;
+  for (size_t m = 0; m < np; m++) {
+    double v = 1 - lambda * (def[m] > 0 ? def[m] : 0);
+    if (v < 1e-3) v = 1e-3;
+    pts[m] = (struct pflex_curve_point){t->knots[m], v * t->t_max, 0};
+  }
+  pts[np - 1].power_w = t->p_max;
+  pts[np - 1].tput = t->t_max;
+  return pflex_curve_new_measured(pts, t->p_max > t->p_min ? np : 1, PFLEX_INTERP_STEFFEN,
+                                  ret_curve);
+}
+
 int pflex_curve_from_pfi_templates(double pfi, double p_min, double p_max, double t_max,
                                    const double *grid, size_t n,
                                    const struct pflex_curve *const *tmpl, size_t nt,
                                    double bandwidth, struct pflex_curve **ret_curve) {
-  enum { K = PFLEX_CURVE_TEMPLATE_POINTS };
-  if (!grid || !tmpl || nt == 0 || !(pfi > 0) || !isfinite(pfi) || !(p_min > 0) ||
-      !(p_max >= p_min) || !isfinite(p_max) || !(t_max > 0) || !isfinite(t_max) || !(bandwidth > 0))
-    return -EINVAL;
-  struct rel_grid g;
-  relative_grid(grid, n, p_min, p_max, &g);
-  if (g.n == 0) return -PFLEX_E_NOPOINTS;
-  double *w = malloc(nt * sizeof *w), *gdefs = malloc(16 * nt * sizeof *gdefs), wsum = 0;
-  struct tmpl_view *views = malloc(nt * sizeof *views);
-  int err = w && gdefs && views ? 0 : -ENOMEM;
-  for (size_t j = 0; !err && j < nt; j++)
-    if (!tmpl[j] || !(tmpl[j]->t_max > 0) || !(tmpl[j]->p_max > 0))
-      err = -EINVAL;
-    else
-      views[j] = tmpl_view(tmpl[j]);
-  if (!err) err = template_weights(pfi, views, nt, &g, bandwidth, w, gdefs, &wsum);
-  /* The weighted mean deficit of the templates at the knots and on the grid. */
-  double knots[K + 16], def[K + 16] = {0}, gdef[16] = {0};
-  size_t np = curve_knots(p_min, p_max, grid, n, knots);
-  for (size_t j = 0; !err && j < nt; j++) {
-    if (w[j] == 0) continue;
-    double f = w[j] / wsum;
-    for (size_t m = 0; m < np; m++)
-      def[m] += f * (1 - tmpl_rel(&views[j], knots[m] / p_max));
-    for (size_t i = 0; i < g.n; i++)
-      gdef[i] += f * gdefs[16 * j + i];
-  }
-  free(w);
-  free(gdefs);
-  free(views);
-  if (err) return err;
-  /* Scaling the deficit by lambda divides every PFI_i by lambda. */
-  double mean = grid_pfi(&g, gdef);
-  if (isnan(mean)) return -ERANGE;
-  double lambda = mean / pfi;
-  struct pflex_curve_point pts[K + 16];
-  for (size_t m = 0; m < np; m++) {
-    double t = 1 - lambda * (def[m] > 0 ? def[m] : 0);
-    if (t < 1e-3) t = 1e-3;
-    pts[m] = (struct pflex_curve_point){knots[m], t * t_max, 0};
-  }
-  pts[np - 1].power_w = p_max;
-  pts[np - 1].tput = t_max;
-  return pflex_curve_new_measured(pts, p_max > p_min ? np : 1, PFLEX_INTERP_STEFFEN, ret_curve);
+  if (!(pfi > 0) || !isfinite(pfi) || !(bandwidth > 0)) return -EINVAL;
+  struct pflex_curve_templates *t = NULL;
+  int err = pflex_curve_templates_new(p_min, p_max, t_max, grid, n, tmpl, nt, &t);
+  if (!err) err = pflex_curve_from_templates(t, pfi, NULL, bandwidth, ret_curve);
+  pflex_curve_templates_free(t);
+  return err;
 }

@@ -89,20 +89,39 @@ static int family_curve(const struct pflex_refine_job *j, const struct pflex_cur
   return pflex_curve_new_parametric(&q, j->p_min, j->p_max, j->t_max, ret);
 }
 
+int pflex_refine_templates_new(const struct pflex_refine_job *job,
+                               struct pflex_curve_templates **ret) {
+  if (job_check(job) || !job->ntemplates || !ret) return -EINVAL;
+  double grid[16];
+  size_t n = job_grid(job, grid, 16);
+  return n ? pflex_curve_templates_new(job->p_min, job->p_max, job->t_max, grid, n, job->templates,
+                                       job->ntemplates, ret)
+           : -PFLEX_E_NOPOINTS;
+}
+
+/* The templates' curve with PFI v on the job's grid (n points): from its
+ * table where it has one, else from its templates. */
+static int template_curve(const struct pflex_refine_job *j, const double *grid, size_t n, double v,
+                          struct pflex_curve **ret) {
+  double bw = j->bandwidth > 0 ? j->bandwidth : 0.25;
+  if (!j->table)
+    return pflex_curve_from_pfi_templates(v, j->p_min, j->p_max, j->t_max, grid, n, j->templates,
+                                          j->ntemplates, bw, ret);
+  if (!pflex_curve_templates_match(j->table, j->p_min, j->p_max, j->t_max, grid, n)) return -EINVAL;
+  return pflex_curve_from_templates(j->table, v, j->use, bw, ret);
+}
+
 /* The data shape's curve with a PFI: the templates' shape, or without
  * templates the family's member. */
 static int data_curve(const struct pflex_refine_job *j, const struct pflex_curve_params *base,
                       double pfi, struct pflex_curve **ret) {
-  if (j->ntemplates == 0) return family_curve(j, base, pfi, ret);
+  if (j->ntemplates == 0 && !j->table) return family_curve(j, base, pfi, ret);
   double grid[16];
   size_t n = job_grid(j, grid, 16);
   /* A PFI the model predicts at or below 0 says "cut last": the least
    * elastic shape the templates give. */
   double v = pfi > 0.05 ? pfi : 0.05;
-  int err = n ? pflex_curve_from_pfi_templates(v, j->p_min, j->p_max, j->t_max, grid, n,
-                                               j->templates, j->ntemplates,
-                                               j->bandwidth > 0 ? j->bandwidth : 0.25, ret)
-              : -PFLEX_E_NOPOINTS;
+  int err = n ? template_curve(j, grid, n, v, ret) : -PFLEX_E_NOPOINTS;
   if (err != -PFLEX_E_NOPOINTS) return err;
   /* No grid point below P_max: nothing to match; the family's default member. */
   return pflex_curve_new_parametric(base, j->p_min, j->p_max, j->t_max, ret);
@@ -125,6 +144,24 @@ int pflex_refine_predicted_curve(const struct pflex_refine_job *job,
 
 /* ---- the prior -------------------------------------------------------------------- */
 
+/* The prior's curves: the predicted one and, for the data shape, the
+ * candidates, all from one reading of the templates. */
+static int prior_curves(const struct pflex_refine_job *job, struct pflex_refine_prior *p) {
+  struct pflex_refine_job j = *job;
+  struct pflex_curve_templates *own = NULL;
+  if (j.shape == PFLEX_REFINE_DATA && !j.table && j.ntemplates) {
+    int err = pflex_refine_templates_new(&j, &own);
+    if (err && err != -PFLEX_E_NOPOINTS) return err; /* none below P_max: data_curve's fallback */
+    j.table = own;
+  }
+  int err = shaped_curve(&j, &p->base, j.pfi, &p->curve);
+  if (!err && j.shape == PFLEX_REFINE_FAMILY) err = pflex_curve_get_params(p->curve, &p->pred);
+  for (size_t m = 0; !err && j.shape == PFLEX_REFINE_DATA && m < NPFI; m++)
+    err = data_curve(&j, &p->base, pflex_refine_candidate_pfi((double)m), &p->cand[m]);
+  pflex_curve_templates_free(own);
+  return err;
+}
+
 int pflex_refine_prior_new(const struct pflex_refine_job *job,
                            struct pflex_refine_prior **ret_prior) {
   int err = job_check(job);
@@ -137,11 +174,7 @@ int pflex_refine_prior_new(const struct pflex_refine_job *job,
                                    .p_max = job->p_max,
                                    .t_max = job->t_max};
   pflex_curve_params_default(job->gpu, job->gpus, job->p_max, &p->base);
-  err = shaped_curve(job, &p->base, job->pfi, &p->curve);
-  if (!err && job->shape == PFLEX_REFINE_FAMILY) err = pflex_curve_get_params(p->curve, &p->pred);
-  for (size_t m = 0; !err && job->shape == PFLEX_REFINE_DATA && m < NPFI; m++)
-    err = data_curve(job, &p->base, pflex_refine_candidate_pfi((double)m), &p->cand[m]);
-  if (err) {
+  if ((err = prior_curves(job, p))) {
     pflex_refine_prior_free(p);
     return err;
   }

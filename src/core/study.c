@@ -100,6 +100,18 @@ struct acc {
   size_t count, above, worse[PFLEX_OBJECTIVE_N];
 };
 
+/* One group's templates while its predicted curves are built: set k's
+ * candidates (tmpl, nt; tj: their groups, for the study's own), read on the
+ * group's grid once (table, of the candidate list `from`: NULL for the
+ * study's own groups, else the set's list) and which of them shape it. */
+struct shaping {
+  const struct pflex_curve **tmpl;
+  size_t *tj, nt, nuse;
+  unsigned char *use;
+  const void *from;
+  struct pflex_curve_templates *table;
+};
+
 struct study {
   const struct pflex_study_group *g;
   size_t ng;
@@ -118,6 +130,8 @@ struct study {
   double *oscale;                     /* PFLEX_OBJECTIVE_N * ng: a group's throughput's weight in
                                          each objective (pflex_objective_scale) */
   bool have_dram;
+  bool *built;              /* per group: its predicted curves built (group_curves) */
+  struct shaping *shaping;  /* group_curves' scratch */
   struct line *lines;
   size_t nlines;
 };
@@ -127,6 +141,13 @@ static void study_release(struct study *s) {
     if (s->own) pflex_curve_free(s->own[i]);
     if (s->prior) pflex_refine_prior_free(s->prior[i]);
   }
+  if (s->shaping) {
+    free(s->shaping->tmpl);
+    free(s->shaping->tj);
+    free(s->shaping->use);
+    free(s->shaping);
+  }
+  free(s->built);
   free(s->pcurve);
   free(s->own);
   free(s->prior);
@@ -141,37 +162,54 @@ static void study_release(struct study *s) {
 /* The most template curves one predicted data-shape curve averages over. */
 #define STUDY_MAX_TEMPLATES 512
 
-/* The refinement module's view of group gi under prediction set k: its
- * bounds, its predicted PFI and the curves that may shape it
- * (pflex_study_predset), collected into tmpl. */
-static struct pflex_refine_job refine_job(const struct study *s, size_t k, size_t gi,
-                                          const struct pflex_curve **tmpl) {
+/* Set k's candidate templates, before its folds exclude any: past
+ * STUDY_MAX_TEMPLATES candidates, every k-th (a systematic sample across
+ * the file) so that the shapes cost linear time in groups, not quadratic;
+ * up to that many all are used, as always. */
+static void set_templates(const struct study *s, size_t k, struct shaping *sh) {
   const struct pflex_study_predset *ps = &s->preds[k];
-  const struct pflex_study_group *g = &s->g[gi];
-  size_t nt = 0;
-  /* Past STUDY_MAX_TEMPLATES candidates, every k-th (a systematic sample
-   * across the file) so that the shapes cost linear time in groups, not
-   * quadratic; up to that many all are used, as always. */
   size_t nall = ps->templates ? ps->ntemplates : s->ng;
   size_t stride =
       nall > STUDY_MAX_TEMPLATES ? (nall + STUDY_MAX_TEMPLATES - 1) / STUDY_MAX_TEMPLATES : 1;
-  if (ps->templates) {
-    for (size_t j = 0; j < ps->ntemplates; j += stride)
-      tmpl[nt++] = ps->templates[j];
-  } else {
-    for (size_t j = 0; j < s->ng; j += stride)
-      if (!ps->fold || ps->fold[j] != ps->fold[gi]) tmpl[nt++] = s->g[j].curve;
+  sh->nt = 0;
+  for (size_t j = 0; j < nall; j += stride) {
+    sh->tj[sh->nt] = j;
+    sh->tmpl[sh->nt++] = ps->templates ? ps->templates[j] : s->g[j].curve;
   }
-  bool family = s->o->shape == PFLEX_STUDY_SHAPE_FAMILY;
+}
+
+/* Which of the candidates shape group gi under set k: for the study's own
+ * groups, those outside gi's fold. */
+static void set_use(const struct study *s, size_t k, size_t gi, struct shaping *sh) {
+  const struct pflex_study_predset *ps = &s->preds[k];
+  sh->nuse = 0;
+  for (size_t t = 0; t < sh->nt; t++) {
+    sh->use[t] = ps->templates || !ps->fold || ps->fold[sh->tj[t]] != ps->fold[gi];
+    sh->nuse += sh->use[t];
+  }
+}
+
+/* The refinement module's view of group gi under prediction set k: its
+ * bounds, its predicted PFI and its templates (sh), or none where its
+ * folds leave none. */
+static struct pflex_refine_job refine_job(const struct study *s, size_t k, size_t gi,
+                                          const struct shaping *sh) {
+  const struct pflex_study_predset *ps = &s->preds[k];
+  const struct pflex_study_group *g = &s->g[gi];
+  bool data = s->o->shape != PFLEX_STUDY_SHAPE_FAMILY && sh->nuse;
   return (struct pflex_refine_job){.pfi = ps->pfi[gi],
                                    .p_min = pflex_curve_p_min(g->curve),
                                    .p_max = pflex_curve_p_max(g->curve),
                                    .t_max = pflex_curve_t_max(g->curve),
                                    .gpus = g->gpus,
                                    .gpu = g->gpu,
-                                   .shape = family ? PFLEX_REFINE_FAMILY : PFLEX_REFINE_DATA,
-                                   .templates = family ? NULL : tmpl,
-                                   .ntemplates = family ? 0 : nt,
+                                   .shape = s->o->shape == PFLEX_STUDY_SHAPE_FAMILY
+                                                ? PFLEX_REFINE_FAMILY
+                                                : PFLEX_REFINE_DATA,
+                                   .templates = data ? sh->tmpl : NULL,
+                                   .ntemplates = data ? sh->nt : 0,
+                                   .table = data ? sh->table : NULL,
+                                   .use = sh->use,
                                    .bandwidth = s->o->bandwidth};
 }
 
@@ -196,33 +234,66 @@ static int study_groups(struct study *s) {
   return 0;
 }
 
-/* Every group's predicted curve under every prediction set; with the closed
- * loop, its prior (predicted curve and candidates). */
+/* Group gi's predicted curves under every prediction set (with the closed
+ * loop, its priors), once: each list of candidate templates read on its
+ * grid once for all the sets that share it. */
+static int group_curves(const struct study *s, size_t gi) {
+  struct shaping *sh = s->shaping;
+  int err = 0;
+  if (s->built[gi]) return 0;
+  s->built[gi] = true;
+  for (size_t k = 0; k < s->np && !err; k++) {
+    size_t at = k * s->ng + gi;
+    if (isnan(s->preds[k].pfi[gi])) continue; /* not predicted: the set's lines skip it */
+    const void *from = s->preds[k].templates;
+    if (!sh->table || sh->from != from) {
+      pflex_curve_templates_free(sh->table);
+      sh->table = NULL;
+      sh->from = from;
+      set_templates(s, k, sh);
+      sh->nuse = sh->nt;
+      struct pflex_refine_job all = refine_job(s, k, gi, sh);
+      if (all.shape == PFLEX_REFINE_DATA && (err = pflex_refine_templates_new(&all, &sh->table)))
+        err = err == -PFLEX_E_NOPOINTS ? 0 : err; /* none below P_max: the refinement's fallback */
+    }
+    if (err) break;
+    set_use(s, k, gi, sh);
+    struct pflex_refine_job job = refine_job(s, k, gi, sh);
+    if (s->prior) {
+      err = pflex_refine_prior_new(&job, &s->prior[at]);
+      if (!err) s->pcurve[at] = pflex_refine_prior_curve(s->prior[at]);
+    } else {
+      err = pflex_refine_predicted_curve(&job, &s->own[at]);
+      s->pcurve[at] = s->own[at];
+    }
+  }
+  pflex_curve_templates_free(sh->table);
+  sh->table = NULL;
+  return err;
+}
+
+/* Room for the predicted curves, which are built when a workload first
+ * draws their group (group_curves: the same curves, only those used), or
+ * all at once where the shrinkage's calibration reads them all. */
 static int study_curves(struct study *s) {
   size_t npg = s->np * s->ng > 0 ? s->np * s->ng : 1, maxt = s->ng;
   for (size_t k = 0; k < s->np; k++)
     if (s->preds[k].templates && s->preds[k].ntemplates > maxt) maxt = s->preds[k].ntemplates;
-  const struct pflex_curve **tmpl = calloc(maxt ? maxt : 1, sizeof *tmpl);
+  maxt = maxt < STUDY_MAX_TEMPLATES ? maxt : STUDY_MAX_TEMPLATES;
+  struct shaping *sh = s->shaping = calloc(1, sizeof *sh);
+  s->built = calloc(s->ng, sizeof *s->built);
   s->pcurve = calloc(npg, sizeof *s->pcurve);
   if (s->o->rounds)
     s->prior = calloc(npg, sizeof *s->prior);
   else
     s->own = calloc(npg, sizeof *s->own);
-  int err = tmpl && s->pcurve && (s->prior || s->own) ? 0 : -ENOMEM;
-  for (size_t k = 0; k < s->np && !err; k++)
-    for (size_t i = 0; i < s->ng && !err; i++) {
-      size_t at = k * s->ng + i;
-      if (isnan(s->preds[k].pfi[i])) continue; /* not predicted: the set's lines skip it */
-      struct pflex_refine_job job = refine_job(s, k, i, tmpl);
-      if (s->prior) {
-        err = pflex_refine_prior_new(&job, &s->prior[at]);
-        if (!err) s->pcurve[at] = pflex_refine_prior_curve(s->prior[at]);
-      } else {
-        err = pflex_refine_predicted_curve(&job, &s->own[at]);
-        s->pcurve[at] = s->own[at];
-      }
-    }
-  free(tmpl);
+  if (!sh || !s->built || !s->pcurve || !(s->prior || s->own)) return -ENOMEM;
+  sh->tmpl = calloc(maxt + 1, sizeof *sh->tmpl);
+  sh->tj = calloc(maxt + 1, sizeof *sh->tj);
+  sh->use = calloc(maxt + 1, sizeof *sh->use);
+  int err = sh->tmpl && sh->tj && sh->use ? 0 : -ENOMEM;
+  for (size_t i = 0; i < s->ng && !err && s->o->shrink > 0; i++)
+    err = group_curves(s, i);
   return err;
 }
 
@@ -600,6 +671,8 @@ static int run_optimal(const struct study *s, struct work *w, size_t k, double t
                        gsl_rng *noise, double *t) {
   size_t n = s->o->jobs;
   int err = 0;
+  for (size_t j = 0; j < n && !err; j++)
+    err = group_curves(s, w->gi[j]);
   for (size_t j = 0; j < n && !err; j++) {
     size_t gi = w->gi[j];
     w->jp[j] = w->jt[j];

@@ -151,11 +151,13 @@ static int job_rows(const struct pflex_model *m, const struct pflex_jobset *js, 
 }
 
 /* One SD per group: pflex_shrink_fold_sd of the predictions against the
- * measured PFIs over the other folds. */
+ * measured PFIs over the other folds (all at once: pflex_shrink_fold_sds). */
 static double *fold_sds(const double *pred, const struct pflex_jobset *js, const int *fold) {
   double *sd = calloc(js->n ? js->n : 1, sizeof *sd);
-  for (size_t i = 0; sd && i < js->n; i++)
-    sd[i] = pflex_shrink_fold_sd(pred, js->pfi_true, fold, js->n, i);
+  if (sd && pflex_shrink_fold_sds(pred, js->pfi_true, fold, js->n, sd)) {
+    free(sd);
+    sd = NULL;
+  }
   return sd;
 }
 

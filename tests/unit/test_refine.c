@@ -373,6 +373,58 @@ static void test_reset(void **state) {
   pflex_refine_prior_free(fam);
 }
 
+/* A job's templates read once (pflex_refine_templates_new) and a mask give
+ * the same prior, bit for bit, as the templates the mask keeps given as a
+ * list: the predicted curve, and the refined curve after observations (it
+ * reads the candidates); a table read for another job is refused. */
+static void test_table(void **state) {
+  struct fixture *f = *state;
+  struct pflex_refine_job job = job_of(f, PFLEX_REFINE_DATA), listed = job, fam = job;
+  struct pflex_curve_templates *t = NULL;
+  assert_int_equal(pflex_refine_templates_new(&job, &t), 0);
+  assert_int_equal(pflex_curve_templates_count(t), NT);
+  unsigned char use[NT];
+  const struct pflex_curve *sub[NT];
+  size_t nsub = 0;
+  for (size_t j = 0; j < NT; j++)
+    if ((use[j] = j != 2 && j != 5)) sub[nsub++] = f->tmpl[j];
+  listed.templates = sub;
+  listed.ntemplates = nsub;
+  job.table = t;
+  job.use = use;
+  struct pflex_refine_prior *a, *b;
+  assert_int_equal(pflex_refine_prior_new(&job, &a), 0);
+  assert_int_equal(pflex_refine_prior_new(&listed, &b), 0);
+  assert_true(pflex_curve_digest(pflex_refine_prior_curve(a)) ==
+              pflex_curve_digest(pflex_refine_prior_curve(b)));
+  struct pflex_refine *ra, *rb;
+  assert_int_equal(pflex_refine_new(a, NULL, &ra), 0);
+  assert_int_equal(pflex_refine_new(b, NULL, &rb), 0);
+  const double obs[][2] = {{3000, 5100}, {4200, 6900}};
+  for (size_t k = 0; k < 2; k++) {
+    assert_int_equal(pflex_refine_observe(ra, obs[k][0], obs[k][1]), 0);
+    assert_int_equal(pflex_refine_observe(rb, obs[k][0], obs[k][1]), 0);
+    for (double p = P_MIN; p <= P_MAX; p += 50)
+      assert_true(pflex_curve_eval(pflex_refine_curve(ra), p) ==
+                  pflex_curve_eval(pflex_refine_curve(rb), p));
+    assert_true(pflex_refine_confidence(ra) == pflex_refine_confidence(rb));
+  }
+  pflex_refine_free(ra);
+  pflex_refine_free(rb);
+  pflex_refine_prior_free(a);
+  pflex_refine_prior_free(b);
+  struct pflex_curve *c = NULL;
+  job.p_max = 5200; /* another job's range */
+  assert_int_equal(pflex_refine_predicted_curve(&job, &c), -EINVAL);
+  assert_int_equal(pflex_refine_prior_new(&job, &a), -EINVAL);
+  fam.ntemplates = 0;
+  struct pflex_curve_templates *none = NULL;
+  assert_int_equal(pflex_refine_templates_new(&fam, &none), -EINVAL);
+  assert_null(none);
+  assert_null(c);
+  pflex_curve_templates_free(t);
+}
+
 int main(void) {
   gsl_set_error_handler_off(); /* as the programs do */
   const struct CMUnitTest tests[] = {
@@ -380,7 +432,7 @@ int main(void) {
       cmocka_unit_test(test_noise),             cmocka_unit_test(test_single_observation),
       cmocka_unit_test(test_bad_input),         cmocka_unit_test(test_window),
       cmocka_unit_test(test_predicted_curve),   cmocka_unit_test(test_family_fit),
-      cmocka_unit_test(test_reset),
+      cmocka_unit_test(test_reset),             cmocka_unit_test(test_table),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
