@@ -72,4 +72,77 @@ EOF
   fail "default study"
 grep -q "^objective: tokens (total throughput, the paper's)" "$tmp/ref.txt" ||
   fail "the study does not print its objective"
+# Mixed throughput units (twin population --mixed-units): the same jobs, each
+# in a unit of its own; progress does not depend on units (the study's
+# progress results on the mixed column are those on tokens_per_s, but for
+# Eq. 2, whose weights hold P_max / T_max), tokens does (a sum of mixed
+# units), and the study says so.
+"$PFLEX" twin population --jobs 100 --seed 7 --gpus A100,H100,H200,H100-PCIE --mixed-units \
+  --out "$tmp/mix.csv" >/dev/null 2>&1 || fail "twin population --mixed-units"
+cut -d, -f1-17 "$tmp/mix.csv" | cmp -s - <(cut -d, -f1-17 "$tmp/pop.csv") ||
+  fail "--mixed-units changed the jobs"
+head -1 "$tmp/mix.csv" | grep -q ',throughput,throughput_sd,tput_unit$' || fail "no unit columns"
+for col in throughput tokens_per_s; do
+  for ob in tokens progress; do
+    "$PFLEX" study "$tmp/mix.csv" --tput-column "$col" --objective "$ob" --json --workloads 10 \
+      --scenarios random --model prior --strategies equal,pfi,optimal,oracle --cuts 20,40 \
+      >"$tmp/u_${col}_$ob.json" 2>"$tmp/u_${col}_$ob.err" || fail "study --tput-column $col"
+  done
+done
+grep -q "note: the throughput mixes units" "$tmp/u_throughput_tokens.err" ||
+  fail "no note on mixed units"
+python3 - "$tmp" <<'EOF2' || fail "units"
+import json, sys
+d = {(c, o): json.load(open(f"{sys.argv[1]}/u_{c}_{o}.json"))
+     for c in ("throughput", "tokens_per_s") for o in ("tokens", "progress")}
+key = lambda r: (r["strategy"], r["prediction"], r["cut"])
+p_mix = {key(r): r["gap_recovered"] for r in d["throughput", "progress"]["results"]}
+p_tok = {key(r): r["gap_recovered"] for r in d["tokens_per_s", "progress"]["results"]}
+assert p_mix.keys() == p_tok.keys()
+for k in p_mix:  # the values are written to 10 digits: equal to rounding
+    if p_mix[k] is not None and k[0] != "pfi":  # Eq. 2 weighs by P_max / T_max: unit-bound
+        assert abs(p_mix[k] - p_tok[k]) < 1e-4, (k, p_mix[k], p_tok[k])
+t_mix = {key(r): r["gap_recovered"] for r in d["throughput", "tokens"]["results"]}
+t_tok = {key(r): r["gap_recovered"] for r in d["tokens_per_s", "tokens"]["results"]}
+moved = [k for k in t_mix if k[0] == "optimal" and abs(t_mix[k] - t_tok[k]) > 0.02]
+assert moved, "tokens did not depend on the units"
+EOF2
+
+# allocate --shrink: optimal on curves shrunk toward the equal cut; on the
+# measured (true) curves never worse than equal; the JSON says what was
+# shrunk; so wide a band that no move is worth it keeps the equal cut.
+for z in 0 1; do
+  "$PFLEX" allocate "$tmp/pop.csv" --cut 30 --objective progress --shrink "$z" --json \
+    >"$tmp/a$z.json" 2>/dev/null || fail "allocate --shrink $z"
+done
+"$PFLEX" allocate "$tmp/pop.csv" --cut 30 --objective progress --strategy equal --json \
+  >"$tmp/aeq.json" 2>/dev/null || fail "allocate equal"
+"$PFLEX" allocate "$PFLEX_SOURCE_DIR/examples/jobs.json" --cut 30 --shrink 10 --pfi-sd 0.5 --json \
+  >"$tmp/awide.json" 2>/dev/null || fail "allocate --shrink 10"
+"$PFLEX" allocate "$PFLEX_SOURCE_DIR/examples/jobs.json" --cut 30 --strategy equal --json \
+  >"$tmp/awide_eq.json" 2>/dev/null || fail "allocate equal (jobs.json)"
+rc=0
+"$PFLEX" allocate "$tmp/pop.csv" --cut 30 --strategy pfi --shrink 1 >/dev/null 2>"$tmp/apfi.err" || rc=$?
+[ "$rc" -eq 2 ] && grep -q "shrink applies to --strategy optimal" "$tmp/apfi.err" ||
+  fail "--shrink with pfi not refused"
+python3 - "$tmp" <<'EOF2' || fail "allocate --shrink"
+import json, sys
+t = sys.argv[1]
+a0, a1, eq = (json.load(open(f"{t}/{n}.json")) for n in ("a0", "a1", "aeq"))
+assert "shrink" not in a0 and "anchor_w" not in a0["jobs"][0]
+sh = a1["shrink"]
+assert sh["z"] == 1 and sh["pfi_sd"] == 0.241 and sh["anchor"] == "equal"
+for j, e in zip(a1["jobs"], eq["jobs"]):
+    assert abs(j["anchor_w"] - e["power_w"]) < 1e-6 * e["power_w"], (j, e)
+    assert 0 < j["shrink_gain"] <= 1 <= j["shrink_loss"]
+assert abs(a1["total_w"] - eq["total_w"]) < 1e-6 * eq["total_w"]
+assert a1["weighted_tput"] >= eq["weighted_tput"] * (1 - 1e-9)
+assert a1["weighted_tput"] <= a0["weighted_tput"] * (1 + 1e-6)
+assert sh["jobs_moved"] > 0 and not sh["kept_anchors"]
+w, weq = (json.load(open(f"{t}/{n}.json")) for n in ("awide", "awide_eq"))
+assert w["shrink"]["kept_anchors"] and w["shrink"]["jobs_moved"] == 0
+for j, e in zip(w["jobs"], weq["jobs"]):
+    assert j["power_w"] == j["anchor_w"] and abs(j["power_w"] - e["power_w"]) < 1e-9 * e["power_w"]
+    assert abs(j["tput"] - e["tput"]) < 1e-9 * e["tput"]
+EOF2
 echo "study_fair: ok"
