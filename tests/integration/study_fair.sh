@@ -3,9 +3,14 @@
 # optimal's shrinkage toward the equal cut on mixed-GPU clusters of the twin
 # (A100, H100, H200 and the PCIe H100) under the progress objective from the
 # population prior alone, and LOCO folds that cannot be fitted reported
-# without a number. Asserted: the issue's target that is met (worse than
-# equal in at most 1% of workloads at every cut); the one that is not (90%
-# of the gap after two rounds) is printed, met or not (docs/study.md).
+# without a number; mixed throughput units; allocate --shrink. Asserted, on
+# two populations (seeds 7 and 3): the issue's target that is met (worse
+# than equal in at most 1% of workloads at every cut, at round 0 from the
+# prior alone and after two closed-loop rounds), and what the closed loop
+# reaches with --shrink 1 (docs/study.md: 65-89% of the gap at every 20-40%
+# cut after two rounds, asserted as at least 60% at every cut and 75% on
+# average, each round learning more); the issue's 90% after two rounds,
+# not met, is printed (met or not).
 source "$(dirname "$0")/cli_common.bash"
 set -e
 
@@ -17,9 +22,14 @@ for z in 0 1; do
     >"$tmp/z$z.json" 2>"$tmp/z$z.err" || fail "study --shrink $z: $(cat "$tmp/z$z.err")"
 done
 grep -q "note: --model prior" "$tmp/z1.err" || fail "no note on --model prior"
-python3 - "$tmp/z0.json" "$tmp/z1.json" <<'EOF' || fail "shrinkage on mixed clusters"
+"$PFLEX" twin population --jobs 100 --seed 3 --gpus A100,H100,H200,H100-PCIE \
+  --out "$tmp/pop3.csv" >/dev/null 2>&1 || fail "twin population --seed 3"
+"$PFLEX" study "$tmp/pop3.csv" --json --workloads 40 --scenarios random --objective progress \
+  --model prior --strategies equal,optimal,oracle --cuts 20:40:5 --rounds 2 --shrink 1 \
+  >"$tmp/s3.json" 2>"$tmp/s3.err" || fail "study seed 3: $(cat "$tmp/s3.err")"
+python3 - "$tmp/z0.json" "$tmp/z1.json" "$tmp/s3.json" <<'EOF' || fail "shrinkage on mixed clusters"
 import json, sys
-plain, shrunk = (json.load(open(p)) for p in sys.argv[1:3])
+plain, shrunk, seed3 = (json.load(open(p)) for p in sys.argv[1:4])
 assert shrunk["objective"] == "progress" and shrunk["shrink"] == 1 and plain["shrink"] == 0
 for r in shrunk["results"]:
     assert r["other"]["objective"] == "tokens" and "worse_than_equal" in r and r["progress"] > 0
@@ -47,6 +57,17 @@ for pred in ("prior", "true"):
     w = get(shrunk, pred, 0, "worse_than_equal")
     print(f"{pred} round 0, worse than equal with shrinkage: {max(w.values()):.1%} at worst")
     assert max(w.values()) <= 0.01, (pred, w)
+# What the closed loop reaches with --shrink 1 on both populations: every
+# round learns, two rounds recover at least 60% of the gap at every cut and
+# 75% on average, never worse than equal in more than 1% of the workloads.
+for name, d in (("seed 7", shrunk), ("seed 3", seed3)):
+    g = [get(d, "prior", r, "gap_recovered") for r in (0, 1, 2)]
+    w = [get(d, "prior", r, "worse_than_equal") for r in (0, 2)]
+    print(f"{name}: gap recovered after 0/1/2 rounds (mean of 20-40%): "
+          + " / ".join(f"{mean(x):.1%}" for x in g) + f"; after two, {min(g[2].values()):.1%} at worst")
+    assert mean(g[0]) < mean(g[1]) < mean(g[2]), (name, g)
+    assert min(g[2].values()) >= 0.6 and mean(g[2]) >= 0.75, (name, g[2])
+    assert max(w[0].values()) <= 0.01 and max(w[1].values()) <= 0.01, (name, w)
 EOF
 
 # LOCO honest: without arch and task columns every group is one cluster,
