@@ -333,9 +333,9 @@ static void print_table(const struct pflex_jobset *set, enum pflex_alloc_strateg
   cli_print_provenance(stdout, set->provenance);
   if (sh) allocate_shrink_print(sh);
   if (s->gap_bound > 0)
-    printf("note: some curves are not concave; the optimum may be up to %.3g (weighted "
+    printf("note: some %scurves are not concave; the optimum may be up to %.3g (weighted "
            "throughput) higher than this allocation (docs/allocation.md)\n",
-           s->gap_bound);
+           sh ? "shrunk " : "", s->gap_bound);
   if (st == PFLEX_ALLOC_ORACLE)
     printf("note: oracle is optimal on the curves given, taken as the true curves\n");
 }
