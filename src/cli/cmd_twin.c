@@ -311,8 +311,7 @@ static const struct cli_option population_options[] = {
 static const struct cli_spec population_spec = {
     .name = "twin population",
     .help_cmd = "twin",
-    .usage = "pflex twin population --jobs N [--seed S] [--gpus LIST] [--mixed-units] "
-             "[--out FILE]",
+    .usage = "pflex twin population --jobs N [--seed S] [--gpus LIST] [--out FILE]",
     .about = "Draws N new simulated jobs (GPU types from LIST, default H100/H200; Acme GPU "
              "counts) with 6-cap sweeps in each GPU's limit range and telemetry; writes FILE "
              "(runs CSV) or prints a summary.",
