@@ -248,6 +248,9 @@ struct pflex_twin_population_opts {
   const char *const *gpus; /* GPU types to draw from with equal odds (twin names);
                               NULL: H100 and H200 */
   size_t ngpus;
+  bool mixed_units; /* each job's throughput also in a unit drawn per job (tokens/s,
+                       samples/s, iterations/s): extra columns throughput, throughput_sd,
+                       tput_unit (docs/twin.md); false: tokens/s only */
 };
 
 /* Draws opts->jobs new jobs from the job model (other models and sizes, GPU

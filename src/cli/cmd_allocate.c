@@ -22,6 +22,12 @@
 #include "pflex/pfi.h"
 #include "pflex/runs_provenance.h"
 
+#include "cli/allocate_shrink.h"
+
+/* --pfi-sd's default: the paper's leave-one-out RMSE of its model (i)
+ * (docs/paper.md, docs/study.md), a PFI prediction's typical error. */
+#define DEFAULT_PFI_SD 0.241
+
 struct args {
   double cut, target_w;
   enum pflex_alloc_strategy strategy;
@@ -30,6 +36,7 @@ struct args {
   enum pflex_tput_unit unit;
   const char *set, *mapping, *caps_out;
   double reference_cap;
+  double shrink, pfi_sd;
   bool json, csv;
 };
 
@@ -62,6 +69,13 @@ static const struct cli_option options[] = {
                 "runs CSV: each group's run at W per GPU is its reference (uncapped) run; runs "
                 "above it are left out (default: the highest cap)"),
      .flags = CLI_OPEN_MIN},
+    {CLI_DOUBLE("shrink", "Z", A, shrink, 0, 100,
+                "optimal: shrink each job's curve toward its power in the equal cut by Z SDs of "
+                "its PFI's error, and keep the equal cut unless a move beats it on that "
+                "pessimistic bound (default 0: none; docs/allocation.md)")},
+    {CLI_DOUBLE("pfi-sd", "SD", A, pfi_sd, 0, 100,
+                "--shrink: the SD of a PFI's error (default 0.241, the paper's model (i) LOO "
+                "RMSE)")},
     {CLI_FLAG("json", A, json, "print JSON")},
     {CLI_FLAG("csv", A, csv, "print CSV, one row per job")},
     {CLI_END}};
@@ -229,7 +243,7 @@ static double job_pmax(const struct pflex_alloc_job *j) {
 
 static int print_json(const struct pflex_jobset *set, enum pflex_alloc_strategy st, double cut,
                       const struct pflex_alloc_result *r, const struct pflex_alloc_summary *s,
-                      json_t *notes) {
+                      json_t *notes, const struct allocate_shrink *sh) {
   json_t *root = json_object(), *arr = json_array();
   if (!root || !arr) {
     json_decref(arr);
@@ -251,6 +265,7 @@ static int print_json(const struct pflex_jobset *set, enum pflex_alloc_strategy 
   json_object_set_new(root, "weighted_tput",
                       isfinite(s->weighted_tput) ? json_real(s->weighted_tput) : json_null());
   json_object_set_new(root, "gap_bound", json_real(s->gap_bound));
+  if (sh) json_object_set_new(root, "shrink", allocate_shrink_json(sh));
   for (size_t i = 0; i < set->n; i++) {
     const struct pflex_alloc_job *j = &set->jobs[i];
     json_t *o = json_object();
@@ -266,6 +281,7 @@ static int print_json(const struct pflex_jobset *set, enum pflex_alloc_strategy 
     json_object_set_new(o, "weight", json_real(j->weight));
     json_t *note = json_array_get(notes, i); /* a runs CSV's groups, as the jobs */
     if (json_is_string(note)) json_object_set(o, "reference_note", note);
+    if (sh) allocate_shrink_job_json(sh, i, o);
     json_array_append_new(arr, o);
   }
   json_object_set_new(root, "jobs", arr);
@@ -287,7 +303,8 @@ static void print_csv(const struct pflex_jobset *set, const struct pflex_alloc_r
 }
 
 static void print_table(const struct pflex_jobset *set, enum pflex_alloc_strategy st, double cut,
-                        const struct pflex_alloc_result *r, const struct pflex_alloc_summary *s) {
+                        const struct pflex_alloc_result *r, const struct pflex_alloc_summary *s,
+                        const struct allocate_shrink *sh) {
   const char *unit = pflex_tput_unit_absolute(set->unit) ? "tokens/s" : "relative";
   if (s->target_w >= s->max_w)
     printf("strategy %s: target %.1f W is at or above the jobs' %.1f W uncapped: no cut is "
@@ -314,10 +331,11 @@ static void print_table(const struct pflex_jobset *set, enum pflex_alloc_strateg
   printf("%-*s %5s %10.1f %10.1f %8s %12.1f\n", (int)w, "total", "", s->total_w, s->max_w, "",
          s->total_tput);
   cli_print_provenance(stdout, set->provenance);
+  if (sh) allocate_shrink_print(sh);
   if (s->gap_bound > 0)
-    printf("note: some curves are not concave; the optimum may be up to %.3g (weighted "
+    printf("note: some %scurves are not concave; the optimum may be up to %.3g (weighted "
            "throughput) higher than this allocation (docs/allocation.md)\n",
-           s->gap_bound);
+           sh ? "shrunk " : "", s->gap_bound);
   if (st == PFLEX_ALLOC_ORACLE)
     printf("note: oracle is optimal on the curves given, taken as the true curves\n");
 }
@@ -361,7 +379,8 @@ static int run(int argc, char **argv) {
                    .target_w = NAN,
                    .strategy = PFLEX_ALLOC_OPTIMAL,
                    .objective = PFLEX_OBJECTIVE_TOKENS,
-                   .unit = PFLEX_TPUT_TOKENS_PER_S};
+                   .unit = PFLEX_TPUT_TOKENS_PER_S,
+                   .pfi_sd = DEFAULT_PFI_SD};
   struct cli_parsed p;
   int perr = cli_parse(&spec, argc, argv, &a, &p);
   if (perr) return cli_parse_status(perr);
@@ -376,11 +395,16 @@ static int run(int argc, char **argv) {
   const char *path = p.operands[0];
   struct pflex_jobset set;
   pflex_jobset_init(&set);
+  if (a.shrink > 0 && st != PFLEX_ALLOC_OPTIMAL) {
+    cli_usage_error(&spec, "--shrink applies to --strategy optimal");
+    return PFLEX_EXIT_USAGE;
+  }
   if (!a.mapping != !a.caps_out) {
     cli_usage_error(&spec, "--mapping and --caps-out go together");
     return PFLEX_EXIT_USAGE;
   }
   json_t *notes = NULL;
+  struct allocate_shrink shrink = {0}, *sh = a.shrink > 0 ? &shrink : NULL;
   if (load(path, &a, &set, &notes)) return PFLEX_EXIT_FAIL;
   int status = PFLEX_EXIT_FAIL;
   struct pflex_alloc_result *r = calloc(set.n ? set.n : 1, sizeof *r);
@@ -407,7 +431,15 @@ static int run(int argc, char **argv) {
     }
   }
   struct pflex_alloc_summary s;
-  err = pflex_alloc_run(set.jobs, set.n, st, target, &opts, r, &s);
+  size_t bad_pfi = 0;
+  err = sh ? allocate_shrunk(set.jobs, set.n, target, a.shrink, a.pfi_sd, &opts, r, &s, sh,
+                             &bad_pfi)
+           : pflex_alloc_run(set.jobs, set.n, st, target, &opts, r, &s);
+  if (sh && err == -EINVAL) {
+    cli_error("--shrink: job '%s' has no PFI (a jobs file's \"pfi\" or its curve's points)",
+              set.jobs[bad_pfi].name ? set.jobs[bad_pfi].name : "?");
+    goto out;
+  }
   if (err == -PFLEX_E_INFEASIBLE) {
     /* Rounded down: a cut of the printed size must be feasible. */
     cli_error("target %.1f W is infeasible: the jobs need at least %.1f W (their floors and "
@@ -422,14 +454,15 @@ static int run(int argc, char **argv) {
   cut = s.max_w > 0 ? fmax(0, 1 - target / s.max_w) : 0; /* a target above the total: none */
   if (a.mapping && write_caps(&a, &set, r, st, target)) goto out;
   if (json) {
-    if (print_json(&set, st, cut, r, &s, notes)) goto out;
+    if (print_json(&set, st, cut, r, &s, notes, sh)) goto out;
   } else if (csv) {
     print_csv(&set, r);
   } else {
-    print_table(&set, st, cut, r, &s);
+    print_table(&set, st, cut, r, &s, sh);
   }
   status = PFLEX_EXIT_OK;
 out:
+  if (sh) allocate_shrink_release(sh);
   free(r);
   json_decref(notes);
   pflex_jobset_release(&set);

@@ -473,6 +473,34 @@ static void print_notes(const struct args *a, const struct pflex_study_data *d) 
             p->loco_unfitted);
 }
 
+/* A runs file whose tput_unit column (a real archive's, or `pflex twin
+ * population --mixed-units`) names more than one unit: a sum of its
+ * throughputs means nothing, their shares of each job's T_max do. */
+static void note_mixed_units(const struct args *a, const struct pflex_runset *runs) {
+  size_t k;
+  if (pflex_runset_find_column(runs, "tput_unit", &k)) return;
+  const char *first = NULL, *other = NULL;
+  for (size_t i = 0; i < runs->n && !other; i++) {
+    const char *u = runs->runs[i].extra[k];
+    if (!*u) continue;
+    if (!first) first = u;
+    else if (strcmp(u, first) != 0) other = u;
+  }
+  if (!other) return;
+  if (a->so.objective == PFLEX_OBJECTIVE_TOKENS)
+    fprintf(stderr,
+            "note: the throughput mixes units (tput_unit: %s, %s, ...): --objective tokens "
+            "sums numbers that are not comparable; --objective progress does not depend on "
+            "units\n",
+            first, other);
+  else
+    fprintf(stderr,
+            "note: the throughput mixes units (tput_unit: %s, %s, ...): progress counts each "
+            "job's share of its own T_max, whatever its unit; the tokens figures are sums of "
+            "numbers that are not comparable\n",
+            first, other);
+}
+
 /* Runs the study on the data; prints its error. */
 static int study(const struct args *a, const struct pflex_study_data *d,
                  struct pflex_study_result **res, size_t *nres) {
@@ -523,6 +551,7 @@ static int run(int argc, char **argv) {
     d.jobs.provenance =
         pflex_provenance_combine(d.jobs.provenance, pflex_runs_provenance(&train, NULL, 0));
   print_notes(&a, &d);
+  note_mixed_units(&a, &all);
   if (study(&a, &d, &res, &nres)) goto done;
   const struct pflex_study_result *hp =
       pflex_study_find(res, nres, PFLEX_SCENARIO_PRODUCTION, PFLEX_ALLOC_PFI,

@@ -288,6 +288,7 @@ static int cmd_check(int argc, char **argv) {
 struct population_args {
   uint64_t jobs, seed;
   const char *out, *gpus;
+  bool mixed_units;
 };
 
 static const struct cli_option population_options[] = {
@@ -301,6 +302,10 @@ static const struct cli_option population_options[] = {
     {CLI_STRING("gpus", "LIST", struct population_args, gpus,
                 "GPU types to draw from with equal odds, comma-separated (e.g. "
                 "A100,H100,H200,L40S; default H100,H200)")},
+    {CLI_FLAG("mixed-units", struct population_args, mixed_units,
+              "also write each job's throughput in a unit drawn per job (tokens/s, samples/s, "
+              "iterations/s): columns throughput, throughput_sd, tput_unit (read them with "
+              "--tput-column throughput)")},
     {CLI_END}};
 
 static const struct cli_spec population_spec = {
@@ -354,7 +359,8 @@ static int cmd_population(int argc, char **argv) {
   uint64_t jobs = a.jobs, seed = a.seed;
   const char *out = a.out;
   struct pflex_runset set;
-  struct pflex_twin_population_opts po = {.jobs = (size_t)jobs, .seed = seed};
+  struct pflex_twin_population_opts po = {
+      .jobs = (size_t)jobs, .seed = seed, .mixed_units = a.mixed_units};
   char buf[1024];
   const char *names[POP_MAX_TYPES];
   if (a.gpus) {

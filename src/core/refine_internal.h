@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 
+#include <gsl/gsl_interp.h>
 #include <gsl/gsl_min.h>
 
 #include "pflex/curve.h"
@@ -26,6 +27,13 @@ struct refine_corr {
   double p_min, p_max, t_max;
   size_t n;
   double *ap, *ar; /* anchors: power, ratio or throughput (sorted, merged) */
+  /* Data shape: the map from the re-predicted curve's throughput to the
+   * refined one through the knots (sx -> sy, max_obs + 2 each), a monotone
+   * C1 Steffen interpolant (sm; NULL: piecewise linear, knot_eval's
+   * segments). */
+  double *sx, *sy;
+  size_t sn;
+  gsl_interp *sm;
   double tp[REFINE_CORR_TABLE], tt[REFINE_CORR_TABLE];
 };
 

@@ -110,6 +110,50 @@ static void sweep_caps(const struct pflex_twin_gpu *gpu, double caps[6]) {
     caps[i] = pflex_gpu_cap_relative(paper[i], gpu->cap_min_w, gpu->tdp_w);
 }
 
+/* Mixed throughput units (opts->mixed_units): each job's unit, the tokens
+ * one of it holds, and its runs' throughput in it. A sample is one sequence
+ * (seq_len tokens); an iteration one optimizer step over the job's global
+ * batch, taken as batch sequences per GPU (a simplification: with tensor or
+ * pipeline parallelism fewer GPUs share a sequence; the twin does not model
+ * the split). Names as a real archive writes them. */
+static const char *const unit_names[] = {"tokens/s", "samples/s", "iterations/s"};
+#define NUNITS (sizeof unit_names / sizeof unit_names[0])
+
+static double tokens_per_unit(size_t kind, const struct pflex_run *run) {
+  double seq = run->have & PFLEX_RUN_SEQ_LEN ? run->seq_len : 1;
+  double batch = run->have & PFLEX_RUN_BATCH ? run->batch : 1;
+  return kind == 0 ? 1 : kind == 1 ? seq : seq * batch * run->gpus;
+}
+
+/* Writes every run's throughput (and its SD) in its job's unit, drawn per
+ * job with equal odds from a stream of its own (the jobs stay those of the
+ * same seed without mixed units), into the columns throughput,
+ * throughput_sd and tput_unit; tokens_per_s stays, the twin's ground truth. */
+static int mixed_units(struct pflex_runset *set, uint64_t seed) {
+  gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+  if (!rng) return -ENOMEM;
+  gsl_rng_set(rng, (unsigned long)(seed * 2654435761u + 104729u));
+  const char *group = NULL;
+  size_t kind = 0;
+  int err = 0;
+  for (size_t i = 0; i < set->n && !err; i++) {
+    const struct pflex_run *run = &set->runs[i];
+    if (!group || strcmp(group, run->group) != 0) {
+      kind = gsl_rng_uniform_int(rng, NUNITS);
+      group = run->group;
+    }
+    double per = tokens_per_unit(kind, run);
+    char v[32], sd[32];
+    snprintf(v, sizeof v, "%.10g", run->tput / per);
+    snprintf(sd, sizeof sd, "%.10g", run->have & PFLEX_RUN_TPUT_SD ? run->tput_sd / per : 0.0);
+    err = pflex_runset_set_extra(set, i, "throughput", v);
+    if (!err) err = pflex_runset_set_extra(set, i, "throughput_sd", sd);
+    if (!err) err = pflex_runset_set_extra(set, i, "tput_unit", unit_names[kind]);
+  }
+  gsl_rng_free(rng);
+  return err;
+}
+
 int pflex_twin_population(const struct pflex_twin_population_opts *opts,
                           struct pflex_runset *ret_set) {
   if (!opts || !ret_set || !opts->jobs) return -EINVAL;
@@ -186,6 +230,7 @@ int pflex_twin_population(const struct pflex_twin_population_opts *opts,
     r = pflex_twin_sweep(gpu, &job, name, "population", "simulated", caps, 6, opts->seed, &set);
   }
   gsl_rng_free(rng);
+  if (r >= 0 && opts->mixed_units) r = mixed_units(&set, opts->seed);
   if (r < 0) {
     pflex_runset_release(&set);
     return r;

@@ -3,9 +3,14 @@
 # optimal's shrinkage toward the equal cut on mixed-GPU clusters of the twin
 # (A100, H100, H200 and the PCIe H100) under the progress objective from the
 # population prior alone, and LOCO folds that cannot be fitted reported
-# without a number. Asserted: the issue's target that is met (worse than
-# equal in at most 1% of workloads at every cut); the one that is not (90%
-# of the gap after two rounds) is printed, met or not (docs/study.md).
+# without a number; mixed throughput units; allocate --shrink. Asserted, on
+# two populations (seeds 7 and 3): the issue's target that is met (worse
+# than equal in at most 1% of workloads at every cut, at round 0 from the
+# prior alone and after two closed-loop rounds), and what the closed loop
+# reaches with --shrink 1 (docs/study.md: 65-89% of the gap at every 20-40%
+# cut after two rounds, asserted as at least 60% at every cut and 75% on
+# average, each round learning more); the issue's 90% after two rounds,
+# not met, is printed (met or not).
 source "$(dirname "$0")/cli_common.bash"
 set -e
 
@@ -17,9 +22,14 @@ for z in 0 1; do
     >"$tmp/z$z.json" 2>"$tmp/z$z.err" || fail "study --shrink $z: $(cat "$tmp/z$z.err")"
 done
 grep -q "note: --model prior" "$tmp/z1.err" || fail "no note on --model prior"
-python3 - "$tmp/z0.json" "$tmp/z1.json" <<'EOF' || fail "shrinkage on mixed clusters"
+"$PFLEX" twin population --jobs 100 --seed 3 --gpus A100,H100,H200,H100-PCIE \
+  --out "$tmp/pop3.csv" >/dev/null 2>&1 || fail "twin population --seed 3"
+"$PFLEX" study "$tmp/pop3.csv" --json --workloads 40 --scenarios random --objective progress \
+  --model prior --strategies equal,optimal,oracle --cuts 20:40:5 --rounds 2 --shrink 1 \
+  >"$tmp/s3.json" 2>"$tmp/s3.err" || fail "study seed 3: $(cat "$tmp/s3.err")"
+python3 - "$tmp/z0.json" "$tmp/z1.json" "$tmp/s3.json" <<'EOF' || fail "shrinkage on mixed clusters"
 import json, sys
-plain, shrunk = (json.load(open(p)) for p in sys.argv[1:3])
+plain, shrunk, seed3 = (json.load(open(p)) for p in sys.argv[1:4])
 assert shrunk["objective"] == "progress" and shrunk["shrink"] == 1 and plain["shrink"] == 0
 for r in shrunk["results"]:
     assert r["other"]["objective"] == "tokens" and "worse_than_equal" in r and r["progress"] > 0
@@ -47,6 +57,17 @@ for pred in ("prior", "true"):
     w = get(shrunk, pred, 0, "worse_than_equal")
     print(f"{pred} round 0, worse than equal with shrinkage: {max(w.values()):.1%} at worst")
     assert max(w.values()) <= 0.01, (pred, w)
+# What the closed loop reaches with --shrink 1 on both populations: every
+# round learns, two rounds recover at least 60% of the gap at every cut and
+# 75% on average, never worse than equal in more than 1% of the workloads.
+for name, d in (("seed 7", shrunk), ("seed 3", seed3)):
+    g = [get(d, "prior", r, "gap_recovered") for r in (0, 1, 2)]
+    w = [get(d, "prior", r, "worse_than_equal") for r in (0, 2)]
+    print(f"{name}: gap recovered after 0/1/2 rounds (mean of 20-40%): "
+          + " / ".join(f"{mean(x):.1%}" for x in g) + f"; after two, {min(g[2].values()):.1%} at worst")
+    assert mean(g[0]) < mean(g[1]) < mean(g[2]), (name, g)
+    assert min(g[2].values()) >= 0.6 and mean(g[2]) >= 0.75, (name, g[2])
+    assert max(w[0].values()) <= 0.01 and max(w[1].values()) <= 0.01, (name, w)
 EOF
 
 # LOCO honest: without arch and task columns every group is one cluster,
@@ -72,4 +93,77 @@ EOF
   fail "default study"
 grep -q "^objective: tokens (total throughput, the paper's)" "$tmp/ref.txt" ||
   fail "the study does not print its objective"
+# Mixed throughput units (twin population --mixed-units): the same jobs, each
+# in a unit of its own; progress does not depend on units (the study's
+# progress results on the mixed column are those on tokens_per_s, but for
+# Eq. 2, whose weights hold P_max / T_max), tokens does (a sum of mixed
+# units), and the study says so.
+"$PFLEX" twin population --jobs 100 --seed 7 --gpus A100,H100,H200,H100-PCIE --mixed-units \
+  --out "$tmp/mix.csv" >/dev/null 2>&1 || fail "twin population --mixed-units"
+cut -d, -f1-17 "$tmp/mix.csv" | cmp -s - <(cut -d, -f1-17 "$tmp/pop.csv") ||
+  fail "--mixed-units changed the jobs"
+head -1 "$tmp/mix.csv" | grep -q ',throughput,throughput_sd,tput_unit$' || fail "no unit columns"
+for col in throughput tokens_per_s; do
+  for ob in tokens progress; do
+    "$PFLEX" study "$tmp/mix.csv" --tput-column "$col" --objective "$ob" --json --workloads 10 \
+      --scenarios random --model prior --strategies equal,pfi,optimal,oracle --cuts 20,40 \
+      >"$tmp/u_${col}_$ob.json" 2>"$tmp/u_${col}_$ob.err" || fail "study --tput-column $col"
+  done
+done
+grep -q "note: the throughput mixes units" "$tmp/u_throughput_tokens.err" ||
+  fail "no note on mixed units"
+python3 - "$tmp" <<'EOF2' || fail "units"
+import json, sys
+d = {(c, o): json.load(open(f"{sys.argv[1]}/u_{c}_{o}.json"))
+     for c in ("throughput", "tokens_per_s") for o in ("tokens", "progress")}
+key = lambda r: (r["strategy"], r["prediction"], r["cut"])
+p_mix = {key(r): r["gap_recovered"] for r in d["throughput", "progress"]["results"]}
+p_tok = {key(r): r["gap_recovered"] for r in d["tokens_per_s", "progress"]["results"]}
+assert p_mix.keys() == p_tok.keys()
+for k in p_mix:  # the values are written to 10 digits: equal to rounding
+    if p_mix[k] is not None and k[0] != "pfi":  # Eq. 2 weighs by P_max / T_max: unit-bound
+        assert abs(p_mix[k] - p_tok[k]) < 1e-4, (k, p_mix[k], p_tok[k])
+t_mix = {key(r): r["gap_recovered"] for r in d["throughput", "tokens"]["results"]}
+t_tok = {key(r): r["gap_recovered"] for r in d["tokens_per_s", "tokens"]["results"]}
+moved = [k for k in t_mix if k[0] == "optimal" and abs(t_mix[k] - t_tok[k]) > 0.02]
+assert moved, "tokens did not depend on the units"
+EOF2
+
+# allocate --shrink: optimal on curves shrunk toward the equal cut; on the
+# measured (true) curves never worse than equal; the JSON says what was
+# shrunk; so wide a band that no move is worth it keeps the equal cut.
+for z in 0 1; do
+  "$PFLEX" allocate "$tmp/pop.csv" --cut 30 --objective progress --shrink "$z" --json \
+    >"$tmp/a$z.json" 2>/dev/null || fail "allocate --shrink $z"
+done
+"$PFLEX" allocate "$tmp/pop.csv" --cut 30 --objective progress --strategy equal --json \
+  >"$tmp/aeq.json" 2>/dev/null || fail "allocate equal"
+"$PFLEX" allocate "$PFLEX_SOURCE_DIR/examples/jobs.json" --cut 30 --shrink 10 --pfi-sd 0.5 --json \
+  >"$tmp/awide.json" 2>/dev/null || fail "allocate --shrink 10"
+"$PFLEX" allocate "$PFLEX_SOURCE_DIR/examples/jobs.json" --cut 30 --strategy equal --json \
+  >"$tmp/awide_eq.json" 2>/dev/null || fail "allocate equal (jobs.json)"
+rc=0
+"$PFLEX" allocate "$tmp/pop.csv" --cut 30 --strategy pfi --shrink 1 >/dev/null 2>"$tmp/apfi.err" || rc=$?
+[ "$rc" -eq 2 ] && grep -q "shrink applies to --strategy optimal" "$tmp/apfi.err" ||
+  fail "--shrink with pfi not refused"
+python3 - "$tmp" <<'EOF2' || fail "allocate --shrink"
+import json, sys
+t = sys.argv[1]
+a0, a1, eq = (json.load(open(f"{t}/{n}.json")) for n in ("a0", "a1", "aeq"))
+assert "shrink" not in a0 and "anchor_w" not in a0["jobs"][0]
+sh = a1["shrink"]
+assert sh["z"] == 1 and sh["pfi_sd"] == 0.241 and sh["anchor"] == "equal"
+for j, e in zip(a1["jobs"], eq["jobs"]):
+    assert abs(j["anchor_w"] - e["power_w"]) < 1e-6 * e["power_w"], (j, e)
+    assert 0 < j["shrink_gain"] <= 1 <= j["shrink_loss"]
+assert abs(a1["total_w"] - eq["total_w"]) < 1e-6 * eq["total_w"]
+assert a1["weighted_tput"] >= eq["weighted_tput"] * (1 - 1e-9)
+assert a1["weighted_tput"] <= a0["weighted_tput"] * (1 + 1e-6)
+assert sh["jobs_moved"] > 0 and not sh["kept_anchors"]
+w, weq = (json.load(open(f"{t}/{n}.json")) for n in ("awide", "awide_eq"))
+assert w["shrink"]["kept_anchors"] and w["shrink"]["jobs_moved"] == 0
+for j, e in zip(w["jobs"], weq["jobs"]):
+    assert j["power_w"] == j["anchor_w"] and abs(j["power_w"] - e["power_w"]) < 1e-9 * e["power_w"]
+    assert abs(j["tput"] - e["tput"]) < 1e-9 * e["tput"]
+EOF2
 echo "study_fair: ok"

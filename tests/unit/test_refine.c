@@ -201,6 +201,42 @@ static void test_single_observation(void **state) {
   }
 }
 
+/* The data shape's refined curve passes through every observation, rises
+ * monotonically and has no kink there (C1): with a kink the optimizer parks
+ * a job where it was observed, and the next round learns nothing new. The
+ * true curve is linear, unlike every template, so the predicted slopes are
+ * wrong on both sides of each observation. */
+static void test_smooth_knots(void **state) {
+  struct fixture *f = *state;
+  struct pflex_curve_point pts[] = {{.power_w = P_MIN, .tput = 0.25 * T_MAX},
+                                    {.power_w = P_MAX, .tput = T_MAX}};
+  struct pflex_curve *lin;
+  assert_int_equal(pflex_curve_new_measured(pts, 2, PFLEX_INTERP_LINEAR, &lin), 0);
+  struct pflex_refine_job job = job_of(f, PFLEX_REFINE_DATA);
+  struct pflex_refine_prior *prior;
+  assert_int_equal(pflex_refine_prior_new(&job, &prior), 0);
+  struct pflex_refine *r;
+  assert_int_equal(pflex_refine_new(prior, NULL, &r), 0);
+  static const double pw[] = {3000, 4400};
+  for (size_t k = 0; k < 2; k++) {
+    assert_int_equal(pflex_refine_observe(r, pw[k], pflex_curve_eval(lin, pw[k])), 0);
+    const struct pflex_curve *c = pflex_refine_curve(r);
+    for (size_t i = 0; i <= k; i++) {
+      double p = pw[i], h = 2.0;
+      NEAR(pflex_curve_eval(c, p), pflex_curve_eval(lin, p), 1e-9 * T_MAX);
+      double left = (pflex_curve_eval(c, p) - pflex_curve_eval(c, p - h)) / h;
+      double right = (pflex_curve_eval(c, p + h) - pflex_curve_eval(c, p)) / h;
+      assert_true(left > 0 && right > 0);
+      assert_true(fabs(left - right) < 0.02 * fmax(left, right));
+    }
+    for (double p = P_MIN; p < P_MAX; p += 10)
+      assert_true(pflex_curve_eval(c, p + 10) >= pflex_curve_eval(c, p) - 1e-9 * T_MAX);
+  }
+  pflex_refine_free(r);
+  pflex_refine_prior_free(prior);
+  pflex_curve_free(lin);
+}
+
 /* Bad observations are refused and change nothing; bad jobs and options too. */
 static void test_bad_input(void **state) {
   struct fixture *f = *state;
@@ -433,6 +469,7 @@ int main(void) {
       cmocka_unit_test(test_bad_input),         cmocka_unit_test(test_window),
       cmocka_unit_test(test_predicted_curve),   cmocka_unit_test(test_family_fit),
       cmocka_unit_test(test_reset),             cmocka_unit_test(test_table),
+      cmocka_unit_test(test_smooth_knots),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -443,6 +443,46 @@ static void test_population_gpus(void **state) {
   assert_int_equal(pflex_twin_population(&u, &set), -EINVAL);
 }
 
+/* --mixed-units: the same jobs and runs as without it, each job's runs in
+ * one unit drawn per job, every unit drawn, each value the tokens/s divided
+ * by that unit's tokens (1, seq_len, or seq_len x batch x GPUs), SD alike. */
+static void test_population_mixed_units(void **state) {
+  (void)state;
+  struct pflex_twin_population_opts o = {.jobs = 60, .seed = 3}, m = o;
+  m.mixed_units = true;
+  struct pflex_runset a, b;
+  assert_int_equal(pflex_twin_population(&o, &a), 0);
+  assert_int_equal(pflex_twin_population(&m, &b), 0);
+  assert_int_equal(a.n, b.n);
+  assert_int_equal(a.nextra + 3, b.nextra);
+  size_t kv, ks, ku, seen[3] = {0};
+  assert_int_equal(pflex_runset_find_column(&a, "tput_unit", &ku), -ENOENT);
+  assert_int_equal(pflex_runset_find_column(&b, "throughput", &kv), 0);
+  assert_int_equal(pflex_runset_find_column(&b, "throughput_sd", &ks), 0);
+  assert_int_equal(pflex_runset_find_column(&b, "tput_unit", &ku), 0);
+  static const char *const units[] = {"tokens/s", "samples/s", "iterations/s"};
+  for (size_t i = 0; i < b.n; i++) {
+    const struct pflex_run *x = &a.runs[i], *y = &b.runs[i];
+    assert_string_equal(x->group, y->group);
+    assert_float_equal(x->tput, y->tput, 0);
+    assert_float_equal(x->power_w, y->power_w, 0);
+    const char *u = y->extra[ku];
+    size_t k = 0;
+    while (k < 3 && strcmp(u, units[k]) != 0)
+      k++;
+    assert_true(k < 3);
+    if (i % 6 == 0) seen[k]++;
+    else assert_string_equal(u, b.runs[i - 1].extra[ku]); /* one unit per job */
+    double per = k == 0 ? 1 : k == 1 ? y->seq_len : (double)y->seq_len * y->batch * y->gpus;
+    assert_true(fabs(strtod(y->extra[kv], NULL) * per - y->tput) <= 1e-9 * y->tput);
+    assert_true(fabs(strtod(y->extra[ks], NULL) * per - y->tput_sd) <= 1e-9 * y->tput + 1e-12);
+  }
+  for (size_t k = 0; k < 3; k++)
+    assert_true(seen[k] >= 8); /* 60 jobs, odds 1/3 each: mean 20, SD 3.7 */
+  pflex_runset_release(&a);
+  pflex_runset_release(&b);
+}
+
 /* The twin's limits are the GPU table's (one source), and NVML-style names
  * find the right board form. */
 static void test_gpu_table_limits(void **state) {
@@ -477,6 +517,7 @@ int main(void) {
       cmocka_unit_test(test_population),
       cmocka_unit_test(test_population_mix),
       cmocka_unit_test(test_population_gpus),
+      cmocka_unit_test(test_population_mixed_units),
       cmocka_unit_test(test_gpu_table_limits),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
