@@ -11,6 +11,10 @@
 #define SETTLE_ROUNDS 2 /* a cap (or no cap) holds this long before its reading counts */
 #define OBS_EVERY_ROUNDS 10
 #define EMA 0.3
+/* A cap binds when it is this far under the job's uncapped draw per GPU; the
+ * ratio of draw to cap is then the limiter's, not the job's demand. */
+#define BINDING 0.97
+#define RATIO_MIN 0.9
 
 void ctl_jobset_init(struct ctl_jobset *js) {
   memset(js, 0, sizeof *js);
@@ -321,6 +325,17 @@ static bool observe(struct ctl_job *j) {
   return true;
 }
 
+/* The draw under a binding cap that held (a reading that predates the cap,
+ * or one of a cap above the job's demand, says nothing about the limiter). */
+static void learn_draw_ratio(struct ctl_job *j) {
+  bool binding = !j->uncapped && j->p_max > 0 && j->held_rounds >= SETTLE_ROUNDS &&
+                 isfinite(j->limit_w) && j->gpus * j->limit_w < BINDING * j->p_max;
+  if (!binding) return;
+  double r = j->power_w / (j->gpus * j->limit_w);
+  if (!(r >= RATIO_MIN && r <= 1.0)) return; /* loading, stalled, or not yet under the cap */
+  j->draw_ratio = j->draw_ratio > 0 ? (1 - EMA) * j->draw_ratio + EMA * r : r;
+}
+
 void ctl_job_resolve_class(struct ctl_job *j, const struct ctl_config *cfg) {
   j->cls = j->meta.class_name[0] ? ctl_config_class_named(cfg, j->meta.class_name) : NULL;
   if (!j->cls) j->cls = ctl_config_class_for(cfg, j->id);
@@ -337,6 +352,7 @@ size_t ctl_jobset_learn(struct ctl_jobset *js, const struct ctl_config *cfg) {
     if (!j->present || !j->complete || j->gpus == 0) continue;
     learn_uncapped(j);
     obs += observe(j);
+    learn_draw_ratio(j);
     (void)ensure_curve(js, j, cfg->prior_pfi); /* without a curve the job keeps its floor */
     j->probe = !(j->p_max > 0) && !(j->t_est > 0);
     ctl_job_resolve_class(j, cfg);

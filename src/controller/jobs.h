@@ -49,6 +49,11 @@ struct ctl_job {
   double model_pfi;                /* the model's prediction from its telemetry (0: none) */
   bool relative;                   /* no throughput known: the curve's T_max is 1 */
   size_t observations;
+  /* What its GPUs draw under a binding cap, as a share of the cap (a limiter
+   * holds the draw a little under it: 0.97-0.99 on the twin's jobs); 0 until
+   * measured. The plan divides a job's cap by it, so that the job draws the
+   * power it was allotted (jobs.c, learn_draw_ratio). */
+  double draw_ratio;
   /* Decided this round. */
   const struct ctl_class *cls; /* by the job's class name, else by match; NULL */
   double weight;               /* the job's weight, else its class's, else 1 */

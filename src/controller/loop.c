@@ -258,7 +258,7 @@ static void record(struct ctl_controller *c, double now, bool has_target, double
     if (a)
       a[na++] = (struct ctl_alloc_row){
           j->id,        j->gpus,  j->power_w,           j->cap_w, j->has_tput ? j->tput : NAN,
-          j->pred_tput, j->t_max, ctl_job_confidence(j)};
+          j->pred_tput, j->t_max, ctl_job_confidence(j),  j->cls ? j->cls->name : NULL};
   }
   r.tput = tput;
   r.tput_uncapped = tput_un;

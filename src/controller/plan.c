@@ -176,6 +176,15 @@ static double probe_shares(struct ctl_jobset *js, double left_w) {
   return taken;
 }
 
+/* The cap under which a job draws power_w: the curve's cap for that draw,
+ * over the share of a binding cap its GPUs were seen to draw (jobs.h,
+ * draw_ratio), rounded down. */
+static double binding_cap(const struct ctl_job *j, const struct pflex_curve *c, double power_w) {
+  double cap = pflex_curve_cap_for_power(c, power_w, j->gpus, j->min_w, j->max_w);
+  if (j->draw_ratio > 0) cap /= j->draw_ratio;
+  return floor(fmin(fmax(cap, j->min_w), j->max_w));
+}
+
 int ctl_plan(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset *js,
              const struct ctl_config *cfg, double budget_w, double target_w, double unseen_w,
              struct ctl_plan_summary *ret) {
@@ -210,8 +219,7 @@ int ctl_plan(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset *js,
      * demand stays bounded; any other job gets the cap of its power. */
     bool at_top = res[k].power_w >= 0.999 * pmax && j->p_max > 0;
     j->cap_w = at_top ? fmin(j->max_w, ceil(1.03 * res[k].power_w / j->gpus))
-                      : floor(pflex_curve_cap_for_power(aj[k].curve, res[k].power_w, j->gpus,
-                                                        j->min_w, j->max_w));
+                      : binding_cap(j, aj[k].curve, res[k].power_w);
     s.pred_tput += isfinite(res[k].tput) ? res[k].tput : 0;
   }
   s.jobs = n;

@@ -2,6 +2,7 @@
 #include "controller/store.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +11,9 @@
 
 #include "pflex/error.h"
 
-#define SCHEMA_VERSION 1
+/* 2: allocations.class (the job's class, NULL: none), for the report's
+ * per-class figure; a version 1 store gains the column on open. */
+#define SCHEMA_VERSION 2
 
 struct ctl_store {
   sqlite3 *db;
@@ -30,7 +33,7 @@ static const char SCHEMA[] =
     "CREATE INDEX IF NOT EXISTS rounds_t ON rounds(t);"
     "CREATE TABLE IF NOT EXISTS allocations (round_id INTEGER NOT NULL, job TEXT NOT NULL,"
     " gpus INTEGER, power_w REAL, cap_w REAL, tput REAL, pred_tput REAL, tput_uncapped REAL,"
-    " confidence REAL);"
+    " confidence REAL, class TEXT);"
     "CREATE INDEX IF NOT EXISTS allocations_round ON allocations(round_id);"
     "CREATE TABLE IF NOT EXISTS compliance (t REAL NOT NULL, event_id INTEGER NOT NULL,"
     " target_w REAL NOT NULL, measured_w REAL NOT NULL, compliant INTEGER NOT NULL);"
@@ -54,8 +57,16 @@ static int check_schema(struct ctl_store *st, char *err, size_t errlen) {
     return -PFLEX_E_SCHEMA;
   }
   if (version == 0 &&
-      sqlite3_exec(st->db, "INSERT INTO meta VALUES('schema','1')", NULL, NULL, NULL))
+      sqlite3_exec(st->db, "INSERT INTO meta VALUES('schema','2')", NULL, NULL, NULL))
     return fail(st, err, errlen, "schema");
+  if (version == 1 &&
+      sqlite3_exec(st->db,
+                   "BEGIN; ALTER TABLE allocations ADD COLUMN class TEXT;"
+                   " UPDATE meta SET value='2' WHERE key='schema'; COMMIT;",
+                   NULL, NULL, NULL)) {
+    sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+    return fail(st, err, errlen, "schema 1 to 2");
+  }
   return 0;
 }
 
@@ -65,7 +76,8 @@ static int prepare_all(struct ctl_store *st) {
                             "caps_w,tput,tput_uncapped,compliant,nodes,unreachable,jobs,alloc_ms,"
                             "round_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                             -1, &st->ins_round, NULL) ||
-         sqlite3_prepare_v2(st->db, "INSERT INTO allocations VALUES (?,?,?,?,?,?,?,?,?)", -1,
+         sqlite3_prepare_v2(st->db, "INSERT INTO allocations (round_id,job,gpus,power_w,cap_w,tput,pred_tput,"
+                            "tput_uncapped,confidence,class) VALUES (?,?,?,?,?,?,?,?,?,?)", -1,
                             &st->ins_alloc, NULL) ||
          sqlite3_prepare_v2(st->db, "INSERT INTO compliance VALUES (?,?,?,?,?)", -1, &st->ins_comp,
                             NULL) ||
@@ -262,6 +274,10 @@ static int insert_allocs(struct ctl_store *st, int64_t round_id, const struct ct
                   a[i].pred_tput, a[i].tput_uncapped, a[i].confidence};
     for (int k = 0; k < 6; k++)
       sqlite3_bind_double(q, 4 + k, d[k]);
+    if (a[i].cls)
+      sqlite3_bind_text(q, 10, a[i].cls, -1, SQLITE_STATIC);
+    else
+      sqlite3_bind_null(q, 10);
     if (step_reset(q) < 0) return -EIO;
   }
   return 0;
@@ -362,6 +378,54 @@ int ctl_store_rounds(struct ctl_store *st, double from, double to, struct ctl_ro
     r->jobs = sqlite3_column_int(q, 12);
     r->alloc_ms = sqlite3_column_double(q, 13);
     r->round_ms = sqlite3_column_double(q, 14);
+  }
+  sqlite3_finalize(q);
+  if (rc < 0) {
+    free(v);
+    return rc;
+  }
+  *ret = v;
+  *ret_n = n;
+  return 0;
+}
+
+int ctl_store_class_rounds(struct ctl_store *st, double from, double to,
+                           struct ctl_class_row **ret, size_t *ret_n) {
+  sqlite3_stmt *q;
+  if (sqlite3_prepare_v2(st->db,
+                         "SELECT r.t, a.class, COUNT(*), SUM(a.power_w),"
+                         " SUM(CASE WHEN a.tput IS NOT NULL AND a.tput_uncapped > 0"
+                         " THEN a.tput END),"
+                         " SUM(CASE WHEN a.tput IS NOT NULL AND a.tput_uncapped > 0"
+                         " THEN a.tput_uncapped END)"
+                         " FROM allocations a JOIN rounds r ON r.id = a.round_id"
+                         " WHERE r.t>=? AND r.t<=? GROUP BY r.id, a.class ORDER BY r.t, a.class",
+                         -1, &q, NULL))
+    return -EIO;
+  sqlite3_bind_double(q, 1, from);
+  sqlite3_bind_double(q, 2, to);
+  struct ctl_class_row *v = NULL;
+  size_t n = 0, cap = 0;
+  int rc = 0;
+  while (rc == 0 && sqlite3_step(q) == SQLITE_ROW) {
+    if (n == cap) {
+      cap = cap ? cap * 2 : 64;
+      void *p = realloc(v, cap * sizeof *v);
+      if (!p) {
+        rc = -ENOMEM;
+        break;
+      }
+      v = p;
+    }
+    struct ctl_class_row *r = &v[n++];
+    r->t = sqlite3_column_double(q, 0);
+    const unsigned char *cls = sqlite3_column_text(q, 1);
+    snprintf(r->cls, sizeof r->cls, "%s", cls ? (const char *)cls : "");
+    r->jobs = sqlite3_column_int(q, 2);
+    r->power_w = sqlite3_column_double(q, 3);
+    bool known = sqlite3_column_type(q, 5) != SQLITE_NULL;
+    r->tput = known ? sqlite3_column_double(q, 4) : NAN;
+    r->tput_uncapped = known ? sqlite3_column_double(q, 5) : NAN;
   }
   sqlite3_finalize(q);
   if (rc < 0) {
