@@ -164,9 +164,15 @@ int ctl_jobset_gather(struct ctl_jobset *js, const struct ctl_node *nodes, size_
   return 0;
 }
 
-/* The uncapped point: an exponential average over settled uncapped rounds. */
+/* The uncapped point: an exponential average over settled uncapped rounds
+ * in which the job reports its throughput. A job that reports none may be
+ * loading (its weights, a checkpoint: minutes at idle power on a real
+ * cluster), and its draw then is not its P_max: a curve built on it would
+ * pin the job at its least power once it trains. Until it reports, it is
+ * probed (plan.c: the equal share, held near its draw while it draws well
+ * under it). */
 static void learn_uncapped(struct ctl_job *j) {
-  if (!j->uncapped) {
+  if (!j->uncapped || !j->has_tput) {
     j->rounds_uncapped = 0;
     return;
   }
