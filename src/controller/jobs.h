@@ -59,6 +59,7 @@ struct ctl_job {
   double weight;               /* the job's weight, else its class's, else 1 */
   double floor_frac;           /* least throughput / T_max: the stricter of class and job */
   double alloc_w, cap_w, pred_tput;
+  bool at_top; /* given its whole uncapped draw: its cap sits above what it draws */
 };
 
 struct ctl_jobset {

@@ -184,6 +184,7 @@ static double probe_shares(struct ctl_jobset *js, double left_w) {
     if (loading) cap = fmin(cap, 1.2 * j->power_w / j->gpus);
     j->cap_w = floor(fmin(fmax(cap, j->min_w), j->max_w));
     j->probe_cap_w = j->cap_w == share ? share : 0;
+    j->at_top = false;
     j->alloc_w = j->cap_w * j->gpus;
     j->pred_tput = NAN;
     /* A job loading draws far under even its least cap: it counts at its
@@ -239,6 +240,7 @@ int ctl_plan(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset *js,
      * it (a cap above the natural draw changes nothing), so that a rise of its
      * demand stays bounded; any other job gets the cap of its power. */
     bool at_top = res[k].power_w >= 0.999 * pmax && j->p_max > 0;
+    j->at_top = at_top;
     j->cap_w = at_top ? fmin(j->max_w, ceil(1.03 * res[k].power_w / j->gpus))
                       : binding_cap(j, aj[k].curve, res[k].power_w);
     s.pred_tput += isfinite(res[k].tput) ? res[k].tput : 0;
