@@ -341,43 +341,29 @@ int ctl_store_resume_get(struct ctl_store *st, struct ctl_resume *ret) {
   return 0;
 }
 
-int ctl_store_rounds(struct ctl_store *st, double from, double to, struct ctl_round_row **ret,
-                     size_t *ret_n) {
+/* Runs a query of rows between from and to (its two parameters), each
+ * read by row() into an element of size bytes of a growing array; *ret freed
+ * with free(). */
+static int query_rows(struct ctl_store *st, const char *sql, double from, double to, size_t size,
+                      void (*row)(sqlite3_stmt *q, void *elem), void **ret, size_t *ret_n) {
   sqlite3_stmt *q;
-  if (sqlite3_prepare_v2(st->db,
-                         "SELECT t,IFNULL(event_id,0),target_w,budget_w,measured_w,offset_w,caps_w,"
-                         "tput,tput_uncapped,compliant,nodes,unreachable,jobs,alloc_ms,round_ms "
-                         "FROM rounds WHERE t>=? AND t<=? ORDER BY t",
-                         -1, &q, NULL))
-    return -EIO;
+  if (sqlite3_prepare_v2(st->db, sql, -1, &q, NULL)) return -EIO;
   sqlite3_bind_double(q, 1, from);
   sqlite3_bind_double(q, 2, to);
-  struct ctl_round_row *v = NULL;
+  char *v = NULL;
   size_t n = 0, cap = 0;
   int rc = 0;
   while (sqlite3_step(q) == SQLITE_ROW) {
     if (n == cap) {
       cap = cap ? cap * 2 : 64;
-      void *p = realloc(v, cap * sizeof *v);
+      void *p = realloc(v, cap * size);
       if (!p) {
         rc = -ENOMEM;
         break;
       }
       v = p;
     }
-    struct ctl_round_row *r = &v[n++];
-    r->t = sqlite3_column_double(q, 0);
-    r->event_id = sqlite3_column_int64(q, 1);
-    double *d[] = {&r->target_w, &r->budget_w, &r->measured_w,   &r->offset_w,
-                   &r->caps_w,   &r->tput,     &r->tput_uncapped};
-    for (int i = 0; i < 7; i++)
-      *d[i] = sqlite3_column_double(q, 2 + i);
-    r->compliant = sqlite3_column_int(q, 9);
-    r->nodes = sqlite3_column_int(q, 10);
-    r->unreachable = sqlite3_column_int(q, 11);
-    r->jobs = sqlite3_column_int(q, 12);
-    r->alloc_ms = sqlite3_column_double(q, 13);
-    r->round_ms = sqlite3_column_double(q, 14);
+    row(q, v + size * n++);
   }
   sqlite3_finalize(q);
   if (rc < 0) {
@@ -389,50 +375,57 @@ int ctl_store_rounds(struct ctl_store *st, double from, double to, struct ctl_ro
   return 0;
 }
 
+static void round_row(sqlite3_stmt *q, void *elem) {
+  struct ctl_round_row *r = elem;
+  r->t = sqlite3_column_double(q, 0);
+  r->event_id = sqlite3_column_int64(q, 1);
+  double *d[] = {&r->target_w, &r->budget_w, &r->measured_w,   &r->offset_w,
+                 &r->caps_w,   &r->tput,     &r->tput_uncapped};
+  for (int i = 0; i < 7; i++)
+    *d[i] = sqlite3_column_double(q, 2 + i);
+  r->compliant = sqlite3_column_int(q, 9);
+  r->nodes = sqlite3_column_int(q, 10);
+  r->unreachable = sqlite3_column_int(q, 11);
+  r->jobs = sqlite3_column_int(q, 12);
+  r->alloc_ms = sqlite3_column_double(q, 13);
+  r->round_ms = sqlite3_column_double(q, 14);
+}
+
+int ctl_store_rounds(struct ctl_store *st, double from, double to, struct ctl_round_row **ret,
+                     size_t *ret_n) {
+  void *v = NULL;
+  int rc = query_rows(st,
+                      "SELECT t,IFNULL(event_id,0),target_w,budget_w,measured_w,offset_w,caps_w,"
+                      "tput,tput_uncapped,compliant,nodes,unreachable,jobs,alloc_ms,round_ms "
+                      "FROM rounds WHERE t>=? AND t<=? ORDER BY t",
+                      from, to, sizeof **ret, round_row, &v, ret_n);
+  if (rc == 0) *ret = v;
+  return rc;
+}
+
+static void class_row(sqlite3_stmt *q, void *elem) {
+  struct ctl_class_row *r = elem;
+  r->t = sqlite3_column_double(q, 0);
+  const unsigned char *cls = sqlite3_column_text(q, 1);
+  snprintf(r->cls, sizeof r->cls, "%s", cls ? (const char *)cls : "");
+  r->jobs = sqlite3_column_int(q, 2);
+  r->power_w = sqlite3_column_double(q, 3);
+  bool known = sqlite3_column_type(q, 5) != SQLITE_NULL;
+  r->tput = known ? sqlite3_column_double(q, 4) : NAN;
+  r->tput_uncapped = known ? sqlite3_column_double(q, 5) : NAN;
+}
+
 int ctl_store_class_rounds(struct ctl_store *st, double from, double to,
                            struct ctl_class_row **ret, size_t *ret_n) {
-  sqlite3_stmt *q;
-  if (sqlite3_prepare_v2(st->db,
-                         "SELECT r.t, a.class, COUNT(*), SUM(a.power_w),"
-                         " SUM(CASE WHEN a.tput IS NOT NULL AND a.tput_uncapped > 0"
-                         " THEN a.tput END),"
-                         " SUM(CASE WHEN a.tput IS NOT NULL AND a.tput_uncapped > 0"
-                         " THEN a.tput_uncapped END)"
-                         " FROM allocations a JOIN rounds r ON r.id = a.round_id"
-                         " WHERE r.t>=? AND r.t<=? GROUP BY r.id, a.class ORDER BY r.t, a.class",
-                         -1, &q, NULL))
-    return -EIO;
-  sqlite3_bind_double(q, 1, from);
-  sqlite3_bind_double(q, 2, to);
-  struct ctl_class_row *v = NULL;
-  size_t n = 0, cap = 0;
-  int rc = 0;
-  while (rc == 0 && sqlite3_step(q) == SQLITE_ROW) {
-    if (n == cap) {
-      cap = cap ? cap * 2 : 64;
-      void *p = realloc(v, cap * sizeof *v);
-      if (!p) {
-        rc = -ENOMEM;
-        break;
-      }
-      v = p;
-    }
-    struct ctl_class_row *r = &v[n++];
-    r->t = sqlite3_column_double(q, 0);
-    const unsigned char *cls = sqlite3_column_text(q, 1);
-    snprintf(r->cls, sizeof r->cls, "%s", cls ? (const char *)cls : "");
-    r->jobs = sqlite3_column_int(q, 2);
-    r->power_w = sqlite3_column_double(q, 3);
-    bool known = sqlite3_column_type(q, 5) != SQLITE_NULL;
-    r->tput = known ? sqlite3_column_double(q, 4) : NAN;
-    r->tput_uncapped = known ? sqlite3_column_double(q, 5) : NAN;
-  }
-  sqlite3_finalize(q);
-  if (rc < 0) {
-    free(v);
-    return rc;
-  }
-  *ret = v;
-  *ret_n = n;
-  return 0;
+  void *v = NULL;
+  int rc = query_rows(st,
+                      "SELECT r.t, a.class, COUNT(*), SUM(a.power_w),"
+                      " SUM(CASE WHEN a.tput IS NOT NULL AND a.tput_uncapped > 0 THEN a.tput END),"
+                      " SUM(CASE WHEN a.tput IS NOT NULL AND a.tput_uncapped > 0"
+                      " THEN a.tput_uncapped END)"
+                      " FROM allocations a JOIN rounds r ON r.id = a.round_id"
+                      " WHERE r.t>=? AND r.t<=? GROUP BY r.id, a.class ORDER BY r.t, a.class",
+                      from, to, sizeof **ret, class_row, &v, ret_n);
+  if (rc == 0) *ret = v;
+  return rc;
 }
