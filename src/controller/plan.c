@@ -124,15 +124,23 @@ static int allocate(struct pflex_alloc_job *aj, size_t n, double jobs_w,
   return rc;
 }
 
+/* The least limit of a node's GPUs: no fallback goes below it. */
+static double node_floor_w(const struct ctl_node *nd) {
+  double f = 0;
+  for (size_t g = 0; g < nd->ngpus; g++)
+    f = fmax(f, nd->gpu[g].min_w);
+  return f;
+}
+
 /* Writes the jobs' caps onto their GPUs and each node's fallback: its
  * share (what it was allotted: a job at its full draw keeps an uncapped cap,
- * but was allotted only that draw), scaled so that the shares of all
- * reachable nodes sum to at most what the target leaves beside the
- * unreachable nodes' bounds (unreach_w), spread evenly over its GPUs, never
- * below their least limit. */
+ * but was allotted only that draw), spread evenly over its GPUs, the part
+ * above their least limit scaled so that the fallbacks of all reachable
+ * nodes sum to at most what the target leaves beside the unreachable nodes'
+ * bounds (unreach_w), as long as the least limits fit in it. */
 static void spread(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset *js, double target_w,
                    double unreach_w, struct ctl_plan_summary *s) {
-  double shares = 0;
+  double shares = 0, floors = 0;
   for (size_t k = 0; k < nnodes; k++) {
     struct ctl_node *nd = &nodes[k];
     nd->fallback_w = 0;
@@ -145,16 +153,16 @@ static void spread(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset *js,
       nd->fallback_w += mine ? fmin(j->cap_w, j->alloc_w / j->gpus) : nd->cap_w[g];
     }
     shares += nd->fallback_w;
+    floors += node_floor_w(nd) * nd->ngpus;
   }
   double left = fmax(0.0, target_w - unreach_w);
-  double scale = shares > left ? left / shares : 1.0;
+  double scale = shares > left && shares > floors ? fmax(0.0, left - floors) / (shares - floors)
+                                                  : 1.0;
   for (size_t k = 0; k < nnodes; k++) {
     struct ctl_node *nd = &nodes[k];
     if (!nd->reachable || !nd->ngpus) continue;
-    double floor_w = 0;
-    for (size_t g = 0; g < nd->ngpus; g++)
-      floor_w = fmax(floor_w, nd->gpu[g].min_w);
-    nd->fallback_w = fmax(floor(nd->fallback_w * scale / nd->ngpus), floor_w);
+    double floor_w = node_floor_w(nd), per = nd->fallback_w / nd->ngpus;
+    nd->fallback_w = floor(floor_w + fmax(0.0, per - floor_w) * scale);
     s->fallback_w += nd->fallback_w * nd->ngpus;
   }
 }
