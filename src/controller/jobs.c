@@ -373,3 +373,34 @@ const struct pflex_curve *ctl_job_curve(const struct ctl_job *j) {
 double ctl_job_confidence(const struct ctl_job *j) {
   return j->refine ? pflex_refine_confidence(j->refine) : 0;
 }
+
+size_t ctl_jobset_learnt(const struct ctl_jobset *js, struct ctl_learnt_row *v, size_t max) {
+  size_t n = 0;
+  for (size_t i = 0; i < js->n && n < max; i++) {
+    const struct ctl_job *j = &js->v[i];
+    if (!j->present || !(j->p_max > 0 || j->t_est > 0)) continue;
+    struct ctl_learnt_row *r = &v[n++];
+    snprintf(r->job, sizeof r->job, "%s", j->id);
+    r->p_max = j->p_max;
+    r->t_max = j->t_max;
+    r->t_est = j->t_est;
+    r->draw_ratio = j->draw_ratio;
+  }
+  return n;
+}
+
+int ctl_jobset_seed(struct ctl_jobset *js, const struct ctl_learnt_row *v, size_t n, double now) {
+  size_t sorted_n = js->n;
+  for (size_t i = 0; i < n; i++) {
+    struct ctl_job *j = find_or_add(js, sorted_n, v[i].job);
+    if (!j) return -ENOMEM;
+    reset_round(j);
+    j->last_seen = now;
+    j->p_max = v[i].p_max > 0 ? v[i].p_max : 0;
+    j->t_max = v[i].t_max > 0 ? v[i].t_max : 0;
+    j->t_est = v[i].t_est > 0 ? v[i].t_est : 0;
+    j->draw_ratio = v[i].draw_ratio >= RATIO_MIN && v[i].draw_ratio <= 1 ? v[i].draw_ratio : 0;
+  }
+  if (js->n) qsort(js->v, js->n, sizeof *js->v, cmp_job);
+  return 0;
+}

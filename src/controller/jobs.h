@@ -11,6 +11,7 @@
 #include "controller/agent_json.h"
 #include "controller/config.h"
 #include "controller/nodes.h"
+#include "controller/store.h"
 #include "pflex/predict.h"
 #include "pflex/refine.h"
 
@@ -94,6 +95,15 @@ void ctl_job_resolve_class(struct ctl_job *j, const struct ctl_config *cfg);
  * caps to the refinement, and makes sure every present job has a curve.
  * prior_pfi: the population prior. Returns observations made this round. */
 size_t ctl_jobset_learn(struct ctl_jobset *js, const struct ctl_config *cfg);
+
+/* What was learnt of the present jobs (P_max, T_max or its estimate, the
+ * draw ratio), for the store: at most max rows into v; returns the count. */
+size_t ctl_jobset_learnt(const struct ctl_jobset *js, struct ctl_learnt_row *v, size_t max);
+/* A restarted controller's jobs as the store kept them: each added (not
+ * present until a node lists it, forgotten as usual if none does) with what
+ * was learnt, so that it is allocated on its curve at once instead of being
+ * probed again. -ENOMEM. */
+int ctl_jobset_seed(struct ctl_jobset *js, const struct ctl_learnt_row *v, size_t n, double now);
 
 /* The job's curve to allocate on (refined, or the prior), or NULL. */
 const struct pflex_curve *ctl_job_curve(const struct ctl_job *j);

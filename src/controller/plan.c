@@ -98,7 +98,10 @@ static void alloc_job(const struct ctl_job *j, const struct ctl_config *cfg, dou
     a->weight = w * scale;
   else
     a->weight = j->relative ? w * tok_per_w * j->prior_p_max : w;
-  if (floors && j->floor_frac > 0) a->min_tput = j->floor_frac * pflex_curve_t_max(a->curve);
+  /* The curve's throughput at its P_max: a refined curve without
+   * observations reports no T_max of its own (pflex_curve_t_max 0). */
+  double t_top = pflex_curve_eval(a->curve, pflex_curve_p_max(a->curve));
+  if (floors && j->floor_frac > 0) a->min_tput = j->floor_frac * t_top;
 }
 
 /* Runs the allocator; without floors, or with every job at its least, when

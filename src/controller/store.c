@@ -12,7 +12,8 @@
 #include "pflex/error.h"
 
 /* 2: allocations.class (the job's class, NULL: none), for the report's
- * per-class figure; a version 1 store gains the column on open. */
+ * per-class figure, and the learnt table (what a restarted controller keeps
+ * of its jobs); a version 1 store gains both on open. */
 #define SCHEMA_VERSION 2
 
 struct ctl_store {
@@ -37,7 +38,9 @@ static const char SCHEMA[] =
     "CREATE INDEX IF NOT EXISTS allocations_round ON allocations(round_id);"
     "CREATE TABLE IF NOT EXISTS compliance (t REAL NOT NULL, event_id INTEGER NOT NULL,"
     " target_w REAL NOT NULL, measured_w REAL NOT NULL, compliant INTEGER NOT NULL);"
-    "CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value REAL NOT NULL);";
+    "CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value REAL NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS learnt (job TEXT PRIMARY KEY, p_max REAL NOT NULL,"
+    " t_max REAL NOT NULL, t_est REAL NOT NULL, draw_ratio REAL NOT NULL);";
 
 static int fail(struct ctl_store *st, char *err, size_t errlen, const char *what) {
   if (err) snprintf(err, errlen, "%s: %s", what, st->db ? sqlite3_errmsg(st->db) : "out of memory");
@@ -341,15 +344,18 @@ int ctl_store_resume_get(struct ctl_store *st, struct ctl_resume *ret) {
   return 0;
 }
 
-/* Runs a query of rows between from and to (its two parameters), each
+/* Runs a query of rows between from and to (its two parameters, if it has
+ * them), each
  * read by row() into an element of size bytes of a growing array; *ret freed
  * with free(). */
 static int query_rows(struct ctl_store *st, const char *sql, double from, double to, size_t size,
                       void (*row)(sqlite3_stmt *q, void *elem), void **ret, size_t *ret_n) {
   sqlite3_stmt *q;
   if (sqlite3_prepare_v2(st->db, sql, -1, &q, NULL)) return -EIO;
-  sqlite3_bind_double(q, 1, from);
-  sqlite3_bind_double(q, 2, to);
+  if (sqlite3_bind_parameter_count(q) == 2) {
+    sqlite3_bind_double(q, 1, from);
+    sqlite3_bind_double(q, 2, to);
+  }
   char *v = NULL;
   size_t n = 0, cap = 0;
   int rc = 0;
@@ -426,6 +432,48 @@ int ctl_store_class_rounds(struct ctl_store *st, double from, double to,
                       " FROM allocations a JOIN rounds r ON r.id = a.round_id"
                       " WHERE r.t>=? AND r.t<=? GROUP BY r.id, a.class ORDER BY r.t, a.class",
                       from, to, sizeof **ret, class_row, &v, ret_n);
+  if (rc == 0) *ret = v;
+  return rc;
+}
+
+int ctl_store_learnt_set(struct ctl_store *st, const struct ctl_learnt_row *v, size_t n) {
+  sqlite3_stmt *q;
+  if (sqlite3_exec(st->db, "BEGIN; DELETE FROM learnt;", NULL, NULL, NULL)) {
+    sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+    return -EIO;
+  }
+  int rc = sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO learnt VALUES (?,?,?,?,?)", -1, &q,
+                              NULL)
+               ? -EIO
+               : 0;
+  for (size_t i = 0; rc == 0 && i < n; i++) {
+    sqlite3_bind_text(q, 1, v[i].job, -1, SQLITE_STATIC);
+    double d[] = {v[i].p_max, v[i].t_max, v[i].t_est, v[i].draw_ratio};
+    for (int k = 0; k < 4; k++)
+      sqlite3_bind_double(q, 2 + k, d[k]);
+    rc = step_reset(q);
+  }
+  sqlite3_finalize(q);
+  if (rc == 0 && sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL)) rc = -EIO;
+  if (rc < 0) sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+  return rc < 0 ? -EIO : 0;
+}
+
+static void learnt_row(sqlite3_stmt *q, void *elem) {
+  struct ctl_learnt_row *r = elem;
+  const unsigned char *id = sqlite3_column_text(q, 0);
+  snprintf(r->job, sizeof r->job, "%s", id ? (const char *)id : "");
+  r->p_max = sqlite3_column_double(q, 1);
+  r->t_max = sqlite3_column_double(q, 2);
+  r->t_est = sqlite3_column_double(q, 3);
+  r->draw_ratio = sqlite3_column_double(q, 4);
+}
+
+int ctl_store_learnt_get(struct ctl_store *st, struct ctl_learnt_row **ret, size_t *ret_n) {
+  void *v = NULL;
+  int rc = query_rows(st,
+                      "SELECT job, p_max, t_max, t_est, draw_ratio FROM learnt ORDER BY job",
+                      0, 0, sizeof **ret, learnt_row, &v, ret_n);
   if (rc == 0) *ret = v;
   return rc;
 }

@@ -323,6 +323,54 @@ static void the_draw_under_a_binding_cap_is_learnt(void **state) {
   assert_true(m->draw_ratio == 0);
 }
 
+/* A restarted controller finds its jobs capped (never uncapped): seeded with
+ * what the store kept, a job is allocated on its curve at once, not probed. */
+static void a_seeded_job_is_not_probed_again(void **state) {
+  struct fixture *f = *state;
+  struct ctl_learnt_row kept[1];
+  assert_int_equal(ctl_jobset_learnt(&f->js, kept, 1), 1); /* the first by id: dense */
+  assert_string_equal(kept[0].job, "dense");
+  struct ctl_jobset js;
+  ctl_jobset_init(&js);
+  assert_int_equal(ctl_jobset_seed(&js, kept, 1, 100), 0);
+  for (size_t g = 0; g < 8; g++)
+    f->nodes[0].gpu[g].limit_w = f->nodes[0].gpu[g].enforced_w = 500; /* capped */
+  for (int r = 0; r < 3; r++) {
+    assert_int_equal(ctl_jobset_gather(&js, f->nodes, 1, 100 + r, 120), 0);
+    ctl_jobset_learn(&js, &f->cfg);
+  }
+  const struct ctl_job *d = ctl_jobset_find(&js, "dense");
+  assert_non_null(d);
+  assert_false(d->probe);
+  assert_near(d->p_max, 8 * 690, 1e-6);
+  assert_near(d->t_max, 9000, 1e-6);
+  const struct pflex_curve *c = ctl_job_curve(d);
+  assert_non_null(c);
+  assert_near(pflex_curve_eval(c, pflex_curve_p_max(c)), 9000, 1e-6 * 9000);
+  ctl_jobset_release(&js);
+}
+
+/* A class's floor holds for a job whose curve has no observation yet (its
+ * curve reports no T_max of its own: the floor is taken at its P_max). */
+static void a_class_floor_holds_before_any_observation(void **state) {
+  struct fixture *f = *state;
+  f->cfg.nclasses = 1;
+  struct ctl_class *c = &f->cfg.classes[0];
+  memset(c, 0, sizeof *c);
+  snprintf(c->name, sizeof c->name, "keep");
+  snprintf(c->match, sizeof c->match, "dense");
+  c->weight = 1;
+  c->floor_pct = 90;
+  rounds(f, f->nodes, NNODES, 10, 1);
+  struct ctl_job *d = ctl_jobset_find(&f->js, "dense");
+  assert_true(d->observations == 0);
+  double uncapped = 8 * 690 + 8 * 660 + 16 * 680, target = 0.7 * uncapped;
+  struct ctl_plan_summary s;
+  assert_int_equal(ctl_plan(f->nodes, NNODES, &f->js, &f->cfg, target, target, 5600, &s), 0);
+  assert_false(s.infeasible);
+  if (!(d->pred_tput >= 0.9 * 9000 - 1e-6)) fail_msg("dense at %.0f of 9000", d->pred_tput);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(jobs_are_gathered_across_nodes, setup, teardown),
@@ -333,6 +381,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(a_target_below_the_floors_is_flagged, setup, teardown),
       cmocka_unit_test_setup_teardown(a_loading_job_is_probed_not_pinned, setup, teardown),
       cmocka_unit_test_setup_teardown(the_draw_under_a_binding_cap_is_learnt, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_seeded_job_is_not_probed_again, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_class_floor_holds_before_any_observation, setup, teardown),
       cmocka_unit_test(model_pfi_from_telemetry),
       cmocka_unit_test(templates_shape_the_curves),
   };

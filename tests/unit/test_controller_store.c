@@ -243,6 +243,33 @@ static void migrates_a_version_1_store(void **state) {
   sqlite3_close(db);
 }
 
+/* What was learnt of the jobs is replaced as a whole each time and read
+ * back as stored (a restarted controller seeds its jobs with it). */
+static void keeps_what_was_learnt_of_the_jobs(void **state) {
+  struct ctl_store *st = open_at("learnt.db");
+  struct ctl_learnt_row a[] = {{"j1", 5400, 40000, 0, 0.98}, {"j2", 0, 0, 12000, 0}};
+  assert_int_equal(ctl_store_learnt_set(st, a, 2), 0);
+  assert_int_equal(ctl_store_learnt_set(st, a + 1, 1), 0); /* j1 ended */
+  ctl_store_close(st);
+  st = open_at("learnt.db");
+  struct ctl_learnt_row *v = NULL;
+  size_t n = 0;
+  assert_int_equal(ctl_store_learnt_get(st, &v, &n), 0);
+  assert_int_equal(n, 1);
+  assert_string_equal(v[0].job, "j2");
+  assert_near(v[0].t_est, 12000, 0);
+  free(v);
+  assert_int_equal(ctl_store_learnt_set(st, a, 2), 0);
+  assert_int_equal(ctl_store_learnt_get(st, &v, &n), 0);
+  assert_int_equal(n, 2);
+  assert_string_equal(v[0].job, "j1");
+  assert_near(v[0].p_max, 5400, 0);
+  assert_near(v[0].t_max, 40000, 0);
+  assert_near(v[0].draw_ratio, 0.98, 0);
+  free(v);
+  ctl_store_close(st);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(resumes_after_a_clean_close, setup, teardown),
@@ -250,6 +277,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(refuses_a_newer_schema, setup, teardown),
       cmocka_unit_test_setup_teardown(sums_per_class, setup, teardown),
       cmocka_unit_test_setup_teardown(migrates_a_version_1_store, setup, teardown),
+      cmocka_unit_test_setup_teardown(keeps_what_was_learnt_of_the_jobs, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
