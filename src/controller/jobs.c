@@ -165,14 +165,17 @@ int ctl_jobset_gather(struct ctl_jobset *js, const struct ctl_node *nodes, size_
 }
 
 /* The uncapped point: an exponential average over settled uncapped rounds
- * in which the job reports its throughput. A job that reports none may be
- * loading (its weights, a checkpoint: minutes at idle power on a real
- * cluster), and its draw then is not its P_max: a curve built on it would
- * pin the job at its least power once it trains. Until it reports, it is
- * probed (plan.c: the equal share, held near its draw while it draws well
- * under it). */
+ * in which the job reports its throughput or draws at least its GPUs' least
+ * limit. A job that does neither may be loading (its weights, a checkpoint:
+ * minutes at idle power on a real cluster), and its draw then is not its
+ * P_max: a curve built on it would pin the job at its least power once it
+ * trains. Until then it is probed (plan.c: the equal share, held near its
+ * draw while it draws well under it). A job that never reports throughput
+ * but draws (no StatsD, no scrape) is learnt from its draw, so that its
+ * class's floor holds on its prior's shape. */
 static void learn_uncapped(struct ctl_job *j) {
-  if (!j->uncapped || !j->has_tput) {
+  bool drawing = j->power_w >= j->gpus * j->min_w;
+  if (!j->uncapped || !(j->has_tput || drawing)) {
     j->rounds_uncapped = 0;
     return;
   }

@@ -265,8 +265,8 @@ static void rounds(struct fixture *f, struct ctl_node *nodes, size_t n, int t0, 
   }
 }
 
-/* A job that reports no throughput yet (loading) is not given its draw as
- * its P_max: it is probed at the equal share, and counted at its draw, plus
+/* A job that reports no throughput yet and draws under its least limit
+ * (loading) is not given its draw as its P_max: it is probed at the equal share, and counted at its draw, plus
  * room for the largest rise one loading job can make to its cap. Once it
  * reports, its uncapped draw is learnt. */
 static void a_loading_job_is_probed_not_pinned(void **state) {
@@ -289,6 +289,18 @@ static void a_loading_job_is_probed_not_pinned(void **state) {
   double rise = fmax(1600 - 1.1 * 8 * 80, 1600 - 1.1 * 8 * 90);
   assert_near(s.fixed_w, 1.1 * 8 * 80 + 1.1 * 8 * 90 + rise, 1e-6);
   assert_true(s.fallback_w <= target);
+  /* A job that reports no throughput but draws above its least limit is
+   * not loading: its draw is its P_max (its class's floor holds on it). */
+  struct ctl_node silent[1];
+  node_init(&silent[0], "silent", 600, 0);
+  struct ctl_jobset js;
+  ctl_jobset_init(&js);
+  for (int r = 0; r < 4; r++) {
+    assert_int_equal(ctl_jobset_gather(&js, silent, 1, r, 120), 0);
+    ctl_jobset_learn(&js, &f->cfg);
+  }
+  assert_near(ctl_jobset_find(&js, "silent")->p_max, 8 * 600, 1e-6);
+  ctl_jobset_release(&js);
   /* It trains now: its draw while it reports throughput is its P_max. */
   node_init(&nodes[NNODES], "loading", 650, 30000);
   rounds(f, nodes, NNODES + 2, 20, 4);
