@@ -11,7 +11,9 @@
 #
 #   bench/bench_sim_scale.sh [BUILD_DIR] [NODES...]    (default: build 50 200 1000)
 #   env: CUT (30), DURATION (60 s), WARMUP (15 s), CHURN (300 s), TICK (1 s),
-#        FAULT (none; e.g. agent-kill:10), EXTRA (more sim-cluster options)
+#        SEED (1), FAULTS (none; a list run at every size, e.g.
+#        "none agent-kill:10 agent-stall:10 controller-kill:10"; FAULT, one,
+#        is the same), EXTRA (more sim-cluster options)
 set -euo pipefail
 build=${1:-build}
 shift || true
@@ -20,31 +22,39 @@ sizes=("$@")
 ctl="$build/pflex-controller"
 [ -x "$ctl" ] || { echo "error: need $ctl (build first)" >&2; exit 1; }
 cut=${CUT:-30} duration=${DURATION:-60} warmup=${WARMUP:-15} churn=${CHURN:-300} tick=${TICK:-1}
-fault=()
-[ -z "${FAULT:-}" ] || fault=(--fault "$FAULT")
-printf '%-6s %-6s %8s %8s %6s %8s %8s %7s %8s %8s %6s %9s %9s %9s %9s %8s %s\n' nodes gpus caps_s \
-  compl_s over gap gap_drwn used vs_eq vs_or wrong round_ms alloc_ms ctl_ms/r host_ms/r cpu_s load
+seed=${SEED:-1}
+read -r -a faults <<<"${FAULTS:-${FAULT:-none}}"
+fmt='%-6s %-6s %-18s %8s %8s %6s %8s %8s %7s %8s %8s %6s %9s %9s %9s %9s %8s %s\n'
+# shellcheck disable=SC2059
+printf "$fmt" nodes gpus fault caps_s compl_s over gap gap_drwn used vs_eq vs_or wrong round_ms \
+  alloc_ms ctl_ms/r host_ms/r cpu_s load
 for n in "${sizes[@]}"; do
-  t=$(mktemp)
-  load0=$(cut -d' ' -f1 /proc/loadavg)
-  # shellcheck disable=SC2086
-  if ! out=$(/usr/bin/time -f '%U %S' -o "$t" "$ctl" sim-cluster --agents hosted --nodes "$n" \
-    --cut "$cut" --duration "$duration" --warmup "$warmup" --churn "$churn" --tick "$tick" \
-    --seed 1 --json "${fault[@]}" ${EXTRA:-} 2>/dev/null); then
-    echo "$n: sim-cluster failed"
+  for f in "${faults[@]}"; do
+    fault=()
+    [ "$f" = none ] || fault=(--fault "$f")
+    t=$(mktemp)
+    load0=$(cut -d' ' -f1 /proc/loadavg)
+    # shellcheck disable=SC2086
+    if ! out=$(/usr/bin/time -f '%U %S' -o "$t" "$ctl" sim-cluster --agents hosted --nodes "$n" \
+      --cut "$cut" --duration "$duration" --warmup "$warmup" --churn "$churn" --tick "$tick" \
+      --seed "$seed" --json "${fault[@]}" ${EXTRA:-} 2>/dev/null); then
+      echo "$n $f: sim-cluster failed"
+      rm -f "$t"
+      continue
+    fi
+    cpu=$(awk '{printf "%.0f", $1 + $2}' "$t")
     rm -f "$t"
-    continue
-  fi
-  cpu=$(awk '{printf "%.0f", $1 + $2}' "$t")
-  rm -f "$t"
-  load1=$(cut -d' ' -f1 /proc/loadavg)
-  echo "$out" | jq -r --arg cpu "$cpu" --arg load "$load0-$load1" '
-    def r3: if . == null then "-" else (. * 1000 | round / 1000 | tostring) end;
-    [.nodes, .gpus, (.caps_applied_s | r3), (.compliance_s | r3), .overshoot_samples,
-     (.gap_recovered | r3), (.gap_recovered_drawn | r3), (.budget_used | r3),
-     (.tput_vs_equal | r3), (.tput_vs_oracle | r3),
-     (.wrong_limits_after + .wrong_limits_final), (.round_ms_max | r3), (.alloc_ms_max | r3),
-     (.controller_cpu_ms_per_round | r3), (.host_cpu_ms_per_round | r3), $cpu, $load] | @tsv' |
-    awk -F'\t' '{printf "%-6s %-6s %8s %8s %6s %8s %8s %7s %8s %8s %6s %9s %9s %9s %9s %8s %s\n",
-      $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17}'
+    load1=$(cut -d' ' -f1 /proc/loadavg)
+    echo "$out" | jq -r --arg cpu "$cpu" --arg load "$load0-$load1" --arg f "$f" '
+      def r3: if . == null then "-" else (. * 1000 | round / 1000 | tostring) end;
+      [.nodes, .gpus, $f, (.caps_applied_s | r3), (.compliance_s | r3), .overshoot_samples,
+       (.gap_recovered | r3), (.gap_recovered_drawn | r3), (.budget_used | r3),
+       (.tput_vs_equal | r3), (.tput_vs_oracle | r3),
+       (.wrong_limits_after + .wrong_limits_final), (.round_ms_max | r3), (.alloc_ms_max | r3),
+       (.controller_cpu_ms_per_round | r3), (.host_cpu_ms_per_round | r3), $cpu, $load] | @tsv' |
+      while IFS=$'\t' read -r -a col; do
+        # shellcheck disable=SC2059
+        printf "$fmt" "${col[@]}"
+      done
+  done
 done

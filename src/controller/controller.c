@@ -53,6 +53,13 @@ static int resume(struct ctl_controller *c, char *err, size_t errlen) {
              ctl_store_errmsg(c->store));
     return rc;
   }
+  struct ctl_learnt_row *learnt = NULL;
+  size_t nlearnt = 0;
+  if (ctl_store_learnt_get(c->store, &learnt, &nlearnt) == 0) {
+    if (ctl_jobset_seed(&c->jobs, learnt, nlearnt, now) < 0) nlearnt = 0;
+    if (nlearnt) ctl_log("note", "%zu jobs' uncapped draw and throughput from the store", nlearnt);
+  }
+  free(learnt);
   struct ctl_resume r;
   if (ctl_store_resume_get(c->store, &r) == 0 && r.last_round > 0) {
     c->uncapped_w = r.uncapped_w;

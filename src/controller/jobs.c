@@ -11,6 +11,10 @@
 #define SETTLE_ROUNDS 2 /* a cap (or no cap) holds this long before its reading counts */
 #define OBS_EVERY_ROUNDS 10
 #define EMA 0.3
+/* A cap binds when it is this far under the job's uncapped draw per GPU; the
+ * ratio of draw to cap is then the limiter's, not the job's demand. */
+#define BINDING 0.97
+#define RATIO_MIN 0.9
 
 void ctl_jobset_init(struct ctl_jobset *js) {
   memset(js, 0, sizeof *js);
@@ -160,9 +164,18 @@ int ctl_jobset_gather(struct ctl_jobset *js, const struct ctl_node *nodes, size_
   return 0;
 }
 
-/* The uncapped point: an exponential average over settled uncapped rounds. */
+/* The uncapped point: an exponential average over settled uncapped rounds
+ * in which the job reports its throughput or draws at least its GPUs' least
+ * limit. A job that does neither may be loading (its weights, a checkpoint:
+ * minutes at idle power on a real cluster), and its draw then is not its
+ * P_max: a curve built on it would pin the job at its least power once it
+ * trains. Until then it is probed (plan.c: the equal share, held near its
+ * draw while it draws well under it). A job that never reports throughput
+ * but draws (no StatsD, no scrape) is learnt from its draw, so that its
+ * class's floor holds on its prior's shape. */
 static void learn_uncapped(struct ctl_job *j) {
-  if (!j->uncapped) {
+  bool drawing = j->power_w >= j->gpus * j->min_w;
+  if (!j->uncapped || !(j->has_tput || drawing)) {
     j->rounds_uncapped = 0;
     return;
   }
@@ -321,6 +334,17 @@ static bool observe(struct ctl_job *j) {
   return true;
 }
 
+/* The draw under a binding cap that held (a reading that predates the cap,
+ * or one of a cap above the job's demand, says nothing about the limiter). */
+static void learn_draw_ratio(struct ctl_job *j) {
+  bool binding = !j->uncapped && j->p_max > 0 && j->held_rounds >= SETTLE_ROUNDS &&
+                 isfinite(j->limit_w) && j->gpus * j->limit_w < BINDING * j->p_max;
+  if (!binding) return;
+  double r = j->power_w / (j->gpus * j->limit_w);
+  if (!(r >= RATIO_MIN && r <= 1.0)) return; /* loading, stalled, or not yet under the cap */
+  j->draw_ratio = j->draw_ratio > 0 ? (1 - EMA) * j->draw_ratio + EMA * r : r;
+}
+
 void ctl_job_resolve_class(struct ctl_job *j, const struct ctl_config *cfg) {
   j->cls = j->meta.class_name[0] ? ctl_config_class_named(cfg, j->meta.class_name) : NULL;
   if (!j->cls) j->cls = ctl_config_class_for(cfg, j->id);
@@ -337,6 +361,7 @@ size_t ctl_jobset_learn(struct ctl_jobset *js, const struct ctl_config *cfg) {
     if (!j->present || !j->complete || j->gpus == 0) continue;
     learn_uncapped(j);
     obs += observe(j);
+    learn_draw_ratio(j);
     (void)ensure_curve(js, j, cfg->prior_pfi); /* without a curve the job keeps its floor */
     j->probe = !(j->p_max > 0) && !(j->t_est > 0);
     ctl_job_resolve_class(j, cfg);
@@ -350,4 +375,35 @@ const struct pflex_curve *ctl_job_curve(const struct ctl_job *j) {
 
 double ctl_job_confidence(const struct ctl_job *j) {
   return j->refine ? pflex_refine_confidence(j->refine) : 0;
+}
+
+size_t ctl_jobset_learnt(const struct ctl_jobset *js, struct ctl_learnt_row *v, size_t max) {
+  size_t n = 0;
+  for (size_t i = 0; i < js->n && n < max; i++) {
+    const struct ctl_job *j = &js->v[i];
+    if (!j->present || !(j->p_max > 0 || j->t_est > 0)) continue;
+    struct ctl_learnt_row *r = &v[n++];
+    snprintf(r->job, sizeof r->job, "%s", j->id);
+    r->p_max = j->p_max;
+    r->t_max = j->t_max;
+    r->t_est = j->t_est;
+    r->draw_ratio = j->draw_ratio;
+  }
+  return n;
+}
+
+int ctl_jobset_seed(struct ctl_jobset *js, const struct ctl_learnt_row *v, size_t n, double now) {
+  size_t sorted_n = js->n;
+  for (size_t i = 0; i < n; i++) {
+    struct ctl_job *j = find_or_add(js, sorted_n, v[i].job);
+    if (!j) return -ENOMEM;
+    reset_round(j);
+    j->last_seen = now;
+    j->p_max = v[i].p_max > 0 ? v[i].p_max : 0;
+    j->t_max = v[i].t_max > 0 ? v[i].t_max : 0;
+    j->t_est = v[i].t_est > 0 ? v[i].t_est : 0;
+    j->draw_ratio = v[i].draw_ratio >= RATIO_MIN && v[i].draw_ratio <= 1 ? v[i].draw_ratio : 0;
+  }
+  if (js->n) qsort(js->v, js->n, sizeof *js->v, cmp_job);
+  return 0;
 }

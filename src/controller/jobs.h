@@ -11,6 +11,7 @@
 #include "controller/agent_json.h"
 #include "controller/config.h"
 #include "controller/nodes.h"
+#include "controller/store.h"
 #include "pflex/predict.h"
 #include "pflex/refine.h"
 
@@ -49,11 +50,17 @@ struct ctl_job {
   double model_pfi;                /* the model's prediction from its telemetry (0: none) */
   bool relative;                   /* no throughput known: the curve's T_max is 1 */
   size_t observations;
+  /* What its GPUs draw under a binding cap, as a share of the cap (a limiter
+   * holds the draw a little under it: 0.97-0.99 on the twin's jobs); 0 until
+   * measured. The plan divides a job's cap by it, so that the job draws the
+   * power it was allotted (jobs.c, learn_draw_ratio). */
+  double draw_ratio;
   /* Decided this round. */
   const struct ctl_class *cls; /* by the job's class name, else by match; NULL */
   double weight;               /* the job's weight, else its class's, else 1 */
   double floor_frac;           /* least throughput / T_max: the stricter of class and job */
   double alloc_w, cap_w, pred_tput;
+  bool at_top; /* given its whole uncapped draw: its cap sits above what it draws */
 };
 
 struct ctl_jobset {
@@ -88,6 +95,15 @@ void ctl_job_resolve_class(struct ctl_job *j, const struct ctl_config *cfg);
  * caps to the refinement, and makes sure every present job has a curve.
  * prior_pfi: the population prior. Returns observations made this round. */
 size_t ctl_jobset_learn(struct ctl_jobset *js, const struct ctl_config *cfg);
+
+/* What was learnt of the present jobs (P_max, T_max or its estimate, the
+ * draw ratio), for the store: at most max rows into v; returns the count. */
+size_t ctl_jobset_learnt(const struct ctl_jobset *js, struct ctl_learnt_row *v, size_t max);
+/* A restarted controller's jobs as the store kept them: each added (not
+ * present until a node lists it, forgotten as usual if none does) with what
+ * was learnt, so that it is allocated on its curve at once instead of being
+ * probed again. -ENOMEM. */
+int ctl_jobset_seed(struct ctl_jobset *js, const struct ctl_learnt_row *v, size_t n, double now);
 
 /* The job's curve to allocate on (refined, or the prior), or NULL. */
 const struct pflex_curve *ctl_job_curve(const struct ctl_job *j);

@@ -166,6 +166,47 @@ static size_t changed_gpus(struct ctl_node *nd, unsigned *idx, double *watts) {
   return k;
 }
 
+/* A raise that lets the GPU draw more: not one of a job whose cap already
+ * sits above its natural draw (plan.c, at_top), nor a GPU without a job. */
+static bool raises_draw(struct ctl_controller *c, const struct ctl_node *nd, size_t g) {
+  const char *id = nd->gpu[g].job;
+  const struct ctl_job *j = id[0] ? ctl_jobset_find(&c->jobs, id) : NULL;
+  return nd->acked_w[g] > 0 && nd->cap_w[g] > nd->acked_w[g] && j && !j->at_top;
+}
+
+/* Raises wait for the cuts that fund them. NVML's averaged readings lag a
+ * limit change by a second or so, and a job lifted (from its least power
+ * while it loaded, or given more by the allocation) rises as soon as its
+ * limit does, while the jobs cut to make room fall over the same second:
+ * applying both at once shows a sum over the target for a reading or two.
+ * So this round's raises are scaled down to the headroom the last reading
+ * leaves under target + max_over; the rest follows once the cuts show in the
+ * readings (the next rounds re-plan). A first cap (from the default limit)
+ * is a cut, not a raise. Returns the watts withheld. */
+static double limit_raises(struct ctl_controller *c, double target_w, double measured_w) {
+  double raise = 0;
+  for (size_t i = 0; i < c->nnodes; i++) {
+    const struct ctl_node *nd = &c->nodes[i];
+    if (!nd->reachable || !nd->has_acked) continue;
+    for (size_t g = 0; g < nd->ngpus; g++)
+      if (raises_draw(c, nd, g)) raise += nd->cap_w[g] - nd->acked_w[g];
+  }
+  double room = fmax(0.0, target_w * (1 + c->cfg.max_over_pct / 100.0) - measured_w);
+  if (raise <= room) return 0;
+  double f = room / raise, withheld = 0;
+  for (size_t i = 0; i < c->nnodes; i++) {
+    struct ctl_node *nd = &c->nodes[i];
+    if (!nd->reachable || !nd->has_acked) continue;
+    for (size_t g = 0; g < nd->ngpus; g++) {
+      double held = nd->acked_w[g], want = nd->cap_w[g];
+      if (!raises_draw(c, nd, g)) continue;
+      nd->cap_w[g] = floor(held + f * (want - held));
+      withheld += want - nd->cap_w[g];
+    }
+  }
+  return withheld;
+}
+
 /* PUT /v1/caps to every reachable node; returns the nodes that acknowledged. */
 static size_t push_caps(struct ctl_controller *c) {
   size_t n = c->nnodes, acked = 0;
@@ -258,17 +299,21 @@ static void record(struct ctl_controller *c, double now, bool has_target, double
     if (a)
       a[na++] = (struct ctl_alloc_row){
           j->id,        j->gpus,  j->power_w,           j->cap_w, j->has_tput ? j->tput : NAN,
-          j->pred_tput, j->t_max, ctl_job_confidence(j)};
+          j->pred_tput, j->t_max, ctl_job_confidence(j),  j->cls ? j->cls->name : NULL};
   }
   r.tput = tput;
   r.tput_uncapped = tput_un;
   struct ctl_resume rs = {c->fb.offset_w, c->uncapped_w, now, c->rounds};
+  struct ctl_learnt_row *l = calloc(c->jobs.n ? c->jobs.n : 1, sizeof *l);
+  size_t nl = l ? ctl_jobset_learnt(&c->jobs, l, c->jobs.n) : 0;
   pthread_mutex_lock(&c->lock);
-  if (ctl_store_round(c->store, &r, a, na) < 0 || ctl_store_resume_set(c->store, &rs) < 0)
+  if (ctl_store_round(c->store, &r, a, na) < 0 || ctl_store_resume_set(c->store, &rs) < 0 ||
+      (l && ctl_store_learnt_set(c->store, l, nl) < 0))
     ctl_log("error", "cannot record round %lld: %s", (long long)c->rounds,
             ctl_store_errmsg(c->store));
   pthread_mutex_unlock(&c->lock);
   free(a);
+  free(l);
 }
 
 /* The event part of a round: budget, plan, push. */
@@ -298,6 +343,7 @@ static void hold_target(struct ctl_controller *c, double now, double target, dou
   size_t reachable = 0;
   for (size_t i = 0; i < c->nnodes; i++)
     reachable += c->nodes[i].reachable && c->nodes[i].ngpus;
+  s.caps_w -= limit_raises(c, target, measured);
   size_t acked = push_caps(c);
   if (reachable && acked == reachable && !c->caps_acked_at) c->caps_acked_at = ctl_epoch_now();
   c->caps_in_force_w = s.caps_w;

@@ -98,7 +98,10 @@ static void alloc_job(const struct ctl_job *j, const struct ctl_config *cfg, dou
     a->weight = w * scale;
   else
     a->weight = j->relative ? w * tok_per_w * j->prior_p_max : w;
-  if (floors && j->floor_frac > 0) a->min_tput = j->floor_frac * pflex_curve_t_max(a->curve);
+  /* The curve's throughput at its P_max: a refined curve without
+   * observations reports no T_max of its own (pflex_curve_t_max 0). */
+  double t_top = pflex_curve_eval(a->curve, pflex_curve_p_max(a->curve));
+  if (floors && j->floor_frac > 0) a->min_tput = j->floor_frac * t_top;
 }
 
 /* Runs the allocator; without floors, or with every job at its least, when
@@ -124,24 +127,45 @@ static int allocate(struct pflex_alloc_job *aj, size_t n, double jobs_w,
   return rc;
 }
 
-/* Writes the jobs' caps onto their GPUs and each node's fallback. */
-static void spread(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset *js, double scale,
-                   struct ctl_plan_summary *s) {
+/* The least limit of a node's GPUs: no fallback goes below it. */
+static double node_floor_w(const struct ctl_node *nd) {
+  double f = 0;
+  for (size_t g = 0; g < nd->ngpus; g++)
+    f = fmax(f, nd->gpu[g].min_w);
+  return f;
+}
+
+/* Writes the jobs' caps onto their GPUs and each node's fallback: its
+ * share (what it was allotted: a job at its full draw keeps an uncapped cap,
+ * but was allotted only that draw), spread evenly over its GPUs, the part
+ * above their least limit scaled so that the fallbacks of all reachable
+ * nodes sum to at most what the target leaves beside the unreachable nodes'
+ * bounds (unreach_w), as long as the least limits fit in it. */
+static void spread(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset *js, double target_w,
+                   double unreach_w, struct ctl_plan_summary *s) {
+  double shares = 0, floors = 0;
   for (size_t k = 0; k < nnodes; k++) {
     struct ctl_node *nd = &nodes[k];
+    nd->fallback_w = 0;
     if (!nd->reachable) continue;
-    double share = 0, floor_w = 0;
     for (size_t g = 0; g < nd->ngpus; g++) {
       struct ctl_job *j = nd->gpu[g].job[0] ? ctl_jobset_find(js, nd->gpu[g].job) : NULL;
       bool mine = j && (allocatable(j) || probing(j));
       if (mine) nd->cap_w[g] = j->cap_w;
       s->caps_w += nd->cap_w[g];
-      /* The node's share: what it was allotted (a job at its full draw keeps
-       * an uncapped cap, but was allotted only that draw). */
-      share += mine ? fmin(j->cap_w, j->alloc_w / j->gpus) : nd->cap_w[g];
-      floor_w = fmax(floor_w, nd->gpu[g].min_w);
+      nd->fallback_w += mine ? fmin(j->cap_w, j->alloc_w / j->gpus) : nd->cap_w[g];
     }
-    nd->fallback_w = nd->ngpus ? fmax(floor(share * scale / nd->ngpus), floor_w) : 0;
+    shares += nd->fallback_w;
+    floors += node_floor_w(nd) * nd->ngpus;
+  }
+  double left = fmax(0.0, target_w - unreach_w);
+  double scale = shares > left && shares > floors ? fmax(0.0, left - floors) / (shares - floors)
+                                                  : 1.0;
+  for (size_t k = 0; k < nnodes; k++) {
+    struct ctl_node *nd = &nodes[k];
+    if (!nd->reachable || !nd->ngpus) continue;
+    double floor_w = node_floor_w(nd), per = nd->fallback_w / nd->ngpus;
+    nd->fallback_w = floor(floor_w + fmax(0.0, per - floor_w) * scale);
     s->fallback_w += nd->fallback_w * nd->ngpus;
   }
 }
@@ -161,19 +185,37 @@ static double probe_shares(struct ctl_jobset *js, double left_w) {
       sum_pmax += j->gpus * j->max_w;
   }
   double ratio = sum_pmax > 0 ? fmin(1.0, fmax(0.0, left_w / sum_pmax)) : 1.0;
+  double jump = 0;
   for (size_t i = 0; i < js->n; i++) {
     struct ctl_job *j = &js->v[i];
     if (!probing(j)) continue;
     double share = floor(fmin(fmax(ratio * j->max_w, j->min_w), j->max_w)), cap = share;
     bool pressing = j->power_w >= 0.95 * j->gpus * j->limit_w;
-    if (!j->has_tput && !pressing) cap = fmin(cap, 1.2 * j->power_w / j->gpus);
+    bool loading = !j->has_tput && !pressing;
+    if (loading) cap = fmin(cap, 1.2 * j->power_w / j->gpus);
     j->cap_w = floor(fmin(fmax(cap, j->min_w), j->max_w));
     j->probe_cap_w = j->cap_w == share ? share : 0;
+    j->at_top = false;
     j->alloc_w = j->cap_w * j->gpus;
     j->pred_tput = NAN;
-    taken += j->alloc_w;
+    /* A job loading draws far under even its least cap: it counts at its
+     * draw (with 10%), and the budget keeps room for the largest rise to
+     * its cap that one job can make when it starts training (jobs start one
+     * by one; the next round re-plans around it). */
+    double held = loading ? fmin(j->alloc_w, 1.1 * j->power_w) : j->alloc_w;
+    jump = fmax(jump, j->alloc_w - held);
+    taken += held;
   }
-  return taken;
+  return taken + jump;
+}
+
+/* The cap under which a job draws power_w: the curve's cap for that draw,
+ * over the share of a binding cap its GPUs were seen to draw (jobs.h,
+ * draw_ratio), rounded down. */
+static double binding_cap(const struct ctl_job *j, const struct pflex_curve *c, double power_w) {
+  double cap = pflex_curve_cap_for_power(c, power_w, j->gpus, j->min_w, j->max_w);
+  if (j->draw_ratio > 0) cap /= j->draw_ratio;
+  return floor(fmin(fmax(cap, j->min_w), j->max_w));
 }
 
 int ctl_plan(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset *js,
@@ -209,16 +251,16 @@ int ctl_plan(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset *js,
      * it (a cap above the natural draw changes nothing), so that a rise of its
      * demand stays bounded; any other job gets the cap of its power. */
     bool at_top = res[k].power_w >= 0.999 * pmax && j->p_max > 0;
+    j->at_top = at_top;
     j->cap_w = at_top ? fmin(j->max_w, ceil(1.03 * res[k].power_w / j->gpus))
-                      : floor(pflex_curve_cap_for_power(aj[k].curve, res[k].power_w, j->gpus,
-                                                        j->min_w, j->max_w));
+                      : binding_cap(j, aj[k].curve, res[k].power_w);
     s.pred_tput += isfinite(res[k].tput) ? res[k].tput : 0;
   }
   s.jobs = n;
   if (rc == 0) {
     for (size_t k = 0; k < nnodes; k++)
       if (!nodes[k].reachable) s.caps_w += ctl_node_bound_w(&nodes[k], unseen_w);
-    spread(nodes, nnodes, js, budget_w > target_w ? target_w / budget_w : 1.0, &s);
+    spread(nodes, nnodes, js, target_w, s.caps_w, &s);
   }
   free(aj);
   free(res);

@@ -348,6 +348,19 @@ static int make_dir(struct opts *o) {
   return rc < 0 ? rc : write_secret(p, "# sim-cluster: every setting is on the command line");
 }
 
+/* Every job is submitted with its kind's class (architecture and task), all
+ * four configured alike (weight 1, no floor: the allocation and the oracle
+ * it is scored against are unchanged), so that the report can show each. */
+#define SIM_NCLASSES 4
+static const char *const SIM_CLASS_OPTS[SIM_NCLASSES] = {
+    "--class=dense-pt,weight=1,floor_pct=0", "--class=dense-ft,weight=1,floor_pct=0",
+    "--class=moe-pt,weight=1,floor_pct=0", "--class=moe-ft,weight=1,floor_pct=0"};
+
+static const char *sim_job_class(const struct sim_kind *k) {
+  bool moe = k->job.arch == PFLEX_ARCH_MOE, ft = k->job.task == PFLEX_TASK_FT;
+  return moe ? (ft ? "moe-ft" : "moe-pt") : (ft ? "dense-ft" : "dense-pt");
+}
+
 static pid_t start_agent(struct sim *s, size_t i) {
   const struct opts *o = &s->o;
   char conf[PATH_MAX + 32], state[PATH_MAX + 32], listen[64], statsd[64], hz[32],
@@ -419,7 +432,11 @@ static pid_t start_controller(struct sim *s) {
                   lease,
                   "--agent-timeout-s",
                   timeout,
-                  NULL, /* then --templates-file, the --controller-options, NULL */
+                  NULL, /* then --templates-file, the --controller-options, the classes, NULL */
+                  NULL,
+                  NULL,
+                  NULL,
+                  NULL,
                   NULL,
                   NULL,
                   NULL,
@@ -439,6 +456,8 @@ static pid_t start_controller(struct sim *s) {
   }
   for (size_t i = 0; i < o->nctl_opts; i++)
     argv[k++] = (char *)o->ctl_opts[i];
+  for (size_t i = 0; i < SIM_NCLASSES; i++)
+    argv[k++] = (char *)SIM_CLASS_OPTS[i];
   return sim_spawn(argv, NULL, log);
 }
 
@@ -482,7 +501,8 @@ static void tell_agents(struct sim *s, const struct sim_change *ch, size_t nch) 
       s->bodies[nd] = malloc(700);
       if (!s->bodies[nd]) continue;
       char *path = s->bodies[nd] + 600;
-      snprintf(s->bodies[nd], 600, "{\"gpus\":[%s]}", gpus);
+      snprintf(s->bodies[nd], 600, "{\"gpus\":[%s],\"class\":\"%s\"}", gpus,
+               sim_job_class(j->kind));
       snprintf(path, 100, "/v1/jobs/%s", ch[k].id);
       s->reqs[nd] = (struct ctl_request){.method = ch[k].put ? "PUT" : "DELETE",
                                          .path = path,

@@ -51,11 +51,11 @@ static void levels(const struct sim_score *s) {
 
 /* Total throughput of a strategy on the true curves at budget; NAN if infeasible. */
 static double strategy_tput(const struct pflex_alloc_job *aj, size_t n,
-                            enum pflex_alloc_strategy st, double budget) {
-  struct pflex_alloc_result *res = calloc(n ? n : 1, sizeof *res);
+                            enum pflex_alloc_strategy st, double budget,
+                            struct pflex_alloc_ctx *ctx, struct pflex_alloc_result *res) {
   struct pflex_alloc_summary sum;
-  int rc = res ? pflex_alloc_run(aj, n, st, budget, NULL, res, &sum) : -ENOMEM;
-  free(res);
+  struct pflex_alloc_opts o = {.ctx = ctx};
+  int rc = pflex_alloc_run(aj, n, st, budget, &o, res, &sum);
   return rc == 0 ? sum.total_tput : NAN;
 }
 
@@ -118,22 +118,34 @@ struct sums {
   size_t held;
 };
 
+/* What scoring the held seconds reuses: the jobs, their results, and the
+ * allocator's context, which keeps each true curve's hull and majorant from
+ * one second to the next (the same few curves every second: the oracle at
+ * 1,000 jobs costs a fraction of a cold call). */
+struct scratch {
+  struct pflex_alloc_job *aj;
+  struct pflex_alloc_result *res;
+  struct pflex_alloc_ctx *ctx;
+  struct curve_cache *cc;
+};
+
 /* One held second: equal and oracle at the jobs' budget and at what they drew. */
-static int score_second(const struct sim_score *s, const struct sim_held *h,
-                        struct curve_cache *cc, struct pflex_alloc_job *aj, struct sums *u) {
+static int score_second(const struct sim_score *s, const struct sim_held *h, struct scratch *x,
+                        struct sums *u) {
+  struct pflex_alloc_job *aj = x->aj;
   for (size_t k = 0; k < h->n; k++) {
     const struct sim_kind *kd = s->kinds[h->first + k];
     pflex_alloc_job_init(&aj[k]);
-    aj[k].curve = cached_curve(cc, kd, s->gpus[h->first + k]);
+    aj[k].curve = cached_curve(x->cc, kd, s->gpus[h->first + k]);
     if (!aj[k].curve) return -ENOMEM;
     aj[k].gpus = s->gpus[h->first + k];
     aj[k].cap_min_w = kd->cap_min;
     aj[k].cap_max_w = kd->cap_max;
   }
-  double eq = strategy_tput(aj, h->n, PFLEX_ALLOC_EQUAL, h->budget);
-  double orc = strategy_tput(aj, h->n, PFLEX_ALLOC_ORACLE, h->budget);
-  double eq_d = strategy_tput(aj, h->n, PFLEX_ALLOC_EQUAL, h->drawn);
-  double orc_d = strategy_tput(aj, h->n, PFLEX_ALLOC_ORACLE, h->drawn);
+  double eq = strategy_tput(aj, h->n, PFLEX_ALLOC_EQUAL, h->budget, x->ctx, x->res);
+  double orc = strategy_tput(aj, h->n, PFLEX_ALLOC_ORACLE, h->budget, x->ctx, x->res);
+  double eq_d = strategy_tput(aj, h->n, PFLEX_ALLOC_EQUAL, h->drawn, x->ctx, x->res);
+  double orc_d = strategy_tput(aj, h->n, PFLEX_ALLOC_ORACLE, h->drawn, x->ctx, x->res);
   if (!(isfinite(eq) && isfinite(orc) && isfinite(eq_d) && isfinite(orc_d))) return 0;
   u->ctl += h->ctl;
   u->eq += eq;
@@ -155,15 +167,17 @@ static int score_held(const struct sim_score *s, struct sums *u) {
   size_t most = 1;
   for (size_t i = 0; i < s->held; i++)
     if (s->held_v[i].n > most) most = s->held_v[i].n;
-  struct pflex_alloc_job *aj = calloc(most, sizeof *aj);
-  struct curve_cache *cc = calloc(1, sizeof *cc);
-  int rc = aj && cc ? 0 : -ENOMEM;
+  struct scratch x = {calloc(most, sizeof *x.aj), calloc(most, sizeof *x.res), NULL,
+                      calloc(1, sizeof *x.cc)};
+  int rc = x.aj && x.res && x.cc ? pflex_alloc_ctx_new(&x.ctx) : -ENOMEM;
   for (size_t i = 0; rc == 0 && i < s->held; i++)
-    rc = score_second(s, &s->held_v[i], cc, aj, u);
-  for (size_t i = 0; cc && i < cc->n; i++)
-    pflex_curve_free(cc->curve[i]);
-  free(cc);
-  free(aj);
+    rc = score_second(s, &s->held_v[i], &x, u);
+  for (size_t i = 0; x.cc && i < x.cc->n; i++)
+    pflex_curve_free(x.cc->curve[i]);
+  pflex_alloc_ctx_free(x.ctx);
+  free(x.cc);
+  free(x.res);
+  free(x.aj);
   return rc;
 }
 

@@ -2,6 +2,7 @@
 #include "controller/store.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +11,10 @@
 
 #include "pflex/error.h"
 
-#define SCHEMA_VERSION 1
+/* 2: allocations.class (the job's class, NULL: none), for the report's
+ * per-class figure, and the learnt table (what a restarted controller keeps
+ * of its jobs); a version 1 store gains both on open. */
+#define SCHEMA_VERSION 2
 
 struct ctl_store {
   sqlite3 *db;
@@ -30,11 +34,13 @@ static const char SCHEMA[] =
     "CREATE INDEX IF NOT EXISTS rounds_t ON rounds(t);"
     "CREATE TABLE IF NOT EXISTS allocations (round_id INTEGER NOT NULL, job TEXT NOT NULL,"
     " gpus INTEGER, power_w REAL, cap_w REAL, tput REAL, pred_tput REAL, tput_uncapped REAL,"
-    " confidence REAL);"
+    " confidence REAL, class TEXT);"
     "CREATE INDEX IF NOT EXISTS allocations_round ON allocations(round_id);"
     "CREATE TABLE IF NOT EXISTS compliance (t REAL NOT NULL, event_id INTEGER NOT NULL,"
     " target_w REAL NOT NULL, measured_w REAL NOT NULL, compliant INTEGER NOT NULL);"
-    "CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value REAL NOT NULL);";
+    "CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value REAL NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS learnt (job TEXT PRIMARY KEY, p_max REAL NOT NULL,"
+    " t_max REAL NOT NULL, t_est REAL NOT NULL, draw_ratio REAL NOT NULL);";
 
 static int fail(struct ctl_store *st, char *err, size_t errlen, const char *what) {
   if (err) snprintf(err, errlen, "%s: %s", what, st->db ? sqlite3_errmsg(st->db) : "out of memory");
@@ -54,8 +60,16 @@ static int check_schema(struct ctl_store *st, char *err, size_t errlen) {
     return -PFLEX_E_SCHEMA;
   }
   if (version == 0 &&
-      sqlite3_exec(st->db, "INSERT INTO meta VALUES('schema','1')", NULL, NULL, NULL))
+      sqlite3_exec(st->db, "INSERT INTO meta VALUES('schema','2')", NULL, NULL, NULL))
     return fail(st, err, errlen, "schema");
+  if (version == 1 &&
+      sqlite3_exec(st->db,
+                   "BEGIN; ALTER TABLE allocations ADD COLUMN class TEXT;"
+                   " UPDATE meta SET value='2' WHERE key='schema'; COMMIT;",
+                   NULL, NULL, NULL)) {
+    sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+    return fail(st, err, errlen, "schema 1 to 2");
+  }
   return 0;
 }
 
@@ -65,7 +79,8 @@ static int prepare_all(struct ctl_store *st) {
                             "caps_w,tput,tput_uncapped,compliant,nodes,unreachable,jobs,alloc_ms,"
                             "round_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                             -1, &st->ins_round, NULL) ||
-         sqlite3_prepare_v2(st->db, "INSERT INTO allocations VALUES (?,?,?,?,?,?,?,?,?)", -1,
+         sqlite3_prepare_v2(st->db, "INSERT INTO allocations (round_id,job,gpus,power_w,cap_w,tput,pred_tput,"
+                            "tput_uncapped,confidence,class) VALUES (?,?,?,?,?,?,?,?,?,?)", -1,
                             &st->ins_alloc, NULL) ||
          sqlite3_prepare_v2(st->db, "INSERT INTO compliance VALUES (?,?,?,?,?)", -1, &st->ins_comp,
                             NULL) ||
@@ -262,6 +277,10 @@ static int insert_allocs(struct ctl_store *st, int64_t round_id, const struct ct
                   a[i].pred_tput, a[i].tput_uncapped, a[i].confidence};
     for (int k = 0; k < 6; k++)
       sqlite3_bind_double(q, 4 + k, d[k]);
+    if (a[i].cls)
+      sqlite3_bind_text(q, 10, a[i].cls, -1, SQLITE_STATIC);
+    else
+      sqlite3_bind_null(q, 10);
     if (step_reset(q) < 0) return -EIO;
   }
   return 0;
@@ -325,43 +344,32 @@ int ctl_store_resume_get(struct ctl_store *st, struct ctl_resume *ret) {
   return 0;
 }
 
-int ctl_store_rounds(struct ctl_store *st, double from, double to, struct ctl_round_row **ret,
-                     size_t *ret_n) {
+/* Runs a query of rows between from and to (its two parameters, if it has
+ * them), each
+ * read by row() into an element of size bytes of a growing array; *ret freed
+ * with free(). */
+static int query_rows(struct ctl_store *st, const char *sql, double from, double to, size_t size,
+                      void (*row)(sqlite3_stmt *q, void *elem), void **ret, size_t *ret_n) {
   sqlite3_stmt *q;
-  if (sqlite3_prepare_v2(st->db,
-                         "SELECT t,IFNULL(event_id,0),target_w,budget_w,measured_w,offset_w,caps_w,"
-                         "tput,tput_uncapped,compliant,nodes,unreachable,jobs,alloc_ms,round_ms "
-                         "FROM rounds WHERE t>=? AND t<=? ORDER BY t",
-                         -1, &q, NULL))
-    return -EIO;
-  sqlite3_bind_double(q, 1, from);
-  sqlite3_bind_double(q, 2, to);
-  struct ctl_round_row *v = NULL;
+  if (sqlite3_prepare_v2(st->db, sql, -1, &q, NULL)) return -EIO;
+  if (sqlite3_bind_parameter_count(q) == 2) {
+    sqlite3_bind_double(q, 1, from);
+    sqlite3_bind_double(q, 2, to);
+  }
+  char *v = NULL;
   size_t n = 0, cap = 0;
   int rc = 0;
   while (sqlite3_step(q) == SQLITE_ROW) {
     if (n == cap) {
       cap = cap ? cap * 2 : 64;
-      void *p = realloc(v, cap * sizeof *v);
+      void *p = realloc(v, cap * size);
       if (!p) {
         rc = -ENOMEM;
         break;
       }
       v = p;
     }
-    struct ctl_round_row *r = &v[n++];
-    r->t = sqlite3_column_double(q, 0);
-    r->event_id = sqlite3_column_int64(q, 1);
-    double *d[] = {&r->target_w, &r->budget_w, &r->measured_w,   &r->offset_w,
-                   &r->caps_w,   &r->tput,     &r->tput_uncapped};
-    for (int i = 0; i < 7; i++)
-      *d[i] = sqlite3_column_double(q, 2 + i);
-    r->compliant = sqlite3_column_int(q, 9);
-    r->nodes = sqlite3_column_int(q, 10);
-    r->unreachable = sqlite3_column_int(q, 11);
-    r->jobs = sqlite3_column_int(q, 12);
-    r->alloc_ms = sqlite3_column_double(q, 13);
-    r->round_ms = sqlite3_column_double(q, 14);
+    row(q, v + size * n++);
   }
   sqlite3_finalize(q);
   if (rc < 0) {
@@ -371,4 +379,101 @@ int ctl_store_rounds(struct ctl_store *st, double from, double to, struct ctl_ro
   *ret = v;
   *ret_n = n;
   return 0;
+}
+
+static void round_row(sqlite3_stmt *q, void *elem) {
+  struct ctl_round_row *r = elem;
+  r->t = sqlite3_column_double(q, 0);
+  r->event_id = sqlite3_column_int64(q, 1);
+  double *d[] = {&r->target_w, &r->budget_w, &r->measured_w,   &r->offset_w,
+                 &r->caps_w,   &r->tput,     &r->tput_uncapped};
+  for (int i = 0; i < 7; i++)
+    *d[i] = sqlite3_column_double(q, 2 + i);
+  r->compliant = sqlite3_column_int(q, 9);
+  r->nodes = sqlite3_column_int(q, 10);
+  r->unreachable = sqlite3_column_int(q, 11);
+  r->jobs = sqlite3_column_int(q, 12);
+  r->alloc_ms = sqlite3_column_double(q, 13);
+  r->round_ms = sqlite3_column_double(q, 14);
+}
+
+int ctl_store_rounds(struct ctl_store *st, double from, double to, struct ctl_round_row **ret,
+                     size_t *ret_n) {
+  void *v = NULL;
+  int rc = query_rows(st,
+                      "SELECT t,IFNULL(event_id,0),target_w,budget_w,measured_w,offset_w,caps_w,"
+                      "tput,tput_uncapped,compliant,nodes,unreachable,jobs,alloc_ms,round_ms "
+                      "FROM rounds WHERE t>=? AND t<=? ORDER BY t",
+                      from, to, sizeof **ret, round_row, &v, ret_n);
+  if (rc == 0) *ret = v;
+  return rc;
+}
+
+static void class_row(sqlite3_stmt *q, void *elem) {
+  struct ctl_class_row *r = elem;
+  r->t = sqlite3_column_double(q, 0);
+  const unsigned char *cls = sqlite3_column_text(q, 1);
+  snprintf(r->cls, sizeof r->cls, "%s", cls ? (const char *)cls : "");
+  r->jobs = sqlite3_column_int(q, 2);
+  r->power_w = sqlite3_column_double(q, 3);
+  bool known = sqlite3_column_type(q, 5) != SQLITE_NULL;
+  r->tput = known ? sqlite3_column_double(q, 4) : NAN;
+  r->tput_uncapped = known ? sqlite3_column_double(q, 5) : NAN;
+}
+
+int ctl_store_class_rounds(struct ctl_store *st, double from, double to,
+                           struct ctl_class_row **ret, size_t *ret_n) {
+  void *v = NULL;
+  int rc = query_rows(st,
+                      "SELECT r.t, a.class, COUNT(*), SUM(a.power_w),"
+                      " SUM(CASE WHEN a.tput IS NOT NULL AND a.tput_uncapped > 0 THEN a.tput END),"
+                      " SUM(CASE WHEN a.tput IS NOT NULL AND a.tput_uncapped > 0"
+                      " THEN a.tput_uncapped END)"
+                      " FROM allocations a JOIN rounds r ON r.id = a.round_id"
+                      " WHERE r.t>=? AND r.t<=? GROUP BY r.id, a.class ORDER BY r.t, a.class",
+                      from, to, sizeof **ret, class_row, &v, ret_n);
+  if (rc == 0) *ret = v;
+  return rc;
+}
+
+int ctl_store_learnt_set(struct ctl_store *st, const struct ctl_learnt_row *v, size_t n) {
+  sqlite3_stmt *q;
+  if (sqlite3_exec(st->db, "BEGIN; DELETE FROM learnt;", NULL, NULL, NULL)) {
+    sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+    return -EIO;
+  }
+  int rc = sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO learnt VALUES (?,?,?,?,?)", -1, &q,
+                              NULL)
+               ? -EIO
+               : 0;
+  for (size_t i = 0; rc == 0 && i < n; i++) {
+    sqlite3_bind_text(q, 1, v[i].job, -1, SQLITE_STATIC);
+    double d[] = {v[i].p_max, v[i].t_max, v[i].t_est, v[i].draw_ratio};
+    for (int k = 0; k < 4; k++)
+      sqlite3_bind_double(q, 2 + k, d[k]);
+    rc = step_reset(q);
+  }
+  sqlite3_finalize(q);
+  if (rc == 0 && sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL)) rc = -EIO;
+  if (rc < 0) sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+  return rc < 0 ? -EIO : 0;
+}
+
+static void learnt_row(sqlite3_stmt *q, void *elem) {
+  struct ctl_learnt_row *r = elem;
+  const unsigned char *id = sqlite3_column_text(q, 0);
+  snprintf(r->job, sizeof r->job, "%s", id ? (const char *)id : "");
+  r->p_max = sqlite3_column_double(q, 1);
+  r->t_max = sqlite3_column_double(q, 2);
+  r->t_est = sqlite3_column_double(q, 3);
+  r->draw_ratio = sqlite3_column_double(q, 4);
+}
+
+int ctl_store_learnt_get(struct ctl_store *st, struct ctl_learnt_row **ret, size_t *ret_n) {
+  void *v = NULL;
+  int rc = query_rows(st,
+                      "SELECT job, p_max, t_max, t_est, draw_ratio FROM learnt ORDER BY job",
+                      0, 0, sizeof **ret, learnt_row, &v, ret_n);
+  if (rc == 0) *ret = v;
+  return rc;
 }

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "controller/agent_json.h"
 #include "controller/events.h"
 
 struct ctl_store;
@@ -36,6 +37,24 @@ struct ctl_alloc_row {
   const char *job;
   int gpus;
   double power_w, cap_w, tput, pred_tput, tput_uncapped, confidence;
+  const char *cls; /* the job's class, NULL: none */
+};
+
+/* What was learnt of a job that a restarted controller keeps (jobs.h):
+ * without it every job of an active event (capped, so never seen uncapped)
+ * would be probed at the equal share again. */
+struct ctl_learnt_row {
+  char job[CTL_JOB_ID_MAX];
+  double p_max, t_max, t_est, draw_ratio;
+};
+
+/* One round's jobs of one class, summed (the report's per-class figure). */
+struct ctl_class_row {
+  double t;
+  char cls[64]; /* "" : jobs without a class */
+  int jobs;
+  double power_w;
+  double tput, tput_uncapped; /* over the jobs whose both are known; NAN: none */
 };
 
 /* Opens (creating) the store at path; -PFLEX_E_SCHEMA for a newer schema,
@@ -67,6 +86,16 @@ int ctl_store_resume_set(struct ctl_store *st, const struct ctl_resume *r);
  * *ret freed with free(). */
 int ctl_store_rounds(struct ctl_store *st, double from, double to, struct ctl_round_row **ret,
                      size_t *ret_n);
+
+/* Replaces the learnt rows with these n (one transaction); -EIO. */
+int ctl_store_learnt_set(struct ctl_store *st, const struct ctl_learnt_row *v, size_t n);
+/* Every learnt row; *ret freed with free(). -EIO, -ENOMEM. */
+int ctl_store_learnt_get(struct ctl_store *st, struct ctl_learnt_row **ret, size_t *ret_n);
+
+/* Per round and class between from and to, in order of time then class;
+ * *ret freed with free(). -EIO, -ENOMEM. */
+int ctl_store_class_rounds(struct ctl_store *st, double from, double to,
+                           struct ctl_class_row **ret, size_t *ret_n);
 
 const char *ctl_store_errmsg(struct ctl_store *st);
 

@@ -200,8 +200,15 @@ int pflex__recset_load(struct pflex_restore *r, struct pflex__recset *ret) {
   }
   int err = pflex__trusted_file_check(fd, r->path, NULL, 0);
   json_error_t jerr;
-  json_t *root = err ? NULL : json_loadfd(fd, JSON_REJECT_DUPLICATES, &jerr);
-  close(fd);
+  /* Through a buffered stream: json_loadfd reads one byte per read(2), a
+   * syscall per character of every record on each limit change. */
+  FILE *f = err ? NULL : fdopen(fd, "r");
+  if (!err && !f) err = -errno;
+  json_t *root = f ? json_loadf(f, JSON_REJECT_DUPLICATES, &jerr) : NULL;
+  if (f)
+    fclose(f); /* closes fd */
+  else
+    close(fd);
   if (!err && !root) err = -PFLEX_E_PARSE;
   if (!err) err = load_json(root, &s);
   json_decref(root);

@@ -6,10 +6,15 @@
 # killed with SIGKILL). Asserts caps acknowledged within a second,
 # compliance within 5 s, throughput at least the equal cut's, every GPU back
 # at its default limit after the event and after the host released every
-# cap at its exit (counted into host.json). Overshoot after compliance is printed, not
-# asserted: on these lagging readings the controller's feedback still lets
-# single samples over target + 1% through (an open finding, bench/README.md).
+# cap at its exit (counted into host.json), and the event's report per job
+# class (JSON and figure). Overshoot after compliance is printed, not
+# asserted: on these lagging readings single samples over target + 1% came
+# through before raises waited for the cuts that fund them (none since, in
+# every run of bench/README.md's fourth round), and a loaded CI machine lags
+# them further.
 source "$(dirname "$0")/controller_common.bash"
+# PLplot's font stack (the report's figure) keeps one-time allocations.
+export LSAN_OPTIONS="suppressions=$(dirname "$0")/lsan-plplot.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 # The work directories on tmpfs when there is one (as sim-cluster's default):
 # 50 agents' durable restore records fsync'd to a loaded disk slow every cap.
 S=$T
@@ -43,6 +48,23 @@ jq -e '.tput_vs_equal >= 0.9 and .tput_vs_oracle <= 1.0' "$T/out.json" >/dev/nul
   fail "throughput below the equal cut's (or above the oracle's)"
 check "$T/out.json" "50 nodes"
 for d in "$S"/sim/agent00*; do [ -f "$d/restore.json" ] || fail "no restore records in $d"; done
+# The report of the event, per job class: the sim submits every job with its
+# kind's class (dense-pt, dense-ft, moe-pt, moe-ft), so the JSON names at
+# least two with their held throughput and power, and the figure draws each.
+"$CTL" report 1 --state-db "$S/sim/controller.db" --plot "$T/event.svg" > "$T/report.json" ||
+  fail "report failed"
+jq -e '([.classes[] | select(.class != null)] | length) >= 2 and
+  all(.classes[] | select(.class != null); .jobs_max > 0 and .power_w_mean > 0 and
+  .held_tput_relative > 0 and .held_tput_relative <= 1.05)' "$T/report.json" >/dev/null ||
+  fail "report: classes: $(jq -c .classes "$T/report.json")"
+# PLplot's SVG writes text as character references: the figure's words, decoded
+python3 -c 'import html, re, sys; t = html.unescape(open(sys.argv[1]).read())
+print("\n".join(re.findall(r">([^<>]+)</tspan>", t)))' "$T/event.svg" > "$T/event.txt"
+grep -qx 'throughput relative to uncapped, by job class' "$T/event.txt" ||
+  fail "report: no per-class panel in the figure"
+for c in $(jq -r '.classes[].class | select(. != null)' "$T/report.json"); do
+  [ "$(grep -cx -- "$c" "$T/event.txt")" -eq 2 ] || fail "report: class $c not in both legends"
+done
 
 "$CTL" sim-cluster --agents hosted --nodes 20 --cut 30 --duration 30 --warmup 10 --seed 5 \
   --churn 120 --fault agent-kill:4 --fault agent-stall:12 --fault controller-kill:20 --heal 7 \

@@ -7,7 +7,11 @@
  * predicts (dram_copy computed from dram_active and mem_copy_util as for a
  * runs file), one without telemetry from the model's population prior, and
  * without a model from prior_pfi; templates from a runs file give the curves
- * another shape than the family's, and a file without two groups is refused. */
+ * another shape than the family's, and a file without two groups is refused.
+ * A job that reports no throughput yet (loading) is probed, not given its
+ * draw as P_max, and counted at its draw plus the largest rise one such job
+ * can make; the draw under a binding cap is learnt and the cap divided by
+ * it. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -252,6 +256,133 @@ static void templates_shape_the_curves(void **state) {
   unlink("/tmp/pflex-ctl-one-group.csv");
 }
 
+
+/* Rounds of the nodes as they are now (times from t0). */
+static void rounds(struct fixture *f, struct ctl_node *nodes, size_t n, int t0, int k) {
+  for (int r = 0; r < k; r++) {
+    assert_int_equal(ctl_jobset_gather(&f->js, nodes, n, t0 + r, 120), 0);
+    ctl_jobset_learn(&f->js, &f->cfg);
+  }
+}
+
+/* A job that reports no throughput yet and draws under its least limit
+ * (loading) is not given its draw as its P_max: it is probed at the equal share, and counted at its draw, plus
+ * room for the largest rise one loading job can make to its cap. Once it
+ * reports, its uncapped draw is learnt. */
+static void a_loading_job_is_probed_not_pinned(void **state) {
+  struct fixture *f = *state;
+  struct ctl_node nodes[NNODES + 2];
+  memcpy(nodes, f->nodes, sizeof f->nodes);
+  node_init(&nodes[NNODES], "loading", 80, 0);
+  node_init(&nodes[NNODES + 1], "loading2", 90, 0);
+  rounds(f, nodes, NNODES + 2, 10, 5);
+  struct ctl_job *j = ctl_jobset_find(&f->js, "loading");
+  assert_non_null(j);
+  assert_true(j->p_max == 0);
+  assert_true(j->probe);
+  double uncapped = 8 * 690 + 8 * 660 + 16 * 680, target = 0.7 * uncapped;
+  struct ctl_plan_summary s;
+  assert_int_equal(ctl_plan(nodes, NNODES + 2, &f->js, &f->cfg, target, target, 5600, &s), 0);
+  const struct ctl_job *j2 = ctl_jobset_find(&f->js, "loading2");
+  assert_near(j->cap_w, 200, 0); /* held near its draw: its least cap */
+  assert_near(j2->cap_w, 200, 0);
+  double rise = fmax(1600 - 1.1 * 8 * 80, 1600 - 1.1 * 8 * 90);
+  assert_near(s.fixed_w, 1.1 * 8 * 80 + 1.1 * 8 * 90 + rise, 1e-6);
+  assert_true(s.fallback_w <= target);
+  /* A job that reports no throughput but draws above its least limit is
+   * not loading: its draw is its P_max (its class's floor holds on it). */
+  struct ctl_node silent[1];
+  node_init(&silent[0], "silent", 600, 0);
+  struct ctl_jobset js;
+  ctl_jobset_init(&js);
+  for (int r = 0; r < 4; r++) {
+    assert_int_equal(ctl_jobset_gather(&js, silent, 1, r, 120), 0);
+    ctl_jobset_learn(&js, &f->cfg);
+  }
+  assert_near(ctl_jobset_find(&js, "silent")->p_max, 8 * 600, 1e-6);
+  ctl_jobset_release(&js);
+  /* It trains now: its draw while it reports throughput is its P_max. */
+  node_init(&nodes[NNODES], "loading", 650, 30000);
+  rounds(f, nodes, NNODES + 2, 20, 4);
+  assert_near(j->p_max, 8 * 650, 1e-6);
+  assert_false(j->probe);
+}
+
+/* Under a binding cap a job's GPUs draw a little under it: that share is
+ * learnt, and the next cap is divided by it so that the job draws what it
+ * is given. */
+static void the_draw_under_a_binding_cap_is_learnt(void **state) {
+  struct fixture *f = *state;
+  struct ctl_job *d = ctl_jobset_find(&f->js, "dense");
+  assert_true(d->draw_ratio == 0); /* never capped */
+  for (size_t g = 0; g < 8; g++) {
+    f->nodes[0].gpu[g].limit_w = f->nodes[0].gpu[g].enforced_w = 500;
+    f->nodes[0].gpu[g].power_w = 0.98 * 500;
+  }
+  rounds(f, f->nodes, NNODES, 10, 6);
+  assert_near(d->draw_ratio, 0.98, 1e-9);
+  double uncapped = 8 * 690 + 8 * 660 + 16 * 680, target = 0.7 * uncapped;
+  struct ctl_plan_summary s;
+  assert_int_equal(ctl_plan(f->nodes, NNODES, &f->js, &f->cfg, target, target, 5600, &s), 0);
+  double cap = pflex_curve_cap_for_power(ctl_job_curve(d), d->alloc_w, 8, 200, 700);
+  assert_true(cap < 690);
+  assert_near(d->cap_w, floor(fmin(cap / 0.98, 700)), 0);
+  /* A cap above the job's demand says nothing of the limiter. */
+  struct ctl_job *m = ctl_jobset_find(&f->js, "moe");
+  for (size_t g = 0; g < 8; g++)
+    f->nodes[1].gpu[g].limit_w = f->nodes[1].gpu[g].enforced_w = 690; /* above its 660 W */
+  rounds(f, f->nodes, NNODES, 20, 4);
+  assert_true(m->draw_ratio == 0);
+}
+
+/* A restarted controller finds its jobs capped (never uncapped): seeded with
+ * what the store kept, a job is allocated on its curve at once, not probed. */
+static void a_seeded_job_is_not_probed_again(void **state) {
+  struct fixture *f = *state;
+  struct ctl_learnt_row kept[1];
+  assert_int_equal(ctl_jobset_learnt(&f->js, kept, 1), 1); /* the first by id: dense */
+  assert_string_equal(kept[0].job, "dense");
+  struct ctl_jobset js;
+  ctl_jobset_init(&js);
+  assert_int_equal(ctl_jobset_seed(&js, kept, 1, 100), 0);
+  for (size_t g = 0; g < 8; g++)
+    f->nodes[0].gpu[g].limit_w = f->nodes[0].gpu[g].enforced_w = 500; /* capped */
+  for (int r = 0; r < 3; r++) {
+    assert_int_equal(ctl_jobset_gather(&js, f->nodes, 1, 100 + r, 120), 0);
+    ctl_jobset_learn(&js, &f->cfg);
+  }
+  const struct ctl_job *d = ctl_jobset_find(&js, "dense");
+  assert_non_null(d);
+  assert_false(d->probe);
+  assert_near(d->p_max, 8 * 690, 1e-6);
+  assert_near(d->t_max, 9000, 1e-6);
+  const struct pflex_curve *c = ctl_job_curve(d);
+  assert_non_null(c);
+  assert_near(pflex_curve_eval(c, pflex_curve_p_max(c)), 9000, 1e-6 * 9000);
+  ctl_jobset_release(&js);
+}
+
+/* A class's floor holds for a job whose curve has no observation yet (its
+ * curve reports no T_max of its own: the floor is taken at its P_max). */
+static void a_class_floor_holds_before_any_observation(void **state) {
+  struct fixture *f = *state;
+  f->cfg.nclasses = 1;
+  struct ctl_class *c = &f->cfg.classes[0];
+  memset(c, 0, sizeof *c);
+  snprintf(c->name, sizeof c->name, "keep");
+  snprintf(c->match, sizeof c->match, "dense");
+  c->weight = 1;
+  c->floor_pct = 90;
+  rounds(f, f->nodes, NNODES, 10, 1);
+  struct ctl_job *d = ctl_jobset_find(&f->js, "dense");
+  assert_true(d->observations == 0);
+  double uncapped = 8 * 690 + 8 * 660 + 16 * 680, target = 0.7 * uncapped;
+  struct ctl_plan_summary s;
+  assert_int_equal(ctl_plan(f->nodes, NNODES, &f->js, &f->cfg, target, target, 5600, &s), 0);
+  assert_false(s.infeasible);
+  if (!(d->pred_tput >= 0.9 * 9000 - 1e-6)) fail_msg("dense at %.0f of 9000", d->pred_tput);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(jobs_are_gathered_across_nodes, setup, teardown),
@@ -260,6 +391,10 @@ int main(void) {
       cmocka_unit_test_setup_teardown(an_unreachable_node_counts_at_its_acknowledged_caps, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(a_target_below_the_floors_is_flagged, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_loading_job_is_probed_not_pinned, setup, teardown),
+      cmocka_unit_test_setup_teardown(the_draw_under_a_binding_cap_is_learnt, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_seeded_job_is_not_probed_again, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_class_floor_holds_before_any_observation, setup, teardown),
       cmocka_unit_test(model_pfi_from_telemetry),
       cmocka_unit_test(templates_shape_the_curves),
   };

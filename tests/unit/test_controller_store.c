@@ -1,6 +1,7 @@
 /* Unit tests of the controller's SQLite state (src/controller/store.c): what
  * a restarted controller resumes from, also after the writer was killed with
- * SIGKILL mid-run, and refusing a newer schema. */
+ * SIGKILL mid-run, refusing a newer schema, a version 1 store gaining the
+ * allocations' class, and the per-class sums the report (report.c) draws. */
 #include <errno.h>
 #include <math.h>
 #include <setjmp.h>
@@ -18,6 +19,7 @@
 #include <sqlite3.h>
 
 #include "assert_near.h"
+#include "controller/report.h"
 #include "controller/store.h"
 #include "pflex/error.h"
 
@@ -59,7 +61,7 @@ static void write_event_and_rounds(struct ctl_store *st, double now, int rounds)
                               .budget_w = 70500,
                               .measured_w = 69900,
                               .compliant = 1};
-    struct ctl_alloc_row a = {"job-a", 8, 4000, 500, 100, 101, 140, 0.5};
+    struct ctl_alloc_row a = {"job-a", 8, 4000, 500, 100, 101, 140, 0.5, NULL};
     assert_int_equal(ctl_store_round(st, &r, &a, 1), 0);
     struct ctl_resume rs = {
         .offset_w = 500 + i, .uncapped_w = 100000, .last_round = r.t, .rounds = i + 1};
@@ -139,11 +141,143 @@ static void refuses_a_newer_schema(void **state) {
   assert_non_null(strstr(err, "newer"));
 }
 
+
+/* Two classes and jobs without one over three rounds; a job without a
+ * throughput counts in its class's power, not in its throughput. */
+static int64_t write_classes(struct ctl_store *st, double now) {
+  struct ctl_event e = {.target_w = 9000, .start = now, .duration_s = 60, .created = now};
+  snprintf(e.source, sizeof e.source, "api");
+  assert_int_equal(ctl_store_event_add(st, &e), 0);
+  for (int i = 0; i < 3; i++) {
+    struct ctl_round_row r = {.t = now + 1 + i, .event_id = e.id, .target_w = 9000,
+                              .measured_w = 8900, .tput = 270, .tput_uncapped = 300,
+                              .compliant = 1};
+    struct ctl_alloc_row a[] = {
+        {"a1", 8, 3000, 375, 90, 90, 100, 0.9, "rigid"},
+        {"a2", 8, 2000, 250, 60, 60, 100, 0.9, "rigid"},
+        {"b1", 8, 2500, 312, 80, 80, 100, 0.9, "batch"},
+        {"b2", 8, 500, 200, NAN, NAN, 0, 0, "batch"}, /* loading: no throughput yet */
+        {"c1", 8, 900, 200, 40 + i, 40, 50, 0.5, NULL},
+    };
+    assert_int_equal(ctl_store_round(st, &r, a, 5), 0);
+  }
+  return e.id;
+}
+
+static void sums_per_class(void **state) {
+  double now = 1796126400;
+  struct ctl_store *st = open_at("classes.db");
+  int64_t id = write_classes(st, now);
+  struct ctl_class_row *c = NULL;
+  size_t n = 0;
+  assert_int_equal(ctl_store_class_rounds(st, now - 10, now + 100, &c, &n), 0);
+  assert_int_equal(n, 9); /* 3 rounds x (none, batch, rigid), by time then class */
+  assert_string_equal(c[0].cls, "");
+  assert_string_equal(c[1].cls, "batch");
+  assert_string_equal(c[2].cls, "rigid");
+  assert_int_equal(c[1].jobs, 2);
+  assert_near(c[1].power_w, 3000, 1e-9);
+  assert_near(c[1].tput, 80, 1e-9);
+  assert_near(c[1].tput_uncapped, 100, 1e-9);
+  assert_near(c[2].tput / c[2].tput_uncapped, 150.0 / 200, 1e-12);
+  assert_near(c[6].tput, 42, 1e-9);
+  free(c);
+  char err[256];
+  json_t *o = NULL;
+  assert_int_equal(ctl_report_json(st, id, &o, err, sizeof err), 0);
+  json_t *cls = json_object_get(o, "classes");
+  assert_int_equal(json_array_size(cls), 3);
+  json_t *none = json_array_get(cls, 0), *batch = json_array_get(cls, 1);
+  assert_true(json_is_null(json_object_get(none, "class")));
+  assert_near(json_real_value(json_object_get(none, "held_tput_relative")), 41.0 / 50, 1e-12);
+  assert_string_equal(json_string_value(json_object_get(batch, "class")), "batch");
+  assert_int_equal(json_integer_value(json_object_get(batch, "jobs_max")), 2);
+  assert_near(json_real_value(json_object_get(batch, "held_tput_relative")), 0.8, 1e-12);
+  assert_near(json_real_value(json_object_get(batch, "power_w_mean")), 3000, 1e-9);
+  json_decref(o);
+  ctl_store_close(st);
+}
+
+/* A store written by a controller before the class column: opened, it
+ * gains the column (its rows kept, their class none) and says version 2. */
+static void migrates_a_version_1_store(void **state) {
+  char path[128];
+  snprintf(path, sizeof path, "%s/v1.db", dir);
+  sqlite3 *db;
+  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+  assert_int_equal(
+      sqlite3_exec(db,
+                   "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+                   "INSERT INTO meta VALUES('schema','1');"
+                   "CREATE TABLE rounds (id INTEGER PRIMARY KEY, t REAL NOT NULL, event_id "
+                   "INTEGER, target_w REAL, budget_w REAL, measured_w REAL, offset_w REAL, caps_w "
+                   "REAL, tput REAL, tput_uncapped REAL, compliant INTEGER, nodes INTEGER, "
+                   "unreachable INTEGER, jobs INTEGER, alloc_ms REAL, round_ms REAL);"
+                   "INSERT INTO rounds (id, t, event_id) VALUES (1, 100, 1);"
+                   "CREATE TABLE allocations (round_id INTEGER NOT NULL, job TEXT NOT NULL, gpus "
+                   "INTEGER, power_w REAL, cap_w REAL, tput REAL, pred_tput REAL, tput_uncapped "
+                   "REAL, confidence REAL);"
+                   "INSERT INTO allocations VALUES (1, 'old', 8, 1000, 125, 5, 5, 10, 1);",
+                   NULL, NULL, NULL),
+      SQLITE_OK);
+  sqlite3_close(db);
+  struct ctl_store *st = open_at("v1.db");
+  struct ctl_class_row *c = NULL;
+  size_t n = 0;
+  assert_int_equal(ctl_store_class_rounds(st, 0, 200, &c, &n), 0);
+  assert_int_equal(n, 1);
+  assert_string_equal(c[0].cls, "");
+  assert_near(c[0].power_w, 1000, 1e-9);
+  free(c);
+  struct ctl_round_row r = {.t = 101, .event_id = 1, .compliant = 1};
+  struct ctl_alloc_row a = {"new", 8, 900, 112, 4, 4, 10, 1, "rigid"};
+  assert_int_equal(ctl_store_round(st, &r, &a, 1), 0);
+  ctl_store_close(st);
+  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+  sqlite3_stmt *q;
+  assert_int_equal(sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='schema'", -1, &q, NULL),
+                   SQLITE_OK);
+  assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+  assert_string_equal((const char *)sqlite3_column_text(q, 0), "2");
+  sqlite3_finalize(q);
+  sqlite3_close(db);
+}
+
+/* What was learnt of the jobs is replaced as a whole each time and read
+ * back as stored (a restarted controller seeds its jobs with it). */
+static void keeps_what_was_learnt_of_the_jobs(void **state) {
+  struct ctl_store *st = open_at("learnt.db");
+  struct ctl_learnt_row a[] = {{"j1", 5400, 40000, 0, 0.98}, {"j2", 0, 0, 12000, 0}};
+  assert_int_equal(ctl_store_learnt_set(st, a, 2), 0);
+  assert_int_equal(ctl_store_learnt_set(st, a + 1, 1), 0); /* j1 ended */
+  ctl_store_close(st);
+  st = open_at("learnt.db");
+  struct ctl_learnt_row *v = NULL;
+  size_t n = 0;
+  assert_int_equal(ctl_store_learnt_get(st, &v, &n), 0);
+  assert_int_equal(n, 1);
+  assert_string_equal(v[0].job, "j2");
+  assert_near(v[0].t_est, 12000, 0);
+  free(v);
+  assert_int_equal(ctl_store_learnt_set(st, a, 2), 0);
+  assert_int_equal(ctl_store_learnt_get(st, &v, &n), 0);
+  assert_int_equal(n, 2);
+  assert_string_equal(v[0].job, "j1");
+  assert_near(v[0].p_max, 5400, 0);
+  assert_near(v[0].t_max, 40000, 0);
+  assert_near(v[0].draw_ratio, 0.98, 0);
+  free(v);
+  ctl_store_close(st);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(resumes_after_a_clean_close, setup, teardown),
       cmocka_unit_test_setup_teardown(resumes_after_sigkill, setup, teardown),
       cmocka_unit_test_setup_teardown(refuses_a_newer_schema, setup, teardown),
+      cmocka_unit_test_setup_teardown(sums_per_class, setup, teardown),
+      cmocka_unit_test_setup_teardown(migrates_a_version_1_store, setup, teardown),
+      cmocka_unit_test_setup_teardown(keeps_what_was_learnt_of_the_jobs, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
