@@ -232,7 +232,7 @@ struct live {
   double base, m, a, b;
   size_t g, r0, r1, len;
   size_t cgt, cge; /* this node: segments steeper than lambda / at least as steep */
-  double tval;     /* weight * T at X[cgt] (NAN: not yet evaluated) */
+  double tx, tval; /* weight * T at tx, the last X[cgt] it was needed at (NAN: none) */
 };
 
 /* A group's samples, for the branching's sub-ranges. */
@@ -256,6 +256,7 @@ struct orc {
   struct pflex__seg *mids;
   size_t *rl, *rr;
   double best, open;
+  double hint; /* the last node's threshold (NAN: none yet) */
   double *npl; /* node pool: the restricted majorants */
   size_t nnpl, cap_npl, kmax;
   struct pflex__hullpt *hp;
@@ -390,6 +391,7 @@ static int orc_groups(struct orc *o, unsigned nint, struct pflex__oracle_cache *
     o->lv[g].Q = X + 2 * e->len + 1;
     o->lv[g].base = e->base;
     o->lv[g].len = e->len;
+    o->lv[g].tx = NAN;
   }
   o->nlive = o->ng;
   if (!err) group_members(o);
@@ -400,9 +402,12 @@ static int orc_groups(struct orc *o, unsigned nint, struct pflex__oracle_cache *
 
 /* ---- the relaxation ------------------------------------------------------------- */
 
-/* Number of slopes of S[0..len) (strictly falling) above v, and at least v. */
-static void count_slopes(const double *S, size_t len, double v, size_t *ret_gt, size_t *ret_ge) {
-  size_t lo = 0, hi = len;
+/* Number of slopes of S[lo..hi) (strictly falling) above v, and at least v,
+ * plus lo: the counts on all of S when S[0..lo) lies above v and S[hi..)
+ * below it. */
+static void count_slopes(const double *S, size_t lo, size_t hi, double v, size_t *ret_gt,
+                         size_t *ret_ge) {
+  size_t end = hi;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
     if (S[mid] > v)
@@ -411,7 +416,7 @@ static void count_slopes(const double *S, size_t len, double v, size_t *ret_gt, 
       hi = mid;
   }
   *ret_gt = lo;
-  *ret_ge = lo < len && S[lo] == v ? lo + 1 : lo;
+  *ret_ge = lo < end && S[lo] == v ? lo + 1 : lo;
 }
 
 /* Length of the live majorants' segments counted by cgt (or cge). */
@@ -426,15 +431,40 @@ static double live_len(const struct orc *o, bool ge) {
 
 static void set_counts(struct orc *o, double v) {
   for (size_t k = 0; k < o->nlive; k++)
-    count_slopes(o->lv[k].S, o->lv[k].len, v, &o->lv[k].cgt, &o->lv[k].cge);
+    count_slopes(o->lv[k].S, 0, o->lv[k].len, v, &o->lv[k].cgt, &o->lv[k].cge);
+}
+
+/* One probe of the threshold search at slope v: true when v is the threshold
+ * for budget B (cgt/cge left set for it); else the open ranges [rl, rr)
+ * shrink to the side of v where the threshold lies. Every slope left open
+ * lies strictly between the probes so far, and so does v (a slope of an
+ * open range, or the first probe): each count is searched for in its open
+ * range only, and a closed one is its end. */
+static bool lp_probe(struct orc *o, double v, double B) {
+  for (size_t k = 0; k < o->nlive; k++) {
+    struct live *l = &o->lv[k];
+    count_slopes(l->S, o->rl[k], o->rr[k], v, &l->cgt, &l->cge);
+  }
+  if (live_len(o, false) >= B) {
+    for (size_t k = 0; k < o->nlive; k++)
+      if (o->lv[k].cgt < o->rr[k]) o->rr[k] = o->lv[k].cgt;
+    return false;
+  }
+  if (live_len(o, true) >= B) return true;
+  for (size_t k = 0; k < o->nlive; k++)
+    if (o->lv[k].cge > o->rl[k]) o->rl[k] = o->lv[k].cge;
+  return false;
 }
 
 /* The threshold slope for budget B over the live majorants (+INF when B <= 0,
  * -INF when all their segments are shorter), by a search over their sorted
- * slopes: each round takes the weighted median of the middle slopes of the
- * ranges still open, so at least a quarter of what is open closes. Leaves
- * cgt/cge set for it. */
-static double lp_lambda(struct orc *o, double B) {
+ * slopes: a first probe at hint (the last node's threshold, often this
+ * one's too), then rounds that each take the weighted median of the middle
+ * slopes of the ranges still open, so at least a quarter of what is open
+ * closes. The threshold is the one slope v with len(> v) < B <= len(>= v),
+ * whatever the probes. Leaves cgt/cge set for it. Live entries without jobs
+ * (m = 0) get no counts: nothing reads them. */
+static double lp_lambda(struct orc *o, double B, double hint) {
   if (!(B > 0)) {
     set_counts(o, INFINITY);
     return INFINITY;
@@ -443,6 +473,7 @@ static double lp_lambda(struct orc *o, double B) {
     o->rl[k] = 0;
     o->rr[k] = o->lv[k].m > 0 ? o->lv[k].len : 0;
   }
+  if (isfinite(hint) && lp_probe(o, hint, B)) return hint;
   for (;;) {
     size_t nm = 0;
     double tot = 0;
@@ -454,17 +485,7 @@ static double lp_lambda(struct orc *o, double B) {
       }
     if (nm == 0) break;
     double v = pflex__alloc_threshold(o->mids, nm, 0.5 * tot);
-    set_counts(o, v);
-    double g = live_len(o, false);
-    if (g >= B) {
-      for (size_t k = 0; k < o->nlive; k++)
-        if (o->lv[k].cgt < o->rr[k]) o->rr[k] = o->lv[k].cgt;
-    } else if (live_len(o, true) >= B) {
-      return v;
-    } else {
-      for (size_t k = 0; k < o->nlive; k++)
-        if (o->lv[k].cge > o->rl[k]) o->rl[k] = o->lv[k].cge;
-    }
+    if (lp_probe(o, v, B)) return v;
   }
   set_counts(o, -INFINITY);
   return -INFINITY;
@@ -488,8 +509,6 @@ static double lp_bound(const struct orc *o, double B, double lambda) {
  * true value (the incumbent if best so far). */
 static double lp_point(struct orc *o, double B, double lambda) {
   double left = isfinite(lambda) ? B - live_len(o, false) : 0;
-  for (size_t k = 0; k < o->nlive; k++)
-    o->lv[k].tval = NAN;
   double val = 0;
   for (size_t i = 0; i < o->n; i++) {
     if (o->hid[i] == NONE) {
@@ -508,7 +527,10 @@ static double lp_point(struct orc *o, double B, double lambda) {
       ui += lambda * take;
       o->tv[i] = w * pflex_curve_eval(o->jobs[i].curve, x);
     } else {
-      if (isnan(l->tval)) l->tval = w * pflex_curve_eval(o->jobs[i].curve, x);
+      if (!(l->tx == x)) {
+        l->tval = w * pflex_curve_eval(o->jobs[i].curve, x);
+        l->tx = x;
+      }
       o->tv[i] = l->tval;
     }
     o->p[i] = x;
@@ -609,7 +631,8 @@ static int live_sub(struct orc *o, size_t g, double a, double b, struct live *L)
   nh = pflex__alloc_upper_hull(hp, nh);
   double *X = &o->npl[o->nnpl], *S = X + nh, *Q = S + nh, base;
   size_t len = hull_arrays(hp, nh, X, S, Q, &base);
-  *L = (struct live){.X = X, .S = S, .Q = Q, .base = base, .a = a, .b = b, .g = g, .len = len};
+  *L = (struct live){
+      .X = X, .S = S, .Q = Q, .base = base, .a = a, .b = b, .g = g, .len = len, .tx = NAN};
   o->nnpl += 3 * nh;
   return 0;
 }
@@ -683,7 +706,8 @@ static int node(struct orc *o, int depth) {
   o->nodes++;
   double B = o->target - o->asum;
   if (B < -1e-12 * fabs(o->target)) return 0; /* the ranges' floors exceed the target */
-  double lambda = lp_lambda(o, B), ub = lp_bound(o, B, lambda);
+  double lambda = lp_lambda(o, B, o->hint), ub = lp_bound(o, B, lambda);
+  o->hint = lambda;
   /* Every node that is not split leaves its bound in open: the largest,
    * less the best value, is the certified gap. */
   if (ub <= o->best + tol_of(o)) {
@@ -749,6 +773,7 @@ int pflex__alloc_oracle(const struct pflex_alloc_job *jobs, size_t n, const doub
                   .target = target,
                   .best = -INFINITY,
                   .open = -INFINITY,
+                  .hint = NAN,
                   .max_nodes = (int)fmin(ORACLE_MAX_NODES, 4.0 + ORACLE_NODE_WORK / (n ? n : 1))};
   struct pflex__oracle_cache *local = NULL;
   int err = orc_alloc(&o, n);
