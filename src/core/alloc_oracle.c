@@ -434,13 +434,14 @@ static void set_counts(struct orc *o, double v) {
     count_slopes(o->lv[k].S, 0, o->lv[k].len, v, &o->lv[k].cgt, &o->lv[k].cge);
 }
 
-/* One probe of the threshold search at slope v: true when v is the threshold
+/* One probe of the threshold search at slope v: 0 when v is the threshold
  * for budget B (cgt/cge left set for it); else the open ranges [rl, rr)
- * shrink to the side of v where the threshold lies. Every slope left open
- * lies strictly between the probes so far, and so does v (a slope of an
- * open range, or the first probe): each count is searched for in its open
- * range only, and a closed one is its end. */
-static bool lp_probe(struct orc *o, double v, double B) {
+ * shrink to the side of v where the threshold lies, and that side is
+ * returned (+1: above v, -1: below). Every slope left open lies strictly
+ * between the probes so far, and so does v (a slope of an open range, or
+ * the first probe): each count is searched for in its open range only, and
+ * a closed one is its end. */
+static int lp_probe(struct orc *o, double v, double B) {
   for (size_t k = 0; k < o->nlive; k++) {
     struct live *l = &o->lv[k];
     count_slopes(l->S, o->rl[k], o->rr[k], v, &l->cgt, &l->cge);
@@ -448,22 +449,48 @@ static bool lp_probe(struct orc *o, double v, double B) {
   if (live_len(o, false) >= B) {
     for (size_t k = 0; k < o->nlive; k++)
       if (o->lv[k].cgt < o->rr[k]) o->rr[k] = o->lv[k].cgt;
-    return false;
+    return 1;
   }
-  if (live_len(o, true) >= B) return true;
+  if (live_len(o, true) >= B) return 0;
   for (size_t k = 0; k < o->nlive; k++)
     if (o->lv[k].cge > o->rl[k]) o->rl[k] = o->lv[k].cge;
-  return false;
+  return -1;
+}
+
+/* The next probe: the weighted median of the middle slopes of the open
+ * ranges, each cut to its w slopes nearest the first probe (side +1: the
+ * threshold lies above it, so its near end is rr; -1: rl). False when no
+ * range is open. */
+static bool lp_pivot(struct orc *o, int side, size_t w, double *ret_v) {
+  size_t nm = 0;
+  double tot = 0;
+  for (size_t k = 0; k < o->nlive; k++) {
+    size_t a = o->rl[k], b = o->rr[k];
+    if (a >= b) continue;
+    if (b - a > w) {
+      if (side > 0)
+        a = b - w;
+      else
+        b = a + w;
+    }
+    o->mids[nm++] = (struct pflex__seg){o->lv[k].S[a + (b - a) / 2], (double)(b - a)};
+    tot += (double)(b - a);
+  }
+  if (nm == 0) return false;
+  *ret_v = pflex__alloc_threshold(o->mids, nm, 0.5 * tot);
+  return true;
 }
 
 /* The threshold slope for budget B over the live majorants (+INF when B <= 0,
  * -INF when all their segments are shorter), by a search over their sorted
- * slopes: a first probe at hint (the last node's threshold, often this
- * one's too), then rounds that each take the weighted median of the middle
- * slopes of the ranges still open, so at least a quarter of what is open
- * closes. The threshold is the one slope v with len(> v) < B <= len(>= v),
- * whatever the probes. Leaves cgt/cge set for it. Live entries without jobs
- * (m = 0) get no counts: nothing reads them. */
+ * slopes. A first probe at hint (the last node's threshold: often this
+ * one's, and mostly near it), then rounds that each probe the weighted
+ * median of the middle slopes of the ranges still open, at first of their
+ * parts nearest the hint (2, 4, 8, ... slopes each), then of the whole
+ * ranges, so at least a quarter of what is open closes. The threshold is the
+ * one slope v with len(> v) < B <= len(>= v), whatever the probes. Leaves
+ * cgt/cge set for it. Live entries without jobs (m = 0) get no counts:
+ * nothing reads them. */
 static double lp_lambda(struct orc *o, double B, double hint) {
   if (!(B > 0)) {
     set_counts(o, INFINITY);
@@ -473,19 +500,17 @@ static double lp_lambda(struct orc *o, double B, double hint) {
     o->rl[k] = 0;
     o->rr[k] = o->lv[k].m > 0 ? o->lv[k].len : 0;
   }
-  if (isfinite(hint) && lp_probe(o, hint, B)) return hint;
+  int side = 0;
+  size_t w = SIZE_MAX;
+  if (isfinite(hint)) {
+    if ((side = lp_probe(o, hint, B)) == 0) return hint;
+    w = 1;
+  }
   for (;;) {
-    size_t nm = 0;
-    double tot = 0;
-    for (size_t k = 0; k < o->nlive; k++)
-      if (o->rl[k] < o->rr[k]) {
-        double wgt = (double)(o->rr[k] - o->rl[k]);
-        o->mids[nm++] = (struct pflex__seg){o->lv[k].S[(o->rl[k] + o->rr[k]) / 2], wgt};
-        tot += wgt;
-      }
-    if (nm == 0) break;
-    double v = pflex__alloc_threshold(o->mids, nm, 0.5 * tot);
-    if (lp_probe(o, v, B)) return v;
+    w = w <= SIZE_MAX / 2 ? 2 * w : SIZE_MAX;
+    double v;
+    if (!lp_pivot(o, side, w, &v)) break;
+    if (lp_probe(o, v, B) == 0) return v;
   }
   set_counts(o, -INFINITY);
   return -INFINITY;
