@@ -41,6 +41,12 @@
 #define ORACLE_NODE_WORK (1u << 20)
 #define ORACLE_MAX_DEPTH 48
 #define NONE SIZE_MAX
+/* The cache's bound: when its pool passes this many doubles (256 MB; about
+ * 10,000 curves at 512 intervals) or its entries four per job and 65,536, it
+ * becomes the older generation, whose entries a later call copies back as it
+ * meets them, and the generation before is dropped: at most about twice this,
+ * and what the last calls used stays. */
+#define ORACLE_CACHE_DOUBLES ((size_t)1 << 25)
 
 /* ---- the cache of sampled, lifted curves ------------------------------------- */
 
@@ -67,6 +73,7 @@ struct pflex__oracle_cache {
   double *pool;
   size_t npool, cap;
   unsigned long calls;
+  struct pflex__oracle_cache *older; /* the generation before (NULL: none) */
   /* branch-and-bound scratch, kept between calls */
   double *npl;
   size_t ncap;
@@ -74,6 +81,7 @@ struct pflex__oracle_cache {
 
 void pflex__oracle_cache_free(struct pflex__oracle_cache *oc) {
   if (!oc) return;
+  pflex__oracle_cache_free(oc->older);
   free(oc->tab);
   free(oc->pool);
   free(oc->npl);
@@ -127,11 +135,44 @@ static int oc_reserve(struct pflex__oracle_cache *oc, size_t more) {
   return 0;
 }
 
-static void oc_clear(struct pflex__oracle_cache *oc) {
-  for (size_t h = 0; h < oc->nslots; h++)
-    oc->tab[h].used = false;
-  oc->nused = 0;
-  oc->npool = 0;
+/* Makes the entries the older generation (dropping the one before) and
+ * starts an empty one. */
+static int oc_rotate(struct pflex__oracle_cache *oc) {
+  struct pflex__oracle_cache *old = oc->older;
+  if (!old && !(old = calloc(1, sizeof *old))) return -ENOMEM;
+  free(old->tab);
+  free(old->pool);
+  old->tab = oc->tab;
+  old->nslots = oc->nslots;
+  old->nused = oc->nused;
+  old->pool = oc->pool;
+  old->npool = oc->npool;
+  old->cap = oc->cap;
+  oc->tab = NULL;
+  oc->pool = NULL;
+  oc->nslots = oc->nused = oc->npool = oc->cap = 0;
+  oc->older = old;
+  return 0;
+}
+
+/* Copies key's entry from the older generation into slot h, if it is there. */
+static int oc_from_older(struct pflex__oracle_cache *oc, const struct okey *key, size_t h,
+                         bool *ret_found) {
+  const struct pflex__oracle_cache *old = oc->older;
+  *ret_found = false;
+  if (!old || !old->nused) return 0;
+  const struct oentry *e = &old->tab[oc_slot(old, key)];
+  if (!e->used) return 0;
+  size_t size = 3 * e->k - 1 + 3 * e->len + 2;
+  if (oc_reserve(oc, size) < 0) return -ENOMEM;
+  memcpy(&oc->pool[oc->npool], &old->pool[e->off], size * sizeof *oc->pool);
+  oc->tab[h] = (struct oentry){
+      .key = *key, .off = oc->npool, .k = e->k, .len = e->len, .base = e->base, .gid = NONE,
+      .used = true};
+  oc->npool += size;
+  oc->nused++;
+  *ret_found = true;
+  return 0;
 }
 
 /* ---- sampling ----------------------------------------------------------------- */
@@ -308,7 +349,12 @@ static int job_entry(struct orc *o, size_t i, unsigned nint, struct pflex__oracl
   struct okey key = {pflex_curve_digest(j->curve), o->lo[i], o->hi[i], j->weight, nint};
   if (2 * (oc->nused + 1) > oc->nslots && oc_grow(oc) < 0) return -ENOMEM;
   size_t h = oc_slot(oc, &key);
-  if (!oc->tab[h].used) {
+  bool found = oc->tab[h].used;
+  if (!found) {
+    int err = oc_from_older(oc, &key, h, &found);
+    if (err) return err;
+  }
+  if (!found) {
     size_t np;
     pflex_curve_points(j->curve, &np);
     if (nint + np + 3 > o->kmax) {
@@ -805,7 +851,9 @@ int pflex__alloc_oracle(const struct pflex_alloc_job *jobs, size_t n, const doub
   if (!err && cache && !*cache) err = oracle_cache_new(cache);
   if (!err) err = oracle_cache_new(&local);
   struct pflex__oracle_cache *persist = cache ? *cache : NULL;
-  if (!err && persist && persist->nused > 4 * n + 65536) oc_clear(persist);
+  if (!err && persist &&
+      (persist->npool > ORACLE_CACHE_DOUBLES || persist->nused > 4 * n + 65536))
+    err = oc_rotate(persist);
   unsigned nint =
       n <= 1024 ? ORACLE_INTERVALS : (unsigned)fmax(4.0, ORACLE_INTERVALS * 1024.0 / (double)n);
   if (!err) err = orc_groups(&o, nint, persist, local);
