@@ -283,6 +283,13 @@ struct gsamp {
   const struct pflex_alloc_job *job; /* its first job: curve and weight */
 };
 
+/* A slope in the walk's heap: segment c of live entry k, key its slope
+ * (side +1) or minus it (side -1). */
+struct hslope {
+  double key;
+  size_t k, c;
+};
+
 struct orc {
   const struct pflex_alloc_job *jobs;
   size_t n;
@@ -295,6 +302,8 @@ struct orc {
   size_t ng, nlive;
   struct gsamp *gs;
   struct pflex__seg *mids;
+  struct hslope *heap; /* the walk's (lp_walk), one per live entry */
+  double pgt, pge;     /* the last probe's live_len sums */
   size_t *rl, *rr;
   double best, open;
   double hint; /* the last node's threshold (NAN: none yet) */
@@ -310,6 +319,7 @@ static void orc_release(struct orc *o) {
   free(o->lv);
   free(o->gs);
   free(o->mids);
+  free(o->heap);
   free(o->hp);
 }
 
@@ -325,7 +335,8 @@ static int orc_alloc(struct orc *o, size_t n) {
   o->lv = malloc(nl * sizeof *o->lv);
   o->gs = malloc(m * sizeof *o->gs);
   o->mids = malloc(nl * sizeof *o->mids);
-  if (!ix || !v || !o->lv || !o->gs || !o->mids) return -ENOMEM;
+  o->heap = malloc(nl * sizeof *o->heap);
+  if (!ix || !v || !o->lv || !o->gs || !o->mids || !o->heap) return -ENOMEM;
   o->gof = ix + m;
   o->rk = ix + 2 * m;
   o->mem = ix + 3 * m;
@@ -488,16 +499,23 @@ static void set_counts(struct orc *o, double v) {
  * the first probe): each count is searched for in its open range only, and
  * a closed one is its end. */
 static int lp_probe(struct orc *o, double v, double B) {
+  double gt = 0, ge = 0; /* live_len's two sums, term by term, in one pass */
   for (size_t k = 0; k < o->nlive; k++) {
     struct live *l = &o->lv[k];
     count_slopes(l->S, o->rl[k], o->rr[k], v, &l->cgt, &l->cge);
+    if (l->m > 0) {
+      gt += l->m * (l->X[l->cgt] - l->X[0]);
+      ge += l->m * (l->X[l->cge] - l->X[0]);
+    }
   }
-  if (live_len(o, false) >= B) {
+  o->pgt = gt;
+  o->pge = ge;
+  if (gt >= B) {
     for (size_t k = 0; k < o->nlive; k++)
       if (o->lv[k].cgt < o->rr[k]) o->rr[k] = o->lv[k].cgt;
     return 1;
   }
-  if (live_len(o, true) >= B) return 0;
+  if (ge >= B) return 0;
   for (size_t k = 0; k < o->nlive; k++)
     if (o->lv[k].cge > o->rl[k]) o->rl[k] = o->lv[k].cge;
   return -1;
@@ -527,6 +545,58 @@ static bool lp_pivot(struct orc *o, int side, size_t w, double *ret_v) {
   return true;
 }
 
+/* ---- the walk from the hint: a min-heap of the next slopes --------------------- */
+
+static void heap_down(struct hslope *h, size_t n, size_t i) {
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= n) return;
+    if (c + 1 < n && h[c + 1].key < h[c].key) c++;
+    if (!(h[c].key < h[i].key)) return;
+    struct hslope t = h[i];
+    h[i] = h[c];
+    h[c] = t;
+    i = c;
+  }
+}
+
+/* Entry k's segment c as a heap element, or false when it has none there. */
+static bool walk_seg(const struct orc *o, int side, size_t k, size_t c, struct hslope *ret) {
+  const struct live *l = &o->lv[k];
+  if (!(l->m > 0) || c >= l->len) return false;
+  *ret = (struct hslope){side > 0 ? l->S[c] : -l->S[c], k, c};
+  return true;
+}
+
+/* A candidate for the threshold after a probe at v that was not it (side:
+ * where the threshold lies; cgt/cge, pgt/pge that probe's): the slopes
+ * beyond v, nearest first, taken from a heap while the length they add or
+ * take brings the probe's sum across B. Rounding may make it wrong (the
+ * caller's probe decides) and it stops after limit slopes; either way the
+ * slope it returns is beyond v, inside the open ranges. */
+static double lp_walk(struct orc *o, int side, double B, size_t limit) {
+  size_t n = 0;
+  for (size_t k = 0; k < o->nlive; k++) {
+    size_t c = side > 0 ? o->lv[k].cgt - 1 : o->lv[k].cge; /* cgt 0: c wraps, no segment */
+    if (walk_seg(o, side, k, c, &o->heap[n])) n++;
+  }
+  for (size_t i = n / 2; i-- > 0;)
+    heap_down(o->heap, n, i);
+  double len = side > 0 ? o->pgt : o->pge, v = NAN;
+  for (size_t step = 0; n > 0 && step < limit; step++) {
+    struct hslope t = o->heap[0];
+    const struct live *l = &o->lv[t.k];
+    v = side > 0 ? t.key : -t.key;
+    len += (side > 0 ? -l->m : l->m) * (l->X[t.c + 1] - l->X[t.c]);
+    size_t c = side > 0 ? t.c - 1 : t.c + 1;
+    if (!walk_seg(o, side, t.k, c, &o->heap[0])) o->heap[0] = o->heap[--n];
+    heap_down(o->heap, n, 0);
+    bool tie = n > 0 && o->heap[0].key == t.key;
+    if (!tie && (side > 0 ? len < B : len >= B)) break;
+  }
+  return v;
+}
+
 /* The threshold slope for budget B over the live majorants (+INF when B <= 0,
  * -INF when all their segments are shorter), by a search over their sorted
  * slopes. A first probe at hint (the last node's threshold: often this
@@ -550,6 +620,8 @@ static double lp_lambda(struct orc *o, double B, double hint) {
   size_t w = SIZE_MAX;
   if (isfinite(hint)) {
     if ((side = lp_probe(o, hint, B)) == 0) return hint;
+    double v = lp_walk(o, side, B, 2 * o->nlive + 16);
+    if (!isnan(v) && lp_probe(o, v, B) == 0) return v;
     w = 1;
   }
   for (;;) {
