@@ -272,7 +272,8 @@ struct live {
   const double *X, *S, *Q;
   double base, m, a, b;
   size_t g, r0, r1, len;
-  size_t cgt, cge; /* this node: segments steeper than lambda / at least as steep */
+  size_t cgt, cge; /* segments steeper than cv / at least as steep */
+  double cv;       /* the slope they were counted at (NAN: none) */
   double tx, tval; /* weight * T at tx, the last X[cgt] it was needed at (NAN: none) */
 };
 
@@ -448,7 +449,7 @@ static int orc_groups(struct orc *o, unsigned nint, struct pflex__oracle_cache *
     o->lv[g].Q = X + 2 * e->len + 1;
     o->lv[g].base = e->base;
     o->lv[g].len = e->len;
-    o->lv[g].tx = NAN;
+    o->lv[g].tx = o->lv[g].cv = NAN;
   }
   o->nlive = o->ng;
   if (!err) group_members(o);
@@ -487,22 +488,35 @@ static double live_len(const struct orc *o, bool ge) {
 }
 
 static void set_counts(struct orc *o, double v) {
-  for (size_t k = 0; k < o->nlive; k++)
+  for (size_t k = 0; k < o->nlive; k++) {
     count_slopes(o->lv[k].S, 0, o->lv[k].len, v, &o->lv[k].cgt, &o->lv[k].cge);
+    o->lv[k].cv = v;
+  }
 }
 
-/* One probe of the threshold search at slope v: 0 when v is the threshold
- * for budget B (cgt/cge left set for it); else the open ranges [rl, rr)
- * shrink to the side of v where the threshold lies, and that side is
- * returned (+1: above v, -1: below). Every slope left open lies strictly
- * between the probes so far, and so does v (a slope of an open range, or
- * the first probe): each count is searched for in its open range only, and
- * a closed one is its end. */
-static int lp_probe(struct orc *o, double v, double B) {
-  double gt = 0, ge = 0; /* live_len's two sums, term by term, in one pass */
+/* The counts at v of the entries with jobs: kept where they were counted at v
+ * already (the last node's threshold is the next one's first probe), else
+ * searched for in the open range [rl, rr) only. Every slope left open lies
+ * strictly between the probes so far, and so does v (a slope of an open
+ * range, or the first probe), so a count is in its open range, and a closed
+ * range is its end. Entries without jobs (m = 0) are not counted: nothing
+ * reads them. */
+static void lp_count(struct orc *o, double v) {
   for (size_t k = 0; k < o->nlive; k++) {
     struct live *l = &o->lv[k];
+    if (l->cv == v || !(l->m > 0)) continue;
     count_slopes(l->S, o->rl[k], o->rr[k], v, &l->cgt, &l->cge);
+    l->cv = v;
+  }
+}
+
+/* Judges the probe whose counts are set: 0 when its slope is the threshold
+ * for budget B; else the open ranges shrink to the side where the threshold
+ * lies, and that side is returned (+1: above the probe, -1: below). */
+static int lp_judge(struct orc *o, double B) {
+  double gt = 0, ge = 0; /* live_len's two sums, term by term, in one pass */
+  for (size_t k = 0; k < o->nlive; k++) {
+    const struct live *l = &o->lv[k];
     if (l->m > 0) {
       gt += l->m * (l->X[l->cgt] - l->X[0]);
       ge += l->m * (l->X[l->cge] - l->X[0]);
@@ -519,6 +533,12 @@ static int lp_probe(struct orc *o, double v, double B) {
   for (size_t k = 0; k < o->nlive; k++)
     if (o->lv[k].cge > o->rl[k]) o->rl[k] = o->lv[k].cge;
   return -1;
+}
+
+/* One probe of the threshold search at slope v (lp_judge's answer). */
+static int lp_probe(struct orc *o, double v, double B) {
+  lp_count(o, v);
+  return lp_judge(o, B);
 }
 
 /* The next probe: the weighted median of the middle slopes of the open
@@ -568,13 +588,30 @@ static bool walk_seg(const struct orc *o, int side, size_t k, size_t c, struct h
   return true;
 }
 
-/* A candidate for the threshold after a probe at v that was not it (side:
- * where the threshold lies; cgt/cge, pgt/pge that probe's): the slopes
- * beyond v, nearest first, taken from a heap while the length they add or
- * take brings the probe's sum across B. Rounding may make it wrong (the
- * caller's probe decides) and it stops after limit slopes; either way the
- * slope it returns is beyond v, inside the open ranges. */
-static double lp_walk(struct orc *o, int side, double B, size_t limit) {
+/* The counts at v after a walk that passed every slope up to v: a popped
+ * entry's cgt (side +1) or cge (side -1) is set, the other follows. */
+static void walk_counts(struct orc *o, int side, double v) {
+  for (size_t k = 0; k < o->nlive; k++) {
+    struct live *l = &o->lv[k];
+    if (!(l->m > 0)) continue;
+    if (side > 0)
+      l->cge = l->cgt < l->len && l->S[l->cgt] == v ? l->cgt + 1 : l->cgt;
+    else
+      l->cgt = l->cge > 0 && l->S[l->cge - 1] == v ? l->cge - 1 : l->cge;
+    l->cv = v;
+  }
+}
+
+/* After a probe that was not the threshold (side: where it lies; counts and
+ * pgt/pge that probe's): the slopes beyond the probe, nearest first, from a
+ * heap, while the length they take away (or add) keeps the probe's sum on
+ * the same side of B; the first slope that brings it across is probed, its
+ * counts known from the walk (lp_judge: rounding in the walk's sum cannot
+ * make a wrong slope pass). Past limit slopes, the slope reached is probed
+ * the ordinary way. Either slope lies beyond the probe, inside the open
+ * ranges. Returns lp_judge's answer and the slope in *ret_v; 2 when no slope
+ * is beyond. */
+static int lp_walk(struct orc *o, int side, double B, size_t limit, double *ret_v) {
   size_t n = 0;
   for (size_t k = 0; k < o->nlive; k++) {
     size_t c = side > 0 ? o->lv[k].cgt - 1 : o->lv[k].cge; /* cgt 0: c wraps, no segment */
@@ -585,16 +622,26 @@ static double lp_walk(struct orc *o, int side, double B, size_t limit) {
   double len = side > 0 ? o->pgt : o->pge, v = NAN;
   for (size_t step = 0; n > 0 && step < limit; step++) {
     struct hslope t = o->heap[0];
-    const struct live *l = &o->lv[t.k];
+    struct live *l = &o->lv[t.k];
     v = side > 0 ? t.key : -t.key;
     len += (side > 0 ? -l->m : l->m) * (l->X[t.c + 1] - l->X[t.c]);
+    if (side > 0)
+      l->cgt = t.c;
+    else
+      l->cge = t.c + 1;
+    l->cv = NAN;
     size_t c = side > 0 ? t.c - 1 : t.c + 1;
     if (!walk_seg(o, side, t.k, c, &o->heap[0])) o->heap[0] = o->heap[--n];
     heap_down(o->heap, n, 0);
     bool tie = n > 0 && o->heap[0].key == t.key;
-    if (!tie && (side > 0 ? len < B : len >= B)) break;
+    if (!tie && (side > 0 ? len < B : len >= B)) {
+      walk_counts(o, side, v);
+      *ret_v = v;
+      return lp_judge(o, B);
+    }
   }
-  return v;
+  *ret_v = v;
+  return isnan(v) ? 2 : lp_probe(o, v, B);
 }
 
 /* The threshold slope for budget B over the live majorants (+INF when B <= 0,
@@ -620,8 +667,8 @@ static double lp_lambda(struct orc *o, double B, double hint) {
   size_t w = SIZE_MAX;
   if (isfinite(hint)) {
     if ((side = lp_probe(o, hint, B)) == 0) return hint;
-    double v = lp_walk(o, side, B, 2 * o->nlive + 16);
-    if (!isnan(v) && lp_probe(o, v, B) == 0) return v;
+    double v;
+    if (lp_walk(o, side, B, 2 * o->nlive + 16, &v) == 0) return v;
     w = 1;
   }
   for (;;) {
@@ -775,7 +822,8 @@ static int live_sub(struct orc *o, size_t g, double a, double b, struct live *L)
   double *X = &o->npl[o->nnpl], *S = X + nh, *Q = S + nh, base;
   size_t len = hull_arrays(hp, nh, X, S, Q, &base);
   *L = (struct live){
-      .X = X, .S = S, .Q = Q, .base = base, .a = a, .b = b, .g = g, .len = len, .tx = NAN};
+      .X = X, .S = S, .Q = Q, .base = base, .a = a, .b = b, .g = g, .len = len, .tx = NAN,
+      .cv = NAN};
   o->nnpl += 3 * nh;
   return 0;
 }
