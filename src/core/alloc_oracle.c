@@ -881,7 +881,9 @@ static int branch(struct orc *o, size_t j, double x, int depth) {
   size_t k = o->rk[j];
   struct piece left[2] = {{l->r0, k, l->a, l->b}, {k, l->r1, l->a, x}};
   struct piece right[2] = {{l->r0, k + 1, x, l->b}, {k + 1, l->r1, l->a, l->b}};
+  double lambda = o->hint; /* this node's threshold: the second child's hint too */
   int err = split(o, L, left, 2, depth);
+  o->hint = lambda;
   if (!err) err = split(o, L, right, 2, depth);
   return err;
 }
