@@ -668,7 +668,7 @@ static double lp_lambda(struct orc *o, double B, double hint) {
   if (isfinite(hint)) {
     if ((side = lp_probe(o, hint, B)) == 0) return hint;
     double v;
-    if (lp_walk(o, side, B, 2 * o->nlive + 16, &v) == 0) return v;
+    if (lp_walk(o, side, B, 8 * o->nlive + 64, &v) == 0) return v;
     w = 1;
   }
   for (;;) {
