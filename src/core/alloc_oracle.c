@@ -23,7 +23,10 @@
  *
  * Majorants depend on (curve digest, range, weight, intervals) only and are
  * kept in the caller's pflex_alloc_ctx, so a study or a controller samples
- * each curve once. */
+ * each curve once while it stays there (two generations of at most 256 MB).
+ * A node's threshold search starts at its parent's threshold: the counts of
+ * the entries the parent left are reused, and a walk over the slopes beyond
+ * it, nearest first, mostly reaches the new one in a few steps. */
 #include <errno.h>
 #include <float.h>
 #include <math.h>
