@@ -23,7 +23,10 @@
  *
  * Majorants depend on (curve digest, range, weight, intervals) only and are
  * kept in the caller's pflex_alloc_ctx, so a study or a controller samples
- * each curve once. */
+ * each curve once while it stays there (two generations of at most 256 MB).
+ * A node's threshold search starts at its parent's threshold: the counts of
+ * the entries the parent left are reused, and a walk over the slopes beyond
+ * it, nearest first, mostly reaches the new one in a few steps. */
 #include <errno.h>
 #include <float.h>
 #include <math.h>
@@ -41,6 +44,12 @@
 #define ORACLE_NODE_WORK (1u << 20)
 #define ORACLE_MAX_DEPTH 48
 #define NONE SIZE_MAX
+/* The cache's bound: when its pool passes this many doubles (256 MB; about
+ * 10,000 curves at 512 intervals) or its entries four per job and 65,536, it
+ * becomes the older generation, whose entries a later call copies back as it
+ * meets them, and the generation before is dropped: at most about twice this,
+ * and what the last calls used stays. */
+#define ORACLE_CACHE_DOUBLES ((size_t)1 << 25)
 
 /* ---- the cache of sampled, lifted curves ------------------------------------- */
 
@@ -67,6 +76,7 @@ struct pflex__oracle_cache {
   double *pool;
   size_t npool, cap;
   unsigned long calls;
+  struct pflex__oracle_cache *older; /* the generation before (NULL: none) */
   /* branch-and-bound scratch, kept between calls */
   double *npl;
   size_t ncap;
@@ -74,6 +84,7 @@ struct pflex__oracle_cache {
 
 void pflex__oracle_cache_free(struct pflex__oracle_cache *oc) {
   if (!oc) return;
+  pflex__oracle_cache_free(oc->older);
   free(oc->tab);
   free(oc->pool);
   free(oc->npl);
@@ -127,11 +138,44 @@ static int oc_reserve(struct pflex__oracle_cache *oc, size_t more) {
   return 0;
 }
 
-static void oc_clear(struct pflex__oracle_cache *oc) {
-  for (size_t h = 0; h < oc->nslots; h++)
-    oc->tab[h].used = false;
-  oc->nused = 0;
-  oc->npool = 0;
+/* Makes the entries the older generation (dropping the one before) and
+ * starts an empty one. */
+static int oc_rotate(struct pflex__oracle_cache *oc) {
+  struct pflex__oracle_cache *old = oc->older;
+  if (!old && !(old = calloc(1, sizeof *old))) return -ENOMEM;
+  free(old->tab);
+  free(old->pool);
+  old->tab = oc->tab;
+  old->nslots = oc->nslots;
+  old->nused = oc->nused;
+  old->pool = oc->pool;
+  old->npool = oc->npool;
+  old->cap = oc->cap;
+  oc->tab = NULL;
+  oc->pool = NULL;
+  oc->nslots = oc->nused = oc->npool = oc->cap = 0;
+  oc->older = old;
+  return 0;
+}
+
+/* Copies key's entry from the older generation into slot h, if it is there. */
+static int oc_from_older(struct pflex__oracle_cache *oc, const struct okey *key, size_t h,
+                         bool *ret_found) {
+  const struct pflex__oracle_cache *old = oc->older;
+  *ret_found = false;
+  if (!old || !old->nused) return 0;
+  const struct oentry *e = &old->tab[oc_slot(old, key)];
+  if (!e->used) return 0;
+  size_t size = 3 * e->k - 1 + 3 * e->len + 2;
+  if (oc_reserve(oc, size) < 0) return -ENOMEM;
+  memcpy(&oc->pool[oc->npool], &old->pool[e->off], size * sizeof *oc->pool);
+  oc->tab[h] = (struct oentry){
+      .key = *key, .off = oc->npool, .k = e->k, .len = e->len, .base = e->base, .gid = NONE,
+      .used = true};
+  oc->npool += size;
+  oc->nused++;
+  *ret_found = true;
+  return 0;
 }
 
 /* ---- sampling ----------------------------------------------------------------- */
@@ -231,8 +275,9 @@ struct live {
   const double *X, *S, *Q;
   double base, m, a, b;
   size_t g, r0, r1, len;
-  size_t cgt, cge; /* this node: segments steeper than lambda / at least as steep */
-  double tval;     /* weight * T at X[cgt] (NAN: not yet evaluated) */
+  size_t cgt, cge; /* segments steeper than cv / at least as steep */
+  double cv;       /* the slope they were counted at (NAN: none) */
+  double tx, tval; /* weight * T at tx, the last X[cgt] it was needed at (NAN: none) */
 };
 
 /* A group's samples, for the branching's sub-ranges. */
@@ -240,6 +285,13 @@ struct gsamp {
   const double *xs, *ys, *eps;
   size_t k;
   const struct pflex_alloc_job *job; /* its first job: curve and weight */
+};
+
+/* A slope in the walk's heap: segment c of live entry k, key its slope
+ * (side +1) or minus it (side -1). */
+struct hslope {
+  double key;
+  size_t k, c;
 };
 
 struct orc {
@@ -254,8 +306,11 @@ struct orc {
   size_t ng, nlive;
   struct gsamp *gs;
   struct pflex__seg *mids;
+  struct hslope *heap; /* the walk's (lp_walk), one per live entry */
+  double pgt, pge;     /* the last probe's live_len sums */
   size_t *rl, *rr;
   double best, open;
+  double hint; /* the last node's threshold (NAN: none yet) */
   double *npl; /* node pool: the restricted majorants */
   size_t nnpl, cap_npl, kmax;
   struct pflex__hullpt *hp;
@@ -268,6 +323,7 @@ static void orc_release(struct orc *o) {
   free(o->lv);
   free(o->gs);
   free(o->mids);
+  free(o->heap);
   free(o->hp);
 }
 
@@ -283,7 +339,8 @@ static int orc_alloc(struct orc *o, size_t n) {
   o->lv = malloc(nl * sizeof *o->lv);
   o->gs = malloc(m * sizeof *o->gs);
   o->mids = malloc(nl * sizeof *o->mids);
-  if (!ix || !v || !o->lv || !o->gs || !o->mids) return -ENOMEM;
+  o->heap = malloc(nl * sizeof *o->heap);
+  if (!ix || !v || !o->lv || !o->gs || !o->mids || !o->heap) return -ENOMEM;
   o->gof = ix + m;
   o->rk = ix + 2 * m;
   o->mem = ix + 3 * m;
@@ -307,7 +364,12 @@ static int job_entry(struct orc *o, size_t i, unsigned nint, struct pflex__oracl
   struct okey key = {pflex_curve_digest(j->curve), o->lo[i], o->hi[i], j->weight, nint};
   if (2 * (oc->nused + 1) > oc->nslots && oc_grow(oc) < 0) return -ENOMEM;
   size_t h = oc_slot(oc, &key);
-  if (!oc->tab[h].used) {
+  bool found = oc->tab[h].used;
+  if (!found) {
+    int err = oc_from_older(oc, &key, h, &found);
+    if (err) return err;
+  }
+  if (!found) {
     size_t np;
     pflex_curve_points(j->curve, &np);
     if (nint + np + 3 > o->kmax) {
@@ -390,6 +452,7 @@ static int orc_groups(struct orc *o, unsigned nint, struct pflex__oracle_cache *
     o->lv[g].Q = X + 2 * e->len + 1;
     o->lv[g].base = e->base;
     o->lv[g].len = e->len;
+    o->lv[g].tx = o->lv[g].cv = NAN;
   }
   o->nlive = o->ng;
   if (!err) group_members(o);
@@ -400,9 +463,12 @@ static int orc_groups(struct orc *o, unsigned nint, struct pflex__oracle_cache *
 
 /* ---- the relaxation ------------------------------------------------------------- */
 
-/* Number of slopes of S[0..len) (strictly falling) above v, and at least v. */
-static void count_slopes(const double *S, size_t len, double v, size_t *ret_gt, size_t *ret_ge) {
-  size_t lo = 0, hi = len;
+/* Number of slopes of S[lo..hi) (strictly falling) above v, and at least v,
+ * plus lo: the counts on all of S when S[0..lo) lies above v and S[hi..)
+ * below it. */
+static void count_slopes(const double *S, size_t lo, size_t hi, double v, size_t *ret_gt,
+                         size_t *ret_ge) {
+  size_t end = hi;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
     if (S[mid] > v)
@@ -411,7 +477,7 @@ static void count_slopes(const double *S, size_t len, double v, size_t *ret_gt, 
       hi = mid;
   }
   *ret_gt = lo;
-  *ret_ge = lo < len && S[lo] == v ? lo + 1 : lo;
+  *ret_ge = lo < end && S[lo] == v ? lo + 1 : lo;
 }
 
 /* Length of the live majorants' segments counted by cgt (or cge). */
@@ -425,16 +491,173 @@ static double live_len(const struct orc *o, bool ge) {
 }
 
 static void set_counts(struct orc *o, double v) {
+  for (size_t k = 0; k < o->nlive; k++) {
+    count_slopes(o->lv[k].S, 0, o->lv[k].len, v, &o->lv[k].cgt, &o->lv[k].cge);
+    o->lv[k].cv = v;
+  }
+}
+
+/* The counts at v of the entries with jobs: kept where they were counted at v
+ * already (the last node's threshold is the next one's first probe), else
+ * searched for in the open range [rl, rr) only. Every slope left open lies
+ * strictly between the probes so far, and so does v (a slope of an open
+ * range, or the first probe), so a count is in its open range, and a closed
+ * range is its end. Entries without jobs (m = 0) are not counted: nothing
+ * reads them. */
+static void lp_count(struct orc *o, double v) {
+  for (size_t k = 0; k < o->nlive; k++) {
+    struct live *l = &o->lv[k];
+    if (l->cv == v || !(l->m > 0)) continue;
+    count_slopes(l->S, o->rl[k], o->rr[k], v, &l->cgt, &l->cge);
+    l->cv = v;
+  }
+}
+
+/* Judges the probe whose counts are set: 0 when its slope is the threshold
+ * for budget B; else the open ranges shrink to the side where the threshold
+ * lies, and that side is returned (+1: above the probe, -1: below). */
+static int lp_judge(struct orc *o, double B) {
+  double gt = 0, ge = 0; /* live_len's two sums, term by term, in one pass */
+  for (size_t k = 0; k < o->nlive; k++) {
+    const struct live *l = &o->lv[k];
+    if (l->m > 0) {
+      gt += l->m * (l->X[l->cgt] - l->X[0]);
+      ge += l->m * (l->X[l->cge] - l->X[0]);
+    }
+  }
+  o->pgt = gt;
+  o->pge = ge;
+  if (gt >= B) {
+    for (size_t k = 0; k < o->nlive; k++)
+      if (o->lv[k].cgt < o->rr[k]) o->rr[k] = o->lv[k].cgt;
+    return 1;
+  }
+  if (ge >= B) return 0;
   for (size_t k = 0; k < o->nlive; k++)
-    count_slopes(o->lv[k].S, o->lv[k].len, v, &o->lv[k].cgt, &o->lv[k].cge);
+    if (o->lv[k].cge > o->rl[k]) o->rl[k] = o->lv[k].cge;
+  return -1;
+}
+
+/* One probe of the threshold search at slope v (lp_judge's answer). */
+static int lp_probe(struct orc *o, double v, double B) {
+  lp_count(o, v);
+  return lp_judge(o, B);
+}
+
+/* The next probe: the weighted median of the middle slopes of the open
+ * ranges, each cut to its w slopes nearest the first probe (side +1: the
+ * threshold lies above it, so its near end is rr; -1: rl). False when no
+ * range is open. */
+static bool lp_pivot(struct orc *o, int side, size_t w, double *ret_v) {
+  size_t nm = 0;
+  double tot = 0;
+  for (size_t k = 0; k < o->nlive; k++) {
+    size_t a = o->rl[k], b = o->rr[k];
+    if (a >= b) continue;
+    if (b - a > w) {
+      if (side > 0)
+        a = b - w;
+      else
+        b = a + w;
+    }
+    o->mids[nm++] = (struct pflex__seg){o->lv[k].S[a + (b - a) / 2], (double)(b - a)};
+    tot += (double)(b - a);
+  }
+  if (nm == 0) return false;
+  *ret_v = pflex__alloc_threshold(o->mids, nm, 0.5 * tot);
+  return true;
+}
+
+/* ---- the walk from the hint: a min-heap of the next slopes --------------------- */
+
+static void heap_down(struct hslope *h, size_t n, size_t i) {
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= n) return;
+    if (c + 1 < n && h[c + 1].key < h[c].key) c++;
+    if (!(h[c].key < h[i].key)) return;
+    struct hslope t = h[i];
+    h[i] = h[c];
+    h[c] = t;
+    i = c;
+  }
+}
+
+/* Entry k's segment c as a heap element, or false when it has none there. */
+static bool walk_seg(const struct orc *o, int side, size_t k, size_t c, struct hslope *ret) {
+  const struct live *l = &o->lv[k];
+  if (!(l->m > 0) || c >= l->len) return false;
+  *ret = (struct hslope){side > 0 ? l->S[c] : -l->S[c], k, c};
+  return true;
+}
+
+/* The counts at v after a walk that passed every slope up to v: a popped
+ * entry's cgt (side +1) or cge (side -1) is set, the other follows. */
+static void walk_counts(struct orc *o, int side, double v) {
+  for (size_t k = 0; k < o->nlive; k++) {
+    struct live *l = &o->lv[k];
+    if (!(l->m > 0)) continue;
+    if (side > 0)
+      l->cge = l->cgt < l->len && l->S[l->cgt] == v ? l->cgt + 1 : l->cgt;
+    else
+      l->cgt = l->cge > 0 && l->S[l->cge - 1] == v ? l->cge - 1 : l->cge;
+    l->cv = v;
+  }
+}
+
+/* After a probe that was not the threshold (side: where it lies; counts and
+ * pgt/pge that probe's): the slopes beyond the probe, nearest first, from a
+ * heap, while the length they take away (or add) keeps the probe's sum on
+ * the same side of B; the first slope that brings it across is probed, its
+ * counts known from the walk (lp_judge: rounding in the walk's sum cannot
+ * make a wrong slope pass). Past limit slopes, the slope reached is probed
+ * the ordinary way. Either slope lies beyond the probe, inside the open
+ * ranges. Returns lp_judge's answer and the slope in *ret_v; 2 when no slope
+ * is beyond. */
+static int lp_walk(struct orc *o, int side, double B, size_t limit, double *ret_v) {
+  size_t n = 0;
+  for (size_t k = 0; k < o->nlive; k++) {
+    size_t c = side > 0 ? o->lv[k].cgt - 1 : o->lv[k].cge; /* cgt 0: c wraps, no segment */
+    if (walk_seg(o, side, k, c, &o->heap[n])) n++;
+  }
+  for (size_t i = n / 2; i-- > 0;)
+    heap_down(o->heap, n, i);
+  double len = side > 0 ? o->pgt : o->pge, v = NAN;
+  for (size_t step = 0; n > 0 && step < limit; step++) {
+    struct hslope t = o->heap[0];
+    struct live *l = &o->lv[t.k];
+    v = side > 0 ? t.key : -t.key;
+    len += (side > 0 ? -l->m : l->m) * (l->X[t.c + 1] - l->X[t.c]);
+    if (side > 0)
+      l->cgt = t.c;
+    else
+      l->cge = t.c + 1;
+    l->cv = NAN;
+    size_t c = side > 0 ? t.c - 1 : t.c + 1;
+    if (!walk_seg(o, side, t.k, c, &o->heap[0])) o->heap[0] = o->heap[--n];
+    heap_down(o->heap, n, 0);
+    bool tie = n > 0 && o->heap[0].key == t.key;
+    if (!tie && (side > 0 ? len < B : len >= B)) {
+      walk_counts(o, side, v);
+      *ret_v = v;
+      return lp_judge(o, B);
+    }
+  }
+  *ret_v = v;
+  return isnan(v) ? 2 : lp_probe(o, v, B);
 }
 
 /* The threshold slope for budget B over the live majorants (+INF when B <= 0,
  * -INF when all their segments are shorter), by a search over their sorted
- * slopes: each round takes the weighted median of the middle slopes of the
- * ranges still open, so at least a quarter of what is open closes. Leaves
- * cgt/cge set for it. */
-static double lp_lambda(struct orc *o, double B) {
+ * slopes. A first probe at hint (the last node's threshold: often this
+ * one's, and mostly near it), then rounds that each probe the weighted
+ * median of the middle slopes of the ranges still open, at first of their
+ * parts nearest the hint (2, 4, 8, ... slopes each), then of the whole
+ * ranges, so at least a quarter of what is open closes. The threshold is the
+ * one slope v with len(> v) < B <= len(>= v), whatever the probes. Leaves
+ * cgt/cge set for it. Live entries without jobs (m = 0) get no counts:
+ * nothing reads them. */
+static double lp_lambda(struct orc *o, double B, double hint) {
   if (!(B > 0)) {
     set_counts(o, INFINITY);
     return INFINITY;
@@ -443,28 +666,19 @@ static double lp_lambda(struct orc *o, double B) {
     o->rl[k] = 0;
     o->rr[k] = o->lv[k].m > 0 ? o->lv[k].len : 0;
   }
+  int side = 0;
+  size_t w = SIZE_MAX;
+  if (isfinite(hint)) {
+    if ((side = lp_probe(o, hint, B)) == 0) return hint;
+    double v;
+    if (lp_walk(o, side, B, 8 * o->nlive + 64, &v) == 0) return v;
+    w = 1;
+  }
   for (;;) {
-    size_t nm = 0;
-    double tot = 0;
-    for (size_t k = 0; k < o->nlive; k++)
-      if (o->rl[k] < o->rr[k]) {
-        double wgt = (double)(o->rr[k] - o->rl[k]);
-        o->mids[nm++] = (struct pflex__seg){o->lv[k].S[(o->rl[k] + o->rr[k]) / 2], wgt};
-        tot += wgt;
-      }
-    if (nm == 0) break;
-    double v = pflex__alloc_threshold(o->mids, nm, 0.5 * tot);
-    set_counts(o, v);
-    double g = live_len(o, false);
-    if (g >= B) {
-      for (size_t k = 0; k < o->nlive; k++)
-        if (o->lv[k].cgt < o->rr[k]) o->rr[k] = o->lv[k].cgt;
-    } else if (live_len(o, true) >= B) {
-      return v;
-    } else {
-      for (size_t k = 0; k < o->nlive; k++)
-        if (o->lv[k].cge > o->rl[k]) o->rl[k] = o->lv[k].cge;
-    }
+    w = w <= SIZE_MAX / 2 ? 2 * w : SIZE_MAX;
+    double v;
+    if (!lp_pivot(o, side, w, &v)) break;
+    if (lp_probe(o, v, B) == 0) return v;
   }
   set_counts(o, -INFINITY);
   return -INFINITY;
@@ -488,8 +702,6 @@ static double lp_bound(const struct orc *o, double B, double lambda) {
  * true value (the incumbent if best so far). */
 static double lp_point(struct orc *o, double B, double lambda) {
   double left = isfinite(lambda) ? B - live_len(o, false) : 0;
-  for (size_t k = 0; k < o->nlive; k++)
-    o->lv[k].tval = NAN;
   double val = 0;
   for (size_t i = 0; i < o->n; i++) {
     if (o->hid[i] == NONE) {
@@ -508,7 +720,10 @@ static double lp_point(struct orc *o, double B, double lambda) {
       ui += lambda * take;
       o->tv[i] = w * pflex_curve_eval(o->jobs[i].curve, x);
     } else {
-      if (isnan(l->tval)) l->tval = w * pflex_curve_eval(o->jobs[i].curve, x);
+      if (!(l->tx == x)) {
+        l->tval = w * pflex_curve_eval(o->jobs[i].curve, x);
+        l->tx = x;
+      }
       o->tv[i] = l->tval;
     }
     o->p[i] = x;
@@ -609,7 +824,9 @@ static int live_sub(struct orc *o, size_t g, double a, double b, struct live *L)
   nh = pflex__alloc_upper_hull(hp, nh);
   double *X = &o->npl[o->nnpl], *S = X + nh, *Q = S + nh, base;
   size_t len = hull_arrays(hp, nh, X, S, Q, &base);
-  *L = (struct live){.X = X, .S = S, .Q = Q, .base = base, .a = a, .b = b, .g = g, .len = len};
+  *L = (struct live){
+      .X = X, .S = S, .Q = Q, .base = base, .a = a, .b = b, .g = g, .len = len, .tx = NAN,
+      .cv = NAN};
   o->nnpl += 3 * nh;
   return 0;
 }
@@ -667,7 +884,9 @@ static int branch(struct orc *o, size_t j, double x, int depth) {
   size_t k = o->rk[j];
   struct piece left[2] = {{l->r0, k, l->a, l->b}, {k, l->r1, l->a, x}};
   struct piece right[2] = {{l->r0, k + 1, x, l->b}, {k + 1, l->r1, l->a, l->b}};
+  double lambda = o->hint; /* this node's threshold: the second child's hint too */
   int err = split(o, L, left, 2, depth);
+  o->hint = lambda;
   if (!err) err = split(o, L, right, 2, depth);
   return err;
 }
@@ -683,7 +902,8 @@ static int node(struct orc *o, int depth) {
   o->nodes++;
   double B = o->target - o->asum;
   if (B < -1e-12 * fabs(o->target)) return 0; /* the ranges' floors exceed the target */
-  double lambda = lp_lambda(o, B), ub = lp_bound(o, B, lambda);
+  double lambda = lp_lambda(o, B, o->hint), ub = lp_bound(o, B, lambda);
+  o->hint = lambda;
   /* Every node that is not split leaves its bound in open: the largest,
    * less the best value, is the certified gap. */
   if (ub <= o->best + tol_of(o)) {
@@ -749,13 +969,16 @@ int pflex__alloc_oracle(const struct pflex_alloc_job *jobs, size_t n, const doub
                   .target = target,
                   .best = -INFINITY,
                   .open = -INFINITY,
+                  .hint = NAN,
                   .max_nodes = (int)fmin(ORACLE_MAX_NODES, 4.0 + ORACLE_NODE_WORK / (n ? n : 1))};
   struct pflex__oracle_cache *local = NULL;
   int err = orc_alloc(&o, n);
   if (!err && cache && !*cache) err = oracle_cache_new(cache);
   if (!err) err = oracle_cache_new(&local);
   struct pflex__oracle_cache *persist = cache ? *cache : NULL;
-  if (!err && persist && persist->nused > 4 * n + 65536) oc_clear(persist);
+  if (!err && persist &&
+      (persist->npool > ORACLE_CACHE_DOUBLES || persist->nused > 4 * n + 65536))
+    err = oc_rotate(persist);
   unsigned nint =
       n <= 1024 ? ORACLE_INTERVALS : (unsigned)fmax(4.0, ORACLE_INTERVALS * 1024.0 / (double)n);
   if (!err) err = orc_groups(&o, nint, persist, local);
