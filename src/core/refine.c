@@ -40,6 +40,7 @@ struct pflex_refine {
   double *x;                 /* family shape: the observations' clocks (pflex__refine_family_fit) */
   double *anchors;           /* 2 max_obs + (max_obs + 1) + 2 (max_obs + 2): corr.ap, ar, aq, sx, sy */
   double u;                  /* data shape: the PFI's posterior mode on the candidate grid */
+  double prior_spread;       /* data shape: data_spread(r, false), set at the first observation */
   gsl_min_fminimizer *min;   /* family shape */
   struct refine_corr corr;   /* the refined curve's state */
   struct pflex_curve *curve; /* callback curve on corr */
@@ -521,6 +522,9 @@ int pflex_refine_observe(struct pflex_refine *r, double power_w, double tput) {
   r->t[r->n] = tput;
   r->n++;
   if (r->prior->shape == PFLEX_REFINE_DATA) {
+    /* The prior's spread depends on the prior alone: once per prior, not
+     * at every confidence query. */
+    if (r->n == 1) r->prior_spread = data_spread(r, false);
     data_update(r);
     return 0;
   }
@@ -548,7 +552,7 @@ double pflex_refine_confidence(const struct pflex_refine *r) {
   double post, prior;
   if (r->prior->shape == PFLEX_REFINE_DATA) {
     post = data_spread(r, true);
-    prior = data_spread(r, false);
+    prior = r->prior_spread;
   } else {
     const struct pflex_refine_prior *p = r->prior;
     pflex__refine_family_spread(&p->base, &p->pred, r->o.prior_sd, r->o.noise, p->p_max, p->t_max, r->w,
