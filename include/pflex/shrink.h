@@ -71,13 +71,17 @@ double pflex_shrink_ratio(const struct pflex_curve *model, const struct pflex_cu
                           double x0, double x1);
 
 /* The band from other jobs' ratios of rises (above an anchor) and falls
- * (below it): a log-normal fitted to each (mean and SD of the logarithms of
- * the finite values: a few dozen pairs cannot show a small quantile, a fit
- * can extrapolate to it); gain is its q-quantile for the rises (at most 1),
- * loss its (1 - q)-quantile for the falls (at least 1, at most
- * PFLEX_SHRINK_MAX_LOSS). So the band holds what a PFI's SD misses, the
- * error of the curve's shape. -EINVAL on bad arguments (0 < q < 1),
- * -PFLEX_E_NOPOINTS when either has fewer than 2 finite values. */
+ * (below it): gain is the q-quantile of the rises (at most 1), loss the
+ * (1 - q)-quantile of the falls (at least 1, at most PFLEX_SHRINK_MAX_LOSS).
+ * Each quantile is the finite values' own (interpolated sample quantile)
+ * where at least PFLEX_SHRINK_TAIL_MIN of them lie beyond it, else that of
+ * a log-normal fitted to them (mean and SD of their logarithms: a few dozen
+ * pairs cannot show a small quantile, a fit can extrapolate to it; where
+ * they can show it, one flat outlier's ratio, floored at 1e-3, would
+ * inflate the fit's SD for all). So the band holds what a PFI's SD misses,
+ * the error of the curve's shape. -EINVAL on bad arguments (0 < q < 1),
+ * -PFLEX_E_NOPOINTS when either has fewer than 2 finite values, -ENOMEM. */
+#define PFLEX_SHRINK_TAIL_MIN 3
 int pflex_shrink_band(const double *rise, size_t nr, const double *fall, size_t nf, double q,
                       double *ret_gain, double *ret_loss);
 

@@ -2,9 +2,12 @@
  * supports (include/pflex/shrink.h). */
 #include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <gsl/gsl_cdf.h>
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
 
 #include "pflex/error.h"
 #include "pflex/shrink.h"
@@ -80,11 +83,39 @@ static double lognormal_quantile(const double *v, size_t n, double z) {
   return exp(m + z * sqrt(ss / (double)(k - 1)));
 }
 
+/* The q-quantile of the finite values of v as they are (GSL's interpolated
+ * sample quantile), where at least PFLEX_SHRINK_TAIL_MIN of them lie beyond
+ * it (k min(q, 1 - q) >= that); else NAN (the fit's turn). -ENOMEM as NAN
+ * with *err set. */
+static double sample_quantile(const double *v, size_t n, double q, int *err) {
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    k += isfinite(v[i]) != 0;
+  if ((double)k * fmin(q, 1 - q) < PFLEX_SHRINK_TAIL_MIN) return NAN;
+  double *t = malloc(k * sizeof *t);
+  if (!t) return *err = -ENOMEM, NAN;
+  k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (isfinite(v[i])) t[k++] = v[i];
+  gsl_sort(t, 1, k);
+  double x = gsl_stats_quantile_from_sorted_data(t, 1, k, q);
+  free(t);
+  return x;
+}
+
+/* The band's q-quantile of v: the values' own where they show it, else
+ * the log-normal's (z = Phi^-1(q)). */
+static double band_quantile(const double *v, size_t n, double q, int *err) {
+  double x = sample_quantile(v, n, q, err);
+  return isnan(x) && !*err ? lognormal_quantile(v, n, gsl_cdf_ugaussian_Pinv(q)) : x;
+}
+
 int pflex_shrink_band(const double *rise, size_t nr, const double *fall, size_t nf, double q,
                       double *ret_gain, double *ret_loss) {
   if ((nr && !rise) || (nf && !fall) || !(q > 0 && q < 1)) return -EINVAL;
-  double z = gsl_cdf_ugaussian_Pinv(q); /* < 0 */
-  double g = lognormal_quantile(rise, nr, z), l = lognormal_quantile(fall, nf, -z);
+  int err = 0;
+  double g = band_quantile(rise, nr, q, &err), l = band_quantile(fall, nf, 1 - q, &err);
+  if (err) return err;
   if (isnan(g) || isnan(l)) return -PFLEX_E_NOPOINTS;
   *ret_gain = g < 1e-3 ? 1e-3 : g > 1 ? 1 : g;
   *ret_loss = l < 1 ? 1 : l > PFLEX_SHRINK_MAX_LOSS ? PFLEX_SHRINK_MAX_LOSS : l;

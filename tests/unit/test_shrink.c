@@ -186,12 +186,46 @@ static void test_band(void **state) {
   assert_int_equal(pflex_shrink_band(k, 6, k, 6, 1.0, &g, &l), -EINVAL);
 }
 
+/* The log-normal's z-quantile of the n values v, as the band's fit. */
+static double fit_quantile(const double *v, int n, double z) {
+  double m = 0, ss = 0;
+  for (int i = 0; i < n; i++)
+    m += log(v[i]) / n;
+  for (int i = 0; i < n; i++)
+    ss += (log(v[i]) - m) * (log(v[i]) - m);
+  return exp(m + z * sqrt(ss / (n - 1)));
+}
+
+/* Where enough values lie beyond the quantile (PFLEX_SHRINK_TAIL_MIN), the
+ * band is their own quantile: one flat outlier (a ratio floored at 1e-3)
+ * no longer widens it for all; where too few do, it is the fit's. */
+static void test_band_sample(void **state) {
+  (void)state;
+  double v[20], g, l;
+  v[0] = 1e-3; /* sorted: the outlier, then 0.9 .. 1.1 */
+  for (int i = 1; i < 20; i++)
+    v[i] = 0.9 + 0.2 * (i - 1) / 18.0;
+  /* q = 0.25: 5 of 20 below; GSL's interpolated quantile at 0.25 (20 - 1) */
+  double lo = v[4] + 0.75 * (v[5] - v[4]), hi = v[14] + 0.25 * (v[15] - v[14]);
+  assert_int_equal(pflex_shrink_band(v, 20, v, 20, 0.25, &g, &l), 0);
+  NEAR(g, lo, 1e-12);
+  NEAR(l, hi, 1e-12);
+  double z25 = -0.6744897501960817;
+  assert_true(g > fit_quantile(v, 20, z25) + 0.5); /* the fit is dragged down to ~0.3 */
+  /* q = 0.1: 2 of 20 beyond, too few: the fit's */
+  double z10 = -1.2815515655446004;
+  assert_int_equal(pflex_shrink_band(v, 20, v, 20, 0.1, &g, &l), 0);
+  NEAR(g, fit_quantile(v, 20, z10), 1e-9);
+  NEAR(l, fit_quantile(v, 20, -z10), 1e-9);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_objective_scale), cmocka_unit_test(test_objective_apply),
       cmocka_unit_test(test_factors),         cmocka_unit_test(test_shrunk_curve),
       cmocka_unit_test(test_worth),           cmocka_unit_test(test_fold_sd),
       cmocka_unit_test(test_ratio),           cmocka_unit_test(test_band),
+      cmocka_unit_test(test_band_sample),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
