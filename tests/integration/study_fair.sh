@@ -7,7 +7,7 @@
 # two populations (seeds 7 and 3): the target that is met (worse
 # than equal in at most 1% of workloads at every cut, at round 0 from the
 # prior alone and after two closed-loop rounds), and what the closed loop
-# reaches with --shrink 1 (docs/study.md: 65-89% of the gap at every 20-40%
+# reaches with --shrink 1 (docs/study.md: 66-88% of the gap at every 20-40%
 # cut after two rounds, asserted as at least 60% at every cut and 75% on
 # average, each round learning more); the 90% after two rounds,
 # not met, is printed (met or not).
