@@ -104,17 +104,18 @@ static double sample_quantile(const double *v, size_t n, double q, int *err) {
 }
 
 /* The band's q-quantile of v: the values' own where they show it, else
- * the log-normal's (z = Phi^-1(q)). */
-static double band_quantile(const double *v, size_t n, double q, int *err) {
+ * the log-normal's (z = Phi^-1(q), passed as the caller has it). */
+static double band_quantile(const double *v, size_t n, double q, double z, int *err) {
   double x = sample_quantile(v, n, q, err);
-  return isnan(x) && !*err ? lognormal_quantile(v, n, gsl_cdf_ugaussian_Pinv(q)) : x;
+  return isnan(x) && !*err ? lognormal_quantile(v, n, z) : x;
 }
 
 int pflex_shrink_band(const double *rise, size_t nr, const double *fall, size_t nf, double q,
                       double *ret_gain, double *ret_loss) {
   if ((nr && !rise) || (nf && !fall) || !(q > 0 && q < 1)) return -EINVAL;
   int err = 0;
-  double g = band_quantile(rise, nr, q, &err), l = band_quantile(fall, nf, 1 - q, &err);
+  double z = gsl_cdf_ugaussian_Pinv(q); /* < 0 */
+  double g = band_quantile(rise, nr, q, z, &err), l = band_quantile(fall, nf, 1 - q, -z, &err);
   if (err) return err;
   if (isnan(g) || isnan(l)) return -PFLEX_E_NOPOINTS;
   *ret_gain = g < 1e-3 ? 1e-3 : g > 1 ? 1 : g;
