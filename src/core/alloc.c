@@ -848,14 +848,29 @@ static void keep_replace(struct keep *h, size_t n, struct keep x) {
   h[m] = x;
 }
 
-/* Row s of the local-search table: set[s]'s gains for every amount, both ways. */
+/* Row s of the local-search table: set[s]'s gains for every amount, both
+ * ways, as delta_of gives them. The powers in bounds are evaluated in one
+ * run, in increasing order: p - ds[0] < ... < p - ds[LS_STEPS - 1] < p +
+ * ds[LS_STEPS - 1] < ... < p + ds[0] (column 2k + 1, then 2k). */
 static void fill_row(const struct pflex_alloc_job *jobs, const struct pflex__prep *pr,
                      const double *p, const double *f, const size_t *set, size_t ns,
                      const double *ds, double *tab, size_t s) {
-  for (int k = 0; k < LS_STEPS; k++) {
-    tab[(2 * k) * ns + s] = delta_of(jobs, pr, p, f, set[s], ds[k]);
-    tab[(2 * k + 1) * ns + s] = delta_of(jobs, pr, p, f, set[s], -ds[k]);
+  size_t i = set[s];
+  double xs[2 * LS_STEPS], ts[2 * LS_STEPS];
+  int col[2 * LS_STEPS], m = 0;
+  for (int c = 0; c < 2 * LS_STEPS; c++) {
+    int k = c < LS_STEPS ? c : 2 * LS_STEPS - 1 - c, cc = c < LS_STEPS ? 2 * k + 1 : 2 * k;
+    double x = p[i] + (c < LS_STEPS ? -ds[k] : ds[k]);
+    if (!(x <= pr[i].hi) || !(x >= pr[i].lo)) {
+      tab[cc * ns + s] = -INFINITY;
+      continue;
+    }
+    xs[m] = x;
+    col[m++] = cc;
   }
+  pflex_curve_eval_sorted(jobs[i].curve, xs, (size_t)m, ts);
+  for (int q = 0; q < m; q++)
+    tab[col[q] * ns + s] = jobs[i].weight * ts[q] - f[i];
 }
 
 #define NONE SIZE_MAX
@@ -1306,6 +1321,32 @@ int pflex_alloc_target_for_cut(const struct pflex_alloc_job *jobs, size_t n, dou
   return 0;
 }
 
+/* Each job's result from its power p[i] (throughput and cap unless the
+ * options skip them), and the summary's totals. */
+static void fill_results(const struct pflex_alloc_job *jobs, size_t n,
+                         const struct pflex__prep *pr, const double *p,
+                         const struct pflex_alloc_opts *opts, struct pflex_alloc_result *results,
+                         struct pflex_alloc_summary *sum) {
+  bool skip_tput = opts && opts->skip_tput, skip_caps = opts && opts->skip_caps;
+  for (size_t i = 0; i < n; i++) {
+    const struct pflex_curve *c = jobs[i].curve;
+    struct pflex_alloc_result *r = &results[i];
+    r->power_w = p[i];
+    r->floor_w = pr[i].lo;
+    r->tput = c && !skip_tput ? pflex_curve_eval(c, p[i]) : NAN;
+    if (skip_caps)
+      r->cap_w = NAN;
+    else if (c)
+      r->cap_w = pflex_curve_cap_for_power(c, p[i], jobs[i].gpus, pr[i].cap_min, pr[i].cap_max);
+    else
+      r->cap_w = p[i] >= pr[i].hi ? pr[i].cap_max
+                                  : fmin(fmax(p[i] / jobs[i].gpus, pr[i].cap_min), pr[i].cap_max);
+    sum->total_w += p[i];
+    sum->total_tput += r->tput;
+    sum->weighted_tput += jobs[i].weight * r->tput;
+  }
+}
+
 int pflex_alloc_run(const struct pflex_alloc_job *jobs, size_t n,
                     enum pflex_alloc_strategy strategy, double target_w,
                     const struct pflex_alloc_opts *opts, struct pflex_alloc_result *results,
@@ -1348,24 +1389,7 @@ int pflex_alloc_run(const struct pflex_alloc_job *jobs, size_t n,
   }
   pflex__alloc_enforce_target(p, &pr[0].lo, sizeof *pr / sizeof(double), n, target_w);
   sum.gap_bound = gap;
-  bool skip_tput = opts && opts->skip_tput;
-  for (size_t i = 0; i < n; i++) {
-    const struct pflex_curve *c = jobs[i].curve;
-    struct pflex_alloc_result *r = &results[i];
-    r->power_w = p[i];
-    r->floor_w = pr[i].lo;
-    if (c) {
-      r->tput = skip_tput ? NAN : pflex_curve_eval(c, p[i]);
-      r->cap_w = pflex_curve_cap_for_power(c, p[i], jobs[i].gpus, pr[i].cap_min, pr[i].cap_max);
-    } else {
-      r->tput = NAN;
-      r->cap_w = p[i] >= pr[i].hi ? pr[i].cap_max
-                                  : fmin(fmax(p[i] / jobs[i].gpus, pr[i].cap_min), pr[i].cap_max);
-    }
-    sum.total_w += p[i];
-    sum.total_tput += r->tput;
-    sum.weighted_tput += jobs[i].weight * r->tput;
-  }
+  fill_results(jobs, n, pr, p, opts, results, &sum);
   if (summary) *summary = sum;
   err = 0;
 out:

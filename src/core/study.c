@@ -522,7 +522,9 @@ static int work_alloc(struct work *w, const struct study *s) {
   /* One allocator context for the whole run: the same curves come back in
    * every workload and cut, their hulls are sampled once (same results). */
   int err = pflex_alloc_ctx_new(&w->actx);
-  w->ao = (struct pflex_alloc_opts){.knots = s->o->knots, .ctx = w->actx};
+  /* Every allocation is scored on the true curves from its powers alone. */
+  w->ao = (struct pflex_alloc_opts){
+      .knots = s->o->knots, .ctx = w->actx, .skip_tput = true, .skip_caps = true};
   /* optimal's powers only: its throughput is read on the true curves. */
   w->ao_powers = w->ao;
   w->ao_powers.skip_tput = true;
