@@ -776,6 +776,46 @@ out:
   return err;
 }
 
+/* Curve values at the jobs' powers within one call: jobs of a workload often
+ * share a curve and a power (equal jobs sit on equal knots), and such a job
+ * reads the value of the last one seen (direct-mapped on curve and power)
+ * instead of evaluating the curve again: the same value, bit for bit. */
+#define EVAL_MEMO 128
+struct eval_memo {
+  const struct pflex_curve *c[EVAL_MEMO];
+  double p[EVAL_MEMO], t[EVAL_MEMO];
+};
+
+static double memo_eval(struct eval_memo *m, const struct pflex_curve *c, double p) {
+  uint64_t h = mix((uint64_t)(uintptr_t)c, dbits(p));
+  size_t k = (size_t)(h >> 57) & (EVAL_MEMO - 1);
+  if (m->c[k] != c || dbits(m->p[k]) != dbits(p)) {
+    m->c[k] = c;
+    m->p[k] = p;
+    m->t[k] = pflex_curve_eval(c, p);
+  }
+  return m->t[k];
+}
+
+/* The weighted total at powers p, summed in job order; each job's term into
+ * f[i] unless f is NULL. */
+static double objective_into(const struct pflex_alloc_job *jobs, size_t n, const double *p,
+                             double *f) {
+  struct eval_memo m;
+  memset(m.c, 0, sizeof m.c);
+  double s = 0;
+  for (size_t i = 0; i < n; i++) {
+    double v = jobs[i].weight * memo_eval(&m, jobs[i].curve, p[i]);
+    if (f) f[i] = v;
+    s += v;
+  }
+  return s;
+}
+
+static double objective(const struct pflex_alloc_job *jobs, size_t n, const double *p) {
+  return objective_into(jobs, n, p, NULL);
+}
+
 /* ---- local search on the curves themselves ---------------------------------- */
 
 /* Transfer amounts (W): a geometric ladder, ratio 2, from the widest job
@@ -1160,10 +1200,7 @@ static int local_search(const struct pflex_alloc_job *jobs, size_t n, const stru
   bool *in = calloc(n, sizeof *in);
   int err = -ENOMEM;
   if (!s.f || !in) goto out;
-  for (size_t i = 0; i < n; i++) {
-    s.f[i] = val(&jobs[i], p[i]);
-    s.obj += s.f[i];
-  }
+  s.obj = objective_into(jobs, n, p, s.f);
   if ((err = ls_candidates(&s, n, in, &s.ns)) < 0) goto out;
   err = -ENOMEM;
   s.set = malloc(s.ns * sizeof *s.set);
@@ -1193,12 +1230,6 @@ out:
   return err;
 }
 
-static double objective(const struct pflex_alloc_job *jobs, size_t n, const double *p) {
-  double s = 0;
-  for (size_t i = 0; i < n; i++)
-    s += jobs[i].weight * pflex_curve_eval(jobs[i].curve, p[i]);
-  return s;
-}
 
 /* Two passes: the greedy on [lo, P_max] with `knots` points per curve puts
  * each job at a knot; for concave curves the optimum lies within about one

@@ -137,7 +137,7 @@ static void steffen_poly(const double *xs, const double *ys, size_t n, double *p
 
 /* A measured curve's value at p in interval lo: GSL's formula for its
  * interpolation type. */
-static double measured_at(const struct pflex_curve *c, size_t lo, double p) {
+static inline double measured_at(const struct pflex_curve *c, size_t lo, double p) {
   const double *xs = c->xs;
   double t = p - xs[lo];
   if (c->poly) {
@@ -446,10 +446,16 @@ void pflex_curve_eval_sorted(const struct pflex_curve *c, const double *p, size_
       ret_t[m] = pflex_curve_eval(c, p[m]);
     return;
   }
-  /* The first interval by the binary search, the others by walking on. */
-  size_t lo = measured_interval(c, clamp(p[0], c->p_min, c->p_max));
-  for (size_t m = 0; m < n; m++)
-    ret_t[m] = eval_from(c, p[m], &lo);
+  /* The first interval by the binary search, the others by walking on
+   * (the powers do not fall). */
+  const double *xs = c->xs;
+  size_t i = measured_interval(c, clamp(p[0], c->p_min, c->p_max)), last = c->n - 2;
+  for (size_t m = 0; m < n; m++) {
+    double x = clamp(p[m], c->p_min, c->p_max);
+    while (i < last && xs[i + 1] <= x)
+      i++;
+    ret_t[m] = measured_at(c, i, x);
+  }
 }
 
 int pflex_curve_sample(const struct pflex_curve *c, double lo, double hi, size_t k, double *ret_p,
