@@ -888,31 +888,6 @@ static void keep_replace(struct keep *h, size_t n, struct keep x) {
   h[m] = x;
 }
 
-/* Row s of the local-search table: set[s]'s gains for every amount, both
- * ways, as delta_of gives them. The powers in bounds are evaluated in one
- * run, in increasing order: p - ds[0] < ... < p - ds[LS_STEPS - 1] < p +
- * ds[LS_STEPS - 1] < ... < p + ds[0] (column 2k + 1, then 2k). */
-static void fill_row(const struct pflex_alloc_job *jobs, const struct pflex__prep *pr,
-                     const double *p, const double *f, const size_t *set, size_t ns,
-                     const double *ds, double *tab, size_t s) {
-  size_t i = set[s];
-  double xs[2 * LS_STEPS], ts[2 * LS_STEPS];
-  int col[2 * LS_STEPS], m = 0;
-  for (int c = 0; c < 2 * LS_STEPS; c++) {
-    int k = c < LS_STEPS ? c : 2 * LS_STEPS - 1 - c, cc = c < LS_STEPS ? 2 * k + 1 : 2 * k;
-    double x = p[i] + (c < LS_STEPS ? -ds[k] : ds[k]);
-    if (!(x <= pr[i].hi) || !(x >= pr[i].lo)) {
-      tab[cc * ns + s] = -INFINITY;
-      continue;
-    }
-    xs[m] = x;
-    col[m++] = cc;
-  }
-  pflex_curve_eval_sorted(jobs[i].curve, xs, (size_t)m, ts);
-  for (int q = 0; q < m; q++)
-    tab[col[q] * ns + s] = jobs[i].weight * ts[q] - f[i];
-}
-
 #define NONE SIZE_MAX
 
 /* The best rows of a column, in the order (value descending, row ascending):
@@ -1008,7 +983,34 @@ struct ls {
   double *tab;
   struct topk best_rows[2 * LS_STEPS];
   size_t top[2 * LS_STEPS][3];
+  /* The amounts in increasing order, -ds[0] .. -ds[LS_STEPS - 1], then
+   * ds[LS_STEPS - 1] .. ds[0], and the column of each. */
+  double amt[2 * LS_STEPS];
+  int col[2 * LS_STEPS];
 };
+
+/* Row r of the table: set[r]'s gains for every amount, both ways, as
+ * delta_of gives them. The powers p + amt[c] rise with c, and those in
+ * bounds are evaluated in one run. */
+static void fill_row(const struct ls *s, size_t r) {
+  size_t i = s->set[r], ns = s->ns, m = 0;
+  const struct pflex__prep *b = &s->pr[i];
+  double xs[2 * LS_STEPS], ts[2 * LS_STEPS];
+  int col[2 * LS_STEPS];
+  for (int c = 0; c < 2 * LS_STEPS; c++) {
+    double x = s->p[i] + s->amt[c];
+    if (!(x <= b->hi) || !(x >= b->lo)) {
+      s->tab[s->col[c] * ns + r] = -INFINITY;
+      continue;
+    }
+    xs[m] = x;
+    col[m++] = s->col[c];
+  }
+  pflex_curve_eval_sorted(s->jobs[i].curve, xs, m, ts);
+  for (size_t q = 0; q < m; q++)
+    s->tab[col[q] * ns + r] = s->jobs[i].weight * ts[q] - s->f[i];
+}
+
 
 /* A move: rows row[0..n) each moved by the amount of column col[m]. */
 struct ls_move {
@@ -1087,7 +1089,7 @@ static int ls_fill_table(struct ls *s) {
       continue;
     }
     hash[h] = r;
-    fill_row(jobs, pr, p, s->f, s->set, ns, s->ds, s->tab, r);
+    fill_row(s, r);
   }
   free(hash);
   return 0;
@@ -1099,6 +1101,9 @@ static void ls_best_pair(const struct ls *s, struct ls_move *mv) {
   for (int k = 0; k < LS_STEPS; k++) {
     const size_t *tu = s->top[2 * k], *td = s->top[2 * k + 1];
     const double *u = &s->tab[(2 * k) * ns], *d = &s->tab[(2 * k + 1) * ns];
+    /* No pair of this amount beats the best two values' sum (rounding is
+     * monotone): skip it when that does not beat the move so far. */
+    if (tu[0] == NONE || td[0] == NONE || !(u[tu[0]] + d[td[0]] > mv->gain)) continue;
     for (int x = 0; x < 3; x++)
       for (int y = 0; y < 3; y++) {
         if (tu[x] == NONE || td[y] == NONE || tu[x] == td[y]) continue;
@@ -1119,6 +1124,9 @@ static void ls_best_triple(const struct ls *s, struct ls_move *mv) {
       int c1 = 2 * k + side, c2 = 2 * (k + 1) + 1 - side;
       const size_t *t1 = s->top[c1], *t2 = s->top[c2];
       const double *v1 = &s->tab[c1 * ns], *v2 = &s->tab[c2 * ns];
+      /* As in ls_best_pair: the best values' sum bounds every triple here. */
+      if (t1[0] == NONE || t2[1] == NONE || !(v1[t1[0]] + v2[t2[0]] + v2[t2[1]] > mv->gain))
+        continue;
       for (int x = 0; x < 3; x++)
         for (int y = 0; y < 3; y++)
           for (int z = y + 1; z < 3; z++) {
@@ -1155,7 +1163,7 @@ static double ls_apply(struct ls *s, const struct ls_move *mv) {
   s->obj += g;
   size_t ns = s->ns;
   for (int m = 0; m < mv->n; m++)
-    fill_row(s->jobs, s->pr, s->p, s->f, s->set, ns, s->ds, s->tab, mv->row[m]);
+    fill_row(s, mv->row[m]);
   for (int c = 0; c < 2 * LS_STEPS; c++) {
     struct topk *t = &s->best_rows[c];
     for (int m = 0; m < mv->n; m++)
@@ -1194,8 +1202,11 @@ static int local_search(const struct pflex_alloc_job *jobs, size_t n, const stru
     dmax = fmax(dmax, pr[i].hi - pr[i].lo);
   if (!(dmax > 0)) return 0;
   struct ls s = {.jobs = jobs, .pr = pr, .p = p, .obj = 0};
-  for (int k = 0; k < LS_STEPS; k++)
+  for (int k = 0; k < LS_STEPS; k++) {
     s.ds[k] = dmax * ldexp(1.0, -k);
+    s.amt[k] = -s.ds[k], s.col[k] = 2 * k + 1;
+    s.amt[2 * LS_STEPS - 1 - k] = s.ds[k], s.col[2 * LS_STEPS - 1 - k] = 2 * k;
+  }
   s.f = malloc(n * sizeof *s.f);
   bool *in = calloc(n, sizeof *in);
   int err = -ENOMEM;
