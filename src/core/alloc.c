@@ -525,7 +525,7 @@ size_t pflex__alloc_hull_segments(const struct pflex_alloc_job *j, double lo, do
  * context's in its pool. */
 struct pass {
   const struct pflex__seg **js;
-  size_t *jn, *nfull, *rep, nd;
+  size_t *jn, *nfull, *rep, *dist, nd; /* dist[i]: job i's distinct hull (where jn[i] > 0) */
   double *mult;
   struct pflex__seg *local;
   size_t nlocal, cap_local;
@@ -536,6 +536,7 @@ static void pass_release(struct pass *ps) {
   free(ps->jn);
   free(ps->nfull);
   free(ps->rep);
+  free(ps->dist);
   free(ps->mult);
   free(ps->local);
 }
@@ -557,10 +558,10 @@ static int pass_max_knots(const struct pflex_alloc_job *jobs, size_t n, unsigned
 
 /* pass_hulls's working memory. first[h]: the first job with a hull key (open
  * addressing), fdig[h] its digest (no pointer chase); where[i]: job i's hull,
- * in the pool (in_pool[i], from the context) or in the pass's local; dist[i]:
- * its distinct hull; xs, ys, hp: room for one job's sampling (maxk). */
+ * in the pool (in_pool[i], from the context) or in the pass's local; xs,
+ * ys, hp: room for one job's sampling (maxk). */
 struct pass_scratch {
-  size_t *first, *dist, *where, nslots, maxk;
+  size_t *first, *where, nslots, maxk;
   uint64_t *fdig;
   bool *in_pool;
   double *xs, *ys;
@@ -570,7 +571,6 @@ struct pass_scratch {
 static void pass_scratch_release(struct pass_scratch *sc) {
   free(sc->first);
   free(sc->fdig);
-  free(sc->dist);
   free(sc->where);
   free(sc->in_pool);
   free(sc->xs);
@@ -585,7 +585,7 @@ static int pass_scratch_init(struct pass_scratch *sc, struct pass *ps, size_t n,
     nslots *= 2;
   *sc = (struct pass_scratch){.nslots = nslots, .maxk = maxk};
   sc->first = malloc(nslots * sizeof *sc->first);
-  sc->dist = malloc(m * sizeof *sc->dist);
+  ps->dist = malloc(m * sizeof *ps->dist);
   sc->fdig = malloc(nslots * sizeof *sc->fdig);
   sc->where = malloc(m * sizeof *sc->where);
   sc->in_pool = malloc(m * sizeof *sc->in_pool);
@@ -597,7 +597,7 @@ static int pass_scratch_init(struct pass_scratch *sc, struct pass *ps, size_t n,
   ps->nfull = calloc(m, sizeof *ps->nfull);
   ps->rep = malloc(m * sizeof *ps->rep);
   ps->mult = malloc(m * sizeof *ps->mult);
-  if (!sc->first || !sc->fdig || !sc->dist || !sc->where || !sc->in_pool || !sc->xs || !sc->ys ||
+  if (!sc->first || !sc->fdig || !ps->dist || !sc->where || !sc->in_pool || !sc->xs || !sc->ys ||
       !sc->hp || !ps->js || !ps->jn || !ps->nfull || !ps->rep || !ps->mult)
     return -ENOMEM;
   for (size_t h = 0; h < nslots; h++)
@@ -674,13 +674,13 @@ static int pass_hulls(const struct pflex_alloc_job *jobs, size_t n, const double
     if (sc.first[h] != SIZE_MAX) { /* as an earlier job of this pass */
       size_t j = sc.first[h];
       sc.where[i] = sc.where[j], sc.in_pool[i] = sc.in_pool[j], ps->jn[i] = ps->jn[j];
-      ps->mult[sc.dist[i] = sc.dist[j]]++;
+      ps->mult[ps->dist[i] = ps->dist[j]]++;
       continue;
     }
     sc.first[h] = i;
     sc.fdig[h] = key.digest;
     if ((err = pass_find_or_sample(jobs, wlo, whi, &key, i, hc, &sc, ps)) < 0) break;
-    sc.dist[i] = ps->nd;
+    ps->dist[i] = ps->nd;
     ps->rep[ps->nd] = i;
     ps->mult[ps->nd++] = 1;
   }
@@ -710,6 +710,30 @@ static int pass_threshold(const struct pass *ps, double budget, double *ret_lamb
   return 0;
 }
 
+/* Job i takes every segment of its hull steeper than lambda, from wlo[i]:
+ * its power p[i] and nfull[i]; the budget left after it. A job that shares
+ * the hull (and so the window) of an earlier one ends where that one did,
+ * and only the budget is reduced by each segment, in the same order. */
+static double take_steeper(struct pass *ps, size_t i, const double *wlo, double lambda, double *p,
+                           double left) {
+  const struct pflex__seg *js = ps->js[i];
+  size_t r = ps->jn[i] ? ps->rep[ps->dist[i]] : i, m = 0;
+  if (r != i) {
+    p[i] = p[r];
+    ps->nfull[i] = ps->nfull[r];
+    for (; m < ps->nfull[r]; m++)
+      left -= js[m].dp;
+    return left;
+  }
+  p[i] = wlo[i];
+  for (; m < ps->jn[i] && js[m].slope > lambda; m++) {
+    p[i] += js[m].dp;
+    left -= js[m].dp;
+  }
+  ps->nfull[i] = m;
+  return left;
+}
+
 /* One greedy pass with job i confined to the window [wlo[i], whi[i]] inside
  * its bounds; budget is the power above the sum of wlo. hc (may be NULL)
  * caches hulls across calls. */
@@ -727,15 +751,8 @@ static int greedy(const struct pflex_alloc_job *jobs, size_t n, const struct pfl
   /* Take every segment steeper than lambda; segments at exactly lambda share
    * what is left in job order, so at most one job ends inside a segment. */
   double left = budget;
-  for (size_t i = 0; i < n; i++) {
-    p[i] = wlo[i];
-    nfull[i] = 0;
-    for (size_t m = 0; m < jn[i] && js[i][m].slope > lambda; m++) {
-      p[i] += js[i][m].dp;
-      left -= js[i][m].dp;
-      nfull[i]++;
-    }
-  }
+  for (size_t i = 0; i < n; i++)
+    left = take_steeper(&ps, i, wlo, lambda, p, left);
   double gap = 0;
   for (size_t i = 0; i < n && left > 0; i++)
     for (size_t m = nfull[i]; m < jn[i] && left > 0; m++) {
