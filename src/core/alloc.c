@@ -522,22 +522,19 @@ size_t pflex__alloc_hull_segments(const struct pflex_alloc_job *j, double lo, do
 /* One greedy pass's hulls: job i's segments js[i][0..jn[i]), steepest first;
  * jobs with the same hull key share one (distinct hull d: its first job
  * rep[d], mult[d] jobs). Hulls sampled in this pass live in local, the
- * context's in its pool. */
+ * context's in its pool. block: one allocation holding the arrays of the
+ * pass and of its scratch (pass_scratch_init). */
 struct pass {
   const struct pflex__seg **js;
   size_t *jn, *nfull, *rep, *dist, nd; /* dist[i]: job i's distinct hull (where jn[i] > 0) */
   double *mult;
   struct pflex__seg *local;
   size_t nlocal, cap_local;
+  void *block;
 };
 
 static void pass_release(struct pass *ps) {
-  free(ps->js);
-  free(ps->jn);
-  free(ps->nfull);
-  free(ps->rep);
-  free(ps->dist);
-  free(ps->mult);
+  free(ps->block);
   free(ps->local);
 }
 
@@ -568,38 +565,50 @@ struct pass_scratch {
   struct pflex__hullpt *hp;
 };
 
-static void pass_scratch_release(struct pass_scratch *sc) {
-  free(sc->first);
-  free(sc->fdig);
-  free(sc->where);
-  free(sc->in_pool);
-  free(sc->xs);
-  free(sc->ys);
-  free(sc->hp);
+/* Arrays carved from one allocation: each at *at, count elements of size
+ * bytes (a multiple of 8 but for the last). */
+struct carve {
+  void **at;
+  size_t size, count;
+};
+
+static void *carve_block(const struct carve *t, size_t nt) {
+  size_t total = 0;
+  for (size_t k = 0; k < nt; k++)
+    total += t[k].size * t[k].count;
+  unsigned char *block = malloc(total ? total : 1), *at = block;
+  for (size_t k = 0; block && k < nt; k++) {
+    *t[k].at = at;
+    at += t[k].size * t[k].count;
+  }
+  return block;
 }
 
-/* Allocates the scratch for n jobs and ps's arrays (ps releases its own). */
+/* Allocates the scratch for n jobs and ps's arrays, in one block that ps
+ * releases. */
 static int pass_scratch_init(struct pass_scratch *sc, struct pass *ps, size_t n, size_t maxk) {
   size_t nslots = 16, m = n ? n : 1;
   while (nslots < 2 * n)
     nslots *= 2;
   *sc = (struct pass_scratch){.nslots = nslots, .maxk = maxk};
-  sc->first = malloc(nslots * sizeof *sc->first);
-  ps->dist = malloc(m * sizeof *ps->dist);
-  sc->fdig = malloc(nslots * sizeof *sc->fdig);
-  sc->where = malloc(m * sizeof *sc->where);
-  sc->in_pool = malloc(m * sizeof *sc->in_pool);
-  sc->xs = malloc(maxk * sizeof *sc->xs);
-  sc->ys = malloc(maxk * sizeof *sc->ys);
-  sc->hp = malloc(maxk * sizeof *sc->hp);
-  ps->js = malloc(m * sizeof *ps->js);
-  ps->jn = calloc(m, sizeof *ps->jn);
-  ps->nfull = calloc(m, sizeof *ps->nfull);
-  ps->rep = malloc(m * sizeof *ps->rep);
-  ps->mult = malloc(m * sizeof *ps->mult);
-  if (!sc->first || !sc->fdig || !ps->dist || !sc->where || !sc->in_pool || !sc->xs || !sc->ys ||
-      !sc->hp || !ps->js || !ps->jn || !ps->nfull || !ps->rep || !ps->mult)
-    return -ENOMEM;
+  const struct carve t[] = {
+      {(void **)&sc->first, sizeof *sc->first, nslots},
+      {(void **)&sc->fdig, sizeof *sc->fdig, nslots},
+      {(void **)&sc->where, sizeof *sc->where, m},
+      {(void **)&sc->xs, sizeof *sc->xs, maxk},
+      {(void **)&sc->ys, sizeof *sc->ys, maxk},
+      {(void **)&sc->hp, sizeof *sc->hp, maxk},
+      {(void **)&ps->js, sizeof *ps->js, m},
+      {(void **)&ps->jn, sizeof *ps->jn, m},
+      {(void **)&ps->nfull, sizeof *ps->nfull, m},
+      {(void **)&ps->rep, sizeof *ps->rep, m},
+      {(void **)&ps->dist, sizeof *ps->dist, m},
+      {(void **)&ps->mult, sizeof *ps->mult, m},
+      {(void **)&sc->in_pool, sizeof *sc->in_pool, m}, /* bool: last */
+  };
+  if (!(ps->block = carve_block(t, sizeof t / sizeof *t))) return -ENOMEM;
+  memset(ps->jn, 0, m * sizeof *ps->jn);
+  memset(ps->nfull, 0, m * sizeof *ps->nfull);
   for (size_t h = 0; h < nslots; h++)
     sc->first[h] = SIZE_MAX;
   return 0;
@@ -687,7 +696,6 @@ static int pass_hulls(const struct pflex_alloc_job *jobs, size_t n, const double
   /* Pointers only now: the pool and local may have moved while growing. */
   for (size_t i = 0; !err && i < n; i++)
     ps->js[i] = ps->jn[i] ? (sc.in_pool[i] ? hc->pool : ps->local) + sc.where[i] : NULL;
-  pass_scratch_release(&sc);
   return err;
 }
 
