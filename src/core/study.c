@@ -558,9 +558,9 @@ static void sample_workload(const struct study *s, struct work *w, int sc, gsl_r
   }
 }
 
+#define SCORE_MEMO 128
 /* The true value of the allocation in w->r under every objective: v[ob] =
  * sum of the jobs' true throughputs, each times its weight in ob. */
-#define SCORE_MEMO 128
 static void score(const struct study *s, const struct work *w, double *v) {
   /* Jobs of one group often get one power: such a job reads the value of
    * the last one seen (direct-mapped on group and power), the same bits. */
