@@ -94,6 +94,9 @@ struct pflex_alloc_opts {
    * For a controller's re-plan, which sets caps; the proportional strategies
    * then cost no curve evaluation at all (unless pfi needs T_max). */
   bool skip_tput;
+  /* No cap mapping: each result's cap_w is NAN. For callers that read the
+   * powers only (the study scores them on the true curves). */
+  bool skip_caps;
 };
 
 /* What one job gets. */

@@ -113,6 +113,12 @@ bool pflex_curve_piecewise_linear(const struct pflex_curve *curve);
 /* Throughput at aggregate power p (clamped to [P_min, P_max]). */
 double pflex_curve_eval(const struct pflex_curve *curve, double power_w);
 
+/* pflex_curve_eval at n powers in non-decreasing order, into ret_t[0..n):
+ * the same values bit for bit, for less (the interval search walks on from
+ * one power to the next). */
+void pflex_curve_eval_sorted(const struct pflex_curve *curve, const double *power_w, size_t n,
+                             double *ret_t);
+
 /* Samples k >= 2 points (power, throughput) of the curve from lo to hi (both
  * clamped to [P_min, P_max], both included), increasing in power. Parametric
  * curves are sampled uniformly in SM clock, which needs no root finding per

@@ -522,21 +522,19 @@ size_t pflex__alloc_hull_segments(const struct pflex_alloc_job *j, double lo, do
 /* One greedy pass's hulls: job i's segments js[i][0..jn[i]), steepest first;
  * jobs with the same hull key share one (distinct hull d: its first job
  * rep[d], mult[d] jobs). Hulls sampled in this pass live in local, the
- * context's in its pool. */
+ * context's in its pool. block: one allocation holding the arrays of the
+ * pass and of its scratch (pass_scratch_init). */
 struct pass {
   const struct pflex__seg **js;
-  size_t *jn, *nfull, *rep, nd;
+  size_t *jn, *nfull, *rep, *dist, nd; /* dist[i]: job i's distinct hull (where jn[i] > 0) */
   double *mult;
   struct pflex__seg *local;
   size_t nlocal, cap_local;
+  void *block;
 };
 
 static void pass_release(struct pass *ps) {
-  free(ps->js);
-  free(ps->jn);
-  free(ps->nfull);
-  free(ps->rep);
-  free(ps->mult);
+  free(ps->block);
   free(ps->local);
 }
 
@@ -557,49 +555,60 @@ static int pass_max_knots(const struct pflex_alloc_job *jobs, size_t n, unsigned
 
 /* pass_hulls's working memory. first[h]: the first job with a hull key (open
  * addressing), fdig[h] its digest (no pointer chase); where[i]: job i's hull,
- * in the pool (in_pool[i], from the context) or in the pass's local; dist[i]:
- * its distinct hull; xs, ys, hp: room for one job's sampling (maxk). */
+ * in the pool (in_pool[i], from the context) or in the pass's local; xs,
+ * ys, hp: room for one job's sampling (maxk). */
 struct pass_scratch {
-  size_t *first, *dist, *where, nslots, maxk;
+  size_t *first, *where, nslots, maxk;
   uint64_t *fdig;
   bool *in_pool;
   double *xs, *ys;
   struct pflex__hullpt *hp;
 };
 
-static void pass_scratch_release(struct pass_scratch *sc) {
-  free(sc->first);
-  free(sc->fdig);
-  free(sc->dist);
-  free(sc->where);
-  free(sc->in_pool);
-  free(sc->xs);
-  free(sc->ys);
-  free(sc->hp);
+/* Arrays carved from one allocation: each at *at, count elements of size
+ * bytes (a multiple of 8 but for the last). */
+struct carve {
+  void **at;
+  size_t size, count;
+};
+
+static void *carve_block(const struct carve *t, size_t nt) {
+  size_t total = 0;
+  for (size_t k = 0; k < nt; k++)
+    total += t[k].size * t[k].count;
+  unsigned char *block = malloc(total ? total : 1), *at = block;
+  for (size_t k = 0; block && k < nt; k++) {
+    *t[k].at = at;
+    at += t[k].size * t[k].count;
+  }
+  return block;
 }
 
-/* Allocates the scratch for n jobs and ps's arrays (ps releases its own). */
+/* Allocates the scratch for n jobs and ps's arrays, in one block that ps
+ * releases. */
 static int pass_scratch_init(struct pass_scratch *sc, struct pass *ps, size_t n, size_t maxk) {
   size_t nslots = 16, m = n ? n : 1;
   while (nslots < 2 * n)
     nslots *= 2;
   *sc = (struct pass_scratch){.nslots = nslots, .maxk = maxk};
-  sc->first = malloc(nslots * sizeof *sc->first);
-  sc->dist = malloc(m * sizeof *sc->dist);
-  sc->fdig = malloc(nslots * sizeof *sc->fdig);
-  sc->where = malloc(m * sizeof *sc->where);
-  sc->in_pool = malloc(m * sizeof *sc->in_pool);
-  sc->xs = malloc(maxk * sizeof *sc->xs);
-  sc->ys = malloc(maxk * sizeof *sc->ys);
-  sc->hp = malloc(maxk * sizeof *sc->hp);
-  ps->js = malloc(m * sizeof *ps->js);
-  ps->jn = calloc(m, sizeof *ps->jn);
-  ps->nfull = calloc(m, sizeof *ps->nfull);
-  ps->rep = malloc(m * sizeof *ps->rep);
-  ps->mult = malloc(m * sizeof *ps->mult);
-  if (!sc->first || !sc->fdig || !sc->dist || !sc->where || !sc->in_pool || !sc->xs || !sc->ys ||
-      !sc->hp || !ps->js || !ps->jn || !ps->nfull || !ps->rep || !ps->mult)
-    return -ENOMEM;
+  const struct carve t[] = {
+      {(void **)&sc->first, sizeof *sc->first, nslots},
+      {(void **)&sc->fdig, sizeof *sc->fdig, nslots},
+      {(void **)&sc->where, sizeof *sc->where, m},
+      {(void **)&sc->xs, sizeof *sc->xs, maxk},
+      {(void **)&sc->ys, sizeof *sc->ys, maxk},
+      {(void **)&sc->hp, sizeof *sc->hp, maxk},
+      {(void **)&ps->js, sizeof *ps->js, m},
+      {(void **)&ps->jn, sizeof *ps->jn, m},
+      {(void **)&ps->nfull, sizeof *ps->nfull, m},
+      {(void **)&ps->rep, sizeof *ps->rep, m},
+      {(void **)&ps->dist, sizeof *ps->dist, m},
+      {(void **)&ps->mult, sizeof *ps->mult, m},
+      {(void **)&sc->in_pool, sizeof *sc->in_pool, m}, /* bool: last */
+  };
+  if (!(ps->block = carve_block(t, sizeof t / sizeof *t))) return -ENOMEM;
+  memset(ps->jn, 0, m * sizeof *ps->jn);
+  memset(ps->nfull, 0, m * sizeof *ps->nfull);
   for (size_t h = 0; h < nslots; h++)
     sc->first[h] = SIZE_MAX;
   return 0;
@@ -674,20 +683,19 @@ static int pass_hulls(const struct pflex_alloc_job *jobs, size_t n, const double
     if (sc.first[h] != SIZE_MAX) { /* as an earlier job of this pass */
       size_t j = sc.first[h];
       sc.where[i] = sc.where[j], sc.in_pool[i] = sc.in_pool[j], ps->jn[i] = ps->jn[j];
-      ps->mult[sc.dist[i] = sc.dist[j]]++;
+      ps->mult[ps->dist[i] = ps->dist[j]]++;
       continue;
     }
     sc.first[h] = i;
     sc.fdig[h] = key.digest;
     if ((err = pass_find_or_sample(jobs, wlo, whi, &key, i, hc, &sc, ps)) < 0) break;
-    sc.dist[i] = ps->nd;
+    ps->dist[i] = ps->nd;
     ps->rep[ps->nd] = i;
     ps->mult[ps->nd++] = 1;
   }
   /* Pointers only now: the pool and local may have moved while growing. */
   for (size_t i = 0; !err && i < n; i++)
     ps->js[i] = ps->jn[i] ? (sc.in_pool[i] ? hc->pool : ps->local) + sc.where[i] : NULL;
-  pass_scratch_release(&sc);
   return err;
 }
 
@@ -710,6 +718,30 @@ static int pass_threshold(const struct pass *ps, double budget, double *ret_lamb
   return 0;
 }
 
+/* Job i takes every segment of its hull steeper than lambda, from wlo[i]:
+ * its power p[i] and nfull[i]; the budget left after it. A job that shares
+ * the hull (and so the window) of an earlier one ends where that one did,
+ * and only the budget is reduced by each segment, in the same order. */
+static double take_steeper(struct pass *ps, size_t i, const double *wlo, double lambda, double *p,
+                           double left) {
+  const struct pflex__seg *js = ps->js[i];
+  size_t r = ps->jn[i] ? ps->rep[ps->dist[i]] : i, m = 0;
+  if (r != i) {
+    p[i] = p[r];
+    ps->nfull[i] = ps->nfull[r];
+    for (; m < ps->nfull[r]; m++)
+      left -= js[m].dp;
+    return left;
+  }
+  p[i] = wlo[i];
+  for (; m < ps->jn[i] && js[m].slope > lambda; m++) {
+    p[i] += js[m].dp;
+    left -= js[m].dp;
+  }
+  ps->nfull[i] = m;
+  return left;
+}
+
 /* One greedy pass with job i confined to the window [wlo[i], whi[i]] inside
  * its bounds; budget is the power above the sum of wlo. hc (may be NULL)
  * caches hulls across calls. */
@@ -727,15 +759,8 @@ static int greedy(const struct pflex_alloc_job *jobs, size_t n, const struct pfl
   /* Take every segment steeper than lambda; segments at exactly lambda share
    * what is left in job order, so at most one job ends inside a segment. */
   double left = budget;
-  for (size_t i = 0; i < n; i++) {
-    p[i] = wlo[i];
-    nfull[i] = 0;
-    for (size_t m = 0; m < jn[i] && js[i][m].slope > lambda; m++) {
-      p[i] += js[i][m].dp;
-      left -= js[i][m].dp;
-      nfull[i]++;
-    }
-  }
+  for (size_t i = 0; i < n; i++)
+    left = take_steeper(&ps, i, wlo, lambda, p, left);
   double gap = 0;
   for (size_t i = 0; i < n && left > 0; i++)
     for (size_t m = nfull[i]; m < jn[i] && left > 0; m++) {
@@ -774,6 +799,46 @@ static int greedy(const struct pflex_alloc_job *jobs, size_t n, const struct pfl
 out:
   pass_release(&ps);
   return err;
+}
+
+/* Curve values at the jobs' powers within one call: jobs of a workload often
+ * share a curve and a power (equal jobs sit on equal knots), and such a job
+ * reads the value of the last one seen (direct-mapped on curve and power)
+ * instead of evaluating the curve again: the same value, bit for bit. */
+#define EVAL_MEMO 128
+struct eval_memo {
+  const struct pflex_curve *c[EVAL_MEMO];
+  double p[EVAL_MEMO], t[EVAL_MEMO];
+};
+
+static double memo_eval(struct eval_memo *m, const struct pflex_curve *c, double p) {
+  uint64_t h = mix((uint64_t)(uintptr_t)c, dbits(p));
+  size_t k = (size_t)(h >> 57) & (EVAL_MEMO - 1);
+  if (m->c[k] != c || dbits(m->p[k]) != dbits(p)) {
+    m->c[k] = c;
+    m->p[k] = p;
+    m->t[k] = pflex_curve_eval(c, p);
+  }
+  return m->t[k];
+}
+
+/* The weighted total at powers p, summed in job order; each job's term into
+ * f[i] unless f is NULL. */
+static double objective_into(const struct pflex_alloc_job *jobs, size_t n, const double *p,
+                             double *f) {
+  struct eval_memo m;
+  memset(m.c, 0, sizeof m.c);
+  double s = 0;
+  for (size_t i = 0; i < n; i++) {
+    double v = jobs[i].weight * memo_eval(&m, jobs[i].curve, p[i]);
+    if (f) f[i] = v;
+    s += v;
+  }
+  return s;
+}
+
+static double objective(const struct pflex_alloc_job *jobs, size_t n, const double *p) {
+  return objective_into(jobs, n, p, NULL);
 }
 
 /* ---- local search on the curves themselves ---------------------------------- */
@@ -846,16 +911,6 @@ static void keep_replace(struct keep *h, size_t n, struct keep x) {
     m = c;
   }
   h[m] = x;
-}
-
-/* Row s of the local-search table: set[s]'s gains for every amount, both ways. */
-static void fill_row(const struct pflex_alloc_job *jobs, const struct pflex__prep *pr,
-                     const double *p, const double *f, const size_t *set, size_t ns,
-                     const double *ds, double *tab, size_t s) {
-  for (int k = 0; k < LS_STEPS; k++) {
-    tab[(2 * k) * ns + s] = delta_of(jobs, pr, p, f, set[s], ds[k]);
-    tab[(2 * k + 1) * ns + s] = delta_of(jobs, pr, p, f, set[s], -ds[k]);
-  }
 }
 
 #define NONE SIZE_MAX
@@ -953,7 +1008,34 @@ struct ls {
   double *tab;
   struct topk best_rows[2 * LS_STEPS];
   size_t top[2 * LS_STEPS][3];
+  /* The amounts in increasing order, -ds[0] .. -ds[LS_STEPS - 1], then
+   * ds[LS_STEPS - 1] .. ds[0], and the column of each. */
+  double amt[2 * LS_STEPS];
+  int col[2 * LS_STEPS];
 };
+
+/* Row r of the table: set[r]'s gains for every amount, both ways, as
+ * delta_of gives them. The powers p + amt[c] rise with c, and those in
+ * bounds are evaluated in one run. */
+static void fill_row(const struct ls *s, size_t r) {
+  size_t i = s->set[r], ns = s->ns, m = 0;
+  const struct pflex__prep *b = &s->pr[i];
+  double xs[2 * LS_STEPS], ts[2 * LS_STEPS];
+  int col[2 * LS_STEPS];
+  for (int c = 0; c < 2 * LS_STEPS; c++) {
+    double x = s->p[i] + s->amt[c];
+    if (!(x <= b->hi) || !(x >= b->lo)) {
+      s->tab[s->col[c] * ns + r] = -INFINITY;
+      continue;
+    }
+    xs[m] = x;
+    col[m++] = s->col[c];
+  }
+  pflex_curve_eval_sorted(s->jobs[i].curve, xs, m, ts);
+  for (size_t q = 0; q < m; q++)
+    s->tab[col[q] * ns + r] = s->jobs[i].weight * ts[q] - s->f[i];
+}
+
 
 /* A move: rows row[0..n) each moved by the amount of column col[m]. */
 struct ls_move {
@@ -1032,7 +1114,7 @@ static int ls_fill_table(struct ls *s) {
       continue;
     }
     hash[h] = r;
-    fill_row(jobs, pr, p, s->f, s->set, ns, s->ds, s->tab, r);
+    fill_row(s, r);
   }
   free(hash);
   return 0;
@@ -1044,6 +1126,9 @@ static void ls_best_pair(const struct ls *s, struct ls_move *mv) {
   for (int k = 0; k < LS_STEPS; k++) {
     const size_t *tu = s->top[2 * k], *td = s->top[2 * k + 1];
     const double *u = &s->tab[(2 * k) * ns], *d = &s->tab[(2 * k + 1) * ns];
+    /* No pair of this amount beats the best two values' sum (rounding is
+     * monotone): skip it when that does not beat the move so far. */
+    if (tu[0] == NONE || td[0] == NONE || !(u[tu[0]] + d[td[0]] > mv->gain)) continue;
     for (int x = 0; x < 3; x++)
       for (int y = 0; y < 3; y++) {
         if (tu[x] == NONE || td[y] == NONE || tu[x] == td[y]) continue;
@@ -1064,6 +1149,9 @@ static void ls_best_triple(const struct ls *s, struct ls_move *mv) {
       int c1 = 2 * k + side, c2 = 2 * (k + 1) + 1 - side;
       const size_t *t1 = s->top[c1], *t2 = s->top[c2];
       const double *v1 = &s->tab[c1 * ns], *v2 = &s->tab[c2 * ns];
+      /* As in ls_best_pair: the best values' sum bounds every triple here. */
+      if (t1[0] == NONE || t2[1] == NONE || !(v1[t1[0]] + v2[t2[0]] + v2[t2[1]] > mv->gain))
+        continue;
       for (int x = 0; x < 3; x++)
         for (int y = 0; y < 3; y++)
           for (int z = y + 1; z < 3; z++) {
@@ -1100,7 +1188,7 @@ static double ls_apply(struct ls *s, const struct ls_move *mv) {
   s->obj += g;
   size_t ns = s->ns;
   for (int m = 0; m < mv->n; m++)
-    fill_row(s->jobs, s->pr, s->p, s->f, s->set, ns, s->ds, s->tab, mv->row[m]);
+    fill_row(s, mv->row[m]);
   for (int c = 0; c < 2 * LS_STEPS; c++) {
     struct topk *t = &s->best_rows[c];
     for (int m = 0; m < mv->n; m++)
@@ -1139,16 +1227,16 @@ static int local_search(const struct pflex_alloc_job *jobs, size_t n, const stru
     dmax = fmax(dmax, pr[i].hi - pr[i].lo);
   if (!(dmax > 0)) return 0;
   struct ls s = {.jobs = jobs, .pr = pr, .p = p, .obj = 0};
-  for (int k = 0; k < LS_STEPS; k++)
+  for (int k = 0; k < LS_STEPS; k++) {
     s.ds[k] = dmax * ldexp(1.0, -k);
+    s.amt[k] = -s.ds[k], s.col[k] = 2 * k + 1;
+    s.amt[2 * LS_STEPS - 1 - k] = s.ds[k], s.col[2 * LS_STEPS - 1 - k] = 2 * k;
+  }
   s.f = malloc(n * sizeof *s.f);
   bool *in = calloc(n, sizeof *in);
   int err = -ENOMEM;
   if (!s.f || !in) goto out;
-  for (size_t i = 0; i < n; i++) {
-    s.f[i] = val(&jobs[i], p[i]);
-    s.obj += s.f[i];
-  }
+  s.obj = objective_into(jobs, n, p, s.f);
   if ((err = ls_candidates(&s, n, in, &s.ns)) < 0) goto out;
   err = -ENOMEM;
   s.set = malloc(s.ns * sizeof *s.set);
@@ -1178,12 +1266,6 @@ out:
   return err;
 }
 
-static double objective(const struct pflex_alloc_job *jobs, size_t n, const double *p) {
-  double s = 0;
-  for (size_t i = 0; i < n; i++)
-    s += jobs[i].weight * pflex_curve_eval(jobs[i].curve, p[i]);
-  return s;
-}
 
 /* Two passes: the greedy on [lo, P_max] with `knots` points per curve puts
  * each job at a knot; for concave curves the optimum lies within about one
@@ -1306,6 +1388,32 @@ int pflex_alloc_target_for_cut(const struct pflex_alloc_job *jobs, size_t n, dou
   return 0;
 }
 
+/* Each job's result from its power p[i] (throughput and cap unless the
+ * options skip them), and the summary's totals. */
+static void fill_results(const struct pflex_alloc_job *jobs, size_t n,
+                         const struct pflex__prep *pr, const double *p,
+                         const struct pflex_alloc_opts *opts, struct pflex_alloc_result *results,
+                         struct pflex_alloc_summary *sum) {
+  bool skip_tput = opts && opts->skip_tput, skip_caps = opts && opts->skip_caps;
+  for (size_t i = 0; i < n; i++) {
+    const struct pflex_curve *c = jobs[i].curve;
+    struct pflex_alloc_result *r = &results[i];
+    r->power_w = p[i];
+    r->floor_w = pr[i].lo;
+    r->tput = c && !skip_tput ? pflex_curve_eval(c, p[i]) : NAN;
+    if (skip_caps)
+      r->cap_w = NAN;
+    else if (c)
+      r->cap_w = pflex_curve_cap_for_power(c, p[i], jobs[i].gpus, pr[i].cap_min, pr[i].cap_max);
+    else
+      r->cap_w = p[i] >= pr[i].hi ? pr[i].cap_max
+                                  : fmin(fmax(p[i] / jobs[i].gpus, pr[i].cap_min), pr[i].cap_max);
+    sum->total_w += p[i];
+    sum->total_tput += r->tput;
+    sum->weighted_tput += jobs[i].weight * r->tput;
+  }
+}
+
 int pflex_alloc_run(const struct pflex_alloc_job *jobs, size_t n,
                     enum pflex_alloc_strategy strategy, double target_w,
                     const struct pflex_alloc_opts *opts, struct pflex_alloc_result *results,
@@ -1348,24 +1456,7 @@ int pflex_alloc_run(const struct pflex_alloc_job *jobs, size_t n,
   }
   pflex__alloc_enforce_target(p, &pr[0].lo, sizeof *pr / sizeof(double), n, target_w);
   sum.gap_bound = gap;
-  bool skip_tput = opts && opts->skip_tput;
-  for (size_t i = 0; i < n; i++) {
-    const struct pflex_curve *c = jobs[i].curve;
-    struct pflex_alloc_result *r = &results[i];
-    r->power_w = p[i];
-    r->floor_w = pr[i].lo;
-    if (c) {
-      r->tput = skip_tput ? NAN : pflex_curve_eval(c, p[i]);
-      r->cap_w = pflex_curve_cap_for_power(c, p[i], jobs[i].gpus, pr[i].cap_min, pr[i].cap_max);
-    } else {
-      r->tput = NAN;
-      r->cap_w = p[i] >= pr[i].hi ? pr[i].cap_max
-                                  : fmin(fmax(p[i] / jobs[i].gpus, pr[i].cap_min), pr[i].cap_max);
-    }
-    sum.total_w += p[i];
-    sum.total_tput += r->tput;
-    sum.weighted_tput += jobs[i].weight * r->tput;
-  }
+  fill_results(jobs, n, pr, p, opts, results, &sum);
   if (summary) *summary = sum;
   err = 0;
 out:

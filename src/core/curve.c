@@ -137,7 +137,7 @@ static void steffen_poly(const double *xs, const double *ys, size_t n, double *p
 
 /* A measured curve's value at p in interval lo: GSL's formula for its
  * interpolation type. */
-static double measured_at(const struct pflex_curve *c, size_t lo, double p) {
+static inline double measured_at(const struct pflex_curve *c, size_t lo, double p) {
   const double *xs = c->xs;
   double t = p - xs[lo];
   if (c->poly) {
@@ -151,7 +151,7 @@ static double measured_at(const struct pflex_curve *c, size_t lo, double p) {
 /* A measured curve with >= 2 points at p in [P_min, P_max]: the interval
  * found as gsl_interp_bsearch finds it (the last i with xs[i] <= p, at most
  * n - 2), then measured_at. */
-static double measured_eval(const struct pflex_curve *c, double p) {
+static size_t measured_interval(const struct pflex_curve *c, double p) {
   const double *xs = c->xs, *base = xs;
   /* Branch-free: the answer stays in [base, base + len), len halving. */
   size_t len = c->n - 1;
@@ -160,7 +160,11 @@ static double measured_eval(const struct pflex_curve *c, double p) {
     base = base[half] <= p ? base + half : base;
     len -= half;
   }
-  return measured_at(c, (size_t)(base - xs), p);
+  return (size_t)(base - xs);
+}
+
+static double measured_eval(const struct pflex_curve *c, double p) {
+  return measured_at(c, measured_interval(c, p), p);
 }
 
 /* FNV-1a over n bytes, continuing from h. */
@@ -432,6 +436,26 @@ static double eval_from(const struct pflex_curve *c, double p, size_t *lo) {
     i++;
   *lo = i;
   return measured_at(c, i, p);
+}
+
+void pflex_curve_eval_sorted(const struct pflex_curve *c, const double *p, size_t n,
+                             double *ret_t) {
+  if (n == 0) return;
+  if (c->kind != PFLEX_CURVE_MEASURED || !c->interp) {
+    for (size_t m = 0; m < n; m++)
+      ret_t[m] = pflex_curve_eval(c, p[m]);
+    return;
+  }
+  /* The first interval by the binary search, the others by walking on
+   * (the powers do not fall). */
+  const double *xs = c->xs;
+  size_t i = measured_interval(c, clamp(p[0], c->p_min, c->p_max)), last = c->n - 2;
+  for (size_t m = 0; m < n; m++) {
+    double x = clamp(p[m], c->p_min, c->p_max);
+    while (i < last && xs[i + 1] <= x)
+      i++;
+    ret_t[m] = measured_at(c, i, x);
+  }
 }
 
 int pflex_curve_sample(const struct pflex_curve *c, double lo, double hi, size_t k, double *ret_p,

@@ -2,7 +2,9 @@
  * hand-worked proportional cuts, optimal against brute force (also on
  * non-concave curves, with and without the local search), the exact oracle
  * against brute force, oracle against every strategy, target,
- * bounds, floors, weights, infeasibility, determinism. */
+ * bounds, floors, weights, infeasibility, determinism; the sorted curve
+ * evaluation of the local search's rows, and the options that skip
+ * throughput and caps. */
 #include <errno.h>
 #include <math.h>
 #include <setjmp.h>
@@ -880,6 +882,97 @@ static void test_ctx_warm_equals_cold(void **state) {
   gsl_rng_free(rng);
 }
 
+/* pflex_curve_eval_sorted (the local search's rows) gives pflex_curve_eval's
+ * values bit for bit on runs of non-decreasing powers: Steffen and linear
+ * measured curves of 2 to 8 points, powers below P_min, above P_max, at the
+ * points themselves and repeated, runs starting anywhere; a callback curve. */
+static void test_eval_sorted(void **state) {
+  (void)state;
+  gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+  gsl_rng_set(rng, 31);
+  enum { M = 40 };
+  for (int trial = 0; trial < 400; trial++) {
+    size_t np = 2 + (size_t)(trial % 7);
+    struct pflex_curve *c = random_curve(rng, trial % 3 == 0, trial % 4 == 1, np);
+    size_t npts;
+    const struct pflex_curve_point *pts = pflex_curve_points(c, &npts);
+    double lo = pflex_curve_p_min(c), hi = pflex_curve_p_max(c), span = hi - lo;
+    double x[M], got[M];
+    double at = lo - 0.2 * span + 1.2 * span * gsl_rng_uniform(rng);
+    for (int m = 0; m < M; m++) {
+      double r = gsl_rng_uniform(rng);
+      if (r < 0.15 && m > 0)
+        at = x[m - 1]; /* repeated */
+      else if (r < 0.3)
+        at = fmax(at, pts[gsl_rng_uniform_int(rng, npts)].power_w); /* on a point */
+      else
+        at += 0.08 * span * gsl_rng_uniform(rng);
+      x[m] = at;
+    }
+    size_t n = (size_t)(trial % (M + 1));
+    pflex_curve_eval_sorted(c, x, n, got);
+    for (size_t m = 0; m < n; m++) {
+      double want = pflex_curve_eval(c, x[m]);
+      assert_memory_equal(&got[m], &want, sizeof want);
+    }
+    pflex_curve_free(c);
+  }
+  double scale = 2.0, x[3] = {900, 2500, 4100}, got[3];
+  struct pflex_curve_fn fn = {.eval = scaled_eval, .ctx = &scale};
+  struct pflex_curve *cb;
+  assert_int_equal(pflex_curve_new_callback(&fn, 1000, 4000, &cb), 0);
+  pflex_curve_eval_sorted(cb, x, 3, got);
+  for (int m = 0; m < 3; m++)
+    assert_true(got[m] == pflex_curve_eval(cb, x[m]));
+  pflex_curve_free(cb);
+  gsl_rng_free(rng);
+}
+
+/* skip_tput and skip_caps change nothing but what they skip: every strategy
+ * gives the same powers and floors, with tput and cap_w NAN where skipped and
+ * finite otherwise; so do jobs without a curve (equal). */
+static void test_skip_tput_caps(void **state) {
+  (void)state;
+  gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+  gsl_rng_set(rng, 41);
+  enum { N = 30 };
+  struct pflex_curve *c[N];
+  struct pflex_alloc_job j[N];
+  for (int i = 0; i < N; i++) {
+    c[i] = random_curve(rng, i % 2 == 0, i % 5 == 0, 3 + (size_t)(i % 5));
+    pflex_alloc_job_init(&j[i]);
+    j[i].curve = c[i];
+    j[i].gpus = 1 + i % 4;
+    j[i].pfi = 1 + 0.1 * (i % 3);
+    j[i].arch = i % 2 ? PFLEX_ARCH_MOE : PFLEX_ARCH_DENSE;
+    j[i].task = i % 3 ? PFLEX_TASK_FT : PFLEX_TASK_PT;
+    j[i].dram_copy = 0.1 + 0.01 * i;
+  }
+  struct pflex_alloc_opts skip = {.skip_tput = true, .skip_caps = true};
+  struct pflex_alloc_result full[N], bare[N];
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass == 1) /* jobs without a curve: their bounds given */
+      for (int i = 0; i < N; i++)
+        j[i].curve = NULL, j[i].p_max = 3000;
+    double target;
+    assert_int_equal(pflex_alloc_target_for_cut(j, N, 0.25, &target), 0);
+    for (int st = 0; st < (pass ? 1 : PFLEX_ALLOC_NSTRATEGIES); st++) {
+      assert_int_equal(pflex_alloc_run(j, N, st, target, NULL, full, NULL), 0);
+      assert_int_equal(pflex_alloc_run(j, N, st, target, &skip, bare, NULL), 0);
+      for (int i = 0; i < N; i++) {
+        assert_true(full[i].power_w == bare[i].power_w);
+        assert_true(full[i].floor_w == bare[i].floor_w);
+        assert_true(isfinite(full[i].cap_w));
+        assert_true(isnan(bare[i].cap_w) && isnan(bare[i].tput));
+        assert_true(pass ? isnan(full[i].tput) : isfinite(full[i].tput));
+      }
+    }
+  }
+  for (int i = 0; i < N; i++)
+    pflex_curve_free(c[i]);
+  gsl_rng_free(rng);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_proportional_by_hand),
@@ -899,6 +992,8 @@ int main(void) {
       cmocka_unit_test(test_names),
       cmocka_unit_test(test_water_fill_brute),
       cmocka_unit_test(test_ctx_warm_equals_cold),
+      cmocka_unit_test(test_eval_sorted),
+      cmocka_unit_test(test_skip_tput_caps),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
