@@ -54,7 +54,7 @@
 #define ORACLE_MAX_DEPTH 48
 #define NONE SIZE_MAX
 /* The cache's bound: when its pool passes this many doubles (256 MB; about
- * 10,000 curves at 512 intervals) or its entries four per job and 65,536, it
+ * 7,000 entries at 512 intervals) or its entries four per job and 65,536, it
  * becomes the older generation, whose entries a later call copies back as it
  * meets them, and the generation before is dropped: at most about twice this,
  * and what the last calls used stays. */
