@@ -2,7 +2,8 @@
 # How pflex's commands scale with the size of a runs file (bench/README.md):
 # generates runs files of each size (bench/gen_runs.sh, cached in DIR), then
 # times pfi --draws 0, stats, import, export, allocate --cut 30 and study on
-# each, the median of R repeats (wall and user seconds, peak resident MB), and
+# each (study-cuts0: the study with --cuts 0, its data, fits and curves
+# without the cuts' allocations), the median of R repeats (wall and user seconds, peak resident MB), and
 # prints the ratio of each size's user time to the first size's. With --base
 # OTHER_PFLEX every command also runs with that program, side by side in the
 # same session (a before/after comparison that the machine's load affects
@@ -42,6 +43,7 @@ run() {
           args=(export --db "$dir/$(basename "$f").db" --out "$dir/export.csv") ;;
   allocate) args=(allocate "$f" --cut 30) ;;
   study) args=(study "$f") ;;
+  study-cuts0) args=(study "$f" --cuts 0) ;; # the study without its allocations: data, fits, curves
   esac
   if /usr/bin/time -f "%e %U %M" -o "$dir/time" timeout "$timeout" "$prog" "${args[@]}" \
       >/dev/null 2>"$dir/err"; then

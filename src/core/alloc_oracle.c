@@ -9,8 +9,15 @@
  * measured Steffen curve (a cubic between measured points, and the samples
  * include them) and 0 for a linear one; for parametric and callback curves it
  * is the cubic model of the curve on an interval of 1/512 of its range (error
- * fourth order in the interval). The upper concave hull of the lifted samples
- * is a concave majorant U_i >= weight_i T_i. Maximizing sum U_i under the
+ * fourth order in the interval). Where that cubic is concave on the
+ * interval, the least of its two end tangents and the lifted chord bounds it
+ * instead, a quarter as far above it at most, with its one or two corners
+ * inside the interval and no lift at the samples (concave_corners): on the
+ * concave stretches of a workload's curves, where the sum of 100 jobs' lifts
+ * used to exceed the tolerance and most calls branched, the root mostly
+ * certifies. The upper concave hull of these points is a concave majorant
+ * U_i >= weight_i T_i. (A branch's sub-range still lifts its samples: its
+ * bound is valid, only less tight.) Maximizing sum U_i under the
  * target is a continuous knapsack: every segment steeper than a threshold
  * slope, found by a search over the hulls' sorted slopes (logarithmic in
  * their length per hull). Its value bounds the optimum from above; its
@@ -23,7 +30,9 @@
  *
  * Majorants depend on (curve digest, range, weight, intervals) only and are
  * kept in the caller's pflex_alloc_ctx, so a study or a controller samples
- * each curve once while it stays there (two generations of at most 256 MB).
+ * each curve once while it stays there (two generations of at most 256 MB);
+ * a weight's is the weight-1 majorant scaled, so a curve is sampled once for
+ * all weights.
  * A node's threshold search starts at its parent's threshold: the counts of
  * the entries the parent left are reused, and a walk over the slopes beyond
  * it, nearest first, mostly reaches the new one in a few steps. */
@@ -45,7 +54,7 @@
 #define ORACLE_MAX_DEPTH 48
 #define NONE SIZE_MAX
 /* The cache's bound: when its pool passes this many doubles (256 MB; about
- * 10,000 curves at 512 intervals) or its entries four per job and 65,536, it
+ * 7,000 entries at 512 intervals) or its entries four per job and 65,536, it
  * becomes the older generation, whose entries a later call copies back as it
  * meets them, and the generation before is dropped: at most about twice this,
  * and what the last calls used stays. */
@@ -138,59 +147,76 @@ static int oc_reserve(struct pflex__oracle_cache *oc, size_t more) {
   return 0;
 }
 
-/* Makes the entries the older generation (dropping the one before) and
- * starts an empty one. */
+/* Makes the entries the older generation and starts an empty one in the
+ * buffers of the generation before (dropped): their pages are in use
+ * already, and the pool need not grow again by copies. */
 static int oc_rotate(struct pflex__oracle_cache *oc) {
   struct pflex__oracle_cache *old = oc->older;
   if (!old && !(old = calloc(1, sizeof *old))) return -ENOMEM;
-  free(old->tab);
-  free(old->pool);
+  struct pflex__oracle_cache drop = *old;
   old->tab = oc->tab;
   old->nslots = oc->nslots;
   old->nused = oc->nused;
   old->pool = oc->pool;
   old->npool = oc->npool;
   old->cap = oc->cap;
-  oc->tab = NULL;
-  oc->pool = NULL;
-  oc->nslots = oc->nused = oc->npool = oc->cap = 0;
+  oc->tab = drop.tab;
+  oc->nslots = drop.nslots;
+  oc->pool = drop.pool;
+  oc->cap = drop.cap;
+  oc->nused = oc->npool = 0;
+  if (oc->tab) memset(oc->tab, 0, oc->nslots * sizeof *oc->tab);
   oc->older = old;
   return 0;
 }
 
-/* Copies key's entry from the older generation into slot h, if it is there. */
-static int oc_from_older(struct pflex__oracle_cache *oc, const struct okey *key, size_t h,
-                         bool *ret_found) {
-  const struct pflex__oracle_cache *old = oc->older;
-  *ret_found = false;
-  if (!old || !old->nused) return 0;
-  const struct oentry *e = &old->tab[oc_slot(old, key)];
-  if (!e->used) return 0;
-  size_t size = 3 * e->k - 1 + 3 * e->len + 2;
+/* Copies entry e of generation src (oc itself or its older one) into slot h
+ * for key, its weighted values (samples, lifts, hull slopes and values)
+ * multiplied by r (1: the same bits). */
+static int oc_copy(struct pflex__oracle_cache *oc, const struct pflex__oracle_cache *src,
+                   const struct oentry *e, const struct okey *key, size_t h, double r) {
+  struct oentry c = *e; /* e may lie in oc's table, and oc's pool move */
+  size_t size = 3 * c.k - 1 + 3 * c.len + 2;
   if (oc_reserve(oc, size) < 0) return -ENOMEM;
-  memcpy(&oc->pool[oc->npool], &old->pool[e->off], size * sizeof *oc->pool);
+  double *to = &oc->pool[oc->npool];
+  memcpy(to, &src->pool[c.off], size * sizeof *to);
+  if (r != 1) {
+    double *X = to + 3 * c.k - 1;
+    for (double *v = to + c.k; v < X; v++) /* ys, eps */
+      *v *= r;
+    for (double *v = X + c.len + 1; v < to + size; v++) /* S, Q */
+      *v *= r;
+  }
   oc->tab[h] = (struct oentry){
-      .key = *key, .off = oc->npool, .k = e->k, .len = e->len, .base = e->base, .gid = NONE,
+      .key = *key, .off = oc->npool, .k = c.k, .len = c.len, .base = r * c.base, .gid = NONE,
       .used = true};
   oc->npool += size;
   oc->nused++;
-  *ret_found = true;
   return 0;
 }
 
 /* ---- sampling ----------------------------------------------------------------- */
 
-/* An upper bound on how far weight * T rises above its chord on [x0, x1]
- * (ends y0, y1, weighted): the largest excess of the cubic through the ends
- * and the two third-points, e(u) = u (u - 1) (A u + B) with u in [0, 1], plus
- * a margin for rounding. */
-static double chord_excess(const struct pflex_curve *c, double w, double x0, double x1, double y0,
-                           double y1) {
+/* The cubic model of weight * T on [x0, x1] (ends y0, y1, weighted): its
+ * excess over the chord, e(u) = u (u - 1) (A u + B) with u in [0, 1], through
+ * the two third-points. */
+struct cubic {
+  double A, B, e1, e2;
+};
+
+static struct cubic cubic_model(const struct pflex_curve *c, double w, double x0, double x1,
+                                double y0, double y1) {
   double h = x1 - x0, dy = y1 - y0;
-  if (!(h > 0)) return 0;
   double e1 = w * pflex_curve_eval(c, x0 + h / 3) - (y0 + dy / 3);
   double e2 = w * pflex_curve_eval(c, x0 + 2 * h / 3) - (y0 + 2 * dy / 3);
-  double A = -13.5 * (e2 - e1), B = -4.5 * e1 - A / 3, best = fmax(0.0, fmax(e1, e2));
+  double A = -13.5 * (e2 - e1);
+  return (struct cubic){A, -4.5 * e1 - A / 3, e1, e2};
+}
+
+/* An upper bound on the model's excess over the chord (0 when it has none),
+ * with the margin for rounding. */
+static double model_excess(const struct cubic *m, double y0, double y1) {
+  double A = m->A, B = m->B, best = fmax(0.0, fmax(m->e1, m->e2));
   /* e'(u) = 3 A u^2 + 2 (B - A) u - B */
   double qa = 3 * A, qb = 2 * (B - A), qc = -B, u[2];
   int nu = 0;
@@ -204,16 +230,77 @@ static double chord_excess(const struct pflex_curve *c, double w, double x0, dou
       u[nu++] = (-qb - r) / (2 * qa);
     }
   }
-  for (int m = 0; m < nu; m++)
-    if (u[m] > 0 && u[m] < 1) best = fmax(best, u[m] * (u[m] - 1) * (A * u[m] + B));
+  for (int k = 0; k < nu; k++)
+    if (u[k] > 0 && u[k] < 1) best = fmax(best, u[k] * (u[k] - 1) * (A * u[k] + B));
   return best > 0 ? best * (1 + 1e-9) + 1e-12 * (fabs(y0) + fabs(y1)) : 0;
 }
 
-/* The lifted value of the samples at position m: the larger lift of its two
- * intervals. */
-static double lifted(const double *ys, const double *eps, size_t k, size_t m) {
-  double l = m > 0 ? eps[m - 1] : 0, r = m + 1 < k ? eps[m] : 0;
-  return ys[m] + fmax(l, r);
+/* An upper bound on how far weight * T rises above its chord on [x0, x1]:
+ * the largest excess of its cubic model, plus a margin for rounding. */
+static double chord_excess(const struct pflex_curve *c, double w, double x0, double x1, double y0,
+                           double y1) {
+  if (!(x1 - x0 > 0)) return 0;
+  struct cubic m = cubic_model(c, w, x0, x1, y0, y1);
+  return model_excess(&m, y0, y1);
+}
+
+/* Where the model is concave on the interval (e'' <= 0 at both ends, so
+ * e' falls from e'(0) = -B >= 0 to e'(1) = A + B <= 0), it lies under its
+ * tangents at both ends as well as under the chord lifted by its excess eps:
+ * under the least of the three lines, whose one or two corners inside the
+ * interval are written to u[] and v[] (excess over the chord, with the
+ * margin). Their number; 0 where the model is not concave. At the ends the
+ * least line is the curve itself, so the samples need no lift there: the
+ * bound's largest distance above a concave cubic is a quarter of the lifted
+ * chord's. */
+static int concave_corners(const struct cubic *m, double eps, double y0, double y1, double *u,
+                           double *v) {
+  double s0 = -m->B, s1 = -(m->A + m->B); /* the tangents' rise: s0 u and s1 (1 - u) */
+  bool concave = m->B - m->A <= 0 && 2 * m->A + m->B <= 0 && s0 >= 0 && s1 >= 0;
+  if (!concave || !(eps > 0)) return 0;
+  double d = eps * 1e-9 + 1e-12 * (fabs(y0) + fabs(y1)); /* for rounding */
+  double ul = s0 > eps ? eps / s0 : 1, ur = s1 > eps ? 1 - eps / s1 : 0;
+  if (ul < ur) {
+    u[0] = ul;
+    u[1] = ur;
+    v[0] = v[1] = eps + d;
+    return 2;
+  }
+  /* the tangents meet under the lifted chord */
+  u[0] = s0 + s1 > 0 ? s1 / (s0 + s1) : 0.5;
+  v[0] = s0 * u[0] + d;
+  return 1;
+}
+
+/* The points whose upper hull bounds the samples xs, ys (k) from above,
+ * into hp (room 3 k - 2), and each interval's lift into eps (k - 1): an
+ * interval where the model is concave adds its corners (concave_corners)
+ * and lifts neither end; any other lifts both ends by its excess. Their
+ * number. */
+static size_t majorant_points(const struct pflex_curve *c, const double *xs, const double *ys,
+                              size_t k, double *eps, struct pflex__hullpt *hp) {
+  bool linear = pflex_curve_piecewise_linear(c);
+  size_t n = 0;
+  double lift = 0; /* the left interval's lift of sample m */
+  for (size_t m = 0; m < k; m++) {
+    hp[n++] = (struct pflex__hullpt){xs[m], ys[m] + lift};
+    if (m + 1 == k) break;
+    double x0 = xs[m], h = xs[m + 1] - x0, y0 = ys[m], y1 = ys[m + 1], u[2], v[2];
+    int nc = 0;
+    eps[m] = 0;
+    if (!linear && h > 0) {
+      struct cubic cm = cubic_model(c, 1, x0, xs[m + 1], y0, y1);
+      eps[m] = model_excess(&cm, y0, y1);
+      nc = concave_corners(&cm, eps[m], y0, y1, u, v);
+      for (int q = 0; q < nc; q++) /* corners strictly inside, in order, or none */
+        if (!(x0 + u[q] * h > (q ? x0 + u[0] * h : x0) && x0 + u[q] * h < xs[m + 1])) nc = 0;
+    }
+    for (int q = 0; q < nc; q++)
+      hp[n++] = (struct pflex__hullpt){x0 + u[q] * h, y0 + (y1 - y0) * u[q] + v[q]};
+    lift = nc ? 0 : eps[m];
+    if (!nc) hp[n - 1].y = fmax(hp[n - 1].y, ys[m] + lift);
+  }
+  return n;
 }
 
 /* The hull of hp[0..nh) (a majorant's vertices) into X, S, Q (room nh each):
@@ -235,24 +322,20 @@ static size_t hull_arrays(const struct pflex__hullpt *hp, size_t nh, double *X, 
   return len;
 }
 
-/* Samples job j on [lo, hi] into a new cache entry at slot h. */
-static int oc_build(struct pflex__oracle_cache *oc, const struct pflex_alloc_job *j,
+/* Samples curve c (weight 1) on [key->lo, key->hi] into a new cache entry
+ * at slot h. */
+static int oc_build(struct pflex__oracle_cache *oc, const struct pflex_curve *c,
                     const struct okey *key, size_t h, struct pflex__hullpt *hp) {
   size_t np;
-  pflex_curve_points(j->curve, &np);
+  pflex_curve_points(c, &np);
   size_t room = key->nint + np + 3;
-  if (oc_reserve(oc, 6 * room) < 0) return -ENOMEM;
+  if (oc_reserve(oc, 12 * room) < 0) return -ENOMEM; /* 3 k - 1, and 3 hulls of <= 3 k */
   double *xs = &oc->pool[oc->npool];
-  size_t k = pflex__alloc_knots(j->curve, key->lo, key->hi, key->nint + 1, xs);
+  size_t k = pflex__alloc_knots(c, key->lo, key->hi, key->nint + 1, xs);
   double *ys = xs + k, *eps = ys + k;
   for (size_t m = 0; m < k; m++)
-    ys[m] = j->weight * pflex_curve_eval(j->curve, xs[m]);
-  bool linear = pflex_curve_piecewise_linear(j->curve);
-  for (size_t m = 0; m + 1 < k; m++)
-    eps[m] = linear ? 0 : chord_excess(j->curve, j->weight, xs[m], xs[m + 1], ys[m], ys[m + 1]);
-  for (size_t m = 0; m < k; m++)
-    hp[m] = (struct pflex__hullpt){xs[m], lifted(ys, eps, k, m)};
-  size_t nh = pflex__alloc_upper_hull(hp, k);
+    ys[m] = pflex_curve_eval(c, xs[m]);
+  size_t nh = pflex__alloc_upper_hull(hp, majorant_points(c, xs, ys, k, eps, hp));
   double *X = eps + (k > 0 ? k - 1 : 0), base;
   /* X, S, Q need len + 1, len, len + 1 <= nh each: laid out after the fact. */
   double *S = X + nh, *Q = S + nh;
@@ -353,8 +436,42 @@ static int orc_alloc(struct orc *o, size_t n) {
   return 0;
 }
 
-/* The cache entry of job i (sampled now if new): the cache persist holds
- * curves that stay what they are (not callbacks), local the others. */
+/* Room in hp for the majorant points of curve c on nint intervals. */
+static int hp_room(struct orc *o, const struct pflex_curve *c, unsigned nint) {
+  size_t np;
+  pflex_curve_points(c, &np);
+  if (3 * (nint + np + 3) <= o->kmax) return 0;
+  o->kmax = 3 * (nint + np + 3);
+  free(o->hp);
+  return (o->hp = malloc(o->kmax * sizeof *o->hp)) ? 0 : -ENOMEM;
+}
+
+/* The slot of key in cache oc, its entry made if new: copied from the older
+ * generation; sampled, for weight 1; else the weight-1 entry's (made first
+ * if new) scaled by the weight. A majorant of T times w is one of w T, and
+ * whether cached or not every entry of weight w is the same bits: those of
+ * the weight-1 entry times w. So a curve met under two weights (a study's
+ * two objectives) is sampled once. */
+static int entry_in(struct orc *o, struct pflex__oracle_cache *oc, const struct pflex_curve *c,
+                    const struct okey *key, size_t *ret_slot) {
+  if (2 * (oc->nused + 2) > oc->nslots && oc_grow(oc) < 0) return -ENOMEM;
+  size_t h = *ret_slot = oc_slot(oc, key);
+  if (oc->tab[h].used) return 0;
+  const struct pflex__oracle_cache *old = oc->older;
+  const struct oentry *e = old && old->nused ? &old->tab[oc_slot(old, key)] : NULL;
+  if (e && e->used) return oc_copy(oc, old, e, key, h, 1);
+  int err;
+  if (key->weight == 1) return (err = hp_room(o, c, key->nint)) ? err : oc_build(oc, c, key, h, o->hp);
+  struct okey unit = *key;
+  unit.weight = 1;
+  size_t u;
+  if ((err = entry_in(o, oc, c, &unit, &u))) return err;
+  h = *ret_slot = oc_slot(oc, key); /* the weight-1 entry may have taken it */
+  return oc_copy(oc, oc, &oc->tab[u], key, h, key->weight);
+}
+
+/* The cache entry of job i: the cache persist holds curves that stay what
+ * they are (not callbacks), local the others. */
 static int job_entry(struct orc *o, size_t i, unsigned nint, struct pflex__oracle_cache *persist,
                      struct pflex__oracle_cache *local, struct pflex__oracle_cache **ret_oc,
                      size_t *ret_slot) {
@@ -362,27 +479,8 @@ static int job_entry(struct orc *o, size_t i, unsigned nint, struct pflex__oracl
   struct pflex__oracle_cache *oc =
       persist && pflex_curve_kind(j->curve) != PFLEX_CURVE_CALLBACK ? persist : local;
   struct okey key = {pflex_curve_digest(j->curve), o->lo[i], o->hi[i], j->weight, nint};
-  if (2 * (oc->nused + 1) > oc->nslots && oc_grow(oc) < 0) return -ENOMEM;
-  size_t h = oc_slot(oc, &key);
-  bool found = oc->tab[h].used;
-  if (!found) {
-    int err = oc_from_older(oc, &key, h, &found);
-    if (err) return err;
-  }
-  if (!found) {
-    size_t np;
-    pflex_curve_points(j->curve, &np);
-    if (nint + np + 3 > o->kmax) {
-      o->kmax = nint + np + 3;
-      free(o->hp);
-      if (!(o->hp = malloc(o->kmax * sizeof *o->hp))) return -ENOMEM;
-    }
-    int err = oc_build(oc, j, &key, h, o->hp);
-    if (err) return err;
-  }
   *ret_oc = oc;
-  *ret_slot = h;
-  return 0;
+  return entry_in(o, oc, j->curve, &key, ret_slot);
 }
 
 /* Each group's jobs in job order (mem, goff), each job's rank in it, and the
