@@ -64,7 +64,7 @@ static void fmt_ci(char *buf, size_t size, const struct cli_pfi_value *v) {
   if (v->err || !v->res.have_ci)
     snprintf(buf, size, "-");
   else
-    snprintf(buf, size, "%.3f-%.3f", v->res.ci_low, v->res.ci_high);
+    cli_fmt_interval(buf, size, v->res.ci_low, v->res.ci_high);
 }
 
 static void grid_text(char *buf, size_t size, const struct cli_pfi_args *a, const char *sep) {

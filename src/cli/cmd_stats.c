@@ -194,10 +194,9 @@ static void print_groups(const struct stats *st) {
     const struct pflex_pfi_result *r = &st->vals[i].res;
     printf("%-*s  %-7s %4zu %7.3f  ", w, st->groups[i].name, cl_name[st->cl[i]], r->runs_used,
            r->pfi);
-    if (r->have_ci)
-      printf("%.3f-%.3f\n", r->ci_low, r->ci_high);
-    else
-      printf("-\n");
+    char ci[64] = "-";
+    if (r->have_ci) cli_fmt_interval(ci, sizeof ci, r->ci_low, r->ci_high);
+    printf("%s\n", ci);
   }
   for (size_t i = 0; i < st->ng; i++) /* only a CI on fewer draws than asked for: no group failed */
     cli_pfi_value_notes(stdout, st->groups[i].name, &st->vals[i], st->opts, "", false);

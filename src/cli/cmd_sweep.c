@@ -161,9 +161,11 @@ static void print_results(const struct pflex_sweep_result *res, const char *unit
     printf("%-8.0f %12.1f %14.6g %10s %s\n", r->cap_w, r->power_w, r->tput, pfi, note);
     i++;
   }
+  char ci[64];
+  cli_fmt_interval(ci, sizeof ci, pr.ci_low, pr.ci_high);
   if (!perr && pr.have_ci)
-    printf("PFI %.3f (95%% CI %.3f-%.3f; %zu runs used, %zu left out)\n", pr.pfi, pr.ci_low,
-           pr.ci_high, pr.runs_used, pr.n_excluded);
+    printf("PFI %.3f (95%% CI %s; %zu runs used, %zu left out)\n", pr.pfi, ci, pr.runs_used,
+           pr.n_excluded);
   else if (!perr)
     printf("PFI %.3f (%zu runs used, %zu left out)\n", pr.pfi, pr.runs_used, pr.n_excluded);
   else

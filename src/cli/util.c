@@ -235,3 +235,7 @@ const char *cli_reference_runs(void) {
     if (access(candidates[i], R_OK) == 0) return candidates[i];
   return "data/reference/runs.csv";
 }
+
+void cli_fmt_interval(char *buf, size_t size, double lo, double hi) {
+  snprintf(buf, size, lo < 0 || hi < 0 ? "%.3f to %.3f" : "%.3f-%.3f", lo, hi);
+}

@@ -19,6 +19,10 @@ void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints "error: <what>: <diag>" for a failed read. */
 void cli_error_diag(const char *what, const struct pflex_diag *diag, int err);
 
+/* Writes an interval as "0.004-0.005", or "-0.006 to -0.005" when a bound is
+ * negative, where a dash between the numbers would read as a minus. */
+void cli_fmt_interval(char *buf, size_t size, double lo, double hi);
+
 /* Parses a throughput unit name (tokens, samples, steps, step-time); -EINVAL if unknown. */
 int cli_parse_unit(const char *s, enum pflex_tput_unit *ret);
 

@@ -198,6 +198,14 @@ printf 'group,gpu,gpus,cap_w,power_w,tokens_per_s,provenance\n%s\n%s\n%s\n%s\n' 
 "$PFLEX" pfi "$tmp/runs.csv" --draws 0 > /dev/null 2> "$tmp/err"
 has "holds" "$tmp/err" && fail "notice on measured data: $(cat "$tmp/err")"
 
+# A negative interval (area PFIs of the reference set's flat PT groups) reads
+# "-0.006 to -0.005", not "-0.006--0.005"; a non-negative one keeps "a-b".
+ref="$(cd "$(dirname "$0")/../.." && pwd)/data/reference/runs.csv"
+"$PFLEX" pfi "$ref" --definition area --draws 2000 > "$tmp/area" 2>/dev/null
+has -E -- ' -[0-9.]+ to -[0-9.]+ *$' "$tmp/area" || fail "area: no negative interval written with 'to'"
+has -E -- '[0-9]--[0-9]' "$tmp/area" && fail "area: an interval with '--': $(grep -E -- '[0-9]--[0-9]' "$tmp/area" | head -1)"
+has -E -- ' [0-9.]+-[0-9.]+ *$' "$tmp/area" || fail "area: no non-negative interval written 'a-b'"
+
 # Usage errors exit 2; help lists every option.
 for bad in "--definition foo" "--noise x" "--exclude none" "--draws -1" "--grid x" "--bogus"; do
   set +e; "$PFLEX" pfi "$tmp/runs.csv" $bad > /dev/null 2>&1; rc=$?; set -e
