@@ -21,16 +21,17 @@
  * sums stay in the L1/L2 cache), at least 16. */
 #define MAX_BUCKETS 4096
 
-/* What pflex_curve_cap_for_power reads, per job: the curve's power range
- * (no curve: -INF and P_max), the cap limits, and when the curve's points
- * carry caps nk knots (power, cap) at knot[off]. */
-struct flat_cap {
-  double cpmin, cpmax, cap_min, cap_max;
-  size_t off;      /* in the pool: nk knots, then (optimal) ns hull segments */
-  uint32_t nk, ns; /* pairs (power, cap); pairs (slope, length) */
-  int gpus;
-  bool curve;
-};
+/* Job i's record in the pool (pairs of doubles from off[i]): first its cap
+ * limits (cap_min, cap_max); then, when its curve's points carry caps, its
+ * nk[i] >= 1 knots (power, cap), else two pairs (the curve's power range,
+ * -INF and P_max without a curve; gpus, 0); then (optimal) ns[i] hull
+ * segments (slope, length). What pflex_curve_cap_for_power reads, in one
+ * stream: a run reads off, nk and the record, nothing else. */
+#define REC_HEAD 1u
+/* Up to this many knots, the cap's knot search takes the same steps for
+ * every job: a loop whose length varies from job to job mispredicts. */
+#define SHORT_KNOTS 8u /* the pair of cap limits */
+#define REC_NOKNOTS 2u
 
 struct pflex_alloc_flat {
   enum pflex_alloc_strategy strategy;
@@ -39,8 +40,9 @@ struct pflex_alloc_flat {
   bool *bad;               /* the job's throughput floor is above its T_max */
   size_t nbad;
   uint64_t rlo, rhi; /* bits of the least and largest ratio (optimal: slope) seen */
-  struct flat_cap *cap;
-  double *knot; /* the pool, in pairs: per job its cap knots, then its segments */
+  size_t *off;       /* job i's record in the pool, in pairs */
+  uint32_t *nk, *ns; /* its cap knots (0: none) and hull segments */
+  double *knot;      /* the pool, in pairs */
   size_t nknot, cap_knot, live_knot;
   unsigned knots; /* optimal: points per curve */
   /* optimal: one job's sampling (room for maxk points) */
@@ -49,6 +51,11 @@ struct pflex_alloc_flat {
   struct pflex__seg *seg;
   size_t maxk;
 };
+
+/* Pairs in job i's record. */
+static size_t rec_len(const struct pflex_alloc_flat *f, size_t i) {
+  return REC_HEAD + (f->nk[i] ? f->nk[i] : REC_NOKNOTS) + f->ns[i];
+}
 
 static uint64_t bits(double x) {
   return pflex__alloc_dbits(x);
@@ -68,9 +75,9 @@ static int knot_reserve(struct pflex_alloc_flat *f, size_t k) {
     if (!t) return -ENOMEM;
     size_t m = 0;
     for (size_t i = 0; i < f->n; i++) {
-      size_t len = f->cap[i].nk + f->cap[i].ns;
-      memcpy(&t[2 * m], &f->knot[2 * f->cap[i].off], 2 * len * sizeof *t);
-      f->cap[i].off = m;
+      size_t len = f->off[i] == SIZE_MAX ? 0 : rec_len(f, i);
+      if (len) memcpy(&t[2 * m], &f->knot[2 * f->off[i]], 2 * len * sizeof *t);
+      f->off[i] = len ? m : SIZE_MAX;
       m += len;
     }
     free(f->knot);
@@ -121,9 +128,9 @@ static int sample(struct pflex_alloc_flat *f, const struct pflex_alloc_job *j,
   return 0;
 }
 
-/* Job i's cap mapping from its curve (as pflex_curve_cap_for_power) and its
- * ns segments from f->seg. Only the reservation can fail, before anything
- * of job i changed. */
+/* Job i's record from its curve (as pflex_curve_cap_for_power reads it)
+ * and its ns segments from f->seg. Only the reservation can fail, before
+ * anything of job i changed. */
 static int fill_pool(struct pflex_alloc_flat *f, size_t i, const struct pflex_alloc_job *j,
                      const struct pflex__prep *p, size_t ns) {
   size_t np = 0;
@@ -131,26 +138,27 @@ static int fill_pool(struct pflex_alloc_flat *f, size_t i, const struct pflex_al
   bool with_caps = np > 0;
   for (size_t m = 0; m < np; m++)
     with_caps = with_caps && pt[m].cap_w > 0;
-  size_t nk = with_caps ? np : 0, old = f->cap[i].nk + f->cap[i].ns;
-  bool moved = nk + ns > old;
-  if (moved && knot_reserve(f, nk + ns) < 0) return -ENOMEM;
-  struct flat_cap *c = &f->cap[i];
-  *c = (struct flat_cap){.cpmin = j->curve ? pflex_curve_p_min(j->curve) : -INFINITY,
-                         .cpmax = j->curve ? pflex_curve_p_max(j->curve) : p->hi,
-                         .cap_min = p->cap_min,
-                         .cap_max = p->cap_max,
-                         .off = moved ? f->nknot : c->off,
-                         .nk = (uint32_t)nk,
-                         .ns = (uint32_t)ns,
-                         .gpus = j->gpus,
-                         .curve = j->curve != NULL};
-  if (moved) f->nknot += nk + ns;
-  f->live_knot += nk + ns - old;
-  double *k = &f->knot[2 * c->off];
+  if (np > UINT32_MAX || ns > UINT32_MAX) return -EOVERFLOW;
+  size_t nk = with_caps ? np : 0, len = REC_HEAD + (nk ? nk : REC_NOKNOTS) + ns;
+  size_t old = f->off[i] == SIZE_MAX ? 0 : rec_len(f, i);
+  bool moved = len > old;
+  if (moved && knot_reserve(f, len) < 0) return -ENOMEM;
+  if (moved) f->off[i] = f->nknot, f->nknot += len;
+  f->live_knot += len - old;
+  f->nk[i] = (uint32_t)nk;
+  f->ns[i] = (uint32_t)ns;
+  double *k = &f->knot[2 * f->off[i]];
+  k[0] = p->cap_min, k[1] = p->cap_max, k += 2 * REC_HEAD;
   for (size_t m = 0; m < nk; m++)
     k[2 * m] = pt[m].power_w, k[2 * m + 1] = pt[m].cap_w;
+  if (!nk) {
+    k[0] = j->curve ? pflex_curve_p_min(j->curve) : -INFINITY;
+    k[1] = j->curve ? pflex_curve_p_max(j->curve) : p->hi;
+    k[2] = j->gpus, k[3] = j->curve ? 0 : 1; /* 1: pflex_alloc_run's mapping without a curve */
+  }
+  k += 2 * (nk ? nk : REC_NOKNOTS);
   for (size_t m = 0; m < ns; m++)
-    k[2 * (nk + m)] = f->seg[m].slope, k[2 * (nk + m) + 1] = f->seg[m].dp;
+    k[2 * m] = f->seg[m].slope, k[2 * m + 1] = f->seg[m].dp;
   return 0;
 }
 
@@ -196,8 +204,12 @@ int pflex_alloc_flat_new(const struct pflex_alloc_job *jobs, size_t n,
   f->w = malloc(m * sizeof *f->w);
   f->r = malloc(m * sizeof *f->r);
   f->bad = calloc(m, sizeof *f->bad);
-  f->cap = calloc(m, sizeof *f->cap);
-  int err = f->lo && f->hi && f->w && f->r && f->bad && f->cap ? 0 : -ENOMEM;
+  f->off = malloc(m * sizeof *f->off);
+  f->nk = calloc(m, sizeof *f->nk);
+  f->ns = calloc(m, sizeof *f->ns);
+  int err = f->lo && f->hi && f->w && f->r && f->bad && f->off && f->nk && f->ns ? 0 : -ENOMEM;
+  for (size_t i = 0; !err && i < n; i++)
+    f->off[i] = SIZE_MAX; /* no record yet */
   for (size_t i = 0; !err && i < n; i++)
     err = fill_job(f, i, &jobs[i]);
   if (err) {
@@ -220,7 +232,9 @@ void pflex_alloc_flat_free(struct pflex_alloc_flat *f) {
   free(f->w);
   free(f->r);
   free(f->bad);
-  free(f->cap);
+  free(f->off);
+  free(f->nk);
+  free(f->ns);
   free(f->knot);
   free(f->xs);
   free(f->ys);
@@ -320,7 +334,7 @@ static int find_level(const struct pflex_alloc_flat *f, const struct buckets *bk
   if (!sub) return -ENOMEM;
   size_t m = 0;
   for (size_t i = 0; i < f->n; i++)
-    if (f->w[i] > 0 && bucket_of(f, bk, f->r[i]) == b)
+    if (bucket_of(f, bk, f->r[i]) == b && f->w[i] > 0) /* r first: w read for few */
       sub[m++] = (struct pflex__wf_job){f->r[i], f->hi[i] - f->lo[i], f->w[i], i};
   double hacc, wacc;
   size_t nclip = pflex__alloc_wf_clip(sub, m, bk->wsuf[b], cut - hbelow, &hacc, &wacc);
@@ -336,58 +350,69 @@ static int find_level(const struct pflex_alloc_flat *f, const struct buckets *bk
   return 0;
 }
 
+static double clamp(double v, double lo, double hi) {
+  return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* Job i's per-GPU cap for power x, as pflex_curve_cap_for_power (or,
+ * without a curve, as pflex_alloc_run), operation for operation. The knot
+ * search counts the inner knots below x (they are sorted: the first one
+ * at or above x, as the curve's walk finds it) without a branch on x. */
+static inline double cap_of(const struct pflex_alloc_flat *f, size_t i, double x) {
+  const double *k = &f->knot[2 * f->off[i]];
+  double cap_min = k[0], cap_max = k[1], v;
+  uint32_t nk = f->nk[i];
+  k += 2 * REC_HEAD;
+  if (!nk) {
+    if (k[3] != 0) return x >= k[1] ? cap_max : fmin(fmax(x / k[2], cap_min), cap_max);
+    x = clamp(x, k[0], k[1]);
+    v = x >= k[1] ? cap_max : x / k[2];
+  } else if (nk == 1) {
+    v = k[1];
+  } else {
+    x = clamp(x, k[0], k[2 * (nk - 1)]);
+    size_t j = 1;
+    if (nk <= SHORT_KNOTS) /* a fixed count of steps, the index held at the last knot */
+      for (uint32_t m = 1; m + 2 <= SHORT_KNOTS; m++)
+        j += (m + 1 < nk) & (k[2 * (m < nk ? m : nk - 1)] < x);
+    else
+      for (uint32_t m = 1; m + 1 < nk; m++)
+        j += k[2 * m] < x;
+    double t = (x - k[2 * (j - 1)]) / (k[2 * j] - k[2 * (j - 1)]);
+    v = k[2 * (j - 1) + 1] + t * (k[2 * j + 1] - k[2 * (j - 1) + 1]);
+  }
+  return clamp(v, cap_min, cap_max);
+}
+
+static void caps(const struct pflex_alloc_flat *f, const double *p, double *cap) {
+  for (size_t i = 0; i < f->n; i++)
+    cap[i] = cap_of(f, i, p[i]);
+}
+
 /* The powers: clipped jobs at their lower bound, the others cut by weight
- * (by headroom when none of them has a weight), as alloc.c's wf_spread. */
-static void spread(const struct pflex_alloc_flat *f, double thr, double rest, double wr,
-                   double *p) {
-  double hr = 0;
+ * (by headroom when none of them has a weight), as alloc.c's wf_spread;
+ * with cap (unless NULL) each job's cap in the same pass. Their sum, left
+ * to right. */
+static double spread(const struct pflex_alloc_flat *f, double thr, double rest, double wr,
+                     double *p, double *cap) {
+  double hr = 0, total = 0;
   if (!(wr > 0))
     for (size_t i = 0; i < f->n; i++)
       if (!(f->w[i] > 0 && f->r[i] <= thr)) hr += f->hi[i] - f->lo[i];
   for (size_t i = 0; i < f->n; i++) {
     double w = f->w[i], h = f->hi[i] - f->lo[i];
-    if (w > 0 && f->r[i] <= thr) {
-      p[i] = f->lo[i];
-      continue;
-    }
     double share = !(rest > 0) ? 0 : wr > 0 ? rest * (w / wr) : (hr > 0 ? rest * (h / hr) : 0);
-    p[i] = f->hi[i] - fmin(share, h);
+    double cut = f->hi[i] - fmin(share, h);
+    p[i] = (w > 0) & (f->r[i] <= thr) ? f->lo[i] : cut; /* no branch: clipping is data */
+    total += p[i];
+    if (cap) cap[i] = cap_of(f, i, p[i]);
   }
-}
-
-static double clamp(double v, double lo, double hi) {
-  return v < lo ? lo : v > hi ? hi : v;
-}
-
-/* Per-GPU caps for the powers, as pflex_curve_cap_for_power (or, without a
- * curve, as pflex_alloc_run), operation for operation. */
-static void caps(const struct pflex_alloc_flat *f, const double *p, double *cap) {
-  for (size_t i = 0; i < f->n; i++) {
-    const struct flat_cap *c = &f->cap[i];
-    if (!c->curve) {
-      cap[i] = p[i] >= c->cpmax ? c->cap_max : fmin(fmax(p[i] / c->gpus, c->cap_min), c->cap_max);
-      continue;
-    }
-    double x = clamp(p[i], c->cpmin, c->cpmax), v;
-    if (c->nk == 1) {
-      v = f->knot[2 * c->off + 1];
-    } else if (c->nk > 1) {
-      const double *k = &f->knot[2 * c->off];
-      size_t j = 1;
-      while (j < c->nk - 1 && k[2 * j] < x)
-        j++;
-      double t = (x - k[2 * (j - 1)]) / (k[2 * j] - k[2 * (j - 1)]);
-      v = k[2 * (j - 1) + 1] + t * (k[2 * j + 1] - k[2 * (j - 1) + 1]);
-    } else {
-      v = x >= c->cpmax ? c->cap_max : x / c->gpus;
-    }
-    cap[i] = clamp(v, c->cap_min, c->cap_max);
-  }
+  return total;
 }
 
 /* Job i's segments (pairs slope, length) in the pool. */
 static const double *segs_of(const struct pflex_alloc_flat *f, size_t i) {
-  return &f->knot[2 * (f->cap[i].off + f->cap[i].nk)];
+  return &f->knot[2 * (f->off[i] + REC_HEAD + (f->nk[i] ? f->nk[i] : REC_NOKNOTS))];
 }
 
 /* The slopes of job i's segments are s[2k], their lengths s[2k + 1]. */
@@ -405,7 +430,7 @@ static int bucket_select(const struct pflex_alloc_flat *f, unsigned shift, size_
   double least = INFINITY;
   for (size_t i = 0; i < f->n; i++) {
     const double *s = segs_of(f, i);
-    for (uint32_t k = 0; k < f->cap[i].ns; k++)
+    for (uint32_t k = 0; k < f->ns[i]; k++)
       if ((size_t)((bits(SLOPE(s, k)) - f->rlo) >> shift) == b) {
         sub[m++] = (struct pflex__seg){SLOPE(s, k), LEN(s, k)};
         least = fmin(least, SLOPE(s, k));
@@ -434,7 +459,7 @@ static int flat_threshold(const struct pflex_alloc_flat *f, double budget, doubl
   unsigned shift = bucket_shift(f, nb);
   for (size_t i = 0; !err && i < f->n; i++) {
     const double *s = segs_of(f, i);
-    for (uint32_t k = 0; k < f->cap[i].ns; k++) {
+    for (uint32_t k = 0; k < f->ns[i]; k++) {
       size_t b = (size_t)((bits(SLOPE(s, k)) - f->rlo) >> shift);
       len[b] += LEN(s, k);
       cnt[b]++;
@@ -465,14 +490,14 @@ static int run_optimal(const struct pflex_alloc_flat *f, double budget, double *
   for (size_t i = 0; i < f->n; i++) {
     const double *s = segs_of(f, i);
     p[i] = f->lo[i];
-    for (uint32_t k = 0; k < f->cap[i].ns && s[2 * k] > lambda; k++) {
+    for (uint32_t k = 0; k < f->ns[i] && s[2 * k] > lambda; k++) {
       p[i] += s[2 * k + 1];
       left -= s[2 * k + 1];
     }
   }
   for (size_t i = 0; i < f->n && left > 0; i++) {
     const double *s = segs_of(f, i);
-    for (uint32_t k = 0; k < f->cap[i].ns && left > 0; k++) {
+    for (uint32_t k = 0; k < f->ns[i] && left > 0; k++) {
       if (s[2 * k] > lambda) continue;
       if (s[2 * k] < lambda) break;
       double take = fmin(s[2 * k + 1], left);
@@ -489,12 +514,33 @@ static int run_optimal(const struct pflex_alloc_flat *f, double budget, double *
   return 0;
 }
 
+/* The powers' sum (sum: already taken, as spread takes it; NAN: not yet)
+ * and their caps (caps_done: spread wrote them), after the rounding guard:
+ * a sum a few ulps over the target moves powers, and then their caps. */
+static double settle(const struct pflex_alloc_flat *f, double target, double sum, double *p,
+                     double *cap, bool caps_done) {
+  if (isnan(sum)) {
+    sum = 0;
+    for (size_t i = 0; i < f->n; i++)
+      sum += p[i];
+  }
+  if (sum > target) {
+    pflex__alloc_enforce_target(p, f->lo, 1, f->n, target);
+    sum = 0;
+    for (size_t i = 0; i < f->n; i++)
+      sum += p[i];
+    caps_done = false;
+  }
+  if (cap && !caps_done) caps(f, p, cap);
+  return sum;
+}
+
 int pflex_alloc_flat_run(const struct pflex_alloc_flat *f, double target_w, double *power_w,
                          double *cap_w, struct pflex_alloc_summary *summary) {
   if (!f || !power_w || isnan(target_w)) return -EINVAL;
   struct buckets *bk = malloc(sizeof *bk);
   if (!bk) return -ENOMEM;
-  double min_w, max_w;
+  double min_w, max_w, total = NAN;
   bucket_pass(f, bk, &min_w, &max_w);
   struct pflex_alloc_summary sum = {.target_w = target_w,
                                     .total_tput = NAN,
@@ -513,16 +559,11 @@ int pflex_alloc_flat_run(const struct pflex_alloc_flat *f, double target_w, doub
   } else {
     double thr, rest, wr;
     if (!(err = find_level(f, bk, max_w - target_w, &thr, &rest, &wr)))
-      spread(f, thr, rest, wr, power_w);
+      total = spread(f, thr, rest, wr, power_w, cap_w);
   }
   free(bk);
   if (err && err != -PFLEX_E_INFEASIBLE) return err;
-  if (!err) {
-    pflex__alloc_enforce_target(power_w, f->lo, 1, f->n, target_w);
-    for (size_t i = 0; i < f->n; i++)
-      sum.total_w += power_w[i];
-    if (cap_w) caps(f, power_w, cap_w);
-  }
+  if (!err) sum.total_w = settle(f, target_w, total, power_w, cap_w, !isnan(total));
   if (summary) *summary = sum;
   return err;
 }
