@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc_flat_polish.h"
 #include "core/alloc_internal.h"
 #include "pflex/alloc.h"
 #include "pflex/error.h"
@@ -25,13 +26,82 @@
  * limits (cap_min, cap_max); then, when its curve's points carry caps, its
  * nk[i] >= 1 knots (power, cap), else two pairs (the curve's power range,
  * -INF and P_max without a curve; gpus, 0); then (optimal) ns[i] hull
- * segments (slope, length). What pflex_curve_cap_for_power reads, in one
+ * segments (slope, length), then npc[i] cubic pieces of a measured curve
+ * (PFLEX__FLAT_PIECE doubles each, alloc_flat_polish.h). What pflex_curve_cap_for_power reads, in one
  * stream: a run reads off, nk and the record, nothing else. */
 #define REC_HEAD 1u
 /* Up to this many knots, the cap's knot search takes the same steps for
  * every job: a loop whose length varies from job to job mispredicts. */
-#define SHORT_KNOTS 8u /* the pair of cap limits */
+#define SHORT_KNOTS 8u
+
+/* Jobs ahead whose record a pass that reads only part of each record asks
+ * the memory for: a stride the hardware prefetcher does not follow. */
+#define AHEAD 8
+#if defined(__GNUC__)
+#define PREFETCH(addr) __builtin_prefetch(addr)
+#else
+#define PREFETCH(addr) ((void)(addr))
+#endif
+
+/* The polish's passes at most (a Newton step on the threshold slope each),
+ * and how close to the target their powers must sum to be kept. */
+#define POLISH_PASSES 4
+#define POLISH_TOL 1e-9 /* the pair of cap limits */
 #define REC_NOKNOTS 2u
+
+/* Rooms of doubles, one per job, in one array: a job replaced by a longer
+ * one moves to the end, and the array is compacted when replaced jobs left
+ * more than half of it unused. */
+struct pool {
+  double *v;
+  size_t n, cap, live; /* doubles used (dead ones too), held, live */
+  size_t *off, *len;   /* job i's room (off SIZE_MAX: none yet) */
+};
+
+static int pool_init(struct pool *pl, size_t jobs) {
+  *pl = (struct pool){.off = malloc(jobs * sizeof *pl->off), .len = calloc(jobs, sizeof *pl->len)};
+  for (size_t i = 0; pl->off && i < jobs; i++)
+    pl->off[i] = SIZE_MAX;
+  return pl->off && pl->len ? 0 : -ENOMEM;
+}
+
+static void pool_release(struct pool *pl) {
+  free(pl->v), free(pl->off), free(pl->len);
+}
+
+/* Room for len more doubles; on -ENOMEM every room is as it was. */
+static int pool_reserve(struct pool *pl, size_t jobs, size_t len) {
+  if (pl->n > 2 * pl->live + 2048) {
+    double *t = malloc((pl->live + len + 1) * sizeof *t);
+    if (!t) return -ENOMEM;
+    size_t m = 0;
+    for (size_t i = 0; i < jobs; i++) {
+      if (pl->off[i] == SIZE_MAX) continue;
+      memcpy(&t[m], &pl->v[pl->off[i]], pl->len[i] * sizeof *t);
+      pl->off[i] = m;
+      m += pl->len[i];
+    }
+    free(pl->v);
+    pl->v = t, pl->n = m, pl->cap = pl->live + len + 1;
+  }
+  if (pl->n + len <= pl->cap) return 0;
+  size_t nc = pl->cap ? 2 * pl->cap : 2048;
+  while (nc < pl->n + len)
+    nc *= 2;
+  double *t = realloc(pl->v, nc * sizeof *t);
+  if (!t) return -ENOMEM;
+  pl->v = t, pl->cap = nc;
+  return 0;
+}
+
+/* Job i's room for len doubles, after pool_reserve(len): its old room when
+ * it fits, else a new one at the end. */
+static double *pool_place(struct pool *pl, size_t i, size_t len) {
+  if (pl->off[i] == SIZE_MAX || len > pl->len[i]) pl->off[i] = pl->n, pl->n += len;
+  pl->live = pl->live - pl->len[i] + len;
+  pl->len[i] = len;
+  return &pl->v[pl->off[i]];
+}
 
 struct pflex_alloc_flat {
   enum pflex_alloc_strategy strategy;
@@ -40,22 +110,17 @@ struct pflex_alloc_flat {
   bool *bad;               /* the job's throughput floor is above its T_max */
   size_t nbad;
   uint64_t rlo, rhi; /* bits of the least and largest ratio (optimal: slope) seen */
-  size_t *off;       /* job i's record in the pool, in pairs */
+  struct pool rec;   /* per job its record */
   uint32_t *nk, *ns; /* its cap knots (0: none) and hull segments */
-  double *knot;      /* the pool, in pairs */
-  size_t nknot, cap_knot, live_knot;
+  struct pool pc;    /* optimal: per job its curve's pieces (none: not polished) */
   unsigned knots; /* optimal: points per curve */
   /* optimal: one job's sampling (room for maxk points) */
   double *xs, *ys;
   struct pflex__hullpt *hp;
   struct pflex__seg *seg;
+  double *pcs; /* its pieces */
   size_t maxk;
 };
-
-/* Pairs in job i's record. */
-static size_t rec_len(const struct pflex_alloc_flat *f, size_t i) {
-  return REC_HEAD + (f->nk[i] ? f->nk[i] : REC_NOKNOTS) + f->ns[i];
-}
 
 static uint64_t bits(double x) {
   return pflex__alloc_dbits(x);
@@ -67,59 +132,33 @@ static double from_bits(uint64_t u) {
   return x;
 }
 
-/* Room for k more knots at the end of the pool, compacting it first when
- * replaced jobs left more than half of it unused. */
-static int knot_reserve(struct pflex_alloc_flat *f, size_t k) {
-  if (f->nknot > 2 * f->live_knot + 1024) {
-    double *t = malloc((2 * f->live_knot + 2 * k + 2) * sizeof *t);
-    if (!t) return -ENOMEM;
-    size_t m = 0;
-    for (size_t i = 0; i < f->n; i++) {
-      size_t len = f->off[i] == SIZE_MAX ? 0 : rec_len(f, i);
-      if (len) memcpy(&t[2 * m], &f->knot[2 * f->off[i]], 2 * len * sizeof *t);
-      f->off[i] = len ? m : SIZE_MAX;
-      m += len;
-    }
-    free(f->knot);
-    f->knot = t;
-    f->nknot = m;
-    f->cap_knot = f->live_knot + k + 1;
-  }
-  if (f->nknot + k <= f->cap_knot) return 0;
-  size_t nc = f->cap_knot ? 2 * f->cap_knot : 1024;
-  while (nc < f->nknot + k)
-    nc *= 2;
-  double *t = realloc(f->knot, 2 * nc * sizeof *t);
-  if (!t) return -ENOMEM;
-  f->knot = t;
-  f->cap_knot = nc;
-  return 0;
-}
-
 /* Room for one job's sampling (optimal): knots + points + 2. */
 static int sample_reserve(struct pflex_alloc_flat *f, size_t k) {
   if (k <= f->maxk) return 0;
-  free(f->xs), free(f->ys), free(f->hp), free(f->seg);
+  free(f->xs), free(f->ys), free(f->hp), free(f->seg), free(f->pcs);
+  f->pcs = malloc(k * PFLEX__FLAT_PIECE * sizeof *f->pcs);
   f->xs = malloc(k * sizeof *f->xs);
   f->ys = malloc(k * sizeof *f->ys);
   f->hp = malloc(k * sizeof *f->hp);
   f->seg = malloc(k * sizeof *f->seg);
-  f->maxk = f->xs && f->ys && f->hp && f->seg ? k : 0;
+  f->maxk = f->xs && f->ys && f->hp && f->seg && f->pcs ? k : 0;
   return f->maxk ? 0 : -ENOMEM;
 }
 
 /* Job j's hull segments on its bounds into f->seg (optimal; as one greedy
- * pass of pflex_alloc_run would sample them): their number. */
+ * pass of pflex_alloc_run would sample them): their number; its curve's
+ * pieces into f->pcs (*ret_npc). */
 static int sample(struct pflex_alloc_flat *f, const struct pflex_alloc_job *j,
-                  const struct pflex__prep *p, size_t *ret_ns) {
+                  const struct pflex__prep *p, size_t *ret_ns, size_t *ret_npc) {
   size_t np;
-  *ret_ns = 0;
+  *ret_ns = *ret_npc = 0;
   if (f->strategy != PFLEX_ALLOC_OPTIMAL) return 0;
   if (!j->curve) return -EINVAL;
   pflex_curve_points(j->curve, &np);
   if (sample_reserve(f, f->knots + np + 2) < 0) return -ENOMEM;
   if (p->hi > p->lo && j->weight > 0)
     *ret_ns = pflex__alloc_hull_segments(j, p->lo, p->hi, f->knots, f->xs, f->ys, f->hp, f->seg);
+  if (*ret_ns) *ret_npc = pflex__flat_pieces(j->curve, p->lo, p->hi, f->pcs);
   for (size_t m = 0; m < *ret_ns; m++) { /* the bracket of slopes (flat_threshold) */
     uint64_t b = bits(f->seg[m].slope);
     if (b < f->rlo) f->rlo = b;
@@ -132,22 +171,22 @@ static int sample(struct pflex_alloc_flat *f, const struct pflex_alloc_job *j,
  * and its ns segments from f->seg. Only the reservation can fail, before
  * anything of job i changed. */
 static int fill_pool(struct pflex_alloc_flat *f, size_t i, const struct pflex_alloc_job *j,
-                     const struct pflex__prep *p, size_t ns) {
+                     const struct pflex__prep *p, size_t ns, size_t npc) {
   size_t np = 0;
   const struct pflex_curve_point *pt = j->curve ? pflex_curve_points(j->curve, &np) : NULL;
   bool with_caps = np > 0;
   for (size_t m = 0; m < np; m++)
     with_caps = with_caps && pt[m].cap_w > 0;
   if (np > UINT32_MAX || ns > UINT32_MAX) return -EOVERFLOW;
-  size_t nk = with_caps ? np : 0, len = REC_HEAD + (nk ? nk : REC_NOKNOTS) + ns;
-  size_t old = f->off[i] == SIZE_MAX ? 0 : rec_len(f, i);
-  bool moved = len > old;
-  if (moved && knot_reserve(f, len) < 0) return -ENOMEM;
-  if (moved) f->off[i] = f->nknot, f->nknot += len;
-  f->live_knot += len - old;
+  size_t nk = with_caps ? np : 0, len = 2 * (REC_HEAD + (nk ? nk : REC_NOKNOTS) + ns);
+  if (pool_reserve(&f->rec, f->n, len) < 0 ||
+      pool_reserve(&f->pc, f->n, npc * PFLEX__FLAT_PIECE) < 0)
+    return -ENOMEM;
   f->nk[i] = (uint32_t)nk;
   f->ns[i] = (uint32_t)ns;
-  double *k = &f->knot[2 * f->off[i]];
+  double *pc = pool_place(&f->pc, i, npc * PFLEX__FLAT_PIECE);
+  if (npc) memcpy(pc, f->pcs, npc * PFLEX__FLAT_PIECE * sizeof *pc);
+  double *k = pool_place(&f->rec, i, len);
   k[0] = p->cap_min, k[1] = p->cap_max, k += 2 * REC_HEAD;
   for (size_t m = 0; m < nk; m++)
     k[2 * m] = pt[m].power_w, k[2 * m + 1] = pt[m].cap_w;
@@ -167,14 +206,14 @@ static int fill_job(struct pflex_alloc_flat *f, size_t i, const struct pflex_all
   struct pflex__prep p;
   bool bad;
   double w;
-  size_t ns = 0;
+  size_t ns = 0, npc = 0;
   int err = pflex__alloc_prep_job(j, &p, &bad);
   if (!err && f->strategy == PFLEX_ALLOC_OPTIMAL)
     w = j->weight;
   else if (!err)
     err = pflex__alloc_share_weight(j, &p, f->strategy, &w);
-  if (!err) err = sample(f, j, &p, &ns);
-  if (!err) err = fill_pool(f, i, j, &p, ns);
+  if (!err) err = sample(f, j, &p, &ns, &npc);
+  if (!err) err = fill_pool(f, i, j, &p, ns, npc);
   if (err) return err;
   f->nbad = f->nbad - f->bad[i] + bad;
   f->bad[i] = bad;
@@ -204,12 +243,11 @@ int pflex_alloc_flat_new(const struct pflex_alloc_job *jobs, size_t n,
   f->w = malloc(m * sizeof *f->w);
   f->r = malloc(m * sizeof *f->r);
   f->bad = calloc(m, sizeof *f->bad);
-  f->off = malloc(m * sizeof *f->off);
   f->nk = calloc(m, sizeof *f->nk);
   f->ns = calloc(m, sizeof *f->ns);
-  int err = f->lo && f->hi && f->w && f->r && f->bad && f->off && f->nk && f->ns ? 0 : -ENOMEM;
-  for (size_t i = 0; !err && i < n; i++)
-    f->off[i] = SIZE_MAX; /* no record yet */
+  int err = f->lo && f->hi && f->w && f->r && f->bad && f->nk && f->ns ? 0 : -ENOMEM;
+  if (!err) err = pool_init(&f->rec, m);
+  if (!err) err = pool_init(&f->pc, m);
   for (size_t i = 0; !err && i < n; i++)
     err = fill_job(f, i, &jobs[i]);
   if (err) {
@@ -232,10 +270,11 @@ void pflex_alloc_flat_free(struct pflex_alloc_flat *f) {
   free(f->w);
   free(f->r);
   free(f->bad);
-  free(f->off);
+  pool_release(&f->rec);
+  pool_release(&f->pc);
   free(f->nk);
   free(f->ns);
-  free(f->knot);
+  free(f->pcs);
   free(f->xs);
   free(f->ys);
   free(f->hp);
@@ -359,7 +398,7 @@ static double clamp(double v, double lo, double hi) {
  * search counts the inner knots below x (they are sorted: the first one
  * at or above x, as the curve's walk finds it) without a branch on x. */
 static inline double cap_of(const struct pflex_alloc_flat *f, size_t i, double x) {
-  const double *k = &f->knot[2 * f->off[i]];
+  const double *k = &f->rec.v[f->rec.off[i]];
   double cap_min = k[0], cap_max = k[1], v;
   uint32_t nk = f->nk[i];
   k += 2 * REC_HEAD;
@@ -412,7 +451,7 @@ static double spread(const struct pflex_alloc_flat *f, double thr, double rest, 
 
 /* Job i's segments (pairs slope, length) in the pool. */
 static const double *segs_of(const struct pflex_alloc_flat *f, size_t i) {
-  return &f->knot[2 * (f->off[i] + REC_HEAD + (f->nk[i] ? f->nk[i] : REC_NOKNOTS))];
+  return &f->rec.v[f->rec.off[i] + 2 * (REC_HEAD + (f->nk[i] ? f->nk[i] : REC_NOKNOTS))];
 }
 
 /* The slopes of job i's segments are s[2k], their lengths s[2k + 1]. */
@@ -478,29 +517,42 @@ static int flat_threshold(const struct pflex_alloc_flat *f, double budget, doubl
   return err;
 }
 
-/* optimal on the flat hulls: the greedy pass of alloc.c's
- * greedy() on the sampled hulls (every segment steeper than the threshold slope, segments
- * at it sharing what is left in job order, then power no hull turns into
- * throughput up to P_max in job order), without its refinement pass, its
- * repair and the local search, which evaluate the curves. */
-static int run_optimal(const struct pflex_alloc_flat *f, double budget, double *p) {
-  double lambda, left = budget;
-  int err = flat_threshold(f, budget, &lambda);
-  if (err) return err;
+/* Job i's pieces and their number. */
+static const double *pieces_of(const struct pflex_alloc_flat *f, size_t i) {
+  return &f->pc.v[f->pc.off[i]];
+}
+
+static size_t npieces(const struct pflex_alloc_flat *f, size_t i) {
+  return f->pc.len[i] / PFLEX__FLAT_PIECE;
+}
+
+/* The greedy pass of alloc.c's greedy() on the sampled hulls at threshold
+ * slope lambda (every segment steeper, segments at it sharing what is left
+ * in job order, then power no hull turns into throughput up to P_max in job
+ * order), without its refinement pass, its repair and the local search,
+ * which evaluate the curves. With a and b: each job's bracket, the hull
+ * vertices before and after the one its steeper segments reach. */
+static void greedy(const struct pflex_alloc_flat *f, double lambda, double budget, double *p,
+                   double *a, double *b) {
+  double left = budget;
   for (size_t i = 0; i < f->n; i++) {
     const double *s = segs_of(f, i);
-    p[i] = f->lo[i];
-    for (uint32_t k = 0; k < f->ns[i] && s[2 * k] > lambda; k++) {
-      p[i] += s[2 * k + 1];
-      left -= s[2 * k + 1];
+    if (i + AHEAD < f->n) PREFETCH(segs_of(f, i + AHEAD));
+    double prev = p[i] = f->lo[i];
+    uint32_t k = 0;
+    for (; k < f->ns[i] && SLOPE(s, k) > lambda; k++) {
+      prev = p[i];
+      p[i] += LEN(s, k);
+      left -= LEN(s, k);
     }
+    if (a) a[i] = prev, b[i] = k < f->ns[i] ? p[i] + LEN(s, k) : p[i];
   }
   for (size_t i = 0; i < f->n && left > 0; i++) {
     const double *s = segs_of(f, i);
     for (uint32_t k = 0; k < f->ns[i] && left > 0; k++) {
-      if (s[2 * k] > lambda) continue;
-      if (s[2 * k] < lambda) break;
-      double take = fmin(s[2 * k + 1], left);
+      if (SLOPE(s, k) > lambda) continue;
+      if (SLOPE(s, k) < lambda) break;
+      double take = fmin(LEN(s, k), left);
       p[i] += take;
       left -= take;
     }
@@ -511,7 +563,106 @@ static int run_optimal(const struct pflex_alloc_flat *f, double budget, double *
   }
   for (size_t i = 0; i < f->n; i++)
     p[i] = fmin(fmax(p[i], f->lo[i]), f->hi[i]);
-  return 0;
+}
+
+/* Scratch of the polish: the greedy powers, brackets, and per job the
+ * piece its power lies on and its part of the bracket (LOC doubles; x0
+ * NAN: the job keeps its greedy power). */
+#define LOC (PFLEX__FLAT_PIECE + 2)
+struct polish {
+  double *pg, *a, *b, *loc;
+};
+
+/* Whether job i takes the polished power q (derivative dq): where it
+ * meets lambda inside a piece that curves, or at a bound (where no other
+ * answer could be better); elsewhere (a kink of a linear piece, where the
+ * greedy's answer is exact) it keeps the greedy power. */
+static bool takes(const struct pflex_alloc_flat *f, size_t i, double q, double dq) {
+  return dq < 0 || q <= f->lo[i] || q >= f->hi[i];
+}
+
+/* The first pass at lambda: every job with pieces at the best power on
+ * its bracket for w f - lambda x (pflex__flat_polish) where it takes it,
+ * the others at their greedy power; each polished job's piece into
+ * w->loc. The sum of the powers; *ret_d its derivative
+ * in lambda. */
+static double polish_first(const struct pflex_alloc_flat *f, const struct polish *w,
+                           double lambda, double *p, double *ret_d) {
+  double sum = 0, d = 0;
+  for (size_t i = 0; i < f->n; i++) {
+    double q = NAN, dq = 0, *loc = &w->loc[LOC * i];
+    size_t k = 0;
+    double range[2];
+    if (i + AHEAD < f->n) PREFETCH(pieces_of(f, i + AHEAD));
+    if (npieces(f, i))
+      q = pflex__flat_polish(pieces_of(f, i), npieces(f, i), f->w[i], lambda, w->a[i], w->b[i],
+                             &k, range, &dq);
+    bool use = !isnan(q) && takes(f, i, q, dq);
+    p[i] = use ? fmin(fmax(q, f->lo[i]), f->hi[i]) : w->pg[i];
+    loc[0] = NAN;
+    if (use) {
+      const double *pc = &pieces_of(f, i)[PFLEX__FLAT_PIECE * k];
+      memcpy(loc, pc, PFLEX__FLAT_PIECE * sizeof *loc);
+      loc[PFLEX__FLAT_PIECE] = range[0], loc[PFLEX__FLAT_PIECE + 1] = range[1];
+    }
+    sum += p[i];
+    d += dq;
+  }
+  *ret_d = d;
+  return sum;
+}
+
+/* A later pass: each polished job on the piece of the first pass. */
+static double polish_next(const struct pflex_alloc_flat *f, const struct polish *w, double lambda,
+                          double *p, double *ret_d) {
+  double sum = 0, d = 0;
+  for (size_t i = 0; i < f->n; i++) {
+    const double *loc = &w->loc[LOC * i];
+    double dq = 0;
+    if (!isnan(loc[0])) {
+      double q = pflex__flat_polish_piece(loc, loc[PFLEX__FLAT_PIECE], loc[PFLEX__FLAT_PIECE + 1],
+                                          f->w[i], lambda, &dq);
+      p[i] = fmin(fmax(q, f->lo[i]), f->hi[i]);
+    }
+    sum += p[i];
+    d += dq;
+  }
+  *ret_d = d;
+  return sum;
+}
+
+/* Polish passes: lambda moved by Newton steps until the powers sum to the
+ * target (within POLISH_TOL of it); when they do not, the greedy powers. */
+static void polish(const struct pflex_alloc_flat *f, const struct polish *w, double lambda,
+                   double target, double *p) {
+  double d, sum = polish_first(f, w, lambda, p, &d);
+  for (int it = 1; it < POLISH_PASSES && fabs(sum - target) > 1e-13 * target && d < 0; it++) {
+    lambda = fmin(fmax(lambda - (sum - target) / d, 0.5 * lambda), 2 * lambda);
+    sum = polish_next(f, w, lambda, p, &d);
+  }
+  if (!(fabs(sum - target) <= POLISH_TOL * target)) memcpy(p, w->pg, f->n * sizeof *p);
+}
+
+/* optimal on the flat: the threshold slope and the greedy pass on the
+ * sampled hulls, then each job whose curve has pieces polished on them
+ * (polish), for budget above the lower bounds (target in all). */
+static int run_optimal(const struct pflex_alloc_flat *f, double budget, double target, double *p) {
+  double lambda;
+  int err = flat_threshold(f, budget, &lambda);
+  if (err || !(lambda > 0) || !isfinite(lambda)) {
+    if (!err) greedy(f, lambda, budget, p, NULL, NULL);
+    return err;
+  }
+  struct polish w = {malloc(f->n * sizeof *w.pg), malloc(f->n * sizeof *w.a),
+                     malloc(f->n * sizeof *w.b), malloc(f->n * LOC * sizeof *w.loc)};
+  if (w.pg && w.a && w.b && w.loc) {
+    greedy(f, lambda, budget, w.pg, w.a, w.b);
+    polish(f, &w, lambda, target, p);
+  } else {
+    err = -ENOMEM;
+  }
+  free(w.pg), free(w.a), free(w.b), free(w.loc);
+  return err;
 }
 
 /* The powers' sum (sum: already taken, as spread takes it; NAN: not yet)
@@ -555,7 +706,7 @@ int pflex_alloc_flat_run(const struct pflex_alloc_flat *f, double target_w, doub
   } else if (target_w >= max_w) {
     memcpy(power_w, f->hi, f->n * sizeof *power_w);
   } else if (f->strategy == PFLEX_ALLOC_OPTIMAL) {
-    err = run_optimal(f, target_w - min_w, power_w);
+    err = run_optimal(f, target_w - min_w, target_w, power_w);
   } else {
     double thr, rest, wr;
     if (!(err = find_level(f, bk, max_w - target_w, &thr, &rest, &wr)))
