@@ -573,14 +573,6 @@ struct polish {
   double *pg, *a, *b, *loc;
 };
 
-/* Whether job i takes the polished power q (derivative dq): where it
- * meets lambda inside a piece that curves, or at a bound (where no other
- * answer could be better); elsewhere (a kink of a linear piece, where the
- * greedy's answer is exact) it keeps the greedy power. */
-static bool takes(const struct pflex_alloc_flat *f, size_t i, double q, double dq) {
-  return dq < 0 || q <= f->lo[i] || q >= f->hi[i];
-}
-
 /* The first pass at lambda: every job with pieces at the best power on
  * its bracket for w f - lambda x (pflex__flat_polish) where it takes it,
  * the others at their greedy power; each polished job's piece into
@@ -596,11 +588,13 @@ static double polish_first(const struct pflex_alloc_flat *f, const struct polish
     if (i + AHEAD < f->n) PREFETCH(pieces_of(f, i + AHEAD));
     if (npieces(f, i))
       q = pflex__flat_polish(pieces_of(f, i), npieces(f, i), f->w[i], lambda, w->a[i], w->b[i],
-                             &k, range, &dq);
-    bool use = !isnan(q) && takes(f, i, q, dq);
+                             w->pg[i], &k, range, &dq);
+    /* Moved on where it gains: a meeting point moves on with lambda, an
+     * end (across a hull bridge) stays. */
+    bool use = !isnan(q) && q != w->pg[i];
     p[i] = use ? fmin(fmax(q, f->lo[i]), f->hi[i]) : w->pg[i];
     loc[0] = NAN;
-    if (use) {
+    if (use && dq < 0) {
       const double *pc = &pieces_of(f, i)[PFLEX__FLAT_PIECE * k];
       memcpy(loc, pc, PFLEX__FLAT_PIECE * sizeof *loc);
       loc[PFLEX__FLAT_PIECE] = range[0], loc[PFLEX__FLAT_PIECE + 1] = range[1];
@@ -631,16 +625,47 @@ static double polish_next(const struct pflex_alloc_flat *f, const struct polish 
   return sum;
 }
 
+/* What powers p gain over the greedy's, on the pieces: the sum of
+ * w (f(p) - f(pg)) over the jobs that moved. */
+static double gain_over_greedy(const struct pflex_alloc_flat *f, const struct polish *w,
+                               const double *p) {
+  double g = 0;
+  for (size_t i = 0; i < f->n; i++)
+    if (p[i] != w->pg[i])
+      g += f->w[i] * (pflex__flat_value(pieces_of(f, i), npieces(f, i), p[i]) -
+                      pflex__flat_value(pieces_of(f, i), npieces(f, i), w->pg[i]));
+  return g;
+}
+
+/* When the Newton steps do not reach the target (a few jobs, some moving
+ * across hull bridges): bisection on lambda with full passes, the powers
+ * at the least lambda found whose powers fit, kept where they gain over
+ * the greedy's. */
+static void polish_bisect(const struct pflex_alloc_flat *f, const struct polish *w,
+                          double lambda, double target, double *p) {
+  double lo = 0, hi = 8 * lambda, d;
+  int steps = f->n <= 4096 ? 40 : 12;
+  if (polish_first(f, w, hi, p, &d) <= target) {
+    for (int it = 0; it < steps; it++) {
+      double mid = 0.5 * (lo + hi);
+      *(polish_first(f, w, mid, p, &d) > target ? &lo : &hi) = mid;
+    }
+    polish_first(f, w, hi, p, &d);
+    if (gain_over_greedy(f, w, p) > 0) return;
+  }
+  memcpy(p, w->pg, f->n * sizeof *p);
+}
+
 /* Polish passes: lambda moved by Newton steps until the powers sum to the
- * target (within POLISH_TOL of it); when they do not, the greedy powers. */
+ * target (within POLISH_TOL of it); else polish_bisect. */
 static void polish(const struct pflex_alloc_flat *f, const struct polish *w, double lambda,
                    double target, double *p) {
-  double d, sum = polish_first(f, w, lambda, p, &d);
+  double lambda0 = lambda, d, sum = polish_first(f, w, lambda, p, &d);
   for (int it = 1; it < POLISH_PASSES && fabs(sum - target) > 1e-13 * target && d < 0; it++) {
     lambda = fmin(fmax(lambda - (sum - target) / d, 0.5 * lambda), 2 * lambda);
     sum = polish_next(f, w, lambda, p, &d);
   }
-  if (!(fabs(sum - target) <= POLISH_TOL * target)) memcpy(p, w->pg, f->n * sizeof *p);
+  if (!(fabs(sum - target) <= POLISH_TOL * target)) polish_bisect(f, w, lambda0, target, p);
 }
 
 /* optimal on the flat: the threshold slope and the greedy pass on the

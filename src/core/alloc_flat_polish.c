@@ -60,12 +60,15 @@ static double gain(const double *q, double t, double w, double lambda) {
 /* The best point so far for w f - lambda x: its gain, where (t on piece
  * k), and the part [ta, tb] of the piece it was found on. */
 struct best {
-  double g, t, ta, tb;
+  double g, t, ta, tb, margin;
   size_t k;
 };
 
+/* A point replaces the best only when it gains more by margin: the
+ * greedy's own power (the first considered) stays where another is as good
+ * up to rounding. */
 static void consider(struct best *bst, size_t k, double g, double t, double ta, double tb) {
-  if (g > bst->g) *bst = (struct best){g, t, ta, tb, k};
+  if (g > bst->g + bst->margin) *bst = (struct best){g, t, ta, tb, bst->margin, k};
 }
 
 /* On piece q (number k) over [ta, tb]: its ends, and where the slope
@@ -96,21 +99,35 @@ double pflex__flat_polish_piece(const double *q, double xa, double xb, double w,
 }
 
 double pflex__flat_polish(const double *pc, size_t npc, double w, double lambda, double a,
-                          double b, size_t *ret_k, double ret_range[2], double *ret_dpdl) {
-  struct best bst = {-INFINITY, NAN, 0, 0, 0};
-  size_t k = 0;
+                          double b, double x, size_t *ret_k, double ret_range[2],
+                          double *ret_dpdl) {
+  struct best bst = {-INFINITY, NAN, 0, 0, 0, 0};
+  size_t k = 0, kx;
   *ret_dpdl = 0;
   while (k < npc && pc[PFLEX__FLAT_PIECE * k + 1] <= a)
     k++;
   if (k >= npc || pc[PFLEX__FLAT_PIECE * k] > a) return NAN;
+  for (kx = k; kx + 1 < npc && pc[PFLEX__FLAT_PIECE * kx + 1] < x;)
+    kx++;
+  const double *qx = &pc[PFLEX__FLAT_PIECE * kx];
+  double gx = gain(qx, x - qx[0], w, lambda);
+  bst = (struct best){gx, x - qx[0], x - qx[0], x - qx[0], 1e-12 * (fabs(gx) + fabs(lambda * x)), kx};
   for (; k < npc && pc[PFLEX__FLAT_PIECE * k] < b; k++) {
     const double *q = &pc[PFLEX__FLAT_PIECE * k];
     best_on(q, k, fmax(a, q[0]) - q[0], fmin(b, q[1]) - q[0], w, lambda, &bst);
   }
+  if (bst.k == kx && bst.t == x - qx[0]) return x; /* nothing better than the greedy's */
   const double *q = &pc[PFLEX__FLAT_PIECE * bst.k];
   double cv = curv_at(q, bst.t);
   if (bst.t > bst.ta && bst.t < bst.tb && cv < 0) *ret_dpdl = 1 / (w * cv);
   *ret_k = bst.k;
   ret_range[0] = q[0] + bst.ta, ret_range[1] = q[0] + bst.tb;
   return q[0] + bst.t;
+}
+
+double pflex__flat_value(const double *pc, size_t npc, double x) {
+  size_t k = 0;
+  while (k + 1 < npc && pc[PFLEX__FLAT_PIECE * k + 1] < x)
+    k++;
+  return gain(&pc[PFLEX__FLAT_PIECE * k], x - pc[PFLEX__FLAT_PIECE * k], 1, 0);
 }

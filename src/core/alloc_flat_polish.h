@@ -21,17 +21,23 @@
 size_t pflex__flat_pieces(const struct pflex_curve *c, double lo, double hi, double *out);
 
 /* On pieces pc[0..npc) (from pflex__flat_pieces), the power in [a, b]
- * that maximizes w f - lambda x: an end of a piece's part, or where its
- * slope meets lambda / w on a concave part; NAN when the pieces do not
- * cover a. *ret_k: the piece it lies on, ret_range the part of it (its
- * concave part for a meeting point); *ret_dpdl: the power's derivative in
- * lambda (a meeting point on a curving part; else 0). */
+ * that maximizes w f - lambda p: x (the greedy's power) unless another
+ * gains more beyond rounding: an end of a piece's part, or where its slope
+ * meets lambda / w on a concave part; NAN when the pieces do not cover a.
+ * *ret_k: the piece it lies on, ret_range the part of it (its concave part
+ * for a meeting point); *ret_dpdl: the power's derivative in lambda (a
+ * meeting point inside a curving part; else 0). */
 double pflex__flat_polish(const double *pc, size_t npc, double w, double lambda, double a,
-                          double b, size_t *ret_k, double ret_range[2], double *ret_dpdl);
+                          double b, double x, size_t *ret_k, double ret_range[2],
+                          double *ret_dpdl);
 
 /* Where the slope of piece q meets lambda / w on [xa, xb], a part of it
  * on which it is concave (xa or xb where it does not). */
 double pflex__flat_polish_piece(const double *q, double xa, double xb, double w, double lambda,
                                 double *ret_dpdl);
+
+/* The pieces' value at x (the piece x lies on; the first or last beyond
+ * their ends). */
+double pflex__flat_value(const double *pc, size_t npc, double x);
 
 #endif
