@@ -469,11 +469,14 @@ static int bucket_select(const struct pflex_alloc_flat *f, unsigned shift, size_
   double least = INFINITY;
   for (size_t i = 0; i < f->n; i++) {
     const double *s = segs_of(f, i);
-    for (uint32_t k = 0; k < f->ns[i]; k++)
-      if ((size_t)((bits(SLOPE(s, k)) - f->rlo) >> shift) == b) {
+    for (uint32_t k = 0; k < f->ns[i]; k++) {
+      size_t bk = (size_t)((bits(SLOPE(s, k)) - f->rlo) >> shift);
+      if (bk < b) break; /* the slopes fall: none further on is in b */
+      if (bk == b) {
         sub[m++] = (struct pflex__seg){SLOPE(s, k), LEN(s, k)};
         least = fmin(least, SLOPE(s, k));
       }
+    }
   }
   double lambda = pflex__alloc_threshold(sub, m, budget);
   /* Rounding may leave the bucket's sum here just short of what its total

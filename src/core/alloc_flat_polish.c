@@ -98,6 +98,38 @@ double pflex__flat_polish_piece(const double *q, double xa, double xb, double w,
   return q[0] + t;
 }
 
+/* Whether the pieces from k on are concave on [a, b]: each one's
+ * curvature at most 0 at both ends of its part, and no slope rising where
+ * two meet. */
+static bool concave_on(const double *pc, size_t npc, size_t k, double a, double b) {
+  double prev = INFINITY;
+  for (; k < npc && pc[PFLEX__FLAT_PIECE * k] < b; k++) {
+    const double *q = &pc[PFLEX__FLAT_PIECE * k];
+    double ta = fmax(a, q[0]) - q[0], tb = fmin(b, q[1]) - q[0];
+    if (curv_at(q, ta) > 0 || curv_at(q, tb) > 0 || slope_at(q, ta) > prev) return false;
+    prev = slope_at(q, tb);
+  }
+  return true;
+}
+
+/* pflex__flat_polish where the pieces are concave on [a, b]: the slope
+ * falls along it, so the answer is where it meets lambda / w. */
+static double on_concave(const double *pc, size_t npc, size_t k, double w, double lambda,
+                         double a, double b, size_t *ret_k, double ret_range[2],
+                         double *ret_dpdl) {
+  for (; k < npc; k++) {
+    const double *q = &pc[PFLEX__FLAT_PIECE * k];
+    bool last = k + 1 == npc || q[PFLEX__FLAT_PIECE] >= b;
+    double xa = fmax(a, q[0]), xb = fmin(b, q[1]);
+    if (last || slope_at(q, xb - q[0]) < lambda / w) {
+      *ret_k = k;
+      ret_range[0] = xa, ret_range[1] = xb;
+      return pflex__flat_polish_piece(q, xa, xb, w, lambda, ret_dpdl);
+    }
+  }
+  return NAN; /* not reached: the loop ends at the last piece */
+}
+
 double pflex__flat_polish(const double *pc, size_t npc, double w, double lambda, double a,
                           double b, double x, size_t *ret_k, double ret_range[2],
                           double *ret_dpdl) {
@@ -109,6 +141,8 @@ double pflex__flat_polish(const double *pc, size_t npc, double w, double lambda,
   if (k >= npc || pc[PFLEX__FLAT_PIECE * k] > a) return NAN;
   for (kx = k; kx + 1 < npc && pc[PFLEX__FLAT_PIECE * kx + 1] < x;)
     kx++;
+  if (concave_on(pc, npc, k, a, b)) return on_concave(pc, npc, k, w, lambda, a, b, ret_k, ret_range,
+                                                     ret_dpdl);
   const double *qx = &pc[PFLEX__FLAT_PIECE * kx];
   double gx = gain(qx, x - qx[0], w, lambda);
   bst = (struct best){gx, x - qx[0], x - qx[0], x - qx[0], 1e-12 * (fabs(gx) + fabs(lambda * x)), kx};
