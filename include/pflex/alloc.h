@@ -148,7 +148,9 @@ int pflex_alloc_run(const struct pflex_alloc_job *jobs, size_t n,
  * and errors are pflex_alloc_run's, at new/set time (a throughput floor
  * above T_max makes every run -PFLEX_E_INFEASIBLE until that job is
  * replaced). It holds no pointer to the jobs or their curves. One flat per
- * strategy; a run does not change it (runs may share it). opts: knots only.
+ * strategy; a run does not change it (runs may share it). opts: knots, and
+ * no_local_search (optimal: no polish, the hull greedy's answer alone, as
+ * fast as before the polish and as coarse).
  *
  * The proportional strategies (equal, moe-ft, dram, pfi): pflex_alloc_run's
  * answer up to rounding (its water filling sums in another order, so a

@@ -1,12 +1,15 @@
-/* The proportional strategies on a flat copy of the jobs (include/pflex/
- * alloc.h, pflex_alloc_flat): bounds, weights, ratios and what the cap
- * mapping needs in arrays read front to back, filled once; a round reads no
- * curve. The water filling is the one of alloc.c with a different search
- * for its level: one pass buckets the jobs by ratio (the bits of a positive
- * double order like the double), the bucket sums place the level in one
- * bucket, and only that bucket's jobs go through the exact selection
- * (pflex__alloc_wf_clip). Same clipped set as alloc.c up to rounding in the
- * sums; powers agree to rounding (tests/unit/test_alloc_flat.c). */
+/* The proportional strategies and optimal on a flat copy of the jobs
+ * (include/pflex/alloc.h, pflex_alloc_flat): bounds, weights, ratios and
+ * what the cap mapping needs in arrays read front to back, filled once; a
+ * round reads no curve (optimal: its sampled hulls and, for measured
+ * curves, their cubic pieces for the polish, alloc_flat_polish.c). The
+ * water filling is the one of alloc.c with a different search for its
+ * level: one pass buckets the jobs by ratio (the bits of a positive double
+ * order like the double), the bucket sums place the level in one bucket,
+ * and only that bucket's jobs go through the exact selection
+ * (pflex__alloc_wf_clip); the powers, their sum and their caps then come
+ * in one more pass. Same clipped set as alloc.c up to rounding in the sums;
+ * powers agree to rounding, caps bit for bit (tests/unit/test_alloc_flat.c). */
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
@@ -46,7 +49,8 @@
 /* The polish's passes at most (a Newton step on the threshold slope each),
  * and how close to the target their powers must sum to be kept. */
 #define POLISH_PASSES 4
-#define POLISH_TOL 1e-9 /* the pair of cap limits */
+#define POLISH_TOL 1e-9
+#define CHECKED_JOBS 4096 /* the pair of cap limits */
 #define REC_NOKNOTS 2u
 
 /* Rooms of doubles, one per job, in one array: a job replaced by a longer
@@ -114,6 +118,7 @@ struct pflex_alloc_flat {
   uint32_t *nk, *ns; /* its cap knots (0: none) and hull segments */
   struct pool pc;    /* optimal: per job its curve's pieces (none: not polished) */
   unsigned knots; /* optimal: points per curve */
+  bool polish;    /* optimal: polish on the curves' pieces (opts->no_local_search: not) */
   /* optimal: one job's sampling (room for maxk points) */
   double *xs, *ys;
   struct pflex__hullpt *hp;
@@ -158,7 +163,7 @@ static int sample(struct pflex_alloc_flat *f, const struct pflex_alloc_job *j,
   if (sample_reserve(f, f->knots + np + 2) < 0) return -ENOMEM;
   if (p->hi > p->lo && j->weight > 0)
     *ret_ns = pflex__alloc_hull_segments(j, p->lo, p->hi, f->knots, f->xs, f->ys, f->hp, f->seg);
-  if (*ret_ns) *ret_npc = pflex__flat_pieces(j->curve, p->lo, p->hi, f->pcs);
+  if (*ret_ns && f->polish) *ret_npc = pflex__flat_pieces(j->curve, p->lo, p->hi, f->pcs);
   for (size_t m = 0; m < *ret_ns; m++) { /* the bracket of slopes (flat_threshold) */
     uint64_t b = bits(f->seg[m].slope);
     if (b < f->rlo) f->rlo = b;
@@ -237,7 +242,11 @@ int pflex_alloc_flat_new(const struct pflex_alloc_job *jobs, size_t n,
   if (!f) return -ENOMEM;
   unsigned knots = opts && opts->knots ? opts->knots : PFLEX__ALLOC_DEFAULT_KNOTS;
   *f = (struct pflex_alloc_flat){
-      .strategy = strategy, .n = n, .rlo = UINT64_MAX, .knots = knots < 2 ? 2 : knots};
+      .strategy = strategy,
+      .n = n,
+      .rlo = UINT64_MAX,
+      .knots = knots < 2 ? 2 : knots,
+      .polish = !(opts && opts->no_local_search)};
   f->lo = malloc(m * sizeof *f->lo);
   f->hi = malloc(m * sizeof *f->hi);
   f->w = malloc(m * sizeof *f->w);
@@ -660,7 +669,10 @@ static void polish_bisect(const struct pflex_alloc_flat *f, const struct polish 
 }
 
 /* Polish passes: lambda moved by Newton steps until the powers sum to the
- * target (within POLISH_TOL of it); else polish_bisect. */
+ * target (within POLISH_TOL of it); else polish_bisect. Up to CHECKED_JOBS
+ * jobs, where a few jobs moving across hull bridges can outweigh the
+ * others' gains, the answer is kept only where it gains over the greedy's
+ * (a pass that costs as much as the polish's first). */
 static void polish(const struct pflex_alloc_flat *f, const struct polish *w, double lambda,
                    double target, double *p) {
   double lambda0 = lambda, d, sum = polish_first(f, w, lambda, p, &d);
@@ -668,7 +680,10 @@ static void polish(const struct pflex_alloc_flat *f, const struct polish *w, dou
     lambda = fmin(fmax(lambda - (sum - target) / d, 0.5 * lambda), 2 * lambda);
     sum = polish_next(f, w, lambda, p, &d);
   }
-  if (!(fabs(sum - target) <= POLISH_TOL * target)) polish_bisect(f, w, lambda0, target, p);
+  if (!(fabs(sum - target) <= POLISH_TOL * target))
+    polish_bisect(f, w, lambda0, target, p);
+  else if (f->n <= CHECKED_JOBS && !(gain_over_greedy(f, w, p) >= 0)) /* jumps across bridges */
+    memcpy(p, w->pg, f->n * sizeof *p);
 }
 
 /* optimal on the flat: the threshold slope and the greedy pass on the
@@ -677,7 +692,7 @@ static void polish(const struct pflex_alloc_flat *f, const struct polish *w, dou
 static int run_optimal(const struct pflex_alloc_flat *f, double budget, double target, double *p) {
   double lambda;
   int err = flat_threshold(f, budget, &lambda);
-  if (err || !(lambda > 0) || !isfinite(lambda)) {
+  if (err || !f->polish || !(lambda > 0) || !isfinite(lambda)) {
     if (!err) greedy(f, lambda, budget, p, NULL, NULL);
     return err;
   }

@@ -420,7 +420,8 @@ static double weighted(const struct wl *w, const double *p) {
  * never more than PFLEX_ALLOC_FLAT_OPT_TOL below pflex_alloc_run's
  * optimal, nor (small workloads) below the exact oracle, on many random
  * workloads and cuts; within PFLEX_ALLOC_FLAT_OPT_CLOSE of optimal in at
- * least 90% of the runs on 20-420 jobs; within the target and bounds. */
+ * least 90% of the runs on 20-420 jobs; never below the hull greedy alone
+ * (no_local_search); within the target and bounds. */
 static void test_flat_optimal_tol(void **state) {
   (void)state;
   gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
@@ -432,11 +433,13 @@ static void test_flat_optimal_tol(void **state) {
     bool small = rep % 2 == 0;
     make_measured(r, &w, small ? 2 + gsl_rng_uniform_int(r, 7) : 20 + gsl_rng_uniform_int(r, 400),
                   0.005);
-    struct pflex_alloc_flat *f = NULL;
+    struct pflex_alloc_flat *f = NULL, *h = NULL;
+    struct pflex_alloc_opts hull = {.no_local_search = true};
     assert_int_equal(pflex_alloc_flat_new(w.j, w.n, PFLEX_ALLOC_OPTIMAL, NULL, &f), 0);
+    assert_int_equal(pflex_alloc_flat_new(w.j, w.n, PFLEX_ALLOC_OPTIMAL, &hull, &h), 0);
     for (double cut = 0.05; cut < 0.6; cut += 0.1) {
       struct pflex_alloc_result res[MAXJ];
-      double target, pw[MAXJ], po[MAXJ], total = 0;
+      double target, pw[MAXJ], po[MAXJ], ph[MAXJ], total = 0;
       assert_int_equal(pflex_alloc_target_for_cut(w.j, w.n, cut, &target), 0);
       if (pflex_alloc_flat_run(f, target, pw, NULL, NULL) != 0) continue;
       for (size_t i = 0; i < w.n; i++) {
@@ -445,6 +448,10 @@ static void test_flat_optimal_tol(void **state) {
       }
       assert_true(total <= target);
       double vf = weighted(&w, pw);
+      /* Never below the hull greedy alone (no polish), up to the rounding
+       * of the pieces' fit (1e-9). */
+      assert_int_equal(pflex_alloc_flat_run(h, target, ph, NULL, NULL), 0);
+      assert_true(vf >= weighted(&w, ph) * (1 - 1e-9));
       for (int s = 0; s < (small ? 2 : 1); s++) {
         enum pflex_alloc_strategy st = s ? PFLEX_ALLOC_ORACLE : PFLEX_ALLOC_OPTIMAL;
         assert_int_equal(pflex_alloc_run(w.j, w.n, st, target, NULL, res, NULL), 0);
@@ -459,6 +466,7 @@ static void test_flat_optimal_tol(void **state) {
       runs++;
     }
     pflex_alloc_flat_free(f);
+    pflex_alloc_flat_free(h);
     release(&w);
   }
   print_message("%zu runs: worst shortfall %.3g against optimal, %.3g against the oracle; "
