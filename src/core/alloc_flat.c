@@ -692,7 +692,7 @@ static void polish(const struct pflex_alloc_flat *f, const struct polish *w, dou
 static int run_optimal(const struct pflex_alloc_flat *f, double budget, double target, double *p) {
   double lambda;
   int err = flat_threshold(f, budget, &lambda);
-  if (err || !f->polish || !(lambda > 0) || !isfinite(lambda)) {
+  if (err || !f->pc.live || !(lambda > 0) || !isfinite(lambda)) { /* nothing to polish */
     if (!err) greedy(f, lambda, budget, p, NULL, NULL);
     return err;
   }
