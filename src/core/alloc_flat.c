@@ -1,18 +1,22 @@
-/* The proportional strategies on a flat copy of the jobs (include/pflex/
- * alloc.h, pflex_alloc_flat): bounds, weights, ratios and what the cap
- * mapping needs in arrays read front to back, filled once; a round reads no
- * curve. The water filling is the one of alloc.c with a different search
- * for its level: one pass buckets the jobs by ratio (the bits of a positive
- * double order like the double), the bucket sums place the level in one
- * bucket, and only that bucket's jobs go through the exact selection
- * (pflex__alloc_wf_clip). Same clipped set as alloc.c up to rounding in the
- * sums; powers agree to rounding (tests/unit/test_alloc_flat.c). */
+/* The proportional strategies and optimal on a flat copy of the jobs
+ * (include/pflex/alloc.h, pflex_alloc_flat): bounds, weights, ratios and
+ * what the cap mapping needs in arrays read front to back, filled once; a
+ * round reads no curve (optimal: its sampled hulls and, for measured
+ * curves, their cubic pieces for the polish, alloc_flat_polish.c). The
+ * water filling is the one of alloc.c with a different search for its
+ * level: one pass buckets the jobs by ratio (the bits of a positive double
+ * order like the double), the bucket sums place the level in one bucket,
+ * and only that bucket's jobs go through the exact selection
+ * (pflex__alloc_wf_clip); the powers, their sum and their caps then come
+ * in one more pass. Same clipped set as alloc.c up to rounding in the sums;
+ * powers agree to rounding, caps bit for bit (tests/unit/test_alloc_flat.c). */
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc_flat_polish.h"
 #include "core/alloc_internal.h"
 #include "pflex/alloc.h"
 #include "pflex/error.h"
@@ -21,16 +25,87 @@
  * sums stay in the L1/L2 cache), at least 16. */
 #define MAX_BUCKETS 4096
 
-/* What pflex_curve_cap_for_power reads, per job: the curve's power range
- * (no curve: -INF and P_max), the cap limits, and when the curve's points
- * carry caps nk knots (power, cap) at knot[off]. */
-struct flat_cap {
-  double cpmin, cpmax, cap_min, cap_max;
-  size_t off;      /* in the pool: nk knots, then (optimal) ns hull segments */
-  uint32_t nk, ns; /* pairs (power, cap); pairs (slope, length) */
-  int gpus;
-  bool curve;
+/* Job i's record in the pool (pairs of doubles from off[i]): first its cap
+ * limits (cap_min, cap_max); then, when its curve's points carry caps, its
+ * nk[i] >= 1 knots (power, cap), else two pairs (the curve's power range,
+ * -INF and P_max without a curve; gpus, 0); then (optimal) ns[i] hull
+ * segments (slope, length), then npc[i] cubic pieces of a measured curve
+ * (PFLEX__FLAT_PIECE doubles each, alloc_flat_polish.h). What pflex_curve_cap_for_power reads, in one
+ * stream: a run reads off, nk and the record, nothing else. */
+#define REC_HEAD 1u
+/* Up to this many knots, the cap's knot search takes the same steps for
+ * every job: a loop whose length varies from job to job mispredicts. */
+#define SHORT_KNOTS 8u
+
+/* Jobs ahead whose record a pass that reads only part of each record asks
+ * the memory for: a stride the hardware prefetcher does not follow. */
+#define AHEAD 8
+#if defined(__GNUC__)
+#define PREFETCH(addr) __builtin_prefetch(addr)
+#else
+#define PREFETCH(addr) ((void)(addr))
+#endif
+
+/* The polish's passes at most (a Newton step on the threshold slope each),
+ * and how close to the target their powers must sum to be kept. */
+#define POLISH_PASSES 4
+#define POLISH_TOL 1e-9
+#define CHECKED_JOBS 4096 /* the pair of cap limits */
+#define REC_NOKNOTS 2u
+
+/* Rooms of doubles, one per job, in one array: a job replaced by a longer
+ * one moves to the end, and the array is compacted when replaced jobs left
+ * more than half of it unused. */
+struct pool {
+  double *v;
+  size_t n, cap, live; /* doubles used (dead ones too), held, live */
+  size_t *off, *len;   /* job i's room (off SIZE_MAX: none yet) */
 };
+
+static int pool_init(struct pool *pl, size_t jobs) {
+  *pl = (struct pool){.off = malloc(jobs * sizeof *pl->off), .len = calloc(jobs, sizeof *pl->len)};
+  for (size_t i = 0; pl->off && i < jobs; i++)
+    pl->off[i] = SIZE_MAX;
+  return pl->off && pl->len ? 0 : -ENOMEM;
+}
+
+static void pool_release(struct pool *pl) {
+  free(pl->v), free(pl->off), free(pl->len);
+}
+
+/* Room for len more doubles; on -ENOMEM every room is as it was. */
+static int pool_reserve(struct pool *pl, size_t jobs, size_t len) {
+  if (pl->n > 2 * pl->live + 2048) {
+    double *t = malloc((pl->live + len + 1) * sizeof *t);
+    if (!t) return -ENOMEM;
+    size_t m = 0;
+    for (size_t i = 0; i < jobs; i++) {
+      if (pl->off[i] == SIZE_MAX) continue;
+      memcpy(&t[m], &pl->v[pl->off[i]], pl->len[i] * sizeof *t);
+      pl->off[i] = m;
+      m += pl->len[i];
+    }
+    free(pl->v);
+    pl->v = t, pl->n = m, pl->cap = pl->live + len + 1;
+  }
+  if (pl->n + len <= pl->cap) return 0;
+  size_t nc = pl->cap ? 2 * pl->cap : 2048;
+  while (nc < pl->n + len)
+    nc *= 2;
+  double *t = realloc(pl->v, nc * sizeof *t);
+  if (!t) return -ENOMEM;
+  pl->v = t, pl->cap = nc;
+  return 0;
+}
+
+/* Job i's room for len doubles, after pool_reserve(len): its old room when
+ * it fits, else a new one at the end. */
+static double *pool_place(struct pool *pl, size_t i, size_t len) {
+  if (pl->off[i] == SIZE_MAX || len > pl->len[i]) pl->off[i] = pl->n, pl->n += len;
+  pl->live = pl->live - pl->len[i] + len;
+  pl->len[i] = len;
+  return &pl->v[pl->off[i]];
+}
 
 struct pflex_alloc_flat {
   enum pflex_alloc_strategy strategy;
@@ -39,14 +114,16 @@ struct pflex_alloc_flat {
   bool *bad;               /* the job's throughput floor is above its T_max */
   size_t nbad;
   uint64_t rlo, rhi; /* bits of the least and largest ratio (optimal: slope) seen */
-  struct flat_cap *cap;
-  double *knot; /* the pool, in pairs: per job its cap knots, then its segments */
-  size_t nknot, cap_knot, live_knot;
+  struct pool rec;   /* per job its record */
+  uint32_t *nk, *ns; /* its cap knots (0: none) and hull segments */
+  struct pool pc;    /* optimal: per job its curve's pieces (none: not polished) */
   unsigned knots; /* optimal: points per curve */
+  bool polish;    /* optimal: polish on the curves' pieces (opts->no_local_search: not) */
   /* optimal: one job's sampling (room for maxk points) */
   double *xs, *ys;
   struct pflex__hullpt *hp;
   struct pflex__seg *seg;
+  double *pcs; /* its pieces */
   size_t maxk;
 };
 
@@ -60,59 +137,33 @@ static double from_bits(uint64_t u) {
   return x;
 }
 
-/* Room for k more knots at the end of the pool, compacting it first when
- * replaced jobs left more than half of it unused. */
-static int knot_reserve(struct pflex_alloc_flat *f, size_t k) {
-  if (f->nknot > 2 * f->live_knot + 1024) {
-    double *t = malloc((2 * f->live_knot + 2 * k + 2) * sizeof *t);
-    if (!t) return -ENOMEM;
-    size_t m = 0;
-    for (size_t i = 0; i < f->n; i++) {
-      size_t len = f->cap[i].nk + f->cap[i].ns;
-      memcpy(&t[2 * m], &f->knot[2 * f->cap[i].off], 2 * len * sizeof *t);
-      f->cap[i].off = m;
-      m += len;
-    }
-    free(f->knot);
-    f->knot = t;
-    f->nknot = m;
-    f->cap_knot = f->live_knot + k + 1;
-  }
-  if (f->nknot + k <= f->cap_knot) return 0;
-  size_t nc = f->cap_knot ? 2 * f->cap_knot : 1024;
-  while (nc < f->nknot + k)
-    nc *= 2;
-  double *t = realloc(f->knot, 2 * nc * sizeof *t);
-  if (!t) return -ENOMEM;
-  f->knot = t;
-  f->cap_knot = nc;
-  return 0;
-}
-
 /* Room for one job's sampling (optimal): knots + points + 2. */
 static int sample_reserve(struct pflex_alloc_flat *f, size_t k) {
   if (k <= f->maxk) return 0;
-  free(f->xs), free(f->ys), free(f->hp), free(f->seg);
+  free(f->xs), free(f->ys), free(f->hp), free(f->seg), free(f->pcs);
+  f->pcs = malloc(k * PFLEX__FLAT_PIECE * sizeof *f->pcs);
   f->xs = malloc(k * sizeof *f->xs);
   f->ys = malloc(k * sizeof *f->ys);
   f->hp = malloc(k * sizeof *f->hp);
   f->seg = malloc(k * sizeof *f->seg);
-  f->maxk = f->xs && f->ys && f->hp && f->seg ? k : 0;
+  f->maxk = f->xs && f->ys && f->hp && f->seg && f->pcs ? k : 0;
   return f->maxk ? 0 : -ENOMEM;
 }
 
 /* Job j's hull segments on its bounds into f->seg (optimal; as one greedy
- * pass of pflex_alloc_run would sample them): their number. */
+ * pass of pflex_alloc_run would sample them): their number; its curve's
+ * pieces into f->pcs (*ret_npc). */
 static int sample(struct pflex_alloc_flat *f, const struct pflex_alloc_job *j,
-                  const struct pflex__prep *p, size_t *ret_ns) {
+                  const struct pflex__prep *p, size_t *ret_ns, size_t *ret_npc) {
   size_t np;
-  *ret_ns = 0;
+  *ret_ns = *ret_npc = 0;
   if (f->strategy != PFLEX_ALLOC_OPTIMAL) return 0;
   if (!j->curve) return -EINVAL;
   pflex_curve_points(j->curve, &np);
   if (sample_reserve(f, f->knots + np + 2) < 0) return -ENOMEM;
   if (p->hi > p->lo && j->weight > 0)
     *ret_ns = pflex__alloc_hull_segments(j, p->lo, p->hi, f->knots, f->xs, f->ys, f->hp, f->seg);
+  if (*ret_ns && f->polish) *ret_npc = pflex__flat_pieces(j->curve, p->lo, p->hi, f->pcs);
   for (size_t m = 0; m < *ret_ns; m++) { /* the bracket of slopes (flat_threshold) */
     uint64_t b = bits(f->seg[m].slope);
     if (b < f->rlo) f->rlo = b;
@@ -121,36 +172,37 @@ static int sample(struct pflex_alloc_flat *f, const struct pflex_alloc_job *j,
   return 0;
 }
 
-/* Job i's cap mapping from its curve (as pflex_curve_cap_for_power) and its
- * ns segments from f->seg. Only the reservation can fail, before anything
- * of job i changed. */
+/* Job i's record from its curve (as pflex_curve_cap_for_power reads it)
+ * and its ns segments from f->seg. Only the reservation can fail, before
+ * anything of job i changed. */
 static int fill_pool(struct pflex_alloc_flat *f, size_t i, const struct pflex_alloc_job *j,
-                     const struct pflex__prep *p, size_t ns) {
+                     const struct pflex__prep *p, size_t ns, size_t npc) {
   size_t np = 0;
   const struct pflex_curve_point *pt = j->curve ? pflex_curve_points(j->curve, &np) : NULL;
   bool with_caps = np > 0;
   for (size_t m = 0; m < np; m++)
     with_caps = with_caps && pt[m].cap_w > 0;
-  size_t nk = with_caps ? np : 0, old = f->cap[i].nk + f->cap[i].ns;
-  bool moved = nk + ns > old;
-  if (moved && knot_reserve(f, nk + ns) < 0) return -ENOMEM;
-  struct flat_cap *c = &f->cap[i];
-  *c = (struct flat_cap){.cpmin = j->curve ? pflex_curve_p_min(j->curve) : -INFINITY,
-                         .cpmax = j->curve ? pflex_curve_p_max(j->curve) : p->hi,
-                         .cap_min = p->cap_min,
-                         .cap_max = p->cap_max,
-                         .off = moved ? f->nknot : c->off,
-                         .nk = (uint32_t)nk,
-                         .ns = (uint32_t)ns,
-                         .gpus = j->gpus,
-                         .curve = j->curve != NULL};
-  if (moved) f->nknot += nk + ns;
-  f->live_knot += nk + ns - old;
-  double *k = &f->knot[2 * c->off];
+  if (np > UINT32_MAX || ns > UINT32_MAX) return -EOVERFLOW;
+  size_t nk = with_caps ? np : 0, len = 2 * (REC_HEAD + (nk ? nk : REC_NOKNOTS) + ns);
+  if (pool_reserve(&f->rec, f->n, len) < 0 ||
+      pool_reserve(&f->pc, f->n, npc * PFLEX__FLAT_PIECE) < 0)
+    return -ENOMEM;
+  f->nk[i] = (uint32_t)nk;
+  f->ns[i] = (uint32_t)ns;
+  double *pc = pool_place(&f->pc, i, npc * PFLEX__FLAT_PIECE);
+  if (npc) memcpy(pc, f->pcs, npc * PFLEX__FLAT_PIECE * sizeof *pc);
+  double *k = pool_place(&f->rec, i, len);
+  k[0] = p->cap_min, k[1] = p->cap_max, k += 2 * REC_HEAD;
   for (size_t m = 0; m < nk; m++)
     k[2 * m] = pt[m].power_w, k[2 * m + 1] = pt[m].cap_w;
+  if (!nk) {
+    k[0] = j->curve ? pflex_curve_p_min(j->curve) : -INFINITY;
+    k[1] = j->curve ? pflex_curve_p_max(j->curve) : p->hi;
+    k[2] = j->gpus, k[3] = j->curve ? 0 : 1; /* 1: pflex_alloc_run's mapping without a curve */
+  }
+  k += 2 * (nk ? nk : REC_NOKNOTS);
   for (size_t m = 0; m < ns; m++)
-    k[2 * (nk + m)] = f->seg[m].slope, k[2 * (nk + m) + 1] = f->seg[m].dp;
+    k[2 * m] = f->seg[m].slope, k[2 * m + 1] = f->seg[m].dp;
   return 0;
 }
 
@@ -159,14 +211,14 @@ static int fill_job(struct pflex_alloc_flat *f, size_t i, const struct pflex_all
   struct pflex__prep p;
   bool bad;
   double w;
-  size_t ns = 0;
+  size_t ns = 0, npc = 0;
   int err = pflex__alloc_prep_job(j, &p, &bad);
   if (!err && f->strategy == PFLEX_ALLOC_OPTIMAL)
     w = j->weight;
   else if (!err)
     err = pflex__alloc_share_weight(j, &p, f->strategy, &w);
-  if (!err) err = sample(f, j, &p, &ns);
-  if (!err) err = fill_pool(f, i, j, &p, ns);
+  if (!err) err = sample(f, j, &p, &ns, &npc);
+  if (!err) err = fill_pool(f, i, j, &p, ns, npc);
   if (err) return err;
   f->nbad = f->nbad - f->bad[i] + bad;
   f->bad[i] = bad;
@@ -190,14 +242,21 @@ int pflex_alloc_flat_new(const struct pflex_alloc_job *jobs, size_t n,
   if (!f) return -ENOMEM;
   unsigned knots = opts && opts->knots ? opts->knots : PFLEX__ALLOC_DEFAULT_KNOTS;
   *f = (struct pflex_alloc_flat){
-      .strategy = strategy, .n = n, .rlo = UINT64_MAX, .knots = knots < 2 ? 2 : knots};
+      .strategy = strategy,
+      .n = n,
+      .rlo = UINT64_MAX,
+      .knots = knots < 2 ? 2 : knots,
+      .polish = !(opts && opts->no_local_search)};
   f->lo = malloc(m * sizeof *f->lo);
   f->hi = malloc(m * sizeof *f->hi);
   f->w = malloc(m * sizeof *f->w);
   f->r = malloc(m * sizeof *f->r);
   f->bad = calloc(m, sizeof *f->bad);
-  f->cap = calloc(m, sizeof *f->cap);
-  int err = f->lo && f->hi && f->w && f->r && f->bad && f->cap ? 0 : -ENOMEM;
+  f->nk = calloc(m, sizeof *f->nk);
+  f->ns = calloc(m, sizeof *f->ns);
+  int err = f->lo && f->hi && f->w && f->r && f->bad && f->nk && f->ns ? 0 : -ENOMEM;
+  if (!err) err = pool_init(&f->rec, m);
+  if (!err) err = pool_init(&f->pc, m);
   for (size_t i = 0; !err && i < n; i++)
     err = fill_job(f, i, &jobs[i]);
   if (err) {
@@ -220,8 +279,11 @@ void pflex_alloc_flat_free(struct pflex_alloc_flat *f) {
   free(f->w);
   free(f->r);
   free(f->bad);
-  free(f->cap);
-  free(f->knot);
+  pool_release(&f->rec);
+  pool_release(&f->pc);
+  free(f->nk);
+  free(f->ns);
+  free(f->pcs);
   free(f->xs);
   free(f->ys);
   free(f->hp);
@@ -320,7 +382,7 @@ static int find_level(const struct pflex_alloc_flat *f, const struct buckets *bk
   if (!sub) return -ENOMEM;
   size_t m = 0;
   for (size_t i = 0; i < f->n; i++)
-    if (f->w[i] > 0 && bucket_of(f, bk, f->r[i]) == b)
+    if (bucket_of(f, bk, f->r[i]) == b && f->w[i] > 0) /* r first: w read for few */
       sub[m++] = (struct pflex__wf_job){f->r[i], f->hi[i] - f->lo[i], f->w[i], i};
   double hacc, wacc;
   size_t nclip = pflex__alloc_wf_clip(sub, m, bk->wsuf[b], cut - hbelow, &hacc, &wacc);
@@ -336,58 +398,69 @@ static int find_level(const struct pflex_alloc_flat *f, const struct buckets *bk
   return 0;
 }
 
+static double clamp(double v, double lo, double hi) {
+  return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* Job i's per-GPU cap for power x, as pflex_curve_cap_for_power (or,
+ * without a curve, as pflex_alloc_run), operation for operation. The knot
+ * search counts the inner knots below x (they are sorted: the first one
+ * at or above x, as the curve's walk finds it) without a branch on x. */
+static inline double cap_of(const struct pflex_alloc_flat *f, size_t i, double x) {
+  const double *k = &f->rec.v[f->rec.off[i]];
+  double cap_min = k[0], cap_max = k[1], v;
+  uint32_t nk = f->nk[i];
+  k += 2 * REC_HEAD;
+  if (!nk) {
+    if (k[3] != 0) return x >= k[1] ? cap_max : fmin(fmax(x / k[2], cap_min), cap_max);
+    x = clamp(x, k[0], k[1]);
+    v = x >= k[1] ? cap_max : x / k[2];
+  } else if (nk == 1) {
+    v = k[1];
+  } else {
+    x = clamp(x, k[0], k[2 * (nk - 1)]);
+    size_t j = 1;
+    if (nk <= SHORT_KNOTS) /* a fixed count of steps, the index held at the last knot */
+      for (uint32_t m = 1; m + 2 <= SHORT_KNOTS; m++)
+        j += (m + 1 < nk) & (k[2 * (m < nk ? m : nk - 1)] < x);
+    else
+      for (uint32_t m = 1; m + 1 < nk; m++)
+        j += k[2 * m] < x;
+    double t = (x - k[2 * (j - 1)]) / (k[2 * j] - k[2 * (j - 1)]);
+    v = k[2 * (j - 1) + 1] + t * (k[2 * j + 1] - k[2 * (j - 1) + 1]);
+  }
+  return clamp(v, cap_min, cap_max);
+}
+
+static void caps(const struct pflex_alloc_flat *f, const double *p, double *cap) {
+  for (size_t i = 0; i < f->n; i++)
+    cap[i] = cap_of(f, i, p[i]);
+}
+
 /* The powers: clipped jobs at their lower bound, the others cut by weight
- * (by headroom when none of them has a weight), as alloc.c's wf_spread. */
-static void spread(const struct pflex_alloc_flat *f, double thr, double rest, double wr,
-                   double *p) {
-  double hr = 0;
+ * (by headroom when none of them has a weight), as alloc.c's wf_spread;
+ * with cap (unless NULL) each job's cap in the same pass. Their sum, left
+ * to right. */
+static double spread(const struct pflex_alloc_flat *f, double thr, double rest, double wr,
+                     double *p, double *cap) {
+  double hr = 0, total = 0;
   if (!(wr > 0))
     for (size_t i = 0; i < f->n; i++)
       if (!(f->w[i] > 0 && f->r[i] <= thr)) hr += f->hi[i] - f->lo[i];
   for (size_t i = 0; i < f->n; i++) {
     double w = f->w[i], h = f->hi[i] - f->lo[i];
-    if (w > 0 && f->r[i] <= thr) {
-      p[i] = f->lo[i];
-      continue;
-    }
     double share = !(rest > 0) ? 0 : wr > 0 ? rest * (w / wr) : (hr > 0 ? rest * (h / hr) : 0);
-    p[i] = f->hi[i] - fmin(share, h);
+    double cut = f->hi[i] - fmin(share, h);
+    p[i] = (w > 0) & (f->r[i] <= thr) ? f->lo[i] : cut; /* no branch: clipping is data */
+    total += p[i];
+    if (cap) cap[i] = cap_of(f, i, p[i]);
   }
-}
-
-static double clamp(double v, double lo, double hi) {
-  return v < lo ? lo : v > hi ? hi : v;
-}
-
-/* Per-GPU caps for the powers, as pflex_curve_cap_for_power (or, without a
- * curve, as pflex_alloc_run), operation for operation. */
-static void caps(const struct pflex_alloc_flat *f, const double *p, double *cap) {
-  for (size_t i = 0; i < f->n; i++) {
-    const struct flat_cap *c = &f->cap[i];
-    if (!c->curve) {
-      cap[i] = p[i] >= c->cpmax ? c->cap_max : fmin(fmax(p[i] / c->gpus, c->cap_min), c->cap_max);
-      continue;
-    }
-    double x = clamp(p[i], c->cpmin, c->cpmax), v;
-    if (c->nk == 1) {
-      v = f->knot[2 * c->off + 1];
-    } else if (c->nk > 1) {
-      const double *k = &f->knot[2 * c->off];
-      size_t j = 1;
-      while (j < c->nk - 1 && k[2 * j] < x)
-        j++;
-      double t = (x - k[2 * (j - 1)]) / (k[2 * j] - k[2 * (j - 1)]);
-      v = k[2 * (j - 1) + 1] + t * (k[2 * j + 1] - k[2 * (j - 1) + 1]);
-    } else {
-      v = x >= c->cpmax ? c->cap_max : x / c->gpus;
-    }
-    cap[i] = clamp(v, c->cap_min, c->cap_max);
-  }
+  return total;
 }
 
 /* Job i's segments (pairs slope, length) in the pool. */
 static const double *segs_of(const struct pflex_alloc_flat *f, size_t i) {
-  return &f->knot[2 * (f->cap[i].off + f->cap[i].nk)];
+  return &f->rec.v[f->rec.off[i] + 2 * (REC_HEAD + (f->nk[i] ? f->nk[i] : REC_NOKNOTS))];
 }
 
 /* The slopes of job i's segments are s[2k], their lengths s[2k + 1]. */
@@ -405,11 +478,14 @@ static int bucket_select(const struct pflex_alloc_flat *f, unsigned shift, size_
   double least = INFINITY;
   for (size_t i = 0; i < f->n; i++) {
     const double *s = segs_of(f, i);
-    for (uint32_t k = 0; k < f->cap[i].ns; k++)
-      if ((size_t)((bits(SLOPE(s, k)) - f->rlo) >> shift) == b) {
+    for (uint32_t k = 0; k < f->ns[i]; k++) {
+      size_t bk = (size_t)((bits(SLOPE(s, k)) - f->rlo) >> shift);
+      if (bk < b) break; /* the slopes fall: none further on is in b */
+      if (bk == b) {
         sub[m++] = (struct pflex__seg){SLOPE(s, k), LEN(s, k)};
         least = fmin(least, SLOPE(s, k));
       }
+    }
   }
   double lambda = pflex__alloc_threshold(sub, m, budget);
   /* Rounding may leave the bucket's sum here just short of what its total
@@ -434,7 +510,7 @@ static int flat_threshold(const struct pflex_alloc_flat *f, double budget, doubl
   unsigned shift = bucket_shift(f, nb);
   for (size_t i = 0; !err && i < f->n; i++) {
     const double *s = segs_of(f, i);
-    for (uint32_t k = 0; k < f->cap[i].ns; k++) {
+    for (uint32_t k = 0; k < f->ns[i]; k++) {
       size_t b = (size_t)((bits(SLOPE(s, k)) - f->rlo) >> shift);
       len[b] += LEN(s, k);
       cnt[b]++;
@@ -453,29 +529,42 @@ static int flat_threshold(const struct pflex_alloc_flat *f, double budget, doubl
   return err;
 }
 
-/* optimal on the flat hulls: the greedy pass of alloc.c's
- * greedy() on the sampled hulls (every segment steeper than the threshold slope, segments
- * at it sharing what is left in job order, then power no hull turns into
- * throughput up to P_max in job order), without its refinement pass, its
- * repair and the local search, which evaluate the curves. */
-static int run_optimal(const struct pflex_alloc_flat *f, double budget, double *p) {
-  double lambda, left = budget;
-  int err = flat_threshold(f, budget, &lambda);
-  if (err) return err;
+/* Job i's pieces and their number. */
+static const double *pieces_of(const struct pflex_alloc_flat *f, size_t i) {
+  return &f->pc.v[f->pc.off[i]];
+}
+
+static size_t npieces(const struct pflex_alloc_flat *f, size_t i) {
+  return f->pc.len[i] / PFLEX__FLAT_PIECE;
+}
+
+/* The greedy pass of alloc.c's greedy() on the sampled hulls at threshold
+ * slope lambda (every segment steeper, segments at it sharing what is left
+ * in job order, then power no hull turns into throughput up to P_max in job
+ * order), without its refinement pass, its repair and the local search,
+ * which evaluate the curves. With a and b: each job's bracket, the hull
+ * vertices before and after the one its steeper segments reach. */
+static void greedy(const struct pflex_alloc_flat *f, double lambda, double budget, double *p,
+                   double *a, double *b) {
+  double left = budget;
   for (size_t i = 0; i < f->n; i++) {
     const double *s = segs_of(f, i);
-    p[i] = f->lo[i];
-    for (uint32_t k = 0; k < f->cap[i].ns && s[2 * k] > lambda; k++) {
-      p[i] += s[2 * k + 1];
-      left -= s[2 * k + 1];
+    if (i + AHEAD < f->n) PREFETCH(segs_of(f, i + AHEAD));
+    double prev = p[i] = f->lo[i];
+    uint32_t k = 0;
+    for (; k < f->ns[i] && SLOPE(s, k) > lambda; k++) {
+      prev = p[i];
+      p[i] += LEN(s, k);
+      left -= LEN(s, k);
     }
+    if (a) a[i] = prev, b[i] = k < f->ns[i] ? p[i] + LEN(s, k) : p[i];
   }
   for (size_t i = 0; i < f->n && left > 0; i++) {
     const double *s = segs_of(f, i);
-    for (uint32_t k = 0; k < f->cap[i].ns && left > 0; k++) {
-      if (s[2 * k] > lambda) continue;
-      if (s[2 * k] < lambda) break;
-      double take = fmin(s[2 * k + 1], left);
+    for (uint32_t k = 0; k < f->ns[i] && left > 0; k++) {
+      if (SLOPE(s, k) > lambda) continue;
+      if (SLOPE(s, k) < lambda) break;
+      double take = fmin(LEN(s, k), left);
       p[i] += take;
       left -= take;
     }
@@ -486,7 +575,158 @@ static int run_optimal(const struct pflex_alloc_flat *f, double budget, double *
   }
   for (size_t i = 0; i < f->n; i++)
     p[i] = fmin(fmax(p[i], f->lo[i]), f->hi[i]);
-  return 0;
+}
+
+/* Scratch of the polish: the greedy powers, brackets, and per job the
+ * piece its power lies on and its part of the bracket (LOC doubles; x0
+ * NAN: the job keeps its greedy power). */
+#define LOC (PFLEX__FLAT_PIECE + 2)
+struct polish {
+  double *pg, *a, *b, *loc;
+};
+
+/* The first pass at lambda: every job with pieces at the best power on
+ * its bracket for w f - lambda x (pflex__flat_polish) where it takes it,
+ * the others at their greedy power; each polished job's piece into
+ * w->loc. The sum of the powers; *ret_d its derivative
+ * in lambda. */
+static double polish_first(const struct pflex_alloc_flat *f, const struct polish *w,
+                           double lambda, double *p, double *ret_d) {
+  double sum = 0, d = 0;
+  for (size_t i = 0; i < f->n; i++) {
+    double q = NAN, dq = 0, *loc = &w->loc[LOC * i];
+    size_t k = 0;
+    double range[2];
+    if (i + AHEAD < f->n) PREFETCH(pieces_of(f, i + AHEAD));
+    if (npieces(f, i))
+      q = pflex__flat_polish(pieces_of(f, i), npieces(f, i), f->w[i], lambda, w->a[i], w->b[i],
+                             w->pg[i], &k, range, &dq);
+    /* Moved on where it gains: a meeting point moves on with lambda, an
+     * end (across a hull bridge) stays. */
+    bool use = !isnan(q) && q != w->pg[i];
+    p[i] = use ? fmin(fmax(q, f->lo[i]), f->hi[i]) : w->pg[i];
+    loc[0] = NAN;
+    if (use && dq < 0) {
+      const double *pc = &pieces_of(f, i)[PFLEX__FLAT_PIECE * k];
+      memcpy(loc, pc, PFLEX__FLAT_PIECE * sizeof *loc);
+      loc[PFLEX__FLAT_PIECE] = range[0], loc[PFLEX__FLAT_PIECE + 1] = range[1];
+    }
+    sum += p[i];
+    d += dq;
+  }
+  *ret_d = d;
+  return sum;
+}
+
+/* A later pass: each polished job on the piece of the first pass. */
+static double polish_next(const struct pflex_alloc_flat *f, const struct polish *w, double lambda,
+                          double *p, double *ret_d) {
+  double sum = 0, d = 0;
+  for (size_t i = 0; i < f->n; i++) {
+    const double *loc = &w->loc[LOC * i];
+    double dq = 0;
+    if (!isnan(loc[0])) {
+      double q = pflex__flat_polish_piece(loc, loc[PFLEX__FLAT_PIECE], loc[PFLEX__FLAT_PIECE + 1],
+                                          f->w[i], lambda, &dq);
+      p[i] = fmin(fmax(q, f->lo[i]), f->hi[i]);
+    }
+    sum += p[i];
+    d += dq;
+  }
+  *ret_d = d;
+  return sum;
+}
+
+/* What powers p gain over the greedy's, on the pieces: the sum of
+ * w (f(p) - f(pg)) over the jobs that moved. */
+static double gain_over_greedy(const struct pflex_alloc_flat *f, const struct polish *w,
+                               const double *p) {
+  double g = 0;
+  for (size_t i = 0; i < f->n; i++)
+    if (p[i] != w->pg[i])
+      g += f->w[i] * (pflex__flat_value(pieces_of(f, i), npieces(f, i), p[i]) -
+                      pflex__flat_value(pieces_of(f, i), npieces(f, i), w->pg[i]));
+  return g;
+}
+
+/* When the Newton steps do not reach the target (a few jobs, some moving
+ * across hull bridges): bisection on lambda with full passes, the powers
+ * at the least lambda found whose powers fit, kept where they gain over
+ * the greedy's. */
+static void polish_bisect(const struct pflex_alloc_flat *f, const struct polish *w,
+                          double lambda, double target, double *p) {
+  double lo = 0, hi = 8 * lambda, d;
+  int steps = f->n <= 4096 ? 40 : 12;
+  if (polish_first(f, w, hi, p, &d) <= target) {
+    for (int it = 0; it < steps; it++) {
+      double mid = 0.5 * (lo + hi);
+      *(polish_first(f, w, mid, p, &d) > target ? &lo : &hi) = mid;
+    }
+    polish_first(f, w, hi, p, &d);
+    if (gain_over_greedy(f, w, p) > 0) return;
+  }
+  memcpy(p, w->pg, f->n * sizeof *p);
+}
+
+/* Polish passes: lambda moved by Newton steps until the powers sum to the
+ * target (within POLISH_TOL of it); else polish_bisect. Up to CHECKED_JOBS
+ * jobs, where a few jobs moving across hull bridges can outweigh the
+ * others' gains, the answer is kept only where it gains over the greedy's
+ * (a pass that costs as much as the polish's first). */
+static void polish(const struct pflex_alloc_flat *f, const struct polish *w, double lambda,
+                   double target, double *p) {
+  double lambda0 = lambda, d, sum = polish_first(f, w, lambda, p, &d);
+  for (int it = 1; it < POLISH_PASSES && fabs(sum - target) > 1e-13 * target && d < 0; it++) {
+    lambda = fmin(fmax(lambda - (sum - target) / d, 0.5 * lambda), 2 * lambda);
+    sum = polish_next(f, w, lambda, p, &d);
+  }
+  if (!(fabs(sum - target) <= POLISH_TOL * target))
+    polish_bisect(f, w, lambda0, target, p);
+  else if (f->n <= CHECKED_JOBS && !(gain_over_greedy(f, w, p) >= 0)) /* jumps across bridges */
+    memcpy(p, w->pg, f->n * sizeof *p);
+}
+
+/* optimal on the flat: the threshold slope and the greedy pass on the
+ * sampled hulls, then each job whose curve has pieces polished on them
+ * (polish), for budget above the lower bounds (target in all). */
+static int run_optimal(const struct pflex_alloc_flat *f, double budget, double target, double *p) {
+  double lambda;
+  int err = flat_threshold(f, budget, &lambda);
+  if (err || !f->pc.live || !(lambda > 0) || !isfinite(lambda)) { /* nothing to polish */
+    if (!err) greedy(f, lambda, budget, p, NULL, NULL);
+    return err;
+  }
+  struct polish w = {malloc(f->n * sizeof *w.pg), malloc(f->n * sizeof *w.a),
+                     malloc(f->n * sizeof *w.b), malloc(f->n * LOC * sizeof *w.loc)};
+  if (w.pg && w.a && w.b && w.loc) {
+    greedy(f, lambda, budget, w.pg, w.a, w.b);
+    polish(f, &w, lambda, target, p);
+  } else {
+    err = -ENOMEM;
+  }
+  free(w.pg), free(w.a), free(w.b), free(w.loc);
+  return err;
+}
+
+/* The powers' sum (sum: already taken, as spread takes it; NAN: not yet)
+ * and their caps (caps_done: spread wrote them), after the rounding guard:
+ * a sum a few ulps over the target moves powers, and then their caps. */
+static double settle(const struct pflex_alloc_flat *f, double target, double sum, double *p,
+                     double *cap, bool caps_done) {
+  if (isnan(sum)) {
+    sum = 0;
+    for (size_t i = 0; i < f->n; i++)
+      sum += p[i];
+  }
+  if (sum > target) {
+    pflex__alloc_enforce_target(p, f->lo, 1, f->n, target);
+    sum = 0;
+    for (size_t i = 0; i < f->n; i++)
+      sum += p[i];
+    caps_done = false;
+  }
+  if (cap && !caps_done) caps(f, p, cap);
+  return sum;
 }
 
 int pflex_alloc_flat_run(const struct pflex_alloc_flat *f, double target_w, double *power_w,
@@ -494,7 +734,7 @@ int pflex_alloc_flat_run(const struct pflex_alloc_flat *f, double target_w, doub
   if (!f || !power_w || isnan(target_w)) return -EINVAL;
   struct buckets *bk = malloc(sizeof *bk);
   if (!bk) return -ENOMEM;
-  double min_w, max_w;
+  double min_w, max_w, total = NAN;
   bucket_pass(f, bk, &min_w, &max_w);
   struct pflex_alloc_summary sum = {.target_w = target_w,
                                     .total_tput = NAN,
@@ -509,20 +749,15 @@ int pflex_alloc_flat_run(const struct pflex_alloc_flat *f, double target_w, doub
   } else if (target_w >= max_w) {
     memcpy(power_w, f->hi, f->n * sizeof *power_w);
   } else if (f->strategy == PFLEX_ALLOC_OPTIMAL) {
-    err = run_optimal(f, target_w - min_w, power_w);
+    err = run_optimal(f, target_w - min_w, target_w, power_w);
   } else {
     double thr, rest, wr;
     if (!(err = find_level(f, bk, max_w - target_w, &thr, &rest, &wr)))
-      spread(f, thr, rest, wr, power_w);
+      total = spread(f, thr, rest, wr, power_w, cap_w);
   }
   free(bk);
   if (err && err != -PFLEX_E_INFEASIBLE) return err;
-  if (!err) {
-    pflex__alloc_enforce_target(power_w, f->lo, 1, f->n, target_w);
-    for (size_t i = 0; i < f->n; i++)
-      sum.total_w += power_w[i];
-    if (cap_w) caps(f, power_w, cap_w);
-  }
+  if (!err) sum.total_w = settle(f, target_w, total, power_w, cap_w, !isnan(total));
   if (summary) *summary = sum;
   return err;
 }

@@ -1,0 +1,43 @@
+/* The flat optimal's polish (src/core/alloc_flat_polish.c, used by
+ * alloc_flat.c): a measured curve held as its cubic pieces, and one job's
+ * power where its weighted slope on them meets a threshold slope. Not
+ * public API. */
+#ifndef PFLEX_CORE_ALLOC_FLAT_POLISH_H
+#define PFLEX_CORE_ALLOC_FLAT_POLISH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pflex/curve.h"
+
+/* Doubles per piece: x0, x1, then f(x) = y0 + t (b + t (c + t d)), t = x - x0. */
+#define PFLEX__FLAT_PIECE 6
+
+/* The pieces of a measured curve (with >= 2 points) that meet [lo, hi],
+ * each fitted through four of the curve's values on it (its own cubic for a
+ * Steffen or linear interpolation, up to rounding), into out (room for
+ * points - 1 pieces): their number; 0 for any other curve. */
+size_t pflex__flat_pieces(const struct pflex_curve *c, double lo, double hi, double *out);
+
+/* On pieces pc[0..npc) (from pflex__flat_pieces), the power in [a, b]
+ * that maximizes w f - lambda p: x (the greedy's power) unless another
+ * gains more beyond rounding: an end of a piece's part, or where its slope
+ * meets lambda / w on a concave part; NAN when the pieces do not cover a.
+ * *ret_k: the piece it lies on, ret_range the part of it (its concave part
+ * for a meeting point); *ret_dpdl: the power's derivative in lambda (a
+ * meeting point inside a curving part; else 0). */
+double pflex__flat_polish(const double *pc, size_t npc, double w, double lambda, double a,
+                          double b, double x, size_t *ret_k, double ret_range[2],
+                          double *ret_dpdl);
+
+/* Where the slope of piece q meets lambda / w on [xa, xb], a part of it
+ * on which it is concave (xa or xb where it does not). */
+double pflex__flat_polish_piece(const double *q, double xa, double xb, double w, double lambda,
+                                double *ret_dpdl);
+
+/* The pieces' value at x (the piece x lies on; the first or last beyond
+ * their ends). */
+double pflex__flat_value(const double *pc, size_t npc, double x);
+
+#endif
