@@ -305,13 +305,20 @@ static void record(struct ctl_controller *c, double now, bool has_target, double
   r.tput_uncapped = tput_un;
   struct ctl_resume rs = {c->fb.offset_w, c->uncapped_w, now, c->rounds};
   struct ctl_learnt_row *l = calloc(c->jobs.n ? c->jobs.n : 1, sizeof *l);
-  size_t nl = l ? ctl_jobset_learnt(&c->jobs, l, c->jobs.n) : 0;
+  struct ctl_round_write w = {.round = &r, .alloc = a, .nalloc = na, .resume = &rs};
+  if (l) {
+    w.learnt = l;
+    w.nlearnt = ctl_jobset_learnt(&c->jobs, l, c->jobs.n);
+    w.gone = (const char(*)[CTL_JOB_ID_MAX])c->jobs.gone;
+    w.ngone = c->jobs.ngone;
+  }
   pthread_mutex_lock(&c->lock);
-  if (ctl_store_round(c->store, &r, a, na) < 0 || ctl_store_resume_set(c->store, &rs) < 0 ||
-      (l && ctl_store_learnt_set(c->store, l, nl) < 0))
+  int rc = ctl_store_round(c->store, &w);
+  if (rc < 0)
     ctl_log("error", "cannot record round %lld: %s", (long long)c->rounds,
             ctl_store_errmsg(c->store));
   pthread_mutex_unlock(&c->lock);
+  if (rc == 0 && l) ctl_jobset_learnt_saved(&c->jobs); /* else all again next round */
   free(a);
   free(l);
 }
