@@ -223,9 +223,14 @@ int ctl_parse_node(const char *body, size_t len, struct ctl_gpu_state *gpus, siz
                    size_t *ret_ngpus, struct ctl_job_tput *jobs, size_t max_jobs,
                    size_t *ret_njobs, char *err, size_t errlen) {
   json_t *root = load_root(body, len, err, errlen);
-  int rc = root ? gpus_of(root, gpus, max_gpus, ret_ngpus, err, errlen) : -EINVAL;
-  if (rc == 0) rc = jobs_of(root, jobs, max_jobs, ret_njobs, err, errlen);
+  size_t ng = 0, nj = 0;
+  int rc = root ? gpus_of(root, gpus, max_gpus, &ng, err, errlen) : -EINVAL;
+  if (rc == 0) rc = jobs_of(root, jobs, max_jobs, &nj, err, errlen);
   json_decref(root);
+  if (rc == 0) {
+    *ret_ngpus = ng;
+    *ret_njobs = nj;
+  }
   return rc;
 }
 
