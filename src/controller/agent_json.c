@@ -42,22 +42,17 @@ static bool str_or_null(const json_t *o, const char *key, char *buf, size_t size
   return true;
 }
 
-static json_t *load_array(const char *body, size_t len, const char *key, char *err, size_t errlen) {
+static json_t *load_root(const char *body, size_t len, char *err, size_t errlen) {
   json_error_t je;
   json_t *root = json_loadb(body, len, 0, &je);
-  if (!root) {
-    snprintf(err, errlen, "malformed JSON: %s (offset %d)", je.text, je.position);
-    return NULL;
-  }
-  json_t *a = json_object_get(root, key);
-  if (!json_is_array(a)) {
-    snprintf(err, errlen, "no '%s' array", key);
-    json_decref(root);
-    return NULL;
-  }
-  json_incref(a);
-  json_decref(root);
-  return a;
+  if (!root) snprintf(err, errlen, "malformed JSON: %s (offset %d)", je.text, je.position);
+  return root;
+}
+
+static const json_t *get_array(const json_t *root, const char *key, char *err, size_t errlen) {
+  const json_t *a = json_object_get(root, key);
+  if (!json_is_array(a)) snprintf(err, errlen, "no '%s' array", key);
+  return json_is_array(a) ? a : NULL;
 }
 
 static int parse_gpu(const json_t *o, size_t i, struct ctl_gpu_state *g, char *err, size_t errlen) {
@@ -96,9 +91,9 @@ static int parse_gpu(const json_t *o, size_t i, struct ctl_gpu_state *g, char *e
   return 0;
 }
 
-int ctl_parse_gpus(const char *body, size_t len, struct ctl_gpu_state *gpus, size_t max,
-                   size_t *ret_n, char *err, size_t errlen) {
-  json_t *a = load_array(body, len, "gpus", err, errlen);
+static int gpus_of(const json_t *root, struct ctl_gpu_state *gpus, size_t max, size_t *ret_n,
+                   char *err, size_t errlen) {
+  const json_t *a = get_array(root, "gpus", err, errlen);
   if (!a) return -EINVAL;
   size_t n = json_array_size(a);
   int rc = 0;
@@ -115,8 +110,15 @@ int ctl_parse_gpus(const char *body, size_t len, struct ctl_gpu_state *gpus, siz
         rc = -EINVAL;
       }
   }
-  json_decref(a);
   if (rc == 0) *ret_n = n;
+  return rc;
+}
+
+int ctl_parse_gpus(const char *body, size_t len, struct ctl_gpu_state *gpus, size_t max,
+                   size_t *ret_n, char *err, size_t errlen) {
+  json_t *root = load_root(body, len, err, errlen);
+  int rc = root ? gpus_of(root, gpus, max, ret_n, err, errlen) : -EINVAL;
+  json_decref(root);
   return rc;
 }
 
@@ -171,9 +173,9 @@ static bool parse_telemetry(const json_t *o, struct ctl_telemetry *t) {
   return true;
 }
 
-int ctl_parse_jobs(const char *body, size_t len, struct ctl_job_tput *jobs, size_t max,
-                   size_t *ret_n, char *err, size_t errlen) {
-  json_t *a = load_array(body, len, "jobs", err, errlen);
+static int jobs_of(const json_t *root, struct ctl_job_tput *jobs, size_t max, size_t *ret_n,
+                   char *err, size_t errlen) {
+  const json_t *a = get_array(root, "jobs", err, errlen);
   if (!a) return -EINVAL;
   size_t n = json_array_size(a);
   int rc = 0;
@@ -205,8 +207,30 @@ int ctl_parse_jobs(const char *body, size_t len, struct ctl_job_tput *jobs, size
     rc = parse_job_meta(o, i, &j->meta, err, errlen);
     if (rc == 0 && !parse_telemetry(o, &j->telemetry)) rc = bad(err, errlen, "jobs", i, "telemetry");
   }
-  json_decref(a);
   if (rc == 0) *ret_n = n;
+  return rc;
+}
+
+int ctl_parse_jobs(const char *body, size_t len, struct ctl_job_tput *jobs, size_t max,
+                   size_t *ret_n, char *err, size_t errlen) {
+  json_t *root = load_root(body, len, err, errlen);
+  int rc = root ? jobs_of(root, jobs, max, ret_n, err, errlen) : -EINVAL;
+  json_decref(root);
+  return rc;
+}
+
+int ctl_parse_node(const char *body, size_t len, struct ctl_gpu_state *gpus, size_t max_gpus,
+                   size_t *ret_ngpus, struct ctl_job_tput *jobs, size_t max_jobs,
+                   size_t *ret_njobs, char *err, size_t errlen) {
+  json_t *root = load_root(body, len, err, errlen);
+  size_t ng = 0, nj = 0;
+  int rc = root ? gpus_of(root, gpus, max_gpus, &ng, err, errlen) : -EINVAL;
+  if (rc == 0) rc = jobs_of(root, jobs, max_jobs, &nj, err, errlen);
+  json_decref(root);
+  if (rc == 0) {
+    *ret_ngpus = ng;
+    *ret_njobs = nj;
+  }
   return rc;
 }
 

@@ -59,6 +59,11 @@ int ctl_parse_gpus(const char *body, size_t len, struct ctl_gpu_state *gpus, siz
  * them, finite numbers; absent or null: none). */
 int ctl_parse_jobs(const char *body, size_t len, struct ctl_job_tput *jobs, size_t max,
                    size_t *ret_n, char *err, size_t errlen);
+/* Parses GET /v1/node ({"gpus":[...], "jobs":[...]}) as both of the above,
+ * reading the body once. */
+int ctl_parse_node(const char *body, size_t len, struct ctl_gpu_state *gpus, size_t max_gpus,
+                   size_t *ret_ngpus, struct ctl_job_tput *jobs, size_t max_jobs,
+                   size_t *ret_njobs, char *err, size_t errlen);
 
 /* The body of PUT /v1/caps: caps[i] watts for GPU index[i], a lease and a
  * fallback in watts (<= 0: "default"). Returns a malloc'd string or NULL. */

@@ -31,8 +31,10 @@ void ctl_jobset_release(struct ctl_jobset *js) {
   for (size_t i = 0; i < js->n; i++)
     job_release(&js->v[i]);
   free(js->v);
+  free(js->gone);
   js->v = NULL;
-  js->n = js->cap = 0; /* the templates stay: they are the caller's */
+  js->gone = NULL;
+  js->n = js->cap = js->ngone = js->gone_cap = 0; /* the templates stay: they are the caller's */
 }
 
 static int cmp_job(const void *a, const void *b) {
@@ -121,6 +123,20 @@ static void mark_incomplete(struct ctl_jobset *js, size_t sorted_n, const struct
     }
 }
 
+/* A forgotten job's learnt row is to be deleted. Without memory for the
+ * list the row stays: a restarted controller seeds it and forgets it again. */
+static void add_gone(struct ctl_jobset *js, const struct ctl_job *j) {
+  if (!j->stored) return;
+  if (js->ngone == js->gone_cap) {
+    size_t nc = js->gone_cap ? js->gone_cap * 2 : 16;
+    void *p = realloc(js->gone, nc * sizeof *js->gone);
+    if (!p) return;
+    js->gone = p;
+    js->gone_cap = nc;
+  }
+  memcpy(js->gone[js->ngone++], j->id, sizeof *js->gone);
+}
+
 static void forget(struct ctl_jobset *js, double now, double forget_s) {
   size_t w = 0;
   for (size_t i = 0; i < js->n; i++) {
@@ -128,6 +144,7 @@ static void forget(struct ctl_jobset *js, double now, double forget_s) {
     if (j->present || (j->last_seen > 0 && now - j->last_seen < forget_s)) {
       js->v[w++] = *j;
     } else {
+      add_gone(js, j);
       job_release(j);
     }
   }
@@ -377,19 +394,37 @@ double ctl_job_confidence(const struct ctl_job *j) {
   return j->refine ? pflex_refine_confidence(j->refine) : 0;
 }
 
+/* The job's learnt values as the store keeps them; false: nothing learnt. */
+static bool learnt_values(const struct ctl_job *j, double v[4]) {
+  v[0] = j->p_max;
+  v[1] = j->t_max;
+  v[2] = j->t_est;
+  v[3] = j->draw_ratio;
+  return j->p_max > 0 || j->t_est > 0;
+}
+
 size_t ctl_jobset_learnt(const struct ctl_jobset *js, struct ctl_learnt_row *v, size_t max) {
   size_t n = 0;
   for (size_t i = 0; i < js->n && n < max; i++) {
     const struct ctl_job *j = &js->v[i];
-    if (!j->present || !(j->p_max > 0 || j->t_est > 0)) continue;
+    double d[4];
+    if (!learnt_values(j, d) || (j->stored && memcmp(d, j->stored_v, sizeof d) == 0)) continue;
     struct ctl_learnt_row *r = &v[n++];
     snprintf(r->job, sizeof r->job, "%s", j->id);
-    r->p_max = j->p_max;
-    r->t_max = j->t_max;
-    r->t_est = j->t_est;
-    r->draw_ratio = j->draw_ratio;
+    r->p_max = d[0];
+    r->t_max = d[1];
+    r->t_est = d[2];
+    r->draw_ratio = d[3];
   }
   return n;
+}
+
+void ctl_jobset_learnt_saved(struct ctl_jobset *js) {
+  for (size_t i = 0; i < js->n; i++) {
+    struct ctl_job *j = &js->v[i];
+    if (learnt_values(j, j->stored_v)) j->stored = true;
+  }
+  js->ngone = 0;
 }
 
 int ctl_jobset_seed(struct ctl_jobset *js, const struct ctl_learnt_row *v, size_t n, double now) {
@@ -403,6 +438,8 @@ int ctl_jobset_seed(struct ctl_jobset *js, const struct ctl_learnt_row *v, size_
     j->t_max = v[i].t_max > 0 ? v[i].t_max : 0;
     j->t_est = v[i].t_est > 0 ? v[i].t_est : 0;
     j->draw_ratio = v[i].draw_ratio >= RATIO_MIN && v[i].draw_ratio <= 1 ? v[i].draw_ratio : 0;
+    (void)learnt_values(j, j->stored_v);
+    j->stored = true; /* the store has its row */
   }
   if (js->n) qsort(js->v, js->n, sizeof *js->v, cmp_job);
   return 0;

@@ -55,6 +55,10 @@ struct ctl_job {
    * measured. The plan divides a job's cap by it, so that the job draws the
    * power it was allotted (jobs.c, learn_draw_ratio). */
   double draw_ratio;
+  /* What the store holds of it (ctl_jobset_learnt_saved): rows are written
+   * only when these differ. */
+  bool stored;
+  double stored_v[4]; /* p_max, t_max, t_est, draw_ratio */
   /* Decided this round. */
   const struct ctl_class *cls; /* by the job's class name, else by match; NULL */
   double weight;               /* the job's weight, else its class's, else 1 */
@@ -75,6 +79,9 @@ struct ctl_jobset {
    * population prior. NULL: every job from the configured prior_pfi. */
   const struct pflex_model *model;
   double shape_budget_ms; /* left in this round for template-shaped priors (jobs.c) */
+  /* Jobs forgotten whose learnt row the store still holds, until saved. */
+  char (*gone)[CTL_JOB_ID_MAX];
+  size_t ngone, gone_cap;
 };
 
 void ctl_jobset_init(struct ctl_jobset *js);
@@ -96,9 +103,14 @@ void ctl_job_resolve_class(struct ctl_job *j, const struct ctl_config *cfg);
  * prior_pfi: the population prior. Returns observations made this round. */
 size_t ctl_jobset_learn(struct ctl_jobset *js, const struct ctl_config *cfg);
 
-/* What was learnt of the present jobs (P_max, T_max or its estimate, the
- * draw ratio), for the store: at most max rows into v; returns the count. */
+/* What was learnt of the jobs (P_max, T_max or its estimate, the draw
+ * ratio) and is not yet in the store: the rows of jobs whose values changed
+ * since ctl_jobset_learnt_saved, at most max into v; returns the count. The
+ * rows of forgotten jobs to delete are js->gone. */
 size_t ctl_jobset_learnt(const struct ctl_jobset *js, struct ctl_learnt_row *v, size_t max);
+/* The store now holds every job's learnt values (after a write of all of
+ * ctl_jobset_learnt's rows and js->gone): marks them, clears js->gone. */
+void ctl_jobset_learnt_saved(struct ctl_jobset *js);
 /* A restarted controller's jobs as the store kept them: each added (not
  * present until a node lists it, forgotten as usual if none does) with what
  * was learnt, so that it is allocated on its curve at once instead of being

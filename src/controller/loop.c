@@ -24,17 +24,32 @@ double ctl_mono_now(void) {
   return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* GET /v1/gpus and GET /v1/jobs of every agent, all in flight together. */
-static int read_agents(struct ctl_controller *c, double now) {
+/* GET /v1/node of every agent (its GPUs and jobs in one reply), all in
+ * flight together; an agent that does not have it (404: an older pflexd)
+ * counts as not answering this round and is read by GET /v1/gpus and GET
+ * /v1/jobs from the next. */
+static void request_reads(struct ctl_controller *c) {
   size_t n = c->nnodes;
   for (size_t i = 0; i < n; i++) {
-    c->reqs[i] = (struct ctl_request){.method = "GET", .path = "/v1/gpus"};
-    c->reqs[n + i] = (struct ctl_request){.method = "GET", .path = "/v1/jobs"};
+    bool split = c->nodes[i].split_reads;
+    c->reqs[i] = (struct ctl_request){.method = "GET", .path = split ? "/v1/gpus" : "/v1/node"};
+    c->reqs[n + i] = split ? (struct ctl_request){.method = "GET", .path = "/v1/jobs"}
+                           : (struct ctl_request){0};
   }
+}
+
+static int read_agents(struct ctl_controller *c, double now) {
+  size_t n = c->nnodes;
+  request_reads(c);
   int rc = ctl_client_run(c->client, c->reqs, c->cfg.agent_timeout_s);
   if (rc < 0) return rc;
   for (size_t i = 0; i < n; i++) {
-    struct ctl_request *g = &c->reqs[i], *j = &c->reqs[n + i];
+    struct ctl_request *g = &c->reqs[i], *j = c->nodes[i].split_reads ? &c->reqs[n + i] : g;
+    if (g->status == 404 && !c->nodes[i].split_reads) {
+      c->nodes[i].split_reads = true;
+      ctl_log("note", "agent '%s' has no GET /v1/node: reading /v1/gpus and /v1/jobs",
+              c->nodes[i].url);
+    }
     char why[192] = "";
     bool ok = g->status == 200 && j->status == 200;
     if (!ok) {
@@ -207,10 +222,13 @@ static double limit_raises(struct ctl_controller *c, double target_w, double mea
   return withheld;
 }
 
-/* PUT /v1/caps to every reachable node; returns the nodes that acknowledged. */
+/* PUT /v1/caps to every reachable node whose caps changed or whose leases
+ * are half run out (a PUT renews every lease of its node: renewing each
+ * round would double the agents' work, a lease-file write each, for
+ * nothing); returns the nodes that acknowledged or still hold. */
 static size_t push_caps(struct ctl_controller *c) {
   size_t n = c->nnodes, acked = 0;
-  double lease = fmax(1.0, ceil(c->cfg.lease_rounds * c->cfg.round_s));
+  double lease = fmax(1.0, ceil(c->cfg.lease_rounds * c->cfg.round_s)), now = ctl_mono_now();
   for (size_t i = 0; i < 2 * n; i++)
     c->reqs[i] = (struct ctl_request){0};
   for (size_t i = 0; i < n; i++) {
@@ -221,6 +239,10 @@ static size_t push_caps(struct ctl_controller *c) {
     unsigned idx[CTL_MAX_NODE_GPUS];
     double watts[CTL_MAX_NODE_GPUS];
     size_t k = changed_gpus(nd, idx, watts);
+    if (k == 0 && nd->has_acked && now - nd->renewed_s < lease / 2) {
+      acked++; /* its leases hold what this round decided */
+      continue;
+    }
     c->bodies[i] = ctl_caps_body(idx, watts, k, lease, nd->fallback_w);
     if (c->bodies[i])
       c->reqs[i] = (struct ctl_request){.method = "PUT", .path = "/v1/caps", .body = c->bodies[i]};
@@ -234,6 +256,7 @@ static size_t push_caps(struct ctl_controller *c) {
         if (nd->sent[g]) nd->fb_sent_w[g] = nd->fallback_w;
       memcpy(nd->acked_w, nd->cap_w, sizeof nd->acked_w);
       nd->has_acked = true;
+      nd->renewed_s = now;
       nd->restore_pending = true;
       acked++;
     } else {
@@ -305,13 +328,20 @@ static void record(struct ctl_controller *c, double now, bool has_target, double
   r.tput_uncapped = tput_un;
   struct ctl_resume rs = {c->fb.offset_w, c->uncapped_w, now, c->rounds};
   struct ctl_learnt_row *l = calloc(c->jobs.n ? c->jobs.n : 1, sizeof *l);
-  size_t nl = l ? ctl_jobset_learnt(&c->jobs, l, c->jobs.n) : 0;
+  struct ctl_round_write w = {.round = &r, .alloc = a, .nalloc = na, .resume = &rs};
+  if (l) {
+    w.learnt = l;
+    w.nlearnt = ctl_jobset_learnt(&c->jobs, l, c->jobs.n);
+    w.gone = (const char(*)[CTL_JOB_ID_MAX])c->jobs.gone;
+    w.ngone = c->jobs.ngone;
+  }
   pthread_mutex_lock(&c->lock);
-  if (ctl_store_round(c->store, &r, a, na) < 0 || ctl_store_resume_set(c->store, &rs) < 0 ||
-      (l && ctl_store_learnt_set(c->store, l, nl) < 0))
+  int rc = ctl_store_round(c->store, &w);
+  if (rc < 0)
     ctl_log("error", "cannot record round %lld: %s", (long long)c->rounds,
             ctl_store_errmsg(c->store));
   pthread_mutex_unlock(&c->lock);
+  if (rc == 0 && l) ctl_jobset_learnt_saved(&c->jobs); /* else all again next round */
   free(a);
   free(l);
 }

@@ -5,22 +5,36 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The bodies into g and nd->jobs: one GET /v1/node body (gpus_body ==
+ * jobs_body), or GET /v1/gpus and GET /v1/jobs. */
+static bool parse_bodies(struct ctl_node *nd, const char *gpus_body, size_t gpus_len,
+                         const char *jobs_body, size_t jobs_len, struct ctl_gpu_state *g,
+                         size_t *ng, size_t *nj) {
+  char err[160];
+  const char *what = "GET /v1/node";
+  int rc;
+  if (gpus_body == jobs_body) {
+    rc = ctl_parse_node(gpus_body, gpus_len, g, CTL_MAX_NODE_GPUS, ng, nd->jobs,
+                        CTL_MAX_NODE_GPUS, nj, err, sizeof err);
+  } else {
+    what = "GET /v1/gpus";
+    rc = ctl_parse_gpus(gpus_body, gpus_len, g, CTL_MAX_NODE_GPUS, ng, err, sizeof err);
+    if (rc == 0) {
+      what = "GET /v1/jobs";
+      rc = ctl_parse_jobs(jobs_body, jobs_len, nd->jobs, CTL_MAX_NODE_GPUS, nj, err, sizeof err);
+    }
+  }
+  if (rc < 0) snprintf(nd->error, sizeof nd->error, "%s: %s", what, err);
+  return rc == 0;
+}
+
 bool ctl_node_update(struct ctl_node *nd, const char *gpus_body, size_t gpus_len,
                      const char *jobs_body, size_t jobs_len, const char *why, double now) {
-  char err[160];
   struct ctl_gpu_state g[CTL_MAX_NODE_GPUS];
   size_t ng = 0, nj = 0;
   bool ok = gpus_body && jobs_body;
   if (!ok) snprintf(nd->error, sizeof nd->error, "%s", why ? why : "no answer");
-  if (ok && ctl_parse_gpus(gpus_body, gpus_len, g, CTL_MAX_NODE_GPUS, &ng, err, sizeof err) < 0) {
-    snprintf(nd->error, sizeof nd->error, "GET /v1/gpus: %s", err);
-    ok = false;
-  }
-  if (ok &&
-      ctl_parse_jobs(jobs_body, jobs_len, nd->jobs, CTL_MAX_NODE_GPUS, &nj, err, sizeof err) < 0) {
-    snprintf(nd->error, sizeof nd->error, "GET /v1/jobs: %s", err);
-    ok = false;
-  }
+  ok = ok && parse_bodies(nd, gpus_body, gpus_len, jobs_body, jobs_len, g, &ng, &nj);
   nd->reachable = ok;
   if (!ok) {
     nd->failures++;

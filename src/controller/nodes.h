@@ -24,15 +24,18 @@ struct ctl_node {
   double cap_w[CTL_MAX_NODE_GPUS];
   double acked_w[CTL_MAX_NODE_GPUS];
   bool has_acked;
+  double renewed_s; /* monotonic time of the last acknowledged PUT (its leases' start) */
   double fallback_w;                   /* fallback decided this round */
   double fb_sent_w[CTL_MAX_NODE_GPUS]; /* the fallback each GPU's lease holds (0 = none) */
   bool sent[CTL_MAX_NODE_GPUS];        /* in this round's PUT */
   bool restore_pending;                /* DELETE /v1/caps not yet acknowledged */
+  bool split_reads; /* an agent without GET /v1/node: read by /v1/gpus and /v1/jobs */
   bool departed; /* no longer in the discovered inventory; kept until it holds no cap of ours */
 };
 
-/* Updates a node from this round's answers (NULL bodies: no answer, with why).
- * Returns true when it answered with valid bodies. */
+/* Updates a node from this round's answers (NULL bodies: no answer, with why;
+ * the same body twice: one GET /v1/node reply). Returns true when it
+ * answered with valid bodies. */
 bool ctl_node_update(struct ctl_node *nd, const char *gpus_body, size_t gpus_len,
                      const char *jobs_body, size_t jobs_len, const char *why, double now);
 

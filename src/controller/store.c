@@ -18,7 +18,7 @@
 
 struct ctl_store {
   sqlite3 *db;
-  sqlite3_stmt *ins_round, *ins_alloc, *ins_comp, *set_state;
+  sqlite3_stmt *ins_round, *ins_alloc, *ins_comp, *set_state, *put_learnt, *del_learnt;
 };
 
 static const char SCHEMA[] =
@@ -85,7 +85,10 @@ static int prepare_all(struct ctl_store *st) {
          sqlite3_prepare_v2(st->db, "INSERT INTO compliance VALUES (?,?,?,?,?)", -1, &st->ins_comp,
                             NULL) ||
          sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO state VALUES (?,?)", -1, &st->set_state,
-                            NULL);
+                            NULL) ||
+         sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO learnt VALUES (?,?,?,?,?)", -1,
+                            &st->put_learnt, NULL) ||
+         sqlite3_prepare_v2(st->db, "DELETE FROM learnt WHERE job=?", -1, &st->del_learnt, NULL);
 }
 
 int ctl_store_open(const char *path, struct ctl_store **ret, char *err, size_t errlen) {
@@ -116,6 +119,8 @@ void ctl_store_close(struct ctl_store *st) {
   sqlite3_finalize(st->ins_alloc);
   sqlite3_finalize(st->ins_comp);
   sqlite3_finalize(st->set_state);
+  sqlite3_finalize(st->put_learnt);
+  sqlite3_finalize(st->del_learnt);
   sqlite3_close(st->db);
   free(st);
 }
@@ -296,31 +301,49 @@ static int insert_compliance(struct ctl_store *st, const struct ctl_round_row *r
   return step_reset(q);
 }
 
-int ctl_store_round(struct ctl_store *st, const struct ctl_round_row *r,
-                    const struct ctl_alloc_row *alloc, size_t nalloc) {
-  if (sqlite3_exec(st->db, "BEGIN", NULL, NULL, NULL)) return -EIO;
-  int rc = insert_round(st, r);
-  int64_t id = sqlite3_last_insert_rowid(st->db);
-  if (rc == 0) rc = insert_allocs(st, id, alloc, nalloc);
-  if (rc == 0 && r->event_id && r->compliant >= 0) rc = insert_compliance(st, r);
-  if (rc == 0 && sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL)) rc = -EIO;
-  if (rc < 0) sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
-  return rc;
-}
-
 static int state_set(struct ctl_store *st, const char *key, double v) {
   sqlite3_bind_text(st->set_state, 1, key, -1, SQLITE_STATIC);
   sqlite3_bind_double(st->set_state, 2, v);
   return step_reset(st->set_state);
 }
 
-int ctl_store_resume_set(struct ctl_store *st, const struct ctl_resume *r) {
-  if (sqlite3_exec(st->db, "BEGIN", NULL, NULL, NULL)) return -EIO;
+static int write_resume(struct ctl_store *st, const struct ctl_resume *r) {
   int rc = state_set(st, "offset_w", r->offset_w) | state_set(st, "uncapped_w", r->uncapped_w) |
            state_set(st, "last_round", r->last_round) | state_set(st, "rounds", (double)r->rounds);
+  return rc < 0 ? -EIO : 0;
+}
+
+/* The learnt table's changes: the forgotten jobs' rows out, then the moved
+ * ones in (a job forgotten and seen again within one round stays). */
+static int write_learnt(struct ctl_store *st, const struct ctl_round_write *w) {
+  for (size_t i = 0; i < w->ngone; i++) {
+    sqlite3_bind_text(st->del_learnt, 1, w->gone[i], -1, SQLITE_STATIC);
+    if (step_reset(st->del_learnt) < 0) return -EIO;
+  }
+  sqlite3_stmt *q = st->put_learnt;
+  for (size_t i = 0; i < w->nlearnt; i++) {
+    const struct ctl_learnt_row *v = &w->learnt[i];
+    sqlite3_bind_text(q, 1, v->job, -1, SQLITE_STATIC);
+    double d[] = {v->p_max, v->t_max, v->t_est, v->draw_ratio};
+    for (int k = 0; k < 4; k++)
+      sqlite3_bind_double(q, 2 + k, d[k]);
+    if (step_reset(q) < 0) return -EIO;
+  }
+  return 0;
+}
+
+int ctl_store_round(struct ctl_store *st, const struct ctl_round_write *w) {
+  const struct ctl_round_row *r = w->round;
+  if (sqlite3_exec(st->db, "BEGIN", NULL, NULL, NULL)) return -EIO;
+  int rc = insert_round(st, r);
+  int64_t id = sqlite3_last_insert_rowid(st->db);
+  if (rc == 0) rc = insert_allocs(st, id, w->alloc, w->nalloc);
+  if (rc == 0 && r->event_id && r->compliant >= 0) rc = insert_compliance(st, r);
+  if (rc == 0 && w->resume) rc = write_resume(st, w->resume);
+  if (rc == 0) rc = write_learnt(st, w);
   if (rc == 0 && sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL)) rc = -EIO;
   if (rc < 0) sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
-  return rc < 0 ? -EIO : 0;
+  return rc;
 }
 
 int ctl_store_resume_get(struct ctl_store *st, struct ctl_resume *ret) {
@@ -434,29 +457,6 @@ int ctl_store_class_rounds(struct ctl_store *st, double from, double to,
                       from, to, sizeof **ret, class_row, &v, ret_n);
   if (rc == 0) *ret = v;
   return rc;
-}
-
-int ctl_store_learnt_set(struct ctl_store *st, const struct ctl_learnt_row *v, size_t n) {
-  sqlite3_stmt *q;
-  if (sqlite3_exec(st->db, "BEGIN; DELETE FROM learnt;", NULL, NULL, NULL)) {
-    sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
-    return -EIO;
-  }
-  int rc = sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO learnt VALUES (?,?,?,?,?)", -1, &q,
-                              NULL)
-               ? -EIO
-               : 0;
-  for (size_t i = 0; rc == 0 && i < n; i++) {
-    sqlite3_bind_text(q, 1, v[i].job, -1, SQLITE_STATIC);
-    double d[] = {v[i].p_max, v[i].t_max, v[i].t_est, v[i].draw_ratio};
-    for (int k = 0; k < 4; k++)
-      sqlite3_bind_double(q, 2 + k, d[k]);
-    rc = step_reset(q);
-  }
-  sqlite3_finalize(q);
-  if (rc == 0 && sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL)) rc = -EIO;
-  if (rc < 0) sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
-  return rc < 0 ? -EIO : 0;
 }
 
 static void learnt_row(sqlite3_stmt *q, void *elem) {

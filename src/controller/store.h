@@ -75,20 +75,31 @@ int ctl_store_events(struct ctl_store *st, bool all, double now, struct ctl_even
 /* One event by id: -ENOENT when there is none. */
 int ctl_store_event_get(struct ctl_store *st, int64_t id, struct ctl_event *ret);
 
-/* Records a round (and its allocations when nalloc > 0) in one transaction. */
-int ctl_store_round(struct ctl_store *st, const struct ctl_round_row *r,
-                    const struct ctl_alloc_row *alloc, size_t nalloc);
-/* Saves the resumable state (in the same table a round updates). */
+/* What a round writes, all in one transaction: the round, its allocations
+ * (nalloc, may be 0), the resumable state (NULL: unchanged), and of the
+ * learnt table only what changed: rows of jobs whose values moved (upserted)
+ * and the ids of jobs the controller forgot (deleted). */
+struct ctl_round_write {
+  const struct ctl_round_row *round;
+  const struct ctl_alloc_row *alloc;
+  size_t nalloc;
+  const struct ctl_resume *resume;
+  const struct ctl_learnt_row *learnt;
+  size_t nlearnt;
+  const char (*gone)[CTL_JOB_ID_MAX];
+  size_t ngone;
+};
+
+/* Writes a round: all of it, or (-EIO) none. */
+int ctl_store_round(struct ctl_store *st, const struct ctl_round_write *w);
+/* The resumable state a round last wrote. */
 int ctl_store_resume_get(struct ctl_store *st, struct ctl_resume *ret);
-int ctl_store_resume_set(struct ctl_store *st, const struct ctl_resume *r);
 
 /* Rounds of an event between from and to (epoch), in order, for `report`:
  * *ret freed with free(). */
 int ctl_store_rounds(struct ctl_store *st, double from, double to, struct ctl_round_row **ret,
                      size_t *ret_n);
 
-/* Replaces the learnt rows with these n (one transaction); -EIO. */
-int ctl_store_learnt_set(struct ctl_store *st, const struct ctl_learnt_row *v, size_t n);
 /* Every learnt row; *ret freed with free(). -EIO, -ENOMEM. */
 int ctl_store_learnt_get(struct ctl_store *st, struct ctl_learnt_row **ret, size_t *ret_n);
 

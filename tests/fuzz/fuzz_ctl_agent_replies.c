@@ -1,6 +1,8 @@
 /* What the controller reads from every agent each round: GET /v1/gpus
- * (ctl_parse_gpus) and GET /v1/jobs (ctl_parse_jobs), on arbitrary bytes
- * (one input goes to both). Checked on every input: accepted GPUs have
+ * (ctl_parse_gpus), GET /v1/jobs (ctl_parse_jobs) and GET /v1/node
+ * (ctl_parse_node: both in one reply), on arbitrary bytes (one input goes to
+ * all three; the node's is accepted exactly when both others are, with the
+ * same counts). Checked on every input: accepted GPUs have
  * distinct indexes, watts in range (or unknown), least limit not above the
  * most, and job labels pflexd would accept; accepted jobs have valid ids,
  * weights and floors; a refusal says why and returns nothing. */
@@ -58,6 +60,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     check_gpus(gpus, n);
   else
     fuzz_check(rc == -EINVAL && err[0] && n == 12345);
+  size_t ng = n;
+  int rc_g = rc;
   n = 12345;
   err[0] = '\0';
   rc = ctl_parse_jobs((const char *)data, size, jobs, CTL_MAX_NODE_GPUS, &n, err, sizeof err);
@@ -65,5 +69,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     check_jobs(jobs, n);
   else
     fuzz_check(rc == -EINVAL && err[0] && n == 12345);
+  size_t nn_g = 12345, nn_j = 12345;
+  err[0] = '\0';
+  int rc_n = ctl_parse_node((const char *)data, size, gpus, CTL_MAX_NODE_GPUS, &nn_g, jobs,
+                            CTL_MAX_NODE_GPUS, &nn_j, err, sizeof err);
+  if (rc_g == 0 && rc == 0)
+    fuzz_check(rc_n == 0 && nn_g == ng && nn_j == n);
+  else
+    fuzz_check(rc_n == -EINVAL && err[0] && nn_g == 12345 && nn_j == 12345);
   return 0;
 }

@@ -362,6 +362,32 @@ static void a_seeded_job_is_not_probed_again(void **state) {
   ctl_jobset_release(&js);
 }
 
+/* Only what changed goes to the store: once saved, a round that learnt
+ * nothing new gives no row; a moved P_max gives that job's row; a job
+ * forgotten (not seen for forget_s) is named for its row to be deleted. */
+static void only_changed_learnt_values_are_written(void **state) {
+  struct fixture *f = *state;
+  struct ctl_learnt_row v[3];
+  assert_int_equal(ctl_jobset_learnt(&f->js, v, 3), 3);
+  ctl_jobset_learnt_saved(&f->js);
+  assert_int_equal(ctl_jobset_learnt(&f->js, v, 3), 0);
+  for (size_t g = 0; g < 8; g++)
+    f->nodes[1].gpu[g].power_w = 600; /* moe draws less: its P_max moves */
+  assert_int_equal(ctl_jobset_gather(&f->js, f->nodes, NNODES, 5, 120), 0);
+  ctl_jobset_learn(&f->js, &f->cfg);
+  assert_int_equal(ctl_jobset_learnt(&f->js, v, 3), 1);
+  assert_string_equal(v[0].job, "moe");
+  ctl_jobset_learnt_saved(&f->js);
+  f->nodes[0].ngpus = 0; /* dense ended */
+  assert_int_equal(ctl_jobset_gather(&f->js, f->nodes, NNODES, 6, 120), 0);
+  assert_int_equal(f->js.ngone, 0); /* not seen this round, not yet forgotten */
+  assert_int_equal(ctl_jobset_gather(&f->js, f->nodes, NNODES, 200, 120), 0);
+  assert_int_equal(f->js.ngone, 1);
+  assert_string_equal(f->js.gone[0], "dense");
+  ctl_jobset_learnt_saved(&f->js);
+  assert_int_equal(f->js.ngone, 0);
+}
+
 /* A class's floor holds for a job whose curve has no observation yet (its
  * curve reports no T_max of its own: the floor is taken at its P_max). */
 static void a_class_floor_holds_before_any_observation(void **state) {
@@ -394,6 +420,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(a_loading_job_is_probed_not_pinned, setup, teardown),
       cmocka_unit_test_setup_teardown(the_draw_under_a_binding_cap_is_learnt, setup, teardown),
       cmocka_unit_test_setup_teardown(a_seeded_job_is_not_probed_again, setup, teardown),
+      cmocka_unit_test_setup_teardown(only_changed_learnt_values_are_written, setup, teardown),
       cmocka_unit_test_setup_teardown(a_class_floor_holds_before_any_observation, setup, teardown),
       cmocka_unit_test(model_pfi_from_telemetry),
       cmocka_unit_test(templates_shape_the_curves),

@@ -62,10 +62,9 @@ static void write_event_and_rounds(struct ctl_store *st, double now, int rounds)
                               .measured_w = 69900,
                               .compliant = 1};
     struct ctl_alloc_row a = {"job-a", 8, 4000, 500, 100, 101, 140, 0.5, NULL};
-    assert_int_equal(ctl_store_round(st, &r, &a, 1), 0);
     struct ctl_resume rs = {
         .offset_w = 500 + i, .uncapped_w = 100000, .last_round = r.t, .rounds = i + 1};
-    assert_int_equal(ctl_store_resume_set(st, &rs), 0);
+    assert_int_equal(ctl_store_round(st, &(struct ctl_round_write){.round = &r, .alloc = &a, .nalloc = 1, .resume = &rs}), 0);
   }
 }
 
@@ -159,7 +158,7 @@ static int64_t write_classes(struct ctl_store *st, double now) {
         {"b2", 8, 500, 200, NAN, NAN, 0, 0, "batch"}, /* loading: no throughput yet */
         {"c1", 8, 900, 200, 40 + i, 40, 50, 0.5, NULL},
     };
-    assert_int_equal(ctl_store_round(st, &r, a, 5), 0);
+    assert_int_equal(ctl_store_round(st, &(struct ctl_round_write){.round = &r, .alloc = a, .nalloc = 5}), 0);
   }
   return e.id;
 }
@@ -231,7 +230,7 @@ static void migrates_a_version_1_store(void **state) {
   free(c);
   struct ctl_round_row r = {.t = 101, .event_id = 1, .compliant = 1};
   struct ctl_alloc_row a = {"new", 8, 900, 112, 4, 4, 10, 1, "rigid"};
-  assert_int_equal(ctl_store_round(st, &r, &a, 1), 0);
+  assert_int_equal(ctl_store_round(st, &(struct ctl_round_write){.round = &r, .alloc = &a, .nalloc = 1}), 0);
   ctl_store_close(st);
   assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
   sqlite3_stmt *q;
@@ -243,29 +242,45 @@ static void migrates_a_version_1_store(void **state) {
   sqlite3_close(db);
 }
 
-/* What was learnt of the jobs is replaced as a whole each time and read
- * back as stored (a restarted controller seeds its jobs with it). */
+/* A round writes the learnt rows that changed and deletes those of jobs
+ * forgotten, in its own transaction; the rest stays as stored, and is read
+ * back so (a restarted controller seeds its jobs with it). */
+static int learnt_round(struct ctl_store *st, double t, const struct ctl_learnt_row *v, size_t n,
+                        const char (*gone)[CTL_JOB_ID_MAX], size_t ngone) {
+  struct ctl_round_row r = {.t = t, .compliant = -1};
+  struct ctl_round_write w = {
+      .round = &r, .learnt = v, .nlearnt = n, .gone = gone, .ngone = ngone};
+  return ctl_store_round(st, &w);
+}
+
 static void keeps_what_was_learnt_of_the_jobs(void **state) {
   struct ctl_store *st = open_at("learnt.db");
   struct ctl_learnt_row a[] = {{"j1", 5400, 40000, 0, 0.98}, {"j2", 0, 0, 12000, 0}};
-  assert_int_equal(ctl_store_learnt_set(st, a, 2), 0);
-  assert_int_equal(ctl_store_learnt_set(st, a + 1, 1), 0); /* j1 ended */
-  ctl_store_close(st);
-  st = open_at("learnt.db");
+  const char gone[][CTL_JOB_ID_MAX] = {"j1"};
+  assert_int_equal(learnt_round(st, 1, a, 2, NULL, 0), 0);
+  assert_int_equal(learnt_round(st, 2, NULL, 0, NULL, 0), 0); /* nothing changed: both stay */
   struct ctl_learnt_row *v = NULL;
   size_t n = 0;
+  assert_int_equal(ctl_store_learnt_get(st, &v, &n), 0);
+  assert_int_equal(n, 2);
+  free(v);
+  assert_int_equal(learnt_round(st, 3, NULL, 0, gone, 1), 0); /* j1 forgotten */
+  ctl_store_close(st);
+  st = open_at("learnt.db");
   assert_int_equal(ctl_store_learnt_get(st, &v, &n), 0);
   assert_int_equal(n, 1);
   assert_string_equal(v[0].job, "j2");
   assert_near(v[0].t_est, 12000, 0);
   free(v);
-  assert_int_equal(ctl_store_learnt_set(st, a, 2), 0);
+  a[0].p_max = 5300; /* j1 back, learnt anew; j2 unchanged */
+  assert_int_equal(learnt_round(st, 4, a, 1, gone, 1), 0); /* deleted, then written */
   assert_int_equal(ctl_store_learnt_get(st, &v, &n), 0);
   assert_int_equal(n, 2);
   assert_string_equal(v[0].job, "j1");
-  assert_near(v[0].p_max, 5400, 0);
+  assert_near(v[0].p_max, 5300, 0);
   assert_near(v[0].t_max, 40000, 0);
   assert_near(v[0].draw_ratio, 0.98, 0);
+  assert_near(v[1].t_est, 12000, 0);
   free(v);
   ctl_store_close(st);
 }
