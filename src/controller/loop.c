@@ -368,8 +368,11 @@ static void hold_target(struct ctl_controller *c, double now, double target, dou
     return;
   }
   if (s.infeasible && !c->last_plan.infeasible)
-    ctl_log("warning", "target %.0f W is below what the jobs' floors allow: every job at its least",
-            target);
+    ctl_log("warning",
+            "target %.0f W cannot be held: the jobs' floors or the cluster's least (%.0f W: "
+            "GPUs of jobs at their least limits, idle GPUs at their draw) are above it; every "
+            "job at its least",
+            target, s.least_w);
   size_t reachable = 0;
   for (size_t i = 0; i < c->nnodes; i++)
     reachable += c->nodes[i].reachable && c->nodes[i].ngpus;

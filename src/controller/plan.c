@@ -61,6 +61,26 @@ static double fix_gpus(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset 
   return fixed;
 }
 
+/* The least the caps can hold the cluster to: a GPU of a job at its least
+ * limit, a GPU without a job at the lower of its draw and its least limit (a
+ * cap does not lower an idle draw), an unreachable node at its bound. */
+static double least_total_w(const struct ctl_node *nodes, size_t nnodes, double unseen_w) {
+  double least = 0;
+  for (size_t k = 0; k < nnodes; k++) {
+    const struct ctl_node *nd = &nodes[k];
+    if (!nd->reachable) {
+      least += ctl_node_bound_w(nd, unseen_w);
+      continue;
+    }
+    for (size_t g = 0; g < nd->ngpus; g++) {
+      const struct ctl_gpu_state *gs = &nd->gpu[g];
+      double draw = isfinite(gs->power_w) ? gs->power_w : gs->min_w;
+      least += gs->job[0] ? gs->min_w : fmin(gs->min_w, draw);
+    }
+  }
+  return least;
+}
+
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
@@ -257,6 +277,8 @@ int ctl_plan(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset *js,
     s.pred_tput += isfinite(res[k].tput) ? res[k].tput : 0;
   }
   s.jobs = n;
+  s.least_w = least_total_w(nodes, nnodes, unseen_w);
+  if (target_w < s.least_w) s.infeasible = true;
   if (rc == 0) {
     for (size_t k = 0; k < nnodes; k++)
       if (!nodes[k].reachable) s.caps_w += ctl_node_bound_w(&nodes[k], unseen_w);

@@ -20,7 +20,11 @@ struct ctl_plan_summary {
   double fallback_w; /* sum over nodes of their fallback times their GPUs */
   size_t jobs;       /* jobs allocated */
   bool saturated;    /* every job got its P_max */
-  bool infeasible;   /* the budget is below the jobs' floors: every job at its least */
+  bool infeasible;   /* the budget is below the jobs' floors (every job at its least),
+                        or the target below least_w */
+  double least_w;    /* the least the caps can hold the cluster to: GPUs of jobs at their
+                        least limits, GPUs without a job at their draw if lower,
+                        unreachable nodes at their bounds */
   double alloc_ms;   /* time in pflex_alloc_run */
   double pred_tput;  /* sum of the jobs' throughput predicted at their allocation */
 };

@@ -156,6 +156,37 @@ static void a_target_below_the_floors_is_flagged(void **state) {
       assert_near(f->nodes[k].cap_w[g], 200, 0); /* every GPU at its least */
 }
 
+/* A target the caps cannot reach is flagged even where the jobs' budget
+ * fits their curves: a job still probed (a new job of 8 GPUs whose least
+ * limits sum to 1,600 W) under 1,000 W, and a node without jobs whose idle
+ * draw (8 x 75 W) is above the target. */
+static void a_target_below_the_least_total_is_flagged(void **state) {
+  struct fixture *f = *state;
+  struct ctl_node nd[1];
+  node_init(&nd[0], "new", 600, 0);
+  struct ctl_jobset js;
+  ctl_jobset_init(&js);
+  assert_int_equal(ctl_jobset_gather(&js, nd, 1, 0, 120), 0);
+  ctl_jobset_learn(&js, &f->cfg);
+  struct ctl_plan_summary s;
+  assert_int_equal(ctl_plan(nd, 1, &js, &f->cfg, 1000, 1000, 5600, &s), 0);
+  assert_near(s.least_w, 8 * 200, 0);
+  assert_true(s.infeasible);
+  assert_int_equal(ctl_plan(nd, 1, &js, &f->cfg, 1700, 1700, 5600, &s), 0);
+  assert_false(s.infeasible);
+  ctl_jobset_release(&js);
+  struct ctl_node idle[1];
+  node_init(&idle[0], NULL, 0, 0);
+  struct ctl_jobset none;
+  ctl_jobset_init(&none);
+  assert_int_equal(ctl_plan(idle, 1, &none, &f->cfg, 420, 420, 5600, &s), 0);
+  assert_near(s.least_w, 8 * 75, 0);
+  assert_true(s.infeasible);
+  assert_int_equal(ctl_plan(idle, 1, &none, &f->cfg, 700, 700, 5600, &s), 0);
+  assert_false(s.infeasible);
+  ctl_jobset_release(&none);
+}
+
 /* Telemetry as an agent reports it for the node's job. */
 static void set_telemetry(struct ctl_node *nd, double dram, double copy) {
   struct ctl_telemetry *t = &nd->jobs[0].telemetry;
@@ -417,6 +448,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(an_unreachable_node_counts_at_its_acknowledged_caps, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(a_target_below_the_floors_is_flagged, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_target_below_the_least_total_is_flagged, setup, teardown),
       cmocka_unit_test_setup_teardown(a_loading_job_is_probed_not_pinned, setup, teardown),
       cmocka_unit_test_setup_teardown(the_draw_under_a_binding_cap_is_learnt, setup, teardown),
       cmocka_unit_test_setup_teardown(a_seeded_job_is_not_probed_again, setup, teardown),
