@@ -462,6 +462,10 @@ int ctl_controller_run(struct ctl_controller *c, volatile int *stop) {
     return 0;
   }
   size_t pending = lift_caps(c);
-  if (pending) ctl_log("warning", "%zu agents did not confirm that the caps were lifted", pending);
+  if (pending)
+    ctl_log("warning",
+            "%zu agents did not confirm that no cap of ours is left (unreachable or refused; "
+            "whatever caps a controller set there end with their leases)",
+            pending);
   return 0;
 }
