@@ -8,10 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <ini.h>
 
 #include "controller/discover_slurm.h"
+#include "controller/inventory.h"
 
 enum key_type { K_STRING, K_DOUBLE, K_INT, K_CHOICE };
 
@@ -237,10 +239,14 @@ static size_t bad_line(const char *text, size_t n, const char **why) {
   return 0;
 }
 
-/* The whole file, NUL-terminated (free() it); -errno, -EFBIG over 1 MiB. */
-static int read_text(const char *path, char **ret, size_t *ret_n) {
-  FILE *f = fopen(path, "r");
-  if (!f) return -errno;
+/* The whole file open on fd, NUL-terminated (free() it); -errno, -EFBIG over
+ * 1 MiB. Closes fd. */
+static int read_text(int fd, char **ret, size_t *ret_n) {
+  FILE *f = fdopen(fd, "r");
+  if (!f) {
+    close(fd);
+    return -ENOMEM;
+  }
   struct stat st;
   int rc = fstat(fileno(f), &st) < 0 ? -errno : st.st_size > CONFIG_FILE_MAX ? -EFBIG : 0;
   size_t want = rc == 0 && st.st_size > 0 ? (size_t)st.st_size : 4096; /* a pipe: read to EOF */
@@ -274,7 +280,9 @@ static int read_text(const char *path, char **ret, size_t *ret_n) {
 int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t errlen) {
   char *text = NULL;
   size_t n = 0;
-  int rc = read_text(path, &text, &n);
+  int fd = ctl_open_trusted(path, err, errlen);
+  if (fd < 0) return fd;
+  int rc = read_text(fd, &text, &n);
   if (rc < 0) {
     snprintf(err, errlen, "cannot read '%s': %s", path,
              rc == -EFBIG ? "larger than 1 MiB" : strerror(-rc));

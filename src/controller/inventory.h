@@ -21,6 +21,14 @@ struct ctl_inventory {
 int ctl_inventory_load(const char *path, struct ctl_inventory *ret, char *err, size_t errlen);
 void ctl_inventory_release(struct ctl_inventory *inv);
 
+/* Opens a file the controller reads at start (config, agents, schedule) for
+ * reading: agent_trust_open's rules (owner root or us, not group/other
+ * writable, nor its directory unless sticky). The fd (>= 0), or -EPERM with
+ * err "'FILE': writable by others (mode 0666); must be owned by root or the
+ * controller's user and not group/other-writable", or -errno with err
+ * "cannot read 'FILE': ...". Read from this fd: no check-then-open gap. */
+int ctl_open_trusted(const char *path, char *err, size_t errlen);
+
 /* Reads a secret from its first line (trailing newline and spaces removed).
  * The file must be a regular file no one but its owner may read or write
  * (mode & 077 == 0), owned by us or by root. -EPERM (with err) otherwise,

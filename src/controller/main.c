@@ -65,10 +65,11 @@ static int run(int argc, char **argv) {
   }
   raise_nofile();
   struct ctl_controller c;
-  if (ctl_controller_open(&c, &cfg, err, sizeof err) < 0) {
+  int orc = ctl_controller_open(&c, &cfg, err, sizeof err);
+  if (orc < 0) {
     fprintf(stderr, "error: %s\n", err);
     ctl_controller_close(&c);
-    return 1;
+    return orc == -EPERM ? 2 : 1; /* a file others can write is a configuration error */
   }
   struct ctl_api *api = NULL;
   if (cfg.listen[0] && ctl_api_start(&c, &api, err, sizeof err) < 0) {
