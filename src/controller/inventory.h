@@ -29,6 +29,12 @@ void ctl_inventory_release(struct ctl_inventory *inv);
  * "cannot read 'FILE': ...". Read from this fd: no check-then-open gap. */
 int ctl_open_trusted(const char *path, char *err, size_t errlen);
 
+/* ctl_open_trusted for a file that a library reader opens by name (the
+ * templates CSV, the model JSON): on success fdpath holds "/proc/self/fd/N"
+ * of the checked fd, which opens that same file whatever the name points to
+ * by then; close the returned fd after reading. */
+int ctl_open_trusted_name(const char *path, char *fdpath, size_t size, char *err, size_t errlen);
+
 /* Reads a secret from its first line (trailing newline and spaces removed).
  * The file must be a regular file no one but its owner may read or write
  * (mode & 077 == 0), owned by us or by root. -EPERM (with err) otherwise,

@@ -1,7 +1,8 @@
 # pflex-controller refuses, at start, every file it reads that another local
 # user could write (it holds the token that commands every pflexd): a config,
 # agents file or schedule file that is group/other-writable, owned by another
-# user, or in a directory others can write without the sticky bit. Each is
+# user, or in a directory others can write without the sticky bit; the same
+# for the templates CSV and the model JSON. Each is
 # refused with exit 2 and the file named; the right modes are accepted.
 source "$(dirname "$0")/controller_common.bash"
 
@@ -11,6 +12,8 @@ echo "controller-token-for-tests-1" > "$T/ctok"; chmod 600 "$T/ctok"
 # No agent needs to answer: the controller starts and counts it unreachable.
 echo "http://127.0.0.1:$(free_port)" > "$T/agents"
 echo '{"events":[]}' > "$T/schedule.json"
+cp "$PFLEX_SOURCE_DIR/data/reference/runs.csv" "$T/sweeps.csv"
+"$PFLEX" fit "$T/sweeps.csv" --out "$T/model.json" > /dev/null
 CPORT=$(free_port)
 cat > "$T/ctl.conf" <<CONF
 [controller]
@@ -20,10 +23,12 @@ agents_file = $T/agents
 agent_token_file = $T/atok
 state_db = $T/ctl.db
 schedule_file = $T/schedule.json
+templates_file = $T/sweeps.csv
+model_file = $T/model.json
 round_s = 0.2
 agent_timeout_s = 0.1
 CONF
-chmod 640 "$T/ctl.conf"; chmod 644 "$T/agents" "$T/schedule.json"
+chmod 640 "$T/ctl.conf"; chmod 644 "$T/agents" "$T/schedule.json" "$T/sweeps.csv" "$T/model.json"
 MUST="must be owned by root or the controller's user and not group/other-writable"
 
 # refused FILE WHY: the controller exits 2 at once, naming FILE and WHY.
@@ -45,7 +50,7 @@ accepted() {
   wait "$pid" || fail "controller exit $? on SIGTERM ($1)"
 }
 
-accepted "0640 config, 0644 agents and schedule"
+accepted "0640 config, 0644 agents, schedule, templates and model"
 
 chmod 666 "$T/ctl.conf"
 refused "$T/ctl.conf" "writable by others (mode 0666)"
@@ -60,6 +65,12 @@ chmod 644 "$T/agents"
 chmod 666 "$T/schedule.json"
 refused "$T/schedule.json" "writable by others (mode 0666)"
 chmod 644 "$T/schedule.json"
+
+for f in sweeps.csv model.json; do
+  chmod 664 "$T/$f"
+  refused "$T/$f" "writable by others (mode 0664)"
+  chmod 644 "$T/$f"
+done
 
 # Owned by another user (the tests run as root; nobody is uid 65534).
 NOBODY=$(id -u nobody)
