@@ -50,7 +50,7 @@ static const struct key KEYS[] = {
     {"slurm_max_output_mb", INT(slurm_max_output_mb, 1, 4096), "256",
      "largest sinfo/squeue output read, MiB"},
     {"agent_token_file", STR(agent_token_file), "", "bearer token the agents expect"},
-    {"state_db", STR(state_db), "/var/lib/pflex/controller.db", "SQLite state file"},
+    {"state_db", STR(state_db), "/var/lib/pflex-controller/controller.db", "SQLite state file"},
     {"schedule_file", STR(schedule_file), "", "planned events (JSON), \"\" = none"},
     {"model_file", STR(model_file), "",
      "`pflex fit` model: a job's prior PFI from its telemetry (\"\" = prior_pfi for all)"},

@@ -92,7 +92,7 @@ static int run(int argc, char **argv) {
 }
 
 static int report(int argc, char **argv) {
-  const char *db = "/var/lib/pflex/controller.db", *plot = NULL, *event = NULL;
+  const char *db = "/var/lib/pflex-controller/controller.db", *plot = NULL, *event = NULL;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--state-db") == 0 && i + 1 < argc)
       db = argv[++i];
