@@ -1,8 +1,8 @@
 /* Ownership and mode checks for everything pflexd reads or serves (trust.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>

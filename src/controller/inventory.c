@@ -67,8 +67,7 @@ int ctl_open_trusted(const char *path, char *err, size_t errlen) {
   return rc < 0 ? rc : fd;
 }
 
-int ctl_open_trusted_name(const char *path, char *fdpath, size_t size, char *err,
-                          size_t errlen) {
+int ctl_open_trusted_name(const char *path, char *fdpath, size_t size, char *err, size_t errlen) {
   int fd = ctl_open_trusted(path, err, errlen);
   if (fd >= 0) snprintf(fdpath, size, "/proc/self/fd/%d", fd);
   return fd;
