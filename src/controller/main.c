@@ -22,6 +22,7 @@
 #include "controller/log.h"
 #include "controller/report.h"
 #include "controller/sim_cluster.h"
+#include "pflex/plot.h"
 
 static volatile int stop_flag;
 
@@ -31,13 +32,13 @@ static void on_signal(int sig) {
 
 #define REPORT_USAGE                                                                               \
   "usage: pflex-controller report EVENT [--config FILE] [--state-db FILE] "                        \
-  "[--plot FILE.svg|.png]\n"
+  "[--plot FILE.svg|.png|.pdf]\n"
 
 static void usage(FILE *out) {
   fprintf(out,
           "usage: pflex-controller [run] [OPTIONS]\n"
           "       pflex-controller report EVENT [--config FILE] [--state-db FILE]\n"
-          "                                     [--plot FILE.svg|.png]\n"
+          "                                     [--plot FILE.svg|.png|.pdf]\n"
           "       pflex-controller sim-cluster [OPTIONS] (pflex-controller sim-cluster --help)\n"
           "Holds a cluster power target through the pflexd agents (docs/controller.md).\n\n");
   ctl_config_usage(out);
@@ -139,6 +140,12 @@ static int report(int argc, char **argv) {
   long long id = event ? strtoll(event, &end, 10) : 0;
   if (!event || *end || id <= 0) {
     fprintf(stderr, "error: report: give the event id (a positive integer)\n%s", REPORT_USAGE);
+    return 2;
+  }
+  if (plot && !pflex_plot_device(plot)) {
+    fprintf(stderr,
+            "error: report: --plot '%s': the format follows the extension: .svg, .png or .pdf\n",
+            plot);
     return 2;
   }
   char path[sizeof((struct ctl_config *)0)->state_db], err[512];

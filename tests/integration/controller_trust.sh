@@ -106,4 +106,11 @@ out=$(timeout 20 "$CTL" --config "$T/ctl.conf" --schedule-file "$T/schedule.json
 echo "$out" | grep -qF "'$T/schedule.json': writable by others (mode 0666)" || fail "--schedule-file: $out"
 chmod 644 "$T/schedule.json"
 accepted "all restored"
+
+# report --plot of an unsupported format names the supported ones, before
+# any store is opened; so does the usage line.
+out=$("$CTL" report 1 --state-db "$T/ctl.db" --plot "$T/x.gif" 2>&1) && rc=0 || rc=$?
+[ "$rc" = 2 ] && echo "$out" | grep -qF "error: report: --plot '$T/x.gif': the format follows the extension: .svg, .png or .pdf" ||
+  fail "report --plot x.gif: exit $rc: $out"
+"$CTL" --help | grep -qF "[--plot FILE.svg|.png|.pdf]" || fail "usage: no plot formats"
 echo "ok: controller_trust"
