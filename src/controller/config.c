@@ -278,10 +278,14 @@ static int read_text(int fd, char **ret, size_t *ret_n) {
 
 /* Settings change only when the whole file is good. */
 int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t errlen) {
+  int fd = ctl_open_trusted(path, err, errlen);
+  return fd < 0 ? fd : ctl_config_load_fd(cfg, fd, path, err, errlen);
+}
+
+int ctl_config_load_fd(struct ctl_config *cfg, int fd, const char *path, char *err,
+                       size_t errlen) {
   char *text = NULL;
   size_t n = 0;
-  int fd = ctl_open_trusted(path, err, errlen);
-  if (fd < 0) return fd;
   int rc = read_text(fd, &text, &n);
   if (rc < 0) {
     snprintf(err, errlen, "cannot read '%s': %s", path,

@@ -75,7 +75,11 @@ int ctl_open_trusted_name(const char *path, char *fdpath, size_t size, char *err
 
 int ctl_inventory_load(const char *path, struct ctl_inventory *ret, char *err, size_t errlen) {
   int fd = ctl_open_trusted(path, err, errlen);
-  if (fd < 0) return fd;
+  return fd < 0 ? fd : ctl_inventory_load_fd(fd, path, ret, err, errlen);
+}
+
+int ctl_inventory_load_fd(int fd, const char *path, struct ctl_inventory *ret, char *err,
+                          size_t errlen) {
   FILE *f = fdopen(fd, "r");
   if (!f) {
     close(fd);

@@ -19,6 +19,9 @@ struct ctl_inventory {
  * inside a URL or another scheme is an error naming the line. -EINVAL with
  * err filled ("'FILE': line N: ..."), -errno when unreadable, -ENOMEM. */
 int ctl_inventory_load(const char *path, struct ctl_inventory *ret, char *err, size_t errlen);
+/* The same from fd (closed here), already checked; path names it in errors. */
+int ctl_inventory_load_fd(int fd, const char *path, struct ctl_inventory *ret, char *err,
+                          size_t errlen);
 void ctl_inventory_release(struct ctl_inventory *inv);
 
 /* Opens a file the controller reads at start (config, agents, schedule) for

@@ -47,7 +47,11 @@ static int parse_all(json_t *arr, const char *path, double now, struct ctl_event
 int ctl_schedule_read(const char *path, double now, struct ctl_event **ret, size_t *ret_n,
                       char *err, size_t errlen) {
   int fd = ctl_open_trusted(path, err, errlen);
-  if (fd < 0) return fd;
+  return fd < 0 ? fd : ctl_schedule_read_fd(fd, path, now, ret, ret_n, err, errlen);
+}
+
+int ctl_schedule_read_fd(int fd, const char *path, double now, struct ctl_event **ret,
+                         size_t *ret_n, char *err, size_t errlen) {
   FILE *f = fdopen(fd, "r");
   if (!f) {
     close(fd);
