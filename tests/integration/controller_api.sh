@@ -179,5 +179,5 @@ echo "$out" | grep -q "line 2: 'round_s': 'fast' is not a number" || fail "bad c
 set +e
 out=$("$CTL" --agents-file "$T/agents" --state-db "$T/x.db" --listen "" --lease-rounds 1 2>&1); rc=$?
 set -e
-[ "$rc" = 2 ] && echo "$out" | grep -q "lease_rounds" || fail "lease_rounds 1 accepted: $out"
+[ "$rc" = 2 ] && echo "$out" | grep -q -- "--lease-rounds: '1' is not an integer" || fail "lease_rounds 1 accepted: $out"
 echo "controller_api: ok"
