@@ -20,4 +20,13 @@ int agent_trust_secret_fd(int fd, char *errbuf, size_t errlen);
  * agent_trust_fd. With create, a missing directory is made (mode 0755). */
 int agent_trust_dir(const char *path, bool create, char *errbuf, size_t errlen);
 
+/* Opens regular file `path` for reading, relative to its checked directory
+ * and without following a final symlink, so that what is read is what was
+ * checked. The file must be owned by root or the effective user and not
+ * writable by group or others; its directory likewise owned, and not
+ * writable by group or others unless sticky (/tmp). -EPERM with the reason in
+ * why ("writable by others (mode 0666)"), else -errno (strerror in why).
+ * Used by pflex-controller for its config, agents and schedule files. */
+int agent_trust_open(const char *path, int *ret_fd, char *why, size_t whylen);
+
 #endif

@@ -8,10 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <ini.h>
 
 #include "controller/discover_slurm.h"
+#include "controller/inventory.h"
 
 enum key_type { K_STRING, K_DOUBLE, K_INT, K_CHOICE };
 
@@ -48,7 +50,7 @@ static const struct key KEYS[] = {
     {"slurm_max_output_mb", INT(slurm_max_output_mb, 1, 4096), "256",
      "largest sinfo/squeue output read, MiB"},
     {"agent_token_file", STR(agent_token_file), "", "bearer token the agents expect"},
-    {"state_db", STR(state_db), "/var/lib/pflex/controller.db", "SQLite state file"},
+    {"state_db", STR(state_db), "/var/lib/pflex-controller/controller.db", "SQLite state file"},
     {"schedule_file", STR(schedule_file), "", "planned events (JSON), \"\" = none"},
     {"model_file", STR(model_file), "",
      "`pflex fit` model: a job's prior PFI from its telemetry (\"\" = prior_pfi for all)"},
@@ -94,7 +96,8 @@ static int choice_index(const char *choices, const char *v) {
   return -1;
 }
 
-/* Sets one key from text; on error writes the reason (without the where). */
+/* Sets one key from text; on error writes the reason, without the key or
+ * option it came from (the caller names that). */
 static int key_set(struct ctl_config *cfg, const struct key *k, const char *v, char *err,
                    size_t errlen) {
   char *base = (char *)cfg + k->offset;
@@ -102,7 +105,7 @@ static int key_set(struct ctl_config *cfg, const struct key *k, const char *v, c
   switch (k->type) {
   case K_STRING:
     if (strlen(v) >= k->size) {
-      snprintf(err, errlen, "'%s': longer than %zu characters", k->name, k->size - 1);
+      snprintf(err, errlen, "longer than %zu characters", k->size - 1);
       return -EINVAL;
     }
     memcpy(base, v, strlen(v) + 1);
@@ -113,7 +116,7 @@ static int key_set(struct ctl_config *cfg, const struct key *k, const char *v, c
     double x = strtod(v, &end);
     if (errno || end == v || *end || !isfinite(x) || x < k->lo || x > k->hi ||
         (k->type == K_INT && x != floor(x))) {
-      snprintf(err, errlen, "'%s': '%s' is not %s in [%g, %g]", k->name, v,
+      snprintf(err, errlen, "'%s' is not %s in [%g, %g]", v,
                k->type == K_INT ? "an integer" : "a number", k->lo, k->hi);
       return -EINVAL;
     }
@@ -126,7 +129,7 @@ static int key_set(struct ctl_config *cfg, const struct key *k, const char *v, c
   case K_CHOICE: {
     int i = choice_index(k->choices, v);
     if (i < 0) {
-      snprintf(err, errlen, "'%s': '%s' is not one of %s", k->name, v, k->choices);
+      snprintf(err, errlen, "'%s' is not one of %s", v, k->choices);
       return -EINVAL;
     }
     *(int *)base = i;
@@ -201,7 +204,7 @@ static int on_ini_key(void *user, const char *section, const char *name, const c
     struct ctl_class *c = class_get(ctx->cfg, section + 6, ctx->err, sizeof ctx->err);
     return c && class_set(c, name, value, ctx->err, sizeof ctx->err) == 0;
   }
-  if (strcmp(section, "controller") != 0) {
+  if (strcmp(section, "controller") != 0) { /* section_line() finds them first */
     snprintf(ctx->err, sizeof ctx->err, "unknown section [%s] ([controller], [class NAME])",
              section);
     return 0;
@@ -211,7 +214,10 @@ static int on_ini_key(void *user, const char *section, const char *name, const c
     snprintf(ctx->err, sizeof ctx->err, "unknown key '%s'", name);
     return 0;
   }
-  return key_set(ctx->cfg, k, value, ctx->err, sizeof ctx->err) == 0;
+  char why[200];
+  if (key_set(ctx->cfg, k, value, why, sizeof why) == 0) return 1;
+  snprintf(ctx->err, sizeof ctx->err, "'%s': %s", name, why);
+  return 0;
 }
 
 /* libinih reads a line in pieces of INI_MAX_LINE (200) bytes and takes each
@@ -237,10 +243,14 @@ static size_t bad_line(const char *text, size_t n, const char **why) {
   return 0;
 }
 
-/* The whole file, NUL-terminated (free() it); -errno, -EFBIG over 1 MiB. */
-static int read_text(const char *path, char **ret, size_t *ret_n) {
-  FILE *f = fopen(path, "r");
-  if (!f) return -errno;
+/* The whole file open on fd, NUL-terminated (free() it); -errno, -EFBIG over
+ * 1 MiB. Closes fd. */
+static int read_text(int fd, char **ret, size_t *ret_n) {
+  FILE *f = fdopen(fd, "r");
+  if (!f) {
+    close(fd);
+    return -ENOMEM;
+  }
   struct stat st;
   int rc = fstat(fileno(f), &st) < 0 ? -errno : st.st_size > CONFIG_FILE_MAX ? -EFBIG : 0;
   size_t want = rc == 0 && st.st_size > 0 ? (size_t)st.st_size : 4096; /* a pipe: read to EOF */
@@ -270,18 +280,52 @@ static int read_text(const char *path, char **ret, size_t *ret_n) {
   return 0;
 }
 
+/* The line of the first section header other than [controller] and [class
+ * NAME], 0 if none, with the message in why. libinih reports a section only
+ * at its first key (the line after the header), and a section without keys
+ * never. The name is taken as libinih does: up to the first ']'. */
+static size_t section_line(const char *text, char *why, size_t whylen) {
+  size_t line = 1;
+  for (const char *p = text; *p; line++) {
+    const char *eol = strchr(p, '\n'), *q = p;
+    size_t len = eol ? (size_t)(eol - p) : strlen(p);
+    while (q < p + len && (*q == ' ' || *q == '\t'))
+      q++;
+    const char *close = *q == '[' ? memchr(q, ']', len - (size_t)(q - p)) : NULL;
+    if (close) {
+      int n = (int)(close - q - 1);
+      bool known = (n == 10 && strncmp(q + 1, "controller", 10) == 0) ||
+                   (n > 6 && strncmp(q + 1, "class ", 6) == 0);
+      if (!known) {
+        snprintf(why, whylen, "unknown section [%.*s] ([controller], [class NAME])", n, q + 1);
+        return line;
+      }
+    }
+    p += len + (eol != NULL);
+  }
+  return 0;
+}
+
 /* Settings change only when the whole file is good. */
 int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t errlen) {
+  int fd = ctl_open_trusted(path, err, errlen);
+  return fd < 0 ? fd : ctl_config_load_fd(cfg, fd, path, err, errlen);
+}
+
+int ctl_config_load_fd(struct ctl_config *cfg, int fd, const char *path, char *err,
+                       size_t errlen) {
   char *text = NULL;
   size_t n = 0;
-  int rc = read_text(path, &text, &n);
+  int rc = read_text(fd, &text, &n);
   if (rc < 0) {
     snprintf(err, errlen, "cannot read '%s': %s", path,
              rc == -EFBIG ? "larger than 1 MiB" : strerror(-rc));
     return rc;
   }
   const char *why = NULL;
+  char section[256];
   size_t bad = bad_line(text, n, &why);
+  if (!bad && (bad = section_line(text, section, sizeof section))) why = section;
   struct ini_ctx *ctx = bad ? NULL : calloc(1, sizeof *ctx);
   int line = bad ? (int)bad : -1;
   if (ctx) {
@@ -365,7 +409,11 @@ int ctl_config_parse_args(struct ctl_config *cfg, int argc, char **argv, char *e
       snprintf(err, errlen, "unknown or incomplete option '%s'", argv[optind - 1]);
       return -EINVAL;
     }
-    if (key_set(cfg, &KEYS[c - OPT_KEY0], optarg, err, errlen) < 0) return -EINVAL;
+    char why[200];
+    if (key_set(cfg, &KEYS[c - OPT_KEY0], optarg, why, sizeof why) < 0) {
+      snprintf(err, errlen, "--%s: %s", names[c - OPT_KEY0], why);
+      return -EINVAL;
+    }
   }
   return optind;
 }

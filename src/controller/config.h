@@ -64,8 +64,12 @@ struct ctl_config {
 void ctl_config_defaults(struct ctl_config *cfg);
 
 /* Reads the INI file path into cfg. On error writes "'PATH': line N: ..."
- * into err and returns -EINVAL (or -errno when the file cannot be read). */
+ * into err and returns -EINVAL (or -errno when the file cannot be read;
+ * -EPERM when others could write it: ctl_open_trusted). */
 int ctl_config_load(struct ctl_config *cfg, const char *path, char *err, size_t errlen);
+/* The same from fd (closed here), already checked; path names it. */
+int ctl_config_load_fd(struct ctl_config *cfg, int fd, const char *path, char *err,
+                       size_t errlen);
 
 /* Applies the command line (argv[first..argc)); --config FILE is read first,
  * wherever it stands. Returns the index of the first non-option argument, or

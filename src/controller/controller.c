@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "controller/controller.h"
 #include "controller/log.h"
@@ -79,7 +80,11 @@ static int resume(struct ctl_controller *c, char *err, size_t errlen) {
 static int load_model(struct ctl_controller *c, const char *path, char *err, size_t errlen) {
   struct pflex_diag d;
   pflex_diag_clear(&d);
-  int rc = pflex_model_read_json(path, &c->model, &d);
+  char name[64];
+  int fd = ctl_open_trusted_name(path, name, sizeof name, err, errlen);
+  if (fd < 0) return fd;
+  int rc = pflex_model_read_json(name, &c->model, &d);
+  close(fd);
   if (rc < 0) {
     snprintf(err, errlen, "model '%s': %s%s%s", path, d.column[0] ? d.column : "",
              d.column[0] ? ": " : "", d.message[0] ? d.message : pflex_strerror(rc));

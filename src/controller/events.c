@@ -279,7 +279,7 @@ bool ctl_events_target(const struct ctl_event *events, size_t n, double t, doubl
 }
 
 const char *ctl_event_state_name(enum ctl_event_state s) {
-  static const char *const names[] = {"scheduled", "active", "done"};
+  static const char *const names[] = {"scheduled", "active", "ended"};
   return s <= CTL_EVENT_DONE ? names[s] : "?";
 }
 

@@ -3,12 +3,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "agent/trust.h"
 
 static char *trim(char *s) {
   while (*s == ' ' || *s == '\t')
@@ -51,12 +54,37 @@ static bool is_duplicate(const struct ctl_inventory *inv, const char *u) {
   return false;
 }
 
+int ctl_open_trusted(const char *path, char *err, size_t errlen) {
+  char why[PATH_MAX + 96];
+  int fd = -1, rc = agent_trust_open(path, &fd, why, sizeof why);
+  if (rc == -EPERM)
+    snprintf(err, errlen,
+             "'%s': %s; must be owned by root or the controller's user and not "
+             "group/other-writable",
+             path, why);
+  else if (rc < 0)
+    snprintf(err, errlen, "cannot read '%s': %s", path, why);
+  return rc < 0 ? rc : fd;
+}
+
+int ctl_open_trusted_name(const char *path, char *fdpath, size_t size, char *err, size_t errlen) {
+  int fd = ctl_open_trusted(path, err, errlen);
+  if (fd >= 0) snprintf(fdpath, size, "/proc/self/fd/%d", fd);
+  return fd;
+}
+
 int ctl_inventory_load(const char *path, struct ctl_inventory *ret, char *err, size_t errlen) {
-  FILE *f = fopen(path, "r");
+  int fd = ctl_open_trusted(path, err, errlen);
+  return fd < 0 ? fd : ctl_inventory_load_fd(fd, path, ret, err, errlen);
+}
+
+int ctl_inventory_load_fd(int fd, const char *path, struct ctl_inventory *ret, char *err,
+                          size_t errlen) {
+  FILE *f = fdopen(fd, "r");
   if (!f) {
-    int e = errno;
-    snprintf(err, errlen, "cannot read '%s': %s", path, strerror(e));
-    return -e;
+    close(fd);
+    snprintf(err, errlen, "cannot read '%s': %s", path, strerror(ENOMEM));
+    return -ENOMEM;
   }
   struct ctl_inventory inv = {0};
   size_t cap = 0, lineno = 0, linecap = 0;

@@ -2,7 +2,7 @@
  * (docs/controller.md).
  *
  *   pflex-controller [run] [OPTIONS]        the controller (default)
- *   pflex-controller report EVENT [--state-db F] [--plot FILE.svg]
+ *   pflex-controller report EVENT [--config F] [--state-db F] [--plot FILE.svg|.png|.pdf]
  *   pflex-controller sim-cluster [OPTIONS]  a simulated cluster to prove it
  *
  * Exit status: 0 success, 1 failure, 2 usage error. */
@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 
 #include <curl/curl.h>
 #include <jansson.h>
@@ -21,6 +22,7 @@
 #include "controller/log.h"
 #include "controller/report.h"
 #include "controller/sim_cluster.h"
+#include "pflex/plot.h"
 
 static volatile int stop_flag;
 
@@ -28,10 +30,15 @@ static void on_signal(int sig) {
   stop_flag = sig;
 }
 
+#define REPORT_USAGE                                                                               \
+  "usage: pflex-controller report EVENT [--config FILE] [--state-db FILE] "                        \
+  "[--plot FILE.svg|.png|.pdf]\n"
+
 static void usage(FILE *out) {
   fprintf(out,
           "usage: pflex-controller [run] [OPTIONS]\n"
-          "       pflex-controller report EVENT [--state-db FILE] [--plot FILE.svg|.png]\n"
+          "       pflex-controller report EVENT [--config FILE] [--state-db FILE]\n"
+          "                                     [--plot FILE.svg|.png|.pdf]\n"
           "       pflex-controller sim-cluster [OPTIONS] (pflex-controller sim-cluster --help)\n"
           "Holds a cluster power target through the pflexd agents (docs/controller.md).\n\n");
   ctl_config_usage(out);
@@ -65,10 +72,11 @@ static int run(int argc, char **argv) {
   }
   raise_nofile();
   struct ctl_controller c;
-  if (ctl_controller_open(&c, &cfg, err, sizeof err) < 0) {
+  int orc = ctl_controller_open(&c, &cfg, err, sizeof err);
+  if (orc < 0) {
     fprintf(stderr, "error: %s\n", err);
     ctl_controller_close(&c);
-    return 1;
+    return orc == -EPERM ? 2 : 1; /* a file others can write is a configuration error */
   }
   struct ctl_api *api = NULL;
   if (cfg.listen[0] && ctl_api_start(&c, &api, err, sizeof err) < 0) {
@@ -90,34 +98,66 @@ static int run(int argc, char **argv) {
   return rc < 0 ? 1 : 0;
 }
 
+/* report's store: --state-db, else the --config file's state_db, else the
+ * default; an existing regular file only (a wrong path must not create an
+ * empty store and then find no event in it). Exit status, 0 when found. */
+static int report_store(const char *db, const char *conf, char *path, size_t size) {
+  struct ctl_config cfg;
+  char err[512];
+  ctl_config_defaults(&cfg);
+  if (conf && ctl_config_load(&cfg, conf, err, sizeof err) < 0) {
+    fprintf(stderr, "error: %s\n", err);
+    return 2;
+  }
+  snprintf(path, size, "%s", db ? db : cfg.state_db);
+  struct stat st;
+  int e = stat(path, &st) != 0 ? errno : S_ISREG(st.st_mode) ? 0 : -1;
+  if (e) {
+    fprintf(stderr, "error: cannot open '%s': %s\n", path,
+            e > 0 ? strerror(e) : "not a regular file");
+    return 1;
+  }
+  return 0;
+}
+
 static int report(int argc, char **argv) {
-  const char *db = "/var/lib/pflex/controller.db", *plot = NULL, *event = NULL;
+  const char *db = NULL, *conf = NULL, *plot = NULL, *event = NULL;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--state-db") == 0 && i + 1 < argc)
       db = argv[++i];
+    else if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+      conf = argv[++i];
     else if (strcmp(argv[i], "--plot") == 0 && i + 1 < argc)
       plot = argv[++i];
     else if (argv[i][0] != '-' && !event)
       event = argv[i];
     else {
-      fprintf(stderr, "error: report: unexpected '%s'\n", argv[i]);
+      fprintf(stderr, "error: report: unexpected '%s'\n%s", argv[i], REPORT_USAGE);
       return 2;
     }
   }
   char *end;
   long long id = event ? strtoll(event, &end, 10) : 0;
   if (!event || *end || id <= 0) {
-    fprintf(stderr, "error: report: give the event id (a positive integer)\n");
+    fprintf(stderr, "error: report: give the event id (a positive integer)\n%s", REPORT_USAGE);
     return 2;
   }
-  char err[512];
+  if (plot && !pflex_plot_device(plot)) {
+    fprintf(stderr,
+            "error: report: --plot '%s': the format follows the extension: .svg, .png or .pdf\n",
+            plot);
+    return 2;
+  }
+  char path[sizeof((struct ctl_config *)0)->state_db], err[512];
+  int rc = report_store(db, conf, path, sizeof path);
+  if (rc) return rc;
   struct ctl_store *st;
-  if (ctl_store_open(db, &st, err, sizeof err) < 0) {
+  if (ctl_store_open(path, &st, err, sizeof err) < 0) {
     fprintf(stderr, "error: %s\n", err);
     return 1;
   }
   json_t *o;
-  int rc = ctl_report_json(st, id, &o, err, sizeof err);
+  rc = ctl_report_json(st, id, &o, err, sizeof err);
   if (rc == 0 && plot) rc = ctl_report_plot(st, id, plot, err, sizeof err);
   ctl_store_close(st);
   if (rc < 0) {

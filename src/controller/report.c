@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "controller/controller.h"
 #include "pflex/plot.h"
 
 #define MARGIN_S 30.0
@@ -124,15 +125,23 @@ int ctl_report_json(struct ctl_store *st, int64_t id, json_t **ret, char *err, s
     }
   }
   size_t after = 0;
-  for (size_t i = from; i < n; i++)
-    after += r[i].event_id == id && r[i].compliant == 0;
-  json_t *o = json_pack("{s:o, s:I, s:I, s:I, s:f, s:f}", "event", ctl_event_to_json(&d.e, d.e.start),
+  double worst_after = -INFINITY; /* like sim-cluster's max_over_pct: may be below 0 */
+  for (size_t i = from; i < n; i++) {
+    if (r[i].event_id != id) continue;
+    after += r[i].compliant == 0;
+    worst_after = fmax(worst_after, (r[i].measured_w - r[i].target_w) / r[i].target_w);
+  }
+  /* The event's state as of now: "ended" once it is over. */
+  json_t *o = json_pack("{s:o, s:I, s:I, s:I, s:f, s:f}", "event",
+                        ctl_event_to_json(&d.e, ctl_epoch_now()),
                         "rounds", (json_int_t)during, "rounds_over", (json_int_t)over,
                         "rounds_with_unreachable", (json_int_t)unreachable, "round_ms_max", max_ms,
                         "round_ms_mean", during ? sum_ms / during : 0.0);
   json_object_set_new(o, "compliance_s", from < n ? json_real(r[from].t - d.e.start) : json_null());
   json_object_set_new(o, "overshoot_samples", json_integer((json_int_t)after));
   json_object_set_new(o, "max_over_pct", during ? json_real(100 * max_over) : json_null());
+  json_object_set_new(o, "max_over_pct_after_compliance",
+                      from < n ? json_real(100 * worst_after) : json_null());
   json_object_set_new(o, "held_tput_relative", nheld ? json_real(rel / nheld) : json_null());
   json_object_set_new(o, "classes", classes_json(&d));
   data_release(&d);

@@ -6,10 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
 #include "controller/events.h"
+#include "controller/inventory.h"
 
 static bool same(const struct ctl_event *a, const struct ctl_event *b) {
   return strcmp(a->source, b->source) == 0 && fabs(a->start - b->start) < 1e-3 &&
@@ -44,8 +46,21 @@ static int parse_all(json_t *arr, const char *path, double now, struct ctl_event
 
 int ctl_schedule_read(const char *path, double now, struct ctl_event **ret, size_t *ret_n,
                       char *err, size_t errlen) {
+  int fd = ctl_open_trusted(path, err, errlen);
+  return fd < 0 ? fd : ctl_schedule_read_fd(fd, path, now, ret, ret_n, err, errlen);
+}
+
+int ctl_schedule_read_fd(int fd, const char *path, double now, struct ctl_event **ret,
+                         size_t *ret_n, char *err, size_t errlen) {
+  FILE *f = fdopen(fd, "r");
+  if (!f) {
+    close(fd);
+    snprintf(err, errlen, "'%s': out of memory", path);
+    return -ENOMEM;
+  }
   json_error_t je;
-  json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+  json_t *root = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
+  fclose(f);
   if (!root) {
     snprintf(err, errlen, "'%s': line %d: %s", path, je.line, je.text);
     return -EINVAL;

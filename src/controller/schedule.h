@@ -14,9 +14,12 @@
 
 /* Reads and validates the file: the events not over at now, in *ret (free()
  * it) and *ret_n. -EINVAL with err naming the file, entry and field;
- * nothing is returned then. */
+ * nothing is returned then. The file must pass ctl_open_trusted (-EPERM). */
 int ctl_schedule_read(const char *path, double now, struct ctl_event **ret, size_t *ret_n,
                       char *err, size_t errlen);
+/* The same from fd (closed here), already checked; path names it. */
+int ctl_schedule_read_fd(int fd, const char *path, double now, struct ctl_event **ret,
+                         size_t *ret_n, char *err, size_t errlen);
 
 int ctl_schedule_load(const char *path, struct ctl_store *st, double now, char *err, size_t errlen);
 

@@ -884,6 +884,7 @@ static int setup(struct sim *s, char *err, size_t errlen) {
   char path[PATH_MAX + 32];
   snprintf(path, sizeof path, "%s/agents", o->dir);
   FILE *f = fopen(path, "w");
+  if (f) fchmod(fileno(f), 0644); /* the controller refuses one others may write (umask 002) */
   int port = o->base_port;
   for (size_t i = 0; f && i < n; i++) {
     port = sim_free_port(port);

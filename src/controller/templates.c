@@ -5,6 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "controller/inventory.h"
 
 #include "pflex/runs_csv.h"
 
@@ -13,7 +16,11 @@ int ctl_templates_load(const char *path, struct ctl_templates *ret, char *err, s
   struct pflex_diag d;
   pflex_diag_clear(&d);
   struct pflex_runs_read_opts opts = {0};
-  int rc = pflex_runs_read_csv(path, &opts, &runs, &d);
+  char name[64];
+  int fd = ctl_open_trusted_name(path, name, sizeof name, err, errlen);
+  if (fd < 0) return fd;
+  int rc = pflex_runs_read_csv(name, &opts, &runs, &d);
+  close(fd);
   struct ctl_templates t = {0};
   pflex_jobset_init(&t.set);
   if (rc == 0) {

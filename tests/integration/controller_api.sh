@@ -142,6 +142,19 @@ jq -e '.event.id == '"$id"' and .rounds >= 2 and (.compliance_s | type) == "numb
 grep -q '<svg' "$T/event.svg" || fail "report: no SVG"
 out=$("$CTL" report 999 --state-db "$T/ctl.db" 2>&1 || true)
 echo "$out" | grep -q "error: no event 999" || fail "report of an unknown event: $out"
+# the event was ended (DELETE): its state says so; the worst excess after compliance is there
+jq -e '.event.state == "ended" and (.max_over_pct_after_compliance | type) == "number" and
+  .max_over_pct >= 0' "$T/report.json" >/dev/null || fail "report: state/excess: $(cat "$T/report.json")"
+# the store from --config's state_db; a wrong path is refused, not created
+printf '[controller]\nstate_db = %s\n' "$T/ctl.db" > "$T/report.conf"; chmod 600 "$T/report.conf"
+"$CTL" report "$id" --config "$T/report.conf" | jq -e '.event.id == '"$id" >/dev/null ||
+  fail "report --config did not read the conf's state_db"
+set +e
+out=$(cd "$T" && "$CTL" report "$id" --state-db nosuch.db 2>&1); rc=$?
+set -e
+[ "$rc" = 1 ] && echo "$out" | grep -qF "error: cannot open 'nosuch.db': No such file or directory" ||
+  fail "report of a missing store: exit $rc: $out"
+[ ! -e "$T/nosuch.db" ] || fail "report created a store at a wrong path"
 
 # killed mid-event and back only after the event is over: the agents sit at
 # their fallbacks, and the restarted controller lifts them
@@ -166,5 +179,5 @@ echo "$out" | grep -q "line 2: 'round_s': 'fast' is not a number" || fail "bad c
 set +e
 out=$("$CTL" --agents-file "$T/agents" --state-db "$T/x.db" --listen "" --lease-rounds 1 2>&1); rc=$?
 set -e
-[ "$rc" = 2 ] && echo "$out" | grep -q "lease_rounds" || fail "lease_rounds 1 accepted: $out"
+[ "$rc" = 2 ] && echo "$out" | grep -q -- "--lease-rounds: '1' is not an integer" || fail "lease_rounds 1 accepted: $out"
 echo "controller_api: ok"

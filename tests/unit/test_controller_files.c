@@ -86,6 +86,35 @@ static void config_nul_and_half_applied(void **state) {
   assert_true(cfg.round_s == 2);
 }
 
+/* An unknown section is named at its header's line, even with no key in it
+ * (libinih reports it at its first key, or not at all). */
+static void config_unknown_section_at_its_line(void **state) {
+  (void)state;
+  PUT("[controler]\nround_s = 2\n");
+  refused_unchanged("line 1: unknown section [controler] ([controller], [class NAME])");
+  PUT("[controller]\nround_s = 2\n\n  [oops]\n");
+  refused_unchanged("line 4: unknown section [oops]");
+  PUT("[class gold]\nweight = 2\n[controller]\nround_s = 2\n");
+  struct ctl_config cfg;
+  ctl_config_defaults(&cfg);
+  char err[512];
+  assert_int_equal(ctl_config_load(&cfg, path, err, sizeof err), 0);
+  assert_int_equal(cfg.nclasses, 1);
+}
+
+/* A bad value from the command line names the option, from a file the key. */
+static void config_option_named(void **state) {
+  (void)state;
+  struct ctl_config cfg;
+  ctl_config_defaults(&cfg);
+  char err[512], a0[] = "run", a1[] = "--round-s", a2[] = "abc";
+  char *argv[] = {a0, a1, a2, NULL};
+  assert_int_equal(ctl_config_parse_args(&cfg, 3, argv, err, sizeof err), -EINVAL);
+  assert_string_equal(err, "--round-s: 'abc' is not a number in [0.05, 60]");
+  PUT("[controller]\nround_s = abc\n");
+  refused_unchanged("line 2: 'round_s': 'abc' is not a number in [0.05, 60]");
+}
+
 static void agents_long_comment_is_one_line(void **state) {
   (void)state;
   char text[2100] = "# ";
@@ -141,6 +170,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(config_long_comment_refused, setup, teardown),
       cmocka_unit_test_setup_teardown(config_nul_and_half_applied, setup, teardown),
+      cmocka_unit_test_setup_teardown(config_unknown_section_at_its_line, setup, teardown),
+      cmocka_unit_test_setup_teardown(config_option_named, setup, teardown),
       cmocka_unit_test_setup_teardown(agents_long_comment_is_one_line, setup, teardown),
       cmocka_unit_test_setup_teardown(agents_nul_and_control_refused, setup, teardown),
       cmocka_unit_test_setup_teardown(schedule_bad_entry_adds_nothing, setup, teardown),
