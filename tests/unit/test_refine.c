@@ -502,7 +502,7 @@ int main(void) {
       cmocka_unit_test(test_bad_input),         cmocka_unit_test(test_window),
       cmocka_unit_test(test_predicted_curve),   cmocka_unit_test(test_family_fit),
       cmocka_unit_test(test_reset),             cmocka_unit_test(test_table),
-      cmocka_unit_test(test_smooth_knots),       cmocka_unit_test(test_window_data),
+      cmocka_unit_test(test_smooth_knots),      cmocka_unit_test(test_window_data),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
