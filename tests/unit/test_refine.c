@@ -293,16 +293,23 @@ static void test_bad_input(void **state) {
   assert_int_equal(pflex_refine_predicted_curve(&b, &pc), -EINVAL);
 }
 
+/* The fixture's prior of a shape, and options keeping 3 observations. */
+static struct pflex_refine_prior *windowed(const struct fixture *f, enum pflex_refine_shape shape,
+                                           struct pflex_refine_opts *o) {
+  struct pflex_refine_job job = job_of(f, shape);
+  struct pflex_refine_prior *prior;
+  assert_int_equal(pflex_refine_prior_new(&job, &prior), 0);
+  pflex_refine_opts_init(o);
+  o->max_obs = 3;
+  return prior;
+}
+
 /* The window: only the most recent max_obs observations count. Old
  * observations of a job whose curve changed (a new phase) drop out. */
 static void test_window(void **state) {
   struct fixture *f = *state;
-  struct pflex_refine_job job = job_of(f, PFLEX_REFINE_FAMILY);
-  struct pflex_refine_prior *prior;
-  assert_int_equal(pflex_refine_prior_new(&job, &prior), 0);
   struct pflex_refine_opts o;
-  pflex_refine_opts_init(&o);
-  o.max_obs = 3;
+  struct pflex_refine_prior *prior = windowed(f, PFLEX_REFINE_FAMILY, &o);
   struct pflex_refine *r;
   assert_int_equal(pflex_refine_new(prior, &o, &r), 0);
   struct pflex_curve *other = family(0.9);
@@ -326,12 +333,8 @@ static void test_window(void **state) {
  * bit those of a refinement that saw only the observations held. */
 static void test_window_data(void **state) {
   struct fixture *f = *state;
-  struct pflex_refine_job job = job_of(f, PFLEX_REFINE_DATA);
-  struct pflex_refine_prior *prior;
-  assert_int_equal(pflex_refine_prior_new(&job, &prior), 0);
   struct pflex_refine_opts o;
-  pflex_refine_opts_init(&o);
-  o.max_obs = 3;
+  struct pflex_refine_prior *prior = windowed(f, PFLEX_REFINE_DATA, &o);
   o.prior_sd = 0.45; /* off the default: the prior's spread not the one the prior keeps */
   struct pflex_refine *r, *last;
   assert_int_equal(pflex_refine_new(prior, &o, &r), 0);
