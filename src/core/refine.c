@@ -28,6 +28,8 @@ struct pflex_refine_prior {
   struct pflex_curve_params base, pred; /* family defaults; the predicted member (family) */
   struct pflex_curve *curve;            /* the predicted curve */
   struct pflex_curve *cand[NPFI];       /* data shape: the candidates */
+  double cpfi[NPFI];                    /* their PFIs, pflex_refine_candidate_pfi(m) */
+  double spread_sd, spread;             /* data shape: prior_spread at the default prior_sd */
 };
 
 struct pflex_refine {
@@ -40,7 +42,8 @@ struct pflex_refine {
   double *x;                 /* family shape: the observations' clocks (pflex__refine_family_fit) */
   double *anchors;           /* 2 max_obs + (max_obs + 1) + 2 (max_obs + 2): corr.ap, ar, aq, sx, sy */
   double u;                  /* data shape: the PFI's posterior mode on the candidate grid */
-  double prior_spread;       /* data shape: data_spread(r, false), set at the first observation */
+  double prior_spread;       /* data shape: prior_spread's, set at the first observation */
+  double cost[NPFI];         /* data shape: post_cost at each candidate, the observations held */
   gsl_min_fminimizer *min;   /* family shape */
   struct refine_corr corr;   /* the refined curve's state */
   struct pflex_curve *curve; /* callback curve on corr */
@@ -145,6 +148,8 @@ int pflex_refine_predicted_curve(const struct pflex_refine_job *job,
 
 /* ---- the prior -------------------------------------------------------------------- */
 
+static double prior_spread(const double *cpfi, double pfi0, double sd);
+
 /* The prior's curves: the predicted one and, for the data shape, the
  * candidates, all from one reading of the templates. */
 static int prior_curves(const struct pflex_refine_job *job, struct pflex_refine_prior *p) {
@@ -174,6 +179,14 @@ int pflex_refine_prior_new(const struct pflex_refine_job *job,
                                    .p_min = job->p_min,
                                    .p_max = job->p_max,
                                    .t_max = job->t_max};
+  for (size_t m = 0; m < NPFI; m++)
+    p->cpfi[m] = pflex_refine_candidate_pfi((double)m);
+  /* The prior's spread depends on the PFI and prior_sd alone: once per
+   * prior at the default prior_sd, not at every job's first observation. */
+  struct pflex_refine_opts def;
+  pflex_refine_opts_init(&def);
+  p->spread_sd = def.prior_sd;
+  p->spread = prior_spread(p->cpfi, p->pfi, p->spread_sd);
   pflex_curve_params_default(job->gpu, job->gpus, job->p_max, &p->base);
   if ((err = prior_curves(job, p))) {
     pflex_refine_prior_free(p);
@@ -320,40 +333,65 @@ static double knot_eval(void *ctx, double p) {
  * each observed throughput. */
 struct pfi_post {
   double pfi0, sd, noise;
-  const double *tab; /* n x NPFI: candidate m at observation k, tab[k * NPFI + m] */
+  const double *cpfi; /* NPFI: the candidates' PFIs */
+  const double *cost; /* NPFI: the cost at each candidate (post_cost at u = m) */
+  const double *tab;  /* n x NPFI: candidate m at observation k, tab[k * NPFI + m] */
   const double *t;
   size_t n;
 };
 
-static double post_cost(const struct pfi_post *q, double u) {
+/* The prior term at PFI v. */
+static double prior_cost(const struct pfi_post *q, double v) {
+  double z = (v - q->pfi0) / q->sd;
+  return z * z;
+}
+
+/* Observation k's term at u = m + a (m <= NPFI - 2). */
+static double obs_cost(const struct pfi_post *q, size_t k, size_t m, double a) {
+  const double *row = &q->tab[k * NPFI];
+  double t = row[m] + a * (row[m + 1] - row[m]);
+  double e = (t - q->t[k]) / (q->noise * q->t[k]);
+  return e * e;
+}
+
+/* u's segment: its left candidate m and the fraction a past it. */
+static size_t post_segment(double u, double *ret_a) {
   size_t m = (size_t)u;
   if (m >= NPFI - 1) m = NPFI - 2;
-  double a = u - (double)m, z = (pflex_refine_candidate_pfi(u) - q->pfi0) / q->sd, s = z * z;
-  for (size_t k = 0; k < q->n; k++) {
-    const double *row = &q->tab[k * NPFI];
-    double t = row[m] + a * (row[m + 1] - row[m]);
-    double e = (t - q->t[k]) / (q->noise * q->t[k]);
-    s += e * e;
-  }
+  *ret_a = u - (double)m;
+  return m;
+}
+
+static double post_cost(const struct pfi_post *q, double u) {
+  double a, s = prior_cost(q, pflex_refine_candidate_pfi(u));
+  size_t m = post_segment(u, &a);
+  for (size_t k = 0; k < q->n; k++)
+    s += obs_cost(q, k, m, a);
   return s;
 }
 
-/* The posterior mode of the PFI on the candidates: a scan, then
- * golden-section search between the best point's neighbours. */
+/* The costs at the candidates, each sum in post_cost's order: from the
+ * first observation on (from), or the newest one added (!from). */
+static void post_costs(const struct pfi_post *q, bool from, double *cost) {
+  for (size_t i = 0; i < NPFI; i++) {
+    double a;
+    size_t m = post_segment((double)i, &a);
+    if (from) cost[i] = prior_cost(q, q->cpfi[i]);
+    for (size_t k = from ? 0 : q->n - 1; k < q->n; k++)
+      cost[i] += obs_cost(q, k, m, a);
+  }
+}
+
+/* The posterior mode of the PFI on the candidates: the best candidate, then
+ * golden-section search between its neighbours. */
 static double pfi_mode(const struct pfi_post *q) {
   size_t best = 0;
   double fb = INFINITY;
-  for (size_t m = 0; m < NPFI; m++) {
-    /* The prior term alone bounds the cost from below: a point whose prior
-     * term already reaches the best cost cannot win (same result, less work). */
-    double z = (pflex_refine_candidate_pfi((double)m) - q->pfi0) / q->sd;
-    if (z * z >= fb) continue;
-    double f = post_cost(q, (double)m);
-    if (f < fb) {
-      fb = f;
+  for (size_t m = 0; m < NPFI; m++)
+    if (q->cost[m] < fb) {
+      fb = q->cost[m];
       best = m;
     }
-  }
   double lo = best > 0 ? (double)best - 1 : 0, hi = best + 1 < NPFI ? (double)best + 1 : NPFI - 1;
   const double g = 0.6180339887498949;
   double x1 = hi - g * (hi - lo), x2 = lo + g * (hi - lo);
@@ -381,17 +419,48 @@ static struct pfi_post data_post(const struct pflex_refine *r) {
   return (struct pfi_post){.pfi0 = r->prior->pfi,
                            .sd = r->o.prior_sd,
                            .noise = r->o.noise > 1e-4 ? r->o.noise : 1e-4,
+                           .cpfi = r->prior->cpfi,
+                           .cost = r->cost,
                            .tab = r->gtab,
                            .t = r->t,
                            .n = r->n};
 }
 
-static void data_update(struct pflex_refine *r) {
+/* SD of the PFI over the candidates under posterior weights exp(-f / 2)
+ * (each candidate weighted by its PFI, the log grid's spacing). */
+static double post_spread(const double *cpfi, const double *f) {
+  double fmin = INFINITY;
+  for (size_t m = 0; m < NPFI; m++)
+    if (f[m] < fmin) fmin = f[m];
+  double sw = 0, s1 = 0, s2 = 0;
+  for (size_t m = 0; m < NPFI; m++) {
+    /* Below -746 exp is 0 in doubles: the weight without the call. */
+    double v = cpfi[m], x = -0.5 * (f[m] - fmin), w = !(x <= -746) ? v * exp(x) : 0;
+    sw += w, s1 += w * v, s2 += w * v * v;
+  }
+  double mean = s1 / sw, var = s2 / sw - mean * mean;
+  return var > 0 ? sqrt(var) : 0;
+}
+
+/* The prior's spread around pfi0 with SD sd: post_spread on the prior
+ * terms alone. */
+static double prior_spread(const double *cpfi, double pfi0, double sd) {
+  struct pfi_post q = {.pfi0 = pfi0, .sd = sd};
+  double f[NPFI];
+  for (size_t m = 0; m < NPFI; m++)
+    f[m] = prior_cost(&q, cpfi[m]);
+  return post_spread(cpfi, f);
+}
+
+/* fresh: the costs from all observations (the first, or the window
+ * moved), else the newest one added to them. */
+static void data_update(struct pflex_refine *r, bool fresh) {
   struct refine_corr *c = &r->corr;
   /* The candidates at the new observation, once. */
   for (size_t m = 0; m < NPFI; m++)
     r->gtab[(r->n - 1) * NPFI + m] = pflex_curve_eval(r->prior->cand[m], r->w[r->n - 1]);
   struct pfi_post q = data_post(r);
+  post_costs(&q, fresh, r->cost);
   r->u = pfi_mode(&q);
   size_t m = (size_t)r->u;
   if (m >= NPFI - 1) m = NPFI - 2;
@@ -400,25 +469,6 @@ static void data_update(struct pflex_refine *r) {
   c->blend = r->u - (double)m;
   knot_set(c, r->w, r->t, r->n, r->pairs);
   knot_cache(c);
-}
-
-/* SD of the PFI over the candidates under posterior weights (each candidate
- * weighted by its PFI, the log grid's spacing); with obs false, the prior's. */
-static double data_spread(const struct pflex_refine *r, bool obs) {
-  struct pfi_post q = data_post(r);
-  if (!obs) q.n = 0;
-  double f[NPFI], fmin = INFINITY;
-  for (size_t m = 0; m < NPFI; m++) {
-    f[m] = post_cost(&q, (double)m);
-    if (f[m] < fmin) fmin = f[m];
-  }
-  double sw = 0, s1 = 0, s2 = 0;
-  for (size_t m = 0; m < NPFI; m++) {
-    double v = pflex_refine_candidate_pfi((double)m), w = v * exp(-0.5 * (f[m] - fmin));
-    sw += w, s1 += w * v, s2 += w * v * v;
-  }
-  double mean = s1 / sw, var = s2 / sw - mean * mean;
-  return var > 0 ? sqrt(var) : 0;
 }
 
 /* ---- per-job state ---------------------------------------------------------------- */
@@ -517,18 +567,21 @@ static void drop_oldest(struct pflex_refine *r) {
 int pflex_refine_observe(struct pflex_refine *r, double power_w, double tput) {
   if (!r || !(power_w > 0) || !isfinite(power_w) || !(tput > 0) || !isfinite(tput))
     return -EINVAL;
+  bool fresh = r->n == 0 || r->n == r->o.max_obs;
   if (r->n == r->o.max_obs) drop_oldest(r);
   r->w[r->n] = power_w;
   r->t[r->n] = tput;
   r->n++;
-  if (r->prior->shape == PFLEX_REFINE_DATA) {
-    /* The prior's spread depends on the prior alone: once per prior, not
-     * at every confidence query. */
-    if (r->n == 1) r->prior_spread = data_spread(r, false);
-    data_update(r);
+  const struct pflex_refine_prior *p = r->prior;
+  if (p->shape == PFLEX_REFINE_DATA) {
+    /* The prior's spread depends on the prior alone: once per job, not at
+     * every confidence query (once per prior at the default prior_sd). */
+    if (r->n == 1)
+      r->prior_spread = r->o.prior_sd == p->spread_sd ? p->spread
+                                                      : prior_spread(p->cpfi, p->pfi, r->o.prior_sd);
+    data_update(r, fresh);
     return 0;
   }
-  const struct pflex_refine_prior *p = r->prior;
   double u;
   /* Cannot fail: the inputs are checked and the scratch is r's. */
   pflex__refine_family_fit(&p->base, &p->pred, r->o.prior_sd, r->o.noise, p->p_max, p->t_max, r->w, r->t,
@@ -551,7 +604,7 @@ double pflex_refine_confidence(const struct pflex_refine *r) {
   if (!r || r->n == 0) return 0;
   double post, prior;
   if (r->prior->shape == PFLEX_REFINE_DATA) {
-    post = data_spread(r, true);
+    post = post_spread(r->prior->cpfi, r->cost);
     prior = r->prior_spread;
   } else {
     const struct pflex_refine_prior *p = r->prior;

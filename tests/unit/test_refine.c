@@ -293,16 +293,23 @@ static void test_bad_input(void **state) {
   assert_int_equal(pflex_refine_predicted_curve(&b, &pc), -EINVAL);
 }
 
+/* The fixture's prior of a shape, and options keeping 3 observations. */
+static struct pflex_refine_prior *windowed(const struct fixture *f, enum pflex_refine_shape shape,
+                                           struct pflex_refine_opts *o) {
+  struct pflex_refine_job job = job_of(f, shape);
+  struct pflex_refine_prior *prior;
+  assert_int_equal(pflex_refine_prior_new(&job, &prior), 0);
+  pflex_refine_opts_init(o);
+  o->max_obs = 3;
+  return prior;
+}
+
 /* The window: only the most recent max_obs observations count. Old
  * observations of a job whose curve changed (a new phase) drop out. */
 static void test_window(void **state) {
   struct fixture *f = *state;
-  struct pflex_refine_job job = job_of(f, PFLEX_REFINE_FAMILY);
-  struct pflex_refine_prior *prior;
-  assert_int_equal(pflex_refine_prior_new(&job, &prior), 0);
   struct pflex_refine_opts o;
-  pflex_refine_opts_init(&o);
-  o.max_obs = 3;
+  struct pflex_refine_prior *prior = windowed(f, PFLEX_REFINE_FAMILY, &o);
   struct pflex_refine *r;
   assert_int_equal(pflex_refine_new(prior, &o, &r), 0);
   struct pflex_curve *other = family(0.9);
@@ -318,6 +325,35 @@ static void test_window(void **state) {
          pflex_curve_eval(f->truth, 3000 + 400 * k), 0.002 * T_MAX);
   pflex_curve_free(other);
   pflex_refine_free(r);
+  pflex_refine_prior_free(prior);
+}
+
+/* The data shape's posterior sums each observation's cost once, as it
+ * comes: once the window moves, the curve and the confidence are bit for
+ * bit those of a refinement that saw only the observations held. */
+static void test_window_data(void **state) {
+  struct fixture *f = *state;
+  struct pflex_refine_opts o;
+  struct pflex_refine_prior *prior = windowed(f, PFLEX_REFINE_DATA, &o);
+  o.prior_sd = 0.45; /* off the default: the prior's spread not the one the prior keeps */
+  struct pflex_refine *r, *last;
+  assert_int_equal(pflex_refine_new(prior, &o, &r), 0);
+  assert_int_equal(pflex_refine_new(prior, &o, &last), 0);
+  struct pflex_curve *other = family(0.9);
+  for (int k = 0; k < 6; k++) {
+    double p = 2800 + 300 * k, t = pflex_curve_eval(k < 3 ? other : f->truth, p);
+    assert_int_equal(pflex_refine_observe(r, p, t), 0);
+    if (k >= 3) assert_int_equal(pflex_refine_observe(last, p, t), 0);
+  }
+  double c = pflex_refine_confidence(r);
+  assert_true(c > 0);
+  assert_true(c == pflex_refine_confidence(last));
+  for (double p = P_MIN; p <= P_MAX; p += 50)
+    assert_true(pflex_curve_eval(pflex_refine_curve(r), p) ==
+                pflex_curve_eval(pflex_refine_curve(last), p));
+  pflex_curve_free(other);
+  pflex_refine_free(r);
+  pflex_refine_free(last);
   pflex_refine_prior_free(prior);
 }
 
@@ -469,7 +505,7 @@ int main(void) {
       cmocka_unit_test(test_bad_input),         cmocka_unit_test(test_window),
       cmocka_unit_test(test_predicted_curve),   cmocka_unit_test(test_family_fit),
       cmocka_unit_test(test_reset),             cmocka_unit_test(test_table),
-      cmocka_unit_test(test_smooth_knots),
+      cmocka_unit_test(test_smooth_knots),      cmocka_unit_test(test_window_data),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
