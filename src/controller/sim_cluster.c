@@ -698,6 +698,32 @@ static void read_cpu(const struct sim *s, struct run_state *rs) {
 }
 
 /* The run: warmup, event, release; one tick of physics at a time. */
+/* Prints the last lines of the controller's log (the run directory goes
+ * away unless --keep, and its first error is why it stopped). */
+static void print_controller_log_tail(const struct sim *s) {
+  char path[PATH_MAX + 32], line[512], tail[5][512];
+  snprintf(path, sizeof path, "%s/controller.log", s->o.dir);
+  FILE *f = fopen(path, "r");
+  if (!f) return;
+  size_t n = 0;
+  while (fgets(line, sizeof line, f))
+    snprintf(tail[n++ % 5], sizeof tail[0], "%s", line);
+  fclose(f);
+  for (size_t i = n > 5 ? n - 5 : 0; i < n; i++)
+    fprintf(stderr, "  %s", tail[i % 5]);
+}
+
+/* Before the event the controller must be running: one that exited (a bad
+ * templates file, a port in use) fails the run at once, with why. */
+static bool controller_exited(struct sim *s) {
+  if (sim_alive(s->ctl_pid)) return false;
+  fprintf(stderr, "error: sim-cluster: the controller exited before the event; the end of its "
+                  "log:\n");
+  print_controller_log_tail(s);
+  s->ctl_pid = 0; /* reaped: nothing to stop at teardown */
+  return true;
+}
+
 static int run_loop(struct sim *s, struct run_state *rs) {
   double t0 = now_s(), last = t0, next_poll = t0 + 1;
   size_t tick = 0;
@@ -707,6 +733,7 @@ static int run_loop(struct sim *s, struct run_state *rs) {
     world_step(s, rs, t, t - last, &tick);
     last = t;
     churn_step(s, t);
+    if (rs->event_id == 0 && controller_exited(s)) return -EIO;
     if (rs->event_id == 0 && t >= t0 + s->o.warmup) {
       struct ctl_event ev;
       rs->event_id = fire_event(s, &ev);

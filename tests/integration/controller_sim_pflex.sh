@@ -25,6 +25,15 @@ rc=0; PFLEX_CONTROLLER="$T/no-such-controller" "$PFLEX" sim-cluster --nodes 2 2>
 [ "$rc" -eq 1 ] || fail "missing controller: exit $rc, not 1"
 grep -q "cannot run '$T/no-such-controller'" "$T/err" || fail "missing controller: $(cat "$T/err")"
 
+# A controller that exits before the event (here: a templates file that does
+# not exist) fails the run at once, with the controller's own error, not an
+# HTTP timeout after the warm-up.
+rc=0; timeout 60 "$PFLEX" sim-cluster --nodes 2 --warmup 20 --templates "$T/nosuch.csv" \
+  > /dev/null 2> "$T/err" || rc=$?
+[ "$rc" -eq 1 ] || fail "controller that exits: exit $rc, not 1"
+grep -q "the controller exited before the event" "$T/err" || fail "controller that exits: $(cat "$T/err")"
+grep -q "nosuch.csv" "$T/err" || fail "controller that exits: its error not shown: $(cat "$T/err")"
+
 "$PFLEX" sim-cluster --nodes 4 --cut 30 --duration 8 --warmup 5 --seed 2 --churn 0 --tick 0.5 \
   --json > "$T/out.json" 2> "$T/sim.log" || { cat "$T/sim.log"; fail "pflex sim-cluster failed"; }
 cat "$T/out.json"
