@@ -71,7 +71,7 @@ static const struct key KEYS[] = {
     {"max_over_pct", DBL(max_over_pct, 0, 10), "1",
      "caps sum at most target + this % (0.5 or less: no demand change can make a sample "
      "non-compliant, at the cost of the slack)"},
-    {"baseline_rounds", DBL(baseline_rounds, 1, 600), "3",
+    {"baseline_rounds", INT(baseline_rounds, 1, 600), "3",
      "rounds averaged for the uncapped baseline of cut_pct"},
     {"max_rounds", INT(max_rounds, 0, 1000000000), "0", "stop after N rounds (0 = run)"},
 };

@@ -54,7 +54,7 @@ struct ctl_config {
   double gain_up, gain_down;  /* feedback gains */
   double margin_pct;          /* feedback setpoint below target, % */
   double max_over_pct;        /* caps sum at most target + this %, */
-  double baseline_rounds;     /* rounds averaged for the uncapped baseline */
+  int baseline_rounds;        /* rounds averaged for the uncapped baseline */
   int max_rounds;             /* stop after this many rounds (0 = run until signalled) */
   struct ctl_class classes[CTL_MAX_CLASSES];
   size_t nclasses;

@@ -78,6 +78,8 @@ static void config_nul_and_half_applied(void **state) {
   /* a good key then a bad one: neither is applied */
   PUT("[controller]\nround_s = 2\nlease_rounds = 1\n");
   refused_unchanged("line 3: 'lease_rounds'");
+  PUT("[controller]\nbaseline_rounds = 2.5\n"); /* a count of rounds is whole */
+  refused_unchanged("line 2: 'baseline_rounds': '2.5' is not an integer in [1, 600]");
   struct ctl_config cfg;
   ctl_config_defaults(&cfg);
   char err[512];
