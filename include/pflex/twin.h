@@ -261,4 +261,12 @@ struct pflex_twin_population_opts {
 int pflex_twin_population(const struct pflex_twin_population_opts *opts,
                           struct pflex_runset *ret_set);
 
+/* The same population's jobs without their sweeps: job j's GPU type in
+ * ret_gpus[j] and its job in ret_jobs[j] (both arrays of opts->jobs; the
+ * runs pflex_twin_population writes are these jobs' sweeps), for a
+ * simulation that runs them (pflex sim-cluster). -ENOENT as above. */
+int pflex_twin_population_jobs(const struct pflex_twin_population_opts *opts,
+                               const struct pflex_twin_gpu **ret_gpus,
+                               struct pflex_twin_job *ret_jobs);
+
 #endif

@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <gsl/gsl_randist.h>
@@ -154,82 +155,110 @@ static int mixed_units(struct pflex_runset *set, uint64_t seed) {
   return err;
 }
 
-int pflex_twin_population(const struct pflex_twin_population_opts *opts,
-                          struct pflex_runset *ret_set) {
-  if (!opts || !ret_set || !opts->jobs) return -EINVAL;
+/* Job-to-job spread around the class values, of the size the calibrated
+ * reference groups show (s about +-0.15, a_c about +-0.25), long
+ * latency-bound memory phases (seen apart by the limiter: common in MoE
+ * without expert parallelism, as in the three calibrated EP1 groups,
+ * occasional elsewhere), and, as in every published group, a highest capped
+ * run (600 W on an H200) that binds: the activity of a job that would not
+ * draw 5% above it is raised. */
+static void spread_job(gsl_rng *rng, const struct pflex_twin_gpu *gpu, struct pflex_twin_job *job) {
+  job->compute_share = clampd(job->compute_share + gsl_ran_gaussian(rng, 0.12), 0.15, 1.0);
+  job->compute_activity = clampd(job->compute_activity + gsl_ran_gaussian(rng, 0.2), 0.5, 1.8);
+  job->mem_clock_bound = gsl_rng_uniform(rng) < 0.3 ? gsl_ran_flat(rng, 0.3, 0.9) : 0.0;
+  job->dram_mix = gsl_ran_lognormal(rng, 0.0, 0.15);
+  double p_split = job->arch == PFLEX_ARCH_MOE && job->ep == 1 ? 0.5 : 0.1;
+  job->phase_split = gsl_rng_uniform(rng) < p_split ? gsl_ran_flat(rng, 0.25, 1.0) : 0.0;
+  pflex_twin_job_refresh(job);
+  double caps[6];
+  sweep_caps(gpu, caps);
+  while (pflex_twin_natural_power(gpu, job) < 1.05 * caps[4] && job->compute_activity < 1.8)
+    job->compute_activity += 0.05;
+}
+
+/* Draws job j of a population: its GPU type and its job, from rng (the
+ * population's one stream, in the order every population has used). */
+static int draw_job(gsl_rng *rng, const struct pflex_twin_gpu *const *types, size_t ntypes,
+                    const struct pflex_twin_gpu **ret_gpu, struct pflex_twin_job *ret_job) {
+  static const int seqs[] = {2048, 4096, 8192}, batches[] = {1, 2, 4, 8, 16};
+  const double pt_share = 4026.0 / (4026.0 + 66971.0);
+  /* One uniform draw, as before the list existed: H100,H200 gives the default population. */
+  size_t t = (size_t)(gsl_rng_uniform(rng) * (double)ntypes);
+  const struct pflex_twin_gpu *gpu = types[t < ntypes ? t : ntypes - 1];
+  struct pflex_twin_job job = {0};
+  job.task = gsl_rng_uniform(rng) < pt_share ? PFLEX_TASK_PT : PFLEX_TASK_FT;
+  job.gpus = job.task == PFLEX_TASK_PT
+                 ? draw_count(rng, pt_counts, sizeof pt_counts / sizeof pt_counts[0])
+                 : draw_count(rng, ft_counts, sizeof ft_counts / sizeof ft_counts[0]);
+  if (job.gpus < 0) return job.gpus;
+  /* A model whose sharded state (16 B/param pretraining, 2 B/param frozen
+   * for LoRA) fits in 60% of the job's memory. */
+  const struct model *m = NULL;
+  for (int tries = 0; tries < 1000 && !m; tries++) {
+    const struct model *c = &catalogue[gsl_rng_uniform_int(rng, NCAT)];
+    double bytes = (job.task == PFLEX_TASK_PT ? 16.0 : 2.0) * c->params_b * 1e9 / job.gpus;
+    if (bytes <= 0.6 * gpu->hbm_gib * 1073741824.0) m = c;
+  }
+  if (!m) m = &catalogue[0];
+  snprintf(job.model, sizeof job.model, "%s", m->name);
+  job.arch = m->arch;
+  job.params_b = m->params_b;
+  job.active_b = m->active_b;
+  job.seq_len = seqs[gsl_rng_uniform_int(rng, 3)];
+  job.batch = batches[gsl_rng_uniform_int(rng, 5)];
+  job.ep = job.arch == PFLEX_ARCH_MOE && job.task == PFLEX_TASK_PT && job.gpus >= 8 &&
+                   gsl_rng_uniform(rng) < 0.5
+               ? 8
+               : 1;
+  job.compile = gsl_rng_uniform(rng) < 0.5;
+  job.grad_ckpt = gsl_rng_uniform(rng) < 0.5;
+  int r = pflex_twin_job_derive(gpu, &job);
+  if (r < 0) return r;
+  spread_job(rng, gpu, &job);
+  *ret_gpu = gpu;
+  *ret_job = job;
+  return 0;
+}
+
+int pflex_twin_population_jobs(const struct pflex_twin_population_opts *opts,
+                               const struct pflex_twin_gpu **ret_gpus,
+                               struct pflex_twin_job *ret_jobs) {
+  if (!opts || !ret_gpus || !ret_jobs || !opts->jobs) return -EINVAL;
   const struct pflex_twin_gpu *types[POP_MAX_GPUS];
   size_t ntypes = 0;
   int err = gpu_types(opts, types, &ntypes);
   if (err) return err;
-  static const int seqs[] = {2048, 4096, 8192}, batches[] = {1, 2, 4, 8, 16};
   gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
   if (!rng) return -ENOMEM;
   gsl_rng_set(rng, (unsigned long)opts->seed);
+  int r = 0;
+  for (size_t j = 0; r == 0 && j < opts->jobs; j++)
+    r = draw_job(rng, types, ntypes, &ret_gpus[j], &ret_jobs[j]);
+  gsl_rng_free(rng);
+  return r;
+}
+
+int pflex_twin_population(const struct pflex_twin_population_opts *opts,
+                          struct pflex_runset *ret_set) {
+  if (!opts || !ret_set || !opts->jobs) return -EINVAL;
+  const struct pflex_twin_gpu **gpus = calloc(opts->jobs, sizeof *gpus);
+  struct pflex_twin_job *jobs = calloc(opts->jobs, sizeof *jobs);
+  int r = gpus && jobs ? pflex_twin_population_jobs(opts, gpus, jobs) : -ENOMEM;
   struct pflex_runset set;
   pflex_runset_init(&set);
-  int r = 0;
-  double pt_share = 4026.0 / (4026.0 + 66971.0);
   for (size_t j = 0; r == 0 && j < opts->jobs; j++) {
-    /* One uniform draw, as before the list existed: H100,H200 gives the default population. */
-    size_t t = (size_t)(gsl_rng_uniform(rng) * (double)ntypes);
-    const struct pflex_twin_gpu *gpu = types[t < ntypes ? t : ntypes - 1];
-    struct pflex_twin_job job = {0};
-    job.task = gsl_rng_uniform(rng) < pt_share ? PFLEX_TASK_PT : PFLEX_TASK_FT;
-    job.gpus = job.task == PFLEX_TASK_PT
-                   ? draw_count(rng, pt_counts, sizeof pt_counts / sizeof pt_counts[0])
-                   : draw_count(rng, ft_counts, sizeof ft_counts / sizeof ft_counts[0]);
-    if (job.gpus < 0) {
-      r = job.gpus;
-      break;
-    }
-    /* A model whose sharded state (16 B/param pretraining, 2 B/param frozen
-     * for LoRA) fits in 60% of the job's memory. */
-    const struct model *m = NULL;
-    for (int tries = 0; tries < 1000 && !m; tries++) {
-      const struct model *c = &catalogue[gsl_rng_uniform_int(rng, NCAT)];
-      double bytes = (job.task == PFLEX_TASK_PT ? 16.0 : 2.0) * c->params_b * 1e9 / job.gpus;
-      if (bytes <= 0.6 * gpu->hbm_gib * 1073741824.0) m = c;
-    }
-    if (!m) m = &catalogue[0];
-    snprintf(job.model, sizeof job.model, "%s", m->name);
-    job.arch = m->arch;
-    job.params_b = m->params_b;
-    job.active_b = m->active_b;
-    job.seq_len = seqs[gsl_rng_uniform_int(rng, 3)];
-    job.batch = batches[gsl_rng_uniform_int(rng, 5)];
-    job.ep = job.arch == PFLEX_ARCH_MOE && job.task == PFLEX_TASK_PT && job.gpus >= 8 &&
-                     gsl_rng_uniform(rng) < 0.5
-                 ? 8
-                 : 1;
-    job.compile = gsl_rng_uniform(rng) < 0.5;
-    job.grad_ckpt = gsl_rng_uniform(rng) < 0.5;
-    r = pflex_twin_job_derive(gpu, &job);
-    if (r < 0) break;
-    /* Job-to-job spread around the class values, of the size the calibrated
-     * reference groups show (s about +-0.15, a_c about +-0.25). */
-    job.compute_share = clampd(job.compute_share + gsl_ran_gaussian(rng, 0.12), 0.15, 1.0);
-    job.compute_activity = clampd(job.compute_activity + gsl_ran_gaussian(rng, 0.2), 0.5, 1.8);
-    job.mem_clock_bound = gsl_rng_uniform(rng) < 0.3 ? gsl_ran_flat(rng, 0.3, 0.9) : 0.0;
-    job.dram_mix = gsl_ran_lognormal(rng, 0.0, 0.15);
-    /* Long latency-bound memory phases (seen apart by the limiter): common in
-     * MoE without expert parallelism (as in the three calibrated EP1 groups),
-     * occasional elsewhere. */
-    double p_split = job.arch == PFLEX_ARCH_MOE && job.ep == 1 ? 0.5 : 0.1;
-    job.phase_split = gsl_rng_uniform(rng) < p_split ? gsl_ran_flat(rng, 0.25, 1.0) : 0.0;
-    pflex_twin_job_refresh(&job);
-    /* As in every published group, the highest capped run (600 W on an H200)
-     * must bind: raise the activity of a job that would not draw 5% above it. */
     double caps[6];
-    sweep_caps(gpu, caps);
-    while (pflex_twin_natural_power(gpu, &job) < 1.05 * caps[4] && job.compute_activity < 1.8)
-      job.compute_activity += 0.05;
+    sweep_caps(gpus[j], caps);
     char name[128];
     snprintf(name, sizeof name, "sim-%04zu %s %s %sx%d %s", j + 1,
-             job.arch == PFLEX_ARCH_MOE ? "MoE" : "Dense", job.task == PFLEX_TASK_PT ? "PT" : "FT",
-             gpu->name, job.gpus, job.model);
-    r = pflex_twin_sweep(gpu, &job, name, "population", "simulated", caps, 6, opts->seed, &set);
+             jobs[j].arch == PFLEX_ARCH_MOE ? "MoE" : "Dense",
+             jobs[j].task == PFLEX_TASK_PT ? "PT" : "FT", gpus[j]->name, jobs[j].gpus,
+             jobs[j].model);
+    r = pflex_twin_sweep(gpus[j], &jobs[j], name, "population", "simulated", caps, 6, opts->seed,
+                         &set);
   }
-  gsl_rng_free(rng);
+  free(gpus);
+  free(jobs);
   if (r >= 0 && opts->mixed_units) r = mixed_units(&set, opts->seed);
   if (r < 0) {
     pflex_runset_release(&set);
