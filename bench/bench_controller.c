@@ -127,7 +127,7 @@ static void run(size_t n, const struct sim_truth *truth, const struct ctl_templa
 int main(int argc, char **argv) {
   gsl_set_error_handler_off();
   struct sim_truth truth;
-  if (sim_truth_init(&truth) < 0) {
+  if (sim_truth_init(&truth, 0, 0) < 0) {
     fprintf(stderr, "error: cannot build the twin's job kinds\n");
     return 1;
   }

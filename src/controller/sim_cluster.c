@@ -49,7 +49,7 @@ struct fault {
 };
 
 struct opts {
-  size_t nodes, gpus_per_node;
+  size_t nodes, gpus_per_node, population;
   double cut, duration, ramp, warmup, round_s, churn_s, idle_frac, tick_s, agent_hz, heal_s;
   int lease_rounds;
   unsigned long seed;
@@ -125,6 +125,9 @@ static void usage(FILE *out) {
           "                        each on its own port and state directory, on the sim\n"
           "                        backend (NVML's 1 s average, 100 ms limit lag); process:\n"
           "                        one pflexd process per node on the fake NVML\n"
+          "  --population N        job kinds: N jobs drawn like `pflex twin population --jobs N\n"
+          "                        --seed 1000+SEED` (H100 and H200, other models than the\n"
+          "                        templates'); 0 (default): the paper's 35 published groups\n"
           "  --templates FILE      runs CSV whose measured curves shape the controller's job\n"
           "                        curves (its templates_file); default: the sweeps of 100\n"
           "                        twin-population jobs (other models than the sim's, seed 7);\n"
@@ -194,6 +197,7 @@ enum {
   O_JSON,
   O_AGENTS,
   O_TEMPLATES,
+  O_POPULATION,
   O_CTL_OPT,
   O_HELP
 };
@@ -206,7 +210,7 @@ static const struct option LONGOPTS[] = {
     {"pflexd", 1, 0, O_PFLEXD},      {"fake-nvml", 1, 0, O_FAKE},    {"dir", 1, 0, O_DIR},
     {"keep", 0, 0, O_KEEP},          {"base-port", 1, 0, O_PORT},    {"json", 0, 0, O_JSON},
     {"agents", 1, 0, O_AGENTS},      {"help", 0, 0, O_HELP},         {"templates", 1, 0, O_TEMPLATES},
-    {"controller-option", 1, 0, O_CTL_OPT}, {0, 0, 0, 0}};
+    {"population", 1, 0, O_POPULATION}, {"controller-option", 1, 0, O_CTL_OPT}, {0, 0, 0, 0}};
 
 struct num_opt {
   int id;
@@ -231,6 +235,7 @@ static const struct num_opt NUMS[] = {
     {O_TICK, 0.05, 2, OO(tick_s), 'd'},
     {O_HZ, 1, 50, OO(agent_hz), 'd'},
     {O_PORT, 1024, 60000, OO(base_port), 'i'},
+    {O_POPULATION, 0, 10000, OO(population), 'z'},
 };
 
 static int set_num(struct opts *o, const struct num_opt *k, const char *arg, const char *name) {
@@ -828,6 +833,8 @@ static json_t *result_json(struct sim *s, struct run_state *rs, size_t wrong_aft
   json_object_set_new(o, "event", json_integer(rs->event_id));
   json_object_set_new(o, "dir", json_string(s->o.dir));
   json_object_set_new(o, "templates", json_string(s->o.templates));
+  json_object_set_new(o, "job_kinds", json_string(s->o.population ? "population" : "paper"));
+  json_object_set_new(o, "population", json_integer((json_int_t)s->o.population));
   return o;
 }
 
@@ -894,7 +901,7 @@ static int setup(struct sim *s, char *err, size_t errlen) {
   rc = write_templates(o, err, errlen);
   if (rc < 0) return rc;
   rc = sim_world_init(&s->w, o->dir, n, o->gpus_per_node, o->churn_s, o->idle_frac, o->seed,
-                      now_s(), err, errlen);
+                      o->population, now_s(), err, errlen);
   if (rc < 0) return rc;
   s->w.fixed_kinds = s->w.raw_readings = o->hosted;
   s->agent_pid = calloc(n, sizeof *s->agent_pid);

@@ -12,13 +12,13 @@ int sim_hosted_specs(const struct sim_world *w, struct sim_host_node *nodes, cha
   for (size_t i = 0; i < w->nnodes; i++) {
     int ji = w->nodes[i].job[0];
     const struct sim_kind *k = ji >= 0 ? w->jobs[ji].kind : &w->truth.kinds[0];
-    if (strchr(k->group, ',')) {
+    if (strchr(k->spec, ',')) {
       snprintf(err, errlen, "the twin group '%s' has a comma: no sim spec can name it", k->group);
       return -EINVAL;
     }
     snprintf(nodes[i].sim_job, sizeof nodes[i].sim_job,
-             "group=%s,gpus=%zu,clock=real,seed=%zu,warmup=%g,startup=%g,eval=0,ckpt=0,%s",
-             k->group, w->gpus_per_node, i + 1, SIM_GAP_S, SIM_STARTUP_S,
+             "%s,gpus=%zu,clock=real,seed=%zu,warmup=%g,startup=%g,eval=0,ckpt=0,%s",
+             k->spec, w->gpus_per_node, i + 1, SIM_GAP_S, SIM_STARTUP_S,
              ji >= 0 ? "since=3600" : "start=call"); /* the world's jobs train from its start */
     nodes[i].port = w->statsd_port[i];
   }

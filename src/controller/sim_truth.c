@@ -7,21 +7,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int kind_init(struct sim_kind *k, const struct pflex_twin_paper_group *g) {
+/* Kind k: job on gpu, its tables from the GPU's least limit to its TDP. */
+static int kind_fill(struct sim_kind *k, const char *name, const struct pflex_twin_gpu *gpu,
+                     const struct pflex_twin_job *job) {
   memset(k, 0, sizeof *k);
-  snprintf(k->group, sizeof k->group, "%s", g->name);
-  int rc = pflex_twin_reference_job(g->name, PFLEX_TWIN_REFERENCE_SEED, &k->gpu, &k->job, NULL);
-  if (rc < 0) return rc;
-  k->gpus = g->gpus;
-  k->cap_min = k->gpu->cap_min_w;
-  k->cap_max = k->gpu->tdp_w;
+  snprintf(k->group, sizeof k->group, "%s", name);
+  k->gpu = gpu;
+  k->job = *job;
+  k->gpus = job->gpus;
+  k->cap_min = gpu->cap_min_w;
+  k->cap_max = gpu->tdp_w;
   k->n = (size_t)(k->cap_max - k->cap_min) + 1;
   k->power = calloc(k->n, sizeof *k->power);
   k->tput = calloc(k->n, sizeof *k->tput);
   if (!k->power || !k->tput) return -ENOMEM;
   for (size_t i = 0; i < k->n; i++) {
     struct pflex_twin_point p;
-    rc = pflex_twin_eval(k->gpu, &k->job, k->cap_min + (double)i, &p);
+    int rc = pflex_twin_eval(gpu, job, k->cap_min + (double)i, &p);
     if (rc < 0) return rc;
     k->power[i] = p.power_w;
     k->tput[i] = p.tokens_per_s;
@@ -29,20 +31,52 @@ static int kind_init(struct sim_kind *k, const struct pflex_twin_paper_group *g)
   return 0;
 }
 
-int sim_truth_init(struct sim_truth *t) {
+/* A published group's kind: the twin's calibrated job, at the group's size. */
+static int paper_kind(struct sim_kind *k, size_t i) {
+  const struct pflex_twin_paper_group *g = pflex_twin_paper_get(i);
+  const struct pflex_twin_gpu *gpu;
+  struct pflex_twin_job job;
+  int rc = pflex_twin_reference_job(g->name, PFLEX_TWIN_REFERENCE_SEED, &gpu, &job, NULL);
+  if (rc < 0) return rc;
+  job.gpus = g->gpus;
+  rc = kind_fill(k, g->name, gpu, &job);
+  snprintf(k->spec, sizeof k->spec, "group=%s", g->name);
+  return rc;
+}
+
+static int population_kinds(struct sim_truth *t, size_t n, uint64_t seed) {
+  struct pflex_twin_population_opts po = {.jobs = n, .seed = seed};
+  const struct pflex_twin_gpu **gpus = calloc(n, sizeof *gpus);
+  struct pflex_twin_job *jobs = calloc(n, sizeof *jobs);
+  int rc = gpus && jobs ? pflex_twin_population_jobs(&po, gpus, jobs) : -ENOMEM;
+  for (size_t i = 0; rc == 0 && i < n; i++) {
+    char name[128];
+    snprintf(name, sizeof name, "pop-%04zu %s %s %sx%d %s", i + 1,
+             jobs[i].arch == PFLEX_ARCH_MOE ? "MoE" : "Dense",
+             jobs[i].task == PFLEX_TASK_PT ? "PT" : "FT", gpus[i]->name, jobs[i].gpus,
+             jobs[i].model);
+    struct sim_kind *k = &t->kinds[t->n++];
+    rc = kind_fill(k, name, gpus[i], &jobs[i]);
+    snprintf(k->spec, sizeof k->spec, "population=%llu:%zu", (unsigned long long)seed, i);
+  }
+  free(gpus);
+  free(jobs);
+  return rc;
+}
+
+int sim_truth_init(struct sim_truth *t, size_t population, uint64_t seed) {
   memset(t, 0, sizeof *t);
-  size_t n = pflex_twin_paper_count();
+  size_t n = population ? population : pflex_twin_paper_count();
   t->kinds = calloc(n, sizeof *t->kinds);
   if (!t->kinds) return -ENOMEM;
-  for (size_t i = 0; i < n; i++) {
-    int rc = kind_init(&t->kinds[t->n], pflex_twin_paper_get(i));
-    t->n++;
-    if (rc < 0) {
-      sim_truth_release(t);
-      return rc;
-    }
-  }
-  return 0;
+  int rc = 0;
+  if (population)
+    rc = population_kinds(t, n, seed);
+  else
+    for (size_t i = 0; rc == 0 && i < n; i++)
+      rc = paper_kind(&t->kinds[t->n++], i);
+  if (rc < 0) sim_truth_release(t);
+  return rc;
 }
 
 void sim_truth_release(struct sim_truth *t) {

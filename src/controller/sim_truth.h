@@ -1,6 +1,6 @@
-/* The simulated cluster's ground truth: job kinds drawn from the twin's
- * calibrated published groups (dense/MoE, pretraining/fine-tuning, H100 and
- * H200, 8-32 GPUs), each with its settled per-GPU power and throughput at
+/* The simulated cluster's ground truth: job kinds drawn like `pflex twin
+ * population` or taken from the twin's calibrated published groups
+ * (dense/MoE, pretraining/fine-tuning, H100 and H200), each with its settled per-GPU power and throughput at
  * every cap from the GPU's least settable limit to its TDP in 1 W steps
  * (pflex_twin_eval), and its true aggregate power-throughput curve for the
  * oracle. Everything here is modelled (the twin), not measured. */
@@ -15,6 +15,7 @@
 
 struct sim_kind {
   char group[128];
+  char spec[160]; /* how the sim GPU backend names it: group=NAME or population=SEED:INDEX */
   const struct pflex_twin_gpu *gpu;
   struct pflex_twin_job job;
   int gpus; /* the group's GPU count */
@@ -29,8 +30,11 @@ struct sim_truth {
   size_t n;
 };
 
-/* Builds every published group's kind (about 1 s: calibration and tables). */
-int sim_truth_init(struct sim_truth *t);
+/* Builds the kinds: with population 0 every published group's (the twin's
+ * calibrated jobs at the groups' sizes; about 1 s: calibration and tables),
+ * else `population` jobs drawn like `pflex twin population --jobs N --seed
+ * SEED` (H100 and H200; other models, sizes from the Acme trace). */
+int sim_truth_init(struct sim_truth *t, size_t population, uint64_t seed);
 void sim_truth_release(struct sim_truth *t);
 
 /* Per-GPU power and job throughput of kind k at per-GPU cap cap_w (clamped). */

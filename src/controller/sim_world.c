@@ -79,8 +79,8 @@ static int make_nodes(struct sim_world *w, const char *dir) {
 }
 
 int sim_world_init(struct sim_world *w, const char *dir, size_t nnodes, size_t gpus_per_node,
-                   double churn_s, double idle_frac, unsigned long seed, double now, char *err,
-                   size_t errlen) {
+                   double churn_s, double idle_frac, unsigned long seed, size_t population,
+                   double now, char *err, size_t errlen) {
   memset(w, 0, sizeof *w);
   w->statsd_fd = -1;
   w->nnodes = nnodes;
@@ -96,7 +96,7 @@ int sim_world_init(struct sim_world *w, const char *dir, size_t nnodes, size_t g
     return -ENOMEM;
   }
   gsl_rng_set(w->rng, seed);
-  int rc = sim_truth_init(&w->truth);
+  int rc = sim_truth_init(&w->truth, population, 1000 + (uint64_t)seed);
   if (rc < 0) {
     snprintf(err, errlen, "cannot build the twin's job kinds: %s", strerror(-rc));
     return rc;

@@ -60,11 +60,12 @@ struct sim_world {
                         sim backend), not this physics' average: reported as is */
 };
 
-/* Builds the truth, the nodes' state files under dir, and places jobs.
- * -errno with err. */
+/* Builds the truth (sim_truth_init: `population` kinds drawn with seed
+ * 1000 + seed, or the published groups when 0), the nodes' state files under
+ * dir, and places jobs. -errno with err. */
 int sim_world_init(struct sim_world *w, const char *dir, size_t nnodes, size_t gpus_per_node,
-                   double churn_s, double idle_frac, unsigned long seed, double now, char *err,
-                   size_t errlen);
+                   double churn_s, double idle_frac, unsigned long seed, size_t population,
+                   double now, char *err, size_t errlen);
 void sim_world_release(struct sim_world *w);
 
 /* Every job's noise-free throughput at the lowest limit in effect on its GPUs. */

@@ -88,6 +88,7 @@ struct sim {
   const struct pflex_twin_gpu *type;
   struct pflex_twin_job job;
   char group[128];
+  long long pop_seed, pop_index; /* population=SEED:INDEX (pop_index -1: a group) */
   unsigned n;
   struct sim_gpu g[SIM_MAX_GPUS];
   bool virtual_clock;
@@ -144,6 +145,13 @@ static int parse_spec(struct sim *s, const char *spec, char *errbuf, size_t errl
     double x;
     if (strcmp(k, "group") == 0) {
       snprintf(s->group, sizeof s->group, "%s", v);
+    } else if (strcmp(k, "population") == 0) {
+      char *end1, *end2;
+      s->pop_seed = strtoll(v, &end1, 10);
+      s->pop_index = *end1 == ':' ? strtoll(end1 + 1, &end2, 10) : -1;
+      if (end1 == v || *end1 != ':' || *end2 || s->pop_seed < 0 || s->pop_index < 0 ||
+          s->pop_index >= 100000)
+        err = -EINVAL;
     } else if (strcmp(k, "gpus") == 0) {
       if (parse_num(v, 1, SIM_MAX_GPUS, &x) || x != floor(x))
         err = -EINVAL;
@@ -195,7 +203,7 @@ static int parse_spec(struct sim *s, const char *spec, char *errbuf, size_t errl
       /* handled by the caller */
     } else {
       snprintf(errbuf, errlen,
-               "sim spec: unknown key '%s' (group, gpus, clock, seed, noise, "
+               "sim spec: unknown key '%s' (group, population, gpus, clock, seed, noise, "
                "warmup, startup, eval, ckpt, avg, lag, start, since, calibrate)",
                k);
       err = -EINVAL;
@@ -204,6 +212,54 @@ static int parse_spec(struct sim *s, const char *spec, char *errbuf, size_t errl
     if (err && !errbuf[0]) snprintf(errbuf, errlen, "sim spec: bad value '%s' for '%s'", v, k);
   }
   free(copy);
+  return err;
+}
+
+/* The job of a published group (group=NAME), calibrated unless asked not to. */
+static int model_group(struct sim *s, bool calibrate, char *errbuf, size_t errlen) {
+  const struct pflex_twin_paper_group *g = pflex_twin_paper_find(s->group);
+  if (!g) {
+    snprintf(errbuf, errlen, "sim: no twin group '%s' (see 'pflex twin check' for the names)",
+             s->group);
+    return -ENOENT;
+  }
+  s->type = pflex_twin_gpu_find(g->gpu);
+  if (!s->type) {
+    snprintf(errbuf, errlen, "sim: the twin has no GPU type '%s'", g->gpu);
+    return -ENOENT;
+  }
+  pflex_twin_paper_job(g, &s->job);
+  int err = pflex_twin_job_derive(s->type, &s->job);
+  if (!err && calibrate) {
+    struct pflex_twin_calib c;
+    err = pflex_twin_calibrate(g, s->type, &s->job, PFLEX_TWIN_REFERENCE_SEED, &c);
+  }
+  if (err) {
+    snprintf(errbuf, errlen, "sim: cannot model the job of '%s': error %d", s->group, err);
+    return err;
+  }
+  if (!s->n) s->n = g->gpus > SIM_MAX_GPUS ? SIM_MAX_GPUS : (unsigned)g->gpus;
+  return 0;
+}
+
+/* Job INDEX of the population `pflex twin population --seed SEED` draws
+ * (population=SEED:INDEX; H100 and H200), as it draws it. */
+static int model_population(struct sim *s, char *errbuf, size_t errlen) {
+  size_t n = (size_t)s->pop_index + 1;
+  struct pflex_twin_population_opts po = {.jobs = n, .seed = (uint64_t)s->pop_seed};
+  const struct pflex_twin_gpu **gpus = calloc(n, sizeof *gpus);
+  struct pflex_twin_job *jobs = calloc(n, sizeof *jobs);
+  int err = gpus && jobs ? pflex_twin_population_jobs(&po, gpus, jobs) : -ENOMEM;
+  if (!err) {
+    s->type = gpus[n - 1];
+    s->job = jobs[n - 1];
+    snprintf(s->group, sizeof s->group, "population %lld:%lld", s->pop_seed, s->pop_index);
+  } else
+    snprintf(errbuf, errlen, "sim: cannot draw population job %lld of seed %lld: error %d",
+             s->pop_index, s->pop_seed, err);
+  free(gpus);
+  free(jobs);
+  if (!err && !s->n) s->n = s->job.gpus > SIM_MAX_GPUS ? SIM_MAX_GPUS : (unsigned)s->job.gpus;
   return err;
 }
 
@@ -222,38 +278,19 @@ static int sim_open(const char *spec, void **ret_ctx, char *errbuf, size_t errle
   s->lag_s = 0.1;
   s->start_at_open = true;
   s->prev_t0 = -1;
+  s->pop_index = -1;
   if (errlen) errbuf[0] = '\0';
   int err = parse_spec(s, spec, errbuf, errlen);
   if (err) {
     free(s);
     return err;
   }
-  const struct pflex_twin_paper_group *g = pflex_twin_paper_find(s->group);
-  if (!g) {
-    snprintf(errbuf, errlen, "sim: no twin group '%s' (see 'pflex twin check' for the names)",
-             s->group);
-    free(s);
-    return -ENOENT;
-  }
-  s->type = pflex_twin_gpu_find(g->gpu);
-  if (!s->type) {
-    snprintf(errbuf, errlen, "sim: the twin has no GPU type '%s'", g->gpu);
-    free(s);
-    return -ENOENT;
-  }
-  pflex_twin_paper_job(g, &s->job);
-  err = pflex_twin_job_derive(s->type, &s->job);
-  bool calibrate = !(spec && strstr(spec, "calibrate=0"));
-  if (!err && calibrate) {
-    struct pflex_twin_calib c;
-    err = pflex_twin_calibrate(g, s->type, &s->job, PFLEX_TWIN_REFERENCE_SEED, &c);
-  }
+  err = s->pop_index >= 0 ? model_population(s, errbuf, errlen)
+                          : model_group(s, !(spec && strstr(spec, "calibrate=0")), errbuf, errlen);
   if (err) {
-    snprintf(errbuf, errlen, "sim: cannot model the job of '%s': error %d", s->group, err);
     free(s);
     return err;
   }
-  if (!s->n) s->n = g->gpus > SIM_MAX_GPUS ? SIM_MAX_GPUS : (unsigned)g->gpus;
   s->rng = gsl_rng_alloc(gsl_rng_mt19937);
   if (!s->rng) {
     free(s);

@@ -155,8 +155,9 @@ static void test_since(void **state) {
 
 static void test_bad_specs(void **state) {
   (void)state;
-  static const char *const bad[] = {"avg=-1",   "avg=11",      "lag=x",
-                                    "lag=-0.1", "start=later", "since=-5"};
+  static const char *const bad[] = {"avg=-1",     "avg=11",        "lag=x",
+                                    "lag=-0.1",   "start=later",   "since=-5",
+                                    "population=7", "population=7:x", "population=-1:2"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     struct pflex_gpu *g = NULL;
     char msg[256] = "";
@@ -167,11 +168,41 @@ static void test_bad_specs(void **state) {
   }
 }
 
+/* population=SEED:INDEX runs job INDEX of `pflex twin population --seed SEED`
+ * as the population draws it: with no noise, no cap and the job training,
+ * the reading is that job's settled draw on its GPU type. */
+static void test_population_job(void **state) {
+  (void)state;
+  enum { N = 20 };
+  struct pflex_twin_population_opts po = {.jobs = N, .seed = 7};
+  const struct pflex_twin_gpu *gpus[N];
+  struct pflex_twin_job jobs[N];
+  assert_int_equal(pflex_twin_population_jobs(&po, gpus, jobs), 0);
+  /* a job whose draw is not the default group's, so that the reading tells them apart */
+  double dflt = twin_at(700).power_w;
+  size_t k = N;
+  struct pflex_twin_point want;
+  for (size_t i = 0; i < N && k == N; i++) {
+    assert_int_equal(pflex_twin_eval(gpus[i], &jobs[i], gpus[i]->tdp_w, &want), 0);
+    if (fabs(want.power_w - dflt) > 0.03 * dflt) k = i;
+  }
+  assert_true(k < N);
+  char spec[128];
+  snprintf(spec, sizeof spec, "population=7:%zu,%s", k, QUIET);
+  struct pflex_gpu *g = NULL;
+  char msg[256] = "";
+  assert_int_equal(pflex_gpu_open("sim", spec, &g, msg, sizeof msg), 0);
+  struct pflex_gpu_reading r = read0(g, 3);
+  assert_near(W(r.power_mw), want.power_w, 0.002 * want.power_w);
+  pflex_gpu_close(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_lag_and_average), cmocka_unit_test(test_average_over_changes),
       cmocka_unit_test(test_instant),         cmocka_unit_test(test_start_call),
       cmocka_unit_test(test_since),           cmocka_unit_test(test_bad_specs),
+      cmocka_unit_test(test_population_job),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
