@@ -52,6 +52,10 @@ struct pflex_shrink {
   const struct pflex_curve *base; /* f: borrowed, must outlive the shrunk curve */
   double anchor_w, t_anchor;      /* a, f(a) */
   double gain, loss;
+  /* Optional (pflex_shrink_set_far): the factors of a move of far_w or more
+   * from the anchor, gain and loss being those of a move of at most near_w;
+   * in between interpolated linearly in the distance. Unset: far = near. */
+  double gain_far, loss_far, near_w, far_w;
   struct pflex_curve *curve; /* g, on base's [P_min, P_max] (a callback curve on *s) */
 };
 
@@ -61,6 +65,18 @@ struct pflex_shrink {
 int pflex_shrink_init(struct pflex_shrink *s, const struct pflex_curve *base, double anchor_w,
                       double gain, double loss);
 void pflex_shrink_release(struct pflex_shrink *s); /* s->curve NULL afterwards; idempotent */
+
+/* A band that depends on how far a move goes: each calibration measures
+ * how a model's change over one distance errs, so a move of d from the
+ * anchor is counted with the factors measured for d (gain, loss up to
+ * near_w; gain_far, loss_far from far_w; linear in d between), instead of
+ * the more pessimistic of both everywhere:
+ *     g(p) = f(a) + G(|p - a|) * (f(p) - f(a)).
+ * g need not be concave where G changes (0 < near_w < far_w). -EINVAL on
+ * bad arguments (s set up by pflex_shrink_init; 0 < gain_far <= 1 <=
+ * loss_far finite). */
+int pflex_shrink_set_far(struct pflex_shrink *s, double gain_far, double loss_far, double near_w,
+                         double far_w);
 
 /* Factors calibrated on other jobs instead of a PFI's SD. For a pair of a
  * job's model curve (predicted, or refined after an observation) and its

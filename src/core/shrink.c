@@ -23,17 +23,29 @@ int pflex_shrink_factors(double pfi, double sd, double z, double *ret_gain, doub
   return 0;
 }
 
+/* The factor of a move from the anchor to p, and its derivative in p. */
+static double factor_at(const struct pflex_shrink *s, double p, double *ret_dfdp) {
+  bool up = p >= s->anchor_w;
+  double d = fabs(p - s->anchor_w), fn = up ? s->gain : s->loss, ff = up ? s->gain_far : s->loss_far;
+  *ret_dfdp = 0;
+  if (d <= s->near_w) return fn;
+  if (d >= s->far_w) return ff;
+  double slope = (ff - fn) / (s->far_w - s->near_w);
+  *ret_dfdp = up ? slope : -slope;
+  return fn + slope * (d - s->near_w);
+}
+
 static double shrunk_eval(void *ctx, double p) {
   const struct pflex_shrink *s = ctx;
-  double d = pflex_curve_eval(s->base, p) - s->t_anchor;
-  double t = s->t_anchor + (p >= s->anchor_w ? s->gain : s->loss) * d;
+  double dg, t = s->t_anchor + factor_at(s, p, &dg) * (pflex_curve_eval(s->base, p) - s->t_anchor);
   return t > 0 ? t : 0;
 }
 
 static double shrunk_deriv(void *ctx, double p) {
   const struct pflex_shrink *s = ctx;
   if (shrunk_eval(ctx, p) <= 0) return 0;
-  return (p >= s->anchor_w ? s->gain : s->loss) * pflex_curve_deriv(s->base, p);
+  double dg, g = factor_at(s, p, &dg);
+  return g * pflex_curve_deriv(s->base, p) + dg * (pflex_curve_eval(s->base, p) - s->t_anchor);
 }
 
 int pflex_shrink_init(struct pflex_shrink *s, const struct pflex_curve *base, double anchor_w,
@@ -46,10 +58,19 @@ int pflex_shrink_init(struct pflex_shrink *s, const struct pflex_curve *base, do
   s->base = base;
   s->anchor_w = anchor_w < lo ? lo : anchor_w > hi ? hi : anchor_w;
   s->t_anchor = pflex_curve_eval(base, s->anchor_w);
-  s->gain = gain;
-  s->loss = loss;
+  s->gain = s->gain_far = gain;
+  s->loss = s->loss_far = loss;
   struct pflex_curve_fn fn = {.eval = shrunk_eval, .deriv = shrunk_deriv, .ctx = s};
   return pflex_curve_new_callback(&fn, lo, hi, &s->curve);
+}
+
+int pflex_shrink_set_far(struct pflex_shrink *s, double gain_far, double loss_far, double near_w,
+                         double far_w) {
+  if (!s || !s->curve || !(gain_far > 0 && gain_far <= 1) ||
+      !(loss_far >= 1 && isfinite(loss_far)) || !(near_w > 0 && far_w > near_w && isfinite(far_w)))
+    return -EINVAL;
+  s->gain_far = gain_far, s->loss_far = loss_far, s->near_w = near_w, s->far_w = far_w;
+  return 0;
 }
 
 void pflex_shrink_release(struct pflex_shrink *s) {

@@ -124,8 +124,9 @@ struct study {
   const struct pflex_curve **pcurve;  /* np * ng predicted curves (own[] or the priors') */
   struct pflex_curve **own;           /* open loop: np * ng predicted curves */
   struct pflex_refine_prior **prior;  /* closed loop: np * ng priors */
-  double *fac;   /* shrinkage: CAL_PHASES * np * ng * CAL_NX (gain, loss) bands calibrated on
-                    the other folds' curves (pflex_shrink_band); NAN where not calibrated */
+  double *fac;   /* shrinkage: CAL_PHASES * np * ng * CAL_NX bands calibrated on the other
+                    folds' curves (pflex_shrink_band): gain, loss of a small move, then of a
+                    large one (CAL_NB); NAN where not calibrated */
   double *ratio; /* CAL_PHASES * np * ng * CAL_NX * CAL_NR: each group's change ratios */
   size_t *pt, *ft, npt, nft;          /* groups by task */
   double *oscale;                     /* PFLEX_OBJECTIVE_N * ng: a group's throughput's weight in
@@ -310,6 +311,7 @@ static int study_curves(struct study *s) {
 #define CAL_STEP_SMALL 0.02 /* and over this: a small move is judged on the local slopes */
 #define CAL_NR 4
 #define CAL_PHASES 2
+#define CAL_NB 4 /* a band's numbers: small move's gain, loss, large move's gain, loss */
 
 /* The fewest calibration pairs of one kinship that are used on their own
  * (else those of the next looser one). */
@@ -320,7 +322,7 @@ static double *ratios_at(const struct study *s, int phase, size_t k, size_t j, s
 }
 
 static double *band_at(const struct study *s, int phase, size_t k, size_t i, size_t x) {
-  return &s->fac[(((size_t)phase * s->np + k) * s->ng + i) * CAL_NX * 2 + x * 2];
+  return &s->fac[(((size_t)phase * s->np + k) * s->ng + i) * CAL_NX * CAL_NB + x * CAL_NB];
 }
 
 /* The CAL_NR ratios of truth's changes to model's around anchor x. */
@@ -408,7 +410,6 @@ static int calibrate_group(const struct study *s, int phase, size_t k, size_t gi
   double q = gsl_cdf_ugaussian_P(-s->o->shrink) / (phase ? 1.0 : (double)s->o->jobs);
   for (size_t x = 0; x < CAL_NX; x++) {
     double *f = band_at(s, phase, k, gi, x);
-    f[0] = f[1] = 1;
     for (int m = 0; m < 2; m++) {
       for (size_t p = 0; p < n; p++) {
         rise[p] = ratios_at(s, phase, k, idx[p], x)[m];
@@ -417,11 +418,11 @@ static int calibrate_group(const struct study *s, int phase, size_t k, size_t gi
       double g, l;
       int err = pflex_shrink_band(rise, n, fall, n, q, &g, &l);
       if (err == -PFLEX_E_NOPOINTS) { /* too few: the PFI's SD */
-        f[0] = f[1] = NAN;
+        f[0] = f[1] = f[2] = f[3] = NAN;
         break;
       }
       if (err) return err;
-      f[0] = fmin(f[0], g), f[1] = fmax(f[1], l);
+      f[2 * m] = g, f[2 * m + 1] = l;
     }
   }
   return 0;
@@ -432,13 +433,13 @@ static int calibrate_group(const struct study *s, int phase, size_t k, size_t gi
 static int study_calibrate(struct study *s) {
   if (!(s->o->shrink > 0)) return 0;
   size_t nb = CAL_PHASES * s->np * s->ng * CAL_NX;
-  s->fac = malloc(nb * 2 * sizeof *s->fac + 1);
+  s->fac = malloc(nb * CAL_NB * sizeof *s->fac + 1);
   s->ratio = malloc(nb * CAL_NR * sizeof *s->ratio + 1);
   size_t *idx = calloc(s->ng, sizeof *idx);
   double *rise = calloc(s->ng, sizeof *rise), *fall = calloc(s->ng, sizeof *fall);
   gsl_rng *noise = gsl_rng_alloc(gsl_rng_mt19937);
   int err = s->fac && s->ratio && idx && rise && fall && noise ? 0 : -ENOMEM;
-  for (size_t i = 0; !err && i < nb * 2; i++)
+  for (size_t i = 0; !err && i < nb * CAL_NB; i++)
     s->fac[i] = NAN;
   for (size_t i = 0; !err && i < nb * CAL_NR; i++)
     s->ratio[i] = NAN;
@@ -604,7 +605,7 @@ static bool predicted(const struct study *s, const struct work *w, size_t k) {
 static bool factors(const struct study *s, int phase, size_t k, size_t gi, double anchor,
                     double *f) {
   const struct pflex_study_predset *ps = &s->preds[k];
-  f[0] = f[1] = 1;
+  f[0] = f[1] = f[2] = f[3] = 1;
   if (!(s->o->shrink > 0)) return false;
   double x = anchor / pflex_curve_p_max(s->g[gi].curve);
   long xi = lround((x - CAL_X0) / CAL_DX);
@@ -612,13 +613,14 @@ static bool factors(const struct study *s, int phase, size_t k, size_t gi, doubl
   for (int ph = phase; ph >= 0 && s->fac; ph--) {
     const double *c = band_at(s, ph, k, gi, (size_t)xi);
     if (!isnan(c[0])) {
-      f[0] = c[0], f[1] = c[1];
+      memcpy(f, c, CAL_NB * sizeof *f);
       return ph == phase;
     }
   }
   if (ps->sd && ps->sd[gi] > 0 &&
       pflex_shrink_factors(ps->pfi[gi], ps->sd[gi], s->o->shrink, &f[0], &f[1]))
     f[0] = f[1] = 1;
+  f[2] = f[0], f[3] = f[1];
   return false;
 }
 
@@ -629,9 +631,14 @@ static int shrunk_curve(struct work *w, size_t j, const struct pflex_curve *base
                         const double *f, double left, double anchor) {
   pflex_shrink_release(&w->shr[j]);
   w->jp[j].curve = base;
-  double gain = 1 - (1 - f[0]) * left, loss = 1 + (f[1] - 1) * left;
-  if (gain >= 1 && loss <= 1) return 0;
-  int err = pflex_shrink_init(&w->shr[j], base, anchor, gain, loss);
+  double b[CAL_NB];
+  for (int m = 0; m < CAL_NB; m += 2)
+    b[m] = 1 - (1 - f[m]) * left, b[m + 1] = 1 + (f[m + 1] - 1) * left;
+  if (b[0] >= 1 && b[1] <= 1 && b[2] >= 1 && b[3] <= 1) return 0;
+  double pm = pflex_curve_p_max(base);
+  int err = pflex_shrink_init(&w->shr[j], base, anchor, b[0], b[1]);
+  if (!err && (b[2] != b[0] || b[3] != b[1]))
+    err = pflex_shrink_set_far(&w->shr[j], b[2], b[3], CAL_STEP_SMALL * pm, CAL_STEP * pm);
   if (!err) w->jp[j].curve = w->shr[j].curve;
   return err;
 }
@@ -674,7 +681,7 @@ static int closed_loop(const struct study *s, struct work *w, size_t k, double t
       double pw = w->anc[j] = w->r[j].power_w;
       double obs = pflex_curve_eval(s->g[gi].curve, pw) * (1 + gsl_ran_gaussian(noise, s->o->noise));
       if ((err = pflex_refine_observe(w->ref[j], pw, obs))) break;
-      double f[2];
+      double f[CAL_NB];
       bool own = factors(s, 1, k, gi, pw, f);
       err = shrunk_curve(w, j, pflex_refine_curve(w->ref[j]), f,
                          own ? 1 : 1 - pflex_refine_confidence(w->ref[j]), pw);
@@ -699,7 +706,7 @@ static int run_optimal(const struct study *s, struct work *w, size_t k, double t
     size_t gi = w->gi[j];
     w->jp[j] = w->jt[j];
     w->anc[j] = w->eq[j];
-    double f[2];
+    double f[CAL_NB];
     factors(s, 0, k, gi, w->eq[j], f);
     err = shrunk_curve(w, j, s->pcurve[k * s->ng + gi], f, 1, w->eq[j]);
   }
