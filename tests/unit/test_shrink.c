@@ -114,6 +114,36 @@ static void test_shrunk_curve(void **state) {
   pflex_curve_free(f);
 }
 
+/* A band by distance: a move up to near_w is counted with gain/loss, from
+ * far_w with gain_far/loss_far, linearly in between; the derivative is the
+ * value's. Unset, the far factors are the near ones (pflex_shrink_init). */
+static void test_shrunk_far(void **state) {
+  (void)state;
+  struct pflex_curve *f = sqrt_curve(100, 400, 50);
+  struct pflex_shrink s;
+  assert_int_equal(pflex_shrink_init(&s, f, 225, 0.9, 1.1), 0);
+  assert_true(s.gain_far == 0.9 && s.loss_far == 1.1);
+  assert_int_equal(pflex_shrink_set_far(&s, 0.5, 2.0, 10, 50), 0);
+  double ta = pflex_curve_eval(f, 225);
+  NEAR(pflex_curve_eval(s.curve, 230), ta + 0.9 * (pflex_curve_eval(f, 230) - ta), 1e-9);
+  NEAR(pflex_curve_eval(s.curve, 300), ta + 0.5 * (pflex_curve_eval(f, 300) - ta), 1e-9);
+  NEAR(pflex_curve_eval(s.curve, 255), ta + 0.7 * (pflex_curve_eval(f, 255) - ta), 1e-9);
+  NEAR(pflex_curve_eval(s.curve, 220), ta + 1.1 * (pflex_curve_eval(f, 220) - ta), 1e-9);
+  NEAR(pflex_curve_eval(s.curve, 150), ta + 2.0 * (pflex_curve_eval(f, 150) - ta), 1e-9);
+  NEAR(pflex_curve_eval(s.curve, 195), ta + 1.55 * (pflex_curve_eval(f, 195) - ta), 1e-9);
+  for (double p = 161.3; p < 300; p += 7) { /* off the curve's and the factor's knots */
+    double h = 1e-4;
+    double num = (pflex_curve_eval(s.curve, p + h) - pflex_curve_eval(s.curve, p - h)) / (2 * h);
+    NEAR(pflex_curve_deriv(s.curve, p), num, 1e-5);
+  }
+  assert_int_equal(pflex_shrink_set_far(&s, 1.2, 2.0, 10, 50), -EINVAL);
+  assert_int_equal(pflex_shrink_set_far(&s, 0.5, 0.9, 10, 50), -EINVAL);
+  assert_int_equal(pflex_shrink_set_far(&s, 0.5, 2.0, 50, 10), -EINVAL);
+  pflex_shrink_release(&s);
+  assert_int_equal(pflex_shrink_set_far(&s, 0.5, 2.0, 10, 50), -EINVAL); /* no curve */
+  pflex_curve_free(f);
+}
+
 /* The anchors stay unless the allocation on the curves beats them. */
 static void test_worth(void **state) {
   (void)state;
@@ -226,6 +256,7 @@ int main(void) {
       cmocka_unit_test(test_worth),           cmocka_unit_test(test_fold_sd),
       cmocka_unit_test(test_ratio),           cmocka_unit_test(test_band),
       cmocka_unit_test(test_band_sample),
+      cmocka_unit_test(test_shrunk_far),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
