@@ -25,7 +25,8 @@
  * is not worse than the anchors'. With gain = loss = 1, g is f.
  *
  * g is concave where f is (the factor drops from loss >= 1 to gain <= 1 at
- * the anchor). No globals; the curve points at the struct, which must stay
+ * the anchor), unless pflex_shrink_set_far makes the factors depend on the
+ * distance from the anchor. No globals; the curve points at the struct, which must stay
  * where it is while the curve is used. */
 #ifndef PFLEX_SHRINK_H
 #define PFLEX_SHRINK_H
