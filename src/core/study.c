@@ -708,6 +708,9 @@ static int run_optimal(const struct study *s, struct work *w, size_t k, double t
     w->anc[j] = w->eq[j];
     double f[CAL_NB];
     factors(s, 0, k, gi, w->eq[j], f);
+    /* Round 0 is taken blind: every move counts with the more pessimistic
+     * of both distances' factors (the band by distance is the loop's). */
+    f[0] = f[2] = fmin(f[0], f[2]), f[1] = f[3] = fmax(f[1], f[3]);
     err = shrunk_curve(w, j, s->pcurve[k * s->ng + gi], f, 1, w->eq[j]);
   }
   if (!err) err = allocate_shrunk(s, w, target);
