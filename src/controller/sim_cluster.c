@@ -638,6 +638,7 @@ static void world_step(struct sim *s, struct run_state *rs, double t, double dt,
   size_t avg = (size_t)lround(1.0 / s->o.tick_s);
   if (s->o.hosted) { /* the agents' sim backends are the physics: read what they read */
     sim_hosted_read(&s->w, s->agents, s->reqs, NULL, NULL);
+    sim_world_model_unread(&s->w, now_s());
     sim_world_update_tput(&s->w);
   } else if (sim_world_tick(&s->w, t, dt, avg, 0.1) < 0)
     fprintf(stderr, "warning: sim: a node's state file could not be written\n");
