@@ -269,4 +269,10 @@ int pflex_twin_population_jobs(const struct pflex_twin_population_opts *opts,
                                const struct pflex_twin_gpu **ret_gpus,
                                struct pflex_twin_job *ret_jobs);
 
+/* The name of a population's job `index` (from 0) on `gpu`: "PREFIX-NNNN
+ * Dense|MoE PT|FT GPUxCOUNT MODEL" with NNNN = index + 1; pflex_twin_population
+ * names its sweep groups so with prefix "sim". Returns snprintf's value. */
+int pflex_twin_population_name(char *buf, size_t len, const char *prefix, size_t index,
+                               const struct pflex_twin_gpu *gpu, const struct pflex_twin_job *job);
+
 #endif

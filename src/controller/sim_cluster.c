@@ -126,8 +126,9 @@ static void usage(FILE *out) {
           "                        backend (NVML's 1 s average, 100 ms limit lag); process:\n"
           "                        one pflexd process per node on the fake NVML\n"
           "  --population N        job kinds: N jobs drawn like `pflex twin population --jobs N\n"
-          "                        --seed 1000+SEED` (H100 and H200, other models than the\n"
-          "                        templates'); 0 (default): the paper's 35 published groups\n"
+          "                        --seed 1000+SEED` (default 100: mixed sizes, dense/MoE,\n"
+          "                        PT/FT, H100 and H200, other models than the templates');\n"
+          "                        0: the paper's 35 published groups\n"
           "  --templates FILE      runs CSV whose measured curves shape the controller's job\n"
           "                        curves (its templates_file); default: the sweeps of 100\n"
           "                        twin-population jobs (other models than the sim's, seed 7);\n"
@@ -271,6 +272,7 @@ static int parse_args(int argc, char **argv, struct opts *o) {
                      .heal_s = -1,
                      .lease_rounds = 5,
                      .seed = 1,
+                     .population = 100,
                      .base_port = 20000,
                      .hosted = true};
   default_paths(o);
@@ -638,6 +640,7 @@ static void world_step(struct sim *s, struct run_state *rs, double t, double dt,
   size_t avg = (size_t)lround(1.0 / s->o.tick_s);
   if (s->o.hosted) { /* the agents' sim backends are the physics: read what they read */
     sim_hosted_read(&s->w, s->agents, s->reqs, NULL, NULL);
+    sim_world_model_unread(&s->w, now_s());
     sim_world_update_tput(&s->w);
   } else if (sim_world_tick(&s->w, t, dt, avg, 0.1) < 0)
     fprintf(stderr, "warning: sim: a node's state file could not be written\n");

@@ -51,7 +51,8 @@ void sim_hosted_read(struct sim_world *w, struct ctl_client *agents, struct ctl_
   size_t answered = 0;
   if (ret_wrong) *ret_wrong = 0;
   for (size_t i = 0; i < w->nnodes; i++) {
-    if (reqs[i].status != 200 || !reqs[i].response) {
+    w->nodes[i].unread = reqs[i].status != 200 || !reqs[i].response;
+    if (w->nodes[i].unread) {
       if (ret_wrong) *ret_wrong += w->nodes[i].ngpus; /* not known to be right */
       continue;
     }

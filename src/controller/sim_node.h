@@ -25,6 +25,7 @@ struct sim_gpu {
   size_t hn, hh;
   double avg_w; /* the one-second average (what NVML reports) */
   double energy_j;
+  double read_w; /* hosted: avg_w at the agent's last answer */
 };
 
 struct sim_node {
@@ -33,6 +34,8 @@ struct sim_node {
   struct sim_gpu g[SIM_MAX_GPUS];
   char gpu_type[16];
   int job[SIM_MAX_GPUS]; /* index of the job on each GPU, -1 = none */
+  bool unread;           /* hosted: the agent did not answer the last read */
+  double read_t;         /* hosted: when it last answered */
 };
 
 /* Writes the initial state file: ngpus GPUs of `type` ("H200"/"H100"),

@@ -51,10 +51,7 @@ static int population_kinds(struct sim_truth *t, size_t n, uint64_t seed) {
   int rc = gpus && jobs ? pflex_twin_population_jobs(&po, gpus, jobs) : -ENOMEM;
   for (size_t i = 0; rc == 0 && i < n; i++) {
     char name[128];
-    snprintf(name, sizeof name, "pop-%04zu %s %s %sx%d %s", i + 1,
-             jobs[i].arch == PFLEX_ARCH_MOE ? "MoE" : "Dense",
-             jobs[i].task == PFLEX_TASK_PT ? "PT" : "FT", gpus[i]->name, jobs[i].gpus,
-             jobs[i].model);
+    pflex_twin_population_name(name, sizeof name, "pop", i, gpus[i], &jobs[i]);
     struct sim_kind *k = &t->kinds[t->n++];
     rc = kind_fill(k, name, gpus[i], &jobs[i]);
     snprintf(k->spec, sizeof k->spec, "population=%llu:%zu", (unsigned long long)seed, i);

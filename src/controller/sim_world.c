@@ -144,6 +144,17 @@ void sim_world_update_tput(struct sim_world *w) {
   }
 }
 
+/* What GPU g of a node draws, settled and noise-free, at the limit in effect:
+ * its job's twin power when it trains, a little over idle while it starts,
+ * idle without one. */
+static double settled_draw(const struct sim_world *w, const struct sim_node *nd, size_t g) {
+  int ji = nd->job[g];
+  const struct sim_job *j = ji >= 0 ? &w->jobs[ji] : NULL;
+  return j && j->running                ? sim_kind_power(j->kind, nd->g[g].eff_w)
+         : j && j->phase == SIM_STARTUP ? 1.1 * nd->g[g].idle_w
+                                        : nd->g[g].idle_w;
+}
+
 int sim_world_tick(struct sim_world *w, double now, double dt, size_t avg_ticks, double lag_s) {
   for (size_t n = 0; n < w->nnodes; n++)
     (void)sim_node_read_limits(&w->nodes[n], now, lag_s); /* a missing read keeps the last */
@@ -152,18 +163,30 @@ int sim_world_tick(struct sim_world *w, double now, double dt, size_t avg_ticks,
   for (size_t n = 0; n < w->nnodes; n++) {
     struct sim_node *nd = &w->nodes[n];
     double draw[SIM_MAX_GPUS];
-    for (size_t g = 0; g < nd->ngpus; g++) {
-      int ji = nd->job[g];
-      const struct sim_job *j = ji >= 0 ? &w->jobs[ji] : NULL;
-      double p = j && j->running                ? sim_kind_power(j->kind, nd->g[g].eff_w)
-                 : j && j->phase == SIM_STARTUP ? 1.1 * nd->g[g].idle_w
-                                                : nd->g[g].idle_w;
-      draw[g] = fmin(noisy(w, p), nd->g[g].eff_w); /* the limiter holds the cap */
-    }
+    for (size_t g = 0; g < nd->ngpus; g++) /* the limiter holds the cap */
+      draw[g] = fmin(noisy(w, settled_draw(w, nd, g)), nd->g[g].eff_w);
     int r = sim_node_tick(nd, draw, dt, avg_ticks);
     if (r < 0 && rc == 0) rc = r;
   }
   return rc;
+}
+
+void sim_world_model_unread(struct sim_world *w, double now) {
+  for (size_t n = 0; n < w->nnodes; n++) {
+    struct sim_node *nd = &w->nodes[n];
+    if (!nd->unread) {
+      nd->read_t = now;
+      for (size_t g = 0; g < nd->ngpus; g++)
+        nd->g[g].read_w = nd->g[g].avg_w;
+      continue;
+    }
+    /* the one-second average moving from the last reading to the draw */
+    double f = fmin(1.0, fmax(0.0, (now - nd->read_t) / SIM_NVML_AVG_S));
+    for (size_t g = 0; g < nd->ngpus; g++) {
+      struct sim_gpu *x = &nd->g[g];
+      x->avg_w = x->read_w + f * (fmin(settled_draw(w, nd, g), x->eff_w) - x->read_w);
+    }
+  }
 }
 
 void sim_world_report_tput(struct sim_world *w) {

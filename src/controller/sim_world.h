@@ -21,6 +21,7 @@
 enum sim_phase { SIM_RUNNING = 0, SIM_GAP, SIM_STARTUP };
 #define SIM_GAP_S 5.0
 #define SIM_STARTUP_S 5.0
+#define SIM_NVML_AVG_S 1.0 /* NVML's power reading: the mean draw over the last second */
 
 struct sim_change {
   size_t job;
@@ -73,6 +74,14 @@ void sim_world_update_tput(struct sim_world *w);
 
 /* One physics tick at time now (dt since the last), limits read first. */
 int sim_world_tick(struct sim_world *w, double now, double dt, size_t avg_ticks, double lag_s);
+
+/* Hosted: the GPUs of an agent that did not answer the last read (killed,
+ * stalled) still run and NVML still reads them, but the sim reads NVML
+ * through the agent; so their readings are modelled from the last one: they
+ * hold their limits (no agent changes them) and the one-second average moves
+ * linearly to the settled draw there (noise-free) over a second. Nodes that
+ * answered keep what they reported (and remember it, with the time). */
+void sim_world_model_unread(struct sim_world *w, double now);
 
 /* Sends every running job's throughput to its first node's StatsD port. */
 void sim_world_report_tput(struct sim_world *w);

@@ -238,6 +238,13 @@ int pflex_twin_population_jobs(const struct pflex_twin_population_opts *opts,
   return r;
 }
 
+int pflex_twin_population_name(char *buf, size_t len, const char *prefix, size_t index,
+                               const struct pflex_twin_gpu *gpu, const struct pflex_twin_job *job) {
+  return snprintf(buf, len, "%s-%04zu %s %s %sx%d %s", prefix, index + 1,
+                  job->arch == PFLEX_ARCH_MOE ? "MoE" : "Dense",
+                  job->task == PFLEX_TASK_PT ? "PT" : "FT", gpu->name, job->gpus, job->model);
+}
+
 int pflex_twin_population(const struct pflex_twin_population_opts *opts,
                           struct pflex_runset *ret_set) {
   if (!opts || !ret_set || !opts->jobs) return -EINVAL;
@@ -250,10 +257,7 @@ int pflex_twin_population(const struct pflex_twin_population_opts *opts,
     double caps[6];
     sweep_caps(gpus[j], caps);
     char name[128];
-    snprintf(name, sizeof name, "sim-%04zu %s %s %sx%d %s", j + 1,
-             jobs[j].arch == PFLEX_ARCH_MOE ? "MoE" : "Dense",
-             jobs[j].task == PFLEX_TASK_PT ? "PT" : "FT", gpus[j]->name, jobs[j].gpus,
-             jobs[j].model);
+    pflex_twin_population_name(name, sizeof name, "sim", j, gpus[j], &jobs[j]);
     r = pflex_twin_sweep(gpus[j], &jobs[j], name, "population", "simulated", caps, 6, opts->seed,
                          &set);
   }

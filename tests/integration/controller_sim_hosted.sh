@@ -8,7 +8,8 @@
 # at its default limit after the event and after the host released every
 # cap at its exit (counted into host.json), and the event's report per job
 # class (JSON and figure), no sample over target + 1% after compliance (as
-# controller_sim and controller_sim_faults assert), and that the controller
+# controller_sim and controller_sim_faults assert; on the default job kinds,
+# drawn like `pflex twin population`), and that the controller
 # restarted after SIGKILL seeds its jobs with what it had learnt (the store's
 # learnt table, written inside each round's transaction).
 source "$(dirname "$0")/controller_common.bash"
@@ -23,6 +24,7 @@ if [ -w /dev/shm ]; then
 fi
 
 check() { # out.json label
+  jq -e '.job_kinds == "population"' "$1" >/dev/null || fail "$2: not the default job kinds"
   jq -e '.simulated == true and .caps_applied_s != null and .caps_applied_s < (1 * $scale)' --argjson scale "$TIME_SCALE" "$1" >/dev/null ||
     fail "$2: caps_applied_s"
   jq -e '.compliance_s != null and .compliance_s < (5 * $scale)' --argjson scale "$TIME_SCALE" "$1" >/dev/null || fail "$2: compliance_s"

@@ -44,13 +44,17 @@ jq -e '.simulated == true and .nodes == 4 and .gpus == 32 and (.target_w | type)
        and (.overshoot_samples | type) == "number" and has("gap_recovered")
        and .wrong_limits_after == 0 and .wrong_limits_final == 0 and (.faults | type) == "array"' \
   "$T/out.json" > /dev/null || fail "the issue's --json fields"
-# Job kinds drawn like `pflex twin population` (--population N): the run
-# says so, holds the target and leaves no GPU at a wrong limit.
+# By default the job kinds are drawn like `pflex twin population --jobs 100`;
+# --population 0 runs the paper's published groups instead: the run says so,
+# holds the target and leaves no GPU at a wrong limit.
+jq -e '.job_kinds == "population" and .population == 100 and .overshoot_samples == 0' \
+  "$T/out.json" > /dev/null ||
+  fail "default job kinds: $(jq -c '{job_kinds, population, overshoot_samples}' "$T/out.json")"
 "$PFLEX" sim-cluster --nodes 4 --cut 30 --duration 8 --warmup 5 --seed 3 --churn 0 --tick 0.5 \
-  --population 50 --json > "$T/pop.json" 2> "$T/pop.log" || { cat "$T/pop.log"; fail "--population failed"; }
-jq -e '.job_kinds == "population" and .population == 50 and .overshoot_samples == 0
+  --population 0 --json > "$T/pop.json" 2> "$T/pop.log" || { cat "$T/pop.log"; fail "--population 0 failed"; }
+jq -e '.job_kinds == "paper" and .population == 0 and .overshoot_samples == 0
        and .wrong_limits_after == 0 and .wrong_limits_final == 0' "$T/pop.json" > /dev/null ||
-  fail "--population: $(jq -c '{job_kinds, population, overshoot_samples, wrong_limits_after}' "$T/pop.json")"
+  fail "--population 0: $(jq -c '{job_kinds, population, overshoot_samples, wrong_limits_after}' "$T/pop.json")"
 rc=0; "$PFLEX" sim-cluster --population x > /dev/null 2> "$T/err" || rc=$?
 [ "$rc" -eq 2 ] && grep -q -- '--population' "$T/err" || fail "--population x: exit $rc: $(cat "$T/err")"
 # The plain output names the same quantities.
