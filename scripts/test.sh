@@ -5,12 +5,13 @@
 # valgrind, then the fuzz harnesses. Exits non-zero on the first failure. Used
 # by .ci/run.
 #
-# Work that nothing times (the sanitized build, the valgrind runs) runs beside
-# the test suites at the idle scheduling class (SCHED_IDLE): it gets only CPU
-# time the tests leave unused, mostly while the simulated clusters run alone
-# (RUN_SERIAL, about 4 minutes a suite, a fraction of one core busy), and
-# yields the CPU the moment a test wants it. agent_lease, which times an fsync
-# path, runs only after that work is done, alone.
+# Work that nothing times (the sanitized build, the valgrind runs, the fuzz
+# harnesses' build) runs beside the test suites at the idle scheduling class
+# (SCHED_IDLE): it gets only CPU time the tests leave unused, mostly while the
+# simulated clusters run alone (RUN_SERIAL, about 4 minutes a suite, with a
+# fraction of one core busy), and yields the CPU the moment a test wants it;
+# once the suite is done it goes on at normal priority. agent_lease, which
+# times an fsync path, runs only after that work is done, alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -59,18 +60,20 @@ echo "== build under AddressSanitizer + UndefinedBehaviorSanitizer (its log)"
 finish "the sanitized build" build/asan-build.log
 ctest --test-dir build --output-on-failure -R "$lease"
 
-echo "== all tests under AddressSanitizer + UndefinedBehaviorSanitizer (the unit tests under valgrind alongside, at idle priority)"
+echo "== all tests under AddressSanitizer + UndefinedBehaviorSanitizer (alongside, at idle priority: the unit tests under valgrind, then the fuzz harnesses' build)"
 # test_controller_slurm times a kill (under 3 s): it runs under valgrind
 # afterwards, not waiting for idle CPU.
 timed=test_controller_slurm
-idle bash scripts/valgrind.sh -x "$timed" > build/valgrind-stage.log 2>&1
+# shellcheck disable=SC2016 # "$1" is expanded by the inner bash
+idle bash -c 'bash scripts/valgrind.sh -x "$1" && bash scripts/fuzz.sh --build-only' _ "$timed" \
+  > build/valgrind-stage.log 2>&1
 # readme_commands is left out here: it checks the README's command lines
 # (the normal stage runs it), and each command it runs is run under the
 # sanitizers by that command's own tests; sanitized, it alone took 8 minutes.
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 ctest --test-dir build-asan --output-on-failure -j"$jobs" -E "^integration\.readme_commands\$|$lease"
-echo "== unit tests under valgrind"
-finish "valgrind" build/valgrind-stage.log
+echo "== unit tests under valgrind, and the fuzz harnesses' build (their log)"
+finish "valgrind or the fuzz build" build/valgrind-stage.log
 bash scripts/valgrind.sh "$timed"
 ctest --test-dir build-asan --output-on-failure -R "$lease"
 unset ASAN_OPTIONS UBSAN_OPTIONS

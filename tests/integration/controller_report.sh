@@ -12,22 +12,13 @@ echo "controller-token-for-tests-1" > "$T/ctok"; chmod 600 "$T/ctok"
 echo "http://127.0.0.1:$(free_port)" > "$T/agents" # never answers: counted unreachable
 CPORT=$(free_port)
 mkdir "$T/s"
-cat > "$T/ctl.conf" <<CONF
-[controller]
-listen = 127.0.0.1:$CPORT
-token_file = $T/ctok
-agents_file = $T/agents
-agent_token_file = $T/atok
-state_db = $T/s/ctl.db
-round_s = 0.2
-agent_timeout_s = 0.1
-CONF
-chmod 600 "$T/ctl.conf"
+CTL_OPTS=(--listen "127.0.0.1:$CPORT" --token-file "$T/ctok" --agents-file "$T/agents"
+  --agent-token-file "$T/atok" --state-db "$T/s/ctl.db" --round-s 0.2 --agent-timeout-s 0.1)
 C="http://127.0.0.1:$CPORT"
 AUTH="Authorization: Bearer $(cat "$T/ctok")"
 
 start_ctl() {
-  "$CTL" --config "$T/ctl.conf" > "$T/ctl.log" 2>&1 &
+  "$CTL" "${CTL_OPTS[@]}" > "$T/ctl.log" 2>&1 &
   CTLPID=$!
   PIDS+=("$CTLPID")
   wait_until 10 curl -sf "$C/v1/health" || fail "controller did not start: $(cat "$T/ctl.log")"
