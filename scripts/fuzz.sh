@@ -6,6 +6,7 @@
 # build-fuzz/artifacts/NAME/) and the end of the harness's log.
 #
 #   scripts/fuzz.sh [NAME...]     NAME: runs_csv, or fuzz_runs_csv; default all
+#   scripts/fuzz.sh --build-only  builds the harnesses and runs none
 #   FUZZ_SECONDS  seconds per harness (default 15)
 #   FUZZ_JOBS     harnesses run at once (default: the number of CPUs)
 #   FUZZ_RSS_MB   memory limit per harness (default 1536)
@@ -38,6 +39,7 @@ echo "== fuzz: build ($build, clang, libFuzzer + ASan + UBSan)"
 cmake -S . -B "$build" -DCMAKE_C_COMPILER=clang -DPFLEX_FUZZ=ON -DPFLEX_TESTS=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" --target fuzz -j"$jobs"
+[ "${1:-}" != --build-only ] || exit 0
 
 names=()
 if [ $# -gt 0 ]; then

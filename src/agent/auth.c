@@ -26,17 +26,14 @@ static size_t trim(char *s, size_t n) {
 
 int agent_token_load(struct agent_token *t, const char *path, char *errbuf, size_t errlen) {
   char why[256], buf[AGENT_TOKEN_MAX + 2];
-  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) {
-    int err = -errno;
-    snprintf(errbuf, errlen, "cannot open token file '%s': %s", path,
-             errno == ELOOP ? "a symbolic link" : strerror(errno));
+  int fd = -1, err = agent_trust_open_secret(path, &fd, why, sizeof why);
+  if (err && err != -EPERM) {
+    snprintf(errbuf, errlen, "cannot open token file '%s': %s", path, why);
     return err;
   }
-  int err = agent_trust_secret_fd(fd, why, sizeof why);
   ssize_t n = err ? 0 : read(fd, buf, sizeof buf - 1);
   if (!err && n < 0) err = -errno, snprintf(why, sizeof why, "%s", strerror(errno));
-  close(fd);
+  if (fd >= 0) close(fd);
   if (err) {
     snprintf(errbuf, errlen, "refusing token file '%s': %s", path, why);
     return err;

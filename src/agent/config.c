@@ -167,16 +167,10 @@ static int on_ini_line(void *user, const char *section, const char *name, const 
 
 int agent_config_load(struct agent_config *c, const char *path, char *errbuf, size_t errlen) {
   char why[256];
-  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) {
-    int err = -errno;
-    snprintf(errbuf, errlen, "cannot open '%s': %s", path, strerror(errno));
-    return err;
-  }
-  int err = agent_trust_fd(fd, false, why, sizeof why);
+  int fd = -1, err = agent_trust_open(path, &fd, why, sizeof why);
   if (err) {
-    snprintf(errbuf, errlen, "refusing config file '%s': %s", path, why);
-    close(fd);
+    snprintf(errbuf, errlen, "%s '%s': %s", err == -EPERM ? "refusing config file" : "cannot open",
+             path, why);
     return err;
   }
   FILE *f = fdopen(fd, "r");

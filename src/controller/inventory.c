@@ -54,17 +54,18 @@ static bool is_duplicate(const struct ctl_inventory *inv, const char *u) {
   return false;
 }
 
-int ctl_open_trusted(const char *path, char *err, size_t errlen) {
+/* The file opened by agent_trust_open (or _secret), its refusal in err. */
+static int open_trusted(const char *path, bool secret, char *err, size_t errlen) {
   char why[PATH_MAX + 96];
-  int fd = -1, rc = agent_trust_open(path, &fd, why, sizeof why);
-  if (rc == -EPERM)
-    snprintf(err, errlen,
-             "'%s': %s; must be owned by root or the controller's user and not "
-             "group/other-writable",
-             path, why);
-  else if (rc < 0)
-    snprintf(err, errlen, "cannot read '%s': %s", path, why);
+  int fd = -1, rc = secret ? agent_trust_open_secret(path, &fd, why, sizeof why)
+                           : agent_trust_open(path, &fd, why, sizeof why);
+  if (rc < 0)
+    snprintf(err, errlen, rc == -EPERM ? "'%s': %s" : "cannot read '%s': %s", path, why);
   return rc < 0 ? rc : fd;
+}
+
+int ctl_open_trusted(const char *path, char *err, size_t errlen) {
+  return open_trusted(path, false, err, errlen);
 }
 
 int ctl_open_trusted_name(const char *path, char *fdpath, size_t size, char *err, size_t errlen) {
@@ -137,20 +138,8 @@ void ctl_inventory_release(struct ctl_inventory *inv) {
 }
 
 int ctl_read_secret(const char *path, char *buf, size_t size, char *err, size_t errlen) {
-  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) {
-    int e = errno;
-    snprintf(err, errlen, "cannot read '%s': %s", path, strerror(e));
-    return -e;
-  }
-  struct stat st;
-  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_mode & 077) ||
-      (st.st_uid != 0 && st.st_uid != geteuid())) {
-    close(fd);
-    snprintf(err, errlen, "'%s': not a regular file owned by us or root with mode 0600 or less",
-             path);
-    return -EPERM;
-  }
+  int fd = open_trusted(path, true, err, errlen);
+  if (fd < 0) return fd;
   char tmp[CTL_TOKEN_MAX + 2];
   ssize_t n = read(fd, tmp, sizeof tmp - 1);
   close(fd);

@@ -152,7 +152,7 @@ static int report(int argc, char **argv) {
   int rc = report_store(db, conf, path, sizeof path);
   if (rc) return rc;
   struct ctl_store *st;
-  if (ctl_store_open(path, &st, err, sizeof err) < 0) {
+  if (ctl_store_open_readonly(path, &st, err, sizeof err) < 0) {
     fprintf(stderr, "error: %s\n", err);
     return 1;
   }

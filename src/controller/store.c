@@ -3,9 +3,11 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <sqlite3.h>
 
@@ -105,6 +107,75 @@ int ctl_store_open(const char *path, struct ctl_store **ret, char *err, size_t e
   rc = check_schema(st, err, errlen);
   if (rc == 0 && prepare_all(st)) rc = fail(st, err, errlen, path);
 out:
+  if (rc < 0) {
+    ctl_store_close(st);
+    return rc;
+  }
+  *ret = st;
+  return 0;
+}
+
+/* path as an SQLite URI ("file:" and the path, percent-encoded), with query. */
+static int store_uri(const char *path, const char *query, char *uri, size_t size) {
+  static const char plain[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/-._~";
+  size_t n = (size_t)snprintf(uri, size, "file:");
+  const unsigned char *c = (const unsigned char *)path;
+  for (; *c && n + 4 < size; c++) {
+    if (strchr(plain, *c))
+      uri[n++] = (char)*c;
+    else
+      n += (size_t)snprintf(uri + n, size - n, "%%%02X", *c);
+  }
+  if (*c || n + strlen(query) + 2 > size) return -ENAMETOOLONG;
+  snprintf(uri + n, size - n, "?%s", query);
+  return 0;
+}
+
+/* The schema of a store opened read-only: this controller's version only,
+ * since migrating would write. */
+static int check_schema_readonly(struct ctl_store *st, const char *path, char *err,
+                                 size_t errlen) {
+  sqlite3_stmt *q;
+  if (sqlite3_prepare_v2(st->db, "SELECT value FROM meta WHERE key='schema'", -1, &q, NULL)) {
+    snprintf(err, errlen, "'%s' is not a pflex-controller store: %s", path,
+             sqlite3_errmsg(st->db));
+    return -PFLEX_E_SCHEMA;
+  }
+  int version = sqlite3_step(q) == SQLITE_ROW ? atoi((const char *)sqlite3_column_text(q, 0)) : 0;
+  sqlite3_finalize(q);
+  if (version == SCHEMA_VERSION) return 0;
+  if (version > SCHEMA_VERSION)
+    snprintf(err, errlen, "'%s': schema version %d is newer than this controller's %d", path,
+             version, SCHEMA_VERSION);
+  else
+    snprintf(err, errlen,
+             "'%s': schema version %d is older than this controller's %d; start "
+             "pflex-controller once on it (state_db) to migrate it, then report",
+             path, version, SCHEMA_VERSION);
+  return -PFLEX_E_SCHEMA;
+}
+
+int ctl_store_open_readonly(const char *path, struct ctl_store **ret, char *err, size_t errlen) {
+  /* Without a -wal file no controller has the store open and all of it is
+   * in the file: read it as immutable, which creates no -wal or -shm (a
+   * plain read-only open of a WAL store leaves both behind). With one, a
+   * controller is running (or died): read through its WAL, which exists. A
+   * controller started meanwhile writes to a new WAL and changes the file
+   * only at a checkpoint (after 1,000 pages, or when it closes). */
+  char wal[4096 + 8], uri[3 * 4096 + 32];
+  snprintf(wal, sizeof wal, "%s-wal", path);
+  bool live = access(wal, F_OK) == 0;
+  if (store_uri(path, live ? "mode=ro" : "mode=ro&immutable=1", uri, sizeof uri)) {
+    snprintf(err, errlen, "'%s': %s", path, strerror(ENAMETOOLONG));
+    return -ENAMETOOLONG;
+  }
+  struct ctl_store *st = calloc(1, sizeof *st);
+  if (!st) return -ENOMEM;
+  int rc = 0;
+  if (sqlite3_open_v2(uri, &st->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) ||
+      sqlite3_busy_timeout(st->db, 2000))
+    rc = fail(st, err, errlen, path);
+  if (rc == 0) rc = check_schema_readonly(st, path, err, errlen);
   if (rc < 0) {
     ctl_store_close(st);
     return rc;

@@ -60,6 +60,12 @@ struct ctl_class_row {
 /* Opens (creating) the store at path; -PFLEX_E_SCHEMA for a newer schema,
  * -errno, with err filled. */
 int ctl_store_open(const char *path, struct ctl_store **ret, char *err, size_t errlen);
+/* Opens an existing store for reading only (the report): it writes nothing,
+ * migrates nothing and leaves no -wal or -shm file; a read-only store file
+ * is fine. A schema other than this controller's is -PFLEX_E_SCHEMA, an
+ * older one with the advice to start the controller once on it. Only the
+ * read functions may be used on it. */
+int ctl_store_open_readonly(const char *path, struct ctl_store **ret, char *err, size_t errlen);
 void ctl_store_close(struct ctl_store *st);
 
 /* Inserts an event and sets e->id. */

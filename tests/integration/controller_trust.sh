@@ -2,8 +2,10 @@
 # user could write (it holds the token that commands every pflexd): a config,
 # agents file or schedule file that is group/other-writable, owned by another
 # user, or in a directory others can write without the sticky bit; the same
-# for the templates CSV and the model JSON. Each is
-# refused with exit 2 and the file named; the right modes are accepted.
+# for the templates CSV and the model JSON, and token files others may read
+# or write. Each is refused with exit 2, the file named with its owner or
+# mode and the fix (the wording pflexd uses too, agent_trust.sh); the right
+# modes are accepted.
 source "$(dirname "$0")/controller_common.bash"
 
 umask 022
@@ -29,14 +31,13 @@ round_s = 0.2
 agent_timeout_s = 0.1
 CONF
 chmod 640 "$T/ctl.conf"; chmod 644 "$T/agents" "$T/schedule.json" "$T/sweeps.csv" "$T/model.json"
-MUST="must be owned by root or the controller's user and not group/other-writable"
 
-# refused FILE WHY: the controller exits 2 at once, naming FILE and WHY.
+# refused FILE WHY: the controller exits ${WANT:-2} at once, naming FILE and WHY.
 refused() {
   local file=$1 why=$2 out rc=0
   out=$(timeout 20 "$CTL" --config "$T/ctl.conf" 2>&1) || rc=$?
-  [ "$rc" = 2 ] || fail "$file ($why): exit $rc, want 2: $out"
-  echo "$out" | grep -qF "error: '$file': $why; $MUST" || fail "$file: message: $out"
+  [ "$rc" = "${WANT:-2}" ] || fail "$file ($why): exit $rc, want ${WANT:-2}: $out"
+  echo "$out" | grep -qF "error: '$file': $why" || fail "$file: message: $out"
 }
 
 # accepted: the controller starts, reads everything and serves its API.
@@ -53,32 +54,32 @@ accepted() {
 accepted "0640 config, 0644 agents, schedule, templates and model"
 
 chmod 666 "$T/ctl.conf"
-refused "$T/ctl.conf" "writable by others (mode 0666)"
+refused "$T/ctl.conf" "mode 0666 lets other users write it; use chmod go-w"
 chmod 660 "$T/ctl.conf"
-refused "$T/ctl.conf" "writable by others (mode 0660)"
+refused "$T/ctl.conf" "mode 0660 lets other users write it; use chmod go-w"
 chmod 600 "$T/ctl.conf"
 
 chmod 666 "$T/agents"
-refused "$T/agents" "writable by others (mode 0666)"
+refused "$T/agents" "mode 0666 lets other users write it; use chmod go-w"
 chmod 644 "$T/agents"
 
 chmod 666 "$T/schedule.json"
-refused "$T/schedule.json" "writable by others (mode 0666)"
+refused "$T/schedule.json" "mode 0666 lets other users write it; use chmod go-w"
 chmod 644 "$T/schedule.json"
 
 for f in sweeps.csv model.json; do
   chmod 664 "$T/$f"
-  refused "$T/$f" "writable by others (mode 0664)"
+  refused "$T/$f" "mode 0664 lets other users write it; use chmod go-w"
   chmod 644 "$T/$f"
 done
 
 # Owned by another user (the tests run as root; nobody is uid 65534).
 NOBODY=$(id -u nobody)
 chown nobody "$T/agents"
-refused "$T/agents" "owned by uid $NOBODY"
+refused "$T/agents" "owned by uid $NOBODY, not by root; use chown root"
 chown 0 "$T/agents"
 chown nobody "$T/ctl.conf"
-refused "$T/ctl.conf" "owned by uid $NOBODY"
+refused "$T/ctl.conf" "owned by uid $NOBODY, not by root; use chown root"
 chown 0 "$T/ctl.conf"
 
 # A directory others can write: they could swap the file. With the sticky
@@ -87,7 +88,12 @@ mkdir "$T/d"
 mv "$T/agents" "$T/d/agents"
 sed -i "s|^agents_file = .*|agents_file = $T/d/agents|" "$T/ctl.conf"
 chmod 777 "$T/d"
-refused "$T/d/agents" "its directory '$T/d' is writable by others without the sticky bit (mode 0777)"
+refused "$T/d/agents" "its directory '$T/d': mode 0777 lets other users write it; use chmod go-w"
+chmod 775 "$T/d"
+refused "$T/d/agents" "its directory '$T/d': mode 0775 lets other users write it; use chmod go-w"
+chmod 755 "$T/d"; chown nobody "$T/d"
+refused "$T/d/agents" "its directory '$T/d': owned by uid $NOBODY, not by root; use chown root"
+chown 0 "$T/d"
 chmod 1777 "$T/d"
 accepted "agents file in a sticky 1777 directory"
 chmod 755 "$T/d"
@@ -99,11 +105,30 @@ out=$(timeout 20 "$CTL" --config "$T/ctl.conf" 2>&1) && fail "a symlinked agents
 echo "$out" | grep -qF "cannot read '$T/agents.link': a symbolic link" || fail "symlink message: $out"
 sed -i "s|^agents_file = .*|agents_file = $T/d/agents|" "$T/ctl.conf"
 
+# The token files: nobody else may read them either. The agents' token is
+# read when the controller opens its agents, after the config (exit 1).
+for f in ctok atok; do
+  [ "$f" = atok ] && WANT=1 || WANT=2
+  chmod 640 "$T/$f"
+  refused "$T/$f" "mode 0640 lets other users read it; use chmod 600"
+  chmod 602 "$T/$f"
+  refused "$T/$f" "mode 0602 lets other users write it; use chmod 600"
+  chown nobody "$T/$f"; chmod 600 "$T/$f"
+  refused "$T/$f" "owned by uid $NOBODY, not by root; use chown root"
+  chown 0 "$T/$f"
+done
+WANT=2
+ln -s "$T/ctok" "$T/ctok.link"
+sed -i "s|^token_file = .*|token_file = $T/ctok.link|" "$T/ctl.conf"
+out=$(timeout 20 "$CTL" --config "$T/ctl.conf" 2>&1) && fail "a symlinked token file was accepted"
+echo "$out" | grep -qF "cannot read '$T/ctok.link': a symbolic link" || fail "token symlink message: $out"
+sed -i "s|^token_file = .*|token_file = $T/ctok|" "$T/ctl.conf"
+
 # The same rules for a file given on the command line.
 chmod 666 "$T/schedule.json"
 out=$(timeout 20 "$CTL" --config "$T/ctl.conf" --schedule-file "$T/schedule.json" 2>&1) && rc=0 || rc=$?
 [ "$rc" = 2 ] || fail "--schedule-file 0666: exit $rc: $out"
-echo "$out" | grep -qF "'$T/schedule.json': writable by others (mode 0666)" || fail "--schedule-file: $out"
+echo "$out" | grep -qF "'$T/schedule.json': mode 0666 lets other users write it; use chmod go-w" || fail "--schedule-file: $out"
 chmod 644 "$T/schedule.json"
 accepted "all restored"
 

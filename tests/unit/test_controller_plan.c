@@ -278,13 +278,15 @@ static void templates_shape_the_curves(void **state) {
   assert_true(fabs(shaped - family) > 1e-3 * family);
   ctl_jobset_release(&js);
   ctl_templates_release(&t);
-  FILE *f = fopen("/tmp/pflex-ctl-one-group.csv", "w");
+  char one[64];
+  snprintf(one, sizeof one, "/tmp/pflex-ctl-one-group.%ld.csv", (long)getpid());
+  FILE *f = fopen(one, "w");
   assert_non_null(f);
   fprintf(f, "group,gpu,gpus,cap_w,power_w,tokens_per_s\na,H100,8,700,5000,100\na,H100,8,400,3000,80\n");
   fclose(f);
-  assert_true(ctl_templates_load("/tmp/pflex-ctl-one-group.csv", &t, err, sizeof err) < 0);
+  assert_true(ctl_templates_load(one, &t, err, sizeof err) < 0);
   assert_non_null(strstr(err, "at least two sweep groups"));
-  unlink("/tmp/pflex-ctl-one-group.csv");
+  unlink(one);
 }
 
 
