@@ -78,14 +78,41 @@ int pflex__alloc_prep_job(const struct pflex_alloc_job *j, struct pflex__prep *p
   return 0;
 }
 
+/* Whether jobs a and b give the same pflex__alloc_prep_job result: the
+ * fields it reads (weight only for its check) are equal. */
+static bool same_prep(const struct pflex_alloc_job *a, const struct pflex_alloc_job *b) {
+  return a->curve == b->curve && a->gpus == b->gpus && a->weight == b->weight &&
+         a->p_min == b->p_min && a->p_max == b->p_max && a->t_max == b->t_max &&
+         a->cap_min_w == b->cap_min_w && a->cap_max_w == b->cap_max_w &&
+         a->min_tput == b->min_tput;
+}
+
+#define PREP_MEMO 64
 static int prepare(const struct pflex_alloc_job *jobs, size_t n, struct pflex__prep *pr,
                    double *ret_min_w, double *ret_max_w, bool *ret_floor_infeasible) {
   double min_w = 0, max_w = 0;
   bool infeasible = false;
-  for (size_t i = 0; i < n; i++) {
+  /* Jobs of a workload often repeat one job's data (the study's jobs of a
+   * group): such a job copies the last one seen with the same curve
+   * (direct-mapped) instead of resolving its bounds again; the same bits. */
+  struct {
+    size_t i;
     bool bad;
-    int err = pflex__alloc_prep_job(&jobs[i], &pr[i], &bad);
-    if (err) return err;
+  } memo[PREP_MEMO];
+  for (size_t k = 0; k < PREP_MEMO; k++)
+    memo[k].i = SIZE_MAX, memo[k].bad = false;
+  for (size_t i = 0; i < n; i++) {
+    bool bad = false;
+    uint64_t h = pflex__alloc_mix(0, (uint64_t)(uintptr_t)jobs[i].curve);
+    size_t k = (size_t)(h >> 58), o = memo[k].i;
+    if (o < i && same_prep(&jobs[o], &jobs[i])) {
+      pr[i] = pr[o];
+      bad = memo[k].bad;
+    } else {
+      int err = pflex__alloc_prep_job(&jobs[i], &pr[i], &bad);
+      if (err) return err;
+      memo[k].i = i, memo[k].bad = bad;
+    }
     infeasible |= bad;
     min_w += pr[i].lo;
     max_w += pr[i].hi;
@@ -371,6 +398,7 @@ struct hull_key {
   uint64_t digest;
   double lo, hi, weight;
   unsigned knots;
+  uint64_t hash; /* of the fields above (key_of), not compared */
 };
 
 struct hull_entry {
@@ -413,10 +441,19 @@ static uint64_t dbits(double x) {
   return pflex__alloc_dbits(x);
 }
 
+/* A key with its hash, computed once for the pass's table and the
+ * context's: the digest is a hash already, the rest is folded in by one
+ * multiply each. */
+static struct hull_key key_of(uint64_t digest, double lo, double hi, double weight,
+                              unsigned knots) {
+  uint64_t h = digest ^ dbits(lo) * 0x9E3779B97F4A7C15ull ^ dbits(hi) * 0xC2B2AE3D27D4EB4Full ^
+               dbits(weight) * 0x165667B19E3779F9ull ^ knots;
+  h = (h ^ (h >> 29)) * 0xff51afd7ed558ccdull;
+  return (struct hull_key){digest, lo, hi, weight, knots, h ^ (h >> 32)};
+}
+
 static size_t key_slot(const struct hull_key *k, size_t nslots) {
-  uint64_t h =
-      mix(mix(mix(mix(k->digest, dbits(k->lo)), dbits(k->hi)), dbits(k->weight)), k->knots);
-  return (size_t)(h ^ (h >> 31)) & (nslots - 1);
+  return (size_t)k->hash & (nslots - 1);
 }
 
 static bool key_eq(const struct hull_key *a, const struct hull_key *b) {
@@ -677,8 +714,8 @@ static int pass_hulls(const struct pflex_alloc_job *jobs, size_t n, const double
   int err = pass_scratch_init(&sc, ps, n, maxk);
   for (size_t i = 0; !err && i < n; i++) {
     if (!(whi[i] > wlo[i]) || !(jobs[i].weight > 0)) continue;
-    struct hull_key key = {pflex_curve_digest(jobs[i].curve), wlo[i], whi[i], jobs[i].weight,
-                           knots};
+    struct hull_key key =
+        key_of(pflex_curve_digest(jobs[i].curve), wlo[i], whi[i], jobs[i].weight, knots);
     size_t h = pass_slot(&sc, jobs, wlo, whi, &key, i);
     if (sc.first[h] != SIZE_MAX) { /* as an earlier job of this pass */
       size_t j = sc.first[h];
