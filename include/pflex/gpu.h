@@ -103,8 +103,10 @@ const struct pflex_gpu_ops *pflex_gpu_backend_find(const char *name);
 /* Opens backend `backend` (NULL or "": "nvml") with its spec (nvml:
  * "lib=PATH" names the library, default libnvidia-ml.so.1; sim: the job, see
  * docs/gpu.md). The library reads no environment: programs pass what they
- * take from PFLEX_GPU_BACKEND and PFLEX_NVML_LIB. On failure returns -ENOENT for an unknown backend or the backend's
- * error, and writes a one-line reason into errbuf. Free with pflex_gpu_close. */
+ * take from PFLEX_GPU_BACKEND and PFLEX_NVML_LIB. On failure returns -ENOENT
+ * for an unknown backend, -ELIBACC when the NVML library cannot be loaded (the
+ * program may add how its user names another one), or the backend's error,
+ * and writes a one-line reason into errbuf. Free with pflex_gpu_close. */
 int pflex_gpu_open(const char *backend, const char *spec, struct pflex_gpu **ret_gpu, char *errbuf,
                    size_t errlen);
 

@@ -811,6 +811,7 @@ static json_t *result_json(struct sim *s, struct run_state *rs, size_t wrong_aft
   json_object_set_new(o, "samples", json_integer((json_int_t)r.samples));
   json_object_set_new(o, "max_over_pct", num(r.max_over_pct));
   json_object_set_new(o, "gap_recovered", num(r.gap_recovered));
+  if (r.gap_undefined) json_object_set_new(o, "gap_undefined", json_string(r.gap_undefined));
   json_object_set_new(o, "gap_recovered_drawn", num(r.gap_recovered_drawn));
   json_object_set_new(o, "budget_used", num(r.budget_used));
   json_object_set_new(o, "tput_vs_equal", num(r.vs_equal));
@@ -1010,6 +1011,8 @@ static void print_human(const json_t *o) {
     else
       printf("%-20s -\n", keys[i]);
   }
+  const json_t *why = json_object_get(o, "gap_undefined");
+  if (why) printf("(gap_recovered: %s)\n", json_string_value(why));
   printf("(simulated: the twin's jobs on the fake NVML; see docs/controller.md)\n");
 }
 

@@ -209,6 +209,10 @@ int sim_score_result(struct sim_score *s, struct sim_result *r) {
   int rc = score_held(s, &u);
   bool held = rc == 0 && u.held > 0;
   r->gap_recovered = held && u.orc > u.eq ? (u.ctl - u.eq) / (u.orc - u.eq) : NAN;
+  r->gap_undefined = !held          ? "no held second was scored"
+                     : u.orc > u.eq ? NULL
+                                    : "the oracle is no better than an equal cut here (one job, or "
+                                      "jobs alike): there is no gap to recover";
   r->gap_recovered_drawn = held && u.orc_d > u.eq_d ? (u.ctl - u.eq_d) / (u.orc_d - u.eq_d) : NAN;
   r->budget_used = held && u.budget > 0 ? u.drawn / u.budget : NAN;
   r->vs_equal = held ? u.ctl / u.eq : NAN;

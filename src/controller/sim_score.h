@@ -59,6 +59,7 @@ struct sim_result {
   double max_over_pct;                                    /* after compliance_s */
   double gap_recovered, vs_equal, vs_oracle, vs_uncapped; /* NAN without held samples */
   double gap_recovered_drawn; /* the same gap with equal and oracle at the power drawn */
+  const char *gap_undefined;  /* why gap_recovered is NAN (a static string), or NULL */
   double budget_used;         /* what the jobs drew / their budget */
 };
 /* Scores the power samples and the held seconds (the oracle and the equal

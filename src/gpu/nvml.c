@@ -207,8 +207,7 @@ static int nvml_open(const char *spec, void **ret_ctx, char *errbuf, size_t errl
   if (!n->dl) {
     const char *e = dlerror();
     snprintf(errbuf, errlen,
-             "cannot load NVML '%s': %s (is the NVIDIA driver installed? lib=PATH (the "
-             "programs' PFLEX_NVML_LIB) names another file; --backend sim simulates GPUs)",
+             "cannot load NVML '%s': %s (is the NVIDIA driver installed?)",
              path, e ? e : "unknown reason");
     free(n);
     return -ELIBACC;
