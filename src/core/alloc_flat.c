@@ -55,7 +55,10 @@
 
 /* Rooms of doubles, one per job, in one array: a job replaced by a longer
  * one moves to the end, and the array is compacted when replaced jobs left
- * more than half of it unused. */
+ * more than half of it unused. POOL_SLACK zeros follow the last room: the
+ * caps' knot search reads a fixed count of knots, past a short record's
+ * end (masked), and stays inside the array. */
+#define POOL_SLACK (2u * SHORT_KNOTS)
 struct pool {
   double *v;
   size_t n, cap, live; /* doubles used (dead ones too), held, live */
@@ -76,7 +79,7 @@ static void pool_release(struct pool *pl) {
 /* Room for len more doubles; on -ENOMEM every room is as it was. */
 static int pool_reserve(struct pool *pl, size_t jobs, size_t len) {
   if (pl->n > 2 * pl->live + 2048) {
-    double *t = malloc((pl->live + len + 1) * sizeof *t);
+    double *t = malloc((pl->live + len + POOL_SLACK) * sizeof *t);
     if (!t) return -ENOMEM;
     size_t m = 0;
     for (size_t i = 0; i < jobs; i++) {
@@ -86,11 +89,11 @@ static int pool_reserve(struct pool *pl, size_t jobs, size_t len) {
       m += pl->len[i];
     }
     free(pl->v);
-    pl->v = t, pl->n = m, pl->cap = pl->live + len + 1;
+    pl->v = t, pl->n = m, pl->cap = pl->live + len + POOL_SLACK;
   }
-  if (pl->n + len <= pl->cap) return 0;
+  if (pl->n + len + POOL_SLACK <= pl->cap) return 0;
   size_t nc = pl->cap ? 2 * pl->cap : 2048;
-  while (nc < pl->n + len)
+  while (nc < pl->n + len + POOL_SLACK)
     nc *= 2;
   double *t = realloc(pl->v, nc * sizeof *t);
   if (!t) return -ENOMEM;
@@ -104,6 +107,7 @@ static double *pool_place(struct pool *pl, size_t i, size_t len) {
   if (pl->off[i] == SIZE_MAX || len > pl->len[i]) pl->off[i] = pl->n, pl->n += len;
   pl->live = pl->live - pl->len[i] + len;
   pl->len[i] = len;
+  memset(&pl->v[pl->n], 0, POOL_SLACK * sizeof *pl->v);
   return &pl->v[pl->off[i]];
 }
 
@@ -398,8 +402,17 @@ static int find_level(const struct pflex_alloc_flat *f, const struct buckets *bk
   return 0;
 }
 
-static double clamp(double v, double lo, double hi) {
-  return v < lo ? lo : v > hi ? hi : v;
+/* v < lo ? lo : v > hi ? hi : v, value for value (NaN included), written
+ * so that the compiler selects (minsd, a compare and a blend) instead of
+ * branching: in the caps pass a branch on the power mispredicts. */
+static inline double clamp(double v, double lo, double hi) {
+  double t = v > hi ? hi : v;
+  return v < lo ? lo : t;
+}
+
+/* fmin for the hot loops (no NaN there): libm's is a call. */
+static inline double lesser(double a, double b) {
+  return b < a ? b : a;
 }
 
 /* Job i's per-GPU cap for power x, as pflex_curve_cap_for_power (or,
@@ -420,9 +433,9 @@ static inline double cap_of(const struct pflex_alloc_flat *f, size_t i, double x
   } else {
     x = clamp(x, k[0], k[2 * (nk - 1)]);
     size_t j = 1;
-    if (nk <= SHORT_KNOTS) /* a fixed count of steps, the index held at the last knot */
+    if (nk <= SHORT_KNOTS) /* a fixed count of steps; past the knots (the pool's slack) masked */
       for (uint32_t m = 1; m + 2 <= SHORT_KNOTS; m++)
-        j += (m + 1 < nk) & (k[2 * (m < nk ? m : nk - 1)] < x);
+        j += (size_t)((m + 1 < nk) & (k[2 * m] < x));
     else
       for (uint32_t m = 1; m + 1 < nk; m++)
         j += k[2 * m] < x;
@@ -438,11 +451,12 @@ static void caps(const struct pflex_alloc_flat *f, const double *p, double *cap)
 }
 
 /* The powers: clipped jobs at their lower bound, the others cut by weight
- * (by headroom when none of them has a weight), as alloc.c's wf_spread;
- * with cap (unless NULL) each job's cap in the same pass. Their sum, left
- * to right. */
+ * (by headroom when none of them has a weight), as alloc.c's wf_spread.
+ * Their sum, left to right. The caps come in a pass of their own (settle),
+ * after the rounding guard: computed here, they were computed again
+ * whenever the guard moved a power (about every other run). */
 static double spread(const struct pflex_alloc_flat *f, double thr, double rest, double wr,
-                     double *p, double *cap) {
+                     double *p) {
   double hr = 0, total = 0;
   if (!(wr > 0))
     for (size_t i = 0; i < f->n; i++)
@@ -450,10 +464,9 @@ static double spread(const struct pflex_alloc_flat *f, double thr, double rest, 
   for (size_t i = 0; i < f->n; i++) {
     double w = f->w[i], h = f->hi[i] - f->lo[i];
     double share = !(rest > 0) ? 0 : wr > 0 ? rest * (w / wr) : (hr > 0 ? rest * (h / hr) : 0);
-    double cut = f->hi[i] - fmin(share, h);
+    double cut = f->hi[i] - lesser(share, h);
     p[i] = (w > 0) & (f->r[i] <= thr) ? f->lo[i] : cut; /* no branch: clipping is data */
     total += p[i];
-    if (cap) cap[i] = cap_of(f, i, p[i]);
   }
   return total;
 }
@@ -709,10 +722,10 @@ static int run_optimal(const struct pflex_alloc_flat *f, double budget, double t
 }
 
 /* The powers' sum (sum: already taken, as spread takes it; NAN: not yet)
- * and their caps (caps_done: spread wrote them), after the rounding guard:
- * a sum a few ulps over the target moves powers, and then their caps. */
+ * after the rounding guard (a sum a few ulps over the target moves
+ * powers), then their caps: the one pass that reads the job records. */
 static double settle(const struct pflex_alloc_flat *f, double target, double sum, double *p,
-                     double *cap, bool caps_done) {
+                     double *cap) {
   if (isnan(sum)) {
     sum = 0;
     for (size_t i = 0; i < f->n; i++)
@@ -723,9 +736,8 @@ static double settle(const struct pflex_alloc_flat *f, double target, double sum
     sum = 0;
     for (size_t i = 0; i < f->n; i++)
       sum += p[i];
-    caps_done = false;
   }
-  if (cap && !caps_done) caps(f, p, cap);
+  if (cap) caps(f, p, cap);
   return sum;
 }
 
@@ -753,11 +765,11 @@ int pflex_alloc_flat_run(const struct pflex_alloc_flat *f, double target_w, doub
   } else {
     double thr, rest, wr;
     if (!(err = find_level(f, bk, max_w - target_w, &thr, &rest, &wr)))
-      total = spread(f, thr, rest, wr, power_w, cap_w);
+      total = spread(f, thr, rest, wr, power_w);
   }
   free(bk);
   if (err && err != -PFLEX_E_INFEASIBLE) return err;
-  if (!err) sum.total_w = settle(f, target_w, total, power_w, cap_w, !isnan(total));
+  if (!err) sum.total_w = settle(f, target_w, total, power_w, cap_w);
   if (summary) *summary = sum;
   return err;
 }
