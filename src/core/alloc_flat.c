@@ -394,7 +394,7 @@ static int find_level(const struct pflex_alloc_flat *f, const struct buckets *bk
   double thr = start > 0 ? from_bits(start - 1) : -1; /* everything below the bucket */
   double wr = bk->wsuf[b + 1];
   for (size_t k = 0; k < nclip; k++)
-    thr = fmax(thr, sub[k].ratio);
+    thr = pflex__flat_fmax(thr, sub[k].ratio);
   for (size_t k = nclip; k < m; k++)
     wr += sub[k].w;
   free(sub);
@@ -410,11 +410,6 @@ static inline double clamp(double v, double lo, double hi) {
   return v < lo ? lo : t;
 }
 
-/* fmin for the hot loops (no NaN there): libm's is a call. */
-static inline double lesser(double a, double b) {
-  return b < a ? b : a;
-}
-
 /* Job i's per-GPU cap for power x, as pflex_curve_cap_for_power (or,
  * without a curve, as pflex_alloc_run), operation for operation. The knot
  * search counts the inner knots below x (they are sorted: the first one
@@ -425,7 +420,8 @@ static inline double cap_of(const struct pflex_alloc_flat *f, size_t i, double x
   uint32_t nk = f->nk[i];
   k += 2 * REC_HEAD;
   if (!nk) {
-    if (k[3] != 0) return x >= k[1] ? cap_max : fmin(fmax(x / k[2], cap_min), cap_max);
+    if (k[3] != 0)
+      return x >= k[1] ? cap_max : pflex__flat_fmin(pflex__flat_fmax(x / k[2], cap_min), cap_max);
     x = clamp(x, k[0], k[1]);
     v = x >= k[1] ? cap_max : x / k[2];
   } else if (nk == 1) {
@@ -464,7 +460,7 @@ static double spread(const struct pflex_alloc_flat *f, double thr, double rest, 
   for (size_t i = 0; i < f->n; i++) {
     double w = f->w[i], h = f->hi[i] - f->lo[i];
     double share = !(rest > 0) ? 0 : wr > 0 ? rest * (w / wr) : (hr > 0 ? rest * (h / hr) : 0);
-    double cut = f->hi[i] - lesser(share, h);
+    double cut = f->hi[i] - pflex__flat_fmin(share, h);
     p[i] = (w > 0) & (f->r[i] <= thr) ? f->lo[i] : cut; /* no branch: clipping is data */
     total += p[i];
   }
@@ -496,7 +492,7 @@ static int bucket_select(const struct pflex_alloc_flat *f, unsigned shift, size_
       if (bk < b) break; /* the slopes fall: none further on is in b */
       if (bk == b) {
         sub[m++] = (struct pflex__seg){SLOPE(s, k), LEN(s, k)};
-        least = fmin(least, SLOPE(s, k));
+        least = pflex__flat_fmin(least, SLOPE(s, k));
       }
     }
   }
@@ -577,17 +573,17 @@ static void greedy(const struct pflex_alloc_flat *f, double lambda, double budge
     for (uint32_t k = 0; k < f->ns[i] && left > 0; k++) {
       if (SLOPE(s, k) > lambda) continue;
       if (SLOPE(s, k) < lambda) break;
-      double take = fmin(LEN(s, k), left);
+      double take = pflex__flat_fmin(LEN(s, k), left);
       p[i] += take;
       left -= take;
     }
   }
   for (size_t i = 0; i < f->n && left > 0; i++) {
-    double take = fmin(f->hi[i] - p[i], left);
+    double take = pflex__flat_fmin(f->hi[i] - p[i], left);
     if (take > 0) p[i] += take, left -= take;
   }
   for (size_t i = 0; i < f->n; i++)
-    p[i] = fmin(fmax(p[i], f->lo[i]), f->hi[i]);
+    p[i] = pflex__flat_fmin(pflex__flat_fmax(p[i], f->lo[i]), f->hi[i]);
 }
 
 /* Scratch of the polish: the greedy powers, brackets, and per job the
@@ -617,7 +613,7 @@ static double polish_first(const struct pflex_alloc_flat *f, const struct polish
     /* Moved on where it gains: a meeting point moves on with lambda, an
      * end (across a hull bridge) stays. */
     bool use = !isnan(q) && q != w->pg[i];
-    p[i] = use ? fmin(fmax(q, f->lo[i]), f->hi[i]) : w->pg[i];
+    p[i] = use ? pflex__flat_fmin(pflex__flat_fmax(q, f->lo[i]), f->hi[i]) : w->pg[i];
     loc[0] = NAN;
     if (use && dq < 0) {
       const double *pc = &pieces_of(f, i)[PFLEX__FLAT_PIECE * k];
@@ -641,7 +637,7 @@ static double polish_next(const struct pflex_alloc_flat *f, const struct polish 
     if (!isnan(loc[0])) {
       double q = pflex__flat_polish_piece(loc, loc[PFLEX__FLAT_PIECE], loc[PFLEX__FLAT_PIECE + 1],
                                           f->w[i], lambda, &dq);
-      p[i] = fmin(fmax(q, f->lo[i]), f->hi[i]);
+      p[i] = pflex__flat_fmin(pflex__flat_fmax(q, f->lo[i]), f->hi[i]);
     }
     sum += p[i];
     d += dq;
@@ -690,7 +686,7 @@ static void polish(const struct pflex_alloc_flat *f, const struct polish *w, dou
                    double target, double *p) {
   double lambda0 = lambda, d, sum = polish_first(f, w, lambda, p, &d);
   for (int it = 1; it < POLISH_PASSES && fabs(sum - target) > 1e-13 * target && d < 0; it++) {
-    lambda = fmin(fmax(lambda - (sum - target) / d, 0.5 * lambda), 2 * lambda);
+    lambda = pflex__flat_fmin(pflex__flat_fmax(lambda - (sum - target) / d, 0.5 * lambda), 2 * lambda);
     sum = polish_next(f, w, lambda, p, &d);
   }
   if (!(fabs(sum - target) <= POLISH_TOL * target))
