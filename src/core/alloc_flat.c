@@ -55,7 +55,10 @@
 
 /* Rooms of doubles, one per job, in one array: a job replaced by a longer
  * one moves to the end, and the array is compacted when replaced jobs left
- * more than half of it unused. */
+ * more than half of it unused. POOL_SLACK zeros follow the last room: the
+ * caps' knot search reads a fixed count of knots, past a short record's
+ * end (masked), and stays inside the array. */
+#define POOL_SLACK (2u * SHORT_KNOTS)
 struct pool {
   double *v;
   size_t n, cap, live; /* doubles used (dead ones too), held, live */
@@ -76,7 +79,7 @@ static void pool_release(struct pool *pl) {
 /* Room for len more doubles; on -ENOMEM every room is as it was. */
 static int pool_reserve(struct pool *pl, size_t jobs, size_t len) {
   if (pl->n > 2 * pl->live + 2048) {
-    double *t = malloc((pl->live + len + 1) * sizeof *t);
+    double *t = malloc((pl->live + len + POOL_SLACK) * sizeof *t);
     if (!t) return -ENOMEM;
     size_t m = 0;
     for (size_t i = 0; i < jobs; i++) {
@@ -86,11 +89,11 @@ static int pool_reserve(struct pool *pl, size_t jobs, size_t len) {
       m += pl->len[i];
     }
     free(pl->v);
-    pl->v = t, pl->n = m, pl->cap = pl->live + len + 1;
+    pl->v = t, pl->n = m, pl->cap = pl->live + len + POOL_SLACK;
   }
-  if (pl->n + len <= pl->cap) return 0;
+  if (pl->n + len + POOL_SLACK <= pl->cap) return 0;
   size_t nc = pl->cap ? 2 * pl->cap : 2048;
-  while (nc < pl->n + len)
+  while (nc < pl->n + len + POOL_SLACK)
     nc *= 2;
   double *t = realloc(pl->v, nc * sizeof *t);
   if (!t) return -ENOMEM;
@@ -104,6 +107,7 @@ static double *pool_place(struct pool *pl, size_t i, size_t len) {
   if (pl->off[i] == SIZE_MAX || len > pl->len[i]) pl->off[i] = pl->n, pl->n += len;
   pl->live = pl->live - pl->len[i] + len;
   pl->len[i] = len;
+  memset(&pl->v[pl->n], 0, POOL_SLACK * sizeof *pl->v);
   return &pl->v[pl->off[i]];
 }
 
@@ -390,7 +394,7 @@ static int find_level(const struct pflex_alloc_flat *f, const struct buckets *bk
   double thr = start > 0 ? from_bits(start - 1) : -1; /* everything below the bucket */
   double wr = bk->wsuf[b + 1];
   for (size_t k = 0; k < nclip; k++)
-    thr = fmax(thr, sub[k].ratio);
+    thr = pflex__flat_fmax(thr, sub[k].ratio);
   for (size_t k = nclip; k < m; k++)
     wr += sub[k].w;
   free(sub);
@@ -398,8 +402,12 @@ static int find_level(const struct pflex_alloc_flat *f, const struct buckets *bk
   return 0;
 }
 
-static double clamp(double v, double lo, double hi) {
-  return v < lo ? lo : v > hi ? hi : v;
+/* v < lo ? lo : v > hi ? hi : v, value for value (NaN included), written
+ * so that the compiler selects (minsd, a compare and a blend) instead of
+ * branching: in the caps pass a branch on the power mispredicts. */
+static inline double clamp(double v, double lo, double hi) {
+  double t = v > hi ? hi : v;
+  return v < lo ? lo : t;
 }
 
 /* Job i's per-GPU cap for power x, as pflex_curve_cap_for_power (or,
@@ -412,7 +420,8 @@ static inline double cap_of(const struct pflex_alloc_flat *f, size_t i, double x
   uint32_t nk = f->nk[i];
   k += 2 * REC_HEAD;
   if (!nk) {
-    if (k[3] != 0) return x >= k[1] ? cap_max : fmin(fmax(x / k[2], cap_min), cap_max);
+    if (k[3] != 0)
+      return x >= k[1] ? cap_max : pflex__flat_fmin(pflex__flat_fmax(x / k[2], cap_min), cap_max);
     x = clamp(x, k[0], k[1]);
     v = x >= k[1] ? cap_max : x / k[2];
   } else if (nk == 1) {
@@ -420,9 +429,9 @@ static inline double cap_of(const struct pflex_alloc_flat *f, size_t i, double x
   } else {
     x = clamp(x, k[0], k[2 * (nk - 1)]);
     size_t j = 1;
-    if (nk <= SHORT_KNOTS) /* a fixed count of steps, the index held at the last knot */
+    if (nk <= SHORT_KNOTS) /* a fixed count of steps; past the knots (the pool's slack) masked */
       for (uint32_t m = 1; m + 2 <= SHORT_KNOTS; m++)
-        j += (m + 1 < nk) & (k[2 * (m < nk ? m : nk - 1)] < x);
+        j += (size_t)((m + 1 < nk) & (k[2 * m] < x));
     else
       for (uint32_t m = 1; m + 1 < nk; m++)
         j += k[2 * m] < x;
@@ -438,11 +447,12 @@ static void caps(const struct pflex_alloc_flat *f, const double *p, double *cap)
 }
 
 /* The powers: clipped jobs at their lower bound, the others cut by weight
- * (by headroom when none of them has a weight), as alloc.c's wf_spread;
- * with cap (unless NULL) each job's cap in the same pass. Their sum, left
- * to right. */
+ * (by headroom when none of them has a weight), as alloc.c's wf_spread.
+ * Their sum, left to right. The caps come in a pass of their own (settle),
+ * after the rounding guard: computed here, they were computed again
+ * whenever the guard moved a power (about every other run). */
 static double spread(const struct pflex_alloc_flat *f, double thr, double rest, double wr,
-                     double *p, double *cap) {
+                     double *p) {
   double hr = 0, total = 0;
   if (!(wr > 0))
     for (size_t i = 0; i < f->n; i++)
@@ -450,10 +460,9 @@ static double spread(const struct pflex_alloc_flat *f, double thr, double rest, 
   for (size_t i = 0; i < f->n; i++) {
     double w = f->w[i], h = f->hi[i] - f->lo[i];
     double share = !(rest > 0) ? 0 : wr > 0 ? rest * (w / wr) : (hr > 0 ? rest * (h / hr) : 0);
-    double cut = f->hi[i] - fmin(share, h);
+    double cut = f->hi[i] - pflex__flat_fmin(share, h);
     p[i] = (w > 0) & (f->r[i] <= thr) ? f->lo[i] : cut; /* no branch: clipping is data */
     total += p[i];
-    if (cap) cap[i] = cap_of(f, i, p[i]);
   }
   return total;
 }
@@ -483,7 +492,7 @@ static int bucket_select(const struct pflex_alloc_flat *f, unsigned shift, size_
       if (bk < b) break; /* the slopes fall: none further on is in b */
       if (bk == b) {
         sub[m++] = (struct pflex__seg){SLOPE(s, k), LEN(s, k)};
-        least = fmin(least, SLOPE(s, k));
+        least = pflex__flat_fmin(least, SLOPE(s, k));
       }
     }
   }
@@ -564,17 +573,17 @@ static void greedy(const struct pflex_alloc_flat *f, double lambda, double budge
     for (uint32_t k = 0; k < f->ns[i] && left > 0; k++) {
       if (SLOPE(s, k) > lambda) continue;
       if (SLOPE(s, k) < lambda) break;
-      double take = fmin(LEN(s, k), left);
+      double take = pflex__flat_fmin(LEN(s, k), left);
       p[i] += take;
       left -= take;
     }
   }
   for (size_t i = 0; i < f->n && left > 0; i++) {
-    double take = fmin(f->hi[i] - p[i], left);
+    double take = pflex__flat_fmin(f->hi[i] - p[i], left);
     if (take > 0) p[i] += take, left -= take;
   }
   for (size_t i = 0; i < f->n; i++)
-    p[i] = fmin(fmax(p[i], f->lo[i]), f->hi[i]);
+    p[i] = pflex__flat_fmin(pflex__flat_fmax(p[i], f->lo[i]), f->hi[i]);
 }
 
 /* Scratch of the polish: the greedy powers, brackets, and per job the
@@ -604,7 +613,7 @@ static double polish_first(const struct pflex_alloc_flat *f, const struct polish
     /* Moved on where it gains: a meeting point moves on with lambda, an
      * end (across a hull bridge) stays. */
     bool use = !isnan(q) && q != w->pg[i];
-    p[i] = use ? fmin(fmax(q, f->lo[i]), f->hi[i]) : w->pg[i];
+    p[i] = use ? pflex__flat_fmin(pflex__flat_fmax(q, f->lo[i]), f->hi[i]) : w->pg[i];
     loc[0] = NAN;
     if (use && dq < 0) {
       const double *pc = &pieces_of(f, i)[PFLEX__FLAT_PIECE * k];
@@ -628,7 +637,7 @@ static double polish_next(const struct pflex_alloc_flat *f, const struct polish 
     if (!isnan(loc[0])) {
       double q = pflex__flat_polish_piece(loc, loc[PFLEX__FLAT_PIECE], loc[PFLEX__FLAT_PIECE + 1],
                                           f->w[i], lambda, &dq);
-      p[i] = fmin(fmax(q, f->lo[i]), f->hi[i]);
+      p[i] = pflex__flat_fmin(pflex__flat_fmax(q, f->lo[i]), f->hi[i]);
     }
     sum += p[i];
     d += dq;
@@ -677,7 +686,7 @@ static void polish(const struct pflex_alloc_flat *f, const struct polish *w, dou
                    double target, double *p) {
   double lambda0 = lambda, d, sum = polish_first(f, w, lambda, p, &d);
   for (int it = 1; it < POLISH_PASSES && fabs(sum - target) > 1e-13 * target && d < 0; it++) {
-    lambda = fmin(fmax(lambda - (sum - target) / d, 0.5 * lambda), 2 * lambda);
+    lambda = pflex__flat_fmin(pflex__flat_fmax(lambda - (sum - target) / d, 0.5 * lambda), 2 * lambda);
     sum = polish_next(f, w, lambda, p, &d);
   }
   if (!(fabs(sum - target) <= POLISH_TOL * target))
@@ -709,10 +718,10 @@ static int run_optimal(const struct pflex_alloc_flat *f, double budget, double t
 }
 
 /* The powers' sum (sum: already taken, as spread takes it; NAN: not yet)
- * and their caps (caps_done: spread wrote them), after the rounding guard:
- * a sum a few ulps over the target moves powers, and then their caps. */
+ * after the rounding guard (a sum a few ulps over the target moves
+ * powers), then their caps: the one pass that reads the job records. */
 static double settle(const struct pflex_alloc_flat *f, double target, double sum, double *p,
-                     double *cap, bool caps_done) {
+                     double *cap) {
   if (isnan(sum)) {
     sum = 0;
     for (size_t i = 0; i < f->n; i++)
@@ -723,9 +732,8 @@ static double settle(const struct pflex_alloc_flat *f, double target, double sum
     sum = 0;
     for (size_t i = 0; i < f->n; i++)
       sum += p[i];
-    caps_done = false;
   }
-  if (cap && !caps_done) caps(f, p, cap);
+  if (cap) caps(f, p, cap);
   return sum;
 }
 
@@ -753,11 +761,11 @@ int pflex_alloc_flat_run(const struct pflex_alloc_flat *f, double target_w, doub
   } else {
     double thr, rest, wr;
     if (!(err = find_level(f, bk, max_w - target_w, &thr, &rest, &wr)))
-      total = spread(f, thr, rest, wr, power_w, cap_w);
+      total = spread(f, thr, rest, wr, power_w);
   }
   free(bk);
   if (err && err != -PFLEX_E_INFEASIBLE) return err;
-  if (!err) sum.total_w = settle(f, target_w, total, power_w, cap_w, !isnan(total));
+  if (!err) sum.total_w = settle(f, target_w, total, power_w, cap_w);
   if (summary) *summary = sum;
   return err;
 }

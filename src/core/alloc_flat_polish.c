@@ -45,11 +45,11 @@ static double meet(const double *q, double s, double ta, double tb) {
   if (fabs(a) * (tb - ta) <= 1e-12 * fabs(b)) {
     t = -c / b;
   } else {
-    double disc = fmax(b * b - 4 * a * c, 0), r = -(b + copysign(sqrt(disc), b)) / 2;
+    double disc = pflex__flat_fmax(b * b - 4 * a * c, 0), r = -(b + copysign(sqrt(disc), b)) / 2;
     double t1 = r / a, t2 = r != 0 ? c / r : t1;
     t = fabs(t1 - 0.5 * (ta + tb)) <= fabs(t2 - 0.5 * (ta + tb)) ? t1 : t2;
   }
-  return fmin(fmax(t, ta), tb);
+  return pflex__flat_fmin(pflex__flat_fmax(t, ta), tb);
 }
 
 /* w f - lambda x on piece q at t. */
@@ -79,8 +79,8 @@ static void best_on(const double *q, size_t k, double ta, double tb, double w, d
   consider(bst, k, gain(q, ta, w, lambda), ta, ta, tb);
   consider(bst, k, gain(q, tb, w, lambda), tb, ta, tb);
   double lo = ta, hi = tb, s = lambda / w;
-  if (q[5] > 0) hi = fmin(hi, -q[4] / (3 * q[5]));
-  else if (q[5] < 0) lo = fmax(lo, -q[4] / (3 * q[5]));
+  if (q[5] > 0) hi = pflex__flat_fmin(hi, -q[4] / (3 * q[5]));
+  else if (q[5] < 0) lo = pflex__flat_fmax(lo, -q[4] / (3 * q[5]));
   else if (q[4] > 0) return;
   if (!(lo < hi) || slope_at(q, lo) < s || slope_at(q, hi) > s) return;
   double t = meet(q, s, lo, hi);
@@ -105,7 +105,7 @@ static bool concave_on(const double *pc, size_t npc, size_t k, double a, double 
   double prev = INFINITY;
   for (; k < npc && pc[PFLEX__FLAT_PIECE * k] < b; k++) {
     const double *q = &pc[PFLEX__FLAT_PIECE * k];
-    double ta = fmax(a, q[0]) - q[0], tb = fmin(b, q[1]) - q[0];
+    double ta = pflex__flat_fmax(a, q[0]) - q[0], tb = pflex__flat_fmin(b, q[1]) - q[0];
     if (curv_at(q, ta) > 0 || curv_at(q, tb) > 0 || slope_at(q, ta) > prev) return false;
     prev = slope_at(q, tb);
   }
@@ -120,7 +120,7 @@ static double on_concave(const double *pc, size_t npc, size_t k, double w, doubl
   for (; k < npc; k++) {
     const double *q = &pc[PFLEX__FLAT_PIECE * k];
     bool last = k + 1 == npc || q[PFLEX__FLAT_PIECE] >= b;
-    double xa = fmax(a, q[0]), xb = fmin(b, q[1]);
+    double xa = pflex__flat_fmax(a, q[0]), xb = pflex__flat_fmin(b, q[1]);
     if (last || slope_at(q, xb - q[0]) < lambda / w) {
       *ret_k = k;
       ret_range[0] = xa, ret_range[1] = xb;
@@ -148,7 +148,7 @@ double pflex__flat_polish(const double *pc, size_t npc, double w, double lambda,
   bst = (struct best){gx, x - qx[0], x - qx[0], x - qx[0], 1e-12 * (fabs(gx) + fabs(lambda * x)), kx};
   for (; k < npc && pc[PFLEX__FLAT_PIECE * k] < b; k++) {
     const double *q = &pc[PFLEX__FLAT_PIECE * k];
-    best_on(q, k, fmax(a, q[0]) - q[0], fmin(b, q[1]) - q[0], w, lambda, &bst);
+    best_on(q, k, pflex__flat_fmax(a, q[0]) - q[0], pflex__flat_fmin(b, q[1]) - q[0], w, lambda, &bst);
   }
   if (bst.k == kx && bst.t == x - qx[0]) return x; /* nothing better than the greedy's */
   const double *q = &pc[PFLEX__FLAT_PIECE * bst.k];
