@@ -62,10 +62,13 @@ static int open_gpus(struct agent *a) {
     if (!err) err = agent_ring_init(&a->samp[i].ring, a->cfg.ring);
   }
   if (err)
-    agent_log("error", "GPU backend '%s': %s", a->cfg.backend,
+    agent_log("error", "GPU backend '%s': %s%s", a->cfg.backend,
               msg[0]          ? msg
               : err == -E2BIG ? "more than 64 GPUs"
-                              : pflex_strerror(err));
+                              : pflex_strerror(err),
+              err == -ELIBACC ? "; nvml_library (--nvml-library FILE) loads another library, "
+                                "backend = sim simulates GPUs"
+                              : "");
   return err;
 }
 

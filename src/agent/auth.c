@@ -39,9 +39,11 @@ int agent_token_load(struct agent_token *t, const char *path, char *errbuf, size
     return err;
   }
   size_t len = trim(buf, (size_t)n);
-  if (len == 0 || (size_t)n >= sizeof buf - 1) {
+  if (len < AGENT_TOKEN_MIN || (size_t)n >= sizeof buf - 1) {
     snprintf(errbuf, errlen, "token file '%s': %s", path,
-             len == 0 ? "empty" : "token longer than 511 bytes");
+             len == 0                 ? "empty"
+             : len < AGENT_TOKEN_MIN ? "token shorter than 16 bytes (e.g. openssl rand -hex 32)"
+                                     : "token longer than 511 bytes");
     return -EINVAL;
   }
   memcpy(t->text, buf, len + 1);

@@ -7,6 +7,9 @@
 #include <stddef.h>
 
 #define AGENT_TOKEN_MAX 512
+/* A bearer token shorter than this is refused: 16 bytes of random hex or
+ * base64 are at least 64 bits, beyond guessing over HTTP. */
+#define AGENT_TOKEN_MIN 16
 
 struct agent_token {
   char text[AGENT_TOKEN_MAX];

@@ -109,6 +109,28 @@ static json_t *put_response(const struct agent_caps_req *r, const struct pflex_l
                    "renewed", (json_int_t)renewed);
 }
 
+/* The audit trail: a note when GPUs come under a cap (not on each renewal
+ * or adjustment, which the metrics count), naming them, the watts, the
+ * lease and the fallback. */
+static void log_taken(const struct agent_lease *old,
+                      const struct pflex_limit_change *c, size_t n,
+                      const struct agent_caps_req *r) {
+  char gpus[AGENT_MAX_GPUS * 16] = "";
+  size_t len = 0, taken = 0;
+  for (size_t k = 0; k < n; k++) {
+    if (old[c[k].index].state == AGENT_LEASE_HELD) continue;
+    int w = snprintf(gpus + len, sizeof gpus - len, "%s%u at %.0f W", taken ? ", " : "",
+                     c[k].index, c[k].applied_mw / 1000.0);
+    if (w > 0 && (size_t)w < sizeof gpus - len) len += (size_t)w;
+    taken++;
+  }
+  if (!taken) return;
+  char fb[32];
+  snprintf(fb, sizeof fb, "%.0f W", r->fallback_mw / 1000.0);
+  agent_log("note", "caps taken: GPU%s %s; lease %.3g s, then fallback %s", taken == 1 ? "" : "s",
+            gpus, r->lease_s, r->fallback_default ? "to the default limit" : fb);
+}
+
 int agent_caps_put(struct agent *a, const struct agent_caps_req *r, json_t **ret,
                    struct agent_error *e) {
   unsigned mw[AGENT_MAX_GPUS];
@@ -142,6 +164,7 @@ int agent_caps_put(struct agent *a, const struct agent_caps_req *r, json_t **ret
       agent_log("error", "cannot put back the lease state '%s' after a failed cap", a->state_path);
     return apply_failure(a, e, c, n, failed, "cannot set the limit; nothing applied", err);
   }
+  log_taken(old, c, n, r);
   commit_leases(a, next);
   *ret = put_response(r, c, n, renewed);
   return 0;
@@ -203,6 +226,9 @@ int agent_caps_release(struct agent *a, uint64_t mask, json_t **ret, struct agen
   if (mask && (err = agent_caps_save(a, next)))
     agent_log("warning", "cannot update the lease state '%s': %s (a restart restores again)",
               a->state_path, pflex_strerror(err));
+  if (mask)
+    agent_log("note", "caps released: %zu GPU%s restored, %zu failed", json_array_size(done),
+              json_array_size(done) == 1 ? "" : "s", json_array_size(failed));
   *ret = json_pack("{s:o, s:o}", "restored", done, "failed", failed);
   return rerr;
 }

@@ -9,6 +9,7 @@
 
 #include "agent/http.h"
 #include "agent/listen.h"
+#include "agent/log.h"
 #include "agent/routes.h"
 
 struct req_ctx {
@@ -159,6 +160,11 @@ int agent_http_start(struct agent_http *h, struct agent *a) {
   }
   if (a->cfg.listen[0]) {
     if ((err = agent_listen_tcp(a->cfg.listen, &fd))) return agent_http_stop(h), err;
+    if (!a->cfg.read_auth && !agent_listen_is_loopback(fd))
+      agent_log("warning", "listening beyond loopback with read_auth = false: anyone who reaches "
+                           "'%s' reads this node's GPUs, jobs and throughput (writes still need "
+                           "the token); set read_auth = true, or firewall the port",
+                a->cfg.listen);
     if ((err = start_daemon(&h->tcp_l, a, true, fd))) return agent_http_stop(h), err;
   }
   return 0;

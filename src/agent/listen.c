@@ -148,6 +148,17 @@ int agent_listen_tcp(const char *hostport, int *ret_fd) {
   return 0;
 }
 
+bool agent_listen_is_loopback(int fd) {
+  struct sockaddr_storage ss;
+  socklen_t len = sizeof ss;
+  if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0) return false;
+  if (ss.ss_family == AF_INET)
+    return (ntohl(((const struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127;
+  if (ss.ss_family == AF_INET6)
+    return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)&ss)->sin6_addr);
+  return false;
+}
+
 void agent_unlink_socket(const char *path, dev_t dev, ino_t ino) {
   struct stat st;
   if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_dev == dev && st.st_ino == ino)

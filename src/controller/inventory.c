@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/auth.h"
 #include "agent/trust.h"
 
 static char *trim(char *s) {
@@ -152,8 +153,12 @@ int ctl_read_secret(const char *path, char *buf, size_t size, char *err, size_t 
   char *nl = strchr(tmp, '\n');
   if (nl) *nl = '\0';
   char *t = trim(tmp);
-  if (!*t || strlen(t) >= size || strlen(t) > CTL_TOKEN_MAX || strpbrk(t, " \t\r")) {
-    snprintf(err, errlen, "'%s': the token is empty, holds spaces, or is too long", path);
+  if (strlen(t) < AGENT_TOKEN_MIN || strlen(t) >= size || strlen(t) > CTL_TOKEN_MAX ||
+      strpbrk(t, " \t\r")) {
+    snprintf(err, errlen,
+             "'%s': the token is shorter than 16 bytes, holds spaces, or is too long "
+             "(e.g. openssl rand -hex 32)",
+             path);
     return -EINVAL;
   }
   snprintf(buf, size, "%s", t);

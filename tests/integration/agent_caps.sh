@@ -81,6 +81,9 @@ expect_eq "$(jq -r '[.records[].uuid] | sort | join(",")' "$STATE/restore.json")
   "GPU-fake-0000-0000-0000-000000000000,GPU-fake-0000-0000-0000-000000000001" "restore records first"
 [ -z "$(fake_get gpu0.violation)$(fake_get gpu1.violation)" ] || fail "a set without its restore record"
 expect_eq "$(jq -r '.gpus | map(.state) | join(",")' "$STATE/pflexd-leases.json")" "held,held" "lease file"
+# The audit trail: one note when GPUs come under a cap.
+grep -qx 'note: caps taken: GPUs 0 at 450 W, 1 at 200 W; lease 30 s, then fallback to the default limit' "$LOG" ||
+  { cat "$LOG" >&2; fail "no audit note for the caps taken"; }
 
 # -- the Unix socket needs no token (its mode decides) -----------------------
 [ "$(stat -c %a "$SOCK")" = 660 ] || fail "socket mode $(stat -c %a "$SOCK"), expected 660"
@@ -100,6 +103,7 @@ echo "$BODY" | jq -e '[.gpus[0,1,2].lease_s_left] | all(. > 100 and . <= 120)' >
   fail "leases not renewed: $BODY"
 echo "$BODY" | jq -e '.gpus[3].lease_s_left == null' >/dev/null || fail "GPU 3 has no lease: $BODY"
 expect_eq "$(limit 0)" 450000 "renewal keeps the cap"
+expect_eq "$(grep -c '^note: caps taken:' "$LOG")" 2 "a renewal is not logged as caps taken"
 
 # -- per-job caps -------------------------------------------------------------
 api PUT /v1/jobs/j1 '{"gpus":[2,3]}'
@@ -125,6 +129,7 @@ expect_eq "$(echo "$BODY" | jq '.restored | length')" 4 "GPUs restored"
 for i in 0 1 2 3; do expect_eq "$(limit $i)" 700000 "GPU $i after DELETE"; done
 expect_eq "$(jq '.records | length' "$STATE/restore.json")" 0 "restore records cleared"
 expect_eq "$(jq '.gpus | length' "$STATE/pflexd-leases.json")" 0 "lease file empty"
+grep -qx 'note: caps released: 4 GPUs restored, 0 failed' "$LOG" || { cat "$LOG" >&2; fail "no audit note for the release"; }
 api DELETE /v1/caps
 expect_code 200 "DELETE with nothing held"
 

@@ -8,6 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,6 +18,7 @@
 
 #include "agent/auth.h"
 #include "agent/config.h"
+#include "agent/listen.h"
 
 static char dir[] = "/tmp/test_agent_config.XXXXXX";
 
@@ -110,14 +114,14 @@ static void test_token(void **state) {
   (void)state;
   struct agent_token t = {0};
   char why[512];
-  const char *p = write_file("tok", "  s3cret-token \n second line\n", 0600);
+  const char *p = write_file("tok", "  s3cret-token-0123 \n second line\n", 0600);
   assert_int_equal(agent_token_load(&t, p, why, sizeof why), 0);
-  assert_string_equal(t.text, "s3cret-token");
-  assert_true(agent_auth_bearer_ok(&t, "Bearer s3cret-token"));
-  assert_true(agent_auth_bearer_ok(&t, "bearer  s3cret-token "));
-  assert_false(agent_auth_bearer_ok(&t, "Bearer s3cret-toke"));
-  assert_false(agent_auth_bearer_ok(&t, "Bearer s3cret-token2"));
-  assert_false(agent_auth_bearer_ok(&t, "Basic s3cret-token"));
+  assert_string_equal(t.text, "s3cret-token-0123");
+  assert_true(agent_auth_bearer_ok(&t, "Bearer s3cret-token-0123"));
+  assert_true(agent_auth_bearer_ok(&t, "bearer  s3cret-token-0123 "));
+  assert_false(agent_auth_bearer_ok(&t, "Bearer s3cret-token-012"));
+  assert_false(agent_auth_bearer_ok(&t, "Bearer s3cret-token-01232"));
+  assert_false(agent_auth_bearer_ok(&t, "Basic s3cret-token-0123"));
   assert_false(agent_auth_bearer_ok(&t, NULL));
   struct agent_token none = {0};
   assert_false(agent_auth_bearer_ok(&none, "Bearer "));
@@ -128,6 +132,9 @@ static void test_token(void **state) {
   assert_int_equal(agent_token_load(&t, p, why, sizeof why), -EPERM);
   p = write_file("tokempty", "\n\n", 0600);
   assert_int_equal(agent_token_load(&t, p, why, sizeof why), -EINVAL);
+  p = write_file("tokshort", "fifteen-bytes-x\n", 0600);
+  assert_int_equal(agent_token_load(&t, p, why, sizeof why), -EINVAL);
+  assert_non_null(strstr(why, "shorter than 16 bytes"));
   char link[160];
   snprintf(link, sizeof link, "%s/toklink", dir);
   assert_int_equal(symlink("tok", link), 0);
@@ -155,11 +162,47 @@ static int teardown(void **state) {
   return system(cmd) == 0 ? 0 : -1;
 }
 
+/* Whether a socket bound (never listening: nothing here accepts a
+ * connection) to ADDR, port 0, is loopback-only: 1 or 0; -1 where the
+ * address cannot be bound (no IPv6). */
+static int bound_loopback(int family, const char *addr) {
+  int fd = socket(family, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  struct sockaddr_storage ss = {0};
+  socklen_t len;
+  if (family == AF_INET) {
+    struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+    a->sin_family = AF_INET;
+    assert_int_equal(inet_pton(AF_INET, addr, &a->sin_addr), 1);
+    len = sizeof *a;
+  } else {
+    struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+    a->sin6_family = AF_INET6;
+    assert_int_equal(inet_pton(AF_INET6, addr, &a->sin6_addr), 1);
+    len = sizeof *a;
+  }
+  int lo = bind(fd, (struct sockaddr *)&ss, len) == 0 ? agent_listen_is_loopback(fd) : -1;
+  close(fd);
+  return lo;
+}
+
+static void test_loopback(void **state) {
+  (void)state;
+  assert_int_equal(bound_loopback(AF_INET, "127.0.0.1"), 1);
+  assert_int_equal(bound_loopback(AF_INET, "127.0.0.2"), 1);
+  assert_int_equal(bound_loopback(AF_INET, "0.0.0.0"), 0);
+  if (bound_loopback(AF_INET6, "::1") >= 0) { /* where the kernel has IPv6 */
+    assert_int_equal(bound_loopback(AF_INET6, "::1"), 1);
+    assert_int_equal(bound_loopback(AF_INET6, "::"), 0);
+  }
+  assert_false(agent_listen_is_loopback(-1));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_defaults),      cmocka_unit_test(test_set_values),
       cmocka_unit_test(test_file_and_argv), cmocka_unit_test(test_token),
-      cmocka_unit_test(test_token_equal),
+      cmocka_unit_test(test_token_equal),   cmocka_unit_test(test_loopback),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
