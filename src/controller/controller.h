@@ -58,6 +58,7 @@ struct ctl_controller {
 
   /* The round's state. */
   int64_t rounds;
+  double read_mono; /* when every agent was last read (monotonic s; 0: never) */
   bool in_event;
   int64_t event_id;       /* governing event */
   double event_t0;        /* when the controller first acted on the current event span */
