@@ -13,7 +13,9 @@
 #   env: CUT (30), DURATION (60 s), WARMUP (15 s), CHURN (300 s), TICK (1 s),
 #        SEED (1), FAULTS (none; a list run at every size, e.g.
 #        "none agent-kill:10 agent-stall:10 controller-kill:10"; FAULT, one,
-#        is the same), EXTRA (more sim-cluster options)
+#        is the same), EXTRA (more sim-cluster options; faults given there
+#        show in the fault column as the sim reports them: KIND@T, "!" when
+#        one did not fire), JSON_DIR (keep each run's --json there)
 set -euo pipefail
 build=${1:-build}
 shift || true
@@ -42,12 +44,16 @@ for n in "${sizes[@]}"; do
       rm -f "$t"
       continue
     fi
+    [ -z "${JSON_DIR:-}" ] || { mkdir -p "$JSON_DIR" && echo "$out" > "$JSON_DIR/sim-$n-${f//[:\/]/_}.json"; }
     cpu=$(awk '{printf "%.0f", $1 + $2}' "$t")
     rm -f "$t"
     load1=$(cut -d' ' -f1 /proc/loadavg)
     echo "$out" | jq -r --arg cpu "$cpu" --arg load "$load0-$load1" --arg f "$f" '
       def r3: if . == null then "-" else (. * 1000 | round / 1000 | tostring) end;
-      [.nodes, .gpus, $f, (.caps_applied_s | r3), (.compliance_s | r3), .overshoot_samples,
+      (if (.faults | length) > 0 then
+         (.faults | map(.kind + "@" + (.at_s | tostring) + (if .fired then "" else "!" end)) | join(","))
+       else $f end) as $fl |
+      [.nodes, .gpus, $fl, (.caps_applied_s | r3), (.compliance_s | r3), .overshoot_samples,
        (.gap_recovered | r3), (.gap_recovered_drawn | r3), (.budget_used | r3),
        (.tput_vs_equal | r3), (.tput_vs_oracle | r3),
        (.wrong_limits_after + .wrong_limits_final), (.round_ms_max | r3), (.alloc_ms_max | r3),
