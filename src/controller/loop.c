@@ -126,13 +126,18 @@ static void update_baseline(struct ctl_controller *c, double measured, size_t un
   c->uncapped_w = s / (double)k;
 }
 
+/* Whether e starts with this round: begun, its baseline not yet taken. */
+static bool starting(const struct ctl_event *e, double now) {
+  return e->start <= now && e->baseline_w <= 0;
+}
+
 /* Events that have started get their baseline; returns the effective target. */
 static bool event_target(struct ctl_controller *c, double now, double measured, double *ret_w,
                          int64_t *ret_id) {
   pthread_mutex_lock(&c->lock);
   for (size_t i = 0; i < c->nevents; i++) {
     struct ctl_event *e = &c->events[i];
-    if (e->start <= now && e->baseline_w <= 0) {
+    if (starting(e, now)) {
       e->baseline_w = c->uncapped_w > 0 ? c->uncapped_w : measured;
       if (ctl_store_event_update(c->store, e) < 0)
         ctl_log("error", "cannot record event %lld: %s", (long long)e->id,
@@ -390,7 +395,7 @@ static bool event_starts(struct ctl_controller *c, double now) {
   bool starts = false;
   pthread_mutex_lock(&c->lock);
   for (size_t i = 0; i < c->nevents && !starts; i++)
-    starts = c->events[i].start <= now && c->events[i].baseline_w <= 0;
+    starts = starting(&c->events[i], now);
   pthread_mutex_unlock(&c->lock);
   return starts;
 }
