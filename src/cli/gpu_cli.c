@@ -20,11 +20,10 @@ int cli_gpu_open(const char *backend, const char *spec, struct pflex_gpu **ret_g
   char msg[512];
   int err = pflex_gpu_open(backend, spec, ret_gpu, msg, sizeof msg);
   /* The library names the file; the program names its own ways around it. */
-  if (err == -ELIBACC)
-    cli_error("cannot open GPU backend: %s; PFLEX_NVML_LIB=FILE loads another library, "
-              "--backend sim simulates GPUs", msg[0] ? msg : pflex_strerror(err));
-  else if (err)
-    cli_error("cannot open GPU backend: %s", msg[0] ? msg : pflex_strerror(err));
+  const char *hint = err == -ELIBACC ? "; PFLEX_NVML_LIB=FILE loads another library, "
+                                       "--backend sim simulates GPUs"
+                                     : "";
+  if (err) cli_error("cannot open GPU backend: %s%s", msg[0] ? msg : pflex_strerror(err), hint);
   return err;
 }
 
