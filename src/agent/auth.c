@@ -39,11 +39,14 @@ int agent_token_load(struct agent_token *t, const char *path, char *errbuf, size
     return err;
   }
   size_t len = trim(buf, (size_t)n);
-  if (len < AGENT_TOKEN_MIN || (size_t)n >= sizeof buf - 1) {
-    snprintf(errbuf, errlen, "token file '%s': %s", path,
-             len == 0                 ? "empty"
-             : len < AGENT_TOKEN_MIN ? "token shorter than 16 bytes (e.g. openssl rand -hex 32)"
-                                     : "token longer than 511 bytes");
+  const char *bad = len == 0                   ? "empty"
+                    : len < AGENT_TOKEN_MIN    ? "token shorter than 16 bytes"
+                    : (size_t)n >= sizeof buf - 1 ? "token longer than 511 bytes"
+                    : strpbrk(buf, " \t\v\f") ? "token holds spaces or tabs"
+                                               : NULL;
+  if (bad) {
+    snprintf(errbuf, errlen, "token file '%s': %s (make one with: openssl rand -hex 32)", path,
+             bad);
     return -EINVAL;
   }
   memcpy(t->text, buf, len + 1);

@@ -19,7 +19,9 @@ struct agent_token {
 /* Reads the token (its first line, surrounding whitespace removed) from a
  * regular file owned by root with mode 0600 or 0400, opened without
  * following symlinks. -EPERM for a file others may read or write, -EINVAL
- * for an empty or oversized token; the reason is in errbuf. */
+ * for a token shorter than AGENT_TOKEN_MIN, longer than 511 bytes or with
+ * spaces or tabs inside; the reason is in errbuf. The one token rule of
+ * pflexd and pflex-controller (its API token and the agents'). */
 int agent_token_load(struct agent_token *t, const char *path, char *errbuf, size_t errlen);
 
 /* True when a and b (lengths given) are equal; takes the same time for any

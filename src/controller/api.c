@@ -53,10 +53,8 @@ static enum MHD_Result send_error(struct ctl_api *api, struct MHD_Connection *co
 }
 
 static bool authorized(struct ctl_api *api, struct MHD_Connection *conn) {
-  if (!api->c->has_api_token) return false;
   const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
-  if (!h || strncmp(h, "Bearer ", 7) != 0) return false;
-  return ctl_secret_equal(h + 7, api->c->api_token);
+  return agent_auth_bearer_ok(&api->c->api_token, h);
 }
 
 static char *copy_snapshot(struct ctl_controller *c, bool metrics) {

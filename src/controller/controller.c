@@ -121,9 +121,8 @@ int ctl_controller_open(struct ctl_controller *c, const struct ctl_config *cfg, 
     if (rc < 0) return rc;
   }
   if (cfg->token_file[0]) {
-    rc = ctl_read_secret(cfg->token_file, c->api_token, sizeof c->api_token, err, errlen);
+    rc = agent_token_load(&c->api_token, cfg->token_file, err, errlen);
     if (rc < 0) return rc;
-    c->has_api_token = true;
   }
   rc = open_nodes(c, err, errlen);
   if (rc < 0) return rc;
@@ -150,7 +149,7 @@ void ctl_controller_close(struct ctl_controller *c) {
   free(c->metrics_text);
   pthread_cond_destroy(&c->wake);
   pthread_mutex_destroy(&c->lock);
-  memset(c->api_token, 0, sizeof c->api_token);
+  explicit_bzero(&c->api_token, sizeof c->api_token);
 }
 
 int ctl_controller_add_event(struct ctl_controller *c, struct ctl_event *e) {

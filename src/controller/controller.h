@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "agent/auth.h"
 #include "controller/client.h"
 #include "controller/config.h"
 #include "controller/discover_slurm.h"
@@ -44,8 +45,7 @@ struct ctl_controller {
   bool has_model;
   struct ctl_feedback fb;
   struct ctl_store *store;
-  char api_token[CTL_TOKEN_MAX + 1];
-  bool has_api_token;
+  struct agent_token api_token; /* len 0: no API token, writes are refused */
 
   pthread_mutex_t lock;
   pthread_cond_t wake;

@@ -139,36 +139,13 @@ void ctl_inventory_release(struct ctl_inventory *inv) {
 }
 
 int ctl_read_secret(const char *path, char *buf, size_t size, char *err, size_t errlen) {
-  int fd = open_trusted(path, true, err, errlen);
-  if (fd < 0) return fd;
-  char tmp[CTL_TOKEN_MAX + 2];
-  ssize_t n = read(fd, tmp, sizeof tmp - 1);
-  close(fd);
-  if (n < 0) {
-    int e = errno;
-    snprintf(err, errlen, "cannot read '%s': %s", path, strerror(e));
-    return -e;
+  struct agent_token t;
+  int rc = agent_token_load(&t, path, err, errlen);
+  if (rc == 0 && t.len >= size) {
+    snprintf(err, errlen, "token file '%s': token longer than %zu bytes", path, size - 1);
+    rc = -EINVAL;
   }
-  tmp[n] = '\0';
-  char *nl = strchr(tmp, '\n');
-  if (nl) *nl = '\0';
-  char *t = trim(tmp);
-  if (strlen(t) < AGENT_TOKEN_MIN || strlen(t) >= size || strlen(t) > CTL_TOKEN_MAX ||
-      strpbrk(t, " \t\r")) {
-    snprintf(err, errlen,
-             "'%s': the token is shorter than 16 bytes, holds spaces, or is too long "
-             "(e.g. openssl rand -hex 32)",
-             path);
-    return -EINVAL;
-  }
-  snprintf(buf, size, "%s", t);
-  return 0;
-}
-
-int ctl_secret_equal(const char *a, const char *b) {
-  size_t na = strlen(a), nb = strlen(b);
-  unsigned char diff = na != nb;
-  for (size_t i = 0; i < nb; i++)
-    diff |= (unsigned char)(a[i < na ? i : 0] ^ b[i]);
-  return diff == 0;
+  if (rc == 0) memcpy(buf, t.text, t.len + 1);
+  explicit_bzero(&t, sizeof t);
+  return rc;
 }

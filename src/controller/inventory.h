@@ -38,13 +38,9 @@ int ctl_open_trusted(const char *path, char *err, size_t errlen);
  * by then; close the returned fd after reading. */
 int ctl_open_trusted_name(const char *path, char *fdpath, size_t size, char *err, size_t errlen);
 
-/* Reads a secret from its first line (trailing newline and spaces removed).
- * The file must be a regular file no one but its owner may read or write
- * (mode & 077 == 0), owned by us or by root. -EPERM (with err) otherwise,
- * -EINVAL for an empty or too long token. */
+/* Reads a token into buf: agent_token_load's rules (agent/auth.h), the one
+ * token rule of pflexd and the controller; -EINVAL also when it does not
+ * fit in size bytes with its NUL. */
 int ctl_read_secret(const char *path, char *buf, size_t size, char *err, size_t errlen);
-
-/* Compares two NUL-terminated strings in time that depends only on b's length. */
-int ctl_secret_equal(const char *a, const char *b);
 
 #endif

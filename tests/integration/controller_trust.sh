@@ -37,7 +37,9 @@ refused() {
   local file=$1 why=$2 out rc=0
   out=$(timeout 20 "$CTL" --config "$T/ctl.conf" 2>&1) || rc=$?
   [ "$rc" = "${WANT:-2}" ] || fail "$file ($why): exit $rc, want ${WANT:-2}: $out"
-  echo "$out" | grep -qF "error: '$file': $why" || fail "$file: message: $out"
+  # "error: 'FILE': WHY", or for a token file "error: refusing token file 'FILE': WHY"
+  echo "$out" | grep -q "^error: " && echo "$out" | grep -qF "'$file': $why" ||
+    fail "$file: message: $out"
 }
 
 # accepted: the controller starts, reads everything and serves its API.
@@ -121,7 +123,7 @@ WANT=2
 ln -s "$T/ctok" "$T/ctok.link"
 sed -i "s|^token_file = .*|token_file = $T/ctok.link|" "$T/ctl.conf"
 out=$(timeout 20 "$CTL" --config "$T/ctl.conf" 2>&1) && fail "a symlinked token file was accepted"
-echo "$out" | grep -qF "cannot read '$T/ctok.link': a symbolic link" || fail "token symlink message: $out"
+echo "$out" | grep -qF "cannot open token file '$T/ctok.link': a symbolic link" || fail "token symlink message: $out"
 sed -i "s|^token_file = .*|token_file = $T/ctok|" "$T/ctl.conf"
 
 # The same rules for a file given on the command line.

@@ -135,6 +135,11 @@ static void test_token(void **state) {
   p = write_file("tokshort", "fifteen-bytes-x\n", 0600);
   assert_int_equal(agent_token_load(&t, p, why, sizeof why), -EINVAL);
   assert_non_null(strstr(why, "shorter than 16 bytes"));
+  p = write_file("tokspace", "two halves-of a-token\n", 0600);
+  assert_int_equal(agent_token_load(&t, p, why, sizeof why), -EINVAL);
+  assert_non_null(strstr(why, "spaces or tabs"));
+  p = write_file("toktab", "sixteen-bytes-ok\tmore\n", 0600);
+  assert_int_equal(agent_token_load(&t, p, why, sizeof why), -EINVAL);
   char link[160];
   snprintf(link, sizeof link, "%s/toklink", dir);
   assert_int_equal(symlink("tok", link), 0);
