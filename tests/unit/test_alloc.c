@@ -682,11 +682,16 @@ static void test_deterministic(void **state) {
  * hull of jobs with the same curve, bounds and weight; it must not change the
  * answer), also with mixed weights and a throughput floor that set some
  * sharing jobs apart. */
+/* Jobs that share a curve pointer give the results of jobs with their own
+ * copies (the allocator copies the bounds of an earlier job with the same
+ * curve and fields), for every field the bounds come from: blocks of plain
+ * jobs alternate with blocks where one field differs, so each such job
+ * follows a plain job with its curve that it must not copy. */
 static void test_shared_curves(void **state) {
   (void)state;
   gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
   gsl_rng_set(rng, 11);
-  enum { K = 4, N = 40 };
+  enum { K = 4, FIELDS = 8, N = 2 * K * FIELDS };
   struct pflex_curve *proto[K], *own[N];
   for (int k = 0; k < K; k++)
     proto[k] = random_curve(rng, k % 2 == 0, false, 6);
@@ -698,8 +703,20 @@ static void test_shared_curves(void **state) {
     assert_int_equal(pflex_curve_new_measured(pts, np, PFLEX_INTERP_STEFFEN, &own[i]), 0);
     pflex_alloc_job_init(&shared[i]);
     shared[i].curve = pc;
-    if (i % 7 == 0) shared[i].weight = 2;
-    if (i % 11 == 0) shared[i].min_tput = pflex_curve_eval(pc, pflex_curve_p_max(pc) * 0.9);
+    shared[i].pfi = 0.5 + 0.01 * (i % K);
+    double lo = pflex_curve_p_min(pc), hi = pflex_curve_p_max(pc);
+    int field = (i / K) % 2 ? 1 + (i / (2 * K)) % FIELDS : 0;
+    switch (field) {
+    case 1: shared[i].weight = 2; break;
+    case 2: shared[i].min_tput = pflex_curve_eval(pc, hi - 0.1 * (hi - lo)); break;
+    case 3: shared[i].p_min = lo + 0.1 * (hi - lo); break;
+    case 4: shared[i].p_max = hi - 0.1 * (hi - lo); break;
+    case 5: shared[i].t_max = 1.5 * pflex_curve_t_max(pc); break;
+    case 6: shared[i].gpus = 2; break;
+    case 7: shared[i].cap_min_w = 250; break;
+    case 8: shared[i].cap_max_w = 600; break;
+    default: break;
+    }
     copied[i] = shared[i];
     copied[i].curve = own[i];
   }
@@ -707,18 +724,45 @@ static void test_shared_curves(void **state) {
   assert_int_equal(pflex_alloc_target_for_cut(shared, N, 0.3, &target), 0);
   struct pflex_alloc_result a[N], b[N];
   struct pflex_alloc_summary sa, sb;
-  assert_int_equal(pflex_alloc_run(shared, N, PFLEX_ALLOC_OPTIMAL, target, NULL, a, &sa), 0);
-  assert_int_equal(pflex_alloc_run(copied, N, PFLEX_ALLOC_OPTIMAL, target, NULL, b, &sb), 0);
-  for (int i = 0; i < N; i++) {
-    assert_true(a[i].power_w == b[i].power_w);
-    assert_true(a[i].tput == b[i].tput);
+  const enum pflex_alloc_strategy st[] = {PFLEX_ALLOC_OPTIMAL, PFLEX_ALLOC_EQUAL, PFLEX_ALLOC_PFI};
+  for (size_t k = 0; k < sizeof st / sizeof *st; k++) {
+    assert_int_equal(pflex_alloc_run(shared, N, st[k], target, NULL, a, &sa), 0);
+    assert_int_equal(pflex_alloc_run(copied, N, st[k], target, NULL, b, &sb), 0);
+    for (int i = 0; i < N; i++) {
+      assert_true(a[i].power_w == b[i].power_w);
+      assert_true(a[i].tput == b[i].tput);
+      assert_true(a[i].cap_w == b[i].cap_w);
+    }
+    assert_true(sa.total_tput == sb.total_tput);
   }
-  assert_true(sa.total_tput == sb.total_tput);
   for (int i = 0; i < N; i++)
     pflex_curve_free(own[i]);
   for (int k = 0; k < K; k++)
     pflex_curve_free(proto[k]);
   gsl_rng_free(rng);
+}
+
+/* Jobs without a curve share the NULL "curve": a 4-GPU job after a 1-GPU one
+ * (the same P_max), and one with a higher least cap after that, keep their
+ * own least power (their GPUs at their least cap), deep cut or not. */
+static void test_no_curve_bounds_not_shared(void **state) {
+  (void)state;
+  enum { N = 6 };
+  struct pflex_alloc_job j[N];
+  for (int i = 0; i < N; i++) {
+    pflex_alloc_job_init(&j[i]);
+    j[i].gpus = i % 3 ? 4 : 1;
+    j[i].p_max = 2800;
+    if (i % 3 == 2) j[i].cap_min_w = 300;
+  }
+  struct pflex_alloc_result r[N];
+  struct pflex_alloc_summary s;
+  /* The least: 2 x 200 + 2 x 800 + 2 x 1,200 = 4,400 W. */
+  assert_int_equal(pflex_alloc_run(j, N, PFLEX_ALLOC_EQUAL, 4400, NULL, r, &s), 0);
+  for (int i = 0; i < N; i++) {
+    double least = j[i].gpus * (j[i].cap_min_w > 0 ? j[i].cap_min_w : PFLEX_ALLOC_CAP_MIN_W);
+    assert_true(fabs(r[i].power_w - least) <= 1e-6);
+  }
 }
 
 /* Without curves, proportional strategies still work; the cap is p / gpus. */
@@ -988,6 +1032,7 @@ int main(void) {
       cmocka_unit_test(test_target_never_exceeded),
       cmocka_unit_test(test_deterministic),
       cmocka_unit_test(test_shared_curves),
+      cmocka_unit_test(test_no_curve_bounds_not_shared),
       cmocka_unit_test(test_no_curve),
       cmocka_unit_test(test_names),
       cmocka_unit_test(test_water_fill_brute),
