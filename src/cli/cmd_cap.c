@@ -280,6 +280,10 @@ static int cap_set(struct pflex_gpu *gpu, const struct opts *o) {
   if (!o->dry_run && pflex_restore_path(rs)[0])
     printf("original limits recorded in '%s'; 'pflex cap restore' brings them back\n",
            pflex_restore_path(rs));
+  if (!o->dry_run && strcmp(pflex_gpu_backend_name(gpu), "sim") == 0)
+    fprintf(stderr, "note: simulated GPUs live in this process only: these limits end with it, "
+                    "and a later 'pflex cap get --backend sim' shows the defaults (a pflexd "
+                    "with backend = sim keeps its simulated GPUs while it runs)\n");
   status = PFLEX_EXIT_OK;
 out:
   pflex_restore_free(rs);

@@ -49,7 +49,8 @@ grep >/dev/null "group 'simdb' is already stored" err.txt || fail "duplicate gro
 
 # pflex gpus and cap on the sim backend
 "$PFLEX" gpus --backend sim --sim-job gpus=2 | grep >/dev/null "simulated" || fail "gpus on sim"
-"$PFLEX" cap set --backend sim --sim-job gpus=2 --gpus 1 --watts 400 | grep >/dev/null "GPU 1: power limit 700.0 W -> 400.0 W" || fail "cap set on sim"
+"$PFLEX" cap set --backend sim --sim-job gpus=2 --gpus 1 --watts 400 2>"$T/capset.err" | grep >/dev/null "GPU 1: power limit 700.0 W -> 400.0 W" || fail "cap set on sim"
+grep -q "note: simulated GPUs live in this process only" "$T/capset.err" || fail "cap set on sim: no note that the limits end with the process: $(cat "$T/capset.err")"
 # a virtual clock cannot run a real command
 set +e
 "$PFLEX" sweep --backend sim --caps 300,700 -- true 2>/dev/null; rc=$?
