@@ -352,6 +352,22 @@ static void record(struct ctl_controller *c, double now, bool has_target, double
 }
 
 /* The event part of a round: budget, plan, push. */
+/* Logs when the jobs' floors stop fitting (scaled down together) and when
+ * they fit again; the status and metrics carry floor_scale every round. */
+static void say_floors(const struct ctl_controller *c, const struct ctl_plan_summary *s,
+                       double target) {
+  bool short_now = !s->infeasible && s->floor_scale < 1;
+  bool short_before = !c->last_plan.infeasible && c->last_plan.floor_scale < 1 &&
+                      c->last_plan.jobs > 0;
+  if (short_now && !short_before)
+    ctl_log("warning",
+            "target %.0f W: the jobs' throughput floors do not all fit; every floor is held at "
+            "%.1f%% of itself (a 99%% floor at %.1f%%)",
+            target, 100 * s->floor_scale, 99 * s->floor_scale);
+  else if (!short_now && short_before && !s->infeasible)
+    ctl_log("info", "target %.0f W: every job's throughput floor fits again", target);
+}
+
 static void hold_target(struct ctl_controller *c, double now, double target, double measured,
                         double *ret_budget) {
   if (!c->in_event) {
@@ -378,6 +394,7 @@ static void hold_target(struct ctl_controller *c, double now, double target, dou
             "GPUs of jobs at their least limits, idle GPUs at their draw) are above it; every "
             "job at its least",
             target, s.least_w);
+  say_floors(c, &s, target);
   size_t reachable = 0;
   for (size_t i = 0; i < c->nnodes; i++)
     reachable += c->nodes[i].reachable && c->nodes[i].ngpus;

@@ -124,19 +124,58 @@ static void alloc_job(const struct ctl_job *j, const struct ctl_config *cfg, dou
   if (floors && j->floor_frac > 0) a->min_tput = j->floor_frac * t_top;
 }
 
-/* Runs the allocator; without floors, or with every job at its least, when
- * the floors (or the least powers) do not fit. */
+/* Whether the jobs' floors, each at `scale` of itself, fit in jobs_w (the
+ * allocator's own bounds; an equal cut costs no curve but the floors'). */
+static int floors_fit(struct pflex_alloc_job *aj, const double *floor, size_t n, double scale,
+                      double jobs_w, struct pflex_alloc_result *res) {
+  for (size_t i = 0; i < n; i++)
+    aj[i].min_tput = scale * floor[i];
+  struct pflex_alloc_opts o = {.skip_tput = true, .skip_caps = true};
+  int rc = pflex_alloc_run(aj, n, PFLEX_ALLOC_EQUAL, jobs_w, &o, res, NULL);
+  return rc == -PFLEX_E_INFEASIBLE ? 0 : rc < 0 ? rc : 1;
+}
+
+/* The largest share of every job's floor that fits, to 1/1024 (bisection);
+ * 0 when not even the jobs' least powers do. Sets the floors to it. */
+static int fitting_floor_scale(struct pflex_alloc_job *aj, size_t n, double jobs_w,
+                               struct pflex_alloc_result *res, double *ret_scale) {
+  double *floor = malloc(n * sizeof *floor);
+  if (!floor) return -ENOMEM;
+  for (size_t i = 0; i < n; i++)
+    floor[i] = aj[i].min_tput;
+  double lo = 0, hi = 1;
+  int rc = floors_fit(aj, floor, n, 0, jobs_w, res);
+  for (int k = 0; rc == 1 && k < 10; k++) {
+    double mid = 0.5 * (lo + hi);
+    int fit = floors_fit(aj, floor, n, mid, jobs_w, res);
+    if (fit < 0) rc = fit;
+    if (fit == 1) lo = mid;
+    if (fit == 0) hi = mid;
+  }
+  for (size_t i = 0; rc >= 0 && i < n; i++)
+    aj[i].min_tput = lo * floor[i];
+  free(floor);
+  *ret_scale = lo;
+  return rc < 0 ? rc : 0;
+}
+
+/* Runs the allocator. When the jobs' floors together do not fit, every floor
+ * is scaled down by the same factor, the largest that fits (so the strictest
+ * class keeps the most: a 99% floor scaled by 0.99 still holds 98%), and
+ * the summary says by how much; with every job at its least when not even
+ * the least powers fit. */
 static int allocate(struct pflex_alloc_job *aj, size_t n, double jobs_w,
                     struct pflex_alloc_result *res, struct ctl_plan_summary *s) {
   struct pflex_alloc_summary sum;
+  s->floor_scale = 1;
   int rc = pflex_alloc_run(aj, n, PFLEX_ALLOC_OPTIMAL, jobs_w, NULL, res, &sum);
   if (rc == -PFLEX_E_INFEASIBLE) {
-    for (size_t i = 0; i < n; i++)
-      aj[i].min_tput = 0;
-    rc = pflex_alloc_run(aj, n, PFLEX_ALLOC_OPTIMAL, jobs_w, NULL, res, &sum);
+    rc = fitting_floor_scale(aj, n, jobs_w, res, &s->floor_scale);
+    if (rc == 0) rc = pflex_alloc_run(aj, n, PFLEX_ALLOC_OPTIMAL, jobs_w, NULL, res, &sum);
   }
   if (rc == -PFLEX_E_INFEASIBLE) {
     s->infeasible = true;
+    s->floor_scale = 0;
     for (size_t i = 0; i < n; i++) {
       res[i].power_w = pflex_curve_p_min(aj[i].curve);
       res[i].tput = pflex_curve_eval(aj[i].curve, res[i].power_w);
@@ -241,7 +280,7 @@ static double binding_cap(const struct ctl_job *j, const struct pflex_curve *c, 
 int ctl_plan(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset *js,
              const struct ctl_config *cfg, double budget_w, double target_w, double unseen_w,
              struct ctl_plan_summary *ret) {
-  struct ctl_plan_summary s = {0};
+  struct ctl_plan_summary s = {.floor_scale = 1};
   s.fixed_w = fix_gpus(nodes, nnodes, js, cfg, unseen_w);
   s.fixed_w += probe_shares(js, budget_w - s.fixed_w);
   s.jobs_w = budget_w - s.fixed_w;

@@ -25,6 +25,9 @@ struct ctl_plan_summary {
   double least_w;    /* the least the caps can hold the cluster to: GPUs of jobs at their
                         least limits, GPUs without a job at their draw if lower,
                         unreachable nodes at their bounds */
+  double floor_scale; /* the share of every job's throughput floor held: 1 when the floors
+                         fit, less when they were scaled down together to fit, 0 when not
+                         even the jobs' least powers fit */
   double alloc_ms;   /* time in pflex_alloc_run */
   double pred_tput;  /* sum of the jobs' throughput predicted at their allocation */
 };

@@ -70,6 +70,7 @@ static json_t *status_json(struct ctl_controller *c, double now, double measured
     json_object_set_new(o, "caps_acked_at", json_null());
   }
   json_object_set_new(o, "infeasible", json_boolean(has_target && c->last_plan.infeasible));
+  json_object_set_new(o, "floor_scale", has_target ? json_real(c->last_plan.floor_scale) : json_null());
   json_object_set_new(o, "discovery", ctl_discovery_json(c, now));
   return o;
 }
@@ -143,6 +144,9 @@ static char *metrics_text(struct ctl_controller *c, double measured, double targ
   gauge(&t, "pflex_controller_compliant", "1 when at or under target + 1% (or no event).",
         !has_target || measured <= target * 1.01);
   gauge(&t, "pflex_controller_events_active", "Events active or scheduled.", (double)nevents);
+  gauge(&t, "pflex_controller_floor_scale",
+        "Share of every job's throughput floor held (1: all floors fit, or no event).",
+        has_target ? c->last_plan.floor_scale : 1);
   gauge(&t, "pflex_controller_nodes", "Agents in the inventory.", (double)c->nnodes);
   gauge(&t, "pflex_controller_nodes_unreachable", "Agents that did not answer this round.",
         (double)unreachable);

@@ -442,6 +442,36 @@ static void a_class_floor_holds_before_any_observation(void **state) {
   if (!(d->pred_tput >= 0.9 * 9000 - 1e-6)) fail_msg("dense at %.0f of 9000", d->pred_tput);
 }
 
+/* Floors that do not all fit are scaled down together, not dropped: every
+ * job (all of class "rigid", 99%) keeps the same share of its floor, the
+ * largest that fits, and the summary says how much. */
+static void floors_that_do_not_fit_are_scaled_not_dropped(void **state) {
+  struct fixture *f = *state;
+  f->cfg.nclasses = 1;
+  struct ctl_class *c = &f->cfg.classes[0];
+  memset(c, 0, sizeof *c);
+  snprintf(c->name, sizeof c->name, "rigid");
+  snprintf(c->match, sizeof c->match, "*");
+  c->weight = 1;
+  c->floor_pct = 99;
+  rounds(f, f->nodes, NNODES, 10, 1);
+  double uncapped = 8 * 690 + 8 * 660 + 16 * 680, target = 0.7 * uncapped;
+  struct ctl_plan_summary s;
+  assert_int_equal(ctl_plan(f->nodes, NNODES, &f->js, &f->cfg, target, target, 5600, &s), 0);
+  assert_false(s.infeasible);
+  if (!(s.floor_scale > 0.3 && s.floor_scale < 1)) fail_msg("floor_scale %g", s.floor_scale);
+  for (size_t i = 0; i < f->js.n; i++) {
+    const struct ctl_job *j = &f->js.v[i];
+    const struct pflex_curve *cv = ctl_job_curve(j);
+    double t_top = pflex_curve_eval(cv, pflex_curve_p_max(cv)), held = j->pred_tput / t_top;
+    if (!(held >= 0.99 * s.floor_scale - 1e-6))
+      fail_msg("%s at %.4f of its top, floors scaled to %.4f", j->id, held, s.floor_scale);
+  }
+  /* With room for every floor, they hold whole again. */
+  assert_int_equal(ctl_plan(f->nodes, NNODES, &f->js, &f->cfg, uncapped, uncapped, 5600, &s), 0);
+  assert_near(s.floor_scale, 1, 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(jobs_are_gathered_across_nodes, setup, teardown),
@@ -456,6 +486,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(a_seeded_job_is_not_probed_again, setup, teardown),
       cmocka_unit_test_setup_teardown(only_changed_learnt_values_are_written, setup, teardown),
       cmocka_unit_test_setup_teardown(a_class_floor_holds_before_any_observation, setup, teardown),
+      cmocka_unit_test_setup_teardown(floors_that_do_not_fit_are_scaled_not_dropped, setup,
+                                      teardown),
       cmocka_unit_test(model_pfi_from_telemetry),
       cmocka_unit_test(templates_shape_the_curves),
   };
