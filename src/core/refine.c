@@ -167,8 +167,10 @@ static int prior_curves(const struct pflex_refine_job *job, struct pflex_refine_
   if (!err && j.shape == PFLEX_REFINE_FAMILY) err = pflex_curve_get_params(p->curve, &p->pred);
   for (size_t m = 0; !err && j.shape == PFLEX_REFINE_DATA && m < NPFI; m++)
     err = data_curve(&j, &p->base, pflex_refine_candidate_pfi((double)m), &p->cand[m]);
-  /* The nearest templates' shape needs the templates themselves and a range. */
-  if (!err && j.shape == PFLEX_REFINE_DATA && j.table && j.ntemplates && j.p_max > j.p_min)
+  /* The nearest templates' shape needs the templates themselves and a range
+   * wide enough for its REFINE_NEAR_K powers to increase. */
+  if (!err && j.shape == PFLEX_REFINE_DATA && j.table && j.ntemplates &&
+      j.p_max - j.p_min > 1e-6 * j.p_max)
     err = pflex__refine_near_new(j.p_min, j.p_max, j.templates, j.ntemplates, j.use, &p->near);
   pflex_curve_templates_free(own);
   return err;
