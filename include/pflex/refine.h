@@ -14,10 +14,15 @@
  *   re-estimated as the posterior mode over PFLEX_REFINE_NPFI candidate
  *   curves (the templates' shape at PFIs from 0.6 to 6, log-spaced; Gaussian
  *   prior on the PFI around the prediction, SD prior_sd; Gaussian relative
- *   noise on each throughput), and every observation becomes an exact knot
- *   of a monotone curve that follows that shape between knots (observations
- *   within 5% of P_max of each other averaged; knots made monotone by
- *   isotonic regression and capped at T_max).
+ *   noise on each throughput): the confidence. The shape after an
+ *   observation is the mean of the templates nearest the observations (a
+ *   Gaussian kernel in their distance from the observed T/T_max, as wide as
+ *   the sqrt(n)-th nearest, at most the 8th, and at least twice the noise;
+ *   with a table but no templates given, the candidates at the PFI's mode),
+ *   and every observation becomes an exact knot of a monotone curve that
+ *   follows that shape between knots (observations within 5% of P_max of
+ *   each other averaged; knots made monotone by isotonic regression and
+ *   capped at T_max).
  * - PFLEX_REFINE_FAMILY: the parametric family (pflex_curve_from_pfi's path)
  *   is refitted by maximum a posteriori (pflex_refine_family_fit), times a
  *   residual correction that makes the curve pass through what was seen
@@ -31,7 +36,9 @@
  *
  * Memory and time per job are bounded: the state keeps the most recent
  * max_obs observations (older ones are dropped); an observation costs
- * O(max_obs * PFLEX_REFINE_NPFI). No globals, no environment, no output;
+ * O(max_obs * PFLEX_REFINE_NPFI) and, with templates, O(templates *
+ * (max_obs + 65)) (the prior reads at most 256 templates at 65 powers, once).
+ * No globals, no environment, no output;
  * a prior is immutable once built and may be shared by many jobs and
  * threads; one struct pflex_refine is used by one thread at a time. */
 #ifndef PFLEX_REFINE_H

@@ -30,6 +30,7 @@ struct pflex_refine_prior {
   struct pflex_curve *cand[NPFI];       /* data shape: the candidates */
   double cpfi[NPFI];                    /* their PFIs, pflex_refine_candidate_pfi(m) */
   double spread_sd, spread;             /* data shape: prior_spread at the default prior_sd */
+  struct refine_near *near;             /* data shape with templates: refine_near.c; or NULL */
 };
 
 struct pflex_refine {
@@ -44,6 +45,8 @@ struct pflex_refine {
   double u;                  /* data shape: the PFI's posterior mode on the candidate grid */
   double prior_spread;       /* data shape: prior_spread's, set at the first observation */
   double cost[NPFI];         /* data shape: post_cost at each candidate, the observations held */
+  double nq[REFINE_NEAR_K];  /* data shape: the nearest templates' curve (corr.nq) */
+  double *nd;                /* data shape: 2 REFINE_NEAR_MAX scratch (pflex__refine_near_fit) */
   gsl_min_fminimizer *min;   /* family shape */
   struct refine_corr corr;   /* the refined curve's state */
   struct pflex_curve *curve; /* callback curve on corr */
@@ -164,6 +167,11 @@ static int prior_curves(const struct pflex_refine_job *job, struct pflex_refine_
   if (!err && j.shape == PFLEX_REFINE_FAMILY) err = pflex_curve_get_params(p->curve, &p->pred);
   for (size_t m = 0; !err && j.shape == PFLEX_REFINE_DATA && m < NPFI; m++)
     err = data_curve(&j, &p->base, pflex_refine_candidate_pfi((double)m), &p->cand[m]);
+  /* The nearest templates' shape needs the templates themselves and a range
+   * wide enough for its REFINE_NEAR_K powers to increase. */
+  if (!err && j.shape == PFLEX_REFINE_DATA && j.table && j.ntemplates &&
+      j.p_max - j.p_min > 1e-6 * j.p_max)
+    err = pflex__refine_near_new(j.p_min, j.p_max, j.templates, j.ntemplates, j.use, &p->near);
   pflex_curve_templates_free(own);
   return err;
 }
@@ -201,6 +209,7 @@ void pflex_refine_prior_free(struct pflex_refine_prior *p) {
   pflex_curve_free(p->curve);
   for (size_t m = 0; m < NPFI; m++)
     pflex_curve_free(p->cand[m]);
+  pflex__refine_near_free(p->near);
   free(p);
 }
 
@@ -248,6 +257,10 @@ static void knot_set(struct refine_corr *c, const double *w, const double *t, si
 }
 
 static double prior_eval(const struct refine_corr *c, double p) {
+  if (c->near) {
+    double lo = c->npw[0], hi = c->npw[REFINE_NEAR_K - 1];
+    return gsl_interp_eval(c->nsm, c->npw, c->nq, p < lo ? lo : p > hi ? hi : p, NULL);
+  }
   double t = pflex_curve_eval(c->prior, p);
   return c->blend > 0 ? t + c->blend * (pflex_curve_eval(c->prior2, p) - t) : t;
 }
@@ -452,6 +465,20 @@ static double prior_spread(const double *cpfi, double pfi0, double sd) {
   return post_spread(cpfi, f);
 }
 
+/* With the prior's nearest-templates table, the re-predicted curve is the
+ * mean of the templates nearest the knots (refine_near.c), at least twice
+ * the observation noise wide; else the candidates' blend. */
+static void near_shape(struct pflex_refine *r) {
+  struct refine_corr *c = &r->corr;
+  const struct refine_near *nb = r->prior->near;
+  c->near = false;
+  if (!nb || !c->nsm || c->n == 0) return;
+  pflex__refine_near_fit(nb, c->ap, c->ar, c->n, c->t_max, 2 * r->o.noise, r->nd, r->nq);
+  c->npw = nb->pw;
+  c->nq = r->nq;
+  c->near = gsl_interp_init(c->nsm, c->npw, c->nq, REFINE_NEAR_K) == 0;
+}
+
 /* fresh: the costs from all observations (the first, or the window
  * moved), else the newest one added to them. */
 static void data_update(struct pflex_refine *r, bool fresh) {
@@ -468,6 +495,7 @@ static void data_update(struct pflex_refine *r, bool fresh) {
   c->prior2 = r->prior->cand[m + 1];
   c->blend = r->u - (double)m;
   knot_set(c, r->w, r->t, r->n, r->pairs);
+  near_shape(r);
   knot_cache(c);
 }
 
@@ -497,8 +525,13 @@ int pflex_refine_new(const struct pflex_refine_prior *prior, const struct pflex_
   r->pairs = calloc(2 * k, sizeof *r->pairs);
   r->x = calloc(k, sizeof *r->x);
   r->anchors = calloc(3 * k + 1 + 2 * (k + 2), sizeof *r->anchors);
-  if (prior->shape == PFLEX_REFINE_DATA) r->gtab = calloc(k * NPFI, sizeof *r->gtab);
-  else r->min = gsl_min_fminimizer_alloc(gsl_min_fminimizer_brent);
+  if (prior->shape == PFLEX_REFINE_DATA) {
+    r->gtab = calloc(k * NPFI, sizeof *r->gtab);
+    r->nd = calloc(2 * REFINE_NEAR_MAX, sizeof *r->nd);
+    r->corr.nsm = gsl_interp_alloc(gsl_interp_steffen, REFINE_NEAR_K);
+  } else {
+    r->min = gsl_min_fminimizer_alloc(gsl_min_fminimizer_brent);
+  }
   struct refine_corr *c = &r->corr;
   c->p_min = prior->p_min;
   c->p_max = prior->p_max;
@@ -511,7 +544,7 @@ int pflex_refine_new(const struct pflex_refine_prior *prior, const struct pflex_
   struct pflex_curve_fn fn = {
       .eval = prior->shape == PFLEX_REFINE_DATA ? knot_eval : pflex__refine_corr_eval, .ctx = c};
   int err = -ENOMEM;
-  if (r->w && r->t && r->pairs && r->x && r->anchors && (r->gtab || r->min))
+  if (r->w && r->t && r->pairs && r->x && r->anchors && ((r->gtab && r->nd && c->nsm) || r->min))
     err = pflex_curve_new_callback(&fn, prior->p_min, prior->p_max, &r->curve);
   if (err) {
     pflex_refine_free(r);
@@ -526,6 +559,8 @@ void pflex_refine_free(struct pflex_refine *r) {
   pflex_curve_free(r->curve);
   if (r->min) gsl_min_fminimizer_free(r->min);
   if (r->corr.sm) gsl_interp_free(r->corr.sm);
+  if (r->corr.nsm) gsl_interp_free(r->corr.nsm);
+  free(r->nd);
   free(r->w);
   free(r->t);
   free(r->gtab);
@@ -549,6 +584,7 @@ int pflex_refine_reset(struct pflex_refine *r, const struct pflex_refine_prior *
   }
   r->prior = prior;
   r->n = 0;
+  c->near = false;
   c->p_min = prior->p_min;
   c->p_max = prior->p_max;
   c->t_max = prior->t_max;

@@ -3,6 +3,7 @@
 #ifndef PFLEX_CORE_REFINE_INTERNAL_H
 #define PFLEX_CORE_REFINE_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <gsl/gsl_interp.h>
@@ -35,7 +36,41 @@ struct refine_corr {
   size_t sn;
   gsl_interp *sm;
   double tp[REFINE_CORR_TABLE], tt[REFINE_CORR_TABLE];
+  /* Data shape with templates: the re-predicted curve is instead the mean
+   * of the templates nearest the observations (refine_near.c), a Steffen
+   * curve through (npw, nq) (nsm) where `near`, else the candidates' blend
+   * above. */
+  const double *npw;
+  double *nq;
+  gsl_interp *nsm;
+  bool near;
 };
+
+/* The templates of a job read for the nearest-templates shape: their
+ * relative throughput at REFINE_NEAR_K powers uniform from P_min to P_max
+ * (pw), one row each; at most REFINE_NEAR_MAX of them (a systematic sample
+ * past that). The shape is the mean of the templates weighted by a
+ * Gaussian kernel in their distance from the observed knots, its width the
+ * distance of the REFINE_NEAR_NB-th nearest. */
+#define REFINE_NEAR_K 65
+#define REFINE_NEAR_MAX 256
+#define REFINE_NEAR_NB 8
+struct refine_near {
+  double pw[REFINE_NEAR_K];
+  double *rel; /* n x REFINE_NEAR_K */
+  size_t n;
+};
+
+/* The used templates (use NULL: all) read on the job's range; *ret NULL when
+ * none is used. -ENOMEM. */
+int pflex__refine_near_new(double p_min, double p_max, const struct pflex_curve *const *tmpl,
+                           size_t nt, const unsigned char *use, struct refine_near **ret);
+void pflex__refine_near_free(struct refine_near *nb); /* accepts NULL */
+/* The shape through nk knots (ap W, ar throughput, t_max the job's): q, at
+ * nb->pw, in throughput, non-decreasing, t_max at P_max. The kernel is at
+ * least floor_h wide (relative throughput). d: 2 nb->n scratch. */
+void pflex__refine_near_fit(const struct refine_near *nb, const double *ap, const double *ar,
+                            size_t nk, double t_max, double floor_h, double *d, double *q);
 
 /* Sorts m (power, value) pairs by power and sets the anchors c->ap, c->ar to
  * the means of each run of pairs within tol W of the run's first. */

@@ -7,10 +7,11 @@
 # two populations (seeds 7 and 3): the issue's target that is met (worse
 # than equal in at most 1% of workloads at every cut, at round 0 from the
 # prior alone and after two closed-loop rounds), and what the closed loop
-# reaches with --shrink 1 (docs/study.md: 68-90% of the gap at every 20-40%
-# cut after two rounds, asserted as at least 60% at every cut and 80% on
-# average, each round learning more: 78.1% and 82.5% on average before each
-# move's band was the one calibrated for its distance, so the 80% fails
+# reaches with --shrink 1 (docs/study.md: 82.7-92.5% of the gap at every
+# 20-40% cut after two rounds, 85.6% and 88.8% on average, asserted as at
+# least 80% at every cut and 85% on average, each round learning more:
+# 80.8% and 84.7% on average, 67.9% at worst, before the refined curve took
+# its shape from the templates nearest the observations, so both fail
 # without it on seed 7); the issue's 90% after two rounds, not met, is
 # printed (met or not).
 source "$(dirname "$0")/cli_common.bash"
@@ -60,15 +61,15 @@ for pred in ("prior", "true"):
     print(f"{pred} round 0, worse than equal with shrinkage: {max(w.values()):.1%} at worst")
     assert max(w.values()) <= 0.01, (pred, w)
 # What the closed loop reaches with --shrink 1 on both populations: every
-# round learns, two rounds recover at least 60% of the gap at every cut and
-# 80% on average, never worse than equal in more than 1% of the workloads.
+# round learns, two rounds recover at least 80% of the gap at every cut and
+# 85% on average, never worse than equal in more than 1% of the workloads.
 for name, d in (("seed 7", shrunk), ("seed 3", seed3)):
     g = [get(d, "prior", r, "gap_recovered") for r in (0, 1, 2)]
     w = [get(d, "prior", r, "worse_than_equal") for r in (0, 2)]
     print(f"{name}: gap recovered after 0/1/2 rounds (mean of 20-40%): "
           + " / ".join(f"{mean(x):.1%}" for x in g) + f"; after two, {min(g[2].values()):.1%} at worst")
     assert mean(g[0]) < mean(g[1]) < mean(g[2]), (name, g)
-    assert min(g[2].values()) >= 0.6 and mean(g[2]) >= 0.80, (name, g[2])
+    assert min(g[2].values()) >= 0.80 and mean(g[2]) >= 0.85, (name, g[2])
     assert max(w[0].values()) <= 0.01 and max(w[1].values()) <= 0.01, (name, w)
 EOF
 
