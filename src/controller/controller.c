@@ -47,6 +47,7 @@ static int resume(struct ctl_controller *c, char *err, size_t errlen) {
   if (c->cfg.schedule_file[0]) {
     int rc = ctl_schedule_load(c->cfg.schedule_file, c->store, now, err, errlen);
     if (rc < 0) return rc;
+    ctl_log("note", "schedule '%s': %d events added", c->cfg.schedule_file, rc);
   }
   int rc = ctl_store_events(c->store, false, now, &c->events, &c->nevents);
   if (rc < 0) {
@@ -150,6 +151,36 @@ void ctl_controller_close(struct ctl_controller *c) {
   pthread_cond_destroy(&c->wake);
   pthread_mutex_destroy(&c->lock);
   explicit_bzero(&c->api_token, sizeof c->api_token);
+}
+
+void ctl_controller_reload(struct ctl_controller *c) {
+  if (!c->cfg.schedule_file[0]) {
+    ctl_log("note", "SIGHUP: no schedule_file to read again (the config and token files are "
+                    "read at start only)");
+    return;
+  }
+  char err[512];
+  double now = ctl_epoch_now();
+  struct ctl_event *v = NULL;
+  size_t n = 0;
+  pthread_mutex_lock(&c->lock);
+  int added = ctl_schedule_load(c->cfg.schedule_file, c->store, now, err, sizeof err);
+  int rc = added > 0 ? ctl_store_events(c->store, false, now, &v, &n) : 0;
+  if (added > 0 && rc == 0) {
+    free(c->events);
+    c->events = v;
+    c->nevents = n;
+  }
+  pthread_mutex_unlock(&c->lock);
+  if (added < 0)
+    ctl_log("error", "SIGHUP: %s; no event added, the events before it stay", err);
+  else if (rc < 0)
+    ctl_log("error", "SIGHUP: %d events added to the store, but reading them back failed: %s",
+            added, ctl_store_errmsg(c->store));
+  else
+    ctl_log("note", "SIGHUP: schedule '%s' read again: %d events added", c->cfg.schedule_file,
+            added);
+  if (added > 0) ctl_controller_wake(c);
 }
 
 int ctl_controller_add_event(struct ctl_controller *c, struct ctl_event *e) {

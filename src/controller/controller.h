@@ -32,6 +32,7 @@
 
 struct ctl_controller {
   struct ctl_config cfg;
+  volatile int *reload; /* set (by SIGHUP): read the schedule file again; NULL: never */
   struct ctl_inventory inv;
   struct ctl_discovery *disc; /* inventory = slurm (discover_slurm.h), else NULL */
   struct ctl_node *nodes;
@@ -89,6 +90,12 @@ int ctl_controller_round(struct ctl_controller *c, double now);
  * (DELETE /v1/caps) unless an event is still active: a controller stopped
  * mid-event leaves the agents on their leases and fallbacks. */
 int ctl_controller_run(struct ctl_controller *c, volatile int *stop);
+
+/* SIGHUP: reads the schedule file again and adds the events it holds that
+ * the store does not (an entry removed from the file stays: DELETE it
+ * through the API); a bad file is refused whole, nothing added, and logged.
+ * The config and token files are read at start only. */
+void ctl_controller_reload(struct ctl_controller *c);
 
 /* Wakes the round early (a new or ended event). */
 void ctl_controller_wake(struct ctl_controller *c);

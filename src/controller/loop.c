@@ -496,6 +496,10 @@ static void wait_round(struct ctl_controller *c, double due_mono) {
 int ctl_controller_run(struct ctl_controller *c, volatile int *stop) {
   double next = ctl_mono_now();
   while (!*stop && (c->cfg.max_rounds == 0 || c->rounds < c->cfg.max_rounds)) {
+    if (c->reload && *c->reload) {
+      *c->reload = 0;
+      ctl_controller_reload(c);
+    }
     int rc = ctl_controller_round(c, ctl_epoch_now());
     if (rc < 0) ctl_log("error", "round %lld: %s", (long long)c->rounds, strerror(-rc));
     next += c->cfg.round_s;

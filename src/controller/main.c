@@ -24,10 +24,14 @@
 #include "controller/sim_cluster.h"
 #include "pflex/plot.h"
 
-static volatile int stop_flag;
+static volatile int stop_flag, reload_flag;
 
 static void on_signal(int sig) {
   stop_flag = sig;
+}
+
+static void on_hup(int sig) {
+  reload_flag = sig;
 }
 
 #define REPORT_USAGE                                                                               \
@@ -87,6 +91,9 @@ static int run(int argc, char **argv) {
   struct sigaction sa = {.sa_handler = on_signal};
   sigaction(SIGTERM, &sa, NULL);
   sigaction(SIGINT, &sa, NULL);
+  struct sigaction hup = {.sa_handler = on_hup};
+  sigaction(SIGHUP, &hup, NULL);
+  c.reload = &reload_flag;
   signal(SIGPIPE, SIG_IGN);
   ctl_log("note", "pflex-controller %s: %zu agents, round %.3g s, lease %d rounds%s%s",
           PFLEX_VERSION, c.nnodes, cfg.round_s, cfg.lease_rounds, cfg.listen[0] ? ", API on " : "",

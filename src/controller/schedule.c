@@ -107,5 +107,5 @@ int ctl_schedule_load(const char *path, struct ctl_store *st, double now, char *
   }
   free(old);
   free(v);
-  return rc;
+  return rc < 0 ? rc : (int)nnew;
 }

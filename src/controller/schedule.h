@@ -21,6 +21,8 @@ int ctl_schedule_read(const char *path, double now, struct ctl_event **ret, size
 int ctl_schedule_read_fd(int fd, const char *path, double now, struct ctl_event **ret,
                          size_t *ret_n, char *err, size_t errlen);
 
+/* Reads the file and adds to the store, in one transaction, the events it
+ * holds that the store does not. The number added (>= 0), or -errno with err. */
 int ctl_schedule_load(const char *path, struct ctl_store *st, double now, char *err, size_t errlen);
 
 #endif

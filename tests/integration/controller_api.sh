@@ -169,6 +169,31 @@ start_controller
 wait_until 5 lifted || fail "a controller back after the event did not lift the fallbacks"
 kill -TERM "$CTLPID"; wait "$CTLPID" 2>/dev/null || true
 
+# SIGHUP reads the schedule file again: a new entry is added once, a bad file
+# is refused whole (logged, nothing added) and the controller keeps running.
+echo '{"events":[]}' > "$T/sched.json"; chmod 600 "$T/sched.json"
+"$CTL" --agents-file "$T/agents" --agent-token-file "$T/atok" --token-file "$T/ctok" \
+  --state-db "$T/hup.db" --listen "127.0.0.1:$CPORT" --round-s 0.5 --lease-rounds 4 \
+  --agent-timeout-s 0.4 --schedule-file "$T/sched.json" > "$T/hup.log" 2>&1 &
+CTLPID=$!
+PIDS+=("$CTLPID")
+wait_until 10 curl -sf "127.0.0.1:$CPORT/v1/health" || fail "controller with a schedule did not start"
+grep -q "schedule '$T/sched.json': 0 events added" "$T/hup.log" || fail "schedule not logged: $(cat "$T/hup.log")"
+echo '{"events":[{"target_w":9000,"start":"2031-06-01T12:00:00Z","duration_s":60}]}' > "$T/sched.json"
+kill -HUP "$CTLPID"
+hup_added() { curl -sf "$C/v1/events" | jq -e '[.events[] | select(.target_w == 9000)] | length == 1'; }
+wait_until 5 hup_added > /dev/null || fail "SIGHUP: the new scheduled event is not listed: $(curl -s "$C/v1/events")"
+grep -q "SIGHUP: schedule '$T/sched.json' read again: 1 events added" "$T/hup.log" || fail "SIGHUP not logged: $(cat "$T/hup.log")"
+kill -HUP "$CTLPID" # the same file again: nothing added twice
+wait_until 5 sh -c "grep -q 'read again: 0 events added' '$T/hup.log'" || fail "second SIGHUP not logged"
+echo '{"events":[{"target_w":8000,"start":"2031-06-02T12:00:00Z","duration_s":60},{"cut_pct":500}]}' > "$T/sched.json"
+kill -HUP "$CTLPID"
+wait_until 5 sh -c "grep -q 'error: SIGHUP: .*no event added' '$T/hup.log'" || fail "a bad schedule on SIGHUP not logged: $(cat "$T/hup.log")"
+kill -0 "$CTLPID" || fail "the controller died on SIGHUP"
+curl -sf "$C/v1/events" | jq -e '[.events[] | select(.target_w == 8000)] | length == 0' > /dev/null ||
+  fail "a refused schedule's good entry was added"
+kill -TERM "$CTLPID"; wait "$CTLPID" 2>/dev/null || true
+
 # bad configuration: exit 2, the key or line named
 printf '[controller]\nround_s = fast\n' > "$T/bad.conf"
 set +e

@@ -160,10 +160,18 @@ static void schedule_bad_entry_adds_nothing(void **state) {
   free(v);
   PUT("{\"events\":[{\"cut_pct\":25,\"start\":\"2027-06-01T12:00:00Z\",\"duration_s\":60},"
       "{\"target_w\":9000,\"start\":\"2027-06-02T12:00:00Z\",\"duration_s\":60}]}");
-  assert_int_equal(ctl_schedule_load(path, st, 1.8e9, err, sizeof err), 0);
+  assert_int_equal(ctl_schedule_load(path, st, 1.8e9, err, sizeof err), 2);
   assert_int_equal(ctl_schedule_load(path, st, 1.8e9, err, sizeof err), 0); /* not twice */
   assert_int_equal(ctl_store_events(st, true, 1.8e9, &v, &n), 0);
   assert_int_equal(n, 2);
+  free(v);
+  /* Read again with one entry more (SIGHUP): only that one is added. */
+  PUT("{\"events\":[{\"cut_pct\":25,\"start\":\"2027-06-01T12:00:00Z\",\"duration_s\":60},"
+      "{\"target_w\":9000,\"start\":\"2027-06-02T12:00:00Z\",\"duration_s\":60},"
+      "{\"target_w\":8000,\"start\":\"2027-06-03T12:00:00Z\",\"duration_s\":60}]}");
+  assert_int_equal(ctl_schedule_load(path, st, 1.8e9, err, sizeof err), 1);
+  assert_int_equal(ctl_store_events(st, true, 1.8e9, &v, &n), 0);
+  assert_int_equal(n, 3);
   free(v);
   ctl_store_close(st);
 }
