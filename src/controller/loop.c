@@ -417,10 +417,27 @@ static bool event_starts(struct ctl_controller *c, double now) {
   return starts;
 }
 
+/* One node listed twice counts once (ctl_nodes_mark_duplicates); the log
+ * says so once while it lasts. */
+static void leave_out_duplicates(struct ctl_controller *c) {
+  if (ctl_nodes_mark_duplicates(c->nodes, c->nnodes) < 0) return;
+  for (size_t i = 0; i < c->nnodes; i++) {
+    struct ctl_node *nd = &c->nodes[i];
+    if (nd->duplicate && !nd->duplicate_said)
+      ctl_log("error",
+              "agent '%s' reports the GPUs of agent '%s': one node listed twice (two spellings "
+              "of one address?); its readings are left out while it does: remove it from the "
+              "agents file",
+              nd->url, c->nodes[nd->duplicate_of].url);
+    nd->duplicate_said = nd->duplicate;
+  }
+}
+
 /* Reads every agent and learns from what it says. */
 static int read_and_learn(struct ctl_controller *c, double now) {
   int rc = read_agents(c, now);
   if (rc < 0) return rc;
+  leave_out_duplicates(c);
   c->read_mono = ctl_mono_now();
   rc = ctl_jobset_gather(&c->jobs, c->nodes, c->nnodes, now, FORGET_JOB_S);
   if (rc < 0) return rc;

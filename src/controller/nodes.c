@@ -1,8 +1,11 @@
 /* Nodes as the controller sees them (nodes.h). */
 #include "controller/nodes.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The bodies into g and nd->jobs: one GET /v1/node body (gpus_body ==
@@ -86,4 +89,47 @@ size_t ctl_node_capped(const struct ctl_node *nd) {
         fabs(nd->gpu[i].limit_w - nd->gpu[i].default_w) > 0.5)
       n++;
   return n;
+}
+
+struct uuid_ref {
+  const char *uuid;
+  size_t node;
+};
+
+static int cmp_uuid_ref(const void *a, const void *b) {
+  const struct uuid_ref *x = a, *y = b;
+  int c = strcmp(x->uuid, y->uuid);
+  return c ? c : (x->node > y->node) - (x->node < y->node);
+}
+
+int ctl_nodes_mark_duplicates(struct ctl_node *nodes, size_t n) {
+  size_t total = 0;
+  for (size_t i = 0; i < n; i++) {
+    nodes[i].duplicate = false;
+    if (nodes[i].reachable) total += nodes[i].ngpus;
+  }
+  struct uuid_ref *v = malloc((total ? total : 1) * sizeof *v);
+  if (!v) return -ENOMEM;
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++)
+    for (size_t g = 0; nodes[i].reachable && g < nodes[i].ngpus; g++)
+      if (nodes[i].gpu[g].uuid[0]) v[m++] = (struct uuid_ref){nodes[i].gpu[g].uuid, i};
+  qsort(v, m, sizeof *v, cmp_uuid_ref);
+  /* Runs of one UUID, by node: a run's first entry is the earliest node with it. */
+  for (size_t a = 0, b; a < m; a = b)
+    for (b = a + 1; b < m && strcmp(v[b].uuid, v[a].uuid) == 0; b++) {
+      struct ctl_node *nd = &nodes[v[b].node];
+      if (v[b].node == v[a].node || (nd->duplicate && nd->duplicate_of <= v[a].node)) continue;
+      nd->duplicate = true;
+      nd->duplicate_of = v[a].node;
+    }
+  free(v); /* its UUIDs point into the views emptied below */
+  int dups = 0;
+  for (size_t i = 0; i < n; i++)
+    if (nodes[i].duplicate) {
+      nodes[i].ngpus = 0;
+      nodes[i].njobs = 0;
+      dups++;
+    }
+  return dups;
 }

@@ -31,6 +31,10 @@ struct ctl_node {
   bool restore_pending;                /* DELETE /v1/caps not yet acknowledged */
   bool split_reads; /* an agent without GET /v1/node: read by /v1/gpus and /v1/jobs */
   bool departed; /* no longer in the discovered inventory; kept until it holds no cap of ours */
+  bool duplicate;      /* this round: reports a GPU an earlier node reports (one node listed
+                          twice; ctl_nodes_mark_duplicates) */
+  size_t duplicate_of; /* then that earlier node's index */
+  bool duplicate_said;  /* the log said so (once while it lasts) */
 };
 
 /* Updates a node from this round's answers (NULL bodies: no answer, with why;
@@ -50,5 +54,13 @@ double ctl_node_power_w(const struct ctl_node *nd);
 
 /* Number of GPUs whose limit is not at its default. */
 size_t ctl_node_capped(const struct ctl_node *nd);
+
+/* Finds the nodes that report a GPU (by UUID) an earlier node in the list
+ * reported this round: one agent listed twice, e.g. under two spellings of
+ * its address. Each such node gets duplicate (and duplicate_of, the
+ * earliest such node's index) and an empty view (no GPUs, no jobs) for this
+ * round, so that its power is neither counted nor capped twice. Returns how
+ * many nodes are duplicates, or -ENOMEM. O(G log G) in the GPUs. */
+int ctl_nodes_mark_duplicates(struct ctl_node *nodes, size_t n);
 
 #endif

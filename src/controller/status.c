@@ -60,6 +60,12 @@ static json_t *status_json(struct ctl_controller *c, double now, double measured
       c->last_round_ms, "alloc_ms", c->last_plan.alloc_ms, "uncapped_w",
       c->uncapped_w > 0 ? json_real(c->uncapped_w) : json_null(), "jobs", jobs);
   if (!o) return NULL;
+  json_t *dup = json_array();
+  for (size_t i = 0; i < c->nnodes; i++)
+    if (c->nodes[i].duplicate)
+      json_array_append_new(dup, json_pack("{s:s, s:s}", "url", c->nodes[i].url, "same_as",
+                                           c->nodes[c->nodes[i].duplicate_of].url));
+  json_object_set_new(o, "duplicate_nodes", dup);
   json_object_set_new(o, "feedback_offset_w", json_real(c->fb.offset_w));
   json_object_set_new(o, "caps_w", has_target ? json_real(c->last_plan.caps_w) : json_null());
   if (c->in_event && c->caps_acked_at > 0) {

@@ -169,6 +169,27 @@ start_controller
 wait_until 5 lifted || fail "a controller back after the event did not lift the fallbacks"
 kill -TERM "$CTLPID"; wait "$CTLPID" 2>/dev/null || true
 
+# One agent listed twice under two spellings: counted once, said in the log
+# and the status.
+{ cat "$T/agents"; echo "http://localhost:${APORT[0]}/"; } > "$T/agents2"
+"$CTL" --agents-file "$T/agents2" --agent-token-file "$T/atok" --token-file "$T/ctok" \
+  --state-db "$T/dup.db" --listen "127.0.0.1:$CPORT" --round-s 0.5 --lease-rounds 4 \
+  --agent-timeout-s 0.4 > "$T/dup.log" 2>&1 &
+CTLPID=$!
+PIDS+=("$CTLPID")
+wait_until 10 curl -sf "127.0.0.1:$CPORT/v1/health" || fail "controller with a duplicate agent did not start"
+# The agents' own total: counting node 0 twice would add half of it again.
+agents_w() { for p in "${APORT[@]}"; do curl -sf "127.0.0.1:$p/v1/gpus"; done |
+  jq -s '[.[].gpus[].power_w] | add'; }
+dup_seen() { curl -sf "$C/v1/status" | jq -e --arg u "http://localhost:${APORT[0]}/" \
+  --argjson w "$(agents_w)" '.nodes == 3 and (.duplicate_nodes | length) == 1 and
+   .duplicate_nodes[0].url == $u and .measured_w < 1.2 * $w and .measured_w > 0.8 * $w'; }
+wait_until 5 dup_seen > /dev/null || fail "a node listed twice: $(curl -s "$C/v1/status" | jq -c '{nodes, measured_w, duplicate_nodes}')"
+grep -q "error: agent 'http://localhost:${APORT[0]}/' reports the GPUs of agent 'http://127.0.0.1:${APORT[0]}'" "$T/dup.log" ||
+  fail "a node listed twice: not logged: $(cat "$T/dup.log")"
+[ "$(grep -c 'one node listed twice' "$T/dup.log")" = 1 ] || fail "a node listed twice: logged more than once"
+kill -TERM "$CTLPID"; wait "$CTLPID" 2>/dev/null || true
+
 # SIGHUP reads the schedule file again: a new entry is added once, a bad file
 # is refused whole (logged, nothing added) and the controller keeps running.
 echo '{"events":[]}' > "$T/sched.json"; chmod 600 "$T/sched.json"

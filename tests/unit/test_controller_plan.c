@@ -472,6 +472,37 @@ static void floors_that_do_not_fit_are_scaled_not_dropped(void **state) {
   assert_near(s.floor_scale, 1, 0);
 }
 
+/* One node listed twice (the same GPU UUIDs): the later one counts once. */
+static void a_node_listed_twice_counts_once(void **state) {
+  (void)state;
+  struct ctl_node nd[3];
+  node_init(&nd[0], "a", 600, 1000);
+  node_init(&nd[1], "a", 600, 1000);
+  node_init(&nd[2], "b", 600, 1000);
+  for (size_t g = 0; g < 8; g++) {
+    snprintf(nd[0].gpu[g].uuid, sizeof nd[0].gpu[g].uuid, "GPU-a-%zu", g);
+    snprintf(nd[1].gpu[g].uuid, sizeof nd[1].gpu[g].uuid, "GPU-a-%zu", g);
+    snprintf(nd[2].gpu[g].uuid, sizeof nd[2].gpu[g].uuid, "GPU-b-%zu", g);
+  }
+  assert_int_equal(ctl_nodes_mark_duplicates(nd, 3), 1);
+  assert_false(nd[0].duplicate);
+  assert_true(nd[1].duplicate);
+  assert_int_equal(nd[1].duplicate_of, 0);
+  assert_int_equal(nd[1].ngpus, 0);
+  assert_int_equal(nd[1].njobs, 0);
+  assert_false(nd[2].duplicate);
+  assert_int_equal(nd[2].ngpus, 8);
+  /* An unreachable node's old view is not compared; one shared GPU is enough. */
+  node_init(&nd[1], "a", 600, 1000);
+  nd[1].reachable = false;
+  snprintf(nd[1].gpu[0].uuid, sizeof nd[1].gpu[0].uuid, "GPU-a-0");
+  snprintf(nd[2].gpu[5].uuid, sizeof nd[2].gpu[5].uuid, "GPU-a-3");
+  assert_int_equal(ctl_nodes_mark_duplicates(nd, 3), 1);
+  assert_false(nd[1].duplicate);
+  assert_true(nd[2].duplicate);
+  assert_int_equal(nd[2].duplicate_of, 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(jobs_are_gathered_across_nodes, setup, teardown),
@@ -488,6 +519,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(a_class_floor_holds_before_any_observation, setup, teardown),
       cmocka_unit_test_setup_teardown(floors_that_do_not_fit_are_scaled_not_dropped, setup,
                                       teardown),
+      cmocka_unit_test(a_node_listed_twice_counts_once),
       cmocka_unit_test(model_pfi_from_telemetry),
       cmocka_unit_test(templates_shape_the_curves),
   };
