@@ -739,6 +739,8 @@ static bool ridge_row(const struct pflex_dataset *d, const struct stdz *s, const
   if (p > 0) {
     gsl_matrix_view a = gsl_matrix_view_array(c, p, p);
     gsl_vector_view bv = gsl_vector_view_array(cy, p);
+    /* A matrix that rounding leaves not positive definite is a refit, not
+     * GSL's abort (the default handler, where a program has not set one). */
     gsl_error_handler_t *old = gsl_set_error_handler_off();
     int bad = gsl_linalg_cholesky_decomp1(&a.matrix) ||
               gsl_linalg_cholesky_svx(&a.matrix, &bv.vector);
