@@ -327,8 +327,9 @@ static void print_table(const struct ablation *ab) {
     printf("\npaper: Table 3 of Colangelo et al. (arXiv 2609.11542), OLS on the 25 measured "
            "headline groups; compare only on that set.");
   printf("\nR2 out of sample = 1 - SSE/SST (SST about the mean of all groups' PFI); rho = "
-         "Spearman.\nridge: lambda re-chosen in every fold by inner leave-one-out; the lambda "
-         "shown is the one chosen on all groups.\n");
+         "Spearman.\nridge: lambda re-chosen in every fold by inner leave-one-out (for LOO, "
+         "by the other groups' LOO errors on all groups, the held-out group's own left out); "
+         "the lambda shown is the one chosen on all groups.\n");
 }
 
 /* Builds the groups (without features) and their clusters, for the header. */

@@ -78,7 +78,9 @@ static void print_summary(const struct pflex_model *m) {
              m->lin.beta_std[j]);
     if (m->kind == PFLEX_MODEL_RIDGE)
       printf("  lambda %.4g (%s)\n", m->lin.lambda,
-             m->lambda_chosen ? "chosen by leave-one-out on the grid 1e-3..1e4" : "given");
+             m->lambda_chosen ? "chosen by leave-one-out on the grid 1e-3..1e4; in the LOO "
+                                "scores, for each group by the other groups' LOO errors"
+                              : "given");
   }
   printf("in-sample R^2 ");
   cli_num(stdout, 0, m->r2_in);

@@ -398,6 +398,9 @@ static void print_header(const struct args *a, const struct pflex_study_data *d,
            d->pred.in ? "section-5 model on the features given: in-sample, loo, loco"
                       : "population prior (no telemetry), leave-one-out",
            truth);
+  if (!d->pred.unseen && d->pred.in && a->po.kind == PFLEX_MODEL_RIDGE)
+    printf("ridge: a loo group's lambda chosen by the other groups' leave-one-out errors on all "
+           "groups, its own left out (docs/prediction.md)\n");
   static const char *const about[PFLEX_OBJECTIVE_N] = {
       [PFLEX_OBJECTIVE_TOKENS] = "total throughput, the paper's",
       [PFLEX_OBJECTIVE_PROGRESS] = "sum over jobs of GPUs x T/T_max, effective GPUs"};

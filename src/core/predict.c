@@ -159,9 +159,11 @@ static void svd_ridge(const struct svd *d, const gsl_vector *yc, double lambda, 
 /* Leave-one-out MSE of ridge at one penalty, in closed form: for a linear
  * smoother with fixed design the LOO residual is e_i / (1 - h_ii), with
  * h_ii = 1/n + sum_k U_ik^2 s_k^2 / (s_k^2 + lambda) (the 1/n is the
- * unpenalized intercept; Z's columns are centred, so they are orthogonal to it). */
+ * unpenalized intercept; Z's columns are centred, so they are orthogonal to it).
+ * With r2, each row's squared LOO residual too (INFINITY where 1 - h_ii is
+ * below 1e-10, which makes the MSE infinite). */
 static double ridge_loo_mse(const struct svd *d, const struct stdz *s, size_t n, double lambda,
-                            double *b) {
+                            double *b, double *r2) {
   size_t p = d->v->size1;
   double s0 = gsl_vector_get(d->s, 0);
   svd_ridge(d, s->yc, lambda, b);
@@ -176,9 +178,11 @@ static double ridge_loo_mse(const struct svd *d, const struct stdz *s, size_t n,
       double u = gsl_matrix_get(d->u, i, k);
       h += u * u * sk * sk / (sk * sk + lambda);
     }
-    if (1.0 - h < 1e-10) return INFINITY;
     double e = (gsl_vector_get(s->yc, i) - fit) / (1.0 - h);
-    sse += e * e;
+    double e2 = 1.0 - h < 1e-10 ? INFINITY : e * e;
+    if (r2) r2[i] = e2;
+    if (!r2 && isinf(e2)) return INFINITY;
+    sse += e2;
   }
   return sse / (double)n;
 }
@@ -188,8 +192,9 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-int pflex_ridge_select(const double *x, const double *y, size_t n, size_t p, const double *grid,
-                       size_t ngrid, double *ret_lambda, double *ret_mse) {
+/* The ridge grid (NULL: the default) checked and sorted ascending, in
+ * *ret (freed by the caller). */
+static int ridge_grid(const double *grid, size_t ngrid, double **ret, size_t *ret_n) {
   double dgrid[PFLEX_RIDGE_GRID_N];
   if (!grid) {
     pflex_ridge_default_grid(dgrid);
@@ -197,17 +202,29 @@ int pflex_ridge_select(const double *x, const double *y, size_t n, size_t p, con
     ngrid = PFLEX_RIDGE_GRID_N;
   }
   if (ngrid == 0) return -EINVAL;
-  if (n < 3) return -PFLEX_E_NOPOINTS;
   for (size_t k = 0; k < ngrid; k++)
     if (!(grid[k] >= 0) || !isfinite(grid[k])) return -EINVAL;
-  double *sorted = malloc(ngrid * sizeof *sorted);
+  if (!(*ret = malloc(ngrid * sizeof **ret))) return -ENOMEM;
+  memcpy(*ret, grid, ngrid * sizeof **ret);
+  qsort(*ret, ngrid, sizeof **ret, cmp_double);
+  *ret_n = ngrid;
+  return 0;
+}
+
+int pflex_ridge_select(const double *x, const double *y, size_t n, size_t p, const double *grid,
+                       size_t ngrid, double *ret_lambda, double *ret_mse) {
+  double *sorted = NULL;
+  int err = ridge_grid(grid, ngrid, &sorted, &ngrid);
+  if (err) return err;
+  if (n < 3) {
+    free(sorted);
+    return -PFLEX_E_NOPOINTS;
+  }
   double *b = malloc((p ? p : 1) * sizeof *b);
   struct stdz s;
   struct svd d;
-  int err = sorted && b ? 0 : -ENOMEM;
+  if (!b) err = -ENOMEM;
   if (err) goto out;
-  memcpy(sorted, grid, ngrid * sizeof *sorted);
-  qsort(sorted, ngrid, sizeof *sorted, cmp_double);
   if (p == 0) { /* nothing to penalize */
     *ret_lambda = sorted[ngrid - 1];
     if (ret_mse) {
@@ -229,7 +246,7 @@ int pflex_ridge_select(const double *x, const double *y, size_t n, size_t p, con
   }
   double best = INFINITY, best_l = sorted[ngrid - 1];
   for (size_t k = 0; k < ngrid; k++) {
-    double mse = ridge_loo_mse(&d, &s, n, sorted[k], b);
+    double mse = ridge_loo_mse(&d, &s, n, sorted[k], b, NULL);
     /* Ascending grid and <=: an exact tie goes to the larger penalty. */
     if (mse <= best * (1 + 1e-12)) {
       best = mse;
@@ -638,6 +655,159 @@ static void prior_loo(const struct pflex_dataset *d, double *yhat, bool *done) {
   }
 }
 
+/* ---- ridge leave-one-out without a refit per row ----
+ *
+ * Each held-out row i gets a model fitted on the other n - 1 rows with their
+ * own standardization, as a refit would, from the full data's sums with row
+ * i taken out (mean, centred cross-products: rank-one downdates), in
+ * O(p^3) per row. The penalty of row i, when chosen (lambda < 0), is the
+ * grid value with the least mean of the other rows' squared LOO residuals,
+ * those residuals taken from the closed form on all n rows (the one the
+ * model's own lambda is chosen by): row i's own residual is left out of its
+ * criterion, but row i still takes part in the fits that predict the others.
+ * Exact nesting (every other row's residual recomputed without row i) costs
+ * O(n) per row and O(n^2) in all; this is O(n (grid + p^3)). */
+
+/* Row i's penalty in lam[i]: per grid value (ascending, ties to the larger
+ * as in pflex_ridge_select) the other rows' squared residuals summed as the
+ * rows before i plus those after (no subtraction, so no cancellation). */
+static int ridge_loo_lambdas(const struct pflex_dataset *d, const struct stdz *s,
+                             const struct svd *v, const double *grid, size_t ngrid, double *lam) {
+  size_t n = d->n, p = d->feats.n;
+  double *r2 = malloc(n * sizeof *r2), *after = malloc((n + 1) * sizeof *after);
+  double *best = malloc(n * sizeof *best), *b = malloc((p ? p : 1) * sizeof *b);
+  int err = r2 && after && best && b ? 0 : -ENOMEM;
+  for (size_t i = 0; !err && i < n; i++)
+    best[i] = INFINITY, lam[i] = grid[ngrid - 1];
+  for (size_t k = 0; !err && k < ngrid && p > 0; k++) {
+    ridge_loo_mse(v, s, n, grid[k], b, r2);
+    after[n] = 0;
+    for (size_t i = n; i-- > 0;)
+      after[i] = after[i + 1] + r2[i];
+    double before = 0;
+    for (size_t i = 0; i < n; i++) {
+      double mse = (before + after[i + 1]) / (double)(n - 1);
+      if (mse <= best[i] * (1 + 1e-12)) best[i] = mse, lam[i] = grid[k];
+      before += r2[i];
+    }
+  }
+  free(r2);
+  free(after);
+  free(best);
+  free(b);
+  return err;
+}
+
+/* The fold without row i, standardized on its own rows: its means (mu), SDs
+ * (sd), the standardized cross-products of the live columns (c, p x p, and
+ * cy with y), from the full data's means, cross-products sxx (p x p) and sxy.
+ * False where the closed form is not trusted: a column whose spread is
+ * mostly row i's (a downdate that cancels) or whose constancy is near the
+ * threshold (loo_columns_clear). */
+static bool ridge_fold(const struct pflex_dataset *d, const struct stdz *s, const double *sxx,
+                       const double *sxy, size_t i, double *mu, double *sd, double *c, double *cy) {
+  size_t n = d->n, p = d->feats.n;
+  const double *xi = d->x + i * p;
+  double k = (double)n / (double)(n - 1);
+  double ey = d->y[i] - s->ybar;
+  for (size_t j = 0; j < p; j++) {
+    double dj = xi[j] - s->mean[j];
+    mu[j] = ((double)n * s->mean[j] - xi[j]) / (double)(n - 1);
+    double rest = sxx[j * p + j] - k * dj * dj;
+    if (!s->constant[j] && !(rest > 1e-6 * sxx[j * p + j])) return false;
+    sd[j] = s->constant[j] ? 1.0 : sqrt(rest / (double)(n - 2));
+    cy[j] = s->constant[j] ? 0 : (sxy[j] - k * dj * ey) / sd[j];
+  }
+  for (size_t j = 0; j < p; j++)
+    for (size_t l = 0; l < p; l++) {
+      bool live = !s->constant[j] && !s->constant[l];
+      double djl = (sxx[j * p + l] - k * (xi[j] - s->mean[j]) * (xi[l] - s->mean[l]));
+      c[j * p + l] = live ? djl / (sd[j] * sd[l]) : (j == l);
+    }
+  return true;
+}
+
+/* Row i's prediction by ridge at lambda on the fold without it (ridge_fold's
+ * system solved by Cholesky); false where the closed form is not trusted. */
+static bool ridge_row(const struct pflex_dataset *d, const struct stdz *s, const double *sxx,
+                      const double *sxy, size_t i, double lambda, double *w, double *ret) {
+  size_t p = d->feats.n;
+  double *mu = w, *sd = w + p, *cy = w + 2 * p, *c = w + 3 * p;
+  if (!(lambda >= 0) || !ridge_fold(d, s, sxx, sxy, i, mu, sd, c, cy)) return false;
+  for (size_t j = 0; j < p; j++)
+    c[j * p + j] += s->constant[j] ? 0 : lambda;
+  if (p > 0) {
+    gsl_matrix_view a = gsl_matrix_view_array(c, p, p);
+    gsl_vector_view bv = gsl_vector_view_array(cy, p);
+    /* A matrix that rounding leaves not positive definite is a refit, not
+     * GSL's abort (the default handler, where a program has not set one). */
+    gsl_error_handler_t *old = gsl_set_error_handler_off();
+    int bad = gsl_linalg_cholesky_decomp1(&a.matrix) ||
+              gsl_linalg_cholesky_svx(&a.matrix, &bv.vector);
+    gsl_set_error_handler(old);
+    if (bad) return false;
+  }
+  double n = (double)d->n, v = (n * s->ybar - d->y[i]) / (n - 1);
+  for (size_t j = 0; j < p; j++)
+    v += s->constant[j] ? 0 : cy[j] * (d->x[i * p + j] - mu[j]) / sd[j];
+  *ret = v;
+  return isfinite(v);
+}
+
+/* The full data's centred cross-products of the columns (sxx, p x p) and
+ * with y (sxy). */
+static void ridge_sums(const struct pflex_dataset *d, const struct stdz *s, double *sxx,
+                       double *sxy) {
+  size_t n = d->n, p = d->feats.n;
+  for (size_t i = 0; i < n; i++) {
+    const double *x = d->x + i * p;
+    double ey = d->y[i] - s->ybar;
+    for (size_t j = 0; j < p; j++) {
+      double dj = x[j] - s->mean[j];
+      sxy[j] += dj * ey;
+      for (size_t l = 0; l < p; l++)
+        sxx[j * p + l] += dj * (x[l] - s->mean[l]);
+    }
+  }
+}
+
+/* Ridge leave-one-out (see above): lam[i] each row's penalty (given or
+ * chosen), yhat[i] and done[i] for the rows predicted here; the others are
+ * left to refits at lam[i]. grid: the sorted penalties (chosen lambda). */
+static int ridge_loo(const struct pflex_dataset *d, const struct pflex_fit_opts *opts,
+                     const double *grid, size_t ngrid, double *lam, double *yhat, bool *done) {
+  size_t n = d->n, p = d->feats.n, live = 0, kept = 0;
+  for (size_t i = 0; i < n; i++)
+    lam[i] = opts->lambda;
+  if (n < 4) return 0; /* a fold of 2 rows: no penalty can be chosen (the refits say so) */
+  struct stdz s;
+  struct svd v = {0};
+  bool have_svd = false;
+  double *sxx = calloc(p * p + 1, sizeof *sxx), *sxy = calloc(p + 1, sizeof *sxy);
+  double *ss = calloc(p + 1, sizeof *ss), *w = malloc((3 * p + p * p + 1) * sizeof *w);
+  int err = sxx && sxy && ss && w ? stdz_make(d->x, d->y, n, p, &s) : -ENOMEM;
+  if (err) goto out;
+  if (p > 0) have_svd = !(err = svd_make(s.z, &v));
+  if (!err && opts->lambda < 0) err = ridge_loo_lambdas(d, &s, &v, grid, ngrid, lam);
+  for (size_t j = 0; j < p; j++)
+    live += !s.constant[j];
+  for (size_t k = 0; have_svd && k < p && kept < live; k++)
+    kept += gsl_vector_get(v.s, k) > LOO_RCOND * gsl_vector_get(v.s, 0);
+  if (!err) ridge_sums(d, &s, sxx, sxy);
+  for (size_t j = 0; j < p; j++)
+    ss[j] = sxx[j * p + j];
+  for (size_t i = 0; !err && kept == live && i < n; i++) /* ill-conditioned: all refitted */
+    done[i] = loo_columns_clear(d, &s, ss, i) && ridge_row(d, &s, sxx, sxy, i, lam[i], w, &yhat[i]);
+  if (have_svd) svd_free(&v);
+  stdz_free(&s);
+out:
+  free(sxx);
+  free(sxy);
+  free(ss);
+  free(w);
+  return err;
+}
+
 /* Buffers of one fold's training set. */
 struct cv_work {
   double *xt, *yt;
@@ -704,16 +874,27 @@ int pflex_cv_predict(const struct pflex_dataset *d, const struct pflex_fit_opts 
                       .yt = malloc((n ? n : 1) * sizeof *w.yt),
                       .use = malloc((n ? n : 1) * sizeof *w.use)};
   bool *done = calloc(n ? n : 1, sizeof *done), loo = false;
-  double *yhat = malloc((n ? n : 1) * sizeof *yhat);
-  int err = w.xt && w.yt && w.use && done && yhat ? 0 : -ENOMEM;
-  /* Leave-one-out of OLS and the prior in closed form; the rows it cannot
-   * take are refitted. */
-  if (!err && opts->kind != PFLEX_MODEL_RIDGE) err = folds_singletons(fold, n, &loo);
+  double *yhat = malloc((n ? n : 1) * sizeof *yhat), *lam = malloc((n ? n : 1) * sizeof *lam);
+  double *grid = NULL;
+  size_t ngrid = 0;
+  int err = w.xt && w.yt && w.use && done && yhat && lam ? 0 : -ENOMEM;
+  bool ridge = opts->kind == PFLEX_MODEL_RIDGE;
+  /* Leave-one-out in closed form; the rows it cannot take are refitted (a
+   * ridge row at the penalty chosen for it). */
+  if (!err) err = folds_singletons(fold, n, &loo);
+  if (!err && loo && ridge && opts->lambda < 0)
+    err = ridge_grid(opts->grid, opts->ngrid, &grid, &ngrid);
+  if (!err && loo && ridge) err = ridge_loo(d, opts, grid, ngrid, lam, yhat, done);
   if (!err && loo && opts->kind == PFLEX_MODEL_OLS) err = ols_loo(d, yhat, done);
   if (!err && loo && opts->kind == PFLEX_MODEL_PRIOR) prior_loo(d, yhat, done);
-  for (size_t i0 = 0; !err && i0 < n; i0++)
-    if (!done[i0]) err = fold_predict(d, opts, fold, fold[i0], &w, done, yhat);
+  for (size_t i0 = 0; !err && i0 < n; i0++) {
+    struct pflex_fit_opts o = *opts;
+    if (loo && ridge) o.lambda = lam[i0];
+    if (!done[i0]) err = fold_predict(d, &o, fold, fold[i0], &w, done, yhat);
+  }
   if (!err) memcpy(ret_yhat, yhat, n * sizeof *yhat);
+  free(lam);
+  free(grid);
   free(w.xt);
   free(w.yt);
   free(w.use);

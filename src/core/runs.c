@@ -195,33 +195,61 @@ static int sort_by_cap(size_t *idx, size_t n, const struct pflex_run *runs) {
   return 0;
 }
 
+/* A slot of the group-name table below: the name's full hash and the
+ * group's name beside its number, so that a probe reads one slot and, on a
+ * full-hash match, one string (not the group's first run: on a large file
+ * those lie all over memory). */
+struct name_slot {
+  size_t hash, group;
+  const char *name;
+};
+
+/* A table of n empty slots (n a power of two), then old's groups placed in
+ * it; old (of nold slots, NULL for none) is freed. */
+static struct name_slot *new_slots(size_t n, struct name_slot *old, size_t nold) {
+  struct name_slot *t = malloc(n * sizeof *t);
+  if (t) {
+    for (size_t h = 0; h < n; h++)
+      t[h].group = SIZE_MAX;
+    for (size_t o = 0; o < nold; o++) {
+      if (old[o].group == SIZE_MAX) continue;
+      size_t h = old[o].hash & (n - 1);
+      while (t[h].group != SIZE_MAX)
+        h = (h + 1) & (n - 1);
+      t[h] = old[o];
+    }
+  }
+  free(old);
+  return t;
+}
+
 /* owner[i] = the group of run i, groups numbered in order of first appearance,
- * by an open-addressing hash table of group names: expected linear time. */
+ * by an open-addressing hash table of group names (at most half full, sized
+ * by the groups, not the runs): expected linear time. */
 static int assign_owners(const struct pflex_runset *set, size_t *owner, size_t *ret_ng,
                          size_t **ret_first) {
-  size_t nslots = 16;
-  while (nslots < 2 * set->n)
-    nslots *= 2;
-  size_t *slot = malloc(nslots * sizeof *slot);
+  size_t nslots = 16, ng = 0;
+  struct name_slot *slot = new_slots(nslots, NULL, 0);
   size_t *first = malloc((set->n ? set->n : 1) * sizeof *first); /* group -> its first run */
+  for (size_t i = 0; i < set->n && slot && first; i++) {
+    const char *name = set->runs[i].group;
+    size_t hash = name_hash(name), h = hash & (nslots - 1);
+    while (slot[h].group != SIZE_MAX && (slot[h].hash != hash || strcmp(slot[h].name, name) != 0))
+      h = (h + 1) & (nslots - 1);
+    if (slot[h].group == SIZE_MAX) {
+      slot[h] = (struct name_slot){hash, ng, name};
+      first[ng++] = i;
+    }
+    owner[i] = slot[h].group;
+    if (2 * ng > nslots) {
+      slot = new_slots(2 * nslots, slot, nslots);
+      nslots *= 2;
+    }
+  }
   if (!slot || !first) {
     free(slot);
     free(first);
     return -ENOMEM;
-  }
-  for (size_t h = 0; h < nslots; h++)
-    slot[h] = SIZE_MAX;
-  size_t ng = 0;
-  for (size_t i = 0; i < set->n; i++) {
-    const char *name = set->runs[i].group;
-    size_t h = name_hash(name) & (nslots - 1);
-    while (slot[h] != SIZE_MAX && strcmp(set->runs[first[slot[h]]].group, name) != 0)
-      h = (h + 1) & (nslots - 1);
-    if (slot[h] == SIZE_MAX) {
-      slot[h] = ng;
-      first[ng++] = i;
-    }
-    owner[i] = slot[h];
   }
   free(slot);
   *ret_ng = ng;

@@ -664,40 +664,154 @@ out:
 
 /* ---- reading runs ---- */
 
+/* One row of a group's runs joined with their extras, as SQLite returns them
+ * (no ORDER BY: sorting them here costs far less than SQLite's temporary
+ * B-tree per group): the run's fields and one extra's position, name and
+ * value (offsets into the reader's text; name SIZE_MAX: the run has none). */
+struct run_row {
+  sqlite3_int64 id, pos;
+  double cap_w, power_w, tput, power_sd, tput_sd;
+  unsigned have;
+  size_t name, value;
+};
+
+/* Run id, then extra position: the order the runs and columns are written in. */
+static int cmp_run_row(const void *a, const void *b) {
+  const struct run_row *x = a, *y = b;
+  if (x->id != y->id) return (x->id > y->id) - (x->id < y->id);
+  return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+/* A group's rows and their text, reused from group to group. */
+struct row_buf {
+  struct run_row *rows;
+  size_t n, cap;
+  char *text;
+  size_t len, text_cap;
+  const char **vals; /* one run's extras in column order */
+  size_t nvals;
+};
+
+static void row_buf_release(struct row_buf *b) {
+  free(b->rows);
+  free(b->text);
+  free(b->vals);
+}
+
+/* Copies column i's text (NULL as "") into b's text; its offset, or SIZE_MAX
+ * when out of memory. */
+static size_t keep_text(struct row_buf *b, sqlite3_stmt *st, int i) {
+  const char *t = col_text(st, i);
+  size_t n = (t ? strlen(t) : 0) + 1;
+  if (b->len + n > b->text_cap) {
+    size_t cap = b->text_cap ? b->text_cap : 4096;
+    while (cap < b->len + n)
+      cap *= 2;
+    char *g = realloc(b->text, cap);
+    if (!g) return SIZE_MAX;
+    b->text = g;
+    b->text_cap = cap;
+  }
+  memcpy(b->text + b->len, t ? t : "", n);
+  b->len += n;
+  return b->len - n;
+}
+
+/* Reads the row st is on into b. */
+static int keep_row(struct row_buf *b, sqlite3_stmt *st) {
+  if (b->n == b->cap) {
+    size_t cap = b->cap ? 2 * b->cap : 256;
+    struct run_row *g = realloc(b->rows, cap * sizeof *g);
+    if (!g) return -ENOMEM;
+    b->rows = g;
+    b->cap = cap;
+  }
+  struct run_row *r = &b->rows[b->n];
+  /* The types before the values: SQLite leaves a converted column's type undefined. */
+  unsigned have = (sqlite3_column_type(st, 4) != SQLITE_NULL ? PFLEX_RUN_POWER_SD : 0u) |
+                  (sqlite3_column_type(st, 5) != SQLITE_NULL ? PFLEX_RUN_TPUT_SD : 0u);
+  bool extra = sqlite3_column_type(st, 7) != SQLITE_NULL;
+  *r = (struct run_row){.id = sqlite3_column_int64(st, 0),
+                        .cap_w = sqlite3_column_double(st, 1),
+                        .power_w = sqlite3_column_double(st, 2),
+                        .tput = sqlite3_column_double(st, 3),
+                        .power_sd = sqlite3_column_double(st, 4),
+                        .tput_sd = sqlite3_column_double(st, 5),
+                        .have = have,
+                        .name = SIZE_MAX};
+  if (extra) {
+    r->pos = sqlite3_column_int64(st, 6);
+    if ((r->name = keep_text(b, st, 7)) == SIZE_MAX || (r->value = keep_text(b, st, 8)) == SIZE_MAX)
+      return -ENOMEM;
+  }
+  b->n++;
+  return 0;
+}
+
+/* Room for n values in b->vals, the new ones NULL. */
+static int vals_fit(struct row_buf *b, size_t n) {
+  if (n <= b->nvals) return 0;
+  const char **g = realloc(b->vals, n * sizeof *g);
+  if (!g) return -ENOMEM;
+  for (size_t c = b->nvals; c < n; c++)
+    g[c] = NULL;
+  b->vals = g;
+  b->nvals = n;
+  return 0;
+}
+
+/* Appends the run of rows[0 .. n) (one run id, extras by position): its
+ * columns found (the k-th extra is usually column k) or added in that order,
+ * then the run with its values, copied once. */
+static int append_run(struct row_buf *b, const struct run_row *rows, size_t n,
+                      const struct pflex_run *proto, struct pflex_runset *out) {
+  for (size_t k = 0; k < n; k++) {
+    const char *name = rows[k].name == SIZE_MAX ? NULL : b->text + rows[k].name;
+    size_t col = k;
+    if (!name) continue;
+    if (col >= out->nextra || strcmp(out->extra_names[col], name) != 0) {
+      int err = pflex_runset_add_column(out, name, &col); /* finds it, or adds it */
+      if (err) return err;
+    }
+    if (vals_fit(b, out->nextra)) return -ENOMEM;
+    b->vals[col] = b->text + rows[k].value;
+  }
+  if (vals_fit(b, out->nextra)) return -ENOMEM;
+  for (size_t c = 0; c < out->nextra; c++)
+    if (!b->vals[c]) b->vals[c] = "";
+  struct pflex_run r = *proto;
+  r.extra = (char **)b->vals;
+  r.line = 0; /* the runs do not come from a file here */
+  r.cap_w = rows[0].cap_w;
+  r.power_w = rows[0].power_w;
+  r.tput = rows[0].tput;
+  r.power_sd = rows[0].power_sd;
+  r.tput_sd = rows[0].tput_sd;
+  r.have |= rows[0].have;
+  int err = pflex_runset_append(out, &r);
+  for (size_t c = 0; c < b->nvals; c++)
+    b->vals[c] = NULL;
+  return err;
+}
+
 /* Appends the runs of group group_id, each with its extra columns, read by
- * one indexed query (runs joined with their extras, in run and column order). */
-static int append_group_runs(struct pflex_store *s, sqlite3_stmt *runs_st,
+ * one indexed query (runs joined with their extras), in run and column order. */
+static int append_group_runs(struct pflex_store *s, sqlite3_stmt *runs_st, struct row_buf *b,
                              const struct pflex_run *proto, sqlite3_int64 group_id,
                              struct pflex_runset *out, struct pflex_diag *diag) {
   sqlite3_bind_int64(runs_st, 1, group_id);
   int rc, err = 0;
-  sqlite3_int64 last = 0; /* run ids are >= 1 */
-  while (!err && (rc = sqlite3_step(runs_st)) == SQLITE_ROW) {
-    sqlite3_int64 id = sqlite3_column_int64(runs_st, 0);
-    if (id != last) {
-      last = id;
-      struct pflex_run r = *proto;
-      r.extra = NULL;
-      r.line = 0; /* the runs do not come from a file here */
-      r.cap_w = sqlite3_column_double(runs_st, 1);
-      r.power_w = sqlite3_column_double(runs_st, 2);
-      r.tput = sqlite3_column_double(runs_st, 3);
-      if (sqlite3_column_type(runs_st, 4) != SQLITE_NULL) {
-        r.have |= PFLEX_RUN_POWER_SD;
-        r.power_sd = sqlite3_column_double(runs_st, 4);
-      }
-      if (sqlite3_column_type(runs_st, 5) != SQLITE_NULL) {
-        r.have |= PFLEX_RUN_TPUT_SD;
-        r.tput_sd = sqlite3_column_double(runs_st, 5);
-      }
-      if ((err = pflex_runset_append(out, &r))) break;
-    }
-    if (sqlite3_column_type(runs_st, 6) != SQLITE_NULL)
-      err = pflex_runset_set_extra(out, out->n - 1, col_text(runs_st, 6), col_text(runs_st, 7));
-    rc = SQLITE_DONE;
-  }
+  b->n = b->len = 0;
+  while (!err && (rc = sqlite3_step(runs_st)) == SQLITE_ROW)
+    err = keep_row(b, runs_st);
   if (!err && rc != SQLITE_DONE) err = sql_fail(s, rc, diag, "cannot read runs");
   sqlite3_reset(runs_st);
+  qsort(b->rows, b->n, sizeof *b->rows, cmp_run_row);
+  for (size_t i = 0, j; !err && i < b->n; i = j) {
+    for (j = i + 1; j < b->n && b->rows[j].id == b->rows[i].id;)
+      j++;
+    err = append_run(b, b->rows + i, j - i, proto, out);
+  }
   return err;
 }
 
@@ -723,6 +837,7 @@ struct runs_reader {
   bool have_unit;
   char first_group[128];
   struct pflex_runset out;
+  struct row_buf rows;
   struct pflex_diag *diag;
 };
 
@@ -733,9 +848,10 @@ static int reader_prepare(struct runs_reader *rd, size_t ngroups) {
     err = prepare(s, "SELECT " GROUP_COLS " FROM groups g WHERE g.name = ?", &rd->one, rd->diag);
   if (!err)
     err = prepare(s,
-                  "SELECT r.id, r.cap_w, r.power_w, r.tput, r.power_sd, r.tput_sd, e.name, e.value"
+                  "SELECT r.id, r.cap_w, r.power_w, r.tput, r.power_sd, r.tput_sd, e.position, e.name,"
+                  " e.value"
                   " FROM runs r LEFT JOIN run_extras e ON e.run_id = r.id"
-                  " WHERE r.group_id = ? ORDER BY r.id, e.position",
+                  " WHERE r.group_id = ?",
                   &rd->runs_st, rd->diag);
   rd->nslots = 16;
   while (rd->nslots < 2 * ngroups)
@@ -754,6 +870,7 @@ static void reader_release(struct runs_reader *rd) {
   sqlite3_finalize(rd->one);
   sqlite3_finalize(rd->runs_st);
   free(rd->ids);
+  row_buf_release(&rd->rows);
 }
 
 /* Steps to the next group row: of all groups (name NULL), or of the group
@@ -798,7 +915,7 @@ static int reader_take_group(struct runs_reader *rd, sqlite3_stmt *st, sqlite3_i
   rd->have_unit = true;
   struct pflex_run proto;
   group_row_to_run(st, &proto);
-  return append_group_runs(rd->store, rd->runs_st, &proto, id, &rd->out, rd->diag);
+  return append_group_runs(rd->store, rd->runs_st, &rd->rows, &proto, id, &rd->out, rd->diag);
 }
 
 /* Reads the groups named (all of them, in id order, when ngroups is 0). */

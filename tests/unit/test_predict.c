@@ -663,6 +663,138 @@ static void test_kind_names(void **state) {
   CLOSE(g[PFLEX_RIDGE_GRID_N - 1], 1e4, 1e-9);
 }
 
+/* xorshift in [0, 1), for the random data sets below. */
+static double unit_rand(uint64_t *x) {
+  *x ^= *x << 13, *x ^= *x >> 7, *x ^= *x << 17;
+  return (double)(*x >> 11) / 9007199254740992.0;
+}
+
+/* Row i's ridge prediction refitted the straightforward way: lambda fixed,
+ * on the other rows with their own standardization. */
+static double ridge_refit(const double *x, const double *y, size_t n, size_t p, size_t out,
+                          double lambda) {
+  double xt[64 * 4], yt[64];
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (i == out) continue;
+    memcpy(xt + m * p, x + i * p, p * sizeof *xt);
+    yt[m++] = y[i];
+  }
+  struct pflex_fit_opts o = {.kind = PFLEX_MODEL_RIDGE, .lambda = lambda};
+  struct pflex_linmodel lm;
+  assert_int_equal(pflex_linmodel_fit(xt, yt, m, p, &o, &lm), 0);
+  double v = pflex_linmodel_predict(&lm, x + out * p);
+  pflex_linmodel_release(&lm);
+  return v;
+}
+
+/* Ridge LOO at a fixed lambda without refits (the full data's sums with the
+ * row taken out) equals the refits up to rounding: random designs of 1-3
+ * features, one with a constant column, one row of high leverage. */
+static void test_ridge_loo_fixed_equals_refits(void **state) {
+  (void)state;
+  enum { N = 40 };
+  uint64_t r = 0x9E3779B97F4A7C15ull;
+  for (size_t p = 1; p <= 3; p++)
+    for (int variant = 0; variant < 3; variant++) {
+      double x[N * 3], y[N];
+      for (size_t i = 0; i < N; i++) {
+        for (size_t j = 0; j < p; j++)
+          x[i * p + j] = (variant == 1 && j == p - 1 && p > 1) ? 5.0 : unit_rand(&r) * (j + 1);
+        y[i] = 1 + x[i * p] * 0.7 + 0.3 * unit_rand(&r);
+      }
+      if (variant == 2) x[7 * p] = 40; /* far out: leverage near 1 */
+      struct pflex_dataset d;
+      mkdata(&d, N, p, x, y, NULL, NULL);
+      int fold[N];
+      double yhat[N];
+      pflex_folds_loo(N, fold);
+      for (double lambda = 0.01; lambda < 200; lambda *= 7) {
+        struct pflex_fit_opts o = {.kind = PFLEX_MODEL_RIDGE, .lambda = lambda};
+        assert_int_equal(pflex_cv_predict(&d, &o, fold, yhat), 0);
+        for (size_t i = 0; i < N; i++) {
+          double want = ridge_refit(x, y, N, p, i, lambda);
+          assert_true(fabs(yhat[i] - want) <= 1e-9 * (1 + fabs(want)));
+        }
+      }
+      pflex_dataset_release(&d);
+    }
+}
+
+/* Ridge LOO with the lambda chosen, against its definition computed the
+ * straightforward way (1 feature): every row's closed-form LOO residual on
+ * all n rows, r_j = (yc_j - z_j b) / (1 - 1/n - z_j^2 / (Szz + lambda)),
+ * b = z'yc / (Szz + lambda) on the standardized z; row i's lambda the grid
+ * value with the least mean of the other rows' r_j^2 (ties to the larger);
+ * then row i refitted at that lambda on the other rows. */
+static void test_ridge_loo_chosen_definition(void **state) {
+  (void)state;
+  enum { N = 30, NG = PFLEX_RIDGE_GRID_N };
+  uint64_t r = 88172645463325252ull;
+  double x[N], y[N], grid[NG];
+  size_t differs = 0;
+  pflex_ridge_default_grid(grid);
+  for (int trial = 0; trial < 4; trial++) {
+    for (size_t i = 0; i < N; i++) {
+      x[i] = unit_rand(&r);
+      y[i] = 1 + (trial % 2 ? 0.1 : 2.0) * x[i] + unit_rand(&r);
+    }
+    y[trial] += 3; /* an outlier, whose own residual weighs on the choice */
+    double mx = 0, my = 0, sd = 0;
+    for (size_t i = 0; i < N; i++)
+      mx += x[i] / N, my += y[i] / N;
+    for (size_t i = 0; i < N; i++)
+      sd += (x[i] - mx) * (x[i] - mx) / (N - 1);
+    sd = sqrt(sd);
+    double r2[NG][N];
+    for (size_t k = 0; k < NG; k++) {
+      double szz = 0, szy = 0;
+      for (size_t j = 0; j < N; j++) {
+        double z = (x[j] - mx) / sd;
+        szz += z * z, szy += z * (y[j] - my);
+      }
+      double b = szy / (szz + grid[k]);
+      for (size_t j = 0; j < N; j++) {
+        double z = (x[j] - mx) / sd;
+        double e = (y[j] - my - z * b) / (1 - 1.0 / N - z * z / (szz + grid[k]));
+        r2[k][j] = e * e;
+      }
+    }
+    struct pflex_dataset d;
+    mkdata(&d, N, 1, x, y, NULL, NULL);
+    int fold[N];
+    double yhat[N];
+    pflex_folds_loo(N, fold);
+    struct pflex_fit_opts o = {.kind = PFLEX_MODEL_RIDGE, .lambda = -1};
+    assert_int_equal(pflex_cv_predict(&d, &o, fold, yhat), 0);
+    size_t full = 0; /* the choice on all rows, own terms included */
+    double fbest = INFINITY;
+    for (size_t k = 0; k < NG; k++) {
+      double s = 0;
+      for (size_t j = 0; j < N; j++)
+        s += r2[k][j];
+      if (s / N <= fbest * (1 + 1e-12)) fbest = s / N, full = k;
+    }
+    for (size_t i = 0; i < N; i++) {
+      double best = INFINITY;
+      size_t bk = 0;
+      for (size_t k = 0; k < NG; k++) {
+        double s = 0;
+        for (size_t j = 0; j < N; j++)
+          s += j == i ? 0 : r2[k][j];
+        if (s / (N - 1) <= best * (1 + 1e-12)) best = s / (N - 1), bk = k;
+      }
+      differs += bk != full;
+      double want = ridge_refit(x, y, N, 1, i, grid[bk]);
+      assert_true(fabs(yhat[i] - want) <= 1e-9 * (1 + fabs(want)));
+    }
+    pflex_dataset_release(&d);
+  }
+  /* Not vacuous: leaving a row's own residual out moves some rows' choice
+   * away from the choice on all rows. */
+  assert_true(differs > 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ols_one_feature),
@@ -677,6 +809,8 @@ int main(void) {
       cmocka_unit_test(test_ridge_loo_no_leak),
       cmocka_unit_test(test_ridge_limits),
       cmocka_unit_test(test_ridge_select_bruteforce),
+      cmocka_unit_test(test_ridge_loo_fixed_equals_refits),
+      cmocka_unit_test(test_ridge_loo_chosen_definition),
       cmocka_unit_test(test_model_fit_summary),
       cmocka_unit_test(test_model_json_roundtrip),
       cmocka_unit_test(test_model_predict_run),

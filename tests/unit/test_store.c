@@ -644,6 +644,57 @@ static void test_many_interleaved_groups(void **state) {
   pflex_runset_release(&set);
 }
 
+/* Runs read back with their extras in column order of first appearance
+ * (run id, then each run's own column order), whatever order SQLite returns
+ * the joined rows in: a second import with a new column and the old ones
+ * reordered, and a run with no extra at all (a third import). */
+static void test_extras_column_order(void **state) {
+  struct fixture *f = *state;
+  struct pflex_store *s = open_rw(f->db);
+  struct pflex_store_put_result res;
+  struct pflex_diag d;
+  const char *cols[][3] = {{"zeta", "alpha", NULL}, {"alpha", "mid", "zeta"}};
+  for (int part = 0; part < 2; part++) {
+    struct pflex_runset set;
+    pflex_runset_init(&set);
+    for (int k = 0; k < 3; k++) {
+      char g[16];
+      snprintf(g, sizeof g, "p%d", part);
+      add(&set, mkrun(g, "H200", 8, 700 - 100 * k, 5000 - 500 * k, 900 - k));
+      for (int c = 0; c < 3 && cols[part][c]; c++) {
+        char v[32];
+        snprintf(v, sizeof v, "%s-%d-%d", cols[part][c], part, k);
+        assert_int_equal(pflex_runset_set_extra(&set, set.n - 1, cols[part][c], v), 0);
+      }
+    }
+    assert_int_equal(pflex_store_put_runs(s, &set, PFLEX_STORE_REJECT_EXISTING, &res, &d), 0);
+    pflex_runset_release(&set);
+  }
+  struct pflex_runset bare, got;
+  pflex_runset_init(&bare);
+  add(&bare, mkrun("p2", "H200", 8, 700, 5000, 900));
+  assert_int_equal(pflex_store_put_runs(s, &bare, PFLEX_STORE_REJECT_EXISTING, &res, &d), 0);
+  assert_int_equal(pflex_store_get_runs(s, NULL, 0, &got, &d), 0);
+  assert_int_equal(got.n, 7);
+  assert_int_equal(got.nextra, 3);
+  assert_string_equal(got.extra_names[0], "zeta");
+  assert_string_equal(got.extra_names[1], "alpha");
+  assert_string_equal(got.extra_names[2], "mid");
+  for (size_t i = 0; i < 7; i++) {
+    int part = (int)i / 3, k = (int)i % 3;
+    assert_true(got.runs[i].cap_w == (part < 2 ? 700 - 100 * k : 700));
+    for (size_t c = 0; c < 3; c++) {
+      char want[32] = "";
+      bool has = part == 1 || (part == 0 && c < 2);
+      if (has) snprintf(want, sizeof want, "%s-%d-%d", got.extra_names[c], part, k);
+      assert_string_equal(got.runs[i].extra[c], want);
+    }
+  }
+  pflex_runset_release(&got);
+  pflex_runset_release(&bare);
+  pflex_store_close(s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_fresh_store_gets_latest_schema, setup, teardown),
@@ -660,6 +711,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_units_do_not_mix, setup, teardown),
       cmocka_unit_test_setup_teardown(test_samples, setup, teardown),
       cmocka_unit_test_setup_teardown(test_many_interleaved_groups, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_extras_column_order, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
