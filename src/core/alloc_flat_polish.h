@@ -27,12 +27,12 @@ size_t pflex__flat_pieces(const struct pflex_curve *c, double lo, double hi, dou
  * *ret_k: the piece it lies on, ret_range the part of it (its concave part
  * for a meeting point); *ret_dpdl: the power's derivative in lambda (a
  * meeting point inside a curving part; else 0). */
-double pflex__flat_polish(const double *pc, size_t npc, double w, double lambda, double a,
-                          double b, double x, size_t *ret_k, double ret_range[2],
-                          double *ret_dpdl);
+double pflex__flat_polish(const double *pc, size_t npc, double w, double lambda, double a, double b,
+                          double x, size_t *ret_k, double ret_range[2], double *ret_dpdl);
 
 /* Where the slope of piece q meets lambda / w on [xa, xb], a part of it
- * on which it is concave (xa or xb where it does not). */
+ * on which it is concave (xa or xb where it does not). Reads q's x0 and
+ * its b, c and d only (not x1 nor y0). */
 double pflex__flat_polish_piece(const double *q, double xa, double xb, double w, double lambda,
                                 double *ret_dpdl);
 
