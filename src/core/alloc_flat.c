@@ -12,6 +12,7 @@
  * powers agree to rounding, caps bit for bit (tests/unit/test_alloc_flat.c). */
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,9 +30,10 @@
  * limits (cap_min, cap_max); then, when its curve's points carry caps, its
  * nk[i] >= 1 knots (power, cap), else two pairs (the curve's power range,
  * -INF and P_max without a curve; gpus, 0); then (optimal) ns[i] hull
- * segments (slope, length), then npc[i] cubic pieces of a measured curve
- * (PFLEX__FLAT_PIECE doubles each, alloc_flat_polish.h). What pflex_curve_cap_for_power reads, in
- * one stream: a run reads off, nk and the record, nothing else. */
+ * segments (slope, length). A measured curve's cubic pieces (optimal) lie
+ * in a pool of their own (pc, alloc_flat_polish.h). What
+ * pflex_curve_cap_for_power reads, in one stream: a run reads off, nk and
+ * the record, nothing else. */
 #define REC_HEAD 1u
 /* Up to this many knots, the cap's knot search takes the same steps for
  * every job: a loop whose length varies from job to job mispredicts. */
@@ -47,7 +49,9 @@
 #endif
 
 /* The polish's passes at most (a Newton step on the threshold slope each),
- * and how close to the target their powers must sum to be kept. */
+ * and how close to the target their powers must sum to stop and be kept
+ * (what is left, at most 1e-9 of the target, costs at most about that
+ * share of the throughput; a sum over the target is cut by settle). */
 #define POLISH_PASSES 4
 #define POLISH_TOL 1e-9
 #define CHECKED_JOBS 4096
@@ -58,6 +62,8 @@
 #define SAMPLE_JOBS 8192
 #define SAMPLE_EPS 0.025
 #define REC_NOKNOTS 2u
+/* Doubles of npc pieces in the pool: theirs and the last one's end. */
+#define PIECES_LEN(npc) ((npc) ? (npc)*PFLEX__FLAT_PIECE + 1 : 0)
 
 /* Rooms of doubles, one per job, in one array: a job replaced by a longer
  * one moves to the end, and the array is compacted when replaced jobs left
@@ -151,7 +157,7 @@ static double from_bits(uint64_t u) {
 static int sample_reserve(struct pflex_alloc_flat *f, size_t k) {
   if (k <= f->maxk) return 0;
   free(f->xs), free(f->ys), free(f->hp), free(f->seg), free(f->pcs);
-  f->pcs = malloc(k * PFLEX__FLAT_PIECE * sizeof *f->pcs);
+  f->pcs = malloc((k * PFLEX__FLAT_PIECE + 1) * sizeof *f->pcs);
   f->xs = malloc(k * sizeof *f->xs);
   f->ys = malloc(k * sizeof *f->ys);
   f->hp = malloc(k * sizeof *f->hp);
@@ -194,13 +200,12 @@ static int fill_pool(struct pflex_alloc_flat *f, size_t i, const struct pflex_al
     with_caps = with_caps && pt[m].cap_w > 0;
   if (np > UINT32_MAX || ns > UINT32_MAX) return -EOVERFLOW;
   size_t nk = with_caps ? np : 0, len = 2 * (REC_HEAD + (nk ? nk : REC_NOKNOTS) + ns);
-  if (pool_reserve(&f->rec, f->n, len) < 0 ||
-      pool_reserve(&f->pc, f->n, npc * PFLEX__FLAT_PIECE) < 0)
+  if (pool_reserve(&f->rec, f->n, len) < 0 || pool_reserve(&f->pc, f->n, PIECES_LEN(npc)) < 0)
     return -ENOMEM;
   f->nk[i] = (uint32_t)nk;
   f->ns[i] = (uint32_t)ns;
-  double *pc = pool_place(&f->pc, i, npc * PFLEX__FLAT_PIECE);
-  if (npc) memcpy(pc, f->pcs, npc * PFLEX__FLAT_PIECE * sizeof *pc);
+  double *pc = pool_place(&f->pc, i, PIECES_LEN(npc));
+  if (npc) memcpy(pc, f->pcs, PIECES_LEN(npc) * sizeof *pc);
   double *k = pool_place(&f->rec, i, len);
   k[0] = p->cap_min, k[1] = p->cap_max, k += 2 * REC_HEAD;
   for (size_t m = 0; m < nk; m++)
@@ -549,7 +554,7 @@ static const double *pieces_of(const struct pflex_alloc_flat *f, size_t i) {
 }
 
 static size_t npieces(const struct pflex_alloc_flat *f, size_t i) {
-  return f->pc.len[i] / PFLEX__FLAT_PIECE;
+  return f->pc.len[i] ? (f->pc.len[i] - 1) / PFLEX__FLAT_PIECE : 0;
 }
 
 /* The segments a pass found in a bracket of slopes [lo, hi] (each job's
@@ -644,33 +649,89 @@ static void greedy_finish(const struct pflex_alloc_flat *f, const struct found *
   }
 }
 
-/* The level in a bracket of slopes from a sample of the jobs (about
- * SAMPLE_JOBS, evenly strided) for a budget: where the sample's share of
- * it (by hull length: jobs' sizes vary), SAMPLE_EPS more and less, is
- * reached on the sample's segments. 0 and *ret_lo = *ret_hi = NAN when
- * there is no sample (few jobs). */
+/* The bucket (of MAX_BUCKETS over the slope bits from lo by shift) in
+ * which the cumulative length of hist, from the steepest bucket down,
+ * reaches budget; *ret_above the length above it. -1 where it does not. */
+static ptrdiff_t level_in(const double *len, double budget, double *ret_above) {
+  double above = 0;
+  for (ptrdiff_t b = MAX_BUCKETS; b-- > 0;) {
+    if (above + len[b] >= budget) {
+      *ret_above = above;
+      return b;
+    }
+    above += len[b];
+  }
+  *ret_above = above;
+  return -1;
+}
+
+/* The shift that maps the bits from lo to hi onto MAX_BUCKETS buckets. */
+static unsigned span_shift(uint64_t lo, uint64_t hi) {
+  unsigned shift = 0;
+  while (((hi - lo) >> shift) >= MAX_BUCKETS)
+    shift++;
+  return shift;
+}
+
+/* The level among segments s[0..m) (slopes > 0) for budget, as
+ * pflex__alloc_threshold, in three passes and a selection among few: the
+ * lengths by slope bits, the bucket where they reach budget, its segments
+ * (moved to the front of s). -INFINITY when all are shorter. */
+static int seg_level(struct pflex__seg *s, size_t m, double budget, double *ret_lambda) {
+  *ret_lambda = -INFINITY;
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (size_t k = 0; k < m; k++)
+    lo = bits(s[k].slope) < lo ? bits(s[k].slope) : lo,
+    hi = bits(s[k].slope) > hi ? bits(s[k].slope) : hi;
+  if (!m || !(budget > 0)) return 0;
+  double *len = calloc(MAX_BUCKETS, sizeof *len), above, least = INFINITY;
+  if (!len) return -ENOMEM;
+  unsigned shift = span_shift(lo, hi);
+  for (size_t k = 0; k < m; k++)
+    len[(bits(s[k].slope) - lo) >> shift] += s[k].dp;
+  ptrdiff_t b = level_in(len, budget, &above);
+  free(len);
+  if (b < 0) return 0;
+  size_t n = 0;
+  for (size_t k = 0; k < m; k++)
+    if ((ptrdiff_t)((bits(s[k].slope) - lo) >> shift) == b)
+      s[n++] = s[k], least = pflex__flat_fmin(least, s[k].slope);
+  double lambda = pflex__alloc_threshold(s, n, budget - above);
+  /* Rounding may leave the bucket's sum just short of what it said. */
+  *ret_lambda = lambda == -INFINITY ? least : lambda;
+  return 0;
+}
+
+/* A bracket of slopes [*ret_lo, *ret_hi] around the level for a budget,
+ * from a sample of the jobs (about SAMPLE_JOBS, evenly strided): the
+ * buckets of slope bits in which the sample's share of the budget (by
+ * hull length: jobs' sizes vary), SAMPLE_EPS more and less, is reached.
+ * NAN when there is no sample (few jobs). */
 static int sample_bracket(const struct pflex_alloc_flat *f, double budget, double *ret_lo,
                           double *ret_hi) {
   *ret_lo = *ret_hi = NAN;
-  if (f->n < SAMPLED_JOBS) return 0;
-  size_t stride = f->n / SAMPLE_JOBS, m = 0;
-  double len = 0, all = 0;
+  if (f->n < SAMPLED_JOBS || f->rlo > f->rhi) return 0;
+  size_t stride = f->n / SAMPLE_JOBS;
+  double part = 0, all = 0, above;
+  double *len = calloc(MAX_BUCKETS, sizeof *len);
+  if (!len) return -ENOMEM;
+  unsigned shift = span_shift(f->rlo, f->rhi);
   for (size_t i = 0; i < f->n; i++)
     all += f->ns[i] ? f->hi[i] - f->lo[i] : 0;
-  for (size_t i = 0; i < f->n; i += stride)
-    m += f->ns[i], len += f->ns[i] ? f->hi[i] - f->lo[i] : 0;
-  struct pflex__seg *s = malloc((m ? m : 1) * sizeof *s);
-  if (!s) return -ENOMEM;
-  m = 0;
   for (size_t i = 0; i < f->n; i += stride) {
     const double *g = segs_of(f, i);
+    part += f->ns[i] ? f->hi[i] - f->lo[i] : 0;
     for (uint32_t k = 0; k < f->ns[i]; k++)
-      s[m++] = (struct pflex__seg){SLOPE(g, k), LEN(g, k)};
+      len[(bits(SLOPE(g, k)) - f->rlo) >> shift] += LEN(g, k);
   }
-  double share = all > 0 ? budget * len / all : 0;
-  *ret_hi = pflex__alloc_threshold(s, m, share * (1 - SAMPLE_EPS));
-  *ret_lo = pflex__alloc_threshold(s, m, share * (1 + SAMPLE_EPS));
-  free(s);
+  double share = all > 0 ? budget * part / all : 0;
+  ptrdiff_t top = level_in(len, share * (1 - SAMPLE_EPS), &above);
+  ptrdiff_t bottom = level_in(len, share * (1 + SAMPLE_EPS), &above);
+  free(len);
+  /* The bucket's ends: a slope in bucket b has bits from rlo + (b << shift) on. */
+  *ret_hi = top < 0 || top + 1 >= MAX_BUCKETS ? INFINITY
+                                              : from_bits(f->rlo + ((uint64_t)(top + 1) << shift));
+  *ret_lo = bottom < 0 ? 0 : from_bits(f->rlo + ((uint64_t)bottom << shift));
   return 0;
 }
 
@@ -687,12 +748,10 @@ static int greedy(const struct pflex_alloc_flat *f, double budget, double *p, do
   if (!err && !isnan(lo) && !(err = bracket_pass(f, lo, hi, p, a, b, &c)) && c.above < budget &&
       c.above + c.inb >= budget) {
     struct pflex__seg *s = malloc(c.n * sizeof *s);
-    if (!s) err = -ENOMEM;
-    double least = INFINITY;
-    for (size_t m = 0; s && m < c.n; m++)
-      s[m] = c.seg[m], least = pflex__flat_fmin(least, c.seg[m].slope);
-    if (s) lambda = pflex__alloc_threshold(s, c.n, budget - c.above);
-    if (lambda == -INFINITY) lambda = least; /* rounding: the bracket's last segment */
+    err = s ? 0 : -ENOMEM;
+    if (s) memcpy(s, c.seg, c.n * sizeof *s);
+    if (s) err = seg_level(s, c.n, budget - c.above, &lambda);
+    if (lambda == -INFINITY) lambda = NAN; /* rounding: the full search */
     free(s);
   }
   if (!err && isnan(lambda)) { /* no sample, or it missed the level */
@@ -707,10 +766,10 @@ static int greedy(const struct pflex_alloc_flat *f, double budget, double *p, do
 }
 
 /* Scratch of the polish: the greedy powers, brackets, and per job the
- * piece its power lies on with its part of the bracket in the place of
- * the piece's x1 and y0, which pflex__flat_polish_piece does not read
+ * piece its power lies on, its y0 replaced by the start of its part of the
+ * bracket (pflex__flat_polish_piece does not read y0), then the part's end
  * (LOC doubles; x0 NAN: the job keeps its greedy power). */
-#define LOC PFLEX__FLAT_PIECE
+#define LOC (PFLEX__FLAT_PIECE + 1)
 struct polish {
   double *pg, *a, *b, *loc;
 };
@@ -739,7 +798,7 @@ static double polish_first(const struct pflex_alloc_flat *f, const struct polish
     if (use && dq < 0) {
       const double *pc = &pieces_of(f, i)[PFLEX__FLAT_PIECE * k];
       memcpy(loc, pc, PFLEX__FLAT_PIECE * sizeof *loc);
-      loc[1] = range[0], loc[2] = range[1];
+      loc[1] = range[0], loc[PFLEX__FLAT_PIECE] = range[1];
     }
     sum += p[i];
     d += dq;
@@ -756,7 +815,8 @@ static double polish_next(const struct pflex_alloc_flat *f, const struct polish 
     const double *loc = &w->loc[LOC * i];
     double dq = 0;
     if (!isnan(loc[0])) {
-      double q = pflex__flat_polish_piece(loc, loc[1], loc[2], f->w[i], lambda, &dq);
+      double q =
+          pflex__flat_polish_piece(loc, loc[1], loc[PFLEX__FLAT_PIECE], f->w[i], lambda, &dq);
       p[i] = pflex__flat_fmin(pflex__flat_fmax(q, f->lo[i]), f->hi[i]);
     }
     sum += p[i];
@@ -805,7 +865,7 @@ static void polish_bisect(const struct pflex_alloc_flat *f, const struct polish 
 static void polish(const struct pflex_alloc_flat *f, const struct polish *w, double lambda,
                    double target, double *p) {
   double lambda0 = lambda, d, sum = polish_first(f, w, lambda, p, &d);
-  for (int it = 1; it < POLISH_PASSES && fabs(sum - target) > 1e-13 * target && d < 0; it++) {
+  for (int it = 1; it < POLISH_PASSES && fabs(sum - target) > POLISH_TOL * target && d < 0; it++) {
     lambda =
         pflex__flat_fmin(pflex__flat_fmax(lambda - (sum - target) / d, 0.5 * lambda), 2 * lambda);
     sum = polish_next(f, w, lambda, p, &d);
