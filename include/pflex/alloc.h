@@ -161,7 +161,9 @@ int pflex_alloc_run(const struct pflex_alloc_job *jobs, size_t n,
  * caps the same function of the power).
  * optimal: the hull greedy on each curve's hull sampled once at `knots`
  * points on the job's bounds (pflex_alloc_run's first pass, exact for
- * piecewise-linear concave curves), then, for measured curves, a polish on
+ * piecewise-linear concave curves; from 16,384 jobs on its threshold slope
+ * is searched in a bracket from a sample of the jobs, checked by the
+ * greedy's pass, else over every segment), then, for measured curves, a polish on
  * each curve's own cubic pieces (held in the flat): every job moves to
  * where its weighted slope meets the threshold slope on its curve, within
  * its bracket of the hull, and Newton steps on that slope bring the sum

@@ -12,6 +12,7 @@
  * powers agree to rounding, caps bit for bit (tests/unit/test_alloc_flat.c). */
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,9 +30,10 @@
  * limits (cap_min, cap_max); then, when its curve's points carry caps, its
  * nk[i] >= 1 knots (power, cap), else two pairs (the curve's power range,
  * -INF and P_max without a curve; gpus, 0); then (optimal) ns[i] hull
- * segments (slope, length), then npc[i] cubic pieces of a measured curve
- * (PFLEX__FLAT_PIECE doubles each, alloc_flat_polish.h). What pflex_curve_cap_for_power reads, in one
- * stream: a run reads off, nk and the record, nothing else. */
+ * segments (slope, length). A measured curve's cubic pieces (optimal) lie
+ * in a pool of their own (pc, alloc_flat_polish.h). What
+ * pflex_curve_cap_for_power reads, in one stream: a run reads off, nk and
+ * the record, nothing else. */
 #define REC_HEAD 1u
 /* Up to this many knots, the cap's knot search takes the same steps for
  * every job: a loop whose length varies from job to job mispredicts. */
@@ -47,11 +49,21 @@
 #endif
 
 /* The polish's passes at most (a Newton step on the threshold slope each),
- * and how close to the target their powers must sum to be kept. */
+ * and how close to the target their powers must sum to stop and be kept
+ * (what is left, at most 1e-9 of the target, costs at most about that
+ * share of the throughput; a sum over the target is cut by settle). */
 #define POLISH_PASSES 4
 #define POLISH_TOL 1e-9
-#define CHECKED_JOBS 4096 /* the pair of cap limits */
+#define CHECKED_JOBS 4096
+/* From this many jobs on, the threshold slope is searched in a bracket
+ * from a sample of about SAMPLE_JOBS jobs (greedy), SAMPLE_EPS of the
+ * sample's budget either side of its level. */
+#define SAMPLED_JOBS 16384
+#define SAMPLE_JOBS 8192
+#define SAMPLE_EPS 0.025
 #define REC_NOKNOTS 2u
+/* Doubles of npc pieces in the pool: theirs and the last one's end. */
+#define PIECES_LEN(npc) ((npc) ? (npc)*PFLEX__FLAT_PIECE + 1 : 0)
 
 /* Rooms of doubles, one per job, in one array: a job replaced by a longer
  * one moves to the end, and the array is compacted when replaced jobs left
@@ -121,8 +133,8 @@ struct pflex_alloc_flat {
   struct pool rec;   /* per job its record */
   uint32_t *nk, *ns; /* its cap knots (0: none) and hull segments */
   struct pool pc;    /* optimal: per job its curve's pieces (none: not polished) */
-  unsigned knots; /* optimal: points per curve */
-  bool polish;    /* optimal: polish on the curves' pieces (opts->no_local_search: not) */
+  unsigned knots;    /* optimal: points per curve */
+  bool polish;       /* optimal: polish on the curves' pieces (opts->no_local_search: not) */
   /* optimal: one job's sampling (room for maxk points) */
   double *xs, *ys;
   struct pflex__hullpt *hp;
@@ -145,7 +157,7 @@ static double from_bits(uint64_t u) {
 static int sample_reserve(struct pflex_alloc_flat *f, size_t k) {
   if (k <= f->maxk) return 0;
   free(f->xs), free(f->ys), free(f->hp), free(f->seg), free(f->pcs);
-  f->pcs = malloc(k * PFLEX__FLAT_PIECE * sizeof *f->pcs);
+  f->pcs = malloc((k * PFLEX__FLAT_PIECE + 1) * sizeof *f->pcs);
   f->xs = malloc(k * sizeof *f->xs);
   f->ys = malloc(k * sizeof *f->ys);
   f->hp = malloc(k * sizeof *f->hp);
@@ -188,13 +200,12 @@ static int fill_pool(struct pflex_alloc_flat *f, size_t i, const struct pflex_al
     with_caps = with_caps && pt[m].cap_w > 0;
   if (np > UINT32_MAX || ns > UINT32_MAX) return -EOVERFLOW;
   size_t nk = with_caps ? np : 0, len = 2 * (REC_HEAD + (nk ? nk : REC_NOKNOTS) + ns);
-  if (pool_reserve(&f->rec, f->n, len) < 0 ||
-      pool_reserve(&f->pc, f->n, npc * PFLEX__FLAT_PIECE) < 0)
+  if (pool_reserve(&f->rec, f->n, len) < 0 || pool_reserve(&f->pc, f->n, PIECES_LEN(npc)) < 0)
     return -ENOMEM;
   f->nk[i] = (uint32_t)nk;
   f->ns[i] = (uint32_t)ns;
-  double *pc = pool_place(&f->pc, i, npc * PFLEX__FLAT_PIECE);
-  if (npc) memcpy(pc, f->pcs, npc * PFLEX__FLAT_PIECE * sizeof *pc);
+  double *pc = pool_place(&f->pc, i, PIECES_LEN(npc));
+  if (npc) memcpy(pc, f->pcs, PIECES_LEN(npc) * sizeof *pc);
   double *k = pool_place(&f->rec, i, len);
   k[0] = p->cap_min, k[1] = p->cap_max, k += 2 * REC_HEAD;
   for (size_t m = 0; m < nk; m++)
@@ -245,12 +256,11 @@ int pflex_alloc_flat_new(const struct pflex_alloc_job *jobs, size_t n,
   size_t m = n ? n : 1;
   if (!f) return -ENOMEM;
   unsigned knots = opts && opts->knots ? opts->knots : PFLEX__ALLOC_DEFAULT_KNOTS;
-  *f = (struct pflex_alloc_flat){
-      .strategy = strategy,
-      .n = n,
-      .rlo = UINT64_MAX,
-      .knots = knots < 2 ? 2 : knots,
-      .polish = !(opts && opts->no_local_search)};
+  *f = (struct pflex_alloc_flat){.strategy = strategy,
+                                 .n = n,
+                                 .rlo = UINT64_MAX,
+                                 .knots = knots < 2 ? 2 : knots,
+                                 .polish = !(opts && opts->no_local_search)};
   f->lo = malloc(m * sizeof *f->lo);
   f->hi = malloc(m * sizeof *f->hi);
   f->w = malloc(m * sizeof *f->w);
@@ -544,52 +554,222 @@ static const double *pieces_of(const struct pflex_alloc_flat *f, size_t i) {
 }
 
 static size_t npieces(const struct pflex_alloc_flat *f, size_t i) {
-  return f->pc.len[i] / PFLEX__FLAT_PIECE;
+  return f->pc.len[i] ? (f->pc.len[i] - 1) / PFLEX__FLAT_PIECE : 0;
 }
 
-/* The greedy pass of alloc.c's greedy() on the sampled hulls at threshold
- * slope lambda (every segment steeper, segments at it sharing what is left
- * in job order, then power no hull turns into throughput up to P_max in job
- * order), without its refinement pass, its repair and the local search,
- * which evaluate the curves. With a and b: each job's bracket, the hull
- * vertices before and after the one its steeper segments reach. */
-static void greedy(const struct pflex_alloc_flat *f, double lambda, double budget, double *p,
-                   double *a, double *b) {
-  double left = budget;
+/* The segments a pass found in a bracket of slopes [lo, hi] (each job's
+ * in job order, with its job), the length of those steeper than it
+ * (above) and in it (inb). */
+struct found {
+  struct pflex__seg *seg;
+  size_t *job, n, cap;
+  double above, inb;
+};
+
+static int found_push(struct found *c, const double *s, size_t i) {
+  if (c->n == c->cap) {
+    size_t nc = c->cap ? 2 * c->cap : 1024;
+    struct pflex__seg *ns = realloc(c->seg, nc * sizeof *ns);
+    if (ns) c->seg = ns;
+    size_t *nj = ns ? realloc(c->job, nc * sizeof *nj) : NULL;
+    if (!nj) return -ENOMEM;
+    c->job = nj, c->cap = nc;
+  }
+  c->seg[c->n] = (struct pflex__seg){s[0], s[1]};
+  c->job[c->n++] = i;
+  return 0;
+}
+
+/* Job i at threshold slope lambda: its lower bound plus its segments
+ * steeper than lambda (the greedy's first pass); with a and b its
+ * bracket, the hull vertices before and after the one they reach. */
+static double steeper(const struct pflex_alloc_flat *f, size_t i, double lambda, double *a,
+                      double *b) {
+  const double *s = segs_of(f, i);
+  double q = f->lo[i], prev = q;
+  uint32_t k = 0;
+  for (; k < f->ns[i] && SLOPE(s, k) > lambda; k++)
+    prev = q, q += LEN(s, k);
+  if (a) a[i] = prev, b[i] = k < f->ns[i] ? q + LEN(s, k) : q;
+  return q;
+}
+
+/* The greedy's first pass for every threshold slope in [lo, hi] at once:
+ * each job's power and bracket as for a slope just below hi (p clamped to
+ * its bounds), and into c the segments in the bracket, which decide where
+ * the level lies in it. One pass over the segments. */
+static int bracket_pass(const struct pflex_alloc_flat *f, double lo, double hi, double *p,
+                        double *a, double *b, struct found *c) {
+  double above = 0, inb = 0;
   for (size_t i = 0; i < f->n; i++) {
     const double *s = segs_of(f, i);
     if (i + AHEAD < f->n) PREFETCH(segs_of(f, i + AHEAD));
-    double prev = p[i] = f->lo[i];
-    uint32_t k = 0;
-    for (; k < f->ns[i] && SLOPE(s, k) > lambda; k++) {
-      prev = p[i];
-      p[i] += LEN(s, k);
-      left -= LEN(s, k);
+    double q = f->lo[i], prev = q;
+    uint32_t k = 0, ns = f->ns[i];
+    for (; k < ns && SLOPE(s, k) > hi; k++)
+      prev = q, q += LEN(s, k), above += LEN(s, k);
+    p[i] = pflex__flat_fmin(q, f->hi[i]);
+    if (a) a[i] = prev, b[i] = k < ns ? q + LEN(s, k) : q;
+    for (; k < ns && SLOPE(s, k) >= lo; k++) {
+      if (found_push(c, &s[2 * k], i) < 0) return -ENOMEM;
+      inb += LEN(s, k);
     }
-    if (a) a[i] = prev, b[i] = k < f->ns[i] ? p[i] + LEN(s, k) : p[i];
   }
-  for (size_t i = 0; i < f->n && left > 0; i++) {
-    const double *s = segs_of(f, i);
-    for (uint32_t k = 0; k < f->ns[i] && left > 0; k++) {
-      if (SLOPE(s, k) > lambda) continue;
-      if (SLOPE(s, k) < lambda) break;
-      double take = pflex__flat_fmin(LEN(s, k), left);
-      p[i] += take;
+  c->above = above, c->inb = inb;
+  return 0;
+}
+
+/* The greedy pass of alloc.c's greedy() on the sampled hulls at threshold
+ * slope lambda inside the bracket of c (every segment steeper, segments at
+ * it sharing what is left in job order, then power no hull turns into
+ * throughput up to P_max in job order), after bracket_pass: only the jobs
+ * with segments in the bracket change. Without its refinement pass, its
+ * repair and the local search, which evaluate the curves. */
+static void greedy_finish(const struct pflex_alloc_flat *f, const struct found *c, double lambda,
+                          double budget, double *p, double *a, double *b) {
+  double left = budget - c->above;
+  for (size_t m = 0; m < c->n;) {
+    size_t i = c->job[m];
+    p[i] = steeper(f, i, lambda, a, b);
+    for (; m < c->n && c->job[m] == i; m++)
+      if (c->seg[m].slope > lambda) left -= c->seg[m].dp;
+  }
+  for (size_t m = 0; m < c->n && left > 0; m++)
+    if (c->seg[m].slope == lambda) {
+      double take = pflex__flat_fmin(c->seg[m].dp, left);
+      p[c->job[m]] += take;
       left -= take;
     }
-  }
+  for (size_t m = 0; m < c->n; m++)
+    p[c->job[m]] =
+        pflex__flat_fmin(pflex__flat_fmax(p[c->job[m]], f->lo[c->job[m]]), f->hi[c->job[m]]);
   for (size_t i = 0; i < f->n && left > 0; i++) {
     double take = pflex__flat_fmin(f->hi[i] - p[i], left);
-    if (take > 0) p[i] += take, left -= take;
+    if (take > 0) p[i] = pflex__flat_fmin(p[i] + take, f->hi[i]), left -= take;
   }
+}
+
+/* The bucket (of MAX_BUCKETS over the slope bits from lo by shift) in
+ * which the cumulative length of hist, from the steepest bucket down,
+ * reaches budget; *ret_above the length above it. -1 where it does not. */
+static ptrdiff_t level_in(const double *len, double budget, double *ret_above) {
+  double above = 0;
+  for (ptrdiff_t b = MAX_BUCKETS; b-- > 0;) {
+    if (above + len[b] >= budget) {
+      *ret_above = above;
+      return b;
+    }
+    above += len[b];
+  }
+  *ret_above = above;
+  return -1;
+}
+
+/* The shift that maps the bits from lo to hi onto MAX_BUCKETS buckets. */
+static unsigned span_shift(uint64_t lo, uint64_t hi) {
+  unsigned shift = 0;
+  while (((hi - lo) >> shift) >= MAX_BUCKETS)
+    shift++;
+  return shift;
+}
+
+/* The level among segments s[0..m) (slopes > 0) for budget, as
+ * pflex__alloc_threshold, in three passes and a selection among few: the
+ * lengths by slope bits, the bucket where they reach budget, its segments
+ * (moved to the front of s). -INFINITY when all are shorter. */
+static int seg_level(struct pflex__seg *s, size_t m, double budget, double *ret_lambda) {
+  *ret_lambda = -INFINITY;
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (size_t k = 0; k < m; k++)
+    lo = bits(s[k].slope) < lo ? bits(s[k].slope) : lo,
+    hi = bits(s[k].slope) > hi ? bits(s[k].slope) : hi;
+  if (!m || !(budget > 0)) return 0;
+  double *len = calloc(MAX_BUCKETS, sizeof *len), above, least = INFINITY;
+  if (!len) return -ENOMEM;
+  unsigned shift = span_shift(lo, hi);
+  for (size_t k = 0; k < m; k++)
+    len[(bits(s[k].slope) - lo) >> shift] += s[k].dp;
+  ptrdiff_t b = level_in(len, budget, &above);
+  free(len);
+  if (b < 0) return 0;
+  size_t n = 0;
+  for (size_t k = 0; k < m; k++)
+    if ((ptrdiff_t)((bits(s[k].slope) - lo) >> shift) == b)
+      s[n++] = s[k], least = pflex__flat_fmin(least, s[k].slope);
+  double lambda = pflex__alloc_threshold(s, n, budget - above);
+  /* Rounding may leave the bucket's sum just short of what it said. */
+  *ret_lambda = lambda == -INFINITY ? least : lambda;
+  return 0;
+}
+
+/* A bracket of slopes [*ret_lo, *ret_hi] around the level for a budget,
+ * from a sample of the jobs (about SAMPLE_JOBS, evenly strided): the
+ * buckets of slope bits in which the sample's share of the budget (by
+ * hull length: jobs' sizes vary), SAMPLE_EPS more and less, is reached.
+ * NAN when there is no sample (few jobs). */
+static int sample_bracket(const struct pflex_alloc_flat *f, double budget, double *ret_lo,
+                          double *ret_hi) {
+  *ret_lo = *ret_hi = NAN;
+  if (f->n < SAMPLED_JOBS || f->rlo > f->rhi) return 0;
+  size_t stride = f->n / SAMPLE_JOBS;
+  double part = 0, all = 0, above;
+  double *len = calloc(MAX_BUCKETS, sizeof *len);
+  if (!len) return -ENOMEM;
+  unsigned shift = span_shift(f->rlo, f->rhi);
   for (size_t i = 0; i < f->n; i++)
-    p[i] = pflex__flat_fmin(pflex__flat_fmax(p[i], f->lo[i]), f->hi[i]);
+    all += f->ns[i] ? f->hi[i] - f->lo[i] : 0;
+  for (size_t i = 0; i < f->n; i += stride) {
+    const double *g = segs_of(f, i);
+    part += f->ns[i] ? f->hi[i] - f->lo[i] : 0;
+    for (uint32_t k = 0; k < f->ns[i]; k++)
+      len[(bits(SLOPE(g, k)) - f->rlo) >> shift] += LEN(g, k);
+  }
+  double share = all > 0 ? budget * part / all : 0;
+  ptrdiff_t top = level_in(len, share * (1 - SAMPLE_EPS), &above);
+  ptrdiff_t bottom = level_in(len, share * (1 + SAMPLE_EPS), &above);
+  free(len);
+  /* The bucket's ends: a slope in bucket b has bits from rlo + (b << shift) on. */
+  *ret_hi = top < 0 || top + 1 >= MAX_BUCKETS ? INFINITY
+                                              : from_bits(f->rlo + ((uint64_t)(top + 1) << shift));
+  *ret_lo = bottom < 0 ? 0 : from_bits(f->rlo + ((uint64_t)bottom << shift));
+  return 0;
+}
+
+/* The greedy on the flat hulls for budget: its powers into p, with a and b
+ * each job's bracket; *ret_lambda the threshold slope. The level is
+ * searched in a bracket of slopes found from a sample, checked by the pass
+ * that gives the greedy's powers (one pass over the segments); where the
+ * sample missed it, from every segment (flat_threshold, two passes more). */
+static int greedy(const struct pflex_alloc_flat *f, double budget, double *p, double *a, double *b,
+                  double *ret_lambda) {
+  struct found c = {0};
+  double lo = NAN, hi = NAN, lambda = NAN;
+  int err = budget > 0 ? sample_bracket(f, budget, &lo, &hi) : 0;
+  if (!err && !isnan(lo) && !(err = bracket_pass(f, lo, hi, p, a, b, &c)) && c.above < budget &&
+      c.above + c.inb >= budget) {
+    struct pflex__seg *s = malloc(c.n * sizeof *s);
+    err = s ? 0 : -ENOMEM;
+    if (s) memcpy(s, c.seg, c.n * sizeof *s);
+    if (s) err = seg_level(s, c.n, budget - c.above, &lambda);
+    if (lambda == -INFINITY) lambda = NAN; /* rounding: the full search */
+    free(s);
+  }
+  if (!err && isnan(lambda)) { /* no sample, or it missed the level */
+    c.n = 0;
+    err = flat_threshold(f, budget, &lambda);
+    if (!err) err = bracket_pass(f, lambda, lambda, p, a, b, &c);
+  }
+  if (!err) greedy_finish(f, &c, lambda, budget, p, a, b);
+  free(c.seg), free(c.job);
+  *ret_lambda = lambda;
+  return err;
 }
 
 /* Scratch of the polish: the greedy powers, brackets, and per job the
- * piece its power lies on and its part of the bracket (LOC doubles; x0
- * NAN: the job keeps its greedy power). */
-#define LOC (PFLEX__FLAT_PIECE + 2)
+ * piece its power lies on, its y0 replaced by the start of its part of the
+ * bracket (pflex__flat_polish_piece does not read y0), then the part's end
+ * (LOC doubles; x0 NAN: the job keeps its greedy power). */
+#define LOC (PFLEX__FLAT_PIECE + 1)
 struct polish {
   double *pg, *a, *b, *loc;
 };
@@ -599,8 +779,8 @@ struct polish {
  * the others at their greedy power; each polished job's piece into
  * w->loc. The sum of the powers; *ret_d its derivative
  * in lambda. */
-static double polish_first(const struct pflex_alloc_flat *f, const struct polish *w,
-                           double lambda, double *p, double *ret_d) {
+static double polish_first(const struct pflex_alloc_flat *f, const struct polish *w, double lambda,
+                           double *p, double *ret_d) {
   double sum = 0, d = 0;
   for (size_t i = 0; i < f->n; i++) {
     double q = NAN, dq = 0, *loc = &w->loc[LOC * i];
@@ -618,7 +798,7 @@ static double polish_first(const struct pflex_alloc_flat *f, const struct polish
     if (use && dq < 0) {
       const double *pc = &pieces_of(f, i)[PFLEX__FLAT_PIECE * k];
       memcpy(loc, pc, PFLEX__FLAT_PIECE * sizeof *loc);
-      loc[PFLEX__FLAT_PIECE] = range[0], loc[PFLEX__FLAT_PIECE + 1] = range[1];
+      loc[1] = range[0], loc[PFLEX__FLAT_PIECE] = range[1];
     }
     sum += p[i];
     d += dq;
@@ -635,8 +815,8 @@ static double polish_next(const struct pflex_alloc_flat *f, const struct polish 
     const double *loc = &w->loc[LOC * i];
     double dq = 0;
     if (!isnan(loc[0])) {
-      double q = pflex__flat_polish_piece(loc, loc[PFLEX__FLAT_PIECE], loc[PFLEX__FLAT_PIECE + 1],
-                                          f->w[i], lambda, &dq);
+      double q =
+          pflex__flat_polish_piece(loc, loc[1], loc[PFLEX__FLAT_PIECE], f->w[i], lambda, &dq);
       p[i] = pflex__flat_fmin(pflex__flat_fmax(q, f->lo[i]), f->hi[i]);
     }
     sum += p[i];
@@ -662,8 +842,8 @@ static double gain_over_greedy(const struct pflex_alloc_flat *f, const struct po
  * across hull bridges): bisection on lambda with full passes, the powers
  * at the least lambda found whose powers fit, kept where they gain over
  * the greedy's. */
-static void polish_bisect(const struct pflex_alloc_flat *f, const struct polish *w,
-                          double lambda, double target, double *p) {
+static void polish_bisect(const struct pflex_alloc_flat *f, const struct polish *w, double lambda,
+                          double target, double *p) {
   double lo = 0, hi = 8 * lambda, d;
   int steps = f->n <= 4096 ? 40 : 12;
   if (polish_first(f, w, hi, p, &d) <= target) {
@@ -685,8 +865,9 @@ static void polish_bisect(const struct pflex_alloc_flat *f, const struct polish 
 static void polish(const struct pflex_alloc_flat *f, const struct polish *w, double lambda,
                    double target, double *p) {
   double lambda0 = lambda, d, sum = polish_first(f, w, lambda, p, &d);
-  for (int it = 1; it < POLISH_PASSES && fabs(sum - target) > 1e-13 * target && d < 0; it++) {
-    lambda = pflex__flat_fmin(pflex__flat_fmax(lambda - (sum - target) / d, 0.5 * lambda), 2 * lambda);
+  for (int it = 1; it < POLISH_PASSES && fabs(sum - target) > POLISH_TOL * target && d < 0; it++) {
+    lambda =
+        pflex__flat_fmin(pflex__flat_fmax(lambda - (sum - target) / d, 0.5 * lambda), 2 * lambda);
     sum = polish_next(f, w, lambda, p, &d);
   }
   if (!(fabs(sum - target) <= POLISH_TOL * target))
@@ -695,23 +876,26 @@ static void polish(const struct pflex_alloc_flat *f, const struct polish *w, dou
     memcpy(p, w->pg, f->n * sizeof *p);
 }
 
-/* optimal on the flat: the threshold slope and the greedy pass on the
- * sampled hulls, then each job whose curve has pieces polished on them
- * (polish), for budget above the lower bounds (target in all). */
+/* optimal on the flat: the greedy on the sampled hulls, then each job
+ * whose curve has pieces polished on them (polish), for budget above the
+ * lower bounds (target in all). */
 static int run_optimal(const struct pflex_alloc_flat *f, double budget, double target, double *p) {
   double lambda;
-  int err = flat_threshold(f, budget, &lambda);
-  if (err || !f->pc.live || !(lambda > 0) || !isfinite(lambda)) { /* nothing to polish */
-    if (!err) greedy(f, lambda, budget, p, NULL, NULL);
-    return err;
+  struct polish w = {0};
+  if (f->pc.live) {
+    w = (struct polish){malloc(f->n * sizeof *w.pg), malloc(f->n * sizeof *w.a),
+                        malloc(f->n * sizeof *w.b), malloc(f->n * LOC * sizeof *w.loc)};
+    if (!(w.pg && w.a && w.b && w.loc)) {
+      free(w.pg), free(w.a), free(w.b), free(w.loc);
+      return -ENOMEM;
+    }
   }
-  struct polish w = {malloc(f->n * sizeof *w.pg), malloc(f->n * sizeof *w.a),
-                     malloc(f->n * sizeof *w.b), malloc(f->n * LOC * sizeof *w.loc)};
-  if (w.pg && w.a && w.b && w.loc) {
-    greedy(f, lambda, budget, w.pg, w.a, w.b);
-    polish(f, &w, lambda, target, p);
-  } else {
-    err = -ENOMEM;
+  int err = greedy(f, budget, w.pg ? w.pg : p, w.a, w.b, &lambda);
+  if (!err && w.pg) {
+    if (lambda > 0 && isfinite(lambda))
+      polish(f, &w, lambda, target, p);
+    else
+      memcpy(p, w.pg, f->n * sizeof *p); /* nothing to polish */
   }
   free(w.pg), free(w.a), free(w.b), free(w.loc);
   return err;

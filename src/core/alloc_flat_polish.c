@@ -8,6 +8,10 @@
 
 #include "pflex/curve.h"
 
+/* A piece's doubles (PFLEX__FLAT_PIECE): x0, y0, b, c, d; its end x1 is
+ * the next one's x0 (the last one's follows it). */
+enum { X0, Y0, B, C, D, X1 };
+
 size_t pflex__flat_pieces(const struct pflex_curve *c, double lo, double hi, double *out) {
   size_t np;
   const struct pflex_curve_point *pt = pflex_curve_points(c, &np);
@@ -21,27 +25,28 @@ size_t pflex__flat_pieces(const struct pflex_curve *c, double lo, double hi, dou
     double f0 = pflex_curve_eval(c, x0), f1 = pflex_curve_eval(c, x0 + h / 3),
            f2 = pflex_curve_eval(c, x0 + 2 * h / 3), f3 = pflex_curve_eval(c, x1);
     double d1 = f1 - f0, d2 = f2 - 2 * f1 + f0, d3 = f3 - 3 * f2 + 3 * f1 - f0;
+    if (m && !(out[PFLEX__FLAT_PIECE * m] == x0)) return 0; /* not contiguous: no pieces */
     double *q = &out[PFLEX__FLAT_PIECE * m++];
-    q[0] = x0, q[1] = x1, q[2] = f0;
-    q[3] = (d1 - d2 / 2 + d3 / 3) * 3 / h;
-    q[4] = (d2 / 2 - d3 / 2) * 9 / (h * h);
-    q[5] = d3 / 6 * 27 / (h * h * h);
+    q[X0] = x0, q[X1] = x1, q[Y0] = f0;
+    q[B] = (d1 - d2 / 2 + d3 / 3) * 3 / h;
+    q[C] = (d2 / 2 - d3 / 2) * 9 / (h * h);
+    q[D] = d3 / 6 * 27 / (h * h * h);
   }
   return m;
 }
 
 static double slope_at(const double *q, double t) {
-  return q[3] + t * (2 * q[4] + 3 * q[5] * t);
+  return q[B] + t * (2 * q[C] + 3 * q[D] * t);
 }
 
 static double curv_at(const double *q, double t) {
-  return 2 * q[4] + 6 * q[5] * t;
+  return 2 * q[C] + 6 * q[D] * t;
 }
 
 /* The t in [ta, tb] where the slope of piece q meets s (the slope falls
  * there: q is concave on it), from the quadratic's stable roots. */
 static double meet(const double *q, double s, double ta, double tb) {
-  double a = 3 * q[5], b = 2 * q[4], c = q[3] - s, t;
+  double a = 3 * q[D], b = 2 * q[C], c = q[B] - s, t;
   if (fabs(a) * (tb - ta) <= 1e-12 * fabs(b)) {
     t = -c / b;
   } else {
@@ -54,7 +59,7 @@ static double meet(const double *q, double s, double ta, double tb) {
 
 /* w f - lambda x on piece q at t. */
 static double gain(const double *q, double t, double w, double lambda) {
-  return w * (q[2] + t * (q[3] + t * (q[4] + t * q[5]))) - lambda * (q[0] + t);
+  return w * (q[Y0] + t * (q[B] + t * (q[C] + t * q[D]))) - lambda * (q[X0] + t);
 }
 
 /* The best point so far for w f - lambda x: its gain, where (t on piece
@@ -79,9 +84,12 @@ static void best_on(const double *q, size_t k, double ta, double tb, double w, d
   consider(bst, k, gain(q, ta, w, lambda), ta, ta, tb);
   consider(bst, k, gain(q, tb, w, lambda), tb, ta, tb);
   double lo = ta, hi = tb, s = lambda / w;
-  if (q[5] > 0) hi = pflex__flat_fmin(hi, -q[4] / (3 * q[5]));
-  else if (q[5] < 0) lo = pflex__flat_fmax(lo, -q[4] / (3 * q[5]));
-  else if (q[4] > 0) return;
+  if (q[D] > 0)
+    hi = pflex__flat_fmin(hi, -q[C] / (3 * q[D]));
+  else if (q[D] < 0)
+    lo = pflex__flat_fmax(lo, -q[C] / (3 * q[D]));
+  else if (q[C] > 0)
+    return;
   if (!(lo < hi) || slope_at(q, lo) < s || slope_at(q, hi) > s) return;
   double t = meet(q, s, lo, hi);
   consider(bst, k, gain(q, t, w, lambda), t, lo, hi);
@@ -89,13 +97,13 @@ static void best_on(const double *q, size_t k, double ta, double tb, double w, d
 
 double pflex__flat_polish_piece(const double *q, double xa, double xb, double w, double lambda,
                                 double *ret_dpdl) {
-  double s = lambda / w, ta = xa - q[0], tb = xb - q[0];
+  double s = lambda / w, ta = xa - q[X0], tb = xb - q[X0];
   *ret_dpdl = 0;
   if (slope_at(q, ta) <= s) return xa; /* already below at its start */
   if (slope_at(q, tb) >= s) return xb; /* still above at its end */
   double t = meet(q, s, ta, tb), cv = curv_at(q, t);
   if (cv < 0) *ret_dpdl = 1 / (w * cv);
-  return q[0] + t;
+  return q[X0] + t;
 }
 
 /* Whether the pieces from k on are concave on [a, b]: each one's
@@ -105,7 +113,7 @@ static bool concave_on(const double *pc, size_t npc, size_t k, double a, double 
   double prev = INFINITY;
   for (; k < npc && pc[PFLEX__FLAT_PIECE * k] < b; k++) {
     const double *q = &pc[PFLEX__FLAT_PIECE * k];
-    double ta = pflex__flat_fmax(a, q[0]) - q[0], tb = pflex__flat_fmin(b, q[1]) - q[0];
+    double ta = pflex__flat_fmax(a, q[X0]) - q[X0], tb = pflex__flat_fmin(b, q[X1]) - q[X0];
     if (curv_at(q, ta) > 0 || curv_at(q, tb) > 0 || slope_at(q, ta) > prev) return false;
     prev = slope_at(q, tb);
   }
@@ -114,14 +122,13 @@ static bool concave_on(const double *pc, size_t npc, size_t k, double a, double 
 
 /* pflex__flat_polish where the pieces are concave on [a, b]: the slope
  * falls along it, so the answer is where it meets lambda / w. */
-static double on_concave(const double *pc, size_t npc, size_t k, double w, double lambda,
-                         double a, double b, size_t *ret_k, double ret_range[2],
-                         double *ret_dpdl) {
+static double on_concave(const double *pc, size_t npc, size_t k, double w, double lambda, double a,
+                         double b, size_t *ret_k, double ret_range[2], double *ret_dpdl) {
   for (; k < npc; k++) {
     const double *q = &pc[PFLEX__FLAT_PIECE * k];
-    bool last = k + 1 == npc || q[PFLEX__FLAT_PIECE] >= b;
-    double xa = pflex__flat_fmax(a, q[0]), xb = pflex__flat_fmin(b, q[1]);
-    if (last || slope_at(q, xb - q[0]) < lambda / w) {
+    bool last = k + 1 == npc || q[X1] >= b;
+    double xa = pflex__flat_fmax(a, q[X0]), xb = pflex__flat_fmin(b, q[X1]);
+    if (last || slope_at(q, xb - q[X0]) < lambda / w) {
       *ret_k = k;
       ret_range[0] = xa, ret_range[1] = xb;
       return pflex__flat_polish_piece(q, xa, xb, w, lambda, ret_dpdl);
@@ -130,38 +137,39 @@ static double on_concave(const double *pc, size_t npc, size_t k, double w, doubl
   return NAN; /* not reached: the loop ends at the last piece */
 }
 
-double pflex__flat_polish(const double *pc, size_t npc, double w, double lambda, double a,
-                          double b, double x, size_t *ret_k, double ret_range[2],
-                          double *ret_dpdl) {
+double pflex__flat_polish(const double *pc, size_t npc, double w, double lambda, double a, double b,
+                          double x, size_t *ret_k, double ret_range[2], double *ret_dpdl) {
   struct best bst = {-INFINITY, NAN, 0, 0, 0, 0};
   size_t k = 0, kx;
   *ret_dpdl = 0;
-  while (k < npc && pc[PFLEX__FLAT_PIECE * k + 1] <= a)
+  while (k < npc && pc[PFLEX__FLAT_PIECE * k + X1] <= a)
     k++;
   if (k >= npc || pc[PFLEX__FLAT_PIECE * k] > a) return NAN;
-  for (kx = k; kx + 1 < npc && pc[PFLEX__FLAT_PIECE * kx + 1] < x;)
+  for (kx = k; kx + 1 < npc && pc[PFLEX__FLAT_PIECE * kx + X1] < x;)
     kx++;
-  if (concave_on(pc, npc, k, a, b)) return on_concave(pc, npc, k, w, lambda, a, b, ret_k, ret_range,
-                                                     ret_dpdl);
+  if (concave_on(pc, npc, k, a, b))
+    return on_concave(pc, npc, k, w, lambda, a, b, ret_k, ret_range, ret_dpdl);
   const double *qx = &pc[PFLEX__FLAT_PIECE * kx];
   double gx = gain(qx, x - qx[0], w, lambda);
-  bst = (struct best){gx, x - qx[0], x - qx[0], x - qx[0], 1e-12 * (fabs(gx) + fabs(lambda * x)), kx};
+  bst =
+      (struct best){gx, x - qx[0], x - qx[0], x - qx[0], 1e-12 * (fabs(gx) + fabs(lambda * x)), kx};
   for (; k < npc && pc[PFLEX__FLAT_PIECE * k] < b; k++) {
     const double *q = &pc[PFLEX__FLAT_PIECE * k];
-    best_on(q, k, pflex__flat_fmax(a, q[0]) - q[0], pflex__flat_fmin(b, q[1]) - q[0], w, lambda, &bst);
+    best_on(q, k, pflex__flat_fmax(a, q[X0]) - q[X0], pflex__flat_fmin(b, q[X1]) - q[X0], w, lambda,
+            &bst);
   }
   if (bst.k == kx && bst.t == x - qx[0]) return x; /* nothing better than the greedy's */
   const double *q = &pc[PFLEX__FLAT_PIECE * bst.k];
   double cv = curv_at(q, bst.t);
   if (bst.t > bst.ta && bst.t < bst.tb && cv < 0) *ret_dpdl = 1 / (w * cv);
   *ret_k = bst.k;
-  ret_range[0] = q[0] + bst.ta, ret_range[1] = q[0] + bst.tb;
-  return q[0] + bst.t;
+  ret_range[0] = q[X0] + bst.ta, ret_range[1] = q[X0] + bst.tb;
+  return q[X0] + bst.t;
 }
 
 double pflex__flat_value(const double *pc, size_t npc, double x) {
   size_t k = 0;
-  while (k + 1 < npc && pc[PFLEX__FLAT_PIECE * k + 1] < x)
+  while (k + 1 < npc && pc[PFLEX__FLAT_PIECE * k + X1] < x)
     k++;
   return gain(&pc[PFLEX__FLAT_PIECE * k], x - pc[PFLEX__FLAT_PIECE * k], 1, 0);
 }

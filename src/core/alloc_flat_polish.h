@@ -11,13 +11,16 @@
 
 #include "pflex/curve.h"
 
-/* Doubles per piece: x0, x1, then f(x) = y0 + t (b + t (c + t d)), t = x - x0. */
-#define PFLEX__FLAT_PIECE 6
+/* Doubles per piece: x0, then f(x) = y0 + t (b + t (c + t d)), t = x - x0,
+ * as x0, y0, b, c, d; a piece ends where the next one starts, and the last
+ * one's end follows it (npc pieces: PFLEX__FLAT_PIECE npc + 1 doubles). */
+#define PFLEX__FLAT_PIECE 5
 
 /* The pieces of a measured curve (with >= 2 points) that meet [lo, hi],
  * each fitted through four of the curve's values on it (its own cubic for a
  * Steffen or linear interpolation, up to rounding), into out (room for
- * points - 1 pieces): their number; 0 for any other curve. */
+ * points - 1 pieces and an end): their number; 0 for any other curve (or
+ * pieces that do not join). */
 size_t pflex__flat_pieces(const struct pflex_curve *c, double lo, double hi, double *out);
 
 /* On pieces pc[0..npc) (from pflex__flat_pieces), the power in [a, b]
@@ -27,12 +30,12 @@ size_t pflex__flat_pieces(const struct pflex_curve *c, double lo, double hi, dou
  * *ret_k: the piece it lies on, ret_range the part of it (its concave part
  * for a meeting point); *ret_dpdl: the power's derivative in lambda (a
  * meeting point inside a curving part; else 0). */
-double pflex__flat_polish(const double *pc, size_t npc, double w, double lambda, double a,
-                          double b, double x, size_t *ret_k, double ret_range[2],
-                          double *ret_dpdl);
+double pflex__flat_polish(const double *pc, size_t npc, double w, double lambda, double a, double b,
+                          double x, size_t *ret_k, double ret_range[2], double *ret_dpdl);
 
 /* Where the slope of piece q meets lambda / w on [xa, xb], a part of it
- * on which it is concave (xa or xb where it does not). */
+ * on which it is concave (xa or xb where it does not). Reads q's x0 and
+ * its b, c and d only (not y0 nor its end). */
 double pflex__flat_polish_piece(const double *q, double xa, double xb, double w, double lambda,
                                 double *ret_dpdl);
 

@@ -331,6 +331,54 @@ static void test_flat_optimal(void **state) {
   gsl_rng_free(r);
 }
 
+/* optimal on a flat of 20,000 jobs (from 16,384 on, the threshold slope is
+ * searched in a bracket found from a sample of the jobs): on concave
+ * piecewise-linear curves the powers of pflex_alloc_run up to rounding,
+ * for random jobs (the bracket holds the level) and for jobs whose weights
+ * alternate between 100 and 0.01 (the sample, every other job, sees only
+ * the heavy ones and places the level wrongly: the search over every
+ * segment), never above the target. */
+static void test_flat_optimal_sampled(void **state) {
+  (void)state;
+  enum { N = 20000 };
+  gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+  gsl_rng_set(r, 17);
+  struct pflex_alloc_job *j = calloc(N, sizeof *j);
+  struct pflex_curve **c = calloc(N, sizeof *c);
+  struct pflex_alloc_result *res = calloc(N, sizeof *res);
+  double *pw = calloc(N, sizeof *pw);
+  assert_true(j && c && res && pw);
+  for (int alt = 0; alt < 2; alt++) {
+    for (size_t i = 0; i < N; i++) {
+      double pmax = 8 * (450 + 250 * gsl_rng_uniform(r));
+      pflex_alloc_job_init(&j[i]);
+      j[i].curve = c[i] = concave(r, 0.4 * pmax, pmax);
+      j[i].gpus = 8;
+      j[i].weight = alt ? (i % 2 ? 0.01 : 100) : 0.5 + gsl_rng_uniform(r);
+    }
+    struct pflex_alloc_flat *f = NULL;
+    assert_int_equal(pflex_alloc_flat_new(j, N, PFLEX_ALLOC_OPTIMAL, NULL, &f), 0);
+    for (double cut = 0.05; cut < 0.5; cut += 0.15) {
+      double target, total = 0, vf = 0, vr = 0;
+      assert_int_equal(pflex_alloc_target_for_cut(j, N, cut, &target), 0);
+      assert_int_equal(pflex_alloc_run(j, N, PFLEX_ALLOC_OPTIMAL, target, NULL, res, NULL), 0);
+      assert_int_equal(pflex_alloc_flat_run(f, target, pw, NULL, NULL), 0);
+      for (size_t i = 0; i < N; i++) {
+        assert_true(fabs(pw[i] - res[i].power_w) <= 1e-9 * target);
+        total += pw[i];
+        vf += j[i].weight * pflex_curve_eval(c[i], pw[i]);
+        vr += j[i].weight * res[i].tput;
+      }
+      assert_true(total <= target && vf >= vr * (1 - 1e-12));
+    }
+    pflex_alloc_flat_free(f);
+    for (size_t i = 0; i < N; i++)
+      pflex_curve_free(c[i]);
+  }
+  free(j), free(c), free(res), free(pw);
+  gsl_rng_free(r);
+}
+
 /* pflex_alloc_flat_set for optimal: as a flat filled afresh, bit for bit. */
 static void test_flat_optimal_set(void **state) {
   (void)state;
@@ -459,8 +507,10 @@ static void test_flat_optimal_tol(void **state) {
           po[i] = res[i].power_w;
         double vr = weighted(&w, po), short_by = 1 - vf / vr;
         assert_true(short_by <= PFLEX_ALLOC_FLAT_OPT_TOL);
-        if (s) worst_orc = fmax(worst_orc, short_by);
-        else worst_opt = fmax(worst_opt, short_by);
+        if (s)
+          worst_orc = fmax(worst_orc, short_by);
+        else
+          worst_opt = fmax(worst_opt, short_by);
         if (!small) worst_large = fmax(worst_large, short_by);
         if (!s && !small) large++, close += short_by <= PFLEX_ALLOC_FLAT_OPT_CLOSE;
       }
@@ -480,9 +530,10 @@ static void test_flat_optimal_tol(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_flat_vs_run),      cmocka_unit_test(test_flat_set),
-      cmocka_unit_test(test_flat_errors),      cmocka_unit_test(test_flat_optimal),
-      cmocka_unit_test(test_flat_optimal_set), cmocka_unit_test(test_flat_optimal_tol),
+      cmocka_unit_test(test_flat_vs_run),          cmocka_unit_test(test_flat_set),
+      cmocka_unit_test(test_flat_errors),          cmocka_unit_test(test_flat_optimal),
+      cmocka_unit_test(test_flat_optimal_set),     cmocka_unit_test(test_flat_optimal_tol),
+      cmocka_unit_test(test_flat_optimal_sampled),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
