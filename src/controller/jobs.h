@@ -65,6 +65,11 @@ struct ctl_job {
   double floor_frac;           /* least throughput / T_max: the stricter of class and job */
   double alloc_w, cap_w, pred_tput;
   bool at_top; /* given its whole uncapped draw: its cap sits above what it draws */
+  /* Exploration (explore.h): a binding cap under its draw while a job given
+   * its whole draw has no observation that pins its curve. */
+  double explore_cap_w; /* the probe's cap per GPU (0: not exploring) */
+  int explore_rounds;   /* rounds the probe has run */
+  bool explored;        /* probed once already (or could not be): not again */
 };
 
 struct ctl_jobset {

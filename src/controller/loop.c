@@ -187,11 +187,14 @@ static size_t changed_gpus(struct ctl_node *nd, unsigned *idx, double *watts) {
 }
 
 /* A raise that lets the GPU draw more: not one of a job whose cap already
- * sits above its natural draw (plan.c, at_top), nor a GPU without a job. */
+ * sits above its natural draw (plan.c, at_top), nor a GPU without a job. A
+ * job given its whole draw again from a cap under it (after a probe,
+ * explore.h, or a binding cap) does draw more. */
 static bool raises_draw(struct ctl_controller *c, const struct ctl_node *nd, size_t g) {
   const char *id = nd->gpu[g].job;
   const struct ctl_job *j = id[0] ? ctl_jobset_find(&c->jobs, id) : NULL;
-  return nd->acked_w[g] > 0 && nd->cap_w[g] > nd->acked_w[g] && j && !j->at_top;
+  if (!(nd->acked_w[g] > 0 && nd->cap_w[g] > nd->acked_w[g] && j)) return false;
+  return !j->at_top || nd->acked_w[g] * j->gpus < j->p_max;
 }
 
 /* Raises wait for the cuts that fund them. NVML's averaged readings lag a

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "controller/explore.h"
 #include "pflex/alloc.h"
 #include "pflex/error.h"
 #include "pflex/objective.h"
@@ -21,14 +22,24 @@ static bool placeable(const struct ctl_job *j) {
   return j->present && j->complete && j->gpus > 0 && j->max_w >= j->min_w;
 }
 
+/* Held at a binding probe cap while its curve has no observation (explore.h). */
+static bool exploring(const struct ctl_job *j) {
+  return placeable(j) && !j->probe && ctl_explore_active(j);
+}
+
 /* Allocated by the optimal strategy on its curve. */
 static bool allocatable(const struct ctl_job *j) {
-  return placeable(j) && !j->probe && ctl_job_curve(j);
+  return placeable(j) && !j->probe && ctl_job_curve(j) && !ctl_explore_active(j);
 }
 
 /* Given the equal cut's share while its curve is unknown (jobs.h). */
 static bool probing(const struct ctl_job *j) {
   return placeable(j) && j->probe;
+}
+
+/* Its caps are decided by this plan (the others' GPUs keep what they hold). */
+static bool planned(const struct ctl_job *j) {
+  return allocatable(j) || probing(j) || exploring(j);
 }
 
 /* What GPUs outside the allocation hold, and the caps they get. */
@@ -45,7 +56,7 @@ static double fix_gpus(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset 
     for (size_t g = 0; g < nd->ngpus; g++) {
       const struct ctl_gpu_state *gs = &nd->gpu[g];
       struct ctl_job *j = gs->job[0] ? ctl_jobset_find(js, gs->job) : NULL;
-      if (j && (allocatable(j) || probing(j))) continue;
+      if (j && planned(j)) continue;
       double cap = !j && cfg->unassigned == CTL_UNASSIGNED_MIN ? gs->min_w
                    : !j                                        ? gs->default_w
                    : nd->has_acked && nd->acked_w[g] > 0       ? nd->acked_w[g]
@@ -170,7 +181,7 @@ static void spread(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset *js,
     if (!nd->reachable) continue;
     for (size_t g = 0; g < nd->ngpus; g++) {
       struct ctl_job *j = nd->gpu[g].job[0] ? ctl_jobset_find(js, nd->gpu[g].job) : NULL;
-      bool mine = j && (allocatable(j) || probing(j));
+      bool mine = j && planned(j);
       if (mine) nd->cap_w[g] = j->cap_w;
       s->caps_w += nd->cap_w[g];
       nd->fallback_w += mine ? fmin(j->cap_w, j->alloc_w / j->gpus) : nd->cap_w[g];
@@ -229,6 +240,23 @@ static double probe_shares(struct ctl_jobset *js, double left_w) {
   return taken + jump;
 }
 
+/* Probes: those that have their observation (or ran their time) end and go
+ * back to the allocation; the others keep their probe caps and are counted
+ * at what the readings show they still draw (explore.h). Returns that. */
+static double hold_probes(struct ctl_jobset *js) {
+  double held = 0;
+  for (size_t i = 0; i < js->n; i++) {
+    struct ctl_job *j = &js->v[i];
+    if (!ctl_explore_step(j, placeable(j) && !j->probe)) continue;
+    j->cap_w = j->explore_cap_w;
+    j->alloc_w = ctl_explore_held_w(j);
+    j->at_top = false;
+    j->pred_tput = NAN;
+    held += j->alloc_w;
+  }
+  return held;
+}
+
 /* The cap under which a job draws power_w: the curve's cap for that draw,
  * over the share of a binding cap its GPUs were seen to draw (jobs.h,
  * draw_ratio), rounded down. */
@@ -243,6 +271,7 @@ int ctl_plan(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset *js,
              struct ctl_plan_summary *ret) {
   struct ctl_plan_summary s = {0};
   s.fixed_w = fix_gpus(nodes, nnodes, js, cfg, unseen_w);
+  s.fixed_w += hold_probes(js);
   s.fixed_w += probe_shares(js, budget_w - s.fixed_w);
   s.jobs_w = budget_w - s.fixed_w;
   size_t n = 0;
@@ -274,6 +303,7 @@ int ctl_plan(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset *js,
     j->at_top = at_top;
     j->cap_w = at_top ? fmin(j->max_w, ceil(1.03 * res[k].power_w / j->gpus))
                       : binding_cap(j, aj[k].curve, res[k].power_w);
+    (void)ctl_explore_begin(j); /* at its whole draw with nothing observed: a probe cap */
     s.pred_tput += isfinite(res[k].tput) ? res[k].tput : 0;
   }
   s.jobs = n;
