@@ -204,18 +204,25 @@ static bool raises_draw(struct ctl_controller *c, const struct ctl_node *nd, siz
  * applying both at once shows a sum over the target for a reading or two.
  * So this round's raises are scaled down to the headroom the last reading
  * leaves under target + max_over; the rest follows once the cuts show in the
- * readings (the next rounds re-plan). A first cap (from the default limit)
- * is a cut, not a raise. Returns the watts withheld. */
+ * readings (the next rounds re-plan). The raises pushed in the last round
+ * count as drawn already: the reading that follows a raise by one round
+ * shows only part of it (the one-second average), and the room it seems to
+ * leave is not there. A first cap (from the default limit) is a cut, not a
+ * raise. Returns the watts withheld; c->raised_w becomes what is pushed. */
 static double limit_raises(struct ctl_controller *c, double target_w, double measured_w) {
-  double raise = 0;
+  double raise = 0, in_flight = c->raised_w;
+  c->raised_w = 0;
   for (size_t i = 0; i < c->nnodes; i++) {
     const struct ctl_node *nd = &c->nodes[i];
     if (!nd->reachable || !nd->has_acked) continue;
     for (size_t g = 0; g < nd->ngpus; g++)
       if (raises_draw(c, nd, g)) raise += nd->cap_w[g] - nd->acked_w[g];
   }
-  double room = fmax(0.0, target_w * (1 + c->cfg.max_over_pct / 100.0) - measured_w);
-  if (raise <= room) return 0;
+  double room = fmax(0.0, target_w * (1 + c->cfg.max_over_pct / 100.0) - measured_w - in_flight);
+  if (raise <= room) {
+    c->raised_w = raise;
+    return 0;
+  }
   double f = room / raise, withheld = 0;
   for (size_t i = 0; i < c->nnodes; i++) {
     struct ctl_node *nd = &c->nodes[i];
@@ -225,6 +232,7 @@ static double limit_raises(struct ctl_controller *c, double target_w, double mea
       if (!raises_draw(c, nd, g)) continue;
       nd->cap_w[g] = floor(held + f * (want - held));
       withheld += want - nd->cap_w[g];
+      c->raised_w += nd->cap_w[g] - held;
     }
   }
   return withheld;
@@ -442,6 +450,7 @@ int ctl_controller_round(struct ctl_controller *c, double now) {
     c->in_event = false;
     c->caps_in_force_w = INFINITY;
     c->saturated = false;
+    c->raised_w = 0;
     memset(&c->last_plan, 0, sizeof c->last_plan);
     lift_caps(c);
     update_baseline(c, measured, unreachable);
