@@ -64,8 +64,6 @@ struct ctl_controller {
   double event_t0;        /* when the controller first acted on the current event span */
   double caps_acked_at;   /* first round end with every reachable node's caps acknowledged */
   double caps_in_force_w; /* INFINITY when no caps of ours are in force */
-  double raised_w;        /* raises pushed last round (loop.c, limit_raises): not all in the
-                             readings yet */
   bool saturated;
   double uncapped_w; /* the cluster's uncapped draw (baseline for cut_pct) */
   double ring[CTL_BASELINE_RING];

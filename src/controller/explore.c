@@ -15,20 +15,22 @@ static bool pinned(const struct ctl_job *j) {
   return ctl_job_confidence(j) > 0;
 }
 
-bool ctl_explore_begin(struct ctl_job *j) {
+/* The probe's cap per GPU: CTL_EXPLORE_DEPTH of the draw, in range. */
+static double probe_cap(const struct ctl_job *j) {
+  return floor(fmin(fmax(CTL_EXPLORE_DEPTH * j->p_max / j->gpus, j->min_w), j->max_w));
+}
+
+bool ctl_explore_wanted(const struct ctl_job *j) {
   bool measured = j->p_max > 0 && j->t_max > 0 && j->has_tput && j->gpus > 0;
   if (!j->at_top || j->explored || !measured || pinned(j) || ctl_explore_active(j)) return false;
-  double per_gpu = j->p_max / j->gpus;
-  double cap = floor(fmin(fmax(CTL_EXPLORE_DEPTH * per_gpu, j->min_w), j->max_w));
-  if (cap >= BINDS * per_gpu) {
-    j->explored = true; /* no cap in range binds: nothing to learn */
-    return false;
-  }
-  j->explore_cap_w = cap;
+  return probe_cap(j) < BINDS * j->p_max / j->gpus; /* else no cap in range binds */
+}
+
+void ctl_explore_begin(struct ctl_job *j) {
+  j->explore_cap_w = probe_cap(j);
   j->explore_rounds = 0;
-  j->cap_w = cap;
+  j->cap_w = j->explore_cap_w;
   j->at_top = false;
-  return true;
 }
 
 bool ctl_explore_step(struct ctl_job *j, bool placeable) {

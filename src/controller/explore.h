@@ -8,7 +8,10 @@
  * job, once, while its curve has no observation below its P_max (confidence
  * 0), is held at a probe cap CTL_EXPLORE_DEPTH of its draw per GPU until the
  * refinement has that observation (or CTL_EXPLORE_ROUNDS have passed); then
- * the allocation takes it back, on its refined curve.
+ * the allocation takes it back, on its refined curve. One job probes at a
+ * time, the one with the most power first (plan.c): a probe costs a steep
+ * job throughput for its few rounds, and probing every such job at once at
+ * an event's start cost more than it gained on most clusters (measured).
  *
  * Safety: lowering a cap cannot raise any draw, and the power the probe
  * frees goes to other jobs only once the readings show it freed: while it
@@ -29,13 +32,15 @@
 /* Whether the job is held at a probe cap. */
 bool ctl_explore_active(const struct ctl_job *j);
 
-/* After the allocation, for a job it gave its whole draw (at_top): starts a
- * probe if the job's uncapped point is measured (P_max and T_max), it
- * reports throughput, its curve has no observation below P_max and it was
- * never probed; its cap this round becomes the probe's (at_top false, alloc_w
- * unchanged). A probe cap that would not bind (the least limit is within 3%
- * of the draw) marks the job explored instead. Returns whether it started. */
-bool ctl_explore_begin(struct ctl_job *j);
+/* Whether a job the allocation gave its whole draw (at_top) is to be
+ * probed: its uncapped point is measured (P_max and T_max), it reports
+ * throughput, its curve has no observation below P_max, it was never probed,
+ * and a cap in its range binds (the probe cap is under 97% of its draw). */
+bool ctl_explore_wanted(const struct ctl_job *j);
+
+/* Starts the probe: the job's cap this round becomes the probe's (at_top
+ * false; alloc_w unchanged: it is counted at what the allocation gave it). */
+void ctl_explore_begin(struct ctl_job *j);
 
 /* Before the allocation, for a job that is probing: counts the round and ends
  * the probe (explored: never again) once the refinement has its observation,

@@ -70,6 +70,7 @@ struct ctl_job {
   double explore_cap_w; /* the probe's cap per GPU (0: not exploring) */
   int explore_rounds;   /* rounds the probe has run */
   bool explored;        /* probed once already (or could not be): not again */
+  double raised_w;      /* the raise pushed to its GPUs last round, summed (loop.c) */
 };
 
 struct ctl_jobset {

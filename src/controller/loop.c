@@ -186,15 +186,35 @@ static size_t changed_gpus(struct ctl_node *nd, unsigned *idx, double *watts) {
   return k;
 }
 
-/* A raise that lets the GPU draw more: not one of a job whose cap already
- * sits above its natural draw (plan.c, at_top), nor a GPU without a job. A
- * job given its whole draw again from a cap under it (after a probe,
- * explore.h, or a binding cap) does draw more. */
-static bool raises_draw(struct ctl_controller *c, const struct ctl_node *nd, size_t g) {
+/* The job of a GPU whose raise lets it draw more: not one of a job whose cap
+ * already sits above its natural draw (plan.c, at_top), nor a GPU without a
+ * job (NULL for those). A job given its whole draw again from a cap under it
+ * (after a probe, explore.h, or a binding cap) does draw more. */
+static struct ctl_job *raises_draw(struct ctl_controller *c, const struct ctl_node *nd, size_t g) {
   const char *id = nd->gpu[g].job;
-  const struct ctl_job *j = id[0] ? ctl_jobset_find(&c->jobs, id) : NULL;
-  if (!(nd->acked_w[g] > 0 && nd->cap_w[g] > nd->acked_w[g] && j)) return false;
-  return !j->at_top || nd->acked_w[g] * j->gpus < j->p_max;
+  struct ctl_job *j = id[0] ? ctl_jobset_find(&c->jobs, id) : NULL;
+  if (!(nd->acked_w[g] > 0 && nd->cap_w[g] > nd->acked_w[g] && j)) return NULL;
+  return !j->at_top || nd->acked_w[g] * j->gpus < j->p_max ? j : NULL;
+}
+
+/* What of the raises pushed last round the readings do not show yet: per job
+ * raised, what its GPUs may draw under the limits now read (times the share
+ * of a binding cap they were seen to draw, else all of it) less what they
+ * were read to draw, at most the raise; all of the raise for a job not read
+ * this round. Clears the jobs' raises. */
+static double raises_in_flight(struct ctl_jobset *js) {
+  double w = 0;
+  for (size_t i = 0; i < js->n; i++) {
+    struct ctl_job *j = &js->v[i];
+    if (!(j->raised_w > 0)) continue;
+    double ratio = j->draw_ratio > 0 ? j->draw_ratio : 1.0;
+    double unseen = j->present && j->complete && isfinite(j->limit_w)
+                        ? fmax(0.0, j->gpus * j->limit_w * ratio - j->power_w)
+                        : j->raised_w;
+    w += fmin(j->raised_w, unseen);
+    j->raised_w = 0;
+  }
+  return w;
 }
 
 /* Raises wait for the cuts that fund them. NVML's averaged readings lag a
@@ -204,14 +224,12 @@ static bool raises_draw(struct ctl_controller *c, const struct ctl_node *nd, siz
  * applying both at once shows a sum over the target for a reading or two.
  * So this round's raises are scaled down to the headroom the last reading
  * leaves under target + max_over; the rest follows once the cuts show in the
- * readings (the next rounds re-plan). The raises pushed in the last round
- * count as drawn already: the reading that follows a raise by one round
- * shows only part of it (the one-second average), and the room it seems to
- * leave is not there. A first cap (from the default limit) is a cut, not a
- * raise. Returns the watts withheld; c->raised_w becomes what is pushed. */
+ * readings (the next rounds re-plan). What of last round's raises the
+ * reading does not show yet counts as drawn (raises_in_flight): the room it
+ * seems to leave is not there. A first cap (from the default limit) is a
+ * cut, not a raise. Returns the watts withheld. */
 static double limit_raises(struct ctl_controller *c, double target_w, double measured_w) {
-  double raise = 0, in_flight = c->raised_w;
-  c->raised_w = 0;
+  double raise = 0, in_flight = raises_in_flight(&c->jobs);
   for (size_t i = 0; i < c->nnodes; i++) {
     const struct ctl_node *nd = &c->nodes[i];
     if (!nd->reachable || !nd->has_acked) continue;
@@ -219,20 +237,17 @@ static double limit_raises(struct ctl_controller *c, double target_w, double mea
       if (raises_draw(c, nd, g)) raise += nd->cap_w[g] - nd->acked_w[g];
   }
   double room = fmax(0.0, target_w * (1 + c->cfg.max_over_pct / 100.0) - measured_w - in_flight);
-  if (raise <= room) {
-    c->raised_w = raise;
-    return 0;
-  }
-  double f = room / raise, withheld = 0;
-  for (size_t i = 0; i < c->nnodes; i++) {
+  double f = raise > room ? room / raise : 1.0, withheld = 0;
+  for (size_t i = 0; raise > 0 && i < c->nnodes; i++) {
     struct ctl_node *nd = &c->nodes[i];
     if (!nd->reachable || !nd->has_acked) continue;
     for (size_t g = 0; g < nd->ngpus; g++) {
       double held = nd->acked_w[g], want = nd->cap_w[g];
-      if (!raises_draw(c, nd, g)) continue;
-      nd->cap_w[g] = floor(held + f * (want - held));
+      struct ctl_job *j = raises_draw(c, nd, g);
+      if (!j) continue;
+      if (f < 1.0) nd->cap_w[g] = floor(held + f * (want - held));
       withheld += want - nd->cap_w[g];
-      c->raised_w += nd->cap_w[g] - held;
+      j->raised_w += nd->cap_w[g] - held;
     }
   }
   return withheld;
@@ -450,7 +465,7 @@ int ctl_controller_round(struct ctl_controller *c, double now) {
     c->in_event = false;
     c->caps_in_force_w = INFINITY;
     c->saturated = false;
-    c->raised_w = 0;
+    (void)raises_in_flight(&c->jobs); /* none are, once lifted */
     memset(&c->last_plan, 0, sizeof c->last_plan);
     lift_caps(c);
     update_baseline(c, measured, unreachable);

@@ -172,6 +172,18 @@ static double node_floor_w(const struct ctl_node *nd) {
  * above their least limit scaled so that the fallbacks of all reachable
  * nodes sum to at most what the target leaves beside the unreachable nodes'
  * bounds (unreach_w), as long as the least limits fit in it. */
+/* One probe at a time (explore.h): none running, the job given its whole
+ * draw with nothing observed that draws the most is probed from this round. */
+static void start_probe(struct ctl_jobset *js) {
+  struct ctl_job *best = NULL;
+  for (size_t i = 0; i < js->n; i++) {
+    struct ctl_job *j = &js->v[i];
+    if (ctl_explore_active(j)) return;
+    if (allocatable(j) && ctl_explore_wanted(j) && (!best || j->p_max > best->p_max)) best = j;
+  }
+  if (best) ctl_explore_begin(best);
+}
+
 static void spread(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset *js, double target_w,
                    double unreach_w, struct ctl_plan_summary *s) {
   double shares = 0, floors = 0;
@@ -206,6 +218,8 @@ static void spread(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset *js,
  * may draw), less while one that reports nothing yet draws well under its
  * cap (a job loading its weights needs no power it will not draw). Returns
  * the power they take. */
+#define SHARE_KEPT 0.05
+
 static double probe_shares(struct ctl_jobset *js, double left_w) {
   double sum_pmax = 0, taken = 0;
   for (size_t i = 0; i < js->n; i++) {
@@ -220,7 +234,13 @@ static double probe_shares(struct ctl_jobset *js, double left_w) {
   for (size_t i = 0; i < js->n; i++) {
     struct ctl_job *j = &js->v[i];
     if (!probing(j)) continue;
-    double share = floor(fmin(fmax(ratio * j->max_w, j->min_w), j->max_w)), cap = share;
+    double share = floor(fmin(fmax(ratio * j->max_w, j->min_w), j->max_w));
+    /* A share that moved little keeps the cap in force (counted as it is): a
+     * cap that moves every round with the budget never holds the rounds its
+     * reading needs (jobs.c, curve_bounds), and the job stays probed. */
+    if (j->probe_cap_w > 0 && fabs(share - j->probe_cap_w) <= SHARE_KEPT * j->probe_cap_w)
+      share = j->probe_cap_w;
+    double cap = share;
     bool pressing = j->power_w >= 0.95 * j->gpus * j->limit_w;
     bool loading = !j->has_tput && !pressing;
     if (loading) cap = fmin(cap, 1.2 * j->power_w / j->gpus);
@@ -303,9 +323,9 @@ int ctl_plan(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset *js,
     j->at_top = at_top;
     j->cap_w = at_top ? fmin(j->max_w, ceil(1.03 * res[k].power_w / j->gpus))
                       : binding_cap(j, aj[k].curve, res[k].power_w);
-    (void)ctl_explore_begin(j); /* at its whole draw with nothing observed: a probe cap */
     s.pred_tput += isfinite(res[k].tput) ? res[k].tput : 0;
   }
+  if (rc == 0) start_probe(js);
   s.jobs = n;
   s.least_w = least_total_w(nodes, nnodes, unseen_w);
   if (target_w < s.least_w) s.infeasible = true;

@@ -527,7 +527,7 @@ static void a_job_at_its_whole_draw_is_probed(void **state) {
   assert_true(p->explored);
   assert_int_equal(s.jobs, 3); /* back in the allocation */
   p->at_top = true; /* even given its whole draw again: probed once only */
-  assert_false(ctl_explore_begin(p));
+  assert_false(ctl_explore_wanted(p));
 }
 
 int main(void) {
