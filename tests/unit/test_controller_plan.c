@@ -11,7 +11,10 @@
  * A job that reports no throughput yet (loading) is probed, not given its
  * draw as P_max, and counted at its draw plus the largest rise one such job
  * can make; the draw under a binding cap is learnt and the cap divided by
- * it. */
+ * it. A job given its whole draw with nothing observed of its curve is
+ * probed once under a binding cap (explore.h), counted at its old draw until
+ * the readings show the fall, and taken back by the allocation once the
+ * probe's reading pins its curve. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
