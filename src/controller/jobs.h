@@ -123,6 +123,14 @@ void ctl_jobset_learnt_saved(struct ctl_jobset *js);
  * probed again. -ENOMEM. */
 int ctl_jobset_seed(struct ctl_jobset *js, const struct ctl_learnt_row *v, size_t n, double now);
 
+/* What of the raises pushed last round (each job's raised_w, loop.c) the
+ * readings gathered since do not show yet: per job raised, what its GPUs may
+ * draw under the limits now read (times the share of a binding cap they were
+ * seen to draw, else all of it) less what they were read to draw, at most
+ * the raise; all of the raise for a job not read whole this round. Clears
+ * every job's raised_w. */
+double ctl_jobset_raises_in_flight(struct ctl_jobset *js);
+
 /* The job's curve to allocate on (refined, or the prior), or NULL. */
 const struct pflex_curve *ctl_job_curve(const struct ctl_job *j);
 /* pflex_refine_confidence, 0 without a curve. */

@@ -197,26 +197,6 @@ static struct ctl_job *raises_draw(struct ctl_controller *c, const struct ctl_no
   return !j->at_top || nd->acked_w[g] * j->gpus < j->p_max ? j : NULL;
 }
 
-/* What of the raises pushed last round the readings do not show yet: per job
- * raised, what its GPUs may draw under the limits now read (times the share
- * of a binding cap they were seen to draw, else all of it) less what they
- * were read to draw, at most the raise; all of the raise for a job not read
- * this round. Clears the jobs' raises. */
-static double raises_in_flight(struct ctl_jobset *js) {
-  double w = 0;
-  for (size_t i = 0; i < js->n; i++) {
-    struct ctl_job *j = &js->v[i];
-    if (!(j->raised_w > 0)) continue;
-    double ratio = j->draw_ratio > 0 ? j->draw_ratio : 1.0;
-    double unseen = j->present && j->complete && isfinite(j->limit_w)
-                        ? fmax(0.0, j->gpus * j->limit_w * ratio - j->power_w)
-                        : j->raised_w;
-    w += fmin(j->raised_w, unseen);
-    j->raised_w = 0;
-  }
-  return w;
-}
-
 /* Raises wait for the cuts that fund them. NVML's averaged readings lag a
  * limit change by a second or so, and a job lifted (from its least power
  * while it loaded, or given more by the allocation) rises as soon as its
@@ -225,11 +205,11 @@ static double raises_in_flight(struct ctl_jobset *js) {
  * So this round's raises are scaled down to the headroom the last reading
  * leaves under target + max_over; the rest follows once the cuts show in the
  * readings (the next rounds re-plan). What of last round's raises the
- * reading does not show yet counts as drawn (raises_in_flight): the room it
- * seems to leave is not there. A first cap (from the default limit) is a
- * cut, not a raise. Returns the watts withheld. */
+ * reading does not show yet counts as drawn (ctl_jobset_raises_in_flight):
+ * the room it seems to leave is not there. A first cap (from the default
+ * limit) is a cut, not a raise. Returns the watts withheld. */
 static double limit_raises(struct ctl_controller *c, double target_w, double measured_w) {
-  double raise = 0, in_flight = raises_in_flight(&c->jobs);
+  double raise = 0, in_flight = ctl_jobset_raises_in_flight(&c->jobs);
   for (size_t i = 0; i < c->nnodes; i++) {
     const struct ctl_node *nd = &c->nodes[i];
     if (!nd->reachable || !nd->has_acked) continue;
@@ -465,7 +445,7 @@ int ctl_controller_round(struct ctl_controller *c, double now) {
     c->in_event = false;
     c->caps_in_force_w = INFINITY;
     c->saturated = false;
-    (void)raises_in_flight(&c->jobs); /* none are, once lifted */
+    (void)ctl_jobset_raises_in_flight(&c->jobs); /* none are, once lifted */
     memset(&c->last_plan, 0, sizeof c->last_plan);
     lift_caps(c);
     update_baseline(c, measured, unreachable);

@@ -150,8 +150,7 @@ static void trace_jobs(const struct sim_score *s, const struct sim_held *h,
     const struct sim_held_job *j = &s->jobs[h->first + k];
     fprintf(s->jobs_trace, "%.3f,%s,%s,%d,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f\n",
             h->t - s->ev.start, j->id, s->kinds[h->first + k]->group, aj[k].gpus, j->limit_w,
-            j->drawn_w, j->tput,
-            x->res[k].power_w, x->res[k].tput, eq[k].power_w, eq[k].tput,
+            j->drawn_w, j->tput, x->res[k].power_w, x->res[k].tput, eq[k].power_w, eq[k].tput,
             pflex_curve_t_max(aj[k].curve));
   }
   free(eq);

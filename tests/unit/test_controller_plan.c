@@ -533,6 +533,32 @@ static void a_job_at_its_whole_draw_is_probed(void **state) {
   assert_false(ctl_explore_wanted(p));
 }
 
+/* A raise pushed last round counts until the readings show it: a job whose
+ * GPUs draw under the raised limits has the difference in flight (at most
+ * its raise), one whose reading shows it has none, one not read has all. */
+static void raises_count_until_the_readings_show_them(void **state) {
+  struct fixture *f = *state;
+  struct ctl_job *d = ctl_jobset_find(&f->js, "dense"), *m = ctl_jobset_find(&f->js, "moe");
+  for (size_t g = 0; g < 8; g++) { /* raised to 500 W; the reading shows 450 W a GPU */
+    f->nodes[0].gpu[g].limit_w = f->nodes[0].gpu[g].enforced_w = 500;
+    f->nodes[0].gpu[g].power_w = 450;
+    f->nodes[1].gpu[g].limit_w = f->nodes[1].gpu[g].enforced_w = 400; /* shows its raise */
+    f->nodes[1].gpu[g].power_w = 400;
+  }
+  rounds(f, f->nodes, NNODES, 10, 1);
+  d->raised_w = 8 * 100; /* from 400 W */
+  m->raised_w = 8 * 50;
+  assert_near(ctl_jobset_raises_in_flight(&f->js), 8 * 50, 1e-9);
+  assert_true(d->raised_w == 0 && m->raised_w == 0);
+  assert_near(ctl_jobset_raises_in_flight(&f->js), 0, 0); /* counted once */
+  d->raised_w = 8 * 20; /* at most the raise */
+  assert_near(ctl_jobset_raises_in_flight(&f->js), 8 * 20, 1e-9);
+  f->nodes[0].reachable = false; /* not read this round: all of it */
+  rounds(f, f->nodes, NNODES, 11, 1);
+  d->raised_w = 8 * 100;
+  assert_near(ctl_jobset_raises_in_flight(&f->js), 8 * 100, 1e-9);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(jobs_are_gathered_across_nodes, setup, teardown),
@@ -548,6 +574,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(only_changed_learnt_values_are_written, setup, teardown),
       cmocka_unit_test_setup_teardown(a_class_floor_holds_before_any_observation, setup, teardown),
       cmocka_unit_test_setup_teardown(a_job_at_its_whole_draw_is_probed, setup, teardown),
+      cmocka_unit_test_setup_teardown(raises_count_until_the_readings_show_them, setup, teardown),
       cmocka_unit_test(model_pfi_from_telemetry),
       cmocka_unit_test(templates_shape_the_curves),
   };
