@@ -386,6 +386,22 @@ size_t ctl_jobset_learn(struct ctl_jobset *js, const struct ctl_config *cfg) {
   return obs;
 }
 
+/* What of the raises pushed last round the readings do not show yet (jobs.h). */
+double ctl_jobset_raises_in_flight(struct ctl_jobset *js) {
+  double w = 0;
+  for (size_t i = 0; i < js->n; i++) {
+    struct ctl_job *j = &js->v[i];
+    if (!(j->raised_w > 0)) continue;
+    double ratio = j->draw_ratio > 0 ? j->draw_ratio : 1.0;
+    double unseen = j->present && j->complete && isfinite(j->limit_w)
+                        ? fmax(0.0, j->gpus * j->limit_w * ratio - j->power_w)
+                        : j->raised_w;
+    w += fmin(j->raised_w, unseen);
+    j->raised_w = 0;
+  }
+  return w;
+}
+
 const struct pflex_curve *ctl_job_curve(const struct ctl_job *j) {
   return j->refine ? pflex_refine_curve(j->refine) : NULL;
 }

@@ -65,6 +65,12 @@ struct ctl_job {
   double floor_frac;           /* least throughput / T_max: the stricter of class and job */
   double alloc_w, cap_w, pred_tput;
   bool at_top; /* given its whole uncapped draw: its cap sits above what it draws */
+  /* Exploration (explore.h): a binding cap under its draw while a job given
+   * its whole draw has no observation that pins its curve. */
+  double explore_cap_w; /* the probe's cap per GPU (0: not exploring) */
+  int explore_rounds;   /* rounds the probe has run */
+  bool explored;        /* probed once already (or could not be): not again */
+  double raised_w;      /* the raise pushed to its GPUs last round, summed (loop.c) */
 };
 
 struct ctl_jobset {
@@ -116,6 +122,14 @@ void ctl_jobset_learnt_saved(struct ctl_jobset *js);
  * was learnt, so that it is allocated on its curve at once instead of being
  * probed again. -ENOMEM. */
 int ctl_jobset_seed(struct ctl_jobset *js, const struct ctl_learnt_row *v, size_t n, double now);
+
+/* What of the raises pushed last round (each job's raised_w, loop.c) the
+ * readings gathered since do not show yet: per job raised, what its GPUs may
+ * draw under the limits now read (times the share of a binding cap they were
+ * seen to draw, else all of it) less what they were read to draw, at most
+ * the raise; all of the raise for a job not read whole this round. Clears
+ * every job's raised_w. */
+double ctl_jobset_raises_in_flight(struct ctl_jobset *js);
 
 /* The job's curve to allocate on (refined, or the prior), or NULL. */
 const struct pflex_curve *ctl_job_curve(const struct ctl_job *j);

@@ -186,12 +186,15 @@ static size_t changed_gpus(struct ctl_node *nd, unsigned *idx, double *watts) {
   return k;
 }
 
-/* A raise that lets the GPU draw more: not one of a job whose cap already
- * sits above its natural draw (plan.c, at_top), nor a GPU without a job. */
-static bool raises_draw(struct ctl_controller *c, const struct ctl_node *nd, size_t g) {
+/* The job of a GPU whose raise lets it draw more: not one of a job whose cap
+ * already sits above its natural draw (plan.c, at_top), nor a GPU without a
+ * job (NULL for those). A job given its whole draw again from a cap under it
+ * (after a probe, explore.h, or a binding cap) does draw more. */
+static struct ctl_job *raises_draw(struct ctl_controller *c, const struct ctl_node *nd, size_t g) {
   const char *id = nd->gpu[g].job;
-  const struct ctl_job *j = id[0] ? ctl_jobset_find(&c->jobs, id) : NULL;
-  return nd->acked_w[g] > 0 && nd->cap_w[g] > nd->acked_w[g] && j && !j->at_top;
+  struct ctl_job *j = id[0] ? ctl_jobset_find(&c->jobs, id) : NULL;
+  if (!(nd->acked_w[g] > 0 && nd->cap_w[g] > nd->acked_w[g] && j)) return NULL;
+  return !j->at_top || nd->acked_w[g] * j->gpus < j->p_max ? j : NULL;
 }
 
 /* Raises wait for the cuts that fund them. NVML's averaged readings lag a
@@ -201,27 +204,30 @@ static bool raises_draw(struct ctl_controller *c, const struct ctl_node *nd, siz
  * applying both at once shows a sum over the target for a reading or two.
  * So this round's raises are scaled down to the headroom the last reading
  * leaves under target + max_over; the rest follows once the cuts show in the
- * readings (the next rounds re-plan). A first cap (from the default limit)
- * is a cut, not a raise. Returns the watts withheld. */
+ * readings (the next rounds re-plan). What of last round's raises the
+ * reading does not show yet counts as drawn (ctl_jobset_raises_in_flight):
+ * the room it seems to leave is not there. A first cap (from the default
+ * limit) is a cut, not a raise. Returns the watts withheld. */
 static double limit_raises(struct ctl_controller *c, double target_w, double measured_w) {
-  double raise = 0;
+  double raise = 0, in_flight = ctl_jobset_raises_in_flight(&c->jobs);
   for (size_t i = 0; i < c->nnodes; i++) {
     const struct ctl_node *nd = &c->nodes[i];
     if (!nd->reachable || !nd->has_acked) continue;
     for (size_t g = 0; g < nd->ngpus; g++)
       if (raises_draw(c, nd, g)) raise += nd->cap_w[g] - nd->acked_w[g];
   }
-  double room = fmax(0.0, target_w * (1 + c->cfg.max_over_pct / 100.0) - measured_w);
-  if (raise <= room) return 0;
-  double f = room / raise, withheld = 0;
-  for (size_t i = 0; i < c->nnodes; i++) {
+  double room = fmax(0.0, target_w * (1 + c->cfg.max_over_pct / 100.0) - measured_w - in_flight);
+  double f = raise > room ? room / raise : 1.0, withheld = 0;
+  for (size_t i = 0; raise > 0 && i < c->nnodes; i++) {
     struct ctl_node *nd = &c->nodes[i];
     if (!nd->reachable || !nd->has_acked) continue;
     for (size_t g = 0; g < nd->ngpus; g++) {
       double held = nd->acked_w[g], want = nd->cap_w[g];
-      if (!raises_draw(c, nd, g)) continue;
-      nd->cap_w[g] = floor(held + f * (want - held));
+      struct ctl_job *j = raises_draw(c, nd, g);
+      if (!j) continue;
+      if (f < 1.0) nd->cap_w[g] = floor(held + f * (want - held));
       withheld += want - nd->cap_w[g];
+      j->raised_w += nd->cap_w[g] - held;
     }
   }
   return withheld;
@@ -473,6 +479,7 @@ int ctl_controller_round(struct ctl_controller *c, double now) {
     c->in_event = false;
     c->caps_in_force_w = INFINITY;
     c->saturated = false;
+    (void)ctl_jobset_raises_in_flight(&c->jobs); /* none are, once lifted */
     memset(&c->last_plan, 0, sizeof c->last_plan);
     lift_caps(c);
     update_baseline(c, measured, unreachable);

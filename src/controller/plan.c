@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "controller/explore.h"
 #include "pflex/alloc.h"
 #include "pflex/error.h"
 #include "pflex/objective.h"
@@ -21,14 +22,24 @@ static bool placeable(const struct ctl_job *j) {
   return j->present && j->complete && j->gpus > 0 && j->max_w >= j->min_w;
 }
 
+/* Held at a binding probe cap while its curve has no observation (explore.h). */
+static bool exploring(const struct ctl_job *j) {
+  return placeable(j) && !j->probe && ctl_explore_active(j);
+}
+
 /* Allocated by the optimal strategy on its curve. */
 static bool allocatable(const struct ctl_job *j) {
-  return placeable(j) && !j->probe && ctl_job_curve(j);
+  return placeable(j) && !j->probe && ctl_job_curve(j) && !ctl_explore_active(j);
 }
 
 /* Given the equal cut's share while its curve is unknown (jobs.h). */
 static bool probing(const struct ctl_job *j) {
   return placeable(j) && j->probe;
+}
+
+/* Its caps are decided by this plan (the others' GPUs keep what they hold). */
+static bool planned(const struct ctl_job *j) {
+  return allocatable(j) || probing(j) || exploring(j);
 }
 
 /* What GPUs outside the allocation hold, and the caps they get. */
@@ -45,7 +56,7 @@ static double fix_gpus(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset 
     for (size_t g = 0; g < nd->ngpus; g++) {
       const struct ctl_gpu_state *gs = &nd->gpu[g];
       struct ctl_job *j = gs->job[0] ? ctl_jobset_find(js, gs->job) : NULL;
-      if (j && (allocatable(j) || probing(j))) continue;
+      if (j && planned(j)) continue;
       double cap = !j && cfg->unassigned == CTL_UNASSIGNED_MIN ? gs->min_w
                    : !j                                        ? gs->default_w
                    : nd->has_acked && nd->acked_w[g] > 0       ? nd->acked_w[g]
@@ -200,6 +211,18 @@ static double node_floor_w(const struct ctl_node *nd) {
  * above their least limit scaled so that the fallbacks of all reachable
  * nodes sum to at most what the target leaves beside the unreachable nodes'
  * bounds (unreach_w), as long as the least limits fit in it. */
+/* One probe at a time (explore.h): none running, the job given its whole
+ * draw with nothing observed that draws the most is probed from this round. */
+static void start_probe(struct ctl_jobset *js) {
+  struct ctl_job *best = NULL;
+  for (size_t i = 0; i < js->n; i++) {
+    struct ctl_job *j = &js->v[i];
+    if (ctl_explore_active(j)) return;
+    if (allocatable(j) && ctl_explore_wanted(j) && (!best || j->p_max > best->p_max)) best = j;
+  }
+  if (best) ctl_explore_begin(best);
+}
+
 static void spread(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset *js, double target_w,
                    double unreach_w, struct ctl_plan_summary *s) {
   double shares = 0, floors = 0;
@@ -209,7 +232,7 @@ static void spread(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset *js,
     if (!nd->reachable) continue;
     for (size_t g = 0; g < nd->ngpus; g++) {
       struct ctl_job *j = nd->gpu[g].job[0] ? ctl_jobset_find(js, nd->gpu[g].job) : NULL;
-      bool mine = j && (allocatable(j) || probing(j));
+      bool mine = j && planned(j);
       if (mine) nd->cap_w[g] = j->cap_w;
       s->caps_w += nd->cap_w[g];
       nd->fallback_w += mine ? fmin(j->cap_w, j->alloc_w / j->gpus) : nd->cap_w[g];
@@ -234,6 +257,8 @@ static void spread(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset *js,
  * may draw), less while one that reports nothing yet draws well under its
  * cap (a job loading its weights needs no power it will not draw). Returns
  * the power they take. */
+#define SHARE_KEPT 0.05
+
 static double probe_shares(struct ctl_jobset *js, double left_w) {
   double sum_pmax = 0, taken = 0;
   for (size_t i = 0; i < js->n; i++) {
@@ -248,7 +273,13 @@ static double probe_shares(struct ctl_jobset *js, double left_w) {
   for (size_t i = 0; i < js->n; i++) {
     struct ctl_job *j = &js->v[i];
     if (!probing(j)) continue;
-    double share = floor(fmin(fmax(ratio * j->max_w, j->min_w), j->max_w)), cap = share;
+    double share = floor(fmin(fmax(ratio * j->max_w, j->min_w), j->max_w));
+    /* A share that moved little keeps the cap in force (counted as it is): a
+     * cap that moves every round with the budget never holds the rounds its
+     * reading needs (jobs.c, curve_bounds), and the job stays probed. */
+    if (j->probe_cap_w > 0 && fabs(share - j->probe_cap_w) <= SHARE_KEPT * j->probe_cap_w)
+      share = j->probe_cap_w;
+    double cap = share;
     bool pressing = j->power_w >= 0.95 * j->gpus * j->limit_w;
     bool loading = !j->has_tput && !pressing;
     if (loading) cap = fmin(cap, 1.2 * j->power_w / j->gpus);
@@ -268,6 +299,23 @@ static double probe_shares(struct ctl_jobset *js, double left_w) {
   return taken + jump;
 }
 
+/* Probes: those that have their observation (or ran their time) end and go
+ * back to the allocation; the others keep their probe caps and are counted
+ * at what the readings show they still draw (explore.h). Returns that. */
+static double hold_probes(struct ctl_jobset *js) {
+  double held = 0;
+  for (size_t i = 0; i < js->n; i++) {
+    struct ctl_job *j = &js->v[i];
+    if (!ctl_explore_step(j, placeable(j) && !j->probe)) continue;
+    j->cap_w = j->explore_cap_w;
+    j->alloc_w = ctl_explore_held_w(j);
+    j->at_top = false;
+    j->pred_tput = NAN;
+    held += j->alloc_w;
+  }
+  return held;
+}
+
 /* The cap under which a job draws power_w: the curve's cap for that draw,
  * over the share of a binding cap its GPUs were seen to draw (jobs.h,
  * draw_ratio), rounded down. */
@@ -282,6 +330,7 @@ int ctl_plan(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset *js,
              struct ctl_plan_summary *ret) {
   struct ctl_plan_summary s = {.floor_scale = 1};
   s.fixed_w = fix_gpus(nodes, nnodes, js, cfg, unseen_w);
+  s.fixed_w += hold_probes(js);
   s.fixed_w += probe_shares(js, budget_w - s.fixed_w);
   s.jobs_w = budget_w - s.fixed_w;
   size_t n = 0;
@@ -315,6 +364,7 @@ int ctl_plan(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset *js,
                       : binding_cap(j, aj[k].curve, res[k].power_w);
     s.pred_tput += isfinite(res[k].tput) ? res[k].tput : 0;
   }
+  if (rc == 0) start_probe(js);
   s.jobs = n;
   s.least_w = least_total_w(nodes, nnodes, unseen_w);
   if (target_w < s.least_w) s.infeasible = true;

@@ -783,10 +783,16 @@ static json_t *result_json(struct sim *s, struct run_state *rs, size_t wrong_aft
   rs->score.trace = fopen(path, "w");
   if (rs->score.trace)
     fprintf(rs->score.trace, "t_s,ctl,equal,oracle,equal_drawn,oracle_drawn,budget_w,drawn_w\n");
+  snprintf(path, sizeof path, "%s/jobs.csv", s->o.dir); /* --keep: every held second's jobs */
+  rs->score.jobs_trace = s->o.keep ? fopen(path, "w") : NULL;
+  if (rs->score.jobs_trace)
+    fprintf(rs->score.jobs_trace, "t_s,job,kind,gpus,limit_w,drawn_w,tput,oracle_w,oracle_tput,"
+                                  "equal_w,equal_tput,t_max\n");
   if (sim_score_result(&rs->score, &r) < 0)
     fprintf(stderr, "warning: sim: out of memory scoring the throughput\n");
   if (rs->score.trace) fclose(rs->score.trace);
-  rs->score.trace = NULL;
+  if (rs->score.jobs_trace) fclose(rs->score.jobs_trace);
+  rs->score.trace = rs->score.jobs_trace = NULL;
   size_t gpus = s->o.nodes * s->o.gpus_per_node, jobs = 0;
   for (size_t i = 0; i < s->w.njobs; i++)
     jobs += s->w.jobs[i].running;

@@ -19,6 +19,7 @@ void sim_score_release(struct sim_score *s) {
   free(s->held_v);
   free(s->kinds);
   free(s->gpus);
+  free(s->jobs);
   memset(s, 0, sizeof *s);
 }
 
@@ -81,10 +82,16 @@ int sim_score_tput(struct sim_score *s, const struct sim_world *w, double t, dou
       const struct sim_kind **a = realloc(s->kinds, nc * sizeof *a);
       if (a) s->kinds = a;
       int *b = a ? realloc(s->gpus, nc * sizeof *b) : NULL;
-      if (!b) return -ENOMEM;
-      s->gpus = b;
+      if (b) s->gpus = b;
+      struct sim_held_job *c = b ? realloc(s->jobs, nc * sizeof *c) : NULL;
+      if (!c) return -ENOMEM;
+      s->jobs = c;
       s->kinds_cap = nc;
     }
+    struct sim_held_job *hj = &s->jobs[s->nkinds];
+    snprintf(hj->id, sizeof hj->id, "%s", j->id);
+    hj->limit_w = sim_job_limit_w(w, j, &hj->drawn_w);
+    hj->tput = j->tput_now;
     s->kinds[s->nkinds] = j->kind;
     s->gpus[s->nkinds++] = j->gpus;
     h.ctl += j->tput_now;
@@ -129,6 +136,26 @@ struct scratch {
   struct curve_cache *cc;
 };
 
+/* The jobs of one held second: the controller's, the equal cut's and the
+ * oracle's power and throughput for each (jobs_trace). */
+static void trace_jobs(const struct sim_score *s, const struct sim_held *h,
+                       const struct pflex_alloc_job *aj, struct scratch *x) {
+  struct pflex_alloc_result *eq = calloc(h->n ? h->n : 1, sizeof *eq);
+  if (!eq || !isfinite(strategy_tput(aj, h->n, PFLEX_ALLOC_EQUAL, h->budget, x->ctx, eq)) ||
+      !isfinite(strategy_tput(aj, h->n, PFLEX_ALLOC_ORACLE, h->budget, x->ctx, x->res))) {
+    free(eq);
+    return;
+  }
+  for (size_t k = 0; k < h->n; k++) {
+    const struct sim_held_job *j = &s->jobs[h->first + k];
+    fprintf(s->jobs_trace, "%.3f,%s,%s,%d,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f\n",
+            h->t - s->ev.start, j->id, s->kinds[h->first + k]->group, aj[k].gpus, j->limit_w,
+            j->drawn_w, j->tput, x->res[k].power_w, x->res[k].tput, eq[k].power_w, eq[k].tput,
+            pflex_curve_t_max(aj[k].curve));
+  }
+  free(eq);
+}
+
 /* One held second: equal and oracle at the jobs' budget and at what they drew. */
 static int score_second(const struct sim_score *s, const struct sim_held *h, struct scratch *x,
                         struct sums *u) {
@@ -156,6 +183,7 @@ static int score_second(const struct sim_score *s, const struct sim_held *h, str
   u->budget += h->budget;
   u->drawn += h->drawn;
   u->held++;
+  if (s->jobs_trace) trace_jobs(s, h, aj, x);
   if (s->trace)
     fprintf(s->trace, "%.3f,%.2f,%.2f,%.2f,%.2f,%.2f,%.1f,%.1f\n", h->t - s->ev.start, h->ctl, eq,
             orc, eq_d, orc_d, h->budget, h->drawn);

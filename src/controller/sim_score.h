@@ -14,6 +14,12 @@
 
 #define SIM_SETTLE_S 5.0 /* compliance: at or under target + 1% for this long */
 
+struct sim_held_job {
+  char id[32];
+  double limit_w, drawn_w, tput; /* lowest limit in effect per GPU, what its GPUs drew
+                                    (NVML's average), true throughput */
+};
+
 struct sim_held {
   double t, ctl, unc, budget, drawn;
   size_t first, n; /* its jobs: kinds[first .. first + n) */
@@ -32,8 +38,15 @@ struct sim_score {
   size_t held, held_cap;
   const struct sim_kind **kinds; /* of every held second's jobs, in order */
   int *gpus;
+  struct sim_held_job *jobs; /* and what each was and did (for jobs_trace) */
   size_t nkinds, kinds_cap;
   FILE *trace; /* NULL, or every held second: t,ctl,equal,oracle,equal_drawn,oracle_drawn,budget,drawn */
+  /* NULL, or every held second's jobs, one line each (a diagnostic: where the
+   * controller's power differs from the oracle's): t, job, kind, gpus, the
+   * limit in effect per GPU, what the job drew and its throughput, the
+   * oracle's power for it and its throughput there, the same for the equal
+   * cut, and T_max. */
+  FILE *jobs_trace;
   double alloc_ms_max, round_ms_max;
 };
 

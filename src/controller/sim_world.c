@@ -233,6 +233,17 @@ size_t sim_world_churn(struct sim_world *w, double now, struct sim_change *ret, 
   return n;
 }
 
+double sim_job_limit_w(const struct sim_world *w, const struct sim_job *j, double *ret_drawn_w) {
+  double lim = INFINITY, drawn = 0;
+  for (size_t n = j->node0; n < j->node0 + j->nnodes && n < w->nnodes; n++)
+    for (size_t g = 0; g < w->nodes[n].ngpus; g++) {
+      lim = fmin(lim, w->nodes[n].g[g].eff_w);
+      drawn += w->nodes[n].g[g].avg_w;
+    }
+  *ret_drawn_w = drawn;
+  return lim;
+}
+
 double sim_world_limits_w(const struct sim_world *w) {
   double s = 0;
   for (size_t n = 0; n < w->nnodes; n++)

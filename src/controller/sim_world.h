@@ -92,6 +92,9 @@ void sim_world_report_tput(struct sim_world *w);
  * agents (at most max). */
 size_t sim_world_churn(struct sim_world *w, double now, struct sim_change *ret, size_t max);
 
+/* The lowest limit in effect on a job's GPUs, and what they draw (NVML's
+ * one-second averages, summed). */
+double sim_job_limit_w(const struct sim_world *w, const struct sim_job *j, double *ret_drawn_w);
 /* Sum of every GPU's limit now. */
 double sim_world_limits_w(const struct sim_world *w);
 

@@ -11,7 +11,10 @@
 # controller_sim and controller_sim_faults assert; on the default job kinds,
 # drawn like `pflex twin population`), and that the controller
 # restarted after SIGKILL seeds its jobs with what it had learnt (the store's
-# learnt table, written inside each round's transaction).
+# learnt table, written inside each round's transaction), and that a job given
+# its whole draw is probed under it (explore.h): seed 5's 64-GPU MoE job,
+# which the allocation leaves its whole draw, gets an observation that pins
+# its curve (before the probe: confidence 0 all event).
 source "$(dirname "$0")/controller_common.bash"
 # PLplot's font stack (the report's figure) keeps one-time allocations.
 export LSAN_OPTIONS="suppressions=$(dirname "$0")/lsan-plplot.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
@@ -78,5 +81,10 @@ check "$T/outf.json" "faults"
 seeded=$(sed -n "s/.* \([0-9]*\) jobs' uncapped draw and throughput from the store.*/\1/p" \
   "$S/simf/controller.log" | tail -n 1)
 [ "${seeded:-0}" -gt 0 ] || fail "the controller restarted after SIGKILL kept nothing it had learnt"
+conf=$(sqlite3 "$S/simf/controller.db" "SELECT max(a.confidence) FROM allocations a JOIN rounds r
+  ON r.id = a.round_id WHERE r.event_id = 1 AND a.job = (SELECT job FROM allocations
+  ORDER BY gpus DESC, job LIMIT 1)")
+awk -v c="${conf:-0}" 'BEGIN { exit !(c > 0) }' ||
+  fail "the largest job (given its whole draw) was never observed under a binding cap: confidence ${conf:-none}"
 echo "faults: the restarted controller seeded $seeded jobs from the store"
 echo "controller_sim_hosted: ok"

@@ -11,7 +11,10 @@
  * A job that reports no throughput yet (loading) is probed, not given its
  * draw as P_max, and counted at its draw plus the largest rise one such job
  * can make; the draw under a binding cap is learnt and the cap divided by
- * it. */
+ * it. A job given its whole draw with nothing observed of its curve is
+ * probed once under a binding cap (explore.h), counted at its old draw until
+ * the readings show the fall, and taken back by the allocation once the
+ * probe's reading pins its curve. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -25,6 +28,7 @@
 #include <cmocka.h>
 
 #include "assert_near.h"
+#include "controller/explore.h"
 #include "controller/plan.h"
 #include "controller/templates.h"
 
@@ -113,12 +117,17 @@ static void caps_fit_the_budget_and_fallbacks_the_target(void **state) {
     assert_true(f->nodes[k].fallback_w * 8 <= node_caps(&f->nodes[k]) + 1e-9);
   }
   /* Within the budget, but for the 3% a job given its whole draw may draw above it. */
-  double top = 0;
-  for (size_t i = 0; i < f->js.n; i++)
-    if (f->js.v[i].cap_w * f->js.v[i].gpus > f->js.v[i].alloc_w + 1e-9)
-      top += 0.03 * f->js.v[i].alloc_w + f->js.v[i].gpus; /* + rounding up, 1 W a GPU */
+  double top = 0, probes = 0;
+  for (size_t i = 0; i < f->js.n; i++) {
+    const struct ctl_job *j = &f->js.v[i];
+    if (j->cap_w * j->gpus > j->alloc_w + 1e-9)
+      top += 0.03 * j->alloc_w + j->gpus; /* + rounding up, 1 W a GPU */
+    if (ctl_explore_active(j)) probes += j->alloc_w - j->cap_w * j->gpus;
+  }
   if (caps > budget + top) fail_msg("caps %.1f > budget %.1f + %.1f", caps, budget, top);
-  assert_true(caps >= 0.98 * budget); /* the budget is used */
+  /* The budget is used, but for what a probe starting now frees: it goes to
+   * the others once the readings show it (a_job_at_its_whole_draw_is_probed). */
+  assert_true(caps + probes >= 0.98 * budget);
   assert_true(s.fallback_w <= target);
   /* One cap per job, the same on every GPU of the job, in range. */
   struct ctl_job *w = ctl_jobset_find(&f->js, "wide");
@@ -503,6 +512,114 @@ static void a_node_listed_twice_counts_once(void **state) {
   assert_int_equal(nd[2].duplicate_of, 0);
 }
 
+/* Sets what a job's GPUs are read at, on every node it runs on. */
+static void job_reads(struct ctl_node *nodes, size_t n, const char *id, double limit_w,
+                      double power_w, double tput, double t) {
+  for (size_t k = 0; k < n; k++) {
+    for (size_t g = 0; g < nodes[k].ngpus; g++)
+      if (strcmp(nodes[k].gpu[g].job, id) == 0) {
+        nodes[k].gpu[g].limit_w = nodes[k].gpu[g].enforced_w = limit_w;
+        nodes[k].gpu[g].power_w = power_w;
+      }
+    if (nodes[k].njobs && strcmp(nodes[k].jobs[0].id, id) == 0 && nodes[k].jobs[0].has_tput) {
+      nodes[k].jobs[0].tput = tput;
+      nodes[k].jobs[0].tput_time = t;
+    }
+  }
+}
+
+static double others_alloc_w(const struct ctl_jobset *js, const struct ctl_job *p) {
+  double s = 0;
+  for (size_t i = 0; i < js->n; i++)
+    if (&js->v[i] != p) s += js->v[i].alloc_w;
+  return s;
+}
+
+/* A job the allocation gives its whole draw gets a cap above it, which never
+ * binds: nothing would ever be observed of its curve. Once, while its curve
+ * has no observation, it is held at a probe cap under its draw. The power
+ * that frees is not handed out until the readings show it freed (while they
+ * still show the old draw, the job counts at it); then it is, and once the
+ * probe's reading has refined the curve the job goes back to the
+ * allocation and is not probed again. */
+static void a_job_at_its_whole_draw_is_probed(void **state) {
+  struct fixture *f = *state;
+  double uncapped = 8 * 690 + 8 * 660 + 16 * 680, target = 0.7 * uncapped;
+  struct ctl_plan_summary s;
+  assert_int_equal(ctl_plan(f->nodes, NNODES, &f->js, &f->cfg, target, target, 5600, &s), 0);
+  struct ctl_job *p = NULL;
+  for (size_t i = 0; i < f->js.n; i++)
+    if (ctl_explore_active(&f->js.v[i])) p = &f->js.v[i];
+  assert_non_null(p); /* the fixture's cut leaves one job its whole draw */
+  double per_gpu = p->p_max / p->gpus, cap = floor(CTL_EXPLORE_DEPTH * per_gpu);
+  assert_near(p->cap_w, cap, 0);
+  assert_false(p->at_top);
+  assert_near(p->alloc_w, p->p_max, 1e-3 * p->p_max); /* counted at its whole draw */
+  for (size_t k = 0; k < NNODES; k++)
+    for (size_t g = 0; g < 8; g++)
+      if (strcmp(f->nodes[k].gpu[g].job, p->id) == 0) assert_near(f->nodes[k].cap_w[g], cap, 0);
+  double others = others_alloc_w(&f->js, p);
+  /* The limit is set, the reading still shows the old draw: nothing freed. */
+  job_reads(f->nodes, NNODES, p->id, cap, per_gpu, p->t_max, 10);
+  rounds(f, f->nodes, NNODES, 10, 1);
+  assert_int_equal(ctl_plan(f->nodes, NNODES, &f->js, &f->cfg, target, target, 5600, &s), 0);
+  assert_true(ctl_explore_active(p));
+  assert_near(p->cap_w, cap, 0);
+  assert_near(p->alloc_w, p->power_w, 1e-9);
+  assert_true(others_alloc_w(&f->js, p) <= others + 1e-6 * others);
+  /* The reading shows the fall: the others get what it freed. */
+  double t_probe = 0.99 * p->t_max;
+  job_reads(f->nodes, NNODES, p->id, cap, 0.98 * cap, t_probe, 11);
+  rounds(f, f->nodes, NNODES, 11, 1);
+  assert_int_equal(ctl_plan(f->nodes, NNODES, &f->js, &f->cfg, target, target, 5600, &s), 0);
+  assert_true(ctl_explore_active(p));
+  assert_near(p->alloc_w, p->gpus * cap, 1e-9);
+  double freed = p->p_max - p->gpus * cap;
+  assert_true(others_alloc_w(&f->js, p) >= others + 0.9 * freed);
+  double caps = 0;
+  for (size_t k = 0; k < NNODES; k++)
+    caps += node_caps(&f->nodes[k]);
+  assert_true(caps <= target + 0.03 * target);
+  /* The cap holds, its throughput is read: an observation, the probe ends. */
+  for (int r = 0; r < 3; r++) {
+    job_reads(f->nodes, NNODES, p->id, cap, 0.98 * cap, t_probe, 12 + r);
+    rounds(f, f->nodes, NNODES, 12 + r, 1);
+  }
+  assert_true(ctl_job_confidence(p) > 0);
+  assert_int_equal(ctl_plan(f->nodes, NNODES, &f->js, &f->cfg, target, target, 5600, &s), 0);
+  assert_false(ctl_explore_active(p));
+  assert_true(p->explored);
+  assert_int_equal(s.jobs, 3); /* back in the allocation */
+  p->at_top = true; /* even given its whole draw again: probed once only */
+  assert_false(ctl_explore_wanted(p));
+}
+
+/* A raise pushed last round counts until the readings show it: a job whose
+ * GPUs draw under the raised limits has the difference in flight (at most
+ * its raise), one whose reading shows it has none, one not read has all. */
+static void raises_count_until_the_readings_show_them(void **state) {
+  struct fixture *f = *state;
+  struct ctl_job *d = ctl_jobset_find(&f->js, "dense"), *m = ctl_jobset_find(&f->js, "moe");
+  for (size_t g = 0; g < 8; g++) { /* raised to 500 W; the reading shows 450 W a GPU */
+    f->nodes[0].gpu[g].limit_w = f->nodes[0].gpu[g].enforced_w = 500;
+    f->nodes[0].gpu[g].power_w = 450;
+    f->nodes[1].gpu[g].limit_w = f->nodes[1].gpu[g].enforced_w = 400; /* shows its raise */
+    f->nodes[1].gpu[g].power_w = 400;
+  }
+  rounds(f, f->nodes, NNODES, 10, 1);
+  d->raised_w = 8 * 100; /* from 400 W */
+  m->raised_w = 8 * 50;
+  assert_near(ctl_jobset_raises_in_flight(&f->js), 8 * 50, 1e-9);
+  assert_true(d->raised_w == 0 && m->raised_w == 0);
+  assert_near(ctl_jobset_raises_in_flight(&f->js), 0, 0); /* counted once */
+  d->raised_w = 8 * 20; /* at most the raise */
+  assert_near(ctl_jobset_raises_in_flight(&f->js), 8 * 20, 1e-9);
+  f->nodes[0].reachable = false; /* not read this round: all of it */
+  rounds(f, f->nodes, NNODES, 11, 1);
+  d->raised_w = 8 * 100;
+  assert_near(ctl_jobset_raises_in_flight(&f->js), 8 * 100, 1e-9);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(jobs_are_gathered_across_nodes, setup, teardown),
@@ -520,6 +637,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(floors_that_do_not_fit_are_scaled_not_dropped, setup,
                                       teardown),
       cmocka_unit_test(a_node_listed_twice_counts_once),
+      cmocka_unit_test_setup_teardown(a_job_at_its_whole_draw_is_probed, setup, teardown),
+      cmocka_unit_test_setup_teardown(raises_count_until_the_readings_show_them, setup, teardown),
       cmocka_unit_test(model_pfi_from_telemetry),
       cmocka_unit_test(templates_shape_the_curves),
   };
