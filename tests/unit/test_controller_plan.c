@@ -430,17 +430,22 @@ static void only_changed_learnt_values_are_written(void **state) {
   assert_int_equal(f->js.ngone, 0);
 }
 
+/* The config's one class: jobs matching glob, weight 1, the floor given. */
+static void one_class(struct fixture *f, const char *name, const char *glob, double floor_pct) {
+  f->cfg.nclasses = 1;
+  struct ctl_class *c = &f->cfg.classes[0];
+  memset(c, 0, sizeof *c);
+  snprintf(c->name, sizeof c->name, "%s", name);
+  snprintf(c->match, sizeof c->match, "%s", glob);
+  c->weight = 1;
+  c->floor_pct = floor_pct;
+}
+
 /* A class's floor holds for a job whose curve has no observation yet (its
  * curve reports no T_max of its own: the floor is taken at its P_max). */
 static void a_class_floor_holds_before_any_observation(void **state) {
   struct fixture *f = *state;
-  f->cfg.nclasses = 1;
-  struct ctl_class *c = &f->cfg.classes[0];
-  memset(c, 0, sizeof *c);
-  snprintf(c->name, sizeof c->name, "keep");
-  snprintf(c->match, sizeof c->match, "dense");
-  c->weight = 1;
-  c->floor_pct = 90;
+  one_class(f, "keep", "dense", 90);
   rounds(f, f->nodes, NNODES, 10, 1);
   struct ctl_job *d = ctl_jobset_find(&f->js, "dense");
   assert_true(d->observations == 0);
@@ -456,13 +461,7 @@ static void a_class_floor_holds_before_any_observation(void **state) {
  * largest that fits, and the summary says how much. */
 static void floors_that_do_not_fit_are_scaled_not_dropped(void **state) {
   struct fixture *f = *state;
-  f->cfg.nclasses = 1;
-  struct ctl_class *c = &f->cfg.classes[0];
-  memset(c, 0, sizeof *c);
-  snprintf(c->name, sizeof c->name, "rigid");
-  snprintf(c->match, sizeof c->match, "*");
-  c->weight = 1;
-  c->floor_pct = 99;
+  one_class(f, "rigid", "*", 99);
   rounds(f, f->nodes, NNODES, 10, 1);
   double uncapped = 8 * 690 + 8 * 660 + 16 * 680, target = 0.7 * uncapped;
   struct ctl_plan_summary s;
