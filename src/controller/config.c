@@ -280,12 +280,37 @@ static int read_text(int fd, char **ret, size_t *ret_n) {
   return 0;
 }
 
+/* Whether the header [name] (n bytes) came before, among seen (its line in
+ * *ret_line); else it is kept there while room lasts. */
+struct header_seen {
+  const char *name[CTL_MAX_CLASSES + 1];
+  int len[CTL_MAX_CLASSES + 1];
+  size_t line[CTL_MAX_CLASSES + 1];
+  size_t n;
+};
+
+static bool header_repeats(struct header_seen *s, const char *name, int n, size_t line,
+                           size_t *ret_line) {
+  for (size_t i = 0; i < s->n; i++)
+    if (s->len[i] == n && strncmp(s->name[i], name, (size_t)n) == 0) {
+      *ret_line = s->line[i];
+      return true;
+    }
+  if (s->n < CTL_MAX_CLASSES + 1) {
+    s->name[s->n] = name, s->len[s->n] = n, s->line[s->n] = line;
+    s->n++;
+  }
+  return false;
+}
+
 /* The line of the first section header other than [controller] and [class
- * NAME], 0 if none, with the message in why. libinih reports a section only
- * at its first key (the line after the header), and a section without keys
- * never. The name is taken as libinih does: up to the first ']'. */
+ * NAME], or of one given twice (libinih would merge the two silently), 0 if
+ * none, with the message in why. libinih reports a section only at its first
+ * key (the line after the header), and a section without keys never. The
+ * name is taken as libinih does: up to the first ']'. */
 static size_t section_line(const char *text, char *why, size_t whylen) {
-  size_t line = 1;
+  size_t line = 1, first;
+  struct header_seen seen = {.n = 0};
   for (const char *p = text; *p; line++) {
     const char *eol = strchr(p, '\n'), *q = p;
     size_t len = eol ? (size_t)(eol - p) : strlen(p);
@@ -298,6 +323,10 @@ static size_t section_line(const char *text, char *why, size_t whylen) {
                    (n > 6 && strncmp(q + 1, "class ", 6) == 0);
       if (!known) {
         snprintf(why, whylen, "unknown section [%.*s] ([controller], [class NAME])", n, q + 1);
+        return line;
+      }
+      if (header_repeats(&seen, q + 1, n, line, &first)) {
+        snprintf(why, whylen, "section [%.*s] given twice (first at line %zu)", n, q + 1, first);
         return line;
       }
     }
@@ -439,7 +468,11 @@ int ctl_config_check(const struct ctl_config *cfg, char *err, size_t errlen) {
     return -EINVAL;
   }
   if (cfg->agent_timeout_s >= cfg->round_s * cfg->lease_rounds) {
-    snprintf(err, errlen, "agent_timeout_s must be shorter than a lease (round_s * lease_rounds)");
+    snprintf(err, errlen,
+             "agent_timeout_s %g must be shorter than a lease (round_s %g x lease_rounds %d = "
+             "%g s)",
+             cfg->agent_timeout_s, cfg->round_s, cfg->lease_rounds,
+             cfg->round_s * cfg->lease_rounds);
     return -EINVAL;
   }
   return 0;

@@ -160,6 +160,40 @@ static int parse_fault(const char *arg, struct opts *o) {
   return -EINVAL;
 }
 
+/* Linux's ephemeral port range: outgoing connections take ports there, so a
+ * port the sim picks there may be taken before its agent binds it. */
+static bool ephemeral_range(int *lo, int *hi) {
+  FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+  bool ok = f && fscanf(f, "%d %d", lo, hi) == 2;
+  if (f) fclose(f);
+  return ok;
+}
+
+/* What the run would refuse or ignore only later (after the warmup), now. */
+static int check_opts(const struct opts *o) {
+  int lo, hi, last = o->base_port + (int)o->nodes + 1; /* one per agent, then the controller */
+  if (ephemeral_range(&lo, &hi) && o->base_port <= hi && last >= lo) {
+    fprintf(stderr,
+            "error: --base-port %d: ports %d-%d overlap the ephemeral range %d-%d "
+            "(/proc/sys/net/ipv4/ip_local_port_range), where an outgoing connection may take "
+            "a port before its agent binds it; use a base port of at most %d\n",
+            o->base_port, o->base_port, last, lo, hi, lo - (int)o->nodes - 2);
+    return 2;
+  }
+  if (o->ramp > o->duration) {
+    fprintf(stderr, "error: --ramp %g: longer than the event (--duration %g)\n", o->ramp,
+            o->duration);
+    return 2;
+  }
+  for (size_t i = 0; i < o->nfaults; i++)
+    if (o->faults[i].at_s >= o->duration + o->ramp) {
+      fprintf(stderr, "error: --fault %s:%g: at or after the event's end (%g s after its start)\n",
+              FAULT_NAMES[o->faults[i].kind], o->faults[i].at_s, o->duration + o->ramp);
+      return 2;
+    }
+  return 0;
+}
+
 static void default_paths(struct opts *o) {
   ssize_t n = readlink("/proc/self/exe", o->self, sizeof o->self - 1);
   o->self[n > 0 ? n : 0] = '\0';
@@ -326,7 +360,7 @@ static int parse_args(int argc, char **argv, struct opts *o) {
     return 2;
   }
   if (o->heal_s < 0) o->heal_s = o->lease_rounds * o->round_s + 2;
-  return 0;
+  return check_opts(o);
 }
 
 static int write_secret(const char *path, const char *value) {

@@ -11,7 +11,11 @@ grep -q -- '--nodes N' "$T/help.pflex" || fail "help does not list --nodes"
 "$PFLEX" help sim-cluster | cmp -s - "$T/help.ctl" || fail "pflex help sim-cluster differs"
 "$PFLEX" help | grep -q '^  sim-cluster ' || fail "pflex help does not list sim-cluster"
 
-for bad in "--nodes 0" "--cut abc" "--fault agent-explode:3" "--agents remote" "stray"; do
+# Refused before anything starts: a fault after the event's end, a ramp longer
+# than the event, ports in the ephemeral range (read from /proc here too).
+read -r eph_lo _ < /proc/sys/net/ipv4/ip_local_port_range
+for bad in "--nodes 0" "--cut abc" "--fault agent-explode:3" "--agents remote" "stray" \
+  "--duration 3 --fault agent-kill:999" "--duration 30 --ramp 40" "--base-port $eph_lo"; do
   # shellcheck disable=SC2086
   rc=0; "$PFLEX" sim-cluster $bad > /dev/null 2> "$T/err.pflex" || rc=$?
   [ "$rc" -eq 2 ] || fail "pflex sim-cluster $bad: exit $rc, not 2"

@@ -96,6 +96,11 @@ static void config_unknown_section_at_its_line(void **state) {
   refused_unchanged("line 1: unknown section [controler] ([controller], [class NAME])");
   PUT("[controller]\nround_s = 2\n\n  [oops]\n");
   refused_unchanged("line 4: unknown section [oops]");
+  /* A section given twice would be merged by libinih: refused at the second. */
+  PUT("[class a]\nweight = 2\n[class b]\nweight = 1\n[class a]\nfloor_pct = 50\n");
+  refused_unchanged("line 5: section [class a] given twice (first at line 1)");
+  PUT("[controller]\nround_s = 2\n[controller]\n");
+  refused_unchanged("line 3: section [controller] given twice (first at line 1)");
   PUT("[class gold]\nweight = 2\n[controller]\nround_s = 2\n");
   struct ctl_config cfg;
   ctl_config_defaults(&cfg);
