@@ -205,12 +205,6 @@ static double node_floor_w(const struct ctl_node *nd) {
   return f;
 }
 
-/* Writes the jobs' caps onto their GPUs and each node's fallback: its
- * share (what it was allotted: a job at its full draw keeps an uncapped cap,
- * but was allotted only that draw), spread evenly over its GPUs, the part
- * above their least limit scaled so that the fallbacks of all reachable
- * nodes sum to at most what the target leaves beside the unreachable nodes'
- * bounds (unreach_w), as long as the least limits fit in it. */
 /* One probe at a time (explore.h): none running, the job given its whole
  * draw with nothing observed that draws the most is probed from this round. */
 static void start_probe(struct ctl_jobset *js) {
@@ -223,6 +217,12 @@ static void start_probe(struct ctl_jobset *js) {
   if (best) ctl_explore_begin(best);
 }
 
+/* Writes the jobs' caps onto their GPUs and each node's fallback: its
+ * share (what it was allotted: a job at its full draw keeps an uncapped cap,
+ * but was allotted only that draw), spread evenly over its GPUs, the part
+ * above their least limit scaled so that the fallbacks of all reachable
+ * nodes sum to at most what the target leaves beside the unreachable nodes'
+ * bounds (unreach_w), as long as the least limits fit in it. */
 static void spread(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset *js, double target_w,
                    double unreach_w, struct ctl_plan_summary *s) {
   double shares = 0, floors = 0;
