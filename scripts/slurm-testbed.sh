@@ -45,7 +45,7 @@ print_env() { printf 'export SLURM_CONF=%q\n' "$DIR/etc/slurm.conf"; }
 free_port() {
   local p
   for _ in $(seq 1 100); do
-    p=$((20000 + RANDOM % 40000))
+    p=$((20000 + RANDOM % 12000)) # below Linux's ephemeral range (32768 and up)
     if [ "$p" != "${1:-}" ] && ! ss -Htln "sport = :$p" | grep -q .; then
       echo "$p"
       return 0

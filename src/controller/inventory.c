@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
+
 #include "agent/auth.h"
 #include "agent/trust.h"
 
@@ -23,12 +25,18 @@ static char *trim(char *s) {
   return s;
 }
 
-static int check_url(const char *u) {
+/* 0, or -1 (not http(s)), -2 (too long, or a byte no URL holds), or -3
+ * with libcurl's reason in *why (a port past 65535, no host, ...). */
+static int check_url(const char *u, const char **why) {
   if (strncmp(u, "http://", 7) != 0 && strncmp(u, "https://", 8) != 0) return -1;
   if (strlen(u) >= CTL_URL_MAX || strpbrk(u, "\"'\\")) return -2;
   for (const unsigned char *p = (const unsigned char *)u; *p; p++)
     if (*p <= ' ' || *p >= 0x7f) return -2; /* a space, control byte or non-ASCII */
-  return 0;
+  CURLU *h = curl_url();
+  CURLUcode rc = h ? curl_url_set(h, CURLUPART_URL, u, 0) : CURLUE_OUT_OF_MEMORY;
+  curl_url_cleanup(h);
+  *why = curl_url_strerror(rc);
+  return rc == CURLUE_OK ? 0 : -3;
 }
 
 static int add_url(struct ctl_inventory *inv, size_t *cap, const char *u) {
@@ -102,11 +110,14 @@ int ctl_inventory_load_fd(int fd, const char *path, struct ctl_inventory *ret, c
     }
     char *u = trim(line);
     if (!*u || *u == '#') continue;
-    int bad = check_url(u);
+    const char *why = NULL;
+    int bad = check_url(u, &why);
     if (bad) {
-      snprintf(err, errlen, "'%s': line %zu: %s", path, lineno,
-               bad == -1 ? "not an http:// or https:// URL"
-                         : "URL too long or holds a space, quote, control byte or non-ASCII");
+      snprintf(err, errlen, "'%s': line %zu: %s%s", path, lineno,
+               bad == -1   ? "not an http:// or https:// URL"
+               : bad == -2 ? "URL too long or holds a space, quote, control byte or non-ASCII"
+                           : "not a valid URL: ",
+               bad == -3 ? why : "");
       rc = -EINVAL;
     } else if (is_duplicate(&inv, u)) {
       snprintf(err, errlen, "'%s': line %zu: agent '%s' listed twice", path, lineno, u);

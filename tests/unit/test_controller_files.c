@@ -146,6 +146,11 @@ static void agents_nul_and_control_refused(void **state) {
   PUT("http://gpu\001:9170\n");
   assert_int_equal(ctl_inventory_load(path, &inv, err, sizeof err), -EINVAL);
   assert_non_null(strstr(err, "line 1: URL too long or holds a space, quote, control byte"));
+  /* libcurl's URL parser: a port past 65535 at start, not a warning each round. */
+  PUT("http://gpu001:9170\nhttp://gpu002:99999\n");
+  assert_int_equal(ctl_inventory_load(path, &inv, err, sizeof err), -EINVAL);
+  assert_non_null(strstr(err, "line 2: not a valid URL: "));
+  assert_non_null(strstr(err, "65535"));
 }
 
 static void schedule_bad_entry_adds_nothing(void **state) {
