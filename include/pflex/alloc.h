@@ -44,6 +44,15 @@ enum pflex_alloc_strategy {
 #define PFLEX_ALLOC_CAP_MIN_W 200.0
 #define PFLEX_ALLOC_CAP_MAX_W 700.0
 
+/* The largest job the allocator takes: P_max in W, weight, and throughput
+ * (at P_max, or at any measured point). Beyond them sums and products of
+ * powers and weighted throughputs could overflow, and the exact oracle's
+ * hulls would no longer be concave: pflex_alloc_run refuses with -ERANGE.
+ * A terawatt and 1e80 tokens/s leave every real cluster far inside. */
+#define PFLEX_ALLOC_MAX_W 1e12
+#define PFLEX_ALLOC_MAX_WEIGHT 1e12
+#define PFLEX_ALLOC_MAX_TPUT 1e80
+
 struct pflex_alloc_job {
   const char *name;                /* for messages; may be NULL */
   const struct pflex_curve *curve; /* needed by optimal/oracle, throughput floors, throughput and
@@ -136,7 +145,8 @@ int pflex_alloc_target_for_cut(const struct pflex_alloc_job *jobs, size_t n, dou
  * opts may be NULL. -EINVAL on a job with inconsistent bounds, no curve where
  * one is needed, or a negative/NaN weight or DRAM feature, a NaN PFI (a
  * negative predicted PFI counts as 0: that job is cut last); -ENOMEM. A
- * throughput floor above a job's T_max is -PFLEX_E_INFEASIBLE. */
+ * throughput floor above a job's T_max is -PFLEX_E_INFEASIBLE. -ERANGE on a
+ * job beyond PFLEX_ALLOC_MAX_W, _MAX_WEIGHT or _MAX_TPUT. */
 int pflex_alloc_run(const struct pflex_alloc_job *jobs, size_t n,
                     enum pflex_alloc_strategy strategy, double target_w,
                     const struct pflex_alloc_opts *opts, struct pflex_alloc_result *results,

@@ -447,6 +447,12 @@ static int run(int argc, char **argv) {
               target, ceil(s.min_w * 10) / 10, floor(s.deepest_cut * 1e4) / 100);
     goto out;
   }
+  if (err == -ERANGE) {
+    cli_error("cannot allocate: a job lies beyond the allocator's range (P_max above %g W, "
+              "weight above %g, or throughput above %g)",
+              PFLEX_ALLOC_MAX_W, PFLEX_ALLOC_MAX_WEIGHT, PFLEX_ALLOC_MAX_TPUT);
+    goto out;
+  }
   if (err) {
     cli_error("cannot allocate: %s", pflex_strerror(err));
     goto out;

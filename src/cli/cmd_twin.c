@@ -111,7 +111,10 @@ static int cmd_reference(int argc, char **argv) {
     return PFLEX_EXIT_FAIL;
   }
   char path[4096];
-  snprintf(path, sizeof path, "%s/runs.csv", a.out);
+  size_t len = strlen(a.out); /* DIR/ and DIR name one file: DIR/runs.csv */
+  while (len > 1 && a.out[len - 1] == '/')
+    len--;
+  snprintf(path, sizeof path, "%.*s/runs.csv", (int)len, a.out);
   int status = PFLEX_EXIT_FAIL;
   r = pflex_runs_write_csv(&set, path);
   if (r < 0) {

@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "agent/body.h" /* the job id and class name rules pflexd applies */
+#include "pflex/alloc.h"
 
 /* Watts a GPU may report or be limited to; more is a broken reply (and
  * would make the cluster's sums meaningless). */
@@ -198,7 +199,9 @@ static int jobs_of(const json_t *root, struct ctl_job_tput *jobs, size_t max, si
       rc = bad(err, errlen, "jobs", i, "throughput");
       break;
     }
-    j->has_tput = isfinite(j->tput);
+    /* A throughput no allocator takes (pflex/alloc.h) is as good as none: the
+     * job is allocated on its prior, not refused with the whole round. */
+    j->has_tput = isfinite(j->tput) && j->tput >= 0 && j->tput <= PFLEX_ALLOC_MAX_TPUT;
     if (!num_or_null(o, "throughput_time", NAN, &j->tput_time) ||
         !num_or_null(o, "throughput_samples", 0, &j->samples)) {
       rc = bad(err, errlen, "jobs", i, "throughput_time");

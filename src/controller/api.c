@@ -106,7 +106,8 @@ static enum MHD_Result delete_event(struct ctl_api *api, struct MHD_Connection *
   if (rc == -ENOENT) return send_error(api, conn, 404, "id", "no such event");
   if (rc == -EALREADY) return send_error(api, conn, 409, "id", "the event is already over");
   if (rc < 0) return send_error(api, conn, 500, NULL, "cannot store the event");
-  ctl_log("note", "event %lld ended over the API", id);
+  ctl_log("note", "event %lld %s over the API", id,
+          ctl_event_state_at(&e, now) == CTL_EVENT_CANCELLED ? "cancelled" : "ended");
   return send_json(conn, 200, ctl_event_to_json(&e, now));
 }
 

@@ -249,6 +249,7 @@ bool ctl_event_level(const struct ctl_event *e, double t, double *ret_level) {
 
 enum ctl_event_state ctl_event_state_at(const struct ctl_event *e, double t) {
   double level;
+  if (e->ended_early > 0 && e->ended_early <= e->start) return CTL_EVENT_CANCELLED;
   if (t < e->start && e->ended_early == 0) return CTL_EVENT_SCHEDULED;
   return ctl_event_level(e, t, &level) ? CTL_EVENT_ACTIVE : CTL_EVENT_DONE;
 }
@@ -279,8 +280,8 @@ bool ctl_events_target(const struct ctl_event *events, size_t n, double t, doubl
 }
 
 const char *ctl_event_state_name(enum ctl_event_state s) {
-  static const char *const names[] = {"scheduled", "active", "ended"};
-  return s <= CTL_EVENT_DONE ? names[s] : "?";
+  static const char *const names[] = {"scheduled", "active", "ended", "cancelled"};
+  return s <= CTL_EVENT_CANCELLED ? names[s] : "?";
 }
 
 json_t *ctl_event_to_json(const struct ctl_event *e, double now) {

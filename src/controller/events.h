@@ -30,6 +30,7 @@ enum ctl_event_state {
   CTL_EVENT_SCHEDULED = 0, /* start not reached */
   CTL_EVENT_ACTIVE,        /* between start and the end of its release ramp */
   CTL_EVENT_DONE,          /* released */
+  CTL_EVENT_CANCELLED,     /* ended (DELETE) before its start: never active */
 };
 
 struct ctl_event {

@@ -152,7 +152,7 @@ static bool event_target(struct ctl_controller *c, double now, double measured, 
   /* Drop the events that are done. */
   size_t w = 0;
   for (size_t i = 0; i < c->nevents; i++)
-    if (ctl_event_state_at(&c->events[i], now) != CTL_EVENT_DONE)
+    if (ctl_event_state_at(&c->events[i], now) < CTL_EVENT_DONE)
       c->events[w++] = c->events[i];
     else
       ctl_log("note", "event %lld done", (long long)c->events[i].id);

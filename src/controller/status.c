@@ -136,8 +136,16 @@ static void job_metrics(struct text *t, struct ctl_controller *c) {
   }
 }
 
-static char *metrics_text(struct ctl_controller *c, double measured, double target, bool has_target,
-                          size_t unreachable, size_t nevents) {
+/* The events in state st at now (the caller holds the lock). */
+static size_t events_in(const struct ctl_controller *c, double now, enum ctl_event_state st) {
+  size_t n = 0;
+  for (size_t i = 0; i < c->nevents; i++)
+    n += ctl_event_state_at(&c->events[i], now) == st;
+  return n;
+}
+
+static char *metrics_text(struct ctl_controller *c, double now, double measured, double target,
+                          bool has_target, size_t unreachable) {
   struct text t = {0};
   gauge(&t, "pflex_controller_target_watts", "Effective power target (0: no event).",
         has_target ? target : 0);
@@ -149,7 +157,10 @@ static char *metrics_text(struct ctl_controller *c, double measured, double targ
         c->fb.offset_w);
   gauge(&t, "pflex_controller_compliant", "1 when at or under target + 1% (or no event).",
         !has_target || measured <= target * 1.01);
-  gauge(&t, "pflex_controller_events_active", "Events active or scheduled.", (double)nevents);
+  gauge(&t, "pflex_controller_events_active", "Events in force now (their ramps included).",
+        (double)events_in(c, now, CTL_EVENT_ACTIVE));
+  gauge(&t, "pflex_controller_events_scheduled", "Events whose start is still to come.",
+        (double)events_in(c, now, CTL_EVENT_SCHEDULED));
   gauge(&t, "pflex_controller_floor_scale",
         "Share of every job's throughput floor held (1: all floors fit, or no event).",
         has_target ? c->last_plan.floor_scale : 1);
@@ -192,7 +203,7 @@ void ctl_controller_snapshot(struct ctl_controller *c, double now, double measur
     unreachable += !c->nodes[i].reachable;
   pthread_mutex_lock(&c->lock);
   c->rounds_done = c->rounds;
-  char *mt = metrics_text(c, measured_w, target_w, has_target, unreachable, c->nevents);
+  char *mt = metrics_text(c, now, measured_w, target_w, has_target, unreachable);
   if (js) {
     free(c->status_json);
     c->status_json = js;

@@ -279,7 +279,7 @@ int ctl_store_events(struct ctl_store *st, bool all, double now, struct ctl_even
   while ((s = sqlite3_step(q)) == SQLITE_ROW) {
     struct ctl_event e;
     event_from_row(q, &e);
-    if (!all && ctl_event_state_at(&e, now) == CTL_EVENT_DONE) continue;
+    if (!all && ctl_event_state_at(&e, now) >= CTL_EVENT_DONE) continue;
     if (n == cap) {
       cap = cap ? cap * 2 : 8;
       void *p = realloc(v, cap * sizeof *v);

@@ -39,10 +39,24 @@ void pflex_alloc_job_init(struct pflex_alloc_job *job) {
   job->gpus = 1;
 }
 
+/* Whether job j's throughput stays within PFLEX_ALLOC_MAX_TPUT: its given
+ * T_max, its curve's value at P_max and every measured point. */
+static bool tput_in_range(const struct pflex_alloc_job *j) {
+  if (j->t_max > PFLEX_ALLOC_MAX_TPUT || j->min_tput > PFLEX_ALLOC_MAX_TPUT) return false;
+  if (!j->curve) return true;
+  size_t np;
+  const struct pflex_curve_point *pts = pflex_curve_points(j->curve, &np);
+  for (size_t k = 0; k < np; k++)
+    if (!(pts[k].tput <= PFLEX_ALLOC_MAX_TPUT)) return false;
+  double t = pflex_curve_t_max(j->curve);
+  return !(fabs(t) > PFLEX_ALLOC_MAX_TPUT);
+}
+
 int pflex__alloc_prep_job(const struct pflex_alloc_job *j, struct pflex__prep *p,
                           bool *ret_floor_bad) {
   const struct pflex_curve *c = j->curve;
   if (j->gpus <= 0 || !(j->weight >= 0) || !isfinite(j->weight)) return -EINVAL;
+  if (j->weight > PFLEX_ALLOC_MAX_WEIGHT || !tput_in_range(j)) return -ERANGE;
   p->cap_min = j->cap_min_w > 0 ? j->cap_min_w : PFLEX_ALLOC_CAP_MIN_W;
   p->cap_max = j->cap_max_w > 0 ? j->cap_max_w : PFLEX_ALLOC_CAP_MAX_W;
   if (j->p_max > 0)
@@ -58,6 +72,7 @@ int pflex__alloc_prep_job(const struct pflex_alloc_job *j, struct pflex__prep *p
   else /* no curve: the least power the GPU caps allow */
     p->lo = fmin(p->hi, j->gpus * p->cap_min);
   if (!isfinite(p->hi) || !(p->lo <= p->hi)) return -EINVAL;
+  if (p->hi > PFLEX_ALLOC_MAX_W) return -ERANGE;
   /* T_max matters to the pfi strategy only (share_weights): evaluated there. */
   p->tmax = j->t_max > 0 ? j->t_max : NAN;
   *ret_floor_bad = false;

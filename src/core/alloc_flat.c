@@ -471,7 +471,7 @@ static double spread(const struct pflex_alloc_flat *f, double thr, double rest, 
     double w = f->w[i], h = f->hi[i] - f->lo[i];
     double share = !(rest > 0) ? 0 : wr > 0 ? rest * (w / wr) : (hr > 0 ? rest * (h / hr) : 0);
     double cut = f->hi[i] - pflex__flat_fmin(share, h);
-    p[i] = (w > 0) & (f->r[i] <= thr) ? f->lo[i] : cut; /* no branch: clipping is data */
+    p[i] = ((w > 0) & (f->r[i] <= thr)) ? f->lo[i] : cut; /* no branch: clipping is data */
     total += p[i];
   }
   return total;

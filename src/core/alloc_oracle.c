@@ -304,7 +304,10 @@ static size_t majorant_points(const struct pflex_curve *c, const double *xs, con
 }
 
 /* The hull of hp[0..nh) (a majorant's vertices) into X, S, Q (room nh each):
- * its segments that gain, and *ret_base its first value. Their number. */
+ * its segments that gain, and *ret_base its first value. Their number. The
+ * slopes fall strictly, as the threshold search's binary searches need: a
+ * vertex the hull kept only by rounding (its slopes, divided, not falling)
+ * is dropped, and the chord over it stays a majorant. */
 static size_t hull_arrays(const struct pflex__hullpt *hp, size_t nh, double *X, double *S,
                           double *Q, double *ret_base) {
   size_t len = 0;
@@ -314,6 +317,10 @@ static size_t hull_arrays(const struct pflex__hullpt *hp, size_t nh, double *X, 
   for (size_t v = 0; v + 1 < nh; v++) {
     double dp = hp[v + 1].x - hp[v].x, slope = (hp[v + 1].y - hp[v].y) / dp;
     if (!(slope > 0)) break;
+    while (len > 0 && !(slope < S[len - 1])) {
+      len--;
+      slope = (hp[v + 1].y - hp[0].y - Q[len]) / (hp[v + 1].x - X[len]);
+    }
     S[len] = slope;
     X[len + 1] = hp[v + 1].x;
     Q[len + 1] = hp[v + 1].y - hp[0].y;

@@ -27,8 +27,8 @@ static int bad(const struct json_fields *f, const char *field, const char *what)
 
 /* An optional number field (null = absent) in [min, max]. */
 static int number(const struct json_fields *f, json_t *o, const char *field, double min,
-                  unsigned flags, double *ret, bool *present) {
-  return pflex__json_get_number(f, o, field, min, INFINITY, flags | JSON_NULL_ABSENT, ret, present);
+                  double max, unsigned flags, double *ret, bool *present) {
+  return pflex__json_get_number(f, o, field, min, max, flags | JSON_NULL_ABSENT, ret, present);
 }
 
 static const char *const job_keys[] = {"name",      "gpu",       "gpus",   "p_max",    "p_min",
@@ -89,6 +89,10 @@ static int read_points(const struct json_fields *r, json_t *arr, struct pflex_cu
         free(p);
         return bad(r, "points", "point values must be positive numbers");
       }
+      if (v[k] > (k == 1 ? PFLEX_ALLOC_MAX_TPUT : PFLEX_ALLOC_MAX_W)) {
+        free(p);
+        return bad(r, "points", k == 1 ? "a throughput above 1e80" : "a power above 1e12 W");
+      }
     }
     p[i] = (struct pflex_curve_point){v[0], v[1], v[2]};
   }
@@ -123,9 +127,9 @@ static int read_identity(struct json_fields *r, json_t *o, struct pflex_jobset *
   if (!(set->gpu[i] = strdup(gpu ? json_string_value(gpu) : "H200"))) return -ENOMEM;
   double gpus = 1;
   bool have;
-  if ((err = number(r, o, "gpus", 1, 0, &gpus, &have))) return err;
+  if ((err = number(r, o, "gpus", 1, 1e7, 0, &gpus, &have))) return err;
   if (!have) return bad(r, "gpus", "missing (the job's GPU count)");
-  if (gpus != floor(gpus) || gpus > 1e7) return bad(r, "gpus", "must be a whole number");
+  if (gpus != floor(gpus)) return bad(r, "gpus", "must be a whole number");
   j->gpus = (int)gpus;
   return 0;
 }
@@ -134,15 +138,18 @@ static int read_identity(struct json_fields *r, json_t *o, struct pflex_jobset *
 static int read_numbers(const struct json_fields *r, json_t *o, struct pflex_alloc_job *j,
                         struct given *g) {
   int err;
-  if ((err = number(r, o, "p_max", 0, JSON_OPEN_MIN, &j->p_max, &g->p_max)) ||
-      (err = number(r, o, "p_min", 0, JSON_OPEN_MIN, &j->p_min, &g->p_min)) ||
-      (err = number(r, o, "t_max", 0, JSON_OPEN_MIN, &j->t_max, &g->t_max)) ||
-      (err = number(r, o, "pfi", -INFINITY, 0, &j->pfi, &g->pfi)) ||
-      (err = number(r, o, "weight", 0, 0, &j->weight, NULL)) ||
-      (err = number(r, o, "min_tput", 0, 0, &j->min_tput, NULL)) ||
-      (err = number(r, o, "dram_copy", 0, 0, &j->dram_copy, NULL)) ||
-      (err = number(r, o, "cap_min_w", 0, JSON_OPEN_MIN, &j->cap_min_w, NULL)) ||
-      (err = number(r, o, "cap_max_w", 0, JSON_OPEN_MIN, &j->cap_max_w, NULL)))
+  /* The upper limits are the allocator's (pflex/alloc.h): a file beyond them
+   * is refused here, where the message can name the field. */
+  const double W = PFLEX_ALLOC_MAX_W, T = PFLEX_ALLOC_MAX_TPUT, K = PFLEX_ALLOC_MAX_WEIGHT;
+  if ((err = number(r, o, "p_max", 0, W, JSON_OPEN_MIN, &j->p_max, &g->p_max)) ||
+      (err = number(r, o, "p_min", 0, W, JSON_OPEN_MIN, &j->p_min, &g->p_min)) ||
+      (err = number(r, o, "t_max", 0, T, JSON_OPEN_MIN, &j->t_max, &g->t_max)) ||
+      (err = number(r, o, "pfi", -INFINITY, INFINITY, 0, &j->pfi, &g->pfi)) ||
+      (err = number(r, o, "weight", 0, K, 0, &j->weight, NULL)) ||
+      (err = number(r, o, "min_tput", 0, T, 0, &j->min_tput, NULL)) ||
+      (err = number(r, o, "dram_copy", 0, K, 0, &j->dram_copy, NULL)) ||
+      (err = number(r, o, "cap_min_w", 0, W, JSON_OPEN_MIN, &j->cap_min_w, NULL)) ||
+      (err = number(r, o, "cap_max_w", 0, W, JSON_OPEN_MIN, &j->cap_max_w, NULL)))
     return err;
   /* Checked here, before a curve is built on them, so the message names them. */
   if (g->p_min && g->p_max && j->p_min > j->p_max) return bad(r, "p_min", "above p_max");
@@ -173,10 +180,10 @@ static int read_params(const struct json_fields *r, json_t *params, struct pflex
   if (!json_is_object(params)) return bad(r, "params", "not an object");
   int err = pflex__json_check_keys(r, params, param_keys, "in params");
   if (err) return err;
-  if ((err = number(r, params, "c", 0, JSON_OPEN_MIN, &q->c, NULL)) ||
-      (err = number(r, params, "knee", 0, 0, &q->knee, NULL)) ||
-      (err = number(r, params, "idle_frac", 0, 0, &q->idle_frac, NULL)) ||
-      (err = number(r, params, "vratio", 1, 0, &q->vratio, NULL)))
+  if ((err = number(r, params, "c", 0, INFINITY, JSON_OPEN_MIN, &q->c, NULL)) ||
+      (err = number(r, params, "knee", 0, INFINITY, 0, &q->knee, NULL)) ||
+      (err = number(r, params, "idle_frac", 0, INFINITY, 0, &q->idle_frac, NULL)) ||
+      (err = number(r, params, "vratio", 1, INFINITY, 0, &q->vratio, NULL)))
     return err;
   err = pflex_curve_new_parametric(q, j->p_min, j->p_max, j->t_max, ret);
   if (err == -EINVAL)

@@ -213,6 +213,15 @@ wait_until 5 sh -c "grep -q 'error: SIGHUP: .*no event added' '$T/hup.log'" || f
 kill -0 "$CTLPID" || fail "the controller died on SIGHUP"
 curl -sf "$C/v1/events" | jq -e '[.events[] | select(.target_w == 8000)] | length == 0' > /dev/null ||
   fail "a refused schedule's good entry was added"
+# the 2031 event is still to come: counted as scheduled, not active; a DELETE
+# before its start cancels it
+wait_until 5 sh -c "curl -sf '$C/metrics' | grep -qx 'pflex_controller_events_scheduled 1'" ||
+  fail "metrics: the scheduled event is not counted: $(curl -s "$C/metrics" | grep events_)"
+curl -sf "$C/metrics" | grep -qx 'pflex_controller_events_active 0' || fail "metrics: a scheduled event counted as active"
+sid=$(curl -sf "$C/v1/events" | jq -r '.events[] | select(.target_w == 9000) | .id')
+curl -sf -X DELETE "$C/v1/events/$sid" -H "$AUTH" | jq -e '.state == "cancelled"' > /dev/null ||
+  fail "DELETE before the start: not cancelled"
+grep -q "event $sid cancelled over the API" "$T/hup.log" || fail "the cancel not logged: $(cat "$T/hup.log")"
 kill -TERM "$CTLPID"; wait "$CTLPID" 2>/dev/null || true
 
 # bad configuration: exit 2, the key or line named

@@ -10,7 +10,8 @@ trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 "$PFLEX" twin reference --out "$tmp/a" --quiet >/dev/null
-"$PFLEX" twin reference --out "$tmp/b" --quiet >/dev/null
+out=$("$PFLEX" twin reference --out "$tmp/b/" --json) # a trailing slash: no "//" in the path printed
+echo "$out" | grep -qF "\"$tmp/b/runs.csv\"" || fail "twin reference --out DIR/: path printed: $out"
 cmp "$tmp/a/runs.csv" "$tmp/b/runs.csv" || fail "reference is not deterministic"
 cmp "$tmp/a/runs.csv" "$PFLEX_SOURCE_DIR/data/reference/runs.csv" || fail "committed set differs from a rebuild"
 [ "$(wc -l <"$tmp/a/runs.csv")" -eq 190 ] || fail "expected 189 runs"

@@ -765,6 +765,54 @@ static void test_no_curve_bounds_not_shared(void **state) {
   }
 }
 
+/* Jobs beyond the allocator's range (pflex/alloc.h) are refused with -ERANGE
+ * by every strategy; at the range's edge every strategy still ends, within
+ * the target (a fuzzed t_max of 1e308 once made the oracle's hull products
+ * overflow and its threshold search loop). */
+static void test_range_limits(void **state) {
+  (void)state;
+  struct pflex_curve_params q = {.c = 0.5, .knee = 0.6, .idle_frac = 0.12, .vratio = 1.4};
+  struct pflex_curve *edge = NULL, *over = NULL, *pts = NULL;
+  assert_int_equal(pflex_curve_new_parametric(&q, 1600, 5000, PFLEX_ALLOC_MAX_TPUT, &edge), 0);
+  assert_int_equal(pflex_curve_new_parametric(&q, 1600, 5000, 1e81, &over), 0);
+  pts = line(1600, 1e70, 5000, 1e81);
+  struct pflex_alloc_job j[3];
+  for (int i = 0; i < 3; i++) {
+    pflex_alloc_job_init(&j[i]);
+    j[i].gpus = 8;
+    j[i].curve = edge;
+    j[i].weight = i == 0 ? PFLEX_ALLOC_MAX_WEIGHT : 1;
+    j[i].pfi = 1;
+  }
+  struct pflex_alloc_result r[3];
+  double target;
+  assert_int_equal(pflex_alloc_target_for_cut(j, 3, 0.3, &target), 0);
+  for (int st = 0; st < PFLEX_ALLOC_NSTRATEGIES; st++) {
+    assert_int_equal(pflex_alloc_run(j, 3, st, target, NULL, r, NULL), 0);
+    assert_true(sum_left_to_right(r, 3) <= target);
+  }
+  const struct {
+    const struct pflex_curve *curve;
+    double weight, p_max, t_max;
+  } bad[] = {
+      {over, 1, 0, 0},                                /* the curve's T_max */
+      {pts, 1, 0, 0},                                 /* a measured point */
+      {edge, 1, 0, 2 * PFLEX_ALLOC_MAX_TPUT},         /* a given T_max */
+      {edge, 2 * PFLEX_ALLOC_MAX_WEIGHT, 0, 0},       /* the weight */
+      {NULL, 1, 2 * PFLEX_ALLOC_MAX_W, 0},            /* P_max, without a curve */
+  };
+  for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
+    j[1].curve = bad[b].curve;
+    j[1].weight = bad[b].weight;
+    j[1].p_max = bad[b].p_max;
+    j[1].t_max = bad[b].t_max;
+    assert_int_equal(pflex_alloc_run(j, 3, PFLEX_ALLOC_EQUAL, target, NULL, r, NULL), -ERANGE);
+  }
+  pflex_curve_free(edge);
+  pflex_curve_free(over);
+  pflex_curve_free(pts);
+}
+
 /* Without curves, proportional strategies still work; the cap is p / gpus. */
 static void test_no_curve(void **state) {
   (void)state;
@@ -1033,6 +1081,7 @@ int main(void) {
       cmocka_unit_test(test_deterministic),
       cmocka_unit_test(test_shared_curves),
       cmocka_unit_test(test_no_curve_bounds_not_shared),
+      cmocka_unit_test(test_range_limits),
       cmocka_unit_test(test_no_curve),
       cmocka_unit_test(test_names),
       cmocka_unit_test(test_water_fill_brute),

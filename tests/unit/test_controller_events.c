@@ -128,6 +128,15 @@ static void ramp_levels(void **state) {
   assert_true(ctl_event_level(&e, 107, &l));
   assert_near(l, 910, 1e-9);
   assert_false(ctl_event_level(&e, 110, &l));
+  assert_int_equal(ctl_event_state_at(&e, 110), CTL_EVENT_DONE);
+  assert_string_equal(ctl_event_state_name(CTL_EVENT_DONE), "ended");
+  /* Ended before its start: cancelled, before and after the start, never in force. */
+  e.ended_early = 90;
+  assert_int_equal(ctl_event_state_at(&e, 95), CTL_EVENT_CANCELLED);
+  assert_int_equal(ctl_event_state_at(&e, 120), CTL_EVENT_CANCELLED);
+  assert_false(ctl_event_level(&e, 120, &l));
+  assert_string_equal(ctl_event_state_name(CTL_EVENT_CANCELLED), "cancelled");
+  e.ended_early = 105;
   /* cut_pct resolves against the baseline; a step without ramp. */
   struct ctl_event c = ev(2, 0, 0, 10, 0, 2000);
   c.cut_pct = 30;

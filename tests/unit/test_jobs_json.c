@@ -69,6 +69,14 @@ static void test_refused(void **state) {
        "point 2 ([2000, 100]) has 25.00% more throughput than the point at the highest power "
        "(5000 W)"},
       {"{\"name\":\"a\",\"gpus\":8,\"p_max\":5000,\"wieght\":2}", "wieght", "unknown field"},
+      /* Beyond the allocator's range (pflex/alloc.h): named here, not -ERANGE later. */
+      {"{\"name\":\"a\",\"gpus\":8,\"p_max\":5000,\"t_max\":1e308,\"pfi\":1.3}", "t_max",
+       "1e+308 is not a number from 0 to 1e+80"},
+      {"{\"name\":\"a\",\"gpus\":8,\"p_max\":5e12}", "p_max", "not a number from 0 to 1e+12"},
+      {"{\"name\":\"a\",\"gpus\":8,\"p_max\":5000,\"weight\":1e13}", "weight",
+       "not a number from 0 to 1e+12"},
+      {"{\"name\":\"a\",\"gpus\":8,\"points\":[[2000,10],[5000,1e90]]}", "points",
+       "a throughput above 1e80"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     struct pflex_jobset set;
