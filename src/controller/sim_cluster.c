@@ -1037,6 +1037,8 @@ static void print_human(const json_t *o) {
                                      "caps_applied_s",
                                      "compliance_s",
                                      "overshoot_samples",
+                                     "samples",
+                                     "max_over_pct",
                                      "gap_recovered",
                                      "tput_vs_equal",
                                      "tput_vs_oracle",
@@ -1053,6 +1055,16 @@ static void print_human(const json_t *o) {
   }
   const json_t *why = json_object_get(o, "gap_undefined");
   if (why) printf("(gap_recovered: %s)\n", json_string_value(why));
+  size_t k;
+  const json_t *f;
+  json_array_foreach(json_object_get(o, "faults"), k, f) {
+    const json_t *healed = json_object_get(f, "healed_after_s");
+    printf("fault %-14s at %gs: %s", json_string_value(json_object_get(f, "kind")),
+           json_number_value(json_object_get(f, "at_s")),
+           json_is_true(json_object_get(f, "fired")) ? "fired" : "not fired");
+    if (json_is_number(healed)) printf(", healed after %.1fs", json_number_value(healed));
+    printf("\n");
+  }
   printf("(simulated: the twin's jobs on the fake NVML; see docs/controller.md)\n");
 }
 
