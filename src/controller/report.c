@@ -45,11 +45,19 @@ static int load(struct ctl_store *st, int64_t id, struct report_data *d, char *e
   return rc;
 }
 
+/* Whether round r is one of event e's: e set its target, or another event
+ * with a lower level did while e was in force (overlapping events: the
+ * lowest wins, so a round compliant with it is compliant with e too). */
+static bool in_force(const struct ctl_event *e, const struct ctl_round_row *r) {
+  double level;
+  return r->event_id == e->id || (r->event_id != 0 && ctl_event_level(e, r->t, &level));
+}
+
 /* Index of the first round from which every round of the event is compliant. */
-static size_t compliance_from(const struct ctl_round_row *r, size_t n, int64_t id) {
+static size_t compliance_from(const struct ctl_round_row *r, size_t n, const struct ctl_event *e) {
   size_t from = n;
   for (size_t i = n; i-- > 0;) {
-    if (r[i].event_id != id) continue;
+    if (!in_force(e, &r[i])) continue;
     if (r[i].compliant != 1) break;
     from = i;
   }
@@ -109,11 +117,12 @@ int ctl_report_json(struct ctl_store *st, int64_t id, json_t **ret, char *err, s
   if (rc < 0) return rc;
   const struct ctl_round_row *r = d.r;
   size_t n = d.n, during = 0, over = 0, unreachable = 0, nheld = 0,
-         from = compliance_from(r, n, id);
+         from = compliance_from(r, n, &d.e), governing = 0;
   double max_ms = 0, sum_ms = 0, rel = 0, max_over = 0;
   for (size_t i = 0; i < n; i++) {
-    if (r[i].event_id != id) continue;
+    if (!in_force(&d.e, &r[i])) continue;
     during++;
+    governing += r[i].event_id == id;
     over += r[i].compliant == 0;
     unreachable += r[i].unreachable > 0;
     max_ms = fmax(max_ms, r[i].round_ms);
@@ -127,7 +136,7 @@ int ctl_report_json(struct ctl_store *st, int64_t id, json_t **ret, char *err, s
   size_t after = 0;
   double worst_after = -INFINITY; /* like sim-cluster's max_over_pct: may be below 0 */
   for (size_t i = from; i < n; i++) {
-    if (r[i].event_id != id) continue;
+    if (!in_force(&d.e, &r[i])) continue;
     after += r[i].compliant == 0;
     worst_after = fmax(worst_after, (r[i].measured_w - r[i].target_w) / r[i].target_w);
   }
@@ -137,6 +146,7 @@ int ctl_report_json(struct ctl_store *st, int64_t id, json_t **ret, char *err, s
                         "rounds", (json_int_t)during, "rounds_over", (json_int_t)over,
                         "rounds_with_unreachable", (json_int_t)unreachable, "round_ms_max", max_ms,
                         "round_ms_mean", during ? sum_ms / during : 0.0);
+  json_object_set_new(o, "rounds_governing", json_integer((json_int_t)governing));
   json_object_set_new(o, "compliance_s", from < n ? json_real(r[from].t - d.e.start) : json_null());
   json_object_set_new(o, "overshoot_samples", json_integer((json_int_t)after));
   json_object_set_new(o, "max_over_pct", during ? json_real(100 * max_over) : json_null());
@@ -180,7 +190,7 @@ static int timeline_fill(const struct report_data *d, int64_t id, struct timelin
   for (size_t i = 0, c = 0; rc == 0 && i < d->n; i++) {
     const struct ctl_round_row *r = &d->r[i];
     tl->x[i] = r->t - d->e.start;
-    tl->y[0][i] = r->event_id == id ? r->target_w / 1e3 : NAN;
+    tl->y[0][i] = in_force(&d->e, r) ? r->target_w / 1e3 : NAN;
     tl->y[1][i] = r->measured_w / 1e3;
     tl->y[2][i] = r->tput_uncapped > 0 ? r->tput / r->tput_uncapped : NAN;
     while (c < d->nc && d->c[c].t < r->t)

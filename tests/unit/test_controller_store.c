@@ -197,6 +197,43 @@ static void sums_per_class(void **state) {
   ctl_store_close(st);
 }
 
+/* Two events that overlap: A (9 kW, 60 s) and B (8 kW, from 20 s to 40 s),
+ * the lower one setting the target while both are in force. A's report
+ * counts B's rounds inside A's window too (A's target then holds a
+ * fortiori), and says which it governed; B's report has only its own. */
+static void an_overlapped_event_keeps_its_rounds(void **state) {
+  double now = 1796126400;
+  struct ctl_store *st = open_at("overlap.db");
+  struct ctl_event a = {.target_w = 9000, .start = now, .duration_s = 60, .created = now};
+  struct ctl_event b = {.target_w = 8000, .start = now + 20, .duration_s = 20, .created = now};
+  snprintf(a.source, sizeof a.source, "api");
+  snprintf(b.source, sizeof b.source, "api");
+  assert_int_equal(ctl_store_event_add(st, &a), 0);
+  assert_int_equal(ctl_store_event_add(st, &b), 0);
+  for (int i = 0; i < 70; i++) { /* one round a second, 10 s past A's end */
+    double t = now + i + 0.5;
+    bool in_b = t >= b.start && t < b.start + b.duration_s, in_a = t < a.start + a.duration_s;
+    struct ctl_round_row r = {.t = t,
+                              .event_id = in_b ? b.id : in_a ? a.id : 0,
+                              .target_w = in_b ? 8000 : in_a ? 9000 : 0,
+                              .measured_w = in_b ? 7990 : 8990,
+                              .compliant = in_b || in_a ? 1 : -1};
+    assert_int_equal(ctl_store_round(st, &(struct ctl_round_write){.round = &r}), 0);
+  }
+  char err[256];
+  json_t *o = NULL;
+  assert_int_equal(ctl_report_json(st, a.id, &o, err, sizeof err), 0);
+  assert_int_equal(json_integer_value(json_object_get(o, "rounds")), 60);
+  assert_int_equal(json_integer_value(json_object_get(o, "rounds_governing")), 40);
+  assert_int_equal(json_integer_value(json_object_get(o, "rounds_over")), 0);
+  json_decref(o);
+  assert_int_equal(ctl_report_json(st, b.id, &o, err, sizeof err), 0);
+  assert_int_equal(json_integer_value(json_object_get(o, "rounds")), 20);
+  assert_int_equal(json_integer_value(json_object_get(o, "rounds_governing")), 20);
+  json_decref(o);
+  ctl_store_close(st);
+}
+
 /* A store written by a controller before the class column: opened, it
  * gains the column (its rows kept, their class none) and says version 2. */
 static void migrates_a_version_1_store(void **state) {
@@ -291,6 +328,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(resumes_after_sigkill, setup, teardown),
       cmocka_unit_test_setup_teardown(refuses_a_newer_schema, setup, teardown),
       cmocka_unit_test_setup_teardown(sums_per_class, setup, teardown),
+      cmocka_unit_test_setup_teardown(an_overlapped_event_keeps_its_rounds, setup, teardown),
       cmocka_unit_test_setup_teardown(migrates_a_version_1_store, setup, teardown),
       cmocka_unit_test_setup_teardown(keeps_what_was_learnt_of_the_jobs, setup, teardown),
   };
