@@ -222,9 +222,9 @@ int ctl_discovery_open(const struct ctl_config *cfg, struct ctl_discovery **ret,
   *ret = d;
   char why[512];
   int rc = ctl_discovery_poll(cfg, &d->nodes, &d->jobs, why, sizeof why);
-  if (rc < 0) {
+  if (rc < 0) { /* Slurm's state, not the configuration: worth a retry (-EAGAIN) */
     snprintf(err, errlen, "discovery from Slurm: %s", why);
-    return rc;
+    return rc == -ENOMEM ? rc : -EAGAIN;
   }
   rc = ctl_discovery_urls(&d->nodes, cfg->agent_url_template, inv, why, sizeof why);
   if (rc < 0) {

@@ -22,6 +22,7 @@
 #include "controller/log.h"
 #include "controller/report.h"
 #include "controller/sim_cluster.h"
+#include "pflex/error.h"
 #include "pflex/plot.h"
 
 static volatile int stop_flag, reload_flag;
@@ -57,6 +58,17 @@ static void raise_nofile(void) {
   }
 }
 
+/* Whether a start-up error is the configuration's: a file it names that is
+ * missing, refused (owner, mode, link) or malformed. Exit 2, as a bad key;
+ * anything else (memory, I/O, the store) is a failure, exit 1. */
+static bool config_error(int rc) {
+  static const int codes[] = {EPERM,        EACCES, EINVAL,      ENOENT,      ENOTDIR,
+                              ENAMETOOLONG, ELOOP,  EISDIR,      PFLEX_E_DATA};
+  for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
+    if (rc == -codes[i]) return true;
+  return false;
+}
+
 static int run(int argc, char **argv) {
   struct ctl_config cfg;
   char err[512];
@@ -80,7 +92,7 @@ static int run(int argc, char **argv) {
   if (orc < 0) {
     fprintf(stderr, "error: %s\n", err);
     ctl_controller_close(&c);
-    return orc == -EPERM ? 2 : 1; /* a file others can write is a configuration error */
+    return config_error(orc) ? 2 : 1;
   }
   struct ctl_api *api = NULL;
   if (cfg.listen[0] && ctl_api_start(&c, &api, err, sizeof err) < 0) {

@@ -235,4 +235,12 @@ set +e
 out=$("$CTL" --agents-file "$T/agents" --state-db "$T/x.db" --listen "" --lease-rounds 1 2>&1); rc=$?
 set -e
 [ "$rc" = 2 ] && echo "$out" | grep -q -- "--lease-rounds: '1' is not an integer" || fail "lease_rounds 1 accepted: $out"
+# a file the configuration names, malformed or missing: exit 2 as well
+printf 'http://127.0.0.1:99999\n' > "$T/bad.agents"; chmod 600 "$T/bad.agents"
+for f in "$T/bad.agents" "$T/no.agents"; do
+  set +e
+  out=$("$CTL" --agents-file "$f" --state-db "$T/x.db" --listen "" 2>&1); rc=$?
+  set -e
+  [ "$rc" = 2 ] && echo "$out" | grep -qF "$f" || fail "agents file $f: exit $rc: $out"
+done
 echo "controller_api: ok"

@@ -107,10 +107,10 @@ out=$(timeout 20 "$CTL" --config "$T/ctl.conf" 2>&1) && fail "a symlinked agents
 echo "$out" | grep -qF "cannot read '$T/agents.link': a symbolic link" || fail "symlink message: $out"
 sed -i "s|^agents_file = .*|agents_file = $T/d/agents|" "$T/ctl.conf"
 
-# The token files: nobody else may read them either. The agents' token is
-# read when the controller opens its agents, after the config (exit 1).
+# The token files: nobody else may read them either (exit 2, as every file
+# the configuration names).
+WANT=2
 for f in ctok atok; do
-  [ "$f" = atok ] && WANT=1 || WANT=2
   chmod 640 "$T/$f"
   refused "$T/$f" "mode 0640 lets other users read it; use chmod 600"
   chmod 602 "$T/$f"
@@ -119,7 +119,6 @@ for f in ctok atok; do
   refused "$T/$f" "owned by uid $NOBODY, not by root; use chown root"
   chown 0 "$T/$f"
 done
-WANT=2
 ln -s "$T/ctok" "$T/ctok.link"
 sed -i "s|^token_file = .*|token_file = $T/ctok.link|" "$T/ctl.conf"
 out=$(timeout 20 "$CTL" --config "$T/ctl.conf" 2>&1) && fail "a symlinked token file was accepted"
