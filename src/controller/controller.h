@@ -36,6 +36,7 @@ struct ctl_controller {
   struct ctl_inventory inv;
   struct ctl_discovery *disc; /* inventory = slurm (discover_slurm.h), else NULL */
   struct ctl_node *nodes;
+  uint64_t uuids_sig; /* the GPUs the nodes reported when none was listed twice (nodes.h) */
   size_t nnodes;
   struct ctl_client *client;
   struct ctl_request *reqs; /* 2 per node: GET /v1/gpus, GET /v1/jobs (or a write) */

@@ -426,7 +426,7 @@ static bool event_starts(struct ctl_controller *c, double now) {
 /* One node listed twice counts once (ctl_nodes_mark_duplicates); the log
  * says so once while it lasts. */
 static void leave_out_duplicates(struct ctl_controller *c) {
-  if (ctl_nodes_mark_duplicates(c->nodes, c->nnodes) < 0) return;
+  if (ctl_nodes_mark_duplicates(c->nodes, c->nnodes, &c->uuids_sig) < 0) return;
   for (size_t i = 0; i < c->nnodes; i++) {
     struct ctl_node *nd = &c->nodes[i];
     if (nd->duplicate && !nd->duplicate_said)

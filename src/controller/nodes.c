@@ -102,12 +102,29 @@ static int cmp_uuid_ref(const void *a, const void *b) {
   return c ? c : (x->node > y->node) - (x->node < y->node);
 }
 
-int ctl_nodes_mark_duplicates(struct ctl_node *nodes, size_t n) {
+/* FNV-1a over the reachable nodes' indexes and GPU UUIDs (never 0). */
+static uint64_t uuids_digest(const struct ctl_node *nodes, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; i++) {
+    if (!nodes[i].reachable) continue;
+    h = (h ^ (uint64_t)i) * 1099511628211ull;
+    for (size_t g = 0; g < nodes[i].ngpus; g++)
+      for (const char *p = nodes[i].gpu[g].uuid;; p++) {
+        h = (h ^ (unsigned char)*p) * 1099511628211ull; /* the NUL too: ends each UUID */
+        if (!*p) break;
+      }
+  }
+  return h ? h : 1;
+}
+
+int ctl_nodes_mark_duplicates(struct ctl_node *nodes, size_t n, uint64_t *sig) {
   size_t total = 0;
   for (size_t i = 0; i < n; i++) {
     nodes[i].duplicate = false;
     if (nodes[i].reachable) total += nodes[i].ngpus;
   }
+  uint64_t h = sig ? uuids_digest(nodes, n) : 0;
+  if (sig && *sig == h) return 0; /* the same GPUs as when none was listed twice */
   struct uuid_ref *v = malloc((total ? total : 1) * sizeof *v);
   if (!v) return -ENOMEM;
   size_t m = 0;
@@ -131,5 +148,6 @@ int ctl_nodes_mark_duplicates(struct ctl_node *nodes, size_t n) {
       nodes[i].njobs = 0;
       dups++;
     }
+  if (sig) *sig = dups ? 0 : h; /* duplicates: checked again next round */
   return dups;
 }

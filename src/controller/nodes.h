@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "controller/agent_json.h"
 #include "controller/inventory.h"
@@ -60,7 +61,10 @@ size_t ctl_node_capped(const struct ctl_node *nd);
  * its address. Each such node gets duplicate (and duplicate_of, the
  * earliest such node's index) and an empty view (no GPUs, no jobs) for this
  * round, so that its power is neither counted nor capped twice. Returns how
- * many nodes are duplicates, or -ENOMEM. O(G log G) in the GPUs. */
-int ctl_nodes_mark_duplicates(struct ctl_node *nodes, size_t n);
+ * many nodes are duplicates, or -ENOMEM. O(G log G) in the GPUs, but for
+ * a round whose reachable nodes report the same GPUs as when the last call
+ * found none (*sig, kept by the caller, 0 at first: a digest of them): then
+ * O(G) and 0. sig may be NULL. */
+int ctl_nodes_mark_duplicates(struct ctl_node *nodes, size_t n, uint64_t *sig);
 
 #endif

@@ -492,7 +492,7 @@ static void a_node_listed_twice_counts_once(void **state) {
     snprintf(nd[1].gpu[g].uuid, sizeof nd[1].gpu[g].uuid, "GPU-a-%zu", g);
     snprintf(nd[2].gpu[g].uuid, sizeof nd[2].gpu[g].uuid, "GPU-b-%zu", g);
   }
-  assert_int_equal(ctl_nodes_mark_duplicates(nd, 3), 1);
+  assert_int_equal(ctl_nodes_mark_duplicates(nd, 3, NULL), 1);
   assert_false(nd[0].duplicate);
   assert_true(nd[1].duplicate);
   assert_int_equal(nd[1].duplicate_of, 0);
@@ -505,10 +505,29 @@ static void a_node_listed_twice_counts_once(void **state) {
   nd[1].reachable = false;
   snprintf(nd[1].gpu[0].uuid, sizeof nd[1].gpu[0].uuid, "GPU-a-0");
   snprintf(nd[2].gpu[5].uuid, sizeof nd[2].gpu[5].uuid, "GPU-a-3");
-  assert_int_equal(ctl_nodes_mark_duplicates(nd, 3), 1);
+  assert_int_equal(ctl_nodes_mark_duplicates(nd, 3, NULL), 1);
   assert_false(nd[1].duplicate);
   assert_true(nd[2].duplicate);
   assert_int_equal(nd[2].duplicate_of, 0);
+  /* With a digest kept between rounds: none listed twice, then the same GPUs
+   * (no sort, none found), then a node reporting another's GPU again (found,
+   * and checked again in every round while it lasts). */
+  uint64_t sig = 0;
+  node_init(&nd[2], "b", 600, 1000);
+  for (size_t g = 0; g < 8; g++)
+    snprintf(nd[2].gpu[g].uuid, sizeof nd[2].gpu[g].uuid, "GPU-b-%zu", g);
+  assert_int_equal(ctl_nodes_mark_duplicates(nd, 3, &sig), 0);
+  assert_true(sig != 0);
+  uint64_t none = sig;
+  assert_int_equal(ctl_nodes_mark_duplicates(nd, 3, &sig), 0);
+  assert_true(sig == none);
+  snprintf(nd[2].gpu[7].uuid, sizeof nd[2].gpu[7].uuid, "GPU-a-1");
+  for (int round = 0; round < 2; round++) {
+    nd[2].ngpus = 8; /* each round's view is read again */
+    assert_int_equal(ctl_nodes_mark_duplicates(nd, 3, &sig), 1);
+    assert_true(nd[2].duplicate);
+    assert_int_equal(sig, 0);
+  }
 }
 
 /* Sets what a job's GPUs are read at, on every node it runs on. */
