@@ -68,6 +68,7 @@ struct sim {
   struct sim_world w;
   pid_t *agent_pid;
   int *agent_port;
+  bool *down; /* hosted: agents this sim stalled or killed, not read until healed */
   pid_t ctl_pid, host_pid;
   int host_fd; /* the host's command pipe */
   int ctl_port;
@@ -601,9 +602,10 @@ static int64_t fire_event(struct sim *s, struct ctl_event *ev) {
 static void fire_fault(struct sim *s, struct fault *f, double t) {
   size_t n = s->o.nodes;
   f->node = f->kind == F_AGENT_STALL ? (n / 2 + 1) % n : n / 2;
-  if (s->o.hosted && f->kind != F_CONTROLLER_KILL)
+  if (s->o.hosted && f->kind != F_CONTROLLER_KILL) {
     sim_host_command(s->host_fd, f->kind == F_AGENT_KILL ? "kill" : "stall", f->node);
-  else if (f->kind == F_AGENT_KILL)
+    s->down[f->node] = true;
+  } else if (f->kind == F_AGENT_KILL)
     sim_signal(s->agent_pid[f->node], SIGKILL, 2);
   else if (f->kind == F_AGENT_STALL)
     sim_signal(s->agent_pid[f->node], SIGSTOP, 0);
@@ -616,9 +618,10 @@ static void fire_fault(struct sim *s, struct fault *f, double t) {
 }
 
 static void heal_fault(struct sim *s, struct fault *f, double t) {
-  if (s->o.hosted && f->kind != F_CONTROLLER_KILL)
+  if (s->o.hosted && f->kind != F_CONTROLLER_KILL) {
     sim_host_command(s->host_fd, f->kind == F_AGENT_KILL ? "heal" : "cont", f->node);
-  else if (f->kind == F_AGENT_KILL)
+    s->down[f->node] = false;
+  } else if (f->kind == F_AGENT_KILL)
     s->agent_pid[f->node] = start_agent(s, f->node);
   else if (f->kind == F_AGENT_STALL)
     sim_signal(s->agent_pid[f->node], SIGCONT, 0);
@@ -632,7 +635,7 @@ static void heal_fault(struct sim *s, struct fault *f, double t) {
 static size_t wrong_limits(struct sim *s) {
   size_t n = 0;
   if (s->o.hosted) {
-    sim_hosted_read(&s->w, s->agents, s->reqs, &n, NULL);
+    sim_hosted_read(&s->w, s->agents, s->reqs, NULL, &n, NULL);
     return n;
   }
   for (size_t i = 0; i < s->o.nodes; i++) {
@@ -673,7 +676,9 @@ static void poll_status(struct sim *s, struct run_state *rs) {
 static void world_step(struct sim *s, struct run_state *rs, double t, double dt, size_t *tick) {
   size_t avg = (size_t)lround(1.0 / s->o.tick_s);
   if (s->o.hosted) { /* the agents' sim backends are the physics: read what they read */
-    sim_hosted_read(&s->w, s->agents, s->reqs, NULL, NULL);
+    /* A stalled agent would hold every tick for the read's timeout: it is
+     * not asked, and its draw is modelled (sim_world_model_unread). */
+    sim_hosted_read(&s->w, s->agents, s->reqs, s->down, NULL, NULL);
     sim_world_model_unread(&s->w, now_s());
     sim_world_update_tput(&s->w);
   } else if (sim_world_tick(&s->w, t, dt, avg, 0.1) < 0)
@@ -950,11 +955,12 @@ static int setup(struct sim *s, char *err, size_t errlen) {
   s->w.fixed_kinds = s->w.raw_readings = o->hosted;
   s->agent_pid = calloc(n, sizeof *s->agent_pid);
   s->agent_port = calloc(n, sizeof *s->agent_port);
+  s->down = calloc(n, sizeof *s->down);
   s->reqs = calloc(n + 1, sizeof *s->reqs);
   s->bodies = calloc(n, sizeof *s->bodies);
   const char **urls = calloc(n, sizeof *urls);
   char(*ubuf)[64] = calloc(n, sizeof *ubuf);
-  if (!s->agent_pid || !s->agent_port || !s->reqs || !s->bodies || !urls || !ubuf) {
+  if (!s->agent_pid || !s->agent_port || !s->down || !s->reqs || !s->bodies || !urls || !ubuf) {
     free(urls);
     free(ubuf);
     return -ENOMEM;
@@ -1027,6 +1033,7 @@ static void teardown(struct sim *s) {
   free(s->reqs);
   free(s->agent_pid);
   free(s->agent_port);
+  free(s->down);
 }
 
 static void print_human(const json_t *o) {

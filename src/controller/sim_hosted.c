@@ -44,9 +44,9 @@ static void read_node(struct sim_node *nd, const char *body, size_t *wrong) {
 }
 
 void sim_hosted_read(struct sim_world *w, struct ctl_client *agents, struct ctl_request *reqs,
-                     size_t *ret_wrong, size_t *ret_answered) {
+                     const bool *skip, size_t *ret_wrong, size_t *ret_answered) {
   for (size_t i = 0; i < w->nnodes; i++)
-    reqs[i] = (struct ctl_request){.method = "GET", .path = "/v1/gpus"};
+    reqs[i] = (struct ctl_request){.method = skip && skip[i] ? NULL : "GET", .path = "/v1/gpus"};
   ctl_client_run(agents, reqs, 0.8);
   size_t answered = 0;
   if (ret_wrong) *ret_wrong = 0;

@@ -20,9 +20,10 @@ int sim_hosted_specs(const struct sim_world *w, struct sim_host_node *nodes, cha
 
 /* GET /v1/gpus from every agent: each GPU's reading (power_w), limit and
  * limit in effect into the world's nodes; an agent that does not answer
- * keeps its last values. *ret_wrong (may be NULL): GPUs whose limit is not
- * their default; *ret_answered: agents that answered. */
+ * keeps its last values, as does one with skip[i] set (skip may be NULL: it
+ * is not asked). *ret_wrong (may be NULL): GPUs whose limit is not their
+ * default (or not known to be); *ret_answered: agents that answered. */
 void sim_hosted_read(struct sim_world *w, struct ctl_client *agents, struct ctl_request *reqs,
-                     size_t *ret_wrong, size_t *ret_answered);
+                     const bool *skip, size_t *ret_wrong, size_t *ret_answered);
 
 #endif
