@@ -119,7 +119,8 @@ static void usage(FILE *out) {
           "  --agent-hz N          pflexd samples per second (default 2)\n"
           "  --pflexd PATH         pflexd (default: beside this program, or $PFLEXD)\n"
           "  --fake-nvml PATH      fake libnvidia-ml.so.1 (default: the build's tests/fake-nvml)\n"
-          "  --dir DIR             work directory (default: a new one under /tmp)\n"
+          "  --dir DIR             work directory (default: a new one under /dev/shm, tmpfs,\n"
+          "                        where writable, else /tmp)\n"
           "  --keep                keep the work directory\n"
           "  --base-port N         first loopback port to try (default 20000)\n"
           "  --agents MODE         hosted (default): every pflexd agent in one host process,\n"
@@ -613,8 +614,11 @@ static void fire_fault(struct sim *s, struct fault *f, double t) {
     sim_signal(s->ctl_pid, SIGKILL, 2);
   f->fired = true;
   f->fired_t = t;
-  fprintf(stderr, "note: sim: %s (node %zu) at %.1f s into the event\n", FAULT_NAMES[f->kind],
-          f->node, f->at_s);
+  if (f->kind == F_CONTROLLER_KILL)
+    fprintf(stderr, "note: sim: %s at %.1f s into the event\n", FAULT_NAMES[f->kind], f->at_s);
+  else
+    fprintf(stderr, "note: sim: %s (node %zu) at %.1f s into the event\n", FAULT_NAMES[f->kind],
+            f->node, f->at_s);
 }
 
 static void heal_fault(struct sim *s, struct fault *f, double t) {
@@ -774,6 +778,7 @@ static bool controller_exited(struct sim *s) {
 static int run_loop(struct sim *s, struct run_state *rs) {
   double t0 = now_s(), last = t0, next_poll = t0 + 1;
   size_t tick = 0;
+  rs->t_event = t0 + s->o.warmup; /* power.csv's t_s: from the event's start, <0 before */
   double stop_at = INFINITY;
   while (!interrupted) {
     double t = now_s();
@@ -839,8 +844,10 @@ static json_t *result_json(struct sim *s, struct run_state *rs, size_t wrong_aft
   for (size_t k = 0; k < s->o.nfaults; k++) {
     const struct fault *f = &s->o.faults[k];
     json_array_append_new(
-        faults, json_pack("{s:s, s:f, s:b, s:I, s:o}", "kind", FAULT_NAMES[f->kind], "at_s",
-                          f->at_s, "fired", f->fired, "node", (json_int_t)f->node, "healed_after_s",
+        faults, json_pack("{s:s, s:f, s:b, s:o, s:o}", "kind", FAULT_NAMES[f->kind], "at_s",
+                          f->at_s, "fired", f->fired, "node",
+                          f->kind == F_CONTROLLER_KILL ? json_null() : json_integer((json_int_t)f->node),
+                          "healed_after_s",
                           f->healed ? json_real(f->healed_t - f->fired_t) : json_null()));
   }
   json_t *o = json_pack("{s:b, s:I, s:I, s:I, s:f, s:f}", "simulated", 1, "nodes",
