@@ -82,8 +82,11 @@ static int run(int argc, char **argv) {
     fprintf(stderr, "error: unexpected argument '%s'\n", argv[first]);
     return 2;
   }
-  if (ctl_config_check(&cfg, err, sizeof err) < 0) {
-    fprintf(stderr, "error: %s\n", err);
+  if (ctl_config_check(&cfg, err, sizeof err) < 0) { /* keys that do not go together */
+    if (cfg.config_file[0])
+      fprintf(stderr, "error: %s (the settings of '%s' and the options)\n", err, cfg.config_file);
+    else
+      fprintf(stderr, "error: %s\n", err);
     return 2;
   }
   raise_nofile();

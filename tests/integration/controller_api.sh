@@ -231,6 +231,13 @@ out=$("$CTL" --config "$T/bad.conf" 2>&1); rc=$?
 set -e
 [ "$rc" = 2 ] || fail "bad config: exit $rc"
 echo "$out" | grep -q "line 2: 'round_s': 'fast' is not a number" || fail "bad config message: $out"
+# keys that do not go together: the file is named beside the values
+printf '[controller]\nagents_file = %s\nstate_db = %s\nlisten =\nagent_timeout_s = 10\n' "$T/agents" "$T/x.db" > "$T/bad2.conf"
+set +e
+out=$("$CTL" --config "$T/bad2.conf" 2>&1); rc=$?
+set -e
+[ "$rc" = 2 ] && echo "$out" | grep -qF "agent_timeout_s 10 must be shorter than a lease" &&
+  echo "$out" | grep -qF "(the settings of '$T/bad2.conf' and the options)" || fail "a bad pair of keys: exit $rc: $out"
 set +e
 out=$("$CTL" --agents-file "$T/agents" --state-db "$T/x.db" --listen "" --lease-rounds 1 2>&1); rc=$?
 set -e
