@@ -190,11 +190,21 @@ static size_t changed_gpus(struct ctl_node *nd, unsigned *idx, double *watts) {
  * already sits above its natural draw (plan.c, at_top), nor a GPU without a
  * job (NULL for those). A job given its whole draw again from a cap under it
  * (after a probe, explore.h, or a binding cap) does draw more. */
+/* The limit GPU g holds now: the cap its agent acknowledged, or before any
+ * acknowledgement (a restarted controller's first round, the GPUs at their
+ * fallback) the limit its agent reports in force. */
+static double held_w(const struct ctl_node *nd, size_t g) {
+  if (nd->has_acked && nd->acked_w[g] > 0) return nd->acked_w[g];
+  const struct ctl_gpu_state *gs = &nd->gpu[g];
+  return isfinite(gs->enforced_w) && gs->enforced_w > 0 ? gs->enforced_w : gs->limit_w;
+}
+
 static struct ctl_job *raises_draw(struct ctl_controller *c, const struct ctl_node *nd, size_t g) {
   const char *id = nd->gpu[g].job;
   struct ctl_job *j = id[0] ? ctl_jobset_find(&c->jobs, id) : NULL;
-  if (!(nd->acked_w[g] > 0 && nd->cap_w[g] > nd->acked_w[g] && j)) return NULL;
-  return !j->at_top || nd->acked_w[g] * j->gpus < j->p_max ? j : NULL;
+  double held = held_w(nd, g);
+  if (!(held > 0 && nd->cap_w[g] > held && j)) return NULL;
+  return !j->at_top || held * j->gpus < j->p_max ? j : NULL;
 }
 
 /* Raises wait for the cuts that fund them. NVML's averaged readings lag a
@@ -207,22 +217,23 @@ static struct ctl_job *raises_draw(struct ctl_controller *c, const struct ctl_no
  * readings (the next rounds re-plan). What of last round's raises the
  * reading does not show yet counts as drawn (ctl_jobset_raises_in_flight):
  * the room it seems to leave is not there. A first cap (from the default
- * limit) is a cut, not a raise. Returns the watts withheld. */
+ * limit) is a cut, not a raise; a cap above the fallback a restarted
+ * controller finds is a raise (held_w). Returns the watts withheld. */
 static double limit_raises(struct ctl_controller *c, double target_w, double measured_w) {
   double raise = 0, in_flight = ctl_jobset_raises_in_flight(&c->jobs);
   for (size_t i = 0; i < c->nnodes; i++) {
     const struct ctl_node *nd = &c->nodes[i];
-    if (!nd->reachable || !nd->has_acked) continue;
+    if (!nd->reachable) continue;
     for (size_t g = 0; g < nd->ngpus; g++)
-      if (raises_draw(c, nd, g)) raise += nd->cap_w[g] - nd->acked_w[g];
+      if (raises_draw(c, nd, g)) raise += nd->cap_w[g] - held_w(nd, g);
   }
   double room = fmax(0.0, target_w * (1 + c->cfg.max_over_pct / 100.0) - measured_w - in_flight);
   double f = raise > room ? room / raise : 1.0, withheld = 0;
   for (size_t i = 0; raise > 0 && i < c->nnodes; i++) {
     struct ctl_node *nd = &c->nodes[i];
-    if (!nd->reachable || !nd->has_acked) continue;
+    if (!nd->reachable) continue;
     for (size_t g = 0; g < nd->ngpus; g++) {
-      double held = nd->acked_w[g], want = nd->cap_w[g];
+      double held = held_w(nd, g), want = nd->cap_w[g];
       struct ctl_job *j = raises_draw(c, nd, g);
       if (!j) continue;
       if (f < 1.0) nd->cap_w[g] = floor(held + f * (want - held));
