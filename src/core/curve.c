@@ -904,6 +904,7 @@ struct pflex_curve_templates {
   struct rel_grid g;
   double knots[PFLEX_CURVE_TEMPLATE_POINTS + 16];
   size_t np, nt, stride;
+  size_t same[16]; /* per grid point: the knot of the same relative power, or SIZE_MAX */
   double *pi, *def;
 };
 
@@ -925,6 +926,19 @@ bool pflex_curve_templates_match(const struct pflex_curve_templates *t, double p
          (n == 0 || memcmp(t->grid, grid_w, n * sizeof *grid_w) == 0);
 }
 
+/* Which knot each grid point reads the same relative power as (t->same):
+ * a grid point inside (P_min, P_max) is a knot, one at or below P_min reads
+ * P_min, knot 0. tmpl_rel is a function of the power alone, so such a grid
+ * point's deficit is copied from its knot's: the same bits, a fifth fewer
+ * evaluations. Found by comparing the doubles, not assumed. */
+static void grid_same_knots(struct pflex_curve_templates *t) {
+  for (size_t i = 0; i < t->g.n; i++) {
+    t->same[i] = SIZE_MAX;
+    for (size_t m = 0; m < t->np && t->same[i] == SIZE_MAX; m++)
+      if (t->knots[m] / t->p_max == t->g.ge[i]) t->same[i] = m;
+  }
+}
+
 /* Template c's row: its deficit at the knots, then on the grid. */
 static void template_row(const struct pflex_curve_templates *t, const struct pflex_curve *c,
                          double *row) {
@@ -932,7 +946,7 @@ static void template_row(const struct pflex_curve_templates *t, const struct pfl
   for (size_t m = 0; m < t->np; m++)
     row[m] = 1 - tmpl_rel(&v, t->knots[m] / t->p_max);
   for (size_t i = 0; i < t->g.n; i++)
-    row[t->np + i] = 1 - tmpl_rel(&v, t->g.ge[i]);
+    row[t->np + i] = t->same[i] != SIZE_MAX ? row[t->same[i]] : 1 - tmpl_rel(&v, t->g.ge[i]);
 }
 
 int pflex_curve_templates_new(double p_min, double p_max, double t_max, const double *grid_w,
@@ -952,6 +966,7 @@ int pflex_curve_templates_new(double p_min, double p_max, double t_max, const do
                                       .ngrid = n, .g = g, .nt = nt};
   t->np = curve_knots(p_min, p_max, grid_w, n, t->knots);
   t->stride = t->np + g.n;
+  grid_same_knots(t);
   t->grid = malloc(n * sizeof *t->grid);
   t->pi = malloc(nt * sizeof *t->pi);
   t->def = malloc(nt * t->stride * sizeof *t->def);
