@@ -130,9 +130,11 @@ static struct pflex_curve *random_template(uint64_t *s, size_t a) {
   return c;
 }
 
-/* Random jobs (grids unsorted, some points outside the range), random
- * subsets and PFIs: the table's curve, the wrapper's on the subset and the
- * definition's are the same curve, bit for bit (same digest, same values). */
+/* Random jobs (grids unsorted, some points outside the range, every third
+ * with grid points exactly on P_min and on a uniform knot, whose deficits
+ * the table copies from the knot's), random subsets and PFIs: the table's
+ * curve, the wrapper's on the subset and the definition's are the same
+ * curve, bit for bit (same digest, same values). */
 static void test_table_is_the_definition(void **state) {
   (void)state;
   uint64_t s = 12345;
@@ -145,6 +147,10 @@ static void test_table_is_the_definition(void **state) {
     double p_max = 500 + 8000 * uni(&s), p_min = p_max * (0.15 + 0.6 * uni(&s)), grid[9];
     for (size_t i = 0; i < 9; i++) /* from below P_min to above P_max, in random order */
       grid[i] = p_max * (0.1 + 1.0 * uni(&s));
+    if (job % 3 == 0) { /* grid points on P_min and on a uniform knot: read as that knot */
+      grid[0] = p_min;
+      grid[1] = p_min + (p_max - p_min) * 5.0 / (K - 1);
+    }
     struct ref_job rj;
     ref_job_init(&rj, p_min, p_max, 100, grid, 9);
     struct pflex_curve_templates *t = NULL;
