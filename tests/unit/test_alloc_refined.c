@@ -23,13 +23,13 @@
 #define NT 9
 #define N 60
 
-static struct pflex_curve *family(double c, double p_min, double p_max, double t_max) {
-  struct pflex_curve_params q;
-  pflex_curve_params_default("H200", GPUS, p_max, &q);
-  q.c = c;
-  struct pflex_curve *curve;
-  assert_int_equal(pflex_curve_new_parametric(&q, p_min, p_max, t_max, &curve), 0);
-  return curve;
+/* The family's member of a PFI on a range: a true curve, or a template. */
+static struct pflex_curve *member(double pfi, double p_min, double p_max, double t_max) {
+  struct pflex_refine_job rj = {.pfi = pfi, .p_min = p_min, .p_max = p_max, .t_max = t_max,
+                                .gpus = GPUS, .gpu = "H200", .shape = PFLEX_REFINE_FAMILY};
+  struct pflex_curve *c;
+  assert_int_equal(pflex_refine_predicted_curve(&rj, &c), 0);
+  return c;
 }
 
 /* N jobs, odd ones template-shaped: each its true curve, prior and refinement. */
@@ -59,10 +59,10 @@ static void world_init(struct world *w) {
   w->rng = gsl_rng_alloc(gsl_rng_mt19937);
   gsl_rng_set(w->rng, 10);
   for (int t = 0; t < NT; t++)
-    w->tmpl[t] = family(0.1 * (t + 1), 1600, 5600, 8000);
+    w->tmpl[t] = member(0.7 + 0.4 * t, 1600, 5600, 8000);
   for (size_t i = 0; i < N; i++) {
     struct pflex_refine_job rj = job_for(w, i);
-    w->truth[i] = family(0.15 + 0.7 * gsl_rng_uniform(w->rng), rj.p_min, rj.p_max, rj.t_max);
+    w->truth[i] = member(0.8 + 2.5 * gsl_rng_uniform(w->rng), rj.p_min, rj.p_max, rj.t_max);
     assert_int_equal(pflex_refine_prior_new(&rj, &w->prior[i]), 0);
     assert_int_equal(pflex_refine_new(w->prior[i], NULL, &w->r[i]), 0);
     pflex_alloc_job_init(&w->j[i]);
