@@ -20,6 +20,7 @@
  * usage: bench_controller [--templates FILE] [NODES...]   (default 125 1000) */
 #include <math.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,17 +174,22 @@ static void run(size_t n, const struct sim_truth *truth, const struct ctl_templa
   for (int k = 0; k < 2; k++)
     world_init(&w[k], n, truth, tpl);
   size_t m = 0, differ = 0;
+  uint64_t digest = 0xcbf29ce484222325ull; /* of every round's caps: compare builds */
   for (int r = 0; r < 5 + ROUNDS; r++) {
     for (int k = 0; k < 2; k++) /* alternating which goes first */
       world_round(&w[(r + k) % 2], n, r, m, (r + k) % 2 == 1, &cfg, &t[(r + k) % 2]);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
       differ += memcmp(w[0].nodes[i].cap_w, w[1].nodes[i].cap_w, sizeof w[0].nodes[i].cap_w) != 0;
+      const unsigned char *b = (const unsigned char *)w[0].nodes[i].cap_w;
+      for (size_t q = 0; q < sizeof w[0].nodes[i].cap_w; q++)
+        digest = (digest ^ b[q]) * 0x100000001b3ull; /* FNV-1a */
+    }
     m += r >= 5;
   }
   report(n, &t[0], m, "warm");
   report(n, &t[1], m, "cold");
-  printf("%6zu jobs %6zu GPUs      caps with and without the kept hulls: %s\n", n, n * GPUS,
-         differ ? "DIFFER" : "identical in every round");
+  printf("%6zu jobs %6zu GPUs      caps with and without the kept hulls: %s (digest %016llx)\n",
+         n, n * GPUS, differ ? "DIFFER" : "identical in every round", (unsigned long long)digest);
   for (int k = 0; k < 2; k++)
     world_release(&w[k]);
 }
