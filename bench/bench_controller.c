@@ -10,8 +10,17 @@
  * sweeps, as pflex-controller's templates_file; "first learn" is the round
  * that builds every job's prior.
  *
+ * Two equal clusters run in lockstep: "warm" is the controller as it runs
+ * (the allocator's hulls kept between rounds, pflex_alloc_ctx), "cold" the
+ * same with the context dropped after every plan; their caps must be the
+ * same in every round (the last line says so). So that both hold the same
+ * curves, every template-shaped prior is built in the first round (the
+ * controller spreads them over rounds by wall time).
+ *
  * usage: bench_controller [--templates FILE] [NODES...]   (default 125 1000) */
 #include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,20 +68,28 @@ static void physics(struct ctl_node *nodes, size_t n, const struct sim_kind **ki
   }
 }
 
-static void run(size_t n, const struct sim_truth *truth, const struct ctl_templates *tpl) {
-  struct ctl_node *nodes = calloc(n, sizeof *nodes);
-  const struct sim_kind **kind = calloc(n, sizeof *kind);
-  gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
-  struct ctl_config cfg;
-  ctl_config_defaults(&cfg);
+/* One simulated cluster: its nodes (one job each), their kinds, its noise,
+ * the controller's jobs. */
+struct world {
+  struct ctl_node *nodes;
+  const struct sim_kind **kind;
+  gsl_rng *rng;
   struct ctl_jobset js;
-  ctl_jobset_init(&js);
-  js.templates = tpl ? tpl->curves : NULL;
-  js.ntemplates = tpl ? tpl->n : 0;
-  double uncapped = 0, first_learn = 0;
+  double uncapped;
+};
+
+static void world_init(struct world *w, size_t n, const struct sim_truth *truth,
+                       const struct ctl_templates *tpl) {
+  w->nodes = calloc(n, sizeof *w->nodes);
+  w->kind = calloc(n, sizeof *w->kind);
+  w->rng = gsl_rng_alloc(gsl_rng_mt19937);
+  ctl_jobset_init(&w->js);
+  w->js.templates = tpl ? tpl->curves : NULL;
+  w->js.ntemplates = tpl ? tpl->n : 0;
+  w->uncapped = 0;
   for (size_t k = 0; k < n; k++) { /* one job per node: n jobs */
-    struct ctl_node *nd = &nodes[k];
-    kind[k] = &truth->kinds[gsl_rng_uniform_int(rng, truth->n)];
+    struct ctl_node *nd = &w->nodes[k];
+    w->kind[k] = &truth->kinds[gsl_rng_uniform_int(w->rng, truth->n)];
     nd->reachable = nd->seen = true;
     nd->ngpus = GPUS;
     nd->njobs = 1;
@@ -85,43 +102,96 @@ static void run(size_t n, const struct sim_truth *truth, const struct ctl_templa
       s->min_w = 200;
       s->lease_s_left = -1;
       snprintf(s->job, sizeof s->job, "%s", nd->jobs[0].id);
-      uncapped += sim_kind_power(kind[k], 700);
+      w->uncapped += sim_kind_power(w->kind[k], 700);
     }
   }
-  double gather[ROUNDS], learn[ROUNDS], plan[ROUNDS], alloc[ROUNDS];
-  size_t m = 0;
-  for (int r = 0; r < 5 + ROUNDS; r++) {
-    physics(nodes, n, kind, rng, r + 1);
-    double t0 = now_ms();
-    ctl_jobset_gather(&js, nodes, n, r, 120);
-    double t1 = now_ms();
-    ctl_jobset_learn(&js, &cfg);
-    double t2 = now_ms();
-    first_learn = fmax(first_learn, t2 - t1);
-    if (r < 5) continue; /* uncapped: P_max and T_max learnt */
-    struct ctl_plan_summary s;
-    double target = 0.7 * uncapped;
-    ctl_plan(nodes, n, &js, &cfg, target, target, 5600, &s);
-    double t3 = now_ms();
-    gather[m] = t1 - t0;
-    learn[m] = t2 - t1;
-    plan[m] = t3 - t2;
-    alloc[m] = s.alloc_ms;
-    m++;
+}
+
+static void world_release(struct world *w) {
+  ctl_jobset_release(&w->js);
+  gsl_rng_free(w->rng);
+  free(w->kind);
+  free(w->nodes);
+}
+
+/* The times of one world's capped rounds. */
+struct times {
+  double gather[ROUNDS], learn[ROUNDS], plan[ROUNDS], alloc[ROUNDS], first_learn;
+};
+
+/* Round r of world w (plans from round 5 on, into slot m of t); cold: the
+ * allocator's context is dropped after the plan, so every round samples
+ * every curve again (as before the context was kept). */
+static void world_round(struct world *w, size_t n, int r, size_t m, bool cold,
+                        const struct ctl_config *cfg, struct times *t) {
+  physics(w->nodes, n, w->kind, w->rng, r + 1);
+  double t0 = now_ms();
+  ctl_jobset_gather(&w->js, w->nodes, n, r, 120);
+  double t1 = now_ms();
+  ctl_jobset_learn(&w->js, cfg);
+  double t2 = now_ms();
+  t->first_learn = fmax(t->first_learn, t2 - t1);
+  if (r < 5) return; /* uncapped: P_max and T_max learnt */
+  struct ctl_plan_summary s;
+  double target = 0.7 * w->uncapped;
+  ctl_plan(w->nodes, n, &w->js, cfg, target, target, 5600, &s);
+  double t3 = now_ms();
+  if (cold) {
+    pflex_alloc_ctx_free(w->js.alloc_ctx);
+    w->js.alloc_ctx = NULL;
   }
-  double *v[] = {gather, learn, plan, alloc};
+  t->gather[m] = t1 - t0;
+  t->learn[m] = t2 - t1;
+  t->plan[m] = t3 - t2;
+  t->alloc[m] = s.alloc_ms;
+}
+
+static void report(size_t n, struct times *t, size_t m, const char *tag) {
+  double *v[] = {t->gather, t->learn, t->plan, t->alloc};
   const char *names[] = {"gather", "learn (refinement)", "plan", "  of which pflex_alloc_run"};
   for (int i = 0; i < 4; i++) {
     qsort(v[i], m, sizeof(double), cmp);
-    printf("%6zu jobs %6zu GPUs  %-26s median %8.2f ms  max %8.2f ms\n", n, n * GPUS, names[i],
-           v[i][m / 2], v[i][m - 1]);
+    printf("%6zu jobs %6zu GPUs %s %-26s median %8.2f ms  max %8.2f ms\n", n, n * GPUS, tag,
+           names[i], v[i][m / 2], v[i][m - 1]);
   }
-  printf("%6zu jobs %6zu GPUs  %-26s          %8.2f ms (the priors built)\n", n, n * GPUS,
-         "slowest uncapped learn", first_learn);
-  ctl_jobset_release(&js);
-  gsl_rng_free(rng);
-  free(kind);
-  free(nodes);
+  printf("%6zu jobs %6zu GPUs %s %-26s          %8.2f ms (the priors built)\n", n, n * GPUS, tag,
+         "slowest uncapped learn", t->first_learn);
+}
+
+/* Two equal clusters in lockstep (the same seed): the controller as it
+ * runs, its allocator's hulls kept between rounds, and the same without
+ * (cold); the allocation must not differ, so every GPU's cap must be the
+ * same in both in every round. */
+static void run(size_t n, const struct sim_truth *truth, const struct ctl_templates *tpl) {
+  struct ctl_config cfg;
+  ctl_config_defaults(&cfg);
+  /* The controller builds template-shaped priors for a tenth of each
+   * round's wall time, so which jobs have one would differ between the two
+   * clusters: a budget of 1,000 s builds every one in the first round. */
+  cfg.round_s = 1e4;
+  struct world w[2];
+  struct times t[2] = {{.first_learn = 0}, {.first_learn = 0}};
+  for (int k = 0; k < 2; k++)
+    world_init(&w[k], n, truth, tpl);
+  size_t m = 0, differ = 0;
+  uint64_t digest = 0xcbf29ce484222325ull; /* of every round's caps: compare builds */
+  for (int r = 0; r < 5 + ROUNDS; r++) {
+    for (int k = 0; k < 2; k++) /* alternating which goes first */
+      world_round(&w[(r + k) % 2], n, r, m, (r + k) % 2 == 1, &cfg, &t[(r + k) % 2]);
+    for (size_t i = 0; i < n; i++) {
+      differ += memcmp(w[0].nodes[i].cap_w, w[1].nodes[i].cap_w, sizeof w[0].nodes[i].cap_w) != 0;
+      const unsigned char *b = (const unsigned char *)w[0].nodes[i].cap_w;
+      for (size_t q = 0; q < sizeof w[0].nodes[i].cap_w; q++)
+        digest = (digest ^ b[q]) * 0x100000001b3ull; /* FNV-1a */
+    }
+    m += r >= 5;
+  }
+  report(n, &t[0], m, "warm");
+  report(n, &t[1], m, "cold");
+  printf("%6zu jobs %6zu GPUs      caps with and without the kept hulls: %s (digest %016llx)\n",
+         n, n * GPUS, differ ? "DIFFER" : "identical in every round", (unsigned long long)digest);
+  for (int k = 0; k < 2; k++)
+    world_release(&w[k]);
 }
 
 int main(int argc, char **argv) {

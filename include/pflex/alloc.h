@@ -26,6 +26,7 @@
 #define PFLEX_ALLOC_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "pflex/curve.h"
 #include "pflex/runs.h"
@@ -67,6 +68,9 @@ struct pflex_alloc_job {
   double dram_copy;                /* DRAM copy product, used by dram */
   enum pflex_arch arch;            /* used by moe-ft */
   enum pflex_task task;            /* used by moe-ft */
+  uint64_t curve_digest;           /* optional: a content digest of a callback curve (what it
+                                      computes now, e.g. pflex_refine_digest), so that a
+                                      pflex_alloc_ctx may keep its hull; 0: none */
 };
 
 /* Sets the defaults: everything 0/NULL/unknown, weight 1, gpus 1. */
@@ -80,7 +84,10 @@ void pflex_alloc_job_init(struct pflex_alloc_job *job);
  * the oracle, its majorant): the warm start for a controller (the next
  * round with few changed jobs re-samples only those). Callback curves are
  * not kept across calls (their digest names the function, not what it
- * computes now). Results are bit for bit those of a call without it. It
+ * computes now) unless the job gives their content digest (curve_digest,
+ * keyed with the curve's own): a caller that gives one must change it
+ * whenever what the curve computes changes (pflex_refine_digest does).
+ * Results are bit for bit those of a call without it. It
  * holds no pointer to a curve; its size is bounded (past 4 hulls per job of
  * a call plus 65536 it starts afresh). One context per thread. */
 struct pflex_alloc_ctx;

@@ -140,6 +140,17 @@ size_t pflex_refine_count(const struct pflex_refine *r);
  * and unchanged, until the next pflex_refine_observe or pflex_refine_free. */
 const struct pflex_curve *pflex_refine_curve(const struct pflex_refine *r);
 
+/* A 64-bit content digest of the current curve (pflex_refine_curve), for
+ * caches that keep what a curve computes across calls (the allocator's
+ * pflex_alloc_ctx, through pflex_alloc_job.curve_digest): before any
+ * observation the predicted curve's pflex_curve_digest; after, a digest of
+ * the prior's content (its parameters, curves and templates' table), the
+ * options and every observation since pflex_refine_new or the last
+ * pflex_refine_reset, in order. The refined curve is a function of exactly
+ * these, so equal digests mean the same curve (up to a 64-bit collision);
+ * an observation always changes it. 0 for NULL. */
+uint64_t pflex_refine_digest(const struct pflex_refine *r);
+
 /* How far the observations have pinned the curve's shape, in [0, 1]:
  * 1 - (posterior SD) / (prior SD) of the shape parameter (the PFI for the
  * data shape, the family path position for the family shape), both taken

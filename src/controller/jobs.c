@@ -32,8 +32,10 @@ void ctl_jobset_release(struct ctl_jobset *js) {
     job_release(&js->v[i]);
   free(js->v);
   free(js->gone);
+  pflex_alloc_ctx_free(js->alloc_ctx);
   js->v = NULL;
   js->gone = NULL;
+  js->alloc_ctx = NULL;
   js->n = js->cap = js->ngone = js->gone_cap = 0; /* the templates stay: they are the caller's */
 }
 
@@ -404,6 +406,10 @@ double ctl_jobset_raises_in_flight(struct ctl_jobset *js) {
 
 const struct pflex_curve *ctl_job_curve(const struct ctl_job *j) {
   return j->refine ? pflex_refine_curve(j->refine) : NULL;
+}
+
+uint64_t ctl_job_curve_digest(const struct ctl_job *j) {
+  return j->refine ? pflex_refine_digest(j->refine) : 0;
 }
 
 double ctl_job_confidence(const struct ctl_job *j) {

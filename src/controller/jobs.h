@@ -12,6 +12,7 @@
 #include "controller/config.h"
 #include "controller/nodes.h"
 #include "controller/store.h"
+#include "pflex/alloc.h"
 #include "pflex/predict.h"
 #include "pflex/refine.h"
 
@@ -85,6 +86,10 @@ struct ctl_jobset {
    * population prior. NULL: every job from the configured prior_pfi. */
   const struct pflex_model *model;
   double shape_budget_ms; /* left in this round for template-shaped priors (jobs.c) */
+  /* The allocator's hulls kept between rounds (plan.c, made at the first
+   * plan; NULL: none yet): a job whose curve and bounds did not change costs
+   * no curve sampling (the jobs' curves carry pflex_refine_digest). */
+  struct pflex_alloc_ctx *alloc_ctx;
   /* Jobs forgotten whose learnt row the store still holds, until saved. */
   char (*gone)[CTL_JOB_ID_MAX];
   size_t ngone, gone_cap;
@@ -133,6 +138,8 @@ double ctl_jobset_raises_in_flight(struct ctl_jobset *js);
 
 /* The job's curve to allocate on (refined, or the prior), or NULL. */
 const struct pflex_curve *ctl_job_curve(const struct ctl_job *j);
+/* Its content digest (pflex_refine_digest), 0 without a curve. */
+uint64_t ctl_job_curve_digest(const struct ctl_job *j);
 /* pflex_refine_confidence, 0 without a curve. */
 double ctl_job_confidence(const struct ctl_job *j);
 

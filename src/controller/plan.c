@@ -119,6 +119,7 @@ static void alloc_job(const struct ctl_job *j, const struct ctl_config *cfg, dou
   pflex_alloc_job_init(a);
   a->name = j->id;
   a->curve = ctl_job_curve(j);
+  a->curve_digest = ctl_job_curve_digest(j);
   a->gpus = j->gpus;
   a->cap_min_w = j->min_w;
   a->cap_max_w = j->max_w;
@@ -170,19 +171,23 @@ static int fitting_floor_scale(struct pflex_alloc_job *aj, size_t n, double jobs
   return rc < 0 ? rc : 0;
 }
 
-/* Runs the allocator. When the jobs' floors together do not fit, every floor
- * is scaled down by the same factor, the largest that fits (so the strictest
- * class keeps the most: a 99% floor scaled by 0.99 still holds 98%), and
- * the summary says by how much; with every job at its least when not even
- * the least powers fit. */
-static int allocate(struct pflex_alloc_job *aj, size_t n, double jobs_w,
+/* Runs the allocator, with the hulls of the rounds before (js->alloc_ctx,
+ * made at the first call; without memory for it, none: the same answer,
+ * bit for bit, at the cost of sampling every curve). When the jobs' floors
+ * together do not fit, every floor is scaled down by the same factor, the
+ * largest that fits (so the strictest class keeps the most: a 99% floor
+ * scaled by 0.99 still holds 98%), and the summary says by how much; with
+ * every job at its least when not even the least powers fit. */
+static int allocate(struct ctl_jobset *js, struct pflex_alloc_job *aj, size_t n, double jobs_w,
                     struct pflex_alloc_result *res, struct ctl_plan_summary *s) {
   struct pflex_alloc_summary sum;
   s->floor_scale = 1;
-  int rc = pflex_alloc_run(aj, n, PFLEX_ALLOC_OPTIMAL, jobs_w, NULL, res, &sum);
+  if (!js->alloc_ctx && pflex_alloc_ctx_new(&js->alloc_ctx) < 0) js->alloc_ctx = NULL;
+  struct pflex_alloc_opts o = {.ctx = js->alloc_ctx};
+  int rc = pflex_alloc_run(aj, n, PFLEX_ALLOC_OPTIMAL, jobs_w, &o, res, &sum);
   if (rc == -PFLEX_E_INFEASIBLE) {
     rc = fitting_floor_scale(aj, n, jobs_w, res, &s->floor_scale);
-    if (rc == 0) rc = pflex_alloc_run(aj, n, PFLEX_ALLOC_OPTIMAL, jobs_w, NULL, res, &sum);
+    if (rc == 0) rc = pflex_alloc_run(aj, n, PFLEX_ALLOC_OPTIMAL, jobs_w, &o, res, &sum);
   }
   if (rc == -PFLEX_E_INFEASIBLE) {
     s->infeasible = true;
@@ -348,7 +353,7 @@ int ctl_plan(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset *js,
       k++;
     }
   double t0 = now_ms();
-  if (rc == 0 && n) rc = allocate(aj, n, fmax(s.jobs_w, 0), res, &s);
+  if (rc == 0 && n) rc = allocate(js, aj, n, fmax(s.jobs_w, 0), res, &s);
   s.alloc_ms = now_ms() - t0;
   for (size_t k = 0; rc == 0 && k < n; k++) {
     struct ctl_job *j = map[k];

@@ -414,6 +414,7 @@ struct hull_key {
   double lo, hi, weight;
   unsigned knots;
   uint64_t hash; /* of the fields above (key_of), not compared */
+  bool keep;     /* the context may keep it (pflex__alloc_curve_key); not compared */
 };
 
 struct hull_entry {
@@ -464,7 +465,7 @@ static struct hull_key key_of(uint64_t digest, double lo, double hi, double weig
   uint64_t h = digest ^ dbits(lo) * 0x9E3779B97F4A7C15ull ^ dbits(hi) * 0xC2B2AE3D27D4EB4Full ^
                dbits(weight) * 0x165667B19E3779F9ull ^ knots;
   h = (h ^ (h >> 29)) * 0xff51afd7ed558ccdull;
-  return (struct hull_key){digest, lo, hi, weight, knots, h ^ (h >> 32)};
+  return (struct hull_key){digest, lo, hi, weight, knots, h ^ (h >> 32), false};
 }
 
 static size_t key_slot(const struct hull_key *k, size_t nslots) {
@@ -700,8 +701,9 @@ static int pass_find_or_sample(const struct pflex_alloc_job *jobs, const double 
                                const double *whi, const struct hull_key *key, size_t i,
                                struct hull_cache *hc, struct pass_scratch *sc, struct pass *ps) {
   /* A callback curve's digest names its function, not what it computes
-   * now: it is shared within this pass only, never kept in the context. */
-  bool keep = hc && pflex_curve_kind(jobs[i].curve) != PFLEX_CURVE_CALLBACK;
+   * now: without a content digest it is shared within this pass only, never
+   * kept in the context (pflex__alloc_curve_key). */
+  bool keep = hc && key->keep;
   const struct hull_entry *e = keep ? hull_find(hc, key) : NULL;
   if (e) {
     sc->where[i] = e->off, sc->in_pool[i] = true, ps->jn[i] = e->len;
@@ -729,8 +731,10 @@ static int pass_hulls(const struct pflex_alloc_job *jobs, size_t n, const double
   int err = pass_scratch_init(&sc, ps, n, maxk);
   for (size_t i = 0; !err && i < n; i++) {
     if (!(whi[i] > wlo[i]) || !(jobs[i].weight > 0)) continue;
-    struct hull_key key =
-        key_of(pflex_curve_digest(jobs[i].curve), wlo[i], whi[i], jobs[i].weight, knots);
+    bool keep;
+    uint64_t digest = pflex__alloc_curve_key(&jobs[i], &keep);
+    struct hull_key key = key_of(digest, wlo[i], whi[i], jobs[i].weight, knots);
+    key.keep = keep;
     size_t h = pass_slot(&sc, jobs, wlo, whi, &key, i);
     if (sc.first[h] != SIZE_MAX) { /* as an earlier job of this pass */
       size_t j = sc.first[h];
@@ -1096,9 +1100,18 @@ struct ls_move {
   int col[3], n;
 };
 
+/* Job i's gain for column c (+ds[c/2] for even c, -ds[c/2] for odd): read
+ * from every job's row (full, n rows) when there is one, else evaluated. */
+static double cand_gain(const struct ls *s, const double *full, size_t n, size_t i, int c) {
+  if (full) return full[c * n + i];
+  return delta_of(s->jobs, s->pr, s->p, s->f, i, c % 2 ? -s->ds[c / 2] : s->ds[c / 2]);
+}
+
 /* Marks in in[] the candidates: per amount and direction the LS_KEEP best
- * jobs of one scan (every job when n <= LS_KEEP); their number. */
-static int ls_candidates(const struct ls *s, size_t n, bool *in, size_t *ret_ns) {
+ * jobs of one scan (every job when n <= LS_KEEP); their number. full: every
+ * job's row of gains (NULL: none; the gains are evaluated). */
+static int ls_candidates(const struct ls *s, size_t n, const double *full, bool *in,
+                         size_t *ret_ns) {
   if (n <= LS_KEEP) {
     for (size_t i = 0; i < n; i++)
       in[i] = true;
@@ -1112,7 +1125,7 @@ static int ls_candidates(const struct ls *s, size_t n, bool *in, size_t *ret_ns)
   if (!heap) return -ENOMEM;
   for (size_t i = 0; i < n; i++)
     for (int c = 0; c < 2 * LS_STEPS; c++) {
-      double x = delta_of(s->jobs, s->pr, s->p, s->f, i, c % 2 ? -s->ds[c / 2] : s->ds[c / 2]);
+      double x = cand_gain(s, full, n, i, c);
       struct keep *h = &heap[c * LS_KEEP];
       if (hn[c] < LS_KEEP)
         keep_push(h, hn[c]++, (struct keep){x, i});
@@ -1170,6 +1183,53 @@ static int ls_fill_table(struct ls *s) {
   }
   free(hash);
   return 0;
+}
+
+/* Up to this many jobs, every job's row of gains is filled once (in one
+ * sorted run of curve evaluations each) and the candidates are chosen from
+ * it, instead of evaluating each gain on its own for the choice and again
+ * for the table: the same values, bit for bit, and the same choice. */
+#define LS_FULL_MAX 65536
+
+/* Every job's row of gains: s's set all the jobs and its table theirs. */
+static int ls_full_table(struct ls *s, size_t n) {
+  s->ns = n;
+  s->set = malloc(n * sizeof *s->set);
+  s->tab = malloc(n * 2 * LS_STEPS * sizeof *s->tab);
+  if (!s->set || !s->tab) return -ENOMEM;
+  for (size_t i = 0; i < n; i++)
+    s->set[i] = i;
+  return ls_fill_table(s);
+}
+
+/* The candidate set (in[], ls_candidates) and its table of gains. */
+static int ls_table(struct ls *s, size_t n, bool *in) {
+  int err = 0;
+  double *full = NULL;
+  if (n > LS_KEEP && n <= LS_FULL_MAX) {
+    err = ls_full_table(s, n);
+    full = s->tab;
+    free(s->set);
+    s->set = NULL, s->tab = NULL;
+  }
+  if (!err) err = ls_candidates(s, n, full, in, &s->ns);
+  if (!err) {
+    s->set = malloc(s->ns * sizeof *s->set);
+    s->tab = malloc(s->ns * 2 * LS_STEPS * sizeof *s->tab);
+    err = s->set && s->tab ? 0 : -ENOMEM;
+  }
+  size_t ns = 0;
+  for (size_t i = 0; !err && i < n; i++)
+    if (in[i]) s->set[ns++] = i;
+  if (!err && full) {
+    for (int c = 0; c < 2 * LS_STEPS; c++)
+      for (size_t r = 0; r < ns; r++)
+        s->tab[c * ns + r] = full[c * n + s->set[r]];
+  } else if (!err) {
+    err = ls_fill_table(s);
+  }
+  free(full);
+  return err;
 }
 
 /* The best pair move into *mv: one receiver and one donor of ds[k]. */
@@ -1289,15 +1349,7 @@ static int local_search(const struct pflex_alloc_job *jobs, size_t n, const stru
   int err = -ENOMEM;
   if (!s.f || !in) goto out;
   s.obj = objective_into(jobs, n, p, s.f);
-  if ((err = ls_candidates(&s, n, in, &s.ns)) < 0) goto out;
-  err = -ENOMEM;
-  s.set = malloc(s.ns * sizeof *s.set);
-  s.tab = malloc(s.ns * 2 * LS_STEPS * sizeof *s.tab);
-  if (!s.set || !s.tab) goto out;
-  s.ns = 0;
-  for (size_t i = 0; i < n; i++)
-    if (in[i]) s.set[s.ns++] = i;
-  if ((err = ls_fill_table(&s)) < 0) goto out;
+  if ((err = ls_table(&s, n, in)) < 0) goto out;
   for (int c = 0; c < 2 * LS_STEPS; c++) {
     topk_scan(&s.tab[c * s.ns], s.ns, &s.best_rows[c]);
     top3_of(&s.best_rows[c], s.top[c]);

@@ -95,6 +95,18 @@ static inline uint64_t pflex__alloc_dbits(double x) {
   return u;
 }
 
+/* The digest job j's curve is cached under, and in *ret_keep whether a
+ * cache may keep it across calls: the curve's own digest (its content),
+ * but for a callback curve, whose digest names its function: that one is
+ * kept only with the job's curve_digest (the caller's content digest), and
+ * keyed by both. */
+static inline uint64_t pflex__alloc_curve_key(const struct pflex_alloc_job *j, bool *ret_keep) {
+  uint64_t d = pflex_curve_digest(j->curve);
+  bool callback = pflex_curve_kind(j->curve) == PFLEX_CURVE_CALLBACK;
+  *ret_keep = !callback || j->curve_digest != 0;
+  return callback && j->curve_digest ? pflex__alloc_mix(d, j->curve_digest) : d;
+}
+
 /* The oracle's cache of concave majorants (alloc_oracle.c), kept in a
  * pflex_alloc_ctx across calls. */
 struct pflex__oracle_cache;

@@ -478,14 +478,15 @@ static int entry_in(struct orc *o, struct pflex__oracle_cache *oc, const struct 
 }
 
 /* The cache entry of job i: the cache persist holds curves that stay what
- * they are (not callbacks), local the others. */
+ * they are (not callbacks, unless with a content digest), local the others. */
 static int job_entry(struct orc *o, size_t i, unsigned nint, struct pflex__oracle_cache *persist,
                      struct pflex__oracle_cache *local, struct pflex__oracle_cache **ret_oc,
                      size_t *ret_slot) {
   const struct pflex_alloc_job *j = &o->jobs[i];
-  struct pflex__oracle_cache *oc =
-      persist && pflex_curve_kind(j->curve) != PFLEX_CURVE_CALLBACK ? persist : local;
-  struct okey key = {pflex_curve_digest(j->curve), o->lo[i], o->hi[i], j->weight, nint};
+  bool keep;
+  uint64_t digest = pflex__alloc_curve_key(j, &keep);
+  struct pflex__oracle_cache *oc = persist && keep ? persist : local;
+  struct okey key = {digest, o->lo[i], o->hi[i], j->weight, nint};
   *ret_oc = oc;
   return entry_in(o, oc, j->curve, &key, ret_slot);
 }

@@ -31,6 +31,7 @@ struct pflex_refine_prior {
   double cpfi[NPFI];                    /* their PFIs, pflex_refine_candidate_pfi(m) */
   double spread_sd, spread;             /* data shape: prior_spread at the default prior_sd */
   struct refine_near *near;             /* data shape with templates: refine_near.c; or NULL */
+  uint64_t digest;                      /* of everything above (prior_digest) */
 };
 
 struct pflex_refine {
@@ -50,7 +51,57 @@ struct pflex_refine {
   gsl_min_fminimizer *min;   /* family shape */
   struct refine_corr corr;   /* the refined curve's state */
   struct pflex_curve *curve; /* callback curve on corr */
+  uint64_t digest;           /* pflex_refine_digest: the prior's, the options, every
+                                observation since the last reset, in order */
 };
+
+/* ---- content digests (pflex_refine_digest) ----------------------------------------- */
+
+/* FNV-1a over n bytes, continuing from h. */
+static uint64_t fnv(uint64_t h, const void *data, size_t n) {
+  const unsigned char *b = data;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ b[i]) * 0x100000001b3ull;
+  return h;
+}
+
+static uint64_t fnv_doubles(uint64_t h, const double *x, size_t n) {
+  return fnv(h, x, n * sizeof *x);
+}
+
+static uint64_t fnv_params(uint64_t h, const struct pflex_curve_params *q) {
+  const double v[4] = {q->c, q->knee, q->idle_frac, q->vratio}; /* no padding hashed */
+  return fnv_doubles(h, v, 4);
+}
+
+/* Everything of the prior that the refined curve is computed from: its
+ * scalars and parameters, its curves' content digests and the nearest
+ * templates' table (the templates themselves are not kept). */
+static uint64_t prior_digest(const struct pflex_refine_prior *p) {
+  uint64_t h = fnv(0xcbf29ce484222325ull, &p->shape, sizeof p->shape);
+  const double v[6] = {p->pfi, p->p_min, p->p_max, p->t_max, p->spread_sd, p->spread};
+  h = fnv_doubles(h, v, 6);
+  h = fnv_params(fnv_params(h, &p->base), &p->pred);
+  h = fnv_doubles(h, p->cpfi, NPFI);
+  uint64_t d[NPFI + 1];
+  d[0] = pflex_curve_digest(p->curve);
+  for (size_t m = 0; m < NPFI; m++)
+    d[m + 1] = p->cand[m] ? pflex_curve_digest(p->cand[m]) : 0;
+  h = fnv(h, d, sizeof d);
+  if (p->near) {
+    h = fnv(h, &p->near->n, sizeof p->near->n);
+    h = fnv_doubles(h, p->near->pw, REFINE_NEAR_K);
+    h = fnv_doubles(h, p->near->rel, p->near->n * REFINE_NEAR_K);
+  }
+  return h;
+}
+
+/* r's digest with no observation: its prior's and its options. */
+static uint64_t start_digest(const struct pflex_refine *r) {
+  const double o[2] = {r->o.noise, r->o.prior_sd};
+  uint64_t h = fnv_doubles(fnv(0x84222325cbf29ce4ull, &r->prior->digest, sizeof r->prior->digest), o, 2);
+  return fnv(h, &r->o.max_obs, sizeof r->o.max_obs);
+}
 
 /* ---- the predicted curve ---------------------------------------------------------- */
 
@@ -200,6 +251,7 @@ int pflex_refine_prior_new(const struct pflex_refine_job *job,
     pflex_refine_prior_free(p);
     return err;
   }
+  p->digest = prior_digest(p);
   *ret_prior = p;
   return 0;
 }
@@ -550,6 +602,7 @@ int pflex_refine_new(const struct pflex_refine_prior *prior, const struct pflex_
     pflex_refine_free(r);
     return err;
   }
+  r->digest = start_digest(r);
   *ret = r;
   return 0;
 }
@@ -584,6 +637,7 @@ int pflex_refine_reset(struct pflex_refine *r, const struct pflex_refine_prior *
   }
   r->prior = prior;
   r->n = 0;
+  r->digest = start_digest(r);
   c->near = false;
   c->p_min = prior->p_min;
   c->p_max = prior->p_max;
@@ -608,6 +662,8 @@ int pflex_refine_observe(struct pflex_refine *r, double power_w, double tput) {
   r->w[r->n] = power_w;
   r->t[r->n] = tput;
   r->n++;
+  const double obs[2] = {power_w, tput};
+  r->digest = fnv_doubles(r->digest, obs, 2);
   const struct pflex_refine_prior *p = r->prior;
   if (p->shape == PFLEX_REFINE_DATA) {
     /* The prior's spread depends on the prior alone: once per job, not at
@@ -634,6 +690,11 @@ size_t pflex_refine_count(const struct pflex_refine *r) {
 const struct pflex_curve *pflex_refine_curve(const struct pflex_refine *r) {
   if (!r) return NULL;
   return r->n ? r->curve : r->prior->curve;
+}
+
+uint64_t pflex_refine_digest(const struct pflex_refine *r) {
+  if (!r) return 0;
+  return r->n ? r->digest : pflex_curve_digest(r->prior->curve);
 }
 
 double pflex_refine_confidence(const struct pflex_refine *r) {
