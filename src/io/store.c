@@ -428,6 +428,8 @@ struct put_ctx {
   const char *src; /* file the runs came from (their lines count there), else the store */
   const struct pflex_runset *set;
   struct pflex_diag *diag;
+  size_t *by_name;     /* the extra columns in name order: run_extras' key order */
+  char imported_at[32]; /* one time for the whole import, UTC, ISO 8601 */
   sqlite3_stmt *find_group, *delete_group, *insert_group, *touch_group, *insert_run, *insert_extra,
       *insert_extra_tail;
 };
@@ -456,6 +458,7 @@ static int insert_group(struct put_ctx *c, const struct pflex_run *r, sqlite3_in
   bind_int_if(st, 12, r->have & PFLEX_RUN_COMPILE, r->compile);
   bind_int_if(st, 13, r->have & PFLEX_RUN_GRAD_CKPT, r->grad_ckpt);
   bind_text_or_null(st, 14, c->set->source);
+  sqlite3_bind_text(st, 15, c->imported_at, -1, SQLITE_STATIC);
   int err = step_done(c, st, "cannot store a group");
   if (!err) *ret_id = sqlite3_last_insert_rowid(c->s->db);
   return err;
@@ -479,14 +482,16 @@ static int insert_run(struct put_ctx *c, sqlite3_int64 group_id, size_t i) {
                           "group '%s' already has a run at cap %g W", r->group, r->cap_w);
   if (rc != SQLITE_DONE) return sql_fail(c->s, rc, c->diag, "cannot store a run");
   sqlite3_int64 run_id = sqlite3_last_insert_rowid(c->s->db);
-  /* The extras in statements of EXTRA_ROWS rows (the last one shorter):
-   * every parameter is bound anew, the strings outlive the step, so no
-   * copies and no clearing (an import writes millions of these). */
+  /* The extras in statements of EXTRA_ROWS rows (the last one shorter), in
+   * name order, so that each row lands after the last one in run_extras'
+   * (run_id, name) key: an append, not a search. Every parameter is bound
+   * anew, the strings outlive the step, so no copies and no clearing (an
+   * import writes millions of these). */
   for (size_t k0 = 0; k0 < c->set->nextra; k0 += EXTRA_ROWS) {
     size_t rows = c->set->nextra - k0 < EXTRA_ROWS ? c->set->nextra - k0 : EXTRA_ROWS;
     st = rows == EXTRA_ROWS ? c->insert_extra : c->insert_extra_tail;
     for (size_t m = 0; m < rows; m++) {
-      size_t k = k0 + m;
+      size_t k = c->by_name[k0 + m];
       int b = 4 * (int)m;
       sqlite3_bind_int64(st, b + 1, run_id);
       sqlite3_bind_int64(st, b + 2, (sqlite3_int64)k);
@@ -568,6 +573,7 @@ static int put_group(struct put_ctx *c, const size_t *idx, size_t n, enum pflex_
     res->groups_replaced++;
   } else if (exists) {
     sqlite3_bind_int64(c->touch_group, 1, group_id);
+    sqlite3_bind_text(c->touch_group, 2, c->imported_at, -1, SQLITE_STATIC);
     err = step_done(c, c->touch_group, "cannot update the stored group");
     if (err) return err;
     res->groups_appended++;
@@ -591,6 +597,116 @@ static int cmp_size(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* An extra column's name beside its index, to sort the columns by name. */
+struct named_col {
+  const char *name;
+  size_t col;
+};
+
+static int cmp_named_col(const void *a, const void *b) {
+  /* SQLite's BINARY collation compares bytes, as strcmp does (no NUL inside). */
+  return strcmp(((const struct named_col *)a)->name, ((const struct named_col *)b)->name);
+}
+
+/* c->by_name: the extra columns' indexes in the order of their names. */
+static int order_extras(struct put_ctx *c) {
+  size_t n = c->set->nextra;
+  c->by_name = malloc((n ? n : 1) * sizeof *c->by_name);
+  struct named_col *v = malloc((n ? n : 1) * sizeof *v);
+  int err = c->by_name && v ? 0 : -ENOMEM;
+  for (size_t k = 0; !err && k < n; k++)
+    v[k] = (struct named_col){c->set->extra_names[k], k};
+  if (!err) qsort(v, n, sizeof *v, cmp_named_col);
+  for (size_t k = 0; !err && k < n; k++)
+    c->by_name[k] = v[k].col;
+  free(v);
+  return err;
+}
+
+/* The import's one timestamp, from SQLite's clock in its format. */
+static int import_time(struct put_ctx *c) {
+  sqlite3_stmt *st = NULL;
+  int err = prepare(c->s, "SELECT strftime('%Y-%m-%dT%H:%M:%SZ', 'now')", &st, c->diag);
+  if (err) return err;
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW)
+    snprintf(c->imported_at, sizeof c->imported_at, "%s", col_text(st, 0));
+  else
+    err = sql_fail(c->s, rc, c->diag, "cannot read the time");
+  sqlite3_finalize(st);
+  return err;
+}
+
+static int put_prepare(struct put_ctx *c) {
+  struct pflex_store *s = c->s;
+  int err = prepare(s, "SELECT " GROUP_COLS " FROM groups g WHERE g.name = ?", &c->find_group,
+                    c->diag);
+  if (!err) err = prepare(s, "DELETE FROM groups WHERE id = ?", &c->delete_group, c->diag);
+  if (!err)
+    err = prepare(s,
+                  "INSERT INTO groups (name, gpu, gpus, unit, model, arch, task, set_name, seq_len,"
+                  " batch, ep, compile, grad_ckpt, source, imported_at) VALUES (?, ?, ?, ?, ?, ?,"
+                  " ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                  &c->insert_group, c->diag);
+  if (!err)
+    err = prepare(s, "UPDATE groups SET imported_at = ?2 WHERE id = ?1", &c->touch_group, c->diag);
+  if (!err)
+    err = prepare(s,
+                  "INSERT INTO runs (group_id, cap_w, power_w, tput, power_sd, tput_sd,"
+                  " source_line) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                  &c->insert_run, c->diag);
+  size_t tail = c->set->nextra % EXTRA_ROWS;
+  if (!err && c->set->nextra >= EXTRA_ROWS)
+    err = prepare_extras(s, EXTRA_ROWS, &c->insert_extra, c->diag);
+  if (!err && tail) err = prepare_extras(s, tail, &c->insert_extra_tail, c->diag);
+  if (!err) err = order_extras(c);
+  if (!err) err = import_time(c);
+  return err;
+}
+
+static void put_release(struct put_ctx *c) {
+  sqlite3_finalize(c->find_group);
+  sqlite3_finalize(c->delete_group);
+  sqlite3_finalize(c->insert_group);
+  sqlite3_finalize(c->touch_group);
+  sqlite3_finalize(c->insert_run);
+  sqlite3_finalize(c->insert_extra);
+  sqlite3_finalize(c->insert_extra_tail);
+  free(c->by_name);
+}
+
+/* Stores the groups in one transaction. Foreign keys are checked by SQLite
+ * for every row written, a search of the parent table each (half of an
+ * import's work): here every run's group and every extra's run is the row
+ * this transaction just wrote or found, so the checks are off while it runs,
+ * except when it replaces groups, whose deletion needs the schema's cascades.
+ * The pragma cannot change inside a transaction: it is set around it, and
+ * set back whatever happens. */
+static int put_all(struct put_ctx *c, const struct pflex_group *groups, size_t ngroups,
+                   size_t *idx, enum pflex_store_put_mode mode, struct pflex_store_put_result *res) {
+  struct pflex_store *store = c->s;
+  bool fk_off = mode != PFLEX_STORE_REPLACE_GROUP;
+  int err = fk_off ? exec(store, "PRAGMA foreign_keys = OFF", c->diag, "cannot set foreign keys")
+                   : 0;
+  if (!err) err = exec(store, "BEGIN IMMEDIATE", c->diag, "cannot start a transaction");
+  for (size_t g = 0; !err && g < ngroups; g++) {
+    /* File order within the group, not the cap order pflex_runset_groups gives. */
+    size_t n = groups[g].n;
+    memcpy(idx, groups[g].runs, n * sizeof *idx);
+    qsort(idx, n, sizeof *idx, cmp_size);
+    err = put_group(c, idx, n, mode, res);
+    pflex_progress_report(&store->progress, "groups", g + 1, ngroups);
+  }
+  if (!err) err = exec(store, "COMMIT", c->diag, "cannot commit");
+  if (err) rollback(store);
+  if (fk_off) {
+    int e = exec(store, "PRAGMA foreign_keys = ON", err ? NULL : c->diag,
+                 "cannot enable foreign keys");
+    if (!err) err = e;
+  }
+  return err;
+}
+
 int pflex_store_put_runs(struct pflex_store *store, const struct pflex_runset *set,
                          enum pflex_store_put_mode mode, struct pflex_store_put_result *ret_result,
                          struct pflex_diag *diag) {
@@ -603,59 +719,16 @@ int pflex_store_put_runs(struct pflex_store *store, const struct pflex_runset *s
   struct pflex_store_put_result res = {0};
   struct pflex_group *groups = NULL;
   size_t ngroups = 0;
-  size_t *idx = NULL;
   int err = pflex_runset_groups(set, &groups, &ngroups);
   if (err) return err;
-  idx = malloc((set->n ? set->n : 1) * sizeof *idx);
-  if (!idx) {
-    err = -ENOMEM;
-    goto out;
-  }
-  err = prepare(store, "SELECT " GROUP_COLS " FROM groups g WHERE g.name = ?", &c.find_group, diag);
-  if (!err) err = prepare(store, "DELETE FROM groups WHERE id = ?", &c.delete_group, diag);
-  if (!err)
-    err = prepare(store,
-                  "INSERT INTO groups (name, gpu, gpus, unit, model, arch, task, set_name, seq_len,"
-                  " batch, ep, compile, grad_ckpt, source, imported_at) VALUES (?, ?, ?, ?, ?, ?,"
-                  " ?, ?, ?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))",
-                  &c.insert_group, diag);
-  if (!err)
-    err = prepare(store,
-                  "UPDATE groups SET imported_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now')"
-                  " WHERE id = ?",
-                  &c.touch_group, diag);
-  if (!err)
-    err = prepare(store,
-                  "INSERT INTO runs (group_id, cap_w, power_w, tput, power_sd, tput_sd,"
-                  " source_line) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                  &c.insert_run, diag);
-  size_t tail = set->nextra % EXTRA_ROWS;
-  if (!err && set->nextra >= EXTRA_ROWS)
-    err = prepare_extras(store, EXTRA_ROWS, &c.insert_extra, diag);
-  if (!err && tail) err = prepare_extras(store, tail, &c.insert_extra_tail, diag);
+  size_t *idx = malloc((set->n ? set->n : 1) * sizeof *idx);
+  err = idx ? put_prepare(&c) : -ENOMEM;
   /* A page cache of up to 64 MiB (allocated as used) for the import: with
    * SQLite's 2 MiB default a large import spills dirty pages to the file
    * mid-transaction, each spill syncing the journal first. */
   if (!err) err = exec(store, "PRAGMA cache_size = -65536", diag, "cannot size the page cache");
-  if (!err) err = exec(store, "BEGIN IMMEDIATE", diag, "cannot start a transaction");
-  for (size_t g = 0; !err && g < ngroups; g++) {
-    /* File order within the group, not the cap order pflex_runset_groups gives. */
-    size_t n = groups[g].n;
-    memcpy(idx, groups[g].runs, n * sizeof *idx);
-    qsort(idx, n, sizeof *idx, cmp_size);
-    err = put_group(&c, idx, n, mode, &res);
-    pflex_progress_report(&store->progress, "groups", g + 1, ngroups);
-  }
-  if (!err) err = exec(store, "COMMIT", diag, "cannot commit");
-  if (err) rollback(store);
-out:
-  sqlite3_finalize(c.find_group);
-  sqlite3_finalize(c.delete_group);
-  sqlite3_finalize(c.insert_group);
-  sqlite3_finalize(c.touch_group);
-  sqlite3_finalize(c.insert_run);
-  sqlite3_finalize(c.insert_extra);
-  sqlite3_finalize(c.insert_extra_tail);
+  if (!err) err = put_all(&c, groups, ngroups, idx, mode, &res);
+  put_release(&c);
   free(idx);
   pflex_groups_free(groups, ngroups);
   if (!err && ret_result) *ret_result = res;
