@@ -800,18 +800,24 @@ static int keep_row(struct row_buf *b, sqlite3_stmt *st) {
     b->cap = cap;
   }
   struct run_row *r = &b->rows[b->n];
-  /* The types before the values: SQLite leaves a converted column's type undefined. */
-  unsigned have = (sqlite3_column_type(st, 4) != SQLITE_NULL ? PFLEX_RUN_POWER_SD : 0u) |
-                  (sqlite3_column_type(st, 5) != SQLITE_NULL ? PFLEX_RUN_TPUT_SD : 0u);
+  sqlite3_int64 id = sqlite3_column_int64(st, 0);
   bool extra = sqlite3_column_type(st, 7) != SQLITE_NULL;
-  *r = (struct run_row){.id = sqlite3_column_int64(st, 0),
-                        .cap_w = sqlite3_column_double(st, 1),
-                        .power_w = sqlite3_column_double(st, 2),
-                        .tput = sqlite3_column_double(st, 3),
-                        .power_sd = sqlite3_column_double(st, 4),
-                        .tput_sd = sqlite3_column_double(st, 5),
-                        .have = have,
-                        .name = SIZE_MAX};
+  if (b->n && r[-1].id == id) {
+    /* The join repeats a run's fields on each of its extras' rows: read them once. */
+    *r = r[-1];
+  } else {
+    /* The types before the values: SQLite leaves a converted column's type undefined. */
+    unsigned have = (sqlite3_column_type(st, 4) != SQLITE_NULL ? PFLEX_RUN_POWER_SD : 0u) |
+                    (sqlite3_column_type(st, 5) != SQLITE_NULL ? PFLEX_RUN_TPUT_SD : 0u);
+    *r = (struct run_row){.id = id,
+                          .cap_w = sqlite3_column_double(st, 1),
+                          .power_w = sqlite3_column_double(st, 2),
+                          .tput = sqlite3_column_double(st, 3),
+                          .power_sd = sqlite3_column_double(st, 4),
+                          .tput_sd = sqlite3_column_double(st, 5),
+                          .have = have};
+  }
+  r->name = SIZE_MAX;
   if (extra) {
     r->pos = sqlite3_column_int64(st, 6);
     if ((r->name = keep_text(b, st, 7)) == SIZE_MAX || (r->value = keep_text(b, st, 8)) == SIZE_MAX)
