@@ -755,10 +755,18 @@ static int cmp_run_row(const void *a, const void *b) {
   return (x->pos > y->pos) - (x->pos < y->pos);
 }
 
+/* One run's rows, consecutive in row_buf.rows. */
+struct row_block {
+  sqlite3_int64 id;
+  size_t start, n;
+};
+
 /* A group's rows and their text, reused from group to group. */
 struct row_buf {
   struct run_row *rows;
   size_t n, cap;
+  struct row_block *blocks; /* the runs, in run id order (order_rows) */
+  size_t nblocks, blocks_cap;
   char *text;
   size_t len, text_cap;
   const char **vals; /* one run's extras in column order */
@@ -767,6 +775,7 @@ struct row_buf {
 
 static void row_buf_release(struct row_buf *b) {
   free(b->rows);
+  free(b->blocks);
   free(b->text);
   free(b->vals);
 }
@@ -873,6 +882,58 @@ static int append_run(struct row_buf *b, const struct run_row *rows, size_t n,
   return err;
 }
 
+/* b->blocks: the runs of b->rows, each one block of consecutive rows. */
+static int find_blocks(struct row_buf *b) {
+  b->nblocks = 0;
+  for (size_t i = 0; i < b->n; i++) {
+    if (i && b->rows[i].id == b->rows[i - 1].id) {
+      b->blocks[b->nblocks - 1].n++;
+      continue;
+    }
+    if (b->nblocks == b->blocks_cap) {
+      size_t cap = b->blocks_cap ? 2 * b->blocks_cap : 64;
+      struct row_block *g = realloc(b->blocks, cap * sizeof *g);
+      if (!g) return -ENOMEM;
+      b->blocks = g;
+      b->blocks_cap = cap;
+    }
+    b->blocks[b->nblocks++] = (struct row_block){b->rows[i].id, i, 1};
+  }
+  return 0;
+}
+
+/* Puts b's rows in run id and extra position order, as blocks of one run
+ * each. SQLite's join returns each run's rows together (its extras in name
+ * order), so sorting the few runs of a group by id and each run's dozen
+ * extras by position, by insertion, costs far less than sorting all the rows;
+ * should a run's rows come apart, all rows are sorted instead. */
+static int order_rows(struct row_buf *b) {
+  int err = find_blocks(b);
+  for (size_t i = 1; !err && i < b->nblocks; i++)
+    for (size_t j = i; j > 0 && b->blocks[j - 1].id > b->blocks[j].id; j--) {
+      struct row_block t = b->blocks[j];
+      b->blocks[j] = b->blocks[j - 1];
+      b->blocks[j - 1] = t;
+    }
+  bool apart = false;
+  for (size_t i = 1; !err && i < b->nblocks; i++)
+    apart = apart || b->blocks[i].id == b->blocks[i - 1].id;
+  if (apart) {
+    qsort(b->rows, b->n, sizeof *b->rows, cmp_run_row);
+    return find_blocks(b);
+  }
+  for (size_t k = 0; !err && k < b->nblocks; k++) {
+    struct run_row *r = b->rows + b->blocks[k].start;
+    for (size_t i = 1; i < b->blocks[k].n; i++)
+      for (size_t j = i; j > 0 && r[j - 1].pos > r[j].pos; j--) {
+        struct run_row t = r[j];
+        r[j] = r[j - 1];
+        r[j - 1] = t;
+      }
+  }
+  return err;
+}
+
 /* Appends the runs of group group_id, each with its extra columns, read by
  * one indexed query (runs joined with their extras), in run and column order. */
 static int append_group_runs(struct pflex_store *s, sqlite3_stmt *runs_st, struct row_buf *b,
@@ -885,12 +946,9 @@ static int append_group_runs(struct pflex_store *s, sqlite3_stmt *runs_st, struc
     err = keep_row(b, runs_st);
   if (!err && rc != SQLITE_DONE) err = sql_fail(s, rc, diag, "cannot read runs");
   sqlite3_reset(runs_st);
-  qsort(b->rows, b->n, sizeof *b->rows, cmp_run_row);
-  for (size_t i = 0, j; !err && i < b->n; i = j) {
-    for (j = i + 1; j < b->n && b->rows[j].id == b->rows[i].id;)
-      j++;
-    err = append_run(b, b->rows + i, j - i, proto, out);
-  }
+  if (!err) err = order_rows(b);
+  for (size_t k = 0; !err && k < b->nblocks; k++)
+    err = append_run(b, b->rows + b->blocks[k].start, b->blocks[k].n, proto, out);
   return err;
 }
 
