@@ -158,6 +158,8 @@ static void test_fresh_store_gets_latest_schema(void **state) {
   pflex_store_close(s);
   assert_int_equal(raw_count(f->db, "SELECT count(*) FROM schema_version"), 1);
   assert_int_equal(raw_count(f->db, "SELECT max(version) FROM schema_version"), 1);
+  /* A new store's pages are 16 KiB (store.c: fewer splits in a large import). */
+  assert_int_equal(raw_count(f->db, "PRAGMA page_size"), 16384);
   /* Every table of schema 1 exists. */
   assert_int_equal(raw_count(f->db,
                              "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND "
