@@ -447,10 +447,24 @@ static void write_opt_number(FILE *f, const struct present *p, const struct pfle
   char num[40];
   if (r->have & bit) {
     pflex_format_double(num, sizeof num, value);
-    fprintf(f, ",%s", num);
+    fputc(',', f);
+    fputs(num, f);
   } else {
     fputc(',', f);
   }
+}
+
+/* v in decimal, then sep unless it is 0: printf's "%d" without its parsing. */
+static void write_int(FILE *f, int v, char sep) {
+  char buf[16], *p = buf + sizeof buf;
+  unsigned u = v < 0 ? 0u - (unsigned)v : (unsigned)v;
+  *--p = '\0';
+  do
+    *--p = (char)('0' + u % 10);
+  while (u /= 10);
+  if (v < 0) *--p = '-';
+  fputs(p, f);
+  if (sep) fputc(sep, f);
 }
 
 static int write_row(FILE *f, const struct pflex_runset *set, const struct present *p,
@@ -459,19 +473,22 @@ static int write_row(FILE *f, const struct pflex_runset *set, const struct prese
   char num[40];
   int err = pflex_csv_write_field(f, r->group, ',');
   if (!err) err = pflex_csv_write_field(f, r->gpu, ',');
-  fprintf(f, "%d,", r->gpus);
+  /* fputs, not fprintf: a large export writes millions of these fields. */
+  write_int(f, r->gpus, ',');
   pflex_format_double(num, sizeof num, r->cap_w);
-  fprintf(f, "%s,", num);
+  fputs(num, f);
+  fputc(',', f);
   pflex_format_double(num, sizeof num, r->power_w);
-  fprintf(f, "%s,", num);
+  fputs(num, f);
+  fputc(',', f);
   pflex_format_double(num, sizeof num, inv ? 1.0 / r->tput : r->tput);
   fputs(num, f);
   write_opt_number(f, p, r, PFLEX_RUN_POWER_SD, r->power_sd);
   write_opt_number(f, p, r, PFLEX_RUN_TPUT_SD, inv ? r->tput_sd / r->tput / r->tput : r->tput_sd);
   if (p->model)
     fputc(',', f), err = err ? err : pflex_csv_write_field(f, r->model ? r->model : "", 0);
-  if (p->arch) fprintf(f, ",%s", pflex_arch_name(r->arch));
-  if (p->task) fprintf(f, ",%s", pflex_task_name(r->task));
+  if (p->arch) fputc(',', f), fputs(pflex_arch_name(r->arch), f);
+  if (p->task) fputc(',', f), fputs(pflex_task_name(r->task), f);
   for (size_t k = 0; k < sizeof optional_fields / sizeof *optional_fields; k++) {
     if (!(p->have & optional_fields[k].bit)) continue;
     if (!(r->have & optional_fields[k].bit)) {
@@ -479,7 +496,8 @@ static int write_row(FILE *f, const struct pflex_runset *set, const struct prese
       continue;
     }
     const void *field = (const char *)r + optional_fields[k].offset;
-    fprintf(f, ",%d", optional_fields[k].is_bool ? (int)*(const bool *)field : *(const int *)field);
+    fputc(',', f);
+    write_int(f, optional_fields[k].is_bool ? (int)*(const bool *)field : *(const int *)field, 0);
   }
   if (p->set) fputc(',', f), err = err ? err : pflex_csv_write_field(f, r->set ? r->set : "", 0);
   for (size_t k = 0; k < set->nextra && !err; k++) {

@@ -257,6 +257,11 @@ int pflex_store_open(const char *path, unsigned flags, struct pflex_store **ret_
                          version, latest);
     goto fail;
   }
+  /* A new store gets 16 KiB pages (SQLite's default is 4 KiB): an import
+   * appends millions of small extras rows, and bigger pages split less often.
+   * Only an empty file's page size can be set; an existing store keeps its. */
+  if (version == 0) err = exec(s, "PRAGMA page_size = 16384", diag, "cannot set the page size");
+  if (err) goto fail;
   for (size_t i = 0; i < pflex__store_nmigrations; i++) {
     if (pflex__store_migrations[i].version <= version) continue;
     err = apply_migration(s, &pflex__store_migrations[i], diag);
@@ -428,6 +433,8 @@ struct put_ctx {
   const char *src; /* file the runs came from (their lines count there), else the store */
   const struct pflex_runset *set;
   struct pflex_diag *diag;
+  size_t *by_name;     /* the extra columns in name order: run_extras' key order */
+  char imported_at[32]; /* one time for the whole import, UTC, ISO 8601 */
   sqlite3_stmt *find_group, *delete_group, *insert_group, *touch_group, *insert_run, *insert_extra,
       *insert_extra_tail;
 };
@@ -456,6 +463,7 @@ static int insert_group(struct put_ctx *c, const struct pflex_run *r, sqlite3_in
   bind_int_if(st, 12, r->have & PFLEX_RUN_COMPILE, r->compile);
   bind_int_if(st, 13, r->have & PFLEX_RUN_GRAD_CKPT, r->grad_ckpt);
   bind_text_or_null(st, 14, c->set->source);
+  sqlite3_bind_text(st, 15, c->imported_at, -1, SQLITE_STATIC);
   int err = step_done(c, st, "cannot store a group");
   if (!err) *ret_id = sqlite3_last_insert_rowid(c->s->db);
   return err;
@@ -479,14 +487,16 @@ static int insert_run(struct put_ctx *c, sqlite3_int64 group_id, size_t i) {
                           "group '%s' already has a run at cap %g W", r->group, r->cap_w);
   if (rc != SQLITE_DONE) return sql_fail(c->s, rc, c->diag, "cannot store a run");
   sqlite3_int64 run_id = sqlite3_last_insert_rowid(c->s->db);
-  /* The extras in statements of EXTRA_ROWS rows (the last one shorter):
-   * every parameter is bound anew, the strings outlive the step, so no
-   * copies and no clearing (an import writes millions of these). */
+  /* The extras in statements of EXTRA_ROWS rows (the last one shorter), in
+   * name order, so that each row lands after the last one in run_extras'
+   * (run_id, name) key: an append, not a search. Every parameter is bound
+   * anew, the strings outlive the step, so no copies and no clearing (an
+   * import writes millions of these). */
   for (size_t k0 = 0; k0 < c->set->nextra; k0 += EXTRA_ROWS) {
     size_t rows = c->set->nextra - k0 < EXTRA_ROWS ? c->set->nextra - k0 : EXTRA_ROWS;
     st = rows == EXTRA_ROWS ? c->insert_extra : c->insert_extra_tail;
     for (size_t m = 0; m < rows; m++) {
-      size_t k = k0 + m;
+      size_t k = c->by_name[k0 + m];
       int b = 4 * (int)m;
       sqlite3_bind_int64(st, b + 1, run_id);
       sqlite3_bind_int64(st, b + 2, (sqlite3_int64)k);
@@ -568,6 +578,7 @@ static int put_group(struct put_ctx *c, const size_t *idx, size_t n, enum pflex_
     res->groups_replaced++;
   } else if (exists) {
     sqlite3_bind_int64(c->touch_group, 1, group_id);
+    sqlite3_bind_text(c->touch_group, 2, c->imported_at, -1, SQLITE_STATIC);
     err = step_done(c, c->touch_group, "cannot update the stored group");
     if (err) return err;
     res->groups_appended++;
@@ -591,6 +602,116 @@ static int cmp_size(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* An extra column's name beside its index, to sort the columns by name. */
+struct named_col {
+  const char *name;
+  size_t col;
+};
+
+static int cmp_named_col(const void *a, const void *b) {
+  /* SQLite's BINARY collation compares bytes, as strcmp does (no NUL inside). */
+  return strcmp(((const struct named_col *)a)->name, ((const struct named_col *)b)->name);
+}
+
+/* c->by_name: the extra columns' indexes in the order of their names. */
+static int order_extras(struct put_ctx *c) {
+  size_t n = c->set->nextra;
+  c->by_name = malloc((n ? n : 1) * sizeof *c->by_name);
+  struct named_col *v = malloc((n ? n : 1) * sizeof *v);
+  int err = c->by_name && v ? 0 : -ENOMEM;
+  for (size_t k = 0; !err && k < n; k++)
+    v[k] = (struct named_col){c->set->extra_names[k], k};
+  if (!err) qsort(v, n, sizeof *v, cmp_named_col);
+  for (size_t k = 0; !err && k < n; k++)
+    c->by_name[k] = v[k].col;
+  free(v);
+  return err;
+}
+
+/* The import's one timestamp, from SQLite's clock in its format. */
+static int import_time(struct put_ctx *c) {
+  sqlite3_stmt *st = NULL;
+  int err = prepare(c->s, "SELECT strftime('%Y-%m-%dT%H:%M:%SZ', 'now')", &st, c->diag);
+  if (err) return err;
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW)
+    snprintf(c->imported_at, sizeof c->imported_at, "%s", col_text(st, 0));
+  else
+    err = sql_fail(c->s, rc, c->diag, "cannot read the time");
+  sqlite3_finalize(st);
+  return err;
+}
+
+static int put_prepare(struct put_ctx *c) {
+  struct pflex_store *s = c->s;
+  int err = prepare(s, "SELECT " GROUP_COLS " FROM groups g WHERE g.name = ?", &c->find_group,
+                    c->diag);
+  if (!err) err = prepare(s, "DELETE FROM groups WHERE id = ?", &c->delete_group, c->diag);
+  if (!err)
+    err = prepare(s,
+                  "INSERT INTO groups (name, gpu, gpus, unit, model, arch, task, set_name, seq_len,"
+                  " batch, ep, compile, grad_ckpt, source, imported_at) VALUES (?, ?, ?, ?, ?, ?,"
+                  " ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                  &c->insert_group, c->diag);
+  if (!err)
+    err = prepare(s, "UPDATE groups SET imported_at = ?2 WHERE id = ?1", &c->touch_group, c->diag);
+  if (!err)
+    err = prepare(s,
+                  "INSERT INTO runs (group_id, cap_w, power_w, tput, power_sd, tput_sd,"
+                  " source_line) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                  &c->insert_run, c->diag);
+  size_t tail = c->set->nextra % EXTRA_ROWS;
+  if (!err && c->set->nextra >= EXTRA_ROWS)
+    err = prepare_extras(s, EXTRA_ROWS, &c->insert_extra, c->diag);
+  if (!err && tail) err = prepare_extras(s, tail, &c->insert_extra_tail, c->diag);
+  if (!err) err = order_extras(c);
+  if (!err) err = import_time(c);
+  return err;
+}
+
+static void put_release(struct put_ctx *c) {
+  sqlite3_finalize(c->find_group);
+  sqlite3_finalize(c->delete_group);
+  sqlite3_finalize(c->insert_group);
+  sqlite3_finalize(c->touch_group);
+  sqlite3_finalize(c->insert_run);
+  sqlite3_finalize(c->insert_extra);
+  sqlite3_finalize(c->insert_extra_tail);
+  free(c->by_name);
+}
+
+/* Stores the groups in one transaction. Foreign keys are checked by SQLite
+ * for every row written, a search of the parent table each (half of an
+ * import's work): here every run's group and every extra's run is the row
+ * this transaction just wrote or found, so the checks are off while it runs,
+ * except when it replaces groups, whose deletion needs the schema's cascades.
+ * The pragma cannot change inside a transaction: it is set around it, and
+ * set back whatever happens. */
+static int put_all(struct put_ctx *c, const struct pflex_group *groups, size_t ngroups,
+                   size_t *idx, enum pflex_store_put_mode mode, struct pflex_store_put_result *res) {
+  struct pflex_store *store = c->s;
+  bool fk_off = mode != PFLEX_STORE_REPLACE_GROUP;
+  int err = fk_off ? exec(store, "PRAGMA foreign_keys = OFF", c->diag, "cannot set foreign keys")
+                   : 0;
+  if (!err) err = exec(store, "BEGIN IMMEDIATE", c->diag, "cannot start a transaction");
+  for (size_t g = 0; !err && g < ngroups; g++) {
+    /* File order within the group, not the cap order pflex_runset_groups gives. */
+    size_t n = groups[g].n;
+    memcpy(idx, groups[g].runs, n * sizeof *idx);
+    qsort(idx, n, sizeof *idx, cmp_size);
+    err = put_group(c, idx, n, mode, res);
+    pflex_progress_report(&store->progress, "groups", g + 1, ngroups);
+  }
+  if (!err) err = exec(store, "COMMIT", c->diag, "cannot commit");
+  if (err) rollback(store);
+  if (fk_off) {
+    int e = exec(store, "PRAGMA foreign_keys = ON", err ? NULL : c->diag,
+                 "cannot enable foreign keys");
+    if (!err) err = e;
+  }
+  return err;
+}
+
 int pflex_store_put_runs(struct pflex_store *store, const struct pflex_runset *set,
                          enum pflex_store_put_mode mode, struct pflex_store_put_result *ret_result,
                          struct pflex_diag *diag) {
@@ -603,59 +724,16 @@ int pflex_store_put_runs(struct pflex_store *store, const struct pflex_runset *s
   struct pflex_store_put_result res = {0};
   struct pflex_group *groups = NULL;
   size_t ngroups = 0;
-  size_t *idx = NULL;
   int err = pflex_runset_groups(set, &groups, &ngroups);
   if (err) return err;
-  idx = malloc((set->n ? set->n : 1) * sizeof *idx);
-  if (!idx) {
-    err = -ENOMEM;
-    goto out;
-  }
-  err = prepare(store, "SELECT " GROUP_COLS " FROM groups g WHERE g.name = ?", &c.find_group, diag);
-  if (!err) err = prepare(store, "DELETE FROM groups WHERE id = ?", &c.delete_group, diag);
-  if (!err)
-    err = prepare(store,
-                  "INSERT INTO groups (name, gpu, gpus, unit, model, arch, task, set_name, seq_len,"
-                  " batch, ep, compile, grad_ckpt, source, imported_at) VALUES (?, ?, ?, ?, ?, ?,"
-                  " ?, ?, ?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))",
-                  &c.insert_group, diag);
-  if (!err)
-    err = prepare(store,
-                  "UPDATE groups SET imported_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now')"
-                  " WHERE id = ?",
-                  &c.touch_group, diag);
-  if (!err)
-    err = prepare(store,
-                  "INSERT INTO runs (group_id, cap_w, power_w, tput, power_sd, tput_sd,"
-                  " source_line) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                  &c.insert_run, diag);
-  size_t tail = set->nextra % EXTRA_ROWS;
-  if (!err && set->nextra >= EXTRA_ROWS)
-    err = prepare_extras(store, EXTRA_ROWS, &c.insert_extra, diag);
-  if (!err && tail) err = prepare_extras(store, tail, &c.insert_extra_tail, diag);
+  size_t *idx = malloc((set->n ? set->n : 1) * sizeof *idx);
+  err = idx ? put_prepare(&c) : -ENOMEM;
   /* A page cache of up to 64 MiB (allocated as used) for the import: with
    * SQLite's 2 MiB default a large import spills dirty pages to the file
    * mid-transaction, each spill syncing the journal first. */
   if (!err) err = exec(store, "PRAGMA cache_size = -65536", diag, "cannot size the page cache");
-  if (!err) err = exec(store, "BEGIN IMMEDIATE", diag, "cannot start a transaction");
-  for (size_t g = 0; !err && g < ngroups; g++) {
-    /* File order within the group, not the cap order pflex_runset_groups gives. */
-    size_t n = groups[g].n;
-    memcpy(idx, groups[g].runs, n * sizeof *idx);
-    qsort(idx, n, sizeof *idx, cmp_size);
-    err = put_group(&c, idx, n, mode, &res);
-    pflex_progress_report(&store->progress, "groups", g + 1, ngroups);
-  }
-  if (!err) err = exec(store, "COMMIT", diag, "cannot commit");
-  if (err) rollback(store);
-out:
-  sqlite3_finalize(c.find_group);
-  sqlite3_finalize(c.delete_group);
-  sqlite3_finalize(c.insert_group);
-  sqlite3_finalize(c.touch_group);
-  sqlite3_finalize(c.insert_run);
-  sqlite3_finalize(c.insert_extra);
-  sqlite3_finalize(c.insert_extra_tail);
+  if (!err) err = put_all(&c, groups, ngroups, idx, mode, &res);
+  put_release(&c);
   free(idx);
   pflex_groups_free(groups, ngroups);
   if (!err && ret_result) *ret_result = res;
@@ -682,10 +760,18 @@ static int cmp_run_row(const void *a, const void *b) {
   return (x->pos > y->pos) - (x->pos < y->pos);
 }
 
+/* One run's rows, consecutive in row_buf.rows. */
+struct row_block {
+  sqlite3_int64 id;
+  size_t start, n;
+};
+
 /* A group's rows and their text, reused from group to group. */
 struct row_buf {
   struct run_row *rows;
   size_t n, cap;
+  struct row_block *blocks; /* the runs, in run id order (order_rows) */
+  size_t nblocks, blocks_cap;
   char *text;
   size_t len, text_cap;
   const char **vals; /* one run's extras in column order */
@@ -694,6 +780,7 @@ struct row_buf {
 
 static void row_buf_release(struct row_buf *b) {
   free(b->rows);
+  free(b->blocks);
   free(b->text);
   free(b->vals);
 }
@@ -727,18 +814,24 @@ static int keep_row(struct row_buf *b, sqlite3_stmt *st) {
     b->cap = cap;
   }
   struct run_row *r = &b->rows[b->n];
-  /* The types before the values: SQLite leaves a converted column's type undefined. */
-  unsigned have = (sqlite3_column_type(st, 4) != SQLITE_NULL ? PFLEX_RUN_POWER_SD : 0u) |
-                  (sqlite3_column_type(st, 5) != SQLITE_NULL ? PFLEX_RUN_TPUT_SD : 0u);
+  sqlite3_int64 id = sqlite3_column_int64(st, 0);
   bool extra = sqlite3_column_type(st, 7) != SQLITE_NULL;
-  *r = (struct run_row){.id = sqlite3_column_int64(st, 0),
-                        .cap_w = sqlite3_column_double(st, 1),
-                        .power_w = sqlite3_column_double(st, 2),
-                        .tput = sqlite3_column_double(st, 3),
-                        .power_sd = sqlite3_column_double(st, 4),
-                        .tput_sd = sqlite3_column_double(st, 5),
-                        .have = have,
-                        .name = SIZE_MAX};
+  if (b->n && r[-1].id == id) {
+    /* The join repeats a run's fields on each of its extras' rows: read them once. */
+    *r = r[-1];
+  } else {
+    /* The types before the values: SQLite leaves a converted column's type undefined. */
+    unsigned have = (sqlite3_column_type(st, 4) != SQLITE_NULL ? PFLEX_RUN_POWER_SD : 0u) |
+                    (sqlite3_column_type(st, 5) != SQLITE_NULL ? PFLEX_RUN_TPUT_SD : 0u);
+    *r = (struct run_row){.id = id,
+                          .cap_w = sqlite3_column_double(st, 1),
+                          .power_w = sqlite3_column_double(st, 2),
+                          .tput = sqlite3_column_double(st, 3),
+                          .power_sd = sqlite3_column_double(st, 4),
+                          .tput_sd = sqlite3_column_double(st, 5),
+                          .have = have};
+  }
+  r->name = SIZE_MAX;
   if (extra) {
     r->pos = sqlite3_column_int64(st, 6);
     if ((r->name = keep_text(b, st, 7)) == SIZE_MAX || (r->value = keep_text(b, st, 8)) == SIZE_MAX)
@@ -794,6 +887,58 @@ static int append_run(struct row_buf *b, const struct run_row *rows, size_t n,
   return err;
 }
 
+/* b->blocks: the runs of b->rows, each one block of consecutive rows. */
+static int find_blocks(struct row_buf *b) {
+  b->nblocks = 0;
+  for (size_t i = 0; i < b->n; i++) {
+    if (i && b->rows[i].id == b->rows[i - 1].id) {
+      b->blocks[b->nblocks - 1].n++;
+      continue;
+    }
+    if (b->nblocks == b->blocks_cap) {
+      size_t cap = b->blocks_cap ? 2 * b->blocks_cap : 64;
+      struct row_block *g = realloc(b->blocks, cap * sizeof *g);
+      if (!g) return -ENOMEM;
+      b->blocks = g;
+      b->blocks_cap = cap;
+    }
+    b->blocks[b->nblocks++] = (struct row_block){b->rows[i].id, i, 1};
+  }
+  return 0;
+}
+
+/* Puts b's rows in run id and extra position order, as blocks of one run
+ * each. SQLite's join returns each run's rows together (its extras in name
+ * order), so sorting the few runs of a group by id and each run's dozen
+ * extras by position, by insertion, costs far less than sorting all the rows;
+ * should a run's rows come apart, all rows are sorted instead. */
+static int order_rows(struct row_buf *b) {
+  int err = find_blocks(b);
+  for (size_t i = 1; !err && i < b->nblocks; i++)
+    for (size_t j = i; j > 0 && b->blocks[j - 1].id > b->blocks[j].id; j--) {
+      struct row_block t = b->blocks[j];
+      b->blocks[j] = b->blocks[j - 1];
+      b->blocks[j - 1] = t;
+    }
+  bool apart = false;
+  for (size_t i = 1; !err && i < b->nblocks; i++)
+    apart = apart || b->blocks[i].id == b->blocks[i - 1].id;
+  if (apart) {
+    qsort(b->rows, b->n, sizeof *b->rows, cmp_run_row);
+    return find_blocks(b);
+  }
+  for (size_t k = 0; !err && k < b->nblocks; k++) {
+    struct run_row *r = b->rows + b->blocks[k].start;
+    for (size_t i = 1; i < b->blocks[k].n; i++)
+      for (size_t j = i; j > 0 && r[j - 1].pos > r[j].pos; j--) {
+        struct run_row t = r[j];
+        r[j] = r[j - 1];
+        r[j - 1] = t;
+      }
+  }
+  return err;
+}
+
 /* Appends the runs of group group_id, each with its extra columns, read by
  * one indexed query (runs joined with their extras), in run and column order. */
 static int append_group_runs(struct pflex_store *s, sqlite3_stmt *runs_st, struct row_buf *b,
@@ -806,12 +951,9 @@ static int append_group_runs(struct pflex_store *s, sqlite3_stmt *runs_st, struc
     err = keep_row(b, runs_st);
   if (!err && rc != SQLITE_DONE) err = sql_fail(s, rc, diag, "cannot read runs");
   sqlite3_reset(runs_st);
-  qsort(b->rows, b->n, sizeof *b->rows, cmp_run_row);
-  for (size_t i = 0, j; !err && i < b->n; i = j) {
-    for (j = i + 1; j < b->n && b->rows[j].id == b->rows[i].id;)
-      j++;
-    err = append_run(b, b->rows + i, j - i, proto, out);
-  }
+  if (!err) err = order_rows(b);
+  for (size_t k = 0; !err && k < b->nblocks; k++)
+    err = append_run(b, b->rows + b->blocks[k].start, b->blocks[k].n, proto, out);
   return err;
 }
 

@@ -158,6 +158,8 @@ static void test_fresh_store_gets_latest_schema(void **state) {
   pflex_store_close(s);
   assert_int_equal(raw_count(f->db, "SELECT count(*) FROM schema_version"), 1);
   assert_int_equal(raw_count(f->db, "SELECT max(version) FROM schema_version"), 1);
+  /* A new store's pages are 16 KiB (store.c: fewer splits in a large import). */
+  assert_int_equal(raw_count(f->db, "PRAGMA page_size"), 16384);
   /* Every table of schema 1 exists. */
   assert_int_equal(raw_count(f->db,
                              "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND "
@@ -473,6 +475,8 @@ static void test_append_and_replace(void **state) {
   pflex_runset_release(&got);
   assert_int_equal(raw_count(f->db, "SELECT count(*) FROM samples"), 0);
   assert_int_equal(raw_count(f->db, "SELECT count(*) FROM runs"), 4); /* a: 2, b: 2 */
+  assert_int_equal(raw_count(f->db, "SELECT count(*) FROM run_extras"), 4); /* a's two runs */
+  assert_int_equal(raw_count(f->db, "SELECT count(*) FROM pragma_foreign_key_check"), 0);
   /* a is untouched. */
   const char *only_a[] = {"a"};
   assert_int_equal(pflex_store_get_runs(s, only_a, 1, &got, &d), 0);
@@ -695,6 +699,62 @@ static void test_extras_column_order(void **state) {
   pflex_store_close(s);
 }
 
+/* An import writes the extras in name order with foreign keys off (store.c,
+ * put_all): more columns than one statement holds (EXTRA_ROWS), named against
+ * their order, keep their positions and values; the groups of one import
+ * share one time; and after an import, failed or not, foreign keys are on
+ * again: a replace still takes the group's samples and extras with it. */
+static void test_bulk_import_keeps_order_and_cascades(void **state) {
+  struct fixture *f = *state;
+  struct pflex_store *s = open_rw(f->db);
+  struct pflex_diag d;
+  struct pflex_runset set, got;
+  pflex_runset_init(&set);
+  enum { NCOL = 70 };
+  for (int g = 0; g < 3; g++)
+    for (int k = 0; k < 2; k++) {
+      char name[16];
+      snprintf(name, sizeof name, "g%d", g);
+      add(&set, mkrun(name, "H200", 8, 700 - 100 * k, 5000 - 500 * k, 900 - k));
+      for (int c = 0; c < NCOL; c++) {
+        char col[16], v[32];
+        snprintf(col, sizeof col, "c%02d", NCOL - 1 - c); /* c69, c68, ...: against name order */
+        snprintf(v, sizeof v, "v%d-%d-%d", g, k, c);
+        assert_int_equal(pflex_runset_set_extra(&set, set.n - 1, col, v), 0);
+      }
+    }
+  assert_int_equal(pflex_store_put_runs(s, &set, PFLEX_STORE_REJECT_EXISTING, NULL, &d), 0);
+  assert_int_equal(raw_count(f->db, "SELECT count(*) FROM run_extras"), 6 * NCOL);
+  assert_int_equal(raw_count(f->db, "SELECT position FROM run_extras WHERE name = 'c69' LIMIT 1"),
+                   0);
+  assert_int_equal(raw_count(f->db, "SELECT count(DISTINCT imported_at) FROM groups"), 1);
+  assert_int_equal(raw_count(f->db, "SELECT count(*) FROM pragma_foreign_key_check"), 0);
+  assert_int_equal(pflex_store_get_runs(s, NULL, 0, &got, &d), 0);
+  assert_int_equal(got.n, 6);
+  assert_int_equal(got.nextra, NCOL);
+  for (size_t i = 0; i < got.n; i++)
+    for (size_t c = 0; c < NCOL; c++) {
+      assert_string_equal(got.extra_names[c], set.extra_names[c]);
+      assert_string_equal(got.runs[i].extra[c], set.runs[i].extra[c]);
+    }
+  pflex_runset_release(&got);
+  /* A failed import (g0 is stored), then a replace on the same connection. */
+  assert_int_equal(pflex_store_put_runs(s, &set, PFLEX_STORE_REJECT_EXISTING, NULL, &d), -EEXIST);
+  int64_t id;
+  assert_int_equal(pflex_store_run_id(s, "g1", 700, &id), 0);
+  struct pflex_sample smp[1] = {{0, 0, "power_w", 600}};
+  assert_int_equal(pflex_store_add_samples(s, id, smp, 1), 0);
+  pflex_runset_release(&set);
+  pflex_runset_init(&set);
+  add(&set, mkrun("g1", "H200", 8, 600, 4000, 800));
+  assert_int_equal(pflex_store_put_runs(s, &set, PFLEX_STORE_REPLACE_GROUP, NULL, &d), 0);
+  assert_int_equal(raw_count(f->db, "SELECT count(*) FROM samples"), 0);
+  assert_int_equal(raw_count(f->db, "SELECT count(*) FROM run_extras"), 4 * NCOL);
+  assert_int_equal(raw_count(f->db, "SELECT count(*) FROM runs"), 5);
+  pflex_runset_release(&set);
+  pflex_store_close(s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_fresh_store_gets_latest_schema, setup, teardown),
@@ -712,6 +772,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_samples, setup, teardown),
       cmocka_unit_test_setup_teardown(test_many_interleaved_groups, setup, teardown),
       cmocka_unit_test_setup_teardown(test_extras_column_order, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_bulk_import_keeps_order_and_cascades, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
