@@ -186,10 +186,6 @@ static size_t changed_gpus(struct ctl_node *nd, unsigned *idx, double *watts) {
   return k;
 }
 
-/* The job of a GPU whose raise lets it draw more: not one of a job whose cap
- * already sits above its natural draw (plan.c, at_top), nor a GPU without a
- * job (NULL for those). A job given its whole draw again from a cap under it
- * (after a probe, explore.h, or a binding cap) does draw more. */
 /* The limit GPU g holds now: the cap its agent acknowledged, or before any
  * acknowledgement (a restarted controller's first round, the GPUs at their
  * fallback) the limit its agent reports in force. */
@@ -199,6 +195,10 @@ static double held_w(const struct ctl_node *nd, size_t g) {
   return isfinite(gs->enforced_w) && gs->enforced_w > 0 ? gs->enforced_w : gs->limit_w;
 }
 
+/* The job of a GPU whose raise lets it draw more: not one of a job whose cap
+ * already sits above its natural draw (plan.c, at_top), nor a GPU without a
+ * job (NULL for those). A job given its whole draw again from a cap under it
+ * (after a probe, explore.h, or a binding cap) does draw more. */
 static struct ctl_job *raises_draw(struct ctl_controller *c, const struct ctl_node *nd, size_t g) {
   const char *id = nd->gpu[g].job;
   struct ctl_job *j = id[0] ? ctl_jobset_find(&c->jobs, id) : NULL;
