@@ -717,7 +717,7 @@ static void test_bulk_import_keeps_order_and_cascades(void **state) {
       snprintf(name, sizeof name, "g%d", g);
       add(&set, mkrun(name, "H200", 8, 700 - 100 * k, 5000 - 500 * k, 900 - k));
       for (int c = 0; c < NCOL; c++) {
-        char col[16], v[32];
+        char col[48], v[48];
         snprintf(col, sizeof col, "c%02d", NCOL - 1 - c); /* c69, c68, ...: against name order */
         snprintf(v, sizeof v, "v%d-%d-%d", g, k, c);
         assert_int_equal(pflex_runset_set_extra(&set, set.n - 1, col, v), 0);
