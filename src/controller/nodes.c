@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fnv.h"
+
 /* The bodies into g and nd->jobs: one GET /v1/node body (gpus_body ==
  * jobs_body), or GET /v1/gpus and GET /v1/jobs. */
 static bool parse_bodies(struct ctl_node *nd, const char *gpus_body, size_t gpus_len,
@@ -104,15 +106,12 @@ static int cmp_uuid_ref(const void *a, const void *b) {
 
 /* FNV-1a over the reachable nodes' indexes and GPU UUIDs (never 0). */
 static uint64_t uuids_digest(const struct ctl_node *nodes, size_t n) {
-  uint64_t h = 1469598103934665603ull;
+  uint64_t h = PFLEX__FNV1A_INIT;
   for (size_t i = 0; i < n; i++) {
     if (!nodes[i].reachable) continue;
-    h = (h ^ (uint64_t)i) * 1099511628211ull;
-    for (size_t g = 0; g < nodes[i].ngpus; g++)
-      for (const char *p = nodes[i].gpu[g].uuid;; p++) {
-        h = (h ^ (unsigned char)*p) * 1099511628211ull; /* the NUL too: ends each UUID */
-        if (!*p) break;
-      }
+    h = pflex__fnv1a(h, &i, sizeof i);
+    for (size_t g = 0; g < nodes[i].ngpus; g++) /* the NUL too: it ends each UUID */
+      h = pflex__fnv1a(h, nodes[i].gpu[g].uuid, strlen(nodes[i].gpu[g].uuid) + 1);
   }
   return h ? h : 1;
 }

@@ -14,6 +14,7 @@
 #include <gsl/gsl_roots.h>
 #include <gsl/gsl_vector.h>
 
+#include "base/fnv.h"
 #include "pflex/curve.h"
 #include "pflex/error.h"
 #include "pflex/gpu_models.h"
@@ -167,28 +168,20 @@ static double measured_eval(const struct pflex_curve *c, double p) {
   return measured_at(c, measured_interval(c, p), p);
 }
 
-/* FNV-1a over n bytes, continuing from h. */
-static uint64_t fnv(uint64_t h, const void *data, size_t n) {
-  const unsigned char *b = data;
-  for (size_t i = 0; i < n; i++)
-    h = (h ^ b[i]) * 0x100000001b3ull;
-  return h;
-}
-
 /* The digest of everything that decides what c evaluates to (and its caps). */
 static void set_digest(struct pflex_curve *c) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  h = fnv(h, &c->kind, sizeof c->kind);
+  uint64_t h = PFLEX__FNV1A_INIT;
+  h = pflex__fnv1a(h, &c->kind, sizeof c->kind);
   double b[3] = {c->p_min, c->p_max, c->t_max};
-  h = fnv(h, b, sizeof b);
+  h = pflex__fnv1a(h, b, sizeof b);
   switch (c->kind) {
   case PFLEX_CURVE_MEASURED:
-    h = fnv(h, &c->n, sizeof c->n);
-    h = fnv(h, &c->linear, sizeof c->linear);
-    h = fnv(h, c->pts, c->n * sizeof *c->pts);
+    h = pflex__fnv1a(h, &c->n, sizeof c->n);
+    h = pflex__fnv1a(h, &c->linear, sizeof c->linear);
+    h = pflex__fnv1a(h, c->pts, c->n * sizeof *c->pts);
     break;
-  case PFLEX_CURVE_PARAMETRIC: h = fnv(h, &c->par, sizeof c->par); break;
-  case PFLEX_CURVE_CALLBACK: h = fnv(h, &c->fn, sizeof c->fn); break;
+  case PFLEX_CURVE_PARAMETRIC: h = pflex__fnv1a(h, &c->par, sizeof c->par); break;
+  case PFLEX_CURVE_CALLBACK: h = pflex__fnv1a(h, &c->fn, sizeof c->fn); break;
   }
   c->digest = h;
 }

@@ -9,6 +9,7 @@
 
 #include <gsl/gsl_min.h>
 
+#include "base/fnv.h"
 #include "core/refine_internal.h"
 #include "pflex/error.h"
 #include "pflex/jobs.h"
@@ -57,16 +58,8 @@ struct pflex_refine {
 
 /* ---- content digests (pflex_refine_digest) ----------------------------------------- */
 
-/* FNV-1a over n bytes, continuing from h. */
-static uint64_t fnv(uint64_t h, const void *data, size_t n) {
-  const unsigned char *b = data;
-  for (size_t i = 0; i < n; i++)
-    h = (h ^ b[i]) * 0x100000001b3ull;
-  return h;
-}
-
 static uint64_t fnv_doubles(uint64_t h, const double *x, size_t n) {
-  return fnv(h, x, n * sizeof *x);
+  return pflex__fnv1a(h, x, n * sizeof *x);
 }
 
 static uint64_t fnv_params(uint64_t h, const struct pflex_curve_params *q) {
@@ -78,7 +71,7 @@ static uint64_t fnv_params(uint64_t h, const struct pflex_curve_params *q) {
  * scalars and parameters, its curves' content digests and the nearest
  * templates' table (the templates themselves are not kept). */
 static uint64_t prior_digest(const struct pflex_refine_prior *p) {
-  uint64_t h = fnv(0xcbf29ce484222325ull, &p->shape, sizeof p->shape);
+  uint64_t h = pflex__fnv1a(PFLEX__FNV1A_INIT, &p->shape, sizeof p->shape);
   const double v[6] = {p->pfi, p->p_min, p->p_max, p->t_max, p->spread_sd, p->spread};
   h = fnv_doubles(h, v, 6);
   h = fnv_params(fnv_params(h, &p->base), &p->pred);
@@ -87,9 +80,9 @@ static uint64_t prior_digest(const struct pflex_refine_prior *p) {
   d[0] = pflex_curve_digest(p->curve);
   for (size_t m = 0; m < NPFI; m++)
     d[m + 1] = p->cand[m] ? pflex_curve_digest(p->cand[m]) : 0;
-  h = fnv(h, d, sizeof d);
+  h = pflex__fnv1a(h, d, sizeof d);
   if (p->near) {
-    h = fnv(h, &p->near->n, sizeof p->near->n);
+    h = pflex__fnv1a(h, &p->near->n, sizeof p->near->n);
     h = fnv_doubles(h, p->near->pw, REFINE_NEAR_K);
     h = fnv_doubles(h, p->near->rel, p->near->n * REFINE_NEAR_K);
   }
@@ -99,8 +92,9 @@ static uint64_t prior_digest(const struct pflex_refine_prior *p) {
 /* r's digest with no observation: its prior's and its options. */
 static uint64_t start_digest(const struct pflex_refine *r) {
   const double o[2] = {r->o.noise, r->o.prior_sd};
-  uint64_t h = fnv_doubles(fnv(0x84222325cbf29ce4ull, &r->prior->digest, sizeof r->prior->digest), o, 2);
-  return fnv(h, &r->o.max_obs, sizeof r->o.max_obs);
+  uint64_t h = pflex__fnv1a(0x84222325cbf29ce4ull, &r->prior->digest, sizeof r->prior->digest);
+  h = fnv_doubles(h, o, 2);
+  return pflex__fnv1a(h, &r->o.max_obs, sizeof r->o.max_obs);
 }
 
 /* ---- the predicted curve ---------------------------------------------------------- */

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/fnv.h"
 #include "core/sort_index.h"
 #include "pflex/gpu_models.h"
 #include "pflex/runs.h"
@@ -172,9 +173,7 @@ bool pflex_runset_column_over_one(const struct pflex_runset *set, size_t k) {
 /* FNV-1a: group names are short strings; the table below needs only a
  * well-spread hash, not a keyed one (a runs file is the user's own). */
 static size_t name_hash(const char *s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (; *s; s++)
-    h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+  uint64_t h = pflex__fnv1a_str(PFLEX__FNV1A_INIT, s);
   return (size_t)(h ^ (h >> 29));
 }
 

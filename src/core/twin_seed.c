@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "base/fnv.h"
 #include "core/twin_internal.h"
 
 void pflex__twin_reference_noise(struct pflex_twin_noise *noise) {
@@ -20,8 +21,6 @@ static uint64_t splitmix64(uint64_t x) {
 }
 
 uint64_t pflex__twin_run_seed(uint64_t seed, const char *name, double cap_w) {
-  uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a of the group name */
-  for (const unsigned char *p = (const unsigned char *)name; p && *p; p++)
-    h = (h ^ *p) * 0x100000001b3ull;
+  uint64_t h = pflex__fnv1a_str(PFLEX__FNV1A_INIT, name); /* of the group name */
   return splitmix64(splitmix64(seed ^ h) + (uint64_t)llround(cap_w * 10.0));
 }
