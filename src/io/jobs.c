@@ -89,9 +89,13 @@ static int read_points(const struct json_fields *r, json_t *arr, struct pflex_cu
         free(p);
         return bad(r, "points", "point values must be positive numbers");
       }
-      if (v[k] > (k == 1 ? PFLEX_ALLOC_MAX_TPUT : PFLEX_ALLOC_MAX_W)) {
+      double max = k == 1 ? PFLEX_ALLOC_MAX_TPUT : PFLEX_ALLOC_MAX_W;
+      if (v[k] > max) {
         free(p);
-        return bad(r, "points", k == 1 ? "a throughput above 1e80" : "a power above 1e12 W");
+        return pflex__json_fail(r, -PFLEX_E_DATA, "points",
+                                "point %zu: %s %g%s is above the allocator's limit %g%s",
+                                i + 1, k == 1 ? "throughput" : "power", v[k], k == 1 ? "" : " W",
+                                max, k == 1 ? "" : " W");
       }
     }
     p[i] = (struct pflex_curve_point){v[0], v[1], v[2]};

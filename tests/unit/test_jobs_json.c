@@ -76,7 +76,9 @@ static void test_refused(void **state) {
       {"{\"name\":\"a\",\"gpus\":8,\"p_max\":5000,\"weight\":1e13}", "weight",
        "not a number from 0 to 1e+12"},
       {"{\"name\":\"a\",\"gpus\":8,\"points\":[[2000,10],[5000,1e90]]}", "points",
-       "a throughput above 1e80"},
+       "point 2: throughput 1e+90 is above the allocator's limit 1e+80"},
+      {"{\"name\":\"a\",\"gpus\":8,\"points\":[[2000,10],[2e12,20]]}", "points",
+       "point 2: power 2e+12 W is above the allocator's limit 1e+12 W"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     struct pflex_jobset set;
