@@ -9,6 +9,7 @@
 
 #include "controller/controller.h"
 #include "controller/log.h"
+#include "controller/raises.h"
 
 #define FORGET_JOB_S 120.0
 
@@ -186,64 +187,6 @@ static size_t changed_gpus(struct ctl_node *nd, unsigned *idx, double *watts) {
   return k;
 }
 
-/* The limit GPU g holds now: the cap its agent acknowledged, or before any
- * acknowledgement (a restarted controller's first round, the GPUs at their
- * fallback) the limit its agent reports in force. */
-static double held_w(const struct ctl_node *nd, size_t g) {
-  if (nd->has_acked && nd->acked_w[g] > 0) return nd->acked_w[g];
-  const struct ctl_gpu_state *gs = &nd->gpu[g];
-  return isfinite(gs->enforced_w) && gs->enforced_w > 0 ? gs->enforced_w : gs->limit_w;
-}
-
-/* The job of a GPU whose raise lets it draw more: not one of a job whose cap
- * already sits above its natural draw (plan.c, at_top), nor a GPU without a
- * job (NULL for those). A job given its whole draw again from a cap under it
- * (after a probe, explore.h, or a binding cap) does draw more. */
-static struct ctl_job *raises_draw(struct ctl_controller *c, const struct ctl_node *nd, size_t g) {
-  const char *id = nd->gpu[g].job;
-  struct ctl_job *j = id[0] ? ctl_jobset_find(&c->jobs, id) : NULL;
-  double held = held_w(nd, g);
-  if (!(held > 0 && nd->cap_w[g] > held && j)) return NULL;
-  return !j->at_top || held * j->gpus < j->p_max ? j : NULL;
-}
-
-/* Raises wait for the cuts that fund them. NVML's averaged readings lag a
- * limit change by a second or so, and a job lifted (from its least power
- * while it loaded, or given more by the allocation) rises as soon as its
- * limit does, while the jobs cut to make room fall over the same second:
- * applying both at once shows a sum over the target for a reading or two.
- * So this round's raises are scaled down to the headroom the last reading
- * leaves under target + max_over; the rest follows once the cuts show in the
- * readings (the next rounds re-plan). What of last round's raises the
- * reading does not show yet counts as drawn (ctl_jobset_raises_in_flight):
- * the room it seems to leave is not there. A first cap (from the default
- * limit) is a cut, not a raise; a cap above the fallback a restarted
- * controller finds is a raise (held_w). Returns the watts withheld. */
-static double limit_raises(struct ctl_controller *c, double target_w, double measured_w) {
-  double raise = 0, in_flight = ctl_jobset_raises_in_flight(&c->jobs);
-  for (size_t i = 0; i < c->nnodes; i++) {
-    const struct ctl_node *nd = &c->nodes[i];
-    if (!nd->reachable) continue;
-    for (size_t g = 0; g < nd->ngpus; g++)
-      if (raises_draw(c, nd, g)) raise += nd->cap_w[g] - held_w(nd, g);
-  }
-  double room = fmax(0.0, target_w * (1 + c->cfg.max_over_pct / 100.0) - measured_w - in_flight);
-  double f = raise > room ? room / raise : 1.0, withheld = 0;
-  for (size_t i = 0; raise > 0 && i < c->nnodes; i++) {
-    struct ctl_node *nd = &c->nodes[i];
-    if (!nd->reachable) continue;
-    for (size_t g = 0; g < nd->ngpus; g++) {
-      double held = held_w(nd, g), want = nd->cap_w[g];
-      struct ctl_job *j = raises_draw(c, nd, g);
-      if (!j) continue;
-      if (f < 1.0) nd->cap_w[g] = floor(held + f * (want - held));
-      withheld += want - nd->cap_w[g];
-      j->raised_w += nd->cap_w[g] - held;
-    }
-  }
-  return withheld;
-}
-
 /* PUT /v1/caps to every reachable node whose caps changed or whose leases
  * are half run out (a PUT renews every lease of its node: renewing each
  * round would double the agents' work, a lease-file write each, for
@@ -415,7 +358,7 @@ static void hold_target(struct ctl_controller *c, double now, double target, dou
   size_t reachable = 0;
   for (size_t i = 0; i < c->nnodes; i++)
     reachable += c->nodes[i].reachable && c->nodes[i].ngpus;
-  s.caps_w -= limit_raises(c, target, measured);
+  s.caps_w -= ctl_limit_raises(c->nodes, c->nnodes, &c->jobs, target, measured);
   size_t acked = push_caps(c);
   if (reachable && acked == reachable && !c->caps_acked_at) c->caps_acked_at = ctl_epoch_now();
   c->caps_in_force_w = s.caps_w;

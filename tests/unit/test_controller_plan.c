@@ -30,6 +30,7 @@
 #include "assert_near.h"
 #include "controller/explore.h"
 #include "controller/plan.h"
+#include "controller/raises.h"
 #include "controller/templates.h"
 
 #define NNODES 4
@@ -638,6 +639,49 @@ static void raises_count_until_the_readings_show_them(void **state) {
   assert_near(ctl_jobset_raises_in_flight(&f->js), 8 * 100, 1e-9);
 }
 
+/* Node 0's job "dense" held at 400 W a GPU (acknowledged) and planned at
+ * 500 W: an 800 W raise; every other GPU keeps its cap. */
+static void plan_a_raise(struct fixture *f) {
+  for (size_t i = 0; i < NNODES; i++) {
+    struct ctl_node *nd = &f->nodes[i];
+    nd->has_acked = true;
+    for (size_t g = 0; g < nd->ngpus; g++)
+      nd->cap_w[g] = nd->acked_w[g] = i == 0 ? 400 : 600;
+  }
+  for (size_t g = 0; g < 8; g++)
+    f->nodes[0].cap_w[g] = 500;
+  ctl_jobset_find(&f->js, "dense")->at_top = false;
+}
+
+/* Raises fill the room the last reading leaves under the target itself, not
+ * under target + max_over (the compliance band's edge): a reading inside the
+ * band lets no raise through, one 300 W under the target lets 300 W of the
+ * 800 W through, every GPU's raise scaled alike. */
+static void raises_fill_to_the_target_not_the_band(void **state) {
+  struct fixture *f = *state;
+  struct ctl_job *d = ctl_jobset_find(&f->js, "dense");
+  const double target = 20000;
+  assert_near(ctl_jobset_raises_in_flight(&f->js), 0, 0);
+  plan_a_raise(f);
+  double withheld = ctl_limit_raises(f->nodes, NNODES, &f->js, target, target * 1.005);
+  assert_near(withheld, 800, 0);
+  for (size_t g = 0; g < 8; g++)
+    assert_near(f->nodes[0].cap_w[g], 400, 0);
+  assert_near(f->nodes[1].cap_w[0], 600, 0); /* no raise: untouched */
+  assert_near(d->raised_w, 0, 0);
+
+  plan_a_raise(f);
+  withheld = ctl_limit_raises(f->nodes, NNODES, &f->js, target, target - 300);
+  double pushed = 0;
+  for (size_t g = 0; g < 8; g++) {
+    assert_near(f->nodes[0].cap_w[g], 437, 0); /* floor(400 + 300/800 x 100) */
+    pushed += f->nodes[0].cap_w[g] - 400;
+  }
+  assert_near(pushed, 8 * 37, 0);
+  assert_near(withheld, 800 - pushed, 1e-9);
+  assert_near(d->raised_w, pushed, 1e-9);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(jobs_are_gathered_across_nodes, setup, teardown),
@@ -657,6 +701,7 @@ int main(void) {
       cmocka_unit_test(a_node_listed_twice_counts_once),
       cmocka_unit_test_setup_teardown(a_job_at_its_whole_draw_is_probed, setup, teardown),
       cmocka_unit_test_setup_teardown(raises_count_until_the_readings_show_them, setup, teardown),
+      cmocka_unit_test_setup_teardown(raises_fill_to_the_target_not_the_band, setup, teardown),
       cmocka_unit_test(model_pfi_from_telemetry),
       cmocka_unit_test(templates_shape_the_curves),
   };

@@ -1,0 +1,33 @@
+/* A round's raises, held to the room the last reading leaves. */
+#ifndef CTL_RAISES_H
+#define CTL_RAISES_H
+
+#include <stddef.h>
+
+#include "controller/jobs.h"
+#include "controller/nodes.h"
+
+/* Raises wait for the cuts that fund them. NVML's averaged readings lag a
+ * limit change by a second or so, and a job lifted (from its least power
+ * while it loaded, or given more by the allocation) rises as soon as its
+ * limit does, while the jobs cut to make room fall over the same second:
+ * applying both at once shows a sum over the target for a reading or two.
+ * So this round's raises are scaled down to the headroom the last reading
+ * (measured_w) leaves under the target itself; the rest follows once the
+ * cuts show in the readings (the next rounds re-plan). Not under target +
+ * max_over, the compliance band's edge: the band is left for what no reading
+ * shows yet (a loading job starting to train under its cap, a reading's
+ * noise, a raise drawn sooner than the reading's average shows); filled to
+ * its edge, one sanitized CI run with the three faults read 1.32% over.
+ * What of last round's raises the reading does not show yet counts as drawn
+ * (ctl_jobset_raises_in_flight): the room it seems to leave is not there. A
+ * first cap (from the default limit) is a cut, not a raise; a cap above the
+ * fallback a restarted controller finds is a raise (the limit a GPU holds:
+ * the cap its agent acknowledged, else the limit in force).
+ *
+ * Lowers the raised GPUs' cap_w (every raise by the same share), adds each
+ * job's pushed raise to its raised_w, and returns the watts withheld. */
+double ctl_limit_raises(struct ctl_node *nodes, size_t n, struct ctl_jobset *js, double target_w,
+                        double measured_w);
+
+#endif
