@@ -386,8 +386,8 @@ static void leave_out_duplicates(struct ctl_controller *c) {
     if (nd->duplicate && !nd->duplicate_said)
       ctl_log("error",
               "agent '%s' reports the GPUs of agent '%s': one node listed twice (two spellings "
-              "of one address?); its readings are left out while it does: remove it from the "
-              "agents file",
+              "of one address? or simulated agents with one seed: give each pflexd --sim-job "
+              "seed=N); its readings are left out while it does: remove it from the agents file",
               nd->url, c->nodes[nd->duplicate_of].url);
     nd->duplicate_said = nd->duplicate;
   }
