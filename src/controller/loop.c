@@ -218,13 +218,8 @@ static struct ctl_job *raises_draw(struct ctl_controller *c, const struct ctl_no
  * reading does not show yet counts as drawn (ctl_jobset_raises_in_flight):
  * the room it seems to leave is not there. A first cap (from the default
  * limit) is a cut, not a raise; a cap above the fallback a restarted
- * controller finds is a raise (held_w). Nor do raises take the room the plan
- * keeps for a job still loading to rise to its cap when it starts training
- * (start_w): a raise and such a start in the same second showed a reading
- * 1.16% over the target (docs/controller.md, "Tenth round"). Returns the
- * watts withheld. */
-static double limit_raises(struct ctl_controller *c, double target_w, double measured_w,
-                           double start_w) {
+ * controller finds is a raise (held_w). Returns the watts withheld. */
+static double limit_raises(struct ctl_controller *c, double target_w, double measured_w) {
   double raise = 0, in_flight = ctl_jobset_raises_in_flight(&c->jobs);
   for (size_t i = 0; i < c->nnodes; i++) {
     const struct ctl_node *nd = &c->nodes[i];
@@ -232,8 +227,7 @@ static double limit_raises(struct ctl_controller *c, double target_w, double mea
     for (size_t g = 0; g < nd->ngpus; g++)
       if (raises_draw(c, nd, g)) raise += nd->cap_w[g] - held_w(nd, g);
   }
-  double room = fmax(0.0, target_w * (1 + c->cfg.max_over_pct / 100.0) - measured_w - in_flight -
-                              fmax(0.0, start_w));
+  double room = fmax(0.0, target_w * (1 + c->cfg.max_over_pct / 100.0) - measured_w - in_flight);
   double f = raise > room ? room / raise : 1.0, withheld = 0;
   for (size_t i = 0; raise > 0 && i < c->nnodes; i++) {
     struct ctl_node *nd = &c->nodes[i];
@@ -421,7 +415,7 @@ static void hold_target(struct ctl_controller *c, double now, double target, dou
   size_t reachable = 0;
   for (size_t i = 0; i < c->nnodes; i++)
     reachable += c->nodes[i].reachable && c->nodes[i].ngpus;
-  s.caps_w -= limit_raises(c, target, measured, s.start_w);
+  s.caps_w -= limit_raises(c, target, measured);
   size_t acked = push_caps(c);
   if (reachable && acked == reachable && !c->caps_acked_at) c->caps_acked_at = ctl_epoch_now();
   c->caps_in_force_w = s.caps_w;

@@ -264,7 +264,7 @@ static void spread(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset *js,
  * the power they take. */
 #define SHARE_KEPT 0.05
 
-static double probe_shares(struct ctl_jobset *js, double left_w, double *ret_start_w) {
+static double probe_shares(struct ctl_jobset *js, double left_w) {
   double sum_pmax = 0, taken = 0;
   for (size_t i = 0; i < js->n; i++) {
     const struct ctl_job *j = &js->v[i];
@@ -299,7 +299,6 @@ static double probe_shares(struct ctl_jobset *js, double left_w, double *ret_sta
      * by one; the next round re-plans around it). */
     double held = loading ? fmin(j->alloc_w, 1.1 * j->power_w) : j->alloc_w;
     jump = fmax(jump, j->alloc_w - held);
-    if (loading) *ret_start_w = fmax(*ret_start_w, j->alloc_w - j->power_w);
     taken += held;
   }
   return taken + jump;
@@ -337,7 +336,7 @@ int ctl_plan(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset *js,
   struct ctl_plan_summary s = {.floor_scale = 1};
   s.fixed_w = fix_gpus(nodes, nnodes, js, cfg, unseen_w);
   s.fixed_w += hold_probes(js);
-  s.fixed_w += probe_shares(js, budget_w - s.fixed_w, &s.start_w);
+  s.fixed_w += probe_shares(js, budget_w - s.fixed_w);
   s.jobs_w = budget_w - s.fixed_w;
   size_t n = 0;
   for (size_t i = 0; i < js->n; i++)

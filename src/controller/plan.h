@@ -30,9 +30,6 @@ struct ctl_plan_summary {
                          even the jobs' least powers fit */
   double alloc_ms;   /* time in pflex_alloc_run */
   double pred_tput;  /* sum of the jobs' throughput predicted at their allocation */
-  double start_w;    /* the largest rise from its draw to its cap that one job still
-                        loading can make when it starts training (loop.c keeps it
-                        free of raises) */
 };
 
 /* Decides caps for budget_w (the feedback's budget) under target_w (the
