@@ -16,7 +16,7 @@
 #include "pflex/predict.h"
 #include "pflex/refine.h"
 
-#define CTL_JOB_KEPT_OBS 8
+#define CTL_JOB_KEPT_OBS 8 /* observations a job keeps for its next curve (kept_w) */
 
 struct ctl_job {
   char id[CTL_JOB_ID_MAX];
