@@ -216,38 +216,57 @@ static void refine_job(const struct ctl_jobset *js, const struct ctl_job *j, dou
   rj->ntemplates = rj->shape == PFLEX_REFINE_DATA ? js->ntemplates : 0;
 }
 
+/* A probed job's cap is at its share when the limit held is the share, or
+ * as near as the raises pushed go (loop.c sends no raise under max(5 W, 1%):
+ * a share cut short by the headroom by less than that stays short, and the
+ * job stayed probed until the share moved). */
+static bool at_share(const struct ctl_job *j) {
+  double tol = fmax(5.0, 0.01 * j->probe_cap_w) + 0.5;
+  return j->probe_cap_w > 0 && fabs(j->held_cap_w - j->probe_cap_w) <= tol;
+}
+
+/* A new estimate of T_max needs a reading this much nearer the top (in draw)
+ * than the one the last came from. */
+#define NEARER 1.05
+
+/* T_max of a job never seen uncapped (one that started during an event), read
+ * back through the prior's shape from a settled reading: first its throughput
+ * at the equal share (probing), then again from every settled reading that
+ * draws NEARER more than the one the estimate came from. The shape errs least
+ * near the top, where every candidate meets (P_max, T_max): read from 62% of
+ * the power, two Qwen2.5-7B jobs got 61,000-66,000 tokens/s against a true
+ * 71,500, and since the refinement caps its knots at T_max, a reading near
+ * that estimate flattened the curve and the allocation cut the job
+ * (docs/controller.md, "Tenth round"). Each estimate comes from a higher
+ * draw, so they end. */
+static void estimate_t_max(const struct ctl_jobset *js, struct ctl_job *j, double p, double pfi) {
+  bool settled = j->has_tput && j->held_rounds >= SETTLE_ROUNDS && !j->uncapped;
+  bool nearer = j->t_est > 0 ? j->power_w > NEARER * j->t_est_w : at_share(j);
+  if (!settled || !nearer) return;
+  struct pflex_refine_job rj;
+  refine_job(js, j, p, 1.0, pfi, true, &rj);
+  struct pflex_curve *c;
+  if (pflex_refine_predicted_curve(&rj, &c) < 0) return;
+  double rel = pflex_curve_eval(c, j->power_w);
+  pflex_curve_free(c);
+  if (!(rel > 0)) return;
+  j->t_est = j->tput / rel;
+  j->t_est_w = j->power_w;
+}
+
 /* The P_max and T_max to build a curve on: measured, else the most the GPUs
- * may draw and a throughput read back through the prior's shape at the
- * power seen (a job that started during an event was never seen uncapped).
- * That estimate is made once and kept: the refinement then fits the curve
- * through what the job's caps do, which a new estimate (and prior) every
- * round would throw away. */
-static bool curve_bounds(const struct ctl_jobset *js, struct ctl_job *j, double pfi, double *ret_p,
+ * may draw and T_max estimated from the job's readings (estimate_t_max);
+ * until the first estimate, a relative curve (T_max 1). An estimate moves
+ * only on a reading nearer the top: the refinement fits the curve through
+ * what the job's caps do, and a new prior every round would throw that
+ * away (a new one keeps its observations: ensure_curve). */
+static void curve_bounds(const struct ctl_jobset *js, struct ctl_job *j, double pfi, double *ret_p,
                          double *ret_t) {
   double p = j->p_max > 0 ? j->p_max : j->gpus * j->max_w;
   p = fmax(p, 1.02 * j->gpus * j->min_w);
   *ret_p = p;
-  if (j->t_max > 0) {
-    *ret_t = j->t_max;
-    return true;
-  }
-  if (j->t_est > 0) {
-    *ret_t = j->t_est;
-    return true;
-  }
-  /* Probing: a relative curve (T_max 1) until its throughput at the probe
-   * cap, held long enough to be read, gives the estimate. */
-  *ret_t = 1.0;
-  bool at_share = j->probe_cap_w > 0 && fabs(j->held_cap_w - j->probe_cap_w) <= 1.0;
-  if (!j->has_tput || j->held_rounds < SETTLE_ROUNDS || j->uncapped || !at_share) return true;
-  struct pflex_refine_job rj;
-  refine_job(js, j, p, 1.0, pfi, true, &rj);
-  struct pflex_curve *c;
-  if (pflex_refine_predicted_curve(&rj, &c) < 0) return true;
-  double rel = pflex_curve_eval(c, j->power_w);
-  pflex_curve_free(c);
-  if (rel > 0) *ret_t = j->t_est = j->tput / rel;
-  return true;
+  if (!(j->t_max > 0)) estimate_t_max(js, j, p, pfi);
+  *ret_t = j->t_max > 0 ? j->t_max : j->t_est > 0 ? j->t_est : 1.0;
 }
 
 static bool needs_prior(const struct ctl_job *j, double p, double t, double pfi) {
@@ -296,6 +315,29 @@ static double now_ms(void) {
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+/* Remembers an observation for the next refinement (ensure_curve). */
+static void keep_obs(struct ctl_job *j, double w, double t) {
+  if (j->nkept == CTL_JOB_KEPT_OBS) {
+    memmove(j->kept_w, j->kept_w + 1, (CTL_JOB_KEPT_OBS - 1) * sizeof *j->kept_w);
+    memmove(j->kept_t, j->kept_t + 1, (CTL_JOB_KEPT_OBS - 1) * sizeof *j->kept_t);
+    j->nkept--;
+  }
+  j->kept_w[j->nkept] = w;
+  j->kept_t[j->nkept++] = t;
+}
+
+/* A new refinement starts with the kept observations (in tokens/s on both
+ * curves; a relative curve's are not kept) up to its P_max; else with none. */
+static void replay_kept(struct ctl_job *j, bool keep, double p_max) {
+  size_t n = keep ? j->nkept : 0;
+  j->nkept = 0;
+  for (size_t k = 0; k < n; k++)
+    if (j->kept_w[k] <= p_max && pflex_refine_observe(j->refine, j->kept_w[k], j->kept_t[k]) == 0) {
+      keep_obs(j, j->kept_w[k], j->kept_t[k]);
+      j->observations++;
+    }
+}
+
 /* A template-shaped prior costs milliseconds (PFLEX_REFINE_NPFI template
  * constructions): a round builds them for SHAPE_SHARE of its period at most,
  * and a job waiting its turn runs on the family (cheap) meanwhile. */
@@ -304,8 +346,8 @@ static double now_ms(void) {
 static int ensure_curve(struct ctl_jobset *js, struct ctl_job *j, double prior_pfi) {
   double p, t, pfi = job_pfi(js, j, prior_pfi);
   bool data = js->ntemplates && js->shape_budget_ms > 0;
-  if (!curve_bounds(js, j, pfi, &p, &t) || (!needs_prior(j, p, t, pfi) && !(data && !j->data_shaped)))
-    return 0;
+  curve_bounds(js, j, pfi, &p, &t);
+  if (!needs_prior(j, p, t, pfi) && !(data && !j->data_shaped)) return 0;
   double t0 = now_ms();
   struct pflex_refine_job rj;
   refine_job(js, j, p, t, pfi, data, &rj);
@@ -318,7 +360,8 @@ static int ensure_curve(struct ctl_jobset *js, struct ctl_job *j, double prior_p
     pflex_refine_prior_free(prior);
     return rc;
   }
-  job_release(j); /* a new range: what was observed on the old one is dropped */
+  bool keep = j->refine && !j->relative && t > 1.0; /* tokens/s before and after */
+  job_release(j);
   j->prior = prior;
   j->refine = r;
   j->prior_p_max = p;
@@ -328,6 +371,7 @@ static int ensure_curve(struct ctl_jobset *js, struct ctl_job *j, double prior_p
   if (j->data_shaped) js->shape_budget_ms -= now_ms() - t0;
   j->relative = !(j->t_max > 0) && !(j->t_est > 0);
   j->observations = 0;
+  replay_kept(j, keep, p);
   return 0;
 }
 
@@ -346,6 +390,7 @@ static bool observe(struct ctl_job *j) {
   bool moved = fabs(j->held_cap_w - j->last_obs_cap) > 0.01 * j->held_cap_w;
   if (!moved && j->rounds_since_obs < OBS_EVERY_ROUNDS) return false;
   if (pflex_refine_observe(j->refine, j->power_w, j->tput) < 0) return false;
+  if (!j->relative) keep_obs(j, j->power_w, j->tput);
   j->last_obs_time = j->tput_time;
   j->last_obs_cap = j->held_cap_w;
   j->rounds_since_obs = 0;

@@ -16,6 +16,8 @@
 #include "pflex/predict.h"
 #include "pflex/refine.h"
 
+#define CTL_JOB_KEPT_OBS 8 /* observations a job keeps for its next curve (kept_w) */
+
 struct ctl_job {
   char id[CTL_JOB_ID_MAX];
   /* This round (from the nodes). */
@@ -33,7 +35,8 @@ struct ctl_job {
   double last_seen;
   /* Learnt. */
   double p_max, t_max; /* uncapped draw and throughput (0 = not yet measured) */
-  double t_est;        /* T_max estimated once for a job never seen uncapped */
+  double t_est;        /* T_max estimated for a job never seen uncapped (jobs.c) */
+  double t_est_w;      /* the draw of the reading t_est was read from (0: none) */
   bool probe;          /* never seen uncapped, no T_max estimate yet: it runs at the
                           equal cut's share until its throughput there sets t_est */
   double probe_cap_w;  /* the share's cap the plan last gave it (0: held lower while
@@ -51,6 +54,11 @@ struct ctl_job {
   double model_pfi;                /* the model's prediction from its telemetry (0: none) */
   bool relative;                   /* no throughput known: the curve's T_max is 1 */
   size_t observations;
+  /* The last observations fed to the refinement, replayed into the next one
+   * when the curve's bounds move (a new T_max estimate): they are points of
+   * the job's curve whatever its T_max. */
+  double kept_w[CTL_JOB_KEPT_OBS], kept_t[CTL_JOB_KEPT_OBS];
+  size_t nkept;
   /* What its GPUs draw under a binding cap, as a share of the cap (a limiter
    * holds the draw a little under it: 0.97-0.99 on the twin's jobs); 0 until
    * measured. The plan divides a job's cap by it, so that the job draws the
