@@ -335,13 +335,28 @@ static void change_ratios(const struct pflex_curve *model, const struct pflex_cu
   }
 }
 
+/* The shrunk loop's knots merge observations only within this share of
+ * P_max: its moves are mostly 0.02-0.05 P_max, and the chord between two
+ * such observations, noisy as it is, gained under the band on the mixed
+ * clusters and on the reference set, while the unshrunk loop lost a little
+ * with it (docs/study.md, "Eighth wave"). */
+#define STUDY_SHRUNK_KNOT_MERGE 0.02
+
+/* The refinement's options in the closed loop (max_obs: every round's). */
+static struct pflex_refine_opts loop_opts(const struct study *s) {
+  return (struct pflex_refine_opts){
+      .noise = s->o->noise,
+      .prior_sd = s->o->prior_sd,
+      .max_obs = s->o->rounds,
+      .knot_merge = s->o->shrink > 0 ? STUDY_SHRUNK_KNOT_MERGE : PFLEX_REFINE_KNOT_MERGE};
+}
+
 /* Phase 1 of set k's group j: at each anchor, its refinement after one
  * observation there of its true curve (with the study's noise), against
  * the truth. */
 static int loop_ratios(const struct study *s, size_t k, size_t j, gsl_rng *noise) {
   const struct pflex_curve *t = s->g[j].curve;
-  struct pflex_refine_opts ro = {
-      .noise = s->o->noise, .prior_sd = s->o->prior_sd, .max_obs = s->o->rounds};
+  struct pflex_refine_opts ro = loop_opts(s);
   struct pflex_refine *r;
   int err = pflex_refine_new(s->prior[k * s->ng + j], &ro, &r);
   for (size_t x = 0; x < CAL_NX && !err; x++) {
@@ -668,8 +683,7 @@ static int allocate_shrunk(const struct study *s, struct work *w, double target)
 static int closed_loop(const struct study *s, struct work *w, size_t k, double target,
                        gsl_rng *noise, double *t) {
   size_t n = s->o->jobs;
-  struct pflex_refine_opts ro = {
-      .noise = s->o->noise, .prior_sd = s->o->prior_sd, .max_obs = s->o->rounds};
+  struct pflex_refine_opts ro = loop_opts(s);
   int err = 0;
   for (size_t j = 0; j < n && !err; j++) {
     const struct pflex_refine_prior *prior = s->prior[k * s->ng + w->gi[j]];
