@@ -303,14 +303,18 @@ static int study_curves(struct study *s) {
  * CAL_X0 + CAL_DX, ..., 1; rises and falls over CAL_STEP_SMALL and CAL_STEP
  * P_max (CAL_NR ratios per anchor: rise small, rise large, fall small, fall
  * large). Phase 0: the predicted curves; phase 1: the curves refined after
- * one observation at the anchor (the closed loop's). */
+ * one observation at the anchor (the closed loop's); phase 2 + o: refined
+ * after an observation at (x + cal_off[o]) P_max and then one at the anchor
+ * (the loop's from round 2 on, for a job that round 1 moved). */
 #define CAL_X0 0.30
 #define CAL_DX 0.05
 #define CAL_NX 15
 #define CAL_STEP 0.10
 #define CAL_STEP_SMALL 0.02 /* and over this: a small move is judged on the local slopes */
 #define CAL_NR 4
-#define CAL_PHASES 2
+#define CAL_NOFF 6
+#define CAL_PHASES (2 + CAL_NOFF)
+static const double cal_off[CAL_NOFF] = {-0.10, -0.06, -0.035, 0.035, 0.06, 0.10};
 #define CAL_NB 4 /* a band's numbers: small move's gain, loss, large move's gain, loss */
 
 /* The fewest calibration pairs of one kinship that are used on their own
@@ -371,6 +375,30 @@ static int loop_ratios(const struct study *s, size_t k, size_t j, gsl_rng *noise
   return err;
 }
 
+/* Phases 2 + o of set k's group j: at each anchor x, its refinement after
+ * an observation at x + cal_off[o] (P_max) and one at x, against the truth
+ * (NAN where x + cal_off[o] lies outside its range). */
+static int loop_ratios2(const struct study *s, size_t k, size_t j, gsl_rng *noise) {
+  const struct pflex_curve *t = s->g[j].curve;
+  struct pflex_refine_opts ro = loop_opts(s);
+  struct pflex_refine *r;
+  double pm = pflex_curve_p_max(t), lo = pflex_curve_p_min(t) / pm;
+  int err = pflex_refine_new(s->prior[k * s->ng + j], &ro, &r);
+  for (size_t x = 0; x < CAL_NX && !err; x++)
+    for (size_t o = 0; o < CAL_NOFF && !err; o++) {
+      double xa = CAL_X0 + CAL_DX * (double)x, xb = xa + cal_off[o];
+      if (xb < lo || xb > 1 || xa < lo) continue;
+      double tb = pflex_curve_eval(t, xb * pm) * (1 + gsl_ran_gaussian(noise, s->o->noise));
+      double ta = pflex_curve_eval(t, xa * pm) * (1 + gsl_ran_gaussian(noise, s->o->noise));
+      if (!(err = pflex_refine_reset(r, s->prior[k * s->ng + j])) &&
+          !(err = pflex_refine_observe(r, xb * pm, tb)) &&
+          !(err = pflex_refine_observe(r, xa * pm, ta)))
+        change_ratios(pflex_refine_curve(r), t, xa, ratios_at(s, 2 + (int)o, k, j, x));
+    }
+  pflex_refine_free(r);
+  return err;
+}
+
 /* Every calibration group's ratios: phase 0, and phase 1 in the closed
  * loop. A systematic sample past STUDY_MAX_TEMPLATES groups. */
 static int study_ratios(struct study *s, gsl_rng *noise) {
@@ -384,6 +412,15 @@ static int study_ratios(struct study *s, gsl_rng *noise) {
                       ratios_at(s, 0, k, j, x));
       if (s->prior) err = loop_ratios(s, k, j, noise);
     }
+  if (err || !s->prior || s->o->rounds < 2) return err;
+  /* Phases 2 ..: their own stream, so that phase 1's draws stay those they were. */
+  gsl_rng *n2 = gsl_rng_alloc(gsl_rng_mt19937);
+  if (!n2) return -ENOMEM;
+  gsl_rng_set(n2, s->o->seed * 104729ul + 77ul);
+  for (size_t k = 0; k < s->np && !err; k++)
+    for (size_t j = 0; j < s->ng && !err && !s->preds[k].templates; j += stride)
+      if (s->pcurve[k * s->ng + j]) err = loop_ratios2(s, k, j, n2);
+  gsl_rng_free(n2);
   return err;
 }
 
@@ -460,7 +497,8 @@ static int study_calibrate(struct study *s) {
     s->ratio[i] = NAN;
   if (!err) gsl_rng_set(noise, s->o->seed * 104723ul + 31ul);
   if (!err) err = study_ratios(s, noise);
-  for (int ph = 0; ph < (s->prior ? 2 : 1) && !err; ph++)
+  int nph = !s->prior ? 1 : s->o->rounds < 2 ? 2 : CAL_PHASES;
+  for (int ph = 0; ph < nph && !err; ph++)
     for (size_t k = 0; k < s->np && !err; k++)
       for (size_t i = 0; i < s->ng && !err && !s->preds[k].templates; i++)
         if (s->pcurve[k * s->ng + i]) err = calibrate_group(s, ph, k, i, idx, rise, fall);
@@ -499,6 +537,7 @@ struct work {
   struct pflex_shrink *shr;  /* optimal: per job, its shrunk curve */
   double *eq;                /* per job: its power in the equal cut (the shrinkage's anchor) */
   double *anc, *pw;          /* per job: the anchors of the allocation, and its powers */
+  double *pobs;              /* closed loop, per job: the power last observed */
   double *tl; /* per line, then rounds + 1: this workload's value in each objective */
   struct pflex_alloc_opts ao, ao_powers; /* ao_powers: ao with skip_tput */
   struct pflex_alloc_ctx *actx;
@@ -518,6 +557,7 @@ static void work_free(struct work *w, size_t n) {
   free(w->eq);
   free(w->anc);
   free(w->pw);
+  free(w->pobs);
   free(w->tl);
   pflex_alloc_ctx_free(w->actx);
 }
@@ -533,8 +573,10 @@ static int work_alloc(struct work *w, const struct study *s) {
   w->eq = calloc(n, sizeof *w->eq);
   w->anc = calloc(n, sizeof *w->anc);
   w->pw = calloc(n, sizeof *w->pw);
+  w->pobs = calloc(n, sizeof *w->pobs);
   w->tl = calloc(PFLEX_OBJECTIVE_N * (s->nlines + s->o->rounds + 1), sizeof *w->tl);
-  if (!(w->gi && w->jt && w->jp && w->r && w->ref && w->shr && w->eq && w->anc && w->pw && w->tl))
+  if (!(w->gi && w->jt && w->jp && w->r && w->ref && w->shr && w->eq && w->anc && w->pw &&
+        w->pobs && w->tl))
     return -ENOMEM;
   /* One allocator context for the whole run: the same curves come back in
    * every workload and cut, their hulls are sampled once (same results). */
@@ -625,7 +667,7 @@ static bool factors(const struct study *s, int phase, size_t k, size_t gi, doubl
   double x = anchor / pflex_curve_p_max(s->g[gi].curve);
   long xi = lround((x - CAL_X0) / CAL_DX);
   xi = xi < 0 ? 0 : xi >= CAL_NX ? CAL_NX - 1 : xi;
-  for (int ph = phase; ph >= 0 && s->fac; ph--) {
+  for (int ph = phase; ph >= 0 && s->fac; ph = ph > 1 ? 1 : ph - 1) { /* 2 + o falls back to 1 */
     const double *c = band_at(s, ph, k, gi, (size_t)xi);
     if (!isnan(c[0])) {
       memcpy(f, c, CAL_NB * sizeof *f);
@@ -675,6 +717,30 @@ static int allocate_shrunk(const struct study *s, struct work *w, double target)
   return 0;
 }
 
+/* Job j's band in the closed loop at the power pw just observed, into f
+ * (factors' return). From round 2 on, a job whose previous observation lay
+ * farther than the knots' merge from pw has a chord measured on that side:
+ * there its band is the one calibrated after two such observations (phase
+ * 2 + o, the nearest offset), on the other side still phase 1's. Measured
+ * on the mixed clusters and the reference set (docs/study.md, "Eighth
+ * wave"); on both sides it was no better on the twin. */
+static bool loop_factors(const struct study *s, struct work *w, size_t k, size_t j, size_t round,
+                         double pw, double *f) {
+  size_t gi = w->gi[j];
+  double off = (w->pobs[j] - pw) / pflex_curve_p_max(s->g[gi].curve);
+  w->pobs[j] = pw;
+  bool own = factors(s, 1, k, gi, pw, f);
+  if (round < 2 || !own || !(fabs(off) > STUDY_SHRUNK_KNOT_MERGE)) return own;
+  size_t o = 0;
+  for (size_t m = 1; m < CAL_NOFF; m++)
+    if (fabs(cal_off[m] - off) < fabs(cal_off[o] - off)) o = m;
+  double f2[CAL_NB];
+  if (!factors(s, 2 + (int)o, k, gi, pw, f2)) return own;
+  for (int m = off < 0 ? 1 : 0; m < CAL_NB; m += 2) /* the measured side: falls below, rises above */
+    f[m] = f2[m];
+  return own;
+}
+
 /* The closed loop's rounds after optimal's first allocation: every job's
  * true throughput at its allocated power is observed with Gaussian relative
  * noise and fed to the job's refinement; the cluster is re-allocated on the
@@ -696,7 +762,7 @@ static int closed_loop(const struct study *s, struct work *w, size_t k, double t
       double obs = pflex_curve_eval(s->g[gi].curve, pw) * (1 + gsl_ran_gaussian(noise, s->o->noise));
       if ((err = pflex_refine_observe(w->ref[j], pw, obs))) break;
       double f[CAL_NB];
-      bool own = factors(s, 1, k, gi, pw, f);
+      bool own = loop_factors(s, w, k, j, round, pw, f);
       err = shrunk_curve(w, j, pflex_refine_curve(w->ref[j]), f,
                          own ? 1 : 1 - pflex_refine_confidence(w->ref[j]), pw);
     }
