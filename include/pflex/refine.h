@@ -138,6 +138,12 @@ int pflex_refine_reset(struct pflex_refine *r, const struct pflex_refine_prior *
  * not finite and positive. Never allocates. */
 int pflex_refine_observe(struct pflex_refine *r, double power_w, double tput);
 
+/* Data shape after an observation: the relative spread (SD / mean) of the
+ * change from p0_w to p1_w among the templates the refined shape averages,
+ * weighted as they are; NAN where there is none (no observation, no
+ * templates, p1_w <= p0_w, no positive mean change). */
+double pflex_refine_spread(const struct pflex_refine *r, double p0_w, double p1_w);
+
 /* Observations held (at most max_obs). */
 size_t pflex_refine_count(const struct pflex_refine *r);
 

@@ -682,6 +682,11 @@ int pflex_refine_observe(struct pflex_refine *r, double power_w, double tput) {
   return 0;
 }
 
+double pflex_refine_spread(const struct pflex_refine *r, double p0_w, double p1_w) {
+  if (!r || r->n == 0 || !r->corr.near || !(p1_w > p0_w)) return NAN;
+  return pflex__refine_near_spread(r->prior->near, r->nd, p0_w, p1_w);
+}
+
 size_t pflex_refine_count(const struct pflex_refine *r) {
   return r ? r->n : 0;
 }

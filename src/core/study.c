@@ -128,6 +128,9 @@ struct study {
                     folds' curves (pflex_shrink_band): gain, loss of a small move, then of a
                     large one (CAL_NB); NAN where not calibrated */
   double *ratio; /* CAL_PHASES * np * ng * CAL_NX * CAL_NR: each group's change ratios */
+  double *spread; /* closed loop, np * ng * CAL_NX * CAL_NR: phase 1's spread of each change
+                     (pflex_refine_spread), beside its ratio */
+  double *zq;     /* the same layout: each group's scaled band (pflex_shrink_scaled_band) */
   size_t *pt, *ft, npt, nft;          /* groups by task */
   double *oscale;                     /* PFLEX_OBJECTIVE_N * ng: a group's throughput's weight in
                                          each objective (pflex_objective_scale) */
@@ -158,6 +161,8 @@ static void study_release(struct study *s) {
   free(s->oscale);
   free(s->fac);
   free(s->ratio);
+  free(s->spread);
+  free(s->zq);
   free(s->lines);
 }
 
@@ -355,6 +360,21 @@ static struct pflex_refine_opts loop_opts(const struct study *s) {
       .knot_merge = s->o->shrink > 0 ? STUDY_SHRUNK_KNOT_MERGE : PFLEX_REFINE_KNOT_MERGE};
 }
 
+/* A refinement's spreads (pflex_refine_spread) of the CAL_NR changes of
+ * change_ratios around anchor x (P_max units; lo: P_min / P_max). */
+static void change_spreads(const struct pflex_refine *r, double pm, double lo, double x,
+                           double *o) {
+  static const double steps[2] = {CAL_STEP_SMALL, CAL_STEP};
+  for (int m = 0; m < 2; m++) {
+    o[m] = pflex_refine_spread(r, x * pm, fmin(x + steps[m], 1) * pm);
+    o[2 + m] = pflex_refine_spread(r, fmax(x - steps[m], lo) * pm, x * pm);
+  }
+}
+
+static double *cal_at(const struct study *s, double *a, size_t k, size_t j, size_t x) {
+  return &a[((k * s->ng + j) * CAL_NX + x) * CAL_NR];
+}
+
 /* Phase 1 of set k's group j: at each anchor, its refinement after one
  * observation there of its true curve (with the study's noise), against
  * the truth. */
@@ -366,10 +386,12 @@ static int loop_ratios(const struct study *s, size_t k, size_t j, gsl_rng *noise
   for (size_t x = 0; x < CAL_NX && !err; x++) {
     double pw = (CAL_X0 + CAL_DX * (double)x) * pflex_curve_p_max(t);
     double obs = pflex_curve_eval(t, pw) * (1 + gsl_ran_gaussian(noise, s->o->noise));
-    if (!(err = pflex_refine_reset(r, s->prior[k * s->ng + j])) &&
-        !(err = pflex_refine_observe(r, pw, obs)))
-      change_ratios(pflex_refine_curve(r), t, CAL_X0 + CAL_DX * (double)x,
-                    ratios_at(s, 1, k, j, x));
+    if ((err = pflex_refine_reset(r, s->prior[k * s->ng + j])) ||
+        (err = pflex_refine_observe(r, pw, obs)))
+      break;
+    double pm = pflex_curve_p_max(t), xv = CAL_X0 + CAL_DX * (double)x;
+    change_ratios(pflex_refine_curve(r), t, xv, ratios_at(s, 1, k, j, x));
+    change_spreads(r, pm, pflex_curve_p_min(t) / pm, xv, cal_at(s, s->spread, k, j, x));
   }
   pflex_refine_free(r);
   return err;
@@ -480,6 +502,27 @@ static int calibrate_group(const struct study *s, int phase, size_t k, size_t gi
   return 0;
 }
 
+/* The scaled bands' z of set k's group gi (pflex_shrink_scaled_band): at
+ * each anchor and change, over its calibration groups' phase-1 ratios and
+ * spreads; q for rises, 1 - q for falls; NAN where too few. rs: 2 ng
+ * scratch. */
+static int scale_group(const struct study *s, size_t k, size_t gi, size_t *idx, double *rs) {
+  size_t n = calibration_pairs(s, k, gi, idx);
+  double q = gsl_cdf_ugaussian_P(-s->o->shrink);
+  for (size_t x = 0; x < CAL_NX; x++)
+    for (int m = 0; m < CAL_NR; m++) {
+      for (size_t p = 0; p < n; p++) {
+        rs[p] = ratios_at(s, 1, k, idx[p], x)[m];
+        rs[n + p] = cal_at(s, s->spread, k, idx[p], x)[m];
+      }
+      double *z = &cal_at(s, s->zq, k, gi, x)[m];
+      int err = pflex_shrink_scaled_band(rs, rs + n, n, m < 2 ? q : 1 - q, z);
+      if (err == -PFLEX_E_NOPOINTS) *z = NAN;
+      else if (err) return err;
+    }
+  return 0;
+}
+
 /* The shrinkage's calibrated bands of every set whose folds are the study's
  * own groups (not a training file's: its curves are not here). */
 static int study_calibrate(struct study *s) {
@@ -488,9 +531,17 @@ static int study_calibrate(struct study *s) {
   s->fac = malloc(nb * CAL_NB * sizeof *s->fac + 1);
   s->ratio = malloc(nb * CAL_NR * sizeof *s->ratio + 1);
   size_t *idx = calloc(s->ng, sizeof *idx);
-  double *rise = calloc(s->ng, sizeof *rise), *fall = calloc(s->ng, sizeof *fall);
+  double *rise = calloc(2 * s->ng, sizeof *rise), *fall = calloc(s->ng, sizeof *fall);
   gsl_rng *noise = gsl_rng_alloc(gsl_rng_mt19937);
   int err = s->fac && s->ratio && idx && rise && fall && noise ? 0 : -ENOMEM;
+  size_t ns = s->np * s->ng * CAL_NX * CAL_NR;
+  if (!err && s->prior) {
+    s->spread = malloc(ns * sizeof *s->spread + 1);
+    s->zq = malloc(ns * sizeof *s->zq + 1);
+    err = s->spread && s->zq ? 0 : -ENOMEM;
+  }
+  for (size_t i = 0; !err && s->prior && i < ns; i++)
+    s->spread[i] = s->zq[i] = NAN;
   for (size_t i = 0; !err && i < nb * CAL_NB; i++)
     s->fac[i] = NAN;
   for (size_t i = 0; !err && i < nb * CAL_NR; i++)
@@ -502,6 +553,9 @@ static int study_calibrate(struct study *s) {
     for (size_t k = 0; k < s->np && !err; k++)
       for (size_t i = 0; i < s->ng && !err && !s->preds[k].templates; i++)
         if (s->pcurve[k * s->ng + i]) err = calibrate_group(s, ph, k, i, idx, rise, fall);
+  for (size_t k = 0; k < s->np && !err && s->prior; k++)
+    for (size_t i = 0; i < s->ng && !err && !s->preds[k].templates; i++)
+      if (s->pcurve[k * s->ng + i]) err = scale_group(s, k, i, idx, rise);
   gsl_rng_free(noise);
   free(idx);
   free(rise);
@@ -717,6 +771,25 @@ static int allocate_shrunk(const struct study *s, struct work *w, double target)
   return 0;
 }
 
+/* The band of group gi's refinement r after an observation at pw, scaled
+ * by its own spreads where it and its calibration have them (f: phase 1's,
+ * kept where not): a job whose templates agree about a change is given a
+ * narrower band there than one whose templates do not, the calibration
+ * groups' errors standardized alike (pflex_shrink_scaled_band). Measured on
+ * the mixed clusters and the reference set (docs/study.md, "Eighth wave"). */
+static void scaled_factors(const struct study *s, const struct pflex_refine *r, size_t k,
+                          size_t gi, double pw, double *f) {
+  static const int slot[CAL_NR] = {0, 2, 1, 3}; /* change_ratios' order into f's */
+  double pm = pflex_curve_p_max(s->g[gi].curve), x = pw / pm, sp[CAL_NR];
+  long xi = lround((x - CAL_X0) / CAL_DX);
+  xi = xi < 0 ? 0 : xi >= CAL_NX ? CAL_NX - 1 : xi;
+  const double *z = cal_at(s, s->zq, k, gi, (size_t)xi);
+  change_spreads(r, pm, pflex_curve_p_min(s->g[gi].curve) / pm, x, sp);
+  for (int m = 0; m < CAL_NR; m++)
+    if (isfinite(z[m]) && isfinite(sp[m]))
+      f[slot[m]] = pflex_shrink_scaled_factor(z[m], sp[m], m < 2);
+}
+
 /* Job j's band in the closed loop at the power pw just observed, into f
  * (factors' return). From round 2 on, a job whose previous observation lay
  * farther than the knots' merge from pw has a chord measured on that side:
@@ -730,6 +803,7 @@ static bool loop_factors(const struct study *s, struct work *w, size_t k, size_t
   double off = (w->pobs[j] - pw) / pflex_curve_p_max(s->g[gi].curve);
   w->pobs[j] = pw;
   bool own = factors(s, 1, k, gi, pw, f);
+  if (own) scaled_factors(s, w->ref[j], k, gi, pw, f);
   if (round < 2 || !own || !(fabs(off) > STUDY_SHRUNK_KNOT_MERGE)) return own;
   size_t o = 0;
   for (size_t m = 1; m < CAL_NOFF; m++)

@@ -293,6 +293,46 @@ static void test_knot_merge(void **state) {
   pflex_curve_free(lin);
 }
 
+/* pflex_refine_spread: how much the templates the refined shape averages
+ * disagree about a change. Nothing before an observation, for the family
+ * shape, or for an empty interval; positive where the templates differ
+ * (family members of c 0.1 .. 0.9); none where they are one curve. */
+static void test_spread(void **state) {
+  struct fixture *f = *state;
+  struct pflex_refine_job job = job_of(f, PFLEX_REFINE_DATA);
+  struct pflex_refine_prior *prior, *fam, *same;
+  assert_int_equal(pflex_refine_prior_new(&job, &prior), 0);
+  struct pflex_refine_job fj = job_of(f, PFLEX_REFINE_FAMILY);
+  assert_int_equal(pflex_refine_prior_new(&fj, &fam), 0);
+  const struct pflex_curve *one[NT];
+  for (int j = 0; j < NT; j++)
+    one[j] = f->tmpl[4];
+  struct pflex_refine_job sj = job;
+  sj.templates = one;
+  assert_int_equal(pflex_refine_prior_new(&sj, &same), 0);
+  struct pflex_refine *r, *rf, *rs;
+  assert_int_equal(pflex_refine_new(prior, NULL, &r), 0);
+  assert_int_equal(pflex_refine_new(fam, NULL, &rf), 0);
+  assert_int_equal(pflex_refine_new(same, NULL, &rs), 0);
+  assert_true(isnan(pflex_refine_spread(r, 4000, 4400)));
+  double t = pflex_curve_eval(f->truth, 4000);
+  assert_int_equal(pflex_refine_observe(r, 4000, t), 0);
+  assert_int_equal(pflex_refine_observe(rf, 4000, t), 0);
+  assert_int_equal(pflex_refine_observe(rs, 4000, t), 0);
+  double sp = pflex_refine_spread(r, 4000, 4400);
+  assert_true(sp > 1e-3 && sp < 1);
+  assert_true(isnan(pflex_refine_spread(r, 4400, 4000)));
+  assert_true(isnan(pflex_refine_spread(rf, 4000, 4400)));
+  NEAR(pflex_refine_spread(rs, 4000, 4400), 0, 1e-6);
+  assert_true(isnan(pflex_refine_spread(NULL, 4000, 4400)));
+  pflex_refine_free(r);
+  pflex_refine_free(rf);
+  pflex_refine_free(rs);
+  pflex_refine_prior_free(prior);
+  pflex_refine_prior_free(fam);
+  pflex_refine_prior_free(same);
+}
+
 /* Bad observations are refused and change nothing; bad jobs and options too. */
 static void test_bad_input(void **state) {
   struct fixture *f = *state;
@@ -665,7 +705,7 @@ int main(void) {
       cmocka_unit_test(test_bad_input),         cmocka_unit_test(test_window),
       cmocka_unit_test(test_predicted_curve),   cmocka_unit_test(test_family_fit),
       cmocka_unit_test(test_reset),             cmocka_unit_test(test_table),
-      cmocka_unit_test(test_smooth_knots),      cmocka_unit_test(test_knot_merge),      cmocka_unit_test(test_nearest_templates), cmocka_unit_test(test_near_table), cmocka_unit_test(test_near_fit),      cmocka_unit_test(test_window_data),
+      cmocka_unit_test(test_smooth_knots),      cmocka_unit_test(test_knot_merge), cmocka_unit_test(test_spread),      cmocka_unit_test(test_nearest_templates), cmocka_unit_test(test_near_table), cmocka_unit_test(test_near_fit),      cmocka_unit_test(test_window_data),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
