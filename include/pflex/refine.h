@@ -20,8 +20,8 @@
  *   the sqrt(n)-th nearest, at most the 8th, and at least twice the noise;
  *   with a table but no templates given, the candidates at the PFI's mode),
  *   and every observation becomes an exact knot of a monotone curve that
- *   follows that shape between knots (observations within 5% of P_max of
- *   each other averaged; knots made monotone by isotonic regression and
+ *   follows that shape between knots (observations within knot_merge, 5%,
+ *   of P_max of each other averaged; knots made monotone by isotonic regression and
  *   capped at T_max).
  * - PFLEX_REFINE_FAMILY: the parametric family (pflex_curve_from_pfi's path)
  *   is refitted by maximum a posteriori (pflex_refine_family_fit), times a
@@ -112,11 +112,17 @@ struct pflex_refine_opts {
   double prior_sd; /* SD of the prior around the prediction, default 0.3: in PFI units (data
                       shape) or of the position on the family path (family shape) */
   size_t max_obs;  /* observations kept, the most recent; default 100, at least 1 */
+  /* Data shape: observations within this share of P_max of each other are
+   * averaged into one knot; default (and 0) PFLEX_REFINE_KNOT_MERGE, at most
+   * 0.5. The study's shrunk loop takes 0.02 (docs/study.md, "Eighth wave"). */
+  double knot_merge;
 };
+#define PFLEX_REFINE_KNOT_MERGE 0.05
 void pflex_refine_opts_init(struct pflex_refine_opts *opts);
 
 /* Per-job state. opts NULL: the defaults. The prior must outlive it.
- * -EINVAL on bad options (noise < 0, prior_sd <= 0, max_obs 0), -ENOMEM. */
+ * -EINVAL on bad options (noise < 0, prior_sd <= 0, max_obs 0, knot_merge
+ * < 0 or > 0.5), -ENOMEM. */
 struct pflex_refine;
 int pflex_refine_new(const struct pflex_refine_prior *prior, const struct pflex_refine_opts *opts,
                      struct pflex_refine **ret);
@@ -131,6 +137,12 @@ int pflex_refine_reset(struct pflex_refine *r, const struct pflex_refine_prior *
  * held, and refits. -EINVAL (nothing changed) when power or throughput is
  * not finite and positive. Never allocates. */
 int pflex_refine_observe(struct pflex_refine *r, double power_w, double tput);
+
+/* Data shape after an observation: the relative spread (SD / mean) of the
+ * change from p0_w to p1_w among the templates the refined shape averages,
+ * weighted as they are; NAN where there is none (no observation, no
+ * templates, p1_w <= p0_w, no positive mean change). */
+double pflex_refine_spread(const struct pflex_refine *r, double p0_w, double p1_w);
 
 /* Observations held (at most max_obs). */
 size_t pflex_refine_count(const struct pflex_refine *r);

@@ -91,9 +91,9 @@ static uint64_t prior_digest(const struct pflex_refine_prior *p) {
 
 /* r's digest with no observation: its prior's and its options. */
 static uint64_t start_digest(const struct pflex_refine *r) {
-  const double o[2] = {r->o.noise, r->o.prior_sd};
+  const double o[3] = {r->o.noise, r->o.prior_sd, r->o.knot_merge};
   uint64_t h = pflex__fnv1a(0x84222325cbf29ce4ull, &r->prior->digest, sizeof r->prior->digest);
-  h = fnv_doubles(h, o, 2);
+  h = fnv_doubles(h, o, 3);
   return pflex__fnv1a(h, &r->o.max_obs, sizeof r->o.max_obs);
 }
 
@@ -267,16 +267,18 @@ const struct pflex_curve *pflex_refine_prior_curve(const struct pflex_refine_pri
 
 /* Every observation becomes an exact knot of a monotone curve that follows
  * the re-predicted curve's shape between knots. Observations within
- * KNOT_MERGE of P_max of each other are averaged (their difference is mostly
- * noise, and a slope between them would be noise over a short distance);
+ * opts.knot_merge of P_max of each other are averaged (their difference is
+ * mostly noise, and a slope between them would be noise over a short
+ * distance: at 0.5% noise a chord over 0.02 P_max errs by about a third of
+ * a typical slope; an unshrunk loop acts on that in full, a shrunk one only
+ * within its band, and there the chords of the small moves it makes gained,
+ * docs/study.md "Eighth wave");
  * knots are made non-decreasing by isotonic regression and capped at T_max;
  * (P_max, T_max) is the last knot. Between two knots the re-predicted curve
  * is mapped affinely onto the segment between them; below the lowest knot it
  * is shifted to pass through it (its slopes kept), floored at 1e-3 T_max. */
-#define KNOT_MERGE 0.05
-
 static void knot_set(struct refine_corr *c, const double *w, const double *t, size_t nobs,
-                     double *pairs) {
+                     double *pairs, double merge) {
   size_t m = 0;
   for (size_t k = 0; k < nobs; k++) {
     if (!(w[k] < c->p_max * (1 - 1e-3))) continue; /* at P_max: nothing new */
@@ -284,7 +286,7 @@ static void knot_set(struct refine_corr *c, const double *w, const double *t, si
     pairs[2 * m + 1] = t[k];
     m++;
   }
-  pflex__refine_anchors_merge(c, pairs, m, KNOT_MERGE * c->p_max);
+  pflex__refine_anchors_merge(c, pairs, m, merge * c->p_max);
   for (size_t k = 0; k < c->n; k++)
     c->ar[k] = fmin(c->ar[k], c->t_max);
   /* Pool adjacent violators (equal weights): noisy knots made monotone. */
@@ -540,7 +542,7 @@ static void data_update(struct pflex_refine *r, bool fresh) {
   c->prior = r->prior->cand[m];
   c->prior2 = r->prior->cand[m + 1];
   c->blend = r->u - (double)m;
-  knot_set(c, r->w, r->t, r->n, r->pairs);
+  knot_set(c, r->w, r->t, r->n, r->pairs, r->o.knot_merge);
   near_shape(r);
   knot_cache(c);
 }
@@ -548,7 +550,8 @@ static void data_update(struct pflex_refine *r, bool fresh) {
 /* ---- per-job state ---------------------------------------------------------------- */
 
 void pflex_refine_opts_init(struct pflex_refine_opts *o) {
-  *o = (struct pflex_refine_opts){.noise = 0.005, .prior_sd = 0.3, .max_obs = 100};
+  *o = (struct pflex_refine_opts){
+      .noise = 0.005, .prior_sd = 0.3, .max_obs = 100, .knot_merge = PFLEX_REFINE_KNOT_MERGE};
 }
 
 int pflex_refine_new(const struct pflex_refine_prior *prior, const struct pflex_refine_opts *opts,
@@ -559,13 +562,15 @@ int pflex_refine_new(const struct pflex_refine_prior *prior, const struct pflex_
     opts = &def;
   }
   if (!prior || !ret || !(opts->noise >= 0) || !isfinite(opts->noise) || !(opts->prior_sd > 0) ||
-      !isfinite(opts->prior_sd) || opts->max_obs == 0 || opts->max_obs > ((size_t)1 << 24))
+      !isfinite(opts->prior_sd) || opts->max_obs == 0 || opts->max_obs > ((size_t)1 << 24) ||
+      !(opts->knot_merge >= 0 && opts->knot_merge <= 0.5))
     return -EINVAL;
   struct pflex_refine *r = calloc(1, sizeof *r);
   if (!r) return -ENOMEM;
   size_t k = opts->max_obs;
   r->prior = prior;
   r->o = *opts;
+  if (r->o.knot_merge == 0) r->o.knot_merge = PFLEX_REFINE_KNOT_MERGE; /* unset: the default */
   r->w = calloc(k, sizeof *r->w);
   r->t = calloc(k, sizeof *r->t);
   r->pairs = calloc(2 * k, sizeof *r->pairs);
@@ -675,6 +680,11 @@ int pflex_refine_observe(struct pflex_refine *r, double power_w, double tput) {
   pflex__refine_corr_set(&r->corr, r->w, r->t, r->n, r->pairs);
   pflex__refine_corr_tabulate(&r->corr);
   return 0;
+}
+
+double pflex_refine_spread(const struct pflex_refine *r, double p0_w, double p1_w) {
+  if (!r || r->n == 0 || !r->corr.near || !(p1_w > p0_w)) return NAN;
+  return pflex__refine_near_spread(r->prior->near, r->nd, p0_w, p1_w);
 }
 
 size_t pflex_refine_count(const struct pflex_refine *r) {

@@ -72,6 +72,12 @@ void pflex__refine_near_free(struct refine_near *nb); /* accepts NULL */
 void pflex__refine_near_fit(const struct refine_near *nb, const double *ap, const double *ar,
                             size_t nk, double t_max, double floor_h, double *d, double *q);
 
+/* After pflex__refine_near_fit with scratch d: the relative SD of the
+ * kernel-weighted templates' change from p0 to p1 (W); NAN where their mean
+ * change is not positive. */
+double pflex__refine_near_spread(const struct refine_near *nb, const double *d, double p0,
+                                 double p1);
+
 /* Sorts m (power, value) pairs by power and sets the anchors c->ap, c->ar to
  * the means of each run of pairs within tol W of the run's first. */
 void pflex__refine_anchors_merge(struct refine_corr *c, double *pairs, size_t m, double tol);

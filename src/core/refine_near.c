@@ -83,6 +83,21 @@ static double kth_smallest(double *v, size_t n, size_t k) {
   return v[k < n ? k : n - 1];
 }
 
+double pflex__refine_near_spread(const struct refine_near *nb, const double *d, double p0,
+                                 double p1) {
+  const double *w = d + nb->n;
+  double sw = 0, s1 = 0, s2 = 0;
+  for (size_t j = 0; j < nb->n; j++) {
+    if (w[j] == 0) continue;
+    const double *row = &nb->rel[j * REFINE_NEAR_K];
+    double c = row_at(nb, row, p1) - row_at(nb, row, p0);
+    sw += w[j], s1 += w[j] * c, s2 += w[j] * c * c;
+  }
+  if (!(sw > 0)) return NAN;
+  double mean = s1 / sw, var = s2 / sw - mean * mean;
+  return mean > 0 ? sqrt(var > 0 ? var : 0) / mean : NAN;
+}
+
 void pflex__refine_near_fit(const struct refine_near *nb, const double *ap, const double *ar,
                             size_t nk, double t_max, double floor_h, double *d, double *q) {
   /* Each template's RMS distance from the knots, in relative throughput. */
@@ -109,6 +124,7 @@ void pflex__refine_near_fit(const struct refine_near *nb, const double *ap, cons
     q[m] = 0;
   for (size_t j = 0; j < nb->n; j++) {
     double z = d[j] / h, w = z < 38 ? exp(-0.5 * z * z) : 0;
+    tmp[j] = w; /* kept for pflex__refine_near_spread */
     if (w == 0) continue;
     sw += w;
     for (size_t m = 0; m < REFINE_NEAR_K; m++)

@@ -128,6 +128,9 @@ struct study {
                     folds' curves (pflex_shrink_band): gain, loss of a small move, then of a
                     large one (CAL_NB); NAN where not calibrated */
   double *ratio; /* CAL_PHASES * np * ng * CAL_NX * CAL_NR: each group's change ratios */
+  double *spread; /* closed loop, np * ng * CAL_NX * CAL_NR: phase 1's spread of each change
+                     (pflex_refine_spread), beside its ratio */
+  double *zq;     /* the same layout: each group's scaled band (pflex_shrink_scaled_band) */
   size_t *pt, *ft, npt, nft;          /* groups by task */
   double *oscale;                     /* PFLEX_OBJECTIVE_N * ng: a group's throughput's weight in
                                          each objective (pflex_objective_scale) */
@@ -158,6 +161,8 @@ static void study_release(struct study *s) {
   free(s->oscale);
   free(s->fac);
   free(s->ratio);
+  free(s->spread);
+  free(s->zq);
   free(s->lines);
 }
 
@@ -303,14 +308,18 @@ static int study_curves(struct study *s) {
  * CAL_X0 + CAL_DX, ..., 1; rises and falls over CAL_STEP_SMALL and CAL_STEP
  * P_max (CAL_NR ratios per anchor: rise small, rise large, fall small, fall
  * large). Phase 0: the predicted curves; phase 1: the curves refined after
- * one observation at the anchor (the closed loop's). */
+ * one observation at the anchor (the closed loop's); phase 2 + o: refined
+ * after an observation at (x + cal_off[o]) P_max and then one at the anchor
+ * (the loop's from round 2 on, for a job that round 1 moved). */
 #define CAL_X0 0.30
 #define CAL_DX 0.05
 #define CAL_NX 15
 #define CAL_STEP 0.10
 #define CAL_STEP_SMALL 0.02 /* and over this: a small move is judged on the local slopes */
 #define CAL_NR 4
-#define CAL_PHASES 2
+#define CAL_NOFF 6
+#define CAL_PHASES (2 + CAL_NOFF)
+static const double cal_off[CAL_NOFF] = {-0.10, -0.06, -0.035, 0.035, 0.06, 0.10};
 #define CAL_NB 4 /* a band's numbers: small move's gain, loss, large move's gain, loss */
 
 /* The fewest calibration pairs of one kinship that are used on their own
@@ -335,23 +344,79 @@ static void change_ratios(const struct pflex_curve *model, const struct pflex_cu
   }
 }
 
+/* The shrunk loop's knots merge observations only within this share of
+ * P_max: its moves are mostly 0.02-0.05 P_max, and the chord between two
+ * such observations, noisy as it is, gained under the band on the mixed
+ * clusters and on the reference set, while the unshrunk loop lost a little
+ * with it (docs/study.md, "Eighth wave"). */
+#define STUDY_SHRUNK_KNOT_MERGE 0.02
+
+/* The refinement's options in the closed loop (max_obs: every round's). */
+static struct pflex_refine_opts loop_opts(const struct study *s) {
+  return (struct pflex_refine_opts){
+      .noise = s->o->noise,
+      .prior_sd = s->o->prior_sd,
+      .max_obs = s->o->rounds,
+      .knot_merge = s->o->shrink > 0 ? STUDY_SHRUNK_KNOT_MERGE : PFLEX_REFINE_KNOT_MERGE};
+}
+
+/* A refinement's spreads (pflex_refine_spread) of the CAL_NR changes of
+ * change_ratios around anchor x (P_max units; lo: P_min / P_max). */
+static void change_spreads(const struct pflex_refine *r, double pm, double lo, double x,
+                           double *o) {
+  static const double steps[2] = {CAL_STEP_SMALL, CAL_STEP};
+  for (int m = 0; m < 2; m++) {
+    o[m] = pflex_refine_spread(r, x * pm, fmin(x + steps[m], 1) * pm);
+    o[2 + m] = pflex_refine_spread(r, fmax(x - steps[m], lo) * pm, x * pm);
+  }
+}
+
+static double *cal_at(const struct study *s, double *a, size_t k, size_t j, size_t x) {
+  return &a[((k * s->ng + j) * CAL_NX + x) * CAL_NR];
+}
+
 /* Phase 1 of set k's group j: at each anchor, its refinement after one
  * observation there of its true curve (with the study's noise), against
  * the truth. */
 static int loop_ratios(const struct study *s, size_t k, size_t j, gsl_rng *noise) {
   const struct pflex_curve *t = s->g[j].curve;
-  struct pflex_refine_opts ro = {
-      .noise = s->o->noise, .prior_sd = s->o->prior_sd, .max_obs = s->o->rounds};
+  struct pflex_refine_opts ro = loop_opts(s);
   struct pflex_refine *r;
   int err = pflex_refine_new(s->prior[k * s->ng + j], &ro, &r);
   for (size_t x = 0; x < CAL_NX && !err; x++) {
     double pw = (CAL_X0 + CAL_DX * (double)x) * pflex_curve_p_max(t);
     double obs = pflex_curve_eval(t, pw) * (1 + gsl_ran_gaussian(noise, s->o->noise));
-    if (!(err = pflex_refine_reset(r, s->prior[k * s->ng + j])) &&
-        !(err = pflex_refine_observe(r, pw, obs)))
-      change_ratios(pflex_refine_curve(r), t, CAL_X0 + CAL_DX * (double)x,
-                    ratios_at(s, 1, k, j, x));
+    if ((err = pflex_refine_reset(r, s->prior[k * s->ng + j])) ||
+        (err = pflex_refine_observe(r, pw, obs)))
+      break;
+    double pm = pflex_curve_p_max(t), xv = CAL_X0 + CAL_DX * (double)x;
+    change_ratios(pflex_refine_curve(r), t, xv, ratios_at(s, 1, k, j, x));
+    change_spreads(r, pm, pflex_curve_p_min(t) / pm, xv, cal_at(s, s->spread, k, j, x));
   }
+  pflex_refine_free(r);
+  return err;
+}
+
+/* Phases 2 + o of set k's group j: at each anchor x, its refinement after
+ * an observation at x + cal_off[o] (P_max) and one at x, against the truth
+ * (NAN where x + cal_off[o] lies outside its range). */
+static int loop_ratios2(const struct study *s, size_t k, size_t j, gsl_rng *noise) {
+  const struct pflex_curve *t = s->g[j].curve;
+  struct pflex_refine_opts ro = loop_opts(s);
+  struct pflex_refine *r;
+  double pm = pflex_curve_p_max(t), lo = pflex_curve_p_min(t) / pm;
+  int err = pflex_refine_new(s->prior[k * s->ng + j], &ro, &r);
+  for (size_t x = 0; x < CAL_NX && !err; x++)
+    for (size_t o = 0; o < CAL_NOFF && !err; o++) {
+      double xa = CAL_X0 + CAL_DX * (double)x, xb = xa + cal_off[o];
+      if (xb < lo || xb > 1 || xa < lo) continue;
+      double tb = pflex_curve_eval(t, xb * pm) * (1 + gsl_ran_gaussian(noise, s->o->noise));
+      double ta = pflex_curve_eval(t, xa * pm) * (1 + gsl_ran_gaussian(noise, s->o->noise));
+      if (!(err = pflex_refine_reset(r, s->prior[k * s->ng + j])) &&
+          !(err = pflex_refine_observe(r, xb * pm, tb)) &&
+          !(err = pflex_refine_observe(r, xa * pm, ta)))
+        change_ratios(pflex_refine_curve(r), t, xa, ratios_at(s, 2 + (int)o, k, j, x));
+    }
   pflex_refine_free(r);
   return err;
 }
@@ -369,6 +434,15 @@ static int study_ratios(struct study *s, gsl_rng *noise) {
                       ratios_at(s, 0, k, j, x));
       if (s->prior) err = loop_ratios(s, k, j, noise);
     }
+  if (err || !s->prior || s->o->rounds < 2) return err;
+  /* Phases 2 ..: their own stream, so that phase 1's draws stay those they were. */
+  gsl_rng *n2 = gsl_rng_alloc(gsl_rng_mt19937);
+  if (!n2) return -ENOMEM;
+  gsl_rng_set(n2, s->o->seed * 104729ul + 77ul);
+  for (size_t k = 0; k < s->np && !err; k++)
+    for (size_t j = 0; j < s->ng && !err && !s->preds[k].templates; j += stride)
+      if (s->pcurve[k * s->ng + j]) err = loop_ratios2(s, k, j, n2);
+  gsl_rng_free(n2);
   return err;
 }
 
@@ -428,6 +502,27 @@ static int calibrate_group(const struct study *s, int phase, size_t k, size_t gi
   return 0;
 }
 
+/* The scaled bands' z of set k's group gi (pflex_shrink_scaled_band): at
+ * each anchor and change, over its calibration groups' phase-1 ratios and
+ * spreads; q for rises, 1 - q for falls; NAN where too few. rs: 2 ng
+ * scratch. */
+static int scale_group(const struct study *s, size_t k, size_t gi, size_t *idx, double *rs) {
+  size_t n = calibration_pairs(s, k, gi, idx);
+  double q = gsl_cdf_ugaussian_P(-s->o->shrink);
+  for (size_t x = 0; x < CAL_NX; x++)
+    for (int m = 0; m < CAL_NR; m++) {
+      for (size_t p = 0; p < n; p++) {
+        rs[p] = ratios_at(s, 1, k, idx[p], x)[m];
+        rs[n + p] = cal_at(s, s->spread, k, idx[p], x)[m];
+      }
+      double *z = &cal_at(s, s->zq, k, gi, x)[m];
+      int err = pflex_shrink_scaled_band(rs, rs + n, n, m < 2 ? q : 1 - q, z);
+      if (err == -PFLEX_E_NOPOINTS) *z = NAN;
+      else if (err) return err;
+    }
+  return 0;
+}
+
 /* The shrinkage's calibrated bands of every set whose folds are the study's
  * own groups (not a training file's: its curves are not here). */
 static int study_calibrate(struct study *s) {
@@ -436,19 +531,31 @@ static int study_calibrate(struct study *s) {
   s->fac = malloc(nb * CAL_NB * sizeof *s->fac + 1);
   s->ratio = malloc(nb * CAL_NR * sizeof *s->ratio + 1);
   size_t *idx = calloc(s->ng, sizeof *idx);
-  double *rise = calloc(s->ng, sizeof *rise), *fall = calloc(s->ng, sizeof *fall);
+  double *rise = calloc(2 * s->ng, sizeof *rise), *fall = calloc(s->ng, sizeof *fall);
   gsl_rng *noise = gsl_rng_alloc(gsl_rng_mt19937);
   int err = s->fac && s->ratio && idx && rise && fall && noise ? 0 : -ENOMEM;
+  size_t ns = s->np * s->ng * CAL_NX * CAL_NR;
+  if (!err && s->prior) {
+    s->spread = malloc(ns * sizeof *s->spread + 1);
+    s->zq = malloc(ns * sizeof *s->zq + 1);
+    err = s->spread && s->zq ? 0 : -ENOMEM;
+  }
+  for (size_t i = 0; !err && s->prior && i < ns; i++)
+    s->spread[i] = s->zq[i] = NAN;
   for (size_t i = 0; !err && i < nb * CAL_NB; i++)
     s->fac[i] = NAN;
   for (size_t i = 0; !err && i < nb * CAL_NR; i++)
     s->ratio[i] = NAN;
   if (!err) gsl_rng_set(noise, s->o->seed * 104723ul + 31ul);
   if (!err) err = study_ratios(s, noise);
-  for (int ph = 0; ph < (s->prior ? 2 : 1) && !err; ph++)
+  int nph = !s->prior ? 1 : s->o->rounds < 2 ? 2 : CAL_PHASES;
+  for (int ph = 0; ph < nph && !err; ph++)
     for (size_t k = 0; k < s->np && !err; k++)
       for (size_t i = 0; i < s->ng && !err && !s->preds[k].templates; i++)
         if (s->pcurve[k * s->ng + i]) err = calibrate_group(s, ph, k, i, idx, rise, fall);
+  for (size_t k = 0; k < s->np && !err && s->prior; k++)
+    for (size_t i = 0; i < s->ng && !err && !s->preds[k].templates; i++)
+      if (s->pcurve[k * s->ng + i]) err = scale_group(s, k, i, idx, rise);
   gsl_rng_free(noise);
   free(idx);
   free(rise);
@@ -484,6 +591,7 @@ struct work {
   struct pflex_shrink *shr;  /* optimal: per job, its shrunk curve */
   double *eq;                /* per job: its power in the equal cut (the shrinkage's anchor) */
   double *anc, *pw;          /* per job: the anchors of the allocation, and its powers */
+  double *pobs;              /* closed loop, per job: the power last observed */
   double *tl; /* per line, then rounds + 1: this workload's value in each objective */
   struct pflex_alloc_opts ao, ao_powers; /* ao_powers: ao with skip_tput */
   struct pflex_alloc_ctx *actx;
@@ -503,6 +611,7 @@ static void work_free(struct work *w, size_t n) {
   free(w->eq);
   free(w->anc);
   free(w->pw);
+  free(w->pobs);
   free(w->tl);
   pflex_alloc_ctx_free(w->actx);
 }
@@ -518,8 +627,10 @@ static int work_alloc(struct work *w, const struct study *s) {
   w->eq = calloc(n, sizeof *w->eq);
   w->anc = calloc(n, sizeof *w->anc);
   w->pw = calloc(n, sizeof *w->pw);
+  w->pobs = calloc(n, sizeof *w->pobs);
   w->tl = calloc(PFLEX_OBJECTIVE_N * (s->nlines + s->o->rounds + 1), sizeof *w->tl);
-  if (!(w->gi && w->jt && w->jp && w->r && w->ref && w->shr && w->eq && w->anc && w->pw && w->tl))
+  if (!(w->gi && w->jt && w->jp && w->r && w->ref && w->shr && w->eq && w->anc && w->pw &&
+        w->pobs && w->tl))
     return -ENOMEM;
   /* One allocator context for the whole run: the same curves come back in
    * every workload and cut, their hulls are sampled once (same results). */
@@ -610,7 +721,7 @@ static bool factors(const struct study *s, int phase, size_t k, size_t gi, doubl
   double x = anchor / pflex_curve_p_max(s->g[gi].curve);
   long xi = lround((x - CAL_X0) / CAL_DX);
   xi = xi < 0 ? 0 : xi >= CAL_NX ? CAL_NX - 1 : xi;
-  for (int ph = phase; ph >= 0 && s->fac; ph--) {
+  for (int ph = phase; ph >= 0 && s->fac; ph = ph > 1 ? 1 : ph - 1) { /* 2 + o falls back to 1 */
     const double *c = band_at(s, ph, k, gi, (size_t)xi);
     if (!isnan(c[0])) {
       memcpy(f, c, CAL_NB * sizeof *f);
@@ -660,6 +771,50 @@ static int allocate_shrunk(const struct study *s, struct work *w, double target)
   return 0;
 }
 
+/* The band of group gi's refinement r after an observation at pw, scaled
+ * by its own spreads where it and its calibration have them (f: phase 1's,
+ * kept where not): a job whose templates agree about a change is given a
+ * narrower band there than one whose templates do not, the calibration
+ * groups' errors standardized alike (pflex_shrink_scaled_band). Measured on
+ * the mixed clusters and the reference set (docs/study.md, "Eighth wave"). */
+static void scaled_factors(const struct study *s, const struct pflex_refine *r, size_t k,
+                          size_t gi, double pw, double *f) {
+  static const int slot[CAL_NR] = {0, 2, 1, 3}; /* change_ratios' order into f's */
+  double pm = pflex_curve_p_max(s->g[gi].curve), x = pw / pm, sp[CAL_NR];
+  long xi = lround((x - CAL_X0) / CAL_DX);
+  xi = xi < 0 ? 0 : xi >= CAL_NX ? CAL_NX - 1 : xi;
+  const double *z = cal_at(s, s->zq, k, gi, (size_t)xi);
+  change_spreads(r, pm, pflex_curve_p_min(s->g[gi].curve) / pm, x, sp);
+  for (int m = 0; m < CAL_NR; m++)
+    if (isfinite(z[m]) && isfinite(sp[m]))
+      f[slot[m]] = pflex_shrink_scaled_factor(z[m], sp[m], m < 2);
+}
+
+/* Job j's band in the closed loop at the power pw just observed, into f
+ * (factors' return). From round 2 on, a job whose previous observation lay
+ * farther than the knots' merge from pw has a chord measured on that side:
+ * there its band is the one calibrated after two such observations (phase
+ * 2 + o, the nearest offset), on the other side still phase 1's. Measured
+ * on the mixed clusters and the reference set (docs/study.md, "Eighth
+ * wave"); on both sides it was no better on the twin. */
+static bool loop_factors(const struct study *s, struct work *w, size_t k, size_t j, size_t round,
+                         double pw, double *f) {
+  size_t gi = w->gi[j];
+  double off = (w->pobs[j] - pw) / pflex_curve_p_max(s->g[gi].curve);
+  w->pobs[j] = pw;
+  bool own = factors(s, 1, k, gi, pw, f);
+  if (own) scaled_factors(s, w->ref[j], k, gi, pw, f);
+  if (round < 2 || !own || !(fabs(off) > STUDY_SHRUNK_KNOT_MERGE)) return own;
+  size_t o = 0;
+  for (size_t m = 1; m < CAL_NOFF; m++)
+    if (fabs(cal_off[m] - off) < fabs(cal_off[o] - off)) o = m;
+  double f2[CAL_NB];
+  if (!factors(s, 2 + (int)o, k, gi, pw, f2)) return own;
+  for (int m = off < 0 ? 1 : 0; m < CAL_NB; m += 2) /* the measured side: falls below, rises above */
+    f[m] = f2[m];
+  return own;
+}
+
 /* The closed loop's rounds after optimal's first allocation: every job's
  * true throughput at its allocated power is observed with Gaussian relative
  * noise and fed to the job's refinement; the cluster is re-allocated on the
@@ -668,8 +823,7 @@ static int allocate_shrunk(const struct study *s, struct work *w, double target)
 static int closed_loop(const struct study *s, struct work *w, size_t k, double target,
                        gsl_rng *noise, double *t) {
   size_t n = s->o->jobs;
-  struct pflex_refine_opts ro = {
-      .noise = s->o->noise, .prior_sd = s->o->prior_sd, .max_obs = s->o->rounds};
+  struct pflex_refine_opts ro = loop_opts(s);
   int err = 0;
   for (size_t j = 0; j < n && !err; j++) {
     const struct pflex_refine_prior *prior = s->prior[k * s->ng + w->gi[j]];
@@ -682,7 +836,7 @@ static int closed_loop(const struct study *s, struct work *w, size_t k, double t
       double obs = pflex_curve_eval(s->g[gi].curve, pw) * (1 + gsl_ran_gaussian(noise, s->o->noise));
       if ((err = pflex_refine_observe(w->ref[j], pw, obs))) break;
       double f[CAL_NB];
-      bool own = factors(s, 1, k, gi, pw, f);
+      bool own = loop_factors(s, w, k, j, round, pw, f);
       err = shrunk_curve(w, j, pflex_refine_curve(w->ref[j]), f,
                          own ? 1 : 1 - pflex_refine_confidence(w->ref[j]), pw);
     }

@@ -7,13 +7,16 @@
 # two populations (seeds 7 and 3): the issue's target that is met (worse
 # than equal in at most 1% of workloads at every cut, at round 0 from the
 # prior alone and after two closed-loop rounds), and what the closed loop
-# reaches with --shrink 1 (docs/study.md: 82.7-92.5% of the gap at every
-# 20-40% cut after two rounds, 85.6% and 88.8% on average, asserted as at
-# least 80% at every cut and 85% on average, each round learning more:
-# 80.8% and 84.7% on average, 67.9% at worst, before the refined curve took
-# its shape from the templates nearest the observations, so both fail
-# without it on seed 7); the issue's 90% after two rounds, not met, is
-# printed (met or not).
+# reaches with --shrink 1 (docs/study.md: 83.9-93.1% of the gap at every
+# 20-40% cut after two rounds, 88.5% and 89.8% on average, asserted as at
+# least 83% at every cut and 88% on average, each round learning more:
+# 85.6% and 88.8% on average, 82.7% at worst, before the eighth wave,
+# so both fail without it on seed 7; 80.8% and 84.7% before the seventh
+# wave's nearest templates); the issue's 90% after two rounds, not met, is
+# printed (met or not). On the reference set under progress, round 0 and,
+# after two rounds, every prediction set is worse than equal in at most 1%
+# of the workloads at every cut (before the eighth wave LOCO at 40% was
+# worse in 7%, in-sample in 8%).
 source "$(dirname "$0")/cli_common.bash"
 set -e
 
@@ -61,16 +64,33 @@ for pred in ("prior", "true"):
     print(f"{pred} round 0, worse than equal with shrinkage: {max(w.values()):.1%} at worst")
     assert max(w.values()) <= 0.01, (pred, w)
 # What the closed loop reaches with --shrink 1 on both populations: every
-# round learns, two rounds recover at least 80% of the gap at every cut and
-# 85% on average, never worse than equal in more than 1% of the workloads.
+# round learns, two rounds recover at least 83% of the gap at every cut and
+# 88% on average, never worse than equal in more than 1% of the workloads.
 for name, d in (("seed 7", shrunk), ("seed 3", seed3)):
     g = [get(d, "prior", r, "gap_recovered") for r in (0, 1, 2)]
     w = [get(d, "prior", r, "worse_than_equal") for r in (0, 2)]
     print(f"{name}: gap recovered after 0/1/2 rounds (mean of 20-40%): "
           + " / ".join(f"{mean(x):.1%}" for x in g) + f"; after two, {min(g[2].values()):.1%} at worst")
     assert mean(g[0]) < mean(g[1]) < mean(g[2]), (name, g)
-    assert min(g[2].values()) >= 0.80 and mean(g[2]) >= 0.85, (name, g[2])
+    assert min(g[2].values()) >= 0.83 and mean(g[2]) >= 0.88, (name, g[2])
     assert max(w[0].values()) <= 0.01 and max(w[1].values()) <= 0.01, (name, w)
+EOF
+
+# The reference set under progress, the closed loop's fragile case: LOCO
+# predictions at deep cuts (their band is calibrated on other clusters).
+"$PFLEX" study --objective progress --rounds 2 --workloads 100 --shrink 1 --cuts 20:40:5 \
+  --scenarios production --json >"$tmp/ref.json" 2>"$tmp/ref.err" ||
+  fail "reference study: $(cat "$tmp/ref.err")"
+python3 - "$tmp/ref.json" <<'EOF' || fail "reference set, progress, --shrink 1 --rounds 2"
+import json, sys
+d = json.load(open(sys.argv[1]))
+w = {(r["prediction"], r["round"], r["cut"]): r["worse_than_equal"] for r in d["results"]
+     if r["strategy"] == "optimal"}
+assert len([k for k in w if k[0] in ("loo", "loco") and k[1] == 0]) == 10, w
+assert all(v <= 0.01 for k, v in w.items() if k[1] == 0), w
+print(f"reference set, progress: LOCO at 40% after two rounds worse than equal in "
+      f"{w['loco', 2, 0.4]:.0%} of the workloads")
+assert all(v <= 0.01 for v in w.values()), w
 EOF
 
 # LOCO honest: without arch and task columns every group is one cluster,

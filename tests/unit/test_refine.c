@@ -238,6 +238,101 @@ static void test_smooth_knots(void **state) {
   pflex_curve_free(lin);
 }
 
+/* opts.knot_merge: two observations 0.03 P_max apart on a linear curve
+ * (unlike every template) are averaged into one knot by default (0.05), so
+ * the refined chord between them is the templates' slope; with 0.02 both
+ * are knots and the chord is the measured one. 0 is the default. */
+static double chord_after(const struct fixture *f, const struct pflex_curve *lin, double merge,
+                          uint64_t *ret_digest) {
+  struct pflex_refine_job job = job_of(f, PFLEX_REFINE_DATA);
+  struct pflex_refine_prior *prior;
+  assert_int_equal(pflex_refine_prior_new(&job, &prior), 0);
+  struct pflex_refine_opts o;
+  pflex_refine_opts_init(&o);
+  o.knot_merge = merge;
+  struct pflex_refine *r;
+  assert_int_equal(pflex_refine_new(prior, &o, &r), 0);
+  const double p0 = 4000, p1 = 4000 + 0.03 * P_MAX;
+  assert_int_equal(pflex_refine_observe(r, p0, pflex_curve_eval(lin, p0)), 0);
+  assert_int_equal(pflex_refine_observe(r, p1, pflex_curve_eval(lin, p1)), 0);
+  const struct pflex_curve *c = pflex_refine_curve(r);
+  double chord = (pflex_curve_eval(c, p1) - pflex_curve_eval(c, p0)) / (p1 - p0);
+  *ret_digest = pflex_refine_digest(r);
+  pflex_refine_free(r);
+  pflex_refine_prior_free(prior);
+  return chord;
+}
+
+static void test_knot_merge(void **state) {
+  struct fixture *f = *state;
+  struct pflex_curve_point pts[] = {{.power_w = P_MIN, .tput = 0.25 * T_MAX},
+                                    {.power_w = P_MAX, .tput = T_MAX}};
+  struct pflex_curve *lin;
+  assert_int_equal(pflex_curve_new_measured(pts, 2, PFLEX_INTERP_LINEAR, &lin), 0);
+  double slope = 0.75 * T_MAX / (P_MAX - P_MIN);
+  uint64_t d_def, d_zero, d_near;
+  double merged = chord_after(f, lin, PFLEX_REFINE_KNOT_MERGE, &d_def);
+  double unset = chord_after(f, lin, 0, &d_zero);
+  double kept = chord_after(f, lin, 0.02, &d_near);
+  NEAR(kept, slope, 1e-9 * slope);
+  assert_true(fabs(merged - slope) > 0.05 * slope);
+  NEAR(unset, merged, 0);
+  assert_true(d_def == d_zero && d_def != d_near);
+  struct pflex_refine_job job = job_of(f, PFLEX_REFINE_DATA);
+  struct pflex_refine_prior *prior;
+  assert_int_equal(pflex_refine_prior_new(&job, &prior), 0);
+  struct pflex_refine_opts o;
+  struct pflex_refine *r;
+  static const double bad[] = {-0.01, 0.51, NAN, INFINITY};
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    pflex_refine_opts_init(&o);
+    o.knot_merge = bad[k];
+    assert_int_equal(pflex_refine_new(prior, &o, &r), -EINVAL);
+  }
+  pflex_refine_prior_free(prior);
+  pflex_curve_free(lin);
+}
+
+/* pflex_refine_spread: how much the templates the refined shape averages
+ * disagree about a change. Nothing before an observation, for the family
+ * shape, or for an empty interval; positive where the templates differ
+ * (family members of c 0.1 .. 0.9); none where they are one curve. */
+static void test_spread(void **state) {
+  struct fixture *f = *state;
+  struct pflex_refine_job job = job_of(f, PFLEX_REFINE_DATA);
+  struct pflex_refine_prior *prior, *fam, *same;
+  assert_int_equal(pflex_refine_prior_new(&job, &prior), 0);
+  struct pflex_refine_job fj = job_of(f, PFLEX_REFINE_FAMILY);
+  assert_int_equal(pflex_refine_prior_new(&fj, &fam), 0);
+  const struct pflex_curve *one[NT];
+  for (int j = 0; j < NT; j++)
+    one[j] = f->tmpl[4];
+  struct pflex_refine_job sj = job;
+  sj.templates = one;
+  assert_int_equal(pflex_refine_prior_new(&sj, &same), 0);
+  struct pflex_refine *r, *rf, *rs;
+  assert_int_equal(pflex_refine_new(prior, NULL, &r), 0);
+  assert_int_equal(pflex_refine_new(fam, NULL, &rf), 0);
+  assert_int_equal(pflex_refine_new(same, NULL, &rs), 0);
+  assert_true(isnan(pflex_refine_spread(r, 4000, 4400)));
+  double t = pflex_curve_eval(f->truth, 4000);
+  assert_int_equal(pflex_refine_observe(r, 4000, t), 0);
+  assert_int_equal(pflex_refine_observe(rf, 4000, t), 0);
+  assert_int_equal(pflex_refine_observe(rs, 4000, t), 0);
+  double sp = pflex_refine_spread(r, 4000, 4400);
+  assert_true(sp > 1e-3 && sp < 1);
+  assert_true(isnan(pflex_refine_spread(r, 4400, 4000)));
+  assert_true(isnan(pflex_refine_spread(rf, 4000, 4400)));
+  NEAR(pflex_refine_spread(rs, 4000, 4400), 0, 1e-6);
+  assert_true(isnan(pflex_refine_spread(NULL, 4000, 4400)));
+  pflex_refine_free(r);
+  pflex_refine_free(rf);
+  pflex_refine_free(rs);
+  pflex_refine_prior_free(prior);
+  pflex_refine_prior_free(fam);
+  pflex_refine_prior_free(same);
+}
+
 /* Bad observations are refused and change nothing; bad jobs and options too. */
 static void test_bad_input(void **state) {
   struct fixture *f = *state;
@@ -610,7 +705,7 @@ int main(void) {
       cmocka_unit_test(test_bad_input),         cmocka_unit_test(test_window),
       cmocka_unit_test(test_predicted_curve),   cmocka_unit_test(test_family_fit),
       cmocka_unit_test(test_reset),             cmocka_unit_test(test_table),
-      cmocka_unit_test(test_smooth_knots),      cmocka_unit_test(test_nearest_templates), cmocka_unit_test(test_near_table), cmocka_unit_test(test_near_fit),      cmocka_unit_test(test_window_data),
+      cmocka_unit_test(test_smooth_knots),      cmocka_unit_test(test_knot_merge), cmocka_unit_test(test_spread),      cmocka_unit_test(test_nearest_templates), cmocka_unit_test(test_near_table), cmocka_unit_test(test_near_fit),      cmocka_unit_test(test_window_data),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

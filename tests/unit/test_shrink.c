@@ -249,6 +249,46 @@ static void test_band_sample(void **state) {
   NEAR(l, fit_quantile(v, 20, -z10), 1e-9);
 }
 
+/* The band scaled by each job's spread: the calibration pairs'
+ * log(ratio) / spread's quantile, whatever their spreads (a pair whose
+ * templates disagreed more erred more, and counts alike); a job's factor
+ * that z times its own spread, floored at PFLEX_SHRINK_MIN_SPREAD, clamped
+ * as the band's. Pairs without a finite positive ratio and spread are
+ * left out. */
+static void test_scaled_band(void **state) {
+  (void)state;
+  double r[24], sp[24], z;
+  for (int i = 0; i < 20; i++) { /* z = -1.9 .. 1.9 step 0.2, spreads 0.05 .. 0.24 */
+    sp[i] = 0.05 + 0.01 * i;
+    r[i] = exp((-1.9 + 0.2 * ((i * 7) % 20)) * sp[i]);
+  }
+  r[20] = NAN, sp[20] = 0.1;
+  r[21] = 0.9, sp[21] = 0;
+  r[22] = -1, sp[22] = 0.1;
+  r[23] = 0.9, sp[23] = INFINITY;
+  /* q = 0.25: 5 of 20 below; GSL's interpolated quantile at 0.25 (20 - 1) */
+  assert_int_equal(pflex_shrink_scaled_band(r, sp, 24, 0.25, &z), 0);
+  NEAR(z, -1.9 + 0.2 * 4.75, 1e-9);
+  assert_int_equal(pflex_shrink_scaled_band(r, sp, 24, 0.75, &z), 0);
+  NEAR(z, -1.9 + 0.2 * 14.25, 1e-9);
+  /* q = 0.1: too few beyond, a normal's: mean 0, SD of -1.9 .. 1.9 */
+  double sd = sqrt(20 * (20 * 20 - 1) / 12.0 * 0.04 / 19);
+  assert_int_equal(pflex_shrink_scaled_band(r, sp, 24, 0.1, &z), 0);
+  NEAR(z, -1.2815515655446004 * sd, 1e-9);
+  assert_int_equal(pflex_shrink_scaled_band(r, sp, 1, 0.1, &z), -PFLEX_E_NOPOINTS);
+  assert_int_equal(pflex_shrink_scaled_band(r, sp, 20, 0, &z), -EINVAL);
+  assert_int_equal(pflex_shrink_scaled_band(NULL, sp, 20, 0.1, &z), -EINVAL);
+  /* A job's factors: its spread scales the band. */
+  NEAR(pflex_shrink_scaled_factor(-1, 0.1, true), exp(-0.1), 1e-15);
+  NEAR(pflex_shrink_scaled_factor(-1, 0.2, true), exp(-0.2), 1e-15);
+  NEAR(pflex_shrink_scaled_factor(1, 0.2, false), exp(0.2), 1e-15);
+  NEAR(pflex_shrink_scaled_factor(-1, 0.001, true), exp(-PFLEX_SHRINK_MIN_SPREAD), 1e-15);
+  NEAR(pflex_shrink_scaled_factor(0.5, 0.1, true), 1, 0);   /* a gain is at most 1 */
+  NEAR(pflex_shrink_scaled_factor(-0.5, 0.1, false), 1, 0); /* a loss at least 1 */
+  NEAR(pflex_shrink_scaled_factor(-100, 1, true), 1e-3, 0);
+  NEAR(pflex_shrink_scaled_factor(100, 1, false), PFLEX_SHRINK_MAX_LOSS, 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_objective_scale), cmocka_unit_test(test_objective_apply),
@@ -257,6 +297,7 @@ int main(void) {
       cmocka_unit_test(test_ratio),           cmocka_unit_test(test_band),
       cmocka_unit_test(test_band_sample),
       cmocka_unit_test(test_shrunk_far),
+      cmocka_unit_test(test_scaled_band),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
