@@ -168,7 +168,12 @@ int pflex_alloc_run(const struct pflex_alloc_job *jobs, size_t n,
  * and errors are pflex_alloc_run's, at new/set time (a throughput floor
  * above T_max makes every run -PFLEX_E_INFEASIBLE until that job is
  * replaced). It holds no pointer to the jobs or their curves. One flat per
- * strategy; a run does not change it (runs may share it). opts: knots, and
+ * strategy; a run changes none of its answers' inputs and keeps its
+ * scratch in the flat for the next run (optimal: 9 doubles a job and the
+ * bracket's segments; allocated afresh, their page faults cost more than a
+ * run on some virtual machines), so that the first run after
+ * pflex_alloc_flat_new costs more than the next ones. Runs may share a
+ * flat: concurrent ones allocate their own scratch. opts: knots, and
  * no_local_search (optimal: no polish, the hull greedy's answer alone, as
  * fast as before the polish and as coarse).
  *
