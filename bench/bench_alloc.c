@@ -176,7 +176,8 @@ static int time_flat(int row, struct workload *w, double target, int reps, doubl
       double a = now(), f0 = minflt();
       err = pflex_alloc_flat_new(w->jobs, w->n, st, NULL, &f);
       if (row == ROW_FILL) times[rep] = 1e3 * (now() - a), fl[rep] = minflt() - f0;
-      if (!err && row != ROW_FILL && !first_run) err = pflex_alloc_flat_run(f, target, pw, cwr, NULL);
+      if (!err && row != ROW_FILL && !first_run)
+        err = pflex_alloc_flat_run(f, target, pw, cwr, NULL);
     }
     double a = now(), f0 = minflt();
     if (!err) err = pflex_alloc_flat_run(f, target, pw, cwr, NULL);
@@ -459,7 +460,7 @@ int main(int argc, char **argv) {
          "knots %u, one thread)\n",
          clock_id == CLOCK_MONOTONIC ? "wall" : "thread CPU", seed, knots ? knots : 17);
   printf("flat run rows: %s\n", first_run ? "the first run after each fill (--first-run)"
-                                           : "a round on a flat that ran before");
+                                          : "a round on a flat that ran before");
   print_table("time (ms):", sizes, nsizes, ms, 0, 3, NROWS);
   print_table("per job (ns/job): flat across a row = linear", sizes, nsizes, ms, 1e6, 1, NROWS);
   print_table("minor page faults per timed call (flat rows; median):", sizes, nsizes, faults, 0, 0,
