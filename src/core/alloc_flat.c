@@ -911,10 +911,55 @@ static double gain_over_greedy(const struct pflex_alloc_flat *f, const struct po
   return g;
 }
 
+/* Newton steps on lambda after a first pass at lambda (sum, d), each
+ * moving the jobs on the pieces that pass found (polish_next; the others
+ * keep their powers), until the sum is within POLISH_TOL of the target or
+ * POLISH_PASSES passes in all: the last sum. */
+static double newton(const struct pflex_alloc_flat *f, const struct polish *w, double lambda,
+                     double sum, double d, double target, double *p) {
+  for (int it = 1; it < POLISH_PASSES && fabs(sum - target) > POLISH_TOL * target && d < 0; it++) {
+    lambda =
+        pflex__flat_fmin(pflex__flat_fmax(lambda - (sum - target) / d, 0.5 * lambda), 2 * lambda);
+    sum = polish_next(f, w, lambda, p, &d);
+  }
+  return sum;
+}
+
+/* Up to this many jobs, the power the polish left unused goes to the job
+ * that gains the most per watt from it first; beyond, in job order. */
+#define FILL_JOBS 64
+
+/* The power the polish left unused (target less the powers' sum: jobs
+ * that jumped across a bridge) to jobs with headroom up to their upper
+ * bounds, as the greedy hands out what no hull turns into throughput. */
+static void fill_left(const struct pflex_alloc_flat *f, double target, double *p) {
+  double left = target;
+  for (size_t i = 0; i < f->n; i++)
+    left -= p[i];
+  while (left > POLISH_TOL * target) {
+    size_t best = SIZE_MAX;
+    double rate = -INFINITY;
+    for (size_t i = 0; i < f->n && (best == SIZE_MAX || f->n <= FILL_JOBS); i++) {
+      double room = pflex__flat_fmin(f->hi[i] - p[i], left), r = 0;
+      if (!(room > 0)) continue;
+      if (npieces(f, i))
+        r = f->w[i] * (pflex__flat_value(pieces_of(f, i), npieces(f, i), p[i] + room) -
+                       pflex__flat_value(pieces_of(f, i), npieces(f, i), p[i])) / room;
+      if (r > rate) rate = r, best = i;
+    }
+    if (best == SIZE_MAX) return;
+    double take = pflex__flat_fmin(f->hi[best] - p[best], left);
+    p[best] = pflex__flat_fmin(p[best] + take, f->hi[best]);
+    left -= take;
+  }
+}
+
 /* When the Newton steps do not reach the target (a few jobs, some moving
- * across hull bridges): bisection on lambda with full passes, the powers
- * at the least lambda found whose powers fit, kept where they gain over
- * the greedy's. */
+ * across hull bridges): bisection on lambda with full passes, to the least
+ * lambda found whose powers fit; there a job that jumps across a bridge
+ * between the bracket's ends leaves power unused, which Newton steps give
+ * to the jobs on concave parts, the jumpers held (back to the bisection's
+ * powers where they overshoot). Kept where they gain over the greedy's. */
 static void polish_bisect(const struct pflex_alloc_flat *f, const struct polish *w, double lambda,
                           double target, double *p) {
   double lo = 0, hi = 8 * lambda, d;
@@ -924,7 +969,10 @@ static void polish_bisect(const struct pflex_alloc_flat *f, const struct polish 
       double mid = 0.5 * (lo + hi);
       *(polish_first(f, w, mid, p, &d) > target ? &lo : &hi) = mid;
     }
-    polish_first(f, w, hi, p, &d);
+    double sum = polish_first(f, w, hi, p, &d);
+    if (newton(f, w, hi, sum, d, target, p) > target * (1 + POLISH_TOL))
+      polish_first(f, w, hi, p, &d);
+    fill_left(f, target, p);
     if (gain_over_greedy(f, w, p) > 0) return;
   }
   memcpy(p, w->pg, f->n * sizeof *p);
@@ -937,14 +985,10 @@ static void polish_bisect(const struct pflex_alloc_flat *f, const struct polish 
  * (a pass that costs as much as the polish's first). */
 static void polish(const struct pflex_alloc_flat *f, const struct polish *w, double lambda,
                    double target, double *p) {
-  double lambda0 = lambda, d, sum = polish_first(f, w, lambda, p, &d);
-  for (int it = 1; it < POLISH_PASSES && fabs(sum - target) > POLISH_TOL * target && d < 0; it++) {
-    lambda =
-        pflex__flat_fmin(pflex__flat_fmax(lambda - (sum - target) / d, 0.5 * lambda), 2 * lambda);
-    sum = polish_next(f, w, lambda, p, &d);
-  }
+  double d, sum = polish_first(f, w, lambda, p, &d);
+  sum = newton(f, w, lambda, sum, d, target, p);
   if (!(fabs(sum - target) <= POLISH_TOL * target))
-    polish_bisect(f, w, lambda0, target, p);
+    polish_bisect(f, w, lambda, target, p);
   else if (f->n <= CHECKED_JOBS && !(gain_over_greedy(f, w, p) >= 0)) /* jumps across bridges */
     memcpy(p, w->pg, f->n * sizeof *p);
 }
