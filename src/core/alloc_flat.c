@@ -943,8 +943,10 @@ static void fill_left(const struct pflex_alloc_flat *f, double target, double *p
       double room = pflex__flat_fmin(f->hi[i] - p[i], left), r = 0;
       if (!(room > 0)) continue;
       if (npieces(f, i))
-        r = f->w[i] * (pflex__flat_value(pieces_of(f, i), npieces(f, i), p[i] + room) -
-                       pflex__flat_value(pieces_of(f, i), npieces(f, i), p[i])) / room;
+        r = f->w[i] *
+            (pflex__flat_value(pieces_of(f, i), npieces(f, i), p[i] + room) -
+             pflex__flat_value(pieces_of(f, i), npieces(f, i), p[i])) /
+            room;
       if (r > rate) rate = r, best = i;
     }
     if (best == SIZE_MAX) return;
