@@ -934,12 +934,13 @@ static double newton(const struct pflex_alloc_flat *f, const struct polish *w, d
  * bounds, as the greedy hands out what no hull turns into throughput. */
 static void fill_left(const struct pflex_alloc_flat *f, double target, double *p) {
   double left = target;
+  size_t from = 0; /* in job order, the jobs before it are full */
   for (size_t i = 0; i < f->n; i++)
     left -= p[i];
   while (left > POLISH_TOL * target) {
     size_t best = SIZE_MAX;
     double rate = -INFINITY;
-    for (size_t i = 0; i < f->n && (best == SIZE_MAX || f->n <= FILL_JOBS); i++) {
+    for (size_t i = from; i < f->n && (best == SIZE_MAX || f->n <= FILL_JOBS); i++) {
       double room = pflex__flat_fmin(f->hi[i] - p[i], left), r = 0;
       if (!(room > 0)) continue;
       if (npieces(f, i))
@@ -950,6 +951,7 @@ static void fill_left(const struct pflex_alloc_flat *f, double target, double *p
       if (r > rate) rate = r, best = i;
     }
     if (best == SIZE_MAX) return;
+    from = f->n > FILL_JOBS ? best : 0;
     double take = pflex__flat_fmin(f->hi[best] - p[best], left);
     p[best] = pflex__flat_fmin(p[best] + take, f->hi[best]);
     left -= take;
