@@ -941,13 +941,13 @@ static void fill_left(const struct pflex_alloc_flat *f, double target, double *p
     size_t best = SIZE_MAX;
     double rate = -INFINITY;
     for (size_t i = from; i < f->n && (best == SIZE_MAX || f->n <= FILL_JOBS); i++) {
-      double room = pflex__flat_fmin(f->hi[i] - p[i], left), r = 0;
-      if (!(room > 0)) continue;
+      double space = pflex__flat_fmin(f->hi[i] - p[i], left), r = 0;
+      if (!(space > 0)) continue;
       if (npieces(f, i))
         r = f->w[i] *
-            (pflex__flat_value(pieces_of(f, i), npieces(f, i), p[i] + room) -
+            (pflex__flat_value(pieces_of(f, i), npieces(f, i), p[i] + space) -
              pflex__flat_value(pieces_of(f, i), npieces(f, i), p[i])) /
-            room;
+            space;
       if (r > rate) rate = r, best = i;
     }
     if (best == SIZE_MAX) return;
