@@ -29,10 +29,14 @@
  * pflex_alloc_run, and the flat optimal's shortfall against optimal. Peak
  * memory: the process's maximum resident set after each size (sizes run in
  * the order given, so give them ascending). --rows runs only the rows named;
- * --cpu times with the thread's CPU clock instead of the wall clock.
+ * --cpu times with the thread's CPU clock instead of the wall clock. The
+ * flat run rows (NAME/flat, flat/powers, opt/flat, opt/flathull) time a
+ * controller's round: runs on a flat filled once that has run before (the
+ * previous round, untimed); --first-run times instead the first run after
+ * each fill, as these rows did before the tenth wave (bench/README.md).
  *
  * usage: bench_alloc [--sizes N,N,...] [--repeats R] [--seed S] [--knots K] [--rows NAME,...]
- *                    [--cpu] */
+ *                    [--cpu] [--first-run] */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +56,8 @@
  * which a loaded machine's time slicing does not inflate (its caches and
  * memory bandwidth, shared, still do). */
 static clockid_t clock_id = CLOCK_MONOTONIC;
+/* --first-run: the flat run rows time the first run after each fill. */
+static bool first_run;
 
 static double now(void) {
   struct timespec ts;
@@ -139,6 +145,16 @@ static double median(double *v, int n) {
   return gsl_stats_median_from_sorted_data(v, 1, (size_t)n);
 }
 
+/* The process's minor page faults so far; a flat row's timed calls' median
+ * count in flat_faults (a fault costs far more on some virtual machines
+ * than the memory it maps: bench/README.md, tenth wave). */
+static double minflt(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)ru.ru_minflt;
+}
+static double flat_faults;
+
 /* The flat rows (pflex_alloc_flat_run on a flat filled once, untimed; powers
  * and caps) and flat/fill (pflex_alloc_flat_new for equal, timed). The
  * largest difference of a flat power from the /caps row's, relative to the
@@ -148,19 +164,24 @@ static int time_flat(int row, struct workload *w, double target, int reps, doubl
   enum pflex_alloc_strategy st =
       row >= ROW_FILL ? PFLEX_ALLOC_EQUAL : (enum pflex_alloc_strategy)(row - ROW_FLAT);
   double *times = malloc((size_t)reps * sizeof *times), *pw = malloc(w->n * sizeof *pw),
-         *cw = malloc(w->n * sizeof *cw);
+         *cw = malloc(w->n * sizeof *cw), *fl = malloc((size_t)reps * sizeof *fl);
   struct pflex_alloc_result *r = malloc(w->n * sizeof *r);
   struct pflex_alloc_flat *f = NULL;
-  int err = times && pw && cw && r ? 0 : -1;
+  int err = times && pw && cw && r && fl ? 0 : -1;
+  double *cwr = row == ROW_POWERS ? NULL : cw;
   for (int rep = 0; !err && rep < reps; rep++) {
-    pflex_alloc_flat_free(f);
-    f = NULL;
-    double a = now();
-    err = pflex_alloc_flat_new(w->jobs, w->n, st, NULL, &f);
-    if (row == ROW_FILL) times[rep] = 1e3 * (now() - a);
-    a = now();
-    if (!err) err = pflex_alloc_flat_run(f, target, pw, row == ROW_POWERS ? NULL : cw, NULL);
-    if (row != ROW_FILL) times[rep] = 1e3 * (now() - a);
+    if (!f || row == ROW_FILL || first_run) { /* a run row: filled once, one round untimed */
+      pflex_alloc_flat_free(f);
+      f = NULL;
+      double a = now(), f0 = minflt();
+      err = pflex_alloc_flat_new(w->jobs, w->n, st, NULL, &f);
+      if (row == ROW_FILL) times[rep] = 1e3 * (now() - a), fl[rep] = minflt() - f0;
+      if (!err && row != ROW_FILL && !first_run)
+        err = pflex_alloc_flat_run(f, target, pw, cwr, NULL);
+    }
+    double a = now(), f0 = minflt();
+    if (!err) err = pflex_alloc_flat_run(f, target, pw, cwr, NULL);
+    if (row != ROW_FILL) times[rep] = 1e3 * (now() - a), fl[rep] = minflt() - f0;
   }
   struct pflex_alloc_opts o = {.skip_tput = true};
   if (!err) err = pflex_alloc_run(w->jobs, w->n, st, target, &o, r, NULL);
@@ -173,8 +194,10 @@ static int time_flat(int row, struct workload *w, double target, int reps, doubl
   if (!err) {
     *ret_ms = median(times, reps);
     *ret_diff = cut > 0 ? diff / cut : diff;
+    flat_faults = median(fl, reps);
   }
   pflex_alloc_flat_free(f);
+  free(fl);
   free(times);
   free(pw);
   free(cw);
@@ -206,25 +229,31 @@ static int time_flat_opt(int row, struct workload *w, struct pflex_curve **alt, 
                          unsigned knots, int reps, double *ret_ms, double *ret_tput,
                          bool *ret_same) {
   double *times = malloc((size_t)reps * sizeof *times), *pw = malloc(w->n * sizeof *pw),
-         *cw = malloc(w->n * sizeof *cw), *p2 = malloc(w->n * sizeof *p2);
+         *cw = malloc(w->n * sizeof *cw), *p2 = malloc(w->n * sizeof *p2),
+         *fl = malloc((size_t)reps * sizeof *fl), f0 = 0;
   struct pflex_alloc_opts o = {.knots = knots, .no_local_search = row == ROW_OPT_FLATGREEDY};
   struct pflex_alloc_flat *f = NULL, *g = NULL;
-  int err = times && pw && cw && p2 ? 0 : -1;
+  int err = times && pw && cw && p2 && fl ? 0 : -1;
+  bool once = row != ROW_OPT_FILL && row != ROW_OPT_FLATWARM && !first_run;
   for (int rep = 0; !err && rep < reps; rep++) {
-    pflex_alloc_flat_free(f);
-    f = NULL;
-    double a = now(), t = row == ROW_OPT_FLATWARM ? target * 1.001 : target;
-    err = pflex_alloc_flat_new(w->jobs, w->n, PFLEX_ALLOC_OPTIMAL, &o, &f);
-    if (row == ROW_OPT_FILL) times[rep] = 1e3 * (now() - a);
+    double a, t = row == ROW_OPT_FLATWARM ? target * 1.001 : target;
+    if (!f || !once) {
+      pflex_alloc_flat_free(f);
+      f = NULL;
+      a = now(), f0 = minflt();
+      err = pflex_alloc_flat_new(w->jobs, w->n, PFLEX_ALLOC_OPTIMAL, &o, &f);
+      if (row == ROW_OPT_FILL) times[rep] = 1e3 * (now() - a), fl[rep] = minflt() - f0;
+      if (!err && once) err = pflex_alloc_flat_run(f, target, pw, cw, NULL); /* untimed */
+    }
     if (!err && row == ROW_OPT_FLATWARM) { /* the previous round, then this one */
       err = pflex_alloc_flat_run(f, target, pw, cw, NULL);
-      a = now();
+      a = now(), f0 = minflt();
       if (!err) err = swap_alt(w, alt, f);
     } else {
-      a = now();
+      a = now(), f0 = minflt();
     }
     if (!err) err = pflex_alloc_flat_run(f, t, pw, cw, NULL);
-    if (row != ROW_OPT_FILL) times[rep] = 1e3 * (now() - a);
+    if (row != ROW_OPT_FILL) times[rep] = 1e3 * (now() - a), fl[rep] = minflt() - f0;
     if (!err && row == ROW_OPT_FLATWARM) {
       err = pflex_alloc_flat_new(w->jobs, w->n, PFLEX_ALLOC_OPTIMAL, &o, &g);
       if (!err) err = pflex_alloc_flat_run(g, t, p2, cw, NULL);
@@ -237,8 +266,9 @@ static int time_flat_opt(int row, struct workload *w, struct pflex_curve **alt, 
   double tput = 0;
   for (size_t i = 0; !err && i < w->n; i++)
     tput += pflex_curve_eval(w->jobs[i].curve, pw[i]);
-  if (!err) *ret_ms = median(times, reps), *ret_tput = tput;
+  if (!err) *ret_ms = median(times, reps), *ret_tput = tput, flat_faults = median(fl, reps);
   pflex_alloc_flat_free(f);
+  free(fl);
   free(times);
   free(pw);
   free(cw);
@@ -371,16 +401,18 @@ int main(int argc, char **argv) {
       if (parse_rows(argv[++i], want)) return 2;
     } else if (strcmp(argv[i], "--cpu") == 0) {
       clock_id = CLOCK_THREAD_CPUTIME_ID;
+    } else if (strcmp(argv[i], "--first-run") == 0) {
+      first_run = true;
     } else {
       fprintf(stderr, "usage: bench_alloc [--sizes N,N,...] [--repeats R] [--seed S] [--knots K] "
-                      "[--rows NAME,...] [--cpu]\n");
+                      "[--rows NAME,...] [--cpu] [--first-run]\n");
       return 2;
     }
   }
   gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
   gsl_rng_set(rng, seed);
   double flat_diff[NROWS][MAXSIZES], ms[NROWS][MAXSIZES], tput[NROWS][MAXSIZES],
-      gap[NROWS][MAXSIZES], build_ms[MAXSIZES], rss_mb[MAXSIZES];
+      gap[NROWS][MAXSIZES], build_ms[MAXSIZES], rss_mb[MAXSIZES], faults[NROWS][MAXSIZES];
   bool same[MAXSIZES];
   for (size_t k = 0; k < nsizes; k++) {
     size_t n = sizes[k], nalt = n / 100 ? n / 100 : 1;
@@ -398,16 +430,18 @@ int main(int argc, char **argv) {
     same[k] = true;
     for (int s = 0; s < NROWS; s++) {
       bool ok = true;
-      ms[s][k] = tput[s][k] = gap[s][k] = flat_diff[s][k] = NAN;
+      ms[s][k] = tput[s][k] = gap[s][k] = flat_diff[s][k] = faults[s][k] = flat_faults = NAN;
       if (!want[s]) continue;
       if (s >= ROW_OPT_FLAT) {
         if (time_flat_opt(s, &w, alt.curves, target, knots, reps, &ms[s][k], &tput[s][k], &ok))
           return 1;
         if (!ok) same[k] = false;
+        faults[s][k] = flat_faults;
         continue;
       }
       if (s >= ROW_FLAT) {
         if (time_flat(s, &w, target, reps, &ms[s][k], &flat_diff[s][k])) return 1;
+        faults[s][k] = flat_faults;
         continue;
       }
       if (time_row(s, &w, alt.curves, target, knots, reps, r, &ms[s][k], &tput[s][k], &gap[s][k],
@@ -425,8 +459,12 @@ int main(int argc, char **argv) {
   printf("allocator, median %s ms per call (30%% cut, synthetic measured curves, seed %lu, "
          "knots %u, one thread)\n",
          clock_id == CLOCK_MONOTONIC ? "wall" : "thread CPU", seed, knots ? knots : 17);
+  printf("flat run rows: %s\n", first_run ? "the first run after each fill (--first-run)"
+                                          : "a round on a flat that ran before");
   print_table("time (ms):", sizes, nsizes, ms, 0, 3, NROWS);
   print_table("per job (ns/job): flat across a row = linear", sizes, nsizes, ms, 1e6, 1, NROWS);
+  print_table("minor page faults per timed call (flat rows; median):", sizes, nsizes, faults, 0, 0,
+              NROWS);
   double rel[NROWS][MAXSIZES];
   for (int s = 0; s < NROWS; s++)
     for (size_t k = 0; k < nsizes; k++)

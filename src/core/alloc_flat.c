@@ -12,6 +12,7 @@
  * powers agree to rounding, caps bit for bit (tests/unit/test_alloc_flat.c). */
 #include <errno.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -123,6 +124,8 @@ static double *pool_place(struct pool *pl, size_t i, size_t len) {
   return &pl->v[pl->off[i]];
 }
 
+struct scratch;
+static void scratch_free(struct scratch *s);
 struct pflex_alloc_flat {
   enum pflex_alloc_strategy strategy;
   size_t n;
@@ -141,6 +144,7 @@ struct pflex_alloc_flat {
   struct pflex__seg *seg;
   double *pcs; /* its pieces */
   size_t maxk;
+  _Atomic(struct scratch *) spare; /* the last run's scratch (scratch_take) */
 };
 
 static uint64_t bits(double x) {
@@ -248,6 +252,27 @@ static int fill_job(struct pflex_alloc_flat *f, size_t i, const struct pflex_all
   }
   return 0;
 }
+/* Both pools' rooms for every job at once, before the first is filled: a
+ * bound on each job's record (its points; optimal: at most knots + points +
+ * 2 segments, as sample_reserve) and pieces, and a quarter more for jobs
+ * replaced by longer ones. Grown job by job, the pools were reallocated
+ * (moved) about 20 times; on a virtual machine whose hypervisor maps the
+ * guest's page tables (this bench's), the first run over moved pages cost
+ * 80 ms more at 10^6 jobs than the next (bench/README.md, tenth wave).
+ * Rooms reserved but not filled are address space, no memory. */
+static int presize(struct pflex_alloc_flat *f, const struct pflex_alloc_job *jobs, size_t n) {
+  size_t rec = 0, pc = 0;
+  bool opt = f->strategy == PFLEX_ALLOC_OPTIMAL;
+  for (size_t i = 0; i < n; i++) {
+    size_t np = 0;
+    if (jobs[i].curve) pflex_curve_points(jobs[i].curve, &np);
+    rec += 2 * (REC_HEAD + (np > REC_NOKNOTS ? np : REC_NOKNOTS) + (opt ? f->knots + np + 2 : 0));
+    pc += opt && f->polish && np > 1 ? PIECES_LEN(np - 1) : 0;
+  }
+  if (pool_reserve(&f->rec, n, rec + rec / 4) < 0) return -ENOMEM;
+  return pool_reserve(&f->pc, n, pc + pc / 4);
+}
+
 int pflex_alloc_flat_new(const struct pflex_alloc_job *jobs, size_t n,
                          enum pflex_alloc_strategy strategy, const struct pflex_alloc_opts *opts,
                          struct pflex_alloc_flat **ret_flat) {
@@ -271,6 +296,7 @@ int pflex_alloc_flat_new(const struct pflex_alloc_job *jobs, size_t n,
   int err = f->lo && f->hi && f->w && f->r && f->bad && f->nk && f->ns ? 0 : -ENOMEM;
   if (!err) err = pool_init(&f->rec, m);
   if (!err) err = pool_init(&f->pc, m);
+  if (!err) err = presize(f, jobs, n);
   for (size_t i = 0; !err && i < n; i++)
     err = fill_job(f, i, &jobs[i]);
   if (err) {
@@ -302,6 +328,7 @@ void pflex_alloc_flat_free(struct pflex_alloc_flat *f) {
   free(f->ys);
   free(f->hp);
   free(f->seg);
+  scratch_free(atomic_load(&f->spare));
   free(f);
 }
 
@@ -580,6 +607,49 @@ static int found_push(struct found *c, const double *s, size_t i) {
   return 0;
 }
 
+/* What a run needs besides its results, kept in the flat for the next run:
+ * the level search's buckets; optimal's greedy powers, brackets and the
+ * polish's piece copies (9 doubles a job, in buf), the segments found in
+ * the bracket and the selection's copy of them (sel). Allocated afresh,
+ * optimal's 80 MB at 10^6 jobs were page-faulted in every run, which on
+ * this bench's virtual machine cost more than the run itself (bench/README.md,
+ * tenth wave). A run takes it from the flat and puts it back (an atomic
+ * exchange: concurrent runs on one flat each get their own, one is kept). */
+struct scratch {
+  struct buckets bk;
+  double *buf;
+  size_t nbuf;
+  struct found c;
+  struct pflex__seg *sel;
+  size_t nsel;
+};
+
+static void scratch_free(struct scratch *s) {
+  if (!s) return;
+  free(s->buf), free(s->c.seg), free(s->c.job), free(s->sel);
+  free(s);
+}
+
+static struct scratch *scratch_take(const struct pflex_alloc_flat *f) {
+  /* The flat was allocated writable (pflex_alloc_flat_new); the scratch is
+   * no part of what a run reads. */
+  struct scratch *s = atomic_exchange(&((struct pflex_alloc_flat *)f)->spare, NULL);
+  return s ? s : calloc(1, sizeof *s);
+}
+
+static void scratch_give(const struct pflex_alloc_flat *f, struct scratch *s) {
+  scratch_free(atomic_exchange(&((struct pflex_alloc_flat *)f)->spare, s));
+}
+
+/* Room for n doubles in *buf (held: *cap); its contents are not kept. */
+static int room(double **buf, size_t *cap, size_t n) {
+  if (n <= *cap) return 0;
+  free(*buf);
+  *buf = malloc(n * sizeof **buf);
+  *cap = *buf ? n : 0;
+  return *buf ? 0 : -ENOMEM;
+}
+
 /* Job i at threshold slope lambda: its lower bound plus its segments
  * steeper than lambda (the greedy's first pass); with a and b its
  * bracket, the hull vertices before and after the one they reach. */
@@ -740,27 +810,30 @@ static int sample_bracket(const struct pflex_alloc_flat *f, double budget, doubl
  * searched in a bracket of slopes found from a sample, checked by the pass
  * that gives the greedy's powers (one pass over the segments); where the
  * sample missed it, from every segment (flat_threshold, two passes more). */
-static int greedy(const struct pflex_alloc_flat *f, double budget, double *p, double *a, double *b,
-                  double *ret_lambda) {
-  struct found c = {0};
+static int greedy(const struct pflex_alloc_flat *f, struct scratch *sc, double budget, double *p,
+                  double *a, double *b, double *ret_lambda) {
+  struct found *c = &sc->c;
   double lo = NAN, hi = NAN, lambda = NAN;
   int err = budget > 0 ? sample_bracket(f, budget, &lo, &hi) : 0;
-  if (!err && !isnan(lo) && !(err = bracket_pass(f, lo, hi, p, a, b, &c)) && c.above < budget &&
-      c.above + c.inb >= budget) {
-    struct pflex__seg *s = malloc(c.n * sizeof *s);
-    err = s ? 0 : -ENOMEM;
-    if (s) memcpy(s, c.seg, c.n * sizeof *s);
-    if (s) err = seg_level(s, c.n, budget - c.above, &lambda);
+  c->n = 0;
+  if (!err && !isnan(lo) && !(err = bracket_pass(f, lo, hi, p, a, b, c)) && c->above < budget &&
+      c->above + c->inb >= budget) {
+    if (c->n > sc->nsel) { /* the selection's copy: it reorders the segments */
+      free(sc->sel);
+      sc->sel = malloc(c->n * sizeof *sc->sel);
+      sc->nsel = sc->sel ? c->n : 0;
+    }
+    err = sc->sel || !c->n ? 0 : -ENOMEM;
+    if (!err) memcpy(sc->sel, c->seg, c->n * sizeof *sc->sel);
+    if (!err) err = seg_level(sc->sel, c->n, budget - c->above, &lambda);
     if (lambda == -INFINITY) lambda = NAN; /* rounding: the full search */
-    free(s);
   }
   if (!err && isnan(lambda)) { /* no sample, or it missed the level */
-    c.n = 0;
+    c->n = 0;
     err = flat_threshold(f, budget, &lambda);
-    if (!err) err = bracket_pass(f, lambda, lambda, p, a, b, &c);
+    if (!err) err = bracket_pass(f, lambda, lambda, p, a, b, c);
   }
-  if (!err) greedy_finish(f, &c, lambda, budget, p, a, b);
-  free(c.seg), free(c.job);
+  if (!err) greedy_finish(f, c, lambda, budget, p, a, b);
   *ret_lambda = lambda;
   return err;
 }
@@ -838,10 +911,59 @@ static double gain_over_greedy(const struct pflex_alloc_flat *f, const struct po
   return g;
 }
 
+/* Newton steps on lambda after a first pass at lambda (sum, d), each
+ * moving the jobs on the pieces that pass found (polish_next; the others
+ * keep their powers), until the sum is within POLISH_TOL of the target or
+ * POLISH_PASSES passes in all: the last sum. */
+static double newton(const struct pflex_alloc_flat *f, const struct polish *w, double lambda,
+                     double sum, double d, double target, double *p) {
+  for (int it = 1; it < POLISH_PASSES && fabs(sum - target) > POLISH_TOL * target && d < 0; it++) {
+    lambda =
+        pflex__flat_fmin(pflex__flat_fmax(lambda - (sum - target) / d, 0.5 * lambda), 2 * lambda);
+    sum = polish_next(f, w, lambda, p, &d);
+  }
+  return sum;
+}
+
+/* Up to this many jobs, the power the polish left unused goes to the job
+ * that gains the most per watt from it first; beyond, in job order. */
+#define FILL_JOBS 64
+
+/* The power the polish left unused (target less the powers' sum: jobs
+ * that jumped across a bridge) to jobs with headroom up to their upper
+ * bounds, as the greedy hands out what no hull turns into throughput. */
+static void fill_left(const struct pflex_alloc_flat *f, double target, double *p) {
+  double left = target;
+  size_t from = 0; /* in job order, the jobs before it are full */
+  for (size_t i = 0; i < f->n; i++)
+    left -= p[i];
+  while (left > POLISH_TOL * target) {
+    size_t best = SIZE_MAX;
+    double rate = -INFINITY;
+    for (size_t i = from; i < f->n && (best == SIZE_MAX || f->n <= FILL_JOBS); i++) {
+      double space = pflex__flat_fmin(f->hi[i] - p[i], left), r = 0;
+      if (!(space > 0)) continue;
+      if (npieces(f, i))
+        r = f->w[i] *
+            (pflex__flat_value(pieces_of(f, i), npieces(f, i), p[i] + space) -
+             pflex__flat_value(pieces_of(f, i), npieces(f, i), p[i])) /
+            space;
+      if (r > rate) rate = r, best = i;
+    }
+    if (best == SIZE_MAX) return;
+    from = f->n > FILL_JOBS ? best : 0;
+    double take = pflex__flat_fmin(f->hi[best] - p[best], left);
+    p[best] = pflex__flat_fmin(p[best] + take, f->hi[best]);
+    left -= take;
+  }
+}
+
 /* When the Newton steps do not reach the target (a few jobs, some moving
- * across hull bridges): bisection on lambda with full passes, the powers
- * at the least lambda found whose powers fit, kept where they gain over
- * the greedy's. */
+ * across hull bridges): bisection on lambda with full passes, to the least
+ * lambda found whose powers fit; there a job that jumps across a bridge
+ * between the bracket's ends leaves power unused, which Newton steps give
+ * to the jobs on concave parts, the jumpers held (back to the bisection's
+ * powers where they overshoot). Kept where they gain over the greedy's. */
 static void polish_bisect(const struct pflex_alloc_flat *f, const struct polish *w, double lambda,
                           double target, double *p) {
   double lo = 0, hi = 8 * lambda, d;
@@ -851,7 +973,10 @@ static void polish_bisect(const struct pflex_alloc_flat *f, const struct polish 
       double mid = 0.5 * (lo + hi);
       *(polish_first(f, w, mid, p, &d) > target ? &lo : &hi) = mid;
     }
-    polish_first(f, w, hi, p, &d);
+    double sum = polish_first(f, w, hi, p, &d);
+    if (newton(f, w, hi, sum, d, target, p) > target * (1 + POLISH_TOL))
+      polish_first(f, w, hi, p, &d);
+    fill_left(f, target, p);
     if (gain_over_greedy(f, w, p) > 0) return;
   }
   memcpy(p, w->pg, f->n * sizeof *p);
@@ -864,14 +989,10 @@ static void polish_bisect(const struct pflex_alloc_flat *f, const struct polish 
  * (a pass that costs as much as the polish's first). */
 static void polish(const struct pflex_alloc_flat *f, const struct polish *w, double lambda,
                    double target, double *p) {
-  double lambda0 = lambda, d, sum = polish_first(f, w, lambda, p, &d);
-  for (int it = 1; it < POLISH_PASSES && fabs(sum - target) > POLISH_TOL * target && d < 0; it++) {
-    lambda =
-        pflex__flat_fmin(pflex__flat_fmax(lambda - (sum - target) / d, 0.5 * lambda), 2 * lambda);
-    sum = polish_next(f, w, lambda, p, &d);
-  }
+  double d, sum = polish_first(f, w, lambda, p, &d);
+  sum = newton(f, w, lambda, sum, d, target, p);
   if (!(fabs(sum - target) <= POLISH_TOL * target))
-    polish_bisect(f, w, lambda0, target, p);
+    polish_bisect(f, w, lambda, target, p);
   else if (f->n <= CHECKED_JOBS && !(gain_over_greedy(f, w, p) >= 0)) /* jumps across bridges */
     memcpy(p, w->pg, f->n * sizeof *p);
 }
@@ -879,25 +1000,21 @@ static void polish(const struct pflex_alloc_flat *f, const struct polish *w, dou
 /* optimal on the flat: the greedy on the sampled hulls, then each job
  * whose curve has pieces polished on them (polish), for budget above the
  * lower bounds (target in all). */
-static int run_optimal(const struct pflex_alloc_flat *f, double budget, double target, double *p) {
+static int run_optimal(const struct pflex_alloc_flat *f, struct scratch *sc, double budget,
+                       double target, double *p) {
   double lambda;
   struct polish w = {0};
   if (f->pc.live) {
-    w = (struct polish){malloc(f->n * sizeof *w.pg), malloc(f->n * sizeof *w.a),
-                        malloc(f->n * sizeof *w.b), malloc(f->n * LOC * sizeof *w.loc)};
-    if (!(w.pg && w.a && w.b && w.loc)) {
-      free(w.pg), free(w.a), free(w.b), free(w.loc);
-      return -ENOMEM;
-    }
+    if (room(&sc->buf, &sc->nbuf, (3 + LOC) * f->n) < 0) return -ENOMEM;
+    w = (struct polish){sc->buf, sc->buf + f->n, sc->buf + 2 * f->n, sc->buf + 3 * f->n};
   }
-  int err = greedy(f, budget, w.pg ? w.pg : p, w.a, w.b, &lambda);
+  int err = greedy(f, sc, budget, w.pg ? w.pg : p, w.a, w.b, &lambda);
   if (!err && w.pg) {
     if (lambda > 0 && isfinite(lambda))
       polish(f, &w, lambda, target, p);
     else
       memcpy(p, w.pg, f->n * sizeof *p); /* nothing to polish */
   }
-  free(w.pg), free(w.a), free(w.b), free(w.loc);
   return err;
 }
 
@@ -924,8 +1041,9 @@ static double settle(const struct pflex_alloc_flat *f, double target, double sum
 int pflex_alloc_flat_run(const struct pflex_alloc_flat *f, double target_w, double *power_w,
                          double *cap_w, struct pflex_alloc_summary *summary) {
   if (!f || !power_w || isnan(target_w)) return -EINVAL;
-  struct buckets *bk = malloc(sizeof *bk);
-  if (!bk) return -ENOMEM;
+  struct scratch *sc = scratch_take(f);
+  if (!sc) return -ENOMEM;
+  struct buckets *bk = &sc->bk;
   double min_w, max_w, total = NAN;
   bucket_pass(f, bk, &min_w, &max_w);
   struct pflex_alloc_summary sum = {.target_w = target_w,
@@ -941,13 +1059,13 @@ int pflex_alloc_flat_run(const struct pflex_alloc_flat *f, double target_w, doub
   } else if (target_w >= max_w) {
     memcpy(power_w, f->hi, f->n * sizeof *power_w);
   } else if (f->strategy == PFLEX_ALLOC_OPTIMAL) {
-    err = run_optimal(f, target_w - min_w, target_w, power_w);
+    err = run_optimal(f, sc, target_w - min_w, target_w, power_w);
   } else {
     double thr, rest, wr;
     if (!(err = find_level(f, bk, max_w - target_w, &thr, &rest, &wr)))
       total = spread(f, thr, rest, wr, power_w);
   }
-  free(bk);
+  scratch_give(f, sc);
   if (err && err != -PFLEX_E_INFEASIBLE) return err;
   if (!err) sum.total_w = settle(f, target_w, total, power_w, cap_w);
   if (summary) *summary = sum;
