@@ -58,6 +58,19 @@ _Static_assert(sizeof(struct pflex__prep) % sizeof(double) == 0, "prep: a stride
 int pflex__alloc_prep_job(const struct pflex_alloc_job *j, struct pflex__prep *p,
                           bool *ret_floor_bad);
 
+/* Every job's bounds into pr (n), their sums and whether a throughput floor
+ * lies above its T_max: pflex_alloc_run's first step (alloc.c). */
+int pflex__alloc_prepare(const struct pflex_alloc_job *jobs, size_t n, struct pflex__prep *pr,
+                         double *ret_min_w, double *ret_max_w, bool *ret_floor_infeasible);
+
+/* As pflex__alloc_prepare, from jobs prepared before (alloc_prepared.c):
+ * the same values where jobs are those it was made from (but for weights,
+ * checked here); prepares them afresh where a job's curve is not the one
+ * it was made with, or n differs. */
+int pflex__alloc_prepared_take(const struct pflex_alloc_prepared *pp,
+                               const struct pflex_alloc_job *jobs, size_t n, struct pflex__prep *pr,
+                               double *ret_min_w, double *ret_max_w, bool *ret_floor_infeasible);
+
 /* Job j's weight in the cut of a proportional strategy s (alloc.c); may
  * evaluate T_max into p->tmax (pfi). -EINVAL on a bad feature. */
 int pflex__alloc_share_weight(const struct pflex_alloc_job *j, struct pflex__prep *p,

@@ -487,7 +487,22 @@ struct work {
   double *tl; /* per line, then rounds + 1: this workload's value in each objective */
   struct pflex_alloc_opts ao, ao_powers; /* ao_powers: ao with skip_tput */
   struct pflex_alloc_ctx *actx;
+  /* The workload's jobs prepared once for all its cuts (pflex_alloc_prepare):
+   * on the true curves (ao.prepared), and per prediction set on its
+   * predicted curves (optimal's round 0 without shrinkage), when first used. */
+  struct pflex_alloc_prepared *prep_t, **prep_p;
 };
+
+/* Frees the workload's prepared jobs. */
+static void work_unprepare(struct work *w, size_t np) {
+  pflex_alloc_prepared_free(w->prep_t);
+  w->prep_t = NULL;
+  w->ao.prepared = NULL;
+  for (size_t k = 0; w->prep_p && k < np; k++) {
+    pflex_alloc_prepared_free(w->prep_p[k]);
+    w->prep_p[k] = NULL;
+  }
+}
 
 static void work_free(struct work *w, size_t n) {
   for (size_t j = 0; j < n; j++) {
@@ -504,6 +519,7 @@ static void work_free(struct work *w, size_t n) {
   free(w->anc);
   free(w->pw);
   free(w->tl);
+  free(w->prep_p);
   pflex_alloc_ctx_free(w->actx);
 }
 
@@ -519,7 +535,9 @@ static int work_alloc(struct work *w, const struct study *s) {
   w->anc = calloc(n, sizeof *w->anc);
   w->pw = calloc(n, sizeof *w->pw);
   w->tl = calloc(PFLEX_OBJECTIVE_N * (s->nlines + s->o->rounds + 1), sizeof *w->tl);
-  if (!(w->gi && w->jt && w->jp && w->r && w->ref && w->shr && w->eq && w->anc && w->pw && w->tl))
+  w->prep_p = calloc(s->np ? s->np : 1, sizeof *w->prep_p);
+  if (!(w->gi && w->jt && w->jp && w->r && w->ref && w->shr && w->eq && w->anc && w->pw && w->tl &&
+        w->prep_p))
     return -ENOMEM;
   /* One allocator context for the whole run: the same curves come back in
    * every workload and cut, their hulls are sampled once (same results). */
@@ -713,7 +731,13 @@ static int run_optimal(const struct study *s, struct work *w, size_t k, double t
     f[0] = f[2] = fmin(f[0], f[2]), f[1] = f[3] = fmax(f[1], f[3]);
     err = shrunk_curve(w, j, s->pcurve[k * s->ng + gi], f, 1, w->eq[j]);
   }
+  /* Without shrinkage the jobs are the same at every cut: prepared once. A
+   * shrunk curve is made afresh each time (its address may come back). */
+  bool same = !(s->o->shrink > 0);
+  if (!err && same && !w->prep_p[k]) err = pflex_alloc_prepare(w->jp, n, &w->prep_p[k]);
+  w->ao_powers.prepared = same ? w->prep_p[k] : NULL;
   if (!err) err = allocate_shrunk(s, w, target);
+  w->ao_powers.prepared = NULL;
   if (err) return err;
   score(s, w, t);
   return s->o->rounds ? closed_loop(s, w, k, target, noise, t) : 0;
@@ -846,7 +870,10 @@ static int run_scenarios(const struct study *s, struct sums *m) {
     gsl_rng_set(noise, s->o->seed * 7919ul + 104729ul + (unsigned long)sc);
     for (size_t wl = 0; wl < s->o->workloads && !err; wl++) {
       sample_workload(s, &w, sc, rng);
-      err = run_workload(s, &w, sc, m, noise);
+      err = pflex_alloc_prepare(w.jt, s->o->jobs, &w.prep_t);
+      w.ao.prepared = w.prep_t;
+      if (!err) err = run_workload(s, &w, sc, m, noise);
+      work_unprepare(&w, s->np);
       pflex_progress_report(&s->o->progress, "workloads", ++done, total);
     }
   }
