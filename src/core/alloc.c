@@ -55,7 +55,7 @@ int pflex__alloc_share_weight(const struct pflex_alloc_job *j, struct pflex__pre
   case PFLEX_ALLOC_PFI:
     if (!(j->t_max > 0) && j->curve) p->tmax = pflex_curve_eval(j->curve, p->hi);
     if (isnan(j->pfi) || !(p->tmax > 0) || !isfinite(p->tmax)) return -EINVAL;
-    *ret_w = p->hi / p->tmax * (j->pfi > 0 ? fmin(j->pfi, 1e12) : 0.0);
+    *ret_w = p->hi / p->tmax * (j->pfi > 0 ? pflex__fmin(j->pfi, 1e12) : 0.0);
     return 0;
   default: return -EINVAL;
   }
@@ -175,7 +175,7 @@ static void wf_spread(const struct pflex__prep *pr, const double *w, size_t n, c
     if (clip[i]) continue;
     double h = pr[i].hi - pr[i].lo;
     double share = wr > 0 ? rest * (w[i] / wr) : (hr > 0 ? rest * (h / hr) : 0);
-    p[i] = pr[i].hi - fmin(share, h);
+    p[i] = pr[i].hi - pflex__fmin(share, h);
   }
 }
 
@@ -265,7 +265,7 @@ static int repair(const struct pflex_alloc_job *jobs, size_t n, const struct pfl
   for (size_t k = 0; k < nc && freed > 0; k++) {
     cand_select(c, k, nc, false);
     size_t i = c[k].job;
-    double add = fmin(c[k].dp, freed);
+    double add = pflex__fmin(c[k].dp, freed);
     pa[i] = p[i] + add;
     freed -= add;
     da += val(&jobs[i], pa[i]) - val(&jobs[i], p[i]);
@@ -283,7 +283,7 @@ static int repair(const struct pflex_alloc_job *jobs, size_t n, const struct pfl
   for (size_t k = 0; k < nc && need > 0; k++) {
     cand_select(c, k, nc, true);
     size_t i = c[k].job;
-    double rem = fmin(c[k].dp, need);
+    double rem = pflex__fmin(c[k].dp, need);
     pb[i] = p[i] - rem;
     need -= rem;
     acc += val(&jobs[i], pb[i]) - val(&jobs[i], p[i]);
@@ -722,7 +722,7 @@ static int greedy(const struct pflex_alloc_job *jobs, size_t n, const struct pfl
   for (size_t i = 0; i < n && left > 0; i++)
     for (size_t m = nfull[i]; m < jn[i] && left > 0; m++) {
       if (js[i][m].slope < lambda) break;
-      double take = fmin(js[i][m].dp, left);
+      double take = pflex__fmin(js[i][m].dp, left);
       p[i] += take;
       left -= take;
       if (take < js[i][m].dp) {
@@ -735,7 +735,7 @@ static int greedy(const struct pflex_alloc_job *jobs, size_t n, const struct pfl
           gap = hull - got;
           double better;
           if ((err = repair(jobs, n, js, jn, nfull, p, i, m, take, &better))) goto out;
-          gap = fmax(0.0, gap - better);
+          gap = pflex__fmax(0.0, gap - better);
         }
       } else {
         nfull[i]++;
@@ -744,14 +744,14 @@ static int greedy(const struct pflex_alloc_job *jobs, size_t n, const struct pfl
   /* Power no curve turns into throughput still may be used: give it out up to
    * P_max in job order rather than cut jobs for nothing. */
   for (size_t i = 0; i < n && left > 0; i++) {
-    double take = fmin(pr[i].hi - p[i], left);
+    double take = pflex__fmin(pr[i].hi - p[i], left);
     if (take > 0) {
       p[i] += take;
       left -= take;
     }
   }
   for (size_t i = 0; i < n; i++)
-    p[i] = fmin(fmax(p[i], wlo[i]), pr[i].hi);
+    p[i] = pflex__fmin(pflex__fmax(p[i], wlo[i]), pr[i].hi);
   *ret_gap = gap;
 out:
   pass_release(&ps);
@@ -1237,7 +1237,7 @@ static int local_search(const struct pflex_alloc_job *jobs, size_t n, const stru
   if (n < 2) return 0;
   double dmax = 0;
   for (size_t i = 0; i < n; i++)
-    dmax = fmax(dmax, pr[i].hi - pr[i].lo);
+    dmax = pflex__fmax(dmax, pr[i].hi - pr[i].lo);
   if (!(dmax > 0)) return 0;
   struct ls s = {.jobs = jobs, .pr = pr, .p = p, .obj = 0};
   for (int k = 0; k < LS_STEPS; k++) {
@@ -1304,8 +1304,8 @@ static int optimal(const struct pflex_alloc_job *jobs, size_t n, const struct pf
     double wsum = 0;
     for (size_t i = 0; i < n; i++) {
       double h = (pr[i].hi - pr[i].lo) / (knots - 1);
-      lo[i] = fmax(pr[i].lo, p[i] - h);
-      hi[i] = fmin(pr[i].hi, p[i] + h);
+      lo[i] = pflex__fmax(pr[i].lo, p[i] - h);
+      hi[i] = pflex__fmin(pr[i].hi, p[i] + h);
       wsum += lo[i];
     }
     double gap2;
@@ -1317,7 +1317,7 @@ static int optimal(const struct pflex_alloc_job *jobs, size_t n, const struct pf
   if (search && !concave) {
     double gain;
     if ((err = local_search(jobs, n, pr, p, &gain))) goto out;
-    gap = fmax(0.0, gap - gain);
+    gap = pflex__fmax(0.0, gap - gain);
   }
   *ret_gap = gap;
   err = 0;
@@ -1350,7 +1350,7 @@ static int oracle(const struct pflex_alloc_job *jobs, size_t n, const struct pfl
     double vq = err ? 0 : objective(jobs, n, q);
     if (!err && vq > vp) {
       memcpy(p, q, n * sizeof *p);
-      gap = fmax(0.0, vp + gap - vq);
+      gap = pflex__fmax(0.0, vp + gap - vq);
     }
   }
   if (!err) *ret_gap = gap;
@@ -1370,7 +1370,7 @@ void pflex__alloc_enforce_target(double *p, const double *lo, size_t lo_stride, 
     if (s <= target) return;
     double excess = (s - target) + 4 * DBL_EPSILON * fabs(s) + DBL_MIN;
     for (size_t i = 0; i < n && excess > 0; i++) {
-      double d = fmin(p[i] - lo[i * lo_stride], excess);
+      double d = pflex__fmin(p[i] - lo[i * lo_stride], excess);
       if (d > 0) {
         p[i] -= d;
         excess -= d;
@@ -1412,7 +1412,7 @@ static void fill_results(const struct pflex_alloc_job *jobs, size_t n,
       r->cap_w = pflex_curve_cap_for_power(c, p[i], jobs[i].gpus, pr[i].cap_min, pr[i].cap_max);
     else
       r->cap_w = p[i] >= pr[i].hi ? pr[i].cap_max
-                                  : fmin(fmax(p[i] / jobs[i].gpus, pr[i].cap_min), pr[i].cap_max);
+                                  : pflex__fmin(pflex__fmax(p[i] / jobs[i].gpus, pr[i].cap_min), pr[i].cap_max);
     sum->total_w += p[i];
     sum->total_tput += r->tput;
     sum->weighted_tput += jobs[i].weight * r->tput;

@@ -96,6 +96,18 @@ size_t pflex__alloc_wf_clip(struct pflex__wf_job *job, size_t m, double wsum, do
 void pflex__alloc_enforce_target(double *p, const double *lo, size_t lo_stride, size_t n,
                                  double target);
 
+/* fmin and fmax, inline and bit for bit glibc's (a library call each: the
+ * compiler does not inline them without -ffinite-math-only): the smaller
+ * (larger) value, x where the two compare equal (0 and -0), the one that
+ * is not a NaN where one is, y where both are (tests/unit/test_alloc_prepared.c). */
+static inline double pflex__fmin(double x, double y) {
+  return (y != y && x == x) || x <= y ? x : y;
+}
+
+static inline double pflex__fmax(double x, double y) {
+  return (y != y && x == x) || x >= y ? x : y;
+}
+
 /* Hash mixing for the caches' keys. */
 static inline uint64_t pflex__alloc_mix(uint64_t h, uint64_t v) {
   h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);

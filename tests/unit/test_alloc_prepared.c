@@ -3,7 +3,8 @@
  * several cuts gives bit for bit the results of runs without it, also with
  * other weights and PFIs than it was made with, with floors (feasible and
  * not), with a context; a job with another curve, or another count, is
- * prepared afresh; bad weights give pflex_alloc_run's errors. */
+ * prepared afresh; bad weights give pflex_alloc_run's errors. And the
+ * allocator's inline fmin and fmax (alloc_internal.h) against glibc's. */
 #include <errno.h>
 #include <math.h>
 #include <setjmp.h>
@@ -16,6 +17,7 @@
 #include <cmocka.h>
 #include <gsl/gsl_rng.h>
 
+#include "core/alloc_internal.h"
 #include "pflex/alloc.h"
 #include "pflex/error.h"
 
@@ -149,10 +151,25 @@ static void test_prepared_errors(void **state) {
   gsl_rng_free(rng);
 }
 
+/* pflex__fmin and pflex__fmax give glibc's fmin and fmax bit for bit on
+ * zeros of both signs, NaNs of both signs, infinities, subnormals. */
+static void test_fmin_fmax_as_glibc(void **state) {
+  (void)state;
+  static const double v[] = {0.0, -0.0, 1, -1, INFINITY, -INFINITY, NAN, -NAN, 1e-310, 2.5};
+  size_t nv = sizeof v / sizeof *v;
+  for (size_t a = 0; a < nv; a++)
+    for (size_t b = 0; b < nv; b++) {
+      volatile double x = v[a], y = v[b];
+      double lib[2] = {fmin(x, y), fmax(x, y)}, own[2] = {pflex__fmin(x, y), pflex__fmax(x, y)};
+      assert_memory_equal(lib, own, sizeof lib);
+    }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_prepared_equals_unprepared),
       cmocka_unit_test(test_prepared_errors),
+      cmocka_unit_test(test_fmin_fmax_as_glibc),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
