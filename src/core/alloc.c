@@ -41,6 +41,14 @@ void pflex_alloc_job_init(struct pflex_alloc_job *job) {
 
 /* ---- proportional strategies ------------------------------------------------ */
 
+/* pfi's weight of job j, its T_max known (p->tmax). */
+static int pfi_weight(const struct pflex_alloc_job *j, const struct pflex__prep *p,
+                      double *ret_w) {
+  if (isnan(j->pfi) || !(p->tmax > 0) || !isfinite(p->tmax)) return -EINVAL;
+  *ret_w = p->hi / p->tmax * (j->pfi > 0 ? pflex__fmin(j->pfi, 1e12) : 0.0);
+  return 0;
+}
+
 int pflex__alloc_share_weight(const struct pflex_alloc_job *j, struct pflex__prep *p,
                               enum pflex_alloc_strategy s, double *ret_w) {
   switch (s) {
@@ -54,17 +62,35 @@ int pflex__alloc_share_weight(const struct pflex_alloc_job *j, struct pflex__pre
     return 0;
   case PFLEX_ALLOC_PFI:
     if (!(j->t_max > 0) && j->curve) p->tmax = pflex_curve_eval(j->curve, p->hi);
-    if (isnan(j->pfi) || !(p->tmax > 0) || !isfinite(p->tmax)) return -EINVAL;
-    *ret_w = p->hi / p->tmax * (j->pfi > 0 ? pflex__fmin(j->pfi, 1e12) : 0.0);
-    return 0;
+    return pfi_weight(j, p, ret_w);
   default: return -EINVAL;
   }
 }
 
+#define TMAX_MEMO 64
 static int share_weights(const struct pflex_alloc_job *jobs, size_t n, struct pflex__prep *pr,
                          enum pflex_alloc_strategy s, double *w) {
+  /* pfi reads each job's T_max at its P_max: a job with the curve and P_max
+   * of the last one seen (direct-mapped on the curve) and no T_max of its
+   * own takes that one's value instead of evaluating the curve again. */
+  size_t memo[TMAX_MEMO];
+  for (size_t k = 0; k < TMAX_MEMO && s == PFLEX_ALLOC_PFI; k++)
+    memo[k] = SIZE_MAX;
   for (size_t i = 0; i < n; i++) {
-    int err = pflex__alloc_share_weight(&jobs[i], &pr[i], s, &w[i]);
+    const struct pflex_alloc_job *j = &jobs[i];
+    int err;
+    if (s == PFLEX_ALLOC_PFI && !(j->t_max > 0) && j->curve) {
+      size_t k = (size_t)(pflex__alloc_mix(0, (uint64_t)(uintptr_t)j->curve) >> 58), o = memo[k];
+      if (o < i && jobs[o].curve == j->curve && pr[o].hi == pr[i].hi) {
+        pr[i].tmax = pr[o].tmax;
+        err = pfi_weight(j, &pr[i], &w[i]);
+      } else {
+        memo[k] = i;
+        err = pflex__alloc_share_weight(j, &pr[i], s, &w[i]);
+      }
+    } else {
+      err = pflex__alloc_share_weight(j, &pr[i], s, &w[i]);
+    }
     if (err) return err;
   }
   return 0;
