@@ -1256,9 +1256,10 @@ static double ls_apply(struct ls *s, const struct ls_move *mv) {
  * Power sums change only by rounding (the caller enforces the target); each
  * job stays in its bounds. *ret_gain is the rise of the objective. The search in parts:
  * ls_candidates picks the set, ls_fill_table its gains, ls_best_move the move of a round, ls_apply
- * carries it out. */
+ * carries it out. f: room for the jobs' weighted throughputs at p, which
+ * are there already with their sum *known (else NULL). */
 static int local_search(const struct pflex_alloc_job *jobs, size_t n, const struct pflex__prep *pr,
-                        double *p, double *ret_gain) {
+                        double *p, double *f, const double *known, double *ret_gain) {
   *ret_gain = 0;
   if (n < 2) return 0;
   double dmax = 0;
@@ -1271,11 +1272,11 @@ static int local_search(const struct pflex_alloc_job *jobs, size_t n, const stru
     s.amt[k] = -s.ds[k], s.col[k] = 2 * k + 1;
     s.amt[2 * LS_STEPS - 1 - k] = s.ds[k], s.col[2 * LS_STEPS - 1 - k] = 2 * k;
   }
-  s.f = malloc(n * sizeof *s.f);
+  s.f = f;
   bool *in = calloc(n, sizeof *in);
   int err = -ENOMEM;
-  if (!s.f || !in) goto out;
-  s.obj = objective_into(jobs, n, p, s.f);
+  if (!in) goto out;
+  s.obj = known ? *known : objective_into(jobs, n, p, s.f);
   if ((err = ls_table(&s, n, in)) < 0) goto out;
   for (int c = 0; c < 2 * LS_STEPS; c++) {
     topk_scan(&s.tab[c * s.ns], s.ns, &s.best_rows[c]);
@@ -1290,7 +1291,6 @@ static int local_search(const struct pflex_alloc_job *jobs, size_t n, const stru
   *ret_gain = gain;
   err = 0;
 out:
-  free(s.f);
   free(in);
   free(s.set);
   free(s.tab);
@@ -1307,10 +1307,11 @@ out:
 static int optimal(const struct pflex_alloc_job *jobs, size_t n, const struct pflex__prep *pr,
                    double target, double min_w, unsigned knots, bool search, struct hull_cache *hc,
                    double *p, double *ret_gap) {
-  double *lo = calloc(n ? n : 1, sizeof *lo), *hi = calloc(n ? n : 1, sizeof *hi),
-         *q = calloc(n ? n : 1, sizeof *q);
+  size_t m = n ? n : 1;
+  double *lo = calloc(5 * m, sizeof *lo), *hi = lo + m, *q = lo + 2 * m, *f = lo + 3 * m,
+         *fq = lo + 4 * m, obj, *known = NULL;
   int err = -ENOMEM;
-  if (!lo || !hi || !q) goto out;
+  if (!lo) goto out;
   bool exact = true;
   for (size_t i = 0; i < n; i++) {
     if (!jobs[i].curve) {
@@ -1337,20 +1338,24 @@ static int optimal(const struct pflex_alloc_job *jobs, size_t n, const struct pf
     double gap2;
     if (wsum <= target) {
       if ((err = greedy(jobs, n, pr, lo, hi, target - wsum, knots, hc, q, &gap2))) goto out;
-      if (objective(jobs, n, q) > objective(jobs, n, p)) memcpy(p, q, n * sizeof *p);
+      /* the better pass's values stay for the local search (f) */
+      double vq = objective_into(jobs, n, q, fq), vp = objective_into(jobs, n, p, f);
+      if (vq > vp) {
+        memcpy(p, q, n * sizeof *p);
+        memcpy(f, fq, n * sizeof *f);
+      }
+      obj = vq > vp ? vq : vp, known = &obj;
     }
   }
   if (search && !concave) {
     double gain;
-    if ((err = local_search(jobs, n, pr, p, &gain))) goto out;
+    if ((err = local_search(jobs, n, pr, p, f, known, &gain))) goto out;
     gap = pflex__fmax(0.0, gap - gain);
   }
   *ret_gap = gap;
   err = 0;
 out:
   free(lo);
-  free(hi);
-  free(q);
   return err;
 }
 
