@@ -488,9 +488,12 @@ struct work {
   struct pflex_alloc_opts ao, ao_powers; /* ao_powers: ao with skip_tput */
   struct pflex_alloc_ctx *actx;
   /* The workload's jobs prepared once for all its cuts (pflex_alloc_prepare):
-   * on the true curves (ao.prepared), and per prediction set on its
-   * predicted curves (optimal's round 0 without shrinkage), when first used. */
+   * on the true curves (ao.prepared), and per prediction set k on its
+   * predicted curves (optimal's round 0 without shrinkage), when first used:
+   * those jobs in jpk[k * jobs ..], which do not change from cut to cut
+   * (run_optimal_plain). */
   struct pflex_alloc_prepared *prep_t, **prep_p;
+  struct pflex_alloc_job *jpk;
 };
 
 /* Frees the workload's prepared jobs. */
@@ -520,6 +523,7 @@ static void work_free(struct work *w, size_t n) {
   free(w->pw);
   free(w->tl);
   free(w->prep_p);
+  free(w->jpk);
   pflex_alloc_ctx_free(w->actx);
 }
 
@@ -536,8 +540,9 @@ static int work_alloc(struct work *w, const struct study *s) {
   w->pw = calloc(n, sizeof *w->pw);
   w->tl = calloc(PFLEX_OBJECTIVE_N * (s->nlines + s->o->rounds + 1), sizeof *w->tl);
   w->prep_p = calloc(s->np ? s->np : 1, sizeof *w->prep_p);
+  w->jpk = calloc((s->np ? s->np : 1) * n, sizeof *w->jpk);
   if (!(w->gi && w->jt && w->jp && w->r && w->ref && w->shr && w->eq && w->anc && w->pw && w->tl &&
-        w->prep_p))
+        w->prep_p && w->jpk))
     return -ENOMEM;
   /* One allocator context for the whole run: the same curves come back in
    * every workload and cut, their hulls are sampled once (same results). */
@@ -710,6 +715,32 @@ static int closed_loop(const struct study *s, struct work *w, size_t k, double t
   return err;
 }
 
+/* run_optimal without shrinkage or closed loop: the jobs on set k's
+ * predicted curves (as run_optimal builds them: its shrinkage leaves each
+ * curve as it is) are the same at every cut of the workload, so they are
+ * built and prepared at its first cut only (w->jpk, w->prep_p). */
+static int run_optimal_plain(const struct study *s, struct work *w, size_t k, double target,
+                             double *t) {
+  size_t n = s->o->jobs;
+  struct pflex_alloc_job *jp = &w->jpk[k * n];
+  int err = 0;
+  if (!w->prep_p[k]) {
+    for (size_t j = 0; j < n && !err; j++)
+      err = group_curves(s, w->gi[j]);
+    for (size_t j = 0; j < n && !err; j++) {
+      jp[j] = w->jt[j];
+      jp[j].curve = s->pcurve[k * s->ng + w->gi[j]];
+    }
+    if (!err) err = pflex_alloc_prepare(jp, n, &w->prep_p[k]);
+    if (err) return err;
+  }
+  struct pflex_alloc_opts o = w->ao_powers;
+  o.prepared = w->prep_p[k];
+  struct pflex_alloc_summary sum;
+  if (!(err = pflex_alloc_run(jp, n, PFLEX_ALLOC_OPTIMAL, target, &o, w->r, &sum))) score(s, w, t);
+  return err;
+}
+
 /* optimal with prediction set k on one workload and cut, each predicted
  * curve shrunk toward the job's power in the equal cut; then the closed
  * loop. Writes the true value after each round in each objective into
@@ -718,6 +749,7 @@ static int run_optimal(const struct study *s, struct work *w, size_t k, double t
                        gsl_rng *noise, double *t) {
   size_t n = s->o->jobs;
   int err = 0;
+  if (!(s->o->shrink > 0) && !s->o->rounds) return run_optimal_plain(s, w, k, target, t);
   for (size_t j = 0; j < n && !err; j++)
     err = group_curves(s, w->gi[j]);
   for (size_t j = 0; j < n && !err; j++) {
@@ -731,13 +763,7 @@ static int run_optimal(const struct study *s, struct work *w, size_t k, double t
     f[0] = f[2] = fmin(f[0], f[2]), f[1] = f[3] = fmax(f[1], f[3]);
     err = shrunk_curve(w, j, s->pcurve[k * s->ng + gi], f, 1, w->eq[j]);
   }
-  /* Without shrinkage the jobs are the same at every cut: prepared once. A
-   * shrunk curve is made afresh each time (its address may come back). */
-  bool same = !(s->o->shrink > 0);
-  if (!err && same && !w->prep_p[k]) err = pflex_alloc_prepare(w->jp, n, &w->prep_p[k]);
-  w->ao_powers.prepared = same ? w->prep_p[k] : NULL;
   if (!err) err = allocate_shrunk(s, w, target);
-  w->ao_powers.prepared = NULL;
   if (err) return err;
   score(s, w, t);
   return s->o->rounds ? closed_loop(s, w, k, target, noise, t) : 0;
