@@ -650,9 +650,8 @@ static int pass_find_or_sample(const struct pflex_alloc_job *jobs, const double 
  * job with room and weight either shares the hull of an earlier job of the
  * pass with the same key or starts a distinct hull of its own. */
 static int pass_hulls(const struct pflex_alloc_job *jobs, size_t n, const double *wlo,
-                      const double *whi, unsigned knots, struct hull_cache *hc, struct pass *ps) {
-  size_t maxk;
-  if (pass_max_knots(jobs, n, knots, &maxk) < 0) return -EINVAL;
+                      const double *whi, unsigned knots, size_t maxk, struct hull_cache *hc,
+                      struct pass *ps) {
   if (hc && hc->nused > 4 * n + 65536) hull_cache_clear(hc);
   struct pass_scratch sc;
   int err = pass_scratch_init(&sc, ps, n, maxk);
@@ -727,13 +726,13 @@ static double take_steeper(struct pass *ps, size_t i, const double *wlo, double 
 
 /* One greedy pass with job i confined to the window [wlo[i], whi[i]] inside
  * its bounds; budget is the power above the sum of wlo. hc (may be NULL)
- * caches hulls across calls. */
+ * caches hulls across calls. maxk: pass_max_knots's room. */
 static int greedy(const struct pflex_alloc_job *jobs, size_t n, const struct pflex__prep *pr,
                   const double *wlo, const double *whi, double budget, unsigned knots,
-                  struct hull_cache *hc, double *p, double *ret_gap) {
+                  size_t maxk, struct hull_cache *hc, double *p, double *ret_gap) {
   struct pass ps = {0};
   double lambda;
-  int err = pass_hulls(jobs, n, wlo, whi, knots, hc, &ps);
+  int err = pass_hulls(jobs, n, wlo, whi, knots, maxk, hc, &ps);
   if (!err) err = pass_threshold(&ps, budget, &lambda);
   if (err) goto out;
   const struct pflex__seg *const *js = ps.js;
@@ -1308,10 +1307,10 @@ static int optimal(const struct pflex_alloc_job *jobs, size_t n, const struct pf
                    double target, double min_w, unsigned knots, bool search, struct hull_cache *hc,
                    double *p, double *ret_gap) {
   size_t m = n ? n : 1;
-  double *lo = calloc(5 * m, sizeof *lo), *hi = lo + m, *q = lo + 2 * m, *f = lo + 3 * m,
-         *fq = lo + 4 * m, obj, *known = NULL;
-  int err = -ENOMEM;
-  if (!lo) goto out;
+  double *lo = calloc(5 * m, sizeof *lo), obj, *known = NULL;
+  if (!lo) return -ENOMEM;
+  double *hi = lo + m, *q = lo + 2 * m, *f = lo + 3 * m, *fq = lo + 4 * m;
+  int err;
   bool exact = true;
   for (size_t i = 0; i < n; i++) {
     if (!jobs[i].curve) {
@@ -1326,7 +1325,10 @@ static int optimal(const struct pflex_alloc_job *jobs, size_t n, const struct pf
   for (size_t i = 0; i < n && concave && search; i++)
     concave = known_concave(jobs[i].curve);
   double gap;
-  if ((err = greedy(jobs, n, pr, lo, hi, target - min_w, knots, hc, p, &gap))) goto out;
+  size_t maxk;
+  if ((err = pass_max_knots(jobs, n, knots, &maxk)) ||
+      (err = greedy(jobs, n, pr, lo, hi, target - min_w, knots, maxk, hc, p, &gap)))
+    goto out;
   if (!exact) {
     double wsum = 0;
     for (size_t i = 0; i < n; i++) {
@@ -1337,7 +1339,7 @@ static int optimal(const struct pflex_alloc_job *jobs, size_t n, const struct pf
     }
     double gap2;
     if (wsum <= target) {
-      if ((err = greedy(jobs, n, pr, lo, hi, target - wsum, knots, hc, q, &gap2))) goto out;
+      if ((err = greedy(jobs, n, pr, lo, hi, target - wsum, knots, maxk, hc, q, &gap2))) goto out;
       /* the better pass's values stay for the local search (f) */
       double vq = objective_into(jobs, n, q, fq), vp = objective_into(jobs, n, p, f);
       if (vq > vp) {

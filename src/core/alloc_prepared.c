@@ -153,13 +153,13 @@ static int weight_check(const struct pflex_alloc_job *j) {
 int pflex__alloc_prepared_take(const struct pflex_alloc_prepared *pp,
                                const struct pflex_alloc_job *jobs, size_t n, struct pflex__prep *pr,
                                double *ret_min_w, double *ret_max_w, bool *ret_floor_infeasible) {
-  bool same = pp->n == n;
-  for (size_t i = 0; same && i < n; i++)
-    same = jobs[i].curve == pp->curve[i];
-  if (!same) return pflex__alloc_prepare(jobs, n, pr, ret_min_w, ret_max_w, ret_floor_infeasible);
+  if (pp->n != n) return pflex__alloc_prepare(jobs, n, pr, ret_min_w, ret_max_w, ret_floor_infeasible);
   for (size_t i = 0; i < n; i++) {
-    int err = weight_check(&jobs[i]);
-    if (err) return err;
+    /* in job order, as pflex__alloc_prepare would meet the first error */
+    if (jobs[i].curve != pp->curve[i])
+      return pflex__alloc_prepare(jobs, n, pr, ret_min_w, ret_max_w, ret_floor_infeasible);
+    double w = jobs[i].weight;
+    if (!(w >= 0 && w <= PFLEX_ALLOC_MAX_WEIGHT)) return weight_check(&jobs[i]);
   }
   memcpy(pr, pp->pr, n * sizeof *pr);
   *ret_min_w = pp->min_w;

@@ -475,8 +475,17 @@ static int study_lines(struct study *s) {
   return 0;
 }
 
+#define SCORE_MEMO 128
+struct score_memo {
+  size_t gi;
+  double p, t;
+  unsigned stamp;
+};
+
 /* Workload scratch space. */
 struct work {
+  struct score_memo memo[SCORE_MEMO]; /* score's, valid at stamp */
+  unsigned stamp;
   size_t *gi;                      /* the jobs' groups */
   struct pflex_alloc_job *jt, *jp; /* on true curves, on predicted/refined curves */
   struct pflex_alloc_result *r;
@@ -582,18 +591,18 @@ static void sample_workload(const struct study *s, struct work *w, int sc, gsl_r
   }
 }
 
-#define SCORE_MEMO 128
 /* The true value of the allocation in w->r under every objective: v[ob] =
  * sum of the jobs' true throughputs, each times its weight in ob. */
-static void score(const struct study *s, const struct work *w, double *v) {
+static void score(const struct study *s, struct work *w, double *v) {
   /* Jobs of one group often get one power: such a job reads the value of
-   * the last one seen (direct-mapped on group and power), the same bits. */
-  struct {
-    size_t gi;
-    double p, t;
-  } memo[SCORE_MEMO];
-  for (size_t k = 0; k < SCORE_MEMO; k++)
-    memo[k].gi = SIZE_MAX;
+   * the last one seen in this call (direct-mapped on group and power), the
+   * same bits. An entry of an earlier call has another stamp. */
+  struct score_memo *memo = w->memo;
+  if (++w->stamp == 0) {
+    for (size_t k = 0; k < SCORE_MEMO; k++)
+      memo[k].stamp = 0;
+    w->stamp = 1;
+  }
   for (int ob = 0; ob < PFLEX_OBJECTIVE_N; ob++)
     v[ob] = 0;
   for (size_t j = 0; j < s->o->jobs; j++) {
@@ -603,7 +612,8 @@ static void score(const struct study *s, const struct work *w, double *v) {
     memcpy(&bits, &pw, sizeof bits);
     uint64_t h = ((uint64_t)gi * 0x9E3779B97F4A7C15ull ^ bits) * 0xff51afd7ed558ccdull;
     size_t k = (size_t)(h >> 57) & (SCORE_MEMO - 1);
-    if (memo[k].gi != gi || !(memo[k].p == pw)) {
+    if (memo[k].stamp != w->stamp || memo[k].gi != gi || !(memo[k].p == pw)) {
+      memo[k].stamp = w->stamp;
       memo[k].gi = gi;
       memo[k].p = pw;
       memo[k].t = pflex_curve_eval(s->g[gi].curve, pw);
