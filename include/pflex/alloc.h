@@ -118,8 +118,9 @@ struct pflex_alloc_opts {
    * powers only (the study scores them on the true curves). */
   bool skip_caps;
   /* optional: the jobs' bounds resolved before (pflex_alloc_prepare), for
-   * runs on the same jobs; NULL: resolved in each run. */
-  const struct pflex_alloc_prepared *prepared;
+   * runs on the same jobs; NULL: resolved in each run. optimal keeps its
+   * first greedy pass in it (it is the same at every target). */
+  struct pflex_alloc_prepared *prepared;
 };
 
 /* What one job gets. */
@@ -174,7 +175,11 @@ int pflex_alloc_run(const struct pflex_alloc_job *jobs, size_t n,
  * each run, with pflex_alloc_run's errors); a run whose jobs have another
  * count, or a job another curve pointer, resolves them afresh (so passing
  * it by mistake costs time, not correctness, unless a curve was freed and
- * another created at its address, or a job's bounds changed). Errors as
+ * another created at its address, a job's bounds changed, or a job with a
+ * throughput floor has a callback curve that computes otherwise now). The first
+ * optimal run on it keeps its first greedy pass (each job's hull on its
+ * bounds, the same at every target) for the later runs with the same
+ * weights and knots, unless a job has a callback curve. Errors as
  * pflex_alloc_run's for bad bounds (a throughput floor above T_max is
  * not one: the runs return -PFLEX_E_INFEASIBLE); -ENOMEM. */
 int pflex_alloc_prepare(const struct pflex_alloc_job *jobs, size_t n,

@@ -724,15 +724,87 @@ static double take_steeper(struct pass *ps, size_t i, const double *wlo, double 
   return left;
 }
 
+/* Whether kept pass k serves jobs with these weights and knots. */
+static bool kept_fits(const struct pflex__pass1 *k, const struct pflex_alloc_job *jobs, size_t n,
+                      unsigned knots) {
+  if (k->state != 1 || k->knots != knots) return false;
+  for (size_t i = 0; i < n; i++)
+    if (!(jobs[i].weight == k->weight[i])) return false;
+  return true;
+}
+
+/* Keeps pass ps (on the jobs' own bounds) in k, copying its hulls: never
+ * where a job has a callback curve; not where memory runs out (a cache). */
+static void pass_keep(struct pflex__pass1 *k, const struct pflex_alloc_job *jobs, size_t n,
+                      const double *wlo, const double *whi, unsigned knots, const struct pass *ps) {
+  size_t nd = ps->nd, m = n ? n : 1, md = nd ? nd : 1, nseg = 0;
+  for (size_t i = 0; i < n; i++)
+    if (pflex_curve_kind(jobs[i].curve) == PFLEX_CURVE_CALLBACK) {
+      pflex__pass1_reset(k, -1);
+      return;
+    }
+  for (size_t d = 0; d < nd; d++)
+    nseg += ps->jn[ps->rep[d]];
+  *k = (struct pflex__pass1){.state = 1, .knots = knots, .nd = nd};
+  k->weight = malloc(m * sizeof *k->weight), k->jn = malloc(m * sizeof *k->jn);
+  k->dist = malloc(m * sizeof *k->dist), k->rep = malloc(md * sizeof *k->rep);
+  k->off = malloc(md * sizeof *k->off), k->mult = malloc(md * sizeof *k->mult);
+  k->segs = malloc((nseg ? nseg : 1) * sizeof *k->segs);
+  if (!k->weight || !k->jn || !k->dist || !k->rep || !k->off || !k->mult || !k->segs) {
+    pflex__pass1_reset(k, -1);
+    return;
+  }
+  for (size_t i = 0; i < n; i++) {
+    k->weight[i] = jobs[i].weight, k->jn[i] = ps->jn[i];
+    k->dist[i] = whi[i] > wlo[i] && jobs[i].weight > 0 ? ps->dist[i] : SIZE_MAX; /* as pass_hulls */
+  }
+  nseg = 0;
+  for (size_t d = 0; d < nd; d++) {
+    size_t r = ps->rep[d];
+    k->rep[d] = r, k->mult[d] = ps->mult[d], k->off[d] = nseg;
+    if (ps->jn[r]) memcpy(&k->segs[nseg], ps->js[r], ps->jn[r] * sizeof *k->segs);
+    nseg += ps->jn[r];
+  }
+}
+
+/* Pass ps from kept k: the same hulls (copies), jobs and counts as
+ * pass_hulls gave when k was kept. */
+static int pass_from_kept(const struct pflex__pass1 *k, size_t n, struct pass *ps) {
+  size_t m = n ? n : 1, md = k->nd ? k->nd : 1;
+  const struct carve t[] = {
+      {(void **)&ps->js, sizeof *ps->js, m},     {(void **)&ps->jn, sizeof *ps->jn, m},
+      {(void **)&ps->nfull, sizeof *ps->nfull, m}, {(void **)&ps->rep, sizeof *ps->rep, md},
+      {(void **)&ps->dist, sizeof *ps->dist, m}, {(void **)&ps->mult, sizeof *ps->mult, md},
+  };
+  if (!(ps->block = carve_block(t, sizeof t / sizeof *t))) return -ENOMEM;
+  ps->nd = k->nd;
+  memcpy(ps->rep, k->rep, k->nd * sizeof *ps->rep);
+  memcpy(ps->mult, k->mult, k->nd * sizeof *ps->mult);
+  for (size_t i = 0; i < n; i++) {
+    ps->jn[i] = k->jn[i], ps->dist[i] = k->dist[i], ps->nfull[i] = 0;
+    ps->js[i] = k->jn[i] ? k->segs + k->off[k->dist[i]] : NULL;
+  }
+  return 0;
+}
+
 /* One greedy pass with job i confined to the window [wlo[i], whi[i]] inside
  * its bounds; budget is the power above the sum of wlo. hc (may be NULL)
- * caches hulls across calls. maxk: pass_max_knots's room. */
+ * caches hulls across calls. maxk: pass_max_knots's room. p1 (may be
+ * NULL): where the first pass on prepared jobs is kept, the windows being
+ * their bounds. */
 static int greedy(const struct pflex_alloc_job *jobs, size_t n, const struct pflex__prep *pr,
                   const double *wlo, const double *whi, double budget, unsigned knots,
-                  size_t maxk, struct hull_cache *hc, double *p, double *ret_gap) {
+                  size_t maxk, struct hull_cache *hc, struct pflex__pass1 *p1, double *p,
+                  double *ret_gap) {
   struct pass ps = {0};
   double lambda;
-  int err = pass_hulls(jobs, n, wlo, whi, knots, maxk, hc, &ps);
+  int err;
+  if (p1 && kept_fits(p1, jobs, n, knots)) {
+    err = pass_from_kept(p1, n, &ps);
+  } else {
+    err = pass_hulls(jobs, n, wlo, whi, knots, maxk, hc, &ps);
+    if (!err && p1 && p1->state == 0) pass_keep(p1, jobs, n, wlo, whi, knots, &ps);
+  }
   if (!err) err = pass_threshold(&ps, budget, &lambda);
   if (err) goto out;
   const struct pflex__seg *const *js = ps.js;
@@ -1305,7 +1377,7 @@ out:
  * skipped when every curve is piecewise linear (the first pass is exact). */
 static int optimal(const struct pflex_alloc_job *jobs, size_t n, const struct pflex__prep *pr,
                    double target, double min_w, unsigned knots, bool search, struct hull_cache *hc,
-                   double *p, double *ret_gap) {
+                   struct pflex__pass1 *p1, double *p, double *ret_gap) {
   size_t m = n ? n : 1;
   double *lo = calloc(5 * m, sizeof *lo), obj, *known = NULL;
   if (!lo) return -ENOMEM;
@@ -1327,7 +1399,7 @@ static int optimal(const struct pflex_alloc_job *jobs, size_t n, const struct pf
   double gap;
   size_t maxk;
   if ((err = pass_max_knots(jobs, n, knots, &maxk)) ||
-      (err = greedy(jobs, n, pr, lo, hi, target - min_w, knots, maxk, hc, p, &gap)))
+      (err = greedy(jobs, n, pr, lo, hi, target - min_w, knots, maxk, hc, p1, p, &gap)))
     goto out;
   if (!exact) {
     double wsum = 0;
@@ -1339,7 +1411,7 @@ static int optimal(const struct pflex_alloc_job *jobs, size_t n, const struct pf
     }
     double gap2;
     if (wsum <= target) {
-      if ((err = greedy(jobs, n, pr, lo, hi, target - wsum, knots, maxk, hc, q, &gap2))) goto out;
+      if ((err = greedy(jobs, n, pr, lo, hi, target - wsum, knots, maxk, hc, NULL, q, &gap2))) goto out;
       /* the better pass's values stay for the local search (f) */
       double vq = objective_into(jobs, n, q, fq), vp = objective_into(jobs, n, p, f);
       if (vq > vp) {
@@ -1379,7 +1451,7 @@ static int oracle(const struct pflex_alloc_job *jobs, size_t n, const struct pfl
   double vp = err ? 0 : objective(jobs, n, p);
   if (!err && gap > PFLEX__ORACLE_TOL * fabs(vp)) {
     double g2, *q = lo; /* lo is free again */
-    err = optimal(jobs, n, pr, target, min_w, knots, true, ctx ? &ctx->hulls : NULL, q, &g2);
+    err = optimal(jobs, n, pr, target, min_w, knots, true, ctx ? &ctx->hulls : NULL, NULL, q, &g2);
     double vq = err ? 0 : objective(jobs, n, q);
     if (!err && vq > vp) {
       memcpy(p, q, n * sizeof *p);
@@ -1466,8 +1538,9 @@ int pflex_alloc_run(const struct pflex_alloc_job *jobs, size_t n,
   if (!pr || !p) goto out;
   double min_w, max_w, gap = 0;
   bool floor_bad;
+  struct pflex__pass1 *p1 = NULL;
   if (opts && opts->prepared)
-    err = pflex__alloc_prepared_take(opts->prepared, jobs, n, pr, &min_w, &max_w, &floor_bad);
+    err = pflex__alloc_prepared_take(opts->prepared, jobs, n, pr, &min_w, &max_w, &floor_bad, &p1);
   else
     err = pflex__alloc_prepare(jobs, n, pr, &min_w, &max_w, &floor_bad);
   if (err) goto out;
@@ -1488,7 +1561,7 @@ int pflex_alloc_run(const struct pflex_alloc_job *jobs, size_t n,
       goto out;
   } else if (strategy == PFLEX_ALLOC_OPTIMAL) {
     if ((err = optimal(jobs, n, pr, target_w, min_w, knots, !(opts && opts->no_local_search),
-                       opts && opts->ctx ? &opts->ctx->hulls : NULL, p, &gap)))
+                       opts && opts->ctx ? &opts->ctx->hulls : NULL, p1, p, &gap)))
       goto out;
   } else {
     err = -ENOMEM;

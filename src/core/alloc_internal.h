@@ -63,13 +63,33 @@ int pflex__alloc_prep_job(const struct pflex_alloc_job *j, struct pflex__prep *p
 int pflex__alloc_prepare(const struct pflex_alloc_job *jobs, size_t n, struct pflex__prep *pr,
                          double *ret_min_w, double *ret_max_w, bool *ret_floor_infeasible);
 
+/* optimal's first greedy pass on prepared jobs (their bounds as windows),
+ * kept by alloc.c, owned by the prepared jobs (alloc_prepared.c): state 0
+ * none yet, 1 kept, -1 never (a callback curve: what it computes may
+ * change, its pointer not). The weights and knots it was made with; per
+ * job its hull's length jn and distinct hull dist (SIZE_MAX: none); per
+ * distinct hull its first job rep, job count mult and segments at off in
+ * segs. */
+struct pflex__pass1 {
+  int state;
+  unsigned knots;
+  double *weight, *mult;
+  size_t *jn, *dist, nd, *rep, *off;
+  struct pflex__seg *segs;
+};
+
 /* As pflex__alloc_prepare, from jobs prepared before (alloc_prepared.c):
  * the same values where jobs are those it was made from (but for weights,
- * checked here); prepares them afresh where a job's curve is not the one
- * it was made with, or n differs. */
-int pflex__alloc_prepared_take(const struct pflex_alloc_prepared *pp,
-                               const struct pflex_alloc_job *jobs, size_t n, struct pflex__prep *pr,
-                               double *ret_min_w, double *ret_max_w, bool *ret_floor_infeasible);
+ * checked here), and in *ret_pass1 its first pass's record; prepares them
+ * afresh where a job's curve is not the one it was made with, or n
+ * differs (*ret_pass1 NULL). */
+int pflex__alloc_prepared_take(struct pflex_alloc_prepared *pp, const struct pflex_alloc_job *jobs,
+                               size_t n, struct pflex__prep *pr, double *ret_min_w,
+                               double *ret_max_w, bool *ret_floor_infeasible,
+                               struct pflex__pass1 **ret_pass1);
+
+/* Frees a pass record's arrays and sets it to state s. */
+void pflex__pass1_reset(struct pflex__pass1 *k, int s);
 
 /* Job j's weight in the cut of a proportional strategy s (alloc.c); may
  * evaluate T_max into p->tmax (pfi). -EINVAL on a bad feature. */

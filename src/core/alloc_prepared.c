@@ -115,10 +115,23 @@ struct pflex_alloc_prepared {
   const struct pflex_curve **curve; /* each job's, to tell other jobs apart */
   double min_w, max_w;
   bool floor_bad;
+  struct pflex__pass1 pass1; /* optimal's first pass (alloc.c) */
 };
+
+void pflex__pass1_reset(struct pflex__pass1 *k, int s) {
+  free(k->weight);
+  free(k->mult);
+  free(k->jn);
+  free(k->dist);
+  free(k->rep);
+  free(k->off);
+  free(k->segs);
+  *k = (struct pflex__pass1){.state = s};
+}
 
 void pflex_alloc_prepared_free(struct pflex_alloc_prepared *pp) {
   if (!pp) return;
+  pflex__pass1_reset(&pp->pass1, 0);
   free(pp->pr);
   free(pp->curve);
   free(pp);
@@ -150,9 +163,11 @@ static int weight_check(const struct pflex_alloc_job *j) {
   return j->weight > PFLEX_ALLOC_MAX_WEIGHT ? -ERANGE : 0;
 }
 
-int pflex__alloc_prepared_take(const struct pflex_alloc_prepared *pp,
-                               const struct pflex_alloc_job *jobs, size_t n, struct pflex__prep *pr,
-                               double *ret_min_w, double *ret_max_w, bool *ret_floor_infeasible) {
+int pflex__alloc_prepared_take(struct pflex_alloc_prepared *pp, const struct pflex_alloc_job *jobs,
+                               size_t n, struct pflex__prep *pr, double *ret_min_w,
+                               double *ret_max_w, bool *ret_floor_infeasible,
+                               struct pflex__pass1 **ret_pass1) {
+  *ret_pass1 = NULL;
   if (pp->n != n) return pflex__alloc_prepare(jobs, n, pr, ret_min_w, ret_max_w, ret_floor_infeasible);
   for (size_t i = 0; i < n; i++) {
     /* in job order, as pflex__alloc_prepare would meet the first error */
@@ -165,5 +180,6 @@ int pflex__alloc_prepared_take(const struct pflex_alloc_prepared *pp,
   *ret_min_w = pp->min_w;
   *ret_max_w = pp->max_w;
   *ret_floor_infeasible = pp->floor_bad;
+  *ret_pass1 = &pp->pass1;
   return 0;
 }

@@ -3,7 +3,8 @@
  * several cuts gives bit for bit the results of runs without it, also with
  * other weights and PFIs than it was made with, with floors (feasible and
  * not), with a context; a job with another curve, or another count, is
- * prepared afresh; bad weights give pflex_alloc_run's errors. And the
+ * prepared afresh; bad weights give pflex_alloc_run's errors; optimal's
+ * first pass kept in it but not for a callback curve. And the
  * allocator's inline fmin and fmax (alloc_internal.h) against glibc's. */
 #include <errno.h>
 #include <math.h>
@@ -55,7 +56,7 @@ static void jobs_of(gsl_rng *rng, struct pflex_curve **c, struct pflex_alloc_job
 }
 
 /* Every strategy at cuts 0-40%: with pp (and a context) as without. */
-static void assert_same_runs(const struct pflex_alloc_job *j, const struct pflex_alloc_prepared *pp,
+static void assert_same_runs(const struct pflex_alloc_job *j, struct pflex_alloc_prepared *pp,
                              struct pflex_alloc_ctx *ctx) {
   struct pflex_alloc_result a[N], b[N];
   for (int cut = 0; cut <= 40; cut += 8) {
@@ -103,6 +104,47 @@ static void test_prepared_equals_unprepared(void **state) {
   }
   pflex_alloc_prepared_free(NULL);
   pflex_alloc_ctx_free(ctx);
+  for (int k = 0; k < NC; k++)
+    pflex_curve_free(c[k]);
+  gsl_rng_free(rng);
+}
+
+static double scaled_eval(void *ctx, double p) {
+  return *(const double *)ctx * sqrt(p);
+}
+
+/* A callback curve that computes otherwise behind the same pointer between
+ * runs: optimal keeps no first pass of jobs with one (its hull would be
+ * stale), so each run on the prepared jobs is still the run without. */
+static void test_prepared_callback_not_kept(void **state) {
+  (void)state;
+  gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+  gsl_rng_set(rng, 9);
+  struct pflex_curve *c[NC];
+  for (int k = 0; k < NC; k++)
+    c[k] = random_curve(rng, false, 5);
+  double scale = 1.0;
+  struct pflex_curve_fn fn = {.eval = scaled_eval, .ctx = &scale};
+  struct pflex_curve *cb;
+  assert_int_equal(pflex_curve_new_callback(&fn, 1000, 4000, &cb), 0);
+  struct pflex_alloc_job j[N];
+  jobs_of(rng, c, j);
+  for (int i = 0; i < N; i += 4)
+    j[i].curve = cb;
+  struct pflex_alloc_prepared *pp = NULL;
+  assert_int_equal(pflex_alloc_prepare(j, N, &pp), 0);
+  struct pflex_alloc_result a[N], b[N];
+  for (int round = 0; round < 4; round++) {
+    scale = 1.0 + 3.0 * round; /* slopes from below the others' to among them */
+    double target;
+    assert_int_equal(pflex_alloc_target_for_cut(j, N, 0.25, &target), 0);
+    struct pflex_alloc_opts with = {.prepared = pp}, without = {0};
+    assert_int_equal(pflex_alloc_run(j, N, PFLEX_ALLOC_OPTIMAL, target, &with, a, NULL), 0);
+    assert_int_equal(pflex_alloc_run(j, N, PFLEX_ALLOC_OPTIMAL, target, &without, b, NULL), 0);
+    assert_memory_equal(a, b, sizeof a);
+  }
+  pflex_alloc_prepared_free(pp);
+  pflex_curve_free(cb);
   for (int k = 0; k < NC; k++)
     pflex_curve_free(c[k]);
   gsl_rng_free(rng);
@@ -169,6 +211,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_prepared_equals_unprepared),
       cmocka_unit_test(test_prepared_errors),
+      cmocka_unit_test(test_prepared_callback_not_kept),
       cmocka_unit_test(test_fmin_fmax_as_glibc),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
