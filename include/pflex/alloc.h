@@ -179,7 +179,8 @@ int pflex_alloc_run(const struct pflex_alloc_job *jobs, size_t n,
  * throughput floor has a callback curve that computes otherwise now). The first
  * optimal run on it keeps its first greedy pass (each job's hull on its
  * bounds, the same at every target) for the later runs with the same
- * weights and knots, unless a job has a callback curve. Errors as
+ * weights and knots, unless a job has a callback curve (so runs write to
+ * it: one thread at a time). Errors as
  * pflex_alloc_run's for bad bounds (a throughput floor above T_max is
  * not one: the runs return -PFLEX_E_INFEASIBLE); -ENOMEM. */
 int pflex_alloc_prepare(const struct pflex_alloc_job *jobs, size_t n,
