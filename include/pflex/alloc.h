@@ -94,6 +94,10 @@ struct pflex_alloc_ctx;
 int pflex_alloc_ctx_new(struct pflex_alloc_ctx **ret_ctx);
 void pflex_alloc_ctx_free(struct pflex_alloc_ctx *ctx); /* NULL allowed */
 
+/* Jobs whose bounds are resolved once for many runs (pflex_alloc_prepare):
+ * a study's workload, allocated at every cut with every strategy. */
+struct pflex_alloc_prepared;
+
 struct pflex_alloc_opts {
   /* optimal: points per curve for the piecewise-linear approximation (uniform
    * on [lo, P_max]; a measured curve's points are always added). 0: 33. A
@@ -113,6 +117,10 @@ struct pflex_alloc_opts {
   /* No cap mapping: each result's cap_w is NAN. For callers that read the
    * powers only (the study scores them on the true curves). */
   bool skip_caps;
+  /* optional: the jobs' bounds resolved before (pflex_alloc_prepare), for
+   * runs on the same jobs; NULL: resolved in each run. optimal keeps its
+   * first greedy pass in it (it is the same at every target). */
+  struct pflex_alloc_prepared *prepared;
 };
 
 /* What one job gets. */
@@ -158,6 +166,26 @@ int pflex_alloc_run(const struct pflex_alloc_job *jobs, size_t n,
                     enum pflex_alloc_strategy strategy, double target_w,
                     const struct pflex_alloc_opts *opts, struct pflex_alloc_result *results,
                     struct pflex_alloc_summary *summary);
+
+/* Resolves the bounds of n jobs once (each job's P_min, P_max, cap limits,
+ * throughput floor), for runs that pass it in opts.prepared with the same
+ * jobs: such a run skips that step and gives bit for bit the result of a
+ * run without it. The jobs may differ from those it was made from in their
+ * weight, pfi, dram_copy, arch, task and name only (weights are checked in
+ * each run, with pflex_alloc_run's errors); a run whose jobs have another
+ * count, or a job another curve pointer, resolves them afresh (so passing
+ * it by mistake costs time, not correctness, unless a curve was freed and
+ * another created at its address, a job's bounds changed, or a job with a
+ * throughput floor has a callback curve that computes otherwise now). The first
+ * optimal run on it keeps its first greedy pass (each job's hull on its
+ * bounds, the same at every target) for the later runs with the same
+ * weights and knots, unless a job has a callback curve (so runs write to
+ * it: one thread at a time). Errors as
+ * pflex_alloc_run's for bad bounds (a throughput floor above T_max is
+ * not one: the runs return -PFLEX_E_INFEASIBLE); -ENOMEM. */
+int pflex_alloc_prepare(const struct pflex_alloc_job *jobs, size_t n,
+                        struct pflex_alloc_prepared **ret);
+void pflex_alloc_prepared_free(struct pflex_alloc_prepared *pp); /* NULL allowed */
 
 /* A flat copy of jobs for repeated allocations (a controller's rounds at
  * 10^5-10^6 jobs): each job's bounds, its weight for one strategy and what

@@ -39,106 +39,15 @@ void pflex_alloc_job_init(struct pflex_alloc_job *job) {
   job->gpus = 1;
 }
 
-/* Whether job j's throughput stays within PFLEX_ALLOC_MAX_TPUT: its given
- * T_max, its curve's value at P_max and every measured point. */
-static bool tput_in_range(const struct pflex_alloc_job *j) {
-  if (j->t_max > PFLEX_ALLOC_MAX_TPUT || j->min_tput > PFLEX_ALLOC_MAX_TPUT) return false;
-  if (!j->curve) return true;
-  size_t np;
-  const struct pflex_curve_point *pts = pflex_curve_points(j->curve, &np);
-  for (size_t k = 0; k < np; k++)
-    if (!(pts[k].tput <= PFLEX_ALLOC_MAX_TPUT)) return false;
-  double t = pflex_curve_t_max(j->curve);
-  return !(fabs(t) > PFLEX_ALLOC_MAX_TPUT);
-}
-
-int pflex__alloc_prep_job(const struct pflex_alloc_job *j, struct pflex__prep *p,
-                          bool *ret_floor_bad) {
-  const struct pflex_curve *c = j->curve;
-  if (j->gpus <= 0 || !(j->weight >= 0) || !isfinite(j->weight)) return -EINVAL;
-  if (j->weight > PFLEX_ALLOC_MAX_WEIGHT || !tput_in_range(j)) return -ERANGE;
-  p->cap_min = j->cap_min_w > 0 ? j->cap_min_w : PFLEX_ALLOC_CAP_MIN_W;
-  p->cap_max = j->cap_max_w > 0 ? j->cap_max_w : PFLEX_ALLOC_CAP_MAX_W;
-  if (j->p_max > 0)
-    p->hi = j->p_max;
-  else if (c)
-    p->hi = pflex_curve_p_max(c);
-  else
-    return -EINVAL;
-  if (j->p_min > 0)
-    p->lo = j->p_min;
-  else if (c)
-    p->lo = pflex_curve_p_min(c);
-  else /* no curve: the least power the GPU caps allow */
-    p->lo = fmin(p->hi, j->gpus * p->cap_min);
-  if (!isfinite(p->hi) || !(p->lo <= p->hi)) return -EINVAL;
-  if (p->hi > PFLEX_ALLOC_MAX_W) return -ERANGE;
-  /* T_max matters to the pfi strategy only (share_weights): evaluated there. */
-  p->tmax = j->t_max > 0 ? j->t_max : NAN;
-  *ret_floor_bad = false;
-  if (j->min_tput > 0) {
-    double pf;
-    if (!c) return -EINVAL;
-    int err = pflex_curve_inverse(c, j->min_tput, &pf);
-    if (err == -ERANGE || (err == 0 && pf > p->hi)) {
-      *ret_floor_bad = true;
-      pf = p->hi;
-    } else if (err) {
-      return err;
-    }
-    if (pf > p->lo) p->lo = pf;
-  } else if (!(j->min_tput >= 0)) {
-    return -EINVAL;
-  }
-  return 0;
-}
-
-/* Whether jobs a and b give the same pflex__alloc_prep_job result: the
- * fields it reads (weight only for its check) are equal. */
-static bool same_prep(const struct pflex_alloc_job *a, const struct pflex_alloc_job *b) {
-  return a->curve == b->curve && a->gpus == b->gpus && a->weight == b->weight &&
-         a->p_min == b->p_min && a->p_max == b->p_max && a->t_max == b->t_max &&
-         a->cap_min_w == b->cap_min_w && a->cap_max_w == b->cap_max_w &&
-         a->min_tput == b->min_tput;
-}
-
-#define PREP_MEMO 64
-static int prepare(const struct pflex_alloc_job *jobs, size_t n, struct pflex__prep *pr,
-                   double *ret_min_w, double *ret_max_w, bool *ret_floor_infeasible) {
-  double min_w = 0, max_w = 0;
-  bool infeasible = false;
-  /* Jobs of a workload often repeat one job's data (the study's jobs of a
-   * group): such a job copies the last one seen with the same curve
-   * (direct-mapped) instead of resolving its bounds again; the same bits. */
-  struct {
-    size_t i;
-    bool bad;
-  } memo[PREP_MEMO];
-  for (size_t k = 0; k < PREP_MEMO; k++)
-    memo[k].i = SIZE_MAX, memo[k].bad = false;
-  for (size_t i = 0; i < n; i++) {
-    bool bad = false;
-    uint64_t h = pflex__alloc_mix(0, (uint64_t)(uintptr_t)jobs[i].curve);
-    size_t k = (size_t)(h >> 58), o = memo[k].i;
-    if (o < i && same_prep(&jobs[o], &jobs[i])) {
-      pr[i] = pr[o];
-      bad = memo[k].bad;
-    } else {
-      int err = pflex__alloc_prep_job(&jobs[i], &pr[i], &bad);
-      if (err) return err;
-      memo[k].i = i, memo[k].bad = bad;
-    }
-    infeasible |= bad;
-    min_w += pr[i].lo;
-    max_w += pr[i].hi;
-  }
-  *ret_min_w = min_w;
-  *ret_max_w = max_w;
-  *ret_floor_infeasible = infeasible;
-  return 0;
-}
-
 /* ---- proportional strategies ------------------------------------------------ */
+
+/* pfi's weight of job j, its T_max known (p->tmax). */
+static int pfi_weight(const struct pflex_alloc_job *j, const struct pflex__prep *p,
+                      double *ret_w) {
+  if (isnan(j->pfi) || !(p->tmax > 0) || !isfinite(p->tmax)) return -EINVAL;
+  *ret_w = p->hi / p->tmax * (j->pfi > 0 ? pflex__fmin(j->pfi, 1e12) : 0.0);
+  return 0;
+}
 
 int pflex__alloc_share_weight(const struct pflex_alloc_job *j, struct pflex__prep *p,
                               enum pflex_alloc_strategy s, double *ret_w) {
@@ -153,17 +62,35 @@ int pflex__alloc_share_weight(const struct pflex_alloc_job *j, struct pflex__pre
     return 0;
   case PFLEX_ALLOC_PFI:
     if (!(j->t_max > 0) && j->curve) p->tmax = pflex_curve_eval(j->curve, p->hi);
-    if (isnan(j->pfi) || !(p->tmax > 0) || !isfinite(p->tmax)) return -EINVAL;
-    *ret_w = p->hi / p->tmax * (j->pfi > 0 ? fmin(j->pfi, 1e12) : 0.0);
-    return 0;
+    return pfi_weight(j, p, ret_w);
   default: return -EINVAL;
   }
 }
 
+#define TMAX_MEMO 64
 static int share_weights(const struct pflex_alloc_job *jobs, size_t n, struct pflex__prep *pr,
                          enum pflex_alloc_strategy s, double *w) {
+  /* pfi reads each job's T_max at its P_max: a job with the curve and P_max
+   * of the last one seen (direct-mapped on the curve) and no T_max of its
+   * own takes that one's value instead of evaluating the curve again. */
+  size_t memo[TMAX_MEMO];
+  for (size_t k = 0; k < TMAX_MEMO && s == PFLEX_ALLOC_PFI; k++)
+    memo[k] = SIZE_MAX;
   for (size_t i = 0; i < n; i++) {
-    int err = pflex__alloc_share_weight(&jobs[i], &pr[i], s, &w[i]);
+    const struct pflex_alloc_job *j = &jobs[i];
+    int err;
+    if (s == PFLEX_ALLOC_PFI && !(j->t_max > 0) && j->curve) {
+      size_t k = (size_t)(pflex__alloc_mix(0, (uint64_t)(uintptr_t)j->curve) >> 58), o = memo[k];
+      if (o < i && jobs[o].curve == j->curve && pr[o].hi == pr[i].hi) {
+        pr[i].tmax = pr[o].tmax;
+        err = pfi_weight(j, &pr[i], &w[i]);
+      } else {
+        memo[k] = i;
+        err = pflex__alloc_share_weight(j, &pr[i], s, &w[i]);
+      }
+    } else {
+      err = pflex__alloc_share_weight(j, &pr[i], s, &w[i]);
+    }
     if (err) return err;
   }
   return 0;
@@ -274,7 +201,7 @@ static void wf_spread(const struct pflex__prep *pr, const double *w, size_t n, c
     if (clip[i]) continue;
     double h = pr[i].hi - pr[i].lo;
     double share = wr > 0 ? rest * (w[i] / wr) : (hr > 0 ? rest * (h / hr) : 0);
-    p[i] = pr[i].hi - fmin(share, h);
+    p[i] = pr[i].hi - pflex__fmin(share, h);
   }
 }
 
@@ -364,7 +291,7 @@ static int repair(const struct pflex_alloc_job *jobs, size_t n, const struct pfl
   for (size_t k = 0; k < nc && freed > 0; k++) {
     cand_select(c, k, nc, false);
     size_t i = c[k].job;
-    double add = fmin(c[k].dp, freed);
+    double add = pflex__fmin(c[k].dp, freed);
     pa[i] = p[i] + add;
     freed -= add;
     da += val(&jobs[i], pa[i]) - val(&jobs[i], p[i]);
@@ -382,7 +309,7 @@ static int repair(const struct pflex_alloc_job *jobs, size_t n, const struct pfl
   for (size_t k = 0; k < nc && need > 0; k++) {
     cand_select(c, k, nc, true);
     size_t i = c[k].job;
-    double rem = fmin(c[k].dp, need);
+    double rem = pflex__fmin(c[k].dp, need);
     pb[i] = p[i] - rem;
     need -= rem;
     acc += val(&jobs[i], pb[i]) - val(&jobs[i], p[i]);
@@ -723,9 +650,8 @@ static int pass_find_or_sample(const struct pflex_alloc_job *jobs, const double 
  * job with room and weight either shares the hull of an earlier job of the
  * pass with the same key or starts a distinct hull of its own. */
 static int pass_hulls(const struct pflex_alloc_job *jobs, size_t n, const double *wlo,
-                      const double *whi, unsigned knots, struct hull_cache *hc, struct pass *ps) {
-  size_t maxk;
-  if (pass_max_knots(jobs, n, knots, &maxk) < 0) return -EINVAL;
+                      const double *whi, unsigned knots, size_t maxk, struct hull_cache *hc,
+                      struct pass *ps) {
   if (hc && hc->nused > 4 * n + 65536) hull_cache_clear(hc);
   struct pass_scratch sc;
   int err = pass_scratch_init(&sc, ps, n, maxk);
@@ -798,15 +724,87 @@ static double take_steeper(struct pass *ps, size_t i, const double *wlo, double 
   return left;
 }
 
+/* Whether kept pass k serves jobs with these weights and knots. */
+static bool kept_fits(const struct pflex__pass1 *k, const struct pflex_alloc_job *jobs, size_t n,
+                      unsigned knots) {
+  if (k->state != 1 || k->knots != knots) return false;
+  for (size_t i = 0; i < n; i++)
+    if (!(jobs[i].weight == k->weight[i])) return false;
+  return true;
+}
+
+/* Keeps pass ps (on the jobs' own bounds) in k, copying its hulls: never
+ * where a job has a callback curve; not where memory runs out (a cache). */
+static void pass_keep(struct pflex__pass1 *k, const struct pflex_alloc_job *jobs, size_t n,
+                      const double *wlo, const double *whi, unsigned knots, const struct pass *ps) {
+  size_t nd = ps->nd, m = n ? n : 1, md = nd ? nd : 1, nseg = 0;
+  for (size_t i = 0; i < n; i++)
+    if (pflex_curve_kind(jobs[i].curve) == PFLEX_CURVE_CALLBACK) {
+      pflex__pass1_reset(k, -1);
+      return;
+    }
+  for (size_t d = 0; d < nd; d++)
+    nseg += ps->jn[ps->rep[d]];
+  *k = (struct pflex__pass1){.state = 1, .knots = knots, .nd = nd};
+  k->weight = malloc(m * sizeof *k->weight), k->jn = malloc(m * sizeof *k->jn);
+  k->dist = malloc(m * sizeof *k->dist), k->rep = malloc(md * sizeof *k->rep);
+  k->off = malloc(md * sizeof *k->off), k->mult = malloc(md * sizeof *k->mult);
+  k->segs = malloc((nseg ? nseg : 1) * sizeof *k->segs);
+  if (!k->weight || !k->jn || !k->dist || !k->rep || !k->off || !k->mult || !k->segs) {
+    pflex__pass1_reset(k, -1);
+    return;
+  }
+  for (size_t i = 0; i < n; i++) {
+    k->weight[i] = jobs[i].weight, k->jn[i] = ps->jn[i];
+    k->dist[i] = whi[i] > wlo[i] && jobs[i].weight > 0 ? ps->dist[i] : SIZE_MAX; /* as pass_hulls */
+  }
+  nseg = 0;
+  for (size_t d = 0; d < nd; d++) {
+    size_t r = ps->rep[d];
+    k->rep[d] = r, k->mult[d] = ps->mult[d], k->off[d] = nseg;
+    if (ps->jn[r]) memcpy(&k->segs[nseg], ps->js[r], ps->jn[r] * sizeof *k->segs);
+    nseg += ps->jn[r];
+  }
+}
+
+/* Pass ps from kept k: the same hulls (copies), jobs and counts as
+ * pass_hulls gave when k was kept. */
+static int pass_from_kept(const struct pflex__pass1 *k, size_t n, struct pass *ps) {
+  size_t m = n ? n : 1, md = k->nd ? k->nd : 1;
+  const struct carve t[] = {
+      {(void **)&ps->js, sizeof *ps->js, m},     {(void **)&ps->jn, sizeof *ps->jn, m},
+      {(void **)&ps->nfull, sizeof *ps->nfull, m}, {(void **)&ps->rep, sizeof *ps->rep, md},
+      {(void **)&ps->dist, sizeof *ps->dist, m}, {(void **)&ps->mult, sizeof *ps->mult, md},
+  };
+  if (!(ps->block = carve_block(t, sizeof t / sizeof *t))) return -ENOMEM;
+  ps->nd = k->nd;
+  memcpy(ps->rep, k->rep, k->nd * sizeof *ps->rep);
+  memcpy(ps->mult, k->mult, k->nd * sizeof *ps->mult);
+  for (size_t i = 0; i < n; i++) {
+    ps->jn[i] = k->jn[i], ps->dist[i] = k->dist[i], ps->nfull[i] = 0;
+    ps->js[i] = k->jn[i] ? k->segs + k->off[k->dist[i]] : NULL;
+  }
+  return 0;
+}
+
 /* One greedy pass with job i confined to the window [wlo[i], whi[i]] inside
  * its bounds; budget is the power above the sum of wlo. hc (may be NULL)
- * caches hulls across calls. */
+ * caches hulls across calls. maxk: pass_max_knots's room. p1 (may be
+ * NULL): where the first pass on prepared jobs is kept, the windows being
+ * their bounds. */
 static int greedy(const struct pflex_alloc_job *jobs, size_t n, const struct pflex__prep *pr,
                   const double *wlo, const double *whi, double budget, unsigned knots,
-                  struct hull_cache *hc, double *p, double *ret_gap) {
+                  size_t maxk, struct hull_cache *hc, struct pflex__pass1 *p1, double *p,
+                  double *ret_gap) {
   struct pass ps = {0};
   double lambda;
-  int err = pass_hulls(jobs, n, wlo, whi, knots, hc, &ps);
+  int err;
+  if (p1 && kept_fits(p1, jobs, n, knots)) {
+    err = pass_from_kept(p1, n, &ps);
+  } else {
+    err = pass_hulls(jobs, n, wlo, whi, knots, maxk, hc, &ps);
+    if (!err && p1 && p1->state == 0) pass_keep(p1, jobs, n, wlo, whi, knots, &ps);
+  }
   if (!err) err = pass_threshold(&ps, budget, &lambda);
   if (err) goto out;
   const struct pflex__seg *const *js = ps.js;
@@ -821,7 +819,7 @@ static int greedy(const struct pflex_alloc_job *jobs, size_t n, const struct pfl
   for (size_t i = 0; i < n && left > 0; i++)
     for (size_t m = nfull[i]; m < jn[i] && left > 0; m++) {
       if (js[i][m].slope < lambda) break;
-      double take = fmin(js[i][m].dp, left);
+      double take = pflex__fmin(js[i][m].dp, left);
       p[i] += take;
       left -= take;
       if (take < js[i][m].dp) {
@@ -834,7 +832,7 @@ static int greedy(const struct pflex_alloc_job *jobs, size_t n, const struct pfl
           gap = hull - got;
           double better;
           if ((err = repair(jobs, n, js, jn, nfull, p, i, m, take, &better))) goto out;
-          gap = fmax(0.0, gap - better);
+          gap = pflex__fmax(0.0, gap - better);
         }
       } else {
         nfull[i]++;
@@ -843,14 +841,14 @@ static int greedy(const struct pflex_alloc_job *jobs, size_t n, const struct pfl
   /* Power no curve turns into throughput still may be used: give it out up to
    * P_max in job order rather than cut jobs for nothing. */
   for (size_t i = 0; i < n && left > 0; i++) {
-    double take = fmin(pr[i].hi - p[i], left);
+    double take = pflex__fmin(pr[i].hi - p[i], left);
     if (take > 0) {
       p[i] += take;
       left -= take;
     }
   }
   for (size_t i = 0; i < n; i++)
-    p[i] = fmin(fmax(p[i], wlo[i]), pr[i].hi);
+    p[i] = pflex__fmin(pflex__fmax(p[i], wlo[i]), pr[i].hi);
   *ret_gap = gap;
 out:
   pass_release(&ps);
@@ -1329,14 +1327,15 @@ static double ls_apply(struct ls *s, const struct ls_move *mv) {
  * Power sums change only by rounding (the caller enforces the target); each
  * job stays in its bounds. *ret_gain is the rise of the objective. The search in parts:
  * ls_candidates picks the set, ls_fill_table its gains, ls_best_move the move of a round, ls_apply
- * carries it out. */
+ * carries it out. f: room for the jobs' weighted throughputs at p, which
+ * are there already with their sum *known (else NULL). */
 static int local_search(const struct pflex_alloc_job *jobs, size_t n, const struct pflex__prep *pr,
-                        double *p, double *ret_gain) {
+                        double *p, double *f, const double *known, double *ret_gain) {
   *ret_gain = 0;
   if (n < 2) return 0;
   double dmax = 0;
   for (size_t i = 0; i < n; i++)
-    dmax = fmax(dmax, pr[i].hi - pr[i].lo);
+    dmax = pflex__fmax(dmax, pr[i].hi - pr[i].lo);
   if (!(dmax > 0)) return 0;
   struct ls s = {.jobs = jobs, .pr = pr, .p = p, .obj = 0};
   for (int k = 0; k < LS_STEPS; k++) {
@@ -1344,11 +1343,11 @@ static int local_search(const struct pflex_alloc_job *jobs, size_t n, const stru
     s.amt[k] = -s.ds[k], s.col[k] = 2 * k + 1;
     s.amt[2 * LS_STEPS - 1 - k] = s.ds[k], s.col[2 * LS_STEPS - 1 - k] = 2 * k;
   }
-  s.f = malloc(n * sizeof *s.f);
+  s.f = f;
   bool *in = calloc(n, sizeof *in);
   int err = -ENOMEM;
-  if (!s.f || !in) goto out;
-  s.obj = objective_into(jobs, n, p, s.f);
+  if (!in) goto out;
+  s.obj = known ? *known : objective_into(jobs, n, p, s.f);
   if ((err = ls_table(&s, n, in)) < 0) goto out;
   for (int c = 0; c < 2 * LS_STEPS; c++) {
     topk_scan(&s.tab[c * s.ns], s.ns, &s.best_rows[c]);
@@ -1363,7 +1362,6 @@ static int local_search(const struct pflex_alloc_job *jobs, size_t n, const stru
   *ret_gain = gain;
   err = 0;
 out:
-  free(s.f);
   free(in);
   free(s.set);
   free(s.tab);
@@ -1379,11 +1377,12 @@ out:
  * skipped when every curve is piecewise linear (the first pass is exact). */
 static int optimal(const struct pflex_alloc_job *jobs, size_t n, const struct pflex__prep *pr,
                    double target, double min_w, unsigned knots, bool search, struct hull_cache *hc,
-                   double *p, double *ret_gap) {
-  double *lo = calloc(n ? n : 1, sizeof *lo), *hi = calloc(n ? n : 1, sizeof *hi),
-         *q = calloc(n ? n : 1, sizeof *q);
-  int err = -ENOMEM;
-  if (!lo || !hi || !q) goto out;
+                   struct pflex__pass1 *p1, double *p, double *ret_gap) {
+  size_t m = n ? n : 1;
+  double *lo = calloc(5 * m, sizeof *lo), obj, *known = NULL;
+  if (!lo) return -ENOMEM;
+  double *hi = lo + m, *q = lo + 2 * m, *f = lo + 3 * m, *fq = lo + 4 * m;
+  int err;
   bool exact = true;
   for (size_t i = 0; i < n; i++) {
     if (!jobs[i].curve) {
@@ -1398,32 +1397,39 @@ static int optimal(const struct pflex_alloc_job *jobs, size_t n, const struct pf
   for (size_t i = 0; i < n && concave && search; i++)
     concave = known_concave(jobs[i].curve);
   double gap;
-  if ((err = greedy(jobs, n, pr, lo, hi, target - min_w, knots, hc, p, &gap))) goto out;
+  size_t maxk;
+  if ((err = pass_max_knots(jobs, n, knots, &maxk)) ||
+      (err = greedy(jobs, n, pr, lo, hi, target - min_w, knots, maxk, hc, p1, p, &gap)))
+    goto out;
   if (!exact) {
     double wsum = 0;
     for (size_t i = 0; i < n; i++) {
       double h = (pr[i].hi - pr[i].lo) / (knots - 1);
-      lo[i] = fmax(pr[i].lo, p[i] - h);
-      hi[i] = fmin(pr[i].hi, p[i] + h);
+      lo[i] = pflex__fmax(pr[i].lo, p[i] - h);
+      hi[i] = pflex__fmin(pr[i].hi, p[i] + h);
       wsum += lo[i];
     }
     double gap2;
     if (wsum <= target) {
-      if ((err = greedy(jobs, n, pr, lo, hi, target - wsum, knots, hc, q, &gap2))) goto out;
-      if (objective(jobs, n, q) > objective(jobs, n, p)) memcpy(p, q, n * sizeof *p);
+      if ((err = greedy(jobs, n, pr, lo, hi, target - wsum, knots, maxk, hc, NULL, q, &gap2))) goto out;
+      /* the better pass's values stay for the local search (f) */
+      double vq = objective_into(jobs, n, q, fq), vp = objective_into(jobs, n, p, f);
+      if (vq > vp) {
+        memcpy(p, q, n * sizeof *p);
+        memcpy(f, fq, n * sizeof *f);
+      }
+      obj = vq > vp ? vq : vp, known = &obj;
     }
   }
   if (search && !concave) {
     double gain;
-    if ((err = local_search(jobs, n, pr, p, &gain))) goto out;
-    gap = fmax(0.0, gap - gain);
+    if ((err = local_search(jobs, n, pr, p, f, known, &gain))) goto out;
+    gap = pflex__fmax(0.0, gap - gain);
   }
   *ret_gap = gap;
   err = 0;
 out:
   free(lo);
-  free(hi);
-  free(q);
   return err;
 }
 
@@ -1445,11 +1451,11 @@ static int oracle(const struct pflex_alloc_job *jobs, size_t n, const struct pfl
   double vp = err ? 0 : objective(jobs, n, p);
   if (!err && gap > PFLEX__ORACLE_TOL * fabs(vp)) {
     double g2, *q = lo; /* lo is free again */
-    err = optimal(jobs, n, pr, target, min_w, knots, true, ctx ? &ctx->hulls : NULL, q, &g2);
+    err = optimal(jobs, n, pr, target, min_w, knots, true, ctx ? &ctx->hulls : NULL, NULL, q, &g2);
     double vq = err ? 0 : objective(jobs, n, q);
     if (!err && vq > vp) {
       memcpy(p, q, n * sizeof *p);
-      gap = fmax(0.0, vp + gap - vq);
+      gap = pflex__fmax(0.0, vp + gap - vq);
     }
   }
   if (!err) *ret_gap = gap;
@@ -1469,7 +1475,7 @@ void pflex__alloc_enforce_target(double *p, const double *lo, size_t lo_stride, 
     if (s <= target) return;
     double excess = (s - target) + 4 * DBL_EPSILON * fabs(s) + DBL_MIN;
     for (size_t i = 0; i < n && excess > 0; i++) {
-      double d = fmin(p[i] - lo[i * lo_stride], excess);
+      double d = pflex__fmin(p[i] - lo[i * lo_stride], excess);
       if (d > 0) {
         p[i] -= d;
         excess -= d;
@@ -1511,7 +1517,7 @@ static void fill_results(const struct pflex_alloc_job *jobs, size_t n,
       r->cap_w = pflex_curve_cap_for_power(c, p[i], jobs[i].gpus, pr[i].cap_min, pr[i].cap_max);
     else
       r->cap_w = p[i] >= pr[i].hi ? pr[i].cap_max
-                                  : fmin(fmax(p[i] / jobs[i].gpus, pr[i].cap_min), pr[i].cap_max);
+                                  : pflex__fmin(pflex__fmax(p[i] / jobs[i].gpus, pr[i].cap_min), pr[i].cap_max);
     sum->total_w += p[i];
     sum->total_tput += r->tput;
     sum->weighted_tput += jobs[i].weight * r->tput;
@@ -1532,7 +1538,12 @@ int pflex_alloc_run(const struct pflex_alloc_job *jobs, size_t n,
   if (!pr || !p) goto out;
   double min_w, max_w, gap = 0;
   bool floor_bad;
-  if ((err = prepare(jobs, n, pr, &min_w, &max_w, &floor_bad))) goto out;
+  struct pflex__pass1 *p1 = NULL;
+  if (opts && opts->prepared)
+    err = pflex__alloc_prepared_take(opts->prepared, jobs, n, pr, &min_w, &max_w, &floor_bad, &p1);
+  else
+    err = pflex__alloc_prepare(jobs, n, pr, &min_w, &max_w, &floor_bad);
+  if (err) goto out;
   struct pflex_alloc_summary sum = {.target_w = target_w,
                                     .min_w = min_w,
                                     .max_w = max_w,
@@ -1550,7 +1561,7 @@ int pflex_alloc_run(const struct pflex_alloc_job *jobs, size_t n,
       goto out;
   } else if (strategy == PFLEX_ALLOC_OPTIMAL) {
     if ((err = optimal(jobs, n, pr, target_w, min_w, knots, !(opts && opts->no_local_search),
-                       opts && opts->ctx ? &opts->ctx->hulls : NULL, p, &gap)))
+                       opts && opts->ctx ? &opts->ctx->hulls : NULL, p1, p, &gap)))
       goto out;
   } else {
     err = -ENOMEM;

@@ -58,6 +58,39 @@ _Static_assert(sizeof(struct pflex__prep) % sizeof(double) == 0, "prep: a stride
 int pflex__alloc_prep_job(const struct pflex_alloc_job *j, struct pflex__prep *p,
                           bool *ret_floor_bad);
 
+/* Every job's bounds into pr (n), their sums and whether a throughput floor
+ * lies above its T_max: pflex_alloc_run's first step (alloc.c). */
+int pflex__alloc_prepare(const struct pflex_alloc_job *jobs, size_t n, struct pflex__prep *pr,
+                         double *ret_min_w, double *ret_max_w, bool *ret_floor_infeasible);
+
+/* optimal's first greedy pass on prepared jobs (their bounds as windows),
+ * kept by alloc.c, owned by the prepared jobs (alloc_prepared.c): state 0
+ * none yet, 1 kept, -1 never (a callback curve: what it computes may
+ * change, its pointer not). The weights and knots it was made with; per
+ * job its hull's length jn and distinct hull dist (SIZE_MAX: none); per
+ * distinct hull its first job rep, job count mult and segments at off in
+ * segs. */
+struct pflex__pass1 {
+  int state;
+  unsigned knots;
+  double *weight, *mult;
+  size_t *jn, *dist, nd, *rep, *off;
+  struct pflex__seg *segs;
+};
+
+/* As pflex__alloc_prepare, from jobs prepared before (alloc_prepared.c):
+ * the same values where jobs are those it was made from (but for weights,
+ * checked here), and in *ret_pass1 its first pass's record; prepares them
+ * afresh where a job's curve is not the one it was made with, or n
+ * differs (*ret_pass1 NULL). */
+int pflex__alloc_prepared_take(struct pflex_alloc_prepared *pp, const struct pflex_alloc_job *jobs,
+                               size_t n, struct pflex__prep *pr, double *ret_min_w,
+                               double *ret_max_w, bool *ret_floor_infeasible,
+                               struct pflex__pass1 **ret_pass1);
+
+/* Frees a pass record's arrays and sets it to state s. */
+void pflex__pass1_reset(struct pflex__pass1 *k, int s);
+
 /* Job j's weight in the cut of a proportional strategy s (alloc.c); may
  * evaluate T_max into p->tmax (pfi). -EINVAL on a bad feature. */
 int pflex__alloc_share_weight(const struct pflex_alloc_job *j, struct pflex__prep *p,
@@ -82,6 +115,18 @@ size_t pflex__alloc_wf_clip(struct pflex__wf_job *job, size_t m, double wsum, do
  * excess (and a margin) from jobs above their floor lo[i * lo_stride]. */
 void pflex__alloc_enforce_target(double *p, const double *lo, size_t lo_stride, size_t n,
                                  double target);
+
+/* fmin and fmax, inline and bit for bit glibc's (a library call each: the
+ * compiler does not inline them without -ffinite-math-only): the smaller
+ * (larger) value, x where the two compare equal (0 and -0), the one that
+ * is not a NaN where one is, y where both are (tests/unit/test_alloc_prepared.c). */
+static inline double pflex__fmin(double x, double y) {
+  return (y != y && x == x) || x <= y ? x : y;
+}
+
+static inline double pflex__fmax(double x, double y) {
+  return (y != y && x == x) || x >= y ? x : y;
+}
 
 /* Hash mixing for the caches' keys. */
 static inline uint64_t pflex__alloc_mix(uint64_t h, uint64_t v) {

@@ -582,8 +582,17 @@ static int study_lines(struct study *s) {
   return 0;
 }
 
+#define SCORE_MEMO 128
+struct score_memo {
+  size_t gi;
+  double p, t;
+  unsigned stamp;
+};
+
 /* Workload scratch space. */
 struct work {
+  struct score_memo memo[SCORE_MEMO]; /* score's, valid at stamp */
+  unsigned stamp;
   size_t *gi;                      /* the jobs' groups */
   struct pflex_alloc_job *jt, *jp; /* on true curves, on predicted/refined curves */
   struct pflex_alloc_result *r;
@@ -595,7 +604,25 @@ struct work {
   double *tl; /* per line, then rounds + 1: this workload's value in each objective */
   struct pflex_alloc_opts ao, ao_powers; /* ao_powers: ao with skip_tput */
   struct pflex_alloc_ctx *actx;
+  /* The workload's jobs prepared once for all its cuts (pflex_alloc_prepare):
+   * on the true curves (ao.prepared), and per prediction set k on its
+   * predicted curves (optimal's round 0 without shrinkage), when first used:
+   * those jobs in jpk[k * jobs ..], which do not change from cut to cut
+   * (run_optimal_plain). */
+  struct pflex_alloc_prepared *prep_t, **prep_p;
+  struct pflex_alloc_job *jpk;
 };
+
+/* Frees the workload's prepared jobs. */
+static void work_unprepare(struct work *w, size_t np) {
+  pflex_alloc_prepared_free(w->prep_t);
+  w->prep_t = NULL;
+  w->ao.prepared = NULL;
+  for (size_t k = 0; w->prep_p && k < np; k++) {
+    pflex_alloc_prepared_free(w->prep_p[k]);
+    w->prep_p[k] = NULL;
+  }
+}
 
 static void work_free(struct work *w, size_t n) {
   for (size_t j = 0; j < n; j++) {
@@ -613,6 +640,8 @@ static void work_free(struct work *w, size_t n) {
   free(w->pw);
   free(w->pobs);
   free(w->tl);
+  free(w->prep_p);
+  free(w->jpk);
   pflex_alloc_ctx_free(w->actx);
 }
 
@@ -629,8 +658,10 @@ static int work_alloc(struct work *w, const struct study *s) {
   w->pw = calloc(n, sizeof *w->pw);
   w->pobs = calloc(n, sizeof *w->pobs);
   w->tl = calloc(PFLEX_OBJECTIVE_N * (s->nlines + s->o->rounds + 1), sizeof *w->tl);
+  w->prep_p = calloc(s->np ? s->np : 1, sizeof *w->prep_p);
+  w->jpk = calloc((s->np ? s->np : 1) * n, sizeof *w->jpk);
   if (!(w->gi && w->jt && w->jp && w->r && w->ref && w->shr && w->eq && w->anc && w->pw &&
-        w->pobs && w->tl))
+        w->pobs && w->tl && w->prep_p && w->jpk))
     return -ENOMEM;
   /* One allocator context for the whole run: the same curves come back in
    * every workload and cut, their hulls are sampled once (same results). */
@@ -670,18 +701,18 @@ static void sample_workload(const struct study *s, struct work *w, int sc, gsl_r
   }
 }
 
-#define SCORE_MEMO 128
 /* The true value of the allocation in w->r under every objective: v[ob] =
  * sum of the jobs' true throughputs, each times its weight in ob. */
-static void score(const struct study *s, const struct work *w, double *v) {
+static void score(const struct study *s, struct work *w, double *v) {
   /* Jobs of one group often get one power: such a job reads the value of
-   * the last one seen (direct-mapped on group and power), the same bits. */
-  struct {
-    size_t gi;
-    double p, t;
-  } memo[SCORE_MEMO];
-  for (size_t k = 0; k < SCORE_MEMO; k++)
-    memo[k].gi = SIZE_MAX;
+   * the last one seen in this call (direct-mapped on group and power), the
+   * same bits. An entry of an earlier call has another stamp. */
+  struct score_memo *memo = w->memo;
+  if (++w->stamp == 0) {
+    for (size_t k = 0; k < SCORE_MEMO; k++)
+      memo[k].stamp = 0;
+    w->stamp = 1;
+  }
   for (int ob = 0; ob < PFLEX_OBJECTIVE_N; ob++)
     v[ob] = 0;
   for (size_t j = 0; j < s->o->jobs; j++) {
@@ -691,7 +722,8 @@ static void score(const struct study *s, const struct work *w, double *v) {
     memcpy(&bits, &pw, sizeof bits);
     uint64_t h = ((uint64_t)gi * 0x9E3779B97F4A7C15ull ^ bits) * 0xff51afd7ed558ccdull;
     size_t k = (size_t)(h >> 57) & (SCORE_MEMO - 1);
-    if (memo[k].gi != gi || !(memo[k].p == pw)) {
+    if (memo[k].stamp != w->stamp || memo[k].gi != gi || !(memo[k].p == pw)) {
+      memo[k].stamp = w->stamp;
       memo[k].gi = gi;
       memo[k].p = pw;
       memo[k].t = pflex_curve_eval(s->g[gi].curve, pw);
@@ -846,6 +878,32 @@ static int closed_loop(const struct study *s, struct work *w, size_t k, double t
   return err;
 }
 
+/* run_optimal without shrinkage or closed loop: the jobs on set k's
+ * predicted curves (as run_optimal builds them: its shrinkage leaves each
+ * curve as it is) are the same at every cut of the workload, so they are
+ * built and prepared at its first cut only (w->jpk, w->prep_p). */
+static int run_optimal_plain(const struct study *s, struct work *w, size_t k, double target,
+                             double *t) {
+  size_t n = s->o->jobs;
+  struct pflex_alloc_job *jp = &w->jpk[k * n];
+  int err = 0;
+  if (!w->prep_p[k]) {
+    for (size_t j = 0; j < n && !err; j++)
+      err = group_curves(s, w->gi[j]);
+    for (size_t j = 0; j < n && !err; j++) {
+      jp[j] = w->jt[j];
+      jp[j].curve = s->pcurve[k * s->ng + w->gi[j]];
+    }
+    if (!err) err = pflex_alloc_prepare(jp, n, &w->prep_p[k]);
+    if (err) return err;
+  }
+  struct pflex_alloc_opts o = w->ao_powers;
+  o.prepared = w->prep_p[k];
+  struct pflex_alloc_summary sum;
+  if (!(err = pflex_alloc_run(jp, n, PFLEX_ALLOC_OPTIMAL, target, &o, w->r, &sum))) score(s, w, t);
+  return err;
+}
+
 /* optimal with prediction set k on one workload and cut, each predicted
  * curve shrunk toward the job's power in the equal cut; then the closed
  * loop. Writes the true value after each round in each objective into
@@ -854,6 +912,7 @@ static int run_optimal(const struct study *s, struct work *w, size_t k, double t
                        gsl_rng *noise, double *t) {
   size_t n = s->o->jobs;
   int err = 0;
+  if (!(s->o->shrink > 0) && !s->o->rounds) return run_optimal_plain(s, w, k, target, t);
   for (size_t j = 0; j < n && !err; j++)
     err = group_curves(s, w->gi[j]);
   for (size_t j = 0; j < n && !err; j++) {
@@ -1000,7 +1059,10 @@ static int run_scenarios(const struct study *s, struct sums *m) {
     gsl_rng_set(noise, s->o->seed * 7919ul + 104729ul + (unsigned long)sc);
     for (size_t wl = 0; wl < s->o->workloads && !err; wl++) {
       sample_workload(s, &w, sc, rng);
-      err = run_workload(s, &w, sc, m, noise);
+      err = pflex_alloc_prepare(w.jt, s->o->jobs, &w.prep_t);
+      w.ao.prepared = w.prep_t;
+      if (!err) err = run_workload(s, &w, sc, m, noise);
+      work_unprepare(&w, s->np);
       pflex_progress_report(&s->o->progress, "workloads", ++done, total);
     }
   }
