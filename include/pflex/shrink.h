@@ -108,10 +108,11 @@ int pflex_shrink_band(const double *rise, size_t nr, const double *fall, size_t 
  * refinement says how far its curve is pinned (pflex_refine_spread: how
  * much the templates it averages disagree about a change), the calibration
  * groups' ratios are standardized by their own spreads, z = log(ratio) /
- * spread, and a job's factor is exp(z_q x its spread). Into *ret_z the
+ * max(spread, PFLEX_SHRINK_MIN_SPREAD), and a job's factor is exp(z_q x its
+ * spread). Into *ret_z the
  * q-quantile of z over the pairs with a finite positive ratio and spread:
  * the values' own where at least PFLEX_SHRINK_TAIL_MIN lie beyond it, else
- * a normal's fitted to them. Rises take q, falls 1 - q. -EINVAL on bad
+ * a normal's fitted to them (a caller asks q for rises, 1 - q for falls). -EINVAL on bad
  * arguments (0 < q < 1), -PFLEX_E_NOPOINTS with fewer than 2 pairs, -ENOMEM.
  * (src/core/shrink_scaled.c) */
 int pflex_shrink_scaled_band(const double *ratio, const double *spread, size_t n, double q,
@@ -119,12 +120,13 @@ int pflex_shrink_scaled_band(const double *ratio, const double *spread, size_t n
 
 /* The least spread a scaled factor is taken at: templates that agree more
  * closely than this still leave the job's own shape unlike theirs. (On the
- * study's data sets it binds nowhere: the same results at 0 and 0.03.) */
+ * study's data sets it binds nowhere: docs/study.md, "Eighth wave".) */
 #define PFLEX_SHRINK_MIN_SPREAD 0.03
 
 /* A rise's (gain, in [1e-3, 1]) or a fall's (loss, in [1,
  * PFLEX_SHRINK_MAX_LOSS]) factor exp(z max(spread, PFLEX_SHRINK_MIN_SPREAD))
- * from pflex_shrink_scaled_band's z. */
+ * from pflex_shrink_scaled_band's z; a z that is not a number gives the most
+ * pessimistic factor (1e-3, PFLEX_SHRINK_MAX_LOSS). */
 double pflex_shrink_scaled_factor(double z, double spread, bool rise);
 
 /* Whether an allocation found on the jobs' (shrunk) curves beats the

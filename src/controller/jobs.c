@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "controller/raises.h"
+
 #define SETTLE_ROUNDS 2 /* a cap (or no cap) holds this long before its reading counts */
 #define OBS_EVERY_ROUNDS 10
 #define EMA 0.3
@@ -217,11 +219,11 @@ static void refine_job(const struct ctl_jobset *js, const struct ctl_job *j, dou
 }
 
 /* A probed job's cap is at its share when the limit held is the share, or
- * as near as the raises pushed go (loop.c sends no raise under max(5 W, 1%):
+ * as near as the raises pushed go (no raise under ctl_smallest_raise_w is sent:
  * a share cut short by the headroom by less than that stays short, and the
  * job stayed probed until the share moved). */
 static bool at_share(const struct ctl_job *j) {
-  double tol = fmax(5.0, 0.01 * j->probe_cap_w) + 0.5;
+  double tol = ctl_smallest_raise_w(j->probe_cap_w) + 0.5;
   return j->probe_cap_w > 0 && fabs(j->held_cap_w - j->probe_cap_w) <= tol;
 }
 
@@ -240,7 +242,9 @@ static bool at_share(const struct ctl_job *j) {
  * (docs/controller.md, "Tenth round"). Each estimate comes from a higher
  * draw, so they end. */
 static void estimate_t_max(const struct ctl_jobset *js, struct ctl_job *j, double p, double pfi) {
-  bool settled = j->has_tput && j->held_rounds >= SETTLE_ROUNDS && !j->uncapped;
+  /* A reading of no throughput (a stalled job: an NCCL hang draws power and
+   * trains nothing) says nothing of T_max. */
+  bool settled = j->has_tput && j->tput > 0 && j->held_rounds >= SETTLE_ROUNDS && !j->uncapped;
   bool nearer = j->t_est > 0 ? j->power_w > NEARER * j->t_est_w : at_share(j);
   if (!settled || !nearer) return;
   struct pflex_refine_job rj;
@@ -360,7 +364,9 @@ static int ensure_curve(struct ctl_jobset *js, struct ctl_job *j, double prior_p
     pflex_refine_prior_free(prior);
     return rc;
   }
-  bool keep = j->refine && !j->relative && t > 1.0; /* tokens/s before and after */
+  /* Observations carry over between curves with a T_max, not from or to a
+   * relative one (T_max 1: its points are shares, not rates). */
+  bool keep = j->refine && !j->relative && (j->t_max > 0 || j->t_est > 0);
   job_release(j);
   j->prior = prior;
   j->refine = r;

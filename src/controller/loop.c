@@ -173,7 +173,7 @@ static size_t changed_gpus(struct ctl_node *nd, unsigned *idx, double *watts) {
   for (size_t g = 0; g < nd->ngpus; g++) {
     double held = nd->has_acked ? nd->acked_w[g] : 0;
     double want = nd->cap_w[g];
-    bool raise_small = held > 0 && want > held && want - held < fmax(5.0, 0.01 * held);
+    bool raise_small = held > 0 && want > held && want - held < ctl_smallest_raise_w(held);
     if (raise_small) nd->cap_w[g] = want = held;
     bool stale_fb = !(nd->fb_sent_w[g] > 0) || nd->fb_sent_w[g] > nd->fallback_w;
     bool limit_moved = fabs(nd->gpu[g].limit_w - held) > 0.5; /* someone else changed it */

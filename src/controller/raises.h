@@ -27,6 +27,13 @@
  *
  * Lowers the raised GPUs' cap_w (every raise by the same share), adds each
  * job's pushed raise to its raised_w, and returns the watts withheld. */
+/* The smallest raise of a GPU's cap that is pushed: a raise under
+ * max(5 W, 1% of the cap held) is not sent (loop.c), so a cap may stay that
+ * far under what the plan gave it (jobs.c counts such a share as held). */
+static inline double ctl_smallest_raise_w(double held_w) {
+  return held_w * 0.01 > 5.0 ? held_w * 0.01 : 5.0;
+}
+
 double ctl_limit_raises(struct ctl_node *nodes, size_t n, struct ctl_jobset *js, double target_w,
                         double measured_w);
 

@@ -259,7 +259,9 @@ static int fill_job(struct pflex_alloc_flat *f, size_t i, const struct pflex_all
  * (moved) about 20 times; on a virtual machine whose hypervisor maps the
  * guest's page tables (this bench's), the first run over moved pages cost
  * 80 ms more at 10^6 jobs than the next (bench/README.md, tenth wave).
- * Rooms reserved but not filled are address space, no memory. */
+ * Rooms reserved but not filled are address space, no memory (with the
+ * kernel's default overcommit; under vm.overcommit_memory=2 they count
+ * against the commit limit). */
 static int presize(struct pflex_alloc_flat *f, const struct pflex_alloc_job *jobs, size_t n) {
   size_t rec = 0, pc = 0;
   bool opt = f->strategy == PFLEX_ALLOC_OPTIMAL;

@@ -40,6 +40,7 @@ int pflex_shrink_scaled_band(const double *ratio, const double *spread, size_t n
 }
 
 double pflex_shrink_scaled_factor(double z, double spread, bool rise) {
+  if (isnan(z)) return rise ? 1e-3 : PFLEX_SHRINK_MAX_LOSS; /* no evidence: the most pessimistic */
   double v = exp(z * fmax(spread, PFLEX_SHRINK_MIN_SPREAD));
   if (rise) return v < 1e-3 ? 1e-3 : v > 1 ? 1 : v;
   return v < 1 ? 1 : v > PFLEX_SHRINK_MAX_LOSS ? PFLEX_SHRINK_MAX_LOSS : v;

@@ -823,17 +823,16 @@ static void scaled_factors(const struct study *s, const struct pflex_refine *r, 
 }
 
 /* Job j's band in the closed loop at the power pw just observed, into f
- * (factors' return). From round 2 on, a job whose previous observation lay
- * farther than the knots' merge from pw has a chord measured on that side:
+ * (factors' return). From round 2 on, a job whose previous observation
+ * (prev) lay farther than the knots' merge from pw has a chord measured on that side:
  * there its band is the one calibrated after two such observations (phase
  * 2 + o, the nearest offset), on the other side still phase 1's. Measured
  * on the mixed clusters and the reference set (docs/study.md, "Eighth
  * wave"); on both sides it was no better on the twin. */
-static bool loop_factors(const struct study *s, struct work *w, size_t k, size_t j, size_t round,
-                         double pw, double *f) {
+static bool loop_factors(const struct study *s, const struct work *w, size_t k, size_t j,
+                         size_t round, double prev, double pw, double *f) {
   size_t gi = w->gi[j];
-  double off = (w->pobs[j] - pw) / pflex_curve_p_max(s->g[gi].curve);
-  w->pobs[j] = pw;
+  double off = (prev - pw) / pflex_curve_p_max(s->g[gi].curve);
   bool own = factors(s, 1, k, gi, pw, f);
   if (own) scaled_factors(s, w->ref[j], k, gi, pw, f);
   if (round < 2 || !own || !(fabs(off) > STUDY_SHRUNK_KNOT_MERGE)) return own;
@@ -868,7 +867,8 @@ static int closed_loop(const struct study *s, struct work *w, size_t k, double t
       double obs = pflex_curve_eval(s->g[gi].curve, pw) * (1 + gsl_ran_gaussian(noise, s->o->noise));
       if ((err = pflex_refine_observe(w->ref[j], pw, obs))) break;
       double f[CAL_NB];
-      bool own = loop_factors(s, w, k, j, round, pw, f);
+      bool own = loop_factors(s, w, k, j, round, w->pobs[j], pw, f);
+      w->pobs[j] = pw;
       err = shrunk_curve(w, j, pflex_refine_curve(w->ref[j]), f,
                          own ? 1 : 1 - pflex_refine_confidence(w->ref[j]), pw);
     }

@@ -139,10 +139,37 @@ static void t_max_is_estimated_again_nearer_the_top(void **state) {
   assert_near(j->t_est, third, 0);
 }
 
+/* A stalled job (an NCCL hang: power drawn, nothing trained) reports a
+ * throughput of 0 nearer the top: no estimate comes from it, the last one
+ * and the observations stay. */
+static void a_reading_of_no_throughput_estimates_nothing(void **state) {
+  struct fixture *f = *state;
+  struct ctl_job *j = ctl_jobset_find(&f->js, "late");
+  j->probe_cap_w = 422;
+  hold(&f->js, &f->cfg, 422, 8 * 417.0, 45900, 10, 3);
+  hold(&f->js, &f->cfg, 500, 8 * 495.0, 56000, 20, 3);
+  double t_est = j->t_est;
+  size_t obs = j->observations;
+  assert_true(t_est > 56000 && obs >= 1);
+  struct ctl_node nd;
+  for (int r = 0; r < 3; r++) {
+    node_at(&nd, 640, 8 * 635.0, 0, 30 + r);
+    nd.jobs[0].has_tput = true; /* reported, and 0 */
+    assert_int_equal(ctl_jobset_gather(&f->js, &nd, 1, 30 + r, 120), 0);
+    ctl_jobset_learn(&f->js, &f->cfg);
+  }
+  assert_near(j->t_est, t_est, 0);
+  assert_false(j->probe);
+  assert_false(j->relative);
+  assert_true(j->observations >= obs);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(a_share_short_by_an_unpushed_raise_is_held, setup, teardown),
       cmocka_unit_test_setup_teardown(t_max_is_estimated_again_nearer_the_top, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_reading_of_no_throughput_estimates_nothing, setup,
+                                      teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -287,6 +287,9 @@ static void test_scaled_band(void **state) {
   NEAR(pflex_shrink_scaled_factor(-0.5, 0.1, false), 1, 0); /* a loss at least 1 */
   NEAR(pflex_shrink_scaled_factor(-100, 1, true), 1e-3, 0);
   NEAR(pflex_shrink_scaled_factor(100, 1, false), PFLEX_SHRINK_MAX_LOSS, 0);
+  NEAR(pflex_shrink_scaled_factor(NAN, 0.1, true), 1e-3, 0); /* no evidence: pessimistic */
+  NEAR(pflex_shrink_scaled_factor(NAN, 0.1, false), PFLEX_SHRINK_MAX_LOSS, 0);
+  NEAR(pflex_shrink_scaled_factor(-1, NAN, true), exp(-PFLEX_SHRINK_MIN_SPREAD), 1e-15);
 }
 
 int main(void) {
