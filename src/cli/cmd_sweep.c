@@ -85,10 +85,10 @@ static const struct cli_spec spec = {
     .max_operands = 4096,
     .in_order = true, /* options end at COMMAND, which keeps its own */
     .notes = "Each run: set the caps (original limits recorded first), start COMMAND fresh, "
-             "sample,\nstop it (SIGTERM to its process group), aggregate the training phase by "
-             "the top-10% mean,\npause. The command gets env PFLEX_CAP_W. Limits are restored "
-             "on success, error, SIGINT,\nSIGTERM and a crashing command; after kill -9 run "
-             "'pflex cap restore'. Needs root or\nCAP_SYS_ADMIN on real GPUs."};
+             "sample, stop it (SIGTERM to its process group), aggregate the training phase by "
+             "the top-10% mean, pause. The command gets env PFLEX_CAP_W. Limits are restored "
+             "on success, error, SIGINT, SIGTERM and a crashing command; after kill -9 run "
+             "'pflex cap restore'. Needs root or CAP_SYS_ADMIN on real GPUs."};
 
 static const struct cli_spec *const specs[] = {&spec, NULL};
 
