@@ -271,6 +271,7 @@ static void print_table(const struct pflex_study_result *r, size_t n, const doub
       const struct pflex_study_result *x =
           pflex_study_find(r, n, sc, r[i].strategy, r[i].prediction, r[i].round, cuts[c]);
       double v = x ? m->get(x) : NAN;
+      if (v < 0 && v > (m->whole ? -0.5 : -0.05)) v = 0; /* no "-0.0" */
       if (isfinite(v))
         printf(m->whole ? " %9.0f" : " %9.1f", v);
       else
