@@ -69,8 +69,8 @@ static const struct key KEYS[] = {
     {"gain_down", DBL(gain_down, 0, 1), "0.5", "feedback gain while over target"},
     {"margin_pct", DBL(margin_pct, 0, 10), "0.5", "feedback setpoint below target, %"},
     {"max_over_pct", DBL(max_over_pct, 0, 10), "1",
-     "caps sum at most target + this % (0.5 or less: no demand change can make a sample "
-     "non-compliant, at the cost of the slack)"},
+     "the allocation's budget at most target + this %; raises fill only to the target "
+     "(docs/controller.md)"},
     {"baseline_rounds", INT(baseline_rounds, 1, 600), "3",
      "rounds averaged for the uncapped baseline of cut_pct"},
     {"max_rounds", INT(max_rounds, 0, 1000000000), "0", "stop after N rounds (0 = run)"},
