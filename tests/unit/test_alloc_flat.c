@@ -6,6 +6,7 @@
  * gives what a flat filled afresh gives; errors leave the flat as it was. */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -587,12 +588,78 @@ static void test_flat_scratch_reuse(void **state) {
   gsl_rng_free(r);
 }
 
+struct flat_runner {
+  const struct pflex_alloc_flat *flat;
+  double target;
+  const double *want_p, *want_c; /* the answer of a run alone */
+  double *p, *c;
+  size_t n;
+  int runs, mismatches, errors;
+};
+
+static void *run_repeatedly(void *arg) {
+  struct flat_runner *r = arg;
+  for (int k = 0; k < r->runs; k++) {
+    if (pflex_alloc_flat_run(r->flat, r->target, r->p, r->c, NULL) != 0) r->errors++;
+    else if (memcmp(r->p, r->want_p, r->n * sizeof *r->p) ||
+             memcmp(r->c, r->want_c, r->n * sizeof *r->c))
+      r->mismatches++;
+  }
+  return NULL;
+}
+
+/* Two threads running one flat at two targets at once (alloc.h: concurrent
+ * runs take the kept scratch or allocate their own): every run gives the
+ * answer a run alone gives, and nothing leaks (valgrind, ASan). */
+static void test_flat_concurrent_runs(void **state) {
+  (void)state;
+  enum { N = 2000, RUNS = 25 };
+  gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+  gsl_rng_set(r, 29);
+  struct pflex_alloc_job *j = calloc(N, sizeof *j);
+  struct pflex_curve **c = calloc(N, sizeof *c);
+  double *buf = calloc(8 * (size_t)N, sizeof *buf);
+  assert_true(j && c && buf);
+  for (size_t i = 0; i < N; i++) {
+    int g = i % 3 ? 8 : 16;
+    pflex_alloc_job_init(&j[i]);
+    j[i].gpus = g;
+    j[i].curve = c[i] = noisy(r, g, g * (450 + 250 * gsl_rng_uniform(r)), 0.005);
+  }
+  struct pflex_alloc_flat *f = NULL;
+  assert_int_equal(pflex_alloc_flat_new(j, N, PFLEX_ALLOC_OPTIMAL, NULL, &f), 0);
+  struct flat_runner run[2];
+  static const double cuts[2] = {0.3, 0.1};
+  for (int t = 0; t < 2; t++) {
+    double *b = buf + 4 * (size_t)t * N;
+    run[t] = (struct flat_runner){.flat = f, .want_p = b, .want_c = b + N, .p = b + 2 * N,
+                                  .c = b + 3 * N, .n = N, .runs = RUNS};
+    assert_int_equal(pflex_alloc_target_for_cut(j, N, cuts[t], &run[t].target), 0);
+    assert_int_equal(pflex_alloc_flat_run(f, run[t].target, b, b + N, NULL), 0);
+  }
+  pthread_t th[2];
+  for (int t = 0; t < 2; t++)
+    assert_int_equal(pthread_create(&th[t], NULL, run_repeatedly, &run[t]), 0);
+  for (int t = 0; t < 2; t++) {
+    assert_int_equal(pthread_join(th[t], NULL), 0);
+    assert_int_equal(run[t].errors, 0);
+    assert_int_equal(run[t].mismatches, 0);
+  }
+  assert_true(memcmp(run[0].want_p, run[1].want_p, N * sizeof *buf) != 0); /* two answers */
+  pflex_alloc_flat_free(f);
+  for (size_t i = 0; i < N; i++)
+    pflex_curve_free(c[i]);
+  free(j), free(c), free(buf);
+  gsl_rng_free(r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_flat_vs_run),          cmocka_unit_test(test_flat_set),
       cmocka_unit_test(test_flat_errors),          cmocka_unit_test(test_flat_optimal),
       cmocka_unit_test(test_flat_optimal_set),     cmocka_unit_test(test_flat_optimal_tol),
       cmocka_unit_test(test_flat_optimal_sampled), cmocka_unit_test(test_flat_scratch_reuse),
+      cmocka_unit_test(test_flat_concurrent_runs),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
