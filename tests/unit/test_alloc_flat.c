@@ -600,7 +600,8 @@ struct flat_runner {
 static void *run_repeatedly(void *arg) {
   struct flat_runner *r = arg;
   for (int k = 0; k < r->runs; k++) {
-    if (pflex_alloc_flat_run(r->flat, r->target, r->p, r->c, NULL) != 0) r->errors++;
+    if (pflex_alloc_flat_run(r->flat, r->target, r->p, r->c, NULL) != 0)
+      r->errors++;
     else if (memcmp(r->p, r->want_p, r->n * sizeof *r->p) ||
              memcmp(r->c, r->want_c, r->n * sizeof *r->c))
       r->mismatches++;
@@ -632,8 +633,13 @@ static void test_flat_concurrent_runs(void **state) {
   static const double cuts[2] = {0.3, 0.1};
   for (int t = 0; t < 2; t++) {
     double *b = buf + 4 * (size_t)t * N;
-    run[t] = (struct flat_runner){.flat = f, .want_p = b, .want_c = b + N, .p = b + 2 * N,
-                                  .c = b + 3 * N, .n = N, .runs = RUNS};
+    run[t] = (struct flat_runner){.flat = f,
+                                  .want_p = b,
+                                  .want_c = b + N,
+                                  .p = b + 2 * N,
+                                  .c = b + 3 * N,
+                                  .n = N,
+                                  .runs = RUNS};
     assert_int_equal(pflex_alloc_target_for_cut(j, N, cuts[t], &run[t].target), 0);
     assert_int_equal(pflex_alloc_flat_run(f, run[t].target, b, b + N, NULL), 0);
   }
