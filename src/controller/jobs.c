@@ -468,11 +468,12 @@ double ctl_job_confidence(const struct ctl_job *j) {
 }
 
 /* The job's learnt values as the store keeps them; false: nothing learnt. */
-static bool learnt_values(const struct ctl_job *j, double v[4]) {
+static bool learnt_values(const struct ctl_job *j, double v[5]) {
   v[0] = j->p_max;
   v[1] = j->t_max;
   v[2] = j->t_est;
   v[3] = j->draw_ratio;
+  v[4] = j->t_est_w;
   return j->p_max > 0 || j->t_est > 0;
 }
 
@@ -480,7 +481,7 @@ size_t ctl_jobset_learnt(const struct ctl_jobset *js, struct ctl_learnt_row *v, 
   size_t n = 0;
   for (size_t i = 0; i < js->n && n < max; i++) {
     const struct ctl_job *j = &js->v[i];
-    double d[4];
+    double d[5];
     if (!learnt_values(j, d) || (j->stored && memcmp(d, j->stored_v, sizeof d) == 0)) continue;
     struct ctl_learnt_row *r = &v[n++];
     snprintf(r->job, sizeof r->job, "%s", j->id);
@@ -488,6 +489,7 @@ size_t ctl_jobset_learnt(const struct ctl_jobset *js, struct ctl_learnt_row *v, 
     r->t_max = d[1];
     r->t_est = d[2];
     r->draw_ratio = d[3];
+    r->t_est_w = d[4];
   }
   return n;
 }
@@ -511,6 +513,7 @@ int ctl_jobset_seed(struct ctl_jobset *js, const struct ctl_learnt_row *v, size_
     j->t_max = v[i].t_max > 0 ? v[i].t_max : 0;
     j->t_est = v[i].t_est > 0 ? v[i].t_est : 0;
     j->draw_ratio = v[i].draw_ratio >= RATIO_MIN && v[i].draw_ratio <= 1 ? v[i].draw_ratio : 0;
+    j->t_est_w = j->t_est > 0 && v[i].t_est_w > 0 ? v[i].t_est_w : 0;
     (void)learnt_values(j, j->stored_v);
     j->stored = true; /* the store has its row */
   }

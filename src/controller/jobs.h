@@ -67,7 +67,7 @@ struct ctl_job {
   /* What the store holds of it (ctl_jobset_learnt_saved): rows are written
    * only when these differ. */
   bool stored;
-  double stored_v[4]; /* p_max, t_max, t_est, draw_ratio */
+  double stored_v[5]; /* p_max, t_max, t_est, draw_ratio, t_est_w */
   /* Decided this round. */
   const struct ctl_class *cls; /* by the job's class name, else by match; NULL */
   double weight;               /* the job's weight, else its class's, else 1 */

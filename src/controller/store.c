@@ -16,7 +16,7 @@
 /* 2: allocations.class (the job's class, NULL: none), for the report's
  * per-class figure, and the learnt table (what a restarted controller keeps
  * of its jobs); a version 1 store gains both on open. */
-#define SCHEMA_VERSION 2
+#define SCHEMA_VERSION 3
 
 struct ctl_store {
   sqlite3 *db;
@@ -42,11 +42,47 @@ static const char SCHEMA[] =
     " target_w REAL NOT NULL, measured_w REAL NOT NULL, compliant INTEGER NOT NULL);"
     "CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value REAL NOT NULL);"
     "CREATE TABLE IF NOT EXISTS learnt (job TEXT PRIMARY KEY, p_max REAL NOT NULL,"
-    " t_max REAL NOT NULL, t_est REAL NOT NULL, draw_ratio REAL NOT NULL);";
+    " t_max REAL NOT NULL, t_est REAL NOT NULL, draw_ratio REAL NOT NULL,"
+    " t_est_w REAL NOT NULL DEFAULT 0);";
+
+/* The columns each schema version added, in order (a store of an older
+ * version gets those it lacks; tables it lacks SCHEMA creates whole). */
+static const struct {
+  const char *table, *column, *decl;
+} ADDED[] = {
+    {"allocations", "class", "TEXT"},                 /* 2 */
+    {"learnt", "t_est_w", "REAL NOT NULL DEFAULT 0"}, /* 3: the draw T_max was estimated at */
+};
 
 static int fail(struct ctl_store *st, char *err, size_t errlen, const char *what) {
   if (err) snprintf(err, errlen, "%s: %s", what, st->db ? sqlite3_errmsg(st->db) : "out of memory");
   return -EIO;
+}
+
+static bool has_column(struct ctl_store *st, const char *table, const char *column) {
+  sqlite3_stmt *q;
+  if (sqlite3_prepare_v2(st->db, "SELECT 1 FROM pragma_table_info(?) WHERE name=?", -1, &q, NULL))
+    return false;
+  sqlite3_bind_text(q, 1, table, -1, SQLITE_STATIC);
+  sqlite3_bind_text(q, 2, column, -1, SQLITE_STATIC);
+  bool has = sqlite3_step(q) == SQLITE_ROW;
+  sqlite3_finalize(q);
+  return has;
+}
+
+/* An older store to this version, in one transaction: the columns it lacks. */
+static int migrate(struct ctl_store *st) {
+  char sql[160];
+  if (sqlite3_exec(st->db, "BEGIN", NULL, NULL, NULL)) return -EIO;
+  for (size_t i = 0; i < sizeof ADDED / sizeof ADDED[0]; i++) {
+    if (has_column(st, ADDED[i].table, ADDED[i].column)) continue;
+    snprintf(sql, sizeof sql, "ALTER TABLE %s ADD COLUMN %s %s", ADDED[i].table, ADDED[i].column,
+             ADDED[i].decl);
+    if (sqlite3_exec(st->db, sql, NULL, NULL, NULL)) return -EIO;
+  }
+  snprintf(sql, sizeof sql, "UPDATE meta SET value='%d' WHERE key='schema'; COMMIT;",
+           SCHEMA_VERSION);
+  return sqlite3_exec(st->db, sql, NULL, NULL, NULL) ? -EIO : 0;
 }
 
 static int check_schema(struct ctl_store *st, char *err, size_t errlen) {
@@ -61,16 +97,14 @@ static int check_schema(struct ctl_store *st, char *err, size_t errlen) {
              SCHEMA_VERSION);
     return -PFLEX_E_SCHEMA;
   }
-  if (version == 0 &&
-      sqlite3_exec(st->db, "INSERT INTO meta VALUES('schema','2')", NULL, NULL, NULL))
+  char sql[64];
+  snprintf(sql, sizeof sql, "INSERT INTO meta VALUES('schema','%d')", SCHEMA_VERSION);
+  if (version == 0 && sqlite3_exec(st->db, sql, NULL, NULL, NULL))
     return fail(st, err, errlen, "schema");
-  if (version == 1 &&
-      sqlite3_exec(st->db,
-                   "BEGIN; ALTER TABLE allocations ADD COLUMN class TEXT;"
-                   " UPDATE meta SET value='2' WHERE key='schema'; COMMIT;",
-                   NULL, NULL, NULL)) {
+  if (version > 0 && version < SCHEMA_VERSION && migrate(st) < 0) {
+    snprintf(err, errlen, "schema %d to %d: %s", version, SCHEMA_VERSION, sqlite3_errmsg(st->db));
     sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
-    return fail(st, err, errlen, "schema 1 to 2");
+    return -EIO;
   }
   return 0;
 }
@@ -81,15 +115,20 @@ static int prepare_all(struct ctl_store *st) {
                             "caps_w,tput,tput_uncapped,compliant,nodes,unreachable,jobs,alloc_ms,"
                             "round_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                             -1, &st->ins_round, NULL) ||
-         sqlite3_prepare_v2(st->db, "INSERT INTO allocations (round_id,job,gpus,power_w,cap_w,tput,pred_tput,"
-                            "tput_uncapped,confidence,class) VALUES (?,?,?,?,?,?,?,?,?,?)", -1,
-                            &st->ins_alloc, NULL) ||
+         sqlite3_prepare_v2(
+             st->db,
+             "INSERT INTO allocations (round_id,job,gpus,power_w,cap_w,tput,pred_tput,"
+             "tput_uncapped,confidence,class) VALUES (?,?,?,?,?,?,?,?,?,?)",
+             -1, &st->ins_alloc, NULL) ||
          sqlite3_prepare_v2(st->db, "INSERT INTO compliance VALUES (?,?,?,?,?)", -1, &st->ins_comp,
                             NULL) ||
          sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO state VALUES (?,?)", -1, &st->set_state,
                             NULL) ||
-         sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO learnt VALUES (?,?,?,?,?)", -1,
-                            &st->put_learnt, NULL) ||
+         sqlite3_prepare_v2(
+             st->db,
+             "INSERT OR REPLACE INTO learnt (job, p_max, t_max, t_est, draw_ratio, t_est_w)"
+             " VALUES (?,?,?,?,?,?)",
+             -1, &st->put_learnt, NULL) ||
          sqlite3_prepare_v2(st->db, "DELETE FROM learnt WHERE job=?", -1, &st->del_learnt, NULL);
 }
 
@@ -133,12 +172,10 @@ static int store_uri(const char *path, const char *query, char *uri, size_t size
 
 /* The schema of a store opened read-only: this controller's version only,
  * since migrating would write. */
-static int check_schema_readonly(struct ctl_store *st, const char *path, char *err,
-                                 size_t errlen) {
+static int check_schema_readonly(struct ctl_store *st, const char *path, char *err, size_t errlen) {
   sqlite3_stmt *q;
   if (sqlite3_prepare_v2(st->db, "SELECT value FROM meta WHERE key='schema'", -1, &q, NULL)) {
-    snprintf(err, errlen, "'%s' is not a pflex-controller store: %s", path,
-             sqlite3_errmsg(st->db));
+    snprintf(err, errlen, "'%s' is not a pflex-controller store: %s", path, sqlite3_errmsg(st->db));
     return -PFLEX_E_SCHEMA;
   }
   int version = sqlite3_step(q) == SQLITE_ROW ? atoi((const char *)sqlite3_column_text(q, 0)) : 0;
@@ -395,8 +432,8 @@ static int write_learnt(struct ctl_store *st, const struct ctl_round_write *w) {
   for (size_t i = 0; i < w->nlearnt; i++) {
     const struct ctl_learnt_row *v = &w->learnt[i];
     sqlite3_bind_text(q, 1, v->job, -1, SQLITE_STATIC);
-    double d[] = {v->p_max, v->t_max, v->t_est, v->draw_ratio};
-    for (int k = 0; k < 4; k++)
+    double d[] = {v->p_max, v->t_max, v->t_est, v->draw_ratio, v->t_est_w};
+    for (int k = 0; k < 5; k++)
       sqlite3_bind_double(q, 2 + k, d[k]);
     if (step_reset(q) < 0) return -EIO;
   }
@@ -515,8 +552,8 @@ static void class_row(sqlite3_stmt *q, void *elem) {
   r->tput_uncapped = known ? sqlite3_column_double(q, 5) : NAN;
 }
 
-int ctl_store_class_rounds(struct ctl_store *st, double from, double to,
-                           struct ctl_class_row **ret, size_t *ret_n) {
+int ctl_store_class_rounds(struct ctl_store *st, double from, double to, struct ctl_class_row **ret,
+                           size_t *ret_n) {
   void *v = NULL;
   int rc = query_rows(st,
                       "SELECT r.t, a.class, COUNT(*), SUM(a.power_w),"
@@ -538,13 +575,14 @@ static void learnt_row(sqlite3_stmt *q, void *elem) {
   r->t_max = sqlite3_column_double(q, 2);
   r->t_est = sqlite3_column_double(q, 3);
   r->draw_ratio = sqlite3_column_double(q, 4);
+  r->t_est_w = sqlite3_column_double(q, 5);
 }
 
 int ctl_store_learnt_get(struct ctl_store *st, struct ctl_learnt_row **ret, size_t *ret_n) {
   void *v = NULL;
-  int rc = query_rows(st,
-                      "SELECT job, p_max, t_max, t_est, draw_ratio FROM learnt ORDER BY job",
-                      0, 0, sizeof **ret, learnt_row, &v, ret_n);
+  int rc = query_rows(
+      st, "SELECT job, p_max, t_max, t_est, draw_ratio, t_est_w FROM learnt ORDER BY job", 0, 0,
+      sizeof **ret, learnt_row, &v, ret_n);
   if (rc == 0) *ret = v;
   return rc;
 }

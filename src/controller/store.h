@@ -46,6 +46,7 @@ struct ctl_alloc_row {
 struct ctl_learnt_row {
   char job[CTL_JOB_ID_MAX];
   double p_max, t_max, t_est, draw_ratio;
+  double t_est_w; /* the draw t_est was read at (0: not known, a store of schema 2) */
 };
 
 /* One round's jobs of one class, summed (the report's per-class figure). */

@@ -68,7 +68,8 @@ refused() { # VERSION TEXT
   [ "$rc" = 1 ] && echo "$out" | grep -qF "error: '$T/s/ctl.db': $2" || fail "schema $1: exit $rc: $out"
   expect_state "report of a schema $1 store"
 }
-refused 1 "schema version 1 is older than this controller's 2; start pflex-controller once on it (state_db) to migrate it, then report"
-refused 99 "schema version 99 is newer than this controller's 2"
-schema 2
+refused 1 "schema version 1 is older than this controller's 3; start pflex-controller once on it (state_db) to migrate it, then report"
+refused 2 "schema version 2 is older than this controller's 3; start pflex-controller once on it (state_db) to migrate it, then report"
+refused 99 "schema version 99 is newer than this controller's 3"
+schema 3
 echo "ok: controller_report"

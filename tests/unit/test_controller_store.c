@@ -1,7 +1,7 @@
 /* Unit tests of the controller's SQLite state (src/controller/store.c): what
  * a restarted controller resumes from, also after the writer was killed with
  * SIGKILL mid-run, refusing a newer schema, a version 1 store gaining the
- * allocations' class, and the per-class sums the report (report.c) draws. */
+ * allocations' class, a version 2 store the draw a T_max estimate was read at, and the per-class sums the report (report.c) draws. */
 #include <errno.h>
 #include <math.h>
 #include <setjmp.h>
@@ -274,7 +274,7 @@ static void migrates_a_version_1_store(void **state) {
   assert_int_equal(sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='schema'", -1, &q, NULL),
                    SQLITE_OK);
   assert_int_equal(sqlite3_step(q), SQLITE_ROW);
-  assert_string_equal((const char *)sqlite3_column_text(q, 0), "2");
+  assert_string_equal((const char *)sqlite3_column_text(q, 0), "3");
   sqlite3_finalize(q);
   sqlite3_close(db);
 }
@@ -290,9 +290,44 @@ static int learnt_round(struct ctl_store *st, double t, const struct ctl_learnt_
   return ctl_store_round(st, &w);
 }
 
+/* A version 2 store (learnt rows without the draw T_max was read at) gains
+ * the column, its rows at 0 (not known), and becomes version 3. */
+static void migrates_a_version_2_store(void **state) {
+  (void)state;
+  char path[128];
+  snprintf(path, sizeof path, "%s/v2.db", dir);
+  ctl_store_close(open_at("v2.db"));
+  sqlite3 *db;
+  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+  assert_int_equal(sqlite3_exec(db,
+                                "ALTER TABLE learnt DROP COLUMN t_est_w;"
+                                "UPDATE meta SET value='2' WHERE key='schema';"
+                                "INSERT INTO learnt VALUES ('j', 0, 0, 12000, 0);",
+                                NULL, NULL, NULL),
+                   SQLITE_OK);
+  sqlite3_close(db);
+  struct ctl_store *st = open_at("v2.db");
+  struct ctl_learnt_row *v = NULL;
+  size_t n = 0;
+  assert_int_equal(ctl_store_learnt_get(st, &v, &n), 0);
+  assert_int_equal(n, 1);
+  assert_near(v[0].t_est, 12000, 0);
+  assert_near(v[0].t_est_w, 0, 0);
+  free(v);
+  ctl_store_close(st);
+  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+  sqlite3_stmt *q;
+  assert_int_equal(sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='schema'", -1, &q, NULL),
+                   SQLITE_OK);
+  assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+  assert_string_equal((const char *)sqlite3_column_text(q, 0), "3");
+  sqlite3_finalize(q);
+  sqlite3_close(db);
+}
+
 static void keeps_what_was_learnt_of_the_jobs(void **state) {
   struct ctl_store *st = open_at("learnt.db");
-  struct ctl_learnt_row a[] = {{"j1", 5400, 40000, 0, 0.98}, {"j2", 0, 0, 12000, 0}};
+  struct ctl_learnt_row a[] = {{"j1", 5400, 40000, 0, 0.98, 0}, {"j2", 0, 0, 12000, 0, 3500}};
   const char gone[][CTL_JOB_ID_MAX] = {"j1"};
   assert_int_equal(learnt_round(st, 1, a, 2, NULL, 0), 0);
   assert_int_equal(learnt_round(st, 2, NULL, 0, NULL, 0), 0); /* nothing changed: both stay */
@@ -308,6 +343,7 @@ static void keeps_what_was_learnt_of_the_jobs(void **state) {
   assert_int_equal(n, 1);
   assert_string_equal(v[0].job, "j2");
   assert_near(v[0].t_est, 12000, 0);
+  assert_near(v[0].t_est_w, 3500, 0); /* the draw the estimate was read at */
   free(v);
   a[0].p_max = 5300; /* j1 back, learnt anew; j2 unchanged */
   assert_int_equal(learnt_round(st, 4, a, 1, gone, 1), 0); /* deleted, then written */
@@ -330,6 +366,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(sums_per_class, setup, teardown),
       cmocka_unit_test_setup_teardown(an_overlapped_event_keeps_its_rounds, setup, teardown),
       cmocka_unit_test_setup_teardown(migrates_a_version_1_store, setup, teardown),
+      cmocka_unit_test_setup_teardown(migrates_a_version_2_store, setup, teardown),
       cmocka_unit_test_setup_teardown(keeps_what_was_learnt_of_the_jobs, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

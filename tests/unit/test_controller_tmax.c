@@ -21,6 +21,7 @@
 
 #include "assert_near.h"
 #include "controller/jobs.h"
+#include "controller/store.h"
 
 /* One node, its 8 GPUs all the job's, held at cap_w per GPU (under their
  * 700 W default: never uncapped), drawing draw_w in all, reporting tput. */
@@ -164,12 +165,36 @@ static void a_reading_of_no_throughput_estimates_nothing(void **state) {
   assert_true(j->observations >= obs);
 }
 
+/* A restarted controller (its jobs seeded from the store's learnt rows)
+ * keeps the draw the estimate was read at: a settled reading lower than it
+ * re-estimates nothing, as before the restart. */
+static void a_restart_keeps_where_t_max_was_read(void **state) {
+  struct fixture *f = *state;
+  struct ctl_job *j = ctl_jobset_find(&f->js, "late");
+  j->probe_cap_w = 422;
+  hold(&f->js, &f->cfg, 422, 8 * 417.0, 45900, 10, 3);
+  hold(&f->js, &f->cfg, 580, 8 * 575.0, 65500, 20, 3);
+  double t_est = j->t_est;
+  struct ctl_learnt_row row[4];
+  assert_int_equal(ctl_jobset_learnt(&f->js, row, 4), 1);
+  assert_near(row[0].t_est_w, 8 * 575.0, 0);
+  struct ctl_jobset js;
+  ctl_jobset_init(&js);
+  assert_int_equal(ctl_jobset_seed(&js, row, 1, 29), 0);
+  hold(&js, &f->cfg, 450, 8 * 446.0, 52000, 30, 3); /* lower than 4,600 W: kept */
+  struct ctl_job *k = ctl_jobset_find(&js, "late");
+  assert_non_null(k);
+  assert_near(k->t_est, t_est, 0);
+  ctl_jobset_release(&js);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(a_share_short_by_an_unpushed_raise_is_held, setup, teardown),
       cmocka_unit_test_setup_teardown(t_max_is_estimated_again_nearer_the_top, setup, teardown),
       cmocka_unit_test_setup_teardown(a_reading_of_no_throughput_estimates_nothing, setup,
                                       teardown),
+      cmocka_unit_test_setup_teardown(a_restart_keeps_where_t_max_was_read, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
