@@ -234,8 +234,22 @@ static void an_overlapped_event_keeps_its_rounds(void **state) {
   ctl_store_close(st);
 }
 
+/* The schema version the store at path says it has. */
+static void assert_schema(const char *path, const char *want) {
+  sqlite3 *db;
+  sqlite3_stmt *q;
+  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+  assert_int_equal(sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='schema'", -1, &q, NULL),
+                   SQLITE_OK);
+  assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+  assert_string_equal((const char *)sqlite3_column_text(q, 0), want);
+  sqlite3_finalize(q);
+  sqlite3_close(db);
+}
+
 /* A store written by a controller before the class column: opened, it
- * gains the column (its rows kept, their class none) and says version 2. */
+ * gains the column (its rows kept, their class none), the learnt table, and
+ * says this version. */
 static void migrates_a_version_1_store(void **state) {
   char path[128];
   snprintf(path, sizeof path, "%s/v1.db", dir);
@@ -269,14 +283,7 @@ static void migrates_a_version_1_store(void **state) {
   struct ctl_alloc_row a = {"new", 8, 900, 112, 4, 4, 10, 1, "rigid"};
   assert_int_equal(ctl_store_round(st, &(struct ctl_round_write){.round = &r, .alloc = &a, .nalloc = 1}), 0);
   ctl_store_close(st);
-  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-  sqlite3_stmt *q;
-  assert_int_equal(sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='schema'", -1, &q, NULL),
-                   SQLITE_OK);
-  assert_int_equal(sqlite3_step(q), SQLITE_ROW);
-  assert_string_equal((const char *)sqlite3_column_text(q, 0), "3");
-  sqlite3_finalize(q);
-  sqlite3_close(db);
+  assert_schema(path, "3");
 }
 
 /* A round writes the learnt rows that changed and deletes those of jobs
@@ -315,14 +322,7 @@ static void migrates_a_version_2_store(void **state) {
   assert_near(v[0].t_est_w, 0, 0);
   free(v);
   ctl_store_close(st);
-  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-  sqlite3_stmt *q;
-  assert_int_equal(sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='schema'", -1, &q, NULL),
-                   SQLITE_OK);
-  assert_int_equal(sqlite3_step(q), SQLITE_ROW);
-  assert_string_equal((const char *)sqlite3_column_text(q, 0), "3");
-  sqlite3_finalize(q);
-  sqlite3_close(db);
+  assert_schema(path, "3");
 }
 
 static void keeps_what_was_learnt_of_the_jobs(void **state) {
