@@ -323,7 +323,14 @@ static int read_row(const struct ctx *c, const struct layout *L, enum pflex_tput
       (err = parse_positive(c, r, L->col[COL_POWER], &run->power_w)) ||
       (err = parse_positive(c, r, L->tput, &run->tput)))
     return err;
-  if (unit == PFLEX_TPUT_PER_STEP_TIME) run->tput = 1.0 / run->tput;
+  if (unit == PFLEX_TPUT_PER_STEP_TIME) {
+    run->tput = 1.0 / run->tput;
+    /* A subnormal time per step (e.g. 1e-320) has no finite throughput. */
+    if (!isfinite(run->tput))
+      return pflex_diag_set(c->diag, -PFLEX_E_DATA, c->path, r->line, c->h->fields[L->tput],
+                            "'%s' is too small a time per step (its throughput is infinite)",
+                            r->fields[L->tput]);
+  }
   if ((err = read_sds(c, L, unit, r, run))) return err;
   return read_optional(c, L, r, run);
 }

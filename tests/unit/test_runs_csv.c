@@ -184,6 +184,9 @@ static void test_errors(void **state) {
   expect_error(HEADER "g,H200,8,700,0,100\n", -PFLEX_E_DATA, 2, "power_w", "greater than zero");
   expect_error(HEADER "g,H200,8,700,5000,-3\n", -PFLEX_E_DATA, 2, "tokens_per_s",
                "greater than zero");
+  /* The fuzzer's find: a subnormal time per step inverts to an infinite throughput. */
+  expect_error("group,gpu,gpus,cap_w,power_w,s_per_step\ng,H100,8,700,5200,1e-320\n",
+               -PFLEX_E_DATA, 2, "s_per_step", "too small a time per step");
   expect_error(HEADER "g,H200,8,700,5000,100\ng,H200,8,500,4000,90\ng,H200,8,500,4100,91\n",
                -PFLEX_E_DATA, 4, "cap_w", "twice");
   expect_error(HEADER "g,H200,8,700,5000,100\ng,H100,8,500,4000,90\n", -PFLEX_E_DATA, 3, "gpu",
