@@ -57,7 +57,9 @@ static int parse_num(const char *text, double *ret) {
   double v = strtod(text, &end);
   while (*end == ' ' || *end == '\t' || *end == '\r')
     end++;
-  if (end == text || *end || errno == ERANGE || !isfinite(v)) return -EINVAL;
+  /* strtod's ERANGE also flags an underflow: that is a number (as the runs
+   * readers take it); only an overflow (HUGE_VAL) is not. */
+  if (end == text || *end || !isfinite(v)) return -EINVAL;
   *ret = v;
   return 0;
 }
@@ -111,6 +113,9 @@ static int add_tput(struct reader *rd, double t, const char *cell) {
     if (!(v > 0))
       return fail(rd, -PFLEX_E_DATA, rd->row_line, col, "a time per step must be > 0", cell);
     v = 1.0 / v;
+    if (!isfinite(v))
+      return fail(rd, -PFLEX_E_DATA, rd->row_line, col,
+                  "too small a time per step (its throughput is infinite)", cell);
   } else if (v < 0) {
     return fail(rd, -PFLEX_E_DATA, rd->row_line, col, "negative throughput", cell);
   }

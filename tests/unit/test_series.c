@@ -450,6 +450,13 @@ static void test_csv_good(void **state) {
   assert_near(s.tput[0], 2.0, 0);
   assert_near(s.tput[1], 4.0, 0);
   pflex_series_release(&s);
+  /* A subnormal step time has no finite throughput: named, not "cannot add". */
+  p = write_file("tput_tiny.csv", "time_s,step_time_s\n1,0.5\n2,1e-320\n");
+  pflex_series_init(&s);
+  assert_int_equal(pflex_series_read_tput_csv(p, &ro, &s, &d), -PFLEX_E_DATA);
+  assert_int_equal(d.line, 3);
+  assert_non_null(strstr(d.message, "too small a time per step"));
+  pflex_series_release(&s);
 }
 
 struct bad_case {
