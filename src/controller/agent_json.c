@@ -202,6 +202,7 @@ static int jobs_of(const json_t *root, struct ctl_job_tput *jobs, size_t max, si
     /* A throughput no allocator takes (pflex/alloc.h) is as good as none: the
      * job is allocated on its prior, not refused with the whole round. */
     j->has_tput = isfinite(j->tput) && j->tput >= 0 && j->tput <= PFLEX_ALLOC_MAX_TPUT;
+    if (!j->has_tput) j->tput = NAN; /* no stray value behind has_tput false */
     if (!num_or_null(o, "throughput_time", NAN, &j->tput_time) ||
         !num_or_null(o, "throughput_samples", 0, &j->samples)) {
       rc = bad(err, errlen, "jobs", i, "throughput_time");

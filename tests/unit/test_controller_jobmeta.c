@@ -45,6 +45,25 @@ static void metadata_is_parsed(void **state) {
   }
 }
 
+/* A throughput no allocator takes is as good as none: the job is kept
+ * (allocated on its prior) and no stray value stays behind has_tput false
+ * (the fuzzer's find: throughput -5 kept as -5). */
+static void unusable_throughput_is_none(void **state) {
+  (void)state;
+  struct ctl_job_tput j[8];
+  size_t n = 0;
+  char err[256];
+  const char *body =
+      "{\"jobs\":[{\"id\":\"a\",\"throughput\":-5,\"throughput_time\":1,\"throughput_samples\":1},"
+      "{\"id\":\"b\",\"throughput\":1e300,\"throughput_time\":1,\"throughput_samples\":1},"
+      "{\"id\":\"c\",\"throughput\":7,\"throughput_time\":1,\"throughput_samples\":1}]}";
+  assert_int_equal(parse(body, j, &n, err), 0);
+  assert_int_equal(n, 3);
+  for (int k = 0; k < 2; k++)
+    assert_true(!j[k].has_tput && isnan(j[k].tput));
+  assert_true(j[2].has_tput && j[2].tput == 7);
+}
+
 static void bad_metadata_names_the_field(void **state) {
   (void)state;
   static const struct {
@@ -123,6 +142,7 @@ static void classes_resolve_by_name_then_match(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(metadata_is_parsed),
+      cmocka_unit_test(unusable_throughput_is_none),
       cmocka_unit_test(bad_metadata_names_the_field),
       cmocka_unit_test(classes_resolve_by_name_then_match),
   };
