@@ -15,6 +15,7 @@
 #include <gsl/gsl_vector.h>
 
 #include "base/fnv.h"
+#include "core/steffen.h"
 #include "pflex/curve.h"
 #include "pflex/error.h"
 #include "pflex/gpu_models.h"
@@ -98,54 +99,18 @@ static bool params_valid(const struct pflex_curve_params *q) {
 /* ---- measured curves: evaluation -------------------------------------------
  *
  * Evaluation is the allocator's and the study's inner loop (millions of calls
- * per run), so measured curves are evaluated here rather than through
- * gsl_interp_eval (a range check, an indirect call and a search per call).
- * The interpolant is GSL's and stays bit for bit the same: Steffen's method
- * (M. Steffen, Astron. Astrophys. 239, 443-450, 1990) as GSL sets it up, its
- * cubics' coefficients computed by the same expressions in the same order,
- * and the same interval search; GSL's object still serves derivatives. The
- * unit tests compare the two on random curves for exact equality. */
-
-static double sign_of(double x, double y) { /* x with the sign of y (x >= 0) */
-  return (x < 0 && y > 0) || (x > 0 && y < 0) ? -x : x;
-}
-
-/* The cubic of interval i, d + t (c + t (b + t a)) with t = x - xs[i], in
- * poly[4i..4i+3] = a, b, c, d: the slopes at the points are the paper's
- * (eq. 11; one-sided at the ends), the coefficients its eqs. 2-5. */
-static void steffen_poly(const double *xs, const double *ys, size_t n, double *poly) {
-  double yp_prev = (ys[1] - ys[0]) / (xs[1] - xs[0]);
-  for (size_t i = 0; i + 1 < n; i++) {
-    double yp_next;
-    if (i + 2 < n) {
-      double hi = xs[i + 2] - xs[i + 1], him1 = xs[i + 1] - xs[i];
-      double si = (ys[i + 2] - ys[i + 1]) / hi, sim1 = (ys[i + 1] - ys[i]) / him1;
-      double pi = (sim1 * hi + si * him1) / (him1 + hi);
-      double m = fabs(si) < 0.5 * fabs(pi) ? fabs(si) : 0.5 * fabs(pi);
-      m = fabs(sim1) < m ? fabs(sim1) : m;
-      yp_next = (sign_of(1.0, sim1) + sign_of(1.0, si)) * m;
-    } else {
-      yp_next = (ys[n - 1] - ys[n - 2]) / (xs[n - 1] - xs[n - 2]);
-    }
-    double h = xs[i + 1] - xs[i], s = (ys[i + 1] - ys[i]) / h;
-    poly[4 * i] = (yp_prev + yp_next - 2 * s) / h / h;
-    poly[4 * i + 1] = (3 * s - 2 * yp_prev - yp_next) / h;
-    poly[4 * i + 2] = yp_prev;
-    poly[4 * i + 3] = ys[i];
-    yp_prev = yp_next;
-  }
-}
+ * per run), so measured curves are evaluated by core/steffen.h rather than
+ * through gsl_interp_eval (a range check, an indirect call and a search per
+ * call): GSL's interpolant bit for bit. GSL's object still serves
+ * derivatives. test_curve_eval compares the two on random curves for exact
+ * equality. */
 
 /* A measured curve's value at p in interval lo: GSL's formula for its
  * interpolation type. */
 static inline double measured_at(const struct pflex_curve *c, size_t lo, double p) {
   const double *xs = c->xs;
-  double t = p - xs[lo];
-  if (c->poly) {
-    const double *q = &c->poly[4 * lo];
-    return q[3] + t * (q[2] + t * (q[1] + t * q[0]));
-  }
-  double dx = xs[lo + 1] - xs[lo];
+  if (c->poly) return pflex__steffen_at(xs, c->poly, lo, p);
+  double t = p - xs[lo], dx = xs[lo + 1] - xs[lo];
   return dx > 0.0 ? c->ys[lo] + t / dx * (c->ys[lo + 1] - c->ys[lo]) : c->ys[lo];
 }
 
@@ -153,15 +118,7 @@ static inline double measured_at(const struct pflex_curve *c, size_t lo, double 
  * found as gsl_interp_bsearch finds it (the last i with xs[i] <= p, at most
  * n - 2), then measured_at. */
 static size_t measured_interval(const struct pflex_curve *c, double p) {
-  const double *xs = c->xs, *base = xs;
-  /* Branch-free: the answer stays in [base, base + len), len halving. */
-  size_t len = c->n - 1;
-  while (len > 1) {
-    size_t half = len / 2;
-    base = base[half] <= p ? base + half : base;
-    len -= half;
-  }
-  return (size_t)(base - xs);
+  return pflex__steffen_interval(c->xs, c->n, p);
 }
 
 static double measured_eval(const struct pflex_curve *c, double p) {
@@ -309,7 +266,7 @@ static int build_interp(struct pflex_curve *c, const struct pflex_curve_point *p
   c->interp = gsl_interp_alloc(steffen ? gsl_interp_steffen : gsl_interp_linear, m);
   if (!c->interp) return -ENOMEM;
   if (gsl_interp_init(c->interp, c->xs, c->ys, m) != GSL_SUCCESS) return -EINVAL;
-  if (steffen) steffen_poly(c->xs, c->ys, m, c->poly);
+  if (steffen) pflex__steffen_poly(c->xs, c->ys, m, c->poly);
   return 0;
 }
 

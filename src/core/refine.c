@@ -11,6 +11,7 @@
 
 #include "base/fnv.h"
 #include "core/refine_internal.h"
+#include "core/steffen.h"
 #include "pflex/error.h"
 #include "pflex/jobs.h"
 #include "pflex/refine.h"
@@ -307,7 +308,9 @@ static void knot_set(struct refine_corr *c, const double *w, const double *t, si
 static double prior_eval(const struct refine_corr *c, double p) {
   if (c->near) {
     double lo = c->npw[0], hi = c->npw[REFINE_NEAR_K - 1];
-    return gsl_interp_eval(c->nsm, c->npw, c->nq, p < lo ? lo : p > hi ? hi : p, NULL);
+    double x = p < lo ? lo : p > hi ? hi : p;
+    size_t i = pflex__steffen_interval(c->npw, REFINE_NEAR_K, x);
+    return pflex__steffen_at(c->npw, c->npoly, i, x);
   }
   double t = pflex_curve_eval(c->prior, p);
   return c->blend > 0 ? t + c->blend * (pflex_curve_eval(c->prior2, p) - t) : t;
@@ -323,7 +326,7 @@ static double prior_eval(const struct refine_corr *c, double p) {
  * been observed (measured on the mixed clusters of
  * tests/integration/study_fair.sh, docs/study.md). Where the re-predicted
  * curve is flat between nodes, or with fewer than 3 nodes, the segments
- * stay (sm NULL). */
+ * stay (smooth false). */
 static void knot_map(struct refine_corr *c) {
   size_t m = 0;
   double q0 = prior_eval(c, c->p_min);
@@ -339,17 +342,9 @@ static void knot_map(struct refine_corr *c) {
   bool increasing = m >= 3;
   for (size_t i = 1; i < m && increasing; i++)
     increasing = c->sx[i] > c->sx[i - 1] + 1e-12 * c->t_max;
-  if (c->sm && (!increasing || c->sm->size != m)) {
-    gsl_interp_free(c->sm);
-    c->sm = NULL;
-  }
   c->sn = m;
-  if (!increasing) return;
-  if (!c->sm) c->sm = gsl_interp_alloc(gsl_interp_steffen, m);
-  if (c->sm && gsl_interp_init(c->sm, c->sx, c->sy, m)) {
-    gsl_interp_free(c->sm);
-    c->sm = NULL;
-  }
+  c->smooth = increasing;
+  if (increasing) pflex__steffen_poly(c->sx, c->sy, m, c->spoly);
 }
 
 /* The re-predicted curve at the knots and at P_max, once per update; then
@@ -365,7 +360,7 @@ static void knot_cache(struct refine_corr *c) {
 static double knot_map_eval(const struct refine_corr *c, double p) {
   double x = prior_eval(c, p), lo = c->sx[0], hi = c->sx[c->sn - 1];
   x = x < lo ? lo : x > hi ? hi : x;
-  double t = gsl_interp_eval(c->sm, c->sx, c->sy, x, NULL);
+  double t = pflex__steffen_at(c->sx, c->spoly, pflex__steffen_interval(c->sx, c->sn, x), x);
   return t > 1e-3 * c->t_max ? t : 1e-3 * c->t_max;
 }
 
@@ -373,7 +368,7 @@ static double knot_eval(void *ctx, double p) {
   const struct refine_corr *c = ctx;
   if (p >= c->p_max) return c->t_max;
   if (c->n == 0) return prior_eval(c, p);
-  if (c->sm) return knot_map_eval(c, p);
+  if (c->smooth) return knot_map_eval(c, p);
   if (p <= c->ap[0]) {
     double t = prior_eval(c, p) + c->ar[0] - c->aq[0];
     return t > 1e-3 * c->t_max ? t : 1e-3 * c->t_max;
@@ -520,11 +515,12 @@ static void near_shape(struct pflex_refine *r) {
   struct refine_corr *c = &r->corr;
   const struct refine_near *nb = r->prior->near;
   c->near = false;
-  if (!nb || !c->nsm || c->n == 0) return;
+  if (!nb || !c->npoly || c->n == 0) return;
   pflex__refine_near_fit(nb, c->ap, c->ar, c->n, c->t_max, 2 * r->o.noise, r->nd, r->nq);
   c->npw = nb->pw;
   c->nq = r->nq;
-  c->near = gsl_interp_init(c->nsm, c->npw, c->nq, REFINE_NEAR_K) == 0;
+  c->near = pflex__steffen_ok(c->npw, REFINE_NEAR_K);
+  if (c->near) pflex__steffen_poly(c->npw, c->nq, REFINE_NEAR_K, c->npoly);
 }
 
 /* fresh: the costs from all observations (the first, or the window
@@ -575,11 +571,11 @@ int pflex_refine_new(const struct pflex_refine_prior *prior, const struct pflex_
   r->t = calloc(k, sizeof *r->t);
   r->pairs = calloc(2 * k, sizeof *r->pairs);
   r->x = calloc(k, sizeof *r->x);
-  r->anchors = calloc(3 * k + 1 + 2 * (k + 2), sizeof *r->anchors);
+  r->anchors = calloc(3 * k + 1 + 2 * (k + 2) + 4 * (k + 1), sizeof *r->anchors);
   if (prior->shape == PFLEX_REFINE_DATA) {
     r->gtab = calloc(k * NPFI, sizeof *r->gtab);
     r->nd = calloc(2 * REFINE_NEAR_MAX, sizeof *r->nd);
-    r->corr.nsm = gsl_interp_alloc(gsl_interp_steffen, REFINE_NEAR_K);
+    r->corr.npoly = malloc(4 * (REFINE_NEAR_K - 1) * sizeof *r->corr.npoly);
   } else {
     r->min = gsl_min_fminimizer_alloc(gsl_min_fminimizer_brent);
   }
@@ -592,10 +588,11 @@ int pflex_refine_new(const struct pflex_refine_prior *prior, const struct pflex_
   c->aq = c->ar + k;
   c->sx = c->aq + k + 1;
   c->sy = c->sx + k + 2;
+  c->spoly = c->sy + k + 2;
   struct pflex_curve_fn fn = {
       .eval = prior->shape == PFLEX_REFINE_DATA ? knot_eval : pflex__refine_corr_eval, .ctx = c};
   int err = -ENOMEM;
-  if (r->w && r->t && r->pairs && r->x && r->anchors && ((r->gtab && r->nd && c->nsm) || r->min))
+  if (r->w && r->t && r->pairs && r->x && r->anchors && ((r->gtab && r->nd && c->npoly) || r->min))
     err = pflex_curve_new_callback(&fn, prior->p_min, prior->p_max, &r->curve);
   if (err) {
     pflex_refine_free(r);
@@ -610,8 +607,7 @@ void pflex_refine_free(struct pflex_refine *r) {
   if (!r) return;
   pflex_curve_free(r->curve);
   if (r->min) gsl_min_fminimizer_free(r->min);
-  if (r->corr.sm) gsl_interp_free(r->corr.sm);
-  if (r->corr.nsm) gsl_interp_free(r->corr.nsm);
+  free(r->corr.npoly);
   free(r->nd);
   free(r->w);
   free(r->t);

@@ -6,7 +6,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include <gsl/gsl_interp.h>
 #include <gsl/gsl_min.h>
 
 #include "pflex/curve.h"
@@ -30,19 +29,19 @@ struct refine_corr {
   double *ap, *ar; /* anchors: power, ratio or throughput (sorted, merged) */
   /* Data shape: the map from the re-predicted curve's throughput to the
    * refined one through the knots (sx -> sy, max_obs + 2 each), a monotone
-   * C1 Steffen interpolant (sm; NULL: piecewise linear, knot_eval's
-   * segments). */
-  double *sx, *sy;
+   * C1 Steffen interpolant (its cubics in spoly, 4 (max_obs + 1) doubles,
+   * where smooth; else piecewise linear, knot_eval's segments). */
+  double *sx, *sy, *spoly;
   size_t sn;
-  gsl_interp *sm;
+  bool smooth;
   double tp[REFINE_CORR_TABLE], tt[REFINE_CORR_TABLE];
   /* Data shape with templates: the re-predicted curve is instead the mean
    * of the templates nearest the observations (refine_near.c), a Steffen
-   * curve through (npw, nq) (nsm) where `near`, else the candidates' blend
+   * curve through (npw, nq) (its cubics in npoly) where `near`, else the candidates' blend
    * above. */
   const double *npw;
   double *nq;
-  gsl_interp *nsm;
+  double *npoly; /* 4 (REFINE_NEAR_K - 1) */
   bool near;
 };
 

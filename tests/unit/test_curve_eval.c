@@ -1,9 +1,11 @@
-/* Measured curves are evaluated by pflex's own code instead of
- * gsl_interp_eval, for speed (src/core/curve.c): it must give GSL's
- * interpolant bit for bit, or every study result would move. Compared here
- * on random curves (Steffen and linear, 2 to 40 points, noisy and monotone)
- * at random powers, at every point and at both ends. */
+/* Measured curves, and the refined curves' templates shape and knot map,
+ * are evaluated by pflex's own code instead of gsl_interp_eval, for speed
+ * (src/core/steffen.h): it must give GSL's interpolant bit for bit, or every
+ * study result would move. Compared here on random curves (Steffen and
+ * linear, 2 to 40 points, noisy and monotone) at random powers, at every
+ * point and at both ends; and the module itself on the refinement's grids. */
 #include <math.h>
+#include <stdbool.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,8 +13,10 @@
 #include <stdlib.h>
 
 #include <cmocka.h>
+#include <gsl/gsl_errno.h>
 #include <gsl/gsl_interp.h>
 
+#include "core/steffen.h"
 #include "pflex/curve.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
@@ -71,9 +75,49 @@ static void test_eval_matches_gsl(void **state) {
   }
 }
 
+/* The refinement's two interpolants (src/core/refine.c): the templates
+ * shape on 65 powers uniform from P_min to P_max, and the knot map on a few
+ * uneven, sometimes nearly equal, nodes; non-decreasing values, and (the
+ * module's own check) the nodes gsl_interp_init refuses. */
+static void test_module_matches_gsl(void **state) {
+  (void)state;
+  double xs[65], ys[65], poly[4 * 64];
+  gsl_error_handler_t *old = gsl_set_error_handler_off(); /* a refused init returns an error */
+  for (int trial = 0; trial < 2000; trial++) {
+    bool uniform_grid = trial % 2 == 0;
+    size_t n = uniform_grid ? 65 : 1 + (size_t)(uniform() * 12);
+    double p_min = 100 + 300 * uniform(), p_max = p_min + 50 + 600 * uniform(), t = 10 * uniform();
+    for (size_t i = 0; i < n; i++) {
+      xs[i] = uniform_grid ? p_min + (p_max - p_min) * (double)i / (double)(n - 1)
+                           : (i ? xs[i - 1] : p_min) + (trial % 7 == 1 ? 1e-13 : 30 * uniform());
+      t += trial % 5 == 0 ? 0 : 5 * uniform(); /* flat runs too */
+      ys[i] = t;
+    }
+    if (trial % 11 == 3 && n >= 3) xs[n / 2] = xs[n / 2 - 1]; /* not strictly increasing */
+    gsl_interp *g = n >= 3 ? gsl_interp_alloc(gsl_interp_steffen, n) : NULL;
+    bool gsl_ok = g && gsl_interp_init(g, xs, ys, n) == 0;
+    assert_int_equal(pflex__steffen_ok(xs, n), gsl_ok);
+    if (gsl_ok) {
+      pflex__steffen_poly(xs, ys, n, poly);
+      for (size_t k = 0; k < 100 + 2 * n; k++) {
+        double x = k < n       ? xs[k]
+                   : k < 2 * n ? nextafter(xs[k - n], INFINITY)
+                               : xs[0] + (xs[n - 1] - xs[0]) * uniform();
+        if (x > xs[n - 1]) x = xs[n - 1];
+        double want = gsl_interp_eval(g, xs, ys, x, NULL);
+        double got = pflex__steffen_at(xs, poly, pflex__steffen_interval(xs, n, x), x);
+        assert_memory_equal(&want, &got, sizeof want); /* bit for bit */
+      }
+    }
+    if (g) gsl_interp_free(g);
+  }
+  gsl_set_error_handler(old);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_eval_matches_gsl),
+      cmocka_unit_test(test_module_matches_gsl),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
