@@ -17,7 +17,8 @@
  * curves, every template-shaped prior is built in the first round (the
  * controller spreads them over rounds by wall time).
  *
- * usage: bench_controller [--templates FILE] [NODES...]   (default 125 1000) */
+ * usage: bench_controller [--templates FILE] [--rounds N] [--trace] [NODES...]
+ *        (default 125 1000; 12 capped rounds) */
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -36,7 +37,11 @@
 #include "controller/templates.h"
 
 #define GPUS 8
-#define ROUNDS 12
+/* Capped rounds: 12, or --rounds N (at most MAX_ROUNDS). */
+#define MAX_ROUNDS 600
+static int rounds = 12;
+/* --trace: each capped round's allocation times on stderr. */
+static bool trace = false;
 
 static double now_ms(void) {
   struct timespec ts;
@@ -116,7 +121,7 @@ static void world_release(struct world *w) {
 
 /* The times of one world's capped rounds. */
 struct times {
-  double gather[ROUNDS], learn[ROUNDS], plan[ROUNDS], alloc[ROUNDS], first_learn;
+  double gather[MAX_ROUNDS], learn[MAX_ROUNDS], plan[MAX_ROUNDS], alloc[MAX_ROUNDS], first_learn;
 };
 
 /* Round r of world w (plans from round 5 on, into slot m of t); cold: the
@@ -175,7 +180,7 @@ static void run(size_t n, const struct sim_truth *truth, const struct ctl_templa
     world_init(&w[k], n, truth, tpl);
   size_t m = 0, differ = 0;
   uint64_t digest = 0xcbf29ce484222325ull; /* of every round's caps: compare builds */
-  for (int r = 0; r < 5 + ROUNDS; r++) {
+  for (int r = 0; r < 5 + rounds; r++) {
     for (int k = 0; k < 2; k++) /* alternating which goes first */
       world_round(&w[(r + k) % 2], n, r, m, (r + k) % 2 == 1, &cfg, &t[(r + k) % 2]);
     for (size_t i = 0; i < n; i++) {
@@ -184,6 +189,9 @@ static void run(size_t n, const struct sim_truth *truth, const struct ctl_templa
       for (size_t q = 0; q < sizeof w[0].nodes[i].cap_w; q++)
         digest = (digest ^ b[q]) * 0x100000001b3ull; /* FNV-1a */
     }
+    if (trace && r >= 5)
+      fprintf(stderr, "round %3zu  pflex_alloc_run warm %7.2f ms  cold %7.2f ms\n", m + 1,
+              t[0].alloc[m], t[1].alloc[m]);
     m += r >= 5;
   }
   report(n, &t[0], m, "warm");
@@ -206,14 +214,30 @@ int main(int argc, char **argv) {
   struct ctl_templates tpl = {0};
   bool with_tpl = false;
   int first = 1;
-  if (argc > 2 && strcmp(argv[1], "--templates") == 0) {
-    char err[512];
-    if (ctl_templates_load(argv[2], &tpl, err, sizeof err) < 0) {
-      fprintf(stderr, "error: %s\n", err);
+  for (; first < argc && argv[first][0] == '-'; first += 2) {
+    if (strcmp(argv[first], "--trace") == 0) {
+      trace = true;
+      first--; /* no value */
+    } else if (first + 1 >= argc) {
+      fprintf(stderr, "error: '%s' needs a value\n", argv[first]);
+      return 1;
+    } else if (strcmp(argv[first], "--templates") == 0) {
+      char err[512];
+      if (ctl_templates_load(argv[first + 1], &tpl, err, sizeof err) < 0) {
+        fprintf(stderr, "error: %s\n", err);
+        return 1;
+      }
+      with_tpl = true;
+    } else if (strcmp(argv[first], "--rounds") == 0) {
+      rounds = atoi(argv[first + 1]);
+      if (rounds < 1 || rounds > MAX_ROUNDS) {
+        fprintf(stderr, "error: --rounds takes 1 to %d\n", MAX_ROUNDS);
+        return 1;
+      }
+    } else {
+      fprintf(stderr, "error: unknown option '%s'\n", argv[first]);
       return 1;
     }
-    with_tpl = true;
-    first = 3;
   }
   if (argc > first) {
     ns = 0;
