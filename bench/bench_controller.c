@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include <gsl/gsl_errno.h>
@@ -122,6 +123,7 @@ static void world_release(struct world *w) {
 /* The times of one world's capped rounds. */
 struct times {
   double gather[MAX_ROUNDS], learn[MAX_ROUNDS], plan[MAX_ROUNDS], alloc[MAX_ROUNDS], first_learn;
+  long faults[MAX_ROUNDS]; /* minor page faults during the plan */
 };
 
 /* Round r of world w (plans from round 5 on, into slot m of t); cold: the
@@ -139,8 +141,12 @@ static void world_round(struct world *w, size_t n, int r, size_t m, bool cold,
   if (r < 5) return; /* uncapped: P_max and T_max learnt */
   struct ctl_plan_summary s;
   double target = 0.7 * w->uncapped;
+  struct rusage ru0, ru1;
+  getrusage(RUSAGE_SELF, &ru0);
   ctl_plan(w->nodes, n, &w->js, cfg, target, target, 5600, &s);
   double t3 = now_ms();
+  getrusage(RUSAGE_SELF, &ru1);
+  t->faults[m] = ru1.ru_minflt - ru0.ru_minflt;
   if (cold) {
     pflex_alloc_ctx_free(w->js.alloc_ctx);
     w->js.alloc_ctx = NULL;
@@ -190,8 +196,9 @@ static void run(size_t n, const struct sim_truth *truth, const struct ctl_templa
         digest = (digest ^ b[q]) * 0x100000001b3ull; /* FNV-1a */
     }
     if (trace && r >= 5)
-      fprintf(stderr, "round %3zu  pflex_alloc_run warm %7.2f ms  cold %7.2f ms\n", m + 1,
-              t[0].alloc[m], t[1].alloc[m]);
+      fprintf(stderr,
+              "round %3zu  pflex_alloc_run warm %7.2f ms  cold %7.2f ms  page faults %ld %ld\n",
+              m + 1, t[0].alloc[m], t[1].alloc[m], t[0].faults[m], t[1].faults[m]);
     m += r >= 5;
   }
   report(n, &t[0], m, "warm");

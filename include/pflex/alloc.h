@@ -88,11 +88,16 @@ void pflex_alloc_job_init(struct pflex_alloc_job *job);
  * keyed with the curve's own): a caller that gives one must change it
  * whenever what the curve computes changes (pflex_refine_digest does).
  * Results are bit for bit those of a call without it. It
- * holds no pointer to a curve; its size is bounded (past 4 hulls per job of
- * a call plus 65536 it starts afresh). One context per thread. */
+ * holds no pointer to a curve; its size is bounded: past 6 hulls per job of
+ * a call plus 4096 it keeps the most recently used half. One context per
+ * thread. */
 struct pflex_alloc_ctx;
 int pflex_alloc_ctx_new(struct pflex_alloc_ctx **ret_ctx);
 void pflex_alloc_ctx_free(struct pflex_alloc_ctx *ctx); /* NULL allowed */
+/* Sizes the context's table for calls of n jobs up to its bound, so that
+ * no call pays for growing it (a controller does this between events).
+ * -EINVAL without a context, -ENOMEM. */
+int pflex_alloc_ctx_reserve(struct pflex_alloc_ctx *ctx, size_t n);
 
 /* Jobs whose bounds are resolved once for many runs (pflex_alloc_prepare):
  * a study's workload, allocated at every cut with every strategy. */

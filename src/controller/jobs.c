@@ -436,6 +436,10 @@ size_t ctl_jobset_learn(struct ctl_jobset *js, const struct ctl_config *cfg) {
     j->probe = !(j->p_max > 0) && !(j->t_est > 0);
     ctl_job_resolve_class(j, cfg);
   }
+  /* The allocator's context, sized for the jobs now, before a round needs
+   * it; without memory for it the plan works without (plan.c). */
+  if (!js->alloc_ctx && pflex_alloc_ctx_new(&js->alloc_ctx) < 0) js->alloc_ctx = NULL;
+  if (js->alloc_ctx) (void)pflex_alloc_ctx_reserve(js->alloc_ctx, js->n);
   return obs;
 }
 

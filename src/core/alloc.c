@@ -347,14 +347,17 @@ struct hull_key {
 struct hull_entry {
   struct hull_key key;
   size_t off, len; /* in pool */
+  uint64_t call;   /* the last call (hull_cache.call) that used it */
   bool used;
 };
 
+/* call counts the calls of pflex_alloc_run with the context. */
 struct hull_cache {
   struct hull_entry *tab;
   size_t nslots, nused;
   struct pflex__seg *pool;
   size_t npool, cap_pool;
+  uint64_t call;
 };
 
 struct pflex_alloc_ctx {
@@ -405,7 +408,7 @@ static bool key_eq(const struct hull_key *a, const struct hull_key *b) {
 }
 
 /* The entry for key k, or NULL. */
-static const struct hull_entry *hull_find(const struct hull_cache *hc, const struct hull_key *k) {
+static struct hull_entry *hull_find(const struct hull_cache *hc, const struct hull_key *k) {
   if (!hc->nslots) return NULL;
   for (size_t h = key_slot(k, hc->nslots);; h = (h + 1) & (hc->nslots - 1)) {
     if (!hc->tab[h].used) return NULL;
@@ -413,10 +416,21 @@ static const struct hull_entry *hull_find(const struct hull_cache *hc, const str
   }
 }
 
-static int hull_grow(struct hull_cache *hc) {
+/* memset called through a volatile pointer: a compiler may turn malloc +
+ * memset into calloc, whose fresh pages are zero without being touched. */
+static void *(*const volatile touch_zero)(void *, int, size_t) = memset;
+
+/* Doubles the table, or more until it has at least min slots. Every page is
+ * touched here, not one at a time by the round that first probes it (the
+ * point of pflex_alloc_ctx_reserve: a page fault costs 15-25 us on the VM
+ * of bench_controller --trace). */
+static int hull_grow(struct hull_cache *hc, size_t min) {
   size_t ns = hc->nslots ? 2 * hc->nslots : 256;
-  struct hull_entry *t = calloc(ns, sizeof *t);
+  while (ns < min)
+    ns *= 2;
+  struct hull_entry *t = malloc(ns * sizeof *t);
   if (!t) return -ENOMEM;
+  touch_zero(t, 0, ns * sizeof *t);
   for (size_t h = 0; h < hc->nslots; h++)
     if (hc->tab[h].used) {
       size_t g = key_slot(&hc->tab[h].key, ns);
@@ -434,7 +448,7 @@ static int hull_grow(struct hull_cache *hc) {
  * entry, or NULL when out of memory. */
 static const struct hull_entry *hull_put(struct hull_cache *hc, const struct hull_key *k,
                                          const struct pflex__seg *segs, size_t len) {
-  if (2 * (hc->nused + 1) > hc->nslots && hull_grow(hc)) return NULL;
+  if (2 * (hc->nused + 1) > hc->nslots && hull_grow(hc, 0)) return NULL;
   if (hc->npool + len > hc->cap_pool) {
     size_t nc = hc->cap_pool ? 2 * hc->cap_pool : 4096;
     while (nc < hc->npool + len)
@@ -448,10 +462,77 @@ static const struct hull_entry *hull_put(struct hull_cache *hc, const struct hul
   size_t h = key_slot(k, hc->nslots);
   while (hc->tab[h].used)
     h = (h + 1) & (hc->nslots - 1);
-  hc->tab[h] = (struct hull_entry){.key = *k, .off = hc->npool, .len = len, .used = true};
+  hc->tab[h] =
+      (struct hull_entry){.key = *k, .off = hc->npool, .len = len, .call = hc->call, .used = true};
   hc->npool += len;
   hc->nused++;
   return &hc->tab[h];
+}
+
+/* The hulls a context keeps for calls of n jobs: beyond it the cache is
+ * compacted. Three calls' worth (two passes each) plus room for the shared
+ * curves of a study's many small workloads. */
+static size_t hull_cache_limit(size_t n) {
+  return 6 * n + 4096;
+}
+
+/* The stamp at and after which at most keep entries were last used (by
+ * age in calls, counted up to 1,023; older ones are the oldest bucket). */
+static uint64_t hull_cache_cutoff(const struct hull_cache *hc, size_t keep) {
+  enum { AGES = 1024 };
+  size_t count[AGES] = {0};
+  for (size_t h = 0; h < hc->nslots; h++)
+    if (hc->tab[h].used) {
+      uint64_t age = hc->call - hc->tab[h].call;
+      count[age < AGES ? age : AGES - 1]++;
+    }
+  size_t sum = 0, age = 0;
+  while (age < AGES && sum + count[age] <= keep)
+    sum += count[age++];
+  return hc->call - age + 1; /* ages 0 .. age - 1 are kept */
+}
+
+/* When the cache is full: keeps the most recently used hulls, at most half
+ * the limit, moved to a new pool of the same capacity, and drops the rest.
+ * A controller's next round then still finds the hulls of every curve that
+ * did not change, where a clear would make it sample them all again (a
+ * round as slow as the first). Out of memory: cleared instead. */
+static void hull_cache_compact(struct hull_cache *hc, size_t limit) {
+  uint64_t cutoff = hull_cache_cutoff(hc, limit / 2);
+  size_t nkeep = 0;
+  for (size_t h = 0; h < hc->nslots; h++)
+    nkeep += hc->tab[h].used && hc->tab[h].call >= cutoff;
+  struct pflex__seg *pool = malloc((hc->cap_pool ? hc->cap_pool : 1) * sizeof *pool);
+  struct hull_entry *kept = malloc((nkeep ? nkeep : 1) * sizeof *kept);
+  if (!pool || !kept) {
+    free(pool);
+    free(kept);
+    hull_cache_clear(hc);
+    return;
+  }
+  size_t m = 0, np = 0;
+  for (size_t h = 0; h < hc->nslots; h++) {
+    struct hull_entry *e = &hc->tab[h];
+    if (!e->used) continue;
+    e->used = false;
+    if (e->call < cutoff) continue;
+    memcpy(&pool[np], &hc->pool[e->off], e->len * sizeof *pool);
+    kept[m] = *e;
+    kept[m++].off = np;
+    np += e->len;
+  }
+  /* Placed afresh: the dropped entries left holes in the probe runs. */
+  for (size_t k = 0; k < m; k++) {
+    size_t h = key_slot(&kept[k].key, hc->nslots);
+    while (hc->tab[h].used)
+      h = (h + 1) & (hc->nslots - 1);
+    hc->tab[h] = kept[k];
+  }
+  free(hc->pool);
+  hc->pool = pool;
+  hc->npool = np;
+  hc->nused = m;
+  free(kept);
 }
 
 int pflex_alloc_ctx_new(struct pflex_alloc_ctx **ret_ctx) {
@@ -459,6 +540,25 @@ int pflex_alloc_ctx_new(struct pflex_alloc_ctx **ret_ctx) {
   struct pflex_alloc_ctx *c = calloc(1, sizeof *c);
   if (!c) return -ENOMEM;
   *ret_ctx = c;
+  return 0;
+}
+
+/* Room for the limit and a call's two passes past it at under half load:
+ * no hull_put of such calls grows the table (its doubling was a 10 ms round
+ * at 1,000 jobs: bench_controller --rounds 60). */
+int pflex_alloc_ctx_reserve(struct pflex_alloc_ctx *ctx, size_t n) {
+  if (!ctx) return -EINVAL;
+  struct hull_cache *hc = &ctx->hulls;
+  size_t want = 2 * (hull_cache_limit(n) + 2 * n) + 2;
+  if (hc->nslots < want && hull_grow(hc, want)) return -ENOMEM;
+  /* The pool for about 8 segments a hull, touched now too. */
+  size_t segs = 8 * hull_cache_limit(n);
+  if (hc->cap_pool >= segs) return 0;
+  struct pflex__seg *t = realloc(hc->pool, segs * sizeof *t);
+  if (!t) return -ENOMEM;
+  touch_zero(t + hc->cap_pool, 0, (segs - hc->cap_pool) * sizeof *t);
+  hc->pool = t;
+  hc->cap_pool = segs;
   return 0;
 }
 
@@ -631,8 +731,9 @@ static int pass_find_or_sample(const struct pflex_alloc_job *jobs, const double 
    * now: without a content digest it is shared within this pass only, never
    * kept in the context (pflex__alloc_curve_key). */
   bool keep = hc && key->keep;
-  const struct hull_entry *e = keep ? hull_find(hc, key) : NULL;
+  struct hull_entry *e = keep ? hull_find(hc, key) : NULL;
   if (e) {
+    e->call = hc->call;
     sc->where[i] = e->off, sc->in_pool[i] = true, ps->jn[i] = e->len;
     return 0;
   }
@@ -652,7 +753,7 @@ static int pass_find_or_sample(const struct pflex_alloc_job *jobs, const double 
 static int pass_hulls(const struct pflex_alloc_job *jobs, size_t n, const double *wlo,
                       const double *whi, unsigned knots, size_t maxk, struct hull_cache *hc,
                       struct pass *ps) {
-  if (hc && hc->nused > 4 * n + 65536) hull_cache_clear(hc);
+  if (hc && hc->nused > hull_cache_limit(n)) hull_cache_compact(hc, hull_cache_limit(n));
   struct pass_scratch sc;
   int err = pass_scratch_init(&sc, ps, n, maxk);
   for (size_t i = 0; !err && i < n; i++) {
@@ -1536,6 +1637,7 @@ int pflex_alloc_run(const struct pflex_alloc_job *jobs, size_t n,
   double *p = malloc((n ? n : 1) * sizeof *p), *w = NULL;
   int err = -ENOMEM;
   if (!pr || !p) goto out;
+  if (opts && opts->ctx) opts->ctx->hulls.call++;
   double min_w, max_w, gap = 0;
   bool floor_bad;
   struct pflex__pass1 *p1 = NULL;
