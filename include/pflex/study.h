@@ -143,6 +143,12 @@ struct pflex_study_opts {
                     shared among the workload's jobs at round 0), else by z SDs of the
                     PFI (predset.sd); default 0: none (include/pflex/shrink.h,
                     docs/study.md) */
+  double dither; /* closed loop with shrinkage: a job that a round but the last leaves within
+                    the knots' merge (0.02 P_max) of where it was last observed, and that
+                    was not yet observed at two powers, is moved this share of its P_max
+                    from there, up or down, the moves summing to zero watts, where the
+                    shrunk curves' bound still beats the anchors': its next observation
+                    is at a second power (docs/study.md, "Ninth wave"); default 0: none */
 };
 
 /* Fills the defaults listed above. */

@@ -122,6 +122,10 @@ static const struct cli_option options[] = {
     {CLI_DOUBLE("shrink", "Z", A, so.shrink, 0, 100,
                 "optimal: shrink each predicted curve toward the equal cut by Z SDs of its "
                 "prediction's error (default 0: none; 1 is one SD)")},
+    {CLI_DOUBLE("dither", "D", A, so.dither, 0, 0.2,
+                "closed loop with --shrink: a job a round leaves where it was observed is "
+                "moved D of its P_max up or down, budget-neutral, so that it is next observed "
+                "at a second power (default 0: none; 0.06 in docs/study.md)")},
     {CLI_STRING("train", "RUNS", A, train,
                 "fit the model on this runs file instead (its headline set when it has one) and "
                 "predict every job of RUNS, unseen in fitting ('unseen')")},
@@ -370,6 +374,7 @@ static int print_json(const struct args *a, const struct pflex_study_data *d,
   json_object_set_new(root, "predictions", json_predictions(d));
   json_object_set_new(root, "objective", json_string(pflex_objective_name(a->so.objective)));
   json_object_set_new(root, "shrink", json_real(a->so.shrink));
+  if (a->so.dither > 0) json_object_set_new(root, "dither", json_real(a->so.dither));
   json_object_set_new(root, "results",
                       json_results(res, nres, other_objective(a->so.objective)));
   if (hp) {
@@ -414,6 +419,10 @@ static void print_header(const struct args *a, const struct pflex_study_data *d,
            a->so.shrink);
   else
     printf("optimal: predicted curves used as predicted, no shrinkage (--shrink 0)\n");
+  if (a->so.dither > 0 && a->so.shrink > 0 && a->so.rounds > 1)
+    printf("closed loop: a job a round leaves where it was observed is moved %g of its P_max "
+           "(--dither; docs/study.md)\n",
+           a->so.dither);
 }
 
 /* The headline quotes the paper's figure only for the paper's own jobs (the
@@ -461,6 +470,8 @@ static void print_text(const struct args *a, const struct pflex_study_data *d,
 /* What the predictions had to fall back on. */
 static void print_notes(const struct args *a, const struct pflex_study_data *d) {
   const struct pflex_study_predictions *p = &d->pred;
+  if (a->so.dither > 0 && !(a->so.shrink > 0 && a->so.rounds > 1))
+    fprintf(stderr, "note: --dither acts only with --shrink and --rounds 2 or more\n");
   if (p->fell_back && a->po.kind == PFLEX_MODEL_PRIOR)
     fprintf(stderr, "note: --model prior: predictions are the population prior's, marked "
                     "'prior'\n");

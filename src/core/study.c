@@ -17,6 +17,7 @@
 #include "pflex/refine.h"
 #include "pflex/shrink.h"
 #include "pflex/study.h"
+#include "study_dither.h"
 
 static const double default_cuts[] = {0, 0.05, 0.10, 0.15, 0.20, 0.25, 0.30, 0.35, 0.40};
 
@@ -36,6 +37,7 @@ void pflex_study_opts_init(struct pflex_study_opts *o) {
   o->bandwidth = 0.25;
   o->objective = PFLEX_OBJECTIVE_TOKENS;
   o->shrink = 0;
+  o->dither = 0;
 }
 
 const char *pflex_study_scenario_name(enum pflex_study_scenario s) {
@@ -601,6 +603,10 @@ struct work {
   double *eq;                /* per job: its power in the equal cut (the shrinkage's anchor) */
   double *anc, *pw;          /* per job: the anchors of the allocation, and its powers */
   double *pobs;              /* closed loop, per job: the power last observed */
+  double *dlo, *dhi, *dmv;   /* closed loop's dither, per job: bounds, moves */
+  double *pund;              /* closed loop's dither, per job: the power before it, or NAN */
+  unsigned char *two;        /* closed loop, per job: observed at two distinct powers */
+  size_t *didx;              /* closed loop's dither: scratch */
   double *tl; /* per line, then rounds + 1: this workload's value in each objective */
   struct pflex_alloc_opts ao, ao_powers; /* ao_powers: ao with skip_tput */
   struct pflex_alloc_ctx *actx;
@@ -639,6 +645,12 @@ static void work_free(struct work *w, size_t n) {
   free(w->anc);
   free(w->pw);
   free(w->pobs);
+  free(w->dlo);
+  free(w->pund);
+  free(w->two);
+  free(w->dhi);
+  free(w->dmv);
+  free(w->didx);
   free(w->tl);
   free(w->prep_p);
   free(w->jpk);
@@ -657,11 +669,18 @@ static int work_alloc(struct work *w, const struct study *s) {
   w->anc = calloc(n, sizeof *w->anc);
   w->pw = calloc(n, sizeof *w->pw);
   w->pobs = calloc(n, sizeof *w->pobs);
+  w->dlo = calloc(n, sizeof *w->dlo);
+  w->pund = calloc(n, sizeof *w->pund);
+  w->two = calloc(n, sizeof *w->two);
+  w->dhi = calloc(n, sizeof *w->dhi);
+  w->dmv = calloc(n, sizeof *w->dmv);
+  w->didx = calloc(n, sizeof *w->didx);
   w->tl = calloc(PFLEX_OBJECTIVE_N * (s->nlines + s->o->rounds + 1), sizeof *w->tl);
   w->prep_p = calloc(s->np ? s->np : 1, sizeof *w->prep_p);
   w->jpk = calloc((s->np ? s->np : 1) * n, sizeof *w->jpk);
   if (!(w->gi && w->jt && w->jp && w->r && w->ref && w->shr && w->eq && w->anc && w->pw &&
-        w->pobs && w->tl && w->prep_p && w->jpk))
+        w->pobs && w->dlo && w->pund && w->two && w->dhi && w->dmv && w->didx && w->tl &&
+        w->prep_p && w->jpk))
     return -ENOMEM;
   /* One allocator context for the whole run: the same curves come back in
    * every workload and cut, their hulls are sampled once (same results). */
@@ -846,6 +865,54 @@ static bool loop_factors(const struct study *s, const struct work *w, size_t k, 
   return own;
 }
 
+/* The closed loop's dither (opts.dither, with shrinkage): the jobs that
+ * w->r leaves within the knots' merge of where they were last observed are
+ * moved, budget-neutral, so that their next observation is at a second
+ * power (study_dither.h). */
+static void dither(const struct study *s, struct work *w) {
+  if (!(s->o->dither > 0) || !(s->o->shrink > 0)) return;
+  size_t n = s->o->jobs;
+  for (size_t j = 0; j < n; j++) {
+    w->pw[j] = w->r[j].power_w;
+    w->dlo[j] = w->r[j].floor_w;
+    w->dhi[j] = pflex_curve_p_max(s->g[w->gi[j]].curve);
+    if (w->two[j]) w->dlo[j] = w->dhi[j] = w->pw[j]; /* has its chord: stays */
+  }
+  pflex__study_dither(n, w->pw, w->pobs, w->dlo, w->dhi, w->dhi, s->o->dither,
+                      STUDY_SHRUNK_KNOT_MERGE, w->didx, w->dmv);
+  /* Only where the pessimistic bound still beats the anchors' (as the
+   * allocation itself must): a dither the band finds worse is not made. */
+  if (!pflex_shrink_worth(w->jp, w->pw, w->anc, n, PFLEX_STUDY_EQUAL_TOL)) return;
+  for (size_t j = 0; j < n; j++) {
+    if (w->dmv[j] != 0) w->pund[j] = w->r[j].power_w;
+    w->r[j].power_w = w->pw[j];
+  }
+}
+
+/* Round `round` of the closed loop for job j: its true throughput at its
+ * allocated power observed with noise and fed to its refinement, its curve
+ * for the next allocation the refined one shrunk around its anchor: the
+ * power observed, or for a dithered job the power the allocation gave it
+ * before the dither (near its earlier observation), the dithered
+ * observation measuring the chord. */
+static int observe(const struct study *s, struct work *w, size_t k, size_t j, size_t round,
+                   gsl_rng *noise) {
+  size_t gi = w->gi[j];
+  double pw = w->r[j].power_w, pm = pflex_curve_p_max(s->g[gi].curve);
+  bool dithered = !isnan(w->pund[j]);
+  double a = w->anc[j] = dithered ? w->pund[j] : pw;
+  w->pund[j] = NAN;
+  double obs = pflex_curve_eval(s->g[gi].curve, pw) * (1 + gsl_ran_gaussian(noise, s->o->noise));
+  int err = pflex_refine_observe(w->ref[j], pw, obs);
+  if (err) return err;
+  double f[CAL_NB];
+  bool own = loop_factors(s, w, k, j, round, dithered ? pw : w->pobs[j], a, f);
+  if (round > 1 && fabs(pw - w->pobs[j]) > STUDY_SHRUNK_KNOT_MERGE * pm) w->two[j] = 1;
+  w->pobs[j] = pw;
+  return shrunk_curve(w, j, pflex_refine_curve(w->ref[j]), f,
+                      own ? 1 : 1 - pflex_refine_confidence(w->ref[j]), a);
+}
+
 /* The closed loop's rounds after optimal's first allocation: every job's
  * true throughput at its allocated power is observed with Gaussian relative
  * noise and fed to the job's refinement; the cluster is re-allocated on the
@@ -859,20 +926,14 @@ static int closed_loop(const struct study *s, struct work *w, size_t k, double t
   for (size_t j = 0; j < n && !err; j++) {
     const struct pflex_refine_prior *prior = s->prior[k * s->ng + w->gi[j]];
     err = w->ref[j] ? pflex_refine_reset(w->ref[j], prior) : pflex_refine_new(prior, &ro, &w->ref[j]);
+    w->pund[j] = NAN;
+    w->two[j] = 0;
   }
   for (size_t round = 1; round <= s->o->rounds && !err; round++) {
-    for (size_t j = 0; j < n && !err; j++) {
-      size_t gi = w->gi[j];
-      double pw = w->anc[j] = w->r[j].power_w;
-      double obs = pflex_curve_eval(s->g[gi].curve, pw) * (1 + gsl_ran_gaussian(noise, s->o->noise));
-      if ((err = pflex_refine_observe(w->ref[j], pw, obs))) break;
-      double f[CAL_NB];
-      bool own = loop_factors(s, w, k, j, round, w->pobs[j], pw, f);
-      w->pobs[j] = pw;
-      err = shrunk_curve(w, j, pflex_refine_curve(w->ref[j]), f,
-                         own ? 1 : 1 - pflex_refine_confidence(w->ref[j]), pw);
-    }
+    for (size_t j = 0; j < n && !err; j++)
+      err = observe(s, w, k, j, round, noise);
     if (!err) err = allocate_shrunk(s, w, target);
+    if (!err && round < s->o->rounds) dither(s, w); /* observed again next round */
     if (!err) score(s, w, t + PFLEX_OBJECTIVE_N * round);
   }
   return err;
@@ -1134,7 +1195,7 @@ static int opts_check(const struct pflex_study_group *groups, size_t ngroups,
   if (!groups || ngroups == 0 || (npreds && !preds) || o->jobs == 0 || o->workloads == 0 ||
       !(o->noise >= 0) || !(o->prior_sd > 0) || (o->ncuts && !o->cuts) || o->rounds > 100 ||
       !(o->bandwidth > 0) || !(o->shrink >= 0) || !isfinite(o->shrink) ||
-      (unsigned)o->objective >= PFLEX_OBJECTIVE_N)
+      !(o->dither >= 0 && o->dither <= 0.5) || (unsigned)o->objective >= PFLEX_OBJECTIVE_N)
     return -EINVAL;
   for (size_t c = 0; o->cuts && c < o->ncuts; c++)
     if (!(o->cuts[c] >= 0 && o->cuts[c] <= 1)) return -EINVAL;

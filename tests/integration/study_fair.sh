@@ -16,7 +16,9 @@
 # printed (met or not). On the reference set under progress, round 0 and,
 # after two rounds, every prediction set is worse than equal in at most 1%
 # of the workloads at every cut (before the eighth wave LOCO at 40% was
-# worse in 7%, in-sample in 8%).
+# worse in 7%, in-sample in 8%), also with --dither 0.06 at every round;
+# with --dither 0.06 (ninth wave) round 0 is unchanged byte for byte and two
+# rounds recover more on both seeds (fails without the dither).
 source "$(dirname "$0")/cli_common.bash"
 set -e
 
@@ -76,22 +78,64 @@ for name, d in (("seed 7", shrunk), ("seed 3", seed3)):
     assert max(w[0].values()) <= 0.01 and max(w[1].values()) <= 0.01, (name, w)
 EOF
 
+# The closed loop's dither (--dither 0.06, docs/study.md "Ninth wave"):
+# a job round 1 leaves where it was observed is moved, budget-neutral, so
+# that round 2 sees it at a second power. Round 0 stays as it was, byte for
+# byte; two rounds recover more of the gap on both populations (seed 7:
+# 89.6% against 88.5%, seed 3: 90.1% against 89.8%; asserted: more than
+# without it, and at least 89% on seed 7), never worse than equal in more
+# than 1% of the workloads in any round (round 1 pays for the dither).
+for s in 7 3; do
+  pop="$tmp/pop.csv"
+  [ "$s" = 3 ] && pop="$tmp/pop3.csv"
+  "$PFLEX" study "$pop" --json --workloads 40 --scenarios random --objective progress \
+    --model prior --strategies equal,optimal,oracle --cuts 20:40:5 --rounds 2 --shrink 1 \
+    --dither 0.06 >"$tmp/d$s.json" 2>"$tmp/d$s.err" || fail "study --dither seed $s: $(cat "$tmp/d$s.err")"
+done
+python3 - "$tmp/z1.json" "$tmp/d7.json" "$tmp/s3.json" "$tmp/d3.json" <<'EOF' || fail "dither"
+import json, sys
+runs = [json.load(open(p)) for p in sys.argv[1:5]]
+def rows(d, rnd):
+    return [r for r in d["results"] if r.get("round", 0) == rnd]
+def get(d, rnd, key):
+    v = {r["cut"]: r[key] for r in rows(d, rnd)
+         if r["strategy"] == "optimal" and r["prediction"] == "prior"}
+    assert len(v) == 5, v
+    return v
+mean = lambda v: sum(v.values()) / len(v)
+for name, plain, dith in (("seed 7", runs[0], runs[1]), ("seed 3", runs[2], runs[3])):
+    assert dith["dither"] == 0.06 and "dither" not in plain
+    assert json.dumps(rows(plain, 0)) == json.dumps(rows(dith, 0)), name  # round 0 as it was
+    g = [get(dith, r, "gap_recovered") for r in (1, 2)]
+    g0 = get(plain, 2, "gap_recovered")
+    print(f"{name} with --dither 0.06: gap recovered after 1/2 rounds (mean of 20-40%): "
+          f"{mean(g[0]):.1%} / {mean(g[1]):.1%} (without: {mean(g0):.1%} after two); "
+          f"issue 12's 90% at every cut {'met' if min(g[1].values()) >= 0.9 else 'NOT met'}")
+    assert mean(g[1]) > mean(g0), (name, g[1], g0)
+    for rnd in (0, 1, 2):
+        w = get(dith, rnd, "worse_than_equal")
+        assert max(w.values()) <= 0.01, (name, rnd, w)
+assert mean(get(runs[1], 2, "gap_recovered")) >= 0.89
+EOF
+
 # The reference set under progress, the closed loop's fragile case: LOCO
 # predictions at deep cuts (their band is calibrated on other clusters).
-"$PFLEX" study --objective progress --rounds 2 --workloads 100 --shrink 1 --cuts 20:40:5 \
-  --scenarios production --json >"$tmp/ref.json" 2>"$tmp/ref.err" ||
-  fail "reference study: $(cat "$tmp/ref.err")"
-python3 - "$tmp/ref.json" <<'EOF' || fail "reference set, progress, --shrink 1 --rounds 2"
+for dith in 0 0.06; do
+  "$PFLEX" study --objective progress --rounds 2 --workloads 100 --shrink 1 --cuts 20:40:5 \
+    --scenarios production --json --dither "$dith" >"$tmp/ref.json" 2>"$tmp/ref.err" ||
+    fail "reference study: $(cat "$tmp/ref.err")"
+  python3 - "$tmp/ref.json" "$dith" <<'EOF' || fail "reference set, progress, --dither $dith"
 import json, sys
 d = json.load(open(sys.argv[1]))
 w = {(r["prediction"], r["round"], r["cut"]): r["worse_than_equal"] for r in d["results"]
      if r["strategy"] == "optimal"}
 assert len([k for k in w if k[0] in ("loo", "loco") and k[1] == 0]) == 10, w
 assert all(v <= 0.01 for k, v in w.items() if k[1] == 0), w
-print(f"reference set, progress: LOCO at 40% after two rounds worse than equal in "
-      f"{w['loco', 2, 0.4]:.0%} of the workloads")
-assert all(v <= 0.01 for v in w.values()), w
+print(f"reference set, progress, --dither {sys.argv[2]}: LOCO at 40% after two rounds worse "
+      f"than equal in {w['loco', 2, 0.4]:.0%} of the workloads")
+assert all(v <= 0.01 for v in w.values()), w  # every round (the dither's round 1 included)
 EOF
+done
 
 # LOCO honest: without arch and task columns every group is one cluster,
 # which cannot be left out: no LOCO number (null), and a note says so.
