@@ -1199,18 +1199,14 @@ struct ls_move {
   int col[3], n;
 };
 
-/* Job i's gain for column c (+ds[c/2] for even c, -ds[c/2] for odd): read
- * from every job's row (full, n rows) when there is one, else evaluated. */
-static double cand_gain(const struct ls *s, const double *full, size_t n, size_t i, int c) {
-  if (full) return full[c * n + i];
+/* Job i's gain for column c (+ds[c/2] for even c, -ds[c/2] for odd). */
+static double cand_gain(const struct ls *s, size_t i, int c) {
   return delta_of(s->jobs, s->pr, s->p, s->f, i, c % 2 ? -s->ds[c / 2] : s->ds[c / 2]);
 }
 
 /* Marks in in[] the candidates: per amount and direction the LS_KEEP best
- * jobs of one scan (every job when n <= LS_KEEP); their number. full: every
- * job's row of gains (NULL: none; the gains are evaluated). */
-static int ls_candidates(const struct ls *s, size_t n, const double *full, bool *in,
-                         size_t *ret_ns) {
+ * jobs of one scan (every job when n <= LS_KEEP); their number. */
+static int ls_candidates(const struct ls *s, size_t n, bool *in, size_t *ret_ns) {
   if (n <= LS_KEEP) {
     for (size_t i = 0; i < n; i++)
       in[i] = true;
@@ -1224,7 +1220,7 @@ static int ls_candidates(const struct ls *s, size_t n, const double *full, bool 
   if (!heap) return -ENOMEM;
   for (size_t i = 0; i < n; i++)
     for (int c = 0; c < 2 * LS_STEPS; c++) {
-      double x = cand_gain(s, full, n, i, c);
+      double x = cand_gain(s, i, c);
       struct keep *h = &heap[c * LS_KEEP];
       if (hn[c] < LS_KEEP)
         keep_push(h, hn[c]++, (struct keep){x, i});
@@ -1285,9 +1281,9 @@ static int ls_fill_table(struct ls *s) {
 }
 
 /* Up to this many jobs, every job's row of gains is filled once (in one
- * sorted run of curve evaluations each) and the candidates are chosen from
- * it, instead of evaluating each gain on its own for the choice and again
- * for the table: the same values, bit for bit, and the same choice. */
+ * sorted run of curve evaluations each) and every job is a candidate
+ * (ls_table); past it the candidates are chosen first, each gain evaluated
+ * on its own, and only their rows are filled. */
 #define LS_FULL_MAX 65536
 
 /* Every job's row of gains: s's set all the jobs and its table theirs. */
@@ -1301,17 +1297,15 @@ static int ls_full_table(struct ls *s, size_t n) {
   return ls_fill_table(s);
 }
 
-/* The candidate set (in[], ls_candidates) and its table of gains. */
+/* The candidate set (in[], ls_candidates) and its table of gains. Up to
+ * LS_FULL_MAX jobs every job is a candidate: its row is filled anyway, and
+ * the search reads only each column's best rows, so the moves are those of
+ * the restricted set (which holds every column's LS_KEEP best, in the same
+ * job order for ties), without choosing it (a heap per column: a tenth of
+ * a controller's round at 1,000 jobs). */
 static int ls_table(struct ls *s, size_t n, bool *in) {
-  int err = 0;
-  double *full = NULL;
-  if (n > LS_KEEP && n <= LS_FULL_MAX) {
-    err = ls_full_table(s, n);
-    full = s->tab;
-    free(s->set);
-    s->set = NULL, s->tab = NULL;
-  }
-  if (!err) err = ls_candidates(s, n, full, in, &s->ns);
+  if (n > LS_KEEP && n <= LS_FULL_MAX) return ls_full_table(s, n);
+  int err = ls_candidates(s, n, in, &s->ns);
   if (!err) {
     s->set = malloc(s->ns * sizeof *s->set);
     s->tab = malloc(s->ns * 2 * LS_STEPS * sizeof *s->tab);
@@ -1320,15 +1314,7 @@ static int ls_table(struct ls *s, size_t n, bool *in) {
   size_t ns = 0;
   for (size_t i = 0; !err && i < n; i++)
     if (in[i]) s->set[ns++] = i;
-  if (!err && full) {
-    for (int c = 0; c < 2 * LS_STEPS; c++)
-      for (size_t r = 0; r < ns; r++)
-        s->tab[c * ns + r] = full[c * n + s->set[r]];
-  } else if (!err) {
-    err = ls_fill_table(s);
-  }
-  free(full);
-  return err;
+  return err ? err : ls_fill_table(s);
 }
 
 /* The best pair move into *mv: one receiver and one donor of ds[k]. */
