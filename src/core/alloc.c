@@ -355,8 +355,8 @@ struct hull_entry {
 struct hull_cache {
   struct hull_entry *tab;
   size_t nslots, nused;
-  struct pflex__seg *pool;
-  size_t npool, cap_pool;
+  struct pflex__seg *pool, *spare; /* spare: the compaction's next pool */
+  size_t npool, cap_pool, cap_spare;
   uint64_t call;
 };
 
@@ -368,6 +368,7 @@ struct pflex_alloc_ctx {
 static void hull_cache_release(struct hull_cache *hc) {
   free(hc->tab);
   free(hc->pool);
+  free(hc->spare);
   memset(hc, 0, sizeof *hc);
 }
 
@@ -493,7 +494,7 @@ static uint64_t hull_cache_cutoff(const struct hull_cache *hc, size_t keep) {
 }
 
 /* When the cache is full: keeps the most recently used hulls, at most half
- * the limit, moved to a new pool of the same capacity, and drops the rest.
+ * the limit, moved to the spare pool (or a new one), and drops the rest.
  * A controller's next round then still finds the hulls of every curve that
  * did not change, where a clear would make it sample them all again (a
  * round as slow as the first). Out of memory: cleared instead. */
@@ -502,14 +503,16 @@ static void hull_cache_compact(struct hull_cache *hc, size_t limit) {
   size_t nkeep = 0;
   for (size_t h = 0; h < hc->nslots; h++)
     nkeep += hc->tab[h].used && hc->tab[h].call >= cutoff;
-  struct pflex__seg *pool = malloc((hc->cap_pool ? hc->cap_pool : 1) * sizeof *pool);
+  size_t cap = hc->cap_pool ? hc->cap_pool : 1;
+  struct pflex__seg *pool = hc->cap_spare >= cap ? hc->spare : malloc(cap * sizeof *pool);
   struct hull_entry *kept = malloc((nkeep ? nkeep : 1) * sizeof *kept);
   if (!pool || !kept) {
-    free(pool);
+    if (pool != hc->spare) free(pool);
     free(kept);
     hull_cache_clear(hc);
     return;
   }
+  if (pool == hc->spare) cap = hc->cap_spare;
   size_t m = 0, np = 0;
   for (size_t h = 0; h < hc->nslots; h++) {
     struct hull_entry *e = &hc->tab[h];
@@ -518,6 +521,7 @@ static void hull_cache_compact(struct hull_cache *hc, size_t limit) {
     if (e->call < cutoff) continue;
     memcpy(&pool[np], &hc->pool[e->off], e->len * sizeof *pool);
     kept[m] = *e;
+    kept[m].used = true;
     kept[m++].off = np;
     np += e->len;
   }
@@ -528,8 +532,9 @@ static void hull_cache_compact(struct hull_cache *hc, size_t limit) {
       h = (h + 1) & (hc->nslots - 1);
     hc->tab[h] = kept[k];
   }
-  free(hc->pool);
-  hc->pool = pool;
+  if (pool != hc->spare) free(hc->spare);
+  hc->spare = hc->pool, hc->cap_spare = hc->cap_pool; /* the old pool, touched already */
+  hc->pool = pool, hc->cap_pool = cap;
   hc->npool = np;
   hc->nused = m;
   free(kept);
@@ -551,14 +556,22 @@ int pflex_alloc_ctx_reserve(struct pflex_alloc_ctx *ctx, size_t n) {
   struct hull_cache *hc = &ctx->hulls;
   size_t want = 2 * (hull_cache_limit(n) + 2 * n) + 2;
   if (hc->nslots < want && hull_grow(hc, want)) return -ENOMEM;
-  /* The pool for about 8 segments a hull, touched now too. */
-  size_t segs = 8 * hull_cache_limit(n);
-  if (hc->cap_pool >= segs) return 0;
-  struct pflex__seg *t = realloc(hc->pool, segs * sizeof *t);
-  if (!t) return -ENOMEM;
-  touch_zero(t + hc->cap_pool, 0, (segs - hc->cap_pool) * sizeof *t);
-  hc->pool = t;
-  hc->cap_pool = segs;
+  /* The pool and the compaction's spare for 16 segments a hull (about
+   * twice what the controller's hulls hold), touched now too. */
+  size_t segs = 16 * hull_cache_limit(n);
+  if (hc->cap_pool < segs) {
+    struct pflex__seg *t = realloc(hc->pool, segs * sizeof *t);
+    if (!t) return -ENOMEM;
+    touch_zero(t + hc->cap_pool, 0, (segs - hc->cap_pool) * sizeof *t);
+    hc->pool = t, hc->cap_pool = segs;
+  }
+  if (hc->cap_spare < segs) {
+    free(hc->spare);
+    hc->cap_spare = 0;
+    if (!(hc->spare = malloc(segs * sizeof *hc->spare))) return -ENOMEM;
+    touch_zero(hc->spare, 0, segs * sizeof *hc->spare);
+    hc->cap_spare = segs;
+  }
   return 0;
 }
 

@@ -907,6 +907,54 @@ static void test_water_fill_brute(void **state) {
   gsl_rng_free(rng);
 }
 
+/* A context past its bound keeps its most recent hulls (moved to another
+ * pool) and drops the rest: 300 rounds of 40 jobs, half of them with a new
+ * curve every round (about 40 new hulls a call) and half with the same
+ * curve throughout (their pass-1 hulls found again after every
+ * compaction, at their new places), sized ahead by pflex_alloc_ctx_reserve
+ * and not: bit for bit the answers without a context. */
+static void test_ctx_compaction_equals_cold(void **state) {
+  (void)state;
+  gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+  gsl_rng_set(rng, 5);
+  enum { N = 40, ROUNDS = 300 };
+  struct pflex_alloc_job j[N];
+  struct pflex_curve *c[N];
+  struct pflex_alloc_result warm[N], cold[N];
+  struct pflex_alloc_ctx *ctx[2];
+  for (int k = 0; k < 2; k++)
+    assert_int_equal(pflex_alloc_ctx_new(&ctx[k]), 0);
+  assert_int_equal(pflex_alloc_ctx_reserve(ctx[1], N), 0);
+  assert_int_equal(pflex_alloc_ctx_reserve(NULL, N), -EINVAL);
+  for (int i = 0; i < N; i++) {
+    c[i] = random_curve(rng, false, false, 5);
+    pflex_alloc_job_init(&j[i]);
+    j[i].curve = c[i];
+  }
+  for (int round = 0; round < ROUNDS; round++) {
+    for (int i = 0; i < N; i += 2) { /* the even jobs change */
+      pflex_curve_free(c[i]);
+      c[i] = random_curve(rng, false, false, 5);
+      j[i].curve = c[i];
+    }
+    double target;
+    assert_int_equal(pflex_alloc_target_for_cut(j, N, 0.2 + 0.001 * round, &target), 0);
+    struct pflex_alloc_summary sw, sc;
+    assert_int_equal(pflex_alloc_run(j, N, PFLEX_ALLOC_OPTIMAL, target, NULL, cold, &sc), 0);
+    for (int k = 0; k < 2; k++) {
+      struct pflex_alloc_opts o = {.ctx = ctx[k]};
+      assert_int_equal(pflex_alloc_run(j, N, PFLEX_ALLOC_OPTIMAL, target, &o, warm, &sw), 0);
+      assert_memory_equal(warm, cold, sizeof warm);
+      assert_memory_equal(&sw, &sc, sizeof sw);
+    }
+  }
+  for (int i = 0; i < N; i++)
+    pflex_curve_free(c[i]);
+  for (int k = 0; k < 2; k++)
+    pflex_alloc_ctx_free(ctx[k]);
+  gsl_rng_free(rng);
+}
+
 /* A callback whose answer changes while its function and context stay the
  * same: a context must not reuse its hull. */
 static double scaled_eval(void *ctx, double p) {
@@ -1074,6 +1122,7 @@ int main(void) {
       cmocka_unit_test(test_optimal_vs_brute_force),
       cmocka_unit_test(test_nonconcave_vs_exhaustive),
       cmocka_unit_test(test_local_search_many),
+      cmocka_unit_test(test_ctx_compaction_equals_cold),
       cmocka_unit_test(test_oracle_dominates),
       cmocka_unit_test(test_oracle_exact_vs_brute_force),
       cmocka_unit_test(test_oracle_many_jobs),
