@@ -340,6 +340,24 @@ static void print_table(const struct pflex_jobset *set, enum pflex_alloc_strateg
     printf("note: oracle is optimal on the curves given, taken as the true curves\n");
 }
 
+/* A cap is a limit, not a share: GPUs draw under it (the allocation's
+ * power is their draw at it), so caps may sum above the target. Says so
+ * when they do, with the draw they give, rather than leave a reader to
+ * take the file for a plan over the budget. */
+static void caps_sum_note(const struct pflex_caps_plan *plan, const struct pflex_jobset *set,
+                          const struct pflex_alloc_result *r, double target) {
+  double caps = 0, draw = 0;
+  for (size_t k = 0; k < plan->n; k++)
+    caps += plan->caps[k].cap_w;
+  for (size_t i = 0; i < set->n; i++)
+    draw += r[i].power_w;
+  if (caps > target)
+    fprintf(stderr,
+            "note: the caps sum to %.0f W, above the target %.0f W: each is the limit at which "
+            "its job draws its share (all jobs' draw at their caps: %.0f W)\n",
+            caps, target, draw);
+}
+
 /* --mapping FILE --caps-out OUT: each mapped GPU's cap, written for 'pflex cap set --from'. */
 static int write_caps(const struct args *a, const struct pflex_jobset *set,
                       const struct pflex_alloc_result *r, enum pflex_alloc_strategy st,
@@ -370,6 +388,7 @@ static int write_caps(const struct args *a, const struct pflex_jobset *set,
   else
     fprintf(stderr, "wrote %zu GPU caps to '%s' ('pflex cap set --from %s' applies them)\n",
             plan.n, a->caps_out, a->caps_out);
+  if (!err) caps_sum_note(&plan, set, r, target);
   pflex_caps_plan_release(&plan);
   return err;
 }

@@ -24,6 +24,12 @@ for name, j in alloc.items():
     assert len(per_job[name]) == j["gpus"], (name, per_job[name])
 assert ("node02", 7) in per_job["llama-70b-pt"] and per_job["bert-ft"][-1] == ("node05", 3)
 EOF
+# Caps are limits, not shares: above the target in sum here, and said so with the draw.
+total=$(python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); print(round(sum(x["cap_w"] for x in c["caps"])), round(c["target_w"]))' "$T/caps.json")
+read -r caps_sum target <<<"$total"
+[ "$caps_sum" -gt "$target" ] || fail "caps sum $caps_sum not above the target $target here"
+grep -q "note: the caps sum to $caps_sum W, above the target $target W" "$T/err" ||
+  fail "caps sum not explained: $(cat "$T/err")"
 
 # Mapping errors name the job (and leave no caps file behind).
 bad_map() { # $1: mapping JSON, $2: expected message
