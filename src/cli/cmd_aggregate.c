@@ -313,6 +313,9 @@ static int run(int argc, char **argv) {
     cli_error("cannot write '%s': %s", out, pflex_strerror(r));
     goto out;
   }
+  if (out)
+    fprintf(stderr, "wrote group '%s' at cap %g W to '%s' (%zu run%s in the file)\n", nr.group,
+            nr.cap, out, set.n, set.n == 1 ? "" : "s");
   if (args.json) {
     if (print_json(&a, nr.group, nr.gpu_type, nr.cap, unit)) goto out; /* error already printed */
   } else if (args.csv)

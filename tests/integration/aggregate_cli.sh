@@ -73,7 +73,9 @@ cmp -s "$tmp/runs.csv" "$tmp/row.csv" || fail "--out differs from --csv"
 # uncapped run until the last one); a cap twice or a different GPU count is refused.
 rm -f "$tmp/sweep.csv"
 "$PFLEX" aggregate "$tmp/series.csv" --group g1 --gpu-type H200 --cap 500 --out "$tmp/sweep.csv" --append 2>/dev/null
-"$PFLEX" aggregate "$tmp/series.csv" --group g1 --gpu-type H200 --cap 700 --out "$tmp/sweep.csv" --append 2>/dev/null
+"$PFLEX" aggregate "$tmp/series.csv" --group g1 --gpu-type H200 --cap 700 --out "$tmp/sweep.csv" --append 2>"$tmp/e3"
+grep -q "wrote group 'g1' at cap 700 W to '$tmp/sweep.csv' (2 runs in the file)" "$tmp/e3" ||
+  fail "--out not announced: $(cat "$tmp/e3")"
 [ "$(wc -l < "$tmp/sweep.csv")" = 3 ] || fail "--append: $(wc -l < "$tmp/sweep.csv") lines"
 awk -F, 'NR > 1 { print $4 }' "$tmp/sweep.csv" | tr '\n' ' ' | grep "^500 700 $" > /dev/null || fail "--append caps"
 set +e
