@@ -12,10 +12,14 @@
 #include "pflex/error.h"
 #include "pflex/objective.h"
 
-static double now_ms(void) {
+static double clock_ms(clockid_t id) {
   struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(id, &ts);
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static double now_ms(void) {
+  return clock_ms(CLOCK_MONOTONIC);
 }
 
 static bool placeable(const struct ctl_job *j) {
@@ -352,9 +356,10 @@ int ctl_plan(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset *js,
       alloc_job(map[k], cfg, tok_per_w, true, &aj[k]);
       k++;
     }
-  double t0 = now_ms();
+  double t0 = now_ms(), c0 = clock_ms(CLOCK_THREAD_CPUTIME_ID);
   if (rc == 0 && n) rc = allocate(js, aj, n, fmax(s.jobs_w, 0), res, &s);
   s.alloc_ms = now_ms() - t0;
+  s.alloc_cpu_ms = clock_ms(CLOCK_THREAD_CPUTIME_ID) - c0;
   for (size_t k = 0; rc == 0 && k < n; k++) {
     struct ctl_job *j = map[k];
     double pmax = pflex_curve_p_max(aj[k].curve);

@@ -28,7 +28,8 @@ struct ctl_plan_summary {
   double floor_scale; /* the share of every job's throughput floor held: 1 when the floors
                          fit, less when they were scaled down together to fit, 0 when not
                          even the jobs' least powers fit */
-  double alloc_ms;   /* time in pflex_alloc_run */
+  double alloc_ms;   /* time in pflex_alloc_run, wall clock */
+  double alloc_cpu_ms; /* the same, this thread's CPU time (wall less preemption) */
   double pred_tput;  /* sum of the jobs' throughput predicted at their allocation */
 };
 

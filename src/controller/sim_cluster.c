@@ -653,7 +653,7 @@ static size_t wrong_limits(struct sim *s) {
 struct run_state {
   struct sim_score score;
   int64_t event_id;
-  double t_event, t_end, caps_applied_s, max_alloc_ms, max_round_ms;
+  double t_event, t_end, caps_applied_s, max_alloc_ms, max_alloc_cpu_ms, max_round_ms;
   bool event_read;
   size_t ctl_samples_over; /* rounds the controller itself saw over target + 1% */
   double ctl_rounds;       /* the controller's round count at the last status poll */
@@ -667,6 +667,8 @@ static void poll_status(struct sim *s, struct run_state *rs) {
   json_t *o = json_loads(s->reqs[0].response, 0, NULL);
   if (!o) return;
   rs->max_alloc_ms = fmax(rs->max_alloc_ms, json_number_value(json_object_get(o, "alloc_ms")));
+  rs->max_alloc_cpu_ms =
+      fmax(rs->max_alloc_cpu_ms, json_number_value(json_object_get(o, "alloc_cpu_ms")));
   rs->max_round_ms = fmax(rs->max_round_ms, json_number_value(json_object_get(o, "round_ms")));
   json_t *acked = json_object_get(o, "caps_acked_epoch");
   if (rs->event_id > 0 && json_is_number(acked) && rs->caps_applied_s < 0 &&
@@ -874,6 +876,7 @@ static json_t *result_json(struct sim *s, struct run_state *rs, size_t wrong_aft
   json_object_set_new(o, "faults", faults);
   json_object_set_new(o, "churned_jobs", json_integer((json_int_t)s->w.churned));
   json_object_set_new(o, "alloc_ms_max", json_real(rs->max_alloc_ms));
+  json_object_set_new(o, "alloc_cpu_ms_max", json_real(rs->max_alloc_cpu_ms));
   json_object_set_new(o, "round_ms_max", json_real(rs->max_round_ms));
   json_object_set_new(o, "controller_rounds_over", json_integer((json_int_t)rs->ctl_samples_over));
   /* CPU: of the controller process running at the end (a controller-kill

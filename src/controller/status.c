@@ -51,13 +51,15 @@ static json_t *status_json(struct ctl_controller *c, double now, double measured
           down, json_pack("{s:s, s:s}", "url", c->nodes[i].url, "error", c->nodes[i].error));
     }
   json_t *o = json_pack(
-      "{s:s, s:I, s:o, s:f, s:o, s:o, s:o, s:I, s:I, s:o, s:f, s:f, s:o, s:o}", "time", t, "round",
+      "{s:s, s:I, s:o, s:f, s:o, s:o, s:o, s:I, s:I, s:o, s:f, s:f, s:f, s:o, s:o}", "time", t,
+      "round",
       (json_int_t)c->rounds, "target_w", has_target ? json_real(target) : json_null(), "measured_w",
       measured, "compliant", has_target ? json_boolean(measured <= target * 1.01) : json_null(),
       "budget_w", has_target ? json_real(c->last_budget_w) : json_null(), "event",
       c->event_id ? json_integer(c->event_id) : json_null(), "nodes", (json_int_t)c->nnodes,
       "unreachable", (json_int_t)unreachable, "unreachable_nodes", down, "round_ms",
-      c->last_round_ms, "alloc_ms", c->last_plan.alloc_ms, "uncapped_w",
+      c->last_round_ms, "alloc_ms", c->last_plan.alloc_ms, "alloc_cpu_ms",
+      c->last_plan.alloc_cpu_ms, "uncapped_w",
       c->uncapped_w > 0 ? json_real(c->uncapped_w) : json_null(), "jobs", jobs);
   if (!o) return NULL;
   json_t *dup = json_array();

@@ -48,6 +48,10 @@ jq -e '.simulated == true and .nodes == 4 and .gpus == 32 and (.target_w | type)
        and (.overshoot_samples | type) == "number" and has("gap_recovered")
        and .wrong_limits_after == 0 and .wrong_limits_final == 0 and (.faults | type) == "array"' \
   "$T/out.json" > /dev/null || fail "the issue's --json fields"
+# The allocation's time, wall clock and CPU: both measured, CPU not above wall.
+jq -e '(.alloc_ms_max | type) == "number" and (.alloc_cpu_ms_max | type) == "number"
+       and .alloc_cpu_ms_max <= .alloc_ms_max + 0.05' "$T/out.json" > /dev/null ||
+  fail "allocation times: $(jq -c '{alloc_ms_max, alloc_cpu_ms_max}' "$T/out.json")"
 # By default the job kinds are drawn like `pflex twin population --jobs 100`;
 # --population 0 runs the paper's published groups instead: the run says so,
 # holds the target and leaves no GPU at a wrong limit.
