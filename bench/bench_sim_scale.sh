@@ -26,10 +26,10 @@ ctl="$build/pflex-controller"
 cut=${CUT:-30} duration=${DURATION:-60} warmup=${WARMUP:-15} churn=${CHURN:-300} tick=${TICK:-1}
 seed=${SEED:-1}
 read -r -a faults <<<"${FAULTS:-${FAULT:-none}}"
-fmt='%-6s %-6s %-18s %8s %8s %6s %8s %8s %7s %8s %8s %6s %9s %9s %9s %9s %8s %s\n'
+fmt='%-6s %-6s %-18s %8s %8s %6s %8s %8s %7s %8s %8s %6s %9s %9s %9s %9s %9s %8s %s\n'
 # shellcheck disable=SC2059
 printf "$fmt" nodes gpus fault caps_s compl_s over gap gap_drwn used vs_eq vs_or wrong round_ms \
-  alloc_ms ctl_ms/r host_ms/r cpu_s load
+  alloc_ms alloc_cpu ctl_ms/r host_ms/r cpu_s load
 for n in "${sizes[@]}"; do
   for f in "${faults[@]}"; do
     fault=()
@@ -56,7 +56,7 @@ for n in "${sizes[@]}"; do
       [.nodes, .gpus, $fl, (.caps_applied_s | r3), (.compliance_s | r3), .overshoot_samples,
        (.gap_recovered | r3), (.gap_recovered_drawn | r3), (.budget_used | r3),
        (.tput_vs_equal | r3), (.tput_vs_oracle | r3),
-       (.wrong_limits_after + .wrong_limits_final), (.round_ms_max | r3), (.alloc_ms_max | r3),
+       (.wrong_limits_after + .wrong_limits_final), (.round_ms_max | r3), (.alloc_ms_max | r3), (.alloc_cpu_ms_max | r3),
        (.controller_cpu_ms_per_round | r3), (.host_cpu_ms_per_round | r3), $cpu, $load] | @tsv' |
       while IFS=$'\t' read -r -a col; do
         # shellcheck disable=SC2059
