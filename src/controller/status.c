@@ -174,6 +174,9 @@ static char *metrics_text(struct ctl_controller *c, double now, double measured,
         c->last_round_ms / 1e3);
   gauge(&t, "pflex_controller_allocation_duration_seconds", "Time of the last allocation.",
         c->last_plan.alloc_ms / 1e3);
+  gauge(&t, "pflex_controller_allocation_cpu_seconds",
+        "CPU time of the last allocation (its duration less any preemption).",
+        c->last_plan.alloc_cpu_ms / 1e3);
   put(&t,
       "# HELP pflex_controller_rounds_total Rounds run.\n# TYPE pflex_controller_rounds_total "
       "counter\npflex_controller_rounds_total %lld\n",
