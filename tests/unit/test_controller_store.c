@@ -125,17 +125,21 @@ static void resumes_after_sigkill(void **state) {
   ctl_store_close(st);
 }
 
+/* Runs sql on the store file at path directly, as another program (or an
+ * older controller) would have left it. */
+static void exec_raw(const char *path, const char *sql) {
+  sqlite3 *db;
+  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+  assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+  sqlite3_close(db);
+}
+
 static void refuses_a_newer_schema(void **state) {
   char path[128], err[256];
   snprintf(path, sizeof path, "%s/newer.db", dir);
   struct ctl_store *st = open_at("newer.db");
   ctl_store_close(st);
-  sqlite3 *db;
-  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-  assert_int_equal(
-      sqlite3_exec(db, "UPDATE meta SET value='99' WHERE key='schema'", NULL, NULL, NULL),
-      SQLITE_OK);
-  sqlite3_close(db);
+  exec_raw(path, "UPDATE meta SET value='99' WHERE key='schema'");
   assert_int_equal(ctl_store_open(path, &st, err, sizeof err), -PFLEX_E_SCHEMA);
   assert_non_null(strstr(err, "newer"));
 }
@@ -253,24 +257,18 @@ static void assert_schema(const char *path, const char *want) {
 static void migrates_a_version_1_store(void **state) {
   char path[128];
   snprintf(path, sizeof path, "%s/v1.db", dir);
-  sqlite3 *db;
-  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-  assert_int_equal(
-      sqlite3_exec(db,
-                   "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-                   "INSERT INTO meta VALUES('schema','1');"
-                   "CREATE TABLE rounds (id INTEGER PRIMARY KEY, t REAL NOT NULL, event_id "
-                   "INTEGER, target_w REAL, budget_w REAL, measured_w REAL, offset_w REAL, caps_w "
-                   "REAL, tput REAL, tput_uncapped REAL, compliant INTEGER, nodes INTEGER, "
-                   "unreachable INTEGER, jobs INTEGER, alloc_ms REAL, round_ms REAL);"
-                   "INSERT INTO rounds (id, t, event_id) VALUES (1, 100, 1);"
-                   "CREATE TABLE allocations (round_id INTEGER NOT NULL, job TEXT NOT NULL, gpus "
-                   "INTEGER, power_w REAL, cap_w REAL, tput REAL, pred_tput REAL, tput_uncapped "
-                   "REAL, confidence REAL);"
-                   "INSERT INTO allocations VALUES (1, 'old', 8, 1000, 125, 5, 5, 10, 1);",
-                   NULL, NULL, NULL),
-      SQLITE_OK);
-  sqlite3_close(db);
+  exec_raw(path,
+           "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+           "INSERT INTO meta VALUES('schema','1');"
+           "CREATE TABLE rounds (id INTEGER PRIMARY KEY, t REAL NOT NULL, event_id "
+           "INTEGER, target_w REAL, budget_w REAL, measured_w REAL, offset_w REAL, caps_w "
+           "REAL, tput REAL, tput_uncapped REAL, compliant INTEGER, nodes INTEGER, "
+           "unreachable INTEGER, jobs INTEGER, alloc_ms REAL, round_ms REAL);"
+           "INSERT INTO rounds (id, t, event_id) VALUES (1, 100, 1);"
+           "CREATE TABLE allocations (round_id INTEGER NOT NULL, job TEXT NOT NULL, gpus "
+           "INTEGER, power_w REAL, cap_w REAL, tput REAL, pred_tput REAL, tput_uncapped "
+           "REAL, confidence REAL);"
+           "INSERT INTO allocations VALUES (1, 'old', 8, 1000, 125, 5, 5, 10, 1);");
   struct ctl_store *st = open_at("v1.db");
   struct ctl_class_row *c = NULL;
   size_t n = 0;
@@ -304,15 +302,9 @@ static void migrates_a_version_2_store(void **state) {
   char path[128];
   snprintf(path, sizeof path, "%s/v2.db", dir);
   ctl_store_close(open_at("v2.db"));
-  sqlite3 *db;
-  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-  assert_int_equal(sqlite3_exec(db,
-                                "ALTER TABLE learnt DROP COLUMN t_est_w;"
-                                "UPDATE meta SET value='2' WHERE key='schema';"
-                                "INSERT INTO learnt VALUES ('j', 0, 0, 12000, 0);",
-                                NULL, NULL, NULL),
-                   SQLITE_OK);
-  sqlite3_close(db);
+  exec_raw(path, "ALTER TABLE learnt DROP COLUMN t_est_w;"
+                 "UPDATE meta SET value='2' WHERE key='schema';"
+                 "INSERT INTO learnt VALUES ('j', 0, 0, 12000, 0);");
   struct ctl_store *st = open_at("v2.db");
   struct ctl_learnt_row *v = NULL;
   size_t n = 0;
