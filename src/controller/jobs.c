@@ -436,11 +436,15 @@ size_t ctl_jobset_learn(struct ctl_jobset *js, const struct ctl_config *cfg) {
     j->probe = !(j->p_max > 0) && !(j->t_est > 0);
     ctl_job_resolve_class(j, cfg);
   }
-  /* The allocator's context, sized for the jobs now, before a round needs
-   * it; without memory for it the plan works without (plan.c). */
-  if (!js->alloc_ctx && pflex_alloc_ctx_new(&js->alloc_ctx) < 0) js->alloc_ctx = NULL;
-  if (js->alloc_ctx) (void)pflex_alloc_ctx_reserve(js->alloc_ctx, js->n);
+  /* The allocator's context, sized for the jobs now, before a round needs it. */
+  struct pflex_alloc_ctx *ctx = ctl_jobset_alloc_ctx(js);
+  if (ctx) (void)pflex_alloc_ctx_reserve(ctx, js->n);
   return obs;
+}
+
+struct pflex_alloc_ctx *ctl_jobset_alloc_ctx(struct ctl_jobset *js) {
+  if (!js->alloc_ctx && pflex_alloc_ctx_new(&js->alloc_ctx) < 0) js->alloc_ctx = NULL;
+  return js->alloc_ctx;
 }
 
 /* What of the raises pushed last round the readings do not show yet (jobs.h). */

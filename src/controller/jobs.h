@@ -94,9 +94,9 @@ struct ctl_jobset {
    * population prior. NULL: every job from the configured prior_pfi. */
   const struct pflex_model *model;
   double shape_budget_ms; /* left in this round for template-shaped priors (jobs.c) */
-  /* The allocator's hulls kept between rounds (plan.c, made at the first
-   * plan; NULL: none yet): a job whose curve and bounds did not change costs
-   * no curve sampling (the jobs' curves carry pflex_refine_digest). */
+  /* The allocator's hulls kept between rounds (ctl_jobset_alloc_ctx; NULL:
+   * none yet): a job whose curve and bounds did not change costs no curve
+   * sampling (the jobs' curves carry pflex_refine_digest). */
   struct pflex_alloc_ctx *alloc_ctx;
   /* Jobs forgotten whose learnt row the store still holds, until saved. */
   char (*gone)[CTL_JOB_ID_MAX];
@@ -121,6 +121,10 @@ void ctl_job_resolve_class(struct ctl_job *j, const struct ctl_config *cfg);
  * caps to the refinement, and makes sure every present job has a curve.
  * prior_pfi: the population prior. Returns observations made this round. */
 size_t ctl_jobset_learn(struct ctl_jobset *js, const struct ctl_config *cfg);
+
+/* js's allocator context, made at the first call; NULL without memory for
+ * it (the allocation then works without: the same answer, more sampling). */
+struct pflex_alloc_ctx *ctl_jobset_alloc_ctx(struct ctl_jobset *js);
 
 /* What was learnt of the jobs (P_max, T_max or its estimate, the draw
  * ratio) and is not yet in the store: the rows of jobs whose values changed

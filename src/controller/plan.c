@@ -175,7 +175,7 @@ static int fitting_floor_scale(struct pflex_alloc_job *aj, size_t n, double jobs
   return rc < 0 ? rc : 0;
 }
 
-/* Runs the allocator, with the hulls of the rounds before (js->alloc_ctx,
+/* Runs the allocator, with the hulls of the rounds before (ctl_jobset_alloc_ctx,
  * made at the first call; without memory for it, none: the same answer,
  * bit for bit, at the cost of sampling every curve). When the jobs' floors
  * together do not fit, every floor is scaled down by the same factor, the
@@ -186,8 +186,7 @@ static int allocate(struct ctl_jobset *js, struct pflex_alloc_job *aj, size_t n,
                     struct pflex_alloc_result *res, struct ctl_plan_summary *s) {
   struct pflex_alloc_summary sum;
   s->floor_scale = 1;
-  if (!js->alloc_ctx && pflex_alloc_ctx_new(&js->alloc_ctx) < 0) js->alloc_ctx = NULL;
-  struct pflex_alloc_opts o = {.ctx = js->alloc_ctx};
+  struct pflex_alloc_opts o = {.ctx = ctl_jobset_alloc_ctx(js)};
   int rc = pflex_alloc_run(aj, n, PFLEX_ALLOC_OPTIMAL, jobs_w, &o, res, &sum);
   if (rc == -PFLEX_E_INFEASIBLE) {
     rc = fitting_floor_scale(aj, n, jobs_w, res, &s->floor_scale);
