@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/hugepage.h"
 #include "core/alloc_internal.h"
 #include "pflex/alloc.h"
 #include "pflex/error.h"
-
 
 static const char *const names[PFLEX_ALLOC_NSTRATEGIES] = {
     [PFLEX_ALLOC_EQUAL] = "equal",     [PFLEX_ALLOC_MOE_FT] = "moe-ft",
@@ -42,8 +42,7 @@ void pflex_alloc_job_init(struct pflex_alloc_job *job) {
 /* ---- proportional strategies ------------------------------------------------ */
 
 /* pfi's weight of job j, its T_max known (p->tmax). */
-static int pfi_weight(const struct pflex_alloc_job *j, const struct pflex__prep *p,
-                      double *ret_w) {
+static int pfi_weight(const struct pflex_alloc_job *j, const struct pflex__prep *p, double *ret_w) {
   if (isnan(j->pfi) || !(p->tmax > 0) || !isfinite(p->tmax)) return -EINVAL;
   *ret_w = p->hi / p->tmax * (j->pfi > 0 ? pflex__fmin(j->pfi, 1e12) : 0.0);
   return 0;
@@ -207,8 +206,8 @@ static void wf_spread(const struct pflex__prep *pr, const double *w, size_t n, c
 
 static int water_fill(const struct pflex__prep *pr, const double *w, size_t n, double cut,
                       double *p) {
-  struct pflex__wf_job *job = malloc((n ? n : 1) * sizeof *job);
-  bool *clip = calloc(n ? n : 1, sizeof *clip);
+  struct pflex__wf_job *job = pflex__hugepage_malloc(n ? n : 1, sizeof *job);
+  bool *clip = pflex__hugepage_calloc(n ? n : 1, sizeof *clip);
   if (!job || !clip) {
     free(job);
     free(clip);
@@ -429,7 +428,7 @@ static int hull_grow(struct hull_cache *hc, size_t min) {
   size_t ns = hc->nslots ? 2 * hc->nslots : 256;
   while (ns < min)
     ns *= 2;
-  struct hull_entry *t = malloc(ns * sizeof *t);
+  struct hull_entry *t = pflex__hugepage_malloc(ns, sizeof *t);
   if (!t) return -ENOMEM;
   touch_zero(t, 0, ns * sizeof *t);
   for (size_t h = 0; h < hc->nslots; h++)
@@ -454,7 +453,7 @@ static const struct hull_entry *hull_put(struct hull_cache *hc, const struct hul
     size_t nc = hc->cap_pool ? 2 * hc->cap_pool : 4096;
     while (nc < hc->npool + len)
       nc *= 2;
-    struct pflex__seg *t = realloc(hc->pool, nc * sizeof *t);
+    struct pflex__seg *t = pflex__hugepage_realloc(hc->pool, nc, sizeof *t);
     if (!t) return NULL;
     hc->pool = t;
     hc->cap_pool = nc;
@@ -504,7 +503,8 @@ static void hull_cache_compact(struct hull_cache *hc, size_t limit) {
   for (size_t h = 0; h < hc->nslots; h++)
     nkeep += hc->tab[h].used && hc->tab[h].call >= cutoff;
   size_t cap = hc->cap_pool ? hc->cap_pool : 1;
-  struct pflex__seg *pool = hc->cap_spare >= cap ? hc->spare : malloc(cap * sizeof *pool);
+  struct pflex__seg *pool =
+      hc->cap_spare >= cap ? hc->spare : pflex__hugepage_malloc(cap, sizeof *pool);
   struct hull_entry *kept = malloc((nkeep ? nkeep : 1) * sizeof *kept);
   if (!pool || !kept) {
     if (pool != hc->spare) free(pool);
@@ -560,7 +560,7 @@ int pflex_alloc_ctx_reserve(struct pflex_alloc_ctx *ctx, size_t n) {
    * twice what the controller's hulls hold), touched now too. */
   size_t segs = 16 * hull_cache_limit(n);
   if (hc->cap_pool < segs) {
-    struct pflex__seg *t = realloc(hc->pool, segs * sizeof *t);
+    struct pflex__seg *t = pflex__hugepage_realloc(hc->pool, segs, sizeof *t);
     if (!t) return -ENOMEM;
     touch_zero(t + hc->cap_pool, 0, (segs - hc->cap_pool) * sizeof *t);
     hc->pool = t, hc->cap_pool = segs;
@@ -568,7 +568,7 @@ int pflex_alloc_ctx_reserve(struct pflex_alloc_ctx *ctx, size_t n) {
   if (hc->cap_spare < segs) {
     free(hc->spare);
     hc->cap_spare = 0;
-    if (!(hc->spare = malloc(segs * sizeof *hc->spare))) return -ENOMEM;
+    if (!(hc->spare = pflex__hugepage_malloc(segs, sizeof *hc->spare))) return -ENOMEM;
     touch_zero(hc->spare, 0, segs * sizeof *hc->spare);
     hc->cap_spare = segs;
   }
@@ -669,7 +669,7 @@ static void *carve_block(const struct carve *t, size_t nt) {
   size_t total = 0;
   for (size_t k = 0; k < nt; k++)
     total += t[k].size * t[k].count;
-  unsigned char *block = malloc(total ? total : 1), *at = block;
+  unsigned char *block = pflex__hugepage_malloc(total ? total : 1, 1), *at = block;
   for (size_t k = 0; block && k < nt; k++) {
     *t[k].at = at;
     at += t[k].size * t[k].count;
@@ -728,7 +728,7 @@ static int pass_reserve_local(struct pass *ps, size_t maxk) {
   size_t nc = ps->cap_local ? 2 * ps->cap_local : 1024;
   while (nc < ps->nlocal + maxk)
     nc *= 2;
-  struct pflex__seg *t = realloc(ps->local, nc * sizeof *t);
+  struct pflex__seg *t = pflex__hugepage_realloc(ps->local, nc, sizeof *t);
   if (!t) return -ENOMEM;
   ps->local = t;
   ps->cap_local = nc;
@@ -801,7 +801,7 @@ static int pass_threshold(const struct pass *ps, double budget, double *ret_lamb
   size_t nw = 0;
   for (size_t d = 0; d < ps->nd; d++)
     nw += ps->jn[ps->rep[d]];
-  struct pflex__seg *work = malloc((nw ? nw : 1) * sizeof *work);
+  struct pflex__seg *work = pflex__hugepage_malloc(nw ? nw : 1, sizeof *work);
   if (!work) return -ENOMEM;
   nw = 0;
   for (size_t d = 0; d < ps->nd; d++) {
@@ -886,9 +886,9 @@ static void pass_keep(struct pflex__pass1 *k, const struct pflex_alloc_job *jobs
 static int pass_from_kept(const struct pflex__pass1 *k, size_t n, struct pass *ps) {
   size_t m = n ? n : 1, md = k->nd ? k->nd : 1;
   const struct carve t[] = {
-      {(void **)&ps->js, sizeof *ps->js, m},     {(void **)&ps->jn, sizeof *ps->jn, m},
+      {(void **)&ps->js, sizeof *ps->js, m},       {(void **)&ps->jn, sizeof *ps->jn, m},
       {(void **)&ps->nfull, sizeof *ps->nfull, m}, {(void **)&ps->rep, sizeof *ps->rep, md},
-      {(void **)&ps->dist, sizeof *ps->dist, m}, {(void **)&ps->mult, sizeof *ps->mult, md},
+      {(void **)&ps->dist, sizeof *ps->dist, m},   {(void **)&ps->mult, sizeof *ps->mult, md},
   };
   if (!(ps->block = carve_block(t, sizeof t / sizeof *t))) return -ENOMEM;
   ps->nd = k->nd;
@@ -907,9 +907,8 @@ static int pass_from_kept(const struct pflex__pass1 *k, size_t n, struct pass *p
  * NULL): where the first pass on prepared jobs is kept, the windows being
  * their bounds. */
 static int greedy(const struct pflex_alloc_job *jobs, size_t n, const struct pflex__prep *pr,
-                  const double *wlo, const double *whi, double budget, unsigned knots,
-                  size_t maxk, struct hull_cache *hc, struct pflex__pass1 *p1, double *p,
-                  double *ret_gap) {
+                  const double *wlo, const double *whi, double budget, unsigned knots, size_t maxk,
+                  struct hull_cache *hc, struct pflex__pass1 *p1, double *p, double *ret_gap) {
   struct pass ps = {0};
   double lambda;
   int err;
@@ -1204,7 +1203,6 @@ static void fill_row(const struct ls *s, size_t r) {
     s->tab[col[q] * ns + r] = s->jobs[i].weight * ts[q] - s->f[i];
 }
 
-
 /* A move: rows row[0..n) each moved by the amount of column col[m]. */
 struct ls_move {
   double gain;
@@ -1302,8 +1300,8 @@ static int ls_fill_table(struct ls *s) {
 /* Every job's row of gains: s's set all the jobs and its table theirs. */
 static int ls_full_table(struct ls *s, size_t n) {
   s->ns = n;
-  s->set = malloc(n * sizeof *s->set);
-  s->tab = malloc(n * 2 * LS_STEPS * sizeof *s->tab);
+  s->set = pflex__hugepage_malloc(n, sizeof *s->set);
+  s->tab = pflex__hugepage_malloc(n * 2 * LS_STEPS, sizeof *s->tab);
   if (!s->set || !s->tab) return -ENOMEM;
   for (size_t i = 0; i < n; i++)
     s->set[i] = i;
@@ -1468,7 +1466,6 @@ out:
   return err;
 }
 
-
 /* Two passes: the greedy on [lo, P_max] with `knots` points per curve puts
  * each job at a knot; for concave curves the optimum lies within about one
  * knot spacing of it, so a second greedy on a window of +-1 spacing around
@@ -1479,7 +1476,7 @@ static int optimal(const struct pflex_alloc_job *jobs, size_t n, const struct pf
                    double target, double min_w, unsigned knots, bool search, struct hull_cache *hc,
                    struct pflex__pass1 *p1, double *p, double *ret_gap) {
   size_t m = n ? n : 1;
-  double *lo = calloc(5 * m, sizeof *lo), obj, *known = NULL;
+  double *lo = pflex__hugepage_calloc(5 * m, sizeof *lo), obj, *known = NULL;
   if (!lo) return -ENOMEM;
   double *hi = lo + m, *q = lo + 2 * m, *f = lo + 3 * m, *fq = lo + 4 * m;
   int err;
@@ -1511,7 +1508,8 @@ static int optimal(const struct pflex_alloc_job *jobs, size_t n, const struct pf
     }
     double gap2;
     if (wsum <= target) {
-      if ((err = greedy(jobs, n, pr, lo, hi, target - wsum, knots, maxk, hc, NULL, q, &gap2))) goto out;
+      if ((err = greedy(jobs, n, pr, lo, hi, target - wsum, knots, maxk, hc, NULL, q, &gap2)))
+        goto out;
       /* the better pass's values stay for the local search (f) */
       double vq = objective_into(jobs, n, q, fq), vp = objective_into(jobs, n, p, f);
       if (vq > vp) {
@@ -1600,10 +1598,9 @@ int pflex_alloc_target_for_cut(const struct pflex_alloc_job *jobs, size_t n, dou
 
 /* Each job's result from its power p[i] (throughput and cap unless the
  * options skip them), and the summary's totals. */
-static void fill_results(const struct pflex_alloc_job *jobs, size_t n,
-                         const struct pflex__prep *pr, const double *p,
-                         const struct pflex_alloc_opts *opts, struct pflex_alloc_result *results,
-                         struct pflex_alloc_summary *sum) {
+static void fill_results(const struct pflex_alloc_job *jobs, size_t n, const struct pflex__prep *pr,
+                         const double *p, const struct pflex_alloc_opts *opts,
+                         struct pflex_alloc_result *results, struct pflex_alloc_summary *sum) {
   bool skip_tput = opts && opts->skip_tput, skip_caps = opts && opts->skip_caps;
   for (size_t i = 0; i < n; i++) {
     const struct pflex_curve *c = jobs[i].curve;
@@ -1616,8 +1613,9 @@ static void fill_results(const struct pflex_alloc_job *jobs, size_t n,
     else if (c)
       r->cap_w = pflex_curve_cap_for_power(c, p[i], jobs[i].gpus, pr[i].cap_min, pr[i].cap_max);
     else
-      r->cap_w = p[i] >= pr[i].hi ? pr[i].cap_max
-                                  : pflex__fmin(pflex__fmax(p[i] / jobs[i].gpus, pr[i].cap_min), pr[i].cap_max);
+      r->cap_w = p[i] >= pr[i].hi
+                     ? pr[i].cap_max
+                     : pflex__fmin(pflex__fmax(p[i] / jobs[i].gpus, pr[i].cap_min), pr[i].cap_max);
     sum->total_w += p[i];
     sum->total_tput += r->tput;
     sum->weighted_tput += jobs[i].weight * r->tput;
@@ -1632,8 +1630,8 @@ int pflex_alloc_run(const struct pflex_alloc_job *jobs, size_t n,
     return -EINVAL;
   unsigned knots = opts && opts->knots ? opts->knots : PFLEX__ALLOC_DEFAULT_KNOTS;
   if (knots < 2) knots = 2;
-  struct pflex__prep *pr = malloc((n ? n : 1) * sizeof *pr);
-  double *p = malloc((n ? n : 1) * sizeof *p), *w = NULL;
+  struct pflex__prep *pr = pflex__hugepage_malloc(n ? n : 1, sizeof *pr);
+  double *p = pflex__hugepage_malloc(n ? n : 1, sizeof *p), *w = NULL;
   int err = -ENOMEM;
   if (!pr || !p) goto out;
   if (opts && opts->ctx) opts->ctx->hulls.call++;
@@ -1666,7 +1664,7 @@ int pflex_alloc_run(const struct pflex_alloc_job *jobs, size_t n,
       goto out;
   } else {
     err = -ENOMEM;
-    if (!(w = malloc(n * sizeof *w))) goto out;
+    if (!(w = pflex__hugepage_malloc(n, sizeof *w))) goto out;
     if ((err = share_weights(jobs, n, pr, strategy, w))) goto out;
     if ((err = water_fill(pr, w, n, max_w - target_w, p))) goto out;
   }

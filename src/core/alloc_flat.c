@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/hugepage.h"
 #include "core/alloc_flat_polish.h"
 #include "core/alloc_internal.h"
 #include "pflex/alloc.h"
@@ -79,7 +80,8 @@ struct pool {
 };
 
 static int pool_init(struct pool *pl, size_t jobs) {
-  *pl = (struct pool){.off = malloc(jobs * sizeof *pl->off), .len = calloc(jobs, sizeof *pl->len)};
+  *pl = (struct pool){.off = pflex__hugepage_malloc(jobs, sizeof *pl->off),
+                      .len = pflex__hugepage_calloc(jobs, sizeof *pl->len)};
   for (size_t i = 0; pl->off && i < jobs; i++)
     pl->off[i] = SIZE_MAX;
   return pl->off && pl->len ? 0 : -ENOMEM;
@@ -92,7 +94,7 @@ static void pool_release(struct pool *pl) {
 /* Room for len more doubles; on -ENOMEM every room is as it was. */
 static int pool_reserve(struct pool *pl, size_t jobs, size_t len) {
   if (pl->n > 2 * pl->live + 2048) {
-    double *t = malloc((pl->live + len + POOL_SLACK) * sizeof *t);
+    double *t = pflex__hugepage_malloc(pl->live + len + POOL_SLACK, sizeof *t);
     if (!t) return -ENOMEM;
     size_t m = 0;
     for (size_t i = 0; i < jobs; i++) {
@@ -108,7 +110,7 @@ static int pool_reserve(struct pool *pl, size_t jobs, size_t len) {
   size_t nc = pl->cap ? 2 * pl->cap : 2048;
   while (nc < pl->n + len + POOL_SLACK)
     nc *= 2;
-  double *t = realloc(pl->v, nc * sizeof *t);
+  double *t = pflex__hugepage_realloc(pl->v, nc, sizeof *t);
   if (!t) return -ENOMEM;
   pl->v = t, pl->cap = nc;
   return 0;
@@ -288,13 +290,13 @@ int pflex_alloc_flat_new(const struct pflex_alloc_job *jobs, size_t n,
                                  .rlo = UINT64_MAX,
                                  .knots = knots < 2 ? 2 : knots,
                                  .polish = !(opts && opts->no_local_search)};
-  f->lo = malloc(m * sizeof *f->lo);
-  f->hi = malloc(m * sizeof *f->hi);
-  f->w = malloc(m * sizeof *f->w);
-  f->r = malloc(m * sizeof *f->r);
-  f->bad = calloc(m, sizeof *f->bad);
-  f->nk = calloc(m, sizeof *f->nk);
-  f->ns = calloc(m, sizeof *f->ns);
+  f->lo = pflex__hugepage_malloc(m, sizeof *f->lo);
+  f->hi = pflex__hugepage_malloc(m, sizeof *f->hi);
+  f->w = pflex__hugepage_malloc(m, sizeof *f->w);
+  f->r = pflex__hugepage_malloc(m, sizeof *f->r);
+  f->bad = pflex__hugepage_calloc(m, sizeof *f->bad);
+  f->nk = pflex__hugepage_calloc(m, sizeof *f->nk);
+  f->ns = pflex__hugepage_calloc(m, sizeof *f->ns);
   int err = f->lo && f->hi && f->w && f->r && f->bad && f->nk && f->ns ? 0 : -ENOMEM;
   if (!err) err = pool_init(&f->rec, m);
   if (!err) err = pool_init(&f->pc, m);
@@ -647,7 +649,7 @@ static void scratch_give(const struct pflex_alloc_flat *f, struct scratch *s) {
 static int room(double **buf, size_t *cap, size_t n) {
   if (n <= *cap) return 0;
   free(*buf);
-  *buf = malloc(n * sizeof **buf);
+  *buf = pflex__hugepage_malloc(n, sizeof **buf);
   *cap = *buf ? n : 0;
   return *buf ? 0 : -ENOMEM;
 }
