@@ -599,9 +599,11 @@ size_t pflex__alloc_hull_segments(const struct pflex_alloc_job *j, double lo, do
       if (u == 0 || hp[m].x > hp[u - 1].x) hp[u++] = hp[m];
     nk = u;
   } else {
+    /* The knots are sorted: one run of evaluations (pflex_curve_eval's values). */
     nk = pflex__alloc_knots(j->curve, lo, hi, knots, xs);
+    pflex_curve_eval_sorted(j->curve, xs, nk, ys);
     for (size_t m = 0; m < nk; m++)
-      hp[m] = (struct pflex__hullpt){xs[m], j->weight * pflex_curve_eval(j->curve, xs[m])};
+      hp[m] = (struct pflex__hullpt){xs[m], j->weight * ys[m]};
   }
   size_t nh = pflex__alloc_upper_hull(hp, nk), ns = 0;
   for (size_t m = 0; m + 1 < nh; m++) {
