@@ -3,6 +3,7 @@
  * the threshold slope on its real curve inside a bracket of its sampled
  * hull. See alloc_flat_polish.h. */
 #include "core/alloc_flat_polish.h"
+#include "core/curve_internal.h"
 
 #include <math.h>
 
@@ -18,19 +19,16 @@ size_t pflex__flat_pieces(const struct pflex_curve *c, double lo, double hi, dou
   if (!pt || np < 2 || pflex_curve_kind(c) != PFLEX_CURVE_MEASURED) return 0;
   size_t m = 0;
   for (size_t k = 0; k + 1 < np; k++) {
-    double x0 = pt[k].power_w, x1 = pt[k + 1].power_w, h = x1 - x0;
-    if (!(h > 0) || x1 <= lo || x0 >= hi) continue;
-    /* The cubic through four equally spaced values, in u = 3 t / h
-     * (forward differences), then in t = x - x0. */
-    double f0 = pflex_curve_eval(c, x0), f1 = pflex_curve_eval(c, x0 + h / 3),
-           f2 = pflex_curve_eval(c, x0 + 2 * h / 3), f3 = pflex_curve_eval(c, x1);
-    double d1 = f1 - f0, d2 = f2 - 2 * f1 + f0, d3 = f3 - 3 * f2 + 3 * f1 - f0;
+    double x0 = pt[k].power_w, x1 = pt[k + 1].power_w, cubic[4];
+    if (!(x1 > x0) || x1 <= lo || x0 >= hi) continue;
+    /* The curve's own cubic on the interval, as pflex_curve_eval uses it.
+     * (Fitted through four of its values before: a third of a fill's
+     * instructions; bench/README.md, twelfth wave.) */
+    if (!pflex__curve_interval_cubic(c, k, cubic)) return 0;
     if (m && !(out[PFLEX__FLAT_PIECE * m] == x0)) return 0; /* not contiguous: no pieces */
     double *q = &out[PFLEX__FLAT_PIECE * m++];
-    q[X0] = x0, q[X1] = x1, q[Y0] = f0;
-    q[B] = (d1 - d2 / 2 + d3 / 3) * 3 / h;
-    q[C] = (d2 / 2 - d3 / 2) * 9 / (h * h);
-    q[D] = d3 / 6 * 27 / (h * h * h);
+    q[X0] = x0, q[X1] = x1;
+    q[Y0] = cubic[0], q[B] = cubic[1], q[C] = cubic[2], q[D] = cubic[3];
   }
   return m;
 }

@@ -17,8 +17,7 @@
 #define PFLEX__FLAT_PIECE 5
 
 /* The pieces of a measured curve (with >= 2 points) that meet [lo, hi],
- * each fitted through four of the curve's values on it (its own cubic for a
- * Steffen or linear interpolation, up to rounding), into out (room for
+ * each the cubic pflex_curve_eval uses on it (Steffen or linear), into out (room for
  * points - 1 pieces and an end): their number; 0 for any other curve (or
  * pieces that do not join). */
 size_t pflex__flat_pieces(const struct pflex_curve *c, double lo, double hi, double *out);

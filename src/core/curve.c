@@ -15,6 +15,7 @@
 #include <gsl/gsl_vector.h>
 
 #include "base/fnv.h"
+#include "core/curve_internal.h"
 #include "core/steffen.h"
 #include "pflex/curve.h"
 #include "pflex/error.h"
@@ -268,6 +269,18 @@ static int build_interp(struct pflex_curve *c, const struct pflex_curve_point *p
   if (gsl_interp_init(c->interp, c->xs, c->ys, m) != GSL_SUCCESS) return -EINVAL;
   if (steffen) pflex__steffen_poly(c->xs, c->ys, m, c->poly);
   return 0;
+}
+
+bool pflex__curve_interval_cubic(const struct pflex_curve *c, size_t i, double q[4]) {
+  if (c->kind != PFLEX_CURVE_MEASURED || !c->interp || i + 1 >= c->n) return false;
+  if (c->poly) {
+    const double *a = &c->poly[4 * i]; /* a, b, c, d: d + t (c + t (b + t a)) */
+    q[0] = a[3], q[1] = a[2], q[2] = a[1], q[3] = a[0];
+  } else {
+    double dx = c->xs[i + 1] - c->xs[i];
+    q[0] = c->ys[i], q[1] = dx > 0 ? (c->ys[i + 1] - c->ys[i]) / dx : 0, q[2] = q[3] = 0;
+  }
+  return true;
 }
 
 int pflex_curve_new_measured(const struct pflex_curve_point *points, size_t n,
