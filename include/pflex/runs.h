@@ -72,6 +72,9 @@ struct pflex_runset {
   unsigned char *over_one; /* internal: cache of pflex_runset_column_over_one per extra
                               column (0 not known, 1 no, 2 yes), NULL when empty; the
                               functions below that change the runset drop it */
+  struct pflex__arena *strings; /* internal: every run's strings (group, gpu, model, set,
+                                   extra cells), freed with the runset; a run's strings
+                                   are read-only and never freed on their own */
 };
 
 struct pflex_group {

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/arena.h"
 #include "base/fnv.h"
 #include "core/sort_index.h"
 #include "pflex/gpu_models.h"
@@ -18,22 +19,15 @@ void pflex_runset_init(struct pflex_runset *set) {
   memset(set, 0, sizeof *set);
 }
 
-static void run_release(struct pflex_run *r, size_t nextra) {
-  free(r->group);
-  free(r->gpu);
-  free(r->model);
-  free(r->set);
-  if (r->extra)
-    for (size_t k = 0; k < nextra; k++)
-      free(r->extra[k]);
-  free(r->extra);
-}
-
+/* A run's strings live in its runset's arena (set->strings, freed with
+ * it); only its array of extra cells is its own (columns added later grow
+ * it in place). */
 void pflex_runset_release(struct pflex_runset *set) {
   if (!set) return;
   for (size_t i = 0; i < set->n; i++)
-    run_release(&set->runs[i], set->nextra);
+    free(set->runs[i].extra);
   free(set->runs);
+  pflex__arena_free(set->strings);
   for (size_t k = 0; k < set->nextra; k++)
     free(set->extra_names[k]);
   free(set->extra_names);
@@ -42,8 +36,27 @@ void pflex_runset_release(struct pflex_runset *set) {
   pflex_runset_init(set);
 }
 
-static char *dup_or_null(const char *s) {
-  return s ? strdup(s) : NULL;
+static size_t len_or_zero(const char *s) {
+  return s ? strlen(s) + 1 : 0;
+}
+
+static const char *extra_cell(const struct pflex_run *run, size_t k) {
+  return run->extra && run->extra[k] ? run->extra[k] : "";
+}
+
+/* s (n bytes with its NUL; 0: NULL) copied to *at, which moves on past it. */
+static char *put(char **at, const char *s, size_t n) {
+  if (!n) return NULL;
+  char *c = memcpy(*at, s, n);
+  *at += n;
+  return c;
+}
+
+/* A copy of s in the runset's arena. */
+static char *keep_string(struct pflex_runset *set, const char *s) {
+  size_t n = strlen(s) + 1;
+  char *c = pflex__arena_alloc(&set->strings, n);
+  return c ? memcpy(c, s, n) : NULL;
 }
 
 int pflex_runset_find_column(const struct pflex_runset *set, const char *name, size_t *ret_index) {
@@ -64,26 +77,28 @@ int pflex_runset_add_column(struct pflex_runset *set, const char *name, size_t *
   if (pflex_runset_find_column(set, name, ret_index) == 0) return 0;
   drop_cache(set);
   char *copy = strdup(name);
-  char **names = copy ? realloc(set->extra_names, (set->nextra + 1) * sizeof *names) : NULL;
+  /* Every run's new cell is this one empty string (run strings are never
+   * changed in place, nor freed on their own). */
+  char *empty = copy ? keep_string(set, "") : NULL;
+  char **names = empty ? realloc(set->extra_names, (set->nextra + 1) * sizeof *names) : NULL;
   if (!names) {
     free(copy);
     return -ENOMEM;
   }
   set->extra_names = names;
-  /* Grow every run's extra array by one empty cell; on failure undo the cells
-   * already added, so the runset stays as it was (release frees nextra cells). */
+  /* Grow every run's extra array by one cell; on failure the arrays grown
+   * so far keep their unused room and nextra is unchanged, so the runset
+   * stays as it was. */
   for (size_t i = 0; i < set->n; i++) {
     char **ex = realloc(set->runs[i].extra, (set->nextra + 1) * sizeof *ex);
-    char *empty = ex ? strdup("") : NULL;
-    if (ex) set->runs[i].extra = ex;
-    if (!empty) {
-      for (size_t j = 0; j < i; j++)
-        free(set->runs[j].extra[set->nextra]);
+    if (!ex) {
       free(copy);
       return -ENOMEM;
     }
-    ex[set->nextra] = empty;
+    set->runs[i].extra = ex;
   }
+  for (size_t i = 0; i < set->n; i++)
+    set->runs[i].extra[set->nextra] = empty;
   names[set->nextra] = copy;
   if (ret_index) *ret_index = set->nextra;
   set->nextra++;
@@ -100,21 +115,26 @@ int pflex_runset_append(struct pflex_runset *set, const struct pflex_run *run) {
     set->runs = runs;
     set->cap_runs = cap;
   }
+  /* Every string of the run in one block of the arena, its extra cells in
+   * an array of its own. */
+  size_t lg = strlen(run->group) + 1, lu = strlen(run->gpu) + 1, lm = len_or_zero(run->model),
+         ls = len_or_zero(run->set), total = lg + lu + lm + ls;
+  for (size_t k = 0; k < set->nextra; k++)
+    total += strlen(extra_cell(run, k)) + 1;
   struct pflex_run r = *run;
-  r.group = strdup(run->group);
-  r.gpu = strdup(run->gpu);
-  r.model = dup_or_null(run->model);
-  r.set = dup_or_null(run->set);
-  r.extra = set->nextra ? calloc(set->nextra, sizeof *r.extra) : NULL;
-  bool ok = r.group && r.gpu && (!run->model || r.model) && (!run->set || r.set) &&
-            (!set->nextra || r.extra);
-  for (size_t k = 0; ok && k < set->nextra; k++) {
-    r.extra[k] = strdup(run->extra && run->extra[k] ? run->extra[k] : "");
-    ok = r.extra[k] != NULL;
-  }
-  if (!ok) {
-    run_release(&r, set->nextra);
+  r.extra = set->nextra ? malloc(set->nextra * sizeof *r.extra) : NULL;
+  char *at = r.extra || !set->nextra ? pflex__arena_alloc(&set->strings, total) : NULL;
+  if (!at) {
+    free(r.extra);
     return -ENOMEM;
+  }
+  r.group = put(&at, run->group, lg);
+  r.gpu = put(&at, run->gpu, lu);
+  r.model = put(&at, run->model, lm);
+  r.set = put(&at, run->set, ls);
+  for (size_t k = 0; k < set->nextra; k++) {
+    const char *v = extra_cell(run, k);
+    r.extra[k] = put(&at, v, strlen(v) + 1);
   }
   set->runs[set->n++] = r;
   return 0;
@@ -126,11 +146,10 @@ int pflex_runset_set_extra(struct pflex_runset *set, size_t i, const char *name,
   size_t k;
   int err = pflex_runset_add_column(set, name, &k);
   if (err) return err;
-  char *v = strdup(value ? value : "");
+  char *v = keep_string(set, value ? value : "");
   if (!v) return -ENOMEM;
   drop_cache(set);
-  free(set->runs[i].extra[k]);
-  set->runs[i].extra[k] = v;
+  set->runs[i].extra[k] = v; /* the old value stays in the arena until the runset goes */
   return 0;
 }
 

@@ -94,10 +94,11 @@ static void test_check_groups(void **state) {
   assert_non_null(strstr(diag.message, "no uncapped run"));
   assert_int_equal(pflex_runset_check_groups(&set, true, &diag), 0);
   /* A GPU type without a known TDP: the highest cap is the uncapped run. */
-  free(set.runs[0].gpu);
-  free(set.runs[1].gpu);
-  set.runs[0].gpu = strdup("X9");
-  set.runs[1].gpu = strdup("X9");
+  /* (A run's strings are the runset's, never freed on their own: a caller
+   * may point one elsewhere, at memory that outlives the runset.) */
+  static char x9[] = "X9";
+  set.runs[0].gpu = x9;
+  set.runs[1].gpu = x9;
   assert_int_equal(pflex_runset_check_groups(&set, false, &diag), 0);
   /* Mixed GPU counts name the later run. */
   set.runs[1].gpus = 16;
@@ -130,6 +131,53 @@ static void test_extra_columns(void **state) {
   assert_int_equal(pflex_runset_find_column(&set, "fb_used", &k), -ENOENT);
   assert_int_equal(k, 1); /* untouched on error */
   pflex_runset_release(&set);
+}
+
+/* Runs keep their own copies of every string (the runset's arena): a
+ * caller's buffers may change after pflex_runset_append; columns added after
+ * many runs give each run an empty cell; a replaced cell reads back. */
+static void test_strings_are_copies(void **state) {
+  (void)state;
+  struct pflex_runset set;
+  pflex_runset_init(&set);
+  size_t k;
+  assert_int_equal(pflex_runset_add_column(&set, "sm_active", &k), 0);
+  enum { N = 3000 };
+  char group[32], model[32], cell[32];
+  char *extra[1] = {cell};
+  for (size_t i = 0; i < N; i++) {
+    snprintf(group, sizeof group, "g%zu", i / 6);
+    snprintf(model, sizeof model, "m%zu", i);
+    snprintf(cell, sizeof cell, "0.%zu", i);
+    struct pflex_run r = mkrun(group, 700, 5000, 100);
+    r.model = i % 2 ? model : NULL;
+    r.extra = i % 3 ? extra : NULL; /* NULL: every cell empty */
+    assert_int_equal(pflex_runset_append(&set, &r), 0);
+    memset(group, 'x', sizeof group - 1), memset(model, 'x', sizeof model - 1);
+    memset(cell, 'x', sizeof cell - 1);
+  }
+  assert_int_equal(pflex_runset_add_column(&set, "fb_used", &k), 0);
+  assert_int_equal(k, 1);
+  assert_int_equal(pflex_runset_set_extra(&set, N - 1, "fb_used", "81463"), 0);
+  char want[32];
+  for (size_t i = 0; i < N; i++) {
+    const struct pflex_run *r = &set.runs[i];
+    snprintf(want, sizeof want, "g%zu", i / 6);
+    assert_string_equal(r->group, want);
+    assert_string_equal(r->gpu, "H200");
+    if (i % 2) {
+      snprintf(want, sizeof want, "m%zu", i);
+      assert_string_equal(r->model, want);
+    } else {
+      assert_null(r->model);
+    }
+    snprintf(want, sizeof want, "0.%zu", i);
+    assert_string_equal(r->extra[0], i % 3 ? want : "");
+    assert_string_equal(r->extra[1], i == N - 1 ? "81463" : "");
+  }
+  pflex_runset_release(&set);
+  assert_int_equal(set.n, 0);
+  assert_null(set.strings);
 }
 
 static void test_arch_task_parse(void **state) {
@@ -298,6 +346,7 @@ int main(void) {
       cmocka_unit_test(test_column_over_one),
       cmocka_unit_test(test_check_groups),
       cmocka_unit_test(test_extra_columns),
+      cmocka_unit_test(test_strings_are_copies),
       cmocka_unit_test(test_arch_task_parse),
       cmocka_unit_test(test_tput_unit_table),
   };
