@@ -72,6 +72,8 @@ struct pflex_runset {
   unsigned char *over_one; /* internal: cache of pflex_runset_column_over_one per extra
                               column (0 not known, 1 no, 2 yes), NULL when empty; the
                               functions below that change the runset drop it */
+  struct pflex__runs_groups *groups_memo; /* internal: pflex_runset_groups' grouping, kept
+                                            until the runset changes (dropped as over_one) */
   struct pflex__arena *strings; /* internal: every run's strings (group, gpu, model, set,
                                    extra cells), freed with the runset; a run's strings
                                    are read-only and never freed on their own */
@@ -111,7 +113,11 @@ int pflex_runset_set_extra(struct pflex_runset *set, size_t i, const char *name,
 int pflex_runset_metric(const struct pflex_runset *set, size_t i, const char *name, double *ret);
 
 /* Splits the runs into sweep groups in order of first appearance. The array
- * and each group's runs array are freed by pflex_groups_free. */
+ * and each group's runs array are freed by pflex_groups_free. Which run is in
+ * which group is kept in the runset for later calls until it changes (by the
+ * functions above), so, like pflex_runset_column_over_one, it is not
+ * thread-safe on one runset while that fills. A group's runs are sorted by
+ * cap at each call. */
 int pflex_runset_groups(const struct pflex_runset *set, struct pflex_group **ret_groups,
                         size_t *ret_n);
 /* Frees the groups of pflex_runset_groups (NULL allowed). */

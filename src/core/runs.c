@@ -19,6 +19,8 @@ void pflex_runset_init(struct pflex_runset *set) {
   memset(set, 0, sizeof *set);
 }
 
+static void drop_cache(struct pflex_runset *set);
+
 /* A run's strings live in its runset's arena (set->strings, freed with
  * it); only its array of extra cells is its own (columns added later grow
  * it in place). */
@@ -32,7 +34,7 @@ void pflex_runset_release(struct pflex_runset *set) {
     free(set->extra_names[k]);
   free(set->extra_names);
   free(set->source);
-  free(set->over_one);
+  drop_cache(set);
   pflex_runset_init(set);
 }
 
@@ -68,9 +70,13 @@ int pflex_runset_find_column(const struct pflex_runset *set, const char *name, s
   return -ENOENT;
 }
 
+static void groups_memo_free(struct pflex__runs_groups *m);
+
 static void drop_cache(struct pflex_runset *set) {
   free(set->over_one);
   set->over_one = NULL;
+  groups_memo_free(set->groups_memo);
+  set->groups_memo = NULL;
 }
 
 int pflex_runset_add_column(struct pflex_runset *set, const char *name, size_t *ret_index) {
@@ -275,14 +281,48 @@ static int assign_owners(const struct pflex_runset *set, size_t *owner, size_t *
   return 0;
 }
 
+/* Which group each run is in, kept in the runset for the next
+ * pflex_runset_groups (a command asks up to five times: the checks, the
+ * reference notes, the jobs) until the runset changes (drop_cache). */
+struct pflex__runs_groups {
+  size_t n, ng;  /* runs and groups it was made for */
+  size_t *owner; /* per run, its group */
+  size_t *first; /* per group, its first run */
+};
+
+static void groups_memo_free(struct pflex__runs_groups *m) {
+  if (!m) return;
+  free(m->owner);
+  free(m->first);
+  free(m);
+}
+
+/* The runset's grouping, made now or kept from an earlier call. As with
+ * over_one, casting const away is sound: no runset is defined const, and
+ * the memo changes nothing a caller sees. NULL when memory runs out. */
+static const struct pflex__runs_groups *groups_memo(const struct pflex_runset *set) {
+  struct pflex_runset *s = (struct pflex_runset *)set;
+  if (s->groups_memo && s->groups_memo->n == set->n) return s->groups_memo;
+  struct pflex__runs_groups *m = calloc(1, sizeof *m);
+  if (m) m->owner = malloc((set->n ? set->n : 1) * sizeof *m->owner);
+  if (!m || !m->owner || assign_owners(set, m->owner, &m->ng, &m->first)) {
+    groups_memo_free(m);
+    return NULL;
+  }
+  m->n = set->n;
+  groups_memo_free(s->groups_memo);
+  s->groups_memo = m;
+  return m;
+}
+
 int pflex_runset_groups(const struct pflex_runset *set, struct pflex_group **ret_groups,
                         size_t *ret_n) {
-  struct pflex_group *g = NULL;
-  size_t ng = 0, *first = NULL;
-  size_t *owner = malloc((set->n ? set->n : 1) * sizeof *owner);
-  if (!owner) return -ENOMEM;
-  if (assign_owners(set, owner, &ng, &first)) goto fail;
-  if (!(g = calloc(ng ? ng : 1, sizeof *g))) goto fail;
+  const struct pflex__runs_groups *m = groups_memo(set);
+  if (!m) return -ENOMEM;
+  const size_t *owner = m->owner, *first = m->first;
+  size_t ng = m->ng;
+  struct pflex_group *g = calloc(ng ? ng : 1, sizeof *g);
+  if (!g) return -ENOMEM;
   for (size_t j = 0; j < ng; j++)
     g[j].name = set->runs[first[j]].group;
   for (size_t i = 0; i < set->n; i++)
@@ -297,14 +337,10 @@ int pflex_runset_groups(const struct pflex_runset *set, struct pflex_group **ret
     if (sort_by_cap(g[j].runs, g[j].n, set->runs)) goto fail;
     g[j].uncapped = g[j].runs[g[j].n - 1];
   }
-  free(owner);
-  free(first);
   *ret_groups = g;
   *ret_n = ng;
   return 0;
 fail:
-  free(owner);
-  free(first);
   pflex_groups_free(g, ng);
   return -ENOMEM;
 }

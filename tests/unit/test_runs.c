@@ -180,6 +180,46 @@ static void test_strings_are_copies(void **state) {
   assert_null(set.strings);
 }
 
+/* The grouping kept between calls: the same groups again, and a runset
+ * changed since (a run appended to a new group, then to an old one) is
+ * grouped afresh. */
+static void test_groups_kept_until_change(void **state) {
+  (void)state;
+  struct pflex_runset set;
+  pflex_runset_init(&set);
+  struct pflex_run r[] = {mkrun("a", 700, 5000, 100), mkrun("b", 700, 4800, 90),
+                          mkrun("a", 300, 2300, 70)};
+  for (size_t i = 0; i < 3; i++)
+    assert_int_equal(pflex_runset_append(&set, &r[i]), 0);
+  struct pflex_group *g1, *g2;
+  size_t n1, n2;
+  assert_int_equal(pflex_runset_groups(&set, &g1, &n1), 0);
+  assert_int_equal(pflex_runset_groups(&set, &g2, &n2), 0);
+  assert_int_equal(n1, 2);
+  assert_int_equal(n2, 2);
+  for (size_t j = 0; j < 2; j++) {
+    assert_string_equal(g1[j].name, g2[j].name);
+    assert_int_equal(g1[j].n, g2[j].n);
+    assert_memory_equal(g1[j].runs, g2[j].runs, g1[j].n * sizeof *g1[j].runs);
+    assert_int_equal(g1[j].uncapped, g2[j].uncapped);
+  }
+  pflex_groups_free(g1, n1);
+  pflex_groups_free(g2, n2);
+  struct pflex_run c = mkrun("c", 700, 4000, 80), a = mkrun("a", 500, 3800, 95);
+  assert_int_equal(pflex_runset_append(&set, &c), 0);
+  assert_int_equal(pflex_runset_groups(&set, &g1, &n1), 0);
+  assert_int_equal(n1, 3);
+  assert_string_equal(g1[2].name, "c");
+  pflex_groups_free(g1, n1);
+  assert_int_equal(pflex_runset_append(&set, &a), 0);
+  assert_int_equal(pflex_runset_groups(&set, &g1, &n1), 0);
+  assert_int_equal(n1, 3);
+  assert_int_equal(g1[0].n, 3); /* a: caps 300, 500, 700 */
+  assert_int_equal(g1[0].runs[1], 4);
+  pflex_groups_free(g1, n1);
+  pflex_runset_release(&set);
+}
+
 static void test_arch_task_parse(void **state) {
   (void)state;
   enum pflex_arch a = PFLEX_ARCH_UNKNOWN;
@@ -347,6 +387,7 @@ int main(void) {
       cmocka_unit_test(test_check_groups),
       cmocka_unit_test(test_extra_columns),
       cmocka_unit_test(test_strings_are_copies),
+      cmocka_unit_test(test_groups_kept_until_change),
       cmocka_unit_test(test_arch_task_parse),
       cmocka_unit_test(test_tput_unit_table),
   };
