@@ -38,6 +38,7 @@ void *pflex__hugepage_malloc(size_t n, size_t size) {
 }
 
 void *pflex__hugepage_calloc(size_t n, size_t size) {
+  if (size && n > SIZE_MAX / size) return NULL; /* as calloc, without asking it */
   void *p = calloc(n, size);
   return pflex__hugepage_advise(p, bytes_of(n, size));
 }
