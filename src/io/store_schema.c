@@ -69,7 +69,8 @@ static const char schema_v1[] =
 /* Version 2: a run's extra cells in one JSON array on its own row instead of
  * one run_extras row each (3.4 M rows at 40,000 groups were most of an
  * import). extras and extra_columns_id are both NULL for a run without
- * extras. The v1 rows are converted per run: an aggregate over a subquery
+ * extras. No CHECK parses extras (json_valid would parse every run's cells a
+ * second time per import); pflex_store_get_runs refuses a malformed one. The v1 rows are converted per run: an aggregate over a subquery
  * with ORDER BY is not flattened (SQLite's flattener rule: an aggregate outer
  * query takes no ordered subquery), so json_group_array sees the cells in
  * position order (tests/unit/test_store.c checks it on a v1 store). */
@@ -79,7 +80,8 @@ static const char schema_v2[] =
     "  names TEXT NOT NULL UNIQUE CHECK (json_valid(names) AND json_type(names) = 'array')"
     ");"
     "ALTER TABLE runs ADD COLUMN extra_columns_id INTEGER REFERENCES extra_columns(id);"
-    "ALTER TABLE runs ADD COLUMN extras TEXT;"
+    "ALTER TABLE runs ADD COLUMN extras TEXT"
+    "  CHECK ((extras IS NULL) = (extra_columns_id IS NULL));"
     "CREATE TEMP TABLE v1_extras (run_id INTEGER PRIMARY KEY, names TEXT, cells TEXT);"
     "INSERT INTO v1_extras (run_id, names, cells)"
     "  SELECT r.id,"

@@ -765,6 +765,65 @@ static void test_bulk_import_keeps_order_and_cascades(void **state) {
   pflex_store_close(s);
 }
 
+/* Both ways of packing a run's cells (store.c, prepare_insert_run): SQLite's
+ * json_array for up to its limit of function arguments, jansson for wider
+ * runs. Tricky text comes back as it was, and text that is not UTF-8 is
+ * refused with its column, storing nothing. */
+static void test_extras_packed_narrow_and_wide(void **state) {
+  struct fixture *f = *state;
+  struct pflex_store *s = open_rw(f->db);
+  struct pflex_diag d;
+  sqlite3 *raw;
+  assert_int_equal(sqlite3_open(f->db, &raw), SQLITE_OK);
+  int limit = sqlite3_limit(raw, SQLITE_LIMIT_FUNCTION_ARG, -1);
+  sqlite3_close(raw);
+  static const char *tricky[] = {"", "a\"b\\c", "tab\there\nnl", "caf\xc3\xa9 \xe2\x82\xac",
+                                 "\x01\x1f", "[1,2]", "null"};
+  enum { NTRICKY = sizeof tricky / sizeof tricky[0] };
+  const size_t widths[] = {3, (size_t)limit + 5};
+  for (int w = 0; w < 2; w++) {
+    size_t ncol = widths[w];
+    char group[8];
+    snprintf(group, sizeof group, "w%d", w);
+    struct pflex_runset set, got;
+    pflex_runset_init(&set);
+    for (int k = 0; k < 2; k++) {
+      add(&set, mkrun(group, "H200", 8, 700 - 100 * k, 5000 - 500 * k, 900 - k));
+      for (size_t c = 0; c < ncol; c++) {
+        char col[32];
+        snprintf(col, sizeof col, "x%zu", c);
+        const char *v = tricky[(c + (size_t)k) % NTRICKY];
+        assert_int_equal(pflex_runset_set_extra(&set, set.n - 1, col, v), 0);
+      }
+    }
+    /* A cell that is not UTF-8 first: refused, with its column, nothing stored. */
+    char *keep = set.runs[1].extra[ncol - 1];
+    set.runs[1].extra[ncol - 1] = "bad \xff";
+    assert_int_equal(pflex_store_put_runs(s, &set, PFLEX_STORE_REJECT_EXISTING, NULL, &d),
+                     -PFLEX_E_DATA);
+    char want_col[32];
+    snprintf(want_col, sizeof want_col, "x%zu", ncol - 1);
+    assert_string_equal(d.column, want_col);
+    assert_non_null(strstr(d.message, "UTF-8"));
+    assert_int_equal(raw_count(f->db, "SELECT count(*) FROM runs"), w == 0 ? 0 : 2);
+    set.runs[1].extra[ncol - 1] = keep;
+    assert_int_equal(pflex_store_put_runs(s, &set, PFLEX_STORE_REJECT_EXISTING, NULL, &d), 0);
+    const char *only[] = {group};
+    assert_int_equal(pflex_store_get_runs(s, only, 1, &got, &d), 0);
+    assert_int_equal(got.n, 2);
+    assert_int_equal(got.nextra, ncol);
+    for (size_t i = 0; i < 2; i++)
+      for (size_t c = 0; c < ncol; c++) {
+        assert_string_equal(got.extra_names[c], set.extra_names[c]);
+        assert_string_equal(got.runs[i].extra[c], set.runs[i].extra[c]);
+      }
+    pflex_runset_release(&got);
+    pflex_runset_release(&set);
+  }
+  assert_int_equal(raw_count(f->db, EXTRA_CELLS), 2 * (3 + limit + 5));
+  pflex_store_close(s);
+}
+
 /* ---- schema 1 stores ---- */
 
 /* Schema 1 as store_schema.c released it (a released migration never changes). */
@@ -941,6 +1000,9 @@ static void test_corrupt_extras_refused(void **state) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     sqlite3 *db;
     assert_int_equal(sqlite3_open(f->db, &db), SQLITE_OK);
+    /* As another tool might: past the schema's CHECKs (both or neither of a run's columns). */
+    assert_int_equal(sqlite3_exec(db, "PRAGMA ignore_check_constraints = ON", NULL, NULL, NULL),
+                     SQLITE_OK);
     assert_int_equal(sqlite3_exec(db, cases[i].sql, NULL, NULL, NULL), SQLITE_OK);
     assert_read_refused(s, f->db, cases[i].column, cases[i].what);
     /* Undo the edit for the next case: the store reads again. */
@@ -978,6 +1040,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_many_interleaved_groups, setup, teardown),
       cmocka_unit_test_setup_teardown(test_extras_column_order, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bulk_import_keeps_order_and_cascades, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_extras_packed_narrow_and_wide, setup, teardown),
       cmocka_unit_test_setup_teardown(test_v1_store_migrated, setup, teardown),
       cmocka_unit_test_setup_teardown(test_corrupt_extras_refused, setup, teardown),
   };
