@@ -260,7 +260,7 @@ int pflex_store_open(const char *path, unsigned flags, struct pflex_store **ret_
     goto fail;
   }
   /* A new store gets 16 KiB pages (SQLite's default is 4 KiB): an import
-   * appends millions of small extras rows, and bigger pages split less often.
+   * appends hundreds of thousands of runs, and bigger pages split less often.
    * Only an empty file's page size can be set; an existing store keeps its. */
   if (version == 0) err = exec(s, "PRAGMA page_size = 16384", diag, "cannot set the page size");
   if (err) goto fail;
@@ -958,8 +958,7 @@ static int run_cells(struct runs_reader *rd, const struct pflex_run *proto,
                                   &bad, why, sizeof why);
   if (err == -PFLEX_E_SCHEMA) {
     char msg[300];
-    snprintf(msg, sizeof msg, "column extras (extra_columns row %lld): %s%s%s%s",
-             (long long)r->columns_id, why, bad == SIZE_MAX ? "" : " (extra column '",
+    snprintf(msg, sizeof msg, "%s%s%s%s", why, bad == SIZE_MAX ? "" : " (extra column '",
              bad == SIZE_MAX ? "" : rd->out.extra_names[l->col[bad]], bad == SIZE_MAX ? "" : "')");
     return bad_run(rd, proto, r, "extras", msg);
   }
