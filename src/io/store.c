@@ -610,9 +610,10 @@ static int import_time(struct put_ctx *c) {
 }
 
 /* insert_run: a run with its extra cells packed as a JSON array by SQLite's
- * json_array (?9, ?10, ...: several times faster than jansson's writer, which
- * was a quarter of an import), or, for more columns than an SQL function
- * takes, bound as one text that jansson packed. */
+ * json_array (?9, ?10, ...), or, for more columns than an SQL function takes,
+ * bound as one text that jansson packed. jansson's writer was 28% of an
+ * import's instructions at 4,000 groups; json_array and its binds are about
+ * half that (bench/README.md, twelfth wave). */
 static int prepare_insert_run(struct put_ctx *c) {
   static const char head[] = "INSERT INTO runs (group_id, cap_w, power_w, tput, power_sd, tput_sd,"
                              " source_line, extra_columns_id, extras) VALUES (?, ?, ?, ?, ?, ?, ?,"

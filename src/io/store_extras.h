@@ -1,7 +1,9 @@
 /* A run's extra cells packed as JSON for the store (schema version 2,
  * docs/store.md): runs.extras is a JSON array of the cells as strings, in the
  * order of the column names in extra_columns.names, itself a JSON array.
- * jansson writes and reads both; nothing here escapes JSON by hand. */
+ * jansson reads both and writes the names; the cells are written by SQLite's
+ * json_array (store.c), by the packer here only past SQLite's limit of
+ * function arguments. Nothing escapes JSON by hand. */
 #ifndef PFLEX_IO_STORE_EXTRAS_H
 #define PFLEX_IO_STORE_EXTRAS_H
 
