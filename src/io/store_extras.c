@@ -125,8 +125,8 @@ int pflex__extras_parse_names(const char *json, char ***ret_names, size_t *ret_n
     err = -PFLEX_E_SCHEMA;
   }
   for (size_t k = 0; !err && k < n; k++)
-    if (!json_is_string(json_array_get(a, k)) || !*json_string_value(json_array_get(a, k))) {
-      snprintf(why, why_size, "name %zu is not a non-empty string", k + 1);
+    if (!json_is_string(json_array_get(a, k))) {
+      snprintf(why, why_size, "name %zu is not a string", k + 1);
       err = -PFLEX_E_SCHEMA;
     }
   char **names = err ? NULL : copy_strings(a, n);

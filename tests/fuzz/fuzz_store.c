@@ -92,7 +92,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (err == 0) {
     fuzz_check(got.n == 1);
     for (size_t c = 0; c < got.nextra; c++)
-      fuzz_check(got.extra_names[c][0] != '\0' && got.runs[0].extra[c] != NULL);
+      fuzz_check(got.extra_names[c] != NULL && got.runs[0].extra[c] != NULL);
     pflex_runset_release(&got);
   }
   return 0;
