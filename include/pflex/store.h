@@ -65,7 +65,7 @@ struct pflex_store_put_result {
  * their source. On any failure nothing is written: -EEXIST for a conflict with
  * a stored group (see mode), -PFLEX_E_DATA for runs that break a rule (a group
  * mixing configurations, a non-finite number, a unit differing from the stored
- * group's), or a negative errno; diag (may be NULL) names the group and why.
+ * group's, an extra cell or column name that is not UTF-8), or a negative errno; diag (may be NULL) names the group and why.
  * ret_result may be NULL. */
 int pflex_store_put_runs(struct pflex_store *store, const struct pflex_runset *set,
                          enum pflex_store_put_mode mode, struct pflex_store_put_result *ret_result,
@@ -74,8 +74,9 @@ int pflex_store_put_runs(struct pflex_store *store, const struct pflex_runset *s
 /* Reads the runs of the named groups (in the order given, duplicates ignored), or of
  * every group in order of storage when ngroups is 0, into an empty runset. Runs
  * keep their order of storage; extra columns appear in order of first appearance.
- * Fails with -ENOENT for an unknown group and -PFLEX_E_DATA when the groups have
- * different throughput units (one runset has one unit); diag says which. */
+ * Fails with -ENOENT for an unknown group, -PFLEX_E_DATA when the groups have
+ * different throughput units (one runset has one unit), and -PFLEX_E_SCHEMA for
+ * a run whose stored extra columns are malformed (edited by hand); diag says which. */
 int pflex_store_get_runs(struct pflex_store *store, const char *const *groups, size_t ngroups,
                          struct pflex_runset *ret_set, struct pflex_diag *diag);
 

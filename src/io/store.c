@@ -20,6 +20,8 @@
 
 #include <sqlite3.h>
 
+#include "base/utf8.h"
+#include "io/store_extras.h"
 #include "io/store_schema.h"
 #include "pflex/runs_json.h" /* pflex_tput_unit_key */
 #include "pflex/store.h"
@@ -258,7 +260,7 @@ int pflex_store_open(const char *path, unsigned flags, struct pflex_store **ret_
     goto fail;
   }
   /* A new store gets 16 KiB pages (SQLite's default is 4 KiB): an import
-   * appends millions of small extras rows, and bigger pages split less often.
+   * appends hundreds of thousands of runs, and bigger pages split less often.
    * Only an empty file's page size can be set; an existing store keeps its. */
   if (version == 0) err = exec(s, "PRAGMA page_size = 16384", diag, "cannot set the page size");
   if (err) goto fail;
@@ -423,20 +425,17 @@ static void group_row_to_run(sqlite3_stmt *st, struct pflex_run *r) {
   r->grad_ckpt = sqlite3_column_int(st, GC_GRAD_CKPT) != 0;
 }
 
-/* Extra columns stored per INSERT statement: one statement per run for the
- * usual dozen or two (far below SQLite's 32766 bound parameters). */
-#define EXTRA_ROWS 64
-
 /* Statements of one put_runs call, prepared once and reset per row. */
 struct put_ctx {
   struct pflex_store *s;
   const char *src; /* file the runs came from (their lines count there), else the store */
   const struct pflex_runset *set;
   struct pflex_diag *diag;
-  size_t *by_name;     /* the extra columns in name order: run_extras' key order */
-  char imported_at[32]; /* one time for the whole import, UTC, ISO 8601 */
-  sqlite3_stmt *find_group, *delete_group, *insert_group, *touch_group, *insert_run, *insert_extra,
-      *insert_extra_tail;
+  sqlite3_int64 columns_id;     /* extra_columns row of the set's extra column names */
+  bool sql_json;                /* insert_run packs the cells with SQLite's json_array */
+  struct pflex__extras_packer packer; /* else with jansson (a run's extra cells as JSON) */
+  char imported_at[32];         /* one time for the whole import, UTC, ISO 8601 */
+  sqlite3_stmt *find_group, *delete_group, *insert_group, *touch_group, *insert_run;
 };
 
 static int step_done(struct put_ctx *c, sqlite3_stmt *st, const char *what) {
@@ -469,6 +468,34 @@ static int insert_group(struct put_ctx *c, const struct pflex_run *r, sqlite3_in
   return err;
 }
 
+/* Binds run r's extra cells to insert_run: all of the set's columns, an empty
+ * cell as "" (as schema 1 kept them). Every parameter is bound anew and the
+ * strings outlive the step, so no copies and no clearing. */
+static int bind_extras(struct put_ctx *c, const struct pflex_run *r) {
+  sqlite3_stmt *st = c->insert_run;
+  sqlite3_bind_int64(st, 8, c->columns_id);
+  size_t n = c->set->nextra, bad = 0;
+  int err = 0;
+  if (c->sql_json) {
+    for (size_t k = 0; !err && k < n; k++) {
+      const char *v = r->extra && r->extra[k] ? r->extra[k] : "";
+      if (!pflex__utf8_valid(v, NULL)) { /* SQLite's JSON would keep the bytes as they are */
+        bad = k;
+        err = -EILSEQ;
+      }
+      sqlite3_bind_text(st, 9 + (int)k, v, -1, SQLITE_STATIC);
+    }
+  } else {
+    size_t len = 0;
+    err = pflex__extras_pack(&c->packer, r->extra, &len, &bad);
+    if (!err) sqlite3_bind_text(st, 9, c->packer.buf, (int)len, SQLITE_STATIC);
+  }
+  if (err == -EILSEQ)
+    return pflex_diag_set(c->diag, -PFLEX_E_DATA, c->src, r->line, c->set->extra_names[bad],
+                          "group '%s': not UTF-8 text", r->group);
+  return err;
+}
+
 static int insert_run(struct put_ctx *c, sqlite3_int64 group_id, size_t i) {
   const struct pflex_run *r = &c->set->runs[i];
   sqlite3_stmt *st = c->insert_run;
@@ -479,6 +506,8 @@ static int insert_run(struct put_ctx *c, sqlite3_int64 group_id, size_t i) {
   bind_double_if(st, 5, r->have & PFLEX_RUN_POWER_SD, r->power_sd);
   bind_double_if(st, 6, r->have & PFLEX_RUN_TPUT_SD, r->tput_sd);
   bind_int_if(st, 7, r->line > 0, (sqlite3_int64)r->line);
+  int err = c->set->nextra ? bind_extras(c, r) : 0;
+  if (err) return err;
   int rc = sqlite3_step(st);
   sqlite3_reset(st);
   sqlite3_clear_bindings(st);
@@ -486,43 +515,7 @@ static int insert_run(struct put_ctx *c, sqlite3_int64 group_id, size_t i) {
     return pflex_diag_set(c->diag, -EEXIST, c->src, r->line, "cap_w",
                           "group '%s' already has a run at cap %g W", r->group, r->cap_w);
   if (rc != SQLITE_DONE) return sql_fail(c->s, rc, c->diag, "cannot store a run");
-  sqlite3_int64 run_id = sqlite3_last_insert_rowid(c->s->db);
-  /* The extras in statements of EXTRA_ROWS rows (the last one shorter), in
-   * name order, so that each row lands after the last one in run_extras'
-   * (run_id, name) key: an append, not a search. Every parameter is bound
-   * anew, the strings outlive the step, so no copies and no clearing (an
-   * import writes millions of these). */
-  for (size_t k0 = 0; k0 < c->set->nextra; k0 += EXTRA_ROWS) {
-    size_t rows = c->set->nextra - k0 < EXTRA_ROWS ? c->set->nextra - k0 : EXTRA_ROWS;
-    st = rows == EXTRA_ROWS ? c->insert_extra : c->insert_extra_tail;
-    for (size_t m = 0; m < rows; m++) {
-      size_t k = c->by_name[k0 + m];
-      int b = 4 * (int)m;
-      sqlite3_bind_int64(st, b + 1, run_id);
-      sqlite3_bind_int64(st, b + 2, (sqlite3_int64)k);
-      sqlite3_bind_text(st, b + 3, c->set->extra_names[k], -1, SQLITE_STATIC);
-      sqlite3_bind_text(st, b + 4, r->extra && r->extra[k] ? r->extra[k] : "", -1, SQLITE_STATIC);
-    }
-    rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE) return sql_fail(c->s, rc, c->diag, "cannot store an extra column");
-  }
   return 0;
-}
-
-/* "INSERT INTO run_extras ... VALUES (?, ?, ?, ?), ..." for rows rows (1 <= rows <= EXTRA_ROWS). */
-static int prepare_extras(struct pflex_store *s, size_t rows, sqlite3_stmt **st,
-                          struct pflex_diag *diag) {
-  static const char head[] = "INSERT INTO run_extras (run_id, position, name, value) VALUES ";
-  char sql[sizeof head + EXTRA_ROWS * 16];
-  size_t len = sizeof head - 1;
-  memcpy(sql, head, len);
-  for (size_t m = 0; m < rows; m++) {
-    memcpy(sql + len, m ? ",(?,?,?,?)" : "(?,?,?,?)", m ? 10 : 9);
-    len += m ? 10 : 9;
-  }
-  sql[len] = '\0';
-  return prepare(s, sql, st, diag);
 }
 
 /* Stores one sweep group (runs indexes idx[0..n)) inside the open transaction. */
@@ -602,32 +595,6 @@ static int cmp_size(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* An extra column's name beside its index, to sort the columns by name. */
-struct named_col {
-  const char *name;
-  size_t col;
-};
-
-static int cmp_named_col(const void *a, const void *b) {
-  /* SQLite's BINARY collation compares bytes, as strcmp does (no NUL inside). */
-  return strcmp(((const struct named_col *)a)->name, ((const struct named_col *)b)->name);
-}
-
-/* c->by_name: the extra columns' indexes in the order of their names. */
-static int order_extras(struct put_ctx *c) {
-  size_t n = c->set->nextra;
-  c->by_name = malloc((n ? n : 1) * sizeof *c->by_name);
-  struct named_col *v = malloc((n ? n : 1) * sizeof *v);
-  int err = c->by_name && v ? 0 : -ENOMEM;
-  for (size_t k = 0; !err && k < n; k++)
-    v[k] = (struct named_col){c->set->extra_names[k], k};
-  if (!err) qsort(v, n, sizeof *v, cmp_named_col);
-  for (size_t k = 0; !err && k < n; k++)
-    c->by_name[k] = v[k].col;
-  free(v);
-  return err;
-}
-
 /* The import's one timestamp, from SQLite's clock in its format. */
 static int import_time(struct put_ctx *c) {
   sqlite3_stmt *st = NULL;
@@ -639,6 +606,40 @@ static int import_time(struct put_ctx *c) {
   else
     err = sql_fail(c->s, rc, c->diag, "cannot read the time");
   sqlite3_finalize(st);
+  return err;
+}
+
+/* insert_run: a run with its extra cells packed as a JSON array by SQLite's
+ * json_array (?9, ?10, ...), or, for more columns than an SQL function takes,
+ * bound as one text that jansson packed. jansson's writer was 28% of an
+ * import's instructions at 4,000 groups; json_array and its binds are about
+ * half that (bench/README.md, twelfth wave). */
+static int prepare_insert_run(struct put_ctx *c) {
+  static const char head[] = "INSERT INTO runs (group_id, cap_w, power_w, tput, power_sd, tput_sd,"
+                             " source_line, extra_columns_id, extras) VALUES (?, ?, ?, ?, ?, ?, ?,"
+                             " ?, ";
+  size_t n = c->set->nextra;
+  c->sql_json = n > 0 && n <= (size_t)sqlite3_limit(c->s->db, SQLITE_LIMIT_FUNCTION_ARG, -1);
+  if (!c->sql_json) {
+    int err = pflex__extras_packer_init(&c->packer, n);
+    return err ? err : prepare(c->s, "INSERT INTO runs (group_id, cap_w, power_w, tput, power_sd,"
+                                     " tput_sd, source_line, extra_columns_id, extras)"
+                                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                               &c->insert_run, c->diag);
+  }
+  char *sql = malloc(sizeof head + 16 + 2 * n);
+  if (!sql) return -ENOMEM;
+  size_t len = sizeof head - 1;
+  memcpy(sql, head, len);
+  memcpy(sql + len, "json_array(?", 12);
+  len += 12;
+  for (size_t k = 1; k < n; k++) {
+    memcpy(sql + len, ",?", 2);
+    len += 2;
+  }
+  memcpy(sql + len, "))", 3);
+  int err = prepare(c->s, sql, &c->insert_run, c->diag);
+  free(sql);
   return err;
 }
 
@@ -655,16 +656,7 @@ static int put_prepare(struct put_ctx *c) {
                   &c->insert_group, c->diag);
   if (!err)
     err = prepare(s, "UPDATE groups SET imported_at = ?2 WHERE id = ?1", &c->touch_group, c->diag);
-  if (!err)
-    err = prepare(s,
-                  "INSERT INTO runs (group_id, cap_w, power_w, tput, power_sd, tput_sd,"
-                  " source_line) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                  &c->insert_run, c->diag);
-  size_t tail = c->set->nextra % EXTRA_ROWS;
-  if (!err && c->set->nextra >= EXTRA_ROWS)
-    err = prepare_extras(s, EXTRA_ROWS, &c->insert_extra, c->diag);
-  if (!err && tail) err = prepare_extras(s, tail, &c->insert_extra_tail, c->diag);
-  if (!err) err = order_extras(c);
+  if (!err) err = prepare_insert_run(c);
   if (!err) err = import_time(c);
   return err;
 }
@@ -675,15 +667,44 @@ static void put_release(struct put_ctx *c) {
   sqlite3_finalize(c->insert_group);
   sqlite3_finalize(c->touch_group);
   sqlite3_finalize(c->insert_run);
-  sqlite3_finalize(c->insert_extra);
-  sqlite3_finalize(c->insert_extra_tail);
-  free(c->by_name);
+  pflex__extras_packer_release(&c->packer);
+}
+
+/* c->columns_id: the extra_columns row of the set's column names, found or added. */
+static int put_columns(struct put_ctx *c) {
+  char *names = NULL;
+  size_t bad = 0;
+  int err = pflex__extras_names_json(c->set->extra_names, c->set->nextra, &names, &bad);
+  if (err == -EILSEQ)
+    return pflex_diag_set(c->diag, -PFLEX_E_DATA, c->src, 0, NULL,
+                          "extra column name %zu is not UTF-8 text", bad + 1);
+  sqlite3_stmt *ins = NULL, *sel = NULL;
+  if (!err)
+    err = prepare(c->s, "INSERT OR IGNORE INTO extra_columns (names) VALUES (?)", &ins, c->diag);
+  if (!err) err = prepare(c->s, "SELECT id FROM extra_columns WHERE names = ?", &sel, c->diag);
+  if (!err) {
+    sqlite3_bind_text(ins, 1, names, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(ins);
+    if (rc != SQLITE_DONE) err = sql_fail(c->s, rc, c->diag, "cannot store the extra columns");
+  }
+  if (!err) {
+    sqlite3_bind_text(sel, 1, names, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(sel);
+    if (rc == SQLITE_ROW)
+      c->columns_id = sqlite3_column_int64(sel, 0);
+    else
+      err = sql_fail(c->s, rc, c->diag, "cannot find the extra columns");
+  }
+  sqlite3_finalize(ins);
+  sqlite3_finalize(sel);
+  free(names);
+  return err;
 }
 
 /* Stores the groups in one transaction. Foreign keys are checked by SQLite
- * for every row written, a search of the parent table each (half of an
- * import's work): here every run's group and every extra's run is the row
- * this transaction just wrote or found, so the checks are off while it runs,
+ * for every row written, a search of the parent table each: here every
+ * run's group and extra column list is a row this transaction just wrote or
+ * found, so the checks are off while it runs,
  * except when it replaces groups, whose deletion needs the schema's cascades.
  * The pragma cannot change inside a transaction: it is set around it, and
  * set back whatever happens. */
@@ -694,6 +715,7 @@ static int put_all(struct put_ctx *c, const struct pflex_group *groups, size_t n
   int err = fk_off ? exec(store, "PRAGMA foreign_keys = OFF", c->diag, "cannot set foreign keys")
                    : 0;
   if (!err) err = exec(store, "BEGIN IMMEDIATE", c->diag, "cannot start a transaction");
+  if (!err && c->set->nextra) err = put_columns(c);
   for (size_t g = 0; !err && g < ngroups; g++) {
     /* File order within the group, not the cap order pflex_runset_groups gives. */
     size_t n = groups[g].n;
@@ -742,218 +764,249 @@ int pflex_store_put_runs(struct pflex_store *store, const struct pflex_runset *s
 
 /* ---- reading runs ---- */
 
-/* One row of a group's runs joined with their extras, as SQLite returns them
- * (no ORDER BY: sorting them here costs far less than SQLite's temporary
- * B-tree per group): the run's fields and one extra's position, name and
- * value (offsets into the reader's text; name SIZE_MAX: the run has none). */
+/* One run of a group as SQLite returns it (no ORDER BY: sorting a group's few
+ * runs here costs less than SQLite's temporary B-tree per group). cells is
+ * the offset of its extras JSON in the reader's text, SIZE_MAX when NULL. */
 struct run_row {
-  sqlite3_int64 id, pos;
+  sqlite3_int64 id, columns_id;
   double cap_w, power_w, tput, power_sd, tput_sd;
   unsigned have;
-  size_t name, value;
+  bool has_columns;
+  size_t cells, cells_len;
 };
 
-/* Run id, then extra position: the order the runs and columns are written in. */
 static int cmp_run_row(const void *a, const void *b) {
   const struct run_row *x = a, *y = b;
-  if (x->id != y->id) return (x->id > y->id) - (x->id < y->id);
-  return (x->pos > y->pos) - (x->pos < y->pos);
+  return (x->id > y->id) - (x->id < y->id);
 }
 
-/* One run's rows, consecutive in row_buf.rows. */
-struct row_block {
+/* An extra_columns row read: the runset column of each of its n names. */
+struct column_list {
   sqlite3_int64 id;
-  size_t start, n;
+  size_t n;
+  size_t *col;
 };
 
-/* A group's rows and their text, reused from group to group. */
-struct row_buf {
-  struct run_row *rows;
-  size_t n, cap;
-  struct row_block *blocks; /* the runs, in run id order (order_rows) */
-  size_t nblocks, blocks_cap;
-  char *text;
+/* pflex_store_get_runs's reading: its statements (all groups, one group by
+ * name, a group's runs, a list of extra columns), the group ids already read
+ * (for a group named twice: an open-addressing set of nslots), the unit of
+ * the first group read, which every other must share, and buffers reused
+ * from group to group. */
+struct runs_reader {
+  struct pflex_store *store;
+  sqlite3_stmt *all, *one, *runs_st, *columns_st;
+  sqlite3_int64 *ids;
+  size_t nslots;
+  bool have_unit;
+  char first_group[128];
+  struct pflex_runset out;
+  struct pflex_diag *diag;
+  struct run_row *rows; /* the group's runs */
+  size_t nrows, rows_cap;
+  char *text; /* their extras JSON, each NUL-terminated */
   size_t len, text_cap;
-  const char **vals; /* one run's extras in column order */
+  struct column_list *lists; /* the extra_columns rows read so far */
+  size_t nlists, lists_cap;
+  const char **vals; /* one run's extras in runset column order */
   size_t nvals;
+  const char **cells; /* one run's extras in its list's order */
+  size_t ncells;
 };
 
-static void row_buf_release(struct row_buf *b) {
-  free(b->rows);
-  free(b->blocks);
-  free(b->text);
-  free(b->vals);
-}
-
-/* Copies column i's text (NULL as "") into b's text; its offset, or SIZE_MAX
+/* Copies column i's text into rd's text: its offset and length, or SIZE_MAX
  * when out of memory. */
-static size_t keep_text(struct row_buf *b, sqlite3_stmt *st, int i) {
+static size_t keep_text(struct runs_reader *rd, sqlite3_stmt *st, int i, size_t *ret_len) {
   const char *t = col_text(st, i);
-  size_t n = (t ? strlen(t) : 0) + 1;
-  if (b->len + n > b->text_cap) {
-    size_t cap = b->text_cap ? b->text_cap : 4096;
-    while (cap < b->len + n)
+  size_t n = (size_t)sqlite3_column_bytes(st, i);
+  if (!t) return SIZE_MAX;
+  if (rd->len + n + 1 > rd->text_cap) {
+    size_t cap = rd->text_cap ? rd->text_cap : 4096;
+    while (cap < rd->len + n + 1)
       cap *= 2;
-    char *g = realloc(b->text, cap);
+    char *g = realloc(rd->text, cap);
     if (!g) return SIZE_MAX;
-    b->text = g;
-    b->text_cap = cap;
+    rd->text = g;
+    rd->text_cap = cap;
   }
-  memcpy(b->text + b->len, t ? t : "", n);
-  b->len += n;
-  return b->len - n;
+  memcpy(rd->text + rd->len, t, n + 1);
+  rd->len += n + 1;
+  *ret_len = n;
+  return rd->len - n - 1;
 }
 
-/* Reads the row st is on into b. */
-static int keep_row(struct row_buf *b, sqlite3_stmt *st) {
-  if (b->n == b->cap) {
-    size_t cap = b->cap ? 2 * b->cap : 256;
-    struct run_row *g = realloc(b->rows, cap * sizeof *g);
+/* Reads the runs row st is on into rd->rows. */
+static int keep_row(struct runs_reader *rd, sqlite3_stmt *st) {
+  if (rd->nrows == rd->rows_cap) {
+    size_t cap = rd->rows_cap ? 2 * rd->rows_cap : 256;
+    struct run_row *g = realloc(rd->rows, cap * sizeof *g);
     if (!g) return -ENOMEM;
-    b->rows = g;
-    b->cap = cap;
+    rd->rows = g;
+    rd->rows_cap = cap;
   }
-  struct run_row *r = &b->rows[b->n];
-  sqlite3_int64 id = sqlite3_column_int64(st, 0);
-  bool extra = sqlite3_column_type(st, 7) != SQLITE_NULL;
-  if (b->n && r[-1].id == id) {
-    /* The join repeats a run's fields on each of its extras' rows: read them once. */
-    *r = r[-1];
-  } else {
-    /* The types before the values: SQLite leaves a converted column's type undefined. */
-    unsigned have = (sqlite3_column_type(st, 4) != SQLITE_NULL ? PFLEX_RUN_POWER_SD : 0u) |
-                    (sqlite3_column_type(st, 5) != SQLITE_NULL ? PFLEX_RUN_TPUT_SD : 0u);
-    *r = (struct run_row){.id = id,
-                          .cap_w = sqlite3_column_double(st, 1),
-                          .power_w = sqlite3_column_double(st, 2),
-                          .tput = sqlite3_column_double(st, 3),
-                          .power_sd = sqlite3_column_double(st, 4),
-                          .tput_sd = sqlite3_column_double(st, 5),
-                          .have = have};
-  }
-  r->name = SIZE_MAX;
-  if (extra) {
-    r->pos = sqlite3_column_int64(st, 6);
-    if ((r->name = keep_text(b, st, 7)) == SIZE_MAX || (r->value = keep_text(b, st, 8)) == SIZE_MAX)
-      return -ENOMEM;
-  }
-  b->n++;
+  /* The types before the values: SQLite leaves a converted column's type undefined. */
+  unsigned have = (sqlite3_column_type(st, 4) != SQLITE_NULL ? PFLEX_RUN_POWER_SD : 0u) |
+                  (sqlite3_column_type(st, 5) != SQLITE_NULL ? PFLEX_RUN_TPUT_SD : 0u);
+  bool has_columns = sqlite3_column_type(st, 6) != SQLITE_NULL;
+  bool has_cells = sqlite3_column_type(st, 7) != SQLITE_NULL;
+  struct run_row *r = &rd->rows[rd->nrows];
+  *r = (struct run_row){.id = sqlite3_column_int64(st, 0),
+                        .cap_w = sqlite3_column_double(st, 1),
+                        .power_w = sqlite3_column_double(st, 2),
+                        .tput = sqlite3_column_double(st, 3),
+                        .power_sd = sqlite3_column_double(st, 4),
+                        .tput_sd = sqlite3_column_double(st, 5),
+                        .columns_id = sqlite3_column_int64(st, 6),
+                        .has_columns = has_columns,
+                        .cells = SIZE_MAX,
+                        .have = have};
+  if (has_cells && (r->cells = keep_text(rd, st, 7, &r->cells_len)) == SIZE_MAX) return -ENOMEM;
+  rd->nrows++;
   return 0;
 }
 
-/* Room for n values in b->vals, the new ones NULL. */
-static int vals_fit(struct row_buf *b, size_t n) {
-  if (n <= b->nvals) return 0;
-  const char **g = realloc(b->vals, n * sizeof *g);
+/* A stored run's extras are unusable: says which run of which group and why. */
+static int bad_run(struct runs_reader *rd, const struct pflex_run *proto, const struct run_row *r,
+                   const char *column, const char *why) {
+  return pflex_diag_set(rd->diag, -PFLEX_E_SCHEMA, rd->store->path, 0, column,
+                        "group '%s', run at cap %g W (runs.id %lld): %s", proto->group, r->cap_w,
+                        (long long)r->id, why);
+}
+
+/* Room for n pointers in *v (of *nv), the new ones NULL. */
+static int ptrs_fit(const char ***v, size_t *nv, size_t n) {
+  if (n <= *nv) return 0;
+  const char **g = realloc(*v, n * sizeof *g);
   if (!g) return -ENOMEM;
-  for (size_t c = b->nvals; c < n; c++)
+  for (size_t c = *nv; c < n; c++)
     g[c] = NULL;
-  b->vals = g;
-  b->nvals = n;
+  *v = g;
+  *nv = n;
   return 0;
 }
 
-/* Appends the run of rows[0 .. n) (one run id, extras by position): its
- * columns found (the k-th extra is usually column k) or added in that order,
- * then the run with its values, copied once. */
-static int append_run(struct row_buf *b, const struct run_row *rows, size_t n,
-                      const struct pflex_run *proto, struct pflex_runset *out) {
-  for (size_t k = 0; k < n; k++) {
-    const char *name = rows[k].name == SIZE_MAX ? NULL : b->text + rows[k].name;
-    size_t col = k;
-    if (!name) continue;
-    if (col >= out->nextra || strcmp(out->extra_names[col], name) != 0) {
-      int err = pflex_runset_add_column(out, name, &col); /* finds it, or adds it */
-      if (err) return err;
-    }
-    if (vals_fit(b, out->nextra)) return -ENOMEM;
-    b->vals[col] = b->text + rows[k].value;
+/* Reads extra_columns row id (its names, each found among or added to the
+ * runset's columns, in order: columns appear in order of first appearance)
+ * into a new entry of rd->lists. */
+static int read_column_list(struct runs_reader *rd, const struct pflex_run *proto,
+                            const struct run_row *r, struct column_list **ret) {
+  sqlite3_stmt *st = rd->columns_st;
+  sqlite3_bind_int64(st, 1, r->columns_id);
+  int rc = sqlite3_step(st);
+  char why[200] = "", **names = NULL;
+  size_t n = 0;
+  int err = 0;
+  if (rc == SQLITE_ROW && col_text(st, 0))
+    err = pflex__extras_parse_names(col_text(st, 0), &names, &n, why, sizeof why);
+  else if (rc == SQLITE_ROW || rc == SQLITE_DONE)
+    snprintf(why, sizeof why, "extra_columns_id %lld is not in extra_columns",
+             (long long)r->columns_id);
+  else
+    err = sql_fail(rd->store, rc, rd->diag, "cannot read extra columns");
+  sqlite3_reset(st);
+  if (err == -PFLEX_E_SCHEMA || (!err && !names)) {
+    char msg[300];
+    snprintf(msg, sizeof msg, "extra_columns row %lld: %s", (long long)r->columns_id, why);
+    return bad_run(rd, proto, r, "extra_columns_id", msg);
   }
-  if (vals_fit(b, out->nextra)) return -ENOMEM;
-  for (size_t c = 0; c < out->nextra; c++)
-    if (!b->vals[c]) b->vals[c] = "";
-  struct pflex_run r = *proto;
-  r.extra = (char **)b->vals;
-  r.line = 0; /* the runs do not come from a file here */
-  r.cap_w = rows[0].cap_w;
-  r.power_w = rows[0].power_w;
-  r.tput = rows[0].tput;
-  r.power_sd = rows[0].power_sd;
-  r.tput_sd = rows[0].tput_sd;
-  r.have |= rows[0].have;
-  int err = pflex_runset_append(out, &r);
-  for (size_t c = 0; c < b->nvals; c++)
-    b->vals[c] = NULL;
-  return err;
-}
-
-/* b->blocks: the runs of b->rows, each one block of consecutive rows. */
-static int find_blocks(struct row_buf *b) {
-  b->nblocks = 0;
-  for (size_t i = 0; i < b->n; i++) {
-    if (i && b->rows[i].id == b->rows[i - 1].id) {
-      b->blocks[b->nblocks - 1].n++;
-      continue;
-    }
-    if (b->nblocks == b->blocks_cap) {
-      size_t cap = b->blocks_cap ? 2 * b->blocks_cap : 64;
-      struct row_block *g = realloc(b->blocks, cap * sizeof *g);
-      if (!g) return -ENOMEM;
-      b->blocks = g;
-      b->blocks_cap = cap;
-    }
-    b->blocks[b->nblocks++] = (struct row_block){b->rows[i].id, i, 1};
+  if (err) return err;
+  if (rd->nlists == rd->lists_cap) {
+    size_t cap = rd->lists_cap ? 2 * rd->lists_cap : 4;
+    struct column_list *g = realloc(rd->lists, cap * sizeof *g);
+    if (!g) err = -ENOMEM;
+    if (g) rd->lists = g;
+    if (g) rd->lists_cap = cap;
   }
+  struct column_list *l = err ? NULL : &rd->lists[rd->nlists];
+  if (l) *l = (struct column_list){r->columns_id, n, malloc((n ? n : 1) * sizeof(size_t))};
+  if (l && !l->col) err = -ENOMEM;
+  for (size_t k = 0; !err && k < n; k++)
+    err = pflex_runset_add_column(&rd->out, names[k], &l->col[k]); /* finds it, or adds it */
+  free(names);
+  if (err) {
+    if (l) free(l->col);
+    return err;
+  }
+  rd->nlists++;
+  *ret = l;
   return 0;
 }
 
-/* Puts b's rows in run id and extra position order, as blocks of one run
- * each. SQLite's join returns each run's rows together (its extras in name
- * order), so sorting the few runs of a group by id and each run's dozen
- * extras by position, by insertion, costs far less than sorting all the rows;
- * should a run's rows come apart, all rows are sorted instead. */
-static int order_rows(struct row_buf *b) {
-  int err = find_blocks(b);
-  for (size_t i = 1; !err && i < b->nblocks; i++)
-    for (size_t j = i; j > 0 && b->blocks[j - 1].id > b->blocks[j].id; j--) {
-      struct row_block t = b->blocks[j];
-      b->blocks[j] = b->blocks[j - 1];
-      b->blocks[j - 1] = t;
+/* The column list of run r: read before (most runs share one), or now. */
+static int column_list(struct runs_reader *rd, const struct pflex_run *proto,
+                       const struct run_row *r, struct column_list **ret) {
+  for (size_t i = rd->nlists; i-- > 0;)
+    if (rd->lists[i].id == r->columns_id) {
+      *ret = &rd->lists[i];
+      return 0;
     }
-  bool apart = false;
-  for (size_t i = 1; !err && i < b->nblocks; i++)
-    apart = apart || b->blocks[i].id == b->blocks[i - 1].id;
-  if (apart) {
-    qsort(b->rows, b->n, sizeof *b->rows, cmp_run_row);
-    return find_blocks(b);
+  return read_column_list(rd, proto, r, ret);
+}
+
+/* Points rd->vals at run r's extras (parsed into *ret_owner), by runset column. */
+static int run_cells(struct runs_reader *rd, const struct pflex_run *proto,
+                     const struct run_row *r, void **ret_owner) {
+  if (!r->has_columns && r->cells == SIZE_MAX) return 0; /* a run without extras */
+  if (!r->has_columns || r->cells == SIZE_MAX)
+    return bad_run(rd, proto, r, "extras",
+                   "extras and extra_columns_id must be both set or both NULL");
+  struct column_list *l = NULL;
+  int err = column_list(rd, proto, r, &l);
+  if (!err) err = ptrs_fit(&rd->cells, &rd->ncells, l->n);
+  if (err) return err;
+  char why[200];
+  size_t bad = SIZE_MAX;
+  err = pflex__extras_parse_cells(rd->text + r->cells, r->cells_len, l->n, rd->cells, ret_owner,
+                                  &bad, why, sizeof why);
+  if (err == -PFLEX_E_SCHEMA) {
+    char msg[300];
+    snprintf(msg, sizeof msg, "%s%s%s%s", why, bad == SIZE_MAX ? "" : " (extra column '",
+             bad == SIZE_MAX ? "" : rd->out.extra_names[l->col[bad]], bad == SIZE_MAX ? "" : "')");
+    return bad_run(rd, proto, r, "extras", msg);
   }
-  for (size_t k = 0; !err && k < b->nblocks; k++) {
-    struct run_row *r = b->rows + b->blocks[k].start;
-    for (size_t i = 1; i < b->blocks[k].n; i++)
-      for (size_t j = i; j > 0 && r[j - 1].pos > r[j].pos; j--) {
-        struct run_row t = r[j];
-        r[j] = r[j - 1];
-        r[j - 1] = t;
-      }
-  }
+  if (!err) err = ptrs_fit(&rd->vals, &rd->nvals, rd->out.nextra);
+  for (size_t k = 0; !err && k < l->n; k++)
+    rd->vals[l->col[k]] = rd->cells[k];
   return err;
 }
 
-/* Appends the runs of group group_id, each with its extra columns, read by
- * one indexed query (runs joined with their extras), in run and column order. */
-static int append_group_runs(struct pflex_store *s, sqlite3_stmt *runs_st, struct row_buf *b,
-                             const struct pflex_run *proto, sqlite3_int64 group_id,
-                             struct pflex_runset *out, struct pflex_diag *diag) {
-  sqlite3_bind_int64(runs_st, 1, group_id);
+/* Appends run r of the group proto describes, with its extras. */
+static int append_run(struct runs_reader *rd, const struct run_row *r,
+                      const struct pflex_run *proto) {
+  void *owner = NULL;
+  int err = run_cells(rd, proto, r, &owner);
+  if (!err) err = ptrs_fit(&rd->vals, &rd->nvals, rd->out.nextra);
+  for (size_t c = 0; !err && c < rd->out.nextra; c++)
+    if (!rd->vals[c]) rd->vals[c] = "";
+  struct pflex_run run = *proto;
+  run.extra = (char **)rd->vals;
+  run.line = 0; /* the runs do not come from a file here */
+  run.cap_w = r->cap_w;
+  run.power_w = r->power_w;
+  run.tput = r->tput;
+  run.power_sd = r->power_sd;
+  run.tput_sd = r->tput_sd;
+  run.have |= r->have;
+  if (!err) err = pflex_runset_append(&rd->out, &run); /* copies the values */
+  pflex__extras_free(owner);
+  for (size_t c = 0; c < rd->nvals; c++)
+    rd->vals[c] = NULL;
+  return err;
+}
+
+/* Appends the runs of group group_id in run id order, each with its extra columns. */
+static int append_group_runs(struct runs_reader *rd, const struct pflex_run *proto,
+                             sqlite3_int64 group_id) {
+  sqlite3_stmt *st = rd->runs_st;
+  sqlite3_bind_int64(st, 1, group_id);
   int rc, err = 0;
-  b->n = b->len = 0;
-  while (!err && (rc = sqlite3_step(runs_st)) == SQLITE_ROW)
-    err = keep_row(b, runs_st);
-  if (!err && rc != SQLITE_DONE) err = sql_fail(s, rc, diag, "cannot read runs");
-  sqlite3_reset(runs_st);
-  if (!err) err = order_rows(b);
-  for (size_t k = 0; !err && k < b->nblocks; k++)
-    err = append_run(b, b->rows + b->blocks[k].start, b->blocks[k].n, proto, out);
+  rd->nrows = rd->len = 0;
+  while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW)
+    err = keep_row(rd, st);
+  if (!err && rc != SQLITE_DONE) err = sql_fail(rd->store, rc, rd->diag, "cannot read runs");
+  sqlite3_reset(st);
+  if (!err) qsort(rd->rows, rd->nrows, sizeof *rd->rows, cmp_run_row);
+  for (size_t k = 0; !err && k < rd->nrows; k++)
+    err = append_run(rd, &rd->rows[k], proto);
   return err;
 }
 
@@ -967,22 +1020,6 @@ static bool id_seen(sqlite3_int64 *ids, size_t nslots, sqlite3_int64 id) {
   return seen;
 }
 
-/* pflex_store_get_runs's reading: its statements (all groups, one group by
- * name, a group's runs with their extras), the group ids already read (for a
- * group named twice: an open-addressing set of nslots), and the unit of the
- * first group read, which every other must share. */
-struct runs_reader {
-  struct pflex_store *store;
-  sqlite3_stmt *all, *one, *runs_st;
-  sqlite3_int64 *ids;
-  size_t nslots;
-  bool have_unit;
-  char first_group[128];
-  struct pflex_runset out;
-  struct row_buf rows;
-  struct pflex_diag *diag;
-};
-
 static int reader_prepare(struct runs_reader *rd, size_t ngroups) {
   struct pflex_store *s = rd->store;
   int err = prepare(s, "SELECT " GROUP_COLS " FROM groups g ORDER BY g.id", &rd->all, rd->diag);
@@ -990,11 +1027,11 @@ static int reader_prepare(struct runs_reader *rd, size_t ngroups) {
     err = prepare(s, "SELECT " GROUP_COLS " FROM groups g WHERE g.name = ?", &rd->one, rd->diag);
   if (!err)
     err = prepare(s,
-                  "SELECT r.id, r.cap_w, r.power_w, r.tput, r.power_sd, r.tput_sd, e.position, e.name,"
-                  " e.value"
-                  " FROM runs r LEFT JOIN run_extras e ON e.run_id = r.id"
-                  " WHERE r.group_id = ?",
+                  "SELECT r.id, r.cap_w, r.power_w, r.tput, r.power_sd, r.tput_sd,"
+                  " r.extra_columns_id, r.extras FROM runs r WHERE r.group_id = ?",
                   &rd->runs_st, rd->diag);
+  if (!err)
+    err = prepare(s, "SELECT names FROM extra_columns WHERE id = ?", &rd->columns_st, rd->diag);
   rd->nslots = 16;
   while (rd->nslots < 2 * ngroups)
     rd->nslots *= 2;
@@ -1011,8 +1048,15 @@ static void reader_release(struct runs_reader *rd) {
   sqlite3_finalize(rd->all);
   sqlite3_finalize(rd->one);
   sqlite3_finalize(rd->runs_st);
+  sqlite3_finalize(rd->columns_st);
   free(rd->ids);
-  row_buf_release(&rd->rows);
+  free(rd->rows);
+  free(rd->text);
+  for (size_t i = 0; i < rd->nlists; i++)
+    free(rd->lists[i].col);
+  free(rd->lists);
+  free(rd->vals);
+  free(rd->cells);
 }
 
 /* Steps to the next group row: of all groups (name NULL), or of the group
@@ -1057,7 +1101,7 @@ static int reader_take_group(struct runs_reader *rd, sqlite3_stmt *st, sqlite3_i
   rd->have_unit = true;
   struct pflex_run proto;
   group_row_to_run(st, &proto);
-  return append_group_runs(rd->store, rd->runs_st, &rd->rows, &proto, id, &rd->out, rd->diag);
+  return append_group_runs(rd, &proto, id);
 }
 
 /* Reads the groups named (all of them, in id order, when ngroups is 0). */

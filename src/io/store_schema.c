@@ -6,9 +6,12 @@
  * it in schema_version, so a store is always at exactly one known version.
  *
  * Absent optional values are NULL. A group's configuration lives in groups,
- * the per-run measurements in runs; run_extras keeps every other column of a
- * run verbatim (telemetry aggregates, unknown columns) with its position, so
- * that an export reproduces the column order. Samples name their metric
+ * the per-run measurements in runs. Every other column of a run (telemetry
+ * aggregates, unknown columns) is kept verbatim: in version 1 as one
+ * run_extras row per cell with its position, from version 2 packed into the
+ * run's row (runs.extras, a JSON array of strings) beside the list of column
+ * names it follows (extra_columns, a JSON array, one row per distinct list),
+ * so that an export reproduces the column order. Samples name their metric
  * through the metrics table: a series has many rows and few metric names. */
 #include "io/store_schema.h"
 
@@ -63,8 +66,42 @@ static const char schema_v1[] =
     ");"
     "CREATE INDEX samples_by_run ON samples (run_id, metric_id, gpu, time_s);";
 
+/* Version 2: a run's extra cells in one JSON array on its own row instead of
+ * one run_extras row each (3.4 M rows at 40,000 groups were most of an
+ * import). extras and extra_columns_id are both NULL for a run without
+ * extras. No CHECK parses extras (json_valid would parse every run's cells a
+ * second time per import); pflex_store_get_runs refuses a malformed one. The v1 rows are converted per run: an aggregate over a subquery
+ * with ORDER BY is not flattened (SQLite's flattener rule: an aggregate outer
+ * query takes no ordered subquery), so json_group_array sees the cells in
+ * position order (tests/unit/test_store.c checks it on a v1 store). */
+static const char schema_v2[] =
+    "CREATE TABLE extra_columns ("
+    "  id INTEGER PRIMARY KEY,"
+    "  names TEXT NOT NULL UNIQUE CHECK (json_valid(names) AND json_type(names) = 'array')"
+    ");"
+    "ALTER TABLE runs ADD COLUMN extra_columns_id INTEGER REFERENCES extra_columns(id);"
+    "ALTER TABLE runs ADD COLUMN extras TEXT"
+    "  CHECK ((extras IS NULL) = (extra_columns_id IS NULL));"
+    "CREATE TEMP TABLE v1_extras (run_id INTEGER PRIMARY KEY, names TEXT, cells TEXT);"
+    "INSERT INTO v1_extras (run_id, names, cells)"
+    "  SELECT r.id,"
+    "   (SELECT json_group_array(name) FROM"
+    "     (SELECT e.name FROM run_extras e WHERE e.run_id = r.id ORDER BY e.position)),"
+    "   (SELECT json_group_array(value) FROM"
+    "     (SELECT e.value FROM run_extras e WHERE e.run_id = r.id ORDER BY e.position))"
+    "  FROM runs r WHERE EXISTS (SELECT 1 FROM run_extras e WHERE e.run_id = r.id);"
+    "INSERT OR IGNORE INTO extra_columns (names) SELECT names FROM v1_extras ORDER BY run_id;"
+    "UPDATE runs SET"
+    "  extra_columns_id = (SELECT c.id FROM v1_extras v JOIN extra_columns c ON c.names = v.names"
+    "                      WHERE v.run_id = runs.id),"
+    "  extras = (SELECT v.cells FROM v1_extras v WHERE v.run_id = runs.id)"
+    "  WHERE id IN (SELECT run_id FROM v1_extras);"
+    "DROP TABLE v1_extras;"
+    "DROP TABLE run_extras;";
+
 const struct pflex__store_migration pflex__store_migrations[] = {
     {1, "groups, runs, run extras, telemetry samples", schema_v1},
+    {2, "run extras packed: runs.extras (JSON array) and extra_columns (their names)", schema_v2},
 };
 const size_t pflex__store_nmigrations =
     sizeof pflex__store_migrations / sizeof pflex__store_migrations[0];

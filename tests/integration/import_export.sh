@@ -175,6 +175,35 @@ expect 1 "$PFLEX" import twice.json --db j2.db
 grep -q "has cap 300 W twice (runs [0-9] and [0-9])" err || fail "JSON cap twice: $(cat err)"
 ! grep -q -- "--replace" err || fail "cap twice in a file is not a store conflict: $(cat err)"
 
+# --- a schema 1 store (one run_extras row per cell, as pflex wrote before
+# schema 2) is migrated by the next write and exports the same bytes: v1.db is
+# the import of runs.csv rewritten into schema 1 with the sqlite3 shell.
+expect 0 "$PFLEX" import runs.csv --db v2.db
+expect 0 "$PFLEX" export --db v2.db --out v2.csv
+sqlite3 v1.db "
+CREATE TABLE schema_version (version INTEGER PRIMARY KEY, summary TEXT NOT NULL, applied_at TEXT NOT NULL);
+INSERT INTO schema_version VALUES (1, 'groups, runs, run extras, telemetry samples', 'x');
+ATTACH 'v2.db' AS v2;
+CREATE TABLE groups AS SELECT * FROM v2.groups;
+CREATE TABLE runs AS SELECT id, group_id, cap_w, power_w, tput, power_sd, tput_sd, source_line FROM v2.runs;
+CREATE TABLE run_extras (run_id INTEGER NOT NULL, position INTEGER NOT NULL, name TEXT NOT NULL,
+  value TEXT NOT NULL, PRIMARY KEY (run_id, name)) WITHOUT ROWID;
+INSERT INTO run_extras SELECT r.id, v.key, n.value, v.value FROM v2.runs r
+  JOIN v2.extra_columns c ON c.id = r.extra_columns_id, json_each(r.extras) v, json_each(c.names) n
+  WHERE n.key = v.key;
+CREATE TABLE metrics (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+CREATE TABLE samples (run_id INTEGER NOT NULL, metric_id INTEGER NOT NULL, gpu INTEGER NOT NULL,
+  time_s REAL NOT NULL, value REAL NOT NULL);"
+[ "$(sqlite3 v1.db 'SELECT count(*) FROM run_extras')" -eq 10 ] || fail "v1 store: expected 10 extras"
+expect 1 "$PFLEX" export --db v1.db
+grep -q "schema version 1 is older" err || fail "read-only open of a v1 store: $(cat err)"
+expect 0 "$PFLEX" import ap1.csv --db v1.db
+[ "$(sqlite3 v1.db 'SELECT max(version) FROM schema_version')" -eq 2 ] || fail "v1 store not migrated"
+[ "$(sqlite3 v1.db "SELECT count(*) FROM sqlite_schema WHERE name = 'run_extras'")" -eq 0 ] ||
+  fail "run_extras left after the migration"
+expect 0 "$PFLEX" export --db v1.db --group llama-pt --group mix-ft --out v1back.csv
+cmp v2.csv v1back.csv || fail "the migrated v1 store exports differently"
+
 # --- usage errors
 expect 2 "$PFLEX" import runs.csv --replace --append
 expect 2 "$PFLEX" import

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
+#include "pflex/runs_json.h"
 #include "pflex/store.h"
 
 struct fixture {
@@ -55,6 +56,9 @@ static void raw_exec(const char *path, const char *sql) {
   assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
   sqlite3_close(db);
 }
+
+/* The extra cells stored (schema 2: the length of every run's extras array). */
+#define EXTRA_CELLS "SELECT coalesce(sum(json_array_length(extras)), 0) FROM runs"
 
 static long long raw_count(const char *path, const char *sql) {
   sqlite3 *db;
@@ -145,26 +149,31 @@ static size_t count_groups(struct pflex_store *s) {
 
 static void test_fresh_store_gets_latest_schema(void **state) {
   struct fixture *f = *state;
-  /* The program knows exactly one migration today (store_schema.c). */
-  assert_int_equal(pflex_store_schema_latest(), 1);
+  /* The program knows two migrations today (store_schema.c). */
+  assert_int_equal(pflex_store_schema_latest(), 2);
   struct pflex_store *s = open_rw(f->db);
   int v = 0;
   assert_int_equal(pflex_store_schema_version(s, &v), 0);
-  assert_int_equal(v, 1);
+  assert_int_equal(v, 2);
   assert_int_equal(count_groups(s), 0);
   pflex_store_close(s);
-  /* Reopening migrates nothing again: still one recorded migration. */
+  /* Reopening migrates nothing again: still two recorded migrations. */
   s = open_rw(f->db);
   pflex_store_close(s);
-  assert_int_equal(raw_count(f->db, "SELECT count(*) FROM schema_version"), 1);
-  assert_int_equal(raw_count(f->db, "SELECT max(version) FROM schema_version"), 1);
+  assert_int_equal(raw_count(f->db, "SELECT count(*) FROM schema_version"), 2);
+  assert_int_equal(raw_count(f->db, "SELECT max(version) FROM schema_version"), 2);
   /* A new store's pages are 16 KiB (store.c: fewer splits in a large import). */
   assert_int_equal(raw_count(f->db, "PRAGMA page_size"), 16384);
-  /* Every table of schema 1 exists. */
+  /* Every table of schema 2 exists, and schema 1's run_extras no more. */
   assert_int_equal(raw_count(f->db,
                              "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND "
-                             "name IN ('groups', 'runs', 'run_extras', 'metrics', 'samples')"),
+                             "name IN ('groups', 'runs', 'extra_columns', 'metrics', 'samples')"),
                    5);
+  assert_int_equal(
+      raw_count(f->db, "SELECT count(*) FROM sqlite_schema WHERE name = 'run_extras'"), 0);
+  assert_int_equal(raw_count(f->db, "SELECT count(*) FROM pragma_table_info('runs')"
+                                    " WHERE name IN ('extra_columns_id', 'extras')"),
+                   2);
 }
 
 static void test_empty_file_is_migrated(void **state) {
@@ -175,7 +184,7 @@ static void test_empty_file_is_migrated(void **state) {
   struct pflex_store *s = open_rw(f->db);
   int v = 0;
   assert_int_equal(pflex_store_schema_version(s, &v), 0);
-  assert_int_equal(v, 1);
+  assert_int_equal(v, 2);
   pflex_store_close(s);
 }
 
@@ -373,7 +382,7 @@ static void test_failure_midway_rolls_back(void **state) {
   assert_int_equal(pflex_store_put_runs(s, &set, PFLEX_STORE_REJECT_EXISTING, NULL, &d), 0);
   pflex_runset_release(&set);
   long long runs0 = raw_count(f->db, "SELECT count(*) FROM runs");
-  long long extras0 = raw_count(f->db, "SELECT count(*) FROM run_extras");
+  long long extras0 = raw_count(f->db, EXTRA_CELLS);
 
   /* Appending: c is new and gets written first, then b's cap 300 W is already
    * stored, so the whole transaction must be undone, c included. */
@@ -396,7 +405,7 @@ static void test_failure_midway_rolls_back(void **state) {
   assert_non_null(strstr(d.message, "300"));
   assert_int_equal(count_groups(s), 2);
   assert_int_equal(raw_count(f->db, "SELECT count(*) FROM runs"), runs0);
-  assert_int_equal(raw_count(f->db, "SELECT count(*) FROM run_extras"), extras0);
+  assert_int_equal(raw_count(f->db, EXTRA_CELLS), extras0);
 
   /* A non-finite number in the second group: nothing of the first is kept either. */
   pflex_runset_release(&set);
@@ -475,7 +484,7 @@ static void test_append_and_replace(void **state) {
   pflex_runset_release(&got);
   assert_int_equal(raw_count(f->db, "SELECT count(*) FROM samples"), 0);
   assert_int_equal(raw_count(f->db, "SELECT count(*) FROM runs"), 4); /* a: 2, b: 2 */
-  assert_int_equal(raw_count(f->db, "SELECT count(*) FROM run_extras"), 4); /* a's two runs */
+  assert_int_equal(raw_count(f->db, EXTRA_CELLS), 4); /* a's two runs */
   assert_int_equal(raw_count(f->db, "SELECT count(*) FROM pragma_foreign_key_check"), 0);
   /* a is untouched. */
   const char *only_a[] = {"a"};
@@ -699,9 +708,8 @@ static void test_extras_column_order(void **state) {
   pflex_store_close(s);
 }
 
-/* An import writes the extras in name order with foreign keys off (store.c,
- * put_all): more columns than one statement holds (EXTRA_ROWS), named against
- * their order, keep their positions and values; the groups of one import
+/* An import writes with foreign keys off (store.c, put_all): many columns,
+ * named against their order, keep their order and values; the groups of one import
  * share one time; and after an import, failed or not, foreign keys are on
  * again: a replace still takes the group's samples and extras with it. */
 static void test_bulk_import_keeps_order_and_cascades(void **state) {
@@ -724,9 +732,11 @@ static void test_bulk_import_keeps_order_and_cascades(void **state) {
       }
     }
   assert_int_equal(pflex_store_put_runs(s, &set, PFLEX_STORE_REJECT_EXISTING, NULL, &d), 0);
-  assert_int_equal(raw_count(f->db, "SELECT count(*) FROM run_extras"), 6 * NCOL);
-  assert_int_equal(raw_count(f->db, "SELECT position FROM run_extras WHERE name = 'c69' LIMIT 1"),
-                   0);
+  assert_int_equal(raw_count(f->db, EXTRA_CELLS), 6 * NCOL);
+  /* One list of names for the import, in the set's column order (c69 first). */
+  assert_int_equal(raw_count(f->db, "SELECT count(*) FROM extra_columns"), 1);
+  assert_int_equal(
+      raw_count(f->db, "SELECT json_extract(names, '$[0]') = 'c69' FROM extra_columns"), 1);
   assert_int_equal(raw_count(f->db, "SELECT count(DISTINCT imported_at) FROM groups"), 1);
   assert_int_equal(raw_count(f->db, "SELECT count(*) FROM pragma_foreign_key_check"), 0);
   assert_int_equal(pflex_store_get_runs(s, NULL, 0, &got, &d), 0);
@@ -749,9 +759,266 @@ static void test_bulk_import_keeps_order_and_cascades(void **state) {
   add(&set, mkrun("g1", "H200", 8, 600, 4000, 800));
   assert_int_equal(pflex_store_put_runs(s, &set, PFLEX_STORE_REPLACE_GROUP, NULL, &d), 0);
   assert_int_equal(raw_count(f->db, "SELECT count(*) FROM samples"), 0);
-  assert_int_equal(raw_count(f->db, "SELECT count(*) FROM run_extras"), 4 * NCOL);
+  assert_int_equal(raw_count(f->db, EXTRA_CELLS), 4 * NCOL);
   assert_int_equal(raw_count(f->db, "SELECT count(*) FROM runs"), 5);
   pflex_runset_release(&set);
+  pflex_store_close(s);
+}
+
+/* Both ways of packing a run's cells (store.c, prepare_insert_run): SQLite's
+ * json_array for up to its limit of function arguments, jansson for wider
+ * runs. Tricky text comes back as it was, and text that is not UTF-8 is
+ * refused with its column, storing nothing. */
+static void test_extras_packed_narrow_and_wide(void **state) {
+  struct fixture *f = *state;
+  struct pflex_store *s = open_rw(f->db);
+  struct pflex_diag d;
+  sqlite3 *raw;
+  assert_int_equal(sqlite3_open(f->db, &raw), SQLITE_OK);
+  int limit = sqlite3_limit(raw, SQLITE_LIMIT_FUNCTION_ARG, -1);
+  sqlite3_close(raw);
+  static const char *tricky[] = {"", "a\"b\\c", "tab\there\nnl", "caf\xc3\xa9 \xe2\x82\xac",
+                                 "\x01\x1f", "[1,2]", "null"};
+  enum { NTRICKY = sizeof tricky / sizeof tricky[0] };
+  const size_t widths[] = {3, (size_t)limit + 5};
+  for (int w = 0; w < 2; w++) {
+    size_t ncol = widths[w];
+    char group[8];
+    snprintf(group, sizeof group, "w%d", w);
+    struct pflex_runset set, got;
+    pflex_runset_init(&set);
+    for (int k = 0; k < 2; k++) {
+      add(&set, mkrun(group, "H200", 8, 700 - 100 * k, 5000 - 500 * k, 900 - k));
+      for (size_t c = 0; c < ncol; c++) {
+        char col[32];
+        snprintf(col, sizeof col, "x%zu", c);
+        const char *v = tricky[(c + (size_t)k) % NTRICKY];
+        assert_int_equal(pflex_runset_set_extra(&set, set.n - 1, col, v), 0);
+      }
+    }
+    /* A cell that is not UTF-8 first: refused, with its column, nothing stored. */
+    char *keep = set.runs[1].extra[ncol - 1];
+    set.runs[1].extra[ncol - 1] = "bad \xff";
+    assert_int_equal(pflex_store_put_runs(s, &set, PFLEX_STORE_REJECT_EXISTING, NULL, &d),
+                     -PFLEX_E_DATA);
+    char want_col[32];
+    snprintf(want_col, sizeof want_col, "x%zu", ncol - 1);
+    assert_string_equal(d.column, want_col);
+    assert_non_null(strstr(d.message, "UTF-8"));
+    assert_int_equal(raw_count(f->db, "SELECT count(*) FROM runs"), w == 0 ? 0 : 2);
+    set.runs[1].extra[ncol - 1] = keep;
+    assert_int_equal(pflex_store_put_runs(s, &set, PFLEX_STORE_REJECT_EXISTING, NULL, &d), 0);
+    const char *only[] = {group};
+    assert_int_equal(pflex_store_get_runs(s, only, 1, &got, &d), 0);
+    assert_int_equal(got.n, 2);
+    assert_int_equal(got.nextra, ncol);
+    for (size_t i = 0; i < 2; i++)
+      for (size_t c = 0; c < ncol; c++) {
+        assert_string_equal(got.extra_names[c], set.extra_names[c]);
+        assert_string_equal(got.runs[i].extra[c], set.runs[i].extra[c]);
+      }
+    pflex_runset_release(&got);
+    pflex_runset_release(&set);
+  }
+  assert_int_equal(raw_count(f->db, EXTRA_CELLS), 2 * (3 + limit + 5));
+  pflex_store_close(s);
+}
+
+/* ---- schema 1 stores ---- */
+
+/* Schema 1 as store_schema.c released it (a released migration never changes). */
+static const char schema_v1_sql[] =
+    "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, summary TEXT NOT NULL,"
+    "  applied_at TEXT NOT NULL);"
+    "INSERT INTO schema_version VALUES (1, 'groups, runs, run extras, telemetry samples', 'x');"
+    "CREATE TABLE groups (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE CHECK (name <> ''),"
+    "  gpu TEXT NOT NULL CHECK (gpu <> ''), gpus INTEGER NOT NULL CHECK (gpus > 0),"
+    "  unit TEXT NOT NULL CHECK (unit IN ('tokens_per_s', 'samples_per_s', 'steps_per_s',"
+    "                                    'per_step_time')),"
+    "  model TEXT, arch TEXT CHECK (arch IN ('dense', 'moe')), task TEXT CHECK (task IN ('pt', "
+    "'ft')), set_name TEXT, seq_len INTEGER, batch INTEGER, ep INTEGER,"
+    "  compile INTEGER CHECK (compile IN (0, 1)), grad_ckpt INTEGER CHECK (grad_ckpt IN (0, 1)),"
+    "  source TEXT, imported_at TEXT NOT NULL);"
+    "CREATE TABLE runs (id INTEGER PRIMARY KEY,"
+    "  group_id INTEGER NOT NULL REFERENCES groups(id) ON DELETE CASCADE,"
+    "  cap_w REAL NOT NULL CHECK (cap_w > 0), power_w REAL NOT NULL CHECK (power_w > 0),"
+    "  tput REAL NOT NULL CHECK (tput > 0), power_sd REAL CHECK (power_sd >= 0),"
+    "  tput_sd REAL CHECK (tput_sd >= 0), source_line INTEGER, UNIQUE (group_id, cap_w));"
+    "CREATE TABLE run_extras (run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    "  position INTEGER NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL,"
+    "  PRIMARY KEY (run_id, name)) WITHOUT ROWID;"
+    "CREATE TABLE metrics (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE CHECK (name <> ''));"
+    "CREATE TABLE samples (run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    "  metric_id INTEGER NOT NULL REFERENCES metrics(id), gpu INTEGER NOT NULL CHECK (gpu >= 0),"
+    "  time_s REAL NOT NULL, value REAL NOT NULL);"
+    "CREATE INDEX samples_by_run ON samples (run_id, metric_id, gpu, time_s);";
+
+/* Rows as schema 1's pflex wrote them: group v (runs 1 and 3, run 3 without
+ * extras, run 2 of group w between them), extras with positions against
+ * their name order (zeta, alpha, mid: run_extras' key is name order), a
+ * second run with another list in another order, a value with a quote, a
+ * newline and UTF-8, and samples of run 1. */
+static const char v1_rows_sql[] =
+    "INSERT INTO groups VALUES (1, 'v', 'H200', 8, 'tokens_per_s', 'm', 'dense', 'pt', NULL,"
+    "  4096, NULL, NULL, 1, NULL, 'v.csv', '2026-01-01T00:00:00Z');"
+    "INSERT INTO groups VALUES (2, 'w', 'H100', 4, 'tokens_per_s', NULL, NULL, NULL, NULL,"
+    "  NULL, NULL, NULL, NULL, NULL, 'v.csv', '2026-01-01T00:00:00Z');"
+    "INSERT INTO runs VALUES (1, 1, 700, 5000, 1000, 12.5, NULL, 2);"
+    "INSERT INTO runs VALUES (2, 2, 700, 2500, 400, NULL, NULL, 3);"
+    "INSERT INTO runs VALUES (3, 1, 400, 3000, 900, NULL, 2, 4);"
+    "INSERT INTO run_extras VALUES (1, 0, 'zeta', 'z1'), (1, 1, 'alpha', 'a1'),"
+    "  (1, 2, 'mid', 'say \"hi\"' || char(10) || 'caf' || char(233));"
+    "INSERT INTO run_extras VALUES (2, 0, 'mid', 'm2'), (2, 1, 'zeta', '');"
+    "INSERT INTO metrics VALUES (1, 'power_w');"
+    "INSERT INTO samples VALUES (1, 1, 0, 0.5, 600);";
+
+/* The runs schema 1's pflex_store_get_runs gave for v1_rows_sql: runs in id
+ * order within a group, extra columns in order of first appearance, a cell
+ * a run lacks empty. */
+static void v1_expected(struct pflex_runset *set) {
+  pflex_runset_init(set);
+  struct pflex_run r = mkrun("v", "H200", 8, 700, 5000, 1000);
+  r.model = "m";
+  r.arch = PFLEX_ARCH_DENSE;
+  r.task = PFLEX_TASK_PT;
+  r.seq_len = 4096;
+  r.compile = true;
+  r.have = PFLEX_RUN_SEQ_LEN | PFLEX_RUN_COMPILE | PFLEX_RUN_POWER_SD;
+  r.power_sd = 12.5;
+  add(set, r);
+  assert_int_equal(pflex_runset_set_extra(set, 0, "zeta", "z1"), 0);
+  assert_int_equal(pflex_runset_set_extra(set, 0, "alpha", "a1"), 0);
+  assert_int_equal(pflex_runset_set_extra(set, 0, "mid", "say \"hi\"\ncaf\xc3\xa9"), 0);
+  r.cap_w = 400;
+  r.power_w = 3000;
+  r.tput = 900;
+  r.have = PFLEX_RUN_SEQ_LEN | PFLEX_RUN_COMPILE | PFLEX_RUN_TPUT_SD;
+  r.tput_sd = 2;
+  add(set, r);
+  add(set, mkrun("w", "H100", 4, 700, 2500, 400));
+  assert_int_equal(pflex_runset_set_extra(set, 2, "mid", "m2"), 0);
+  set->unit = PFLEX_TPUT_TOKENS_PER_S;
+}
+
+/* A schema 1 store opened for writing is migrated to schema 2 (its extras
+ * packed per run, run_extras gone) and reads back as schema 1 gave it: the
+ * same runs, columns and cells, the same JSON export byte for byte. */
+static void test_v1_store_migrated(void **state) {
+  struct fixture *f = *state;
+  raw_exec(f->db, schema_v1_sql);
+  raw_exec(f->db, v1_rows_sql);
+  struct pflex_store *s = NULL;
+  struct pflex_diag d;
+  /* Read-only, an older store is refused, not migrated. */
+  assert_int_equal(pflex_store_open(f->db, PFLEX_STORE_READONLY, &s, &d), -PFLEX_E_SCHEMA);
+  assert_non_null(strstr(d.message, "older"));
+  s = open_rw(f->db);
+  int v = 0;
+  assert_int_equal(pflex_store_schema_version(s, &v), 0);
+  assert_int_equal(v, 2);
+  /* json_group_array saw the cells in position order, not run_extras' name order. */
+  assert_int_equal(raw_count(f->db, "SELECT extras = '[\"z1\",\"a1\",\"say \\\"hi\\\"\\ncaf"
+                                    "\xc3\xa9\"]' FROM runs WHERE id = 1"),
+                   1);
+  assert_int_equal(raw_count(f->db, "SELECT names = '[\"zeta\",\"alpha\",\"mid\"]' FROM runs r"
+                                    " JOIN extra_columns c ON c.id = r.extra_columns_id"
+                                    " WHERE r.id = 1"),
+                   1);
+  assert_int_equal(raw_count(f->db, "SELECT count(*) FROM extra_columns"), 2);
+  assert_int_equal(raw_count(f->db, "SELECT count(*) FROM runs WHERE id = 3 AND extras IS NULL"
+                                    " AND extra_columns_id IS NULL"),
+                   1);
+  assert_int_equal(
+      raw_count(f->db, "SELECT count(*) FROM sqlite_schema WHERE name = 'run_extras'"), 0);
+  assert_int_equal(raw_count(f->db, "SELECT count(*) FROM pragma_foreign_key_check"), 0);
+  struct pflex_runset want, got;
+  v1_expected(&want);
+  assert_int_equal(pflex_store_get_runs(s, NULL, 0, &got, &d), 0);
+  assert_int_equal(got.n, 3);
+  assert_int_equal(got.nextra, 3);
+  for (size_t k = 0; k < 3; k++)
+    assert_string_equal(got.extra_names[k], want.extra_names[k]);
+  for (size_t i = 0; i < 3; i++)
+    assert_same_run(&want, i, &got, i);
+  char *jw = NULL, *jg = NULL;
+  assert_int_equal(pflex_runs_to_json(&want, &jw), 0);
+  assert_int_equal(pflex_runs_to_json(&got, &jg), 0);
+  assert_string_equal(jg, jw);
+  free(jw);
+  free(jg);
+  pflex_runset_release(&got);
+  /* The samples and the cascades are intact: replacing v takes run 1's samples. */
+  assert_int_equal(raw_count(f->db, "SELECT count(*) FROM samples"), 1);
+  struct pflex_runset again;
+  pflex_runset_init(&again);
+  add(&again, mkrun("v", "H200", 8, 700, 5000, 1000));
+  assert_int_equal(pflex_store_put_runs(s, &again, PFLEX_STORE_REPLACE_GROUP, NULL, &d), 0);
+  assert_int_equal(raw_count(f->db, "SELECT count(*) FROM samples"), 0);
+  assert_int_equal(raw_count(f->db, "SELECT count(*) FROM runs"), 2);
+  pflex_runset_release(&again);
+  pflex_runset_release(&want);
+  pflex_store_close(s);
+}
+
+/* Reads every group; expects err with diag naming the store, run 1 of a and
+ * the column, and a message with `what` in it. */
+static void assert_read_refused(struct pflex_store *s, const char *db, const char *column,
+                                const char *what) {
+  struct pflex_runset got;
+  struct pflex_diag d;
+  assert_int_equal(pflex_store_get_runs(s, NULL, 0, &got, &d), -PFLEX_E_SCHEMA);
+  assert_string_equal(d.file, db);
+  assert_string_equal(d.column, column);
+  assert_non_null(strstr(d.message, "group 'a', run at cap 700 W (runs.id 1)"));
+  if (!strstr(d.message, what)) fail_msg("'%s' does not say '%s'", d.message, what);
+}
+
+/* Extras edited by hand into something unusable are refused with a message
+ * naming the store, the group, the run and what is wrong; never a crash. */
+static void test_corrupt_extras_refused(void **state) {
+  struct fixture *f = *state;
+  struct pflex_runset set;
+  sample_set(&set);
+  struct pflex_store *s = open_rw(f->db);
+  struct pflex_diag d;
+  assert_int_equal(pflex_store_put_runs(s, &set, PFLEX_STORE_REJECT_EXISTING, NULL, &d), 0);
+  pflex_runset_release(&set);
+  static const struct {
+    const char *sql, *column, *what;
+  } cases[] = {
+      {"UPDATE runs SET extras = '[\"0.42\", oops' WHERE id = 1", "extras", "not JSON"},
+      {"UPDATE runs SET extras = '{\"a\": \"1\"}' WHERE id = 1", "extras", "not a JSON array of 2"},
+      {"UPDATE runs SET extras = '[\"0.42\"]' WHERE id = 1", "extras", "not a JSON array of 2"},
+      {"UPDATE runs SET extras = '[\"0.42\", 5]' WHERE id = 1", "extras", "extra column 'note'"},
+      {"UPDATE runs SET extras = '[\"0.42\", \"a\\u0000b\"]' WHERE id = 1", "extras", "not JSON"},
+      {"UPDATE runs SET extras = NULL WHERE id = 1", "extras", "both set or both NULL"},
+      {"UPDATE runs SET extra_columns_id = 99 WHERE id = 1", "extra_columns_id",
+       "99 is not in extra_columns"},
+      {"UPDATE extra_columns SET names = '[\"x\", \"x\"]'", "extra_columns_id", "appears twice"},
+      {"UPDATE extra_columns SET names = '[\"x\", 3]'", "extra_columns_id", "name 2 is not"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(f->db, &db), SQLITE_OK);
+    /* As another tool might: past the schema's CHECKs (both or neither of a run's columns). */
+    assert_int_equal(sqlite3_exec(db, "PRAGMA ignore_check_constraints = ON", NULL, NULL, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, cases[i].sql, NULL, NULL, NULL), SQLITE_OK);
+    assert_read_refused(s, f->db, cases[i].column, cases[i].what);
+    /* Undo the edit for the next case: the store reads again. */
+    assert_int_equal(
+        sqlite3_exec(db,
+                     "UPDATE runs SET extras = '[\"0.42\",\"x, \\\"quoted\\\"\"]',"
+                     " extra_columns_id = 1 WHERE id = 1;"
+                     "UPDATE extra_columns SET names = '[\"dram_active\",\"note\"]'",
+                     NULL, NULL, NULL),
+        SQLITE_OK);
+    sqlite3_close(db);
+    struct pflex_runset got;
+    assert_int_equal(pflex_store_get_runs(s, NULL, 0, &got, &d), 0);
+    assert_string_equal(got.runs[0].extra[1], "x, \"quoted\"");
+    pflex_runset_release(&got);
+  }
   pflex_store_close(s);
 }
 
@@ -773,6 +1040,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_many_interleaved_groups, setup, teardown),
       cmocka_unit_test_setup_teardown(test_extras_column_order, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bulk_import_keeps_order_and_cascades, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_extras_packed_narrow_and_wide, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_v1_store_migrated, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_corrupt_extras_refused, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
