@@ -70,10 +70,11 @@ static const char schema_v1[] =
  * one run_extras row each (3.4 M rows at 40,000 groups were most of an
  * import). extras and extra_columns_id are both NULL for a run without
  * extras. No CHECK parses extras (json_valid would parse every run's cells a
- * second time per import); pflex_store_get_runs refuses a malformed one. The v1 rows are converted per run: an aggregate over a subquery
- * with ORDER BY is not flattened (SQLite's flattener rule: an aggregate outer
- * query takes no ordered subquery), so json_group_array sees the cells in
- * position order (tests/unit/test_store.c checks it on a v1 store). */
+ * second time per import); pflex_store_get_runs refuses a malformed one. The
+ * v1 rows are converted per run: an aggregate over a subquery with ORDER BY
+ * is not flattened (SQLite's flattener rule: an aggregate outer query takes
+ * no ordered subquery), so json_group_array sees the cells in position order
+ * (tests/unit/test_store.c checks it on a v1 store). */
 static const char schema_v2[] =
     "CREATE TABLE extra_columns ("
     "  id INTEGER PRIMARY KEY,"
