@@ -16,7 +16,7 @@
 
 struct args {
   const char *db, *tput_column;
-  bool replace, append, json;
+  bool replace, append, json, migrate;
   enum pflex_tput_unit unit;
   enum cli_format format;
 };
@@ -35,20 +35,48 @@ static const struct cli_option options[] = {
     {CLI_ENUM("format", "csv|json", A, format, cli_format_choices,
               "input format (default: json when the name ends in .json, else csv)")},
     {CLI_FLAG("json", A, json, "print the summary as JSON")},
+    {CLI_FLAG("migrate", A, migrate,
+              "no runs file: bring the store's schema up to this pflex's and say so "
+              "(commands that only read a store refuse an older one)")},
     {CLI_END}};
 #undef A
 
 static const struct cli_spec spec = {
     .name = "import",
-    .usage = "pflex import RUNS.csv|RUNS.json [options]",
+    .usage = "pflex import RUNS.csv|RUNS.json [options]\n       pflex import --migrate [--db FILE]",
     .about = "Stores the sweep groups of a runs file in the store, all or nothing "
              "(docs/store.md).",
     .options = options,
     .operands = "runs file",
-    .min_operands = 1,
+    .min_operands = 0,
     .max_operands = 1,
-    .exclusive = (const char *const[]){"replace append", NULL},
+    .exclusive = (const char *const[]){"replace append", "migrate replace", "migrate append",
+                                       "migrate unit", "migrate tput-column", "migrate format",
+                                       NULL},
     .notes = "Without --replace or --append, a group that is already stored fails the import."};
+
+/* --migrate: opens the store for writing (which applies every missing
+ * migration, each in its own transaction) and reports its version. A
+ * missing file is an error: there is nothing to migrate. */
+static int migrate(const char *db, bool json) {
+  fprintf(stderr, "note: using store '%s'\n", db);
+  struct pflex_store *store = NULL;
+  struct pflex_diag diag;
+  pflex_diag_clear(&diag);
+  int version = 0, err = pflex_store_open(db, 0, &store, &diag);
+  if (!err) err = pflex_store_schema_version(store, &version);
+  pflex_store_close(store);
+  if (err) {
+    cli_error_diag("cannot migrate store", &diag, err);
+    return PFLEX_EXIT_FAIL;
+  }
+  if (json) {
+    cli_print_json(json_pack("{s:s, s:i}", "db", db, "schema_version", version), 0);
+  } else {
+    printf("store '%s' is at schema version %d\n", db, version);
+  }
+  return PFLEX_EXIT_OK;
+}
 
 static int run(int argc, char **argv) {
   struct args a = {
@@ -58,6 +86,15 @@ static int run(int argc, char **argv) {
   if (perr) return cli_parse_status(perr);
   const char *db = a.db;
   bool json = a.json;
+  if (a.migrate && p.noperands) {
+    cli_usage_error(&spec, "--migrate takes no runs file");
+    return PFLEX_EXIT_USAGE;
+  }
+  if (a.migrate) return migrate(db, json);
+  if (!p.noperands) {
+    cli_usage_error(&spec, "missing the runs file (or --migrate, to migrate the store alone)");
+    return PFLEX_EXIT_USAGE;
+  }
   enum pflex_store_put_mode mode = a.replace  ? PFLEX_STORE_REPLACE_GROUP
                                    : a.append ? PFLEX_STORE_APPEND
                                               : PFLEX_STORE_REJECT_EXISTING;

@@ -255,8 +255,8 @@ int pflex_store_open(const char *path, unsigned flags, struct pflex_store **ret_
     err = pflex_diag_set(diag, -PFLEX_E_SCHEMA, path, 0, NULL,
                          version == 0 ? "empty file, not a pflex store"
                                       : "store schema version %d is older than this pflex's (%d); "
-                                        "open it for writing once (pflex import) to migrate it",
-                         version, latest);
+                                        "migrate it with: pflex import --migrate --db '%s'",
+                         version, latest, path);
     goto fail;
   }
   /* A new store gets 16 KiB pages (SQLite's default is 4 KiB): an import

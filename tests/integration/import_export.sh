@@ -197,6 +197,19 @@ CREATE TABLE samples (run_id INTEGER NOT NULL, metric_id INTEGER NOT NULL, gpu I
 [ "$(sqlite3 v1.db 'SELECT count(*) FROM run_extras')" -eq 10 ] || fail "v1 store: expected 10 extras"
 expect 1 "$PFLEX" export --db v1.db
 grep -q "schema version 1 is older" err || fail "read-only open of a v1 store: $(cat err)"
+grep -q "pflex import --migrate --db 'v1.db'" err || fail "the refusal does not say how to migrate"
+# import --migrate alone migrates it, and the migrated store exports what v2 gave.
+cp v1.db v1m.db
+expect 0 "$PFLEX" import --migrate --db v1m.db
+grep -q "store 'v1m.db' is at schema version 2" out || fail "import --migrate: $(cat out)"
+expect 0 "$PFLEX" export --db v1m.db --out v1m.csv
+cmp v2.csv v1m.csv || fail "the store migrated alone exports differently"
+expect 0 "$PFLEX" import --migrate --db v1m.db --json
+[ "$(jq .schema_version out)" -eq 2 ] || fail "import --migrate --json: $(cat out)"
+expect 1 "$PFLEX" import --migrate --db no-such.db
+[ ! -e no-such.db ] || fail "import --migrate created a store"
+expect 2 "$PFLEX" import --migrate runs.csv --db v1m.db
+expect 2 "$PFLEX" import --migrate --append --db v1m.db
 expect 0 "$PFLEX" import ap1.csv --db v1.db
 [ "$(sqlite3 v1.db 'SELECT max(version) FROM schema_version')" -eq 2 ] || fail "v1 store not migrated"
 [ "$(sqlite3 v1.db "SELECT count(*) FROM sqlite_schema WHERE name = 'run_extras'")" -eq 0 ] ||
