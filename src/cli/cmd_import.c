@@ -50,9 +50,9 @@ static const struct cli_spec spec = {
     .operands = "runs file",
     .min_operands = 0,
     .max_operands = 1,
-    .exclusive = (const char *const[]){"replace append", "migrate replace", "migrate append",
-                                       "migrate unit", "migrate tput-column", "migrate format",
-                                       NULL},
+    .exclusive =
+        (const char *const[]){"replace append", "migrate replace", "migrate append", "migrate unit",
+                              "migrate tput-column", "migrate format", NULL},
     .notes = "Without --replace or --append, a group that is already stored fails the import."};
 
 /* --migrate: opens the store for writing (which applies every missing
