@@ -783,7 +783,7 @@ static void test_extras_packed_narrow_and_wide(void **state) {
   const size_t widths[] = {3, (size_t)limit + 5};
   for (int w = 0; w < 2; w++) {
     size_t ncol = widths[w];
-    char group[8];
+    char group[16];
     snprintf(group, sizeof group, "w%d", w);
     struct pflex_runset set, got;
     pflex_runset_init(&set);
