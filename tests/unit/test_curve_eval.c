@@ -5,9 +5,9 @@
  * linear, 2 to 40 points, noisy and monotone) at random powers, at every
  * point and at both ends; and the module itself on the refinement's grids. */
 #include <math.h>
-#include <stdbool.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -16,6 +16,7 @@
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_interp.h>
 
+#include "core/curve_internal.h"
 #include "core/steffen.h"
 #include "pflex/curve.h"
 
@@ -75,6 +76,54 @@ static void test_eval_matches_gsl(void **state) {
   }
 }
 
+/* pflex__curve_interval_cubic (the flat optimal's polish pieces): on every
+ * interval of a Steffen curve its cubic, evaluated as the pieces are
+ * (y0 + t (b + t (c + t d))), is pflex_curve_eval bit for bit; of a linear
+ * one, to rounding. Other curves and intervals past the last are refused. */
+static void test_interval_cubic_is_eval(void **state) {
+  (void)state;
+  for (int trial = 0; trial < 1000; trial++) {
+    size_t n = 2 + (size_t)(uniform() * 12);
+    struct pflex_curve_point pt[14];
+    double p = 100 + 500 * uniform(), t = 10 * uniform() + 1;
+    for (size_t i = 0; i < n; i++) {
+      p += 5 + 100 * uniform();
+      t += (trial % 2 ? uniform() - 0.3 : uniform()) * 20;
+      if (t <= 0) t = 0.5;
+      pt[i] = (struct pflex_curve_point){p, t, 0};
+    }
+    enum pflex_curve_interp interp = trial % 3 == 1 ? PFLEX_INTERP_LINEAR : PFLEX_INTERP_STEFFEN;
+    struct pflex_curve *c;
+    assert_int_equal(pflex_curve_new_measured(pt, n, interp, &c), 0);
+    size_t m;
+    const struct pflex_curve_point *q = pflex_curve_points(c, &m);
+    bool exact = interp == PFLEX_INTERP_STEFFEN && m >= 3;
+    for (size_t i = 0; i + 1 < m; i++) {
+      double cubic[4];
+      assert_true(pflex__curve_interval_cubic(c, i, cubic));
+      for (int k = 0; k < 8; k++) { /* the interval's start, then inside it */
+        double x = q[i].power_w + (q[i + 1].power_w - q[i].power_w) * (k ? uniform() : 0);
+        double u = x - q[i].power_w;
+        double got = cubic[0] + u * (cubic[1] + u * (cubic[2] + u * cubic[3]));
+        double want = pflex_curve_eval(c, x);
+        if (exact)
+          assert_memory_equal(&got, &want, sizeof got);
+        else
+          assert_true(fabs(got - want) <= 1e-12 * fabs(want));
+      }
+    }
+    double cubic[4];
+    assert_false(pflex__curve_interval_cubic(c, m - 1, cubic));
+    pflex_curve_free(c);
+  }
+  struct pflex_curve *par;
+  const struct pflex_curve_params prm = {.c = 0.6, .knee = 0.5, .idle_frac = 0.1, .vratio = 1.3};
+  assert_int_equal(pflex_curve_new_parametric(&prm, 400, 1000, 700, &par), 0);
+  double cubic[4];
+  assert_false(pflex__curve_interval_cubic(par, 0, cubic));
+  pflex_curve_free(par);
+}
+
 /* The refinement's two interpolants (src/core/refine.c): the templates
  * shape on 65 powers uniform from P_min to P_max, and the knot map on a few
  * uneven, sometimes nearly equal, nodes; non-decreasing values, and (the
@@ -118,6 +167,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_eval_matches_gsl),
       cmocka_unit_test(test_module_matches_gsl),
+      cmocka_unit_test(test_interval_cubic_is_eval),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
