@@ -171,3 +171,76 @@ double pflex__flat_value(const double *pc, size_t npc, double x) {
     k++;
   return gain(&pc[PFLEX__FLAT_PIECE * k], x - pc[PFLEX__FLAT_PIECE * k], 1, 0);
 }
+
+/* ---- pair moves for small workloads ---------------------------------------- */
+
+/* The value of pieces pc[0..npc) at x (inside them: the piece holding x,
+ * the last one for its end). */
+static double pieces_value(const double *pc, size_t npc, double x) {
+  size_t k = 0;
+  while (k + 1 < npc && !(x < pc[PFLEX__FLAT_PIECE * (k + 1) + X0]))
+    k++;
+  const double *q = &pc[PFLEX__FLAT_PIECE * k];
+  double t = x - q[X0];
+  return q[Y0] + t * (q[B] + t * (q[C] + t * q[D]));
+}
+
+/* Job i's weighted value at x, or -INFINITY outside its bounds. */
+static double pair_value(const struct pflex__flat_jobs *s, size_t i, double x) {
+  if (!(x >= s->lo[i] && x <= s->hi[i])) return -INFINITY;
+  return s->w[i] * pieces_value(s->pc[i], s->npc[i], x);
+}
+
+struct pair_move {
+  double gain;
+  size_t to, from;
+  double amount;
+};
+
+/* The best move of one amount: the receiver and the donor (distinct) whose
+ * gains sum highest, from each side's best two. */
+static void best_of_amount(const struct pflex__flat_jobs *s, const double *p, const double *f,
+                           double ds, struct pair_move *best) {
+  size_t up[2] = {SIZE_MAX, SIZE_MAX}, dn[2] = {SIZE_MAX, SIZE_MAX};
+  double gu[2] = {-INFINITY, -INFINITY}, gd[2] = {-INFINITY, -INFINITY};
+  for (size_t i = 0; i < s->n; i++) {
+    double u = pair_value(s, i, p[i] + ds) - f[i], d = pair_value(s, i, p[i] - ds) - f[i];
+    if (u > gu[1]) {
+      int at = u > gu[0] ? 0 : 1;
+      gu[1] = gu[0], up[1] = up[0];
+      gu[at] = u, up[at] = i;
+    }
+    if (d > gd[1]) {
+      int at = d > gd[0] ? 0 : 1;
+      gd[1] = gd[0], dn[1] = dn[0];
+      gd[at] = d, dn[at] = i;
+    }
+  }
+  for (int a = 0; a < 2; a++)
+    for (int b = 0; b < 2; b++)
+      if (up[a] != SIZE_MAX && dn[b] != SIZE_MAX && up[a] != dn[b] && gu[a] + gd[b] > best->gain)
+        *best = (struct pair_move){gu[a] + gd[b], up[a], dn[b], ds};
+}
+
+void pflex__flat_pair_search(const struct pflex__flat_jobs *s, double *p) {
+  enum { STEPS = 12, ROUNDS = 64, MAXN = 64 };
+  double f[MAXN], dmax = 0, obj = 0;
+  if (s->n < 2 || s->n > MAXN) return;
+  for (size_t i = 0; i < s->n; i++) {
+    if (!s->npc[i]) return; /* a job without pieces: no values to compare */
+    dmax = fmax(dmax, s->hi[i] - s->lo[i]);
+    f[i] = pair_value(s, i, p[i]);
+    if (!isfinite(f[i])) return;
+    obj += f[i];
+  }
+  for (int round = 0; round < ROUNDS && dmax > 0; round++) {
+    struct pair_move mv = {.gain = 0, .to = SIZE_MAX};
+    for (int k = 0; k < STEPS; k++)
+      best_of_amount(s, p, f, ldexp(dmax, -k), &mv);
+    if (mv.to == SIZE_MAX || !(mv.gain > PFLEX__FLAT_PAIR_TOL * fabs(obj))) break;
+    p[mv.to] += mv.amount, p[mv.from] -= mv.amount;
+    double ft = pair_value(s, mv.to, p[mv.to]), ff = pair_value(s, mv.from, p[mv.from]);
+    obj += ft - f[mv.to] + ff - f[mv.from];
+    f[mv.to] = ft, f[mv.from] = ff;
+  }
+}

@@ -54,4 +54,23 @@ static inline double pflex__flat_fmax(double a, double b) {
  * their ends). */
 double pflex__flat_value(const double *pc, size_t npc, double x);
 
+/* A small workload's jobs on their pieces, for pflex__flat_pair_search. */
+struct pflex__flat_jobs {
+  size_t n;
+  const double *const *pc; /* per job its pieces (pflex__flat_pieces) */
+  const size_t *npc;       /* and their number (0: none) */
+  const double *w, *lo, *hi;
+};
+
+/* A move must gain more than this share of the total to be taken. */
+#define PFLEX__FLAT_PAIR_TOL 1e-9
+
+/* After the polish, on workloads of 2 to 64 jobs that all have pieces:
+ * while some pair of jobs gains, one giving ds and the other taking it (ds
+ * from the widest job range down by halves, 12 amounts), the best such move
+ * (at most 64); where two jobs sit on hull bridges the greedy and the polish
+ * cannot leave. The sum of p moves by rounding only; each job stays within
+ * its bounds. Nothing changes when a job has no pieces. */
+void pflex__flat_pair_search(const struct pflex__flat_jobs *s, double *p);
+
 #endif
