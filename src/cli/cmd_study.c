@@ -363,6 +363,10 @@ static int print_json(const struct args *a, const struct pflex_study_data *d,
   json_object_set_new(root, "unit", json_string(pflex_tput_unit_name(d->runs.unit)));
   json_object_set_new(root, "relative", json_boolean(!pflex_tput_unit_absolute(d->runs.unit)));
   cli_json_provenance(root, d->jobs.provenance);
+  /* The true PFIs and curves are the runs' own: their provenance alone. */
+  json_object_set_new(
+      root, "truth_provenance",
+      json_string(pflex_provenance_name(pflex_runs_provenance(&d->runs, NULL, 0))));
   json_object_set_new(root, "workloads", json_integer((json_int_t)a->so.workloads));
   json_object_set_new(root, "jobs", json_integer((json_int_t)a->so.jobs));
   json_object_set_new(root, "rounds", json_integer(a->so.rounds));
@@ -393,8 +397,9 @@ static void print_header(const struct args *a, const struct pflex_study_data *d,
          d->ngroups, a->path, d->set ? ", set " : "", d->set ? d->set : "", a->so.workloads,
          a->so.jobs, a->so.seed, relative ? "; throughput in relative units" : "");
   cli_print_provenance(stdout, d->jobs.provenance);
-  /* "true" is Eq. 1 on the runs' curves: measured only when the runs are. */
-  const char *truth = pflex_provenance_name(d->jobs.provenance);
+  /* "true" is Eq. 1 on the runs' curves: measured only when the runs are,
+   * whatever a --train file was (it shapes the predictions, not the truth). */
+  const char *truth = pflex_provenance_name(pflex_runs_provenance(&d->runs, NULL, 0));
   if (d->pred.unseen)
     printf("predictions: section-5 model fitted on '%s', never on these jobs (unseen); true = "
            "PFI of the runs (%s)\n",

@@ -145,6 +145,10 @@ grep -q "true = PFI of the runs (reconstructed)" st.txt || fail "study: 'true' n
 field st.json .provenance reconstructed
 "$PFLEX" study measured.csv --train mixed.csv --workloads 4 --jobs 10 --cuts 0,30 --json > st2.json 2>/dev/null
 field st2.json .provenance simulated
+# The truth is the runs' own (measured), whatever the training file was.
+field st2.json .truth_provenance measured
+"$PFLEX" study measured.csv --train mixed.csv --workloads 4 --jobs 10 --cuts 0,30 > st2.txt 2>/dev/null
+grep -q "true = PFI of the runs (measured)" st2.txt || fail "study --train: truth labelled by the training file"
 "$PFLEX" study recon.csv --workloads 4 --jobs 10 --cuts 0,20,30 --out f0 > /dev/null 2>&1
 "$PFLEX" study recon.csv --workloads 4 --jobs 10 --cuts 0,20,30 --rounds 1 --out f1 > /dev/null 2>&1
 for f in f0/fig8 f0/fig4 f1/fig8; do
