@@ -174,21 +174,10 @@ double pflex__flat_value(const double *pc, size_t npc, double x) {
 
 /* ---- pair moves for small workloads ---------------------------------------- */
 
-/* The value of pieces pc[0..npc) at x (inside them: the piece holding x,
- * the last one for its end). */
-static double pieces_value(const double *pc, size_t npc, double x) {
-  size_t k = 0;
-  while (k + 1 < npc && !(x < pc[PFLEX__FLAT_PIECE * (k + 1) + X0]))
-    k++;
-  const double *q = &pc[PFLEX__FLAT_PIECE * k];
-  double t = x - q[X0];
-  return q[Y0] + t * (q[B] + t * (q[C] + t * q[D]));
-}
-
 /* Job i's weighted value at x, or -INFINITY outside its bounds. */
 static double pair_value(const struct pflex__flat_jobs *s, size_t i, double x) {
   if (!(x >= s->lo[i] && x <= s->hi[i])) return -INFINITY;
-  return s->w[i] * pieces_value(s->pc[i], s->npc[i], x);
+  return s->w[i] * pflex__flat_value(s->pc[i], s->npc[i], x);
 }
 
 struct pair_move {
