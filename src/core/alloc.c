@@ -724,6 +724,10 @@ static size_t pass_slot(const struct pass_scratch *sc, const struct pflex_alloc_
   return h;
 }
 
+/* The most hull segments pass_hulls reserves room for before sampling (1 GiB
+ * of address space); past them, local grows as it fills. */
+#define PASS_LOCAL_RESERVE ((size_t)1 << 26)
+
 /* Room for one more job's segments (maxk) at the end of ps's local. */
 static int pass_reserve_local(struct pass *ps, size_t maxk) {
   if (ps->nlocal + maxk <= ps->cap_local) return 0;
@@ -771,6 +775,12 @@ static int pass_hulls(const struct pflex_alloc_job *jobs, size_t n, const double
   if (hc && hc->nused > hull_cache_limit(n)) hull_cache_compact(hc, hull_cache_limit(n));
   struct pass_scratch sc;
   int err = pass_scratch_init(&sc, ps, n, maxk);
+  /* Room for every job's own hull at once, up to PASS_LOCAL_RESERVE
+   * segments: grown by doubling, local was copied about 20 times at 10^6
+   * jobs and its moved pages faulted in again. Pages of it that no hull
+   * reaches are never touched, so never backed by memory. */
+  if (!err && n)
+    err = pass_reserve_local(ps, n <= PASS_LOCAL_RESERVE / maxk ? n * maxk : PASS_LOCAL_RESERVE);
   for (size_t i = 0; !err && i < n; i++) {
     if (!(whi[i] > wlo[i]) || !(jobs[i].weight > 0)) continue;
     bool keep;
