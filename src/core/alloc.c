@@ -626,11 +626,34 @@ struct pass {
   struct pflex__seg *local;
   size_t nlocal, cap_local;
   void *block;
+  size_t block_bytes;
 };
 
-static void pass_release(struct pass *ps) {
-  free(ps->block);
-  free(ps->local);
+/* The memory a pass leaves to the next pass of the same call (optimal's
+ * two): its block and local, whose pages are in use already. At 10^6 jobs
+ * they are hundreds of MB, and faulting fresh pages in again (zeroed by
+ * the kernel) cost more than the second pass's sampling. */
+struct pass_mem {
+  void *block;
+  size_t block_bytes;
+  struct pflex__seg *local;
+  size_t cap_local;
+};
+
+static void pass_mem_free(struct pass_mem *mem) {
+  free(mem->block);
+  free(mem->local);
+}
+
+/* Frees ps's memory, or leaves it to mem (not NULL) for the next pass. */
+static void pass_release(struct pass *ps, struct pass_mem *mem) {
+  if (!mem) {
+    free(ps->block);
+    free(ps->local);
+    return;
+  }
+  pass_mem_free(mem);
+  *mem = (struct pass_mem){ps->block, ps->block_bytes, ps->local, ps->cap_local};
 }
 
 /* The room one job's sampling needs (knots + points + 2, as pflex__alloc_hull_segments):
@@ -667,11 +690,21 @@ struct carve {
   size_t size, count;
 };
 
-static void *carve_block(const struct carve *t, size_t nt) {
+static void *carve_block(const struct carve *t, size_t nt, struct pass_mem *mem,
+                         size_t *ret_bytes) {
   size_t total = 0;
   for (size_t k = 0; k < nt; k++)
     total += t[k].size * t[k].count;
-  unsigned char *block = pflex__hugepage_malloc(total ? total : 1, 1), *at = block;
+  total = total ? total : 1;
+  unsigned char *block, *at;
+  if (mem && mem->block && mem->block_bytes >= total) {
+    block = mem->block, total = mem->block_bytes; /* taken from the last pass */
+    mem->block = NULL;
+  } else {
+    block = pflex__hugepage_malloc(total, 1);
+  }
+  at = block;
+  *ret_bytes = total;
   for (size_t k = 0; block && k < nt; k++) {
     *t[k].at = at;
     at += t[k].size * t[k].count;
@@ -681,7 +714,8 @@ static void *carve_block(const struct carve *t, size_t nt) {
 
 /* Allocates the scratch for n jobs and ps's arrays, in one block that ps
  * releases. */
-static int pass_scratch_init(struct pass_scratch *sc, struct pass *ps, size_t n, size_t maxk) {
+static int pass_scratch_init(struct pass_scratch *sc, struct pass *ps, size_t n, size_t maxk,
+                             struct pass_mem *mem) {
   size_t nslots = 16, m = n ? n : 1;
   while (nslots < 2 * n)
     nslots *= 2;
@@ -701,7 +735,11 @@ static int pass_scratch_init(struct pass_scratch *sc, struct pass *ps, size_t n,
       {(void **)&ps->mult, sizeof *ps->mult, m},
       {(void **)&sc->in_pool, sizeof *sc->in_pool, m}, /* bool: last */
   };
-  if (!(ps->block = carve_block(t, sizeof t / sizeof *t))) return -ENOMEM;
+  if (!(ps->block = carve_block(t, sizeof t / sizeof *t, mem, &ps->block_bytes))) return -ENOMEM;
+  if (mem && mem->local) { /* the last pass's, empty again */
+    ps->local = mem->local, ps->cap_local = mem->cap_local;
+    mem->local = NULL;
+  }
   memset(ps->jn, 0, m * sizeof *ps->jn);
   memset(ps->nfull, 0, m * sizeof *ps->nfull);
   for (size_t h = 0; h < nslots; h++)
@@ -771,10 +809,10 @@ static int pass_find_or_sample(const struct pflex_alloc_job *jobs, const double 
  * pass with the same key or starts a distinct hull of its own. */
 static int pass_hulls(const struct pflex_alloc_job *jobs, size_t n, const double *wlo,
                       const double *whi, unsigned knots, size_t maxk, struct hull_cache *hc,
-                      struct pass *ps) {
+                      struct pass_mem *mem, struct pass *ps) {
   if (hc && hc->nused > hull_cache_limit(n)) hull_cache_compact(hc, hull_cache_limit(n));
   struct pass_scratch sc;
-  int err = pass_scratch_init(&sc, ps, n, maxk);
+  int err = pass_scratch_init(&sc, ps, n, maxk, mem);
   /* Room for every job's own hull at once, up to PASS_LOCAL_RESERVE
    * segments: grown by doubling, local was copied about 20 times at 10^6
    * jobs and its moved pages faulted in again. Pages of it that no hull
@@ -902,7 +940,7 @@ static int pass_from_kept(const struct pflex__pass1 *k, size_t n, struct pass *p
       {(void **)&ps->nfull, sizeof *ps->nfull, m}, {(void **)&ps->rep, sizeof *ps->rep, md},
       {(void **)&ps->dist, sizeof *ps->dist, m},   {(void **)&ps->mult, sizeof *ps->mult, md},
   };
-  if (!(ps->block = carve_block(t, sizeof t / sizeof *t))) return -ENOMEM;
+  if (!(ps->block = carve_block(t, sizeof t / sizeof *t, NULL, &ps->block_bytes))) return -ENOMEM;
   ps->nd = k->nd;
   memcpy(ps->rep, k->rep, k->nd * sizeof *ps->rep);
   memcpy(ps->mult, k->mult, k->nd * sizeof *ps->mult);
@@ -920,14 +958,15 @@ static int pass_from_kept(const struct pflex__pass1 *k, size_t n, struct pass *p
  * their bounds. */
 static int greedy(const struct pflex_alloc_job *jobs, size_t n, const struct pflex__prep *pr,
                   const double *wlo, const double *whi, double budget, unsigned knots, size_t maxk,
-                  struct hull_cache *hc, struct pflex__pass1 *p1, double *p, double *ret_gap) {
+                  struct hull_cache *hc, struct pflex__pass1 *p1, struct pass_mem *mem, double *p,
+                  double *ret_gap) {
   struct pass ps = {0};
   double lambda;
   int err;
   if (p1 && kept_fits(p1, jobs, n, knots)) {
     err = pass_from_kept(p1, n, &ps);
   } else {
-    err = pass_hulls(jobs, n, wlo, whi, knots, maxk, hc, &ps);
+    err = pass_hulls(jobs, n, wlo, whi, knots, maxk, hc, mem, &ps);
     if (!err && p1 && p1->state == 0) pass_keep(p1, jobs, n, wlo, whi, knots, &ps);
   }
   if (!err) err = pass_threshold(&ps, budget, &lambda);
@@ -976,7 +1015,7 @@ static int greedy(const struct pflex_alloc_job *jobs, size_t n, const struct pfl
     p[i] = pflex__fmin(pflex__fmax(p[i], wlo[i]), pr[i].hi);
   *ret_gap = gap;
 out:
-  pass_release(&ps);
+  pass_release(&ps, mem);
   return err;
 }
 
@@ -1490,6 +1529,7 @@ static int optimal(const struct pflex_alloc_job *jobs, size_t n, const struct pf
   size_t m = n ? n : 1;
   double *lo = pflex__hugepage_calloc(5 * m, sizeof *lo), obj, *known = NULL;
   if (!lo) return -ENOMEM;
+  struct pass_mem mem = {0};
   double *hi = lo + m, *q = lo + 2 * m, *f = lo + 3 * m, *fq = lo + 4 * m;
   int err;
   bool exact = true;
@@ -1508,7 +1548,7 @@ static int optimal(const struct pflex_alloc_job *jobs, size_t n, const struct pf
   double gap;
   size_t maxk;
   if ((err = pass_max_knots(jobs, n, knots, &maxk)) ||
-      (err = greedy(jobs, n, pr, lo, hi, target - min_w, knots, maxk, hc, p1, p, &gap)))
+      (err = greedy(jobs, n, pr, lo, hi, target - min_w, knots, maxk, hc, p1, &mem, p, &gap)))
     goto out;
   if (!exact) {
     double wsum = 0;
@@ -1520,7 +1560,7 @@ static int optimal(const struct pflex_alloc_job *jobs, size_t n, const struct pf
     }
     double gap2;
     if (wsum <= target) {
-      if ((err = greedy(jobs, n, pr, lo, hi, target - wsum, knots, maxk, hc, NULL, q, &gap2)))
+      if ((err = greedy(jobs, n, pr, lo, hi, target - wsum, knots, maxk, hc, NULL, &mem, q, &gap2)))
         goto out;
       /* the better pass's values stay for the local search (f) */
       double vq = objective_into(jobs, n, q, fq), vp = objective_into(jobs, n, p, f);
@@ -1539,6 +1579,7 @@ static int optimal(const struct pflex_alloc_job *jobs, size_t n, const struct pf
   *ret_gap = gap;
   err = 0;
 out:
+  pass_mem_free(&mem);
   free(lo);
   return err;
 }
