@@ -636,13 +636,14 @@ struct pass {
 struct pass_mem {
   void *block;
   size_t block_bytes;
-  struct pflex__seg *local;
-  size_t cap_local;
+  struct pflex__seg *local, *work; /* work: pass_threshold's */
+  size_t cap_local, cap_work;
 };
 
 static void pass_mem_free(struct pass_mem *mem) {
   free(mem->block);
   free(mem->local);
+  free(mem->work);
 }
 
 /* Frees ps's memory, or leaves it to mem (not NULL) for the next pass. */
@@ -652,8 +653,10 @@ static void pass_release(struct pass *ps, struct pass_mem *mem) {
     free(ps->local);
     return;
   }
-  pass_mem_free(mem);
-  *mem = (struct pass_mem){ps->block, ps->block_bytes, ps->local, ps->cap_local};
+  free(mem->block);
+  free(mem->local);
+  mem->block = ps->block, mem->block_bytes = ps->block_bytes;
+  mem->local = ps->local, mem->cap_local = ps->cap_local;
 }
 
 /* The room one job's sampling needs (knots + points + 2, as pflex__alloc_hull_segments):
@@ -847,12 +850,23 @@ static int pass_hulls(const struct pflex_alloc_job *jobs, size_t n, const double
 
 /* The threshold slope of the pass: it depends on each slope's total length
  * only, so a hull shared by m jobs enters once, its lengths times m. */
-static int pass_threshold(const struct pass *ps, double budget, double *ret_lambda) {
+static int pass_threshold(const struct pass *ps, struct pass_mem *mem, double budget,
+                          double *ret_lambda) {
   size_t nw = 0;
   for (size_t d = 0; d < ps->nd; d++)
     nw += ps->jn[ps->rep[d]];
-  struct pflex__seg *work = pflex__hugepage_malloc(nw ? nw : 1, sizeof *work);
-  if (!work) return -ENOMEM;
+  nw = nw ? nw : 1;
+  struct pflex__seg *work;
+  if (mem && mem->work && mem->cap_work >= nw) { /* the last pass's */
+    work = mem->work;
+  } else {
+    /* For the next pass, room for as many segments as local has (its pages
+     * are touched only as far as they are used). */
+    size_t cap = mem && ps->cap_local > nw ? ps->cap_local : nw;
+    work = pflex__hugepage_malloc(cap, sizeof *work);
+    if (!work) return -ENOMEM;
+    if (mem) free(mem->work), mem->work = work, mem->cap_work = cap;
+  }
   nw = 0;
   for (size_t d = 0; d < ps->nd; d++) {
     size_t i = ps->rep[d];
@@ -860,7 +874,7 @@ static int pass_threshold(const struct pass *ps, double budget, double *ret_lamb
       work[nw++] = (struct pflex__seg){ps->js[i][m].slope, ps->js[i][m].dp * ps->mult[d]};
   }
   *ret_lambda = pflex__alloc_threshold(work, nw, budget);
-  free(work);
+  if (!mem) free(work);
   return 0;
 }
 
@@ -969,7 +983,7 @@ static int greedy(const struct pflex_alloc_job *jobs, size_t n, const struct pfl
     err = pass_hulls(jobs, n, wlo, whi, knots, maxk, hc, mem, &ps);
     if (!err && p1 && p1->state == 0) pass_keep(p1, jobs, n, wlo, whi, knots, &ps);
   }
-  if (!err) err = pass_threshold(&ps, budget, &lambda);
+  if (!err) err = pass_threshold(&ps, mem, budget, &lambda);
   if (err) goto out;
   const struct pflex__seg *const *js = ps.js;
   const size_t *jn = ps.jn;
