@@ -23,6 +23,7 @@ enum pflex_errcode {
   PFLEX_E_NVML,                     /* an NVML failure with no errno equivalent */
   PFLEX_E_LOCKED,                   /* another pflex process holds the lock, past the wait limit */
   PFLEX_E_HELD,                     /* the GPU's limit belongs to another running pflex process */
+  PFLEX_E_FORMAT,                   /* a file of another pflex format than the one asked for */
 };
 
 /* Human-readable description of a (negative) pflex or errno code; never NULL. */

@@ -21,6 +21,7 @@ static const struct {
     {PFLEX_E_HELD, "the GPU is held by another running pflex process (a sweep), which restores "
                    "it when it ends"},
     {PFLEX_E_LOCKED, "another pflex process holds the restore lock and did not let go in time"},
+    {PFLEX_E_FORMAT, "a file of another pflex format"},
 };
 
 const char *pflex_strerror(int err) {

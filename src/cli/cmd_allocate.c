@@ -93,17 +93,6 @@ static const struct cli_spec spec = {
     .max_operands = 1,
     .exclusive = (const char *const[]){"cut target-w", "json csv", NULL}};
 
-/* A jobs JSON file, not a runs JSON file (pflex export --format json, which
- * names its format): the latter is read as runs, one job per group. */
-static bool is_jobs_json(const char *path) {
-  if (!cli_looks_like_json(path)) return false;
-  json_t *root = json_load_file(path, 0, NULL);
-  const char *format = json_string_value(json_object_get(root, "format"));
-  bool runs = format && strcmp(format, "pflex-runs") == 0;
-  json_decref(root);
-  return !runs;
-}
-
 /* A capped run faster than its group's uncapped run, by pfi's rule
  * (docs/pfi.md): within noise the cap does not bind, and the run counts at
  * the uncapped throughput, so that no curve promises more than the job's
@@ -179,12 +168,16 @@ static int load(const char *path, const struct args *a, struct pflex_jobset *set
   struct pflex_diag diag;
   pflex_diag_clear(&diag);
   int err;
-  if (is_jobs_json(path)) {
-    if (set_filter) {
+  /* A JSON file is a jobs file unless the jobs reader finds a runs file
+   * (pflex export --format json, which names its format): that is read as
+   * runs, one job per group. One parse for a jobs file. */
+  if (cli_looks_like_json(path) && (err = pflex_jobs_read_json(path, set, &diag)) != -PFLEX_E_FORMAT) {
+    if (!err && set_filter) {
+      pflex_jobset_release(set);
       cli_error("'%s' is a jobs file: --set applies to a runs CSV or JSON", path);
       return -EINVAL;
     }
-    if ((err = pflex_jobs_read_json(path, set, &diag))) cli_error_diag("cannot read", &diag, err);
+    if (err) cli_error_diag("cannot read", &diag, err);
     return err;
   }
   struct pflex_runs_read_opts opts = {

@@ -320,8 +320,14 @@ int pflex_jobs_read_json(const char *path, struct pflex_jobset *ret_set, struct 
   int err = pflex__json_load(path, 0, &root, diag);
   if (err) return err;
   json_t *arr = json_is_array(root) ? root : json_object_get(root, "jobs");
+  const char *format = json_string_value(json_object_get(root, "format"));
   struct pflex_jobset set;
   pflex_jobset_init(&set);
+  if (format && strcmp(format, "pflex-runs") == 0) {
+    err = pflex_diag_set(diag, -PFLEX_E_FORMAT, path, 0, "format",
+                         "a runs file (\"pflex-runs\"), not a jobs file");
+    goto out;
+  }
   if (!json_is_array(arr)) {
     err = pflex_diag_set(diag, -PFLEX_E_DATA, path, 0, "jobs",
                          "expected an array of jobs or an object with a \"jobs\" array");

@@ -83,6 +83,14 @@ cmp -s out back.json || fail "export --json differs from --format json --out"
 expect 2 "$PFLEX" export --db a.db --json --format csv
 expect 0 "$PFLEX" export --db j.db --out back2.csv
 same_runs runs.csv back2.csv
+# allocate takes the runs JSON as runs (one job per group), as the CSV, not as a jobs file
+expect 0 "$PFLEX" allocate back.json --cut 20
+mv out alloc_json.txt
+expect 0 "$PFLEX" allocate runs.csv --cut 20
+sed 's/back\.json/runs.csv/g' alloc_json.txt | cmp -s - out ||
+  fail "allocate on the runs JSON differs from allocate on the CSV: $(diff alloc_json.txt out)"
+expect 1 "$PFLEX" allocate back.json --cut 20 --set nosuch
+grep -q "jobs file" err && fail "a runs JSON taken for a jobs file: $(cat err)"
 
 # --- one group only
 expect 0 "$PFLEX" export --db a.db --group mix-ft --out mix.csv

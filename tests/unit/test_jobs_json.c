@@ -109,8 +109,35 @@ static void test_accepted(void **state) {
   pflex_jobset_release(&set);
 }
 
+/* A runs export is named as such (pflex allocate then reads it as runs);
+ * another "format" is an unknown field, as before. */
+static void test_runs_file(void **state) {
+  (void)state;
+  const struct {
+    const char *text;
+    int err;
+  } cases[] = {{"{\"format\":\"pflex-runs\",\"runs\":[]}", -PFLEX_E_FORMAT},
+               {"{\"format\":\"pflex-jobs\",\"jobs\":[]}", -PFLEX_E_DATA}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(cases[i].text, f);
+    fclose(f);
+    struct pflex_jobset set;
+    struct pflex_diag d;
+    pflex_diag_clear(&d);
+    pflex_jobset_init(&set);
+    int err = pflex_jobs_read_json(path, &set, &d);
+    if (err != cases[i].err || strcmp(d.column, "format") != 0)
+      fail_msg("case %zu: err %d, column '%s', message '%s'", i, err, d.column, d.message);
+    assert_int_equal(set.n, 0);
+    pflex_jobset_release(&set);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_refused),
-                                     cmocka_unit_test(test_accepted)};
+                                     cmocka_unit_test(test_accepted),
+                                     cmocka_unit_test(test_runs_file)};
   return cmocka_run_group_tests(tests, setup, teardown);
 }
