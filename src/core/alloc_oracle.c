@@ -204,13 +204,20 @@ struct cubic {
   double A, B, e1, e2;
 };
 
-static struct cubic cubic_model(const struct pflex_curve *c, double w, double x0, double x1,
-                                double y0, double y1) {
-  double h = x1 - x0, dy = y1 - y0;
-  double e1 = w * pflex_curve_eval(c, x0 + h / 3) - (y0 + dy / 3);
-  double e2 = w * pflex_curve_eval(c, x0 + 2 * h / 3) - (y0 + 2 * dy / 3);
+/* The model from the curve's values t1, t2 at the two third-points. */
+static struct cubic cubic_from(double w, double t1, double t2, double y0, double y1) {
+  double dy = y1 - y0;
+  double e1 = w * t1 - (y0 + dy / 3);
+  double e2 = w * t2 - (y0 + 2 * dy / 3);
   double A = -13.5 * (e2 - e1);
   return (struct cubic){A, -4.5 * e1 - A / 3, e1, e2};
+}
+
+static struct cubic cubic_model(const struct pflex_curve *c, double w, double x0, double x1,
+                                double y0, double y1) {
+  double h = x1 - x0;
+  return cubic_from(w, pflex_curve_eval(c, x0 + h / 3), pflex_curve_eval(c, x0 + 2 * h / 3), y0,
+                    y1);
 }
 
 /* An upper bound on the model's excess over the chord (0 when it has none),
@@ -272,14 +279,29 @@ static int concave_corners(const struct cubic *m, double eps, double y0, double 
   return 1;
 }
 
+/* The curve at every interval's two third-points (cubic_model's), in one
+ * sorted run of evaluations (the same values): into tv[2 m], tv[2 m + 1]
+ * for interval m; tx: room for their powers (2 (k - 1) each). */
+static void third_values(const struct pflex_curve *c, const double *xs, size_t k, double *tx,
+                         double *tv) {
+  for (size_t m = 0; m + 1 < k; m++) {
+    double h = xs[m + 1] - xs[m];
+    tx[2 * m] = xs[m] + h / 3;
+    tx[2 * m + 1] = xs[m] + 2 * h / 3;
+  }
+  pflex_curve_eval_sorted(c, tx, k > 0 ? 2 * (k - 1) : 0, tv);
+}
+
 /* The points whose upper hull bounds the samples xs, ys (k) from above,
  * into hp (room 3 k - 2), and each interval's lift into eps (k - 1): an
  * interval where the model is concave adds its corners (concave_corners)
  * and lifts neither end; any other lifts both ends by its excess. Their
- * number. */
+ * number. tw: scratch, 4 (k - 1) doubles. */
 static size_t majorant_points(const struct pflex_curve *c, const double *xs, const double *ys,
-                              size_t k, double *eps, struct pflex__hullpt *hp) {
+                              size_t k, double *eps, struct pflex__hullpt *hp, double *tw) {
   bool linear = pflex_curve_piecewise_linear(c);
+  const double *tv = tw + 2 * (k > 0 ? k - 1 : 0);
+  if (!linear) third_values(c, xs, k, tw, tw + 2 * (k > 0 ? k - 1 : 0));
   size_t n = 0;
   double lift = 0; /* the left interval's lift of sample m */
   for (size_t m = 0; m < k; m++) {
@@ -289,7 +311,7 @@ static size_t majorant_points(const struct pflex_curve *c, const double *xs, con
     int nc = 0;
     eps[m] = 0;
     if (!linear && h > 0) {
-      struct cubic cm = cubic_model(c, 1, x0, xs[m + 1], y0, y1);
+      struct cubic cm = cubic_from(1, tv[2 * m], tv[2 * m + 1], y0, y1);
       eps[m] = model_excess(&cm, y0, y1);
       nc = concave_corners(&cm, eps[m], y0, y1, u, v);
       for (int q = 0; q < nc; q++) /* corners strictly inside, in order, or none */
@@ -336,13 +358,13 @@ static int oc_build(struct pflex__oracle_cache *oc, const struct pflex_curve *c,
   size_t np;
   pflex_curve_points(c, &np);
   size_t room = key->nint + np + 3;
-  if (oc_reserve(oc, 12 * room) < 0) return -ENOMEM; /* 3 k - 1, and 3 hulls of <= 3 k */
-  double *xs = &oc->pool[oc->npool];
+  /* 3 k - 1, and 3 hulls of <= 3 k; past them majorant_points' scratch. */
+  if (oc_reserve(oc, 16 * room) < 0) return -ENOMEM;
+  double *xs = &oc->pool[oc->npool], *tw = xs + 12 * room;
   size_t k = pflex__alloc_knots(c, key->lo, key->hi, key->nint + 1, xs);
   double *ys = xs + k, *eps = ys + k;
-  for (size_t m = 0; m < k; m++)
-    ys[m] = pflex_curve_eval(c, xs[m]);
-  size_t nh = pflex__alloc_upper_hull(hp, majorant_points(c, xs, ys, k, eps, hp));
+  pflex_curve_eval_sorted(c, xs, k, ys);
+  size_t nh = pflex__alloc_upper_hull(hp, majorant_points(c, xs, ys, k, eps, hp, tw));
   double *X = eps + (k > 0 ? k - 1 : 0), base;
   /* X, S, Q need len + 1, len, len + 1 <= nh each: laid out after the fact. */
   double *S = X + nh, *Q = S + nh;
