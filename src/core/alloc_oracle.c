@@ -179,13 +179,17 @@ static int oc_copy(struct pflex__oracle_cache *oc, const struct pflex__oracle_ca
   size_t size = 3 * c.k - 1 + 3 * c.len + 2;
   if (oc_reserve(oc, size) < 0) return -ENOMEM;
   double *to = &oc->pool[oc->npool];
-  memcpy(to, &src->pool[c.off], size * sizeof *to);
-  if (r != 1) {
-    double *X = to + 3 * c.k - 1;
-    for (double *v = to + c.k; v < X; v++) /* ys, eps */
-      *v *= r;
-    for (double *v = X + c.len + 1; v < to + size; v++) /* S, Q */
-      *v *= r;
+  const double *from = &src->pool[c.off];
+  if (r == 1) {
+    memcpy(to, from, size * sizeof *to);
+  } else { /* xs and X as they are, the values scaled on the way: one pass */
+    size_t xo = 3 * c.k - 1, so = xo + c.len + 1;
+    memcpy(to, from, c.k * sizeof *to);
+    for (size_t v = c.k; v < xo; v++) /* ys, eps */
+      to[v] = from[v] * r;
+    memcpy(to + xo, from + xo, (c.len + 1) * sizeof *to);
+    for (size_t v = so; v < size; v++) /* S, Q */
+      to[v] = from[v] * r;
   }
   oc->tab[h] = (struct oentry){
       .key = *key, .off = oc->npool, .k = c.k, .len = c.len, .base = r * c.base, .gid = NONE,
