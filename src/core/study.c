@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <gsl/gsl_cdf.h>
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 
@@ -18,6 +17,7 @@
 #include "pflex/shrink.h"
 #include "pflex/study.h"
 #include "study_dither.h"
+#include "study_internal.h"
 
 static const double default_cuts[] = {0, 0.05, 0.10, 0.15, 0.20, 0.25, 0.30, 0.35, 0.40};
 
@@ -89,13 +89,6 @@ const struct pflex_study_result *pflex_study_find(const struct pflex_study_resul
 
 /* ---- the study --------------------------------------------------------------- */
 
-/* One output line per scenario and cut. */
-struct line {
-  enum pflex_alloc_strategy st;
-  size_t pred; /* index into preds; (size_t)-1 for none */
-  unsigned round;
-};
-
 /* A line's sums over the workloads it counted, per objective: its value, the
  * equal cut's and the oracle's (the oracle of that objective). */
 struct acc {
@@ -115,33 +108,6 @@ struct shaping {
   struct pflex_curve_templates *table;
 };
 
-struct study {
-  const struct pflex_study_group *g;
-  size_t ng;
-  const struct pflex_study_predset *preds;
-  size_t np;
-  const struct pflex_study_opts *o;
-  const double *cuts;
-  size_t ncuts;
-  const struct pflex_curve **pcurve;  /* np * ng predicted curves (own[] or the priors') */
-  struct pflex_curve **own;           /* open loop: np * ng predicted curves */
-  struct pflex_refine_prior **prior;  /* closed loop: np * ng priors */
-  double *fac;   /* shrinkage: CAL_PHASES * np * ng * CAL_NX bands calibrated on the other
-                    folds' curves (pflex_shrink_band): gain, loss of a small move, then of a
-                    large one (CAL_NB); NAN where not calibrated */
-  double *ratio; /* CAL_PHASES * np * ng * CAL_NX * CAL_NR: each group's change ratios */
-  double *spread; /* closed loop, np * ng * CAL_NX * CAL_NR: phase 1's spread of each change
-                     (pflex_refine_spread), beside its ratio */
-  double *zq;     /* the same layout: each group's scaled band (pflex_shrink_scaled_band) */
-  size_t *pt, *ft, npt, nft;          /* groups by task */
-  double *oscale;                     /* PFLEX_OBJECTIVE_N * ng: a group's throughput's weight in
-                                         each objective (pflex_objective_scale) */
-  bool have_dram;
-  bool *built;              /* per group: its predicted curves built (group_curves) */
-  struct shaping *shaping;  /* group_curves' scratch */
-  struct line *lines;
-  size_t nlines;
-};
 
 static void study_release(struct study *s) {
   for (size_t i = 0; i < s->np * s->ng; i++) {
@@ -168,8 +134,6 @@ static void study_release(struct study *s) {
   free(s->lines);
 }
 
-/* The most template curves one predicted data-shape curve averages over. */
-#define STUDY_MAX_TEMPLATES 512
 
 /* Set k's candidate templates, before its folds exclude any: past
  * STUDY_MAX_TEMPLATES candidates, every k-th (a systematic sample across
@@ -306,264 +270,6 @@ static int study_curves(struct study *s) {
   return err;
 }
 
-/* The anchors at which the shrinkage is calibrated: x P_max for x = CAL_X0,
- * CAL_X0 + CAL_DX, ..., 1; rises and falls over CAL_STEP_SMALL and CAL_STEP
- * P_max (CAL_NR ratios per anchor: rise small, rise large, fall small, fall
- * large). Phase 0: the predicted curves; phase 1: the curves refined after
- * one observation at the anchor (the closed loop's); phase 2 + o: refined
- * after an observation at (x + cal_off[o]) P_max and then one at the anchor
- * (the loop's from round 2 on, for a job that round 1 moved). */
-#define CAL_X0 0.30
-#define CAL_DX 0.05
-#define CAL_NX 15
-#define CAL_STEP 0.10
-#define CAL_STEP_SMALL 0.02 /* and over this: a small move is judged on the local slopes */
-#define CAL_NR 4
-#define CAL_NOFF 6
-#define CAL_PHASES (2 + CAL_NOFF)
-static const double cal_off[CAL_NOFF] = {-0.10, -0.06, -0.035, 0.035, 0.06, 0.10};
-#define CAL_NB 4 /* a band's numbers: small move's gain, loss, large move's gain, loss */
-
-/* The fewest calibration pairs of one kinship that are used on their own
- * (else those of the next looser one). */
-#define CAL_MIN_SAME_GPU 8
-
-static double *ratios_at(const struct study *s, int phase, size_t k, size_t j, size_t x) {
-  return &s->ratio[(((size_t)phase * s->np + k) * s->ng + j) * CAL_NX * CAL_NR + x * CAL_NR];
-}
-
-static double *band_at(const struct study *s, int phase, size_t k, size_t i, size_t x) {
-  return &s->fac[(((size_t)phase * s->np + k) * s->ng + i) * CAL_NX * CAL_NB + x * CAL_NB];
-}
-
-/* The CAL_NR ratios of truth's changes to model's around anchor x. */
-static void change_ratios(const struct pflex_curve *model, const struct pflex_curve *truth,
-                          double x, double *r) {
-  static const double steps[2] = {CAL_STEP_SMALL, CAL_STEP};
-  for (int m = 0; m < 2; m++) {
-    r[m] = pflex_shrink_ratio(model, truth, x, x + steps[m]);
-    r[2 + m] = pflex_shrink_ratio(model, truth, x - steps[m], x);
-  }
-}
-
-/* The shrunk loop's knots merge observations only within this share of
- * P_max: its moves are mostly 0.02-0.05 P_max, and the chord between two
- * such observations, noisy as it is, gained under the band on the mixed
- * clusters and on the reference set, while the unshrunk loop lost a little
- * with it (docs/study.md, "Eighth wave"). */
-#define STUDY_SHRUNK_KNOT_MERGE 0.02
-
-/* The refinement's options in the closed loop (max_obs: every round's). */
-static struct pflex_refine_opts loop_opts(const struct study *s) {
-  return (struct pflex_refine_opts){
-      .noise = s->o->noise,
-      .prior_sd = s->o->prior_sd,
-      .max_obs = s->o->rounds,
-      .knot_merge = s->o->shrink > 0 ? STUDY_SHRUNK_KNOT_MERGE : PFLEX_REFINE_KNOT_MERGE};
-}
-
-/* A refinement's spreads (pflex_refine_spread) of the CAL_NR changes of
- * change_ratios around anchor x (P_max units; lo: P_min / P_max). */
-static void change_spreads(const struct pflex_refine *r, double pm, double lo, double x,
-                           double *o) {
-  static const double steps[2] = {CAL_STEP_SMALL, CAL_STEP};
-  for (int m = 0; m < 2; m++) {
-    o[m] = pflex_refine_spread(r, x * pm, fmin(x + steps[m], 1) * pm);
-    o[2 + m] = pflex_refine_spread(r, fmax(x - steps[m], lo) * pm, x * pm);
-  }
-}
-
-static double *cal_at(const struct study *s, double *a, size_t k, size_t j, size_t x) {
-  return &a[((k * s->ng + j) * CAL_NX + x) * CAL_NR];
-}
-
-/* Phase 1 of set k's group j: at each anchor, its refinement after one
- * observation there of its true curve (with the study's noise), against
- * the truth. */
-static int loop_ratios(const struct study *s, size_t k, size_t j, gsl_rng *noise) {
-  const struct pflex_curve *t = s->g[j].curve;
-  struct pflex_refine_opts ro = loop_opts(s);
-  struct pflex_refine *r;
-  int err = pflex_refine_new(s->prior[k * s->ng + j], &ro, &r);
-  for (size_t x = 0; x < CAL_NX && !err; x++) {
-    double pw = (CAL_X0 + CAL_DX * (double)x) * pflex_curve_p_max(t);
-    double obs = pflex_curve_eval(t, pw) * (1 + gsl_ran_gaussian(noise, s->o->noise));
-    if ((err = pflex_refine_reset(r, s->prior[k * s->ng + j])) ||
-        (err = pflex_refine_observe(r, pw, obs)))
-      break;
-    double pm = pflex_curve_p_max(t), xv = CAL_X0 + CAL_DX * (double)x;
-    change_ratios(pflex_refine_curve(r), t, xv, ratios_at(s, 1, k, j, x));
-    change_spreads(r, pm, pflex_curve_p_min(t) / pm, xv, cal_at(s, s->spread, k, j, x));
-  }
-  pflex_refine_free(r);
-  return err;
-}
-
-/* Phases 2 + o of set k's group j: at each anchor x, its refinement after
- * an observation at x + cal_off[o] (P_max) and one at x, against the truth
- * (NAN where x + cal_off[o] lies outside its range). */
-static int loop_ratios2(const struct study *s, size_t k, size_t j, gsl_rng *noise) {
-  const struct pflex_curve *t = s->g[j].curve;
-  struct pflex_refine_opts ro = loop_opts(s);
-  struct pflex_refine *r;
-  double pm = pflex_curve_p_max(t), lo = pflex_curve_p_min(t) / pm;
-  int err = pflex_refine_new(s->prior[k * s->ng + j], &ro, &r);
-  for (size_t x = 0; x < CAL_NX && !err; x++)
-    for (size_t o = 0; o < CAL_NOFF && !err; o++) {
-      double xa = CAL_X0 + CAL_DX * (double)x, xb = xa + cal_off[o];
-      if (xb < lo || xb > 1 || xa < lo) continue;
-      double tb = pflex_curve_eval(t, xb * pm) * (1 + gsl_ran_gaussian(noise, s->o->noise));
-      double ta = pflex_curve_eval(t, xa * pm) * (1 + gsl_ran_gaussian(noise, s->o->noise));
-      if (!(err = pflex_refine_reset(r, s->prior[k * s->ng + j])) &&
-          !(err = pflex_refine_observe(r, xb * pm, tb)) &&
-          !(err = pflex_refine_observe(r, xa * pm, ta)))
-        change_ratios(pflex_refine_curve(r), t, xa, ratios_at(s, 2 + (int)o, k, j, x));
-    }
-  pflex_refine_free(r);
-  return err;
-}
-
-/* Every calibration group's ratios: phase 0, and phase 1 in the closed
- * loop. A systematic sample past STUDY_MAX_TEMPLATES groups. */
-static int study_ratios(struct study *s, gsl_rng *noise) {
-  size_t stride = s->ng > STUDY_MAX_TEMPLATES ? s->ng / STUDY_MAX_TEMPLATES + 1 : 1;
-  int err = 0;
-  for (size_t k = 0; k < s->np && !err; k++)
-    for (size_t j = 0; j < s->ng && !err && !s->preds[k].templates; j += stride) {
-      if (!s->pcurve[k * s->ng + j]) continue;
-      for (size_t x = 0; x < CAL_NX; x++)
-        change_ratios(s->pcurve[k * s->ng + j], s->g[j].curve, CAL_X0 + CAL_DX * (double)x,
-                      ratios_at(s, 0, k, j, x));
-      if (s->prior) err = loop_ratios(s, k, j, noise);
-    }
-  if (err || !s->prior || s->o->rounds < 2) return err;
-  /* Phases 2 ..: their own stream, so that phase 1's draws stay those they were. */
-  gsl_rng *n2 = gsl_rng_alloc(gsl_rng_mt19937);
-  if (!n2) return -ENOMEM;
-  gsl_rng_set(n2, s->o->seed * 104729ul + 77ul);
-  for (size_t k = 0; k < s->np && !err; k++)
-    for (size_t j = 0; j < s->ng && !err && !s->preds[k].templates; j += stride)
-      if (s->pcurve[k * s->ng + j]) err = loop_ratios2(s, k, j, n2);
-  gsl_rng_free(n2);
-  return err;
-}
-
-/* How alike two groups are for the calibration: 1 the same GPU type, else
- * 0. (Also requiring the same arch x task cell left too few pairs: on the
- * mixed clusters of tests/integration/study_fair.sh it did no better.) */
-static int kinship(const struct pflex_study_group *a, const struct pflex_study_group *b) {
-  const char *x = a->gpu ? a->gpu : "H200", *y = b->gpu ? b->gpu : "H200";
-  return strcmp(x, y) == 0;
-}
-
-/* The calibration groups of set k for group gi (into idx): those outside its
- * fold (the same folds as its prediction) with ratios, of its own GPU type
- * when there are enough of them (a prediction errs alike on one GPU type),
- * else of every type. */
-static size_t calibration_pairs(const struct study *s, size_t k, size_t gi, size_t *idx) {
-  const struct pflex_study_predset *ps = &s->preds[k];
-  size_t n = 0, stride = s->ng > STUDY_MAX_TEMPLATES ? s->ng / STUDY_MAX_TEMPLATES + 1 : 1;
-  for (int kin = 1; kin >= 0 && n < CAL_MIN_SAME_GPU; kin--) {
-    n = 0;
-    for (size_t j = 0; j < s->ng; j += stride)
-      if (j != gi && (!ps->fold || ps->fold[j] != ps->fold[gi]) && s->pcurve[k * s->ng + j] &&
-          kinship(&s->g[j], &s->g[gi]) >= kin)
-        idx[n++] = j;
-  }
-  return n;
-}
-
-/* Set k's bands for group gi in a phase, from its calibration groups'
- * ratios: at each anchor the more pessimistic of small and large moves, the
- * quantiles of a Gaussian's z = opts.shrink SDs; NAN where too few. At
- * round 0 they are shared among a workload's jobs (a union bound,
- * Phi(-z) / jobs, so that the whole allocation's bound holds: it is taken
- * blind); in the closed loop each job's own (Phi(-z)): a move that was
- * wrong shows at the moved job's next observation and is undone. */
-static int calibrate_group(const struct study *s, int phase, size_t k, size_t gi, size_t *idx,
-                           double *rise, double *fall) {
-  size_t n = calibration_pairs(s, k, gi, idx);
-  double q = gsl_cdf_ugaussian_P(-s->o->shrink) / (phase ? 1.0 : (double)s->o->jobs);
-  for (size_t x = 0; x < CAL_NX; x++) {
-    double *f = band_at(s, phase, k, gi, x);
-    for (int m = 0; m < 2; m++) {
-      for (size_t p = 0; p < n; p++) {
-        rise[p] = ratios_at(s, phase, k, idx[p], x)[m];
-        fall[p] = ratios_at(s, phase, k, idx[p], x)[2 + m];
-      }
-      double g, l;
-      int err = pflex_shrink_band(rise, n, fall, n, q, &g, &l);
-      if (err == -PFLEX_E_NOPOINTS) { /* too few: the PFI's SD */
-        f[0] = f[1] = f[2] = f[3] = NAN;
-        break;
-      }
-      if (err) return err;
-      f[2 * m] = g, f[2 * m + 1] = l;
-    }
-  }
-  return 0;
-}
-
-/* The scaled bands' z of set k's group gi (pflex_shrink_scaled_band): at
- * each anchor and change, over its calibration groups' phase-1 ratios and
- * spreads; q for rises, 1 - q for falls; NAN where too few. rs: 2 ng
- * scratch. */
-static int scale_group(const struct study *s, size_t k, size_t gi, size_t *idx, double *rs) {
-  size_t n = calibration_pairs(s, k, gi, idx);
-  double q = gsl_cdf_ugaussian_P(-s->o->shrink);
-  for (size_t x = 0; x < CAL_NX; x++)
-    for (int m = 0; m < CAL_NR; m++) {
-      for (size_t p = 0; p < n; p++) {
-        rs[p] = ratios_at(s, 1, k, idx[p], x)[m];
-        rs[n + p] = cal_at(s, s->spread, k, idx[p], x)[m];
-      }
-      double *z = &cal_at(s, s->zq, k, gi, x)[m];
-      int err = pflex_shrink_scaled_band(rs, rs + n, n, m < 2 ? q : 1 - q, z);
-      if (err == -PFLEX_E_NOPOINTS) *z = NAN;
-      else if (err) return err;
-    }
-  return 0;
-}
-
-/* The shrinkage's calibrated bands of every set whose folds are the study's
- * own groups (not a training file's: its curves are not here). */
-static int study_calibrate(struct study *s) {
-  if (!(s->o->shrink > 0)) return 0;
-  size_t nb = CAL_PHASES * s->np * s->ng * CAL_NX;
-  s->fac = malloc(nb * CAL_NB * sizeof *s->fac + 1);
-  s->ratio = malloc(nb * CAL_NR * sizeof *s->ratio + 1);
-  size_t *idx = calloc(s->ng, sizeof *idx);
-  double *rise = calloc(2 * s->ng, sizeof *rise), *fall = calloc(s->ng, sizeof *fall);
-  gsl_rng *noise = gsl_rng_alloc(gsl_rng_mt19937);
-  int err = s->fac && s->ratio && idx && rise && fall && noise ? 0 : -ENOMEM;
-  size_t ns = s->np * s->ng * CAL_NX * CAL_NR;
-  if (!err && s->prior) {
-    s->spread = malloc(ns * sizeof *s->spread + 1);
-    s->zq = malloc(ns * sizeof *s->zq + 1);
-    err = s->spread && s->zq ? 0 : -ENOMEM;
-  }
-  for (size_t i = 0; !err && s->prior && i < ns; i++)
-    s->spread[i] = s->zq[i] = NAN;
-  for (size_t i = 0; !err && i < nb * CAL_NB; i++)
-    s->fac[i] = NAN;
-  for (size_t i = 0; !err && i < nb * CAL_NR; i++)
-    s->ratio[i] = NAN;
-  if (!err) gsl_rng_set(noise, s->o->seed * 104723ul + 31ul);
-  if (!err) err = study_ratios(s, noise);
-  int nph = !s->prior ? 1 : s->o->rounds < 2 ? 2 : CAL_PHASES;
-  for (int ph = 0; ph < nph && !err; ph++)
-    for (size_t k = 0; k < s->np && !err; k++)
-      for (size_t i = 0; i < s->ng && !err && !s->preds[k].templates; i++)
-        if (s->pcurve[k * s->ng + i]) err = calibrate_group(s, ph, k, i, idx, rise, fall);
-  for (size_t k = 0; k < s->np && !err && s->prior; k++)
-    for (size_t i = 0; i < s->ng && !err && !s->preds[k].templates; i++)
-      if (s->pcurve[k * s->ng + i]) err = scale_group(s, k, i, idx, rise);
-  gsl_rng_free(noise);
-  free(idx);
-  free(rise);
-  free(fall);
-  return err;
-}
 
 /* The output lines, in strategy order. */
 static int study_lines(struct study *s) {
@@ -835,7 +541,7 @@ static void scaled_factors(const struct study *s, const struct pflex_refine *r, 
   long xi = lround((x - CAL_X0) / CAL_DX);
   xi = xi < 0 ? 0 : xi >= CAL_NX ? CAL_NX - 1 : xi;
   const double *z = cal_at(s, s->zq, k, gi, (size_t)xi);
-  change_spreads(r, pm, pflex_curve_p_min(s->g[gi].curve) / pm, x, sp);
+  pflex__study_change_spreads(r, pm, pflex_curve_p_min(s->g[gi].curve) / pm, x, sp);
   for (int m = 0; m < CAL_NR; m++)
     if (isfinite(z[m]) && isfinite(sp[m]))
       f[slot[m]] = pflex_shrink_scaled_factor(z[m], sp[m], m < 2);
@@ -857,7 +563,7 @@ static bool loop_factors(const struct study *s, const struct work *w, size_t k, 
   if (round < 2 || !own || !(fabs(off) > STUDY_SHRUNK_KNOT_MERGE)) return own;
   size_t o = 0;
   for (size_t m = 1; m < CAL_NOFF; m++)
-    if (fabs(cal_off[m] - off) < fabs(cal_off[o] - off)) o = m;
+    if (fabs(pflex__study_cal_off[m] - off) < fabs(pflex__study_cal_off[o] - off)) o = m;
   double f2[CAL_NB];
   if (!factors(s, 2 + (int)o, k, gi, pw, f2)) return own;
   for (int m = off < 0 ? 1 : 0; m < CAL_NB; m += 2) /* the measured side: falls below, rises above */
@@ -1226,7 +932,7 @@ int pflex_study_run(const struct pflex_study_group *groups, size_t ngroups,
       (opts->scenarios & (1u << PFLEX_SCENARIO_PRODUCTION)) && (s.npt == 0 || s.nft == 0))
     err = -PFLEX_E_DATA;
   if (!err) err = study_curves(&s);
-  if (!err) err = study_calibrate(&s);
+  if (!err) err = pflex__study_calibrate(&s);
   if (!err) err = study_lines(&s);
   size_t ncell = PFLEX_SCENARIO_N * s.ncuts;
   if (!err) {
