@@ -819,9 +819,11 @@ static int pass_hulls(const struct pflex_alloc_job *jobs, size_t n, const double
   /* Room for every job's own hull at once, up to PASS_LOCAL_RESERVE
    * segments: grown by doubling, local was copied about 20 times at 10^6
    * jobs and its moved pages faulted in again. Pages of it that no hull
-   * reaches are never touched, so never backed by memory. */
+   * reaches are never touched, so never backed by memory. Where the system
+   * refuses that much address space (strict overcommit), local grows as it
+   * fills, as before. */
   if (!err && n)
-    err = pass_reserve_local(ps, n <= PASS_LOCAL_RESERVE / maxk ? n * maxk : PASS_LOCAL_RESERVE);
+    (void)pass_reserve_local(ps, n <= PASS_LOCAL_RESERVE / maxk ? n * maxk : PASS_LOCAL_RESERVE);
   for (size_t i = 0; !err && i < n; i++) {
     if (!(whi[i] > wlo[i]) || !(jobs[i].weight > 0)) continue;
     bool keep;
@@ -861,9 +863,10 @@ static int pass_threshold(const struct pass *ps, struct pass_mem *mem, double bu
     work = mem->work;
   } else {
     /* For the next pass, room for as many segments as local has (its pages
-     * are touched only as far as they are used). */
+     * are touched only as far as they are used), or just these. */
     size_t cap = mem && ps->cap_local > nw ? ps->cap_local : nw;
     work = pflex__hugepage_malloc(cap, sizeof *work);
+    if (!work && cap > nw) work = pflex__hugepage_malloc(cap = nw, sizeof *work);
     if (!work) return -ENOMEM;
     if (mem) free(mem->work), mem->work = work, mem->cap_work = cap;
   }
