@@ -171,7 +171,8 @@ static int load(const char *path, const struct args *a, struct pflex_jobset *set
   /* A JSON file is a jobs file unless the jobs reader finds a runs file
    * (pflex export --format json, which names its format): that is read as
    * runs, one job per group. One parse for a jobs file. */
-  if (cli_looks_like_json(path) && (err = pflex_jobs_read_json(path, set, &diag)) != -PFLEX_E_FORMAT) {
+  if (cli_looks_like_json(path) &&
+      (err = pflex_jobs_read_json(path, set, &diag)) != -PFLEX_E_FORMAT) {
     if (!err && set_filter) {
       pflex_jobset_release(set);
       cli_error("'%s' is a jobs file: --set applies to a runs CSV or JSON", path);
