@@ -47,6 +47,7 @@ struct study {
   struct line *lines;
   size_t nlines;
 };
+
 /* The most template curves one predicted data-shape curve averages over. */
 #define STUDY_MAX_TEMPLATES 512
 
@@ -55,8 +56,9 @@ struct study {
  * P_max (CAL_NR ratios per anchor: rise small, rise large, fall small, fall
  * large). Phase 0: the predicted curves; phase 1: the curves refined after
  * one observation at the anchor (the closed loop's); phase 2 + o: refined
- * after an observation at (x + pflex__study_cal_off[o]) P_max and then one at the anchor
- * (the loop's from round 2 on, for a job that round 1 moved). */
+ * after an observation at (x + pflex__study_cal_off[o]) P_max and then one
+ * at the anchor (the loop's from round 2 on, for a job that round 1
+ * moved). */
 #define CAL_X0 0.30
 #define CAL_DX 0.05
 #define CAL_NX 15
