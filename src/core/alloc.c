@@ -630,7 +630,8 @@ struct pass {
 };
 
 /* The memory a pass leaves to the next pass of the same call (optimal's
- * two): its block and local, whose pages are in use already. At 10^6 jobs
+ * two): its block, its local and pass_threshold's work array, whose pages
+ * are in use already. At 10^6 jobs
  * they are hundreds of MB, and faulting fresh pages in again (zeroed by
  * the kernel) cost more than the second pass's sampling. */
 struct pass_mem {

@@ -304,8 +304,8 @@ static void third_values(const struct pflex_curve *c, const double *xs, size_t k
 static size_t majorant_points(const struct pflex_curve *c, const double *xs, const double *ys,
                               size_t k, double *eps, struct pflex__hullpt *hp, double *tw) {
   bool linear = pflex_curve_piecewise_linear(c);
-  const double *tv = tw + 2 * (k > 0 ? k - 1 : 0);
-  if (!linear) third_values(c, xs, k, tw, tw + 2 * (k > 0 ? k - 1 : 0));
+  double *tv = tw + 2 * (k > 0 ? k - 1 : 0);
+  if (!linear) third_values(c, xs, k, tw, tv);
   size_t n = 0;
   double lift = 0; /* the left interval's lift of sample m */
   for (size_t m = 0; m < k; m++) {
