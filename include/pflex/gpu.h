@@ -33,6 +33,7 @@ enum pflex_gpu_field {
   PFLEX_GPU_THROTTLE = 1u << 9,      /* throttle_reasons */
   PFLEX_GPU_MEMORY = 1u << 10,       /* mem_used_bytes, mem_total_bytes */
   PFLEX_GPU_TPUT = 1u << 11,         /* tput: the simulated job's throughput (sim only) */
+  PFLEX_GPU_PROF = 1u << 12,         /* sm_active, pipe_tensor_active, dram_active */
 };
 
 /* Identity of one GPU. Strings are NUL-terminated, empty when unknown. */
@@ -57,6 +58,11 @@ struct pflex_gpu_reading {
   unsigned long long throttle_reasons; /* NVML clocks-event reason bits */
   unsigned long long mem_used_bytes, mem_total_bytes;
   double tput; /* job throughput (sim backend), job unit per second */
+  /* Profiling activities, fractions 0-1 of the sample period: DCGM's
+   * DCGM_FI_PROF_SM_ACTIVE, _PIPE_TENSOR_ACTIVE and _DRAM_ACTIVE (NVML's GPM
+   * metrics on Hopper). The sim backend models them (the twin); the nvml
+   * backend does not read them (yet). */
+  double sm_active, pipe_tensor_active, dram_active;
 };
 
 /* A backend. Every function returns 0 or a negative errno; `ctx` is what open

@@ -98,6 +98,25 @@ double pflex_twin_job_t_peak(const struct pflex_twin_gpu *gpu, const struct pfle
 
 #define PFLEX_TWIN_NMETRICS 13
 
+/* Index of each metric in pflex_twin_point.metrics (named by
+ * pflex_twin_metric_name). Activities are fractions 0-1, mem_copy_util a
+ * percent, traffic in bytes/s, fb_used in MiB. */
+enum pflex_twin_metric {
+  PFLEX_TWIN_M_GR_ENGINE = 0,
+  PFLEX_TWIN_M_SM_ACTIVE,
+  PFLEX_TWIN_M_SM_OCCUPANCY,
+  PFLEX_TWIN_M_PIPE_TENSOR,
+  PFLEX_TWIN_M_PIPE_FP16,
+  PFLEX_TWIN_M_PIPE_FP32,
+  PFLEX_TWIN_M_DRAM_ACTIVE,
+  PFLEX_TWIN_M_MEM_COPY_UTIL,
+  PFLEX_TWIN_M_NVLINK_TX,
+  PFLEX_TWIN_M_NVLINK_RX,
+  PFLEX_TWIN_M_PCIE_TX,
+  PFLEX_TWIN_M_PCIE_RX,
+  PFLEX_TWIN_M_FB_USED,
+};
+
 /* Name of telemetry metric i (DCGM field in lower case without prefix), or NULL. */
 const char *pflex_twin_metric_name(size_t i);
 

@@ -18,6 +18,7 @@
 #include "agent/log.h"
 #include "agent/mapdir.h"
 #include "agent/sampler.h"
+#include "agent/telemetry.h"
 #include "pflex/gpu.h"
 #include "pflex/restore.h"
 #include "pflex/tput.h"
@@ -25,6 +26,7 @@
 struct agent_gpu {
   struct pflex_gpu_info info;
   struct agent_lease lease;
+  struct agent_gpu_telemetry tel; /* its job's features while uncapped */
 };
 
 /* API errors by HTTP status, for /metrics. */

@@ -50,8 +50,28 @@ static int read_signal(struct agent *a, int sigfd) {
   return 0;
 }
 
+/* This tick's readings into each GPU's telemetry of its job, where every
+ * GPU of the job on this node read uncapped. */
+static void take_telemetry(struct agent *a) {
+  double window = AGENT_TELEMETRY_WINDOW_S * a->cfg.hz;
+  uint64_t capped = 0;
+  for (unsigned i = 0; i < a->n; i++)
+    if (a->samp[i].last_err || !a->samp[i].have_last ||
+        !agent_telemetry_uncapped(&a->samp[i].last))
+      capped |= (uint64_t)1 << i;
+  for (unsigned i = 0; i < a->n; i++) {
+    if (a->samp[i].last_err || !a->samp[i].have_last) continue;
+    const struct agent_job *job = agent_jobs_of_gpu(&a->jobs, i);
+    bool uncapped = job && !(agent_job_gpus(&a->jobs, job) & capped);
+    agent_telemetry_take(&a->g[i].tel, job ? job->id : NULL, &a->samp[i].last, uncapped, window);
+  }
+}
+
 void agent_step(struct agent *a, struct agent_http *h, double now) {
-  if (now >= a->sampler.next_s) agent_sampler_tick(&a->sampler, a->gpu, a->samp, a->n, now);
+  if (now >= a->sampler.next_s) {
+    agent_sampler_tick(&a->sampler, a->gpu, a->samp, a->n, now);
+    take_telemetry(a);
+  }
   agent_caps_expire(a, now);
   if (agent_mapdir_changed(&a->mapdir)) {
     char dir_job[AGENT_MAX_GPUS][AGENT_JOB_ID_MAX + 1];

@@ -90,6 +90,18 @@ static void add_meta(json_t *o, const struct agent_job_meta *m) {
                       m->min_throughput >= 0 ? json_real(m->min_throughput) : json_null());
 }
 
+/* "telemetry" (a controller's model reads it) and the samples behind it. */
+static void add_telemetry(json_t *o, const struct agent *a, uint64_t gpus, const char *id) {
+  const struct agent_gpu_telemetry *t[AGENT_MAX_GPUS];
+  size_t n = 0;
+  for (unsigned i = 0; i < a->n; i++)
+    if (gpus >> i & 1) t[n++] = &a->g[i].tel;
+  unsigned long long samples = 0;
+  json_t *tel = agent_telemetry_json(t, n, id, &samples);
+  json_object_set_new(o, "telemetry", tel ? tel : json_null());
+  json_object_set_new(o, "telemetry_samples", json_integer((json_int_t)samples));
+}
+
 static json_t *job_json(const struct agent *a, const struct agent_job *job) {
   json_t *gpus = json_array();
   uint64_t m = agent_job_gpus(&a->jobs, job);
@@ -104,6 +116,7 @@ static json_t *job_json(const struct agent *a, const struct agent_job *job) {
                         "throughput_time", s ? json_real(s->time_s) : json_null(),
                         "throughput_samples", (json_int_t)job->tput_total);
   add_meta(o, &job->meta);
+  add_telemetry(o, a, m, job->id);
   if (job->scrape_url[0]) {
     json_object_set_new(o, "metrics_url", json_string(job->scrape_url));
     json_object_set_new(o, "metric", json_string(job->scrape_metric));

@@ -515,11 +515,11 @@ int pflex_twin_eval_noisy(const struct pflex_twin_gpu *gpu, const struct pflex_t
     double z = gsl_ran_gaussian_ziggurat(rng, 1.0);
     double v = pt.metrics[k] * (1.0 + noise->metric_cv * z);
     /* Ratios stay ratios; percentages stay percentages. */
-    if (k <= PFLEX__M_DRAM_ACTIVE)
+    if (k <= PFLEX_TWIN_M_DRAM_ACTIVE)
       v = fmin(fmax(v, 0.0), 1.0);
-    else if (k == PFLEX__M_MEM_COPY_UTIL)
+    else if (k == PFLEX_TWIN_M_MEM_COPY_UTIL)
       v = fmin(fmax(v, 0.0), 100.0);
-    else if (k == PFLEX__M_FB_USED)
+    else if (k == PFLEX_TWIN_M_FB_USED)
       v = fmin(fmax(v, 0.0), gpu->hbm_gib * 1024.0); /* cannot exceed the memory */
     else
       v = fmax(v, 0.0);

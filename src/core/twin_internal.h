@@ -34,23 +34,6 @@ void pflex__twin_metrics(const struct pflex_twin_gpu *gpu, const struct pflex_tw
 /* Per-GPU gr_engine_active of job in state st. */
 double pflex__twin_util(const struct pflex_twin_job *job, const struct pflex__twin_state *st);
 
-/* Index of a few metrics in the metrics array. */
-enum {
-  PFLEX__M_GR_ENGINE = 0,
-  PFLEX__M_SM_ACTIVE,
-  PFLEX__M_SM_OCCUPANCY,
-  PFLEX__M_PIPE_TENSOR,
-  PFLEX__M_PIPE_FP16,
-  PFLEX__M_PIPE_FP32,
-  PFLEX__M_DRAM_ACTIVE,
-  PFLEX__M_MEM_COPY_UTIL,
-  PFLEX__M_NVLINK_TX,
-  PFLEX__M_NVLINK_RX,
-  PFLEX__M_PCIE_TX,
-  PFLEX__M_PCIE_RX,
-  PFLEX__M_FB_USED,
-};
-
 /* Per-GPU power and job throughput of pflex_twin_eval, without telemetry (fast path). */
 int pflex__twin_power_tput(const struct pflex_twin_gpu *gpu, const struct pflex_twin_job *job,
                            double cap_w, double *ret_power, double *ret_tput);

@@ -131,19 +131,19 @@ void pflex__twin_metrics(const struct pflex_twin_gpu *gpu, const struct pflex_tw
   double k = st->t_comm / tau;        /* network-bound share */
   double mm = fmax(1.0 - c - k, 0.0); /* memory-bound share */
   double gr = pflex__twin_util(job, st);
-  m[PFLEX__M_GR_ENGINE] = gr;
-  m[PFLEX__M_SM_ACTIVE] = clamp(gr * (0.93 * c + 0.72 * mm + 0.35 * k), 0, 1);
+  m[PFLEX_TWIN_M_GR_ENGINE] = gr;
+  m[PFLEX_TWIN_M_SM_ACTIVE] = clamp(gr * (0.93 * c + 0.72 * mm + 0.35 * k), 0, 1);
   /* Memory-bound kernels keep more warps resident to hide latency. */
-  m[PFLEX__M_SM_OCCUPANCY] = clamp(0.24 * c + 0.46 * mm + 0.15 * k, 0, 1);
+  m[PFLEX_TWIN_M_SM_OCCUPANCY] = clamp(0.24 * c + 0.46 * mm + 0.15 * k, 0, 1);
   /* Achieved FLOPs over the peak at the current clock. */
-  m[PFLEX__M_PIPE_TENSOR] = clamp(job->mfu * c / job->compute_share, 0, 0.95);
-  m[PFLEX__M_PIPE_FP16] = clamp(0.03 + 0.10 * mm, 0, 1);
-  m[PFLEX__M_PIPE_FP32] = clamp(0.02 + 0.02 * c + 0.07 * mm, 0, 1);
+  m[PFLEX_TWIN_M_PIPE_TENSOR] = clamp(job->mfu * c / job->compute_share, 0, 0.95);
+  m[PFLEX_TWIN_M_PIPE_FP16] = clamp(0.03 + 0.10 * mm, 0, 1);
+  m[PFLEX_TWIN_M_PIPE_FP32] = clamp(0.02 + 0.02 * c + 0.07 * mm, 0, 1);
   double dram = clamp(job->dram_util / tau, 0, 1);
-  m[PFLEX__M_DRAM_ACTIVE] = dram;
+  m[PFLEX_TWIN_M_DRAM_ACTIVE] = dram;
   /* NVML memory utilization (percent of time the memory was read or written)
    * saturates faster than DRAM_ACTIVE (cycles the interface is busy). */
-  m[PFLEX__M_MEM_COPY_UTIL] = 100.0 * (1.0 - exp(-1.9 * dram));
+  m[PFLEX_TWIN_M_MEM_COPY_UTIL] = 100.0 * (1.0 - exp(-1.9 * dram));
 
   /* Traffic per GPU per step. FSDP full shard: all-gather forward and backward
    * and a reduce-scatter of gradients, 2 bytes per parameter each (pretraining);
@@ -168,10 +168,10 @@ void pflex__twin_metrics(const struct pflex_twin_gpu *gpu, const struct pflex_tw
   double cross = g > 8 ? 8.0 / g + 0.1 : 0.0;
   double nv = fmin(rate * (1.0 - cross), link);
   double pcie = rate * cross + 4.0 * tokens_gpu / step_s + 5e7; /* + data loading, host I/O */
-  m[PFLEX__M_NVLINK_TX] = nv;
-  m[PFLEX__M_NVLINK_RX] = nv * 0.995;
-  m[PFLEX__M_PCIE_TX] = pcie * 0.9;
-  m[PFLEX__M_PCIE_RX] = pcie;
+  m[PFLEX_TWIN_M_NVLINK_TX] = nv;
+  m[PFLEX_TWIN_M_NVLINK_RX] = nv * 0.995;
+  m[PFLEX_TWIN_M_PCIE_TX] = pcie * 0.9;
+  m[PFLEX_TWIN_M_PCIE_RX] = pcie;
   /* Frame buffer: sharded weights, gradients and Adam state (16 bytes/param for
    * pretraining, 2 bytes/param frozen for LoRA) plus activations (about
    * 34 s b h bytes per layer, a fifth of it with checkpointing); the caching
@@ -179,5 +179,5 @@ void pflex__twin_metrics(const struct pflex_twin_gpu *gpu, const struct pflex_tw
   double state = (job->task == PFLEX_TASK_FT ? 2.0 : 16.0) * n_total / g;
   double act = 34.0 * tokens_gpu * hidden * layers * (job->grad_ckpt ? 0.2 : 1.0);
   double fb = (state + act) / (1024.0 * 1024.0) + 2048.0;
-  m[PFLEX__M_FB_USED] = fmin(fb, gpu->hbm_gib * 1024.0 * 0.97);
+  m[PFLEX_TWIN_M_FB_USED] = fmin(fb, gpu->hbm_gib * 1024.0 * 0.97);
 }

@@ -18,7 +18,7 @@
 /* Writes metric k of a run: ratios to 4 decimals, percent to 2, bytes and MiB whole. */
 static int set_metric(struct pflex_runset *set, size_t i, size_t k, double v) {
   char buf[64];
-  int prec = k <= PFLEX__M_DRAM_ACTIVE ? 4 : k == PFLEX__M_MEM_COPY_UTIL ? 2 : 0;
+  int prec = k <= PFLEX_TWIN_M_DRAM_ACTIVE ? 4 : k == PFLEX_TWIN_M_MEM_COPY_UTIL ? 2 : 0;
   snprintf(buf, sizeof buf, "%.*f", prec, v);
   return pflex_runset_set_extra(set, i, pflex_twin_metric_name(k), buf);
 }

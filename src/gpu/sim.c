@@ -387,6 +387,7 @@ static double jitter(struct sim *s) {
 /* What one GPU truly does at time t (noise-free). */
 struct sim_draw {
   double power_w, util, mem_util, fb_mib, sm_mhz;
+  double sm_active, tensor_active, dram_active; /* fractions */
   bool training, limited;
 };
 
@@ -410,7 +411,7 @@ static int draw_at(struct sim *s, struct sim_gpu *g, double t, struct sim_draw *
     d->fb_mib = 512 + 4096 * (tj / (s->warmup_s > 0 ? s->warmup_s : 1)); /* below 10 GiB */
     return 0;
   }
-  d->fb_mib = p.metrics[PFLEX_TWIN_NMETRICS - 1];
+  d->fb_mib = p.metrics[PFLEX_TWIN_M_FB_USED];
   if (tt < 0) {
     d->power_w = s->type->idle_w * 1.1;
     return 0;
@@ -422,12 +423,19 @@ static int draw_at(struct sim *s, struct sim_gpu *g, double t, struct sim_draw *
   if (in_eval) {
     d->power_w = s->type->idle_w + 0.5 * (p.power_w - s->type->idle_w);
     d->util = 35;
+    d->sm_active = 0.35 * p.metrics[PFLEX_TWIN_M_SM_ACTIVE]; /* forward passes only, gaps */
+    d->dram_active = 0.5 * p.metrics[PFLEX_TWIN_M_DRAM_ACTIVE];
   } else if (in_ckpt) {
     d->power_w = s->type->idle_w * 1.05;
   } else {
     d->power_w = p.power_w;
     d->util = 100.0 * p.util;
-    d->mem_util = 100.0 * p.metrics[6]; /* dram_active */
+    /* NVML's memory utilization is DCGM's MEM_COPY_UTIL (time the memory
+     * was read or written), not DRAM_ACTIVE. */
+    d->mem_util = p.metrics[PFLEX_TWIN_M_MEM_COPY_UTIL];
+    d->sm_active = p.metrics[PFLEX_TWIN_M_SM_ACTIVE];
+    d->tensor_active = p.metrics[PFLEX_TWIN_M_PIPE_TENSOR];
+    d->dram_active = p.metrics[PFLEX_TWIN_M_DRAM_ACTIVE];
     d->training = true;
     d->limited = p.limited;
   }
@@ -505,6 +513,10 @@ static int sim_read(void *ctx, unsigned i, struct pflex_gpu_reading *r) {
   r->util_gpu_pct = (unsigned)lround(fmin(100, fmax(0, d.util)));
   r->util_mem_pct = (unsigned)lround(fmin(100, fmax(0, d.mem_util)));
   r->mem_used_bytes = (unsigned long long)(d.fb_mib * 1048576.0);
+  r->valid |= PFLEX_GPU_PROF;
+  r->sm_active = d.sm_active; /* at the point's clock: not averaged like the power */
+  r->pipe_tensor_active = d.tensor_active;
+  r->dram_active = d.dram_active;
   if (d.limited) r->throttle_reasons = 0x4; /* sw_power_cap */
   if (d.training) {
     err = job_tput(s, now, &r->tput);

@@ -191,6 +191,21 @@ done
 awk -v r="$rate" 'BEGIN { exit !(r > 3000 && r < 9000) }' || fail "counter rate of s3: $rate ($BODY)"
 expect_eq "$(echo "$BODY" | jq '.jobs[] | select(.id == "s3") | .scrape_failures')" 0 "scrape failures"
 
+# Telemetry for a controller's PFI model: s3's features while it trains
+# uncapped (the fake's readings of GPU 0), frozen while it is capped.
+tel() { api_noauth GET /v1/jobs; echo "$BODY" | jq -c ".jobs[] | select(.id == \"s3\") | $1"; }
+for ((i = 0; i < 100; i++)); do [ "$(tel '.telemetry != null')" = true ] && break; sleep 0.05; done
+expect_eq "$(tel '.telemetry | [.gpu_util, .mem_copy_util, .sm_clock]')" \
+  "$("$PFLEX" gpus --json | jq -c '.[0] | [.gpu_util, .mem_util, .sm_clock_mhz]')" "s3's telemetry"
+[ "$(tel .telemetry_samples)" -ge 10 ] || fail "s3's telemetry from $(tel .telemetry_samples) samples"
+api PUT /v1/caps '{"caps":[{"job":"s3","watts":400}],"lease_s":60}'
+expect_code 200 "s3 capped"
+sleep 0.3 # a sample or two of the old limit may still come in
+n1=$(tel .telemetry_samples)
+sleep 0.5 # five samples at 10 Hz
+expect_eq "$(tel .telemetry_samples)" "$n1" "s3's telemetry samples while capped"
+expect_eq "$(tel '.telemetry != null')" true "s3's uncapped telemetry kept while capped"
+
 stop_pflexd TERM
 expect_eq "$(limit 2),$(limit 3)" 700000,700000 "b2's GPUs restored at SIGTERM"
 echo "agent_jobs: ok"
