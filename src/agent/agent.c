@@ -47,9 +47,10 @@ static int lock_state_dir(struct agent *a) {
 }
 
 static int open_gpus(struct agent *a) {
-  char msg[512] = "", spec[AGENT_PATH_MAX + 8] = "";
-  if (strcmp(a->cfg.backend, "nvml") == 0 && a->cfg.nvml_library[0])
-    snprintf(spec, sizeof spec, "lib=%s", a->cfg.nvml_library);
+  char msg[512] = "", spec[AGENT_PATH_MAX + 16] = "";
+  if (strcmp(a->cfg.backend, "nvml") == 0)
+    snprintf(spec, sizeof spec, "%s%s%s", a->cfg.nvml_profiling ? "gpm=on," : "",
+             a->cfg.nvml_library[0] ? "lib=" : "", a->cfg.nvml_library);
   else if (strcmp(a->cfg.backend, "sim") == 0) /* a daemon lives in real time */
     snprintf(spec, sizeof spec, "%s%s%s", a->cfg.sim_job, a->cfg.sim_job[0] ? "," : "",
              strstr(a->cfg.sim_job, "clock=") ? "" : "clock=real");

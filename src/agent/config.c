@@ -26,6 +26,9 @@ static const struct agent_key keys[] = {
     {"sim_job", AGENT_KEY_STRING, "", F(sim_job), 0, 0, "SPEC", "sim backend job (docs/gpu.md)"},
     {"nvml_library", AGENT_KEY_STRING, "", F(nvml_library), 0, 0, "FILE",
      "NVML library to load (default libnvidia-ml.so.1; env PFLEX_NVML_LIB)"},
+    {"nvml_profiling", AGENT_KEY_BOOL, "false", F(nvml_profiling), 0, 0, "BOOL",
+     "read SM, tensor and DRAM activity with NVML's GPM (Hopper and newer) for the jobs' "
+     "telemetry; leave off where DCGM profiles the GPUs"},
     {"state_dir", AGENT_KEY_STRING, "/var/lib/pflex", F(state_dir), 0, 0, "DIR",
      "restore records and lease state (root-only directory)"},
     {"socket", AGENT_KEY_STRING, "/run/pflex/pflexd.sock", F(socket), 0, 0, "PATH",

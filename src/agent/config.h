@@ -17,6 +17,7 @@ struct agent_config {
   char backend[32];
   char sim_job[512];
   char nvml_library[AGENT_PATH_MAX];
+  bool nvml_profiling; /* GPM: the profiling activities, per-job telemetry */
   char state_dir[AGENT_PATH_MAX];
   char socket[AGENT_PATH_MAX];
   char socket_group[64];

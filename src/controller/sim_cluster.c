@@ -24,6 +24,7 @@
 #include "controller/controller.h"
 #include "controller/sim_host.h"
 #include "controller/sim_hosted.h"
+#include "controller/sim_model.h"
 #include "controller/sim_procs.h"
 #include "controller/sim_score.h"
 #include "controller/sim_world.h"
@@ -56,6 +57,7 @@ struct opts {
   bool json, keep;
   bool hosted; /* --agents hosted: every agent in one host process on the sim backend */
   char pflexd[PATH_MAX], fake_nvml[PATH_MAX], dir[PATH_MAX], self[PATH_MAX], templates[PATH_MAX];
+  char model[PATH_MAX]; /* the controller's model_file: "" a fit on the default templates, "none" */
   struct fault faults[MAX_FAULTS];
   size_t nfaults;
   const char *ctl_opts[MAX_CTL_OPTS]; /* --controller-option: handed to pflex-controller */
@@ -135,6 +137,11 @@ static void usage(FILE *out) {
           "                        curves (its templates_file); default: the sweeps of 100\n"
           "                        twin-population jobs (other models than the sim's, seed 7);\n"
           "                        none: the parametric family\n"
+          "  --model FILE          the controller's `pflex fit` model (its model_file), which\n"
+          "                        predicts a job's PFI from the telemetry its agent reports;\n"
+          "                        default with the default templates: a ridge model fitted on\n"
+          "                        them (" SIM_MODEL_FEATURES "),\n"
+          "                        else none; none: every job's prior at the population's PFI\n"
           "  --controller-option --KEY=VALUE\n"
           "                        a pflex-controller option for its run (repeatable, up to 8;\n"
           "                        e.g. --controller-option --margin-pct=0.2)\n"
@@ -234,6 +241,7 @@ enum {
   O_JSON,
   O_AGENTS,
   O_TEMPLATES,
+  O_MODEL,
   O_POPULATION,
   O_CTL_OPT,
   O_HELP
@@ -247,7 +255,8 @@ static const struct option LONGOPTS[] = {
     {"pflexd", 1, 0, O_PFLEXD},      {"fake-nvml", 1, 0, O_FAKE},    {"dir", 1, 0, O_DIR},
     {"keep", 0, 0, O_KEEP},          {"base-port", 1, 0, O_PORT},    {"json", 0, 0, O_JSON},
     {"agents", 1, 0, O_AGENTS},      {"help", 0, 0, O_HELP},         {"templates", 1, 0, O_TEMPLATES},
-    {"population", 1, 0, O_POPULATION}, {"controller-option", 1, 0, O_CTL_OPT}, {0, 0, 0, 0}};
+    {"population", 1, 0, O_POPULATION}, {"controller-option", 1, 0, O_CTL_OPT},
+    {"model", 1, 0, O_MODEL},        {0, 0, 0, 0}};
 
 struct num_opt {
   int id;
@@ -328,11 +337,12 @@ static int parse_args(int argc, char **argv, struct opts *o) {
                 optarg, MAX_FAULTS);
         return 2;
       }
-    } else if (c == O_PFLEXD || c == O_FAKE || c == O_DIR || c == O_TEMPLATES) {
-      char *dst = c == O_PFLEXD ? o->pflexd
-                  : c == O_FAKE ? o->fake_nvml
-                  : c == O_DIR  ? o->dir
-                                : o->templates;
+    } else if (c == O_PFLEXD || c == O_FAKE || c == O_DIR || c == O_TEMPLATES || c == O_MODEL) {
+      char *dst = c == O_PFLEXD  ? o->pflexd
+                  : c == O_FAKE  ? o->fake_nvml
+                  : c == O_DIR   ? o->dir
+                  : c == O_MODEL ? o->model
+                                 : o->templates;
       snprintf(dst, PATH_MAX, "%s", optarg);
     } else if (c == O_CTL_OPT) {
       if (strncmp(optarg, "--", 2) != 0 || !strchr(optarg, '=') || o->nctl_opts == MAX_CTL_OPTS) {
@@ -475,7 +485,9 @@ static pid_t start_controller(struct sim *s) {
                   lease,
                   "--agent-timeout-s",
                   timeout,
-                  NULL, /* then --templates-file, the --controller-options, the classes, NULL */
+                  NULL, /* then --templates-file, --model-file, the --controller-options, */
+                  NULL, /* the classes, NULL */
+                  NULL,
                   NULL,
                   NULL,
                   NULL,
@@ -496,6 +508,10 @@ static pid_t start_controller(struct sim *s) {
   if (strcmp(o->templates, "none") != 0) {
     argv[k++] = "--templates-file";
     argv[k++] = (char *)o->templates;
+  }
+  if (strcmp(o->model, "none") != 0) {
+    argv[k++] = "--model-file";
+    argv[k++] = (char *)o->model;
   }
   for (size_t i = 0; i < o->nctl_opts; i++)
     argv[k++] = (char *)o->ctl_opts[i];
@@ -657,6 +673,7 @@ struct run_state {
   bool event_read;
   size_t ctl_samples_over; /* rounds the controller itself saw over target + 1% */
   double ctl_rounds;       /* the controller's round count at the last status poll */
+  size_t status_jobs, telemetry_jobs; /* at the last poll: jobs, those whose PFI is from telemetry */
   double cpu_ctl_s, cpu_host_s, cpu_sim_s; /* CPU time used, read before the teardown */
   FILE *trace;             /* <dir>/power.csv: every tick's totals */
 };
@@ -676,6 +693,16 @@ static void poll_status(struct sim *s, struct run_state *rs) {
     rs->caps_applied_s = json_number_value(acked) - rs->t_event;
   if (json_is_false(json_object_get(o, "compliant"))) rs->ctl_samples_over++;
   rs->ctl_rounds = json_number_value(json_object_get(o, "round"));
+  const json_t *jobs = json_object_get(o, "jobs");
+  if (json_array_size(jobs)) {
+    rs->status_jobs = json_array_size(jobs);
+    rs->telemetry_jobs = 0;
+    for (size_t i = 0; i < rs->status_jobs; i++)
+    {
+      const char *from = json_string_value(json_object_get(json_array_get(jobs, i), "pfi_from"));
+      rs->telemetry_jobs += from && strcmp(from, "telemetry") == 0;
+    }
+  }
   json_decref(o);
 }
 
@@ -877,6 +904,8 @@ static json_t *result_json(struct sim *s, struct run_state *rs, size_t wrong_aft
   json_object_set_new(o, "churned_jobs", json_integer((json_int_t)s->w.churned));
   json_object_set_new(o, "alloc_ms_max", json_real(rs->max_alloc_ms));
   json_object_set_new(o, "alloc_cpu_ms_max", json_real(rs->max_alloc_cpu_ms));
+  json_object_set_new(o, "status_jobs", json_integer((json_int_t)rs->status_jobs));
+  json_object_set_new(o, "jobs_pfi_from_telemetry", json_integer((json_int_t)rs->telemetry_jobs));
   json_object_set_new(o, "round_ms_max", json_real(rs->max_round_ms));
   json_object_set_new(o, "controller_rounds_over", json_integer((json_int_t)rs->ctl_samples_over));
   /* CPU: of the controller process running at the end (a controller-kill
@@ -892,6 +921,7 @@ static json_t *result_json(struct sim *s, struct run_state *rs, size_t wrong_aft
   json_object_set_new(o, "event", json_integer(rs->event_id));
   json_object_set_new(o, "dir", json_string(s->o.dir));
   json_object_set_new(o, "templates", json_string(s->o.templates));
+  json_object_set_new(o, "model", json_string(s->o.model));
   json_object_set_new(o, "job_kinds", json_string(s->o.population ? "population" : "paper"));
   json_object_set_new(o, "population", json_integer((json_int_t)s->o.population));
   return o;
@@ -930,6 +960,8 @@ static long host_wrong_final(const struct sim *s) {
 /* The default templates: sweeps of jobs drawn like `pflex twin population
  * --jobs 100 --seed 7`, models the sim's jobs (the published groups) are not. */
 static int write_templates(struct opts *o, char *err, size_t errlen) {
+  bool fit = !o->model[0];
+  if (fit && o->templates[0]) snprintf(o->model, sizeof o->model, "none"); /* theirs: no telemetry known */
   if (o->templates[0]) return 0;
   snprintf(o->templates, sizeof o->templates, "%.3000s/templates.csv", o->dir);
   struct pflex_twin_population_opts po = {.jobs = 100, .seed = 7};
@@ -937,9 +969,15 @@ static int write_templates(struct opts *o, char *err, size_t errlen) {
   int rc = pflex_twin_population(&po, &set);
   if (rc == 0) {
     rc = pflex_runs_write_csv(&set, o->templates);
+    if (rc < 0) snprintf(err, errlen, "cannot write the templates: %s", pflex_strerror(rc));
+    if (rc == 0 && fit) {
+      snprintf(o->model, sizeof o->model, "%.3000s/model.json", o->dir);
+      rc = sim_model_fit(&set, o->model, err, errlen);
+    }
     pflex_runset_release(&set);
+  } else {
+    snprintf(err, errlen, "cannot make the templates: %s", pflex_strerror(rc));
   }
-  if (rc < 0) snprintf(err, errlen, "cannot write the templates: %s", pflex_strerror(rc));
   return rc;
 }
 

@@ -9,6 +9,7 @@
  * NVML return codes become negative errno values here and nowhere else. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,11 +90,60 @@ typedef struct {
 /* NVML_STRUCT_VERSION(Memory, 2) */
 #define NVML_MEMORY_V2_VERSION ((unsigned int)(sizeof(nvmlMemory_v2_t) | (2u << 24)))
 
+/* GPU Performance Monitoring (GPM, Hopper and newer): a metric is computed
+ * between two samples of the device's counters. Version 1 of
+ * nvmlGpmMetricsGet_t has NVML_GPM_METRIC_MAX (98) metric slots. */
+typedef struct {
+  struct nvmlGpmSample_st *handle;
+} nvmlGpmSample_t;
+
+typedef struct {
+  unsigned int metricId;
+  nvmlReturn_t nvmlReturn;
+  double value;
+  struct {
+    char *shortName, *longName, *unit;
+  } metricInfo;
+} nvmlGpmMetric_t;
+
+#define NVML_GPM_METRIC_MAX 98
+#define NVML_GPM_METRICS_GET_VERSION 1
+#define NVML_GPM_SUPPORT_VERSION 1
+
+typedef struct {
+  unsigned int version;
+  unsigned int numMetrics;
+  nvmlGpmSample_t sample1, sample2;
+  nvmlGpmMetric_t metrics[NVML_GPM_METRIC_MAX];
+} nvmlGpmMetricsGet_t;
+
+typedef struct {
+  unsigned int version;
+  unsigned int isSupportedDevice;
+} nvmlGpmSupport_t;
+
+/* The metrics read, in percent 0-100: DCGM's PROF_SM_ACTIVE,
+ * PROF_PIPE_TENSOR_ACTIVE and PROF_DRAM_ACTIVE as fractions. */
+enum { NVML_GPM_METRIC_SM_UTIL = 2, NVML_GPM_METRIC_ANY_TENSOR_UTIL = 5, NVML_GPM_METRIC_DRAM_BW_UTIL = 10 };
+
+/* Per device: unknown until asked, then supported (two samples, the newer
+ * one `cur`) or not. */
+enum gpm_support { GPM_UNKNOWN = 0, GPM_YES, GPM_NO };
+struct gpm_dev {
+  enum gpm_support support;
+  nvmlGpmSample_t s[2];
+  int cur;         /* index of the newest sample in s */
+  unsigned taken;  /* samples in s since the last failure (2: a pair) */
+};
+
 /* ---- The loaded library. ---- */
 struct nvml {
   void *dl;
   unsigned count;
   nvmlDevice_t *dev;
+  bool gpm;                /* the spec asked for the profiling activities */
+  struct gpm_dev *gpm_dev; /* per device, when gpm */
+  nvmlGpmMetricsGet_t *mg; /* the request (4 KB), when gpm */
   char last_error[256];
 
   nvmlReturn_t (*init)(void);
@@ -116,6 +166,11 @@ struct nvml {
   nvmlReturn_t (*get_reasons)(nvmlDevice_t, unsigned long long *);
   nvmlReturn_t (*get_memory_v2)(nvmlDevice_t, nvmlMemory_v2_t *);
   nvmlReturn_t (*get_memory)(nvmlDevice_t, nvmlMemory_t *);
+  nvmlReturn_t (*gpm_support)(nvmlDevice_t, nvmlGpmSupport_t *);
+  nvmlReturn_t (*gpm_alloc)(nvmlGpmSample_t *);
+  nvmlReturn_t (*gpm_free)(nvmlGpmSample_t);
+  nvmlReturn_t (*gpm_sample)(nvmlDevice_t, nvmlGpmSample_t);
+  nvmlReturn_t (*gpm_metrics)(nvmlGpmMetricsGet_t *);
 };
 
 /* The one mapping of NVML return codes to errno values. */
@@ -189,20 +244,52 @@ static const struct sym syms[] = {
         "nvmlDeviceGetCurrentClocksThrottleReasons"),
     SYM(get_memory_v2, 0, "nvmlDeviceGetMemoryInfo_v2"),
     SYM(get_memory, 0, "nvmlDeviceGetMemoryInfo"),
+    SYM(gpm_support, 0, "nvmlGpmQueryDeviceSupport"),
+    SYM(gpm_alloc, 0, "nvmlGpmSampleAlloc"),
+    SYM(gpm_free, 0, "nvmlGpmSampleFree"),
+    SYM(gpm_sample, 0, "nvmlGpmSampleGet"),
+    SYM(gpm_metrics, 0, "nvmlGpmMetricsGet"),
 };
 
-static int nvml_open(const char *spec, void **ret_ctx, char *errbuf, size_t errlen) {
-  /* The one option: lib=PATH (the rest of the spec, commas included). */
-  const char *path = "libnvidia-ml.so.1";
-  if (spec && *spec) {
-    if (strncmp(spec, "lib=", 4) != 0 || !spec[4]) {
-      snprintf(errbuf, errlen, "invalid nvml backend option '%s': expected lib=PATH", spec);
+/* The spec: [gpm=on|off,][lib=PATH], lib last (the rest of the spec,
+ * commas included). */
+static int parse_spec(const char *spec, const char **ret_path, bool *ret_gpm, char *errbuf,
+                      size_t errlen) {
+  *ret_path = "libnvidia-ml.so.1";
+  *ret_gpm = false;
+  if (!spec) return 0;
+  const char *p = spec;
+  if (strncmp(p, "gpm=", 4) == 0) {
+    size_t len = strcspn(p + 4, ",");
+    bool on = len == 2 && strncmp(p + 4, "on", 2) == 0;
+    if (!on && !(len == 3 && strncmp(p + 4, "off", 3) == 0)) {
+      snprintf(errbuf, errlen, "invalid nvml backend option '%.*s': expected gpm=on or gpm=off",
+               (int)(len + 4), p);
       return -EINVAL;
     }
-    path = spec + 4;
+    *ret_gpm = on;
+    p += 4 + len;
+    if (*p == ',') p++;
+    else return 0;
   }
+  if (!*p && p == spec) return 0;
+  if (strncmp(p, "lib=", 4) != 0 || !p[4]) {
+    snprintf(errbuf, errlen, "invalid nvml backend option '%s': expected [gpm=on|off,][lib=PATH]",
+             p);
+    return -EINVAL;
+  }
+  *ret_path = p + 4;
+  return 0;
+}
+
+static int nvml_open(const char *spec, void **ret_ctx, char *errbuf, size_t errlen) {
+  const char *path;
+  bool gpm;
+  int perr = parse_spec(spec, &path, &gpm, errbuf, errlen);
+  if (perr) return perr;
   struct nvml *n = calloc(1, sizeof *n);
   if (!n) return -ENOMEM;
+  n->gpm = gpm;
   n->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!n->dl) {
     const char *e = dlerror();
@@ -239,7 +326,14 @@ static int nvml_open(const char *spec, void **ret_ctx, char *errbuf, size_t errl
     goto fail;
   }
   n->dev = calloc(n->count ? n->count : 1, sizeof *n->dev);
-  if (!n->dev) {
+  if (n->gpm) {
+    n->gpm_dev = calloc(n->count ? n->count : 1, sizeof *n->gpm_dev);
+    n->mg = calloc(1, sizeof *n->mg);
+  }
+  if (!n->dev || (n->gpm && (!n->gpm_dev || !n->mg))) {
+    free(n->dev);
+    free(n->gpm_dev);
+    free(n->mg);
     n->shutdown();
     err = -ENOMEM;
     snprintf(n->last_error, sizeof n->last_error, "out of memory");
@@ -257,6 +351,11 @@ fail:
 static void nvml_close(void *ctx) {
   struct nvml *n = ctx;
   if (!n) return;
+  for (unsigned i = 0; n->gpm_dev && i < n->count; i++)
+    for (int k = 0; k < 2; k++)
+      if (n->gpm_dev[i].s[k].handle) n->gpm_free(n->gpm_dev[i].s[k]);
+  free(n->gpm_dev);
+  free(n->mg);
   n->shutdown();
   dlclose(n->dl);
   free(n->dev);
@@ -323,6 +422,59 @@ static int nvml_info(void *ctx, unsigned i, struct pflex_gpu_info *info) {
 
 static int nvml_now(void *ctx, double *ret_s);
 
+/* Whether device i's profiling activities can be read: GPM's entry points,
+ * the device's support (asked once) and two samples. */
+static bool gpm_ready(struct nvml *n, unsigned i, nvmlDevice_t d) {
+  struct gpm_dev *g = &n->gpm_dev[i];
+  if (g->support == GPM_UNKNOWN) {
+    nvmlGpmSupport_t sup = {.version = NVML_GPM_SUPPORT_VERSION};
+    bool ok = n->gpm_support && n->gpm_alloc && n->gpm_free && n->gpm_sample && n->gpm_metrics &&
+              n->gpm_support(d, &sup) == NVML_SUCCESS && sup.isSupportedDevice;
+    for (int k = 0; ok && k < 2; k++)
+      ok = n->gpm_alloc(&g->s[k]) == NVML_SUCCESS;
+    if (!ok)
+      for (int k = 0; k < 2; k++)
+        if (g->s[k].handle) n->gpm_free(g->s[k]), g->s[k].handle = NULL;
+    g->support = ok ? GPM_YES : GPM_NO;
+  }
+  return g->support == GPM_YES;
+}
+
+/* The profiling activities over the time since the previous read of the
+ * device (the first read of a device has none). A failure leaves them
+ * invalid and starts the pair afresh. */
+static void gpm_read(struct nvml *n, unsigned i, nvmlDevice_t d, struct pflex_gpu_reading *out) {
+  if (!gpm_ready(n, i, d)) return;
+  struct gpm_dev *g = &n->gpm_dev[i];
+  int next = g->taken ? 1 - g->cur : 0;
+  if (n->gpm_sample(d, g->s[next]) != NVML_SUCCESS) {
+    g->taken = 0;
+    return;
+  }
+  g->cur = next;
+  if (++g->taken < 2) return;
+  g->taken = 2;
+  static const unsigned ids[] = {NVML_GPM_METRIC_SM_UTIL, NVML_GPM_METRIC_ANY_TENSOR_UTIL,
+                                 NVML_GPM_METRIC_DRAM_BW_UTIL};
+  nvmlGpmMetricsGet_t *mg = n->mg;
+  memset(mg, 0, sizeof *mg);
+  mg->version = NVML_GPM_METRICS_GET_VERSION;
+  mg->numMetrics = 3;
+  mg->sample1 = g->s[1 - g->cur];
+  mg->sample2 = g->s[g->cur];
+  for (unsigned k = 0; k < 3; k++)
+    mg->metrics[k].metricId = ids[k];
+  bool ok = n->gpm_metrics(mg) == NVML_SUCCESS;
+  for (unsigned k = 0; ok && k < 3; k++)
+    ok = mg->metrics[k].nvmlReturn == NVML_SUCCESS && mg->metrics[k].value >= 0 &&
+         mg->metrics[k].value <= 100;
+  if (!ok) return;
+  out->valid |= PFLEX_GPU_PROF;
+  out->sm_active = mg->metrics[0].value / 100.0;
+  out->pipe_tensor_active = mg->metrics[1].value / 100.0;
+  out->dram_active = mg->metrics[2].value / 100.0;
+}
+
 static int nvml_read(void *ctx, unsigned i, struct pflex_gpu_reading *out) {
   struct nvml *n = ctx;
   nvmlDevice_t d = NULL;
@@ -368,6 +520,7 @@ static int nvml_read(void *ctx, unsigned i, struct pflex_gpu_reading *out) {
       out->mem_total_bytes = m.total;
     }
   }
+  if (n->gpm) gpm_read(n, i, d, out);
   return 0;
 }
 

@@ -23,7 +23,7 @@
  *   gpuN.fail=E                 every call on GPU N fails
  *   gpuN.fail.CALL=E            one call fails; CALL is one of handle, name, uuid, pci,
  *                               power, energy, limit, default_limit, constraints,
- *                               enforced, clock, util, reasons, memory, set_limit
+ *                               enforced, clock, util, reasons, memory, set_limit, gpm
  *   gpuN.lost_after=K           after K calls on GPU N (counted per process), every
  *                               call on it returns GPU_IS_LOST
  *
@@ -41,6 +41,15 @@
  * otherwise the call fails, prints "fake-nvml: VIOLATION ..." to stderr and
  * records gpuN.violation=1 in the state file, so a test can prove that no
  * limit changed before its restore record was on disk.
+ *
+ * GPM (the profiling metrics of Hopper and newer): a GPU with gpuN.gpm_dram
+ * supports it; gpuN.gpm_sm, gpuN.gpm_tensor and gpuN.gpm_dram are its SM,
+ * tensor and DRAM bandwidth utilization in percent (fractions allowed).
+ * nvmlGpmSampleGet records the state's values and the time; nvmlGpmMetricsGet
+ * gives the mean of its two samples' values, and refuses (INVALID_ARGUMENT)
+ * samples of two GPUs, a sample never taken, or a sample2 not later than
+ * sample1, as the driver does; other metric ids answer NOT_SUPPORTED in
+ * their slot. CALL gpm injects a failure into GPM's device calls.
  *
  * Only the older name nvmlDeviceGetCurrentClocksThrottleReasons is exported
  * (not ...ClocksEventReasons), to exercise the loader's fallback. */
@@ -523,6 +532,104 @@ EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m) {
   nvmlReturn_t r = nvmlDeviceGetMemoryInfo_v2(d, &m2);
   if (!r) m->total = m2.total, m->used = m2.used, m->free = m2.free;
   return r;
+}
+
+/* ---- GPM ---- */
+struct nvmlGpmSample_st {
+  unsigned gpu;
+  int taken;
+  struct timespec t;
+  double v[3]; /* sm, tensor, dram: percent */
+};
+typedef struct {
+  struct nvmlGpmSample_st *handle;
+} nvmlGpmSample_t;
+typedef struct {
+  unsigned int metricId;
+  nvmlReturn_t nvmlReturn;
+  double value;
+  struct {
+    char *shortName, *longName, *unit;
+  } metricInfo;
+} nvmlGpmMetric_t;
+typedef struct {
+  unsigned int version;
+  unsigned int numMetrics;
+  nvmlGpmSample_t sample1, sample2;
+  nvmlGpmMetric_t metrics[98];
+} nvmlGpmMetricsGet_t;
+typedef struct {
+  unsigned int version;
+  unsigned int isSupportedDevice;
+} nvmlGpmSupport_t;
+
+static double gpu_real(unsigned i, const char *field) {
+  const char *v = gpu_get(i, field);
+  return v ? strtod(v, NULL) : 0;
+}
+
+EXPORT nvmlReturn_t nvmlGpmQueryDeviceSupport(nvmlDevice_t d, nvmlGpmSupport_t *sup) {
+  unsigned i;
+  if (!sup) return E_INVALID_ARGUMENT;
+  if (sup->version != 1) return 25; /* ARGUMENT_VERSION_MISMATCH */
+  nvmlReturn_t r = begin(d, "gpm", &i);
+  if (r) return r;
+  sup->isSupportedDevice = gpu_get(i, "gpm_dram") != NULL;
+  end();
+  return OK;
+}
+
+EXPORT nvmlReturn_t nvmlGpmSampleAlloc(nvmlGpmSample_t *s) {
+  if (!initialized) return E_UNINITIALIZED;
+  if (!s) return E_INVALID_ARGUMENT;
+  s->handle = calloc(1, sizeof *s->handle);
+  return s->handle ? OK : 20; /* NVML_ERROR_MEMORY */
+}
+
+EXPORT nvmlReturn_t nvmlGpmSampleFree(nvmlGpmSample_t s) {
+  if (!s.handle) return E_INVALID_ARGUMENT;
+  free(s.handle);
+  return OK;
+}
+
+EXPORT nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t d, nvmlGpmSample_t s) {
+  unsigned i;
+  if (!s.handle) return E_INVALID_ARGUMENT;
+  nvmlReturn_t r = begin(d, "gpm", &i);
+  if (r) return r;
+  if (!gpu_get(i, "gpm_dram")) {
+    end();
+    return E_NOT_SUPPORTED;
+  }
+  s.handle->gpu = i;
+  s.handle->taken = 1;
+  clock_gettime(CLOCK_MONOTONIC, &s.handle->t);
+  s.handle->v[0] = gpu_real(i, "gpm_sm");
+  s.handle->v[1] = gpu_real(i, "gpm_tensor");
+  s.handle->v[2] = gpu_real(i, "gpm_dram");
+  end();
+  return OK;
+}
+
+static int later(struct timespec a, struct timespec b) {
+  return b.tv_sec > a.tv_sec || (b.tv_sec == a.tv_sec && b.tv_nsec > a.tv_nsec);
+}
+
+EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *m) {
+  if (!initialized) return E_UNINITIALIZED;
+  if (!m) return E_INVALID_ARGUMENT;
+  if (m->version != 1) return 25;
+  const struct nvmlGpmSample_st *a = m->sample1.handle, *b = m->sample2.handle;
+  if (m->numMetrics > 98 || !a || !b || !a->taken || !b->taken || a->gpu != b->gpu ||
+      !later(a->t, b->t))
+    return E_INVALID_ARGUMENT;
+  for (unsigned k = 0; k < m->numMetrics; k++) {
+    unsigned id = m->metrics[k].metricId;
+    int slot = id == 2 ? 0 : id == 5 ? 1 : id == 10 ? 2 : -1;
+    m->metrics[k].nvmlReturn = slot < 0 ? E_NOT_SUPPORTED : OK;
+    m->metrics[k].value = slot < 0 ? 0 : (a->v[slot] + b->v[slot]) / 2;
+  }
+  return OK;
 }
 
 /* True when the restore file (if one is being checked) lists this UUID. */

@@ -53,6 +53,26 @@ fake_set gpu1.fail.power none
 stop_pflexd TERM
 expect_eq "$(limit 0)" 700000 "GPU 0 restored at SIGTERM"
 
+# nvml_profiling: NVML's GPM activities (the fake's GPU 0 has them, GPU 1
+# not) join a job's telemetry: DCGM's fractions from GPM's percents.
+fake_set gpu0.gpm_sm 88.5
+fake_set gpu0.gpm_tensor 41
+fake_set gpu0.gpm_dram 55
+start_pflexd --nvml-profiling true
+api PUT /v1/jobs/p0 '{"gpus":[0]}'
+api PUT /v1/jobs/p1 '{"gpus":[1]}'
+tel() { api_noauth GET /v1/jobs; echo "$BODY" | jq -c ".jobs[] | select(.id == \"$1\") | .telemetry | $2"; }
+for ((i = 0; i < 100; i++)); do [ "$(tel p0 .dram_active)" != null ] && [ "$(tel p1 .gpu_util)" != null ] && break; sleep 0.05; done
+expect_eq "$(tel p0 '[.sm_active, .pipe_tensor_active, .dram_active]')" '[0.885,0.41,0.55]' "p0's GPM telemetry"
+expect_eq "$(tel p1 '[.gpu_util != null, .dram_active]')" '[true,null]' "p1's telemetry without GPM"
+stop_pflexd TERM
+# Off (the default): no GPM activities.
+start_pflexd
+api PUT /v1/jobs/p0 '{"gpus":[0]}'
+for ((i = 0; i < 100; i++)); do [ "$(tel p0 .gpu_util)" != null ] && break; sleep 0.05; done
+expect_eq "$(tel p0 '[.gpu_util != null, .dram_active]')" '[true,null]' "p0's telemetry with nvml_profiling off"
+stop_pflexd TERM
+
 # The sim backend: simulated GPUs of the twin.
 BACKEND=sim start_pflexd --sim-job gpus=8,clock=real
 api_noauth GET /v1/gpus

@@ -198,9 +198,58 @@ static void test_nvml_errors(void **state) {
   /* A library without the NVML symbols is refused with the missing one named. */
   assert_int_equal(pflex_gpu_open("nvml", "lib=libm.so.6", &g, msg, sizeof msg), -ELIBBAD);
   assert_non_null(strstr(msg, "lacks the required function nvmlInit_v2"));
-  /* A spec that is not lib=PATH is refused, not ignored. */
+  /* A spec that is not [gpm=on|off,][lib=PATH] is refused, not ignored. */
   assert_int_equal(pflex_gpu_open("nvml", "gpus=2", &g, msg, sizeof msg), -EINVAL);
-  assert_non_null(strstr(msg, "expected lib=PATH"));
+  assert_non_null(strstr(msg, "expected [gpm=on|off,][lib=PATH]"));
+  assert_int_equal(pflex_gpu_open("nvml", "gpm=yes," FAKE_SPEC, &g, msg, sizeof msg), -EINVAL);
+  assert_non_null(strstr(msg, "'gpm=yes': expected gpm=on or gpm=off"));
+  assert_int_equal(pflex_gpu_open("nvml", "gpm=on,gpus=2", &g, msg, sizeof msg), -EINVAL);
+}
+
+/* GPM (gpm=on): the profiling activities between two reads of a device, in
+ * fractions; none on the first read, on a device without GPM, with gpm=off,
+ * or when a GPM call fails (the read itself succeeds). */
+static void test_nvml_gpm(void **state) {
+  (void)state;
+  fake_state("gpu0.gpm_sm=88.5\ngpu0.gpm_tensor=41\ngpu0.gpm_dram=55\n");
+  struct pflex_gpu *g;
+  char msg[256];
+  assert_int_equal(pflex_gpu_open("nvml", "gpm=on," FAKE_SPEC, &g, msg, sizeof msg), 0);
+  struct pflex_gpu_reading r;
+  assert_int_equal(pflex_gpu_read(g, 0, &r), 0);
+  assert_false(r.valid & PFLEX_GPU_PROF); /* one sample: no interval yet */
+  struct timespec ms = {0, 2000000};
+  nanosleep(&ms, NULL);
+  assert_int_equal(pflex_gpu_read(g, 0, &r), 0);
+  assert_true(r.valid & PFLEX_GPU_PROF);
+  assert_true(fabs(r.sm_active - 0.885) < 1e-12);
+  assert_true(fabs(r.pipe_tensor_active - 0.41) < 1e-12);
+  assert_true(fabs(r.dram_active - 0.55) < 1e-12);
+  for (int k = 0; k < 3; k++) { /* GPU 1 has no GPM */
+    assert_int_equal(pflex_gpu_read(g, 1, &r), 0);
+    assert_false(r.valid & PFLEX_GPU_PROF);
+  }
+  pflex_gpu_close(g);
+  /* A failing sample: no activities, the read still succeeds. */
+  fake_state("gpu0.gpm_sm=88.5\ngpu0.gpm_tensor=41\ngpu0.gpm_dram=55\ngpu0.fail.gpm=unknown\n");
+  assert_int_equal(pflex_gpu_open("nvml", "gpm=on," FAKE_SPEC, &g, msg, sizeof msg), 0);
+  for (int k = 0; k < 3; k++) {
+    assert_int_equal(pflex_gpu_read(g, 0, &r), 0);
+    assert_false(r.valid & PFLEX_GPU_PROF);
+    assert_true(r.valid & PFLEX_GPU_POWER);
+  }
+  pflex_gpu_close(g);
+  /* gpm=off, or no gpm= at all: never asked. */
+  fake_state("gpu0.gpm_sm=88.5\ngpu0.gpm_tensor=41\ngpu0.gpm_dram=55\n");
+  static const char *const off[] = {"gpm=off," FAKE_SPEC, FAKE_SPEC};
+  for (size_t s = 0; s < 2; s++) {
+    assert_int_equal(pflex_gpu_open("nvml", off[s], &g, msg, sizeof msg), 0);
+    for (int k = 0; k < 2; k++) {
+      assert_int_equal(pflex_gpu_read(g, 0, &r), 0);
+      assert_false(r.valid & PFLEX_GPU_PROF);
+    }
+    pflex_gpu_close(g);
+  }
 }
 
 static void test_nvml_lost_after(void **state) {
@@ -301,6 +350,12 @@ static void test_sim_backend(void **state) {
   assert_true(r.valid & PFLEX_GPU_TPUT);
   assert_true(r.util_gpu_pct >= 50);
   assert_true(r.mem_used_bytes > 10ull * 1073741824ull); /* weights loaded */
+  /* The twin's profiling activities, and NVML's memory utilization as
+   * MEM_COPY_UTIL (which saturates faster than DRAM activity). */
+  assert_true(r.valid & PFLEX_GPU_PROF);
+  assert_true(r.dram_active > 0.02 && r.dram_active < 1);
+  assert_true(r.sm_active > r.pipe_tensor_active && r.sm_active <= 1);
+  assert_true(r.util_mem_pct > 100 * r.dram_active);
   double t_full = r.tput, p_full = r.power_mw;
   /* A cap on one GPU slows the whole synchronous job and lowers that GPU's power. */
   assert_int_equal(pflex__gpu_set_limit_unrecorded(g, 2, 300000), 0);
@@ -502,6 +557,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_nvml_read, teardown_state),
       cmocka_unit_test_teardown(test_nvml_errors, teardown_state),
       cmocka_unit_test_teardown(test_nvml_lost_after, teardown_state),
+      cmocka_unit_test_teardown(test_nvml_gpm, teardown_state),
       cmocka_unit_test_teardown(test_nvml_fake_sees_edits, teardown_state),
       cmocka_unit_test(test_sim_backend),
       cmocka_unit_test(test_sim_sweep_pfi),
