@@ -14,7 +14,8 @@
 # learnt table, written inside each round's transaction), and that a job given
 # its whole draw is probed under it (explore.h): seed 5's 64-GPU MoE job,
 # which the allocation leaves its whole draw, gets an observation that pins
-# its curve (before the probe: confidence 0 all event).
+# its curve (before the probe: confidence 0 all event); and that jobs get
+# their PFI from their agents' telemetry through the sim's fitted model.
 source "$(dirname "$0")/controller_common.bash"
 # PLplot's font stack (the report's figure) keeps one-time allocations.
 export LSAN_OPTIONS="suppressions=$(dirname "$0")/lsan-plplot.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
@@ -43,6 +44,11 @@ check() { # out.json label
   { cat "$T/sim.log"; fail "sim-cluster failed"; }
 cat "$T/out.json"
 jq -e '.nodes == 50 and .gpus == 400 and .samples > 50' "$T/out.json" >/dev/null || fail "size"
+# The PFI model the sim fits on its templates: jobs that trained uncapped
+# before the event get their PFI from the telemetry their agent reports
+# (pflexd's GET /v1/jobs "telemetry", the controller's pfi_from).
+jq -e '(.model | endswith("/model.json")) and .jobs_pfi_from_telemetry > 0' "$T/out.json" >/dev/null ||
+  fail "no job's PFI from its telemetry: $(jq -c '[.model, .status_jobs, .jobs_pfi_from_telemetry]' "$T/out.json")"
 # Throughput: not more than the oracle's, and not far below an equal cut's.
 # Under this churn a job that starts mid-event starts at the event-safe cap
 # (pflexd releases a job's GPUs to the lease's fallback), so the controller
