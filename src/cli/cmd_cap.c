@@ -467,7 +467,7 @@ static int run(int argc, char **argv) {
     return PFLEX_EXIT_USAGE;
   }
   struct pflex_gpu *gpu;
-  err = cli_gpu_open(o.c.backend, o.c.spec, &gpu);
+  err = cli_gpu_open(o.c.backend, o.c.spec, NULL, &gpu);
   if (err) return err == -ENOENT ? PFLEX_EXIT_USAGE : PFLEX_EXIT_FAIL;
   int status = subcommands[k].fn(gpu, &o);
   pflex_gpu_close(gpu);

@@ -26,7 +26,7 @@ static const struct cli_option options[] = {
               "one JSON object per GPU in an array; readings the GPU cannot give are absent")},
     {CLI_DOUBLE("watch", "S", struct args, watch, 0, 1e7,
                 "sample for S seconds and write a telemetry series CSV to stdout (time_s, gpu, "
-                "power_w, gpu_util, mem_util, fb_used_mib, sm_clock_mhz, mem_clock_mhz, limit_w, "
+                "power_w, gpu_util, mem_copy_util, fb_used_mib, sm_clock_mhz, mem_clock_mhz, limit_w, "
                 "enforced_limit_w, energy_j, throttle); empty cells: not available")},
     {CLI_DOUBLE("hz", "N", struct args, hz, 0.1, 10,
                 "samples per second with --watch, 0.1-10 (default 1)"),
@@ -110,7 +110,7 @@ static int watch(struct pflex_gpu *gpu, const char *list, double seconds, double
   unsigned *idx;
   size_t n;
   if (cli_gpu_select(gpu, list, &idx, &n)) return PFLEX_EXIT_FAIL;
-  printf("time_s,gpu,power_w,gpu_util,mem_util,fb_used_mib,sm_clock_mhz,mem_clock_mhz,limit_w,"
+  printf("time_s,gpu,power_w,gpu_util,mem_copy_util,fb_used_mib,sm_clock_mhz,mem_clock_mhz,limit_w,"
          "enforced_limit_w,energy_j,throttle\n");
   double t0, now;
   pflex_gpu_now(gpu, &t0);
@@ -217,7 +217,7 @@ static int run(int argc, char **argv) {
   int err = cli_parse(&spec, argc, argv, &a, &p);
   if (err) return cli_parse_status(err);
   struct pflex_gpu *gpu;
-  err = cli_gpu_open(a.backend, a.spec, &gpu);
+  err = cli_gpu_open(a.backend, a.spec, NULL, &gpu);
   if (err) return err == -ENOENT ? PFLEX_EXIT_USAGE : PFLEX_EXIT_FAIL;
   int status = cli_given(&p, "watch") ? watch(gpu, a.gpus, a.watch, a.hz) : list_gpus(gpu, a.json);
   pflex_gpu_close(gpu);

@@ -26,7 +26,7 @@ struct args {
   const char *gpus, *backend, *spec, *statsd, *metric, *regex, *group, *gpu_type, *out, *db,
       *state_dir;
   double hz, duration, pause, sustain, grace;
-  bool attach, step_time, quiet, force;
+  bool attach, step_time, quiet, force, profiling;
   int unit; /* enum pflex_tput_unit */
 };
 
@@ -41,6 +41,9 @@ static const struct cli_option options[] = {
     {CLI_STRING("sim-job", "SPEC", struct args, spec,
                 "sim backend: GPUs, job and clock (docs/gpu.md)")},
     {CLI_DOUBLE("hz", "N", struct args, hz, 1, 10, "samples per second, 1-10 (default 1)")},
+    {CLI_FLAG("profiling", struct args, profiling,
+              "nvml: also record SM, tensor and DRAM activity with NVML's GPM (Hopper and newer; "
+              "the sim backend always does)")},
     {CLI_DOUBLE("duration", "S", struct args, duration, 1e-3, 1e7,
                 "seconds per run (default 1800, the paper's 30 minutes)")},
     {CLI_DOUBLE("pause", "S", struct args, pause, 0, 1e6, "pause after each run (default 60)")},
@@ -382,7 +385,7 @@ static int run(int argc, char **argv) {
   size_t nidx = 0;
   int signo = 0;
   if (status == PFLEX_EXIT_USAGE) goto out;
-  int err = cli_gpu_open(a.backend, a.spec, &gpu);
+  int err = cli_gpu_open(a.backend, a.spec, a.profiling ? "gpm=on" : NULL, &gpu);
   if (err) {
     status = err == -ENOENT ? PFLEX_EXIT_USAGE : PFLEX_EXIT_FAIL;
     goto out;

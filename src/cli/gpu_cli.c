@@ -1,5 +1,6 @@
 /* Helpers shared by the GPU commands (see gpu_cli.h). */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,14 +8,18 @@
 #include "cli/gpu_cli.h"
 #include "cli/util.h"
 
-int cli_gpu_open(const char *backend, const char *spec, struct pflex_gpu **ret_gpu) {
+int cli_gpu_open(const char *backend, const char *spec, const char *nvml_opts,
+                 struct pflex_gpu **ret_gpu) {
   const char *env = getenv("PFLEX_GPU_BACKEND");
   if (!backend || !*backend) backend = env && *env ? env : "nvml";
-  /* The nvml backend's one option is its library: env PFLEX_NVML_LIB. */
+  /* The nvml backend: nvml_opts (gpm=on), then its library from env
+   * PFLEX_NVML_LIB (lib= is the last option); spec is the sim's. */
   char nvml_spec[4200];
   if (strcmp(backend, "nvml") == 0) {
     const char *lib = getenv("PFLEX_NVML_LIB");
-    snprintf(nvml_spec, sizeof nvml_spec, "%s%s", lib && *lib ? "lib=" : "", lib ? lib : "");
+    bool opts = nvml_opts && *nvml_opts, has_lib = lib && *lib;
+    snprintf(nvml_spec, sizeof nvml_spec, "%s%s%s%s", opts ? nvml_opts : "",
+             opts && has_lib ? "," : "", has_lib ? "lib=" : "", has_lib ? lib : "");
     spec = nvml_spec;
   }
   char msg[512];

@@ -9,8 +9,10 @@
 #include "pflex/restore.h"
 
 /* Opens the backend (NULL: env PFLEX_GPU_BACKEND, else nvml; nvml's library
- * from env PFLEX_NVML_LIB) and prints why not. */
-int cli_gpu_open(const char *backend, const char *spec, struct pflex_gpu **ret_gpu);
+ * from env PFLEX_NVML_LIB) and prints why not. spec: the sim backend's;
+ * nvml_opts: the nvml backend's options but its library (e.g. "gpm=on"), or NULL. */
+int cli_gpu_open(const char *backend, const char *spec, const char *nvml_opts,
+                 struct pflex_gpu **ret_gpu);
 
 /* The state directory given: --state-dir, else env PFLEX_STATE_DIR, else NULL
  * (the library's default). */

@@ -31,6 +31,10 @@ assert [float(r["power_w"]) for r in rows] == [600, 1000, 1300], rows
 assert [float(r["tokens_per_s"]) for r in rows] == [600, 1000, 1400], rows
 assert all(r["group"] == "fake-regex" and r["gpu"] == "H200" and r["gpus"] == "2" for r in rows), rows
 assert all(r["provenance"] == "measured" and float(r["gpu_util"]) == 97 for r in rows), rows
+# NVML's memory utilization under its DCGM name (a model's feature); no
+# profiling activities without --profiling.
+assert all(float(r["mem_copy_util"]) == 61 for r in rows), rows
+assert all(not r.get("dram_active") for r in rows), rows
 PY
 grep >/dev/null "^PFI 0.875 " out.txt || fail "PFI line"
 grep >/dev/null "^provenance: measured" out.txt || fail "sweep: no provenance line"
@@ -39,6 +43,20 @@ expect_eq "$(fake_get gpu0.limit_mw)" 700000 "GPU 0 restored"
 expect_eq "$(fake_get gpu1.limit_mw)" 700000 "GPU 1 restored"
 python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["records"] == []' "$PFLEX_STATE_DIR/restore.json"
 [ -z "$(fake_get gpu0.violation)$(fake_get gpu1.violation)" ] || fail "limit changed before its record"
+
+# --profiling: NVML's GPM activities (the fake's percents) as fractions in the runs.
+for g in 0 1; do fake_set gpu$g.gpm_sm 88; fake_set gpu$g.gpm_tensor 41; fake_set gpu$g.gpm_dram 55; done
+"$PFLEX" sweep --gpus 0,1 --caps 300,700 --hz 10 --duration 0.8 --pause 0.1 --sustain 0.2 --profiling \
+  --group fake-gpm --out runs_gpm.csv --quiet -- ./job.sh > out_gpm.txt 2> err_gpm.txt || { cat err_gpm.txt; fail "sweep --profiling failed"; }
+python3 - <<'PY'
+import csv
+rows = list(csv.DictReader(open("runs_gpm.csv")))
+assert len(rows) == 2, rows
+for r in rows:
+    assert abs(float(r["sm_active"]) - 0.88) < 1e-9 and abs(float(r["pipe_tensor_active"]) - 0.41) < 1e-9, r
+    assert abs(float(r["dram_active"]) - 0.55) < 1e-9 and float(r["mem_copy_util"]) == 61, r
+PY
+expect_eq "$(fake_get gpu0.limit_mw),$(fake_get gpu1.limit_mw)" 700000,700000 "GPUs restored after the --profiling sweep"
 
 # StatsD: the job sends a tokens counter over a Unix datagram socket.
 cat > statsd_job.py <<'EOS'
