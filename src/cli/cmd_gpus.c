@@ -13,7 +13,7 @@
 
 struct args {
   const char *backend, *spec, *gpus;
-  bool json;
+  bool json, profiling;
   double watch, hz;
 };
 
@@ -27,7 +27,12 @@ static const struct cli_option options[] = {
     {CLI_DOUBLE("watch", "S", struct args, watch, 0, 1e7,
                 "sample for S seconds and write a telemetry series CSV to stdout (time_s, gpu, "
                 "power_w, gpu_util, mem_copy_util, fb_used_mib, sm_clock_mhz, mem_clock_mhz, limit_w, "
-                "enforced_limit_w, energy_j, throttle); empty cells: not available")},
+                "enforced_limit_w, energy_j, throttle, sm_active, pipe_tensor_active, dram_active); "
+                "empty cells: not available")},
+    {CLI_FLAG("profiling", struct args, profiling,
+              "nvml with --watch: the SM, tensor and DRAM activity from NVML's GPM (Hopper and "
+              "newer; from the second sample on)"),
+     .needs = "watch"},
     {CLI_DOUBLE("hz", "N", struct args, hz, 0.1, 10,
                 "samples per second with --watch, 0.1-10 (default 1)"),
      .needs = "watch"},
@@ -111,7 +116,7 @@ static int watch(struct pflex_gpu *gpu, const char *list, double seconds, double
   size_t n;
   if (cli_gpu_select(gpu, list, &idx, &n)) return PFLEX_EXIT_FAIL;
   printf("time_s,gpu,power_w,gpu_util,mem_copy_util,fb_used_mib,sm_clock_mhz,mem_clock_mhz,limit_w,"
-         "enforced_limit_w,energy_j,throttle\n");
+         "enforced_limit_w,energy_j,throttle,sm_active,pipe_tensor_active,dram_active\n");
   double t0, now;
   pflex_gpu_now(gpu, &t0);
   int status = PFLEX_EXIT_OK;
@@ -127,7 +132,7 @@ static int watch(struct pflex_gpu *gpu, const char *list, double seconds, double
         status = PFLEX_EXIT_FAIL;
         break;
       }
-      char c[11][32];
+      char c[13][32];
       memset(c, 0, sizeof c);
       unsigned v = r.valid;
       if (v & PFLEX_GPU_POWER) snprintf(c[0], 32, "%.3f", r.power_mw / 1e3);
@@ -140,8 +145,11 @@ static int watch(struct pflex_gpu *gpu, const char *list, double seconds, double
       if (v & PFLEX_GPU_ENFORCED) snprintf(c[7], 32, "%.3f", r.enforced_limit_mw / 1e3);
       if (v & PFLEX_GPU_ENERGY) snprintf(c[8], 32, "%.3f", (double)r.energy_mj / 1e3);
       if (v & PFLEX_GPU_THROTTLE) snprintf(c[9], 32, "0x%llx", r.throttle_reasons);
-      printf("%.3f,%u,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", r.time_s - t0, idx[k], c[0], c[1], c[2],
-             c[3], c[4], c[5], c[6], c[7], c[8], c[9]);
+      if (v & PFLEX_GPU_PROF)
+        snprintf(c[10], 32, "%.4f", r.sm_active), snprintf(c[11], 32, "%.4f", r.pipe_tensor_active),
+            snprintf(c[12], 32, "%.4f", r.dram_active);
+      printf("%.3f,%u,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", r.time_s - t0, idx[k], c[0], c[1],
+             c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10], c[11], c[12]);
     }
     fflush(stdout);
   }
@@ -217,7 +225,7 @@ static int run(int argc, char **argv) {
   int err = cli_parse(&spec, argc, argv, &a, &p);
   if (err) return cli_parse_status(err);
   struct pflex_gpu *gpu;
-  err = cli_gpu_open(a.backend, a.spec, NULL, &gpu);
+  err = cli_gpu_open(a.backend, a.spec, a.profiling ? "gpm=on" : NULL, &gpu);
   if (err) return err == -ENOENT ? PFLEX_EXIT_USAGE : PFLEX_EXIT_FAIL;
   int status = cli_given(&p, "watch") ? watch(gpu, a.gpus, a.watch, a.hz) : list_gpus(gpu, a.json);
   pflex_gpu_close(gpu);

@@ -3,7 +3,8 @@
 #
 # It NEVER changes a power limit, clock or any other setting: it only runs
 # `pflex gpus` (table and JSON) and `pflex gpus --watch` (30 s of readings at
-# 2 Hz) while a small matrix-multiply load runs, and then checks that every
+# 2 Hz, the last 10 s of them with --profiling: NVML's GPM counters, read
+# only) while a small matrix-multiply load runs, and then checks that every
 # GPU's power limit is what it was before. Not a CTest test (tests/device/ is
 # not globbed): run it by hand on a machine with a GPU:
 #
@@ -64,7 +65,12 @@ if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null || py
   sleep 2
 fi
 say "load: $LOAD"
-"$PFLEX" gpus --watch "$SECONDS_LOAD" --hz 2 > "$OUTDIR/series.csv" 2>"$OUTDIR/watch.err"; rc=$?
+GPM_SECONDS=$((SECONDS_LOAD / 3))
+"$PFLEX" gpus --watch "$((SECONDS_LOAD - GPM_SECONDS))" --hz 2 > "$OUTDIR/series.csv" 2>"$OUTDIR/watch.err"; rc=$?
+# GPM's profiling activities (sm_active, pipe_tensor_active, dram_active;
+# Hopper and newer): sampling reads counters, it sets nothing.
+"$PFLEX" gpus --watch "$GPM_SECONDS" --hz 2 --profiling > "$OUTDIR/series_gpm.csv" 2>"$OUTDIR/watch_gpm.err"; rc_gpm=$?
+[ $rc_gpm = 0 ] || say "note: pflex gpus --watch --profiling exit $rc_gpm: $(cat "$OUTDIR/watch_gpm.err")"
 [ -n "${LOADPID:-}" ] && wait "$LOADPID"
 [ -f "$OUTDIR/load.log" ] && cat "$OUTDIR/load.log" | tee -a "$S"
 [ $rc = 0 ] || { say "FAIL: pflex gpus --watch exit $rc: $(cat "$OUTDIR/watch.err")"; }
@@ -97,6 +103,18 @@ for g in sorted({r["gpu"] for r in rows}, key=int):
         dt = float(rs[-1]["time_s"]) - float(rs[0]["time_s"])
         if dt > 0: line += f", energy counter mean {(e[-1]-e[0])/dt:.1f} W"
     print(line)
+try:
+    gpm = list(csv.DictReader(open(f"{d}/series_gpm.csv")))
+except OSError:
+    gpm = []
+for g in sorted({r["gpu"] for r in gpm}, key=int):
+    rs = [r for r in gpm if r["gpu"] == g and r["dram_active"] != ""]
+    if not rs:
+        print(f"GPU {g}: GPM: no profiling activities (GPU without GPM, or not permitted)")
+        continue
+    m = lambda k: st.mean(float(r[k]) for r in rs)
+    print(f"GPU {g}: GPM over {len(rs)} samples: sm_active {m('sm_active'):.3f}, "
+          f"pipe_tensor_active {m('pipe_tensor_active'):.3f}, dram_active {m('dram_active'):.3f}")
 sys.exit(0 if ok else 1)
 PY
 rc=$?

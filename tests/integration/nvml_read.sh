@@ -37,8 +37,23 @@ assert len(rows) == 8, len(rows)
 assert sorted({r["gpu"] for r in rows}) == ["0", "1"], rows
 assert all(float(r["power_w"]) == 650.0 and r["gpu_util"] == "97" and r["limit_w"] == "700.000" for r in rows), rows
 assert all(r["throttle"] == "0x4" for r in rows), rows
+assert all(r["mem_copy_util"] == "61" and r["dram_active"] == "" for r in rows), rows
 PY
 expect_eq "$(fake_get gpu0.set_count)" "" "--watch changed a limit"
+# --profiling: NVML's GPM activities from each GPU's second sample on (GPU 0
+# has GPM in the fake, GPU 1 not).
+fake_set gpu0.gpm_sm 88
+fake_set gpu0.gpm_tensor 41.5
+fake_set gpu0.gpm_dram 55
+"$PFLEX" gpus --watch 0.3 --hz 10 --profiling > "$T/watch_gpm.csv"
+python3 - "$T/watch_gpm.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+g0 = [r for r in rows if r["gpu"] == "0"]
+assert len(g0) == 4 and g0[0]["dram_active"] == "", g0
+assert all((r["sm_active"], r["pipe_tensor_active"], r["dram_active"]) == ("0.8800", "0.4150", "0.5500") for r in g0[1:]), g0
+assert all(r["dram_active"] == "" for r in rows if r["gpu"] == "1"), rows
+PY
 
 # Optional readings the device does not support are absent, not numbers.
 fake_set gpu1.fail.energy not_supported
