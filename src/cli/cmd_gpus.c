@@ -46,7 +46,7 @@ static const char *const exclusive[] = {"json watch", NULL};
 static const struct cli_spec spec = {
     .name = "gpus",
     .usage = "pflex gpus [--backend nvml|sim] [--sim-job SPEC] [--json | --watch S [--hz N] "
-             "[--gpus LIST]]",
+             "[--gpus LIST] [--profiling]]",
     .about = "Shows index, name, UUID, PCI bus id, power, limit (enforced), default limit, "
              "settable range, SM and memory clocks, utilization, memory used and throttle "
              "reasons. A '*' after the limit: the enforced limit is lower (an out-of-band "
