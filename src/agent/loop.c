@@ -56,8 +56,7 @@ static void take_telemetry(struct agent *a) {
   double window = AGENT_TELEMETRY_WINDOW_S * a->cfg.hz;
   uint64_t capped = 0;
   for (unsigned i = 0; i < a->n; i++)
-    if (a->samp[i].last_err || !a->samp[i].have_last ||
-        !agent_telemetry_uncapped(&a->samp[i].last))
+    if (a->samp[i].last_err || !a->samp[i].have_last || !agent_telemetry_uncapped(&a->samp[i].last))
       capped |= (uint64_t)1 << i;
   for (unsigned i = 0; i < a->n; i++) {
     if (a->samp[i].last_err || !a->samp[i].have_last) continue;

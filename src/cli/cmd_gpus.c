@@ -24,11 +24,12 @@ static const struct cli_option options[] = {
                 "sim backend: GPUs and job to simulate (see docs/gpu.md)")},
     {CLI_FLAG("json", struct args, json,
               "one JSON object per GPU in an array; readings the GPU cannot give are absent")},
-    {CLI_DOUBLE("watch", "S", struct args, watch, 0, 1e7,
-                "sample for S seconds and write a telemetry series CSV to stdout (time_s, gpu, "
-                "power_w, gpu_util, mem_copy_util, fb_used_mib, sm_clock_mhz, mem_clock_mhz, limit_w, "
-                "enforced_limit_w, energy_j, throttle, sm_active, pipe_tensor_active, dram_active); "
-                "empty cells: not available")},
+    {CLI_DOUBLE(
+        "watch", "S", struct args, watch, 0, 1e7,
+        "sample for S seconds and write a telemetry series CSV to stdout (time_s, gpu, "
+        "power_w, gpu_util, mem_copy_util, fb_used_mib, sm_clock_mhz, mem_clock_mhz, limit_w, "
+        "enforced_limit_w, energy_j, throttle, sm_active, pipe_tensor_active, dram_active); "
+        "empty cells: not available")},
     {CLI_FLAG("profiling", struct args, profiling,
               "nvml with --watch: the SM, tensor and DRAM activity from NVML's GPM (Hopper and "
               "newer; from the second sample on)"),

@@ -246,6 +246,7 @@ enum {
   O_CTL_OPT,
   O_HELP
 };
+/* clang-format off */
 static const struct option LONGOPTS[] = {
     {"nodes", 1, 0, O_NODES},        {"gpus-per-node", 1, 0, O_GPN}, {"cut", 1, 0, O_CUT},
     {"duration", 1, 0, O_DUR},       {"ramp", 1, 0, O_RAMP},         {"warmup", 1, 0, O_WARM},
@@ -255,8 +256,9 @@ static const struct option LONGOPTS[] = {
     {"pflexd", 1, 0, O_PFLEXD},      {"fake-nvml", 1, 0, O_FAKE},    {"dir", 1, 0, O_DIR},
     {"keep", 0, 0, O_KEEP},          {"base-port", 1, 0, O_PORT},    {"json", 0, 0, O_JSON},
     {"agents", 1, 0, O_AGENTS},      {"help", 0, 0, O_HELP},         {"templates", 1, 0, O_TEMPLATES},
-    {"population", 1, 0, O_POPULATION}, {"controller-option", 1, 0, O_CTL_OPT},
-    {"model", 1, 0, O_MODEL},        {0, 0, 0, 0}};
+    {"model", 1, 0, O_MODEL},        {"population", 1, 0, O_POPULATION},
+    {"controller-option", 1, 0, O_CTL_OPT},                          {0, 0, 0, 0}};
+/* clang-format on */
 
 struct num_opt {
   int id;
@@ -673,7 +675,8 @@ struct run_state {
   bool event_read;
   size_t ctl_samples_over; /* rounds the controller itself saw over target + 1% */
   double ctl_rounds;       /* the controller's round count at the last status poll */
-  size_t status_jobs, telemetry_jobs; /* at the last poll: jobs, those whose PFI is from telemetry */
+  size_t status_jobs;      /* jobs in the last status poll */
+  size_t telemetry_jobs;   /* of those, with their PFI from telemetry */
   double cpu_ctl_s, cpu_host_s, cpu_sim_s; /* CPU time used, read before the teardown */
   FILE *trace;             /* <dir>/power.csv: every tick's totals */
 };
@@ -697,8 +700,7 @@ static void poll_status(struct sim *s, struct run_state *rs) {
   if (json_array_size(jobs)) {
     rs->status_jobs = json_array_size(jobs);
     rs->telemetry_jobs = 0;
-    for (size_t i = 0; i < rs->status_jobs; i++)
-    {
+    for (size_t i = 0; i < rs->status_jobs; i++) {
       const char *from = json_string_value(json_object_get(json_array_get(jobs, i), "pfi_from"));
       rs->telemetry_jobs += from && strcmp(from, "telemetry") == 0;
     }
@@ -961,7 +963,8 @@ static long host_wrong_final(const struct sim *s) {
  * --jobs 100 --seed 7`, models the sim's jobs (the published groups) are not. */
 static int write_templates(struct opts *o, char *err, size_t errlen) {
   bool fit = !o->model[0];
-  if (fit && o->templates[0]) snprintf(o->model, sizeof o->model, "none"); /* theirs: no telemetry known */
+  /* The user's templates: no model (which telemetry they hold is unknown). */
+  if (fit && o->templates[0]) snprintf(o->model, sizeof o->model, "none");
   if (o->templates[0]) return 0;
   snprintf(o->templates, sizeof o->templates, "%.3000s/templates.csv", o->dir);
   struct pflex_twin_population_opts po = {.jobs = 100, .seed = 7};

@@ -47,7 +47,8 @@ int sim_model_fit(const struct pflex_runset *set, const char *path, char *err, s
   if (rc < 0) {
     char why[512] = "";
     if (diag.message[0]) pflex_diag_format(&diag, why, sizeof why);
-    snprintf(err, errlen, "cannot fit the PFI model on the templates: %s", why[0] ? why : pflex_strerror(rc));
+    snprintf(err, errlen, "cannot fit the PFI model on the templates: %s",
+             why[0] ? why : pflex_strerror(rc));
   }
   pflex_model_release(&m);
   pflex_dataset_release(&d);

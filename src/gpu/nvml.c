@@ -124,7 +124,11 @@ typedef struct {
 
 /* The metrics read, in percent 0-100: DCGM's PROF_SM_ACTIVE,
  * PROF_PIPE_TENSOR_ACTIVE and PROF_DRAM_ACTIVE as fractions. */
-enum { NVML_GPM_METRIC_SM_UTIL = 2, NVML_GPM_METRIC_ANY_TENSOR_UTIL = 5, NVML_GPM_METRIC_DRAM_BW_UTIL = 10 };
+enum {
+  NVML_GPM_METRIC_SM_UTIL = 2,
+  NVML_GPM_METRIC_ANY_TENSOR_UTIL = 5,
+  NVML_GPM_METRIC_DRAM_BW_UTIL = 10
+};
 
 /* Per device: unknown until asked, then supported (two samples, the newer
  * one `cur`) or not. */
@@ -132,8 +136,8 @@ enum gpm_support { GPM_UNKNOWN = 0, GPM_YES, GPM_NO };
 struct gpm_dev {
   enum gpm_support support;
   nvmlGpmSample_t s[2];
-  int cur;         /* index of the newest sample in s */
-  unsigned taken;  /* samples in s since the last failure (2: a pair) */
+  int cur;        /* index of the newest sample in s */
+  unsigned taken; /* samples in s since the last failure (2: a pair) */
 };
 
 /* ---- The loaded library. ---- */
@@ -269,8 +273,10 @@ static int parse_spec(const char *spec, const char **ret_path, bool *ret_gpm, ch
     }
     *ret_gpm = on;
     p += 4 + len;
-    if (*p == ',') p++;
-    else return 0;
+    if (*p == ',')
+      p++;
+    else
+      return 0;
   }
   if (!*p && p == spec) return 0;
   if (strncmp(p, "lib=", 4) != 0 || !p[4]) {

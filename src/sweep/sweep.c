@@ -119,9 +119,9 @@ struct sweep {
 /* NVML's memory utilization is DCGM's MEM_COPY_UTIL, and the profiling
  * activities are DCGM's PROF_* as fractions: named as runs files and
  * `pflex fit` name them, so a sweep's runs give a model's features. */
-static const char *const metric_names[] = {
-    "power_w",       "gpu_util",  "fb_used_mib",        "sm_clock_mhz", "mem_clock_mhz",
-    "mem_copy_util", "sm_active", "pipe_tensor_active", "dram_active"};
+static const char *const metric_names[] = {"power_w",      "gpu_util",           "fb_used_mib",
+                                           "sm_clock_mhz", "mem_clock_mhz",      "mem_copy_util",
+                                           "sm_active",    "pipe_tensor_active", "dram_active"};
 #define NMETRICS (sizeof metric_names / sizeof metric_names[0])
 
 static void progress(struct sweep *s, enum pflex_sweep_stage stage, double elapsed, double total) {
@@ -300,7 +300,8 @@ static int sample(struct sweep *s) {
     if (r.valid & PFLEX_GPU_MEMORY) v[2] = (double)r.mem_used_bytes / 1048576.0;
     if (r.valid & PFLEX_GPU_SM_CLOCK) v[3] = r.sm_clock_mhz;
     if (r.valid & PFLEX_GPU_MEM_CLOCK) v[4] = r.mem_clock_mhz;
-    if (r.valid & PFLEX_GPU_PROF) v[6] = r.sm_active, v[7] = r.pipe_tensor_active, v[8] = r.dram_active;
+    if (r.valid & PFLEX_GPU_PROF)
+      v[6] = r.sm_active, v[7] = r.pipe_tensor_active, v[8] = r.dram_active;
     double row[NMETRICS + 8];
     for (size_t m = 0; m < s->series.nmetrics && m < NMETRICS + 8; m++)
       row[m] = NAN;

@@ -15,15 +15,15 @@
 
 /* A reading of a GPU at limit_w (default 700 W) and this utilization and DRAM activity. */
 static struct pflex_gpu_reading reading(unsigned limit_w, unsigned util, double dram) {
-  return (struct pflex_gpu_reading){
-      .valid = PFLEX_GPU_LIMIT | PFLEX_GPU_DEFAULT_LIMIT | PFLEX_GPU_UTIL | PFLEX_GPU_PROF,
-      .limit_mw = limit_w * 1000,
-      .default_limit_mw = 700000,
-      .util_gpu_pct = util,
-      .util_mem_pct = 40,
-      .dram_active = dram,
-      .sm_active = 0.9,
-      .pipe_tensor_active = 0.4};
+  return (struct pflex_gpu_reading){.valid = PFLEX_GPU_LIMIT | PFLEX_GPU_DEFAULT_LIMIT |
+                                             PFLEX_GPU_UTIL | PFLEX_GPU_PROF,
+                                    .limit_mw = limit_w * 1000,
+                                    .default_limit_mw = 700000,
+                                    .util_gpu_pct = util,
+                                    .util_mem_pct = 40,
+                                    .dram_active = dram,
+                                    .sm_active = 0.9,
+                                    .pipe_tensor_active = 0.4};
 }
 
 static double feature(const json_t *o, const char *name) {
