@@ -12,15 +12,6 @@
 #include "pflex/predict.h"
 #include "pflex/runs_provenance.h"
 
-static int features(struct pflex_featlist *f) {
-  char list[] = SIM_MODEL_FEATURES;
-  int rc = 0;
-  for (char *save = NULL, *name = strtok_r(list, ",", &save); rc == 0 && name;
-       name = strtok_r(NULL, ",", &save))
-    rc = pflex_featlist_add(f, name);
-  return rc;
-}
-
 int sim_model_fit(const struct pflex_runset *set, const char *path, char *err, size_t errlen) {
   struct pflex_featlist feats;
   struct pflex_pfi_opts pfi;
@@ -33,7 +24,7 @@ int sim_model_fit(const struct pflex_runset *set, const char *path, char *err, s
   pflex_dataset_init(&d);
   pflex_model_init(&m);
   pflex_diag_clear(&diag);
-  int rc = features(&feats);
+  int rc = pflex_featlist_parse(SIM_MODEL_FEATURES, set, NULL, 0, &feats, &diag);
   if (rc == 0) rc = pflex_dataset_build(set, NULL, &feats, &pfi, true, &d, &diag);
   struct pflex_fit_opts fo = {.kind = PFLEX_MODEL_RIDGE, .lambda = -1};
   if (rc == 0) rc = pflex_model_fit(&d, &fo, PFLEX_LOCO_ARCH_TASK, &m);

@@ -137,7 +137,7 @@ struct gpm_dev {
   enum gpm_support support;
   nvmlGpmSample_t s[2];
   int cur;        /* index of the newest sample in s */
-  unsigned taken; /* samples in s since the last failure (2: a pair) */
+  bool have_cur;  /* s[cur] holds a sample taken since the last failure */
 };
 
 /* ---- The loaded library. ---- */
@@ -452,14 +452,15 @@ static bool gpm_ready(struct nvml *n, unsigned i, nvmlDevice_t d) {
 static void gpm_read(struct nvml *n, unsigned i, nvmlDevice_t d, struct pflex_gpu_reading *out) {
   if (!gpm_ready(n, i, d)) return;
   struct gpm_dev *g = &n->gpm_dev[i];
-  int next = g->taken ? 1 - g->cur : 0;
+  int next = g->have_cur ? 1 - g->cur : 0;
   if (n->gpm_sample(d, g->s[next]) != NVML_SUCCESS) {
-    g->taken = 0;
+    g->have_cur = false;
     return;
   }
+  bool pair = g->have_cur; /* s[1 - next] holds the earlier sample */
   g->cur = next;
-  if (++g->taken < 2) return;
-  g->taken = 2;
+  g->have_cur = true;
+  if (!pair) return;
   static const unsigned ids[] = {NVML_GPM_METRIC_SM_UTIL, NVML_GPM_METRIC_ANY_TENSOR_UTIL,
                                  NVML_GPM_METRIC_DRAM_BW_UTIL};
   nvmlGpmMetricsGet_t *mg = n->mg;
