@@ -59,9 +59,10 @@ struct pflex_gpu_reading {
   unsigned long long mem_used_bytes, mem_total_bytes;
   double tput; /* job throughput (sim backend), job unit per second */
   /* Profiling activities, fractions 0-1 of the sample period: DCGM's
-   * DCGM_FI_PROF_SM_ACTIVE, _PIPE_TENSOR_ACTIVE and _DRAM_ACTIVE (NVML's GPM
-   * metrics on Hopper). The sim backend models them (the twin); the nvml
-   * backend does not read them (yet). */
+   * DCGM_FI_PROF_SM_ACTIVE, _PIPE_TENSOR_ACTIVE and _DRAM_ACTIVE. The sim
+   * backend models them (the twin); the nvml backend reads them with NVML's
+   * GPM (Hopper and newer) when its spec says gpm=on, from a GPU's second
+   * read on. */
   double sm_active, pipe_tensor_active, dram_active;
 };
 
