@@ -6,12 +6,18 @@
  * flat 64-GPU MoE job kept its 40.4 kW on a steep template prior where the
  * oracle gives it 32.9 kW: docs/controller.md, "Eighth round"). So such a
  * job, once, while its curve has no observation below its P_max (confidence
- * 0), is held at a probe cap CTL_EXPLORE_DEPTH of its draw per GPU until the
+ * 0) and its PFI is the population prior's, is held at a probe cap
+ * CTL_EXPLORE_DEPTH of its draw per GPU until the
  * refinement has that observation (or CTL_EXPLORE_ROUNDS have passed); then
  * the allocation takes it back, on its refined curve. One job probes at a
  * time, the one with the most power first (plan.c): a probe costs a steep
  * job throughput for its few rounds, and probing every such job at once at
  * an event's start cost more than it gained on most clusters (measured).
+ * A job whose PFI the model predicted from its own telemetry is not probed:
+ * in the simulated cluster the probes of such jobs cost 0.03-0.2 of the
+ * equal-to-oracle gap in a 30 s event and gained nothing the prediction had
+ * not (docs/controller.md, "Fourteenth round"); with the population's prior
+ * they still paid (one large flat job kept at its whole draw).
  *
  * Safety: lowering a cap cannot raise any draw, and the power the probe
  * frees goes to other jobs only once the readings show it freed: while it
@@ -34,8 +40,9 @@ bool ctl_explore_active(const struct ctl_job *j);
 
 /* Whether a job the allocation gave its whole draw (at_top) is to be
  * probed: its uncapped point is measured (P_max and T_max), it reports
- * throughput, its curve has no observation below P_max, it was never probed,
- * and a cap in its range binds (the probe cap is under 97% of its draw). */
+ * throughput, its PFI is not its telemetry's prediction (model_pfi 0), its
+ * curve has no observation below P_max, it was never probed, and a cap in
+ * its range binds (the probe cap is under 97% of its draw). */
 bool ctl_explore_wanted(const struct ctl_job *j);
 
 /* Starts the probe: the job's cap this round becomes the probe's (at_top

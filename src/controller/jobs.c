@@ -227,6 +227,8 @@ static bool at_share(const struct ctl_job *j) {
   return j->probe_cap_w > 0 && fabs(j->held_cap_w - j->probe_cap_w) <= tol;
 }
 
+static void keep_obs(struct ctl_job *j, double w, double t);
+
 /* A new estimate of T_max needs a reading this much nearer the top (in draw)
  * than the one the last came from. */
 #define NEARER 1.05
@@ -256,6 +258,11 @@ static void estimate_t_max(const struct ctl_jobset *js, struct ctl_job *j, doubl
   if (!(rel > 0)) return;
   j->t_est = j->tput / rel;
   j->t_est_w = j->power_w;
+  /* The first estimate's reading is a point of the curve in tokens/s too, and
+   * the job's first below its top: kept, the new curve starts with it. Until
+   * now the job ran on a relative curve, whose observations are shares and
+   * are not kept; a later estimate's reading was kept when it was observed. */
+  if (j->relative) keep_obs(j, j->power_w, j->tput);
 }
 
 /* The P_max and T_max to build a curve on: measured, else the most the GPUs
@@ -364,9 +371,10 @@ static int ensure_curve(struct ctl_jobset *js, struct ctl_job *j, double prior_p
     pflex_refine_prior_free(prior);
     return rc;
   }
-  /* Observations carry over between curves with a T_max, not from or to a
-   * relative one (T_max 1: its points are shares, not rates). */
-  bool keep = j->refine && !j->relative && (j->t_max > 0 || j->t_est > 0);
+  /* Observations carry over to a curve with a T_max; the kept ones are all
+   * rates (a relative curve's, T_max 1, are shares and never kept; the first
+   * estimate keeps the reading it came from: estimate_t_max). */
+  bool keep = j->refine && (j->t_max > 0 || j->t_est > 0);
   job_release(j);
   j->prior = prior;
   j->refine = r;

@@ -11,11 +11,13 @@
 # controller_sim and controller_sim_faults assert; on the default job kinds,
 # drawn like `pflex twin population`), and that the controller
 # restarted after SIGKILL seeds its jobs with what it had learnt (the store's
-# learnt table, written inside each round's transaction), and that a job given
-# its whole draw is probed under it (explore.h): seed 5's 64-GPU MoE job,
-# which the allocation leaves its whole draw, gets an observation that pins
-# its curve (before the probe: confidence 0 all event); and that jobs get
-# their PFI from their agents' telemetry through the sim's fitted model.
+# learnt table, written inside each round's transaction), and that seed 5's
+# 64-GPU MoE job, which the allocation first leaves its whole draw, gets an
+# observation that pins its curve (in the eighth round's tree, before the
+# probe of explore.h: confidence 0 all event; since the fourteenth round a job
+# whose PFI its telemetry predicted is not probed, and this one is pinned by
+# the allocation's own binding caps); and that jobs get their PFI from their
+# agents' telemetry through the sim's fitted model.
 source "$(dirname "$0")/controller_common.bash"
 # PLplot's font stack (the report's figure) keeps one-time allocations.
 export LSAN_OPTIONS="suppressions=$(dirname "$0")/lsan-plplot.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"

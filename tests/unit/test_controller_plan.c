@@ -613,6 +613,32 @@ static void a_job_at_its_whole_draw_is_probed(void **state) {
   assert_false(ctl_explore_wanted(p));
 }
 
+/* A job whose PFI its telemetry predicted (the model file) is not probed at
+ * its whole draw: its prior is its own, and probing such jobs cost more than
+ * it gained in the simulated cluster (docs/controller.md, "Fourteenth
+ * round"). The same cut as above leaves one job its whole draw; with every
+ * job's PFI its own, none is probed and that one keeps a cap above its draw. */
+static void a_job_with_its_own_pfi_is_not_probed(void **state) {
+  struct fixture *f = *state;
+  for (size_t i = 0; i < f->js.n; i++)
+    f->js.v[i].model_pfi = f->js.v[i].prior_pfi; /* as job_pfi sets it: no new prior */
+  double uncapped = 8 * 690 + 8 * 660 + 16 * 680, target = 0.7 * uncapped;
+  struct ctl_plan_summary s;
+  assert_int_equal(ctl_plan(f->nodes, NNODES, &f->js, &f->cfg, target, target, 5600, &s), 0);
+  size_t top = 0;
+  for (size_t i = 0; i < f->js.n; i++) {
+    struct ctl_job *j = &f->js.v[i];
+    assert_false(ctl_explore_active(j));
+    assert_false(ctl_explore_wanted(j));
+    if (!j->at_top) continue;
+    top++;
+    assert_true(j->cap_w * j->gpus >= j->p_max);
+    j->model_pfi = 0; /* the population's prior: probed */
+    assert_true(ctl_explore_wanted(j));
+  }
+  assert_int_equal(top, 1);
+}
+
 /* A raise pushed last round counts until the readings show it: a job whose
  * GPUs draw under the raised limits has the difference in flight (at most
  * its raise), one whose reading shows it has none, one not read has all. */
@@ -699,6 +725,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(floors_that_do_not_fit_are_scaled_not_dropped, setup,
                                       teardown),
       cmocka_unit_test(a_node_listed_twice_counts_once),
+      cmocka_unit_test_setup_teardown(a_job_with_its_own_pfi_is_not_probed, setup, teardown),
       cmocka_unit_test_setup_teardown(a_job_at_its_whole_draw_is_probed, setup, teardown),
       cmocka_unit_test_setup_teardown(raises_count_until_the_readings_show_them, setup, teardown),
       cmocka_unit_test_setup_teardown(raises_fill_to_the_target_not_the_band, setup, teardown),

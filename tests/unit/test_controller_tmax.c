@@ -105,6 +105,26 @@ static void a_share_short_by_an_unpushed_raise_is_held(void **state) {
   ctl_jobset_release(&g.js);
 }
 
+/* The share's reading, from which the first estimate comes, is the job's
+ * first point below its top: the new curve starts with it (it ran on a
+ * relative curve until then, whose observations are not kept), so the job is
+ * pinned and never probed again at its whole draw (explore.h). Before, that
+ * reading was lost and a job lifted to its top was probed at 85% of it. */
+static void the_share_reading_pins_the_curve(void **state) {
+  struct fixture *f = *state;
+  struct ctl_job *j = ctl_jobset_find(&f->js, "late");
+  assert_true(j->relative);
+  assert_true(ctl_job_confidence(j) == 0);
+  j->probe_cap_w = 422;
+  hold(&f->js, &f->cfg, 422, 8 * 417.0, 45900, 10, 3);
+  assert_false(j->probe);
+  assert_false(j->relative);
+  assert_int_equal(j->observations, 1);
+  assert_true(ctl_job_confidence(j) > 0);
+  const struct pflex_curve *c = ctl_job_curve(j);
+  assert_near(pflex_curve_eval(c, 8 * 417.0), 45900, 0.01 * 45900);
+}
+
 /* The estimate from the share, then a reading nearer the top: T_max is read
  * again from it, the curve passes above it (not flat there: a cap of its
  * knots at an estimate under the reading cut the job), and the observations
@@ -191,6 +211,7 @@ static void a_restart_keeps_where_t_max_was_read(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(a_share_short_by_an_unpushed_raise_is_held, setup, teardown),
+      cmocka_unit_test_setup_teardown(the_share_reading_pins_the_curve, setup, teardown),
       cmocka_unit_test_setup_teardown(t_max_is_estimated_again_nearer_the_top, setup, teardown),
       cmocka_unit_test_setup_teardown(a_reading_of_no_throughput_estimates_nothing, setup,
                                       teardown),
