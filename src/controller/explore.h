@@ -14,7 +14,7 @@
  * job throughput for its few rounds, and probing every such job at once at
  * an event's start cost more than it gained on most clusters (measured).
  * A job whose PFI the model predicted from its own telemetry is not probed:
- * in the simulated cluster the probes of such jobs cost 0.03-0.2 of the
+ * in the simulated cluster the probes of such jobs cost 0.03-0.18 of the
  * equal-to-oracle gap in a 30 s event and gained nothing the prediction had
  * not (docs/controller.md, "Fourteenth round"); with the population's prior
  * they still paid (one large flat job kept at its whole draw).
