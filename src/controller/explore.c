@@ -23,7 +23,8 @@ static double probe_cap(const struct ctl_job *j) {
 bool ctl_explore_wanted(const struct ctl_job *j) {
   bool measured = j->p_max > 0 && j->t_max > 0 && j->has_tput && j->gpus > 0;
   bool own_pfi = j->model_pfi > 0; /* predicted from its telemetry (explore.h) */
-  if (own_pfi || !j->at_top || j->explored || !measured || pinned(j) || ctl_explore_active(j)) return false;
+  if (own_pfi || !j->at_top || j->explored || !measured || pinned(j) || ctl_explore_active(j))
+    return false;
   return probe_cap(j) < BINDS * j->p_max / j->gpus; /* else no cap in range binds */
 }
 
