@@ -11,8 +11,10 @@
  *   setpoint = target * (1 - margin)
  *
  * clamped to [-max_under * target, max_over * target]. The upper clamp bounds
- * the risk: the caps never sum above target * (1 + max_over), so even if
- * every job suddenly drew its full cap the total would stay within that. With
+ * the risk: the budget never exceeds target * (1 + max_over). (The caps can:
+ * a job at its whole draw has a cap 3% above it, a loading job and an idle
+ * GPU caps above what they are counted at; docs/controller.md, "What is not
+ * done", has a dead controller's caps 3.4-3.6% over a 20-node target.) With
  * max_over at or below the 1% compliance band minus the margin no change of
  * demand can make a non-compliant sample, but the slack stays unused: a
  * binding limiter holds a GPU about 1.3% under its cap (the twin), and GPUs
