@@ -15,8 +15,9 @@
  * a job at its whole draw has a cap 3% above it, a loading job and an idle
  * GPU caps above what they are counted at; docs/controller.md, "What is not
  * done", has a dead controller's caps 3.4-3.6% over a 20-node target.) With
- * max_over at or below the 1% compliance band minus the margin no change of
- * demand can make a non-compliant sample, but the slack stays unused: a
+ * max_over at or below the 1% compliance band minus the margin, no change of
+ * demand among the jobs the budget counts at their caps can make a
+ * non-compliant sample, but the slack stays unused: a
  * binding limiter holds a GPU about 1.3% under its cap (the twin), and GPUs
  * without a job sit under theirs. The default (1%) reclaims most of that
  * while caps frozen by a dead controller (held for the lease) still keep the
