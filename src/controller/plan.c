@@ -66,17 +66,11 @@ static double fix_gpus(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset 
                    : nd->has_acked && nd->acked_w[g] > 0       ? nd->acked_w[g]
                                                                : gs->limit_w;
       nd->cap_w[g] = cap;
-      /* A GPU without a job held at its least limit (unassigned = min)
-       * counts at that cap: a job that starts on it rises to it within the
-       * lease, with no controller to re-plan if this one dies (counted at its
-       * idle draw, a dead controller's caps let a 20-node cluster 1.1-1.5%
-       * over the target: docs/controller.md, "What is not done"). With
-       * unassigned = default it is uncapped by choice: it counts at what it
-       * draws, with a 10% margin, and a job that starts on it is seen by the
-       * next round while it loads. */
+      /* A GPU without a job counts at what it draws, with a 10% margin (at
+       * most its cap): idle, it sits far under its least cap, and a job that
+       * starts on it is seen by the next round while it loads. */
       double draw = isfinite(gs->power_w) ? gs->power_w : cap;
-      bool held = cfg->unassigned == CTL_UNASSIGNED_MIN;
-      fixed += j || held ? cap : fmin(cap, 1.1 * draw);
+      fixed += j ? cap : fmin(cap, 1.1 * draw);
     }
   }
   return fixed;
