@@ -12,9 +12,9 @@
  *
  * clamped to [-max_under * target, max_over * target]. The upper clamp bounds
  * the risk: the budget never exceeds target * (1 + max_over). (The caps can:
- * a job at its whole draw has a cap 3% above it, a loading job a cap above
- * what it is counted at; docs/controller.md, "What is not done", had a dead
- * controller's caps 3.4-3.6% over a 20-node target.) With
+ * a job at its whole draw has a cap 3% above it, a loading job and an idle
+ * GPU caps above what they are counted at; docs/controller.md, "What is not
+ * done", has a dead controller's caps 3.4-3.6% over a 20-node target.) With
  * max_over at or below the 1% compliance band minus the margin, no change of
  * demand among the jobs the budget counts at their caps can make a
  * non-compliant sample, but the slack stays unused: a
