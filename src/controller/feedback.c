@@ -22,21 +22,36 @@ void ctl_feedback_reset(struct ctl_feedback *fb) {
   fb->offset_w = 0;
   fb->started = false;
   fb->lag_rounds = 0;
+  fb->reserve_w = 0;
+  fb->reserve_known = false;
 }
 
 void ctl_feedback_start(struct ctl_feedback *fb, double target_w) {
   if (fb->started) return;
   fb->offset_w = fb->opts.max_over * target_w;
   fb->started = true;
+  fb->reserve_w = 0;
+  fb->reserve_known = true;
 }
 
 void ctl_feedback_resume(struct ctl_feedback *fb, double offset_w) {
   fb->offset_w = offset_w;
   fb->started = true;
+  fb->reserve_known = false; /* the stored offset has the reserve it had in it */
 }
 
 static double clamp(double x, double lo, double hi) {
   return x < lo ? lo : x > hi ? hi : x;
+}
+
+void ctl_feedback_reserve(struct ctl_feedback *fb, double target_w, double rise_w) {
+  const struct ctl_feedback_opts *o = &fb->opts;
+  double reserve = isfinite(rise_w) ? fmax(0.0, rise_w - o->max_over * target_w) : 0.0;
+  if (fb->reserve_known)
+    fb->offset_w = clamp(fb->offset_w - (reserve - fb->reserve_w), -o->max_under * target_w,
+                         o->max_over * target_w);
+  fb->reserve_w = reserve;
+  fb->reserve_known = true;
 }
 
 double ctl_feedback_step(struct ctl_feedback *fb, double target_w, double measured_w, double caps_w,
@@ -47,7 +62,7 @@ double ctl_feedback_step(struct ctl_feedback *fb, double target_w, double measur
   if (lag && fb->lag_rounds <= LAG_ROUNDS) return ctl_feedback_budget(fb, target_w);
   if (isfinite(measured_w) && target_w > 0) {
     if (lag) measured_w = caps_w; /* above the caps this long: counted at them */
-    double err = target_w * (1.0 - o->margin) - measured_w;
+    double err = target_w * (1.0 - o->margin) - fb->reserve_w - measured_w;
     double gain = measured_w > target_w ? o->gain_down : o->gain_up;
     double step = gain * err;
     bool pinned = (limit == CTL_FB_AT_TOP && step > 0) || (limit == CTL_FB_AT_BOTTOM && step < 0);

@@ -336,6 +336,7 @@ static void hold_target(struct ctl_controller *c, double now, double target, dou
     c->caps_acked_at = 0;
     ctl_feedback_start(&c->fb, target);
   }
+  if (isfinite(c->caps_in_force_w)) ctl_feedback_reserve(&c->fb, target, c->last_plan.rise_w);
   double budget = isfinite(c->caps_in_force_w)
                       ? ctl_feedback_step(&c->fb, target, measured, c->caps_in_force_w,
                                           c->last_plan.infeasible ? CTL_FB_AT_BOTTOM

@@ -48,7 +48,7 @@ static bool planned(const struct ctl_job *j) {
 
 /* What GPUs outside the allocation hold, and the caps they get. */
 static double fix_gpus(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset *js,
-                       const struct ctl_config *cfg, double unseen_w) {
+                       const struct ctl_config *cfg, double unseen_w, double *rise_w) {
   double fixed = 0;
   for (size_t k = 0; k < nnodes; k++) {
     struct ctl_node *nd = &nodes[k];
@@ -71,6 +71,7 @@ static double fix_gpus(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset 
        * starts on it is seen by the next round while it loads. */
       double draw = isfinite(gs->power_w) ? gs->power_w : cap;
       fixed += j ? cap : fmin(cap, 1.1 * draw);
+      *rise_w += fmax(0.0, cap - draw);
     }
   }
   return fixed;
@@ -267,7 +268,7 @@ static void spread(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset *js,
  * the power they take. */
 #define SHARE_KEPT 0.05
 
-static double probe_shares(struct ctl_jobset *js, double left_w) {
+static double probe_shares(struct ctl_jobset *js, double left_w, double *rise_w) {
   double sum_pmax = 0, taken = 0;
   for (size_t i = 0; i < js->n; i++) {
     const struct ctl_job *j = &js->v[i];
@@ -302,6 +303,7 @@ static double probe_shares(struct ctl_jobset *js, double left_w) {
      * by one; the next round re-plans around it). */
     double held = loading ? fmin(j->alloc_w, 1.1 * j->power_w) : j->alloc_w;
     jump = fmax(jump, j->alloc_w - held);
+    if (loading) *rise_w += fmax(0.0, j->alloc_w - j->power_w);
     taken += held;
   }
   return taken + jump;
@@ -337,9 +339,9 @@ int ctl_plan(struct ctl_node *nodes, size_t nnodes, struct ctl_jobset *js,
              const struct ctl_config *cfg, double budget_w, double target_w, double unseen_w,
              struct ctl_plan_summary *ret) {
   struct ctl_plan_summary s = {.floor_scale = 1};
-  s.fixed_w = fix_gpus(nodes, nnodes, js, cfg, unseen_w);
+  s.fixed_w = fix_gpus(nodes, nnodes, js, cfg, unseen_w, &s.rise_w);
   s.fixed_w += hold_probes(js);
-  s.fixed_w += probe_shares(js, budget_w - s.fixed_w);
+  s.fixed_w += probe_shares(js, budget_w - s.fixed_w, &s.rise_w);
   s.jobs_w = budget_w - s.fixed_w;
   size_t n = 0;
   for (size_t i = 0; i < js->n; i++)

@@ -31,6 +31,10 @@ struct ctl_plan_summary {
   double alloc_ms;   /* time in pflex_alloc_run, wall clock */
   double alloc_cpu_ms; /* the same, this thread's CPU time (wall less preemption) */
   double pred_tput;  /* sum of the jobs' throughput predicted at their allocation */
+  double rise_w;     /* how far the draw can rise under these caps without a new plan:
+                        GPUs without a job (a job may start on them) and jobs outside the
+                        allocation from their draw to their caps, loading jobs from their
+                        draw to their shares (feedback.h, ctl_feedback_reserve) */
 };
 
 /* Decides caps for budget_w (the feedback's budget) under target_w (the

@@ -69,6 +69,9 @@ static json_t *status_json(struct ctl_controller *c, double now, double measured
                                            c->nodes[c->nodes[i].duplicate_of].url));
   json_object_set_new(o, "duplicate_nodes", dup);
   json_object_set_new(o, "feedback_offset_w", json_real(c->fb.offset_w));
+  json_object_set_new(o, "outage_rise_w",
+                      has_target ? json_real(c->last_plan.rise_w) : json_null());
+  json_object_set_new(o, "outage_reserve_w", json_real(c->fb.reserve_w));
   json_object_set_new(o, "caps_w", has_target ? json_real(c->last_plan.caps_w) : json_null());
   if (c->in_event && c->caps_acked_at > 0) {
     ctl_format_iso8601(c->caps_acked_at, acked, sizeof acked);
@@ -157,6 +160,10 @@ static char *metrics_text(struct ctl_controller *c, double now, double measured,
         has_target ? c->last_budget_w : 0);
   gauge(&t, "pflex_controller_feedback_offset_watts", "Feedback term added to the target.",
         c->fb.offset_w);
+  gauge(&t, "pflex_controller_outage_reserve_watts",
+        "Setpoint lowered by this so that what can rise under the caps fits if the "
+        "controller stops.",
+        c->fb.reserve_w);
   gauge(&t, "pflex_controller_compliant", "1 when at or under target + 1% (or no event).",
         !has_target || measured <= target * 1.01);
   gauge(&t, "pflex_controller_events_active", "Events in force now (their ramps included).",

@@ -93,9 +93,12 @@ capped() {
   done
 }
 wait_until 5 capped || fail "the agents' GPUs were not capped under a lease"
-curl -sf "$C/v1/status" | jq -e '.target_w == 1600 and .event == '"$id"'' >/dev/null || fail "status during the event"
+curl -sf "$C/v1/status" | jq -e '.target_w == 1600 and .event == '"$id"' and
+  .outage_rise_w >= 0 and .outage_reserve_w >= 0' >/dev/null || fail "status during the event"
 curl -sf "$C/metrics" > "$T/metrics.txt"
 grep -q '^pflex_controller_target_watts 1600$' "$T/metrics.txt" || fail "metrics: target"
+grep -Eq '^pflex_controller_outage_reserve_watts [0-9.e+-]+$' "$T/metrics.txt" ||
+  fail "metrics: the outage reserve"
 grep -Eq '^pflex_controller_allocation_cpu_seconds [0-9.e+-]+$' "$T/metrics.txt" ||
   fail "metrics: the allocation's CPU time"
 grep -q '^pflex_controller_job_cap_watts{job=' "$T/metrics.txt" && fail "metrics: a job without GPUs"

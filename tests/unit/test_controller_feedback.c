@@ -177,6 +177,40 @@ static void an_event_starts_at_the_top_and_lag_moves_nothing(void **state) {
   assert_near(fb.offset_w, -250, 1e-9);
 }
 
+/* The draw sits 1% under the budget (binding limiters); 300 W of idle GPUs
+ * could climb to their least caps with no plan to answer (a dead
+ * controller). The reserve holds the draw low enough that it plus that
+ * rise stays in the band, moves the offset at once when the rise appears,
+ * gives it back when it goes, and a resumed offset is not lowered twice. */
+static void the_reserve_keeps_room_for_every_rise(void **state) {
+  struct ctl_feedback_opts o;
+  ctl_feedback_opts_default(&o);
+  struct ctl_feedback fb;
+  ctl_feedback_init(&fb, &o);
+  const double target = 10000, rise = 300;
+  ctl_feedback_start(&fb, target);
+  double budget = ctl_feedback_budget(&fb, target), m = 0;
+  for (int t = 0; t < 200; t++) {
+    m = 0.99 * budget;
+    ctl_feedback_reserve(&fb, target, t < 100 ? 0 : rise);
+    if (t == 100) /* fed forward: down by the rise beyond the band, at once */
+      assert_near(fb.offset_w, budget - target - (rise - o.max_over * target), 1e-9);
+    budget = ctl_feedback_step(&fb, target, m, INFINITY, CTL_FB_FREE);
+    if (t == 99) /* without a rise: at the setpoint */
+      assert_near(m, target * (1 - o.margin), 0.002 * target);
+  }
+  assert_true(m + rise <= target * (1 + o.max_over));
+  assert_near(m + rise, target * (1 + o.max_over - o.margin), 0.002 * target);
+  double before = fb.offset_w;
+  ctl_feedback_reserve(&fb, target, 0); /* the idle GPUs got jobs: counted by the plan */
+  assert_near(fb.offset_w, fmin(before + rise - o.max_over * target, o.max_over * target), 1e-9);
+  ctl_feedback_reset(&fb);
+  ctl_feedback_resume(&fb, -150); /* stored with the reserve in it */
+  ctl_feedback_reserve(&fb, target, rise);
+  assert_near(fb.offset_w, -150, 1e-9);
+  assert_near(fb.reserve_w, rise - o.max_over * target, 1e-9);
+}
+
 static void too_high_a_gain_rings(void **state) {
   struct ctl_feedback_opts o;
   ctl_feedback_opts_default(&o);
@@ -195,6 +229,7 @@ int main(void) {
       cmocka_unit_test(no_growth_while_saturated),
       cmocka_unit_test(lag_after_a_cut_is_not_demand),
       cmocka_unit_test(too_high_a_gain_rings),
+      cmocka_unit_test(the_reserve_keeps_room_for_every_rise),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

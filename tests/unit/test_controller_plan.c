@@ -194,6 +194,9 @@ static void a_target_below_the_least_total_is_flagged(void **state) {
   assert_true(s.infeasible);
   assert_int_equal(ctl_plan(idle, 1, &none, &f->cfg, 700, 700, 5600, &s), 0);
   assert_false(s.infeasible);
+  /* A job may start on them with no plan to answer: the draw can climb from
+   * 75 W to the least cap on every GPU (feedback.h, ctl_feedback_reserve). */
+  assert_near(s.rise_w, 8 * (200 - 75), 1e-9);
   ctl_jobset_release(&none);
 }
 
@@ -331,6 +334,8 @@ static void a_loading_job_is_probed_not_pinned(void **state) {
   assert_near(j2->cap_w, 200, 0);
   double rise = fmax(1600 - 1.1 * 8 * 80, 1600 - 1.1 * 8 * 90);
   assert_near(s.fixed_w, 1.1 * 8 * 80 + 1.1 * 8 * 90 + rise, 1e-6);
+  /* Without a plan to answer, both could climb to their caps at once. */
+  assert_near(s.rise_w, 8 * (200 - 80) + 8 * (200 - 90), 1e-6);
   assert_true(s.fallback_w <= target);
   /* A job that reports no throughput but draws above its least limit is
    * not loading: its draw is its P_max (its class's floor holds on it). */
