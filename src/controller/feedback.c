@@ -44,9 +44,13 @@ static double clamp(double x, double lo, double hi) {
   return x < lo ? lo : x > hi ? hi : x;
 }
 
+double ctl_feedback_reserve_for(const struct ctl_feedback *fb, double target_w, double rise_w) {
+  return isfinite(rise_w) ? fmax(0.0, rise_w - fb->opts.max_over * target_w) : 0.0;
+}
+
 void ctl_feedback_reserve(struct ctl_feedback *fb, double target_w, double rise_w) {
   const struct ctl_feedback_opts *o = &fb->opts;
-  double reserve = isfinite(rise_w) ? fmax(0.0, rise_w - o->max_over * target_w) : 0.0;
+  double reserve = ctl_feedback_reserve_for(fb, target_w, rise_w);
   if (fb->reserve_known)
     fb->offset_w = clamp(fb->offset_w - (reserve - fb->reserve_w), -o->max_under * target_w,
                          o->max_over * target_w);

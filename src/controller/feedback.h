@@ -100,6 +100,9 @@ double ctl_feedback_step(struct ctl_feedback *fb, double target_w, double measur
  * once (feed-forward), instead of over the rounds gain_up would take. Call
  * it before ctl_feedback_step, with the rise of the caps in force. */
 void ctl_feedback_reserve(struct ctl_feedback *fb, double target_w, double rise_w);
+/* The reserve for a rise, without taking it: the part beyond max_over *
+ * target (0 for a rise that is not finite). */
+double ctl_feedback_reserve_for(const struct ctl_feedback *fb, double target_w, double rise_w);
 /* The budget for a target with the current offset, without updating it. */
 double ctl_feedback_budget(const struct ctl_feedback *fb, double target_w);
 
