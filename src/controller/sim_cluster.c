@@ -680,6 +680,7 @@ struct run_state {
   size_t telemetry_jobs;   /* of those, with their PFI from telemetry */
   double cpu_ctl_s, cpu_host_s, cpu_sim_s; /* CPU time used, read before the teardown */
   FILE *trace;             /* <dir>/power.csv: every tick's totals */
+  double write_warned_t;   /* when a state file last could not be written */
 };
 
 /* Polls the controller's status once a second: its own view and timings. */
@@ -717,8 +718,12 @@ static void world_step(struct sim *s, struct run_state *rs, double t, double dt,
     sim_hosted_read(&s->w, s->agents, s->reqs, s->down, NULL, NULL);
     sim_world_model_unread(&s->w, now_s());
     sim_world_update_tput(&s->w);
-  } else if (sim_world_tick(&s->w, t, dt, avg, 0.1) < 0)
-    fprintf(stderr, "warning: sim: a node's state file could not be written\n");
+  } else if (sim_world_tick(&s->w, t, dt, avg, 0.1) < 0 && t - rs->write_warned_t >= 5) {
+    /* Each tick while it lasts (a stalled agent holding its lock): say it
+     * once every 5 s. */
+    fprintf(stderr, "warning: sim: a node's state file could not be written; its readings wait\n");
+    rs->write_warned_t = t;
+  }
   if (++*tick % (size_t)fmax(1, lround(0.5 / s->o.tick_s)) == 0) sim_world_report_tput(&s->w);
   double idle;
   double total = sim_world_reported_w(&s->w, &idle);
@@ -1142,7 +1147,7 @@ int ctl_sim_cluster_main(int argc, char **argv) {
   sigaction(SIGTERM, &sa, NULL);
   signal(SIGPIPE, SIG_IGN);
   char err[512] = "";
-  struct run_state rs = {.caps_applied_s = -1};
+  struct run_state rs = {.caps_applied_s = -1, .write_warned_t = -INFINITY};
   sim_score_init(&rs.score);
   int rc = setup(&s, err, sizeof err);
   if (rc == 0) {

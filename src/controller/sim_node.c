@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 int sim_node_create(struct sim_node *nd, const char *path, size_t ngpus, const char *type,
@@ -64,13 +65,31 @@ int sim_node_read_limits(struct sim_node *nd, double now, double lag_s) {
   return 0;
 }
 
+/* The fake's lock, waited for at most LOCK_WAIT_MS: an agent stopped
+ * (SIGSTOP: the agent-stall fault) while it holds it would otherwise stop
+ * the whole simulation, and with it the fault's own SIGCONT. */
+#define LOCK_WAIT_MS 20
+
+static bool lock_briefly(int fd) {
+  for (int ms = 0; ms <= LOCK_WAIT_MS; ms++) {
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0) return true;
+    if (errno != EWOULDBLOCK && errno != EINTR) return false;
+    nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+  }
+  return false;
+}
+
 /* Rewrites power and energy keys, keeping everything else (the limits the
- * fake wrote), under the fake's lock, atomically (rename) for its readers. */
+ * fake wrote), under the fake's lock, atomically (rename) for its readers.
+ * -EAGAIN when the lock stays held (the node's readings then wait a tick). */
 static int rewrite(struct sim_node *nd) {
   for (int attempt = 0; attempt < 5; attempt++) {
     int lock = open(nd->path, O_RDONLY | O_CLOEXEC);
     if (lock < 0) return -errno;
-    flock(lock, LOCK_EX);
+    if (!lock_briefly(lock)) {
+      close(lock);
+      return -EAGAIN;
+    }
     struct stat a, b;
     /* The fake renames a new file into place: lock the file that is there now. */
     if (fstat(lock, &a) < 0 || stat(nd->path, &b) < 0 || a.st_ino != b.st_ino) {

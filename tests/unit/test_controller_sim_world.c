@@ -4,7 +4,11 @@
  * the last reading to the settled draw there over one second, and must not
  * stay frozen at a reading taken while a cut was still in the average (the
  * population fault run's samples over target + 1%). A node that answers
- * keeps what it reported. */
+ * keeps what it reported. A node whose state file's lock is held (an agent
+ * stopped by SIGSTOP inside the fake NVML's write) does not stop the tick:
+ * it used to wait on the lock forever, and with it the fault's SIGCONT. */
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,11 +16,14 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/file.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "assert_near.h"
+#include "controller/sim_node.h"
 #include "controller/sim_world.h"
 
 struct fixture {
@@ -99,10 +106,35 @@ static void test_answer_again(void **state) {
   assert_near(w->nodes[0].g[0].avg_w, 280 + 0.25 * (settled(w, 0, 0) - 280), 1e-9);
 }
 
+static double mono_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void test_a_held_lock_does_not_stop_the_tick(void **state) {
+  struct fixture *f = *state;
+  struct sim_node *nd = &f->w.nodes[0];
+  int held = open(nd->path, O_RDONLY | O_CLOEXEC);
+  assert_true(held >= 0);
+  assert_int_equal(flock(held, LOCK_EX), 0);
+  double draw[SIM_MAX_GPUS];
+  for (size_t g = 0; g < nd->ngpus; g++)
+    draw[g] = 400;
+  double t0 = mono_s();
+  assert_int_equal(sim_node_tick(nd, draw, 0.1, 10), -EAGAIN);
+  assert_true(mono_s() - t0 < 1.0); /* it waits 20 ms, not for ever */
+  assert_int_equal(sim_world_tick(&f->w, 1.0, 0.1, 10, 0.1), -EAGAIN);
+  flock(held, LOCK_UN);
+  close(held);
+  assert_int_equal(sim_node_tick(nd, draw, 0.1, 10), 0); /* resumed: written again */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_unread_settles_under_the_cap, setup, teardown),
       cmocka_unit_test_setup_teardown(test_answer_again, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_a_held_lock_does_not_stop_the_tick, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
