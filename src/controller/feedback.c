@@ -44,13 +44,9 @@ static double clamp(double x, double lo, double hi) {
   return x < lo ? lo : x > hi ? hi : x;
 }
 
-double ctl_feedback_reserve_for(const struct ctl_feedback *fb, double target_w, double rise_w) {
-  return isfinite(rise_w) ? fmax(0.0, rise_w - fb->opts.max_over * target_w) : 0.0;
-}
-
 void ctl_feedback_reserve(struct ctl_feedback *fb, double target_w, double rise_w) {
   const struct ctl_feedback_opts *o = &fb->opts;
-  double reserve = ctl_feedback_reserve_for(fb, target_w, rise_w);
+  double reserve = isfinite(rise_w) ? fmax(0.0, rise_w - o->max_over * target_w) : 0.0;
   if (fb->reserve_known)
     fb->offset_w = clamp(fb->offset_w - (reserve - fb->reserve_w), -o->max_under * target_w,
                          o->max_over * target_w);
@@ -67,7 +63,9 @@ double ctl_feedback_step(struct ctl_feedback *fb, double target_w, double measur
   if (isfinite(measured_w) && target_w > 0) {
     if (lag) measured_w = caps_w; /* above the caps this long: counted at them */
     double err = target_w * (1.0 - o->margin) - fb->reserve_w - measured_w;
-    double gain = measured_w > target_w ? o->gain_down : o->gain_up;
+    /* Over the target less the reserve is over what a dead controller's
+     * caps may safely leave: come down as fast as from over the target. */
+    double gain = measured_w > target_w - fb->reserve_w ? o->gain_down : o->gain_up;
     double step = gain * err;
     bool pinned = (limit == CTL_FB_AT_TOP && step > 0) || (limit == CTL_FB_AT_BOTTOM && step < 0);
     if (!pinned) fb->offset_w += step;

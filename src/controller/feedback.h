@@ -6,8 +6,8 @@
  * below it. The feedback term is an offset added to the target:
  *
  *   budget = target + offset
- *   offset += gain_up   * (setpoint - measured)   when measured <= target
- *   offset += gain_down * (setpoint - measured)   when measured >  target
+ *   offset += gain_up   * (setpoint - measured)   when measured <= target - reserve
+ *   offset += gain_down * (setpoint - measured)   when measured >  target - reserve
  *   setpoint = target * (1 - margin) - reserve
  *
  * clamped to [-max_under * target, max_over * target]. The upper clamp bounds
@@ -30,8 +30,9 @@
  * its gain k passes d^d / (d+1)^(d+1) (then z^(d+1) - z^d + k has no real
  * dominant root): 1/4 for one round, 4/27 for two; gain_up 0.14 stays below
  * that for the one to two rounds of lag NVML's one-second power average
- * gives at a one-second round, and tests/unit/test_controller_feedback.c proves it on
- * such a plant. The down gain is larger: being over is what must not last.
+ * gives at a one-second round, and tests/unit/test_controller_feedback.c
+ * proves it on such a plant. The down gain is larger: being over is what
+ * must not last.
  *
  * Lag after a cut: for a second or so after caps drop, the averaged power
  * reading still shows the old draw, above what the new caps allow. Counting
@@ -100,9 +101,6 @@ double ctl_feedback_step(struct ctl_feedback *fb, double target_w, double measur
  * once (feed-forward), instead of over the rounds gain_up would take. Call
  * it before ctl_feedback_step, with the rise of the caps in force. */
 void ctl_feedback_reserve(struct ctl_feedback *fb, double target_w, double rise_w);
-/* The reserve for a rise, without taking it: the part beyond max_over *
- * target (0 for a rise that is not finite). */
-double ctl_feedback_reserve_for(const struct ctl_feedback *fb, double target_w, double rise_w);
 /* The budget for a target with the current offset, without updating it. */
 double ctl_feedback_budget(const struct ctl_feedback *fb, double target_w);
 

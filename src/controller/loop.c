@@ -359,10 +359,7 @@ static void hold_target(struct ctl_controller *c, double now, double target, dou
   size_t reachable = 0;
   for (size_t i = 0; i < c->nnodes; i++)
     reachable += c->nodes[i].reachable && c->nodes[i].ngpus;
-  /* Raises fill to the target less the reserve: the room it holds is for
-   * what these caps let rise without a new plan (feedback.h). */
-  double reserve = ctl_feedback_reserve_for(&c->fb, target, s.rise_w);
-  s.caps_w -= ctl_limit_raises(c->nodes, c->nnodes, &c->jobs, target - reserve, measured);
+  s.caps_w -= ctl_limit_raises(c->nodes, c->nnodes, &c->jobs, target, measured);
   size_t acked = push_caps(c);
   if (reachable && acked == reachable && !c->caps_acked_at) c->caps_acked_at = ctl_epoch_now();
   c->caps_in_force_w = s.caps_w;

@@ -211,6 +211,22 @@ static void the_reserve_keeps_room_for_every_rise(void **state) {
   assert_near(fb.reserve_w, rise - o.max_over * target, 1e-9);
 }
 
+/* Above the target less the reserve is above what frozen caps may safely
+ * leave: the down gain, though still under the target. */
+static void over_the_reserve_comes_down_fast(void **state) {
+  struct ctl_feedback_opts o;
+  ctl_feedback_opts_default(&o);
+  struct ctl_feedback fb;
+  ctl_feedback_init(&fb, &o);
+  const double target = 10000;
+  ctl_feedback_start(&fb, target);
+  ctl_feedback_reserve(&fb, target, 300); /* reserve 200 */
+  double before = fb.offset_w, measured = target - 100;
+  ctl_feedback_step(&fb, target, measured, INFINITY, CTL_FB_FREE);
+  double err = target * (1 - o.margin) - 200 - measured;
+  assert_near(fb.offset_w - before, o.gain_down * err, 1e-9);
+}
+
 static void too_high_a_gain_rings(void **state) {
   struct ctl_feedback_opts o;
   ctl_feedback_opts_default(&o);
@@ -230,6 +246,7 @@ int main(void) {
       cmocka_unit_test(lag_after_a_cut_is_not_demand),
       cmocka_unit_test(too_high_a_gain_rings),
       cmocka_unit_test(the_reserve_keeps_room_for_every_rise),
+      cmocka_unit_test(over_the_reserve_comes_down_fast),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
