@@ -40,16 +40,18 @@ void ctl_feedback_resume(struct ctl_feedback *fb, double offset_w) {
   fb->reserve_known = false; /* the stored offset has the reserve it had in it */
 }
 
-static double clamp(double x, double lo, double hi) {
-  return x < lo ? lo : x > hi ? hi : x;
+/* The offset within [-max_under, max_over] of the target. */
+static void clamp_offset(struct ctl_feedback *fb, double target_w) {
+  double lo = -fb->opts.max_under * target_w, hi = fb->opts.max_over * target_w;
+  fb->offset_w = fb->offset_w < lo ? lo : fb->offset_w > hi ? hi : fb->offset_w;
 }
 
 void ctl_feedback_reserve(struct ctl_feedback *fb, double target_w, double rise_w) {
-  const struct ctl_feedback_opts *o = &fb->opts;
-  double reserve = isfinite(rise_w) ? fmax(0.0, rise_w - o->max_over * target_w) : 0.0;
-  if (fb->reserve_known)
-    fb->offset_w = clamp(fb->offset_w - (reserve - fb->reserve_w), -o->max_under * target_w,
-                         o->max_over * target_w);
+  double reserve = isfinite(rise_w) ? fmax(0.0, rise_w - fb->opts.max_over * target_w) : 0.0;
+  if (fb->reserve_known) {
+    fb->offset_w -= reserve - fb->reserve_w;
+    clamp_offset(fb, target_w);
+  }
   fb->reserve_w = reserve;
   fb->reserve_known = true;
 }
@@ -69,7 +71,7 @@ double ctl_feedback_step(struct ctl_feedback *fb, double target_w, double measur
     double step = gain * err;
     bool pinned = (limit == CTL_FB_AT_TOP && step > 0) || (limit == CTL_FB_AT_BOTTOM && step < 0);
     if (!pinned) fb->offset_w += step;
-    fb->offset_w = clamp(fb->offset_w, -o->max_under * target_w, o->max_over * target_w);
+    clamp_offset(fb, target_w);
   }
   return ctl_feedback_budget(fb, target_w);
 }

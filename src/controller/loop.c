@@ -336,13 +336,14 @@ static void hold_target(struct ctl_controller *c, double now, double target, dou
     c->caps_acked_at = 0;
     ctl_feedback_start(&c->fb, target);
   }
-  if (isfinite(c->caps_in_force_w)) ctl_feedback_reserve(&c->fb, target, c->last_plan.rise_w);
-  double budget = isfinite(c->caps_in_force_w)
-                      ? ctl_feedback_step(&c->fb, target, measured, c->caps_in_force_w,
-                                          c->last_plan.infeasible ? CTL_FB_AT_BOTTOM
-                                          : c->saturated          ? CTL_FB_AT_TOP
-                                                                  : CTL_FB_FREE)
-                      : ctl_feedback_budget(&c->fb, target);
+  double budget = ctl_feedback_budget(&c->fb, target);
+  if (isfinite(c->caps_in_force_w)) { /* a reading under caps of ours: the feedback acts */
+    ctl_feedback_reserve(&c->fb, target, c->last_plan.rise_w);
+    budget = ctl_feedback_step(&c->fb, target, measured, c->caps_in_force_w,
+                               c->last_plan.infeasible ? CTL_FB_AT_BOTTOM
+                               : c->saturated          ? CTL_FB_AT_TOP
+                                                       : CTL_FB_FREE);
+  }
   struct ctl_plan_summary s;
   if (ctl_plan(c->nodes, c->nnodes, &c->jobs, &c->cfg, budget, target, c->unseen_w, &s) < 0) {
     ctl_log("error", "round %lld: out of memory in the allocation", (long long)c->rounds);
