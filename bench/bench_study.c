@@ -16,8 +16,13 @@
  * open loop) per size, its wall time, time per job and the process's peak
  * resident memory (sizes in ascending order).
  *
- * usage: bench_study [--workloads N] [--rounds R] [--scale N,N,...] */
+ * --threads N (N > 1): also the open-loop data-shape study on one thread
+ * and on N, side by side, their ratio, and whether their results are the
+ * same bits (they must be).
+ *
+ * usage: bench_study [--workloads N] [--rounds R] [--threads N] [--scale N,N,...] */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,20 +84,46 @@ static int scale(const struct pflex_study_group *g, const struct pflex_study_pre
   return 0;
 }
 
+/* The open-loop data-shape study on one thread, then on n: times, ratio,
+ * and whether the results are the same bits. */
+static int compare_threads(const struct pflex_study_group *g, const struct pflex_study_predset *p,
+                           size_t workloads, unsigned n) {
+  struct pflex_study_result *res[2];
+  size_t nres[2];
+  double dt[2];
+  for (int k = 0; k < 2; k++) {
+    struct pflex_study_opts o;
+    pflex_study_opts_init(&o);
+    o.workloads = workloads;
+    o.threads = k ? n : 1;
+    if (timed_run(g, p, &o, &res[k], &nres[k], &dt[k])) return 1;
+  }
+  bool same = nres[0] == nres[1] && memcmp(res[0], res[1], nres[0] * sizeof *res[0]) == 0;
+  printf("open loop, data shape: 1 thread %.2f s, %u threads %.2f s, ratio %.2f; same results: "
+         "%s\n",
+         dt[0], n, dt[1], dt[0] / dt[1], same ? "yes" : "NO");
+  free(res[0]);
+  free(res[1]);
+  return same ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
   gsl_set_error_handler_off(); /* as the programs: GSL errors as return codes */
   size_t workloads = 500, sizes[8], nsizes = 0;
-  unsigned rounds = 2;
+  unsigned rounds = 2, threads = 1;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--workloads") == 0 && i + 1 < argc)
       workloads = strtoull(argv[++i], NULL, 10);
     else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
       rounds = (unsigned)atoi(argv[++i]);
+    else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
+      threads = (unsigned)atoi(argv[++i]);
     else if (strcmp(argv[i], "--scale") == 0 && i + 1 < argc)
       for (char *t = strtok(argv[++i], ","); t && nsizes < 8; t = strtok(NULL, ","))
         sizes[nsizes++] = strtoull(t, NULL, 10);
     else {
-      fprintf(stderr, "usage: bench_study [--workloads N] [--rounds R] [--scale N,N,...]\n");
+      fprintf(stderr,
+              "usage: bench_study [--workloads N] [--rounds R] [--threads N] [--scale N,N,...]\n");
       return 2;
     }
   }
@@ -174,6 +205,7 @@ int main(int argc, char **argv) {
   printf("time ratio data / family shape: open loop %.2f", secs[0][0] / secs[0][1]);
   if (rounds) printf(", %u rounds %.2f", rounds, secs[1][0] / secs[1][1]);
   printf("\n");
+  if (threads > 1 && compare_threads(g, p, workloads, threads)) return 1;
   for (int i = 0; i < NG; i++)
     pflex_curve_free(c[i]);
   gsl_rng_free(rng);

@@ -5,7 +5,9 @@
 # scripts/test.sh writes them), so that the longest one (test_gpu, about 2 of
 # the 5 minutes in one) does not start last. Exits non-zero when any of them
 # reports an error or a definite or indirect leak, printing the end of its
-# log (build/valgrind-NAME.log).
+# log (build/valgrind-NAME.log). The tests that start threads also run
+# under helgrind, which reports memory shared without a lock (log:
+# build/helgrind-NAME.log).
 #
 #   scripts/valgrind.sh [-x NAME]... [NAME...]   NAME: test_gpu; default all;
 #                                                -x NAME leaves NAME out
@@ -36,16 +38,27 @@ order() {
   done | sort -k1,1gr | cut -d' ' -f2
 }
 
+# The unit tests that start threads.
+threaded=" test_study_threads "
+export threaded
+
 # Runs one executable; prints one line; exit 0 when clean.
 run_one() {
   local n=$1 log="build/valgrind-$1.log"
-  if valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+  rm -f "build/helgrind-$n.log"
+  if ! valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
       "build/tests/$n" > /dev/null 2> "$log"; then
-    echo "valgrind: $n clean"
-  else
     echo "valgrind: $n FAILED (log: $log)"
     return 1
   fi
+  if [[ "$threaded" == *" $n "* ]]; then
+    log="build/helgrind-$n.log"
+    if ! valgrind -q --tool=helgrind --error-exitcode=99 "build/tests/$n" > /dev/null 2> "$log"; then
+      echo "valgrind: $n FAILED under helgrind (log: $log)"
+      return 1
+    fi
+  fi
+  echo "valgrind: $n clean"
 }
 export -f run_one
 
@@ -54,8 +67,11 @@ rc=0
 order | xargs -r -P "$jobs" -I{} bash -c 'run_one "$1"' _ {} | tee "$build/valgrind-results.txt" || rc=$?
 failed=$(sed -n 's/^valgrind: \([^ ]*\) FAILED.*/\1/p' "$build/valgrind-results.txt")
 for n in $failed; do
-  echo "---- last lines of $build/valgrind-$n.log"
-  tail -30 "$build/valgrind-$n.log"
+  for log in "$build/valgrind-$n.log" "$build/helgrind-$n.log"; do
+    [ -s "$log" ] || continue
+    echo "---- last lines of $log"
+    tail -30 "$log"
+  done
 done
 if [ -n "$failed" ] || [ "$rc" -ne 0 ]; then
   echo "valgrind: $(echo "$failed" | wc -w) test executables failed (xargs exit $rc)"

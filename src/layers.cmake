@@ -18,7 +18,7 @@ set(PFLEX_LAYER_core_HEADERS runs.h pfi.h curve.h stats.h features.h predict.h a
                              study.h twin.h refine.h study_predict.h gpu_models.h
                              reference.h)
 list(APPEND PFLEX_LAYER_core_HEADERS objective.h shrink.h) # issue 12: objective, never worse than equal
-set(PFLEX_LAYER_core_LIBS PkgConfig::GSL m)
+set(PFLEX_LAYER_core_LIBS PkgConfig::GSL Threads::Threads m)
 
 set(PFLEX_LAYER_telemetry_DEPS core base)
 set(PFLEX_LAYER_telemetry_HEADERS series.h tput.h)

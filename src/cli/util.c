@@ -239,3 +239,9 @@ const char *cli_reference_runs(void) {
 void cli_fmt_interval(char *buf, size_t size, double lo, double hi) {
   snprintf(buf, size, lo < 0 || hi < 0 ? "%.3f to %.3f" : "%.3f-%.3f", lo, hi);
 }
+
+unsigned cli_cpus_online(unsigned max) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  if (n < 1) n = 1;
+  return (unsigned long)n < max ? (unsigned)n : max;
+}

@@ -91,4 +91,7 @@ int cli_parse_list(const char *s, double **ret_values, size_t *ret_n);
  * data/reference/runs.csv (a build run from anywhere), else that relative path. */
 const char *cli_reference_runs(void);
 
+/* The CPUs online (sysconf), at least 1 and at most max. */
+unsigned cli_cpus_online(unsigned max);
+
 #endif

@@ -11,6 +11,7 @@
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 
+#include "parallel.h"
 #include "pflex/error.h"
 #include "pflex/jobs.h"
 #include "pflex/refine.h"
@@ -38,6 +39,7 @@ void pflex_study_opts_init(struct pflex_study_opts *o) {
   o->objective = PFLEX_OBJECTIVE_TOKENS;
   o->shrink = 0;
   o->dither = 0;
+  o->threads = 1;
 }
 
 const char *pflex_study_scenario_name(enum pflex_study_scenario s) {
@@ -114,12 +116,12 @@ static void study_release(struct study *s) {
     if (s->own) pflex_curve_free(s->own[i]);
     if (s->prior) pflex_refine_prior_free(s->prior[i]);
   }
-  if (s->shaping) {
-    free(s->shaping->tmpl);
-    free(s->shaping->tj);
-    free(s->shaping->use);
-    free(s->shaping);
+  for (unsigned t = 0; s->shaping && t < s->threads; t++) {
+    free(s->shaping[t].tmpl);
+    free(s->shaping[t].tj);
+    free(s->shaping[t].use);
   }
+  free(s->shaping);
   free(s->built);
   free(s->pcurve);
   free(s->own);
@@ -210,8 +212,7 @@ static int study_groups(struct study *s) {
 /* Group gi's predicted curves under every prediction set (with the closed
  * loop, its priors), once: each list of candidate templates read on its
  * grid once for all the sets that share it. */
-static int group_curves(const struct study *s, size_t gi) {
-  struct shaping *sh = s->shaping;
+static int group_curves(const struct study *s, struct shaping *sh, size_t gi) {
   int err = 0;
   if (s->built[gi]) return 0;
   s->built[gi] = true;
@@ -245,31 +246,58 @@ static int group_curves(const struct study *s, size_t gi) {
   return err;
 }
 
+/* A worker's curves of the groups listed (curves_job). */
+struct curves_job {
+  const struct study *s;
+  const size_t *groups;
+};
+
+static int curves_one(void *ctx, unsigned worker, size_t i) {
+  const struct curves_job *cj = ctx;
+  return group_curves(cj->s, &cj->s->shaping[worker], cj->groups[i]);
+}
+
+/* The predicted curves of the groups listed (their order is the order a
+ * loop would build them in, so that an error is the same one), one group a
+ * call, on the study's threads: a group's curves are its alone. */
+static int build_curves(const struct study *s, const size_t *groups, size_t n) {
+  struct curves_job cj = {s, groups};
+  return pflex__parallel_for(n, s->threads, curves_one, &cj, NULL);
+}
+
 /* Room for the predicted curves, which are built when a workload first
  * draws their group (group_curves: the same curves, only those used), or
- * all at once where the shrinkage's calibration reads them all. */
+ * all at once where the shrinkage's calibration reads them all; and each
+ * thread's scratch for building them. */
 static int study_curves(struct study *s) {
   size_t npg = s->np * s->ng > 0 ? s->np * s->ng : 1, maxt = s->ng;
   for (size_t k = 0; k < s->np; k++)
     if (s->preds[k].templates && s->preds[k].ntemplates > maxt) maxt = s->preds[k].ntemplates;
   maxt = maxt < STUDY_MAX_TEMPLATES ? maxt : STUDY_MAX_TEMPLATES;
-  struct shaping *sh = s->shaping = calloc(1, sizeof *sh);
+  s->shaping = calloc(s->threads, sizeof *s->shaping);
   s->built = calloc(s->ng, sizeof *s->built);
   s->pcurve = calloc(npg, sizeof *s->pcurve);
   if (s->o->rounds)
     s->prior = calloc(npg, sizeof *s->prior);
   else
     s->own = calloc(npg, sizeof *s->own);
-  if (!sh || !s->built || !s->pcurve || !(s->prior || s->own)) return -ENOMEM;
-  sh->tmpl = calloc(maxt + 1, sizeof *sh->tmpl);
-  sh->tj = calloc(maxt + 1, sizeof *sh->tj);
-  sh->use = calloc(maxt + 1, sizeof *sh->use);
-  int err = sh->tmpl && sh->tj && sh->use ? 0 : -ENOMEM;
-  for (size_t i = 0; i < s->ng && !err && s->o->shrink > 0; i++)
-    err = group_curves(s, i);
+  if (!s->shaping || !s->built || !s->pcurve || !(s->prior || s->own)) return -ENOMEM;
+  for (unsigned t = 0; t < s->threads; t++) {
+    struct shaping *sh = &s->shaping[t];
+    sh->tmpl = calloc(maxt + 1, sizeof *sh->tmpl);
+    sh->tj = calloc(maxt + 1, sizeof *sh->tj);
+    sh->use = calloc(maxt + 1, sizeof *sh->use);
+    if (!sh->tmpl || !sh->tj || !sh->use) return -ENOMEM;
+  }
+  if (!(s->o->shrink > 0)) return 0;
+  size_t *all = malloc(s->ng * sizeof *all);
+  if (!all) return -ENOMEM;
+  for (size_t i = 0; i < s->ng; i++)
+    all[i] = i;
+  int err = build_curves(s, all, s->ng);
+  free(all);
   return err;
 }
-
 
 /* The output lines, in strategy order. */
 static int study_lines(struct study *s) {
@@ -323,6 +351,7 @@ struct work {
    * (run_optimal_plain). */
   struct pflex_alloc_prepared *prep_t, **prep_p;
   struct pflex_alloc_job *jpk;
+  struct shaping *sh; /* its thread's scratch for group_curves */
 };
 
 /* Frees the workload's prepared jobs. */
@@ -400,20 +429,25 @@ static int work_alloc(struct work *w, const struct study *s) {
   return err;
 }
 
-/* Draws one workload's jobs for scenario sc. */
-static void sample_workload(const struct study *s, struct work *w, int sc, gsl_rng *rng) {
+/* Draws one workload's groups for scenario sc into gi (jobs of them). */
+static void draw_workload(const struct study *s, int sc, gsl_rng *rng, size_t *gi) {
   const double p_pt =
       (double)PFLEX_ACME_PRETRAIN_JOBS / (PFLEX_ACME_PRETRAIN_JOBS + PFLEX_ACME_SFT_JOBS);
   for (size_t j = 0; j < s->o->jobs; j++) {
-    size_t gi;
     if (sc == PFLEX_SCENARIO_RANDOM)
-      gi = gsl_rng_uniform_int(rng, s->ng);
+      gi[j] = gsl_rng_uniform_int(rng, s->ng);
     else if (gsl_rng_uniform(rng) < p_pt)
-      gi = s->pt[gsl_rng_uniform_int(rng, s->npt)];
+      gi[j] = s->pt[gsl_rng_uniform_int(rng, s->npt)];
     else
-      gi = s->ft[gsl_rng_uniform_int(rng, s->nft)];
-    const struct pflex_study_group *g = &s->g[gi];
-    w->gi[j] = gi;
+      gi[j] = s->ft[gsl_rng_uniform_int(rng, s->nft)];
+  }
+}
+
+/* Sets w's jobs to the workload of groups gi, on their true curves. */
+static void fill_workload(const struct study *s, struct work *w, const size_t *gi) {
+  for (size_t j = 0; j < s->o->jobs; j++) {
+    const struct pflex_study_group *g = &s->g[gi[j]];
+    w->gi[j] = gi[j];
     pflex_alloc_job_init(&w->jt[j]);
     w->jt[j].name = g->name;
     w->jt[j].curve = g->curve;
@@ -422,7 +456,7 @@ static void sample_workload(const struct study *s, struct work *w, int sc, gsl_r
     w->jt[j].task = g->task;
     w->jt[j].dram_copy = s->have_dram ? g->dram_copy : 0;
     w->jt[j].pfi = 0;
-    w->jt[j].weight = s->oscale[s->o->objective * s->ng + gi];
+    w->jt[j].weight = s->oscale[s->o->objective * s->ng + gi[j]];
   }
 }
 
@@ -608,7 +642,9 @@ static int observe(const struct study *s, struct work *w, size_t k, size_t j, si
   bool dithered = !isnan(w->pund[j]);
   double a = w->anc[j] = dithered ? w->pund[j] : pw;
   w->pund[j] = NAN;
-  double obs = pflex_curve_eval(s->g[gi].curve, pw) * (1 + gsl_ran_gaussian(noise, s->o->noise));
+  /* No draw without noise: workloads on several threads share no stream. */
+  double e = s->o->noise > 0 ? gsl_ran_gaussian(noise, s->o->noise) : 0;
+  double obs = pflex_curve_eval(s->g[gi].curve, pw) * (1 + e);
   int err = pflex_refine_observe(w->ref[j], pw, obs);
   if (err) return err;
   double f[CAL_NB];
@@ -656,7 +692,7 @@ static int run_optimal_plain(const struct study *s, struct work *w, size_t k, do
   int err = 0;
   if (!w->prep_p[k]) {
     for (size_t j = 0; j < n && !err; j++)
-      err = group_curves(s, w->gi[j]);
+      err = group_curves(s, w->sh, w->gi[j]);
     for (size_t j = 0; j < n && !err; j++) {
       jp[j] = w->jt[j];
       jp[j].curve = s->pcurve[k * s->ng + w->gi[j]];
@@ -681,7 +717,7 @@ static int run_optimal(const struct study *s, struct work *w, size_t k, double t
   int err = 0;
   if (!(s->o->shrink > 0) && !s->o->rounds) return run_optimal_plain(s, w, k, target, t);
   for (size_t j = 0; j < n && !err; j++)
-    err = group_curves(s, w->gi[j]);
+    err = group_curves(s, w->sh, w->gi[j]);
   for (size_t j = 0; j < n && !err; j++) {
     size_t gi = w->gi[j];
     w->jp[j] = w->jt[j];
@@ -783,13 +819,23 @@ static void accumulate(struct acc *a, const double *v, const double *eq, const d
   if (v[objective] > orc[objective] * (1 + PFLEX_STUDY_ORACLE_TOL)) a->above++;
 }
 
-/* One workload at every cut of scenario sc, into the sums. */
-static int run_workload(const struct study *s, struct work *w, int sc, struct sums *m,
-                        gsl_rng *noise) {
+/* A workload's record: per cut, whether the workload took it (1) or not
+ * (0), the equal cut's and the oracle's values, then every line's, in every
+ * objective; rec_stride doubles a cut. Workloads run on several threads
+ * are summed from their records in their order: one thread's sums, bit for
+ * bit. */
+static size_t rec_stride(const struct study *s) {
+  return 1 + (2 + s->nlines) * PFLEX_OBJECTIVE_N;
+}
+
+/* One workload (w's jobs) at every cut, into its record rec. */
+static int run_workload(const struct study *s, struct work *w, double *rec, gsl_rng *noise) {
   size_t n = s->o->jobs;
   for (size_t c = 0; c < s->ncuts; c++) {
-    double target, eq[PFLEX_OBJECTIVE_N], orc[PFLEX_OBJECTIVE_N], orc_line[PFLEX_OBJECTIVE_N];
+    double *r = rec + c * rec_stride(s), *eq = r + 1, *orc = eq + PFLEX_OBJECTIVE_N;
+    double *lv = orc + PFLEX_OBJECTIVE_N, target, orc_line[PFLEX_OBJECTIVE_N];
     struct pflex_alloc_summary sum;
+    r[0] = 0;
     int err = pflex_alloc_target_for_cut(w->jt, n, s->cuts[c], &target);
     if (err) return err;
     err = oracles(s, w, target, orc, orc_line);
@@ -800,42 +846,133 @@ static int run_workload(const struct study *s, struct work *w, int sc, struct su
     score(s, w, eq);
     for (size_t j = 0; j < n; j++)
       w->eq[j] = w->r[j].power_w;
-    struct acc *cell = &m->acc[((size_t)sc * s->ncuts + c) * s->nlines];
-    for (size_t l = 0; l < s->nlines && !err; l++) {
-      double *v = w->tl + PFLEX_OBJECTIVE_N * l;
-      err = score_line(s, w, l, target, eq, orc_line, noise, v);
-      if (!err) accumulate(&cell[l], v, eq, orc, s->o->objective);
-    }
+    for (size_t l = 0; l < s->nlines && !err; l++)
+      err = score_line(s, w, l, target, eq, orc_line, noise, lv + PFLEX_OBJECTIVE_N * l);
     if (err) return err;
+    r[0] = 1;
   }
   return 0;
+}
+
+/* Adds a workload's record of scenario sc to the sums. */
+static void accumulate_record(const struct study *s, const double *rec, int sc, struct sums *m) {
+  for (size_t c = 0; c < s->ncuts; c++) {
+    const double *r = rec + c * rec_stride(s), *eq = r + 1, *orc = eq + PFLEX_OBJECTIVE_N;
+    const double *lv = orc + PFLEX_OBJECTIVE_N;
+    if (r[0] == 0) continue;
+    struct acc *cell = &m->acc[((size_t)sc * s->ncuts + c) * s->nlines];
+    for (size_t l = 0; l < s->nlines; l++)
+      accumulate(&cell[l], lv + PFLEX_OBJECTIVE_N * l, eq, orc, s->o->objective);
+  }
+}
+
+/* Whether a line allocates on predicted curves (optimal's). */
+static bool needs_curves(const struct study *s) {
+  for (size_t l = 0; l < s->nlines; l++)
+    if (s->lines[l].st == PFLEX_ALLOC_OPTIMAL) return true;
+  return false;
+}
+
+/* The workloads run a chunk at a time: drawn in order from one stream,
+ * their groups' curves built, run on the study's threads (each with its own
+ * scratch w[thread]), then summed in order. */
+struct chunk {
+  const struct study *s;
+  struct work *w;
+  size_t *gi;           /* the chunk's draws, jobs a workload */
+  double *rec;          /* the chunk's records */
+  size_t *todo;         /* groups whose curves the chunk builds */
+  bool *listed;         /* per group: in todo of this chunk or an earlier one */
+  gsl_rng *rng_noise;   /* the closed loop's observation noise, in the workloads' order */
+  gsl_rng *noise;       /* rng_noise where the workloads draw from it (one thread), else NULL */
+  size_t before, total; /* workloads done before this chunk, and in all */
+};
+
+static int chunk_one(void *ctx, unsigned worker, size_t i) {
+  struct chunk *ch = ctx;
+  const struct study *s = ch->s;
+  struct work *w = &ch->w[worker];
+  size_t n = s->o->jobs;
+  fill_workload(s, w, ch->gi + i * n);
+  int err = pflex_alloc_prepare(w->jt, n, &w->prep_t);
+  w->ao.prepared = w->prep_t;
+  if (!err) err = run_workload(s, w, ch->rec + i * s->ncuts * rec_stride(s), ch->noise);
+  work_unprepare(w, s->np);
+  return err;
+}
+
+static void chunk_done(void *ctx, size_t finished) {
+  const struct chunk *ch = ctx;
+  pflex_progress_report(&ch->s->o->progress, "workloads", ch->before + finished, ch->total);
+}
+
+/* nw workloads of scenario sc: drawn, their new groups' curves built (in
+ * the order of the draws, as the workloads would meet them), run, summed.
+ * The closed loop's observation noise is one stream through the workloads
+ * in order, so with it they run on one thread. */
+static int run_chunk(struct chunk *ch, int sc, size_t nw, gsl_rng *rng, struct sums *m) {
+  const struct study *s = ch->s;
+  size_t n = s->o->jobs, ntodo = 0;
+  for (size_t i = 0; i < nw; i++)
+    draw_workload(s, sc, rng, ch->gi + i * n);
+  if (needs_curves(s))
+    for (size_t k = 0; k < nw * n; k++)
+      if (!ch->listed[ch->gi[k]]) ch->listed[ch->gi[k]] = true, ch->todo[ntodo++] = ch->gi[k];
+  int err = build_curves(s, ch->todo, ntodo);
+  bool noisy = s->o->rounds && s->o->noise > 0;
+  ch->noise = noisy ? ch->rng_noise : NULL;
+  if (!err) err = pflex__parallel_for(nw, noisy ? 1 : s->threads, chunk_one, ch, chunk_done);
+  for (size_t i = 0; i < nw && !err; i++)
+    accumulate_record(s, ch->rec + i * s->ncuts * rec_stride(s), sc, m);
+  ch->before += nw;
+  return err;
+}
+
+/* Workloads a chunk: one on one thread (as a plain loop); on several, 16 a
+ * thread, so that the threads left idle by a chunk's last workloads cost
+ * little, as long as the chunk's draws stay under 2^22 jobs. */
+static size_t chunk_size(const struct study *s) {
+  if (s->threads <= 1) return 1;
+  size_t c = 16 * (size_t)s->threads, most = ((size_t)1 << 22) / s->o->jobs;
+  if (c > most) c = most > s->threads ? most : s->threads;
+  return c < s->o->workloads ? c : s->o->workloads;
 }
 
 /* Every scenario's workloads, each scenario on its own random streams so
  * that its results do not depend on whether the other ran. */
 static int run_scenarios(const struct study *s, struct sums *m) {
-  struct work w = {0};
-  gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937), *noise = gsl_rng_alloc(gsl_rng_mt19937);
-  int err = rng && noise ? work_alloc(&w, s) : -ENOMEM;
-  size_t done = 0, total = 0;
+  size_t cs = chunk_size(s), n = s->o->jobs;
+  struct chunk ch = {.s = s};
+  ch.w = calloc(s->threads, sizeof *ch.w);
+  ch.gi = malloc(cs * n * sizeof *ch.gi);
+  ch.rec = malloc(cs * s->ncuts * rec_stride(s) * sizeof *ch.rec);
+  ch.todo = malloc((cs * n < s->ng ? cs * n : s->ng) * sizeof *ch.todo);
+  ch.listed = calloc(s->ng, sizeof *ch.listed);
+  gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+  ch.rng_noise = gsl_rng_alloc(gsl_rng_mt19937);
+  int err = ch.w && ch.gi && ch.rec && ch.todo && ch.listed && rng && ch.rng_noise ? 0 : -ENOMEM;
+  for (unsigned t = 0; t < s->threads && !err; t++) {
+    err = work_alloc(&ch.w[t], s);
+    ch.w[t].sh = &s->shaping[t];
+  }
   for (int sc = 0; sc < PFLEX_SCENARIO_N; sc++)
-    if (s->o->scenarios & (1u << sc)) total += s->o->workloads;
+    if (s->o->scenarios & (1u << sc)) ch.total += s->o->workloads;
   for (int sc = 0; sc < PFLEX_SCENARIO_N && !err; sc++) {
     if (!(s->o->scenarios & (1u << sc))) continue;
     gsl_rng_set(rng, s->o->seed * 1000003ul + (unsigned long)sc);
-    gsl_rng_set(noise, s->o->seed * 7919ul + 104729ul + (unsigned long)sc);
-    for (size_t wl = 0; wl < s->o->workloads && !err; wl++) {
-      sample_workload(s, &w, sc, rng);
-      err = pflex_alloc_prepare(w.jt, s->o->jobs, &w.prep_t);
-      w.ao.prepared = w.prep_t;
-      if (!err) err = run_workload(s, &w, sc, m, noise);
-      work_unprepare(&w, s->np);
-      pflex_progress_report(&s->o->progress, "workloads", ++done, total);
-    }
+    gsl_rng_set(ch.rng_noise, s->o->seed * 7919ul + 104729ul + (unsigned long)sc);
+    for (size_t wl = 0; wl < s->o->workloads && !err; wl += cs)
+      err = run_chunk(&ch, sc, s->o->workloads - wl < cs ? s->o->workloads - wl : cs, rng, m);
   }
-  work_free(&w, s->o->jobs);
+  for (unsigned t = 0; ch.w && t < s->threads; t++)
+    work_free(&ch.w[t], n);
+  free(ch.w);
+  free(ch.gi);
+  free(ch.rec);
+  free(ch.todo);
+  free(ch.listed);
   gsl_rng_free(rng);
-  gsl_rng_free(noise);
+  gsl_rng_free(ch.rng_noise);
   return err;
 }
 
@@ -901,7 +1038,8 @@ static int opts_check(const struct pflex_study_group *groups, size_t ngroups,
   if (!groups || ngroups == 0 || (npreds && !preds) || o->jobs == 0 || o->workloads == 0 ||
       !(o->noise >= 0) || !(o->prior_sd > 0) || (o->ncuts && !o->cuts) || o->rounds > 100 ||
       !(o->bandwidth > 0) || !(o->shrink >= 0) || !isfinite(o->shrink) ||
-      !(o->dither >= 0 && o->dither <= 0.5) || (unsigned)o->objective >= PFLEX_OBJECTIVE_N)
+      !(o->dither >= 0 && o->dither <= 0.5) || (unsigned)o->objective >= PFLEX_OBJECTIVE_N ||
+      o->threads > PFLEX_STUDY_MAX_THREADS)
     return -EINVAL;
   for (size_t c = 0; o->cuts && c < o->ncuts; c++)
     if (!(o->cuts[c] >= 0 && o->cuts[c] <= 1)) return -EINVAL;
@@ -924,7 +1062,12 @@ int pflex_study_run(const struct pflex_study_group *groups, size_t ngroups,
   }
   int err = opts_check(groups, ngroups, preds, npreds, opts);
   if (err) return err;
-  struct study s = {.g = groups, .ng = ngroups, .preds = preds, .np = npreds, .o = opts};
+  struct study s = {.g = groups,
+                    .ng = ngroups,
+                    .preds = preds,
+                    .np = npreds,
+                    .o = opts,
+                    .threads = opts->threads ? opts->threads : 1};
   s.cuts = opts->cuts ? opts->cuts : default_cuts;
   s.ncuts = opts->cuts ? opts->ncuts : sizeof default_cuts / sizeof default_cuts[0];
   struct sums m = {0};

@@ -43,7 +43,8 @@ struct study {
                                 each objective (pflex_objective_scale) */
   bool have_dram;
   bool *built;             /* per group: its predicted curves built (group_curves) */
-  struct shaping *shaping; /* group_curves' scratch */
+  struct shaping *shaping; /* per thread: group_curves' scratch */
+  unsigned threads;        /* the threads the curves and the workloads run on (at least 1) */
   struct line *lines;
   size_t nlines;
 };
