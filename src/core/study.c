@@ -341,7 +341,7 @@ struct work {
   double *pund;              /* closed loop's dither, per job: the power before it, or NAN */
   unsigned char *two;        /* closed loop, per job: observed at two distinct powers */
   size_t *didx;              /* closed loop's dither: scratch */
-  double *tl; /* per line, then rounds + 1: this workload's value in each objective */
+  double *tl; /* optimal's rounds 0 .. rounds: its value in each objective */
   struct pflex_alloc_opts ao, ao_powers; /* ao_powers: ao with skip_tput */
   struct pflex_alloc_ctx *actx;
   /* The workload's jobs prepared once for all its cuts (pflex_alloc_prepare):
@@ -410,7 +410,7 @@ static int work_alloc(struct work *w, const struct study *s) {
   w->dhi = calloc(n, sizeof *w->dhi);
   w->dmv = calloc(n, sizeof *w->dmv);
   w->didx = calloc(n, sizeof *w->didx);
-  w->tl = calloc(PFLEX_OBJECTIVE_N * (s->nlines + s->o->rounds + 1), sizeof *w->tl);
+  w->tl = calloc(PFLEX_OBJECTIVE_N * (s->o->rounds + 1), sizeof *w->tl);
   w->prep_p = calloc(s->np ? s->np : 1, sizeof *w->prep_p);
   w->jpk = calloc((s->np ? s->np : 1) * n, sizeof *w->jpk);
   if (!(w->gi && w->jt && w->jp && w->r && w->ref && w->shr && w->eq && w->anc && w->pw &&
@@ -742,7 +742,7 @@ static int score_line(const struct study *s, struct work *w, size_t l, double ta
                       const double *eq, const double *orc, gsl_rng *noise, double *v) {
   const struct line *ln = &s->lines[l];
   size_t n = s->o->jobs;
-  double *tround = w->tl + PFLEX_OBJECTIVE_N * s->nlines; /* rounds + 1 scratch values */
+  double *tround = w->tl;
   struct pflex_alloc_summary sum;
   int err = 0;
   if (ln->pred != (size_t)-1 && !predicted(s, w, ln->pred)) {
