@@ -10,15 +10,15 @@
 set(PFLEX_LAYERS base core telemetry io gpu sweep report)
 
 set(PFLEX_LAYER_base_DEPS)
-set(PFLEX_LAYER_base_HEADERS error.h format.h progress.h provenance.h)
-set(PFLEX_LAYER_base_LIBS)
+set(PFLEX_LAYER_base_HEADERS error.h format.h progress.h provenance.h parallel.h)
+set(PFLEX_LAYER_base_LIBS Threads::Threads)
 
 set(PFLEX_LAYER_core_DEPS base)
 set(PFLEX_LAYER_core_HEADERS runs.h pfi.h curve.h stats.h features.h predict.h alloc.h jobs.h
                              study.h twin.h refine.h study_predict.h gpu_models.h
                              reference.h)
 list(APPEND PFLEX_LAYER_core_HEADERS objective.h shrink.h) # issue 12: objective, never worse than equal
-set(PFLEX_LAYER_core_LIBS PkgConfig::GSL Threads::Threads m)
+set(PFLEX_LAYER_core_LIBS PkgConfig::GSL m)
 
 set(PFLEX_LAYER_telemetry_DEPS core base)
 set(PFLEX_LAYER_telemetry_HEADERS series.h tput.h)

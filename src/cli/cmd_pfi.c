@@ -15,11 +15,13 @@
 #include "cli/reference_notes.h"
 #include "cli/util.h"
 #include "pflex/csv.h"
+#include "pflex/parallel.h"
 #include "pflex/runs_provenance.h"
 
 struct args {
   struct cli_pfi_args pfi;
   bool json, csv;
+  unsigned threads;
 };
 
 static const struct cli_option options[] = {
@@ -33,6 +35,7 @@ static const struct cli_option options[] = {
     {CLI_INCLUDE(struct args, pfi, cli_pfi_read_options)},
     {CLI_FLAG("json", struct args, json, "JSON array, one object per group")},
     {CLI_FLAG("csv", struct args, csv, "CSV, one row per group")},
+    {CLI_COUNT("threads", "N", struct args, threads, 0, CLI_THREADS_MAX, CLI_THREADS_HELP)},
     {CLI_END}};
 
 static const struct cli_spec spec = {
@@ -236,8 +239,36 @@ static void print_csv(const struct row *rows, size_t n, const struct cli_pfi_arg
   }
 }
 
+/* Every group's PFI and CI on the threads: each group writes its own row;
+ * the progress is told on the calling thread. */
+struct compute {
+  const struct pflex_runset *set;
+  const struct pflex_group *groups;
+  struct row *rows;
+  const struct cli_pfi_args *a;
+  const struct pflex_pfi_opts *full;
+  struct cli_progress *pr;
+  size_t ng;
+};
+
+static int compute_one(void *ctx, unsigned worker, size_t i) {
+  (void)worker;
+  const struct compute *c = ctx;
+  struct row *r = &c->rows[i];
+  r->g = &c->groups[i];
+  r->run = &c->set->runs[c->groups[i].uncapped];
+  cli_pfi_value_compute(c->set, &c->groups[i], c->full, &r->full);
+  if (c->a->grid.v) cli_pfi_value_compute(c->set, &c->groups[i], &c->a->opts, &r->grid);
+  return r->full.err == -ENOMEM || r->grid.err == -ENOMEM ? -ENOMEM : 0;
+}
+
+static void compute_done(void *ctx, size_t finished) {
+  const struct compute *c = ctx;
+  cli_progress_update(c->pr, "groups", finished, c->ng);
+}
+
 static int run(int argc, char **argv) {
-  struct args args = {0};
+  struct args args = {.threads = CLI_THREADS_UNSET};
   struct cli_pfi_args *const a = &args.pfi;
   cli_pfi_args_init(a);
   int status;
@@ -267,19 +298,15 @@ static int run(int argc, char **argv) {
   full.ngrid = 0;
   struct cli_progress pr; /* Monte Carlo draws of many groups take minutes */
   cli_progress_init(&pr, "pfi", false);
-  for (size_t i = 0; i < ng; i++) {
-    rows[i].g = &groups[i];
-    rows[i].run = &set.runs[groups[i].uncapped];
-    if (cli_pfi_value_compute(&set, &groups[i], &full, &rows[i].full)) missing = true;
-    if (a->grid.v) cli_pfi_value_compute(&set, &groups[i], &a->opts, &rows[i].grid);
-    cli_progress_update(&pr, "groups", i + 1, ng);
-    if (rows[i].full.err == -ENOMEM || rows[i].grid.err == -ENOMEM) {
-      cli_progress_clear(&pr);
-      cli_error("pfi: out of memory");
-      goto out;
-    }
-  }
+  struct compute c = {&set, groups, rows, a, &full, &pr, ng};
+  err = pflex_parallel_for(ng, cli_threads(args.threads), compute_one, &c, compute_done);
   cli_progress_clear(&pr);
+  if (err) {
+    cli_error("pfi: out of memory");
+    goto out;
+  }
+  for (size_t i = 0; i < ng; i++)
+    missing |= rows[i].full.err != 0;
   if (json) {
     if (print_json(rows, ng, a, &set)) goto out;
   } else if (csv)

@@ -13,12 +13,14 @@
 #include "cli/pfi_args.h"
 #include "cli/reference_notes.h"
 #include "cli/util.h"
+#include "pflex/parallel.h"
 #include "pflex/runs_provenance.h"
 #include "pflex/stats.h"
 
 struct args {
   struct cli_pfi_args pfi;
   bool json;
+  unsigned threads;
 };
 
 static const struct cli_option options[] = {
@@ -30,6 +32,7 @@ static const struct cli_option options[] = {
     {CLI_INCLUDE(struct args, pfi, cli_pfi_set_option)},
     {CLI_INCLUDE(struct args, pfi, cli_pfi_read_options)},
     {CLI_FLAG("json", struct args, json, "JSON object: pfi (per group), groups, kruskal, dunn")},
+    {CLI_COUNT("threads", "N", struct args, threads, 0, CLI_THREADS_MAX, CLI_THREADS_HELP)},
     {CLI_END}};
 
 static const struct cli_spec spec = {
@@ -76,13 +79,19 @@ struct stats {
   int *cl;                    /* each group's cluster */
   struct cli_pfi_value *vals; /* each group's PFI */
   struct pflex_stats_compare cmp;
+  unsigned threads;
 };
 
-/* The PFI of group i, or -1 after printing why it has none and which runs
- * the rules left out. */
-static int group_pfi(struct stats *st, size_t i) {
-  struct cli_pfi_value *v = &st->vals[i];
-  if (!cli_pfi_value_compute(st->set, &st->groups[i], st->opts, v)) return 0;
+/* The PFI of group i (on a worker thread: prints nothing). */
+static int group_pfi(void *ctx, unsigned worker, size_t i) {
+  (void)worker;
+  struct stats *st = ctx;
+  return cli_pfi_value_compute(st->set, &st->groups[i], st->opts, &st->vals[i]);
+}
+
+/* Why group i has no PFI and which runs the rules left out; -1. */
+static int no_pfi(const struct stats *st, size_t i) {
+  const struct cli_pfi_value *v = &st->vals[i];
   char what[256];
   cli_error("stats: group '%s' has no PFI: %s", st->groups[i].name, v->why);
   for (size_t k = 0; k < v->n; k++)
@@ -122,8 +131,11 @@ static int compute(struct stats *st) {
   int err = 0;
   for (size_t i = 0; !err && i < st->ng; i++)
     if ((st->cl[i] = group_cluster(st->set, &st->groups[i])) < 0) err = -1;
-  for (size_t i = 0; !err && i < st->ng; i++)
-    err = group_pfi(st, i);
+  /* The groups' PFIs on the threads; the first group without one (the one
+   * a loop would stop at) said here, in order. */
+  if (!err && pflex_parallel_for(st->ng, st->threads, group_pfi, st, NULL))
+    for (size_t i = 0; !err && i < st->ng; i++)
+      if (st->vals[i].err) err = no_pfi(st, i);
   if (!err) err = compare_clusters(st, pfi);
   free(pfi);
   return err ? -1 : 0;
@@ -231,7 +243,7 @@ static void print_tests(const struct stats *st) {
 }
 
 static int run(int argc, char **argv) {
-  struct args args = {0};
+  struct args args = {.threads = CLI_THREADS_UNSET};
   cli_pfi_args_init(&args.pfi);
   struct cli_parsed p;
   int err = cli_parse(&spec, argc, argv, &args, &p);
@@ -242,7 +254,7 @@ static int run(int argc, char **argv) {
   cli_pfi_args_finish(&args.pfi);
   struct pflex_runset set;
   pflex_runset_init(&set);
-  struct stats st = {.set = &set, .opts = &args.pfi.opts};
+  struct stats st = {.set = &set, .opts = &args.pfi.opts, .threads = cli_threads(args.threads)};
   int status = PFLEX_EXIT_FAIL;
   if (!cli_load_runs(p.operands[0], &args.pfi.read, &set) && !compute(&st)) {
     if (args.json) {

@@ -136,7 +136,7 @@ static const struct cli_option options[] = {
                 "also write the figures there (created if missing): fig8.svg/.png (throughput "
                 "relative to oracle by cut, per strategy and scenario) and fig4.svg/.png (PFI by "
                 "group: measured and predicted)")},
-    {CLI_COUNT("threads", "N", A, so.threads, 0, PFLEX_STUDY_MAX_THREADS,
+    {CLI_COUNT("threads", "N", A, so.threads, 0, CLI_THREADS_MAX,
                "threads to run the workloads and the predicted curves on (default: one per CPU "
                "online, at most 8; 0: one per CPU online; 1: the one core the bench's targets "
                "are read on); the results are the same bits for any number")},
@@ -154,18 +154,13 @@ static const struct cli_spec spec = {
     .min_operands = 0,
     .max_operands = 1};
 
-/* --threads not given: one per CPU online, at most THREADS_DEFAULT_MAX (as
- * GNU sort's --parallel): each thread keeps its own allocator caches, about
- * half a GB on a file of 40,000 groups (docs/study.md, "Threads"). */
-#define THREADS_UNSET (PFLEX_STUDY_MAX_THREADS + 1u)
-#define THREADS_DEFAULT_MAX 8u
-
 /* Fills *a from the command line: 0, or the exit status (the error printed). */
 static int parse_args(int argc, char **argv, struct args *a) {
   memset(a, 0, sizeof *a);
   pflex_study_opts_init(&a->so);
   pflex_study_pred_opts_init(&a->po);
-  a->so.threads = THREADS_UNSET;
+  a->so.threads =
+      CLI_THREADS_UNSET; /* each thread keeps its own caches (docs/study.md, "Threads") */
   struct cli_parsed p;
   int err = cli_parse(&spec, argc, argv, a, &p);
   if (err) return cli_parse_status(err);
@@ -544,8 +539,7 @@ static int study(const struct args *a, const struct pflex_study_data *d,
   cli_progress_init(&pr, "study", false);
   struct pflex_study_opts so = a->so;
   so.progress = cli_progress_hook(&pr);
-  if (so.threads == 0 || so.threads == THREADS_UNSET)
-    so.threads = cli_cpus_online(so.threads ? THREADS_DEFAULT_MAX : PFLEX_STUDY_MAX_THREADS);
+  so.threads = cli_threads(so.threads);
   int err = pflex_study_run(d->groups, d->ngroups, d->sets, d->nsets, &so, res, nres);
   cli_progress_clear(&pr);
   if (err == -PFLEX_E_DATA)

@@ -240,7 +240,9 @@ void cli_fmt_interval(char *buf, size_t size, double lo, double hi) {
   snprintf(buf, size, lo < 0 || hi < 0 ? "%.3f to %.3f" : "%.3f-%.3f", lo, hi);
 }
 
-unsigned cli_cpus_online(unsigned max) {
+unsigned cli_threads(unsigned given) {
+  if (given != 0 && given != CLI_THREADS_UNSET) return given;
+  unsigned max = given ? 8 : CLI_THREADS_MAX;
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   if (n < 1) n = 1;
   return (unsigned long)n < max ? (unsigned)n : max;

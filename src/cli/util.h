@@ -91,7 +91,17 @@ int cli_parse_list(const char *s, double **ret_values, size_t *ret_n);
  * data/reference/runs.csv (a build run from anywhere), else that relative path. */
 const char *cli_reference_runs(void);
 
-/* The CPUs online (sysconf), at least 1 and at most max. */
-unsigned cli_cpus_online(unsigned max);
+/* --threads N: at most CLI_THREADS_MAX; CLI_THREADS_UNSET before parsing
+ * marks it not given. */
+#define CLI_THREADS_MAX 1024u
+#define CLI_THREADS_UNSET (CLI_THREADS_MAX + 1u)
+#define CLI_THREADS_HELP                                                                           \
+  "threads to compute on (default: one per CPU online, at most 8; 0: one per CPU online); the "    \
+  "results are the same bits for any number"
+
+/* The threads to use for --threads as given: not given, one per CPU online
+ * but at most 8 (as GNU sort's --parallel: each thread has its own scratch);
+ * 0, one per CPU online (at most CLI_THREADS_MAX); else as given. */
+unsigned cli_threads(unsigned given);
 
 #endif

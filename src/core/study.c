@@ -11,9 +11,9 @@
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 
-#include "parallel.h"
 #include "pflex/error.h"
 #include "pflex/jobs.h"
+#include "pflex/parallel.h"
 #include "pflex/refine.h"
 #include "pflex/shrink.h"
 #include "pflex/study.h"
@@ -262,7 +262,7 @@ static int curves_one(void *ctx, unsigned worker, size_t i) {
  * call, on the study's threads: a group's curves are its alone. */
 static int build_curves(const struct study *s, const size_t *groups, size_t n) {
   struct curves_job cj = {s, groups};
-  return pflex__parallel_for(n, s->threads, curves_one, &cj, NULL);
+  return pflex_parallel_for(n, s->threads, curves_one, &cj, NULL);
 }
 
 /* Room for the predicted curves, which are built when a workload first
@@ -921,7 +921,7 @@ static int run_chunk(struct chunk *ch, int sc, size_t nw, gsl_rng *rng, struct s
   int err = build_curves(s, ch->todo, ntodo);
   bool noisy = s->o->rounds && s->o->noise > 0;
   ch->noise = noisy ? ch->rng_noise : NULL;
-  if (!err) err = pflex__parallel_for(nw, noisy ? 1 : s->threads, chunk_one, ch, chunk_done);
+  if (!err) err = pflex_parallel_for(nw, noisy ? 1 : s->threads, chunk_one, ch, chunk_done);
   for (size_t i = 0; i < nw && !err; i++)
     accumulate_record(s, ch->rec + i * s->ncuts * rec_stride(s), sc, m);
   ch->before += nw;

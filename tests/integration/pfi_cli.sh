@@ -206,15 +206,29 @@ has -E -- ' -[0-9.]+ to -[0-9.]+ *$' "$tmp/area" || fail "area: no negative inte
 has -E -- '[0-9]--[0-9]' "$tmp/area" && fail "area: an interval with '--': $(grep -E -- '[0-9]--[0-9]' "$tmp/area" | head -1)"
 has -E -- ' [0-9.]+-[0-9.]+ *$' "$tmp/area" || fail "area: no non-negative interval written 'a-b'"
 
+# Threads: the same output, exit status and messages whatever their number,
+# with a group that has no PFI (one run) among the others.
+"$PFLEX" twin population --jobs 40 --seed 3 --out "$tmp/pop.csv" > /dev/null
+sed -n 2p "$tmp/pop.csv" | sed 's/^[^,]*,/lonely,/' >> "$tmp/pop.csv"
+for fmt in "" --json --csv; do
+  set +e
+  "$PFLEX" pfi "$tmp/pop.csv" --draws 300 --threads 1 $fmt > "$tmp/t1" 2>&1; rc1=$?
+  "$PFLEX" pfi "$tmp/pop.csv" --draws 300 --threads 3 $fmt > "$tmp/t3" 2>&1; rc3=$?
+  set -e
+  [ $rc1 -eq 1 ] && [ $rc3 -eq 1 ] || fail "threads $fmt: exit $rc1 / $rc3, expected 1 (group 'lonely')"
+  cmp -s "$tmp/t1" "$tmp/t3" || fail "threads $fmt: 1 and 3 threads differ: $(diff "$tmp/t1" "$tmp/t3" | head -5)"
+  has "lonely" "$tmp/t1" || fail "threads $fmt: no line for group 'lonely'"
+done
+
 # Usage errors exit 2; help lists every option.
-for bad in "--definition foo" "--noise x" "--exclude none" "--draws -1" "--grid x" "--bogus"; do
+for bad in "--definition foo" "--noise x" "--exclude none" "--draws -1" "--grid x" "--bogus" "--threads 1025" "--threads -1"; do
   set +e; "$PFLEX" pfi "$tmp/runs.csv" $bad > /dev/null 2>&1; rc=$?; set -e
   [ $rc -eq 2 ] || fail "'$bad' exit $rc, expected 2"
 done
 set +e; "$PFLEX" pfi > /dev/null 2>&1; rc=$?; set -e
 [ $rc -eq 2 ] || fail "no file: exit $rc"
 help=$("$PFLEX" help pfi)
-for o in --grid --definition --draws --seed --power-cv --tput-cv --exclude --noise-k --unit --tput-column --noise --set --json --csv; do
+for o in --grid --definition --draws --seed --power-cv --tput-cv --exclude --noise-k --unit --tput-column --noise --set --json --csv --threads; do
   echo "$help" | has -- "$o" || fail "help lacks $o"
 done
 echo "pfi_cli: ok"

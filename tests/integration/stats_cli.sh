@@ -75,11 +75,27 @@ cat "$tmp/err"
 [ $rc -eq 1 ] || fail "missing arch: exit $rc"
 grep -q "group 'moept3' has no arch" "$tmp/err" || fail "missing arch message"
 
+# Threads: the same output whatever their number; with two groups that have
+# no PFI (their capped run as fast as the uncapped one: excluded), the same
+# message, naming the first of them (as one thread stops there).
+for t in 2 5; do
+  [ "$("$PFLEX" stats "$tmp/t6.csv" --draws 200 --threads 1 --json)" = \
+    "$("$PFLEX" stats "$tmp/t6.csv" --draws 200 --threads $t --json)" ] || fail "threads $t: output differs"
+done
+sed -e 's/^\(dense7,H200,8,200,[^,]*\),800,/\1,1000,/' -e 's/^\(moept2,H200,8,200,[^,]*\),800,/\1,1000,/' \
+  "$tmp/t6.csv" > "$tmp/nopfi.csv"
+for t in 1 4; do
+  set +e; "$PFLEX" stats "$tmp/nopfi.csv" --draws 50 --threads $t > "$tmp/out$t" 2> "$tmp/err$t"; rc=$?; set -e
+  [ $rc -eq 1 ] || fail "no PFI, $t threads: exit $rc"
+done
+grep -q "group 'dense7' has no PFI" "$tmp/err1" || fail "no PFI: message $(cat "$tmp/err1")"
+cmp -s "$tmp/err1" "$tmp/err4" || fail "no PFI: 1 and 4 threads say $(cat "$tmp/err1") / $(cat "$tmp/err4")"
+
 # Usage errors exit 2; help lists every option.
 set +e; "$PFLEX" stats "$tmp/t6.csv" --definition nope > /dev/null 2>&1; rc=$?; set -e
 [ $rc -eq 2 ] || fail "bad definition: exit $rc"
 help=$("$PFLEX" help stats)
-for o in --grid --definition --draws --seed --power-cv --tput-cv --exclude --noise-k --unit --tput-column --json; do
+for o in --grid --definition --draws --seed --power-cv --tput-cv --exclude --noise-k --unit --tput-column --json --threads; do
   echo "$help" | has -- "$o" || fail "help lacks $o"
 done
 echo "stats_cli: ok"

@@ -1,4 +1,4 @@
-/* The study on several threads: the loop that runs them (src/core/parallel.c)
+/* The study on several threads: the loop that runs them (src/base/parallel.c)
  * and the study's results, which must be the same bits for any number of
  * threads (src/core/study.c). scripts/valgrind.sh also runs this under
  * helgrind, which reports any access to shared memory without a lock. */
@@ -14,9 +14,9 @@
 
 #include <cmocka.h>
 
-#include "core/parallel.h"
 #include "pflex/error.h"
 #include "pflex/jobs.h"
+#include "pflex/parallel.h"
 #include "pflex/runs.h"
 #include "pflex/runs_csv.h"
 #include "pflex/study.h"
@@ -68,7 +68,7 @@ static void test_every_index_once(void **state) {
   for (size_t k = 0; k < sizeof counts / sizeof *counts; k++) {
     struct calls c;
     start(&c, counts[k]);
-    assert_int_equal(pflex__parallel_for(N, counts[k], call, &c, done), 0);
+    assert_int_equal(pflex_parallel_for(N, counts[k], call, &c, done), 0);
     for (size_t i = 0; i < N; i++) {
       assert_int_equal(c.ran[i], 1);
       assert_true(c.worker[i] < (counts[k] > 1 ? counts[k] : 1));
@@ -80,7 +80,7 @@ static void test_every_index_once(void **state) {
   }
   struct calls c;
   start(&c, 4);
-  assert_int_equal(pflex__parallel_for(0, 4, call, &c, done), 0);
+  assert_int_equal(pflex_parallel_for(0, 4, call, &c, done), 0);
   assert_int_equal(c.dones, 0);
 }
 
@@ -94,7 +94,7 @@ static void test_lowest_failure_wins(void **state) {
     start(&c, counts[k]);
     c.fail_at[0] = 150;
     c.fail_at[1] = 40;
-    assert_int_equal(pflex__parallel_for(N, counts[k], call, &c, NULL), -EDOM);
+    assert_int_equal(pflex_parallel_for(N, counts[k], call, &c, NULL), -EDOM);
     for (size_t i = 0; i <= 40; i++)
       assert_int_equal(c.ran[i], 1);
     for (size_t i = 41; i < N; i++)

@@ -1,5 +1,5 @@
-/* A loop over indices on several threads (parallel.h). */
-#include "parallel.h"
+/* A loop over indices on several threads (include/pflex/parallel.h). */
+#include "pflex/parallel.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -12,7 +12,7 @@
  * pthread's locks are what valgrind's thread checkers follow. */
 struct loop {
   size_t n;
-  pflex__parallel_fn fn;
+  pflex_parallel_fn fn;
   void *ctx;
   pthread_mutex_t mu;
   size_t next;     /* the next index to hand out */
@@ -54,8 +54,8 @@ static void *thread_main(void *arg) {
   return NULL;
 }
 
-int pflex__parallel_for(size_t n, unsigned threads, pflex__parallel_fn fn, void *ctx,
-                        void (*done)(void *ctx, size_t finished)) {
+int pflex_parallel_for(size_t n, unsigned threads, pflex_parallel_fn fn, void *ctx,
+                       void (*done)(void *ctx, size_t finished)) {
   if (threads <= 1 || n <= 1) {
     for (size_t i = 0; i < n; i++) {
       int err = fn(ctx, 0, i);
