@@ -149,11 +149,11 @@ struct pflex_study_opts {
                     from there, up or down, the moves summing to zero watts, where the
                     shrunk curves' bound still beats the anchors': its next observation
                     is at a second power (docs/study.md, "Ninth wave"); default 0: none */
-  unsigned threads; /* threads to run on, the caller's among them: the workloads (except with
-                       the closed loop's noise, rounds > 0 and noise > 0: one stream through
-                       the workloads in order) and the predicted curves; the results are the
-                       same bits for any count. Default 1 (0 counts as 1), at most
-                       PFLEX_STUDY_MAX_THREADS; progress is still told on the caller's thread */
+  unsigned threads; /* threads to run on, the caller's among them: the workloads and the
+                       predicted curves; the results are the same bits for any count (the
+                       closed loop's noise is drawn from its one stream in the workloads'
+                       order). Default 1 (0 counts as 1), at most PFLEX_STUDY_MAX_THREADS;
+                       progress is still told on the caller's thread */
 };
 
 #define PFLEX_STUDY_MAX_THREADS 1024

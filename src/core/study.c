@@ -352,6 +352,8 @@ struct work {
   struct pflex_alloc_prepared *prep_t, **prep_p;
   struct pflex_alloc_job *jpk;
   struct shaping *sh; /* its thread's scratch for group_curves */
+  const double *nv;   /* the closed loop's noise drawn for this workload (draw_noise) */
+  size_t nleft;       /* how many of them are left */
 };
 
 /* Frees the workload's prepared jobs. */
@@ -642,8 +644,16 @@ static int observe(const struct study *s, struct work *w, size_t k, size_t j, si
   bool dithered = !isnan(w->pund[j]);
   double a = w->anc[j] = dithered ? w->pund[j] : pw;
   w->pund[j] = NAN;
-  /* No draw without noise: workloads on several threads share no stream. */
-  double e = s->o->noise > 0 ? gsl_ran_gaussian(noise, s->o->noise) : 0;
+  /* The noise from the stream, or drawn from it before in this order
+   * (workloads on several threads: draw_noise); no draw without noise. */
+  double e = 0;
+  if (s->o->noise > 0 && noise) {
+    e = gsl_ran_gaussian(noise, s->o->noise);
+  } else if (s->o->noise > 0) {
+    if (!w->nleft) return -EPROTO; /* fewer counted than the loop draws: cannot happen */
+    e = *w->nv++;
+    w->nleft--;
+  }
   double obs = pflex_curve_eval(s->g[gi].curve, pw) * (1 + e);
   int err = pflex_refine_observe(w->ref[j], pw, obs);
   if (err) return err;
@@ -885,6 +895,9 @@ struct chunk {
   bool *listed;         /* per group: in todo of this chunk or an earlier one */
   gsl_rng *rng_noise;   /* the closed loop's observation noise, in the workloads' order */
   gsl_rng *noise;       /* rng_noise where the workloads draw from it (one thread), else NULL */
+  double *draws;        /* on several threads: the noise drawn for the chunk (draw_noise) */
+  size_t *ndraw, *at;   /* per workload: how many of draws, from where */
+  size_t cap;           /* room in draws */
   size_t before, total; /* workloads done before this chunk, and in all */
 };
 
@@ -894,10 +907,60 @@ static int chunk_one(void *ctx, unsigned worker, size_t i) {
   struct work *w = &ch->w[worker];
   size_t n = s->o->jobs;
   fill_workload(s, w, ch->gi + i * n);
+  w->nv = ch->draws ? ch->draws + ch->at[i] : NULL;
+  w->nleft = ch->draws ? ch->ndraw[i] : 0;
   int err = pflex_alloc_prepare(w->jt, n, &w->prep_t);
   w->ao.prepared = w->prep_t;
   if (!err) err = run_workload(s, w, ch->rec + i * s->ncuts * rec_stride(s), ch->noise);
   work_unprepare(w, s->np);
+  return err || !w->nleft ? err : -EPROTO; /* more counted than drawn: cannot happen */
+}
+
+/* How many noise draws workload i's closed loops make: one per job and
+ * round for every cut it can take (the oracle's check, which the equal
+ * cut's is) and every prediction set whose optimal line predicts all its
+ * jobs, as run_workload and closed_loop make them. */
+static int count_draws(void *ctx, unsigned worker, size_t i) {
+  struct chunk *ch = ctx;
+  const struct study *s = ch->s;
+  struct work *w = &ch->w[worker];
+  size_t n = s->o->jobs, sets = 0, cuts = 0;
+  fill_workload(s, w, ch->gi + i * n);
+  for (size_t l = 0; l < s->nlines; l++)
+    sets += s->lines[l].st == PFLEX_ALLOC_OPTIMAL && s->lines[l].round == 0 &&
+            predicted(s, w, s->lines[l].pred);
+  int err = sets ? pflex_alloc_prepare(w->jt, n, &w->prep_t) : 0;
+  w->ao.prepared = w->prep_t;
+  for (size_t c = 0; c < s->ncuts && sets && !err; c++) {
+    double target;
+    struct pflex_alloc_summary sum;
+    err = pflex_alloc_target_for_cut(w->jt, n, s->cuts[c], &target);
+    if (!err) err = pflex_alloc_run(w->jt, n, PFLEX_ALLOC_EQUAL, target, &w->ao, w->r, &sum);
+    cuts += err == 0;
+    if (err == -PFLEX_E_INFEASIBLE) err = 0; /* the workload skips this cut */
+  }
+  work_unprepare(w, s->np);
+  ch->ndraw[i] = cuts * sets * n * s->o->rounds;
+  return err;
+}
+
+/* The closed loop's noise for the chunk's nw workloads on several threads,
+ * drawn from the one stream in the workloads' order (as one thread draws
+ * it): each workload's draws counted on the threads, then drawn here. */
+static int draw_noise(struct chunk *ch, size_t nw) {
+  const struct study *s = ch->s;
+  int err = pflex_parallel_for(nw, s->threads, count_draws, ch, NULL);
+  size_t total = 0;
+  for (size_t i = 0; i < nw && !err; i++)
+    ch->at[i] = total, total += ch->ndraw[i];
+  if (!err && total > ch->cap) {
+    double *d = realloc(ch->draws, total * sizeof *d);
+    if (!d) return -ENOMEM;
+    ch->draws = d;
+    ch->cap = total;
+  }
+  for (size_t k = 0; k < total && !err; k++)
+    ch->draws[k] = gsl_ran_gaussian(ch->rng_noise, s->o->noise);
   return err;
 }
 
@@ -909,7 +972,7 @@ static void chunk_done(void *ctx, size_t finished) {
 /* nw workloads of scenario sc: drawn, their new groups' curves built (in
  * the order of the draws, as the workloads would meet them), run, summed.
  * The closed loop's observation noise is one stream through the workloads
- * in order, so with it they run on one thread. */
+ * in order: on several threads it is drawn for them first (draw_noise). */
 static int run_chunk(struct chunk *ch, int sc, size_t nw, gsl_rng *rng, struct sums *m) {
   const struct study *s = ch->s;
   size_t n = s->o->jobs, ntodo = 0;
@@ -919,9 +982,10 @@ static int run_chunk(struct chunk *ch, int sc, size_t nw, gsl_rng *rng, struct s
     for (size_t k = 0; k < nw * n; k++)
       if (!ch->listed[ch->gi[k]]) ch->listed[ch->gi[k]] = true, ch->todo[ntodo++] = ch->gi[k];
   int err = build_curves(s, ch->todo, ntodo);
-  bool noisy = s->o->rounds && s->o->noise > 0;
-  ch->noise = noisy ? ch->rng_noise : NULL;
-  if (!err) err = pflex_parallel_for(nw, noisy ? 1 : s->threads, chunk_one, ch, chunk_done);
+  bool noisy = s->o->rounds && s->o->noise > 0, threaded = s->threads > 1 && nw > 1;
+  ch->noise = noisy && !threaded ? ch->rng_noise : NULL;
+  if (!err && noisy && threaded) err = draw_noise(ch, nw);
+  if (!err) err = pflex_parallel_for(nw, s->threads, chunk_one, ch, chunk_done);
   for (size_t i = 0; i < nw && !err; i++)
     accumulate_record(s, ch->rec + i * s->ncuts * rec_stride(s), sc, m);
   ch->before += nw;
@@ -948,9 +1012,14 @@ static int run_scenarios(const struct study *s, struct sums *m) {
   ch.rec = malloc(cs * s->ncuts * rec_stride(s) * sizeof *ch.rec);
   ch.todo = malloc((cs * n < s->ng ? cs * n : s->ng) * sizeof *ch.todo);
   ch.listed = calloc(s->ng, sizeof *ch.listed);
+  ch.ndraw = calloc(cs, sizeof *ch.ndraw);
+  ch.at = calloc(cs, sizeof *ch.at);
   gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
   ch.rng_noise = gsl_rng_alloc(gsl_rng_mt19937);
-  int err = ch.w && ch.gi && ch.rec && ch.todo && ch.listed && rng && ch.rng_noise ? 0 : -ENOMEM;
+  int err = ch.w && ch.gi && ch.rec && ch.todo && ch.listed && ch.ndraw && ch.at && rng &&
+                    ch.rng_noise
+                ? 0
+                : -ENOMEM;
   for (unsigned t = 0; t < s->threads && !err; t++) {
     err = work_alloc(&ch.w[t], s);
     ch.w[t].sh = &s->shaping[t];
@@ -971,6 +1040,9 @@ static int run_scenarios(const struct study *s, struct sums *m) {
   free(ch.rec);
   free(ch.todo);
   free(ch.listed);
+  free(ch.ndraw);
+  free(ch.at);
+  free(ch.draws);
   gsl_rng_free(rng);
   gsl_rng_free(ch.rng_noise);
   return err;
