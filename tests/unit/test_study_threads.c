@@ -199,9 +199,9 @@ static void base_opts(struct pflex_study_opts *o) {
   o->ncuts = sizeof cuts / sizeof *cuts;
 }
 
-/* Every strategy, open loop and closed loop (without noise, and with it: one
- * thread then), shrinkage with and without the loop's dither, both
- * objectives. */
+/* Every strategy, open loop and closed loop (without noise, and with it:
+ * drawn for the workloads in their order), shrinkage with and without the
+ * loop's dither, both objectives. */
 static void test_synthetic_same_bits(void **state) {
   struct fixture *f = *state;
   struct pflex_study_predset p[2] = {{.mode = PFLEX_PRED_LOO, .pfi = f->pfi, .sd = f->sd},
