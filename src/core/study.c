@@ -341,7 +341,7 @@ struct work {
   double *pund;              /* closed loop's dither, per job: the power before it, or NAN */
   unsigned char *two;        /* closed loop, per job: observed at two distinct powers */
   size_t *didx;              /* closed loop's dither: scratch */
-  double *tl; /* optimal's rounds 0 .. rounds: its value in each objective */
+  double *tl;                /* optimal's rounds 0 .. rounds: its value in each objective */
   struct pflex_alloc_opts ao, ao_powers; /* ao_powers: ao with skip_tput */
   struct pflex_alloc_ctx *actx;
   /* The workload's jobs prepared once for all its cuts (pflex_alloc_prepare):
@@ -1016,10 +1016,10 @@ static int run_scenarios(const struct study *s, struct sums *m) {
   ch.at = calloc(cs, sizeof *ch.at);
   gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
   ch.rng_noise = gsl_rng_alloc(gsl_rng_mt19937);
-  int err = ch.w && ch.gi && ch.rec && ch.todo && ch.listed && ch.ndraw && ch.at && rng &&
-                    ch.rng_noise
-                ? 0
-                : -ENOMEM;
+  int err =
+      ch.w && ch.gi && ch.rec && ch.todo && ch.listed && ch.ndraw && ch.at && rng && ch.rng_noise
+          ? 0
+          : -ENOMEM;
   for (unsigned t = 0; t < s->threads && !err; t++) {
     err = work_alloc(&ch.w[t], s);
     ch.w[t].sh = &s->shaping[t];

@@ -21,6 +21,7 @@
 #include "pflex/runs_csv.h"
 #include "pflex/study.h"
 #include "pflex/study_predict.h"
+#include "study_groups.h"
 
 /* ---- the loop ---------------------------------------------------------------- */
 
@@ -115,39 +116,15 @@ struct fixture {
   struct pflex_runset runs;
 };
 
-/* Synthetic groups: measured curves sampled from the parametric family (as
- * test_study's), a prediction off by up to a third, and the reference set. */
+/* The synthetic groups (study_groups.h) with a prediction off by up to a
+ * third, and the reference set. */
 static int setup(void **state) {
   struct fixture *f = calloc(1, sizeof *f);
   for (int i = 0; i < NG; i++) {
-    int gpus = i % 4 == 3 ? 16 : 8;
-    double pmax = gpus * (520 + 15 * i), tmax = 1000.0 * gpus * (1 + 0.1 * i);
-    struct pflex_curve_params q;
-    pflex_curve_params_default("H200", gpus, pmax, &q);
-    q.c = fmin(1, 0.25 + 0.07 * i);
-    q.knee = 0.5 + 0.02 * i;
-    struct pflex_curve *par;
-    assert_int_equal(pflex_curve_new_parametric(&q, 200.0 * gpus, pmax, tmax, &par), 0);
-    struct pflex_curve_point pt[6];
-    size_t np = 0;
-    for (int cap = 200; cap <= 600; cap += 100)
-      if (cap * gpus < pmax)
-        pt[np++] = (struct pflex_curve_point){cap * gpus, pflex_curve_eval(par, cap * gpus), cap};
-    pt[np++] = (struct pflex_curve_point){pmax, tmax, 700};
-    pflex_curve_free(par);
-    assert_int_equal(pflex_curve_new_measured(pt, np, PFLEX_INTERP_STEFFEN, &f->c[i]), 0);
-    double grid[5], pfi;
-    size_t ng = pflex_jobs_paper_grid(gpus, pmax, grid);
-    assert_int_equal(pflex_curve_pfi(f->c[i], grid, ng, &pfi), 0);
+    double pfi;
+    study_synthetic_group(i, &f->c[i], &f->g[i], &pfi);
     f->pfi[i] = pfi * (1 + 0.33 * sin(1.7 * i));
     f->sd[i] = 0.3;
-    f->g[i] = (struct pflex_study_group){.name = "g",
-                                         .gpu = "H200",
-                                         .curve = f->c[i],
-                                         .gpus = gpus,
-                                         .arch = q.c < 0.6 ? PFLEX_ARCH_MOE : PFLEX_ARCH_DENSE,
-                                         .task = i % 3 == 0 ? PFLEX_TASK_PT : PFLEX_TASK_FT,
-                                         .dram_copy = 1 - q.c};
   }
   struct pflex_diag diag;
   pflex_diag_clear(&diag);
