@@ -460,12 +460,14 @@ double ctl_jobset_raises_in_flight(struct ctl_jobset *js) {
   double w = 0;
   for (size_t i = 0; i < js->n; i++) {
     struct ctl_job *j = &js->v[i];
-    if (!(j->raised_w > 0)) continue;
+    double pending = j->raised_w + j->raised_prev_w;
+    if (!(pending > 0)) continue;
     double ratio = j->draw_ratio > 0 ? j->draw_ratio : 1.0;
-    double unseen = j->present && j->complete && isfinite(j->limit_w)
-                        ? fmax(0.0, j->gpus * j->limit_w * ratio - j->power_w)
-                        : j->raised_w;
-    w += fmin(j->raised_w, unseen);
+    bool read = j->present && j->complete && isfinite(j->limit_w);
+    double unseen = read ? fmax(0.0, j->gpus * j->limit_w * ratio - j->power_w) : pending;
+    w += fmin(pending, unseen);
+    bool binds = read && j->p_max > 0 && j->gpus * j->limit_w < BINDING * j->p_max;
+    j->raised_prev_w = binds ? fmin(j->raised_w, unseen) : 0;
     j->raised_w = 0;
   }
   return w;

@@ -80,6 +80,7 @@ struct ctl_job {
   int explore_rounds;   /* rounds the probe has run */
   bool explored;        /* probed once already (or could not be): not again */
   double raised_w;      /* the raise pushed to its GPUs last round, summed (loop.c) */
+  double raised_prev_w; /* what of the raise the round before its readings did not show then */
 };
 
 struct ctl_jobset {
@@ -144,8 +145,11 @@ int ctl_jobset_seed(struct ctl_jobset *js, const struct ctl_learnt_row *v, size_
  * readings gathered since do not show yet: per job raised, what its GPUs may
  * draw under the limits now read (times the share of a binding cap they were
  * seen to draw, else all of it) less what they were read to draw, at most
- * the raise; all of the raise for a job not read whole this round. Clears
- * every job's raised_w. */
+ * the raise; all of the raise for a job not read whole this round. A job
+ * whose limits still bind (under its uncapped draw) will draw its raise, so
+ * what a reading a round late does not show of it counts one round more
+ * (raised_prev_w); a raise that may pass the job's demand does not (it may
+ * never show). Clears every job's raised_w. */
 double ctl_jobset_raises_in_flight(struct ctl_jobset *js);
 
 /* The job's curve to allocate on (refined, or the prior), or NULL. */

@@ -646,7 +646,10 @@ static void a_job_with_its_own_pfi_is_not_probed(void **state) {
 
 /* A raise pushed last round counts until the readings show it: a job whose
  * GPUs draw under the raised limits has the difference in flight (at most
- * its raise), one whose reading shows it has none, one not read has all. */
+ * its raise), one whose reading shows it has none, one not read has all.
+ * Where the raised limits still bind (under the job's uncapped draw), what a
+ * reading a round late does not show counts one round more, then no more;
+ * a raise to limits above that draw counts once (it may never show). */
 static void raises_count_until_the_readings_show_them(void **state) {
   struct fixture *f = *state;
   struct ctl_job *d = ctl_jobset_find(&f->js, "dense"), *m = ctl_jobset_find(&f->js, "moe");
@@ -659,11 +662,21 @@ static void raises_count_until_the_readings_show_them(void **state) {
   rounds(f, f->nodes, NNODES, 10, 1);
   d->raised_w = 8 * 100; /* from 400 W */
   m->raised_w = 8 * 50;
+  assert_true(d->p_max > 8 * 500 / 0.97); /* 500 W a GPU binds */
   assert_near(ctl_jobset_raises_in_flight(&f->js), 8 * 50, 1e-9);
   assert_true(d->raised_w == 0 && m->raised_w == 0);
+  assert_near(ctl_jobset_raises_in_flight(&f->js), 8 * 50, 1e-9); /* a round late */
+  assert_near(ctl_jobset_raises_in_flight(&f->js), 0, 0);         /* then no more */
+  double p_max = d->p_max;
+  d->p_max = 8 * 500 / 0.98; /* limits above 0.97 of its draw: may never show */
+  d->raised_w = 8 * 100;
+  assert_near(ctl_jobset_raises_in_flight(&f->js), 8 * 50, 1e-9);
   assert_near(ctl_jobset_raises_in_flight(&f->js), 0, 0); /* counted once */
+  d->p_max = p_max;
   d->raised_w = 8 * 20; /* at most the raise */
   assert_near(ctl_jobset_raises_in_flight(&f->js), 8 * 20, 1e-9);
+  assert_near(ctl_jobset_raises_in_flight(&f->js), 8 * 20, 1e-9);
+  assert_near(ctl_jobset_raises_in_flight(&f->js), 0, 0);
   f->nodes[0].reachable = false; /* not read this round: all of it */
   rounds(f, f->nodes, NNODES, 11, 1);
   d->raised_w = 8 * 100;
