@@ -895,6 +895,7 @@ struct chunk {
   bool *listed;         /* per group: in todo of this chunk or an earlier one */
   gsl_rng *rng_noise;   /* the closed loop's observation noise, in the workloads' order */
   gsl_rng *noise;       /* rng_noise where the workloads draw from it (one thread), else NULL */
+  bool drawn;           /* the chunk's noise is in draws (several threads) */
   double *draws;        /* on several threads: the noise drawn for the chunk (draw_noise) */
   size_t *ndraw, *at;   /* per workload: how many of draws, from where */
   size_t cap;           /* room in draws */
@@ -907,8 +908,8 @@ static int chunk_one(void *ctx, unsigned worker, size_t i) {
   struct work *w = &ch->w[worker];
   size_t n = s->o->jobs;
   fill_workload(s, w, ch->gi + i * n);
-  w->nv = ch->draws ? ch->draws + ch->at[i] : NULL;
-  w->nleft = ch->draws ? ch->ndraw[i] : 0;
+  w->nv = ch->drawn ? ch->draws + ch->at[i] : NULL;
+  w->nleft = ch->drawn ? ch->ndraw[i] : 0;
   int err = pflex_alloc_prepare(w->jt, n, &w->prep_t);
   w->ao.prepared = w->prep_t;
   if (!err) err = run_workload(s, w, ch->rec + i * s->ncuts * rec_stride(s), ch->noise);
@@ -982,9 +983,10 @@ static int run_chunk(struct chunk *ch, int sc, size_t nw, gsl_rng *rng, struct s
     for (size_t k = 0; k < nw * n; k++)
       if (!ch->listed[ch->gi[k]]) ch->listed[ch->gi[k]] = true, ch->todo[ntodo++] = ch->gi[k];
   int err = build_curves(s, ch->todo, ntodo);
-  bool noisy = s->o->rounds && s->o->noise > 0, threaded = s->threads > 1 && nw > 1;
-  ch->noise = noisy && !threaded ? ch->rng_noise : NULL;
-  if (!err && noisy && threaded) err = draw_noise(ch, nw);
+  bool noisy = s->o->rounds && s->o->noise > 0;
+  ch->drawn = noisy && s->threads > 1; /* every chunk alike, a last one of one workload too */
+  ch->noise = noisy && !ch->drawn ? ch->rng_noise : NULL;
+  if (!err && ch->drawn) err = draw_noise(ch, nw);
   if (!err) err = pflex_parallel_for(nw, s->threads, chunk_one, ch, chunk_done);
   for (size_t i = 0; i < nw && !err; i++)
     accumulate_record(s, ch->rec + i * s->ncuts * rec_stride(s), sc, m);

@@ -191,6 +191,9 @@ static void test_synthetic_same_bits(void **state) {
   same_for_any_threads(f->g, NG, p, 2, o, false);
   o.noise = 0.005;
   same_for_any_threads(f->g, NG, p, 2, o, false);
+  o.workloads = 33; /* two threads: a chunk of 32, then one of a single workload */
+  same_for_any_threads(f->g, NG, p, 2, o, false);
+  o.workloads = 37;
   o.rounds = 0;
   o.shrink = 1;
   o.objective = PFLEX_OBJECTIVE_PROGRESS;
