@@ -983,9 +983,6 @@ static int run_chunk(struct chunk *ch, int sc, size_t nw, gsl_rng *rng, struct s
     for (size_t k = 0; k < nw * n; k++)
       if (!ch->listed[ch->gi[k]]) ch->listed[ch->gi[k]] = true, ch->todo[ntodo++] = ch->gi[k];
   int err = build_curves(s, ch->todo, ntodo);
-  bool noisy = s->o->rounds && s->o->noise > 0;
-  ch->drawn = noisy && s->threads > 1; /* every chunk alike, a last one of one workload too */
-  ch->noise = noisy && !ch->drawn ? ch->rng_noise : NULL;
   if (!err && ch->drawn) err = draw_noise(ch, nw);
   if (!err) err = pflex_parallel_for(nw, s->threads, chunk_one, ch, chunk_done);
   for (size_t i = 0; i < nw && !err; i++)
@@ -1026,6 +1023,11 @@ static int run_scenarios(const struct study *s, struct sums *m) {
     err = work_alloc(&ch.w[t], s);
     ch.w[t].sh = &s->shaping[t];
   }
+  /* The noise's path, the same for every chunk (a last one of one workload
+   * too): from the stream on one thread, drawn for the chunk on several. */
+  bool noisy = s->o->rounds && s->o->noise > 0;
+  ch.drawn = noisy && s->threads > 1;
+  ch.noise = noisy && !ch.drawn ? ch.rng_noise : NULL;
   for (int sc = 0; sc < PFLEX_SCENARIO_N; sc++)
     if (s->o->scenarios & (1u << sc)) ch.total += s->o->workloads;
   for (int sc = 0; sc < PFLEX_SCENARIO_N && !err; sc++) {
